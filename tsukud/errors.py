@@ -135,7 +135,9 @@ class ConfigError(TsukuError):
 class BudgetExceeded(TsukuError):
     code = "budget_exceeded"
     exit_code = ExitCode.BUDGET
-    default_hint = "Raise it with `tsukuctl config set llm.daily_budget <usd>` or wait until tomorrow (UTC)."
+    default_hint = (
+        "Raise it with `tsukuctl config set llm.daily_budget <usd>` or wait until tomorrow (UTC)."
+    )
 
 
 class RateLimited(TsukuError):

@@ -1,0 +1,1 @@
+../tsukud/events/events.sql

@@ -1,0 +1,1 @@
+"""tsukuctl: the thin, fast client of tsukud. Standard library only on its hot path."""

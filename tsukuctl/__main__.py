@@ -1,0 +1,5 @@
+import sys
+
+from tsukuctl.cli import main
+
+sys.exit(main())

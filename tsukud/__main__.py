@@ -1,0 +1,189 @@
+"""``tsukud``: start the daemon.
+
+Order matters for a fast, safe start: resolve config (refusing a readable secrets file),
+take the single-instance lock, open and rebuild the ledger, bind the socket with a umask
+that never exposes it, then enter trio. Heavy SDKs are not imported here at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import fcntl
+import os
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from tsukud import __version__, paths
+from tsukud.errors import ExitCode, TsukuError
+
+SD_LISTEN_FDS_START = 3
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="tsukud", description="The tsuku daemon.")
+    ap.add_argument("--foreground", action="store_true", help="run attached to this terminal")
+    ap.add_argument("--socket", help="socket path (default: $TSUKU_SOCKET, see docs)")
+    ap.add_argument("--home", help="TSUKU_HOME (default: $TSUKU_HOME or ~/.tsuku)")
+    ap.add_argument("--log-stderr", action="store_true", help="also log to stderr")
+    ap.add_argument("--version", action="version", version=f"tsukud {__version__}")
+    return ap.parse_args(argv)
+
+
+@contextlib.contextmanager
+def instance_lock(path: Path) -> Iterator[None]:
+    """One daemon per TSUKU_HOME. The kernel drops a flock when its holder dies."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            other = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise AlreadyRunning(
+                f"tsukud is already running for {path.parent.parent} (pid {other})",
+                hint="`tsukuctl daemon stop` stops it.",
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+class AlreadyRunning(TsukuError):
+    code = "already_running"
+    exit_code = ExitCode.GENERAL
+
+
+def activated_sockets() -> list[socket.socket]:
+    """Sockets passed by systemd (LISTEN_FDS) or launchd (launch_activate_socket)."""
+    if os.environ.get("LISTEN_PID") == str(os.getpid()) and os.environ.get("LISTEN_FDS"):
+        n = int(os.environ["LISTEN_FDS"])
+        for var in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
+            os.environ.pop(var, None)
+        return [socket.socket(fileno=SD_LISTEN_FDS_START + i) for i in range(n)]
+    if sys.platform == "darwin" and os.environ.get("TSUKU_LAUNCHD"):
+        return _launchd_sockets("Listeners")
+    return []
+
+
+def _launchd_sockets(name: str) -> list[socket.socket]:
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    fds = ctypes.POINTER(ctypes.c_int)()
+    count = ctypes.c_size_t()
+    rc = libc.launch_activate_socket(name.encode(), ctypes.byref(fds), ctypes.byref(count))
+    if rc != 0:
+        return []
+    out = [socket.socket(fileno=fds[i]) for i in range(count.value)]
+    libc.free(fds)
+    return out
+
+
+def bind_socket(path: Path) -> socket.socket:
+    """Bind the Unix socket in a 0700 directory, 0600 from the first instant."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path.parent, 0o700)
+    if path.exists() or path.is_symlink():
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe.settimeout(0.5)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            path.unlink()  # stale: its daemon is gone
+        else:
+            raise AlreadyRunning(
+                f"another tsukud answers on {path}",
+                hint="Stop it first, or give this one its own TSUKU_SOCKET.",
+            )
+        finally:
+            probe.close()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(256)
+    return sock
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    if args.home:
+        os.environ["TSUKU_HOME"] = args.home
+    if args.socket:
+        os.environ["TSUKU_SOCKET"] = args.socket
+    if not args.foreground:
+        from tsukuctl.client import start_daemon
+
+        try:
+            pid = start_daemon()
+        except TsukuError as e:
+            print(f"tsukud: {e.message}\nhint: {e.hint}", file=sys.stderr)
+            return e.exit_code
+        print(f"tsukud running (pid {pid})")
+        return 0
+    try:
+        return _run_foreground(args)
+    except TsukuError as e:
+        print(f"tsukud: {e.message}", file=sys.stderr)
+        if e.hint:
+            print(f"hint: {e.hint}", file=sys.stderr)
+        return e.exit_code
+
+
+def _run_foreground(args: argparse.Namespace) -> int:
+    from tsukud import config as configmod
+    from tsukud import log
+
+    env = os.environ
+    config = configmod.resolve(env=env)
+    log.configure(
+        paths.log_path(env),
+        level=config["log.level"],
+        max_bytes=config["log.max_bytes"],
+        backups=config["log.backups"],
+        to_stderr=args.log_stderr,
+    )
+    with instance_lock(paths.lock_path(env)):
+        import trio
+
+        from tsukud.daemon import Daemon
+
+        activated = activated_sockets()
+        sock_path = paths.socket_path(env)
+        own_socket = not activated
+        socks = activated or [bind_socket(sock_path)]
+        daemon = Daemon(
+            config=config,
+            env=env,
+            socket_path=sock_path,
+            activation="systemd" if activated else "direct",
+        )
+        try:
+            daemon.open()
+
+            async def amain() -> None:
+                listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(s)) for s in socks]
+                await daemon.run(listeners)
+
+            trio.run(amain)
+        finally:
+            if own_socket:
+                with contextlib.suppress(FileNotFoundError):
+                    sock_path.unlink()
+            log.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

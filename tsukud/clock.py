@@ -1,0 +1,69 @@
+"""Injected time.
+
+Policy decisions (budget days, rate windows, breaker cool-downs) survive restarts, so
+they are taken on wall-clock time, read through a ``Clock`` so tests control it.
+``TrioClock`` maps trio's clock onto the wall clock: under ``trio.testing.MockClock``
+a test can jump 60 s ahead instantly and the breaker sees it.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Seconds since the epoch (UTC)."""
+        ...
+
+
+class SystemClock:
+    def now(self) -> float:
+        return time.time()
+
+
+class TrioClock:
+    """Wall time that advances with ``trio.current_time()`` (and so with MockClock)."""
+
+    def __init__(self, anchor: float | None = None) -> None:
+        import trio
+
+        self._trio = trio
+        self._anchor_wall = time.time() if anchor is None else anchor
+        self._anchor_trio = trio.current_time()
+
+    def now(self) -> float:
+        return self._anchor_wall + (self._trio.current_time() - self._anchor_trio)
+
+
+class FixedClock:
+    """A clock a test moves by hand (for code that runs outside trio)."""
+
+    def __init__(self, start: float) -> None:
+        self.t = start
+
+    def now(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+
+def iso(ts: float) -> str:
+    """The ledger's timestamp form: fixed-width UTC, so text order is time order."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_iso(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def utc_day(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d")
+
+
+def day_start(ts: float) -> float:
+    d = datetime.fromtimestamp(ts, UTC)
+    return datetime(d.year, d.month, d.day, tzinfo=UTC).timestamp()

@@ -1,0 +1,272 @@
+"""Settings: flags → environment → ``$TSUKU_HOME/config.toml`` → defaults.
+
+One table of known keys (``KEYS``) drives parsing, precedence, ``tsukuctl config`` and
+redaction, so a new setting is one line here. The config file may hold API keys, so a
+file that others can read is refused outright rather than silently used: the fix is one
+``chmod`` and we say which.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tsukud import paths
+from tsukud.errors import ConfigError, UsageError
+
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str  # dotted: "llm.daily_budget" is [llm] daily_budget
+    kind: type  # float, int, str, bool
+    default: Any
+    env: tuple[str, ...] = ()
+    secret: bool = False
+    doc: str = ""
+    minimum: float | None = None
+
+
+KEYS: dict[str, Key] = {
+    k.name: k
+    for k in (
+        Key(
+            "llm.daily_budget",
+            float,
+            5.0,
+            ("TSUKU_LLM_DAILY_BUDGET",),
+            doc="USD the LLM may spend per UTC day",
+            minimum=0,
+        ),
+        Key(
+            "llm.confirm_threshold",
+            float,
+            0.50,
+            ("TSUKU_LLM_CONFIRM_THRESHOLD",),
+            doc="runs estimated above this many USD need a yes",
+            minimum=0,
+        ),
+        Key(
+            "llm.hourly_limit",
+            int,
+            10,
+            ("TSUKU_LLM_HOURLY_LIMIT",),
+            doc="recipe generations per rolling hour",
+            minimum=0,
+        ),
+        Key(
+            "llm.provider",
+            str,
+            "",
+            ("TSUKU_LLM_PROVIDER",),
+            doc="provider order, e.g. 'claude,gemini,local'",
+        ),
+        Key("llm.anthropic_base_url", str, "https://api.anthropic.com", ("ANTHROPIC_BASE_URL",)),
+        Key(
+            "llm.gemini_base_url",
+            str,
+            "https://generativelanguage.googleapis.com",
+            ("TSUKU_GEMINI_BASE_URL",),
+        ),
+        Key(
+            "llm.openai_base_url",
+            str,
+            "",
+            ("TSUKU_OPENAI_BASE_URL",),
+            doc="local OpenAI-compatible server, e.g. http://127.0.0.1:11434",
+        ),
+        Key("breaker.failure_threshold", int, 3, ("TSUKU_BREAKER_FAILURES",), minimum=1),
+        Key("breaker.reset_seconds", float, 60.0, ("TSUKU_BREAKER_RESET_SECONDS",), minimum=0),
+        Key("sandbox.max_concurrent", int, 1, ("TSUKU_SANDBOX_MAX_CONCURRENT",), minimum=1),
+        Key("sandbox.image", str, "tsuku/validate-busybox:local", ("TSUKU_SANDBOX_IMAGE",)),
+        Key("github.api_url", str, "https://api.github.com", ("TSUKU_GITHUB_API_URL",)),
+        Key("github.url", str, "https://github.com", ("TSUKU_GITHUB_URL",)),
+        Key("registry.url", str, "", ("TSUKU_REGISTRY_URL",)),
+        Key("log.level", str, "info", ("TSUKU_LOG_LEVEL",)),
+        Key("log.max_bytes", int, 10 * 1024 * 1024, (), minimum=4096),
+        Key("log.backups", int, 5, (), minimum=0),
+        Key("secrets.anthropic_api_key", str, "", ("ANTHROPIC_API_KEY",), secret=True),
+        Key("secrets.google_api_key", str, "", ("GOOGLE_API_KEY", "GEMINI_API_KEY"), secret=True),
+        Key("secrets.openai_api_key", str, "", ("TSUKU_OPENAI_API_KEY",), secret=True),
+        Key("secrets.github_token", str, "", ("GITHUB_TOKEN", "GH_TOKEN"), secret=True),
+        Key("secrets.tavily_api_key", str, "", ("TAVILY_API_KEY",), secret=True),
+        Key("secrets.brave_api_key", str, "", ("BRAVE_API_KEY",), secret=True),
+    )
+}
+
+
+def key(name: str) -> Key:
+    try:
+        return KEYS[name]
+    except KeyError:
+        raise UsageError(
+            f"unknown setting {name!r}",
+            hint="`tsukuctl config list` shows every setting.",
+        ) from None
+
+
+def coerce(k: Key, raw: Any, origin: str) -> Any:
+    """Turn a raw value (TOML value or env/argv string) into the key's type."""
+    try:
+        if k.kind is bool:
+            if isinstance(raw, bool):
+                value: Any = raw
+            elif str(raw).lower() in ("1", "true", "yes", "on"):
+                value = True
+            elif str(raw).lower() in ("0", "false", "no", "off", ""):
+                value = False
+            else:
+                raise ValueError(raw)
+        elif k.kind is int:
+            if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+                raise ValueError(raw)
+            value = int(raw)
+        elif k.kind is float:
+            if isinstance(raw, bool):
+                raise ValueError(raw)
+            value = float(raw)
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ValueError(raw)
+        else:
+            if not isinstance(raw, str):
+                raise ValueError(raw)
+            value = raw
+    except (TypeError, ValueError):
+        shown = "(hidden)" if k.secret else repr(raw)
+        raise ConfigError(
+            f"{origin}: {k.name} must be {k.kind.__name__}, got {shown}",
+            hint=f"Fix it with `tsukuctl config set {k.name} <value>`.",
+        ) from None
+    if k.minimum is not None and value < k.minimum:
+        raise ConfigError(
+            f"{origin}: {k.name} must be at least {k.minimum}, got {value}",
+            hint=f"Fix it with `tsukuctl config set {k.name} <value>`.",
+        )
+    return value
+
+
+def check_file_mode(path: Path) -> None:
+    st = path.stat()
+    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ConfigError(
+            f"{path} is readable by other users (mode {stat.S_IMODE(st.st_mode):04o}); "
+            "it may hold API keys, so tsuku refuses to use it",
+            hint=f"Fix it with: chmod 600 {path}",
+        )
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    """The config file flattened to dotted keys; missing file → {}."""
+    try:
+        check_file_mode(path)
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}", hint=f"Fix or remove {path}.") from None
+    flat: dict[str, Any] = {}
+    for section, body in doc.items():
+        if not isinstance(body, dict):
+            raise ConfigError(
+                f"{path}: top-level key {section!r} must be a table like [llm]",
+                hint="See docs/config.md.",
+            )
+        for name, value in body.items():
+            flat[f"{section}.{name}"] = value
+    unknown = sorted(set(flat) - set(KEYS))
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown setting(s) {', '.join(unknown)}",
+            hint="`tsukuctl config list` shows every setting.",
+        )
+    return flat
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: Key
+    value: Any
+    source: str  # "flag", "env:NAME", "file", "default"
+
+
+class Config:
+    """Resolved settings. Immutable: a change produces a new Config."""
+
+    def __init__(self, settings: Mapping[str, Setting], path: Path) -> None:
+        self._settings = dict(settings)
+        self.path = path
+
+    def __getitem__(self, name: str) -> Any:
+        return self._settings[key(name).name].value
+
+    def setting(self, name: str) -> Setting:
+        return self._settings[key(name).name]
+
+    def settings(self) -> list[Setting]:
+        return [self._settings[n] for n in sorted(self._settings)]
+
+    def secret_values(self) -> list[str]:
+        return [s.value for s in self._settings.values() if s.key.secret and s.value]
+
+
+def resolve(
+    *,
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    path: Path | None = None,
+) -> Config:
+    env = os.environ if env is None else env
+    path = paths.config_path(env) if path is None else path
+    file_values = read_file(path)
+    flags = flags or {}
+    out: dict[str, Setting] = {}
+    for name, k in KEYS.items():
+        if name in flags and flags[name] is not None:
+            out[name] = Setting(k, coerce(k, flags[name], "flag"), "flag")
+            continue
+        env_name = next((e for e in k.env if env.get(e)), None)
+        if env_name is not None:
+            out[name] = Setting(k, coerce(k, env[env_name], f"${env_name}"), f"env:{env_name}")
+        elif name in file_values:
+            out[name] = Setting(k, coerce(k, file_values[name], str(path)), "file")
+        else:
+            out[name] = Setting(k, k.default, "default")
+    return Config(out, path)
+
+
+def write_value(path: Path, name: str, raw: Any) -> Any:
+    """Set one key in the config file, atomically, keeping the file 0600."""
+    import tomli_w
+
+    k = key(name)
+    value = None if raw is None else coerce(k, raw, "value")
+    flat = read_file(path)
+    if value is None:
+        flat.pop(name, None)
+    else:
+        flat[name] = value
+    doc: dict[str, dict[str, Any]] = {}
+    for dotted in sorted(flat):
+        section, _, leaf = dotted.partition(".")
+        doc.setdefault(section, {})[leaf] = flat[dotted]
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(tomli_w.dumps(doc).encode())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return value

@@ -1,0 +1,183 @@
+"""The daemon's state and lifecycle, independent of how it was started.
+
+``Daemon`` owns the ledger, the projections and the policy objects. ``run`` is the
+whole life of one daemon: writer task, RPC serving, start-up repairs, and an orderly
+stop (in-flight requests cancelled, ``daemon.stopped`` durable, writer flushed).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tsukud import __version__, log, paths
+from tsukud import config as configmod
+from tsukud.clock import Clock, SystemClock
+from tsukud.events.projections import State, rebuild
+from tsukud.events.store import EventStore
+from tsukud.policy.breaker import BreakerSettings, CircuitBreakers
+from tsukud.policy.budget import Budget, BudgetLimits
+from tsukud.policy.locks import ContainerLock
+from tsukud.policy.ratelimit import GenerationLimit
+from tsukud.secrets import REDACTOR
+
+
+@dataclass
+class Daemon:
+    config: configmod.Config
+    env: Mapping[str, str]
+    clock: Clock = field(default_factory=SystemClock)
+    socket_path: Path | None = None
+    activation: str = "direct"
+
+    def __post_init__(self) -> None:
+        REDACTOR.update(self.config.secret_values())
+        self.home = paths.tsuku_home(self.env)
+        self.store = EventStore(paths.db_path(self.env), clock=self.clock)
+        self.state = State()
+        self.started_wall = time.time()
+        self.started_mono = time.monotonic()
+        self._stop = trio.Event()
+        self._make_policy()
+
+    def _make_policy(self) -> None:
+        cfg = self.current
+        self.budget = Budget(
+            self.store,
+            self.state.spend,
+            self.clock,
+            lambda: BudgetLimits(cfg()["llm.daily_budget"], cfg()["llm.confirm_threshold"]),
+        )
+        self.generations = GenerationLimit(
+            self.store, self.state.generations, self.clock, lambda: int(cfg()["llm.hourly_limit"])
+        )
+        self.breakers = CircuitBreakers(
+            self.store,
+            self.state.breakers,
+            self.clock,
+            lambda: BreakerSettings(
+                cfg()["breaker.failure_threshold"], cfg()["breaker.reset_seconds"]
+            ),
+        )
+        self.container_lock = ContainerLock(
+            self.store, self.clock, int(self.config["sandbox.max_concurrent"])
+        )
+
+    def current(self) -> configmod.Config:
+        return self.config
+
+    # ---- configuration ---------------------------------------------------------------
+
+    def reload_config(self) -> None:
+        self.config = configmod.resolve(env=self.env, path=self.config.path)
+        REDACTOR.update(self.config.secret_values())
+
+    # ---- lifecycle -------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Open the ledger and rebuild state. Blocking; runs before the event loop."""
+        self.store.open()
+        self.state = self.store.read_sync(lambda conn: rebuild(conn, self.clock.now()))
+        self._make_policy()  # policy objects fold into the rebuilt projections
+        self.store.subscribe(self.state.apply)
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def uptime_s(self) -> float:
+        return time.monotonic() - self.started_mono
+
+    async def _settle_abandoned(self) -> None:
+        """Reservations a dead daemon left open are settled at what was actually spent."""
+        for rid in self.budget.abandoned():
+            r = self.state.spend.open[rid]
+            session = r.session
+
+            def spent(conn: sqlite3.Connection, session: str | None = session) -> float:
+                if session is None:
+                    return 0.0
+                row = conn.execute(
+                    "SELECT coalesce(sum(json_extract(payload, '$.cost_usd')), 0) FROM events"
+                    " WHERE session = ? AND type = 'llm.turn'",
+                    (session,),
+                ).fetchone()
+                return float(row[0])
+
+            actual = await self.store.read(spent)
+            await self.budget.settle(rid, actual, session=session)
+            log.get().info("budget.abandoned_settled", reservation=rid, actual_usd=actual)
+
+    async def run(
+        self,
+        listeners: list[trio.SocketListener],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        from tsukud.rpc.methods import METHODS
+        from tsukud.rpc.server import RpcServer
+
+        server = RpcServer(METHODS, self)
+        self.server = server
+        async with trio.open_nursery() as outer:
+            await outer.start(self.store.run)
+            async with trio.open_nursery() as serving:
+                serving.start_soon(server.serve, listeners)
+                serving.start_soon(self._watch_signals, serving.cancel_scope)
+                await self.store.append(
+                    "daemon.started",
+                    {
+                        "pid": os.getpid(),
+                        "version": __version__,
+                        "activation": self.activation,
+                        "socket": str(self.socket_path) if self.socket_path else None,
+                        "startup_ms": round(self.uptime_s * 1000, 1),
+                    },
+                )
+                log.get().info("daemon.started", pid=os.getpid(), socket=str(self.socket_path))
+                task_status.started()
+                await self._settle_abandoned()
+                await self._stop.wait()
+                server.stopping = True
+                serving.cancel_scope.cancel()
+            with trio.CancelScope(shield=True):
+                await self.store.append(
+                    "daemon.stopped",
+                    {"pid": os.getpid(), "uptime_s": round(self.uptime_s, 3)},
+                )
+                self.store.close()
+        self.store.close_connection()
+        log.get().info("daemon.stopped")
+
+    async def _watch_signals(self, scope: trio.CancelScope) -> None:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                log.get().info("daemon.signal", signal=signal.Signals(signum).name)
+                self.request_stop()
+                return
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "version": __version__,
+            "pid": os.getpid(),
+            "uptime_s": round(self.uptime_s, 3),
+            "started_at": self.started_wall,
+            "socket": str(self.socket_path) if self.socket_path else None,
+            "activation": self.activation,
+            "home": str(self.home),
+            "database": str(self.store.path),
+            "budget": self.budget.snapshot(),
+            "generations": self.generations.snapshot(),
+            "breakers": self.breakers.snapshot(),
+            "events": {"count": self.store.last_id, "durable": self.store.durable_id},
+            "sandbox": {"slots": self.container_lock.slots, "busy": self.container_lock.busy},
+            "connections": self.server.connections if hasattr(self, "server") else 0,
+        }

@@ -1,0 +1,35 @@
+-- The tsuku event ledger: append-only, hash-chained.
+--
+-- Every state change of the daemon (LLM turns, tool calls, validations, repairs,
+-- installs, budget and breaker transitions) is one row. State is rebuilt from these
+-- rows at start-up, so nothing that matters lives only in memory.
+--
+-- hash = sha256(prev_hash || chain_line(row)), see tsukud/events/chain.py; the first
+-- row's prev_hash is 64 zeros. `tsukuctl events verify` recomputes the chain.
+-- The daemon sets: journal_mode=WAL, synchronous=FULL (a commit is durable before the
+-- appender is told so), foreign_keys=ON.
+
+CREATE TABLE IF NOT EXISTS events (
+    id      INTEGER PRIMARY KEY,  -- 1, 2, 3 ... without gaps
+    ts      TEXT    NOT NULL,     -- UTC, 'YYYY-MM-DDTHH:MM:SS.ffffffZ' (text order = time order)
+    type    TEXT    NOT NULL,     -- 'llm.turn', 'budget.reserved', ...
+    session TEXT,                 -- one create/install/discover run, or NULL
+    payload TEXT    NOT NULL,     -- canonical JSON object (sorted keys, no spaces)
+    hash    TEXT    NOT NULL      -- hex sha256 chaining this row to the previous one
+) STRICT;
+
+CREATE INDEX IF NOT EXISTS events_ts ON events (ts);
+CREATE INDEX IF NOT EXISTS events_type_ts ON events (type, ts);
+CREATE INDEX IF NOT EXISTS events_session ON events (session) WHERE session IS NOT NULL;
+
+-- Append-only: tsuku itself never updates or deletes a row. (Someone with the file can
+-- drop these triggers; the hash chain is what detects that.)
+CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'the event ledger is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'the event ledger is append-only'); END;
+
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) STRICT;

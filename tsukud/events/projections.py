@@ -1,0 +1,206 @@
+"""State as folds over events.
+
+Each projection names the event types it folds and how far back they matter (its
+horizon), and applies one event at a time. The same ``apply`` runs at start-up over
+stored events and live on every append, so the rebuilt state is the live state by
+construction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tsukud.clock import iso, parse_iso, utc_day
+from tsukud.events.store import Event, iter_rows, row_to_event
+
+DAY = 86400.0
+HOUR = 3600.0
+
+
+def to_micro(usd: float) -> int:
+    """Money is counted in integer micro-dollars so sums never drift."""
+    return round(usd * 1_000_000)
+
+
+def to_usd(micro: int) -> float:
+    return micro / 1_000_000
+
+
+class Projection(Protocol):
+    types: frozenset[str]
+
+    def horizon(self, now: float) -> float | None: ...
+
+    def apply(self, ev: Event) -> None: ...
+
+
+@dataclass
+class Reservation:
+    id: str
+    session: str | None
+    day: str
+    amount: int  # micro-USD
+
+
+@dataclass
+class Spend:
+    """Daily LLM spend: settled costs plus open reservations, per UTC day."""
+
+    types: frozenset[str] = frozenset({"budget.reserved", "budget.settled"})
+    open: dict[str, Reservation] = field(default_factory=dict)
+    settled: dict[str, int] = field(default_factory=dict)
+
+    def horizon(self, now: float) -> float | None:
+        # A reservation lives for one run; two days back covers a run across midnight.
+        return now - 2 * DAY
+
+    def apply(self, ev: Event) -> None:
+        p = ev.payload
+        if ev.type == "budget.reserved":
+            rid = str(p["reservation"])
+            self.open[rid] = Reservation(rid, ev.session, str(p["day"]), to_micro(p["amount_usd"]))
+        elif ev.type == "budget.settled":
+            r = self.open.pop(str(p["reservation"]), None)
+            day = r.day if r is not None else str(p.get("day") or ev.ts[:10])
+            self.settled[day] = self.settled.get(day, 0) + to_micro(p["actual_usd"])
+
+    def committed(self, day: str) -> int:
+        held = sum(r.amount for r in self.open.values() if r.day == day)
+        return self.settled.get(day, 0) + held
+
+    def spent(self, day: str) -> int:
+        return self.settled.get(day, 0)
+
+    def reserved(self, day: str) -> int:
+        return sum(r.amount for r in self.open.values() if r.day == day)
+
+
+@dataclass
+class GenerationWindow:
+    """Recipe generations started in the last hour (a rolling window, not a clock hour)."""
+
+    types: frozenset[str] = frozenset({"generation.started"})
+    starts: deque[float] = field(default_factory=deque)
+
+    def horizon(self, now: float) -> float | None:
+        return now - HOUR
+
+    def apply(self, ev: Event) -> None:
+        self.starts.append(parse_iso(ev.ts))
+
+    def count(self, now: float) -> int:
+        while self.starts and self.starts[0] <= now - HOUR:
+            self.starts.popleft()
+        return len(self.starts)
+
+    def next_free(self, now: float) -> float | None:
+        self.count(now)
+        return self.starts[0] + HOUR if self.starts else None
+
+
+@dataclass
+class BreakerState:
+    provider: str
+    state: str = "closed"  # closed | open | half_open
+    failures: int = 0  # consecutive
+    opened_at: float | None = None
+    last_error: str | None = None
+
+
+@dataclass
+class Breakers:
+    """Per-provider circuit state. Streaks older than a day are forgotten on restart."""
+
+    types: frozenset[str] = frozenset(
+        {"llm.turn", "llm.failed", "breaker.opened", "breaker.half_opened", "breaker.closed"}
+    )
+    states: dict[str, BreakerState] = field(default_factory=dict)
+
+    def horizon(self, now: float) -> float | None:
+        return now - DAY
+
+    def get(self, provider: str) -> BreakerState:
+        st = self.states.get(provider)
+        if st is None:
+            st = self.states[provider] = BreakerState(provider)
+        return st
+
+    def apply(self, ev: Event) -> None:
+        provider = ev.payload.get("provider")
+        if not isinstance(provider, str):
+            return
+        st = self.get(provider)
+        if ev.type == "llm.turn":
+            st.failures = 0
+        elif ev.type == "llm.failed":
+            # Only failures that say nothing about our request (429, 5xx, timeouts)
+            # count towards opening the circuit; a 401 is the user's to fix.
+            if ev.payload.get("breaker", True):
+                st.failures += 1
+            st.last_error = str(ev.payload.get("error_type") or "error")
+        elif ev.type == "breaker.opened":
+            st.state, st.opened_at = "open", parse_iso(ev.ts)
+        elif ev.type == "breaker.half_opened":
+            st.state = "half_open"
+        elif ev.type == "breaker.closed":
+            st.state, st.failures, st.opened_at = "closed", 0, None
+
+
+@dataclass
+class InstalledTools:
+    types: frozenset[str] = frozenset({"install.completed", "install.removed"})
+    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def horizon(self, now: float) -> float | None:
+        return None
+
+    def apply(self, ev: Event) -> None:
+        name = ev.payload.get("tool")
+        if not isinstance(name, str):
+            return
+        if ev.type == "install.completed":
+            self.tools[name] = {**ev.payload, "installed_at": ev.ts}
+        else:
+            self.tools.pop(name, None)
+
+
+@dataclass
+class State:
+    spend: Spend = field(default_factory=Spend)
+    generations: GenerationWindow = field(default_factory=GenerationWindow)
+    breakers: Breakers = field(default_factory=Breakers)
+    installed: InstalledTools = field(default_factory=InstalledTools)
+
+    def projections(self) -> list[Projection]:
+        return [self.spend, self.generations, self.breakers, self.installed]
+
+    def apply(self, ev: Event) -> None:
+        for p in self.projections():
+            if ev.type in p.types:
+                p.apply(ev)
+
+
+def rebuild(conn: sqlite3.Connection, now: float) -> State:
+    """Fold the stored events each projection cares about, oldest first."""
+    state = State()
+    for p in state.projections():
+        types = sorted(p.types)
+        marks = ",".join("?" * len(types))
+        # Only placeholders are interpolated; values are bound.
+        sql = f"SELECT id, ts, type, session, payload, hash FROM events WHERE type IN ({marks})"  # noqa: S608
+        params: list[Any] = list(types)
+        h = p.horizon(now)
+        if h is not None:
+            sql += " AND ts >= ?"
+            params.append(iso(h))
+        for rows in iter_rows(conn, sql + " ORDER BY id", params):
+            for row in rows:
+                p.apply(row_to_event(row))
+    return state
+
+
+def today(now: float) -> str:
+    return utc_day(now)

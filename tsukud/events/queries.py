@@ -1,0 +1,130 @@
+"""Read-side queries over the ledger: listing, summaries.
+
+SQL builders are pure (filters in, SQL and parameters out) so they are tested without a
+database and the benchmark can run the very same SQL "raw" as its baseline.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+
+from tsukud.errors import InvalidParams
+
+
+class EventFilter(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    since: str | None = None  # ISO UTC, inclusive
+    until: str | None = None  # ISO UTC, exclusive
+    types: list[str] = []  # exact types, or prefixes ending in '.' / '.*'
+    session: str | None = None
+
+
+def where(f: EventFilter) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    if f.since:
+        clauses.append("ts >= ?")
+        params.append(f.since)
+    if f.until:
+        clauses.append("ts < ?")
+        params.append(f.until)
+    if f.types:
+        alts: list[str] = []
+        for t in f.types:
+            if t.endswith(".*") or t.endswith("."):
+                prefix = t.rstrip("*")
+                # A range on the index instead of LIKE: 'llm.' <= type < 'llm/'.
+                alts.append("(type >= ? AND type < ?)")
+                params.extend([prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)])
+            else:
+                alts.append("type = ?")
+                params.append(t)
+        clauses.append("(" + " OR ".join(alts) + ")")
+    if f.session:
+        clauses.append("session = ?")
+        params.append(f.session)
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+def list_sql(f: EventFilter, limit: int) -> tuple[str, list[Any]]:
+    """The newest ``limit`` matching events, oldest first (0 = all)."""
+    w, params = where(f)
+    cols = "id, ts, type, session, payload, hash"
+    # Interpolated parts are constants and placeholders from ``where``; values are bound.
+    if limit <= 0:
+        return f"SELECT {cols} FROM events{w} ORDER BY id", params  # noqa: S608
+    return (
+        f"SELECT {cols} FROM (SELECT {cols} FROM events{w}"  # noqa: S608
+        " ORDER BY id DESC LIMIT ?) ORDER BY id",
+        [*params, limit],
+    )
+
+
+GROUP_KEYS = {
+    "day": "substr(ts, 1, 10)",
+    "hour": "substr(ts, 1, 13)",
+    "provider": "json_extract(payload, '$.provider')",
+    "model": "json_extract(payload, '$.model')",
+    "session": "session",
+    "type": "type",
+}
+
+
+def summary_sql(f: EventFilter, by: str) -> tuple[str, list[Any]]:
+    """Counts, tokens and money per group.
+
+    Only events that spend money carry ``cost_usd`` (llm.turn, paid searches), so summing
+    it never double counts reservations. A turn with an unknown price has no cost and is
+    counted in ``cost_unknown`` instead of being treated as free.
+    """
+    try:
+        key = GROUP_KEYS[by]
+    except KeyError:
+        raise InvalidParams(
+            f"cannot group by {by!r}", hint=f"Choose one of: {', '.join(GROUP_KEYS)}."
+        ) from None
+    w, params = where(f)
+    # Interpolated parts are constants and placeholders from ``where``; values are bound.
+    sql = (
+        f"SELECT {key} AS k, count(*),"  # noqa: S608
+        " sum(type = 'llm.turn'),"
+        " coalesce(sum(json_extract(payload, '$.input_tokens')), 0),"
+        " coalesce(sum(json_extract(payload, '$.output_tokens')), 0),"
+        " coalesce(sum(json_extract(payload, '$.cost_usd')), 0),"
+        " sum(type = 'llm.turn' AND json_extract(payload, '$.cost_usd') IS NULL)"
+        f" FROM events{w} GROUP BY k ORDER BY k"
+    )
+    return sql, params
+
+
+SUMMARY_COLUMNS = (
+    "key",
+    "events",
+    "llm_turns",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "cost_unknown",
+)
+
+
+def run_summary(conn: sqlite3.Connection, f: EventFilter, by: str) -> list[dict[str, Any]]:
+    sql, params = summary_sql(f, by)
+    out = []
+    for row in conn.execute(sql, params):
+        item = dict(zip(SUMMARY_COLUMNS, row, strict=True))
+        item["cost_usd"] = round(float(item["cost_usd"]), 6)
+        out.append(item)
+    return out
+
+
+def iter_list(
+    conn: sqlite3.Connection, f: EventFilter, limit: int, chunk: int = 500
+) -> Iterator[list[Any]]:
+    sql, params = list_sql(f, limit)
+    cur = conn.execute(sql, params)
+    while rows := cur.fetchmany(chunk):
+        yield rows

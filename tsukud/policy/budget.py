@@ -1,0 +1,136 @@
+"""Reserve the worst case before spending, settle the actual cost after."""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tsukud.clock import Clock, utc_day
+from tsukud.errors import BudgetExceeded, ConfirmationRequired, InvalidParams, NotFound
+from tsukud.events.projections import Spend, to_micro, to_usd
+from tsukud.events.store import EventStore
+
+
+@dataclass(frozen=True)
+class BudgetLimits:
+    daily_usd: float
+    confirm_threshold_usd: float
+
+
+@dataclass(frozen=True)
+class Grant:
+    reservation: str
+    amount_usd: float
+    day: str
+    remaining_usd: float
+
+
+class Budget:
+    def __init__(
+        self,
+        store: EventStore,
+        spend: Spend,
+        clock: Clock,
+        limits: Callable[[], BudgetLimits],
+    ) -> None:
+        self._store = store
+        self._spend = spend
+        self._clock = clock
+        self._limits = limits
+
+    def today(self) -> str:
+        return utc_day(self._clock.now())
+
+    def snapshot(self) -> dict[str, float | str]:
+        day = self.today()
+        lim = self._limits()
+        return {
+            "day": day,
+            "spent_usd": to_usd(self._spend.spent(day)),
+            "reserved_usd": to_usd(self._spend.reserved(day)),
+            "daily_budget_usd": lim.daily_usd,
+            "confirm_threshold_usd": lim.confirm_threshold_usd,
+        }
+
+    async def reserve(
+        self,
+        amount_usd: float,
+        *,
+        session: str | None,
+        purpose: str,
+        confirmed: bool = False,
+    ) -> Grant:
+        if (
+            not (isinstance(amount_usd, int | float) and math.isfinite(amount_usd))
+            or amount_usd < 0
+        ):
+            raise InvalidParams(
+                f"reservation amount must be a finite USD amount ≥ 0, got {amount_usd!r}"
+            )
+        lim = self._limits()
+        day = self.today()
+        amount = to_micro(amount_usd)
+        committed = self._spend.committed(day)
+        budget = to_micro(lim.daily_usd)
+        numbers: dict[str, Any] = {
+            "amount_usd": to_usd(amount),
+            "day": day,
+            "committed_usd": to_usd(committed),
+            "daily_budget_usd": lim.daily_usd,
+            "purpose": purpose,
+        }
+        if amount > to_micro(lim.confirm_threshold_usd) and not confirmed:
+            ev = self._store.append_nowait(
+                "confirmation.requested",
+                {**numbers, "threshold_usd": lim.confirm_threshold_usd},
+                session,
+            )
+            await self._store.wait_durable(ev.id)
+            raise ConfirmationRequired(
+                f"this run may cost up to ${to_usd(amount):.2f}, above the confirmation "
+                f"threshold of ${lim.confirm_threshold_usd:.2f}",
+                estimate_usd=to_usd(amount),
+                threshold_usd=lim.confirm_threshold_usd,
+            )
+        if committed + amount > budget:
+            ev = self._store.append_nowait("budget.denied", numbers, session)
+            await self._store.wait_durable(ev.id)
+            raise BudgetExceeded(
+                f"daily LLM budget exceeded: ${to_usd(committed):.2f} of ${lim.daily_usd:.2f} "
+                f"already spent or reserved today ({day} UTC); this run needs up to "
+                f"${to_usd(amount):.2f}",
+                **numbers,
+            )
+        rid = "r-" + secrets.token_hex(8)
+        ev = self._store.append_nowait(
+            "budget.reserved",
+            {"reservation": rid, "day": day, "amount_usd": to_usd(amount), "purpose": purpose},
+            session,
+        )
+        await self._store.wait_durable(ev.id)
+        return Grant(rid, to_usd(amount), day, to_usd(budget - committed - amount))
+
+    async def settle(self, reservation: str, actual_usd: float, *, session: str | None) -> None:
+        if reservation not in self._spend.open:
+            raise NotFound(f"no open reservation {reservation!r}")
+        if not math.isfinite(actual_usd) or actual_usd < 0:
+            raise InvalidParams(f"actual cost must be a finite USD amount ≥ 0, got {actual_usd!r}")
+        r = self._spend.open[reservation]
+        ev = self._store.append_nowait(
+            "budget.settled",
+            {
+                "reservation": reservation,
+                "day": r.day,
+                "reserved_usd": to_usd(r.amount),
+                "actual_usd": to_usd(to_micro(actual_usd)),
+            },
+            session,
+        )
+        await self._store.wait_durable(ev.id)
+
+    def abandoned(self) -> list[str]:
+        """Reservations left open by a previous daemon (their runs died with it)."""
+        return list(self._spend.open)

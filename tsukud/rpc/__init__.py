@@ -1,0 +1,1 @@
+"""The daemon's Unix-socket RPC (schema/rpc.md)."""

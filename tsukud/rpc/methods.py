@@ -1,0 +1,276 @@
+"""One function per RPC method (schema/rpc.md documents each).
+
+Handlers take the daemon, their validated params Struct and the ``Call``; they return
+a JSON-able result or raise a ``TsukuError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import msgspec
+
+from tsukud import config as configmod
+from tsukud.daemon import Daemon
+from tsukud.errors import InvalidParams, LedgerCorrupt
+from tsukud.events import queries
+from tsukud.events.store import verify_chain
+from tsukud.rpc.server import Call, Method
+
+METHODS: dict[str, Method] = {}
+
+# Event types a client may append. Everything else is written by the daemon itself:
+# a client must not be able to forge an llm.turn or a budget.settled.
+CLIENT_EVENT_PREFIX = "client."
+MAX_APPEND_BATCH = 10_000
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def method(
+    name: str, params: type[msgspec.Struct], *, inline: bool = False
+) -> Callable[[F], F]:
+    def register(fn: F) -> F:
+        METHODS[name] = Method(name, params, fn, inline, (fn.__doc__ or "").strip())
+        return fn
+
+    return register
+
+
+class NoParams(msgspec.Struct, forbid_unknown_fields=True):
+    pass
+
+
+# ---- daemon -----------------------------------------------------------------------------
+
+
+@method("ping", NoParams, inline=True)
+async def ping(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+    """Cheapest round trip: liveness and the daemon's pid."""
+    return {"pong": True, "pid": os.getpid()}
+
+
+@method("status", NoParams, inline=True)
+async def status(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+    """Version, uptime, budget, rate window, breakers, event count."""
+    return d.status()
+
+
+@method("daemon.stop", NoParams, inline=True)
+async def daemon_stop(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+    """Answer, then stop: in-flight requests are cancelled, the ledger flushed."""
+    d.request_stop()
+    return {"stopping": True, "pid": os.getpid()}
+
+
+# ---- events -----------------------------------------------------------------------------
+
+
+class ListParams(msgspec.Struct, forbid_unknown_fields=True):
+    filter: queries.EventFilter = queries.EventFilter()
+    limit: int = 100
+
+
+@method("events.list", ListParams)
+async def events_list(d: Daemon, p: ListParams, call: Call) -> dict[str, Any]:
+    """Stream matching events as progress frames of ``{"events": [...]}``; result is the count."""
+    if p.limit < 0:
+        raise InvalidParams("limit must be ≥ 0 (0 means no limit)")
+    # Fetch in a worker thread, a chunk at a time, and forward each chunk: memory stays
+    # flat however large the ledger is.
+    import trio
+
+    send, recv = trio.open_memory_channel[list[list[Any]]](4)
+    total = 0
+
+    def produce(conn: Any) -> None:
+        try:
+            for rows in queries.iter_list(conn, p.filter, p.limit):
+                trio.from_thread.run(send.send, rows)
+        finally:
+            # The request may have been cancelled (client gone): nothing left to tell.
+            with contextlib.suppress(trio.Cancelled, trio.RunFinishedError):
+                trio.from_thread.run_sync(send.close)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(d.store.read, produce)
+        async with recv:
+            async for rows in recv:
+                total += len(rows)
+                await call.progress(
+                    {
+                        "events": [
+                            {
+                                "id": r[0],
+                                "ts": r[1],
+                                "type": r[2],
+                                "session": r[3],
+                                "payload": msgspec.Raw(r[4].encode()),
+                                "hash": r[5],
+                            }
+                            for r in rows
+                        ]
+                    }
+                )
+    return {"count": total}
+
+
+class SummaryParams(msgspec.Struct, forbid_unknown_fields=True):
+    filter: queries.EventFilter = queries.EventFilter()
+    by: str = "day"
+
+
+@method("events.summary", SummaryParams)
+async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> dict[str, Any]:
+    """Counts, tokens and cost per day, provider, model, session or type."""
+    queries.summary_sql(p.filter, p.by)  # validate before going to a thread
+    groups: list[dict[str, Any]] = await d.store.read(
+        lambda conn: queries.run_summary(conn, p.filter, p.by)
+    )
+    totals = {
+        k: sum(g[k] for g in groups)
+        for k in ("events", "llm_turns", "input_tokens", "output_tokens", "cost_unknown")
+    }
+    totals["cost_usd"] = round(sum(g["cost_usd"] for g in groups), 6)
+    return {"by": p.by, "groups": groups, "totals": totals}
+
+
+@method("events.verify", NoParams)
+async def events_verify(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+    """Recompute the hash chain; error ``ledger_corrupt`` names the first bad event."""
+    report = await d.store.read(verify_chain)
+    if not report.ok:
+        raise LedgerCorrupt(
+            f"hash chain broken at event {report.first_bad_id}: {report.reason}",
+            first_bad_id=report.first_bad_id,
+            checked=report.checked,
+        )
+    return {"ok": True, "checked": report.checked, "head": d.store.last_hash}
+
+
+class NewEvent(msgspec.Struct, forbid_unknown_fields=True):
+    type: str
+    payload: dict[str, Any] = {}
+    session: str | None = None
+
+
+class AppendParams(msgspec.Struct, forbid_unknown_fields=True):
+    events: list[NewEvent]
+    durable: bool = True
+
+
+@method("events.append", AppendParams)
+async def events_append(d: Daemon, p: AppendParams, call: Call) -> dict[str, Any]:
+    """Append client annotations (``client.*`` types only); answered once durable."""
+    if not p.events:
+        raise InvalidParams("events must not be empty")
+    if len(p.events) > MAX_APPEND_BATCH:
+        raise InvalidParams(f"at most {MAX_APPEND_BATCH} events per call")
+    for e in p.events:
+        if not e.type.startswith(CLIENT_EVENT_PREFIX):
+            raise InvalidParams(
+                f"event type {e.type!r} is reserved for the daemon",
+                hint=f"Clients may append {CLIENT_EVENT_PREFIX}* events only.",
+            )
+    first = last = 0
+    for e in p.events:
+        ev = d.store.append_nowait(e.type, e.payload, e.session)
+        first = first or ev.id
+        last = ev.id
+    if p.durable:
+        await d.store.wait_durable(last)
+    return {"first_id": first, "last_id": last, "durable": p.durable}
+
+
+# ---- policy (used by the pipelines in-process; exposed for tools and tests) -------------
+
+
+class ReserveParams(msgspec.Struct, forbid_unknown_fields=True):
+    amount_usd: float
+    purpose: str = "rpc"
+    session: str | None = None
+    confirmed: bool = False
+
+
+@method("budget.reserve", ReserveParams)
+async def budget_reserve(d: Daemon, p: ReserveParams, call: Call) -> dict[str, Any]:
+    """Reserve a worst-case cost against today's budget (refused past it)."""
+    g = await d.budget.reserve(
+        p.amount_usd, session=p.session, purpose=p.purpose, confirmed=p.confirmed
+    )
+    return {
+        "reservation": g.reservation,
+        "amount_usd": g.amount_usd,
+        "day": g.day,
+        "remaining_usd": g.remaining_usd,
+    }
+
+
+class SettleParams(msgspec.Struct, forbid_unknown_fields=True):
+    reservation: str
+    actual_usd: float
+    session: str | None = None
+
+
+@method("budget.settle", SettleParams)
+async def budget_settle(d: Daemon, p: SettleParams, call: Call) -> dict[str, Any]:
+    """Settle a reservation at the actual cost."""
+    await d.budget.settle(p.reservation, p.actual_usd, session=p.session)
+    return {"settled": p.reservation}
+
+
+# ---- configuration ----------------------------------------------------------------------
+
+
+def _shown(s: configmod.Setting) -> dict[str, Any]:
+    value: Any = s.value
+    if s.key.secret:
+        value = "(set)" if s.value else "(not set)"
+    return {
+        "key": s.key.name,
+        "value": value,
+        "source": s.source,
+        "secret": s.key.secret,
+        "doc": s.key.doc,
+    }
+
+
+class ConfigGetParams(msgspec.Struct, forbid_unknown_fields=True):
+    key: str
+
+
+@method("config.get", ConfigGetParams, inline=True)
+async def config_get(d: Daemon, p: ConfigGetParams, call: Call) -> dict[str, Any]:
+    """One setting with its source; secrets only as (set)/(not set)."""
+    return _shown(d.config.setting(configmod.key(p.key).name))
+
+
+@method("config.list", NoParams, inline=True)
+async def config_list(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+    """Every setting with its source; secrets only as (set)/(not set)."""
+    return {"settings": [_shown(s) for s in d.config.settings()], "path": str(d.config.path)}
+
+
+class ConfigSetParams(msgspec.Struct, forbid_unknown_fields=True):
+    key: str
+    value: Any = None  # None unsets the key in the file
+
+
+@method("config.set", ConfigSetParams, inline=True)
+async def config_set(d: Daemon, p: ConfigSetParams, call: Call) -> dict[str, Any]:
+    """Write one setting to config.toml (0600, atomic) and apply it."""
+    k = configmod.key(p.key)
+    configmod.write_value(d.config.path, k.name, p.value)
+    d.reload_config()
+    s = d.config.setting(k.name)
+    out = _shown(s)
+    if s.source.startswith("env:"):
+        out["note"] = f"${s.source[4:]} overrides the file value while it is set"
+    d.store.append_nowait(
+        "config.changed", {"key": k.name, "unset": p.value is None, "source": s.source}
+    )
+    return out

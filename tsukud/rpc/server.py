@@ -1,0 +1,229 @@
+"""Serving RPC over a listening Unix socket.
+
+One task per connection reads frames. Quick methods run inline in that task; the others
+run as tasks of the connection's nursery, so a client may pipeline requests (appends
+then share one fsync) and gets answers as they finish. A client that goes away cancels
+everything it asked for. A malformed frame gets a structured error; a frame we cannot
+even delimit (oversize length, truncated body) gets an error and the connection is
+closed, because the stream cannot be resynchronised. Nothing a client sends can stop
+the daemon.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import trio
+
+from tsukud import log
+from tsukud.errors import (
+    Forbidden,
+    InternalError,
+    InvalidParams,
+    ProtocolError,
+    ShuttingDown,
+    TsukuError,
+    UnknownMethod,
+)
+from tsukud.rpc import protocol
+from tsukud.rpc.peercred import peer_uid
+from tsukud.secrets import REDACTOR, Redactor
+
+# A frame that has started must finish within this time; idle between frames is fine.
+FRAME_TIMEOUT_S = 30.0
+MAX_CONNECTIONS = 512
+_RECV = 65536
+
+
+class Call:
+    """What a handler knows about the request it serves."""
+
+    def __init__(self, conn: Connection, rid: protocol.RequestId) -> None:
+        self.conn = conn
+        self.id = rid
+
+    async def progress(self, body: Any) -> None:
+        await self.conn.send(protocol.progress_frame(self.id, body))
+
+
+Handler = Callable[[Any, Any, Call], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    params: type[msgspec.Struct]
+    handler: Handler
+    inline: bool = False  # never awaits anything slow: run in the reader task
+    doc: str = ""
+
+
+class ConnectionClosed(Exception):
+    pass
+
+
+class Connection:
+    def __init__(self, stream: trio.SocketStream, redactor: Redactor) -> None:
+        self.stream = stream
+        self._buf = bytearray()
+        self._send_lock = trio.Lock()
+        self._redactor = redactor
+        self.closed = False
+
+    async def _fill(self, n: int) -> None:
+        while len(self._buf) < n:
+            chunk = await self.stream.receive_some(_RECV)
+            if not chunk:
+                raise ConnectionClosed
+            self._buf += chunk
+
+    async def read_frame(self) -> bytes:
+        await self._fill(4)  # idle wait: no timeout
+        n = protocol.frame_length(bytes(self._buf[:4]))
+        with trio.fail_after(FRAME_TIMEOUT_S):
+            await self._fill(4 + n)
+        body = bytes(self._buf[4 : 4 + n])
+        del self._buf[: 4 + n]
+        return body
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        if "error" in frame and self._redactor:
+            frame = self._redactor.value(frame)
+        data = protocol.encode_frame(frame)
+        async with self._send_lock:
+            if self.closed:
+                return
+            try:
+                await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self.closed = True
+
+
+class RpcServer:
+    def __init__(
+        self,
+        methods: Mapping[str, Method],
+        context: Any,
+        *,
+        uid: int | None = None,
+        redactor: Redactor = REDACTOR,
+    ) -> None:
+        self.methods = dict(methods)
+        self.context = context
+        self.uid = os.getuid() if uid is None else uid
+        self.redactor = redactor
+        self.stopping = False
+        self._limiter = trio.CapacityLimiter(MAX_CONNECTIONS)
+        self.connections = 0
+
+    async def serve(self, listeners: list[trio.SocketListener]) -> None:
+        await trio.serve_listeners(self.handle, listeners)
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        conn = Connection(stream, self.redactor)
+        try:
+            if self._limiter.available_tokens == 0:
+                await conn.send(protocol.error_frame(None, ProtocolError("too many connections")))
+                return
+            async with self._limiter:
+                self.connections += 1
+                try:
+                    uid = peer_uid(stream.socket)  # type: ignore[arg-type]
+                    if uid is not None and uid != self.uid:
+                        log.get().warning("rpc.refused", peer_uid=uid)
+                        await conn.send(
+                            protocol.error_frame(
+                                None, Forbidden(f"uid {uid} may not use this daemon")
+                            )
+                        )
+                        return
+                    await self._serve_connection(conn)
+                finally:
+                    self.connections -= 1
+        finally:
+            conn.closed = True
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+
+    async def _serve_connection(self, conn: Connection) -> None:
+        async with trio.open_nursery() as nursery:
+            try:
+                while True:
+                    try:
+                        body = await conn.read_frame()
+                    except ConnectionClosed:
+                        break
+                    except trio.TooSlowError:
+                        await conn.send(
+                            protocol.error_frame(None, ProtocolError("frame body timed out"))
+                        )
+                        break
+                    except TsukuError as e:  # oversize length prefix
+                        await conn.send(protocol.error_frame(None, e))
+                        break
+                    try:
+                        req = protocol.decode_request(body)
+                    except protocol.BadRequest as bad:
+                        await conn.send(protocol.error_frame(bad.request_id, bad.error))
+                        continue
+                    method = self.methods.get(req.method)
+                    if method is None:
+                        await conn.send(
+                            protocol.error_frame(
+                                req.id,
+                                UnknownMethod(
+                                    f"unknown method {req.method[:64]!r}",
+                                    hint="schema/rpc.md lists the methods.",
+                                ),
+                            )
+                        )
+                        continue
+                    if method.inline:
+                        await self._run(conn, method, req)
+                    else:
+                        nursery.start_soon(self._run, conn, method, req)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+            # The client is gone (or broke the protocol): cancel what it asked for.
+            nursery.cancel_scope.cancel()
+
+    async def _run(self, conn: Connection, method: Method, req: protocol.Request) -> None:
+        started = time.perf_counter()
+        outcome = "ok"
+        try:
+            try:
+                params = msgspec.convert(req.params, method.params)
+            except msgspec.ValidationError as e:
+                raise InvalidParams(f"{method.name}: {e}".replace("`$", "`$.params")) from None
+            result = await method.handler(self.context, params, Call(conn, req.id))
+            await conn.send(protocol.result_frame(req.id, result))
+        except TsukuError as e:
+            outcome = e.code
+            await conn.send(protocol.error_frame(req.id, e))
+        except trio.Cancelled:
+            outcome = "cancelled"
+            if self.stopping:
+                with trio.CancelScope(shield=True), trio.move_on_after(0.5):
+                    await conn.send(
+                        protocol.error_frame(req.id, ShuttingDown("tsukud is stopping"))
+                    )
+            raise
+        except Exception:
+            outcome = "internal"
+            log.get().exception("rpc.internal_error", method=method.name, request_id=str(req.id))
+            await conn.send(
+                protocol.error_frame(
+                    req.id, InternalError(f"internal error in {method.name} (request {req.id})")
+                )
+            )
+        finally:
+            elapsed = (time.perf_counter() - started) * 1000
+            if elapsed > 1000 or outcome not in ("ok",):
+                log.get().info(
+                    "rpc.call", method=method.name, outcome=outcome, duration_ms=round(elapsed, 1)
+                )
