@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tsukud import paths
-from tsukud.errors import DaemonUnavailable, ExitCode, TsukuError, exit_code_for
+from tsukud.errors import DaemonUnavailable, ExitCode, TsukuError, UsageError, exit_code_for
 
 _HEADER = struct.Struct(">I")
 MAX_FRAME = 1 << 20
@@ -68,7 +68,19 @@ class Client:
     def send(self, method: str, params: dict[str, Any] | None = None) -> int:
         rid = next(self._ids)
         body = json.dumps({"id": rid, "method": method, "params": params or {}}).encode()
-        self.sock.sendall(_HEADER.pack(len(body)) + body)
+        if len(body) > MAX_FRAME:
+            raise UsageError(
+                f"request of {len(body)} bytes exceeds the {MAX_FRAME}-byte frame cap",
+                hint="Split it into smaller requests.",
+            )
+        try:
+            self.sock.sendall(_HEADER.pack(len(body)) + body)
+        except (BrokenPipeError, ConnectionResetError):
+            # The daemon may have refused us with an error frame before closing.
+            frame = self.read_frame()
+            if "error" in frame:
+                raise RemoteError(frame["error"]) from None
+            raise DaemonUnavailable("tsukud closed the connection") from None
         return rid
 
     def _recv_exact(self, n: int) -> bytes:

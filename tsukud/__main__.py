@@ -12,6 +12,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import signal
 import socket
 import sys
 from collections.abc import Iterator
@@ -154,6 +155,10 @@ def _run_foreground(args: argparse.Namespace) -> int:
         backups=config["log.backups"],
         to_stderr=args.log_stderr,
     )
+    import faulthandler
+
+    # `kill -USR1 <pid>` dumps every thread's stack to stderr: for a daemon that hangs.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     with instance_lock(paths.lock_path(env)):
         import trio
 

@@ -129,9 +129,11 @@ class Daemon:
         self.server = server
         async with trio.open_nursery() as outer:
             await outer.start(self.store.run)
+            # Signals are watched for the daemon's whole life: a second SIGTERM during
+            # the orderly stop must not fall back to the default (killing) handler.
+            signals_scope = await outer.start(self._watch_signals)
             async with trio.open_nursery() as serving:
                 serving.start_soon(server.serve, listeners)
-                serving.start_soon(self._watch_signals, serving.cancel_scope)
                 await self.store.append(
                     "daemon.started",
                     {
@@ -154,15 +156,21 @@ class Daemon:
                     {"pid": os.getpid(), "uptime_s": round(self.uptime_s, 3)},
                 )
                 self.store.close()
+            signals_scope.cancel()
         self.store.close_connection()
         log.get().info("daemon.stopped")
 
-    async def _watch_signals(self, scope: trio.CancelScope) -> None:
-        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    async def _watch_signals(
+        self, *, task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        with (
+            trio.CancelScope() as scope,
+            trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals,
+        ):
+            task_status.started(scope)
             async for signum in signals:
                 log.get().info("daemon.signal", signal=signal.Signals(signum).name)
                 self.request_stop()
-                return
 
     def status(self) -> dict[str, Any]:
         return {

@@ -31,9 +31,7 @@ MAX_APPEND_BATCH = 10_000
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def method(
-    name: str, params: type[msgspec.Struct], *, inline: bool = False
-) -> Callable[[F], F]:
+def method(name: str, params: type[msgspec.Struct], *, inline: bool = False) -> Callable[[F], F]:
     def register(fn: F) -> F:
         METHODS[name] = Method(name, params, fn, inline, (fn.__doc__ or "").strip())
         return fn
@@ -63,7 +61,7 @@ async def status(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
 @method("daemon.stop", NoParams, inline=True)
 async def daemon_stop(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
     """Answer, then stop: in-flight requests are cancelled, the ledger flushed."""
-    d.request_stop()
+    call.after_reply.append(d.request_stop)  # so this answer is not itself cancelled
     return {"stopping": True, "pid": os.getpid()}
 
 

@@ -46,6 +46,7 @@ class Call:
     def __init__(self, conn: Connection, rid: protocol.RequestId) -> None:
         self.conn = conn
         self.id = rid
+        self.after_reply: list[Callable[[], None]] = []
 
     async def progress(self, body: Any) -> None:
         await self.conn.send(protocol.progress_frame(self.id, body))
@@ -200,20 +201,25 @@ class RpcServer:
                 params = msgspec.convert(req.params, method.params)
             except msgspec.ValidationError as e:
                 raise InvalidParams(f"{method.name}: {e}".replace("`$", "`$.params")) from None
-            result = await method.handler(self.context, params, Call(conn, req.id))
+            call = Call(conn, req.id)
+            result = await method.handler(self.context, params, call)
             await conn.send(protocol.result_frame(req.id, result))
+            for fn in call.after_reply:
+                fn()
         except TsukuError as e:
             outcome = e.code
             await conn.send(protocol.error_frame(req.id, e))
-        except trio.Cancelled:
-            outcome = "cancelled"
-            if self.stopping:
-                with trio.CancelScope(shield=True), trio.move_on_after(0.5):
-                    await conn.send(
-                        protocol.error_frame(req.id, ShuttingDown("tsukud is stopping"))
-                    )
-            raise
-        except Exception:
+        except BaseException as exc:
+            if _is_cancellation(exc):
+                outcome = "cancelled"
+                if self.stopping:
+                    with trio.CancelScope(shield=True), trio.move_on_after(0.5):
+                        await conn.send(
+                            protocol.error_frame(req.id, ShuttingDown("tsukud is stopping"))
+                        )
+                raise
+            if not isinstance(exc, Exception):
+                raise
             outcome = "internal"
             log.get().exception("rpc.internal_error", method=method.name, request_id=str(req.id))
             await conn.send(
@@ -223,7 +229,16 @@ class RpcServer:
             )
         finally:
             elapsed = (time.perf_counter() - started) * 1000
-            if elapsed > 1000 or outcome not in ("ok",):
+            if elapsed > 1000 or outcome != "ok":
                 log.get().info(
                     "rpc.call", method=method.name, outcome=outcome, duration_ms=round(elapsed, 1)
                 )
+
+
+def _is_cancellation(exc: BaseException) -> bool:
+    """Cancelled, or a group (from a handler's own nursery) holding only Cancelled."""
+    if isinstance(exc, trio.Cancelled):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_is_cancellation(e) for e in exc.exceptions)
+    return False

@@ -1,0 +1,164 @@
+"""Shared fixtures: an isolated TSUKU_HOME and a real tsukud process.
+
+Unix socket paths are limited to ~108 bytes, and pytest's tmp_path can be longer, so
+homes live in short directories under /tmp.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tsukuctl.client import Client
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() == "true"
+
+
+def base_env(home: Path) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("TSUKU_", "XDG_RUNTIME_DIR", "ANTHROPIC_", "GEMINI_", "GOOGLE_API"))
+        and k not in ("GITHUB_TOKEN", "GH_TOKEN", "TAVILY_API_KEY", "BRAVE_API_KEY")
+    }
+    env["TSUKU_HOME"] = str(home)
+    env["TSUKU_SOCKET"] = str(home / "run" / "tsukud.sock")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+@dataclass
+class Tsuku:
+    """A TSUKU_HOME with helpers to run the real binaries against it."""
+
+    home: Path
+    env: dict[str, str]
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    @property
+    def socket(self) -> Path:
+        return Path(self.env["TSUKU_SOCKET"])
+
+    def ctl(
+        self, *args: str, input: str | None = None, check: bool = False, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        cp = subprocess.run(
+            [sys.executable, "-m", "tsukuctl", *args],
+            env=self.env,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if check and cp.returncode != 0:
+            raise AssertionError(f"tsukuctl {' '.join(args)} failed:\n{cp.stdout}\n{cp.stderr}")
+        return cp
+
+    def start(self, *extra: str, wait: bool = True) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tsukud", "--foreground", *extra],
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        self.procs.append(proc)
+        if wait:
+            self.wait_ready(proc)
+        return proc
+
+    def wait_ready(self, proc: subprocess.Popen[bytes] | None = None, timeout: float = 15) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with self.client(autostart=False) as c:
+                    c.call("ping")
+                    return
+            except Exception:
+                if proc is not None and proc.poll() is not None:
+                    _out, err = proc.communicate()
+                    raise AssertionError(
+                        f"tsukud exited {proc.returncode}: {err.decode()}"
+                    ) from None
+                time.sleep(0.01)
+        raise AssertionError("tsukud did not become ready")
+
+    def client(self, autostart: bool = False) -> Client:
+        old = os.environ.copy()
+        os.environ.update({k: self.env[k] for k in ("TSUKU_HOME", "TSUKU_SOCKET")})
+        try:
+            return Client.connect(self.socket, autostart=autostart)
+        finally:
+            os.environ.clear()
+            os.environ.update(old)
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        with self.client() as c:
+            return c.call(method, params)
+
+    def daemon_pid(self) -> int:
+        return int(self.call("ping")["pid"])
+
+    def stop_all(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            for s in (p.stdout, p.stderr):
+                if s is not None:
+                    s.close()
+        # Daemons started by tsukuctl itself (auto-start) are not in procs.
+        lock = self.home / "run" / "tsukud.lock"
+        if lock.exists():
+            pid_text = lock.read_text().strip()
+            if pid_text.isdigit():
+                try:
+                    os.kill(int(pid_text), signal.SIGTERM)
+                    for _ in range(500):
+                        os.kill(int(pid_text), 0)
+                        time.sleep(0.01)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+
+def short_home() -> Path:
+    return Path(tempfile.mkdtemp(prefix="tk-", dir="/tmp"))
+
+
+@pytest.fixture
+def tsuku() -> Iterator[Tsuku]:
+    home = short_home()
+    t = Tsuku(home, base_env(home))
+    try:
+        yield t
+    finally:
+        t.stop_all()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture
+def daemon(tsuku: Tsuku) -> Tsuku:
+    """A running tsukud (foreground child process) for this test."""
+    tsuku.start()
+    return tsuku

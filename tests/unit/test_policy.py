@@ -1,0 +1,206 @@
+"""Policy against a real SQLite ledger, in-process, on trio's clock."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import trio
+import trio.lowlevel
+import trio.testing
+
+from tsukud.clock import Clock, TrioClock
+from tsukud.errors import BudgetExceeded, ConfirmationRequired, RateLimited
+from tsukud.events.projections import State, rebuild
+from tsukud.events.store import EventStore
+from tsukud.policy.breaker import BreakerSettings, CircuitBreakers, CircuitOpen
+from tsukud.policy.budget import Budget, BudgetLimits
+from tsukud.policy.locks import ContainerLock
+from tsukud.policy.ratelimit import GenerationLimit
+
+
+class Ledger:
+    def __init__(self, store: EventStore, state: State, clock: Clock) -> None:
+        self.store, self.state, self.clock = store, state, clock
+        self.budget = Budget(store, state.spend, clock, lambda: BudgetLimits(1.0, 0.5))
+        self.gen = GenerationLimit(store, state.generations, clock, lambda: 3)
+        self.breakers = CircuitBreakers(
+            store, state.breakers, clock, lambda: BreakerSettings(3, 60)
+        )
+
+    async def types(self) -> list[str]:
+        await self.store.wait_durable(self.store.last_id)
+        return self.store.read_sync(
+            lambda c: [r[0] for r in c.execute("SELECT type FROM events ORDER BY id")]
+        )
+
+
+@asynccontextmanager
+async def ledger(path: Path, clock: Clock) -> AsyncIterator[Ledger]:
+    store = EventStore(path, clock=clock)
+    store.open()
+    state = store.read_sync(lambda c: rebuild(c, clock.now()))
+    store.subscribe(state.apply)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.run)
+        yield Ledger(store, state, clock)
+        store.close()
+    store.close_connection()
+
+
+async def test_budget_race_twenty_reservations_three_fit(tmp_path: Path) -> None:
+    granted: list[str] = []
+    denied = 0
+    async with ledger(tmp_path / "t.db", TrioClock()) as lg:
+
+        async def one() -> None:
+            nonlocal denied
+            await trio.lowlevel.checkpoint()
+            try:
+                g = await lg.budget.reserve(0.30, session=None, purpose="race", confirmed=True)
+                granted.append(g.reservation)
+            except BudgetExceeded:
+                denied += 1
+
+        async with trio.open_nursery() as n:
+            for _ in range(20):
+                n.start_soon(one)
+    assert len(granted) == 3 and denied == 17
+    # ... and the rebuilt state agrees, so a restart cannot overspend either.
+    async with ledger(tmp_path / "t.db", TrioClock()) as lg2:
+        assert len(lg2.state.spend.open) == 3
+        with pytest.raises(BudgetExceeded) as e:
+            await lg2.budget.reserve(0.30, session=None, purpose="x", confirmed=True)
+        assert "$0.90 of $1.00" in e.value.message
+        assert (await lg2.types()).count("budget.denied") == 18
+
+
+async def test_settle_frees_the_unspent_part(tmp_path: Path) -> None:
+    async with ledger(tmp_path / "t.db", TrioClock()) as lg:
+        g = await lg.budget.reserve(0.45, session="s", purpose="p")
+        await lg.budget.settle(g.reservation, 0.05, session="s")
+        snap = lg.budget.snapshot()
+        assert snap["spent_usd"] == 0.05 and snap["reserved_usd"] == 0.0
+        await lg.budget.reserve(0.45, session="s2", purpose="p")
+        await lg.budget.reserve(0.45, session="s3", purpose="p")  # 0.05 + 0.9 ≤ 1.0
+
+
+async def test_over_threshold_needs_confirmation(tmp_path: Path) -> None:
+    async with ledger(tmp_path / "t.db", TrioClock()) as lg:
+        with pytest.raises(ConfirmationRequired) as e:
+            await lg.budget.reserve(0.75, session="s", purpose="p")
+        assert e.value.data["estimate_usd"] == 0.75
+        assert "confirmation.requested" in (await lg.types())
+        await lg.budget.reserve(0.75, session="s", purpose="p", confirmed=True)
+
+
+async def test_budget_resets_on_the_next_utc_day(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with ledger(tmp_path / "t.db", TrioClock(anchor=1_795_305_600.0)) as lg:  # 00:00 UTC
+        g = await lg.budget.reserve(0.40, session="s", purpose="p")
+        await lg.budget.settle(g.reservation, 0.40, session="s")
+        g = await lg.budget.reserve(0.40, session="s", purpose="p")
+        await lg.budget.settle(g.reservation, 0.40, session="s")
+        with pytest.raises(BudgetExceeded):
+            await lg.budget.reserve(0.40, session="s", purpose="p")
+        await trio.sleep(86400)
+        await lg.budget.reserve(0.40, session="s", purpose="p")
+
+
+async def test_hourly_generation_limit_is_a_rolling_window(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with ledger(tmp_path / "t.db", TrioClock()) as lg:
+        for i in range(3):
+            await lg.gen.start(session=f"s{i}", tool="stern")
+            await trio.sleep(600)
+        with pytest.raises(RateLimited) as e:
+            await lg.gen.start(session="s9", tool="stern")
+        assert e.value.data["retry_at"] is not None
+        await trio.sleep(1800 + 1)  # the first start leaves the window
+        await lg.gen.start(session="s10", tool="stern")
+        assert (await lg.types()).count("ratelimit.denied") == 1
+
+
+async def test_breaker_opens_half_opens_and_closes(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with ledger(tmp_path / "t.db", TrioClock()) as lg:
+        b = lg.breakers
+        for _ in range(3):
+            b.acquire("claude")
+            b.failed("claude", "overloaded")
+        with pytest.raises(CircuitOpen) as e:
+            b.acquire("claude")
+        assert e.value.data["provider"] == "claude"
+        await trio.sleep(59)
+        with pytest.raises(CircuitOpen):
+            b.acquire("claude")
+        await trio.sleep(1.5)
+        assert b.acquire("claude") is True  # the one probe
+        with pytest.raises(CircuitOpen):  # a second caller waits for the probe's verdict
+            b.acquire("claude")
+        b.succeeded("claude", {"model": "m", "input_tokens": 1, "output_tokens": 1})
+        assert b.acquire("claude") is False
+        assert [t for t in (await lg.types()) if t.startswith("breaker.")] == [
+            "breaker.opened",
+            "breaker.half_opened",
+            "breaker.closed",
+        ]
+
+
+async def test_failed_probe_reopens_and_non_retryable_errors_do_not_count(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with ledger(tmp_path / "t.db", TrioClock()) as lg:
+        b = lg.breakers
+        for _ in range(5):
+            b.failed("gemini", "authentication", counts=False)
+        b.acquire("gemini")  # still closed: a bad key is not an outage
+        for _ in range(3):
+            b.failed("gemini", "overloaded")
+        await trio.sleep(61)
+        assert b.acquire("gemini") is True
+        b.failed("gemini", "timeout")
+        with pytest.raises(CircuitOpen):
+            b.acquire("gemini")
+
+
+async def test_breaker_state_survives_restart(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    db = tmp_path / "t.db"
+    clock = TrioClock()
+    async with ledger(db, clock) as lg:
+        for _ in range(3):
+            lg.breakers.failed("claude", "server_error")
+        await lg.store.wait_durable(lg.store.last_id)
+    async with ledger(db, clock) as lg2:
+        with pytest.raises(CircuitOpen):
+            lg2.breakers.acquire("claude")
+        await trio.sleep(61)
+        assert lg2.breakers.acquire("claude") is True
+
+
+async def test_container_lock_bounds_concurrency(tmp_path: Path) -> None:
+    async with ledger(tmp_path / "t.db", TrioClock()) as lg:
+        lock = ContainerLock(lg.store, lg.clock, slots=2)
+        running = peak = 0
+
+        async def job(i: int) -> None:
+            nonlocal running, peak
+            async with lock.hold(session=f"s{i}"):
+                running += 1
+                peak = max(peak, running)
+                await trio.sleep(0.01)
+                running -= 1
+
+        async with trio.open_nursery() as n:
+            for i in range(6):
+                n.start_soon(job, i)
+        assert peak == 2
+        await lg.store.wait_durable(lg.store.last_id)
+        assert (await lg.types()).count("sandbox.lock_acquired") == 6
