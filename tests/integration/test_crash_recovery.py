@@ -1,0 +1,78 @@
+"""kill -9 while many clients stream events: nothing acknowledged is lost, the chain holds."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from tests.conftest import Tsuku
+from tsukuctl.client import Client
+
+
+@pytest.mark.slow
+def test_kill_9_during_streaming_loses_no_acknowledged_event(tsuku: Tsuku) -> None:
+    acked: set[str] = set()
+    lock = threading.Lock()
+    rounds = 3
+    for rnd in range(rounds):
+        proc = tsuku.start()
+        stop = threading.Event()
+
+        def stream(worker: int, rnd: int = rnd, stop: threading.Event = stop) -> None:
+            seq = 0
+            try:
+                c = Client.connect(tsuku.socket, autostart=False)
+            except Exception:
+                return
+            with c:
+                while not stop.is_set():
+                    markers = [f"{rnd}-{worker}-{seq + i}" for i in range(20)]
+                    try:
+                        c.call(
+                            "events.append",
+                            {
+                                "events": [
+                                    {
+                                        "type": "client.stream",
+                                        "payload": {"m": m},
+                                        "session": f"w{worker}",
+                                    }
+                                    for m in markers
+                                ]
+                            },
+                        )
+                    except Exception:
+                        return  # the daemon died under us: this batch was not acknowledged
+                    with lock:
+                        acked.update(markers)
+                    seq += 20
+
+        threads = [threading.Thread(target=stream, args=(w,)) for w in range(8)]
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        stop.set()
+        for t in threads:
+            t.join(timeout=10)
+
+    tsuku.start()
+    verify = tsuku.ctl("events", "verify", "--json", check=True)
+    assert json.loads(verify.stdout)["ok"] is True
+    stored = {
+        json.loads(line)["payload"]["m"]
+        for line in tsuku.ctl(
+            "events", "--type", "client.stream", "--limit", "0", "--json", check=True, timeout=120
+        ).stdout.splitlines()
+    }
+    assert len(acked) > 1000, "the clients should have streamed a fair amount"
+    missing = acked - stored
+    assert not missing, f"{len(missing)} acknowledged events lost, e.g. {sorted(missing)[:5]}"
+    started = tsuku.ctl("events", "--type", "daemon.started", "--json").stdout.splitlines()
+    assert len(started) == rounds + 1

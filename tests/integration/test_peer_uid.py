@@ -1,0 +1,87 @@
+"""Another user cannot talk to the daemon: the socket's mode stops them, and if that
+fence is down (a loosened directory, a socket handed over by a service manager) the
+daemon checks the peer's uid itself."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from tests.conftest import Tsuku
+
+NOBODY = 65534
+
+CLIENT = r"""
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(5)
+try:
+    s.connect(sys.argv[1])
+except PermissionError:
+    print("EACCES"); sys.exit(0)
+body = json.dumps({"id": 1, "method": "status"}).encode()
+try:
+    s.sendall(struct.pack(">I", len(body)) + body)
+except OSError:
+    pass
+buf = b""
+while True:
+    try:
+        chunk = s.recv(65536)
+    except ConnectionResetError:  # it hung up with our request unread
+        break
+    if not chunk:
+        break
+    buf += chunk
+n = struct.unpack(">I", buf[:4])[0]
+print(json.dumps(json.loads(buf[4:4 + n])))
+"""
+
+# nobody cannot enter root's pyenv; the client is stdlib-only, so any system Python does.
+SYSTEM_PYTHON = next(
+    (p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.access(p, os.X_OK)), None
+)
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or SYSTEM_PYTHON is None,
+    reason="needs root (to run a client as nobody) and a system python3",
+)
+
+
+def as_nobody(sock: str) -> str:
+    def drop() -> None:
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+
+    cp = subprocess.run(
+        [str(SYSTEM_PYTHON), "-I", "-c", CLIENT, sock],
+        capture_output=True,
+        text=True,
+        preexec_fn=drop,
+        timeout=30,
+        cwd="/",
+    )
+    assert cp.returncode == 0, cp.stderr
+    return cp.stdout.strip()
+
+
+def test_socket_mode_keeps_other_users_out(daemon: Tsuku) -> None:
+    os.chmod(daemon.home, 0o711)  # let nobody reach the run dir, which stays 0700
+    assert as_nobody(str(daemon.socket)) == "EACCES"
+
+
+def test_daemon_refuses_other_uid_even_when_the_socket_is_open(daemon: Tsuku) -> None:
+    os.chmod(daemon.home, 0o711)
+    os.chmod(daemon.socket.parent, 0o711)
+    os.chmod(daemon.socket, 0o666)
+    import json
+
+    reply = json.loads(as_nobody(str(daemon.socket)))
+    assert reply["error"]["code"] == "forbidden"
+    assert "uid 65534" in reply["error"]["message"]
+    assert "status" not in reply  # and nothing else was answered
+    assert daemon.call("ping")["pong"] is True
+    log = (daemon.home / "logs" / "tsukud.log").read_text()
+    assert '"peer_uid": 65534' in log
