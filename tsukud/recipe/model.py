@@ -1,0 +1,395 @@
+"""The tsuku recipe format as typed, immutable values.
+
+The Structs mirror the TOML one to one: a field is ``None`` when the key was absent, so
+a recipe read and written back keeps exactly the keys it had, and keys we do not model
+(other metadata, parameters of actions we cannot run yet, ``[[resources]]``) ride along
+in ``extra``/``params``. ``schema/recipe.md`` documents the format; ``toml_io`` converts.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, ClassVar, Literal
+
+import msgspec
+
+from tsukud.errors import ExitCode, TsukuError
+from tsukud.recipe.platform import Platform
+
+# ---------------------------------------------------------------------------- errors
+
+
+class RecipeError(TsukuError):
+    """A recipe that cannot be read or used as written."""
+
+    code = "recipe_invalid"
+    exit_code = ExitCode.GENERAL
+    default_hint = "Fix the recipe (schema/recipe.md describes the format) or regenerate it."
+
+
+class RecipeParseError(RecipeError):
+    """The TOML is malformed or a field has the wrong shape; the message names both."""
+
+    code = "recipe_parse_error"
+
+
+class UnsupportedAction(RecipeError):
+    code = "recipe_unsupported_action"
+    exit_code = ExitCode.INSTALL_FAILED
+    default_hint = "Only github_archive and github_file steps can be installed for now."
+
+
+class UnsupportedFeature(RecipeError):
+    """A supported action uses a parameter or value we cannot honour yet."""
+
+    code = "recipe_unsupported_feature"
+    exit_code = ExitCode.INSTALL_FAILED
+
+
+class UnsupportedPlatform(RecipeError):
+    code = "recipe_unsupported_platform"
+    exit_code = ExitCode.INSTALL_FAILED
+
+
+class NoMatchingStep(UnsupportedPlatform):
+    code = "recipe_no_matching_step"
+
+
+class AssetMatchError(RecipeError):
+    """An asset pattern does not name exactly one asset of the release."""
+
+    code = "asset_mismatch"
+    exit_code = ExitCode.INSTALL_FAILED
+
+
+class AssetNotFound(AssetMatchError):
+    code = "asset_not_found"
+
+
+class AmbiguousAsset(AssetMatchError):
+    code = "asset_ambiguous"
+
+
+class VersionNotFound(RecipeError):
+    code = "version_not_found"
+    exit_code = ExitCode.VERSION_NOT_FOUND
+
+
+class VerifyFailed(RecipeError):
+    code = "verify_failed"
+    exit_code = ExitCode.VERIFY_FAILED
+    default_hint = (
+        "The tool installed, but its verify command did not print what the recipe expects."
+    )
+
+
+# ----------------------------------------------------------------------- value types
+
+
+class ArchiveFormat(enum.StrEnum):
+    """How a downloaded asset is unpacked. ``RAW`` is a bare executable."""
+
+    TAR_GZ = "tar.gz"
+    TAR_XZ = "tar.xz"
+    TAR_BZ2 = "tar.bz2"
+    TAR_ZST = "tar.zst"
+    TAR = "tar"
+    ZIP = "zip"
+    GZ = "gz"
+    XZ = "xz"
+    BZ2 = "bz2"
+    ZST = "zst"
+    RAW = "raw"
+
+    @property
+    def is_tar(self) -> bool:
+        return self.value == "tar" or self.value.startswith("tar.")
+
+    @property
+    def is_single_file(self) -> bool:
+        """One compressed file (``tool.gz``): unpacks to one file, not a tree."""
+        return self in (ArchiveFormat.GZ, ArchiveFormat.XZ, ArchiveFormat.BZ2, ArchiveFormat.ZST)
+
+
+# ``archive_format`` spellings accepted in recipes: the reference's list plus the short
+# aliases its own LLM generator emits (tgz, tbz). tar.lz parses but cannot be unpacked.
+ARCHIVE_FORMAT_ALIASES: dict[str, ArchiveFormat | None] = {
+    "tar.gz": ArchiveFormat.TAR_GZ,
+    "tgz": ArchiveFormat.TAR_GZ,
+    "tar.xz": ArchiveFormat.TAR_XZ,
+    "txz": ArchiveFormat.TAR_XZ,
+    "tar.bz2": ArchiveFormat.TAR_BZ2,
+    "tbz": ArchiveFormat.TAR_BZ2,
+    "tbz2": ArchiveFormat.TAR_BZ2,
+    "tar.zst": ArchiveFormat.TAR_ZST,
+    "tzst": ArchiveFormat.TAR_ZST,
+    "tar": ArchiveFormat.TAR,
+    "zip": ArchiveFormat.ZIP,
+    "tar.lz": None,
+    "tlz": None,
+}
+
+INSTALL_MODES = ("binaries", "directory", "directory_wrapped")
+SUPPORTED_INSTALL_MODES = ("binaries", "directory")
+
+
+class Binary(msgspec.Struct, frozen=True):
+    """One entry of ``binaries``: ``"path/in/archive"`` (``dest`` None) or ``{src, dest}``."""
+
+    src: str
+    dest: str | None = None
+
+
+class When(msgspec.Struct, frozen=True, kw_only=True):
+    """A step's platform condition. ``os``, ``platform``, ``libc`` and ``gpu`` accept a
+    string or a list in TOML and are stored as tuples; ``arch``, ``linux_family`` and
+    ``package_manager`` are single strings, as in the reference."""
+
+    platform: tuple[str, ...] | None = None
+    os: tuple[str, ...] | None = None
+    arch: str | None = None
+    linux_family: str | None = None
+    package_manager: str | None = None
+    libc: tuple[str, ...] | None = None
+    gpu: tuple[str, ...] | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    def matches(self, target: Platform) -> bool:
+        """The reference's ``WhenClause.Matches`` plus libc (checked on Linux only).
+
+        Conditions we cannot evaluate (``package_manager``, ``gpu``, unknown keys) never
+        match: skipping a step is safer than running one meant for other hardware.
+        """
+        if self.package_manager or self.gpu or self.extra:
+            return False
+        if self.platform:
+            if target.key not in self.platform:
+                return False
+        elif self.os and target.os not in self.os:
+            return False
+        if self.arch and self.arch != target.arch:
+            return False
+        if self.linux_family and self.linux_family != target.linux_family:
+            return False
+        return not (
+            self.libc and target.os == "linux" and target.libc and target.libc not in self.libc
+        )
+
+
+class _StepBase(msgspec.Struct, frozen=True, kw_only=True):
+    when: When | None = None
+    phase: str | None = None
+    note: str | None = None
+    description: str | None = None
+    dependencies: tuple[str, ...] | None = None
+
+    def matches(self, target: Platform) -> bool:
+        return self.when is None or self.when.matches(target)
+
+
+class GitHubArchiveStep(_StepBase, frozen=True, kw_only=True):
+    """Download a release archive, unpack it, install ``binaries`` from it."""
+
+    ACTION: ClassVar[str] = "github_archive"
+    action: Literal["github_archive"] = "github_archive"
+    repo: str
+    asset_pattern: str
+    archive_format: str | None = None
+    strip_dirs: int | None = None
+    install_mode: str | None = None
+    binaries: tuple[Binary, ...]
+    os_mapping: dict[str, str] | None = None
+    arch_mapping: dict[str, str] | None = None
+    checksum_asset: str | None = None
+    checksum_url: str | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class GitHubFileStep(_StepBase, frozen=True, kw_only=True):
+    """Download a bare release executable; ``binary`` (legacy) or ``binaries[0]`` names it."""
+
+    ACTION: ClassVar[str] = "github_file"
+    action: Literal["github_file"] = "github_file"
+    repo: str
+    asset_pattern: str
+    binary: str | None = None
+    binaries: tuple[Binary, ...] | None = None
+    os_mapping: dict[str, str] | None = None
+    arch_mapping: dict[str, str] | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class GenericStep(_StepBase, frozen=True, kw_only=True):
+    """Any other action (homebrew, npm_install, ...): kept verbatim so it round-trips."""
+
+    action: str
+    params: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+InstallStep = GitHubArchiveStep | GitHubFileStep
+Step = GitHubArchiveStep | GitHubFileStep | GenericStep
+
+
+class Metadata(msgspec.Struct, frozen=True, kw_only=True):
+    """``[metadata]``. The last block is what tsuku writes into recipes it generated."""
+
+    name: str
+    description: str | None = None
+    homepage: str | None = None
+    version_format: str | None = None
+    type: str | None = None
+    tier: int | None = None
+    curated: bool | None = None
+    requires_sudo: bool | None = None
+    binaries: tuple[str, ...] | None = None
+    dependencies: tuple[str, ...] | None = None
+    runtime_dependencies: tuple[str, ...] | None = None
+    supported_os: tuple[str, ...] | None = None
+    supported_arch: tuple[str, ...] | None = None
+    supported_libc: tuple[str, ...] | None = None
+    unsupported_platforms: tuple[str, ...] | None = None
+    unsupported_reason: str | None = None
+    satisfies: dict[str, tuple[str, ...]] | None = None
+    llm_validation: str | None = None
+    generated_by: str | None = None
+    validated_at: str | None = None
+    validation_platform: str | None = None
+    validation_image: str | None = None
+    validated_version: str | None = None
+    # asset file name → sha256 hex of the file validated at ``validated_version``.
+    asset_sha256: dict[str, str] | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class VersionSection(msgspec.Struct, frozen=True, kw_only=True):
+    """``[version]``. Only GitHub sources are modelled; other keys stay in ``extra``."""
+
+    source: str | None = None
+    github_repo: str | None = None
+    tag_prefix: str | None = None
+    stable_qualifiers: tuple[str, ...] | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class VerifyAdditional(msgspec.Struct, frozen=True, kw_only=True):
+    command: str
+    pattern: str | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class Verify(msgspec.Struct, frozen=True, kw_only=True):
+    """``[verify]``: a command whose output must contain each pattern (plain substring)."""
+
+    command: str | None = None
+    pattern: str | None = None
+    patterns: tuple[str, ...] | None = None
+    mode: str | None = None
+    version_format: str | None = None
+    reason: str | None = None
+    exit_code: int | None = None
+    additional: tuple[VerifyAdditional, ...] | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class Recipe(msgspec.Struct, frozen=True, kw_only=True):
+    metadata: Metadata
+    version: VersionSection | None = None
+    steps: tuple[Step, ...] = ()
+    verify: Verify | None = None
+    # Top-level keys we do not model ([[resources]], [[patches]], ...).
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- support
+
+# Version sources whose tags come from GitHub; anything else needs a provider we lack.
+GITHUB_VERSION_SOURCES = (None, "github", "github_releases", "github_tags")
+
+
+def matching_steps(recipe: Recipe, target: Platform) -> list[tuple[int, Step]]:
+    """Steps whose ``when`` clause selects ``target``, with their index in ``steps``."""
+    return [(i, step) for i, step in enumerate(recipe.steps) if step.matches(target)]
+
+
+def check_platform(recipe: Recipe, target: Platform) -> None:
+    """Raise :class:`UnsupportedPlatform` when the metadata rules ``target`` out."""
+    meta = recipe.metadata
+    why: str | None = None
+    if meta.supported_os is not None and target.os not in meta.supported_os:
+        why = f"supported_os is {', '.join(meta.supported_os) or 'empty'}"
+    elif meta.supported_arch is not None and target.arch not in meta.supported_arch:
+        why = f"supported_arch is {', '.join(meta.supported_arch) or 'empty'}"
+    elif (
+        meta.supported_libc is not None
+        and target.os == "linux"
+        and target.libc
+        and target.libc not in meta.supported_libc
+    ):
+        why = f"supported_libc is {', '.join(meta.supported_libc) or 'empty'}"
+    elif meta.unsupported_platforms and target.key in meta.unsupported_platforms:
+        why = f"{target.key} is listed in unsupported_platforms"
+    if why is not None:
+        raise UnsupportedPlatform(
+            f"{meta.name} is not available for {target}: {why}",
+            hint=meta.unsupported_reason or None,
+            recipe=meta.name,
+            platform=str(target),
+        )
+
+
+def _check_step(recipe_name: str, index: int, step: InstallStep) -> None:
+    where = f"{recipe_name}: steps[{index}]"
+    if step.extra:
+        names = ", ".join(sorted(step.extra))
+        raise UnsupportedFeature(
+            f"{where}: {step.ACTION} parameter {names} is not supported yet",
+            recipe=recipe_name,
+            step=index,
+        )
+    if isinstance(step, GitHubArchiveStep):
+        mode = (step.install_mode or "binaries").lower()
+        if mode not in SUPPORTED_INSTALL_MODES:
+            raise UnsupportedFeature(
+                f"{where}: install_mode {mode} is not supported yet",
+                recipe=recipe_name,
+                step=index,
+            )
+        fmt = step.archive_format
+        if fmt is not None and ARCHIVE_FORMAT_ALIASES.get(fmt.lower()) is None:
+            raise UnsupportedFeature(
+                f"{where}: archive_format {fmt} is not supported yet",
+                recipe=recipe_name,
+                step=index,
+            )
+
+
+def require_supported(recipe: Recipe, target: Platform) -> list[tuple[int, InstallStep]]:
+    """Everything we need to install ``recipe`` on ``target``, or a typed reason why not.
+
+    Only steps selected for ``target`` are judged, so a recipe that uses homebrew on
+    macOS and github_archive on Linux still installs on Linux. Returns the install steps
+    with their indices.
+    """
+    name = recipe.metadata.name
+    check_platform(recipe, target)
+    source = recipe.version.source if recipe.version is not None else None
+    if source not in GITHUB_VERSION_SOURCES:
+        raise UnsupportedFeature(
+            f"{name}: version source {source} is not supported yet", recipe=name
+        )
+    selected: list[tuple[int, InstallStep]] = []
+    for index, step in matching_steps(recipe, target):
+        if isinstance(step, GenericStep):
+            raise UnsupportedAction(
+                f"{name}: steps[{index}]: action {step.action} is not supported yet",
+                recipe=name,
+                action=step.action,
+                step=index,
+            )
+        _check_step(name, index, step)
+        selected.append((index, step))
+    if not selected:
+        raise NoMatchingStep(
+            f"{name}: no step installs on {target}", recipe=name, platform=str(target)
+        )
+    return selected

@@ -1,0 +1,408 @@
+"""Recipe + version + platform → the concrete asset, URL and install plan of each step.
+
+Pure: the caller supplies the release's asset names (needed only for wildcard patterns,
+and used to check exact names when given), so one renderer serves the installer, the
+container validator and the static "does this pattern reproduce real releases" check.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Sequence
+from urllib.parse import quote
+
+import msgspec
+
+from tsukud.recipe.model import (
+    ARCHIVE_FORMAT_ALIASES,
+    AmbiguousAsset,
+    ArchiveFormat,
+    AssetMatchError,
+    AssetNotFound,
+    Binary,
+    GitHubArchiveStep,
+    InstallStep,
+    Recipe,
+    RecipeError,
+    UnsupportedFeature,
+    Verify,
+    VerifyFailed,
+    require_supported,
+)
+from tsukud.recipe.platform import Platform
+from tsukud.recipe.version import ResolvedVersion
+
+DEFAULT_GITHUB_URL = "https://github.com"
+_WILDCARD_CHARS = frozenset("*?[")
+_LISTED_CANDIDATES = 20
+
+# Longest suffix first so ``.tar.gz`` wins over ``.gz``.
+_SUFFIX_FORMATS: tuple[tuple[str, ArchiveFormat | None], ...] = (
+    (".tar.gz", ArchiveFormat.TAR_GZ),
+    (".tar.xz", ArchiveFormat.TAR_XZ),
+    (".tar.bz2", ArchiveFormat.TAR_BZ2),
+    (".tar.zst", ArchiveFormat.TAR_ZST),
+    (".tar.lz", None),
+    (".tgz", ArchiveFormat.TAR_GZ),
+    (".txz", ArchiveFormat.TAR_XZ),
+    (".tbz2", ArchiveFormat.TAR_BZ2),
+    (".tbz", ArchiveFormat.TAR_BZ2),
+    (".tzst", ArchiveFormat.TAR_ZST),
+    (".tlz", None),
+    (".tar", ArchiveFormat.TAR),
+    (".zip", ArchiveFormat.ZIP),
+    (".gz", ArchiveFormat.GZ),
+    (".xz", ArchiveFormat.XZ),
+    (".bz2", ArchiveFormat.BZ2),
+    (".zst", ArchiveFormat.ZST),
+)
+
+
+class InstallBinary(msgspec.Struct, frozen=True):
+    """``src`` is relative to the unpacked tree; ``dest`` to the tool's install dir."""
+
+    src: str
+    dest: str
+
+
+class RenderedStep(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything needed to download and unpack one step's asset for one platform."""
+
+    index: int
+    action: str
+    repo: str
+    version: str
+    tag: str
+    asset_name: str
+    url: str
+    # Name to save the download as: the asset name, or for github_file the binary's name.
+    download_name: str
+    archive_format: ArchiveFormat
+    strip_dirs: int
+    install_mode: str
+    binaries: tuple[InstallBinary, ...]
+    checksum_url: str | None = None
+
+
+class VerifyCheck(msgspec.Struct, frozen=True, kw_only=True):
+    command: str
+    patterns: tuple[str, ...] = ()
+    exit_code: int = 0
+
+
+class RenderedVerify(msgspec.Struct, frozen=True, kw_only=True):
+    check: VerifyCheck
+    mode: str = "version"
+    additional: tuple[VerifyCheck, ...] = ()
+
+
+# ------------------------------------------------------------------ names and formats
+
+
+def expand(template: str, *, version: str, os: str, arch: str) -> str:
+    """The reference's ``ExpandVars``: plain replacement of ``{version}``, ``{os}``, ``{arch}``."""
+    return template.replace("{version}", version).replace("{os}", os).replace("{arch}", arch)
+
+
+def mapped(step: InstallStep, target: Platform) -> tuple[str, str]:
+    """The OS and arch spellings a step's asset names use; unmapped keys pass through."""
+    os_name = (step.os_mapping or {}).get(target.os, target.os)
+    arch = (step.arch_mapping or {}).get(target.arch, target.arch)
+    return os_name, arch
+
+
+def has_wildcard(name: str) -> bool:
+    return not _WILDCARD_CHARS.isdisjoint(name)
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """Go ``path.Match`` semantics: ``*``/``?`` never cross ``/``, ``[^...]`` negates."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "\\" and i + 1 < n:
+            i += 1
+            out.append(re.escape(pattern[i]))
+        elif c == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] == "^" else i + 1)
+            if end == -1:
+                raise RecipeError(f"asset pattern {pattern!r}: unclosed '['")
+            body = pattern[i + 1 : end]
+            negate = body.startswith("^")
+            body = body[1:] if negate else body
+            escaped = "".join("\\" + ch if ch in "\\]^[" else ch for ch in body)
+            out.append(f"[{'^' if negate else ''}{escaped}]")
+            i = end
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out))
+
+
+def _listing(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:_LISTED_CANDIDATES])
+    more = len(names) - _LISTED_CANDIDATES
+    return f"{shown}, … ({more} more)" if more > 0 else shown or "(none)"
+
+
+def match_asset(pattern: str, assets: Sequence[str], *, where: str = "") -> str:
+    """The one asset ``pattern`` names. Zero or several matches is an error listing the
+    candidates: picking the first in API order, as the reference does, silently installs
+    the wrong build when a release adds a variant (``-musl``, ``-lsp``)."""
+    prefix = f"{where}: " if where else ""
+    if not has_wildcard(pattern):
+        if pattern in assets:
+            return pattern
+        raise AssetNotFound(
+            f"{prefix}no release asset named {pattern}; the release has: {_listing(assets)}",
+            pattern=pattern,
+            candidates=list(assets),
+        )
+    regex = _glob_regex(pattern)
+    hits = [name for name in assets if regex.fullmatch(name)]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        raise AssetNotFound(
+            f"{prefix}no release asset matches {pattern}; the release has: {_listing(assets)}",
+            pattern=pattern,
+            candidates=list(assets),
+        )
+    raise AmbiguousAsset(
+        f"{prefix}{pattern} matches {len(hits)} assets: {_listing(hits)}",
+        pattern=pattern,
+        candidates=hits,
+    )
+
+
+def detect_format(name: str) -> ArchiveFormat:
+    """Archive format from a file name; names without a known suffix are raw binaries."""
+    lowered = name.lower()
+    for suffix, fmt in _SUFFIX_FORMATS:
+        if lowered.endswith(suffix):
+            if fmt is None:
+                raise UnsupportedFeature(f"{name}: {suffix[1:]} archives are not supported yet")
+            return fmt
+    return ArchiveFormat.RAW
+
+
+def archive_format_of(
+    step: GitHubArchiveStep, asset_name: str, *, where: str = ""
+) -> ArchiveFormat:
+    """Explicit ``archive_format`` wins; else the resolved asset name decides.
+
+    Detecting from the resolved name rather than the pattern also covers patterns that
+    end in a wildcard.
+    """
+    prefix = f"{where}: " if where else ""
+    if step.archive_format is not None:
+        fmt = ARCHIVE_FORMAT_ALIASES.get(step.archive_format.lower())
+        if fmt is None:
+            raise UnsupportedFeature(
+                f"{prefix}archive_format {step.archive_format} is not supported yet"
+            )
+        return fmt
+    fmt = detect_format(asset_name)
+    if fmt is ArchiveFormat.RAW:
+        raise RecipeError(
+            f"{prefix}could not detect archive format from asset {asset_name}; "
+            "please specify 'archive_format' (or use github_file for a bare executable)"
+        )
+    return fmt
+
+
+def release_url(repo: str, tag: str, asset: str, github_url: str = DEFAULT_GITHUB_URL) -> str:
+    """``{github_url}/{owner}/{repo}/releases/download/{tag}/{asset}``; the tag is
+    percent-encoded because monorepo tags contain ``/`` (``kustomize/v5.7.1``)."""
+    owner, _, name = repo.partition("/")
+    return (
+        f"{github_url.rstrip('/')}/{quote(owner, safe='')}/{quote(name, safe='')}"
+        f"/releases/download/{quote(tag, safe='')}/{quote(asset, safe='')}"
+    )
+
+
+# ---------------------------------------------------------------------------- steps
+
+
+def _install_binaries(
+    entries: Sequence[Binary], *, directory: bool, version: str, target: Platform
+) -> tuple[InstallBinary, ...]:
+    """The reference's install_binaries mapping: a plain path installs as ``bin/<name>``
+    (in directory mode the path is kept); ``{src, dest}`` is explicit. Templates in
+    either use the *unmapped* os/arch."""
+    out = []
+    for entry in entries:
+        src = expand(entry.src, version=version, os=target.os, arch=target.arch)
+        if entry.dest is not None:
+            dest = expand(entry.dest, version=version, os=target.os, arch=target.arch)
+        elif directory:
+            dest = src
+        else:
+            dest = "bin/" + posixpath.basename(src.rstrip("/"))
+        out.append(InstallBinary(src, dest))
+    return tuple(out)
+
+
+def render_step(
+    step: InstallStep,
+    resolved: ResolvedVersion,
+    target: Platform,
+    *,
+    assets: Sequence[str] | None = None,
+    github_url: str = DEFAULT_GITHUB_URL,
+    index: int = 0,
+    recipe_name: str = "",
+) -> RenderedStep:
+    """One step's asset for ``target`` at ``resolved``.
+
+    ``assets`` (the release's asset names) is required when the pattern has wildcards;
+    when given it is also used to check that an exact name exists.
+    """
+    where = f"{recipe_name}: steps[{index}]" if recipe_name else f"steps[{index}]"
+    os_name, arch = mapped(step, target)
+    name = expand(step.asset_pattern, version=resolved.version, os=os_name, arch=arch)
+    if assets is not None:
+        name = match_asset(name, assets, where=where)
+    elif has_wildcard(name):
+        raise AssetMatchError(
+            f"{where}: asset pattern {name} has wildcards; the release's asset list is needed"
+        )
+    url = release_url(step.repo, resolved.tag, name, github_url)
+    if isinstance(step, GitHubArchiveStep):
+        mode = (step.install_mode or "binaries").lower()
+        checksum_url = None
+        if step.checksum_asset is not None:
+            checksum_asset = expand(
+                step.checksum_asset, version=resolved.version, os=os_name, arch=arch
+            )
+            checksum_url = release_url(step.repo, resolved.tag, checksum_asset, github_url)
+        elif step.checksum_url is not None:
+            checksum_url = expand(
+                step.checksum_url, version=resolved.version, os=os_name, arch=arch
+            )
+        return RenderedStep(
+            index=index,
+            action=step.action,
+            repo=step.repo,
+            version=resolved.version,
+            tag=resolved.tag,
+            asset_name=name,
+            url=url,
+            download_name=name,
+            archive_format=archive_format_of(step, name, where=where),
+            strip_dirs=step.strip_dirs or 0,
+            install_mode=mode,
+            binaries=_install_binaries(
+                step.binaries,
+                directory=mode == "directory",
+                version=resolved.version,
+                target=target,
+            ),
+            checksum_url=checksum_url,
+        )
+    if step.binary is not None:
+        binaries = _install_binaries(
+            [Binary(step.binary)], directory=False, version=resolved.version, target=target
+        )
+    else:
+        binaries = _install_binaries(
+            step.binaries or (), directory=False, version=resolved.version, target=target
+        )
+    return RenderedStep(
+        index=index,
+        action=step.action,
+        repo=step.repo,
+        version=resolved.version,
+        tag=resolved.tag,
+        asset_name=name,
+        url=url,
+        download_name=binaries[0].src,
+        archive_format=ArchiveFormat.RAW,
+        strip_dirs=0,
+        install_mode="binaries",
+        binaries=binaries,
+    )
+
+
+def render_recipe(
+    recipe: Recipe,
+    resolved: ResolvedVersion,
+    target: Platform,
+    *,
+    assets: Sequence[str] | None = None,
+    github_url: str = DEFAULT_GITHUB_URL,
+) -> list[RenderedStep]:
+    """All steps selected for ``target``; raises if any of them cannot be installed."""
+    return [
+        render_step(
+            step,
+            resolved,
+            target,
+            assets=assets,
+            github_url=github_url,
+            index=index,
+            recipe_name=recipe.metadata.name,
+        )
+        for index, step in require_supported(recipe, target)
+    ]
+
+
+# --------------------------------------------------------------------------- verify
+
+
+def _subst(text: str, version: str, install_dir: str | None) -> str:
+    text = text.replace("{version}", version)
+    return text.replace("{install_dir}", install_dir) if install_dir is not None else text
+
+
+def render_verify(verify: Verify | None, version: str, install_dir: str) -> RenderedVerify | None:
+    """The verify command and patterns with ``{version}``/``{install_dir}`` filled in;
+    ``None`` when the recipe has no verify command (the reference skips verification).
+    ``[[verify.additional]]`` patterns get ``{version}`` only, as in the reference."""
+    if verify is None or not verify.command:
+        return None
+    patterns = verify.patterns if verify.patterns is not None else (verify.pattern,)
+    main = VerifyCheck(
+        command=_subst(verify.command, version, install_dir),
+        patterns=tuple(_subst(p, version, install_dir) for p in patterns if p),
+        exit_code=verify.exit_code or 0,
+    )
+    additional = tuple(
+        VerifyCheck(
+            command=_subst(extra.command, version, install_dir),
+            patterns=(_subst(extra.pattern, version, None),) if extra.pattern else (),
+        )
+        for extra in verify.additional or ()
+    )
+    return RenderedVerify(check=main, mode=verify.mode or "version", additional=additional)
+
+
+def check_verify_output(check: VerifyCheck, exit_code: int, output: str) -> None:
+    """Judge one run of a verify command (combined stdout+stderr).
+
+    Patterns are plain substrings of the trimmed output, in both ``version`` and
+    ``output`` modes. ``exit_code`` is honoured everywhere (the reference only does so in
+    its sandbox), so a recipe that expects ``--version`` to exit 1 validates the same way
+    it installs.
+    """
+    out = output.strip()
+    if exit_code != check.exit_code:
+        raise VerifyFailed(
+            f"verify command `{check.command}` exited with {exit_code} "
+            f"(expected {check.exit_code})\nOutput: {out}",
+            command=check.command,
+            exit_code=exit_code,
+        )
+    for pattern in check.patterns:
+        if pattern not in out:
+            raise VerifyFailed(
+                f"pattern mismatch\n  Missing: {pattern}\n  Got: {out}",
+                command=check.command,
+                missing=pattern,
+            )

@@ -1,0 +1,567 @@
+"""Read and write recipe TOML.
+
+Reading validates every modelled field and reports the first problem as
+``<source>: <field path>: expected <what>, got <value>``, because recipes are written by
+people and by LLMs and both need to be told exactly what to fix. Writing emits the same
+layout as tsuku's registry (``[metadata]``, ``[version]``, ``[[steps]]`` with inline
+tables, ``[verify]``), so ``parse(dump(r)) == r`` for every recipe; comments and key
+order inside unmodelled tables are the only things lost.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, NoReturn
+
+import msgspec
+import tomli_w
+
+from tsukud.recipe.model import (
+    ARCHIVE_FORMAT_ALIASES,
+    INSTALL_MODES,
+    Binary,
+    GenericStep,
+    GitHubArchiveStep,
+    GitHubFileStep,
+    Metadata,
+    Recipe,
+    RecipeParseError,
+    Step,
+    Verify,
+    VerifyAdditional,
+    VersionSection,
+    When,
+)
+from tsukud.recipe.platform import LIBCS
+
+# Keys every step may carry that are not action parameters (the reference's list).
+RESERVED_STEP_KEYS = ("action", "note", "description", "phase", "when", "dependencies")
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+class _Bad(Exception):
+    """A field problem, raised deep in the converters and given its source at the top."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=False)
+        return text if len(text) <= 60 else text[:57] + '…"'
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return f"a date/time ({value.isoformat()})"
+    return type(value).__name__
+
+
+def _expected(path: str, what: str, value: Any) -> NoReturn:
+    raise _Bad(path, f"expected {what}, got {_describe(value)}")
+
+
+# ------------------------------------------------------------------------ converters
+
+Conv = Callable[[Any, str], Any]
+
+
+def _str(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        _expected(path, "a string", value)
+    return value
+
+
+def _nonempty(value: Any, path: str) -> str:
+    text = _str(value, path)
+    if not text.strip():
+        _expected(path, "a non-empty string", value)
+    return text
+
+
+def _int(value: Any, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        _expected(path, "an integer", value)
+    return value
+
+
+def _count(value: Any, path: str) -> int:
+    number = _int(value, path)
+    if number < 0:
+        _expected(path, "a non-negative integer", value)
+    return number
+
+
+def _bool(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        _expected(path, "true or false", value)
+    return value
+
+
+def _str_list(value: Any, path: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        _expected(path, "an array of strings", value)
+    return tuple(_str(item, f"{path}[{i}]") for i, item in enumerate(value))
+
+
+def _str_or_list(value: Any, path: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list):
+        _expected(path, "a string or an array of strings", value)
+    return _str_list(value, path)
+
+
+def _table(value: Any, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        _expected(path, "a table", value)
+    return value
+
+
+def _str_map(value: Any, path: str) -> dict[str, str]:
+    table = _table(value, path)
+    return {key: _str(item, f"{path}.{key}") for key, item in table.items()}
+
+
+def _name_map(value: Any, path: str) -> dict[str, str]:
+    """os/arch mappings: their values end up in asset names and so in URLs."""
+    mapping = _str_map(value, path)
+    for key, item in mapping.items():
+        if "/" in item or "\\" in item:
+            _expected(f"{path}.{key}", "a name without '/' or '\\'", item)
+    return mapping
+
+
+def _str_list_map(value: Any, path: str) -> dict[str, tuple[str, ...]]:
+    table = _table(value, path)
+    return {key: _str_list(item, f"{path}.{key}") for key, item in table.items()}
+
+
+def _sha256_map(value: Any, path: str) -> dict[str, str]:
+    mapping = _str_map(value, path)
+    for key, digest in mapping.items():
+        if not _SHA256.fullmatch(digest):
+            _expected(f"{path}.{key}", "a lowercase hex sha256 (64 characters)", digest)
+    return mapping
+
+
+def _timestamp(value: Any, path: str) -> str:
+    """RFC 3339 text; a bare TOML datetime is accepted and kept as text."""
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    return _nonempty(value, path)
+
+
+def _repo(value: Any, path: str) -> str:
+    text = _str(value, path)
+    owner, sep, name = text.partition("/")
+    if not sep or not owner or not name or "/" in name or text != text.strip():
+        _expected(path, '"owner/repo"', value)
+    return text
+
+
+def _asset_pattern(value: Any, path: str) -> str:
+    text = _nonempty(value, path)
+    if "/" in text or "\\" in text:
+        _expected(path, "an asset file name (no '/' or '\\')", value)
+    return text
+
+
+def _rel_path(value: Any, path: str) -> str:
+    text = _nonempty(value, path)
+    if text.startswith("/") or ".." in text.replace("\\", "/").split("/"):
+        _expected(path, "a relative path without '..'", value)
+    return text
+
+
+def _libc_list(value: Any, path: str) -> tuple[str, ...]:
+    values = _str_or_list(value, path)
+    for i, item in enumerate(values):
+        if item not in LIBCS:
+            _expected(f"{path}[{i}]", " or ".join(f'"{c}"' for c in LIBCS), item)
+    return values
+
+
+def _platform_list(value: Any, path: str) -> tuple[str, ...]:
+    values = _str_or_list(value, path)
+    for i, item in enumerate(values):
+        os_name, sep, arch = item.partition("/")
+        if not sep or not os_name or not arch or "/" in arch:
+            _expected(f"{path}[{i}]", 'an "os/arch" pair', item)
+    return values
+
+
+def _archive_format(value: Any, path: str) -> str:
+    text = _str(value, path)
+    if text.lower() not in ARCHIVE_FORMAT_ALIASES:
+        _expected(path, "one of " + ", ".join(ARCHIVE_FORMAT_ALIASES), value)
+    return text
+
+
+def _install_mode(value: Any, path: str) -> str:
+    text = _str(value, path)
+    if text.lower() not in INSTALL_MODES:
+        _expected(path, "one of " + ", ".join(INSTALL_MODES), value)
+    return text
+
+
+def _binary(value: Any, path: str) -> Binary:
+    if isinstance(value, str):
+        return Binary(_rel_path(value, path))
+    if not isinstance(value, dict):
+        _expected(path, 'a path or a {src = "...", dest = "..."} table', value)
+    for key in value:
+        if key not in ("src", "dest"):
+            raise _Bad(f"{path}.{key}", "unexpected key (a binary table has src and dest)")
+    for key in ("src", "dest"):
+        if key not in value:
+            raise _Bad(f"{path}.{key}", "required")
+    return Binary(_rel_path(value["src"], f"{path}.src"), _rel_path(value["dest"], f"{path}.dest"))
+
+
+def _binaries(value: Any, path: str) -> tuple[Binary, ...]:
+    if not isinstance(value, list) or not value:
+        _expected(path, "a non-empty array of paths or {src, dest} tables", value)
+    return tuple(_binary(item, f"{path}[{i}]") for i, item in enumerate(value))
+
+
+def _split(
+    table: Mapping[str, Any], path: str, spec: Mapping[str, Conv]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Convert the keys ``spec`` knows; return the rest untouched for ``extra``."""
+    known: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in table.items():
+        conv = spec.get(key)
+        if conv is None:
+            extra[key] = value
+        else:
+            known[key] = conv(value, f"{path}.{key}")
+    return known, extra
+
+
+def _require(table: Mapping[str, Any], path: str, *keys: str) -> None:
+    for key in keys:
+        if key not in table:
+            raise _Bad(f"{path}.{key}", "required")
+
+
+# ---------------------------------------------------------------------------- specs
+
+_METADATA: dict[str, Conv] = {
+    "name": _nonempty,
+    "description": _str,
+    "homepage": _str,
+    "version_format": _str,
+    "type": _str,
+    "tier": _int,
+    "curated": _bool,
+    "requires_sudo": _bool,
+    "binaries": _str_list,
+    "dependencies": _str_list,
+    "runtime_dependencies": _str_list,
+    "supported_os": _str_list,
+    "supported_arch": _str_list,
+    "supported_libc": _libc_list,
+    "unsupported_platforms": _platform_list,
+    "unsupported_reason": _str,
+    "satisfies": _str_list_map,
+    "llm_validation": _str,
+    "generated_by": _str,
+    "validated_at": _timestamp,
+    "validation_platform": _str,
+    "validation_image": _str,
+    "validated_version": _str,
+    "asset_sha256": _sha256_map,
+}
+_VERSION: dict[str, Conv] = {
+    "source": _str,
+    "github_repo": _repo,
+    "tag_prefix": _str,
+    "stable_qualifiers": _str_list,
+}
+_WHEN: dict[str, Conv] = {
+    "platform": _platform_list,
+    "os": _str_or_list,
+    "arch": _str,
+    "linux_family": _str,
+    "package_manager": _str,
+    "libc": _libc_list,
+    "gpu": _str_or_list,
+}
+_STEP_COMMON: dict[str, Conv] = {
+    "note": _str,
+    "description": _str,
+    "phase": _str,
+    "dependencies": _str_list,
+}
+_GITHUB_ARCHIVE: dict[str, Conv] = {
+    "repo": _repo,
+    "asset_pattern": _asset_pattern,
+    "archive_format": _archive_format,
+    "strip_dirs": _count,
+    "install_mode": _install_mode,
+    "binaries": _binaries,
+    "os_mapping": _name_map,
+    "arch_mapping": _name_map,
+    "checksum_asset": _asset_pattern,
+    "checksum_url": _nonempty,
+}
+_GITHUB_FILE: dict[str, Conv] = {
+    "repo": _repo,
+    "asset_pattern": _asset_pattern,
+    "binary": _rel_path,
+    "binaries": _binaries,
+    "os_mapping": _name_map,
+    "arch_mapping": _name_map,
+}
+_VERIFY: dict[str, Conv] = {
+    "command": _str,
+    "pattern": _str,
+    "patterns": _str_list,
+    "mode": _str,
+    "version_format": _str,
+    "reason": _str,
+    "exit_code": _int,
+}
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _when(value: Any, path: str) -> When:
+    known, extra = _split(_table(value, path), path, _WHEN)
+    if known.get("platform") and known.get("os"):
+        raise _Bad(path, "a when clause cannot have both platform and os")
+    return When(**known, extra=extra)
+
+
+def _step(value: Any, path: str) -> Step:
+    table = _table(value, path)
+    _require(table, path, "action")
+    action = _nonempty(table["action"], f"{path}.action")
+    params = {k: v for k, v in table.items() if k not in RESERVED_STEP_KEYS}
+    common, _ = _split({k: v for k, v in table.items() if k in _STEP_COMMON}, path, _STEP_COMMON)
+    if "when" in table:
+        common["when"] = _when(table["when"], f"{path}.when")
+
+    if action == GitHubArchiveStep.ACTION:
+        _require(params, path, "repo", "asset_pattern", "binaries")
+        known, extra = _split(params, path, _GITHUB_ARCHIVE)
+        if "checksum_asset" in known and "checksum_url" in known:
+            raise _Bad(path, "checksum_asset and checksum_url are mutually exclusive")
+        if "checksum_asset" in known and any(c in known["asset_pattern"] for c in "*?["):
+            raise _Bad(f"{path}.checksum_asset", "not allowed when asset_pattern has wildcards")
+        return GitHubArchiveStep(**common, **known, extra=extra)
+
+    if action == GitHubFileStep.ACTION:
+        _require(params, path, "repo", "asset_pattern")
+        known, extra = _split(params, path, _GITHUB_FILE)
+        if "binary" not in known:
+            if "binaries" not in known:
+                raise _Bad(path, "either binary or binaries is required")
+            if known["binaries"][0].dest is None:
+                _expected(
+                    f"{path}.binaries[0]",
+                    "a {src, dest} table (github_file saves the download as its src)",
+                    table["binaries"][0],
+                )
+        return GitHubFileStep(**common, **known, extra=extra)
+
+    return GenericStep(action=action, params=params, **common)
+
+
+def _verify(value: Any, path: str) -> Verify:
+    table = _table(value, path)
+    known, extra = _split(table, path, _VERIFY)
+    if "pattern" in known and "patterns" in known:
+        raise _Bad(path, "pattern and patterns are mutually exclusive")
+    additional = extra.pop("additional", None)
+    if additional is not None:
+        apath = f"{path}.additional"
+        if not isinstance(additional, list):
+            _expected(apath, "an array of tables", additional)
+        items = []
+        for i, item in enumerate(additional):
+            ipath = f"{apath}[{i}]"
+            entry = _table(item, ipath)
+            _require(entry, ipath, "command")
+            known_item, extra_item = _split(entry, ipath, {"command": _str, "pattern": _str})
+            items.append(VerifyAdditional(**known_item, extra=extra_item))
+        known["additional"] = tuple(items)
+    return Verify(**known, extra=extra)
+
+
+def _recipe(data: Mapping[str, Any]) -> Recipe:
+    _require(data, "", "metadata")
+    extra = {k: v for k, v in data.items() if k not in ("metadata", "version", "steps", "verify")}
+    meta_table = _table(data["metadata"], "metadata")
+    _require(meta_table, "metadata", "name")
+    meta_known, meta_extra = _split(meta_table, "metadata", _METADATA)
+    metadata = Metadata(**meta_known, extra=meta_extra)
+
+    version = None
+    if "version" in data:
+        known, vextra = _split(_table(data["version"], "version"), "version", _VERSION)
+        version = VersionSection(**known, extra=vextra)
+
+    steps: tuple[Step, ...] = ()
+    if "steps" in data:
+        raw_steps = data["steps"]
+        if not isinstance(raw_steps, list):
+            _expected("steps", "an array of tables ([[steps]])", raw_steps)
+        steps = tuple(_step(item, f"steps[{i}]") for i, item in enumerate(raw_steps))
+
+    verify = _verify(data["verify"], "verify") if "verify" in data else None
+    return Recipe(metadata=metadata, version=version, steps=steps, verify=verify, extra=extra)
+
+
+def recipe_from_dict(data: Mapping[str, Any], source: str) -> Recipe:
+    """Build a Recipe from TOML-shaped data (what ``tomllib`` returns, or JSON)."""
+    try:
+        return _recipe(data)
+    except _Bad as bad:
+        where = f"{bad.path.lstrip('.')}: " if bad.path else ""
+        raise RecipeParseError(
+            f"{source}: {where}{bad.message}", source=source, field=bad.path.lstrip(".")
+        ) from None
+
+
+def parse_recipe(text: str, source: str = "<recipe>") -> Recipe:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RecipeParseError(f"{source}: invalid TOML: {exc}", source=source) from None
+    return recipe_from_dict(data, source)
+
+
+def load_recipe(path: str | Path) -> Recipe:
+    source = str(path)
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecipeParseError(f"{source}: not UTF-8 text: {exc}", source=source) from None
+    return parse_recipe(text, source)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _plain(value: Any) -> Any:
+    """Structs and tuples → TOML-shaped dicts and lists; ``None`` fields are dropped
+    (absent in TOML) and each Struct's ``extra``/``params`` merge back into it."""
+    if isinstance(value, Binary):
+        return value.src if value.dest is None else {"src": value.src, "dest": value.dest}
+    if isinstance(value, msgspec.Struct):
+        out: dict[str, Any] = {}
+        spill: dict[str, Any] = {}
+        for name in value.__struct_fields__:
+            item = getattr(value, name)
+            if name in ("extra", "params"):
+                spill = item
+            elif item is not None:
+                out[name] = _plain(item)
+        out.update((k, _plain(v)) for k, v in spill.items())
+        return out
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _step_dict(step: Step) -> dict[str, Any]:
+    body = _plain(step)
+    head = {"action": body.pop("action")}
+    for key in ("note", "description", "phase", "when"):
+        if key in body:
+            head[key] = body.pop(key)
+    deps = body.pop("dependencies", None)
+    head.update(body)
+    if deps is not None:
+        head["dependencies"] = deps
+    return head
+
+
+def recipe_to_dict(recipe: Recipe) -> dict[str, Any]:
+    """TOML-shaped data for a Recipe; ``recipe_from_dict`` inverts it."""
+    data: dict[str, Any] = {"metadata": _plain(recipe.metadata)}
+    if recipe.version is not None:
+        data["version"] = _plain(recipe.version)
+    if recipe.steps:
+        data["steps"] = [_step_dict(step) for step in recipe.steps]
+    if recipe.verify is not None:
+        data["verify"] = _plain(recipe.verify)
+    data.update((k, _plain(v)) for k, v in recipe.extra.items())
+    return data
+
+
+def _key(key: str) -> str:
+    return tomli_w.dumps({key: 0}).removesuffix(" = 0\n")
+
+
+def _inline(value: Any) -> str:
+    """One-line TOML for a step value: nested tables stay inline, as in the registry."""
+    if isinstance(value, Mapping):
+        if not value:
+            return "{}"
+        return "{ " + ", ".join(f"{_key(k)} = {_inline(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_inline(item) for item in value) + "]"
+    return tomli_w.dumps({"v": value}).removeprefix("v = ").removesuffix("\n")
+
+
+def _is_table_array(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, Mapping) for v in value)
+
+
+def _emit(
+    path: str, table: Mapping[str, Any], *, aot: bool = False, flat: bool = False
+) -> list[str]:
+    """Chunks for one table: its header and ``key = value`` lines, then its sub-tables
+    (``[a.b]``, ``[[a.b]]``). ``flat`` keeps every value inline, the registry's style
+    for ``[[steps]]``."""
+    lines = [f"[[{path}]]" if aot else f"[{path}]"] if path else []
+    nested: list[tuple[str, Any]] = []
+    for key, value in table.items():
+        if not flat and (isinstance(value, Mapping) or _is_table_array(value)):
+            nested.append((key, value))
+        else:
+            lines.append(f"{_key(key)} = {_inline(value)}")
+    chunks = ["".join(line + "\n" for line in lines)] if lines else []
+    for key, value in nested:
+        sub = f"{path}.{_key(key)}" if path else _key(key)
+        if isinstance(value, Mapping):
+            chunks.extend(_emit(sub, value))
+        else:
+            for item in value:
+                chunks.extend(_emit(sub, item, aot=True))
+    return chunks
+
+
+def dump_recipe(recipe: Recipe) -> str:
+    """TOML text in the registry's layout; ``parse_recipe`` of it equals ``recipe``."""
+    data = recipe_to_dict(recipe)
+    steps = data.pop("steps", [])
+    verify = data.pop("verify", None)
+    # Root-level literals (unmodelled top-level keys) come out first, before any header.
+    chunks = _emit("", data)
+    for step in steps:
+        chunks.extend(_emit("steps", step, aot=True, flat=True))
+    if verify is not None:
+        chunks.extend(_emit("verify", verify))
+    return "\n".join(chunks)

@@ -1,0 +1,196 @@
+"""Release tags ↔ the versions recipes talk about.
+
+A recipe's ``{version}`` is the *normalised* version (``1.2.3``) while download URLs need
+the *raw* tag (``v1.2.3``, ``kustomize/v5.7.1``, ``ruby-3.3.10``). Guessing one from the
+other is how peer tools end up with 404s (a fixed ``v`` prefix), so a version is always
+resolved against the tags a release source actually lists, and both halves travel
+together as :class:`ResolvedVersion`.
+
+The rules follow the reference tsuku (internal/version): ``normalize_version`` is its
+``normalizeVersion``; ``tag_prefix`` filters tags and is stripped *without* further
+normalisation; a ``tag_prefix`` is honoured only when ``[version] github_repo`` is set
+(recipes such as kustomize rely on that, see :func:`version_source`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+import msgspec
+
+from tsukud.recipe.model import (
+    GitHubArchiveStep,
+    GitHubFileStep,
+    Recipe,
+    RecipeError,
+    VersionNotFound,
+)
+
+DEFAULT_STABLE_QUALIFIERS = ("release", "final", "lts", "ga", "stable")
+_UNSTABLE_WORDS = ("alpha", "beta", "rc", "preview", "snapshot", "nightly", "dev")
+_CORE = re.compile(r"(\d+(?:\.\d+)*)(.*)", re.DOTALL)
+
+
+class ResolvedVersion(msgspec.Struct, frozen=True):
+    """A version and the exact tag it was published under."""
+
+    version: str
+    tag: str
+
+
+class VersionSource(msgspec.Struct, frozen=True):
+    """Where a recipe's versions come from: a GitHub repo and an optional tag prefix."""
+
+    repo: str
+    tag_prefix: str | None = None
+
+
+def normalize_version(tag: str) -> str:
+    """The reference's ``normalizeVersion``: ``v1.2.3``→``1.2.3``, ``kustomize/v5.7.1``→``5.7.1``,
+    ``Release_1_15_0``→``1.15.0``, ``go1.21.5``→``1.21.5``."""
+    version = tag.removeprefix("v")
+    if "/" in version:
+        version = version.rsplit("/", 1)[1].removeprefix("v")
+    if version.startswith("Release_"):
+        version = version.removeprefix("Release_").replace("_", ".")
+    return version.removeprefix("go")
+
+
+def tag_to_version(tag: str, tag_prefix: str | None = None) -> str | None:
+    """The version a tag stands for, or ``None`` when it lacks the recipe's ``tag_prefix``."""
+    if tag_prefix:
+        return tag[len(tag_prefix) :] if tag.startswith(tag_prefix) else None
+    return normalize_version(tag)
+
+
+def candidate_tags(version: str, tag_prefix: str | None = None) -> list[str]:
+    """Tags to try, most likely first, when a release must be fetched without a tag list."""
+    if tag_prefix:
+        return [tag_prefix + version]
+    return [f"v{version}", version]
+
+
+def is_valid_version(version: str) -> bool:
+    """The reference skips tags whose normalised form has no digit at all."""
+    return any(c.isdigit() for c in version)
+
+
+def is_stable_version(version: str, stable_qualifiers: Iterable[str] | None = None) -> bool:
+    """Prerelease detection: a ``-suffix`` is unstable unless it is a stable qualifier
+    (``1.0-lts``); without one, words like ``beta``/``rc``/``nightly`` mark it unstable."""
+    qualifiers = {q.lower() for q in (stable_qualifiers or DEFAULT_STABLE_QUALIFIERS)}
+    lowered = version.lower()
+    _core, dash, suffix = lowered.partition("-")
+    if dash:
+        return suffix in qualifiers
+    return not any(word in lowered for word in _UNSTABLE_WORDS)
+
+
+def _sort_key(version: str) -> tuple[tuple[int, ...], int, str]:
+    match = _CORE.match(version)
+    if match is None:
+        return ((), 0, version)
+    numbers = tuple(int(part) for part in match.group(1).split("."))
+    while numbers and numbers[-1] == 0:
+        numbers = numbers[:-1]
+    rest = match.group(2)
+    # A bare release sorts after its prereleases: 1.2.3 > 1.2.3-rc1.
+    return (numbers, 0 if rest else 1, rest)
+
+
+def compare_versions(a: str, b: str) -> int:
+    """-1, 0 or 1. Numeric dotted cores compare as numbers (``1.10`` > ``1.9``)."""
+    ka, kb = _sort_key(a), _sort_key(b)
+    return (ka > kb) - (ka < kb)
+
+
+def _candidates(tags: Iterable[str], tag_prefix: str | None) -> list[ResolvedVersion]:
+    found = []
+    for tag in tags:
+        version = tag_to_version(tag, tag_prefix)
+        if version is not None and is_valid_version(version):
+            found.append(ResolvedVersion(version, tag))
+    return found
+
+
+def find_version(
+    requested: str,
+    tags: Sequence[str],
+    *,
+    tag_prefix: str | None = None,
+    repo: str = "",
+) -> ResolvedVersion:
+    """Resolve a user's version request against the tags a source lists.
+
+    Without a prefix the match is exact (``tag == v``, ``tag == "v"+v`` or the normalised
+    tag equals ``v``), as in the reference. With a prefix an exact match wins, else the
+    newest version extending the request at a component boundary (``1.29`` → ``1.29.3``;
+    the reference's plain string prefix would also take ``1.290``).
+    """
+    requested = requested.strip()
+    if not tag_prefix:
+        for tag in tags:
+            if tag in (requested, "v" + requested) or normalize_version(tag) == requested:
+                return ResolvedVersion(normalize_version(tag), tag)
+    else:
+        candidates = _candidates(tags, tag_prefix)
+        for candidate in candidates:
+            if candidate.version == requested:
+                return candidate
+        fuzzy = [
+            c
+            for c in candidates
+            if c.version.startswith(requested) and c.version[len(requested)] in ".-+"
+        ]
+        if fuzzy:
+            return max(fuzzy, key=lambda c: _sort_key(c.version))
+    where = f" for {repo}" if repo else ""
+    prefix = f" (tag prefix {tag_prefix!r})" if tag_prefix else ""
+    raise VersionNotFound(
+        f"version {requested} not found{where}{prefix}", requested=requested, repo=repo
+    )
+
+
+def latest_version(
+    tags: Sequence[str],
+    *,
+    tag_prefix: str | None = None,
+    stable_qualifiers: Iterable[str] | None = None,
+    repo: str = "",
+) -> ResolvedVersion:
+    """The newest stable version among ``tags`` (prereleases only if nothing else exists).
+
+    Callers should pass release tags with drafts and GitHub-flagged prereleases already
+    removed; the word check here catches tags that are not flagged (``v2.0.0-rc1``,
+    ``weekly.2024-01-01``).
+    """
+    qualifiers = tuple(stable_qualifiers) if stable_qualifiers else None
+    candidates = [c for c in _candidates(tags, tag_prefix) if "weekly" not in c.tag]
+    stable = [c for c in candidates if is_stable_version(c.version, qualifiers)]
+    pool = stable or candidates
+    if not pool:
+        where = f" for {repo}" if repo else ""
+        prefix = f" matching prefix {tag_prefix!r}" if tag_prefix else ""
+        raise VersionNotFound(f"no valid version tags found{where}{prefix}", repo=repo)
+    return max(pool, key=lambda c: _sort_key(c.version))
+
+
+def version_source(recipe: Recipe) -> VersionSource:
+    """Which GitHub repo (and tag prefix) a recipe's versions come from.
+
+    ``[version] github_repo`` wins; otherwise the first github_archive/github_file step's
+    ``repo``. A ``tag_prefix`` without ``github_repo`` is ignored, as in the reference:
+    recipes like kustomize (``tag_prefix = "kustomize/"``, no ``github_repo``) depend on
+    ``normalize_version`` turning ``kustomize/v5.7.1`` into ``5.7.1`` instead.
+    """
+    section = recipe.version
+    if section is not None and section.github_repo:
+        return VersionSource(section.github_repo, section.tag_prefix or None)
+    for step in recipe.steps:
+        if isinstance(step, GitHubArchiveStep | GitHubFileStep):
+            return VersionSource(step.repo)
+    raise RecipeError(
+        f"{recipe.metadata.name}: no GitHub repository to resolve versions from "
+        "(set [version] github_repo or use a github_archive/github_file step)"
+    )
