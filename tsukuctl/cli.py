@@ -12,15 +12,16 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
 
 from tsukuctl import render
 from tsukuctl.client import Client, RemoteError
 from tsukud import __version__, paths
 from tsukud.errors import ExitCode, TsukuError, UsageError
 
-Command = Callable[[argparse.Namespace], int]
+TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 
 def _client(args: argparse.Namespace) -> Client:
@@ -289,7 +290,7 @@ def _logs(args: argparse.Namespace) -> int:
     from collections import deque
 
     path = paths.log_path()
-    if not path.exists():
+    if not os.path.exists(path):
         out(f"no log yet at {path}")
         return 0
     with open(path, encoding="utf-8", errors="replace") as f:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import shutil
-from collections.abc import Sequence
-from typing import Any
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 
 def table(
@@ -56,7 +59,10 @@ def compact(payload: dict[str, Any], width: int) -> str:
 
 
 def term_width() -> int:
-    return shutil.get_terminal_size((120, 24)).columns
+    try:
+        return os.get_terminal_size().columns
+    except OSError:  # not a terminal: wide enough for a log or a pipe
+        return 120
 
 
 def csv_text(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

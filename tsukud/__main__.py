@@ -149,7 +149,7 @@ def _run_foreground(args: argparse.Namespace) -> int:
     env = os.environ
     config = configmod.resolve(env=env)
     log.configure(
-        paths.log_path(env),
+        Path(paths.log_path(env)),
         level=config["log.level"],
         max_bytes=config["log.max_bytes"],
         backups=config["log.backups"],
@@ -159,13 +159,13 @@ def _run_foreground(args: argparse.Namespace) -> int:
 
     # `kill -USR1 <pid>` dumps every thread's stack to stderr: for a daemon that hangs.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    with instance_lock(paths.lock_path(env)):
+    with instance_lock(Path(paths.lock_path(env))):
         import trio
 
         from tsukud.daemon import Daemon
 
         activated = activated_sockets()
-        sock_path = paths.socket_path(env)
+        sock_path = Path(paths.socket_path(env))
         own_socket = not activated
         socks = activated or [bind_socket(sock_path)]
         daemon = Daemon(

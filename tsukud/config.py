@@ -224,7 +224,7 @@ def resolve(
     path: Path | None = None,
 ) -> Config:
     env = os.environ if env is None else env
-    path = paths.config_path(env) if path is None else path
+    path = Path(paths.config_path(env)) if path is None else path
     file_values = read_file(path)
     flags = flags or {}
     out: dict[str, Setting] = {}

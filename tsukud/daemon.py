@@ -40,8 +40,8 @@ class Daemon:
 
     def __post_init__(self) -> None:
         REDACTOR.update(self.config.secret_values())
-        self.home = paths.tsuku_home(self.env)
-        self.store = EventStore(paths.db_path(self.env), clock=self.clock)
+        self.home = Path(paths.tsuku_home(self.env))
+        self.store = EventStore(Path(paths.db_path(self.env)), clock=self.clock)
         self.state = State()
         self.started_wall = time.time()
         self.started_mono = time.monotonic()

@@ -9,7 +9,9 @@ where it has one (docs/exit-codes.md), so scripts written for it keep working.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+TYPE_CHECKING = False  # typing is not imported at run time (tsukuctl's start-up)
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 
 class ExitCode:
