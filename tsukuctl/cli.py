@@ -359,6 +359,11 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 # ---- parser -----------------------------------------------------------------------------
 
+# Feature areas add their commands in their own modules: each has
+# ``register(sub: argparse._SubParsersAction) -> None`` adding parsers whose ``fn`` takes
+# the parsed args and returns an exit code. Standard library only, like this file.
+COMMAND_MODULES: tuple[str, ...] = ()
+
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
@@ -405,6 +410,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("value", nargs="?", help="(never for secrets.*: read from stdin)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_config)
+
+    if COMMAND_MODULES:
+        import importlib
+
+        for name in COMMAND_MODULES:
+            importlib.import_module(name).register(sub)
     return ap
 
 

@@ -122,10 +122,10 @@ class Daemon:
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        from tsukud.rpc.methods import METHODS
+        from tsukud.rpc.registry import load_methods
         from tsukud.rpc.server import RpcServer
 
-        server = RpcServer(METHODS, self)
+        server = RpcServer(load_methods(), self)
         self.server = server
         async with trio.open_nursery() as outer:
             await outer.start(self.store.run)

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 
@@ -18,29 +17,13 @@ from tsukud.daemon import Daemon
 from tsukud.errors import InvalidParams, LedgerCorrupt
 from tsukud.events import queries
 from tsukud.events.store import verify_chain
-from tsukud.rpc.server import Call, Method
-
-METHODS: dict[str, Method] = {}
+from tsukud.rpc.registry import NoParams, method
+from tsukud.rpc.server import Call
 
 # Event types a client may append. Everything else is written by the daemon itself:
 # a client must not be able to forge an llm.turn or a budget.settled.
 CLIENT_EVENT_PREFIX = "client."
 MAX_APPEND_BATCH = 10_000
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def method(name: str, params: type[msgspec.Struct], *, inline: bool = False) -> Callable[[F], F]:
-    def register(fn: F) -> F:
-        METHODS[name] = Method(name, params, fn, inline, (fn.__doc__ or "").strip())
-        return fn
-
-    return register
-
-
-class NoParams(msgspec.Struct, forbid_unknown_fields=True):
-    pass
 
 
 # ---- daemon -----------------------------------------------------------------------------

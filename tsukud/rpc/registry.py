@@ -1,0 +1,45 @@
+"""The table of RPC methods, filled by the modules that define them.
+
+Each feature area keeps its handlers in its own module (``methods.py`` for the core,
+later ``install_methods.py`` and so on) and registers them with ``@method``; the daemon
+loads ``METHOD_MODULES`` once at start-up. Handlers import heavy libraries inside their
+bodies, so loading the table stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import msgspec
+
+from tsukud.rpc.server import Method
+
+METHODS: dict[str, Method] = {}
+
+METHOD_MODULES = ("tsukud.rpc.methods",)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class NoParams(msgspec.Struct, forbid_unknown_fields=True):
+    pass
+
+
+def method(name: str, params: type[msgspec.Struct], *, inline: bool = False) -> Callable[[F], F]:
+    """Register a handler ``async (daemon, params, call) -> result`` under ``name``."""
+
+    def register(fn: F) -> F:
+        if name in METHODS:
+            raise RuntimeError(f"RPC method {name!r} registered twice")
+        METHODS[name] = Method(name, params, fn, inline, (fn.__doc__ or "").strip())
+        return fn
+
+    return register
+
+
+def load_methods() -> dict[str, Method]:
+    for module in METHOD_MODULES:
+        importlib.import_module(module)
+    return METHODS
