@@ -28,7 +28,7 @@ def _client(args: argparse.Namespace) -> Client:
     return Client.connect(autostart=not getattr(args, "no_start", False))
 
 
-def _call(
+def rpc(
     args: argparse.Namespace, method: str, params: dict[str, Any] | None = None, **kw: Any
 ) -> Any:
     with _client(args) as c:
@@ -43,7 +43,7 @@ def out(text: str) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    st = _call(args, "status")
+    st = rpc(args, "status")
     if args.json:
         out(render.jsonl(st))
         return 0
@@ -149,7 +149,7 @@ def cmd_events(args: argparse.Namespace) -> int:
 
     if fmt == "csv":
         sys.stdout.write(",".join(CSV_COLUMNS) + "\n")
-    result = _call(
+    result = rpc(
         args, "events.list", {"filter": _filter(args), "limit": args.limit}, on_progress=emit
     )
     if fmt == "table":
@@ -179,7 +179,7 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 def _events_summary(args: argparse.Namespace) -> int:
-    res = _call(args, "events.summary", {"filter": _filter(args), "by": args.by})
+    res = rpc(args, "events.summary", {"filter": _filter(args), "by": args.by})
     if args.json:
         out(render.jsonl(res))
         return 0
@@ -230,7 +230,7 @@ def _events_summary(args: argparse.Namespace) -> int:
 
 
 def _events_verify(args: argparse.Namespace) -> int:
-    res = _call(args, "events.verify")
+    res = rpc(args, "events.verify")
     if args.json:
         out(render.jsonl(res))
     else:
@@ -312,7 +312,7 @@ def _logs(args: argparse.Namespace) -> int:
 
 def cmd_config(args: argparse.Namespace) -> int:
     if args.action == "list":
-        res = _call(args, "config.list")
+        res = rpc(args, "config.list")
         if args.json:
             out(render.jsonl(res))
             return 0
@@ -325,11 +325,11 @@ def cmd_config(args: argparse.Namespace) -> int:
             f"config {args.action} needs a KEY", hint="`tsukuctl config list` shows them."
         )
     if args.action == "get":
-        s = _call(args, "config.get", {"key": args.key})
+        s = rpc(args, "config.get", {"key": args.key})
         out(render.jsonl(s) if args.json else str(s["value"]))
         return 0
     if args.action == "unset":
-        s = _call(args, "config.set", {"key": args.key, "value": None})
+        s = rpc(args, "config.set", {"key": args.key, "value": None})
         out(f"{s['key']} unset (now {s['value']} from {s['source']})")
         return 0
     # set
@@ -350,7 +350,7 @@ def cmd_config(args: argparse.Namespace) -> int:
             value = sys.stdin.read().strip()
         if not value:
             raise UsageError("no value given on standard input")
-    s = _call(args, "config.set", {"key": args.key, "value": value})
+    s = rpc(args, "config.set", {"key": args.key, "value": value})
     out(f"{s['key']} = {s['value']}  ({s['source']})")
     if s.get("note"):
         sys.stderr.write(f"note: {s['note']}\n")
