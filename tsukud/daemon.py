@@ -11,10 +11,10 @@ import os
 import signal
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import trio
 
@@ -28,6 +28,8 @@ from tsukud.policy.budget import Budget, BudgetLimits
 from tsukud.policy.locks import ContainerLock
 from tsukud.policy.ratelimit import GenerationLimit
 from tsukud.secrets import REDACTOR
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -46,7 +48,21 @@ class Daemon:
         self.started_wall = time.time()
         self.started_mono = time.monotonic()
         self._stop = trio.Event()
+        self._services: dict[Callable[[Daemon], Any], Any] = {}
         self._make_policy()
+
+    def service(self, factory: Callable[[Daemon], T]) -> T:
+        """One lazily built instance per feature service (installer, GitHub client, ...).
+
+        Features keep their long-lived state (caches, per-tool locks, HTTP clients) in a
+        service object instead of growing this class; construction is deferred to first
+        use so start-up stays fast.
+        """
+        try:
+            return cast(T, self._services[factory])
+        except KeyError:
+            obj = self._services[factory] = factory(self)
+            return obj
 
     def _make_policy(self) -> None:
         cfg = self.current
@@ -128,6 +144,7 @@ class Daemon:
         server = RpcServer(load_methods(), self)
         self.server = server
         async with trio.open_nursery() as outer:
+            self.nursery = outer  # for services' background tasks; cancelled last
             await outer.start(self.store.run)
             # Signals are watched for the daemon's whole life: a second SIGTERM during
             # the orderly stop must not fall back to the default (killing) handler.
