@@ -144,29 +144,33 @@ class Daemon:
         server = RpcServer(load_methods(), self)
         self.server = server
         async with trio.open_nursery() as outer:
-            self.nursery = outer  # for services' background tasks; cancelled last
             await outer.start(self.store.run)
             # Signals are watched for the daemon's whole life: a second SIGTERM during
             # the orderly stop must not fall back to the default (killing) handler.
             signals_scope = await outer.start(self._watch_signals)
-            async with trio.open_nursery() as serving:
-                serving.start_soon(server.serve, listeners)
-                await self.store.append(
-                    "daemon.started",
-                    {
-                        "pid": os.getpid(),
-                        "version": __version__,
-                        "activation": self.activation,
-                        "socket": str(self.socket_path) if self.socket_path else None,
-                        "startup_ms": round(self.uptime_s * 1000, 1),
-                    },
-                )
-                log.get().info("daemon.started", pid=os.getpid(), socket=str(self.socket_path))
-                task_status.started()
-                await self._settle_abandoned()
-                await self._stop.wait()
-                server.stopping = True
-                serving.cancel_scope.cancel()
+            async with trio.open_nursery() as services:
+                self.nursery = services  # services' background tasks; cancelled on stop
+                async with trio.open_nursery() as serving:
+                    serving.start_soon(server.serve, listeners)
+                    await self.store.append(
+                        "daemon.started",
+                        {
+                            "pid": os.getpid(),
+                            "version": __version__,
+                            "activation": self.activation,
+                            "socket": str(self.socket_path) if self.socket_path else None,
+                            "startup_ms": round(self.uptime_s * 1000, 1),
+                        },
+                    )
+                    log.get().info(
+                        "daemon.started", pid=os.getpid(), socket=str(self.socket_path)
+                    )
+                    task_status.started()
+                    await self._settle_abandoned()
+                    await self._stop.wait()
+                    server.stopping = True
+                    serving.cancel_scope.cancel()
+                services.cancel_scope.cancel()
             with trio.CancelScope(shield=True):
                 await self.store.append(
                     "daemon.stopped",

@@ -18,7 +18,7 @@ from tsukud.rpc.server import Method
 
 METHODS: dict[str, Method] = {}
 
-METHOD_MODULES = ("tsukud.rpc.methods",)
+METHOD_MODULES = ("tsukud.rpc.methods", "tsukud.rpc.sandbox_methods")
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -1,0 +1,61 @@
+"""RPC methods for the container sandbox: status, image preparation, a smoke run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from tsukud.daemon import Daemon
+from tsukud.rpc.registry import NoParams, method
+from tsukud.rpc.server import Call
+from tsukud.sandbox.service import Sandbox
+
+
+@method("sandbox.status", NoParams)
+async def sandbox_status(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+    """Which runtime answers, its version, and whether the validation image is there."""
+    return await d.service(Sandbox.from_daemon).status()
+
+
+class PrepareParams(msgspec.Struct, forbid_unknown_fields=True):
+    force: bool = False
+
+
+@method("sandbox.prepare", PrepareParams)
+async def sandbox_prepare(d: Daemon, p: PrepareParams, call: Call) -> dict[str, Any]:
+    """Import the offline busybox validation image from the host's busybox-static."""
+    from tsukud.errors import SandboxError
+    from tsukud.sandbox.image import prepare_busybox_image
+
+    sb = d.service(Sandbox.from_daemon)
+    rt = await sb.runtime()
+    await call.progress({"stage": "importing", "image": sb.image})
+    try:
+        imported = await prepare_busybox_image(rt, sb.image, force=p.force)
+    except FileNotFoundError as e:
+        raise SandboxError(str(e), hint="apt-get install busybox-static") from None
+    await d.store.append("sandbox.image_prepared", {"image": sb.image, "imported": imported})
+    return {"image": sb.image, "imported": imported}
+
+
+@method("sandbox.check", NoParams)
+async def sandbox_check(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+    """Run a probe in the validation container with the full isolation settings."""
+    from tsukud.sandbox.runtime import RunSpec
+
+    sb = d.service(Sandbox.from_daemon)
+    rt = await sb.runtime()
+    probe = "id -u; ls /sys/class/net; touch /bin/x 2>/dev/null && echo rootfs-writable; echo ok"
+    async with d.container_lock.hold(session=None):
+        res = await rt.run(RunSpec(image=sb.image, command=["/bin/sh", "-c", probe], timeout_s=60))
+    lines = res.text.split()
+    return {
+        "exit_code": res.exit_code,
+        "output": res.text,
+        "duration_s": round(res.duration_s, 3),
+        "uid": lines[0] if lines else None,
+        "network_interfaces": [x for x in lines[1:-1] if x != "rootfs-writable"],
+        "rootfs_read_only": "rootfs-writable" not in lines,
+        "ok": res.exit_code == 0 and lines[-1:] == ["ok"],
+    }
