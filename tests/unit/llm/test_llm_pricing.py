@@ -1,0 +1,121 @@
+"""Price table: dated rows, unknown is None (never zero), fees, deprecations."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tsukud.llm import pricing
+from tsukud.llm.pricing import PriceTable
+from tsukud.llm.types import Usage
+
+DAY = dt.date(2026, 11, 22)
+M = 1_000_000
+
+
+def test_defaults_and_required_rows_are_priced() -> None:
+    expected = {
+        "claude-sonnet-5-5": ("2", "10"),
+        "claude-opus-5-5": ("4", "20"),
+        "claude-opus-5": ("5", "25"),
+        "claude-haiku-4-5": ("1", "5"),
+        "claude-sonnet-4-5": ("3", "15"),
+        "gemini-3.8-flash": ("0.75", "3.75"),
+        "gemini-2.5-flash": ("0.30", "2.50"),
+        "gemini-2.5-pro": ("1.25", "10"),
+        "gemini-2.5-flash-lite": ("0.10", "0.40"),
+    }
+    for model, (inp, out) in expected.items():
+        assert pricing.cost(model, Usage(input_tokens=M), on=DAY) == Decimal(inp), model
+        assert pricing.cost(model, Usage(output_tokens=M), on=DAY) == Decimal(out), model
+
+
+def test_unknown_model_is_none_not_zero() -> None:
+    assert pricing.cost("qwen2.5-coder:7b", Usage(1, 1), on=DAY) is None
+    assert pricing.cost("gemini-2.5-flash-lite-preview", Usage(1, 1), on=DAY) is None
+
+
+def test_snapshot_names_fall_back_to_base_model() -> None:
+    assert pricing.cost("claude-sonnet-5-5-20261001", Usage(M), on=DAY) == Decimal(2)
+    assert pricing.cost("models/gemini-2.5-flash", Usage(M), on=DAY) == Decimal("0.30")
+
+
+def test_validity_dates() -> None:
+    usage = Usage(input_tokens=M)
+    assert pricing.cost("gemini-3.8-flash", usage, on=dt.date(2026, 12, 31)) == Decimal("0.75")
+    assert pricing.cost("gemini-3.8-flash", usage, on=dt.date(2027, 1, 1)) is None
+    assert pricing.cost("claude-sonnet-4-5", usage, on=dt.date(2026, 12, 1)) is None
+
+
+def test_newest_valid_row_wins() -> None:
+    table = PriceTable.from_toml(
+        """
+[[price]]
+model = "m"
+input = "1"
+output = "1"
+until = 2026-06-30
+[[price]]
+model = "m"
+input = "2"
+output = "2"
+since = 2026-07-01
+"""
+    )
+    assert table.cost("m", Usage(M), on=dt.date(2026, 6, 30)) == 1
+    assert table.cost("m", Usage(M), on=dt.date(2026, 7, 1)) == 2
+
+
+def test_claude_cache_and_search_fees() -> None:
+    usage = Usage(
+        cache_read_tokens=M,
+        cache_write_tokens=2 * M,
+        cache_write_1h_tokens=M,
+        web_search_requests=1000,
+    )
+    # 0.20 read + 2.50 (5 min) + 4 (1 h) per 1M, $10 per 1,000 searches.
+    assert (
+        pricing.cost("claude-sonnet-5-5", usage, on=DAY)
+        == Decimal("0.20") + Decimal("2.50") + 4 + 10
+    )
+    assert pricing.cost("claude-sonnet-4-5", Usage(cache_write_tokens=M), on=DAY) == Decimal("3.75")
+    assert pricing.cost("claude-sonnet-4-5", Usage(cache_read_tokens=M), on=DAY) == Decimal("0.30")
+
+
+def test_gemini_thoughts_billed_as_output_and_grounding_fee() -> None:
+    usage = Usage(
+        output_tokens=M, thoughts_tokens=M, grounded_prompts=1000, web_search_requests=3000
+    )
+    assert pricing.cost("gemini-2.5-flash", usage, on=DAY) == Decimal("2.50") * 2 + 35
+
+
+def test_fee_unknown_makes_cost_unknown() -> None:
+    table = PriceTable.from_toml('[[price]]\nmodel = "m"\ninput = "1"\noutput = "1"\n')
+    assert table.cost("m", Usage(M), on=DAY) == 1
+    assert table.cost("m", Usage(M, web_search_requests=1), on=DAY) is None
+
+
+def test_deprecation_from_the_sdk_list() -> None:
+    message = pricing.deprecation("claude-sonnet-4-5")
+    assert message is not None and "November 30th, 2026" in message
+    assert "claude-sonnet-5-5" in message
+    assert pricing.deprecation("claude-sonnet-5-5") is None
+    assert pricing.deprecation("gemini-3.8-flash") is None
+
+
+counts = st.integers(min_value=0, max_value=10**9)
+
+
+@given(counts, counts, counts, counts, counts)
+def test_cost_is_additive_and_never_negative(a: int, b: int, c: int, d: int, e: int) -> None:
+    one = Usage(input_tokens=a, output_tokens=b, thoughts_tokens=c)
+    two = Usage(cache_read_tokens=d, cache_write_tokens=e, cache_write_1h_tokens=min(d, e))
+    for model in ("claude-sonnet-5-5", "gemini-3.8-flash"):
+        x = pricing.cost(model, one, on=DAY)
+        y = pricing.cost(model, two, on=DAY)
+        both = pricing.cost(model, one + two, on=DAY)
+        assert x is not None and y is not None and both is not None
+        assert x >= 0 and y >= 0 and both == x + y

@@ -1,0 +1,77 @@
+"""LLM providers behind one neutral interface (ARCHITECTURE.md §3, "LLM providers").
+
+Only the light modules are imported here. The adapters (``tsukud.llm.claude``,
+``tsukud.llm.gemini``, ``tsukud.llm.openai_compat``) import their SDKs, which take
+long to load, so the daemon imports them on first use.
+"""
+
+from tsukud.llm.endpoints import Endpoints, endpoints_from_env
+from tsukud.llm.provider import (
+    DEFAULT_CLAUDE_MODEL,
+    DEFAULT_GEMINI_MODEL,
+    MalformedToolArguments,
+    Provider,
+    ProviderAuthError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderOverloaded,
+    ProviderRateLimited,
+    ProviderRequestError,
+    ProviderServerError,
+    ProviderTimeout,
+    ProviderTransientError,
+    ReplayMiss,
+    UnsupportedRequest,
+)
+from tsukud.llm.types import (
+    AssistantMessage,
+    Message,
+    ProviderBlock,
+    Request,
+    Response,
+    StopReason,
+    TextPart,
+    Tool,
+    ToolCall,
+    ToolChoice,
+    ToolResult,
+    ToolResultsMessage,
+    Usage,
+    UserMessage,
+    WebSearch,
+)
+
+__all__ = [
+    "DEFAULT_CLAUDE_MODEL",
+    "DEFAULT_GEMINI_MODEL",
+    "AssistantMessage",
+    "Endpoints",
+    "MalformedToolArguments",
+    "Message",
+    "Provider",
+    "ProviderAuthError",
+    "ProviderBlock",
+    "ProviderConnectionError",
+    "ProviderError",
+    "ProviderOverloaded",
+    "ProviderRateLimited",
+    "ProviderRequestError",
+    "ProviderServerError",
+    "ProviderTimeout",
+    "ProviderTransientError",
+    "ReplayMiss",
+    "Request",
+    "Response",
+    "StopReason",
+    "TextPart",
+    "Tool",
+    "ToolCall",
+    "ToolChoice",
+    "ToolResult",
+    "ToolResultsMessage",
+    "UnsupportedRequest",
+    "Usage",
+    "UserMessage",
+    "WebSearch",
+    "endpoints_from_env",
+]

@@ -1,0 +1,395 @@
+"""Claude through ``anthropic.AsyncAnthropic`` (Messages API).
+
+Trio: the SDK's async client only needs anyio/sniffio plus the httpx2 client we hand
+it (httpx2 runs on trio through httpcore2's trio backend). Its asyncio-only code paths
+are the retry sleep and the ``__del__`` of clients it creates itself; we pass
+``max_retries=0`` and our own ``http_client``, so neither runs.
+
+We read the raw JSON body instead of the SDK's parsed models: blocks we do not
+understand (server tool use, search results with encrypted content, thinking) must go
+back to the API exactly as they came, and the raw dict is that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from typing import Any
+
+import anthropic
+import httpx2
+import msgspec
+
+from tsukud.llm.provider import (
+    ANTHROPIC_BASE_URL,
+    DEFAULT_CLAUDE_MODEL,
+    MalformedToolArguments,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderServerError,
+    ProviderTimeout,
+    error_for_status,
+    parse_retry_after,
+    redact,
+    within,
+)
+from tsukud.llm.types import (
+    AssistantMessage,
+    AssistantPart,
+    Message,
+    ProviderBlock,
+    Request,
+    Response,
+    StopReason,
+    TextPart,
+    ToolCall,
+    ToolResultsMessage,
+    Usage,
+    UserMessage,
+    WebSearch,
+)
+
+WIRE = "anthropic"
+KEY_HINT = "ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL if you set one)"
+
+_STOP = {
+    "end_turn": StopReason.END_TURN,
+    "stop_sequence": StopReason.END_TURN,
+    "tool_use": StopReason.TOOL_USE,
+    "max_tokens": StopReason.MAX_TOKENS,
+    "model_context_window_exceeded": StopReason.MAX_TOKENS,
+    "pause_turn": StopReason.PAUSE_TURN,
+    "refusal": StopReason.REFUSAL,
+}
+_BASIC_KEYS = {"text": {"type", "text"}, "tool_use": {"type", "id", "name", "input"}}
+_BAD_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+class ClaudeProvider:
+    """``pause_turn`` is continued here (at most ``max_continuations`` extra requests),
+    so callers only see it when the bound is reached."""
+
+    def __init__(
+        self,
+        api_key: str,
+        *,
+        model: str = DEFAULT_CLAUDE_MODEL,
+        base_url: str = ANTHROPIC_BASE_URL,
+        timeout: float = 300.0,
+        connect_timeout: float = 10.0,
+        max_continuations: int = 3,
+        web_search_tool_type: str = "web_search_20250305",
+        name: str = "claude",
+        http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        self._name = name
+        self._model = model
+        self._base_url = base_url
+        self._timeout = timeout
+        self._max_continuations = max_continuations
+        self._web_search_type = web_search_tool_type
+        self._secrets = (api_key,)
+        http_timeout = httpx2.Timeout(timeout, connect=connect_timeout)
+        self._owns_http = http_client is None
+        self._http = http_client or httpx2.AsyncClient(timeout=http_timeout)
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key,
+            base_url=base_url,
+            http_client=self._http,
+            max_retries=0,  # retries and failover belong to the caller's breaker
+            timeout=http_timeout,
+        )
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    def __repr__(self) -> str:
+        return (
+            f"ClaudeProvider(name={self._name!r}, model={self._model!r}, "
+            f"base_url={self._base_url!r})"
+        )
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def complete(self, request: Request) -> Response:
+        started = time.monotonic()
+        model = request.model or self._model
+        parts: list[AssistantPart] = []
+        usage = Usage()
+        current = request
+        for _ in range(self._max_continuations + 1):
+            body, request_id = await self._send(build_params(current, model, self._web_search_type))
+            try:
+                new_parts, raw_stop, new_usage = parse_message(body, self._name, request_id)
+            except MalformedToolArguments as exc:
+                exc.usage = usage + (exc.usage or Usage())
+                raise
+            parts.extend(new_parts)
+            usage = usage + new_usage
+            if raw_stop != "pause_turn":
+                break
+            # Resend the paused turn so far; the API continues the same assistant turn.
+            current = msgspec.structs.replace(
+                request, messages=(*request.messages, AssistantMessage(tuple(parts)))
+            )
+        return Response(
+            message=AssistantMessage(tuple(parts)),
+            stop_reason=_STOP.get(raw_stop, StopReason.OTHER),
+            raw_stop_reason=raw_stop,
+            usage=usage,
+            provider=self._name,
+            model=str(body.get("model") or model),
+            request_id=request_id,
+            duration_ms=round((time.monotonic() - started) * 1000),
+        )
+
+    async def _send(self, params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        async def call() -> tuple[bytes, str | None]:
+            raw = await self._client.messages.with_raw_response.create(**params)
+            return await raw.read(), raw.request_id
+
+        try:
+            content, request_id = await within(self._timeout, self._name, call)
+        except anthropic.APIStatusError as exc:
+            raise self._status_error(exc) from None
+        except anthropic.APITimeoutError:
+            raise ProviderTimeout(f"{self._name}: request timed out", provider=self._name) from None
+        except anthropic.APIConnectionError as exc:
+            raise ProviderConnectionError(
+                f"{self._name}: connection failed: {self._clean(exc)}", provider=self._name
+            ) from None
+        except (httpx2.TimeoutException, httpx2.TransportError) as exc:
+            # Raised while reading the body, after the SDK handed the response over.
+            kind = (
+                ProviderTimeout
+                if isinstance(exc, httpx2.TimeoutException)
+                else ProviderConnectionError
+            )
+            raise kind(f"{self._name}: {self._clean(exc)}", provider=self._name) from None
+        try:
+            body = msgspec.json.decode(content)
+        except msgspec.DecodeError:
+            body = None
+        if not isinstance(body, dict):
+            raise ProviderServerError(
+                f"{self._name}: response is not a JSON object",
+                provider=self._name,
+                request_id=request_id,
+            )
+        return body, request_id
+
+    def _clean(self, exc: BaseException) -> str:
+        return redact(f"{type(exc).__name__}: {exc}", self._secrets)
+
+    def _status_error(self, exc: anthropic.APIStatusError) -> ProviderError:
+        body = exc.body if isinstance(exc.body, dict) else {}
+        err = body.get("error") if isinstance(body.get("error"), dict) else {}
+        assert isinstance(err, dict)
+        kind = str(err.get("type") or "")
+        detail = f"{kind}: {err.get('message') or ''}" if kind else str(exc.message)
+        status = exc.status_code
+        if kind == "overloaded_error":
+            status = 529
+        return error_for_status(
+            self._name,
+            status,
+            detail,
+            secrets=self._secrets,
+            request_id=exc.request_id or body.get("request_id"),
+            retry_after=parse_retry_after(exc.response.headers),
+            key_hint=KEY_HINT,
+        )
+
+
+# ------------------------------------------------------------------- request side
+
+
+def build_params(request: Request, model: str, web_search_type: str) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "model": model,
+        "max_tokens": request.max_tokens,
+        "messages": build_messages(request.messages),
+    }
+    if request.system:
+        params["system"] = request.system
+    if request.temperature is not None:
+        params["temperature"] = request.temperature
+    tools: list[dict[str, Any]] = [
+        {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+        for t in request.tools
+    ]
+    for server_tool in request.server_tools:
+        if isinstance(server_tool, WebSearch):
+            tools.append(_web_search(server_tool, web_search_type))
+    if tools:
+        params["tools"] = tools
+        choice: dict[str, Any] = {"type": request.tool_choice.mode}
+        if request.tool_choice.mode == "tool":
+            choice["name"] = request.tool_choice.name
+        if not request.parallel_tool_calls and request.tool_choice.mode != "none":
+            choice["disable_parallel_tool_use"] = True
+        params["tool_choice"] = choice
+    return params
+
+
+def _web_search(tool: WebSearch, tool_type: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": tool_type, "name": "web_search"}
+    if tool.max_uses is not None:
+        out["max_uses"] = tool.max_uses
+    if tool.allowed_domains:
+        out["allowed_domains"] = list(tool.allowed_domains)
+    elif tool.blocked_domains:
+        out["blocked_domains"] = list(tool.blocked_domains)
+    return out
+
+
+def _tool_id(call_id: str) -> str:
+    """Claude wants ``^[a-zA-Z0-9_-]+$``; ids from another provider may not be."""
+    return _BAD_ID_CHARS.sub("_", call_id) or "_"
+
+
+def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, ProviderBlock):
+            if part.provider == WIRE:
+                blocks.append(part.data)
+        elif part.raw is not None and part.raw.provider == WIRE:
+            blocks.append(part.raw.data)
+        elif isinstance(part, TextPart):
+            if part.text:  # the API rejects empty text blocks
+                blocks.append({"type": "text", "text": part.text})
+        else:
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": _tool_id(part.id),
+                    "name": part.name,
+                    "input": part.arguments,
+                }
+            )
+    return blocks
+
+
+def _user_blocks(message: UserMessage | ToolResultsMessage) -> list[dict[str, Any]]:
+    if isinstance(message, UserMessage):
+        return [{"type": "text", "text": message.text}]
+    return [
+        {
+            "type": "tool_result",
+            "tool_use_id": _tool_id(r.call_id),
+            "content": r.content,
+            "is_error": r.is_error,
+        }
+        for r in message.results
+    ]
+
+
+def build_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """Consecutive messages of one role become one turn; in a user turn the
+    ``tool_result`` blocks come first, as the API requires."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            role, blocks = "assistant", _assistant_blocks(message)
+        else:
+            role, blocks = "user", _user_blocks(message)
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    for turn in out:
+        if turn["role"] == "user":
+            turn["content"].sort(key=lambda b: b.get("type") != "tool_result")
+    return out
+
+
+# ------------------------------------------------------------------ response side
+
+
+def _extra(block: dict[str, Any]) -> ProviderBlock | None:
+    basic = _BASIC_KEYS[str(block.get("type"))]
+    if any(v is not None for k, v in block.items() if k not in basic):
+        return ProviderBlock(WIRE, block)
+    return None
+
+
+def _arguments(
+    block: dict[str, Any], provider: str, request_id: str | None, usage: Usage, model: str
+) -> dict[str, Any]:
+    value = block.get("input")
+    if isinstance(value, str):
+        with contextlib.suppress(msgspec.DecodeError):
+            value = msgspec.json.decode(value)
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raw = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+        raise MalformedToolArguments(
+            f"{provider}: tool call {block.get('name')!r} has arguments that are not a JSON object",
+            provider=provider,
+            tool_name=str(block.get("name")),
+            call_id=str(block.get("id")),
+            raw_arguments=raw,
+            request_id=request_id,
+            usage=usage,
+            model=model,
+        )
+    return value
+
+
+def parse_message(
+    body: dict[str, Any], provider: str, request_id: str | None
+) -> tuple[list[AssistantPart], str, Usage]:
+    usage = _usage(body.get("usage"))
+    model = str(body.get("model") or "")
+    parts: list[AssistantPart] = []
+    for block in body.get("content") or []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(TextPart(str(block.get("text") or ""), raw=_extra(block)))
+        elif kind == "tool_use":
+            parts.append(
+                ToolCall(
+                    id=str(block.get("id")),
+                    name=str(block.get("name")),
+                    arguments=_arguments(block, provider, request_id, usage, model),
+                    raw=_extra(block),
+                )
+            )
+        else:
+            parts.append(ProviderBlock(WIRE, block))
+    return parts, str(body.get("stop_reason") or ""), usage
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _usage(raw: Any) -> Usage:
+    if not isinstance(raw, dict):
+        return Usage()
+    creation = raw.get("cache_creation") if isinstance(raw.get("cache_creation"), dict) else {}
+    server = raw.get("server_tool_use") if isinstance(raw.get("server_tool_use"), dict) else {}
+    assert isinstance(creation, dict) and isinstance(server, dict)
+    return Usage(
+        input_tokens=_int(raw.get("input_tokens")),
+        output_tokens=_int(raw.get("output_tokens")),
+        cache_read_tokens=_int(raw.get("cache_read_input_tokens")),
+        cache_write_tokens=_int(raw.get("cache_creation_input_tokens")),
+        cache_write_1h_tokens=_int(creation.get("ephemeral_1h_input_tokens")),
+        web_search_requests=_int(server.get("web_search_requests")),
+        web_fetch_requests=_int(server.get("web_fetch_requests")),
+    )

@@ -1,0 +1,456 @@
+"""Gemini through google-genai's async client (``client.aio``), Gemini API (v1beta).
+
+Trio: google-genai's default async transport is aiohttp (asyncio only) when aiohttp is
+importable, and its fallback httpx client keeps one pool per *asyncio* loop
+(``asyncio.get_running_loop()``), which fails under trio. Passing our own
+``httpx2.AsyncClient`` as ``HttpOptions.httpx_async_client`` selects its plain httpx
+path, which only awaits ``client.request(...)``; httpx2 runs on trio. Its retry
+wrapper (tenacity) is left at one attempt, so it never sleeps.
+
+We ask the SDK for the raw HTTP body (``should_return_http_response``) and parse it
+ourselves: parts go back to the API as the API sent them (thought signatures, ids).
+History is rebuilt with the SDK's JSON-mode validation because its Python-mode
+validation would treat a base64 ``thoughtSignature`` string as raw bytes.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import httpx2
+import msgspec
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types as gt
+from google.genai.client import DebugConfig
+
+from tsukud.llm.provider import (
+    DEFAULT_GEMINI_MODEL,
+    GEMINI_BASE_URL,
+    MalformedToolArguments,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderServerError,
+    ProviderTimeout,
+    UnsupportedRequest,
+    error_for_status,
+    parse_retry_after,
+    redact,
+    synthetic_call_id,
+    within,
+)
+from tsukud.llm.types import (
+    AssistantMessage,
+    AssistantPart,
+    Message,
+    ProviderBlock,
+    Request,
+    Response,
+    StopReason,
+    TextPart,
+    ToolCall,
+    ToolResultsMessage,
+    Usage,
+    UserMessage,
+    WebSearch,
+)
+
+WIRE = "gemini"
+KEY_HINT = "GOOGLE_API_KEY / GEMINI_API_KEY (and TSUKU_GEMINI_BASE_URL if you set one)"
+
+_REFUSALS = {
+    "SAFETY", "RECITATION", "LANGUAGE", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
+    "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION",
+}  # fmt: skip
+_MODES = {"auto": "AUTO", "any": "ANY", "tool": "ANY", "none": "NONE"}
+_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?)s\s*$")
+
+
+class GeminiProvider:
+    def __init__(
+        self,
+        api_key: str,
+        *,
+        model: str = DEFAULT_GEMINI_MODEL,
+        base_url: str = GEMINI_BASE_URL,
+        api_version: str = "v1beta",
+        timeout: float = 300.0,
+        connect_timeout: float = 10.0,
+        name: str = "gemini",
+        http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        self._name = name
+        self._model = model
+        self._base_url = base_url
+        self._timeout = timeout
+        self._secrets = (api_key,)
+        self._owns_http = http_client is None
+        self._http = http_client or httpx2.AsyncClient(
+            timeout=httpx2.Timeout(timeout, connect=connect_timeout)
+        )
+        self._client = genai.Client(
+            api_key=api_key,
+            # Explicit, so GOOGLE_GENAI_USE_VERTEXAI / GOOGLE_GENAI_CLIENT_MODE in the
+            # environment cannot switch us to Vertex or to the SDK's own replay client.
+            enterprise=False,
+            debug_config=DebugConfig(client_mode=None, replays_directory=None, replay_id=None),
+            http_options=gt.HttpOptions(
+                base_url=base_url,
+                api_version=api_version,
+                # Per request, in ms; without it the SDK sends timeout=None, disabling ours.
+                timeout=int(timeout * 1000),
+                httpx_async_client=self._http,
+            ),
+        )
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    def __repr__(self) -> str:
+        return (
+            f"GeminiProvider(name={self._name!r}, model={self._model!r}, "
+            f"base_url={self._base_url!r})"
+        )
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def complete(self, request: Request) -> Response:
+        started = time.monotonic()
+        model = request.model or self._model
+        contents = sdk_contents(build_contents(request.messages))
+        config = build_config(request, model)
+
+        async def call() -> gt.GenerateContentResponse:
+            return await self._client.aio.models.generate_content(
+                model=model, contents=contents, config=config
+            )
+
+        try:
+            result = await within(self._timeout, self._name, call)
+        except genai_errors.APIError as exc:
+            raise self._status_error(exc) from None
+        except httpx2.TimeoutException:
+            raise ProviderTimeout(f"{self._name}: request timed out", provider=self._name) from None
+        except httpx2.TransportError as exc:
+            raise ProviderConnectionError(
+                f"{self._name}: connection failed: {self._clean(exc)}", provider=self._name
+            ) from None
+        http = result.sdk_http_response
+        try:
+            body = msgspec.json.decode((http.body if http else None) or b"")
+        except msgspec.DecodeError:
+            body = None
+        if not isinstance(body, dict):
+            raise ProviderServerError(
+                f"{self._name}: response is not a JSON object", provider=self._name
+            )
+        parts, raw_stop, stop, usage = parse_response(body, self._name, model)
+        return Response(
+            message=AssistantMessage(tuple(parts)),
+            stop_reason=stop,
+            raw_stop_reason=raw_stop,
+            usage=usage,
+            provider=self._name,
+            model=str(body.get("modelVersion") or model),
+            request_id=_str_or_none(body.get("responseId")),
+            duration_ms=round((time.monotonic() - started) * 1000),
+        )
+
+    def _clean(self, exc: BaseException) -> str:
+        return redact(f"{type(exc).__name__}: {exc}", self._secrets)
+
+    def _status_error(self, exc: genai_errors.APIError) -> ProviderError:
+        details = exc.details if isinstance(exc.details, dict) else {}
+        err = details.get("error", details)
+        detail = f"{exc.status or ''}: {exc.message or ''}".strip(": ")
+        retry_after = _retry_delay(err) if isinstance(err, dict) else None
+        status = int(exc.code)
+        if status == 400 and isinstance(err, dict) and _reason(err) == "API_KEY_INVALID":
+            status = 401  # Gemini reports a bad key as 400 INVALID_ARGUMENT
+        if retry_after is None and exc.response is not None:
+            headers = getattr(exc.response, "headers", None)
+            if headers is not None:
+                retry_after = parse_retry_after(headers)
+        return error_for_status(
+            self._name,
+            status,
+            detail,
+            secrets=self._secrets,
+            retry_after=retry_after,
+            key_hint=KEY_HINT,
+            overloaded_statuses=frozenset({503}),
+        )
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _reason(error: dict[str, Any]) -> str | None:
+    """``google.rpc.ErrorInfo.reason``, e.g. ``API_KEY_INVALID``."""
+    for detail in error.get("details") or []:
+        if isinstance(detail, dict) and str(detail.get("@type", "")).endswith(
+            "google.rpc.ErrorInfo"
+        ):
+            return str(detail.get("reason"))
+    return None
+
+
+def _retry_delay(error: dict[str, Any]) -> float | None:
+    """``google.rpc.RetryInfo.retryDelay`` (a proto Duration such as ``"37s"``)."""
+    for detail in error.get("details") or []:
+        if isinstance(detail, dict) and str(detail.get("@type", "")).endswith(
+            "google.rpc.RetryInfo"
+        ):
+            match = _DURATION.match(str(detail.get("retryDelay", "")))
+            if match:
+                return float(match.group(1))
+    return None
+
+
+# ------------------------------------------------------------------- request side
+
+
+def build_config(request: Request, model: str) -> gt.GenerateContentConfig:
+    tools: list[gt.Tool] = []
+    if request.tools:
+        tools.append(
+            gt.Tool(
+                function_declarations=[
+                    gt.FunctionDeclaration(
+                        name=t.name,
+                        description=t.description,
+                        parameters_json_schema=t.input_schema,
+                    )
+                    for t in request.tools
+                ]
+            )
+        )
+    searches = [s for s in request.server_tools if isinstance(s, WebSearch)]
+    if searches:
+        excluded = [d for s in searches for d in s.blocked_domains]
+        tools.append(gt.Tool(google_search=gt.GoogleSearch(exclude_domains=excluded or None)))
+    tool_config: gt.ToolConfig | None = None
+    if request.tools:
+        choice = request.tool_choice
+        tool_config = gt.ToolConfig(
+            function_calling_config=gt.FunctionCallingConfig(
+                mode=gt.FunctionCallingConfigMode(_MODES[choice.mode]),
+                allowed_function_names=[choice.name] if choice.name else None,
+            )
+        )
+        if searches:
+            if re.match(r"gemini-[12]\.", model):
+                raise UnsupportedRequest(
+                    f"{model} cannot combine Google Search and function calls in one request",
+                    provider=WIRE,
+                    hint="Search and call functions in separate requests, or use Gemini 3.",
+                )
+            tool_config.include_server_side_tool_invocations = True
+    return gt.GenerateContentConfig(
+        system_instruction=request.system or None,
+        max_output_tokens=request.max_tokens,
+        temperature=request.temperature,
+        tools=tools or None,  # type: ignore[arg-type]
+        tool_config=tool_config,
+        # One complete() is one HTTP request: the breaker and the ledger see each call.
+        automatic_function_calling=gt.AutomaticFunctionCallingConfig(disable=True),
+        automatic_continuation=False,
+        should_return_http_response=True,
+    )
+
+
+def _model_parts(
+    message: AssistantMessage, calls: dict[str, tuple[str, str | None]]
+) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, ProviderBlock):
+            if part.provider == WIRE:
+                parts.append(part.data)
+            continue
+        if isinstance(part, ToolCall):
+            if part.raw is not None and part.raw.provider == WIRE:
+                sent = part.raw.data.get("functionCall") or {}
+                calls[part.id] = (part.name, sent.get("id") if isinstance(sent, dict) else None)
+            else:
+                calls[part.id] = (part.name, part.id)
+        if part.raw is not None and part.raw.provider == WIRE:
+            parts.append(part.raw.data)
+        elif isinstance(part, TextPart):
+            if part.text:
+                parts.append({"text": part.text})
+        else:
+            parts.append(
+                {"functionCall": {"id": part.id, "name": part.name, "args": part.arguments}}
+            )
+    return parts
+
+
+def _user_parts(
+    message: UserMessage | ToolResultsMessage, calls: dict[str, tuple[str, str | None]]
+) -> list[dict[str, Any]]:
+    if isinstance(message, UserMessage):
+        return [{"text": message.text}]
+    parts: list[dict[str, Any]] = []
+    for result in message.results:
+        name, wire_id = calls.get(result.call_id, (result.name, result.call_id))
+        name = result.name or name
+        if not name:
+            raise UnsupportedRequest(
+                f"tool result {result.call_id!r} answers no earlier tool call and has no name",
+                provider=WIRE,
+            )
+        response: dict[str, Any] = {"error" if result.is_error else "output": result.content}
+        function_response: dict[str, Any] = {"name": name, "response": response}
+        if wire_id is not None:
+            function_response["id"] = wire_id  # echo the model's id; omit when it sent none
+        parts.append({"functionResponse": function_response})
+    return parts
+
+
+def build_contents(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """One content per turn, roles kept (``user``/``model``); function responses first."""
+    calls: dict[str, tuple[str, str | None]] = {}
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            role, parts = "model", _model_parts(message, calls)
+        else:
+            role, parts = "user", _user_parts(message, calls)
+        if not parts:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["parts"].extend(parts)
+        else:
+            out.append({"role": role, "parts": parts})
+    for content in out:
+        if content["role"] == "user":
+            content["parts"].sort(key=lambda p: "functionResponse" not in p)
+    return out
+
+
+# The SDK's models forbid fields they do not know; a part from a newer API version
+# would make the whole history unsendable, so such fields are dropped (the SDK could
+# not have sent them anyway).
+_PART_KEYS = frozenset(f.alias or n for n, f in gt.Part.model_fields.items())
+
+
+def sdk_contents(contents: list[dict[str, Any]]) -> list[gt.Content]:
+    """Wire-shaped contents to SDK models, validated in JSON mode so base64
+    ``thoughtSignature`` strings decode to the bytes they stand for."""
+    out: list[gt.Content] = []
+    for content in contents:
+        parts = [{k: v for k, v in p.items() if k in _PART_KEYS} for p in content["parts"]]
+        parts = [p for p in parts if p]
+        if parts:
+            out.append(
+                gt.Content.model_validate_json(
+                    msgspec.json.encode({"role": content["role"], "parts": parts})
+                )
+            )
+    return out
+
+
+# ------------------------------------------------------------------ response side
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _usage(body: dict[str, Any], candidate: dict[str, Any]) -> Usage:
+    meta = body.get("usageMetadata")
+    meta = meta if isinstance(meta, dict) else {}
+    cached = _int(meta.get("cachedContentTokenCount"))
+    grounding = candidate.get("groundingMetadata")
+    queries: list[Any] = []
+    grounded = 0
+    if isinstance(grounding, dict):
+        queries = [q for q in grounding.get("webSearchQueries") or [] if q]
+        grounded = int(bool(queries or grounding.get("groundingChunks")))
+    return Usage(
+        # promptTokenCount includes the cached part; tool-use prompt tokens are input too.
+        input_tokens=max(0, _int(meta.get("promptTokenCount")) - cached)
+        + _int(meta.get("toolUsePromptTokenCount")),
+        output_tokens=_int(meta.get("candidatesTokenCount")),
+        cache_read_tokens=cached,
+        thoughts_tokens=_int(meta.get("thoughtsTokenCount")),
+        web_search_requests=len(queries),
+        grounded_prompts=grounded,
+    )
+
+
+def parse_response(
+    body: dict[str, Any], provider: str, model: str
+) -> tuple[list[AssistantPart], str, StopReason, Usage]:
+    candidates = body.get("candidates") or []
+    candidate = candidates[0] if candidates and isinstance(candidates[0], dict) else {}
+    usage = _usage(body, candidate)
+    if not candidate:
+        feedback = body.get("promptFeedback")
+        reason = feedback.get("blockReason") if isinstance(feedback, dict) else None
+        if reason:
+            return [], f"blockReason:{reason}", StopReason.REFUSAL, usage
+        return [], "", StopReason.OTHER, usage
+    content = candidate.get("content")
+    raw_parts = content.get("parts") if isinstance(content, dict) else None
+    raw_parts = [p for p in raw_parts or [] if isinstance(p, dict)]
+    finish = str(candidate.get("finishReason") or "")
+    if finish == "MALFORMED_FUNCTION_CALL":
+        raise MalformedToolArguments(
+            f"{provider}: the model produced a malformed function call",
+            provider=provider,
+            tool_name=None,
+            call_id=None,
+            raw_arguments=str(candidate.get("finishMessage") or ""),
+            usage=usage,
+            model=model,
+        )
+    seed = msgspec.json.encode(raw_parts)
+    parts: list[AssistantPart] = []
+    for index, part in enumerate(raw_parts):
+        call = part.get("functionCall")
+        if isinstance(call, dict):
+            args = call.get("args")
+            if args is None:
+                args = {}
+            if not isinstance(args, dict):
+                raise MalformedToolArguments(
+                    f"{provider}: function call {call.get('name')!r} has arguments "
+                    "that are not a JSON object",
+                    provider=provider,
+                    tool_name=str(call.get("name")),
+                    call_id=_str_or_none(call.get("id")),
+                    raw_arguments=msgspec.json.encode(args).decode(),
+                    usage=usage,
+                    model=model,
+                )
+            call_id = _str_or_none(call.get("id")) or synthetic_call_id(WIRE, seed, index)
+            parts.append(
+                ToolCall(call_id, str(call.get("name")), args, raw=ProviderBlock(WIRE, part))
+            )
+        elif part.get("thought") or not isinstance(part.get("text"), str):
+            parts.append(ProviderBlock(WIRE, part))
+        else:
+            extra = any(v is not None for k, v in part.items() if k != "text")
+            parts.append(TextPart(part["text"], raw=ProviderBlock(WIRE, part) if extra else None))
+    if finish in ("STOP", ""):
+        has_calls = any(isinstance(p, ToolCall) for p in parts)
+        stop = StopReason.TOOL_USE if has_calls else StopReason.END_TURN
+    elif finish == "MAX_TOKENS":
+        stop = StopReason.MAX_TOKENS
+    elif finish in _REFUSALS:
+        stop = StopReason.REFUSAL
+    else:
+        stop = StopReason.OTHER
+    return parts, finish, stop, usage

@@ -1,0 +1,313 @@
+"""Local OpenAI-compatible servers (Ollama, llama.cpp server, vLLM) over httpx2.
+
+``POST {base}/v1/chat/completions`` with ``tools``; tool results go back as ``tool``
+role messages. No SDK: the protocol is small and every such server speaks a slightly
+different dialect, so we keep the parsing forgiving (missing ids, ``arguments`` given
+as an object instead of a JSON string, error bodies that are plain strings).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx2
+import msgspec
+
+from tsukud.llm.provider import (
+    MalformedToolArguments,
+    ProviderConnectionError,
+    ProviderServerError,
+    ProviderTimeout,
+    UnsupportedRequest,
+    error_for_status,
+    parse_retry_after,
+    redact,
+    synthetic_call_id,
+    within,
+)
+from tsukud.llm.types import (
+    AssistantMessage,
+    AssistantPart,
+    Message,
+    ProviderBlock,
+    Request,
+    Response,
+    StopReason,
+    TextPart,
+    ToolCall,
+    ToolResultsMessage,
+    Usage,
+    UserMessage,
+)
+
+WIRE = "openai"
+KEY_HINT = "the API key configured for the local OpenAI-compatible server"
+
+_MALFORMED = object()
+_STOP = {
+    "stop": StopReason.END_TURN,
+    "tool_calls": StopReason.TOOL_USE,
+    "function_call": StopReason.TOOL_USE,
+    "length": StopReason.MAX_TOKENS,
+    "content_filter": StopReason.REFUSAL,
+}
+
+
+class OpenAICompatProvider:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = 600.0,
+        connect_timeout: float = 5.0,
+        name: str = "local",
+        http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        self._name = name
+        self._model = model
+        self._url = base_url.rstrip("/") + "/v1/chat/completions"
+        self._timeout = timeout
+        self._secrets = (api_key,)
+        self._headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        self._owns_http = http_client is None
+        self._http = http_client or httpx2.AsyncClient(
+            timeout=httpx2.Timeout(timeout, connect=connect_timeout)
+        )
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAICompatProvider(name={self._name!r}, model={self._model!r}, url={self._url!r})"
+        )
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def complete(self, request: Request) -> Response:
+        if request.server_tools:
+            raise UnsupportedRequest(
+                f"{self._name}: OpenAI-compatible servers have no server-side web search",
+                provider=self._name,
+            )
+        started = time.monotonic()
+        model = request.model or self._model
+        payload = build_payload(request, model)
+
+        async def call() -> httpx2.Response:
+            return await self._http.post(self._url, json=payload, headers=self._headers)
+
+        try:
+            http = await within(self._timeout, self._name, call)
+        except httpx2.TimeoutException:
+            raise ProviderTimeout(f"{self._name}: request timed out", provider=self._name) from None
+        except httpx2.TransportError as exc:
+            message = redact(f"{type(exc).__name__}: {exc}", self._secrets)
+            raise ProviderConnectionError(
+                f"{self._name}: connection to {self._url} failed: {message}", provider=self._name
+            ) from None
+        request_id = http.headers.get("x-request-id")
+        try:
+            body = msgspec.json.decode(http.content)
+        except msgspec.DecodeError:
+            body = None
+        if http.status_code >= 400:
+            raise error_for_status(
+                self._name,
+                http.status_code,
+                _error_detail(body, http.text),
+                secrets=self._secrets,
+                request_id=request_id,
+                retry_after=parse_retry_after(http.headers),
+                key_hint=KEY_HINT,
+                overloaded_statuses=frozenset({503}),
+            )
+        if not isinstance(body, dict):
+            raise ProviderServerError(
+                f"{self._name}: response is not a JSON object",
+                provider=self._name,
+                request_id=request_id,
+            )
+        parts, raw_stop, usage = parse_completion(body, self._name, model)
+        stop = _STOP.get(raw_stop, StopReason.OTHER)
+        if stop == StopReason.END_TURN and any(isinstance(p, ToolCall) for p in parts):
+            stop = StopReason.TOOL_USE  # some servers say "stop" even when calling tools
+        return Response(
+            message=AssistantMessage(tuple(parts)),
+            stop_reason=stop,
+            raw_stop_reason=raw_stop,
+            usage=usage,
+            provider=self._name,
+            model=str(body.get("model") or model),
+            request_id=request_id or _str(body.get("id")),
+            duration_ms=round((time.monotonic() - started) * 1000),
+        )
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _error_detail(body: Any, text: str) -> str:
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict):
+            return str(err.get("message") or err)
+        if isinstance(err, str):
+            return err
+    return text[:500]
+
+
+# ------------------------------------------------------------------- request side
+
+
+def _tool_choice(request: Request) -> Any:
+    choice = request.tool_choice
+    if choice.mode == "tool":
+        return {"type": "function", "function": {"name": choice.name}}
+    return {"auto": "auto", "any": "required", "none": "none"}[choice.mode]
+
+
+def build_messages(system: str, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if system:
+        out.append({"role": "system", "content": system})
+    for message in messages:
+        if isinstance(message, UserMessage):
+            out.append({"role": "user", "content": message.text})
+        elif isinstance(message, ToolResultsMessage):
+            for result in message.results:
+                content = result.content
+                if result.is_error:  # the format has no error flag; say it in the content
+                    content = f"ERROR: {content}"
+                out.append({"role": "tool", "tool_call_id": result.call_id, "content": content})
+        else:
+            out.append(_assistant(message))
+    return out
+
+
+def _assistant(message: AssistantMessage) -> dict[str, Any]:
+    text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
+    calls = [
+        {
+            "id": p.id,
+            "type": "function",
+            "function": {"name": p.name, "arguments": msgspec.json.encode(p.arguments).decode()},
+        }
+        for p in message.parts
+        if isinstance(p, ToolCall)
+    ]
+    turn: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        turn["tool_calls"] = calls
+    return turn
+
+
+def build_payload(request: Request, model: str) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "model": model,
+        "messages": build_messages(request.system, request.messages),
+        "max_tokens": request.max_tokens,
+        "stream": False,
+    }
+    if request.temperature is not None:
+        payload["temperature"] = request.temperature
+    if request.tools:
+        payload["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.input_schema,
+                },
+            }
+            for t in request.tools
+        ]
+        payload["tool_choice"] = _tool_choice(request)
+        if not request.parallel_tool_calls:
+            payload["parallel_tool_calls"] = False
+    return payload
+
+
+# ------------------------------------------------------------------ response side
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _usage(raw: Any) -> Usage:
+    if not isinstance(raw, dict):
+        return Usage()
+    prompt_details = raw.get("prompt_tokens_details")
+    completion_details = raw.get("completion_tokens_details")
+    cached = _int(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else 0
+    reasoning = (
+        _int(completion_details.get("reasoning_tokens"))
+        if isinstance(completion_details, dict)
+        else 0
+    )
+    return Usage(
+        input_tokens=max(0, _int(raw.get("prompt_tokens")) - cached),
+        output_tokens=max(0, _int(raw.get("completion_tokens")) - reasoning),
+        cache_read_tokens=cached,
+        thoughts_tokens=reasoning,
+    )
+
+
+def parse_completion(
+    body: dict[str, Any], provider: str, model: str
+) -> tuple[list[AssistantPart], str, Usage]:
+    usage = _usage(body.get("usage"))
+    choices = body.get("choices") or []
+    choice = choices[0] if choices and isinstance(choices[0], dict) else {}
+    message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+    assert isinstance(message, dict)
+    parts: list[AssistantPart] = []
+    reasoning = message.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning:
+        parts.append(ProviderBlock(WIRE, {"reasoning_content": reasoning}))
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        parts.append(TextPart(content))
+    raw_calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+    seed = msgspec.json.encode(raw_calls)
+    for index, call in enumerate(raw_calls):
+        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        assert isinstance(function, dict)
+        name = str(function.get("name") or "")
+        call_id = _str(call.get("id")) or synthetic_call_id(WIRE, seed, index)
+        arguments: Any = function.get("arguments")
+        raw_text = (
+            arguments if isinstance(arguments, str) else msgspec.json.encode(arguments).decode()
+        )
+        if isinstance(arguments, str):  # the standard form: a JSON document in a string
+            try:
+                arguments = msgspec.json.decode(arguments) if arguments.strip() else {}
+            except msgspec.DecodeError:
+                arguments = _MALFORMED
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise MalformedToolArguments(
+                f"{provider}: tool call {name!r} has arguments that are not a JSON object",
+                provider=provider,
+                tool_name=name,
+                call_id=call_id,
+                raw_arguments=raw_text,
+                usage=usage,
+                model=model,
+            )
+        parts.append(ToolCall(call_id, name, arguments))
+    return parts, str(choice.get("finish_reason") or ""), usage
