@@ -39,6 +39,24 @@ def out(text: str) -> None:
     sys.stdout.write(text + "\n")
 
 
+def can_ask() -> bool:
+    """Whether a question can be put to the user (both ends of the terminal)."""
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
+def ask_on_terminal(question: dict[str, Any]) -> bool:
+    """Answer a daemon's ``confirm`` frame with a y/N prompt; default no."""
+    sys.stderr.write(
+        f"{question.get('message', '')}\n{question.get('question', 'Continue?')} [y/N] "
+    )
+    sys.stderr.flush()
+    try:
+        reply = sys.stdin.readline()
+    except (OSError, KeyboardInterrupt):
+        return False
+    return reply.strip().lower() in ("y", "yes")
+
+
 # ---- status -----------------------------------------------------------------------------
 
 
@@ -362,7 +380,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 # Feature areas add their commands in their own modules: each has
 # ``register(sub: argparse._SubParsersAction) -> None`` adding parsers whose ``fn`` takes
 # the parsed args and returns an exit code. Standard library only, like this file.
-COMMAND_MODULES: tuple[str, ...] = ("tsukuctl.sandbox_commands",)
+COMMAND_MODULES: tuple[str, ...] = ("tsukuctl.sandbox_commands", "tsukuctl.llm_commands")
 
 
 def build_parser() -> argparse.ArgumentParser:

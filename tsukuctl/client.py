@@ -13,7 +13,6 @@ import socket
 import struct
 import sys
 import time
-from collections.abc import Callable
 
 from tsukud import paths
 from tsukud.errors import DaemonUnavailable, ExitCode, TsukuError, UsageError, exit_code_for
@@ -21,6 +20,7 @@ from tsukud.errors import DaemonUnavailable, ExitCode, TsukuError, UsageError, e
 # typing is not imported at run time: it costs ~4 ms of every hook invocation.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, TypeAlias
 
     StrPath: TypeAlias = str | os.PathLike[str]
@@ -112,11 +112,24 @@ class Client:
         params: dict[str, Any] | None = None,
         *,
         on_progress: Callable[[Any], None] | None = None,
+        on_confirm: Callable[[dict[str, Any]], bool] | None = None,
     ) -> Any:
+        """Send one request and wait for its final frame.
+
+        A ``confirm`` progress frame is a question from the daemon (schema/rpc.md): it is
+        answered with ``confirm.answer`` on this connection, by ``on_confirm`` or, without
+        one, with no.
+        """
         rid = self.send(method, params)
         while True:
             frame = self.read_frame()
             if frame.get("id") not in (rid, None):
+                continue
+            progress = frame.get("progress")
+            if isinstance(progress, dict) and isinstance(progress.get("confirm"), dict):
+                question = progress["confirm"]
+                yes = bool(on_confirm(question)) if on_confirm is not None else False
+                self.send("confirm.answer", {"token": question.get("token"), "yes": yes})
                 continue
             if "progress" in frame:
                 if on_progress is not None:

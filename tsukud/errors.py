@@ -193,3 +193,9 @@ def exit_code_for(code: str) -> int:
         if cls.code == code:
             return cls.exit_code
     return ExitCode.GENERAL
+
+
+class UserDeclined(TsukuError):
+    code = "declined"
+    exit_code = ExitCode.USER_DECLINED
+    default_hint = "Nothing was spent."

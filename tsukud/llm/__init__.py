@@ -5,7 +5,6 @@ Only the light modules are imported here. The adapters (``tsukud.llm.claude``,
 long to load, so the daemon imports them on first use.
 """
 
-from tsukud.llm.endpoints import Endpoints, endpoints_from_env
 from tsukud.llm.provider import (
     DEFAULT_CLAUDE_MODEL,
     DEFAULT_GEMINI_MODEL,
@@ -45,7 +44,6 @@ __all__ = [
     "DEFAULT_CLAUDE_MODEL",
     "DEFAULT_GEMINI_MODEL",
     "AssistantMessage",
-    "Endpoints",
     "MalformedToolArguments",
     "Message",
     "Provider",
@@ -73,5 +71,4 @@ __all__ = [
     "Usage",
     "UserMessage",
     "WebSearch",
-    "endpoints_from_env",
 ]

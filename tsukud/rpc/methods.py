@@ -14,7 +14,7 @@ import msgspec
 
 from tsukud import config as configmod
 from tsukud.daemon import Daemon
-from tsukud.errors import InvalidParams, LedgerCorrupt
+from tsukud.errors import InvalidParams, LedgerCorrupt, NotFound
 from tsukud.events import queries
 from tsukud.events.store import verify_chain
 from tsukud.rpc.registry import NoParams, method
@@ -202,6 +202,24 @@ async def budget_settle(d: Daemon, p: SettleParams, call: Call) -> dict[str, Any
     """Settle a reservation at the actual cost."""
     await d.budget.settle(p.reservation, p.actual_usd, session=p.session)
     return {"settled": p.reservation}
+
+
+# ---- confirmations ----------------------------------------------------------------------
+
+
+class AnswerParams(msgspec.Struct, forbid_unknown_fields=True):
+    token: str
+    yes: bool
+
+
+@method("confirm.answer", AnswerParams, inline=True)
+async def confirm_answer(d: Daemon, p: AnswerParams, call: Call) -> dict[str, Any]:
+    """The user's answer to a ``confirm`` progress frame (sent on the same connection)."""
+    from tsukud.policy.confirm import Confirmations
+
+    if not d.service(Confirmations.from_daemon).answer(p.token, p.yes):
+        raise NotFound(f"no pending question {p.token!r}")
+    return {"answered": True}
 
 
 # ---- configuration ----------------------------------------------------------------------

@@ -18,7 +18,11 @@ from tsukud.rpc.server import Method
 
 METHODS: dict[str, Method] = {}
 
-METHOD_MODULES = ("tsukud.rpc.methods", "tsukud.rpc.sandbox_methods")
+METHOD_MODULES = (
+    "tsukud.rpc.methods",
+    "tsukud.rpc.sandbox_methods",
+    "tsukud.rpc.llm_methods",
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -11,7 +11,6 @@ import pytest
 import trio
 
 from tsukud.errors import ExitCode, ProviderUnavailable, TsukuError
-from tsukud.llm.endpoints import Endpoints, endpoints_from_env
 from tsukud.llm.provider import (
     MalformedToolArguments,
     ProviderAuthError,
@@ -166,14 +165,3 @@ async def test_within_turns_a_deadline_into_provider_timeout() -> None:
     assert await within(None, "p", fast) == 2
 
 
-def test_endpoints_from_env() -> None:
-    assert endpoints_from_env({}) == Endpoints()
-    env = {
-        "ANTHROPIC_BASE_URL": "http://127.0.0.1:1",
-        "TSUKU_GEMINI_BASE_URL": "http://127.0.0.1:2/",
-        "TSUKU_OPENAI_BASE_URL": "http://127.0.0.1:11434",
-    }
-    assert endpoints_from_env(env) == Endpoints(
-        "http://127.0.0.1:1", "http://127.0.0.1:2/", "http://127.0.0.1:11434"
-    )
-    assert endpoints_from_env({"TSUKU_OPENAI_BASE_URL": ""}).openai is None

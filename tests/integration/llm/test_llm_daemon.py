@@ -1,0 +1,202 @@
+"""The LLM service inside the real daemon: status, test calls, failover, money, questions.
+
+Real SDKs against the loopback fakes; the daemon is a real process.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import Tsuku
+from tests.fakes import anthropic_server as anth
+from tests.fakes import gemini_server as gem
+from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.gemini_server import FakeGemini
+from tsukuctl.client import RemoteError
+from tsukud.errors import ExitCode
+
+CLAUDE_KEY = "sk-ant-api03-DAEMONCANARY0123456789abcdef"
+GEMINI_KEY = "AIzaDAEMONCANARY0123456789abcdef"
+
+
+@pytest.fixture
+def claude() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as f:
+        yield f
+
+
+@pytest.fixture
+def gemini() -> Iterator[FakeGemini]:
+    with FakeGemini() as f:
+        yield f
+
+
+def with_providers(t: Tsuku, claude: FakeAnthropic | None, gemini: FakeGemini | None) -> Tsuku:
+    if claude is not None:
+        t.env.update({"ANTHROPIC_API_KEY": CLAUDE_KEY, "ANTHROPIC_BASE_URL": claude.url})
+    if gemini is not None:
+        t.env.update({"GOOGLE_API_KEY": GEMINI_KEY, "TSUKU_GEMINI_BASE_URL": gemini.url})
+    return t
+
+
+def events(t: Tsuku, *types: str) -> list[dict]:  # type: ignore[type-arg]
+    args = ["events", "--json", "--limit", "0"]
+    for ty in types:
+        args += ["--type", ty]
+    return [json.loads(x) for x in t.ctl(*args, check=True).stdout.splitlines()]
+
+
+def test_status_and_test_without_keys_say_what_is_missing(tsuku: Tsuku) -> None:
+    st = tsuku.ctl("llm", "status", check=True).stdout
+    assert "claude" in st and "gemini" in st and "(not set)" in st
+    assert "ANTHROPIC_API_KEY" in st and "GOOGLE_API_KEY" in st
+    assert "$2/$10 per Mtok" in st  # Sonnet 5.5's published price
+    cp = tsuku.ctl("llm", "test")
+    assert cp.returncode == ExitCode.PROVIDER_UNAVAILABLE
+    assert "no LLM provider is configured" in cp.stderr and "hint:" in cp.stderr
+
+
+def test_llm_test_records_a_priced_turn(tsuku: Tsuku, claude: FakeAnthropic) -> None:
+    with_providers(tsuku, claude, None).start()
+    claude.reply([anth.text("OK")], usage_=anth.usage(1000, 200))
+    out = json.loads(tsuku.ctl("llm", "test", "--json", check=True).stdout)
+    # 1000 input at $2/M + 200 output at $10/M
+    assert out["provider"] == "claude" and out["text"] == "OK"
+    assert out["cost_usd"] == pytest.approx(0.004)
+    (turn,) = events(tsuku, "llm.turn")
+    p = turn["payload"]
+    assert p["provider"] == "claude" and p["model"] == "claude-sonnet-5-5"
+    assert (p["input_tokens"], p["output_tokens"]) == (1000, 200)
+    assert p["cost_usd"] == pytest.approx(0.004) and p["stop_reason"] == "end_turn"
+    assert turn["session"] == out["session"]
+    reserved, settled = (e["payload"] for e in events(tsuku, "budget.*"))
+    assert reserved["reservation"] == settled["reservation"]
+    assert settled["actual_usd"] == pytest.approx(0.004)
+    summary = json.loads(tsuku.ctl("events", "summary", "--by", "provider", "--json").stdout)
+    (group,) = [g for g in summary["groups"] if g["key"] == "claude"]
+    assert group["llm_turns"] == 1 and group["cost_usd"] == pytest.approx(0.004)
+    human = tsuku.ctl("events", "summary", "--by", "provider", check=True).stdout
+    assert "claude" in human and "$0.0040" in human
+    # The request the fake saw carried the key in a header only.
+    assert claude.requests and CLAUDE_KEY not in claude.requests[-1].body.decode()
+
+
+def test_failover_timeline_and_breaker_recovery(
+    tsuku: Tsuku, claude: FakeAnthropic, gemini: FakeGemini
+) -> None:
+    tsuku.env["TSUKU_BREAKER_RESET_SECONDS"] = "1"
+    with_providers(tsuku, claude, gemini).start()
+    for _ in range(3):
+        claude.error(529, "overloaded_error", "Overloaded")
+    for _ in range(4):
+        gemini.reply([gem.text("OK")])
+    for i in range(4):
+        out = json.loads(tsuku.ctl("llm", "test", "--json", check=True).stdout)
+        assert out["provider"] == "gemini", i
+    assert len(claude.requests) == 3  # the 4th call skipped claude: its circuit is open
+    st = json.loads(tsuku.ctl("status", "--json").stdout)
+    (cb,) = [b for b in st["breakers"] if b["provider"] == "claude"]
+    assert cb["state"] == "open" and cb["consecutive_failures"] == 3
+
+    time.sleep(1.2)
+    claude.reply([anth.text("OK")])
+    out = json.loads(tsuku.ctl("llm", "test", "--json", check=True).stdout)
+    assert out["provider"] == "claude"  # the half-open probe succeeded
+
+    timeline = [
+        (e["type"], e["payload"].get("provider") or e["payload"].get("from"))
+        for e in events(tsuku, "llm.*", "provider.*", "breaker.*")
+    ]
+    assert timeline == [
+        ("llm.failed", "claude"), ("provider.failover", "claude"), ("llm.turn", "gemini"),
+        ("llm.failed", "claude"), ("provider.failover", "claude"), ("llm.turn", "gemini"),
+        ("llm.failed", "claude"), ("breaker.opened", "claude"),
+        ("provider.failover", "claude"), ("llm.turn", "gemini"),
+        ("provider.failover", "claude"), ("llm.turn", "gemini"),
+        ("breaker.half_opened", "claude"), ("llm.turn", "claude"), ("breaker.closed", "claude"),
+    ]
+    for f in (tsuku.home / "tsuku.db", tsuku.home / "logs" / "tsukud.log"):
+        data = f.read_bytes()
+        assert CLAUDE_KEY.encode() not in data and GEMINI_KEY.encode() not in data
+
+
+def test_all_providers_down_says_when_the_first_is_retried(
+    tsuku: Tsuku, claude: FakeAnthropic
+) -> None:
+    with_providers(tsuku, claude, None).start()
+    for _ in range(3):
+        claude.error(500, "api_error", "boom")
+    for _ in range(3):
+        assert tsuku.ctl("llm", "test").returncode == ExitCode.PROVIDER_UNAVAILABLE
+    cp = tsuku.ctl("llm", "test")
+    assert cp.returncode == ExitCode.PROVIDER_UNAVAILABLE
+    assert "circuit is open until" in cp.stderr and "retried at" in cp.stderr
+    assert len(claude.requests) == 3
+
+
+def test_auth_error_is_not_retried_and_not_counted(tsuku: Tsuku, claude: FakeAnthropic) -> None:
+    with_providers(tsuku, claude, None).start()
+    for _ in range(4):
+        claude.error(401, "authentication_error", "invalid x-api-key")
+    for _ in range(4):
+        cp = tsuku.ctl("llm", "test")
+        assert cp.returncode == ExitCode.CONFIG  # the user's key to fix, not an outage
+        assert "ANTHROPIC_API_KEY" in cp.stderr
+    st = json.loads(tsuku.ctl("status", "--json").stdout)
+    assert all(b["state"] == "closed" for b in st["breakers"])
+    assert len(claude.requests) == 4
+
+
+def test_twenty_concurrent_runs_never_overspend(tsuku: Tsuku, claude: FakeAnthropic) -> None:
+    # One llm test reserves 64 in x $2/M + 16 out x $10/M = $0.000288; the budget fits 3.
+    tsuku.env["TSUKU_LLM_DAILY_BUDGET"] = "0.0009"
+    with_providers(tsuku, claude, None).start()
+    for _ in range(20):
+        claude.reply([anth.text("OK")], usage_=anth.usage(10, 2), delay=0.8)
+    results: list[int] = []
+
+    def one() -> None:
+        results.append(tsuku.ctl("llm", "test", "--json").returncode)
+
+    threads = [threading.Thread(target=one) for _ in range(20)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert sorted(results).count(0) == 3
+    assert sorted(results).count(ExitCode.BUDGET) == 17
+    assert len(claude.requests) == 3
+    st = json.loads(tsuku.ctl("status", "--json").stdout)["budget"]
+    assert st["reserved_usd"] == 0 and 0 < st["spent_usd"] <= 0.0009
+    assert len(events(tsuku, "budget.denied")) == 17
+
+
+def test_confirmation_over_threshold(tsuku: Tsuku, claude: FakeAnthropic) -> None:
+    tsuku.env["TSUKU_LLM_CONFIRM_THRESHOLD"] = "0"
+    with_providers(tsuku, claude, None).start()
+    cp = tsuku.ctl("llm", "test")  # no terminal, no --yes
+    assert cp.returncode == ExitCode.NOT_INTERACTIVE and "--yes" in cp.stderr
+    assert claude.requests == []
+
+    asked: list[dict] = []  # type: ignore[type-arg]
+    with tsuku.client() as c, pytest.raises(RemoteError) as e:
+        c.call("llm.test", {"can_ask": True}, on_confirm=lambda q: asked.append(q) or False)
+    assert e.value.remote_code == "declined" and e.value.exit_status == ExitCode.USER_DECLINED
+    assert "above the confirmation threshold" in asked[0]["message"]
+
+    claude.reply([anth.text("OK")])
+    with tsuku.client() as c:
+        res = c.call("llm.test", {"can_ask": True}, on_confirm=lambda q: True)
+    assert res["text"] == "OK"
+    claude.reply([anth.text("OK")])
+    assert tsuku.ctl("llm", "test", "--yes").returncode == 0
+    kinds = [e["type"] for e in events(tsuku, "confirmation.*")]
+    assert kinds[:5] == [
+        "confirmation.requested", "confirmation.requested", "confirmation.declined",
+        "confirmation.requested", "confirmation.granted",
+    ]

@@ -1,0 +1,87 @@
+"""Asking the user, through the client that made the request.
+
+The daemon cannot prompt: it sends the question as a progress frame
+``{"confirm": {"token", "message", ...}}`` and waits for the client to answer with a
+``confirm.answer`` request on the same connection (schema/rpc.md). A client that said it
+cannot ask (no terminal) gets a ``confirmation_required`` error instead, whose hint
+names ``--yes``. Questions, answers and time-outs are events.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from tsukud.errors import ConfirmationRequired, UserDeclined
+from tsukud.events.store import EventStore
+
+if TYPE_CHECKING:
+    from tsukud.daemon import Daemon
+
+ANSWER_TIMEOUT_S = 300.0
+
+
+@dataclass
+class _Pending:
+    done: trio.Event = field(default_factory=trio.Event)
+    yes: bool = False
+
+
+class Confirmations:
+    def __init__(self, store: EventStore) -> None:
+        self._store = store
+        self._pending: dict[str, _Pending] = {}
+
+    @classmethod
+    def from_daemon(cls, daemon: Daemon) -> Confirmations:
+        return cls(daemon.store)
+
+    async def ask(
+        self,
+        progress: Any,
+        *,
+        can_ask: bool,
+        session: str | None,
+        question: ConfirmationRequired,
+        timeout_s: float = ANSWER_TIMEOUT_S,
+    ) -> None:
+        """Return if the user says yes; raise ``UserDeclined`` or the original question."""
+        if not can_ask:
+            raise question
+        token = secrets.token_hex(8)
+        pending = self._pending[token] = _Pending()
+        try:
+            await progress(
+                {
+                    "confirm": {
+                        "token": token,
+                        "message": question.message,
+                        "question": "Continue?",
+                        **question.data,
+                    }
+                }
+            )
+            with trio.move_on_after(timeout_s) as scope:
+                await pending.done.wait()
+        finally:
+            del self._pending[token]
+        answer = "granted" if pending.yes else "declined"
+        reason = "timeout" if scope.cancelled_caught else "answered"
+        await self._store.append(
+            f"confirmation.{answer}", {"reason": reason, **question.data}, session
+        )
+        if not pending.yes:
+            raise UserDeclined(
+                "declined" + (" (no answer within 5 minutes)" if reason == "timeout" else ""),
+            )
+
+    def answer(self, token: str, yes: bool) -> bool:
+        pending = self._pending.get(token)
+        if pending is None or pending.done.is_set():
+            return False
+        pending.yes = yes
+        pending.done.set()
+        return True

@@ -1,0 +1,119 @@
+"""RPC methods for the LLM providers: status, a tiny test call, and confirmation answers."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import msgspec
+
+from tsukud.daemon import Daemon
+from tsukud.rpc.registry import NoParams, method
+from tsukud.rpc.server import Call
+
+
+def _llm(d: Daemon) -> Any:
+    from tsukud.llm.service import LLM
+
+    return d.service(LLM.from_daemon)
+
+
+@method("llm.status", NoParams)
+async def llm_status(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+    """Providers in order: model, credentials set or not, breaker, price, deprecation."""
+    from tsukud.llm.service import PROVIDERS
+
+    llm = _llm(d)
+    order = llm.order()
+    breakers = {b["provider"]: b for b in d.breakers.snapshot()}
+    providers = []
+    for name in [*order, *(n for n in PROVIDERS if n not in order)]:
+        info = llm.info(name)
+        price = llm.price(name)
+        deprecated = None
+        if info.model.startswith("claude"):
+            from tsukud.llm.pricing import deprecation
+
+            deprecated = deprecation(info.model)
+        providers.append(
+            {
+                "name": name,
+                "in_order": name in order,
+                "model": info.model,
+                "base_url": info.base_url,
+                "credential": info.credential,
+                "usable": info.usable,
+                "reason": info.reason,
+                "breaker": breakers.get(name, {"state": "closed", "consecutive_failures": 0}),
+                "price": None
+                if price is None
+                else {
+                    "input_per_mtok": float(price.input),
+                    "output_per_mtok": float(price.output),
+                    "cache_read_per_mtok": _f(price.cache_read),
+                    "cache_write_per_mtok": _f(price.cache_write),
+                    "per_search": _f(price.per_search),
+                    "per_grounded_prompt": _f(price.per_grounded_prompt),
+                    "valid_until": price.until.isoformat() if price.until else None,
+                },
+                "self_hosted": name == "local",
+                "deprecated": deprecated,
+            }
+        )
+    c = d.config
+    return {
+        "order": order,
+        "providers": providers,
+        "replay_dir": c["llm.replay_dir"] or None,
+        "record_dir": c["llm.record_dir"] or None,
+        "budget": d.budget.snapshot(),
+    }
+
+
+def _f(x: Any) -> float | None:
+    return None if x is None else float(x)
+
+
+class TestParams(msgspec.Struct, forbid_unknown_fields=True):
+    provider: str | None = None
+    yes: bool = False
+    can_ask: bool = False
+
+
+@method("llm.test", TestParams)
+async def llm_test(d: Daemon, p: TestParams, call: Call) -> dict[str, Any]:
+    """One tiny real call to check a key; its cost is recorded like any other."""
+    from tsukud.llm.types import Request, UserMessage
+
+    llm = _llm(d)
+    # With --provider only that provider is tried; without, the configured order with
+    # failover, exactly as a recipe generation would use it.
+    names = [p.provider] if p.provider else llm.usable()
+    session = "t-" + secrets.token_hex(6)
+    await call.progress({"stage": f"asking {names[0]}"})
+    async with llm.run(
+        session=session,
+        purpose="llm.test",
+        providers=",".join(names),
+        max_turns=1,
+        max_tokens=16,
+        input_tokens=64,
+        confirmed=p.yes,
+        can_ask=p.can_ask,
+        progress=call.progress,
+    ) as run:
+        resp = await run.complete(
+            Request(messages=(UserMessage("Reply with the single word OK."),), max_tokens=16),
+        )
+    name = resp.provider
+    u = resp.usage
+    return {
+        "provider": name,
+        "model": resp.model,
+        "text": resp.text[:200],
+        "input_tokens": u.input_tokens + u.cache_read_tokens + u.cache_write_tokens,
+        "output_tokens": u.output_tokens + u.thoughts_tokens,
+        "cost_usd": None if run.unpriced_turns else float(run.spent),
+        "duration_ms": resp.duration_ms,
+        "session": session,
+    }
