@@ -113,12 +113,21 @@ def test_failover_timeline_and_breaker_recovery(
         for e in events(tsuku, "llm.*", "provider.*", "breaker.*")
     ]
     assert timeline == [
-        ("llm.failed", "claude"), ("provider.failover", "claude"), ("llm.turn", "gemini"),
-        ("llm.failed", "claude"), ("provider.failover", "claude"), ("llm.turn", "gemini"),
-        ("llm.failed", "claude"), ("breaker.opened", "claude"),
-        ("provider.failover", "claude"), ("llm.turn", "gemini"),
-        ("provider.failover", "claude"), ("llm.turn", "gemini"),
-        ("breaker.half_opened", "claude"), ("llm.turn", "claude"), ("breaker.closed", "claude"),
+        ("llm.failed", "claude"),
+        ("provider.failover", "claude"),
+        ("llm.turn", "gemini"),
+        ("llm.failed", "claude"),
+        ("provider.failover", "claude"),
+        ("llm.turn", "gemini"),
+        ("llm.failed", "claude"),
+        ("breaker.opened", "claude"),
+        ("provider.failover", "claude"),
+        ("llm.turn", "gemini"),
+        ("provider.failover", "claude"),
+        ("llm.turn", "gemini"),
+        ("breaker.half_opened", "claude"),
+        ("llm.turn", "claude"),
+        ("breaker.closed", "claude"),
     ]
     for f in (tsuku.home / "tsuku.db", tsuku.home / "logs" / "tsukud.log"):
         data = f.read_bytes()
@@ -197,6 +206,97 @@ def test_confirmation_over_threshold(tsuku: Tsuku, claude: FakeAnthropic) -> Non
     assert tsuku.ctl("llm", "test", "--yes").returncode == 0
     kinds = [e["type"] for e in events(tsuku, "confirmation.*")]
     assert kinds[:5] == [
-        "confirmation.requested", "confirmation.requested", "confirmation.declined",
-        "confirmation.requested", "confirmation.granted",
+        "confirmation.requested",
+        "confirmation.requested",
+        "confirmation.declined",
+        "confirmation.requested",
+        "confirmation.granted",
     ]
+
+
+def test_deprecated_model_is_flagged(tsuku: Tsuku, claude: FakeAnthropic) -> None:
+    tsuku.env["TSUKU_CLAUDE_MODEL"] = "claude-sonnet-4-5-20250929"
+    with_providers(tsuku, claude, None).start()
+    st = tsuku.ctl("llm", "status", check=True).stdout
+    assert "warning: claude-sonnet-4-5-20250929 is deprecated" in st
+    assert "end of life" in st and "claude-sonnet-5-5" in st
+
+
+def test_price_table_override_and_unknown_price(tsuku: Tsuku, claude: FakeAnthropic) -> None:
+    tsuku.env["TSUKU_CLAUDE_MODEL"] = "claude-experimental-9"
+    with_providers(tsuku, claude, None).start()
+    # No price for this model: the run's cost cannot be bounded, so it must be accepted...
+    cp = tsuku.ctl("llm", "test")
+    assert (
+        cp.returncode == ExitCode.NOT_INTERACTIVE
+        and "price of claude-experimental-9 is unknown" in cp.stderr
+    )
+    claude.reply([anth.text("OK")], model="claude-experimental-9")
+    out = json.loads(tsuku.ctl("llm", "test", "--yes", "--json", check=True).stdout)
+    assert out["cost_usd"] is None  # ...and its cost is reported as unknown, never as zero
+    (turn,) = events(tsuku, "llm.turn")
+    assert "cost_usd" not in turn["payload"]
+    summary = json.loads(tsuku.ctl("events", "summary", "--json").stdout)
+    assert summary["totals"]["cost_unknown"] == 1
+    assert "+1 unpriced" in tsuku.ctl("events", "summary").stdout
+
+    prices = tsuku.home / "prices.toml"
+    prices.write_text('[[price]]\nmodel = "claude-experimental-9"\ninput = "1"\noutput = "1"\n')
+    tsuku.ctl("config", "set", "llm.prices_file", str(prices), check=True)
+    claude.reply([anth.text("OK")], model="claude-experimental-9", usage_=anth.usage(1_000_000, 0))
+    out = json.loads(tsuku.ctl("llm", "test", "--json", check=True).stdout)
+    assert out["cost_usd"] == pytest.approx(1.0)
+
+
+def test_record_then_replay_without_network_or_keys(tsuku: Tsuku, claude: FakeAnthropic) -> None:
+    rec = tsuku.home / "recordings"
+    tsuku.env["TSUKU_LLM_RECORD_DIR"] = str(rec)
+    with_providers(tsuku, claude, None).start()
+    claude.reply([anth.text("OK, recorded")])
+    first = json.loads(tsuku.ctl("llm", "test", "--json", check=True).stdout)
+    tsuku.ctl("daemon", "stop", check=True)
+    recordings = list(rec.glob("*.json"))
+    assert len(recordings) == 1 and CLAUDE_KEY not in recordings[0].read_text()
+
+    claude.close()  # no network: the fake is gone
+    for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "TSUKU_LLM_RECORD_DIR"):
+        tsuku.env.pop(k)
+    tsuku.env["TSUKU_LLM_REPLAY_DIR"] = str(rec)
+    tsuku.procs.clear()
+    tsuku.start()
+    assert "replaying recorded LLM sessions" in tsuku.ctl("llm", "status").stdout
+    again = json.loads(
+        tsuku.ctl("llm", "test", "--provider", "claude", "--json", check=True).stdout
+    )
+    assert again["text"] == first["text"] == "OK, recorded"
+    assert again["cost_usd"] == first["cost_usd"]
+
+
+def test_terminal_prompt_yes_and_no(tsuku: Tsuku, claude: FakeAnthropic) -> None:
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    tsuku.env["TSUKU_LLM_CONFIRM_THRESHOLD"] = "0"
+    with_providers(tsuku, claude, None).start()
+    claude.reply([anth.text("OK")])
+    for answer, code in ((b"n\n", ExitCode.USER_DECLINED), (b"y\n", 0)):
+        master, slave = pty.openpty()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tsukuctl", "llm", "test"],
+            env=tsuku.env,
+            stdin=slave,
+            stdout=subprocess.PIPE,
+            stderr=slave,
+        )
+        os.close(slave)
+        seen = b""
+        while b"[y/N]" not in seen:
+            seen += os.read(master, 4096)
+        os.write(master, answer)
+        assert proc.wait(timeout=30) == code
+        assert b"above the confirmation threshold" in seen
+        os.close(master)
+        assert proc.stdout is not None
+        proc.stdout.close()
