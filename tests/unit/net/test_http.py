@@ -1,0 +1,305 @@
+"""The shared HTTP layer against real loopback servers: URL policy at every hop,
+credentials per origin, size caps, cache with ETag revalidation, rate limits, timeouts."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import trio
+
+from tests.fakes.http import FakeHTTPServer, Reply
+from tsukud.net.http import (
+    BlockedURL,
+    Http,
+    HttpError,
+    HttpRateLimited,
+    HttpStatusError,
+    ResponseTooLarge,
+    Settings,
+    TooManyRedirects,
+    is_loopback_host,
+    origin,
+    retry_after_seconds,
+)
+
+TOKEN = "ghp_unitTestToken0123456789"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def server() -> Iterator[FakeHTTPServer]:
+    with FakeHTTPServer() as s:
+        yield s
+
+
+@pytest.fixture
+def other() -> Iterator[FakeHTTPServer]:
+    with FakeHTTPServer() as s:
+        yield s
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+async def http(clock: Clock) -> AsyncIterator[Http]:
+    h = Http(
+        settings=Settings(read_timeout=2, total_timeout=5, max_wait=0.5),
+        allowed_hosts=lambda: {"127.0.0.1"},
+        clock=clock,
+    )
+    yield h
+    await h.aclose()
+
+
+# ---- policy ---------------------------------------------------------------------------
+
+
+def test_loopback_names() -> None:
+    assert is_loopback_host("127.0.0.1")
+    assert is_loopback_host("127.8.9.10")
+    assert is_loopback_host("::1")
+    assert is_loopback_host("localhost")
+    assert not is_loopback_host("example.com")
+    assert not is_loopback_host("10.0.0.1")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://example.com/x",  # plain http off loopback
+        "ftp://127.0.0.1/x",
+        "file:///etc/passwd",
+        "https://10.0.0.8/x",  # private
+        "https://169.254.169.254/latest/meta-data/",  # cloud metadata
+        "https://[::1]/x",  # loopback, but not a configured endpoint
+        "https://192.168.1.1/x",
+        "https://user:pw@example.com/x",  # credentials in the URL
+        "http://localhost:9/x",  # loopback by name, not configured
+    ],
+)
+async def test_refused_urls(http: Http, url: str) -> None:
+    with pytest.raises(BlockedURL):
+        await http.get(url)
+    assert http.stats["requests"] == 0
+
+
+async def test_loopback_needs_to_be_configured(server: FakeHTTPServer) -> None:
+    h = Http(allowed_hosts=frozenset)
+    try:
+        with pytest.raises(BlockedURL, match="private or local"):
+            await h.get(server.url + "/x")
+    finally:
+        await h.aclose()
+    assert server.requests == []
+
+
+async def test_every_redirect_hop_is_checked(http: Http, server: FakeHTTPServer) -> None:
+    server.push(Reply(302, headers={"location": "http://169.254.169.254/latest/meta-data/"}))
+    with pytest.raises(BlockedURL, match=r"169\.254\.169\.254"):
+        await http.get(server.url + "/start")
+    assert len(server.requests) == 1
+
+    server.push(Reply(301, headers={"location": "https://10.1.2.3/internal"}))
+    with pytest.raises(BlockedURL):
+        await http.get(server.url + "/start")
+
+
+async def test_redirects_followed_with_a_limit(http: Http, server: FakeHTTPServer) -> None:
+    server.push(
+        Reply(301, headers={"location": "/two"}),
+        Reply(302, headers={"location": server.url + "/three"}),
+        Reply(json={"ok": True}),
+    )
+    resp = await http.get(server.url + "/one")
+    assert resp.json() == {"ok": True}
+    assert resp.url == server.url + "/three"
+    assert [r.path for r in server.requests] == ["/one", "/two", "/three"]
+
+    h = Http(settings=Settings(max_redirects=2), allowed_hosts=lambda: {"127.0.0.1"})
+    server.push(*[Reply(302, headers={"location": "/again"})] * 3)
+    try:
+        with pytest.raises(TooManyRedirects):
+            await h.get(server.url + "/loop")
+    finally:
+        await h.aclose()
+
+
+async def test_credentials_only_for_their_origin(
+    clock: Clock, server: FakeHTTPServer, other: FakeHTTPServer
+) -> None:
+    h = Http(
+        allowed_hosts=lambda: {"127.0.0.1"},
+        credentials=lambda: {origin(server.url): f"Bearer {TOKEN}"},
+        clock=clock,
+    )
+    try:
+        server.push(Reply(302, headers={"location": other.url + "/cdn/file"}))
+        other.push(Reply(body=b"payload"))
+        resp = await h.get(server.url + "/api/asset")
+        assert resp.body == b"payload"
+        assert server.requests[0].headers["authorization"] == f"Bearer {TOKEN}"
+        assert "authorization" not in other.requests[0].headers
+        # An error message names the URL, never the header.
+        server.push(Reply(500, body=b"boom"))
+        with pytest.raises(HttpStatusError) as err:
+            await h.get(server.url + "/api/fail")
+        assert TOKEN not in str(err.value) and TOKEN not in repr(err.value.to_wire())
+    finally:
+        await h.aclose()
+
+
+# ---- bodies ---------------------------------------------------------------------------
+
+
+async def test_size_caps(http: Http, server: FakeHTTPServer) -> None:
+    server.push(Reply(body=b"x" * 2000))
+    with pytest.raises(ResponseTooLarge):
+        await http.get(server.url + "/big", max_bytes=1000)
+    server.push(Reply(body=b"x" * 1000))
+    assert len((await http.get(server.url + "/ok", max_bytes=1000)).body) == 1000
+
+    server.push(Reply(body=b"y" * 5000))
+    with pytest.raises(ResponseTooLarge):
+        async with http.stream(server.url + "/dl", max_bytes=4096) as s:
+            async for _chunk in s.chunks():
+                pass
+
+
+async def test_stream_reads_the_body(http: Http, server: FakeHTTPServer) -> None:
+    data = bytes(range(256)) * 4096
+    server.push(Reply(302, headers={"location": "/cdn"}), Reply(body=data))
+    got = bytearray()
+    async with http.stream(server.url + "/dl", max_bytes=len(data)) as s:
+        assert s.content_length == len(data)
+        async for chunk in s.chunks(65536):
+            got += chunk
+    assert bytes(got) == data
+    assert server.requests[1].headers.get("accept-encoding") == "identity"
+
+
+async def test_status_errors(http: Http, server: FakeHTTPServer) -> None:
+    server.push(Reply(404, json={"message": "Not Found"}))
+    with pytest.raises(HttpStatusError) as err:
+        await http.get(server.url + "/missing")
+    assert err.value.status == 404
+    server.push(Reply(404, body=b"nope"))
+    resp = await http.get(server.url + "/missing", accept_status=(404,))
+    assert resp.status == 404 and resp.body == b"nope"
+    server.push(Reply(404))
+    with pytest.raises(HttpStatusError):
+        async with http.stream(server.url + "/gone", max_bytes=10):
+            pass
+
+
+async def test_read_timeout(server: FakeHTTPServer) -> None:
+    h = Http(settings=Settings(read_timeout=0.2), allowed_hosts=lambda: {"127.0.0.1"})
+    server.push(Reply(json={}, delay=2))
+    try:
+        with pytest.raises(HttpError, match="timed out"):
+            await h.get(server.url + "/slow")
+    finally:
+        await h.aclose()
+
+
+async def test_connection_refused_is_a_network_error(http: Http) -> None:
+    with trio.socket.socket() as s:
+        await s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(HttpError, match="cannot connect"):
+        await http.get(f"http://127.0.0.1:{port}/x")
+
+
+# ---- cache ----------------------------------------------------------------------------
+
+
+async def test_cache_then_etag_revalidation(
+    http: Http, server: FakeHTTPServer, clock: Clock
+) -> None:
+    server.push(Reply(json={"v": 1}, headers={"etag": '"abc"'}))
+    first = await http.get(server.url + "/r", cache=True)
+    again = await http.get(server.url + "/r", cache=True)
+    assert again.json() == {"v": 1} and again.from_cache
+    assert len(server.requests) == 1  # fresh: no request at all
+
+    clock.now += 301
+    server.push(Reply(304, headers={"etag": '"abc"'}))
+    revalidated = await http.get(server.url + "/r", cache=True)
+    assert revalidated.revalidated and revalidated.body == first.body
+    assert server.requests[-1].headers["if-none-match"] == '"abc"'
+
+    clock.now += 301
+    server.push(Reply(json={"v": 2}, headers={"etag": '"def"'}))
+    changed = await http.get(server.url + "/r", cache=True)
+    assert changed.json() == {"v": 2} and not changed.from_cache
+    assert http.stats["revalidated"] == 1 and http.stats["cache_hits"] == 1
+
+
+async def test_uncached_requests_always_go_out(http: Http, server: FakeHTTPServer) -> None:
+    server.push(Reply(json=1), Reply(json=2))
+    assert (await http.get(server.url + "/n")).json() == 1
+    assert (await http.get(server.url + "/n")).json() == 2
+
+
+# ---- rate limits ----------------------------------------------------------------------
+
+
+def test_retry_after_parsing() -> None:
+    now = 1_700_000_000.0
+    assert retry_after_seconds({"retry-after": "7"}, now) == 7
+    assert (
+        retry_after_seconds(
+            {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(now) + 90)}, now
+        )
+        == 90
+    )
+    assert retry_after_seconds({"x-ratelimit-remaining": "12"}, now) is None
+    date = "Tue, 14 Nov 2023 22:13:50 GMT"  # 30 s after `now`
+    assert retry_after_seconds({"retry-after": date}, now) == pytest.approx(30, abs=1)
+
+
+async def test_primary_rate_limit_blocks_the_host(
+    http: Http, server: FakeHTTPServer, clock: Clock
+) -> None:
+    reset = int(clock.now) + 1800
+    server.push(
+        Reply(
+            403,
+            json={"message": "API rate limit exceeded"},
+            headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)},
+        )
+    )
+    with pytest.raises(HttpRateLimited) as err:
+        await http.get(server.url + "/repos/a/b")
+    assert err.value.retry_at == reset
+    assert err.value.data["retry_at"].endswith("Z")
+    # Later requests to the host fail fast, without spending quota.
+    with pytest.raises(HttpRateLimited):
+        await http.get(server.url + "/repos/c/d")
+    assert len(server.requests) == 1
+    clock.now = reset + 1
+    server.push(Reply(json={"ok": 1}))
+    assert (await http.get(server.url + "/repos/c/d")).json() == {"ok": 1}
+
+
+async def test_short_retry_after_is_waited_out(http: Http, server: FakeHTTPServer) -> None:
+    server.push(Reply(429, headers={"retry-after": "0"}), Reply(json={"ok": True}))
+    assert (await http.get(server.url + "/x")).json() == {"ok": True}
+    assert len(server.requests) == 2
+
+
+async def test_long_retry_after_raises(http: Http, server: FakeHTTPServer) -> None:
+    server.push(Reply(429, headers={"retry-after": "120"}))
+    with pytest.raises(HttpRateLimited):
+        await http.get(server.url + "/x")
+    assert len(server.requests) == 1

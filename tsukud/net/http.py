@@ -1,0 +1,650 @@
+"""The shared HTTP client layer (httpx2 on trio).
+
+Every outbound request of the daemon goes through :class:`Http`:
+
+* **URL policy, at every hop.** ``https`` only; plain ``http`` only to loopback hosts
+  (tests, local mirrors). Hosts that are IP literals or resolve to private, loopback,
+  link-local or metadata addresses are refused unless the host is one of the configured
+  endpoints (``allowed_hosts``): a redirect from a public server cannot reach into the
+  local network. Redirects are followed here, by hand, with a hop limit, so each hop is
+  checked again.
+* **Credentials** are given per origin and sent only to that origin: a redirect from the
+  GitHub API to a CDN drops the ``Authorization`` header. They are never logged.
+* **Timeouts**: connect and read (stall) timeouts on every request, plus a total deadline
+  for API calls (downloads are bounded by the stall timeout and their size cap).
+* **Size caps**: API/JSON bodies are capped (10 MB default) as the bytes arrive;
+  downloads have their own cap, checked against ``content-length`` and the bytes read.
+* **Cache**: GETs asked to be cached are kept for ``cache_ttl`` seconds (5 min), then
+  revalidated with ``If-None-Match``/``If-Modified-Since``; a 304 refreshes the entry.
+* **Rate limits**: a 403/429 carrying ``x-ratelimit-remaining: 0`` or ``retry-after``
+  marks the host busy until the announced time. Short waits (``max_wait``) are slept
+  and the request retried once; longer ones raise :class:`HttpRateLimited` at once,
+  also for later requests to that host, without spending the quota.
+
+It imports httpx2 at module level: import this module inside functions so the daemon
+starts without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import ipaddress
+import json
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlsplit
+
+import httpx2
+import trio
+
+from tsukud import log
+from tsukud.errors import ExitCode, TsukuError
+
+if TYPE_CHECKING:
+    from tsukud.daemon import Daemon
+
+MB = 1024 * 1024
+API_MAX_BYTES = 10 * MB
+USER_AGENT = "tsuku/0.1 (+https://github.com/tsukumogami/tsuku)"
+_REDIRECTS = (301, 302, 303, 307, 308)
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+_METADATA_NETS = (ipaddress.ip_network("169.254.0.0/16"), ipaddress.ip_network("fd00:ec2::/32"))
+
+
+# ------------------------------------------------------------------------------ errors
+
+
+class HttpError(TsukuError):
+    """A request failed: connection, timeout, protocol or an unexpected status."""
+
+    code = "network_error"
+    exit_code = ExitCode.NETWORK
+    retryable = True
+    default_hint = "Check the network connection (or the mirror URL) and try again."
+
+
+class HttpStatusError(HttpError):
+    code = "http_status"
+
+    def __init__(self, message: str, *, status: int, url: str, **data: Any) -> None:
+        super().__init__(message, status=status, url=url, **data)
+        self.status = status
+        self.url = url
+
+
+class BlockedURL(HttpError):
+    """The URL policy refused a request (scheme, or a private address)."""
+
+    code = "url_refused"
+    retryable = False
+    default_hint = (
+        "Only https URLs are fetched (plain http only on loopback), and private or "
+        "link-local addresses only when a configured endpoint points there."
+    )
+
+
+class ResponseTooLarge(HttpError):
+    code = "response_too_large"
+    retryable = False
+
+
+class TooManyRedirects(HttpError):
+    code = "too_many_redirects"
+    retryable = False
+
+
+class HttpRateLimited(HttpError):
+    """The server asked us to slow down (403/429 with rate-limit headers, or 429/503
+    with ``retry-after``) for longer than we are willing to wait."""
+
+    code = "http_rate_limited"
+    default_hint = "The server is rate limiting requests; wait and try again."
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str,
+        retry_at: float | None,
+        status: int | None = None,
+        hint: str | None = None,
+        **data: Any,
+    ) -> None:
+        if retry_at is not None:
+            data["retry_at"] = _iso(retry_at)
+        super().__init__(message, hint=hint, url=url, status=status, **data)
+        self.url = url
+        self.retry_at = retry_at
+        self.status = status
+
+
+def _iso(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+# ------------------------------------------------------------------------------ values
+
+
+@dataclass(frozen=True)
+class Settings:
+    connect_timeout: float = 10.0
+    read_timeout: float = 30.0
+    total_timeout: float = 60.0  # API calls; downloads rely on the read (stall) timeout
+    max_redirects: int = 8
+    api_max_bytes: int = API_MAX_BYTES
+    cache_ttl: float = 300.0
+    cache_max_entries: int = 256
+    cache_max_bytes: int = 32 * MB
+    max_wait: float = 5.0  # longest retry-after we sleep through
+    dns_ttl: float = 60.0
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    headers: Mapping[str, str]  # lower-cased names
+    body: bytes
+    url: str  # the final URL, after redirects
+    from_cache: bool = False
+    revalidated: bool = False
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body)
+        except ValueError as exc:
+            raise HttpError(f"{self.url}: response is not valid JSON ({exc})") from None
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+
+@dataclass
+class _CacheEntry:
+    stored: float
+    response: Response
+    etag: str | None
+    last_modified: str | None
+
+
+@dataclass
+class Stream:
+    """A response whose body is read incrementally (downloads)."""
+
+    status: int
+    headers: Mapping[str, str]
+    url: str
+    content_length: int | None
+    _raw: httpx2.Response
+    _max_bytes: int
+    _received: int = field(default=0)
+
+    async def chunks(self, chunk_size: int = 1 * MB) -> AsyncIterator[bytes]:
+        """The body as it arrives; raises :class:`ResponseTooLarge` past the cap."""
+        try:
+            async for chunk in self._raw.aiter_raw(chunk_size):
+                self._received += len(chunk)
+                if self._received > self._max_bytes:
+                    raise ResponseTooLarge(
+                        f"{_display(self.url)}: larger than the {self._max_bytes}-byte limit",
+                        url=_display(self.url),
+                        limit=self._max_bytes,
+                    )
+                yield chunk
+        except httpx2.HTTPError as exc:
+            raise _transport_error(exc, self.url) from None
+        if self.content_length is not None and self._received != self.content_length:
+            raise HttpError(
+                f"{_display(self.url)}: connection closed after {self._received} of "
+                f"{self.content_length} bytes"
+            )
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _display(url: str) -> str:
+    """The URL without query or fragment: what may appear in messages and logs."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}{parts.path}"
+
+
+def origin(url: str) -> str:
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
+
+
+def _headers(h: httpx2.Headers) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in h.multi_items():
+        k = k.lower()
+        out[k] = f"{out[k]}, {v}" if k in out else v
+    return out
+
+
+def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+
+
+def _is_public(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped
+    if any(addr in net for net in _METADATA_NETS):
+        return False
+    return addr.is_global and not addr.is_multicast
+
+
+def is_loopback_host(host: str) -> bool:
+    host = host.lower().rstrip(".")
+    if host in _LOOPBACK_NAMES:
+        return True
+    addr = _ip(host)
+    return addr is not None and addr.is_loopback
+
+
+def host_of(url: str) -> str:
+    return (urlsplit(url).hostname or "").lower()
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: float) -> float | None:
+    """``retry-after`` (seconds or an HTTP date) or, with ``x-ratelimit-remaining: 0``,
+    the wait until ``x-ratelimit-reset`` (epoch seconds). ``None`` if neither applies."""
+    value = headers.get("retry-after")
+    if value:
+        value = value.strip()
+        if value.isdigit():
+            return float(value)
+        with contextlib.suppress(TypeError, ValueError):
+            when = email.utils.parsedate_to_datetime(value)
+            return max(0.0, when.timestamp() - now)
+    if headers.get("x-ratelimit-remaining", "").strip() == "0":
+        reset = headers.get("x-ratelimit-reset", "").strip()
+        if reset.isdigit():
+            return max(0.0, float(reset) - now)
+        return 60.0
+    return None
+
+
+def _transport_error(exc: httpx2.HTTPError, url: str) -> HttpError:
+    shown = _display(url)
+    if isinstance(exc, httpx2.TimeoutException):
+        kind = "connect" if isinstance(exc, httpx2.ConnectTimeout) else "read"
+        return HttpError(f"{shown}: {kind} timed out", url=shown)
+    if isinstance(exc, httpx2.ConnectError):
+        return HttpError(f"{shown}: cannot connect ({exc or type(exc).__name__})", url=shown)
+    return HttpError(f"{shown}: {type(exc).__name__}: {exc}", url=shown)
+
+
+# ------------------------------------------------------------------------------ client
+
+
+class Http:
+    """One per daemon (see :func:`shared`): connection pooling, cache and rate-limit
+    memory are shared by every feature."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings | None = None,
+        allowed_hosts: Callable[[], Collection[str]] = frozenset,
+        credentials: Callable[[], Mapping[str, str]] = dict,
+        clock: Callable[[], float] = time.time,
+        client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        self.settings = settings or Settings()
+        self._allowed_hosts = allowed_hosts
+        self._credentials = credentials
+        self._clock = clock
+        s = self.settings
+        self._client = client or httpx2.AsyncClient(
+            timeout=httpx2.Timeout(
+                s.read_timeout, connect=s.connect_timeout, pool=s.connect_timeout
+            ),
+            follow_redirects=False,
+            trust_env=False,  # no proxy or netrc surprises; mirrors are configured explicitly
+            limits=httpx2.Limits(max_connections=32, max_keepalive_connections=16),
+        )
+        self._cache: OrderedDict[tuple[str, str, bool], _CacheEntry] = OrderedDict()
+        self._cache_bytes = 0
+        self._blocked: dict[str, tuple[float, int | None]] = {}  # host -> (until, status)
+        self._dns: dict[tuple[str, int], tuple[float, bool]] = {}
+        self.stats = {"requests": 0, "cache_hits": 0, "revalidated": 0}
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    # ---- policy ------------------------------------------------------------------------
+
+    async def check_url(self, url: str) -> None:
+        """Refuse URLs the policy does not allow (see the module docstring)."""
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower().rstrip(".")
+        shown = _display(url)
+        if parts.scheme not in ("https", "http") or not host:
+            raise BlockedURL(f"refusing {shown}: not an http(s) URL", url=shown)
+        if parts.username or parts.password:
+            raise BlockedURL(f"refusing {shown}: credentials in URLs are not allowed", url=shown)
+        loopback = is_loopback_host(host)
+        if parts.scheme == "http" and not loopback:
+            raise BlockedURL(
+                f"refusing {shown}: plain http is only allowed to loopback addresses", url=shown
+            )
+        allowed = {h.lower().rstrip(".") for h in self._allowed_hosts()}
+        if host in allowed:
+            return
+        addr = _ip(host)
+        if addr is not None:
+            if not _is_public(addr):
+                raise BlockedURL(
+                    f"refusing {shown}: {host} is a private or local address", url=shown
+                )
+            return
+        if loopback or not await self._resolves_public(host, parts.port or 443):
+            raise BlockedURL(
+                f"refusing {shown}: {host} resolves to a private or local address", url=shown
+            )
+
+    async def _resolves_public(self, host: str, port: int) -> bool:
+        now = self._clock()
+        cached = self._dns.get((host, port))
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        try:
+            infos = await trio.socket.getaddrinfo(host, port, type=trio.socket.SOCK_STREAM)
+        except OSError as exc:
+            raise HttpError(f"cannot resolve {host}: {exc}", host=host) from None
+        public = bool(infos) and all(
+            (a := _ip(str(info[4][0]).split("%", 1)[0])) is not None and _is_public(a)
+            for info in infos
+        )
+        self._dns[(host, port)] = (now + self.settings.dns_ttl, public)
+        return public
+
+    def _request_headers(self, url: str, extra: Mapping[str, str] | None) -> dict[str, str]:
+        headers = {"user-agent": USER_AGENT}
+        if extra:
+            headers.update({k.lower(): v for k, v in extra.items()})
+        auth = self._credentials().get(origin(url))
+        if auth:
+            headers["authorization"] = auth
+        return headers
+
+    def _check_blocked(self, url: str) -> None:
+        host = host_of(url)
+        blocked = self._blocked.get(host)
+        if blocked is None:
+            return
+        until, status = blocked
+        if until <= self._clock():
+            del self._blocked[host]
+            return
+        raise HttpRateLimited(
+            f"{host} is rate limiting requests until {_iso(until)}",
+            url=_display(url),
+            retry_at=until,
+            status=status,
+        )
+
+    def _note_rate_limit(self, url: str, status: int, headers: Mapping[str, str]) -> float | None:
+        """The seconds to wait if this response is a rate-limit answer, else None."""
+        limited = status == 429 or (
+            status == 403
+            and (
+                headers.get("x-ratelimit-remaining", "").strip() == "0" or "retry-after" in headers
+            )
+        )
+        if status == 503 and "retry-after" in headers:
+            limited = True
+        if not limited:
+            return None
+        now = self._clock()
+        wait = retry_after_seconds(headers, now)
+        if wait is None:
+            wait = 60.0 if status != 503 else 5.0
+        self._blocked[host_of(url)] = (now + wait, status)
+        return wait
+
+    # ---- requests ----------------------------------------------------------------------
+
+    async def _open(
+        self, method: str, url: str, headers: Mapping[str, str] | None
+    ) -> httpx2.Response:
+        """One hop: policy check, then send with a streamed body."""
+        await self.check_url(url)
+        self._check_blocked(url)
+        request = self._client.build_request(
+            method, url, headers=self._request_headers(url, headers)
+        )
+        self.stats["requests"] += 1
+        try:
+            return await self._client.send(request, stream=True)
+        except httpx2.HTTPError as exc:
+            raise _transport_error(exc, url) from None
+
+    async def _follow(
+        self, method: str, url: str, headers: Mapping[str, str] | None
+    ) -> tuple[httpx2.Response, str]:
+        """Send, following redirects by hand so every hop passes :meth:`check_url`."""
+        current = url
+        for _hop in range(self.settings.max_redirects + 1):
+            resp = await self._open(method, current, headers)
+            location = resp.headers.get("location")
+            if resp.status_code not in _REDIRECTS or not location:
+                return resp, current
+            await resp.aclose()
+            nxt = urljoin(current, location)
+            log.get().debug("http.redirect", frm=_display(current), to=_display(nxt))
+            if resp.status_code == 303:
+                method = "GET"
+            current = nxt
+        raise TooManyRedirects(
+            f"{_display(url)}: more than {self.settings.max_redirects} redirects",
+            url=_display(url),
+        )
+
+    async def get(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        max_bytes: int | None = None,
+        cache: bool = False,
+        accept_status: Collection[int] = (),
+    ) -> Response:
+        """GET a (small) body. Non-2xx statuses raise :class:`HttpStatusError` unless
+        listed in ``accept_status``; a 304 never reaches the caller when ``cache``."""
+        limit = self.settings.api_max_bytes if max_bytes is None else max_bytes
+        key = (url, (headers or {}).get("accept", ""), origin(url) in self._credentials())
+        entry = self._cache.get(key) if cache else None
+        now = self._clock()
+        if entry is not None and now - entry.stored < self.settings.cache_ttl:
+            self._cache.move_to_end(key)
+            self.stats["cache_hits"] += 1
+            return _replace(entry.response, from_cache=True)
+        send_headers = dict(headers or {})
+        if entry is not None:
+            if entry.etag:
+                send_headers["if-none-match"] = entry.etag
+            if entry.last_modified:
+                send_headers["if-modified-since"] = entry.last_modified
+        response = await self._get_once(url, send_headers, limit, retry=True)
+        if entry is not None and response.status == 304:
+            entry.stored = self._clock()
+            self._cache.move_to_end(key)
+            self.stats["revalidated"] += 1
+            return _replace(entry.response, from_cache=True, revalidated=True)
+        if not response.ok and response.status not in accept_status:
+            raise HttpStatusError(
+                f"{_display(url)}: HTTP {response.status}",
+                status=response.status,
+                url=_display(url),
+            )
+        if cache and response.status == 200:
+            self._store(key, response)
+        return response
+
+    async def _get_once(
+        self, url: str, headers: Mapping[str, str], limit: int, *, retry: bool
+    ) -> Response:
+        with trio.move_on_after(self.settings.total_timeout) as scope:
+            resp, final = await self._follow("GET", url, headers)
+            try:
+                body = await self._read_capped(resp, final, limit)
+            finally:
+                await resp.aclose()
+        if scope.cancelled_caught:
+            raise HttpError(
+                f"{_display(url)}: no complete answer within {self.settings.total_timeout:.0f} s",
+                url=_display(url),
+            )
+        hdrs = _headers(resp.headers)
+        wait = self._note_rate_limit(final, resp.status_code, hdrs)
+        if wait is not None:
+            if retry and wait <= self.settings.max_wait:
+                await trio.sleep(wait)
+                self._blocked.pop(host_of(final), None)
+                return await self._get_once(url, headers, limit, retry=False)
+            retry_at = self._clock() + wait
+            raise HttpRateLimited(
+                f"{_display(final)}: rate limited (HTTP {resp.status_code}) until {_iso(retry_at)}",
+                url=_display(final),
+                retry_at=retry_at,
+                status=resp.status_code,
+                body=body[:500].decode("utf-8", "replace"),
+                headers={k: v for k, v in hdrs.items() if k.startswith("x-ratelimit-")},
+            )
+        return Response(resp.status_code, hdrs, body, final)
+
+    async def _read_capped(self, resp: httpx2.Response, url: str, limit: int) -> bytes:
+        declared = resp.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > limit:
+            raise ResponseTooLarge(
+                f"{_display(url)}: {declared} bytes exceeds the {limit}-byte limit",
+                url=_display(url),
+                limit=limit,
+            )
+        parts: list[bytes] = []
+        size = 0
+        try:
+            async for chunk in resp.aiter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise ResponseTooLarge(
+                        f"{_display(url)}: response exceeds the {limit}-byte limit",
+                        url=_display(url),
+                        limit=limit,
+                    )
+                parts.append(chunk)
+        except httpx2.HTTPError as exc:
+            raise _transport_error(exc, url) from None
+        return b"".join(parts)
+
+    def _store(self, key: tuple[str, str, bool], response: Response) -> None:
+        size = len(response.body)
+        if size > self.settings.cache_max_bytes // 4:
+            return
+        old = self._cache.pop(key, None)
+        if old is not None:
+            self._cache_bytes -= len(old.response.body)
+        self._cache[key] = _CacheEntry(
+            self._clock(),
+            response,
+            response.headers.get("etag"),
+            response.headers.get("last-modified"),
+        )
+        self._cache_bytes += size
+        while self._cache and (
+            len(self._cache) > self.settings.cache_max_entries
+            or self._cache_bytes > self.settings.cache_max_bytes
+        ):
+            _k, dropped = self._cache.popitem(last=False)
+            self._cache_bytes -= len(dropped.response.body)
+
+    def forget(self, prefix: str = "") -> None:
+        """Drop cached responses whose URL starts with ``prefix`` (all by default)."""
+        for key in [k for k in self._cache if k[0].startswith(prefix)]:
+            self._cache_bytes -= len(self._cache.pop(key).response.body)
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self,
+        url: str,
+        *,
+        max_bytes: int,
+        headers: Mapping[str, str] | None = None,
+    ) -> AsyncIterator[Stream]:
+        """Open a download. Raises :class:`HttpStatusError` for non-2xx answers and
+        :class:`ResponseTooLarge` when ``content-length`` is over ``max_bytes``."""
+        send = {"accept-encoding": "identity", **{k.lower(): v for k, v in (headers or {}).items()}}
+        resp, final = await self._follow("GET", url, send)
+        try:
+            hdrs = _headers(resp.headers)
+            wait = self._note_rate_limit(final, resp.status_code, hdrs)
+            if wait is not None:
+                retry_at = self._clock() + wait
+                raise HttpRateLimited(
+                    f"{_display(final)}: rate limited (HTTP {resp.status_code})",
+                    url=_display(final),
+                    retry_at=retry_at,
+                    status=resp.status_code,
+                )
+            if not 200 <= resp.status_code < 300:
+                raise HttpStatusError(
+                    f"{_display(url)}: HTTP {resp.status_code}",
+                    status=resp.status_code,
+                    url=_display(url),
+                )
+            declared = hdrs.get("content-length")
+            length = int(declared) if declared and declared.isdigit() else None
+            if length is not None and length > max_bytes:
+                raise ResponseTooLarge(
+                    f"{_display(url)}: {length} bytes exceeds the {max_bytes}-byte limit",
+                    url=_display(url),
+                    limit=max_bytes,
+                )
+            yield Stream(resp.status_code, hdrs, final, length, resp, max_bytes)
+        finally:
+            with trio.CancelScope(shield=True):
+                await resp.aclose()
+
+
+def _replace(r: Response, **changes: Any) -> Response:
+    return Response(
+        status=changes.get("status", r.status),
+        headers=r.headers,
+        body=r.body,
+        url=r.url,
+        from_cache=changes.get("from_cache", r.from_cache),
+        revalidated=changes.get("revalidated", r.revalidated),
+    )
+
+
+# ------------------------------------------------------------------------------ daemon
+
+
+def endpoint_hosts(d: Daemon) -> list[str]:
+    """Hosts of the configured endpoints: the only ones allowed to be private."""
+    urls = [d.config["github.api_url"], d.config["github.url"], d.config["registry.url"]]
+    urls.append(d.env.get("TSUKU_MANIFEST_URL", ""))
+    return [host_of(u) for u in urls if u]
+
+
+def github_credentials(d: Daemon) -> dict[str, str]:
+    """``Authorization`` for the GitHub API origin only (never for downloads or CDNs)."""
+    token = str(d.config["secrets.github_token"] or "").strip()
+    if not token:
+        return {}
+    return {origin(str(d.config["github.api_url"])): f"Bearer {token}"}
+
+
+def shared(d: Daemon) -> Http:
+    """The daemon's one :class:`Http` (use as ``d.service(shared)``)."""
+    return Http(allowed_hosts=lambda: endpoint_hosts(d), credentials=lambda: github_credentials(d))
