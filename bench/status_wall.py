@@ -1,0 +1,77 @@
+"""status_wall: wall time of ``tsukuctl status`` against a running daemon.
+
+Median of 20 runs of the venv's ``tsukuctl`` console script, and of ``python -m
+tsukuctl status``, against ``python -c pass`` with the same interpreter (the floor any
+Python CLI pays). The three commands are interleaved run by run, after 3 warm-up rounds,
+so drift (page cache, CPU frequency) hits all of them alike. Goal: <= 40 ms.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from _common import (
+    BIN,
+    PY,
+    delta,
+    fmt,
+    goal,
+    header,
+    line,
+    median,
+    note,
+    parse_args,
+    running_daemon,
+)
+from _common import time_cmd as run
+
+NAME = "status_wall"
+GOAL_MS = 40.0
+
+
+def main() -> int:
+    args = parse_args(__doc__ or "")
+    n = 10 if args.quick else 20
+    header(NAME, args.quick)
+    with running_daemon() as h:
+        cmds = {
+            "script": [str(BIN / "tsukuctl"), "status"],
+            "module": [PY, "-m", "tsukuctl", "status"],
+            "pass": [PY, "-c", "pass"],
+        }
+        times: dict[str, list[float]] = {k: [] for k in cmds}
+        for i in range(3 + n):
+            for k, argv in cmds.items():
+                dt = run(argv, h.env) * 1000
+                if i >= 3:
+                    times[k].append(dt)
+        m = {k: median(v) for k, v in times.items()}
+    base = m["pass"]
+    note(
+        NAME,
+        f"median of {n} wall times per command (subprocess.run from a Python parent,"
+        " output discarded), commands interleaved, daemon already running",
+    )
+    line(
+        NAME,
+        m["script"],
+        "ms",
+        m["script"] / base,
+        f"python -c pass {fmt(base)} ms",
+        f"{delta(m['script'] - base)} ms; `tsukuctl status` console script",
+    )
+    line(
+        f"{NAME}.python_m",
+        m["module"],
+        "ms",
+        m["module"] / base,
+        f"python -c pass {fmt(base)} ms",
+        f"{delta(m['module'] - base)} ms; `python -m tsukuctl status`",
+    )
+    line(f"{NAME}.baseline_python_pass", base, "ms", 1.0, "itself")
+    goal(NAME, m["script"] <= GOAL_MS, f"tsukuctl status {fmt(m['script'])} ms <= {GOAL_MS:.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
