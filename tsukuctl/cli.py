@@ -380,7 +380,11 @@ def cmd_config(args: argparse.Namespace) -> int:
 # Feature areas add their commands in their own modules: each has
 # ``register(sub: argparse._SubParsersAction) -> None`` adding parsers whose ``fn`` takes
 # the parsed args and returns an exit code. Standard library only, like this file.
-COMMAND_MODULES: tuple[str, ...] = ("tsukuctl.sandbox_commands", "tsukuctl.llm_commands")
+COMMAND_MODULES: tuple[str, ...] = (
+    "tsukuctl.sandbox_commands",
+    "tsukuctl.llm_commands",
+    "tsukuctl.install_commands",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -559,7 +559,8 @@ class FakeGitHub:
                         fake._closing.wait(3600)  # hang until the fake closes
                         self.close_connection = True
                         return
-                    piece = data[sent : sent + chunk]
+                    size = chunk if stall_after is None else min(chunk, stall_after - sent)
+                    piece = data[sent : sent + size]
                     self.wfile.write(piece)
                     self.wfile.flush()
                     sent += len(piece)

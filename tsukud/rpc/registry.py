@@ -22,6 +22,7 @@ METHOD_MODULES = (
     "tsukud.rpc.methods",
     "tsukud.rpc.sandbox_methods",
     "tsukud.rpc.llm_methods",
+    "tsukud.rpc.install_methods",
 )
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -1,0 +1,81 @@
+"""Fixtures for install tests: the fake GitHub world (shared per module) and a real
+tsukud pointed at it in an isolated TSUKU_HOME."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Tsuku, base_env, short_home
+from tests.fakes.github import FakeGitHub, fixture_world
+
+
+@pytest.fixture(scope="module")
+def gh() -> Iterator[FakeGitHub]:
+    with fixture_world() as fake:
+        yield fake
+
+
+@pytest.fixture
+def world(gh: FakeGitHub) -> Iterator[FakeGitHub]:
+    """The module's fake, with per-test knobs reset before and after."""
+
+    def reset() -> None:
+        gh.clear_overrides()
+        gh.rate_limit_remaining = None
+        gh.rate_limit_status = 403
+        gh.download_rate = None
+        gh.stall_after = None
+        gh.cdn_replacements.clear()
+
+    reset()
+    yield gh
+    reset()
+
+
+def make_tsuku(fake: FakeGitHub, **extra: str) -> Tsuku:
+    home = short_home()
+    return Tsuku(home, {**base_env(home), **fake.env(), **extra})
+
+
+@pytest.fixture
+def inst(world: FakeGitHub) -> Iterator[Tsuku]:
+    """A running tsukud whose GitHub, downloads and registry are the fake."""
+    t = make_tsuku(world)
+    try:
+        t.start()
+        yield t
+    finally:
+        t.stop_all()
+        shutil.rmtree(t.home, ignore_errors=True)
+
+
+def events(t: Tsuku, prefix: str = "install.") -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    with t.client() as c:
+        c.call(
+            "events.list",
+            {"filter": {"types": [prefix + "*"]}, "limit": 0},
+            on_progress=lambda p: out.extend(p["events"]),
+        )
+    return out
+
+
+def installed(t: Tsuku) -> dict[str, dict[str, Any]]:
+    cp = t.ctl("list", "--json", check=True)
+    return {row["tool"]: row for row in json.loads(cp.stdout)["tools"]}
+
+
+def tree(home: Path) -> list[str]:
+    """What the install tree holds: tools/ entries and bin/ links."""
+    out = []
+    for sub in ("tools", "bin"):
+        d = home / sub
+        if d.is_dir():
+            out += [f"{sub}/{p.name}" for p in sorted(d.iterdir())]
+    return out

@@ -1,0 +1,194 @@
+"""`tsukuctl install|list|verify|info|remove|update-registry` against a real daemon and
+the fake GitHub: the issue's "done when" walk and the behaviour around it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import Tsuku
+from tests.fakes.github import FakeGitHub
+from tests.integration.install.conftest import events, installed, make_tsuku, tree
+
+
+def run_bin(t: Tsuku, name: str, *args: str) -> str:
+    cp = subprocess.run(
+        [str(t.home / "bin" / name), *args], capture_output=True, text=True, check=True
+    )
+    return cp.stdout.strip()
+
+
+def test_done_when_walk(inst: Tsuku, world: FakeGitHub) -> None:
+    cp = inst.ctl("install", "stern")
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout.startswith("installed stern 1.32.0 (stern) in ")
+    assert "resolving stern" in cp.stderr and "matches GitHub's digest" in cp.stderr
+    assert "verifying: stern --version" in cp.stderr
+    assert run_bin(inst, "stern", "--version") == "stern v1.32.0"
+
+    cp = inst.ctl("install", "age@1.1.1")
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout.startswith("installed age 1.1.1 (age, age-keygen)")
+    assert run_bin(inst, "age-keygen") == "age-keygen v1.1.1"
+
+    cp = inst.ctl("list", check=True)
+    lines = cp.stdout.splitlines()
+    assert lines[0].split() == ["TOOL", "VERSION", "BINARIES", "INSTALLED", "(UTC)", "RECIPE"]
+    assert lines[1].split()[:4] == ["age", "1.1.1", "age,", "age-keygen"]
+    assert lines[2].split()[:3] == ["stern", "1.32.0", "stern"]
+
+    for tool in ("stern", "age"):
+        cp = inst.ctl("verify", tool)
+        assert cp.returncode == 0, cp.stderr
+        assert " ok: " in cp.stdout
+
+    cp = inst.ctl("remove", "stern", check=True)
+    assert cp.stdout.strip() == "removed stern 1.32.0"
+    assert not (inst.home / "bin" / "stern").is_symlink()
+    assert tree(inst.home) == [
+        "tools/age-1.1.1",
+        "bin/age",
+        "bin/age-keygen",
+    ]
+    assert list(installed(inst)) == ["age"]
+
+    evs = events(inst)
+    types = [e["type"] for e in evs]
+    assert types == [
+        "install.started",
+        "install.completed",
+        "install.started",
+        "install.completed",
+        "install.verified",
+        "install.verified",
+        "install.removed",
+    ]
+    done = evs[1]["payload"]
+    assert done["tool"] == "stern" and done["version"] == "1.32.0" and done["tag"] == "v1.32.0"
+    assert done["recipe_source"] == "registry" and done["platform"].startswith("linux/amd64")
+    asset = done["assets"][0]
+    assert asset["name"] == "stern_1.32.0_linux_amd64.tar.gz" and asset["digest_checked"]
+    assert asset["sha256"] == world.release_asset("stern/stern", "v1.32.0", asset["name"]).sha256
+    assert set(done["binaries"]) == {"stern"} and len(done["binaries"]["stern"]["sha256"]) == 64
+    assert evs[0]["session"] == evs[1]["session"] != evs[2]["session"]
+    assert evs[4]["payload"]["ok"] is True
+    assert evs[6]["payload"] == {"tool": "stern", "version": "1.32.0"}
+
+
+def test_json_already_installed_and_force(inst: Tsuku) -> None:
+    cp = inst.ctl("install", "kind", "--json", check=True)
+    res = json.loads(cp.stdout)
+    assert res["version"] == "2.5.0" and res["binaries"] == ["kind"] and cp.stderr == ""
+    assert res["verify_output"] == "kind v2.5.0"
+    cp = inst.ctl("install", "kind", check=True)
+    assert cp.stdout.strip() == "kind 2.5.0 is already installed (--force reinstalls it)"
+    cp = inst.ctl("install", "kind", "--force", check=True)
+    assert cp.stdout.startswith("installed kind 2.5.0")
+    assert tree(inst.home) == ["tools/kind-2.5.0", "bin/kind"]
+    completed = [e for e in events(inst) if e["type"] == "install.completed"]
+    assert len(completed) == 2
+
+
+def test_upgrade_replaces_the_old_version(inst: Tsuku) -> None:
+    inst.ctl("install", "age@1.1.1", check=True)
+    cp = inst.ctl("install", "age", check=True)
+    assert "installed age 1.2.1" in cp.stdout and "replacing 1.1.1" in cp.stdout
+    assert tree(inst.home) == ["tools/age-1.2.1", "bin/age", "bin/age-keygen"]
+    assert run_bin(inst, "age") == "age v1.2.1"
+    cp = inst.ctl("install", "age@1.2.0", check=True)  # downgrade works the same way
+    assert run_bin(inst, "age") == "age v1.2.0"
+    assert installed(inst)["age"]["version"] == "1.2.0"
+
+
+def test_concurrent_installs_of_one_tool_are_serialised(inst: Tsuku, world: FakeGitHub) -> None:
+    world.download_rate = 1000.0  # ~0.2 s per download: the two requests overlap
+    results: list[Any] = []
+
+    def go() -> None:
+        with inst.client() as c:
+            results.append(c.call("install", {"tool": "k9s"}))
+
+    threads = [threading.Thread(target=go) for _ in range(3)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=30)
+    assert sorted(r["already_installed"] for r in results) == [False, True, True]
+    assert [e["type"] for e in events(inst)] == ["install.started", "install.completed"]
+    assert len(world.requests_to("k9s_Linux_amd64.tar.gz", role="web")) == 2  # one download
+
+
+def test_progress_frames(inst: Tsuku) -> None:
+    frames: list[dict[str, Any]] = []
+    with inst.client() as c:
+        c.call("install", {"tool": "tflint@2.4.1"}, on_progress=frames.append)
+    stages = [f["stage"] for f in frames]
+    for stage in (
+        "resolving",
+        "downloading",
+        "verifying_checksum",
+        "verified_checksum",
+        "extracting",
+        "installing",
+        "verifying",
+    ):
+        assert stage in stages
+    dl = [f for f in frames if f["stage"] == "downloading"]
+    assert dl[-1]["bytes"] == dl[-1]["total"] > 0 and dl[-1]["file"] == "tflint_linux_amd64.zip"
+
+
+def test_info(inst: Tsuku) -> None:
+    cp = inst.ctl("info", "helix", check=True)
+    assert "helix: A post-modern text editor" in cp.stdout or cp.stdout.startswith("helix")
+    assert "supported (github_archive helix-editor/helix" in cp.stdout
+    assert "installed    no" in cp.stdout
+    inst.ctl("install", "hx", check=True)  # the manifest's alias
+    res = json.loads(inst.ctl("info", "helix", "--json", check=True).stdout)
+    assert res["installed"]["version"] == "2.5.0" and res["supported"] is True
+    assert res["verify"]["command"] == "hx --version"
+    cp = inst.ctl("info", "gotop", check=True)
+    assert "supported" in cp.stdout
+
+
+def test_update_registry_and_offline_cache(inst: Tsuku, world: FakeGitHub) -> None:
+    inst.ctl("install", "gobuster", check=True)
+    cp = inst.ctl("update-registry", check=True)
+    assert "registry updated: 20 recipes listed" in cp.stdout
+    assert "1 cached recipes refreshed" in cp.stdout
+    inst.ctl("remove", "gobuster", check=True)
+    # An hour later the cache is stale, and the registry is down: the cache still works.
+    cached = inst.home / "registry" / "g" / "gobuster.toml"
+    old = cached.stat().st_mtime - 7200
+    os.utime(cached, (old, old))
+    os.utime(inst.home / "registry" / "manifest.json", (old, old))
+    world.override("^/registry/", status=503, body=b"unavailable", role="web")
+    cp = inst.ctl("install", "gobuster")
+    assert cp.returncode == 0, cp.stderr
+    cp = inst.ctl("install", "cosign")  # never cached: a clear network error
+    assert cp.returncode == 5 and "cannot fetch the recipe for cosign" in cp.stderr
+
+
+def test_github_token_is_used_and_never_recorded(world: FakeGitHub) -> None:
+    token = "ghp_integrationToken0123456789abcd"
+    t = make_tsuku(world, GITHUB_TOKEN=token)
+    try:
+        t.start()
+        t.ctl("install", "trivy", check=True)
+        api = world.requests_to("/repos/aquasecurity/trivy", role="api")
+        assert api and all(r.headers.get("authorization") == f"Bearer {token}" for r in api)
+        web = world.requests_to("trivy_", role="web")
+        assert web and all("authorization" not in r.headers for r in web)
+        world.rate_limit_remaining = 0
+        cp = t.ctl("install", "kopia")
+        assert cp.returncode == 5 and token not in cp.stderr
+        t.stop_all()
+        for path in [t.home / "tsuku.db", *(t.home / "logs").glob("*")]:
+            assert token.encode() not in Path(path).read_bytes(), path
+    finally:
+        t.stop_all()
+        shutil.rmtree(t.home, ignore_errors=True)

@@ -1,0 +1,191 @@
+"""Failures leave nothing behind: checksum mismatch, missing asset, rate limit, hostile
+archive, failed verify, bad recipes. Each says what went wrong and exits with its code."""
+
+from __future__ import annotations
+
+import hashlib
+import tarfile
+from pathlib import Path
+
+from tests.conftest import Tsuku
+from tests.fakes.github import FakeGitHub
+from tests.fakes.releases import FakeAsset, FakeRelease, FakeRepo, raw_tar, script, tar_gz
+from tests.integration.install.conftest import events, installed, tree
+
+
+def local_recipe(t: Tsuku, name: str, text: str) -> None:
+    d = t.home / "recipes"
+    d.mkdir(exist_ok=True)
+    (d / f"{name}.toml").write_text(text)
+
+
+def failed_event(t: Tsuku) -> dict[str, object]:
+    evs = [e for e in events(t) if e["type"] == "install.failed"]
+    assert evs, "no install.failed event"
+    return evs[-1]["payload"]  # type: ignore[no-any-return]
+
+
+def assert_nothing_installed(t: Tsuku) -> None:
+    assert tree(t.home) == [] or all(p == "tools" for p in tree(t.home)), tree(t.home)
+    assert installed(t) == {}
+
+
+def test_checksum_mismatch_against_digest(inst: Tsuku, world: FakeGitHub) -> None:
+    name = "k9s_Linux_amd64.tar.gz"
+    published = world.release_asset("derailed/k9s", "v2.5.0", name).sha256
+    tampered = tar_gz({"k9s": (b"#!/bin/sh\necho evil\n", 0o755)})
+    world.cdn_replacements[name] = tampered
+    cp = inst.ctl("install", "k9s")
+    assert cp.returncode == 6, cp.stderr
+    err = cp.stderr
+    assert f"checksum mismatch for {name}" in err
+    assert published in err and hashlib.sha256(tampered).hexdigest() in err
+    assert "GitHub's asset digest" in err and "nothing was installed" in err
+    assert_nothing_installed(inst)
+    ev = failed_event(inst)
+    assert ev["stage"] == "checksum" and ev["error_code"] == "checksum_mismatch"
+    world.cdn_replacements.clear()
+    assert inst.ctl("install", "k9s").returncode == 0  # the real file installs
+
+
+def test_asset_404(inst: Tsuku, world: FakeGitHub) -> None:
+    world.override(r"/releases/download/.*tflint_linux_amd64\.zip$", status=404, role="web")
+    cp = inst.ctl("install", "tflint")
+    assert cp.returncode == 5, cp.stderr
+    assert "tflint_linux_amd64.zip: not found (HTTP 404)" in cp.stderr
+    assert "does not (or no longer) provide this file" in cp.stderr
+    assert_nothing_installed(inst)
+    assert failed_event(inst)["error_code"] == "asset_download_not_found"
+
+
+def test_asset_missing_from_the_release_listing(inst: Tsuku, world: FakeGitHub) -> None:
+    local_recipe(
+        inst,
+        "jid",
+        '[metadata]\nname = "jid"\n\n[[steps]]\naction = "github_archive"\nrepo = "simeji/jid"\n'
+        'asset_pattern = "jid_{os}_{arch}.tar.gz"\nbinaries = ["jid"]\n',
+    )
+    cp = inst.ctl("install", "jid")
+    assert cp.returncode == 6
+    assert "no release asset named jid_linux_amd64.tar.gz" in cp.stderr
+    assert "jid_linux_amd64.zip" in cp.stderr  # the candidates are listed
+    assert not world.requests_to("jid_linux_amd64.tar.gz", role="web")
+
+
+def test_rate_limited_api(inst: Tsuku, world: FakeGitHub) -> None:
+    world.rate_limit_remaining = 0
+    cp = inst.ctl("install", "atlantis")
+    assert cp.returncode == 5, cp.stderr
+    assert "GitHub API rate limit exceeded" in cp.stderr
+    assert "hint:" in cp.stderr and "GITHUB_TOKEN" in cp.stderr
+    assert_nothing_installed(inst)
+    ev = failed_event(inst)
+    assert ev["stage"] == "resolve" and ev["error_code"] == "github_rate_limited"
+
+
+def test_tar_slip_release_fails_cleanly(inst: Tsuku, world: FakeGitHub) -> None:
+    good = tarfile.TarInfo("slip/slip")
+    good.mode = 0o755
+    evil = tarfile.TarInfo("slip/../../../../escaped-by-tsuku-test.txt")
+    evil.mode = 0o644
+    data = raw_tar([(good, script("slip", "1.0.0")), (evil, b"owned\n")])
+    world.add_repo(
+        FakeRepo("evil/slip", [FakeRelease("v1.0.0", [FakeAsset("slip-1.0.0.tar.gz", data)])])
+    )
+    local_recipe(
+        inst,
+        "slip",
+        '[metadata]\nname = "slip"\n\n[[steps]]\naction = "github_archive"\nrepo = "evil/slip"\n'
+        'asset_pattern = "slip-{version}.tar.gz"\nstrip_dirs = 1\nbinaries = ["slip"]\n',
+    )
+    cp = inst.ctl("install", "slip")
+    assert cp.returncode == 6, cp.stderr
+    assert "slip-1.0.0.tar.gz" in cp.stderr and ".." in cp.stderr
+    assert "nothing was installed" in cp.stderr
+    for base in (inst.home, inst.home.parent, inst.home / "tools"):
+        assert not list(Path(base).glob("**/escaped-by-tsuku-test.txt"))
+    assert_nothing_installed(inst)
+    assert failed_event(inst)["error_code"] == "archive_unsafe"
+
+
+def test_failed_verify_keeps_the_previous_version(inst: Tsuku) -> None:
+    inst.ctl("install", "age@1.1.1", check=True)
+    recipe = (Path(__file__).parents[4] / "shared/fixtures/tsuku-recipes/a/age.toml").read_text()
+    local_recipe(
+        inst, "age", recipe.replace('pattern = "v{version}"', 'pattern = "v{version}-xyz"')
+    )
+    cp = inst.ctl("install", "age@1.2.0")
+    assert cp.returncode == 7, cp.stderr
+    assert "pattern mismatch" in cp.stderr and "Missing: v1.2.0-xyz" in cp.stderr
+    assert "Got: age v1.2.0" in cp.stderr
+    assert tree(inst.home) == ["tools/age-1.1.1", "bin/age", "bin/age-keygen"]
+    assert installed(inst)["age"]["version"] == "1.1.1"
+    assert inst.ctl("verify", "age").returncode == 0
+    assert failed_event(inst)["stage"] == "verify"
+
+
+def test_binary_not_in_archive(inst: Tsuku) -> None:
+    recipe = (Path(__file__).parents[4] / "shared/fixtures/tsuku-recipes/s/stern.toml").read_text()
+    local_recipe(
+        inst, "stern", recipe.replace('binaries = ["stern"]', 'binaries = ["bin/stern"]', 1)
+    )
+    cp = inst.ctl("install", "stern")
+    assert cp.returncode == 6
+    assert "bin/stern is not a file in stern_1.32.0_linux_amd64.tar.gz" in cp.stderr
+    assert "it has: LICENSE, stern" in cp.stderr
+    assert_nothing_installed(inst)
+
+
+def test_unsupported_recipes(inst: Tsuku) -> None:
+    local_recipe(
+        inst,
+        "maconly",
+        '[metadata]\nname = "maconly"\nsupported_os = ["darwin"]\n'
+        'unsupported_reason = "Only macOS builds are published."\n\n'
+        '[[steps]]\naction = "github_file"\nrepo = "a/b"\nasset_pattern = "x"\nbinary = "x"\n',
+    )
+    cp = inst.ctl("install", "maconly")
+    assert cp.returncode == 6 and "not available for linux/amd64" in cp.stderr
+    assert "hint: Only macOS builds are published." in cp.stderr
+    local_recipe(
+        inst,
+        "brewed",
+        '[metadata]\nname = "brewed"\n\n[[steps]]\naction = "homebrew"\nformula = "brewed"\n',
+    )
+    cp = inst.ctl("install", "brewed")
+    assert cp.returncode == 6 and "action homebrew is not supported yet" in cp.stderr
+
+
+def test_not_found(inst: Tsuku) -> None:
+    cp = inst.ctl("install", "no-such-tool")
+    assert cp.returncode == 3 and "no recipe for no-such-tool" in cp.stderr
+    cp = inst.ctl("install", "age@9.9.9")
+    assert cp.returncode == 4 and "version 9.9.9 not found for FiloSottile/age" in cp.stderr
+    cp = inst.ctl("remove", "age")
+    assert cp.returncode == 1 and "age is not installed" in cp.stderr
+    cp = inst.ctl("verify", "age")
+    assert cp.returncode == 1
+
+
+def test_binary_names_are_not_taken_over(inst: Tsuku) -> None:
+    inst.ctl("install", "kind", check=True)
+    local_recipe(
+        inst,
+        "kind2",
+        '[metadata]\nname = "kind2"\n\n[[steps]]\naction = "github_file"\n'
+        'repo = "kubernetes-sigs/kind"\nasset_pattern = "kind-{os}-{arch}"\nbinary = "kind"\n',
+    )
+    cp = inst.ctl("install", "kind2")
+    assert cp.returncode == 6 and "belongs to kind" in cp.stderr
+    assert tree(inst.home) == ["tools/kind-2.5.0", "bin/kind"]
+
+
+def test_tampered_binary_fails_verify(inst: Tsuku) -> None:
+    inst.ctl("install", "cosign", check=True)
+    target = inst.home / "tools" / "cosign-2.5.0" / "bin" / "cosign"
+    target.write_text('#!/bin/sh\necho "cosign v2.5.0"\n# changed\n')
+    cp = inst.ctl("verify", "cosign")
+    assert cp.returncode == 7
+    assert "changed since install" in cp.stderr and "--force" in cp.stderr
+    verified = [e for e in events(inst) if e["type"] == "install.verified"]
+    assert verified[-1]["payload"]["ok"] is False

@@ -1,0 +1,90 @@
+"""Downloads stream to disk with their sha256; checksum files and mismatches."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.http import FakeHTTPServer, Reply
+from tsukud.install.download import (
+    AssetMissing,
+    ChecksumMismatch,
+    DownloadError,
+    check_sha256,
+    download,
+    parse_checksum_file,
+)
+from tsukud.net.http import Http, ResponseTooLarge
+
+
+@pytest.fixture
+def server() -> Iterator[FakeHTTPServer]:
+    with FakeHTTPServer() as s:
+        yield s
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[Http]:
+    h = Http(allowed_hosts=lambda: {"127.0.0.1"})
+    yield h
+    await h.aclose()
+
+
+async def test_download_hashes_while_streaming(
+    http: Http, server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    data = b"0123456789abcdef" * 700_000  # ~11 MB: several batches
+    server.push(Reply(302, headers={"location": "/cdn/x"}), Reply(body=data))
+    seen: list[tuple[int, int | None]] = []
+
+    async def progress(done: int, total: int | None) -> None:
+        seen.append((done, total))
+
+    res = await download(
+        http, server.url + "/x", tmp_path / "x.bin", on_progress=progress, progress_interval=0
+    )
+    assert res.sha256 == hashlib.sha256(data).hexdigest() and res.size == len(data)
+    assert (tmp_path / "x.bin").read_bytes() == data
+    assert (tmp_path / "x.bin").stat().st_mode & 0o777 == 0o600
+    assert res.final_url.endswith("/cdn/x")
+    assert seen[0] == (0, len(data)) and seen[-1] == (len(data), len(data))
+
+
+async def test_download_errors(http: Http, server: FakeHTTPServer, tmp_path: Path) -> None:
+    server.push(Reply(404, body=b"Not Found"))
+    with pytest.raises(AssetMissing) as err:
+        await download(http, server.url + "/gone.tar.gz", tmp_path / "a")
+    assert "gone.tar.gz" in err.value.message and err.value.exit_code == 5
+    server.push(Reply(500))
+    with pytest.raises(DownloadError, match="HTTP 500"):
+        await download(http, server.url + "/err", tmp_path / "b")
+    server.push(Reply(body=b"x" * 5000))
+    with pytest.raises(ResponseTooLarge):
+        await download(http, server.url + "/big", tmp_path / "c", max_bytes=1000)
+    (tmp_path / "d").write_bytes(b"")
+    with pytest.raises(FileExistsError):  # never overwrite: staging files are fresh
+        await download(http, server.url + "/x", tmp_path / "d")
+
+
+def test_check_sha256_names_file_and_hashes() -> None:
+    good = hashlib.sha256(b"a").hexdigest()
+    bad = hashlib.sha256(b"b").hexdigest()
+    check_sha256("tool.tar.gz", good, "sha256:" + good.upper(), "GitHub's asset digest")
+    with pytest.raises(ChecksumMismatch) as err:
+        check_sha256("tool.tar.gz", bad, good, "GitHub's asset digest")
+    msg = err.value.message
+    assert "tool.tar.gz" in msg and good in msg and bad in msg and "GitHub" in msg
+    assert err.value.exit_code == 6
+
+
+def test_parse_checksum_file() -> None:
+    a, b = "a" * 64, "B" * 64
+    text = f"{a}  tool_linux_amd64.tar.gz\n{b} *tool_darwin_arm64.tar.gz\n"
+    assert parse_checksum_file(text, "tool_linux_amd64.tar.gz") == a
+    assert parse_checksum_file(text, "tool_darwin_arm64.tar.gz") == b.lower()
+    assert parse_checksum_file(text, "other.zip") is None
+    assert parse_checksum_file(f"{a}\n", "anything") == a
+    assert parse_checksum_file("not a hash\n", "anything") is None

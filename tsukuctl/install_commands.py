@@ -1,0 +1,258 @@
+"""``tsukuctl install|list|remove|verify|info|update-registry``.
+
+Standard library only (this module is loaded with the rest of the CLI). Progress goes
+to stderr (a live line on a terminal, one line per stage otherwise); the final answer is
+one clear line on stdout, or one JSON object with ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from tsukuctl import render
+from tsukuctl.cli import out, rpc
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "?"
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+class Progress:
+    """Renders install progress frames on stderr."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
+        self._live = False
+        self._last_file: str | None = None
+
+    def _line(self, text: str) -> None:
+        if self._live:
+            sys.stderr.write("\r\x1b[K")
+            self._live = False
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+    def __call__(self, p: dict[str, Any]) -> None:
+        if self.quiet:
+            return
+        stage = p.get("stage")
+        tool = p.get("tool", "")
+        if stage == "resolving":
+            wanted = f"@{p['requested']}" if p.get("requested") else ""
+            self._line(f"resolving {tool}{wanted}…")
+        elif stage == "downloading":
+            done, total, name = p.get("bytes", 0), p.get("total"), p.get("file", "")
+            if self.tty:
+                pct = f" ({100 * done // total}%)" if total else ""
+                sys.stderr.write(f"\r\x1b[Kdownloading {name}  {_size(done)} / {_size(total)}{pct}")
+                sys.stderr.flush()
+                self._live = True
+                if total is not None and done >= total:
+                    self._line(f"downloaded {name} ({_size(done)})")
+            elif name != self._last_file:
+                self._last_file = name
+                self._line(f"downloading {name} ({_size(total)})…")
+        elif stage == "verifying_checksum":
+            pass
+        elif stage == "verified_checksum":
+            checked = p.get("checked") or []
+            against = {
+                "github_digest": "GitHub's digest",
+                "recipe": "the recipe",
+                "checksum_file": "the release's checksum file",
+            }
+            what = ", ".join(against.get(c, c) for c in checked)
+            suffix = f" (matches {what})" if what else " (no published checksum to compare)"
+            self._line(f"sha256 {p.get('sha256', '')}{suffix}")
+        elif stage == "extracting":
+            self._line(f"extracting {p.get('file', '')}…")
+        elif stage == "installing":
+            self._line(f"installing {tool} {p.get('version', '')}…")
+        elif stage == "verifying":
+            self._line(f"verifying: {p.get('command', '')}")
+
+    def close(self) -> None:
+        if self._live:
+            sys.stderr.write("\n")
+            self._live = False
+
+
+def _split(spec: str) -> tuple[str, str | None]:
+    name, _, version = spec.partition("@")
+    return name, version or None
+
+
+def _path_note(links: list[str]) -> None:
+    if not links:
+        return
+    bin_dir = os.path.dirname(links[0])
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    if bin_dir not in path:
+        sys.stderr.write(f'note: {bin_dir} is not on PATH; add it: export PATH="{bin_dir}:$PATH"\n')
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    name, version = _split(args.tool)
+    progress = Progress(quiet=args.json)
+    try:
+        res = rpc(
+            args,
+            "install",
+            {"tool": name, "version": version, "force": args.force, "yes": args.yes},
+            on_progress=progress,
+        )
+    finally:
+        progress.close()
+    if args.json:
+        out(render.jsonl(res))
+        return 0
+    if res.get("already_installed"):
+        out(f"{res['tool']} {res['version']} is already installed (--force reinstalls it)")
+        return 0
+    bins = ", ".join(res.get("binaries") or []) or "no binaries"
+    replaced = f", replacing {res['replaced']}" if res.get("replaced") else ""
+    out(f"installed {res['tool']} {res['version']} ({bins}) in {res['install_dir']}{replaced}")
+    _path_note(res.get("links") or [])
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    res = rpc(args, "tools.list")
+    tools = res["tools"]
+    if args.json:
+        out(render.jsonl(res))
+        return 0
+    if not tools:
+        out("no tools installed")
+        return 0
+    rows = [
+        [
+            t["tool"],
+            t["version"],
+            ", ".join(t["binaries"]),
+            (t.get("installed_at") or "")[:19].replace("T", " "),
+            t.get("recipe_source") or "",
+        ]
+        for t in tools
+    ]
+    out(render.table(("TOOL", "VERSION", "BINARIES", "INSTALLED (UTC)", "RECIPE"), rows))
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    res = rpc(args, "tools.remove", {"tool": args.tool})
+    if args.json:
+        out(render.jsonl(res))
+        return 0
+    out(f"removed {res['tool']} {res['version']}")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    res = rpc(args, "tools.verify", {"tool": args.tool})
+    if args.json:
+        out(render.jsonl(res))
+        return 0
+    said = (res.get("output") or "").splitlines()
+    printed = f"; verify printed {said[0]!r}" if said else ""
+    out(
+        f"{res['tool']} {res['version']} ok: {len(res['binaries'])} binaries match their "
+        f"recorded sha256{printed}"
+    )
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    res = rpc(args, "tools.info", {"tool": args.tool})
+    if args.json:
+        out(render.jsonl(res))
+        return 0
+    lines = [f"{res['tool']}" + (f": {res['description']}" if res.get("description") else "")]
+    if res.get("homepage"):
+        lines.append(f"homepage     {res['homepage']}")
+    if res.get("recipe_source"):
+        stale = " (cached copy; registry unreachable)" if res.get("recipe_stale") else ""
+        lines.append(f"recipe       {res['recipe_source']}: {res['recipe_path']}{stale}")
+    if "supported" in res:
+        if res["supported"]:
+            steps = "; ".join(
+                f"{s['action']} {s['repo']} {s['asset_pattern']}" for s in res["steps"]
+            )
+            lines.append(f"platform     {res['platform']}: supported ({steps})")
+        else:
+            lines.append(f"platform     {res['platform']}: {res['unsupported_reason']}")
+    if res.get("verify"):
+        lines.append(f"verify       {res['verify']['command']}")
+    inst = res.get("installed")
+    if inst:
+        bins = ", ".join(sorted(inst.get("binaries") or {}))
+        lines.append(f"installed    {inst['version']} ({bins}) in {inst['install_dir']}")
+        lines.append(f"installed at {inst.get('installed_at', '')}")
+    else:
+        lines.append("installed    no")
+    if res.get("recipe_error"):
+        lines.append(f"recipe error {res['recipe_error']}")
+    out("\n".join(lines))
+    return 0
+
+
+def cmd_update_registry(args: argparse.Namespace) -> int:
+    res = rpc(args, "registry.update")
+    if args.json:
+        out(render.jsonl(res))
+        return 0
+    out(
+        f"registry updated: {res['recipes_listed']} recipes listed in {res['manifest_url']}; "
+        f"{len(res['refreshed'])} cached recipes refreshed"
+        + (f", {len(res['removed'])} removed" if res["removed"] else "")
+        + (f", {len(res['failed'])} failed" if res["failed"] else "")
+    )
+    for name, message in sorted(res["failed"].items()):
+        sys.stderr.write(f"  {name}: {message}\n")
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("install", help="install a tool from its recipe: install <tool>[@version]")
+    p.add_argument("tool", help="tool name, optionally with @version (age@1.2.0)")
+    p.add_argument("--force", action="store_true", help="reinstall, and take over binary names")
+    p.add_argument("-y", "--yes", action="store_true", help="answer yes to confirmations")
+    p.add_argument("--json", action="store_true", help="the result as one JSON object")
+    p.set_defaults(fn=cmd_install)
+
+    p = sub.add_parser("list", help="installed tools")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_list)
+
+    p = sub.add_parser("remove", help="remove an installed tool")
+    p.add_argument("tool")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_remove)
+
+    p = sub.add_parser("verify", help="re-run a tool's verify command and re-hash its binaries")
+    p.add_argument("tool")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_verify)
+
+    p = sub.add_parser("info", help="a tool's recipe, platform support and install state")
+    p.add_argument("tool")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_info)
+
+    p = sub.add_parser("update-registry", help="refresh the recipe registry's manifest and cache")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_update_registry)

@@ -1,0 +1,182 @@
+"""Downloading release assets: streamed to disk, sha256 computed on the way, checked.
+
+The body is read by one task and written (and hashed) by another in a worker thread, so
+network reads and disk writes overlap and the event loop never blocks on the disk.
+Files are created exclusively (``O_EXCL``, 0600) inside the caller's private staging
+directory. Progress is reported at most every ``progress_interval`` seconds.
+
+Checksums: :func:`check_sha256` compares a computed digest with an expected one and
+raises :class:`ChecksumMismatch` naming the file, the source of the expectation
+(GitHub's asset ``digest``, the recipe, a checksum file) and both hashes.
+:func:`parse_checksum_file` reads ``sha256sum``-style files the way the reference does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import msgspec
+import trio
+
+from tsukud.errors import ExitCode, TsukuError
+from tsukud.net.http import MB, Http, HttpError, HttpStatusError
+
+DEFAULT_MAX_BYTES = 2 * 1024 * MB
+CHUNK = 1 * MB
+_HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
+
+Progress = Callable[[int, int | None], Awaitable[None]]
+
+
+class DownloadError(TsukuError):
+    code = "download_failed"
+    exit_code = ExitCode.NETWORK
+    retryable = True
+
+
+class AssetMissing(DownloadError):
+    """The download URL answered 404: the release has no such file (any more)."""
+
+    code = "asset_download_not_found"
+    retryable = False
+
+
+class ChecksumMismatch(TsukuError):
+    code = "checksum_mismatch"
+    exit_code = ExitCode.INSTALL_FAILED
+    default_hint = (
+        "The downloaded file is not the one that was published or validated; nothing was "
+        "installed. If the release was re-uploaded on purpose, the recipe's checksum must "
+        "be updated."
+    )
+
+
+class DownloadResult(msgspec.Struct, frozen=True, kw_only=True):
+    path: str
+    size: int
+    sha256: str
+    url: str
+    final_url: str
+
+
+def check_sha256(file: str, actual: str, expected: str, source: str) -> None:
+    """Raise :class:`ChecksumMismatch` unless ``actual`` equals ``expected`` (hex)."""
+    expected = expected.strip().lower().removeprefix("sha256:")
+    if actual.lower() != expected:
+        raise ChecksumMismatch(
+            f"checksum mismatch for {file}: {source} says sha256 {expected}, "
+            f"the download has sha256 {actual}",
+            file=file,
+            expected=expected,
+            actual=actual,
+            source=source,
+        )
+
+
+def parse_checksum_file(text: str, filename: str) -> str | None:
+    """The sha256 for ``filename`` in a checksum file. One line: its first field; several:
+    the line naming the file (``<hash>  name`` or ``<hash> *name``). None if absent."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+    if len(lines) == 1:
+        first = lines[0].split()[0]
+        return first.lower() if _HEX64.match(first) else None
+    for ln in lines:
+        fields = ln.split()
+        if len(fields) >= 2 and _HEX64.match(fields[0]):
+            name = fields[-1].lstrip("*")
+            if name == filename or name.endswith("/" + filename):
+                return fields[0].lower()
+    return None
+
+
+class _Sink:
+    """The file and the running hash, used from a worker thread one batch at a time."""
+
+    def __init__(self, path: Path) -> None:
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        self.hash = hashlib.sha256()
+
+    def write(self, parts: list[bytes]) -> None:
+        for part in parts:
+            self.hash.update(part)
+            view = memoryview(part)
+            while view:
+                n = os.write(self.fd, view)
+                view = view[n:]
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+async def download(
+    http: Http,
+    url: str,
+    dest: Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    on_progress: Progress | None = None,
+    progress_interval: float = 0.1,
+) -> DownloadResult:
+    """Stream ``url`` into the new file ``dest``. On error ``dest`` may hold partial
+    data; the caller owns the (staging) directory and removes it."""
+    sink = _Sink(dest)
+    size = 0
+    try:
+        try:
+            async with http.stream(url, max_bytes=max_bytes) as resp:
+                total = resp.content_length
+                if on_progress is not None:
+                    await on_progress(0, total)
+                send, recv = trio.open_memory_channel[list[bytes]](4)
+
+                async def writer() -> None:
+                    async with recv:
+                        async for batch in recv:
+                            await trio.to_thread.run_sync(sink.write, batch)
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(writer)
+                    async with send:
+                        batch: list[bytes] = []
+                        pending = 0
+                        last = trio.current_time()
+                        async for chunk in resp.chunks(CHUNK):
+                            size += len(chunk)
+                            batch.append(chunk)
+                            pending += len(chunk)
+                            if pending >= 4 * CHUNK:
+                                await send.send(batch)
+                                batch, pending = [], 0
+                            if on_progress is not None:
+                                now = trio.current_time()
+                                if now - last >= progress_interval:
+                                    last = now
+                                    await on_progress(size, total)
+                        if batch:
+                            await send.send(batch)
+                final_url = resp.url
+        except HttpStatusError as exc:
+            if exc.status == 404:
+                raise AssetMissing(
+                    f"{exc.url}: not found (HTTP 404)",
+                    hint="The release does not (or no longer) provide this file.",
+                    url=exc.url,
+                ) from None
+            raise DownloadError(
+                f"download of {exc.url} failed: HTTP {exc.status}", url=exc.url, status=exc.status
+            ) from None
+        except HttpError as exc:
+            if type(exc) is HttpError:
+                raise DownloadError(f"download failed: {exc.message}", **exc.data) from None
+            raise
+    finally:
+        sink.close()
+    if on_progress is not None:
+        await on_progress(size, size)
+    return DownloadResult(
+        path=str(dest), size=size, sha256=sink.hash.hexdigest(), url=url, final_url=final_url
+    )

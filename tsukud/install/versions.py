@@ -1,0 +1,161 @@
+"""Which release a recipe installs: the latest, or the version a user asked for.
+
+* **Latest** (no ``tag_prefix``): GitHub's ``releases/latest`` (newest non-draft,
+  non-prerelease release; one request that also brings the asset list and digests).
+  When the repository has no release (404), the tags are listed instead and the highest
+  stable version wins (``tsukud.recipe.version.latest_version``).
+* **Latest with a tag prefix** (monorepos, ``[version] github_repo`` + ``tag_prefix``):
+  the releases are listed (drafts and prereleases skipped) and filtered by prefix; tags
+  again as the fallback.
+* **A specific version** (``tool@1.2.3``): the likely tags (``v1.2.3``, ``1.2.3``, or
+  ``<prefix>1.2.3``) are fetched directly; if none exists, releases and tags are listed
+  and matched with the reference's rules (``find_version``), so ``Release_1_2_3`` or a
+  prefix's fuzzy ``1.29`` → ``1.29.3`` still resolve.
+
+Results are cached in memory for ``ttl`` seconds (the HTTP layer below also caches and
+revalidates each API response with its ETag).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import msgspec
+
+from tsukud.github.client import GitHub, Release, ReleaseNotFound
+from tsukud.recipe import (
+    Recipe,
+    ResolvedVersion,
+    VersionNotFound,
+    find_version,
+    latest_version,
+    tag_to_version,
+    version_source,
+)
+from tsukud.recipe.version import candidate_tags
+
+DEFAULT_TTL = 600.0
+
+
+class Resolution(msgspec.Struct, frozen=True, kw_only=True):
+    """A resolved version and, when the tag has a GitHub release, that release."""
+
+    resolved: ResolvedVersion
+    repo: str
+    requested: str | None
+    how: str  # latest-release | latest-listed | latest-tag | tag | listed
+    release: Release | None = None
+
+    @property
+    def version(self) -> str:
+        return self.resolved.version
+
+    @property
+    def tag(self) -> str:
+        return self.resolved.tag
+
+
+class VersionResolver:
+    def __init__(
+        self, github: GitHub, *, ttl: float = DEFAULT_TTL, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.github = github
+        self.ttl = ttl
+        self._clock = clock
+        self._cache: dict[tuple[str, str, str], tuple[float, Resolution]] = {}
+
+    def forget(self) -> None:
+        self._cache.clear()
+
+    async def resolve(self, recipe: Recipe, requested: str | None = None) -> Resolution:
+        source = version_source(recipe)
+        stable = recipe.version.stable_qualifiers if recipe.version is not None else None
+        requested = (requested or "").strip() or None
+        key = (source.repo.lower(), source.tag_prefix or "", requested or "")
+        hit = self._cache.get(key)
+        now = self._clock()
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        if requested is None:
+            res = await self._latest(source.repo, source.tag_prefix, stable)
+        else:
+            res = await self._specific(source.repo, source.tag_prefix, requested)
+        self._cache[key] = (now + self.ttl, res)
+        return res
+
+    async def _release_or_none(self, repo: str, tag: str) -> Release | None:
+        try:
+            return await self.github.release_by_tag(repo, tag)
+        except ReleaseNotFound:
+            return None
+
+    async def _latest(
+        self, repo: str, prefix: str | None, stable: tuple[str, ...] | None
+    ) -> Resolution:
+        if not prefix:
+            try:
+                release = await self.github.latest_release(repo)
+            except ReleaseNotFound:
+                pass
+            else:
+                version = tag_to_version(release.tag_name) or release.tag_name
+                return Resolution(
+                    resolved=ResolvedVersion(version, release.tag_name),
+                    repo=repo,
+                    requested=None,
+                    how="latest-release",
+                    release=release,
+                )
+        else:
+            releases = [
+                r for r in await self.github.releases(repo) if not r.draft and not r.prerelease
+            ]
+            tags = [r.tag_name for r in releases]
+            if any(tag_to_version(t, prefix) is not None for t in tags):
+                resolved = latest_version(
+                    tags, tag_prefix=prefix, stable_qualifiers=stable, repo=repo
+                )
+                release = next(r for r in releases if r.tag_name == resolved.tag)
+                return Resolution(
+                    resolved=resolved,
+                    repo=repo,
+                    requested=None,
+                    how="latest-listed",
+                    release=release,
+                )
+        tags = await self.github.tags(repo)
+        resolved = latest_version(tags, tag_prefix=prefix, stable_qualifiers=stable, repo=repo)
+        return Resolution(
+            resolved=resolved,
+            repo=repo,
+            requested=None,
+            how="latest-tag",
+            release=await self._release_or_none(repo, resolved.tag),
+        )
+
+    async def _specific(self, repo: str, prefix: str | None, requested: str) -> Resolution:
+        for tag in candidate_tags(requested.removeprefix("v") if not prefix else requested, prefix):
+            release = await self._release_or_none(repo, tag)
+            if release is not None and not release.draft:
+                version = tag_to_version(tag, prefix) or requested
+                return Resolution(
+                    resolved=ResolvedVersion(version, tag),
+                    repo=repo,
+                    requested=requested,
+                    how="tag",
+                    release=release,
+                )
+        releases = [r for r in await self.github.releases(repo) if not r.draft]
+        listed = [r.tag_name for r in releases]
+        try:
+            resolved = find_version(requested, listed, tag_prefix=prefix, repo=repo)
+        except VersionNotFound:
+            tags = await self.github.tags(repo)
+            resolved = find_version(requested, [*listed, *tags], tag_prefix=prefix, repo=repo)
+        release = next((r for r in releases if r.tag_name == resolved.tag), None)
+        if release is None:
+            release = await self._release_or_none(repo, resolved.tag)
+        return Resolution(
+            resolved=resolved, repo=repo, requested=requested, how="listed", release=release
+        )

@@ -1,0 +1,85 @@
+"""RPC methods for installing tools (schema/rpc.md, "Install").
+
+The install service (``tsukud.install.installer``) pulls in httpx2, so it is imported
+inside the handlers: loading this module at daemon start-up costs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from tsukud.daemon import Daemon
+from tsukud.errors import UsageError
+from tsukud.rpc.registry import NoParams, method
+from tsukud.rpc.server import Call
+
+if TYPE_CHECKING:
+    from tsukud.install.installer import Installer
+
+
+def _installer(d: Daemon) -> Installer:
+    from tsukud.install.installer import Installer
+
+    return d.service(Installer.from_daemon)
+
+
+def split_spec(tool: str, version: str | None) -> tuple[str, str | None]:
+    """``age@1.2.0`` → ("age", "1.2.0"); an explicit ``version`` param must agree."""
+    name, at, spec_version = tool.partition("@")
+    if at and not spec_version:
+        raise UsageError(f"{tool!r}: nothing after '@'", hint="Write tool@1.2.3 or just tool.")
+    if at and version and version != spec_version:
+        raise UsageError(f"{tool!r} and version {version!r} disagree")
+    return name.strip(), (spec_version or version or None)
+
+
+class InstallParams(msgspec.Struct, forbid_unknown_fields=True):
+    tool: str
+    version: str | None = None
+    force: bool = False
+    yes: bool = False  # reserved: confirmations (discovery, generated recipes) come later
+
+
+@method("install", InstallParams)
+async def install(d: Daemon, p: InstallParams, call: Call) -> dict[str, Any]:
+    """Install ``tool[@version]``; progress frames ``{stage, tool, ...}`` as it goes."""
+    name, version = split_spec(p.tool, p.version)
+    return await _installer(d).install(name, version, force=p.force, progress=call.progress)
+
+
+@method("tools.list", NoParams)
+async def tools_list(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+    """Installed tools, from the ledger's installed-tools projection (no network)."""
+    from tsukud.install.layout import installed_rows
+
+    return {"tools": installed_rows(d.state.installed.tools)}
+
+
+class ToolParams(msgspec.Struct, forbid_unknown_fields=True):
+    tool: str
+
+
+@method("tools.remove", ToolParams)
+async def tools_remove(d: Daemon, p: ToolParams, call: Call) -> dict[str, Any]:
+    """Remove an installed tool: its bin links, its directory; ``install.removed``."""
+    return await _installer(d).remove(p.tool)
+
+
+@method("tools.verify", ToolParams)
+async def tools_verify(d: Daemon, p: ToolParams, call: Call) -> dict[str, Any]:
+    """Re-run the verify command and re-hash the binaries against the recorded sha256."""
+    return await _installer(d).verify(p.tool)
+
+
+@method("tools.info", ToolParams)
+async def tools_info(d: Daemon, p: ToolParams, call: Call) -> dict[str, Any]:
+    """Recipe metadata, platform support and the installed record of one tool."""
+    return await _installer(d).info(p.tool)
+
+
+@method("registry.update", NoParams)
+async def registry_update(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+    """Refetch the registry manifest and every cached recipe."""
+    return await _installer(d).registry.update()
