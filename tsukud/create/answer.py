@@ -1,0 +1,414 @@
+"""The ``extract_pattern`` answer and the one way an answer becomes a recipe.
+
+The answer's shape is the design's (ARCHITECTURE.md §3), so recorded sessions and
+other tools can rely on it. Both the LLM and the deterministic matcher produce it, and
+:func:`answer_to_recipe` is the only converter: a recipe never differs because of who
+wrote the answer.
+
+Validation rejects what the renderer would accept but a generated recipe must not
+contain: a literal release version where ``{version}`` belongs, placeholders other than
+``{version}``/``{os}``/``{arch}``, wildcards, unsafe characters, paths that leave the
+install directory and verify commands a shell would read as more than one command.
+Every problem becomes a :class:`~tsukud.create.findings.Finding` the model can act on.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import msgspec
+
+from tsukud.create.assets import unsafe_name_reason
+from tsukud.create.findings import SCHEMA, Finding, errors, format_findings
+from tsukud.create.static_checks import (
+    binary_path_findings,
+    literal_version_findings,
+    verify_command_findings,
+)
+from tsukud.create.tokens import libc_of
+from tsukud.errors import ExitCode, TsukuError
+from tsukud.recipe import (
+    STANDARD_PLATFORMS,
+    ArchiveFormat,
+    Binary,
+    GitHubArchiveStep,
+    GitHubFileStep,
+    Metadata,
+    Platform,
+    Recipe,
+    Verify,
+    VersionSection,
+    When,
+    detect_format,
+    expand,
+)
+
+AssetType = Literal["archive", "binary"]
+AnswerFormat = Literal["tar.gz", "tar.xz", "tar.bz2", "zip"]
+OS_NAMES = ("linux", "darwin")
+ARCH_NAMES = ("amd64", "arm64")
+PLACEHOLDERS = ("{version}", "{os}", "{arch}")
+MAX_BINARIES = 20
+MAX_STRIP_DIRS = 5
+MAX_PATTERN_LENGTH = 256
+
+_MAPPING_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~-]{0,63}")
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+_WILDCARDS = frozenset("*?[]")
+
+
+class Override(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True,
+               omit_defaults=True):  # fmt: skip
+    """What differs for one OS (or one OS/arch): unset fields come from the base."""
+
+    os: str
+    arch: str | None = None
+    asset_pattern: str | None = None
+    archive_format: AnswerFormat | None = None
+    asset_type: AssetType | None = None
+
+
+class ExtractPatternAnswer(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True,
+                           omit_defaults=True):  # fmt: skip
+    asset_type: AssetType
+    asset_pattern: str
+    os_mapping: dict[str, str]
+    arch_mapping: dict[str, str]
+    binaries: tuple[str, ...]
+    verify_command: str
+    archive_format: AnswerFormat | None = None
+    strip_dirs: int | None = None
+    verify_pattern: str | None = None
+    overrides: tuple[Override, ...] = ()
+
+
+class InvalidAnswer(TsukuError):
+    """An ``extract_pattern`` call the model must redo; ``findings`` says why."""
+
+    code = "invalid_answer"
+    exit_code = ExitCode.GENERAL
+
+    def __init__(self, findings: Sequence[Finding]) -> None:
+        super().__init__(
+            "extract_pattern input is invalid:\n" + format_findings(findings),
+            findings=[msgspec.to_builtins(f) for f in findings],
+        )
+        self.findings = list(findings)
+
+
+class RecipeContext(msgspec.Struct, frozen=True, kw_only=True):
+    """What the recipe needs besides the answer.
+
+    ``unsupported`` lists ``os/arch`` keys with no build, decided from the release
+    assets (the answer's schema cannot say it); ``notes`` attaches a remark to the step
+    that installs a platform (the libc choice, a Rosetta fallback).
+    """
+
+    repo: str
+    name: str
+    description: str | None = None
+    homepage: str | None = None
+    generated_by: str | None = None
+    versions: tuple[str, ...] = ()
+    unsupported: tuple[str, ...] = ()
+    notes: Mapping[str, str] = msgspec.field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------- validation
+
+
+class _Spec(msgspec.Struct, frozen=True):
+    """What one platform downloads: pattern, asset type and archive format."""
+
+    pattern: str
+    asset_type: str
+    archive_format: str | None
+
+
+def _apply(spec: _Spec, override: Override) -> _Spec:
+    """``override`` on top of ``spec``; a changed asset type drops the old format."""
+    asset_type = override.asset_type or spec.asset_type
+    fmt = spec.archive_format if asset_type == spec.asset_type else None
+    fmt = override.archive_format or fmt
+    return _Spec(override.asset_pattern or spec.pattern, asset_type, fmt)
+
+
+def _f(message: str) -> Finding:
+    return Finding(category=SCHEMA, message=message)
+
+
+def _pattern_findings(
+    pattern: str, answer: ExtractPatternAnswer, versions: Sequence[str], *, where: str
+) -> list[Finding]:
+    if not pattern.strip():
+        return [_f(f"{where} is empty")]
+    if len(pattern) > MAX_PATTERN_LENGTH:
+        return [_f(f"{where} is longer than {MAX_PATTERN_LENGTH} characters")]
+    unknown = [p for p in _PLACEHOLDER.findall(pattern) if p not in PLACEHOLDERS]
+    if unknown:
+        return [
+            _f(
+                f"{where} {pattern!r} uses {', '.join(unknown)}; only {{version}}, {{os}} "
+                "and {arch} are expanded"
+            )
+        ]
+    if not _WILDCARDS.isdisjoint(pattern):
+        return [_f(f"{where} {pattern!r} has wildcards; name the asset exactly")]
+    found = literal_version_findings(pattern, versions, where=where)
+    os_values = list(answer.os_mapping.values()) or ["linux"]
+    arch_values = list(answer.arch_mapping.values()) or ["amd64"]
+    sample = expand(pattern, version="1.0.0", os=os_values[0], arch=arch_values[0])
+    if "{" in sample or "}" in sample:
+        found.append(_f(f"{where} {pattern!r} has unbalanced braces"))
+    else:
+        reason = unsafe_name_reason(sample)
+        if reason is not None:
+            found.append(_f(f"{where} {pattern!r} is not a valid asset file name: {reason}"))
+    return found
+
+
+def _mapping_findings(
+    mapping: Mapping[str, str], allowed: Sequence[str], *, where: str
+) -> list[Finding]:
+    found = []
+    for key, value in mapping.items():
+        if key not in allowed:
+            found.append(
+                _f(f"{where} key {key!r} is not one of {', '.join(allowed)} (standard names)")
+            )
+        elif not _MAPPING_VALUE.fullmatch(value):
+            found.append(
+                _f(
+                    f"{where}.{key} = {value!r} must be the non-empty spelling used in the "
+                    "file names (letters, digits, . _ + ~ -; at most 64 characters)"
+                )
+            )
+    return found
+
+
+def _format_findings(
+    asset_type: str, fmt: str | None, pattern: str, *, where: str
+) -> list[Finding]:
+    suffix_format = detect_format(pattern.replace("{version}", "1.0.0"))
+    if asset_type == "binary":
+        if fmt is not None:
+            return [_f(f"{where}: archive_format applies only to asset_type 'archive'")]
+        if suffix_format is not ArchiveFormat.RAW:
+            return [
+                _f(
+                    f"{where}: {pattern!r} ends like a {suffix_format.value} archive; "
+                    "use asset_type 'archive'"
+                )
+            ]
+        return []
+    if fmt is None and suffix_format is ArchiveFormat.RAW:
+        return [
+            _f(
+                f"{where}: cannot tell the archive format of {pattern!r}; set "
+                "archive_format or use asset_type 'binary' for a bare executable"
+            )
+        ]
+    return []
+
+
+def validate_answer(answer: ExtractPatternAnswer, versions: Sequence[str] = ()) -> list[Finding]:
+    """Everything wrong with a decoded answer; ``versions`` are the releases' versions,
+    used to reject them written out literally."""
+    found = _pattern_findings(answer.asset_pattern, answer, versions, where="asset_pattern")
+    found += _format_findings(
+        answer.asset_type, answer.archive_format, answer.asset_pattern, where="asset_pattern"
+    )
+    found += _mapping_findings(answer.os_mapping, OS_NAMES, where="os_mapping")
+    found += _mapping_findings(answer.arch_mapping, ARCH_NAMES, where="arch_mapping")
+    if not answer.binaries:
+        found.append(_f("binaries is empty; list the executables to install"))
+    if len(answer.binaries) > MAX_BINARIES:
+        found.append(_f(f"binaries lists {len(answer.binaries)} entries (limit {MAX_BINARIES})"))
+    for i, path in enumerate(answer.binaries):
+        found += binary_path_findings(path, where=f"binaries[{i}]")
+        unknown = [p for p in _PLACEHOLDER.findall(path) if p != "{version}"]
+        if unknown or unsafe_name_reason(path.replace("/", "_").replace("{version}", "1")):
+            found.append(_f(f"binaries[{i}] {path!r} is not a plain relative path"))
+    if answer.strip_dirs is not None and not 0 <= answer.strip_dirs <= MAX_STRIP_DIRS:
+        found.append(_f(f"strip_dirs must be between 0 and {MAX_STRIP_DIRS}"))
+    found += verify_command_findings(answer.verify_command, where="verify_command")
+    command = answer.verify_command.split()
+    names = {posixpath.basename(b) for b in answer.binaries}
+    if command and names and command[0] not in names:
+        found.append(
+            _f(
+                f"verify_command runs {command[0]!r}, which is not among the installed "
+                f"binaries ({', '.join(sorted(names))})"
+            )
+        )
+    if answer.verify_pattern is not None:
+        if len(answer.verify_pattern) > 200 or not answer.verify_pattern.isprintable():
+            found.append(_f("verify_pattern must be printable text of at most 200 characters"))
+        found += literal_version_findings(answer.verify_pattern, versions, where="verify_pattern")
+    seen: set[tuple[str, str | None]] = set()
+    for i, override in enumerate(answer.overrides):
+        where = f"overrides[{i}]"
+        if override.os not in OS_NAMES:
+            found.append(_f(f"{where}.os {override.os!r} is not one of {', '.join(OS_NAMES)}"))
+        if override.arch is not None and override.arch not in ARCH_NAMES:
+            found.append(
+                _f(f"{where}.arch {override.arch!r} is not one of {', '.join(ARCH_NAMES)}")
+            )
+        key = (override.os, override.arch)
+        if key in seen:
+            found.append(_f(f"{where} repeats os={override.os} arch={override.arch}"))
+        seen.add(key)
+        if (
+            override.asset_pattern is None
+            and override.archive_format is None
+            and (override.asset_type is None)
+        ):
+            found.append(
+                _f(f"{where} changes nothing; give asset_pattern, archive_format or asset_type")
+            )
+            continue
+        base = _Spec(answer.asset_pattern, answer.asset_type, answer.archive_format)
+        spec = _apply(base, override)
+        if override.asset_pattern is not None:
+            found += _pattern_findings(
+                spec.pattern, answer, versions, where=f"{where}.asset_pattern"
+            )
+        found += _format_findings(spec.asset_type, spec.archive_format, spec.pattern, where=where)
+    return found
+
+
+def parse_answer(arguments: Any, *, versions: Sequence[str] = ()) -> ExtractPatternAnswer:
+    """Decode and validate the model's ``extract_pattern`` arguments (a dict, or JSON
+    text); raises :class:`InvalidAnswer` with every problem found."""
+    try:
+        if isinstance(arguments, str | bytes):
+            arguments = json.loads(arguments)
+        answer = msgspec.convert(arguments, ExtractPatternAnswer)
+    except (msgspec.ValidationError, ValueError) as exc:
+        raise InvalidAnswer(
+            [_f(f"extract_pattern input does not match the schema: {exc}")]
+        ) from None
+    problems = errors(validate_answer(answer, versions))
+    if problems:
+        raise InvalidAnswer(problems)
+    return answer
+
+
+# ----------------------------------------------------------------------- conversion
+
+
+def _effective(answer: ExtractPatternAnswer, target: Platform) -> _Spec:
+    """Base fields, then an OS-wide override, then an OS+arch one (most specific wins)."""
+    spec = _Spec(answer.asset_pattern, answer.asset_type, answer.archive_format)
+    ordered = sorted(
+        (o for o in answer.overrides if o.os == target.os and o.arch in (None, target.arch)),
+        key=lambda o: o.arch is not None,
+    )
+    for override in ordered:
+        spec = _apply(spec, override)
+    return spec
+
+
+def _when(group: Sequence[Platform], covered: Sequence[Platform]) -> When | None:
+    """The shortest ``when`` selecting exactly ``group`` among the covered platforms."""
+    if len(group) == len(covered):
+        return None
+    keys = {p.key for p in group}
+    oses = sorted({p.os for p in group}, key=OS_NAMES.index)
+    arches = {p.arch for p in group}
+    if all(f"{o}/{a}" in keys for o in oses for a in ARCH_NAMES):
+        return When(os=tuple(oses))
+    if len(arches) == 1:
+        return When(os=tuple(oses), arch=next(iter(arches)))
+    return When(platform=tuple(p.key for p in group))
+
+
+def _step(
+    answer: ExtractPatternAnswer, spec: _Spec, repo: str, when: When | None, note: str | None
+) -> GitHubArchiveStep | GitHubFileStep:
+    os_mapping = dict(answer.os_mapping) if "{os}" in spec.pattern else None
+    arch_mapping = dict(answer.arch_mapping) if "{arch}" in spec.pattern else None
+    if spec.asset_type == "binary":
+        return GitHubFileStep(
+            when=when,
+            note=note,
+            repo=repo,
+            asset_pattern=spec.pattern,
+            binary=posixpath.basename(answer.binaries[0]),
+            os_mapping=os_mapping or None,
+            arch_mapping=arch_mapping or None,
+        )
+    return GitHubArchiveStep(
+        when=when,
+        note=note,
+        repo=repo,
+        asset_pattern=spec.pattern,
+        archive_format=spec.archive_format,
+        strip_dirs=answer.strip_dirs or 0,
+        binaries=tuple(Binary(path) for path in answer.binaries),
+        os_mapping=os_mapping or None,
+        arch_mapping=arch_mapping or None,
+    )
+
+
+def _linux_libc(answer: ExtractPatternAnswer, covered: Sequence[Platform]) -> str | None:
+    """``glibc`` when every Linux build the recipe installs is a gnu one (it will not
+    run on musl systems); ``None`` otherwise."""
+    libcs = set()
+    for target in covered:
+        if target.os == "linux":
+            spec = _effective(answer, target)
+            name = expand(
+                spec.pattern,
+                version="0",
+                os=answer.os_mapping.get("linux", "linux"),
+                arch=answer.arch_mapping.get(target.arch, target.arch),
+            )
+            libcs.add(libc_of(name))
+    return "glibc" if libcs == {"gnu"} else None
+
+
+def answer_to_recipe(answer: ExtractPatternAnswer, context: RecipeContext) -> Recipe:
+    """The recipe for ``answer``: one step when every platform agrees, otherwise one
+    step per distinct (pattern, type, format) with a ``when`` clause, as tsuku's own
+    registry recipes do it. Raises :class:`InvalidAnswer` on validation errors."""
+    problems = errors(validate_answer(answer, context.versions))
+    if problems:
+        raise InvalidAnswer(problems)
+    covered = [p for p in STANDARD_PLATFORMS if p.key not in context.unsupported]
+    groups: dict[_Spec, list[Platform]] = {}
+    for target in covered:
+        groups.setdefault(_effective(answer, target), []).append(target)
+    steps = []
+    for spec, group in groups.items():
+        notes = [context.notes[p.key] for p in group if p.key in context.notes]
+        note = "; ".join(dict.fromkeys(notes)) or None
+        steps.append(_step(answer, spec, context.repo, _when(group, covered), note))
+    supported_os = tuple(o for o in OS_NAMES if any(p.os == o for p in covered))
+    supported_arch = tuple(a for a in ARCH_NAMES if any(p.arch == a for p in covered))
+    unsupported = tuple(
+        p.key
+        for p in STANDARD_PLATFORMS
+        if p not in covered and p.os in supported_os and p.arch in supported_arch
+    )
+    libc = _linux_libc(answer, covered)
+    metadata = Metadata(
+        name=context.name,
+        description=context.description,
+        homepage=context.homepage,
+        supported_os=supported_os if len(supported_os) < len(OS_NAMES) else None,
+        supported_arch=supported_arch if len(supported_arch) < len(ARCH_NAMES) else None,
+        supported_libc=(libc,) if libc else None,
+        unsupported_platforms=unsupported or None,
+        generated_by=context.generated_by,
+    )
+    return Recipe(
+        metadata=metadata,
+        version=VersionSection(source="github_releases", github_repo=context.repo),
+        steps=tuple(steps),
+        verify=Verify(command=answer.verify_command, pattern=answer.verify_pattern or "{version}"),
+    )

@@ -1,0 +1,554 @@
+"""The deterministic matcher: release asset lists in, an ``extract_pattern`` answer out,
+with no LLM and no cost.
+
+Each asset of the newest release is read as a template (``tool_{version}_{os}_{arch}.
+tar.gz`` plus the spellings its OS and arch took). For each of linux/darwin x
+amd64/arm64 the best template is chosen by explicit, ordered preferences, then the four
+choices are folded into one pattern with mappings and, where platforms disagree,
+overrides. The same answer type as the LLM's goes through the same converter, so the
+static checks judge both alike.
+
+Preferences, most important first:
+
+1. Architecture: a build named for the platform's arch; then a universal macOS build;
+   then a build naming no arch (only by elimination: on Linux it is the amd64 build,
+   and it serves arm64 only when an explicit amd64 build exists beside it); last, on
+   darwin/arm64 only, the amd64 build (Rosetta 2). Linux arm64 never gets an amd64
+   build: that is an exec format error, not a fallback.
+2. libc (Linux): static, then the build that names no libc (the project's default),
+   then musl, then gnu. So when a release has both musl and gnu builds (Rust triples),
+   musl wins: it is static and runs on glibc and musl systems, while a gnu build does
+   not run on Alpine. A musl build *beside an unlabelled one* is usually a dynamically
+   linked Alpine build (JDKs, Node) that does not run on glibc, so it does not win.
+   The choice is recorded in the result and in the recipe (a step note, or
+   ``supported_libc = ["glibc"]`` when only gnu builds exist).
+3. The asset name starts with the tool or repository name (``buf-…`` over
+   ``protoc-gen-buf-lint-…``).
+4. The naming has existed for at least ``min_releases`` releases.
+5. The shortest name once the archive suffix is removed: variants add words (``-lsp``,
+   ``-debug``, ``-pivkey-pkcs11key``), rarely remove them (mise's rule; ubi's
+   alphabetical rule is how ``-gnu`` beat ``-musl``).
+6. A bare executable over an archive of the same build (no guessing where the binary
+   sits inside), then tar.gz, tar.xz, zip, tar.bz2.
+7. Name order, so the result never depends on the API's ordering.
+
+Confidence starts at 1 and drops, with a reason each time, for naming newer than
+``min_releases`` releases, arch guesses, several equally plausible variants, platforms
+left without a build while some assets name no OS at all, and a single release.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+import msgspec
+
+from tsukud.create.answer import ExtractPatternAnswer, Override, RecipeContext, answer_to_recipe
+from tsukud.create.assets import (
+    Release,
+    fenced,
+    filter_release,
+    unsafe_name_reason,
+    usable_releases,
+)
+from tsukud.create.tokens import TARGET_ARCHES, TARGET_OSES, UNIVERSAL, ParsedAsset, parse_asset
+from tsukud.recipe import STANDARD_PLATFORMS, ArchiveFormat, Platform, Recipe, expand
+
+CONFIDENT = 0.8
+REPLAY_WINDOW = 10
+MAX_ALTERNATIVES = 4
+GENERATED_BY = "tsuku create (deterministic matcher)"
+
+_HOW_RANK = {"exact": 0, "universal": 1, "archless": 2, "rosetta": 3}
+_LIBC_RANK = {"static": 0, None: 1, "musl": 2, "gnu": 3}
+_FORMAT_RANK = {
+    ArchiveFormat.RAW: 0,
+    ArchiveFormat.TAR_GZ: 1,
+    ArchiveFormat.TAR_XZ: 2,
+    ArchiveFormat.ZIP: 3,
+    ArchiveFormat.TAR_BZ2: 4,
+    ArchiveFormat.TAR_ZST: 5,
+    ArchiveFormat.TAR: 6,
+}
+_ANSWER_FORMATS = {
+    ArchiveFormat.TAR_GZ: "tar.gz",
+    ArchiveFormat.TAR_XZ: "tar.xz",
+    ArchiveFormat.TAR_BZ2: "tar.bz2",
+    ArchiveFormat.ZIP: "zip",
+}
+_ARCHIVE_SUFFIX = re.compile(
+    r"\.(?:tar\.(?:gz|xz|bz2|zst|lz)|tgz|txz|tbz2?|tzst|tar|zip|gz|xz|bz2|zst)$", re.I
+)
+
+MUSL_NOTE = "musl build preferred over gnu: static, runs on glibc and musl systems"
+ROSETTA_NOTE = "no arm64 build is published; the amd64 build runs under Rosetta 2"
+
+
+class Option(msgspec.Struct, frozen=True, kw_only=True):
+    """One way to serve a platform: a template from the newest release and how well
+    it fits (``how``: exact, universal, archless or rosetta)."""
+
+    asset: ParsedAsset
+    how: str
+    replays: int
+
+    @property
+    def stem(self) -> str:
+        return _ARCHIVE_SUFFIX.sub("", self.asset.template)
+
+
+class PlatformChoice(msgspec.Struct, frozen=True, kw_only=True):
+    platform: str
+    asset: str
+    how: str
+    replays: int
+    libc: str | None = None
+    alternatives: tuple[str, ...] = ()
+
+
+class Candidate(msgspec.Struct, frozen=True, kw_only=True):
+    """A complete answer with how much to trust it and why."""
+
+    answer: ExtractPatternAnswer
+    confidence: float
+    reasons: tuple[str, ...]
+    choices: tuple[PlatformChoice, ...]
+    unsupported: tuple[str, ...]
+    notes: dict[str, str] = msgspec.field(default_factory=dict)
+
+    @property
+    def expected(self) -> dict[str, str]:
+        """``os/arch`` → the asset meant at the newest release (for the replay check)."""
+        return {c.platform: c.asset for c in self.choices}
+
+    def context(
+        self,
+        *,
+        repo: str,
+        name: str,
+        versions: Sequence[str] = (),
+        generated_by: str = GENERATED_BY,
+    ) -> RecipeContext:
+        return RecipeContext(
+            repo=repo,
+            name=name,
+            generated_by=generated_by,
+            versions=tuple(versions),
+            unsupported=self.unsupported,
+            notes=self.notes,
+        )
+
+
+class MatchResult(msgspec.Struct, frozen=True, kw_only=True):
+    """Ranked candidates (best first; empty when nothing matched) and what the matcher
+    could not place: names of the newest release that say nothing about their OS."""
+
+    candidates: tuple[Candidate, ...]
+    tag: str | None = None
+    # Standard platforms the newest release has no build for; the LLM path passes this
+    # to answer_to_recipe too, since the answer schema cannot say it.
+    unsupported: tuple[str, ...] = ()
+    unplaced: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def best(self) -> Candidate | None:
+        return self.candidates[0] if self.candidates else None
+
+    @property
+    def confident(self) -> bool:
+        return self.best is not None and self.best.confidence >= CONFIDENT
+
+
+# --------------------------------------------------------------------------- options
+
+
+def _name_rank(name: str, names: Sequence[str]) -> int:
+    lowered = name.lower()
+    for tool in names:
+        t = tool.lower()
+        if t and lowered.startswith(t) and not lowered[len(t) : len(t) + 1].isalnum():
+            return 0
+    return 1
+
+
+def _rank(
+    option: Option, target: Platform, names: Sequence[str], min_releases: int
+) -> tuple[int, int, int, int, int, int, str]:
+    parsed = option.asset
+    return (
+        _HOW_RANK[option.how],
+        _LIBC_RANK[parsed.libc] if target.os == "linux" else 1,
+        _name_rank(parsed.name, names),
+        -min(option.replays, min_releases),
+        len(option.stem),
+        _FORMAT_RANK.get(parsed.format, 9) if parsed.format is not None else 9,
+        parsed.name,
+    )
+
+
+def _how(parsed: ParsedAsset, target: Platform, explicit: set[str], rosetta: bool) -> str | None:
+    if parsed.arch == target.arch:
+        return "exact"
+    if parsed.arch == UNIVERSAL:
+        return "universal"
+    if parsed.arch is None:
+        if target.arch == "amd64" and "amd64" not in explicit:
+            return "archless"
+        if (
+            target.arch == "arm64"
+            and "arm64" not in explicit
+            and ("amd64" in explicit or target.os == "darwin")
+        ):
+            return "archless"
+        return None
+    if rosetta and target.key == "darwin/arm64" and parsed.arch == "amd64":
+        return "rosetta"
+    return None
+
+
+def _replays(parsed: ParsedAsset, window: Sequence[Release], kept: Sequence[frozenset[str]]) -> int:
+    """Consecutive releases, newest first, that have this build under this naming."""
+    count = 0
+    for release, names in zip(window, kept, strict=True):
+        name = expand(
+            parsed.template,
+            version=release.version,
+            os=parsed.os_raw or "",
+            arch=parsed.arch_raw or "",
+        )
+        if name not in names:
+            break
+        count += 1
+    return count
+
+
+def _options(
+    assets: Sequence[ParsedAsset],
+    target: Platform,
+    replays: Mapping[str, int],
+    names: Sequence[str],
+    *,
+    rosetta: bool,
+    min_releases: int,
+) -> list[Option]:
+    same_os = [a for a in assets if a.os == target.os]
+    explicit = {a.arch for a in same_os if a.arch in TARGET_ARCHES}
+    found = []
+    for parsed in same_os:
+        how = _how(parsed, target, explicit, rosetta)
+        if how is not None:
+            found.append(Option(asset=parsed, how=how, replays=replays[parsed.name]))
+    if any(o.how != "rosetta" for o in found):
+        found = [o for o in found if o.how != "rosetta"]
+    return sorted(found, key=lambda o: _rank(o, target, names, min_releases))
+
+
+def _close(a: Option, b: Option, target: Platform, names: Sequence[str]) -> bool:
+    """``b`` is a different build that only loses to ``a`` on the soft preferences."""
+    ra, rb = _rank(a, target, names, 1), _rank(b, target, names, 1)
+    return ra[:3] == rb[:3] and a.stem != b.stem
+
+
+# ---------------------------------------------------------------------------- answer
+
+
+def _answer_format(fmt: ArchiveFormat | None) -> str | None:
+    return _ANSWER_FORMATS.get(fmt) if fmt is not None else None
+
+
+def _asset_type(fmt: ArchiveFormat | None) -> str:
+    return "binary" if fmt is ArchiveFormat.RAW else "archive"
+
+
+def _fold(choices: Mapping[str, Option], binary: str) -> ExtractPatternAnswer:
+    """Four per-platform choices → base pattern + mappings + overrides."""
+    order = [p for p in STANDARD_PLATFORMS if p.key in choices]
+    base = Counter(choices[p.key].asset.template for p in order).most_common(1)[0][0]
+    base_asset = next(choices[p.key].asset for p in order if choices[p.key].asset.template == base)
+    os_votes: dict[str, Counter[str]] = {}
+    arch_votes: dict[str, Counter[str]] = {}
+    for p in order:
+        option = choices[p.key]
+        if option.asset.template != base:
+            continue
+        if option.asset.os_raw is not None:
+            os_votes.setdefault(p.os, Counter())[option.asset.os_raw] += 1
+        if option.how == "exact" and option.asset.arch_raw is not None:
+            arch_votes.setdefault(p.arch, Counter())[option.asset.arch_raw] += 1
+    os_mapping = {k: v.most_common(1)[0][0] for k, v in os_votes.items()}
+    arch_mapping = {k: v.most_common(1)[0][0] for k, v in arch_votes.items()}
+
+    overrides: dict[str, Override] = {}
+    for p in order:
+        parsed, how = choices[p.key].asset, choices[p.key].how
+        covered = (
+            parsed.template == base
+            and os_mapping.get(p.os) == parsed.os_raw
+            and (
+                "{arch}" not in base
+                or (how == "exact" and arch_mapping.get(p.arch) == parsed.arch_raw)
+            )
+        )
+        if covered:
+            continue
+        pattern = parsed.template
+        if "{os}" in pattern and parsed.os_raw is not None:
+            if p.os not in os_mapping:
+                os_mapping[p.os] = parsed.os_raw
+            elif os_mapping[p.os] != parsed.os_raw:
+                pattern = pattern.replace("{os}", parsed.os_raw)
+        if "{arch}" in pattern and parsed.arch_raw is not None:
+            if how == "exact" and p.arch not in arch_mapping:
+                arch_mapping[p.arch] = parsed.arch_raw
+            elif how != "exact" or arch_mapping[p.arch] != parsed.arch_raw:
+                pattern = pattern.replace("{arch}", parsed.arch_raw)
+        fmt, kind = _answer_format(parsed.format), _asset_type(parsed.format)
+        overrides[p.key] = Override(
+            os=p.os,
+            arch=p.arch,
+            asset_pattern=pattern,
+            archive_format=fmt if fmt != _answer_format(base_asset.format) else None,  # type: ignore[arg-type]
+            asset_type=kind if kind != _asset_type(base_asset.format) else None,  # type: ignore[arg-type]
+        )
+    merged: list[Override] = []
+    for os_name in TARGET_OSES:
+        pair = [overrides.get(f"{os_name}/{arch}") for arch in TARGET_ARCHES]
+        if (
+            pair[0] is not None
+            and pair[1] is not None
+            and (
+                msgspec.structs.replace(pair[0], arch=None)
+                == msgspec.structs.replace(pair[1], arch=None)
+            )
+        ):
+            merged.append(msgspec.structs.replace(pair[0], arch=None))
+        else:
+            merged.extend(o for o in pair if o is not None)
+    kind = _asset_type(base_asset.format)
+    return ExtractPatternAnswer(
+        asset_type=kind,  # type: ignore[arg-type]
+        asset_pattern=base,
+        os_mapping=os_mapping,
+        arch_mapping=arch_mapping,
+        binaries=(binary,),
+        verify_command=f"{binary} --version",
+        archive_format=_answer_format(base_asset.format),  # type: ignore[arg-type]
+        strip_dirs=0 if kind == "archive" else None,
+        verify_pattern="{version}",
+        overrides=tuple(merged),
+    )
+
+
+# ------------------------------------------------------------------------ confidence
+
+
+def _assess(
+    choices: Mapping[str, Option],
+    options: Mapping[str, list[Option]],
+    *,
+    names: Sequence[str],
+    n_releases: int,
+    min_releases: int,
+    unplaced: Sequence[str],
+    tag: str,
+    binary: str,
+) -> tuple[float, list[str], dict[str, str]]:
+    confidence = 1.0
+    reasons: list[str] = []
+    notes: dict[str, str] = {}
+    needed = min(min_releases, n_releases)
+    if n_releases < 2:
+        confidence *= 0.8
+        reasons.append("only one release: {version} templating cannot be confirmed")
+    for target in STANDARD_PLATFORMS:
+        key = target.key
+        option = choices.get(key)
+        if option is None:
+            if unplaced:
+                confidence *= 0.7
+                shown = ", ".join(unplaced[:3])
+                reasons.append(
+                    f"{key}: no build found, and {len(unplaced)} assets name no OS ({shown})"
+                )
+            else:
+                reasons.append(f"{key}: {tag} has no build for it")
+            continue
+        name = option.asset.name
+        if option.replays < needed:
+            confidence *= 0.6
+            reasons.append(
+                f"{key}: {name!r} follows a naming found in only {option.replays} of the "
+                f"newest {needed} releases"
+            )
+        if option.how == "universal":
+            reasons.append(f"{key}: universal macOS build {name!r}")
+        elif option.how == "archless":
+            confidence *= 0.9
+            reasons.append(f"{key}: {name!r} names no architecture; assumed to be {target.arch}")
+        elif option.how == "rosetta":
+            confidence *= 0.9
+            notes[key] = ROSETTA_NOTE
+            reasons.append(f"{key}: no arm64 build; {name!r} runs under Rosetta 2")
+        rivals = [o for o in options[key] if o is not option and _close(option, o, target, names)]
+        stems = sorted({o.stem for o in rivals})
+        if stems:
+            confidence *= 0.9 if len(stems) == 1 else 0.75
+            shown = ", ".join(repr(o.asset.name) for o in rivals[:3])
+            reasons.append(
+                f"{key}: {len(stems)} other build(s) look as plausible ({shown}); picked {name!r}"
+            )
+        if target.os == "linux":
+            libcs = {o.asset.libc for o in options[key] if o.how == option.how}
+            if option.asset.libc in ("musl", "static") and "gnu" in libcs:
+                notes[key] = MUSL_NOTE
+                reasons.append(f"{key}: {MUSL_NOTE}")
+            elif option.asset.libc == "gnu":
+                reasons.append(f"{key}: only gnu builds; the recipe is limited to glibc systems")
+    kinds = {_asset_type(o.asset.format) for o in choices.values()}
+    if "archive" in kinds:
+        reasons.append(
+            f"binary path inside the archive guessed from the tool name ({binary!r}); "
+            "inspect the archive to confirm it and strip_dirs"
+        )
+    if not choices:
+        confidence = 0.0
+    return round(confidence, 4), reasons, notes
+
+
+# ----------------------------------------------------------------------------- match
+
+
+def _binary_name(repo: str, tool: str | None) -> str:
+    name = tool or repo.rpartition("/")[2]
+    return name if unsafe_name_reason(name) is None else "tool"
+
+
+def match_releases(
+    releases: Sequence[Release],
+    *,
+    repo: str,
+    tool: str | None = None,
+    rosetta: bool = True,
+    min_releases: int = 3,
+) -> MatchResult:
+    """Infer asset patterns from ``releases`` (newest first, as the API lists them).
+
+    ``tool`` is the command name the user asked for (defaults to the repository
+    name); it breaks ties between builds and names the binary.
+    """
+    usable = usable_releases(releases)
+    if not usable:
+        return MatchResult(candidates=(), reasons=("no published releases",))
+    window = usable[:REPLAY_WINDOW]
+    kept = [frozenset(filter_release(r).kept) for r in window]
+    newest = window[0]
+    parsed = [parse_asset(name, newest.version) for name in sorted(kept[0])]
+    targets = [a for a in parsed if a.os in TARGET_OSES]
+    unplaced = tuple(a.name for a in parsed if a.os is None)
+    replays = {a.name: _replays(a, window, kept) for a in targets}
+    names = [n for n in (tool, repo.rpartition("/")[2]) if n]
+    binary = _binary_name(repo, tool)
+    options = {
+        p.key: _options(targets, p, replays, names, rosetta=rosetta, min_releases=min_releases)
+        for p in STANDARD_PLATFORMS
+    }
+    primary = {key: opts[0] for key, opts in options.items() if opts}
+    if not primary:
+        return MatchResult(
+            candidates=(),
+            tag=newest.tag,
+            unsupported=tuple(p.key for p in STANDARD_PLATFORMS),
+            unplaced=unplaced,
+            reasons=(f"{newest.tag}: no asset names a linux or darwin build",),
+        )
+    unsupported = tuple(p.key for p in STANDARD_PLATFORMS if p.key not in primary)
+
+    # Alternatives swap in one rival naming everywhere it fits, so each stays coherent.
+    variants: list[dict[str, Option]] = [primary]
+    rival_stems: list[str] = []
+    for p in STANDARD_PLATFORMS:
+        for rival in options[p.key][1:]:
+            close = p.key in primary and _close(primary[p.key], rival, p, names)
+            if close and rival.stem not in rival_stems:
+                rival_stems.append(rival.stem)
+    for stem in rival_stems[:MAX_ALTERNATIVES]:
+        variant = dict(primary)
+        for p in STANDARD_PLATFORMS:
+            swap = [o for o in options[p.key] if o.stem == stem and p.key in primary]
+            if swap and _close(primary[p.key], swap[0], p, names):
+                variant[p.key] = swap[0]
+        variants.append(variant)
+
+    candidates = []
+    for index, choices in enumerate(variants):
+        confidence, reasons, notes = _assess(
+            choices,
+            options,
+            names=names,
+            n_releases=len(usable),
+            min_releases=min_releases,
+            unplaced=unplaced,
+            tag=newest.tag,
+            binary=binary,
+        )
+        if index:
+            confidence = round(confidence * 0.95, 4)
+            reasons.insert(0, "alternative to the preferred build")
+        made = tuple(
+            PlatformChoice(
+                platform=key,
+                asset=option.asset.name,
+                how=option.how,
+                replays=option.replays,
+                libc=option.asset.libc,
+                alternatives=tuple(o.asset.name for o in options[key] if o is not option)[:8],
+            )
+            for key, option in choices.items()
+        )
+        candidates.append(
+            Candidate(
+                answer=_fold(choices, binary),
+                confidence=confidence,
+                reasons=tuple(reasons),
+                choices=made,
+                unsupported=unsupported,
+                notes=notes,
+            )
+        )
+    candidates.sort(key=lambda c: -c.confidence)
+    return MatchResult(
+        candidates=tuple(candidates), tag=newest.tag, unsupported=unsupported, unplaced=unplaced
+    )
+
+
+def candidate_to_recipe(
+    candidate: Candidate,
+    *,
+    repo: str,
+    name: str,
+    releases: Sequence[Release] = (),
+    generated_by: str = GENERATED_BY,
+) -> Recipe:
+    """The recipe for a candidate, through the same converter as an LLM answer."""
+    versions = [r.version for r in usable_releases(releases)]
+    return answer_to_recipe(
+        candidate.answer,
+        candidate.context(repo=repo, name=name, versions=versions, generated_by=generated_by),
+    )
+
+
+def hints_text(result: MatchResult, *, limit: int = 3) -> str:
+    """The matcher's view for the model when it was not confident: per candidate, the
+    asset it would install on each platform and why it hesitated."""
+    lines = []
+    for index, candidate in enumerate(result.candidates[:limit], 1):
+        lines.append(f"candidate {index} (confidence {candidate.confidence:.2f}):")
+        lines += [f"  {c.platform}: {c.asset}" for c in candidate.choices]
+        lines += [f"  no build: {key}" for key in candidate.unsupported]
+        lines += [f"  note: {reason}" for reason in candidate.reasons]
+    if result.unplaced:
+        lines.append("assets naming no OS: " + ", ".join(result.unplaced[:10]))
+    return fenced("\n".join(lines) or "(no candidates)", "text")

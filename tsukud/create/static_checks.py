@@ -1,0 +1,430 @@
+"""Checks on a candidate recipe that need no container: cheap, exact, and the best
+repair feedback we can give, because each names the platform, the release and the fix.
+
+A recipe from the deterministic matcher or from an LLM passes here before it is ever
+downloaded or run. The replay check is the important one: the recipe is rendered with
+the installer's own renderer (tsukud.recipe) for linux/darwin x amd64/arm64 at the most
+recent releases, and every rendered name must be an asset of that release and a build
+for that platform. That is what catches a literal version (it breaks at the previous
+release), an identity mapping where the names say ``x86_64`` or ``Darwin``, and a
+mapping that sends arm64 to an amd64 build.
+"""
+
+from __future__ import annotations
+
+import difflib
+import posixpath
+from collections.abc import Iterable, Mapping, Sequence
+
+from tsukud.create.assets import Release, drop_reason, filter_release, usable_releases
+from tsukud.create.findings import (
+    BINARY_PATH,
+    INTENT,
+    LIMITS,
+    LITERAL_VERSION,
+    REPLAY,
+    SCHEMA,
+    UNSUPPORTED,
+    VERIFY_COMMAND,
+    WRONG_PLATFORM,
+    Finding,
+)
+from tsukud.create.tokens import parse_asset, version_spans
+from tsukud.recipe import (
+    STANDARD_PLATFORMS,
+    AmbiguousAsset,
+    AssetNotFound,
+    GenericStep,
+    GitHubArchiveStep,
+    GitHubFileStep,
+    Platform,
+    Recipe,
+    RecipeError,
+    RecipeParseError,
+    RenderedStep,
+    ResolvedVersion,
+    UnsupportedPlatform,
+    dump_recipe,
+    parse_recipe,
+    render_recipe,
+)
+
+MAX_STEPS = 20
+MAX_DEPENDENCIES = 5
+MAX_VERIFY_LENGTH = 200
+MIN_REPLAY_RELEASES = 3
+
+# Anything that makes a shell do more than run one command. ``$`` covers ``$(...)``,
+# ``${...}`` and ``$VAR``: a verify command never needs any of them.
+SHELL_OPERATORS = (";", "&", "|", "<", ">", "$", "`", "\n", "\r")
+
+
+# ------------------------------------------------------------------------- pieces
+
+
+def verify_command_findings(command: str | None, *, where: str = "verify command") -> list[Finding]:
+    if command is None or not command.strip():
+        return [Finding(category=VERIFY_COMMAND, message=f"{where} is missing")]
+    found: list[Finding] = []
+    operators = [op for op in SHELL_OPERATORS if op in command]
+    if operators:
+        shown = " ".join(repr(op) if op.strip() == "" else op for op in operators)
+        found.append(
+            Finding(
+                category=VERIFY_COMMAND,
+                message=(
+                    f"{where} {command!r} uses shell operators ({shown}); it must be one "
+                    "plain command such as 'tool --version'"
+                ),
+            )
+        )
+    if len(command) > MAX_VERIFY_LENGTH:
+        found.append(
+            Finding(
+                category=VERIFY_COMMAND,
+                message=f"{where} is {len(command)} characters (limit {MAX_VERIFY_LENGTH})",
+            )
+        )
+    return found
+
+
+def binary_path_findings(path: str, *, where: str) -> list[Finding]:
+    """Install paths stay inside the tool's directory: relative, no ``..``, no ``\\``."""
+    problem = None
+    if not path.strip():
+        problem = "is empty"
+    elif any(ord(c) < 32 or ord(c) == 127 for c in path):
+        problem = "contains control characters"
+    elif "\\" in path:
+        problem = "contains a backslash"
+    elif path.startswith(("/", "~")):
+        problem = "must be relative to the archive root"
+    elif ".." in path.split("/"):
+        problem = "must not contain '..'"
+    if problem is None:
+        return []
+    return [Finding(category=BINARY_PATH, message=f"{where} {path!r} {problem}")]
+
+
+def literal_version_findings(
+    text: str | None, versions: Iterable[str], *, where: str
+) -> list[Finding]:
+    """A release's own version written out where ``{version}`` belongs pins the recipe
+    to that release (the reference's worst bug). Versions without a dot are skipped:
+    a bare ``7`` matches too much to be evidence."""
+    if not text:
+        return []
+    for version in versions:
+        if "." in version and version_spans(text, version):
+            return [
+                Finding(
+                    category=LITERAL_VERSION,
+                    message=(
+                        f"{where} {text!r} contains the literal version {version}; "
+                        "write {version} instead so the recipe works for every release"
+                    ),
+                )
+            ]
+    return []
+
+
+def _install_steps(recipe: Recipe) -> list[GitHubArchiveStep | GitHubFileStep]:
+    return [s for s in recipe.steps if isinstance(s, GitHubArchiveStep | GitHubFileStep)]
+
+
+# ------------------------------------------------------------------------- checks
+
+
+def check_schema(recipe: Recipe) -> list[Finding]:
+    """The recipe must survive being written and read back: what we would save is
+    what the installer would load."""
+    try:
+        parse_recipe(dump_recipe(recipe), f"{recipe.metadata.name}.toml")
+    except RecipeParseError as exc:
+        return [Finding(category=SCHEMA, message=exc.message)]
+    found = []
+    if not recipe.steps:
+        found.append(Finding(category=SCHEMA, message="the recipe has no [[steps]]"))
+    if recipe.version is None or not recipe.version.github_repo:
+        found.append(
+            Finding(
+                category=SCHEMA,
+                message='[version] needs source = "github_releases" and github_repo',
+            )
+        )
+    return found
+
+
+def check_limits(recipe: Recipe) -> list[Finding]:
+    found = []
+    if len(recipe.steps) > MAX_STEPS:
+        found.append(
+            Finding(
+                category=LIMITS,
+                message=f"the recipe has {len(recipe.steps)} steps (limit {MAX_STEPS})",
+            )
+        )
+    deps: set[str] = set(recipe.metadata.dependencies or ())
+    deps.update(recipe.metadata.runtime_dependencies or ())
+    for step in recipe.steps:
+        deps.update(step.dependencies or ())
+    if len(deps) > MAX_DEPENDENCIES:
+        found.append(
+            Finding(
+                category=LIMITS,
+                message=f"the recipe has {len(deps)} dependencies (limit {MAX_DEPENDENCIES})",
+            )
+        )
+    for index, step in enumerate(recipe.steps):
+        if isinstance(step, GenericStep):
+            if step.action == "run_command":
+                message = f"steps[{index}]: run_command is not allowed in generated recipes"
+            else:
+                message = (
+                    f"steps[{index}]: action {step.action} is not allowed in generated "
+                    "recipes (use github_archive or github_file)"
+                )
+            found.append(Finding(category=LIMITS, message=message))
+    return found
+
+
+def check_verify(recipe: Recipe) -> list[Finding]:
+    verify = recipe.verify
+    found = verify_command_findings(verify.command if verify else None)
+    for i, extra in enumerate((verify.additional or ()) if verify else ()):
+        found += verify_command_findings(extra.command, where=f"verify.additional[{i}] command")
+    installed = binary_names(recipe)
+    command = (verify.command or "").split() if verify else []
+    if not found and command and installed and command[0] not in installed:
+        found.append(
+            Finding(
+                category=VERIFY_COMMAND,
+                message=(
+                    f"verify command runs {command[0]!r}, which the recipe does not "
+                    f"install (it installs: {', '.join(sorted(installed))})"
+                ),
+            )
+        )
+    return found
+
+
+def check_binaries(recipe: Recipe) -> list[Finding]:
+    found = []
+    for index, step in enumerate(recipe.steps):
+        where = f"steps[{index}]"
+        if isinstance(step, GitHubFileStep) and step.binary is not None:
+            found += binary_path_findings(step.binary, where=f"{where}.binary")
+        if isinstance(step, GitHubArchiveStep | GitHubFileStep):
+            for i, entry in enumerate(step.binaries or ()):
+                found += binary_path_findings(entry.src, where=f"{where}.binaries[{i}]")
+                if entry.dest is not None:
+                    found += binary_path_findings(entry.dest, where=f"{where}.binaries[{i}].dest")
+    return found
+
+
+def check_literal_versions(recipe: Recipe, versions: Sequence[str]) -> list[Finding]:
+    found = []
+    for index, step in enumerate(_install_steps(recipe)):
+        found += literal_version_findings(
+            step.asset_pattern, versions, where=f"steps[{index}].asset_pattern"
+        )
+    verify = recipe.verify
+    if verify is not None:
+        for pattern in (verify.pattern, *(verify.patterns or ())):
+            found += literal_version_findings(pattern, versions, where="verify pattern")
+    return found
+
+
+# ------------------------------------------------------------------------- replay
+
+
+def _closest(name: str, assets: Sequence[str]) -> str | None:
+    hits = difflib.get_close_matches(name, assets, n=1, cutoff=0.0)
+    return hits[0] if hits else None
+
+
+def _platform_assets(release: Release, target: Platform) -> list[str]:
+    """Kept assets of ``release`` whose names claim exactly ``target``."""
+    out = []
+    for name in filter_release(release).kept:
+        parsed = parse_asset(name, release.version)
+        if parsed.os == target.os and parsed.arch == target.arch:
+            out.append(name)
+    return out
+
+
+def _judge_rendered(step: RenderedStep, release: Release, target: Platform) -> list[Finding]:
+    """The rendered name exists; is it a build for ``target``?"""
+    name = step.asset_name
+    where = f"{target.key}: rendered {name!r} at {release.tag}"
+    reason = drop_reason(name, release.version)
+    if reason is not None:
+        return [
+            Finding(
+                category=INTENT,
+                message=f"{where}, which is not an executable or archive ({reason})",
+                platform=target.key,
+                release=release.tag,
+            )
+        ]
+    parsed = parse_asset(name, release.version)
+    if parsed.os is not None and parsed.os != target.os:
+        return [
+            Finding(
+                category=WRONG_PLATFORM,
+                message=f"{where}, a {parsed.os} build; check os_mapping",
+                platform=target.key,
+                release=release.tag,
+            )
+        ]
+    if parsed.arch in ("amd64", "arm64") and parsed.arch != target.arch:
+        rosetta = (
+            target.key == "darwin/arm64"
+            and parsed.arch == "amd64"
+            and not _platform_assets(release, target)
+        )
+        if not rosetta:
+            return [
+                Finding(
+                    category=WRONG_PLATFORM,
+                    message=(
+                        f"{where}, an {parsed.arch} build (it would fail with 'exec "
+                        "format error'); check arch_mapping"
+                    ),
+                    platform=target.key,
+                    release=release.tag,
+                )
+            ]
+    return []
+
+
+def replay(
+    recipe: Recipe,
+    releases: Sequence[Release],
+    *,
+    expected: Mapping[str, str] | None = None,
+    min_releases: int = MIN_REPLAY_RELEASES,
+    platforms: Sequence[Platform] = STANDARD_PLATFORMS,
+) -> list[Finding]:
+    """Render ``recipe`` for each platform at the newest ``min_releases`` releases (all
+    of them when there are fewer) and judge every name.
+
+    ``expected`` maps ``os/arch`` to the asset the author meant at the newest release
+    (the matcher's pick, or an example the model gave); a different rendered name is
+    an error even when it exists.
+    """
+    recent = usable_releases(releases)[: max(1, min_releases)]
+    found: list[Finding] = []
+    supported = 0
+    for target in platforms:
+        for position, release in enumerate(recent):
+            resolved = ResolvedVersion(release.version, release.tag)
+            try:
+                rendered = render_recipe(recipe, resolved, target, assets=release.assets)
+            except UnsupportedPlatform:
+                present = _platform_assets(release, target) if position == 0 else []
+                if present:
+                    found.append(
+                        Finding(
+                            category=UNSUPPORTED,
+                            severity="warning",
+                            message=(
+                                f"{target.key}: the recipe does not install here, but "
+                                f"{release.tag} has {present[0]!r}"
+                            ),
+                            platform=target.key,
+                            release=release.tag,
+                        )
+                    )
+                break
+            except AssetNotFound as exc:
+                name = str(exc.data.get("pattern", ""))
+                closest = _closest(name, release.assets)
+                hint = f"; closest: {closest!r}" if closest else ""
+                found.append(
+                    Finding(
+                        category=REPLAY,
+                        message=(
+                            f"{target.key}: rendered {name!r}, not among the assets of "
+                            f"{release.tag}{hint}"
+                        ),
+                        platform=target.key,
+                        release=release.tag,
+                    )
+                )
+                continue
+            except AmbiguousAsset as exc:
+                found.append(
+                    Finding(
+                        category=REPLAY,
+                        message=f"{target.key} at {release.tag}: {exc.message}",
+                        platform=target.key,
+                        release=release.tag,
+                    )
+                )
+                continue
+            except RecipeError as exc:
+                found.append(
+                    Finding(
+                        category=SCHEMA,
+                        message=f"{target.key} at {release.tag}: {exc.message}",
+                        platform=target.key,
+                        release=release.tag,
+                    )
+                )
+                continue
+            if position == 0:
+                supported += 1
+            for step in rendered:
+                found += _judge_rendered(step, release, target)
+                want = (expected or {}).get(target.key)
+                if position == 0 and want is not None and step.asset_name != want:
+                    found.append(
+                        Finding(
+                            category=INTENT,
+                            message=(
+                                f"{target.key}: rendered {step.asset_name!r} at "
+                                f"{release.tag}, but the intended asset is {want!r}"
+                            ),
+                            platform=target.key,
+                            release=release.tag,
+                        )
+                    )
+    if recent and supported == 0 and not any(f.category == REPLAY for f in found):
+        found.append(
+            Finding(
+                category=UNSUPPORTED,
+                message="the recipe installs on none of linux/darwin x amd64/arm64",
+            )
+        )
+    return found
+
+
+def check_recipe(
+    recipe: Recipe,
+    releases: Sequence[Release],
+    *,
+    expected: Mapping[str, str] | None = None,
+    min_releases: int = MIN_REPLAY_RELEASES,
+) -> list[Finding]:
+    """Every static check; an empty list (or only warnings) means the recipe may go
+    on to container validation. Replay runs only on a recipe that is valid on paper."""
+    found = check_schema(recipe)
+    found += check_limits(recipe)
+    found += check_verify(recipe)
+    found += check_binaries(recipe)
+    found += check_literal_versions(recipe, [r.version for r in usable_releases(releases)])
+    if any(f.severity == "error" for f in found):
+        return found
+    return found + replay(recipe, releases, expected=expected, min_releases=min_releases)
+
+
+def binary_names(recipe: Recipe) -> set[str]:
+    """Command names a recipe puts on PATH (what a verify command may start with)."""
+    names = set()
+    for step in _install_steps(recipe):
+        if isinstance(step, GitHubFileStep) and step.binary is not None:
+            names.add(posixpath.basename(step.binary))
+        for entry in step.binaries or ():
+            names.add(posixpath.basename(entry.dest or entry.src))
+    return names
