@@ -200,10 +200,10 @@ def drop_reason(name: str, version: str = "") -> str | None:
     lowered = name.lower()
     ext = _extension(name)
     parsed = parse_asset(name, version)
-    if ext in _CHECKSUM_EXT or _CHECKSUM_WORDS.search(lowered):
-        return CHECKSUM
     if ext in _SIGNATURE_EXT or lowered.endswith(".intoto.jsonl"):
         return SIGNATURE
+    if ext in _CHECKSUM_EXT or _CHECKSUM_WORDS.search(lowered):
+        return CHECKSUM
     if _SBOM_WORDS.search(lowered):
         return SBOM
     if parsed.os == "windows" or ext in _WINDOWS_EXT:

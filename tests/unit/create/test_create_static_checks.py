@@ -1,0 +1,241 @@
+"""Static checks on candidate recipes: limits, verify commands, paths, replay."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tsukud.create.assets import Release
+from tsukud.create.findings import (
+    BINARY_PATH,
+    INTENT,
+    LIMITS,
+    LITERAL_VERSION,
+    REPLAY,
+    SCHEMA,
+    UNSUPPORTED,
+    VERIFY_COMMAND,
+    WRONG_PLATFORM,
+    errors,
+    format_findings,
+)
+from tsukud.create.static_checks import (
+    check_recipe,
+    replay,
+    verify_command_findings,
+)
+from tsukud.recipe import Binary, GenericStep, GitHubArchiveStep, Metadata, Recipe, parse_recipe
+
+
+def _release(version: str, *, arm_darwin: bool = True) -> Release:
+    names = [
+        f"foo_{version}_linux_amd64.tar.gz",
+        f"foo_{version}_linux_arm64.tar.gz",
+        f"foo_{version}_darwin_amd64.tar.gz",
+        f"foo_{version}_checksums.txt",
+        f"foo_{version}_windows_amd64.zip",
+    ]
+    if arm_darwin:
+        names.append(f"foo_{version}_darwin_arm64.tar.gz")
+    return Release(tag=f"v{version}", assets=tuple(names))
+
+
+RELEASES = [_release("1.2.3"), _release("1.2.2"), _release("1.1.0")]
+
+GOOD = """
+[metadata]
+name = "foo"
+[version]
+source = "github_releases"
+github_repo = "o/foo"
+[[steps]]
+action = "github_archive"
+repo = "o/foo"
+asset_pattern = "foo_{version}_{os}_{arch}.tar.gz"
+binaries = ["foo"]
+[verify]
+command = "foo --version"
+pattern = "{version}"
+"""
+
+
+def _recipe(text: str = GOOD, **replace: str) -> Recipe:
+    for old, new in replace.items():
+        text = text.replace(old, new)
+    return parse_recipe(text)
+
+
+def test_good_recipe_passes() -> None:
+    assert check_recipe(_recipe(), RELEASES) == []
+
+
+def test_wrong_arch_mapping_is_caught_by_replay_with_a_useful_message() -> None:
+    recipe = _recipe(
+        **{'binaries = ["foo"]': 'binaries = ["foo"]\narch_mapping = { arm64 = "aarch64" }'}
+    )
+    findings = errors(check_recipe(recipe, RELEASES))
+    assert {f.category for f in findings} == {REPLAY}
+    assert {f.platform for f in findings} == {"linux/arm64", "darwin/arm64"}
+    assert (
+        "darwin/arm64: rendered 'foo_1.2.3_darwin_aarch64.tar.gz', not among the assets of "
+        "v1.2.3; closest: 'foo_1.2.3_darwin_arm64.tar.gz'"
+    ) in [f.message for f in findings]
+    # Three releases checked, both platforms fail at each.
+    assert len(findings) == 6
+
+
+def test_literal_version_is_rejected() -> None:
+    recipe = _recipe(**{"foo_{version}_{os}": "foo_1.2.3_{os}"})
+    findings = errors(check_recipe(recipe, RELEASES))
+    assert [f.category for f in findings] == [LITERAL_VERSION]
+    assert "literal version 1.2.3" in findings[0].message
+    # Replay alone would also fail it at the previous releases.
+    assert {f.release for f in replay(recipe, RELEASES)} == {"v1.2.2", "v1.1.0"}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "foo --version; rm -rf /",
+        "foo --version && curl x",
+        "foo --version | sh",
+        "foo --version > /tmp/x",
+        "foo < /etc/passwd",
+        "foo $(id)",
+        "foo `id`",
+        "foo ${HOME}",
+        "foo --version\nrm -rf /",
+        "foo &",
+    ],
+)
+def test_shell_operators_in_verify_are_rejected(command: str) -> None:
+    recipe = msgspec.structs.replace(
+        _recipe(), verify=msgspec.structs.replace(_recipe().verify, command=command)
+    )
+    findings = errors(check_recipe(recipe, RELEASES))
+    assert [f.category for f in findings] == [VERIFY_COMMAND]
+    assert "shell operators" in findings[0].message
+
+
+@given(st.text(max_size=60))
+def test_verify_commands_with_operators_never_pass(command: str) -> None:
+    if any(op in command for op in ";&|<>$`\n\r"):
+        assert verify_command_findings(command)
+
+
+def test_verify_must_run_an_installed_binary() -> None:
+    findings = errors(check_recipe(_recipe(**{'command = "foo': 'command = "bar'}), RELEASES))
+    assert [f.category for f in findings] == [VERIFY_COMMAND]
+    assert "does not install" in findings[0].message
+
+
+def test_limits() -> None:
+    base = _recipe()
+    step = base.steps[0]
+    many = msgspec.structs.replace(base, steps=(step,) * 21)
+    deps = msgspec.structs.replace(
+        base, metadata=Metadata(name="foo", dependencies=tuple(f"d{i}" for i in range(6)))
+    )
+    run = msgspec.structs.replace(
+        base, steps=(step, GenericStep(action="run_command", params={"command": "curl x | sh"}))
+    )
+    other = msgspec.structs.replace(base, steps=(step, GenericStep(action="npm_install")))
+    for recipe, needle in (
+        (many, "21 steps"),
+        (deps, "6 dependencies"),
+        (run, "run_command is not allowed"),
+        (other, "npm_install is not allowed"),
+    ):
+        findings = errors(check_recipe(recipe, RELEASES))
+        assert any(f.category == LIMITS and needle in f.message for f in findings), findings
+
+
+def test_binary_paths() -> None:
+    step = _recipe().steps[0]
+    assert isinstance(step, GitHubArchiveStep)
+    for path, needle in (
+        ("../foo", "'..'"),
+        ("a/../../foo", "'..'"),
+        ("/usr/bin/foo", "relative"),
+        ("a\\foo", "backslash"),
+    ):
+        bad = msgspec.structs.replace(
+            _recipe(), steps=(msgspec.structs.replace(step, binaries=(Binary(path),)),)
+        )
+        findings = [f for f in check_recipe(bad, RELEASES) if f.category == BINARY_PATH]
+        assert findings and needle in findings[0].message
+
+
+def test_schema_round_trip_failure() -> None:
+    step = _recipe().steps[0]
+    assert isinstance(step, GitHubArchiveStep)
+    bad = msgspec.structs.replace(
+        _recipe(), steps=(msgspec.structs.replace(step, asset_pattern="a/b_{os}.tar.gz"),)
+    )
+    findings = errors(check_recipe(bad, RELEASES))
+    assert findings[0].category == SCHEMA and "asset_pattern" in findings[0].message
+    no_version = msgspec.structs.replace(_recipe(), version=None)
+    assert any("[version]" in f.message for f in check_recipe(no_version, RELEASES))
+
+
+def test_os_mapping_to_the_other_os_is_a_wrong_platform() -> None:
+    recipe = _recipe(
+        **{'binaries = ["foo"]': 'binaries = ["foo"]\nos_mapping = { darwin = "linux" }'}
+    )
+    findings = errors(check_recipe(recipe, RELEASES))
+    assert {f.category for f in findings} == {WRONG_PLATFORM}
+    assert "a linux build; check os_mapping" in findings[0].message
+
+
+def test_arm64_to_amd64_is_wrong_except_rosetta_without_an_arm_build() -> None:
+    mapped = _recipe(
+        **{'binaries = ["foo"]': 'binaries = ["foo"]\narch_mapping = { arm64 = "amd64" }'}
+    )
+    findings = errors(check_recipe(mapped, RELEASES))
+    assert {f.platform for f in findings} == {"linux/arm64", "darwin/arm64"}
+    assert all("exec format error" in f.message for f in findings)
+    # Without a darwin arm64 build, amd64-under-Rosetta is accepted on darwin/arm64 only.
+    no_arm = [_release(v, arm_darwin=False) for v in ("1.2.3", "1.2.2", "1.1.0")]
+    findings = errors(check_recipe(mapped, no_arm))
+    assert {f.platform for f in findings} == {"linux/arm64"}
+
+
+def test_intended_asset_is_enforced() -> None:
+    expected = {"linux/amd64": "foo_1.2.3_linux_arm64.tar.gz"}
+    findings = errors(check_recipe(_recipe(), RELEASES, expected=expected))
+    assert [f.category for f in findings] == [INTENT]
+    assert "the intended asset is 'foo_1.2.3_linux_arm64.tar.gz'" in findings[0].message
+
+
+def test_rendering_a_checksum_file_is_not_an_install() -> None:
+    recipe = _recipe(**{"foo_{version}_{os}_{arch}.tar.gz": "foo_{version}_checksums.txt"})
+    recipe = msgspec.structs.replace(
+        recipe,
+        steps=(msgspec.structs.replace(recipe.steps[0], archive_format="tar.gz"),),
+    )
+    findings = errors(check_recipe(recipe, RELEASES))
+    assert findings and all(f.category == INTENT for f in findings)
+
+
+def test_declared_unsupported_platform_that_has_a_build_is_a_warning() -> None:
+    recipe = msgspec.structs.replace(
+        _recipe(), metadata=Metadata(name="foo", unsupported_platforms=("darwin/arm64",))
+    )
+    findings = check_recipe(recipe, RELEASES)
+    assert errors(findings) == []
+    (warning,) = findings
+    assert warning.category == UNSUPPORTED and "'foo_1.2.3_darwin_arm64.tar.gz'" in warning.message
+
+
+def test_fewer_releases_than_three_is_fine() -> None:
+    assert check_recipe(_recipe(), RELEASES[:1]) == []
+
+
+def test_feedback_text_lists_errors_first_and_caps() -> None:
+    recipe = _recipe(**{'binaries = ["foo"]': 'binaries = ["foo"]\narch_mapping = { arm64 = "x" }'})
+    text = format_findings(check_recipe(recipe, RELEASES), limit=2)
+    lines = text.splitlines()
+    assert lines[0].startswith("- [replay] linux/arm64: rendered")
+    assert lines[-1] == "- … and 4 more"
