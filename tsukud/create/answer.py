@@ -61,8 +61,9 @@ _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 _WILDCARDS = frozenset("*?[]")
 
 
-class Override(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True,
-               omit_defaults=True):  # fmt: skip
+class Override(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
     """What differs for one OS (or one OS/arch): unset fields come from the base."""
 
     os: str
@@ -72,8 +73,9 @@ class Override(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     asset_type: AssetType | None = None
 
 
-class ExtractPatternAnswer(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True,
-                           omit_defaults=True):  # fmt: skip
+class ExtractPatternAnswer(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
     asset_type: AssetType
     asset_pattern: str
     os_mapping: dict[str, str]
