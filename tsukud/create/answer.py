@@ -382,6 +382,10 @@ def answer_to_recipe(answer: ExtractPatternAnswer, context: RecipeContext) -> Re
     if problems:
         raise InvalidAnswer(problems)
     covered = [p for p in STANDARD_PLATFORMS if p.key not in context.unsupported]
+    if not covered:
+        raise InvalidAnswer(
+            [_f("no build for any of linux/darwin x amd64/arm64: nothing to install")]
+        )
     groups: dict[_Spec, list[Platform]] = {}
     for target in covered:
         groups.setdefault(_effective(answer, target), []).append(target)

@@ -45,7 +45,15 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
-from tsukud.create.answer import ExtractPatternAnswer, Override, RecipeContext, answer_to_recipe
+from tsukud.create.answer import (
+    AnswerFormat,
+    AssetType,
+    ExtractPatternAnswer,
+    InvalidAnswer,
+    Override,
+    RecipeContext,
+    answer_to_recipe,
+)
 from tsukud.create.assets import (
     Release,
     fenced,
@@ -53,6 +61,7 @@ from tsukud.create.assets import (
     unsafe_name_reason,
     usable_releases,
 )
+from tsukud.create.static_checks import replay
 from tsukud.create.tokens import TARGET_ARCHES, TARGET_OSES, UNIVERSAL, ParsedAsset, parse_asset
 from tsukud.recipe import STANDARD_PLATFORMS, ArchiveFormat, Platform, Recipe, expand
 
@@ -72,7 +81,7 @@ _FORMAT_RANK = {
     ArchiveFormat.TAR_ZST: 5,
     ArchiveFormat.TAR: 6,
 }
-_ANSWER_FORMATS = {
+_ANSWER_FORMATS: dict[ArchiveFormat, AnswerFormat] = {
     ArchiveFormat.TAR_GZ: "tar.gz",
     ArchiveFormat.TAR_XZ: "tar.xz",
     ArchiveFormat.TAR_BZ2: "tar.bz2",
@@ -255,11 +264,11 @@ def _close(a: Option, b: Option, target: Platform, names: Sequence[str]) -> bool
 # ---------------------------------------------------------------------------- answer
 
 
-def _answer_format(fmt: ArchiveFormat | None) -> str | None:
+def _answer_format(fmt: ArchiveFormat | None) -> AnswerFormat | None:
     return _ANSWER_FORMATS.get(fmt) if fmt is not None else None
 
 
-def _asset_type(fmt: ArchiveFormat | None) -> str:
+def _asset_type(fmt: ArchiveFormat | None) -> AssetType:
     return "binary" if fmt is ArchiveFormat.RAW else "archive"
 
 
@@ -310,8 +319,8 @@ def _fold(choices: Mapping[str, Option], binary: str) -> ExtractPatternAnswer:
             os=p.os,
             arch=p.arch,
             asset_pattern=pattern,
-            archive_format=fmt if fmt != _answer_format(base_asset.format) else None,  # type: ignore[arg-type]
-            asset_type=kind if kind != _asset_type(base_asset.format) else None,  # type: ignore[arg-type]
+            archive_format=fmt if fmt != _answer_format(base_asset.format) else None,
+            asset_type=kind if kind != _asset_type(base_asset.format) else None,
         )
     merged: list[Override] = []
     for os_name in TARGET_OSES:
@@ -329,13 +338,13 @@ def _fold(choices: Mapping[str, Option], binary: str) -> ExtractPatternAnswer:
             merged.extend(o for o in pair if o is not None)
     kind = _asset_type(base_asset.format)
     return ExtractPatternAnswer(
-        asset_type=kind,  # type: ignore[arg-type]
+        asset_type=kind,
         asset_pattern=base,
         os_mapping=os_mapping,
         arch_mapping=arch_mapping,
         binaries=(binary,),
         verify_command=f"{binary} --version",
-        archive_format=_answer_format(base_asset.format),  # type: ignore[arg-type]
+        archive_format=_answer_format(base_asset.format),
         strip_dirs=0 if kind == "archive" else None,
         verify_pattern="{version}",
         overrides=tuple(merged),
@@ -421,6 +430,74 @@ def _assess(
 # ----------------------------------------------------------------------------- match
 
 
+def _candidate(
+    choices: Mapping[str, Option],
+    options: Mapping[str, list[Option]],
+    *,
+    alternative: bool,
+    window: Sequence[Release],
+    repo: str,
+    names: Sequence[str],
+    binary: str,
+    n_releases: int,
+    min_releases: int,
+    unplaced: Sequence[str],
+    unsupported: tuple[str, ...],
+) -> Candidate:
+    """One candidate, checked the way the pipeline will check it: converted to a recipe
+    and replayed. Failures the replay counts did not predict mean the fold went wrong,
+    so they cut the confidence rather than pass silently."""
+    confidence, reasons, notes = _assess(
+        choices,
+        options,
+        names=names,
+        n_releases=n_releases,
+        min_releases=min_releases,
+        unplaced=unplaced,
+        tag=window[0].tag,
+        binary=binary,
+    )
+    if alternative:
+        confidence *= 0.95
+        reasons.insert(0, "alternative to the preferred build")
+    made = tuple(
+        PlatformChoice(
+            platform=key,
+            asset=option.asset.name,
+            how=option.how,
+            replays=option.replays,
+            libc=option.asset.libc,
+            alternatives=tuple(o.asset.name for o in options[key] if o is not option)[:8],
+        )
+        for key, option in choices.items()
+    )
+    candidate = Candidate(
+        answer=_fold(choices, binary),
+        confidence=confidence,
+        reasons=tuple(reasons),
+        choices=made,
+        unsupported=unsupported,
+        notes=notes,
+    )
+    needed = min(min_releases, n_releases)
+    short = {key for key, option in choices.items() if option.replays < needed}
+    try:
+        recipe = candidate_to_recipe(candidate, repo=repo, name=binary, releases=window)
+        findings = [
+            f
+            for f in replay(recipe, window, expected=candidate.expected, min_releases=min_releases)
+            if f.severity == "error" and f.platform not in short
+        ]
+    except InvalidAnswer as exc:
+        findings = exc.findings
+    if findings:
+        confidence *= 0.5
+        reasons.append(f"self-check failed: {findings[0].message}")
+    return msgspec.structs.replace(
+        candidate, confidence=round(confidence, 4), reasons=tuple(reasons)
+    )
+
+
 def _binary_name(repo: str, tool: str | None) -> str:
     name = tool or repo.rpartition("/")[2]
     return name if unsafe_name_reason(name) is None else "tool"
@@ -446,8 +523,11 @@ def match_releases(
     kept = [frozenset(filter_release(r).kept) for r in window]
     newest = window[0]
     parsed = [parse_asset(name, newest.version) for name in sorted(kept[0])]
-    targets = [a for a in parsed if a.os in TARGET_OSES]
-    unplaced = tuple(a.name for a in parsed if a.os is None)
+    # A version spelled so that {version} cannot reproduce it (``2.3.1.0`` for tag
+    # v2.3.1) would be pinned into the recipe: such names are not candidates.
+    pinned = {a.name for a in parsed if "." in newest.version and newest.version in a.template}
+    targets = [a for a in parsed if a.os in TARGET_OSES and a.name not in pinned]
+    unplaced = tuple(a.name for a in parsed if a.os is None or a.name in pinned)
     replays = {a.name: _replays(a, window, kept) for a in targets}
     names = [n for n in (tool, repo.rpartition("/")[2]) if n]
     binary = _binary_name(repo, tool)
@@ -482,42 +562,22 @@ def match_releases(
                 variant[p.key] = swap[0]
         variants.append(variant)
 
-    candidates = []
-    for index, choices in enumerate(variants):
-        confidence, reasons, notes = _assess(
+    candidates = [
+        _candidate(
             choices,
             options,
+            alternative=index > 0,
+            window=window,
+            repo=repo,
             names=names,
+            binary=binary,
             n_releases=len(usable),
             min_releases=min_releases,
             unplaced=unplaced,
-            tag=newest.tag,
-            binary=binary,
+            unsupported=unsupported,
         )
-        if index:
-            confidence = round(confidence * 0.95, 4)
-            reasons.insert(0, "alternative to the preferred build")
-        made = tuple(
-            PlatformChoice(
-                platform=key,
-                asset=option.asset.name,
-                how=option.how,
-                replays=option.replays,
-                libc=option.asset.libc,
-                alternatives=tuple(o.asset.name for o in options[key] if o is not option)[:8],
-            )
-            for key, option in choices.items()
-        )
-        candidates.append(
-            Candidate(
-                answer=_fold(choices, binary),
-                confidence=confidence,
-                reasons=tuple(reasons),
-                choices=made,
-                unsupported=unsupported,
-                notes=notes,
-            )
-        )
+        for index, choices in enumerate(variants)
+    ]
     candidates.sort(key=lambda c: -c.confidence)
     return MatchResult(
         candidates=tuple(candidates), tag=newest.tag, unsupported=unsupported, unplaced=unplaced

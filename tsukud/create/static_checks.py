@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import posixpath
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from tsukud.create.assets import Release, drop_reason, filter_release, usable_releases
@@ -29,7 +30,7 @@ from tsukud.create.findings import (
     WRONG_PLATFORM,
     Finding,
 )
-from tsukud.create.tokens import parse_asset, version_spans
+from tsukud.create.tokens import parse_asset
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
     AmbiguousAsset,
@@ -111,11 +112,12 @@ def literal_version_findings(
 ) -> list[Finding]:
     """A release's own version written out where ``{version}`` belongs pins the recipe
     to that release (the reference's worst bug). Versions without a dot are skipped:
-    a bare ``7`` matches too much to be evidence."""
+    a bare ``7`` matches too much to be evidence. Only the left edge must be a
+    boundary: ``1.2.3.0`` still spells release 1.2.3 literally."""
     if not text:
         return []
     for version in versions:
-        if "." in version and version_spans(text, version):
+        if "." in version and re.search(r"(?<![0-9])" + re.escape(version), text):
             return [
                 Finding(
                     category=LITERAL_VERSION,

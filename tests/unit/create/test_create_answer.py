@@ -243,3 +243,11 @@ def test_schema_errors_carry_structured_findings() -> None:
     wire = caught.value.to_wire()
     assert wire["code"] == "invalid_answer"
     assert wire["data"]["findings"][0]["category"] == SCHEMA
+
+
+def test_nothing_left_to_install_is_invalid() -> None:
+    everything = tuple(p.key for p in STANDARD_PLATFORMS)
+    with pytest.raises(InvalidAnswer, match="nothing to install"):
+        answer_to_recipe(
+            parse_answer(AGE), RecipeContext(repo="o/age", name="age", unsupported=everything)
+        )

@@ -285,3 +285,33 @@ def test_prereleases_and_drafts_are_skipped() -> None:
     result = _match(releases)
     assert result.tag == "v2.3.1"
     assert result.confident
+
+
+def test_version_spelled_differently_is_never_pinned() -> None:
+    """Tag v2.3.1, assets say 2.3.1.0: {version} cannot reproduce that, and a literal
+    would pin the recipe, so with a single release (no replay to catch it) the matcher
+    offers nothing rather than a pinned pattern."""
+    releases = _releases(
+        lambda v: [
+            f"tool-{v}.0-{o}-{a}.tar.gz" for o in ("linux", "darwin") for a in ("amd64", "arm64")
+        ],
+        versions=("2.3.1",),
+    )
+    result = match_releases(releases, repo="o/tool")
+    assert result.best is None
+    assert "tool-2.3.1.0-linux-amd64.tar.gz" in result.unplaced
+
+
+def test_candidates_pass_their_own_replay() -> None:
+    releases = _releases(
+        lambda v: [
+            f"buf-Linux-x86_64-{v}",
+            f"buf-Linux-aarch64-{v}",
+            f"buf-Darwin-x86_64-{v}",
+            f"buf-Darwin-arm64-{v}",
+        ]
+    )
+    result = _match(releases, repo="bufbuild/buf")
+    assert result.best is not None
+    assert not any("self-check" in r for r in result.best.reasons)
+    assert result.best.confidence == 1.0

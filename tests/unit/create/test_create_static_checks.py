@@ -91,6 +91,8 @@ def test_literal_version_is_rejected() -> None:
     findings = errors(check_recipe(recipe, RELEASES))
     assert [f.category for f in findings] == [LITERAL_VERSION]
     assert "literal version 1.2.3" in findings[0].message
+    four_part = _recipe(**{"foo_{version}_{os}": "foo_1.2.3.0_{os}"})
+    assert [f.category for f in errors(check_recipe(four_part, RELEASES))] == [LITERAL_VERSION]
     # Replay alone would also fail it at the previous releases.
     assert {f.release for f in replay(recipe, RELEASES)} == {"v1.2.2", "v1.1.0"}
 
