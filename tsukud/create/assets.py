@@ -26,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from tsukud.create.tokens import TARGET_ARCHES, TARGET_OSES, parse_asset
+from tsukud.create.tokens import TARGET_ARCHES, UNIVERSAL, parse_asset
 from tsukud.recipe import ArchiveFormat, normalize_version
 from tsukud.recipe.version import is_stable_version
 
@@ -214,7 +214,7 @@ def drop_reason(name: str, version: str = "") -> str | None:
         return DEBUG
     if parsed.os == "other":
         return OTHER_OS
-    if parsed.arch is not None and parsed.arch not in (*TARGET_ARCHES, "universal"):
+    if parsed.arch is not None and parsed.arch not in (*TARGET_ARCHES, UNIVERSAL):
         return OTHER_ARCH
     if _SOURCE_WORDS.search(lowered) and parsed.os is None:
         return SOURCE
@@ -252,10 +252,6 @@ def filter_release(release: Release) -> FilteredRelease:
             # An unsafe name is never echoed, not even in the list of dropped names.
             dropped.append(("" if reason == UNSAFE else name, reason))
     return FilteredRelease(release=release, kept=tuple(kept), dropped=tuple(dropped))
-
-
-def is_target_platform(os: str | None, arch: str | None) -> bool:
-    return os in TARGET_OSES and (arch is None or arch in (*TARGET_ARCHES, "universal"))
 
 
 # ------------------------------------------------------------------------ prompting

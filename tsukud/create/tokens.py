@@ -22,7 +22,6 @@ import msgspec
 
 from tsukud.recipe import ArchiveFormat, UnsupportedFeature, detect_format
 
-OS = Literal["linux", "darwin", "windows", "other"]
 Libc = Literal["musl", "gnu", "static"]
 
 # Architectures tsuku builds recipes for, plus "universal" (fat macOS builds).
@@ -219,9 +218,3 @@ def parse_asset(name: str, version: str) -> ParsedAsset:
         format=file_format(name),
         has_version=bool(spans),
     )
-
-
-def platform_of(name: str, version: str = "") -> tuple[str | None, str | None]:
-    """(os, arch) a name claims, each ``None`` when it does not say."""
-    parsed = parse_asset(name, version)
-    return parsed.os, parsed.arch
