@@ -232,6 +232,7 @@ def validate_answer(answer: ExtractPatternAnswer, versions: Sequence[str] = ()) 
         found.append(_f(f"binaries lists {len(answer.binaries)} entries (limit {MAX_BINARIES})"))
     for i, path in enumerate(answer.binaries):
         found += binary_path_findings(path, where=f"binaries[{i}]")
+        found += literal_version_findings(path, versions, where=f"binaries[{i}]")
         unknown = [p for p in _PLACEHOLDER.findall(path) if p != "{version}"]
         if unknown or unsafe_name_reason(path.replace("/", "_").replace("{version}", "1")):
             found.append(_f(f"binaries[{i}] {path!r} is not a plain relative path"))
@@ -289,6 +290,9 @@ def parse_answer(arguments: Any, *, versions: Sequence[str] = ()) -> ExtractPatt
     try:
         if isinstance(arguments, str | bytes):
             arguments = json.loads(arguments)
+        if isinstance(arguments, Mapping):
+            # Some providers send null for optional fields they leave out.
+            arguments = {k: v for k, v in arguments.items() if v is not None}
         answer = msgspec.convert(arguments, ExtractPatternAnswer)
     except (msgspec.ValidationError, ValueError) as exc:
         raise InvalidAnswer(

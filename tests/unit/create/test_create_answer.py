@@ -70,8 +70,10 @@ def test_design_example_parses_and_converts() -> None:
     assert _names(recipe)["darwin/arm64"] == "age-v1.2.0-darwin-arm64.tar.gz"
 
 
-def test_json_text_is_accepted() -> None:
+def test_json_text_and_nulls_are_accepted() -> None:
     assert parse_answer(msgspec.json.encode(AGE)) == parse_answer(AGE)
+    nulls = {**AGE, "overrides": None, "strip_dirs": None, "verify_pattern": None}
+    assert parse_answer(nulls) == parse_answer(AGE)
 
 
 @pytest.mark.parametrize(
@@ -109,6 +111,7 @@ def test_literal_version_is_rejected_with_feedback() -> None:
     for field, value in (
         ("asset_pattern", "age-v1.2.0-{os}-{arch}.tar.gz"),
         ("verify_pattern", "v1.2.0"),
+        ("binaries", ["age-1.2.0/age"]),
     ):
         with pytest.raises(InvalidAnswer) as caught:
             parse_answer({**AGE, field: value}, versions=CTX.versions)
