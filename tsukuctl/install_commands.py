@@ -79,7 +79,10 @@ class Progress:
             suffix = f" (matches {what})" if what else " (no published checksum to compare)"
             self._line(f"sha256 {p.get('sha256', '')}{suffix}")
         elif stage == "extracting":
-            self._line(f"extracting {p.get('file', '')}…")
+            if p.get("streamed"):
+                self._line(f"unpacked {p.get('file', '')} while downloading")
+            else:
+                self._line(f"extracting {p.get('file', '')}…")
         elif stage == "installing":
             self._line(f"installing {tool} {p.get('version', '')}…")
         elif stage == "verifying":

@@ -13,11 +13,16 @@ raises :class:`ChecksumMismatch` naming the file, the source of the expectation
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import select
+import sys
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import msgspec
 import trio
@@ -26,10 +31,12 @@ from tsukud.errors import ExitCode, TsukuError
 from tsukud.net.http import MB, Http, HttpError, HttpStatusError
 
 DEFAULT_MAX_BYTES = 2 * 1024 * MB
-CHUNK = 1 * MB
+BATCH = 4 * MB  # bytes handed to the writer thread at a time
 _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
 
 Progress = Callable[[int, int | None], Awaitable[None]]
+T = TypeVar("T")
+_F_SETPIPE_SZ = 1031  # Linux fcntl: grow the pipe buffer (fewer wake-ups)
 
 
 class DownloadError(TsukuError):
@@ -144,11 +151,11 @@ async def download(
                         batch: list[bytes] = []
                         pending = 0
                         last = trio.current_time()
-                        async for chunk in resp.chunks(CHUNK):
+                        async for chunk in resp.chunks():
                             size += len(chunk)
                             batch.append(chunk)
                             pending += len(chunk)
-                            if pending >= 4 * CHUNK:
+                            if pending >= BATCH:
                                 await send.send(batch)
                                 batch, pending = [], 0
                             if on_progress is not None:
@@ -180,3 +187,152 @@ async def download(
     return DownloadResult(
         path=str(dest), size=size, sha256=sink.hash.hexdigest(), url=url, final_url=final_url
     )
+
+
+# ------------------------------------------------------------------------- streaming
+
+
+class Unpacked(Generic[T]):
+    """What the consumer of a streamed download produced, or the error it raised."""
+
+    def __init__(self) -> None:
+        self.value: T | None = None
+        self.error: BaseException | None = None
+
+
+class _Pipe:
+    """Feeds the download to a consumer thread through an OS pipe.
+
+    The consumer opens ``link`` (a symlink to ``/dev/fd/<read end>``), so code that
+    wants a path, like the extractor, reads the bytes as they arrive. We keep our read
+    end open until the end, so a consumer that stops early (finished, or failed) never
+    makes us block or fail: once it is done, we only hash.
+    """
+
+    def __init__(self, link: Path) -> None:
+        self.r, self.w = os.pipe()
+        if sys.platform.startswith("linux"):
+            with contextlib.suppress(OSError):
+                import fcntl
+
+                fcntl.fcntl(self.w, _F_SETPIPE_SZ, 1024 * 1024)
+        os.set_blocking(self.w, False)
+        self.hash = hashlib.sha256()
+        self.consumer_done = threading.Event()
+        self.link = link
+        os.symlink(f"/dev/fd/{self.r}", link)
+
+    def feed(self, parts: list[bytes]) -> None:
+        for part in parts:
+            self.hash.update(part)
+        for part in parts:
+            view = memoryview(part)
+            while view:
+                if self.consumer_done.is_set():
+                    return
+                try:
+                    n = os.write(self.w, view)
+                except BlockingIOError:
+                    select.select([], [self.w], [], 0.05)
+                    continue
+                view = view[n:]
+
+    def close_writer(self) -> None:
+        if self.w >= 0:
+            os.close(self.w)
+            self.w = -1
+
+    def close(self) -> None:
+        self.close_writer()
+        if self.r >= 0:
+            os.close(self.r)
+            self.r = -1
+        self.link.unlink(missing_ok=True)
+
+
+async def download_streaming(
+    http: Http,
+    url: str,
+    link: Path,
+    consume: Callable[[Path, int | None], T],
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    on_progress: Progress | None = None,
+    progress_interval: float = 0.1,
+) -> tuple[DownloadResult, Unpacked[T]]:
+    """Download ``url`` while ``consume(link, content_length)`` reads it, in a worker
+    thread, from the path ``link`` (named like the asset, for messages). Nothing is
+    written to disk by the download itself.
+
+    The download always runs to its end, so the sha256 covers the whole file even when
+    the consumer stopped early or failed; the caller checks the checksum first and only
+    then looks at what the consumer produced (or raised). Download errors are raised;
+    consumer errors are returned in :class:`Unpacked`.
+    """
+    pipe = _Pipe(link)
+    unpacked: Unpacked[T] = Unpacked()
+    size = 0
+    final_url = url
+    try:
+        async with http.stream(url, max_bytes=max_bytes) as resp:
+            total = resp.content_length
+            final_url = resp.url
+            if on_progress is not None:
+                await on_progress(0, total)
+
+            def run_consumer() -> None:
+                try:
+                    unpacked.value = consume(link, total)
+                except BaseException as exc:
+                    unpacked.error = exc
+                finally:
+                    pipe.consumer_done.set()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(trio.to_thread.run_sync, run_consumer)
+                try:
+                    batch: list[bytes] = []
+                    pending = 0
+                    last = trio.current_time()
+                    async for chunk in resp.chunks():
+                        size += len(chunk)
+                        batch.append(chunk)
+                        pending += len(chunk)
+                        if pending >= BATCH:
+                            await trio.to_thread.run_sync(pipe.feed, batch)
+                            batch, pending = [], 0
+                        if on_progress is not None:
+                            now = trio.current_time()
+                            if now - last >= progress_interval:
+                                last = now
+                                await on_progress(size, total)
+                    if batch:
+                        await trio.to_thread.run_sync(pipe.feed, batch)
+                finally:
+                    pipe.close_writer()  # end of data: the consumer finishes either way
+    except HttpStatusError as exc:
+        pipe.close()
+        if exc.status == 404:
+            raise AssetMissing(
+                f"{exc.url}: not found (HTTP 404)",
+                hint="The release does not (or no longer) provide this file.",
+                url=exc.url,
+            ) from None
+        raise DownloadError(
+            f"download of {exc.url} failed: HTTP {exc.status}", url=exc.url, status=exc.status
+        ) from None
+    except HttpError as exc:
+        pipe.close()
+        if type(exc) is HttpError:
+            raise DownloadError(f"download failed: {exc.message}", **exc.data) from None
+        raise
+    except BaseException:
+        pipe.close()
+        raise
+    pipe.close()
+    if on_progress is not None:
+        await on_progress(size, size)
+    result = DownloadResult(
+        path="", size=size, sha256=pipe.hash.hexdigest(), url=url, final_url=final_url
+    )
+    return result, unpacked

@@ -30,6 +30,8 @@ import os
 import secrets
 import shutil
 import subprocess
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -45,9 +47,10 @@ from tsukud.install.download import (
     DownloadResult,
     check_sha256,
     download,
+    download_streaming,
     parse_checksum_file,
 )
-from tsukud.install.extract import extract
+from tsukud.install.extract import ExtractLimits, extract
 from tsukud.install.registry import LoadedRecipe, Registry, check_name
 from tsukud.install.versions import Resolution, VersionResolver
 from tsukud.recipe import (
@@ -296,7 +299,7 @@ class Installer:
                 "install.removed", {"tool": name, "version": rec.get("version")}
             )
             await self.store.wait_durable(ev.id)
-            await trio.to_thread.run_sync(_delete_tree, install_dir)
+            discard(install_dir)
             return {
                 "tool": name,
                 "version": rec.get("version"),
@@ -368,12 +371,29 @@ class Installer:
             }
 
 
-def _delete_tree(install_dir: Path) -> None:
-    """Rename out of the way (one atomic step), then delete at leisure."""
-    if install_dir.exists():
-        trash = install_dir.with_name(f"{layout.TRASH_PREFIX}{secrets.token_hex(6)}")
-        os.replace(install_dir, trash)
-        shutil.rmtree(trash, ignore_errors=True)
+def _stream_limits(length: int | None) -> ExtractLimits:
+    """The extractor sizes its compression-ratio budget from the archive file; a stream
+    has no file size, so give it the budget the file would have had. Without a
+    ``content-length`` only the absolute limits apply."""
+    default = ExtractLimits()
+    if length is None:
+        return ExtractLimits(ratio_floor_bytes=default.max_total_bytes)
+    return ExtractLimits(
+        ratio_floor_bytes=max(default.ratio_floor_bytes, length * default.max_ratio)
+    )
+
+
+def discard(path: Path) -> None:
+    """Rename ``path`` out of the way (one atomic step, so its name is free at once),
+    then delete it in a background thread. A crash mid-delete leaves a ``.trash-*``
+    directory, which ``layout.cleanup_staging`` removes at the next start."""
+    if not path.exists() and not path.is_symlink():
+        return
+    trash = path.with_name(f"{layout.TRASH_PREFIX}{secrets.token_hex(6)}")
+    os.replace(path, trash)
+    threading.Thread(
+        target=shutil.rmtree, args=(trash,), kwargs={"ignore_errors": True}, daemon=True
+    ).start()
 
 
 def _integrity_problems(home: Path, install_dir: Path, binaries: dict[str, Any]) -> list[str]:
@@ -432,12 +452,26 @@ class _Run:
         self.requested = version
         self.session = session
         self._progress = progress
-        self.stage = "recipe"
+        self.timings_ms: dict[str, float] = {}
+        self._stage = "recipe"
+        self._stage_started = time.perf_counter()
         self.version: str | None = None
         self.staging: Path | None = None
         self.final_dir: Path | None = None
         self.moved_aside: Path | None = None  # a same-version copy moved out of the way
         self.links_done: list[tuple[Path, str | None]] = []  # (link, previous target)
+
+    @property
+    def stage(self) -> str:
+        return self._stage
+
+    @stage.setter
+    def stage(self, value: str) -> None:
+        """Entering a stage also closes the previous one's timing."""
+        now = time.perf_counter()
+        spent = (now - self._stage_started) * 1000
+        self.timings_ms[self._stage] = round(self.timings_ms.get(self._stage, 0.0) + spent, 1)
+        self._stage, self._stage_started = value, now
 
     async def progress(self, stage: str, **data: Any) -> None:
         await self._progress({"stage": stage, "tool": self.name, **data})
@@ -470,7 +504,7 @@ class _Run:
             raise
         finally:
             if self.staging is not None:
-                shutil.rmtree(self.staging, ignore_errors=True)
+                discard(self.staging)
 
     async def _execute(self, *, force: bool) -> dict[str, Any]:
         await self.progress("resolving", requested=self.requested)
@@ -565,6 +599,7 @@ class _Run:
                 for c in checks
             ],
         }
+        self.stage = "commit"
         ev = self._event("install.completed", payload)
         # Committed (the projection already has it; the writer makes it durable even if
         # this request is cancelled now): nothing below may undo the install.
@@ -573,10 +608,11 @@ class _Run:
         with trio.CancelScope(shield=True):
             await inst.store.wait_durable(ev.id)
         if self.moved_aside is not None:
-            shutil.rmtree(self.moved_aside, ignore_errors=True)
+            discard(self.moved_aside)
             self.moved_aside = None
         if previous_dir is not None and previous_dir != final_dir:
-            shutil.rmtree(previous_dir, ignore_errors=True)
+            discard(previous_dir)
+        self.stage = "done"
         return {
             "tool": self.name,
             "version": res.version,
@@ -589,6 +625,7 @@ class _Run:
             "verify_output": output,
             "replaced": current.get("version") if current is not None else None,
             "session": self.session,
+            "timings_ms": self.timings_ms,
         }
 
     # ---- steps -------------------------------------------------------------------------
@@ -601,35 +638,62 @@ class _Run:
         self.stage = "download"
         downloads = self.staging / "downloads"
         downloads.mkdir(exist_ok=True)
-        dest = downloads / f"{step.index}-{step.asset_name}"
+        local_name = step.asset_name.replace("/", "_") or "asset"
+        unpack = self.staging / f"x{step.index}"
+        fmt = step.archive_format
+        name = step.download_name if fmt is ArchiveFormat.RAW else None
 
         async def on_progress(done: int, total: int | None) -> None:
             await self.progress(
                 "downloading", file=step.asset_name, bytes=done, total=total, version=res.version
             )
 
-        result = await download(
-            inst.http, step.url, dest, max_bytes=inst.max_download_bytes, on_progress=on_progress
-        )
-        self.stage = "checksum"
-        checked = await self._check(step, res, loaded, result)
-        await self.progress(
-            "verified_checksum", file=step.asset_name, sha256=result.sha256, checked=checked
-        )
-        self.stage = "extract"
-        await self.progress("extracting", file=step.asset_name, format=step.archive_format.value)
-        unpack = self.staging / f"x{step.index}"
-        name = step.download_name if step.archive_format is ArchiveFormat.RAW else None
-        await trio.to_thread.run_sync(
-            lambda: extract(
-                Path(result.path),
-                unpack,
-                step.archive_format,
-                strip_dirs=step.strip_dirs,
-                name=name,
+        if fmt.is_tar:
+            # Unpack while downloading (the extractor reads the bytes as they arrive);
+            # the result is only used once the whole file's checksum has passed.
+            def consume(link: Path, length: int | None) -> Any:
+                return extract(
+                    link, unpack, fmt, strip_dirs=step.strip_dirs, limits=_stream_limits(length)
+                )
+
+            (downloads / str(step.index)).mkdir()
+            result, unpacked = await download_streaming(
+                inst.http,
+                step.url,
+                downloads / str(step.index) / local_name,
+                consume,
+                max_bytes=inst.max_download_bytes,
+                on_progress=on_progress,
             )
-        )
-        os.unlink(result.path)
+            self.stage = "checksum"
+            checked = await self._check(step, res, loaded, result)
+            await self.progress(
+                "verified_checksum", file=step.asset_name, sha256=result.sha256, checked=checked
+            )
+            self.stage = "extract"
+            await self.progress("extracting", file=step.asset_name, format=fmt.value, streamed=True)
+            if unpacked.error is not None:
+                raise unpacked.error
+        else:
+            dest = downloads / f"{step.index}-{local_name}"
+            result = await download(
+                inst.http,
+                step.url,
+                dest,
+                max_bytes=inst.max_download_bytes,
+                on_progress=on_progress,
+            )
+            self.stage = "checksum"
+            checked = await self._check(step, res, loaded, result)
+            await self.progress(
+                "verified_checksum", file=step.asset_name, sha256=result.sha256, checked=checked
+            )
+            self.stage = "extract"
+            await self.progress("extracting", file=step.asset_name, format=fmt.value)
+            await trio.to_thread.run_sync(
+                lambda: extract(dest, unpack, fmt, strip_dirs=step.strip_dirs, name=name)
+            )
+            os.unlink(dest)
         return {
             "name": step.asset_name,
             "url": step.url,
@@ -677,15 +741,22 @@ class _Run:
         return checked
 
     def _assemble(self, rendered: list[RenderedStep], root: Path) -> dict[str, dict[str, str]]:
-        """Build the tool's tree in ``root``; returns ``{name: {path, sha256}}``."""
+        """Build the tool's tree in ``root``; returns ``{name: {path, sha256}}``.
+
+        Files are moved, not copied, out of the extraction directories (the same
+        filesystem): a 200 MB binary costs a rename, not a second write.
+        """
         assert self.staging is not None
-        root.mkdir(exist_ok=True)
         binaries: dict[str, dict[str, str]] = {}
+        moved: dict[Path, Path] = {}  # extracted file -> where it went
         for step in rendered:
             unpacked = self.staging / f"x{step.index}"
             where = f"{self.name}: steps[{step.index}]"
             if step.install_mode == "directory":
-                shutil.copytree(unpacked, root, symlinks=True, dirs_exist_ok=True)
+                if not root.exists():
+                    os.rename(unpacked, root)
+                else:
+                    shutil.copytree(unpacked, root, symlinks=True, dirs_exist_ok=True)
                 for b in step.binaries:
                     dest = _safe_rel(b.dest, f"{where}: binary")
                     real = _resolve_inside(root, dest)
@@ -697,10 +768,12 @@ class _Run:
                     os.chmod(real, 0o755)  # noqa: S103 - an executable for everyone, like /usr/bin
                     binaries[os.path.basename(dest)] = {"path": dest, "sha256": sha256_file(real)}
                 continue
+            root.mkdir(exist_ok=True)
             for b in step.binaries:
                 src = _safe_rel(b.src, f"{where}: binary src")
                 dest = _safe_rel(b.dest, f"{where}: binary dest")
-                real = _resolve_inside(unpacked, src)
+                earlier = moved.get(Path(os.path.realpath(unpacked / src)))
+                real = earlier or _resolve_inside(unpacked, src)
                 if real is None:
                     raise BinaryNotInArchive(
                         f"{where}: {b.src} is not a file in {step.asset_name}"
@@ -711,10 +784,16 @@ class _Run:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 if target.exists() or target.is_symlink():
                     target.unlink()
-                shutil.copyfile(real, target, follow_symlinks=True)
-                mode = 0o755 if dest.startswith("bin/") or os.stat(real).st_mode & 0o111 else 0o644
+                executable = bool(os.stat(real).st_mode & 0o111)
+                if earlier is None:
+                    os.rename(real, target)
+                    moved[real] = target
+                else:  # the same file installed twice: the second one is a copy
+                    shutil.copyfile(real, target)
+                mode = 0o755 if dest.startswith("bin/") or executable else 0o644
                 os.chmod(target, mode)
                 binaries[os.path.basename(dest)] = {"path": dest, "sha256": sha256_file(target)}
+        root.mkdir(exist_ok=True)
         return binaries
 
     def _conflicts(self, binaries: dict[str, dict[str, str]]) -> list[str]:

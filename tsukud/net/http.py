@@ -183,8 +183,9 @@ class Stream:
     _max_bytes: int
     _received: int = field(default=0)
 
-    async def chunks(self, chunk_size: int = 1 * MB) -> AsyncIterator[bytes]:
-        """The body as it arrives; raises :class:`ResponseTooLarge` past the cap."""
+    async def chunks(self, chunk_size: int | None = None) -> AsyncIterator[bytes]:
+        """The body as it arrives (in the network's pieces unless ``chunk_size`` asks
+        for re-chunking, which copies); raises :class:`ResponseTooLarge` past the cap."""
         try:
             async for chunk in self._raw.aiter_raw(chunk_size):
                 self._received += len(chunk)

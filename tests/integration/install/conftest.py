@@ -72,10 +72,13 @@ def installed(t: Tsuku) -> dict[str, dict[str, Any]]:
 
 
 def tree(home: Path) -> list[str]:
-    """What the install tree holds: tools/ entries and bin/ links."""
+    """What the install tree holds: tools/ entries and bin/ links. ``.trash-*``
+    directories (renamed away, being deleted in the background) are not listed."""
     out = []
     for sub in ("tools", "bin"):
         d = home / sub
         if d.is_dir():
-            out += [f"{sub}/{p.name}" for p in sorted(d.iterdir())]
+            out += [
+                f"{sub}/{p.name}" for p in sorted(d.iterdir()) if not p.name.startswith(".trash-")
+            ]
     return out

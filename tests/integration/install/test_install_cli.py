@@ -192,3 +192,16 @@ def test_github_token_is_used_and_never_recorded(world: FakeGitHub) -> None:
     finally:
         t.stop_all()
         shutil.rmtree(t.home, ignore_errors=True)
+
+
+def test_one_file_installed_under_two_names(inst: Tsuku) -> None:
+    recipe = (Path(__file__).parents[4] / "shared/fixtures/tsuku-recipes/s/stern.toml").read_text()
+    twice = 'binaries = ["stern", { src = "stern", dest = "bin/stern-copy" }]'
+    (inst.home / "recipes").mkdir()
+    (inst.home / "recipes" / "stern.toml").write_text(
+        recipe.replace('binaries = ["stern"]', twice, 1)
+    )
+    res = json.loads(inst.ctl("install", "stern", "--json", check=True).stdout)
+    assert res["binaries"] == ["stern", "stern-copy"]
+    assert run_bin(inst, "stern-copy") == run_bin(inst, "stern") == "stern v1.32.0"
+    assert inst.ctl("verify", "stern").returncode == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from tsukud.install.download import (
     DownloadError,
     check_sha256,
     download,
+    download_streaming,
     parse_checksum_file,
 )
 from tsukud.net.http import Http, ResponseTooLarge
@@ -88,3 +90,63 @@ def test_parse_checksum_file() -> None:
     assert parse_checksum_file(text, "other.zip") is None
     assert parse_checksum_file(f"{a}\n", "anything") == a
     assert parse_checksum_file("not a hash\n", "anything") is None
+
+
+# ---- streaming to a consumer ------------------------------------------------------------
+
+
+async def test_streaming_feeds_the_consumer_and_hashes_everything(
+    http: Http, server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    data = bytes(range(256)) * 40_000  # ~10 MB: more than the pipe holds
+    server.push(Reply(302, headers={"location": "/cdn"}), Reply(body=data))
+
+    def consume(link: Path, length: int | None) -> tuple[str, int | None, str]:
+        with link.open("rb") as f:
+            got = f.read()
+        return link.name, length, hashlib.sha256(got).hexdigest()
+
+    res, unpacked = await download_streaming(
+        http, server.url + "/x", tmp_path / "tool.tar.gz", consume
+    )
+    assert unpacked.error is None and unpacked.value is not None
+    name, length, digest = unpacked.value
+    assert name == "tool.tar.gz" and length == len(data)
+    assert digest == res.sha256 == hashlib.sha256(data).hexdigest()
+    assert not (tmp_path / "tool.tar.gz").exists() and res.size == len(data)
+
+
+async def test_streaming_consumer_that_stops_early(
+    http: Http, server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    data = b"z" * 5_000_000
+    server.push(Reply(body=data))
+
+    def consume(link: Path, length: int | None) -> bytes:
+        with link.open("rb") as f:
+            head = f.read(10)
+        raise ValueError(f"bad header {head!r}")
+
+    res, unpacked = await download_streaming(http, server.url + "/x", tmp_path / "a", consume)
+    # The consumer's failure is reported to the caller, after a complete download.
+    assert isinstance(unpacked.error, ValueError)
+    assert res.sha256 == hashlib.sha256(data).hexdigest()
+
+
+async def test_streaming_download_failure_ends_the_consumer(
+    http: Http, server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    seen: list[int] = []
+
+    def consume(link: Path, length: int | None) -> None:
+        with link.open("rb") as f:
+            seen.append(len(f.read()))
+
+    server.push(Reply(404, body=b"Not Found"))
+    with pytest.raises(AssetMissing):
+        await download_streaming(http, server.url + "/gone", tmp_path / "b", consume)
+    assert seen == []  # never started
+    server.push(Reply(body=b"x" * 5000))
+    with pytest.raises(ResponseTooLarge):
+        await download_streaming(http, server.url + "/big", tmp_path / "c", consume, max_bytes=100)
+    assert not os.listdir(tmp_path)
