@@ -224,6 +224,20 @@ def percentile(xs: Sequence[float], p: float) -> float:
     return float(s[k])
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time a process has used so far (Linux /proc; None elsewhere).
+
+    Less sensitive than wall time to other work on a shared machine: the figure to compare
+    when the wall-clock ones are noisy. Resolution is one clock tick (usually 10 ms).
+    """
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def time_cmd(argv: Sequence[str], env: dict[str, str] | None = None) -> float:
     """Wall seconds of one run of a command (fork + exec + exit), output discarded."""
     t0 = time.perf_counter()

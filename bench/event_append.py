@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import fmt, goal, header, line, note, parse_args, running_daemon
+from _common import cpu_seconds, fmt, goal, header, line, note, parse_args, running_daemon
 
 from tsukud.clock import iso
 from tsukud.events.chain import GENESIS, link
@@ -95,7 +95,8 @@ def baseline_rows(total: int, first_id: int) -> list[tuple[int, str, str, str, s
     return rows
 
 
-def raw_sqlite(total: int) -> float:
+def raw_sqlite(total: int) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of the durable inserts."""
     rows = baseline_rows(total, 1)
     with tempfile.TemporaryDirectory(prefix="tkb-raw-", dir="/tmp") as d:
         conn = sqlite3.connect(Path(d) / "raw.db", isolation_level=None)
@@ -103,14 +104,14 @@ def raw_sqlite(total: int) -> float:
         conn.execute("PRAGMA synchronous = FULL")
         conn.executescript(_SCHEMA)
         sql = "INSERT INTO events (id, ts, type, session, payload, hash) VALUES (?, ?, ?, ?, ?, ?)"
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for start in range(0, total, BATCH):
             conn.execute("BEGIN IMMEDIATE")
             conn.executemany(sql, rows[start : start + BATCH])
             conn.execute("COMMIT")
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
         conn.close()
-    return dt
+    return dt, cpu
 
 
 def main() -> int:
@@ -119,10 +120,13 @@ def main() -> int:
     header(NAME, args.quick)
     with running_daemon() as h:
         through_daemon(h, 5 * BATCH)  # warm-up
+        assert h.proc is not None
+        cpu0 = cpu_seconds(h.proc.pid)
         dt, last_id = through_daemon(h, total)
+        cpu1 = cpu_seconds(h.proc.pid)
         with h.client() as c:
             st = c.call("status")
-    raw_dt = raw_sqlite(total)
+    raw_dt, raw_cpu = raw_sqlite(total)
     eps, raw_eps = total / dt, total / raw_dt
     note(
         NAME,
@@ -140,6 +144,17 @@ def main() -> int:
         f"raw sqlite3 {fmt(raw_eps)} events/s",
         f"{fmt(dt)} s vs {fmt(raw_dt)} s",
     )
+    if cpu0 is not None and cpu1 is not None:
+        us, raw_us = (cpu1 - cpu0) / total * 1e6, raw_cpu / total * 1e6
+        line(
+            f"{NAME}.daemon_cpu",
+            us,
+            "us/event",
+            us / raw_us,
+            f"raw sqlite3 {fmt(raw_us)} us/event",
+            "CPU time of the whole daemon process (all threads) per event; less noisy than"
+            " wall time on a shared machine",
+        )
     if st["events"]["durable"] < last_id:
         print(f"{NAME}.error: durable id {st['events']['durable']} < last id {last_id}")
         return 1

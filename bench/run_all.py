@@ -1,6 +1,6 @@
 """Run every benchmark in sequence and repeat their goal lines at the end.
 
-    .venv/bin/python bench/run_all.py [--quick] [name ...]
+    .venv/bin/python bench/run_all.py [--quick] [--wait-idle S] [name ...]
 
 Each benchmark runs as its own process (its own temporary TSUKU_HOME and daemon) with a
 time limit; their output is passed through as it comes. Exit status: 1 if a benchmark
@@ -31,9 +31,44 @@ def _relay(proc: subprocess.Popen[str], goals: list[str]) -> None:
             goals.append(out_line.rstrip())
 
 
+def busy_fraction(sample_s: float = 1.0) -> float | None:
+    """Share of all CPUs busy over ``sample_s`` seconds (Linux /proc/stat; None elsewhere)."""
+
+    def read() -> tuple[int, int]:
+        with open("/proc/stat") as f:
+            vals = [int(x) for x in f.readline().split()[1:]]
+        idle = vals[3] + (vals[4] if len(vals) > 4 else 0)  # idle + iowait
+        return sum(vals), idle
+
+    try:
+        t0, i0 = read()
+        time.sleep(sample_s)
+        t1, i1 = read()
+    except OSError:
+        return None
+    return 1.0 - (i1 - i0) / max(1, t1 - t0)
+
+
+def wait_idle(limit_s: float, threshold: float = 0.15) -> None:
+    """On a shared machine, wait (up to limit_s) until other work leaves the CPUs alone."""
+    deadline = time.monotonic() + limit_s
+    busy = busy_fraction()
+    while busy is not None and busy > threshold and time.monotonic() < deadline:
+        busy = busy_fraction()
+    if busy is not None:
+        print(f"# cpu busy before start: {busy:.0%}", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes for every benchmark")
+    ap.add_argument(
+        "--wait-idle",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="before each benchmark, wait up to S seconds for the CPUs to be idle",
+    )
     ap.add_argument("names", nargs="*", metavar="name", help=f"any of {', '.join(BENCHMARKS)}")
     args = ap.parse_args()
     names = args.names or BENCHMARKS
@@ -46,6 +81,8 @@ def main() -> int:
     print(f"# load average at start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for name in names:
         argv = [sys.executable, str(HERE / f"{name}.py"), *(["--quick"] if args.quick else [])]
+        if args.wait_idle > 0:
+            wait_idle(args.wait_idle)
         t0 = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
         reader = threading.Thread(target=_relay, args=(proc, goals), daemon=True)
