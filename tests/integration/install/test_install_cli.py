@@ -11,6 +11,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import Tsuku
 from tests.fakes.github import FakeGitHub
 from tests.integration.install.conftest import events, installed, make_tsuku, tree
@@ -173,9 +175,10 @@ def test_update_registry_and_offline_cache(inst: Tsuku, world: FakeGitHub) -> No
     assert cp.returncode == 5 and "cannot fetch the recipe for cosign" in cp.stderr
 
 
-def test_github_token_is_used_and_never_recorded(world: FakeGitHub) -> None:
+@pytest.mark.parametrize("var", ["GITHUB_TOKEN", "GH_TOKEN"])
+def test_github_token_is_used_and_never_recorded(world: FakeGitHub, var: str) -> None:
     token = "ghp_integrationToken0123456789abcd"
-    t = make_tsuku(world, GITHUB_TOKEN=token)
+    t = make_tsuku(world, **{var: token})
     try:
         t.start()
         t.ctl("install", "trivy", check=True)

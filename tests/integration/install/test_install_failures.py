@@ -189,3 +189,45 @@ def test_tampered_binary_fails_verify(inst: Tsuku) -> None:
     assert "changed since install" in cp.stderr and "--force" in cp.stderr
     verified = [e for e in events(inst) if e["type"] == "install.verified"]
     assert verified[-1]["payload"]["ok"] is False
+
+
+STERN_RECIPE = (
+    Path(__file__).parents[4] / "shared/fixtures/tsuku-recipes/s/stern.toml"
+).read_text()
+
+
+def test_recipe_checksum_mismatch(inst: Tsuku, world: FakeGitHub) -> None:
+    name = "stern_1.32.0_linux_amd64.tar.gz"
+    real = world.release_asset("stern/stern", "v1.32.0", name).sha256
+    pinned = "0" * 64
+    pins = f'validated_version = "1.32.0"\n\n[metadata.asset_sha256]\n"{name}" = "{pinned}"\n'
+    text = STERN_RECIPE.replace("curated = true\n", "curated = true\n" + pins, 1)
+    local_recipe(inst, "stern", text)
+    cp = inst.ctl("install", "stern")
+    assert cp.returncode == 6, cp.stderr
+    assert (
+        f"checksum mismatch for {name}: the recipe's asset_sha256 says sha256 {pinned}" in cp.stderr
+    )
+    assert real in cp.stderr
+    assert_nothing_installed(inst)
+    # The pin applies to validated_version only; another version installs (digest-checked).
+    res = inst.ctl("install", "stern@1.31.0", "--json", check=True)
+    assert '"checked_against":["github_digest"]' in res.stdout
+
+
+def test_checksum_file_from_the_release(inst: Tsuku, world: FakeGitHub) -> None:
+    text = STERN_RECIPE.replace(
+        'binaries = ["stern"]', 'binaries = ["stern"]\nchecksum_asset = "checksums.txt"', 1
+    )
+    local_recipe(inst, "stern", text)
+    res = inst.ctl("install", "stern", "--json", check=True)
+    assert '"checked_against":["github_digest","checksum_file"]' in res.stdout
+    inst.ctl("remove", "stern", check=True)
+    # A release whose checksum file disagrees with the download is refused.
+    world.cdn_replacements["checksums.txt"] = (
+        b"1111111111111111111111111111111111111111111111111111111111111111  "
+        b"stern_1.32.0_linux_amd64.tar.gz\n"
+    )
+    cp = inst.ctl("install", "stern")
+    assert cp.returncode == 6 and "checksum file" in cp.stderr and "1111" in cp.stderr
+    assert_nothing_installed(inst)
