@@ -32,7 +32,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +133,26 @@ def _listing(root: Path, limit: int = 30) -> str:
     return shown + (f", … ({len(names) - limit} more)" if len(names) > limit else "") or "(empty)"
 
 
+# What a verify command sees of the daemon's environment: enough to run, and nothing
+# else. API keys and tokens in the daemon's environment never reach a downloaded binary.
+_VERIFY_ENV_KEYS = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "TERM",
+    "TZ",
+)
+
+
+def verify_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: env[k] for k in _VERIFY_ENV_KEYS if k in env}
+
+
 async def run_check(
     check: VerifyCheck, cwd: Path, path_dirs: list[Path], env: dict[str, str]
 ) -> tuple[int, str]:
@@ -210,7 +230,7 @@ class Installer:
             store=d.store,
             installed=lambda: d.state.installed.tools,
             github_url=lambda: str(d.config["github.url"]),
-            env=dict(d.env),
+            env=verify_env(d.env),
         )
         # Built on first use, before any install of this daemon has started: whatever a
         # crashed daemon left half-done can be repaired now.

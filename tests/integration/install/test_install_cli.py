@@ -179,9 +179,16 @@ def test_update_registry_and_offline_cache(inst: Tsuku, world: FakeGitHub) -> No
 def test_github_token_is_used_and_never_recorded(world: FakeGitHub, var: str) -> None:
     token = "ghp_integrationToken0123456789abcd"
     t = make_tsuku(world, **{var: token})
+    (t.home / "recipes").mkdir(parents=True)
+    trivy = (Path(__file__).parents[4] / "shared/fixtures/tsuku-recipes/t/trivy.toml").read_text()
+    (t.home / "recipes" / "trivy.toml").write_text(
+        trivy.replace('command = "trivy --version"', 'command = "trivy --version; env"')
+    )
     try:
         t.start()
-        t.ctl("install", "trivy", check=True)
+        res = json.loads(t.ctl("install", "trivy", "--json", check=True).stdout)
+        assert "trivy v" in res["verify_output"] and token not in res["verify_output"]
+        assert "TSUKU_" not in res["verify_output"]  # the daemon's environment stays home
         api = world.requests_to("/repos/aquasecurity/trivy", role="api")
         assert api and all(r.headers.get("authorization") == f"Bearer {token}" for r in api)
         web = world.requests_to("trivy_", role="web")
