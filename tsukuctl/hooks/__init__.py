@@ -1,0 +1,1 @@
+"""The shell hook scripts (package data), copied to ``$TSUKU_HOME/share/hooks/``."""

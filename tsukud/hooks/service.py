@@ -1,0 +1,127 @@
+"""The daemon keeps ``$TSUKU_HOME/share/binary-index.tsv`` current for the shell hooks.
+
+The hooks never talk to the daemon (a shell must not wait on it); instead the daemon
+rewrites the index whenever what it describes changes:
+
+- installs and removals: this service listens to the ledger for ``install.completed``
+  and ``install.removed`` once it exists;
+- registry refreshes, and daemon start-up (the ledger may have moved on while no daemon
+  ran): whoever does them calls :func:`refresh_index`;
+- ``tsukuctl hook install`` asks for a rebuild through ``hooks.reindex``.
+
+Rebuilds are coalesced (requests during a rebuild cause exactly one more) and run in a
+worker thread; a failed background rebuild is logged, never raised into the caller, so
+an install never fails because of the index.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from tsukud import log
+from tsukud.hooks.index import SOURCES, build_index, parse_index, write_index
+from tsukud.hooks.sources import RecipeReader, installed_binaries
+
+if TYPE_CHECKING:
+    from tsukud.daemon import Daemon
+    from tsukud.events.store import Event
+
+INDEX_EVENTS = frozenset({"install.completed", "install.removed"})
+
+
+class HookIndex:
+    def __init__(
+        self,
+        home: Path,
+        installed: Callable[[], Mapping[str, Mapping[str, Any]]],
+        spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None,
+    ) -> None:
+        self.home = home
+        self._installed = installed
+        self._spawn = spawn
+        self._reader = RecipeReader()
+        self._lock = trio.Lock()
+        self._dirty = False
+        self._scheduled = False
+        self.last: dict[str, Any] | None = None
+
+    @classmethod
+    def from_daemon(cls, d: Daemon) -> HookIndex:
+        def spawn(fn: Callable[[], Awaitable[None]]) -> None:
+            nursery = getattr(d, "nursery", None)  # set once the daemon is serving
+            if nursery is None:
+                raise RuntimeError("the daemon is not running yet")
+            nursery.start_soon(fn)
+
+        svc = cls(d.home, lambda: d.state.installed.tools, spawn)
+        d.store.subscribe(svc._on_event)
+        return svc
+
+    def _on_event(self, ev: Event) -> None:
+        if ev.type in INDEX_EVENTS:
+            self.request_rebuild()
+
+    def request_rebuild(self) -> None:
+        """Rebuild soon, in the background; returns at once (safe from sync code)."""
+        self._dirty = True
+        if self._scheduled or self._spawn is None:
+            return
+        self._scheduled = True
+        try:
+            self._spawn(self._drain)
+        except RuntimeError:
+            self._scheduled = False  # not serving yet; the next request will schedule
+
+    async def _drain(self) -> None:
+        try:
+            while self._dirty:
+                self._dirty = False
+                try:
+                    await self.rebuild()
+                except Exception as exc:
+                    log.get().warning("hooks.index_failed", error=repr(exc))
+        finally:
+            self._scheduled = False
+
+    async def rebuild(self) -> dict[str, Any]:
+        """Rewrite the index now and describe it."""
+        async with self._lock:
+            # The projection is only touched from the event loop: copy it here.
+            installed = installed_binaries(dict(self._installed()))
+            stats = await trio.to_thread.run_sync(self._build_sync, installed)
+        self.last = stats
+        log.get().info(
+            "hooks.index_built",
+            **{k: v for k, v in stats.items() if k != "recipe_errors"},
+            recipe_errors=len(stats["recipe_errors"]),
+        )
+        return stats
+
+    def _build_sync(self, installed: dict[str, list[str]]) -> dict[str, Any]:
+        t0 = time.monotonic()
+        recipes = self._reader.scan(self.home)
+        text = build_index(recipes, installed)
+        path = write_index(str(self.home), text)
+        rows = parse_index(text)
+        return {
+            "path": path,
+            "entries": len(rows),
+            "commands": len({b for b, _, _ in rows}),
+            "tools": len({t for _, t, _ in rows}),
+            "by_source": {s: sum(1 for r in rows if r[2] == s) for s in SOURCES},
+            "built_at": time.time(),
+            "duration_ms": round((time.monotonic() - t0) * 1000, 1),
+            "recipe_errors": dict(sorted(self._reader.errors.items())),
+        }
+
+
+def refresh_index(d: Daemon) -> None:
+    """Ask for a background rebuild of the binary index (returns at once, never raises
+    for index problems). Call after a registry refresh and once the daemon is serving;
+    installs and removals are picked up from the ledger without a call."""
+    d.service(HookIndex.from_daemon).request_rebuild()

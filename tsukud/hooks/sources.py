@@ -1,0 +1,161 @@
+"""What goes into the binary index: recipes on disk and the installed-tools projection.
+
+Recipe files are read through ``tsukud.recipe`` so the commands are the ones the
+installer will link (the basename of each binary's ``dest``, else its ``src``). A recipe
+our model refuses (an action parameter it does not know yet, a newer format) still
+names its commands: the raw TOML is read leniently instead, because a suggestion for a
+tool we cannot install yet is still better than the shell's bare "command not found".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from tsukud.hooks.index import command_name
+from tsukud.recipe import GenericStep, GitHubArchiveStep, GitHubFileStep, Recipe, RecipeError
+from tsukud.recipe.toml_io import load_recipe
+
+
+def recipe_binaries(recipe: Recipe) -> list[str]:
+    """Commands a recipe installs, over all its platforms' steps, in order, once each."""
+    names: list[str] = []
+    for step in recipe.steps:
+        if isinstance(step, GitHubArchiveStep):
+            names += [command_name(b.dest or b.src) for b in step.binaries]
+        elif isinstance(step, GitHubFileStep):
+            if step.binary:
+                names.append(command_name(step.binary))
+            names += [command_name(b.dest or b.src) for b in step.binaries or ()]
+        elif isinstance(step, GenericStep):
+            names += _loose_binaries(step.params)
+    names += [command_name(b) for b in recipe.metadata.binaries or ()]
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def _loose_binaries(table: Mapping[str, Any]) -> list[str]:
+    """``binaries`` (paths or ``{src, dest}``) and ``binary`` from an untyped table."""
+    out: list[str] = []
+    raw = table.get("binaries")
+    for item in raw if isinstance(raw, list) else ():
+        if isinstance(item, str):
+            out.append(command_name(item))
+        elif isinstance(item, dict):
+            path = item.get("dest") or item.get("src")
+            if isinstance(path, str):
+                out.append(command_name(path))
+    if isinstance(table.get("binary"), str):
+        out.append(command_name(table["binary"]))
+    return out
+
+
+def _lenient_binaries(path: Path) -> list[str] | None:
+    """Commands from a recipe the typed model refused; None when it is not even TOML."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    names: list[str] = []
+    steps = data.get("steps")
+    for step in steps if isinstance(steps, list) else ():
+        if isinstance(step, dict):
+            names += _loose_binaries(step)
+    meta = data.get("metadata")
+    if isinstance(meta, dict):
+        names += _loose_binaries(meta)
+    return list(dict.fromkeys(n for n in names if n))
+
+
+class RecipeReader:
+    """Reads recipe files, remembering each by (mtime, size) so a rebuild after one
+    install does not re-parse every cached recipe."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[tuple[int, int], list[str] | None]] = {}
+        self.errors: dict[str, str] = {}
+
+    def binaries(self, path: Path) -> list[str] | None:
+        """The recipe's commands (maybe empty: index it under its name); None if unreadable."""
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        key = (st.st_mtime_ns, st.st_size)
+        hit = self._cache.get(str(path))
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        try:
+            names: list[str] | None = recipe_binaries(load_recipe(path))
+            self.errors.pop(str(path), None)
+        except (RecipeError, OSError) as exc:
+            names = _lenient_binaries(path)
+            self.errors[str(path)] = str(exc)
+        self._cache[str(path)] = (key, names)
+        return names
+
+    def scan(self, home: Path) -> list[tuple[str, str, list[str]]]:
+        """``(tool, source, binaries)`` for local recipes, cached registry recipes, and
+        the names in the cached registry manifest (indexed under their own name)."""
+        seen_paths: set[str] = set()
+        out: list[tuple[str, str, list[str]]] = []
+        for source, files in (
+            ("local", _toml_files(home / "recipes", recursive=False)),
+            ("registry", _toml_files(home / "registry", recursive=True)),
+        ):
+            for path in files:
+                seen_paths.add(str(path))
+                names = self.binaries(path)
+                if names is not None:
+                    out.append((path.stem.lower(), source, names))
+        registry_tools = {tool for tool, source, _ in out if source == "registry"}
+        for name in manifest_names(home / "registry" / "manifest.json"):
+            if name not in registry_tools:
+                out.append((name, "registry", []))
+        for stale in set(self._cache) - seen_paths:
+            del self._cache[stale]
+            self.errors.pop(stale, None)
+        return out
+
+
+def _toml_files(root: Path, *, recursive: bool) -> list[Path]:
+    """Sorted ``*.toml`` under ``root``; hidden files (writers' temp files) skipped."""
+    if not root.is_dir():
+        return []
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")) if recursive else []
+        found += [
+            Path(dirpath, f) for f in filenames if f.endswith(".toml") and not f.startswith(".")
+        ]
+    return sorted(found)
+
+
+def manifest_names(path: Path) -> list[str]:
+    """Recipe names listed by the cached registry manifest (``{recipes: [{name}]}``).
+
+    The registry caches a recipe file only once something asked for it, so without the
+    manifest a fresh install would know nothing to suggest. Read loosely: a manifest we
+    cannot read adds nothing rather than failing the whole index.
+    """
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return []
+    recipes = data.get("recipes") if isinstance(data, dict) else None
+    names = (r.get("name") for r in recipes or () if isinstance(r, dict))
+    return sorted({n.lower() for n in names if isinstance(n, str) and n})
+
+
+def installed_binaries(installed: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Tool → commands from ``install.completed`` payloads (``binaries`` is a mapping of
+    link name → {path, sha256}; a list of paths is accepted too)."""
+    out: dict[str, list[str]] = {}
+    for tool, rec in installed.items():
+        raw = rec.get("binaries")
+        names: Iterable[Any] = raw.keys() if isinstance(raw, Mapping) else raw or ()
+        out[tool] = [command_name(n) for n in names if isinstance(n, str)]
+    return out

@@ -1,0 +1,17 @@
+"""RPC methods for the shell hooks: rebuilding the binary index they read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tsukud.daemon import Daemon
+from tsukud.rpc.registry import NoParams, method
+from tsukud.rpc.server import Call
+
+
+@method("hooks.reindex", NoParams)
+async def hooks_reindex(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+    """Rewrite $TSUKU_HOME/share/binary-index.tsv from recipes and installed tools."""
+    from tsukud.hooks.service import HookIndex
+
+    return await d.service(HookIndex.from_daemon).rebuild()
