@@ -172,10 +172,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return 0
     said = (res.get("output") or "").splitlines()
     printed = f"; verify printed {said[0]!r}" if said else ""
-    out(
-        f"{res['tool']} {res['version']} ok: {len(res['binaries'])} binaries match their "
-        f"recorded sha256{printed}"
-    )
+    n = len(res["binaries"])
+    what = "1 binary matches its" if n == 1 else f"{n} binaries match their"
+    out(f"{res['tool']} {res['version']} ok: {what} recorded sha256{printed}")
     return 0
 
 

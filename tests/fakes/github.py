@@ -622,3 +622,27 @@ def fixture_world(fake: FakeGitHub | None = None) -> FakeGitHub:
 def iter_fixture_recipes() -> Iterator[tuple[str, Path]]:
     for path in fixture_recipe_paths():
         yield path.stem, path
+
+
+def main() -> None:
+    """``python -m tests.fakes.github``: serve the fixture world until interrupted and
+    print the environment that points tsukud at it."""
+    import signal
+    import sys
+
+    fake = fixture_world().start()
+    for key, value in fake.env().items():
+        print(f"export {key}={value}", flush=True)
+    print(f"# fake GitHub serving {len(fake.repos)} repositories; Ctrl-C stops it", file=sys.stderr)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        fake.close()
+
+
+if __name__ == "__main__":
+    main()
