@@ -637,7 +637,8 @@ def main() -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        stop.wait()
+        while not stop.wait(0.5):  # a bare wait() would not see the signal
+            pass
     except KeyboardInterrupt:
         pass
     finally:
