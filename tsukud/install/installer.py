@@ -209,6 +209,8 @@ class Installer:
         self.platform = platform or host_platform()
         self.max_download_bytes = max_download_bytes
         self._locks: dict[str, trio.Lock] = {}
+        self._recovery = trio.Lock()
+        self._recovered = False
 
     @classmethod
     def from_daemon(cls, d: Any) -> Installer:
@@ -304,8 +306,34 @@ class Installer:
         progress: ProgressFn = _no_progress,
     ) -> dict[str, Any]:
         name = check_name(name)
+        await self.close_interrupted()
         session = "install-" + secrets.token_hex(6)
         return await _Run(self, name, version, session, progress).execute(force=force)
+
+    async def close_interrupted(self) -> list[str]:
+        """Installs a previous daemon started and never finished (it was killed) get
+        their ``install.failed`` (stage ``interrupted``), so the ledger says how each
+        install ended. Runs once, before this daemon's first install starts; the tree
+        itself was already repaired by ``layout.reconcile``."""
+        async with self._recovery:
+            if self._recovered:
+                return []
+            rows = await self.store.read(_unfinished_installs)
+            for session, payload in rows:
+                self.store.append_nowait(
+                    "install.failed",
+                    {
+                        "tool": payload.get("tool"),
+                        "version": payload.get("version"),
+                        "requested": payload.get("requested"),
+                        "stage": "interrupted",
+                        "error_code": "interrupted",
+                        "message": "the daemon stopped before the install finished",
+                    },
+                    session,
+                )
+            self._recovered = True
+            return [str(session) for session, _payload in rows]
 
     # ---- remove ------------------------------------------------------------------------
 
@@ -389,6 +417,18 @@ class Installer:
                 "binaries": sorted(binaries),
                 "output": output,
             }
+
+
+def _unfinished_installs(conn: Any) -> list[tuple[str, dict[str, Any]]]:
+    import json
+
+    rows = conn.execute(
+        "SELECT s.session, s.payload FROM events s WHERE s.type = 'install.started'"
+        " AND s.session IS NOT NULL AND NOT EXISTS (SELECT 1 FROM events e"
+        " WHERE e.session = s.session"
+        " AND e.type IN ('install.completed', 'install.failed'))"
+    ).fetchall()
+    return [(str(r[0]), json.loads(r[1])) for r in rows]
 
 
 def _stream_limits(length: int | None) -> ExtractLimits:

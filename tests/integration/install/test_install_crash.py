@@ -66,3 +66,16 @@ def test_kill_9_during_download(inst: Tsuku, world: FakeGitHub) -> None:
     ]
     assert inst.ctl("verify", "fly").returncode == 0
     assert inst.ctl("verify", "age").returncode == 0
+    # The ledger says how the killed install ended.
+    fly = [
+        (e["type"], e["payload"].get("stage"))
+        for e in events(inst)
+        if e["payload"].get("tool") == "fly"
+    ]
+    assert fly == [
+        ("install.started", None),
+        ("install.failed", "interrupted"),
+        ("install.started", None),
+        ("install.completed", None),
+        ("install.verified", None),
+    ]
