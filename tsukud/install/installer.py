@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -66,6 +66,11 @@ from tsukud.recipe import (
     render_verify,
     require_supported,
 )
+
+if TYPE_CHECKING:
+    from tsukud.daemon import Daemon
+    from tsukud.events.store import EventStore
+    from tsukud.net.http import Http
 
 ProgressFn = Callable[[dict[str, Any]], Awaitable[None]]
 VERIFY_TIMEOUT_S = 60.0
@@ -190,8 +195,8 @@ class Installer:
         home: Path,
         registry: Registry,
         resolver: VersionResolver,
-        http: Any,
-        store: Any,
+        http: Http,
+        store: EventStore,
         installed: Callable[[], dict[str, dict[str, Any]]],
         github_url: Callable[[], str],
         env: dict[str, str],
@@ -213,7 +218,7 @@ class Installer:
         self._recovered = False
 
     @classmethod
-    def from_daemon(cls, d: Any) -> Installer:
+    def from_daemon(cls, d: Daemon) -> Installer:
         from tsukud.github.client import from_daemon as github_from_daemon
         from tsukud.net.http import shared
 
