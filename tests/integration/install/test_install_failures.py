@@ -231,3 +231,21 @@ def test_checksum_file_from_the_release(inst: Tsuku, world: FakeGitHub) -> None:
     cp = inst.ctl("install", "stern")
     assert cp.returncode == 6 and "checksum file" in cp.stderr and "1111" in cp.stderr
     assert_nothing_installed(inst)
+
+
+def test_wildcard_patterns_use_the_release_asset_list(inst: Tsuku) -> None:
+    def jid(pattern: str) -> str:
+        return (
+            '[metadata]\nname = "jid"\n\n[[steps]]\naction = "github_archive"\n'
+            f'repo = "simeji/jid"\nasset_pattern = "{pattern}"\nbinaries = ["jid"]\n'
+        )
+
+    local_recipe(inst, "jid", jid("jid_{os}_*64.zip"))
+    cp = inst.ctl("install", "jid")
+    assert cp.returncode == 6
+    assert (
+        "jid_linux_*64.zip matches 2 assets: jid_linux_amd64.zip, jid_linux_arm64.zip" in cp.stderr
+    )
+    local_recipe(inst, "jid", jid("jid_{os}_am*.zip"))
+    res = inst.ctl("install", "jid", "--json", check=True)
+    assert '"name":"jid_linux_amd64.zip"' in res.stdout
