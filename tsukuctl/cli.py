@@ -68,7 +68,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     b, g = st["budget"], st["generations"]
     lines = [
         f"tsukud {st['version']}  pid {st['pid']}  up {render.duration(st['uptime_s'])}",
-        f"socket       {st['socket']}",
+        f"socket       {st['socket']} ({st['activation']})",
         f"home         {st['home']}",
         f"budget       {render.money(b['spent_usd'])} spent"
         f" + {render.money(b['reserved_usd'])} reserved"
@@ -388,21 +388,13 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="tsukuctl",
-        description="tsuku: developer tools installed from recipes it writes, checks and repairs.",
-    )
-    ap.add_argument("--version", action="version", version=f"tsukuctl {__version__}")
-    ap.add_argument(
-        "--no-start", action="store_true", help="do not start tsukud when none is running"
-    )
-    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
-
+def _add_status(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("status", help="daemon, budget, rate limit and breaker state")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_status)
 
+
+def _add_events(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("events", help="the audit ledger: list, summary, verify")
     p.add_argument("action", nargs="?", choices=("list", "summary", "verify"))
     p.add_argument("--since", help="e.g. 7d, 12h, 2026-11-01")
@@ -421,12 +413,16 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--csv", action="store_true")
     p.set_defaults(fn=cmd_events)
 
+
+def _add_daemon(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("daemon", help="start, stop, restart tsukud; show its log")
     p.add_argument("action", choices=("start", "stop", "restart", "logs"))
     p.add_argument("-n", "--lines", type=int, default=50, help="log lines to show")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new log lines")
     p.set_defaults(fn=cmd_daemon)
 
+
+def _add_config(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("config", help="get, set, unset, list settings")
     p.add_argument("action", choices=("get", "set", "unset", "list"))
     p.add_argument("key", nargs="?")
@@ -434,6 +430,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_config)
 
+
+CORE_COMMANDS = {
+    "status": _add_status,
+    "events": _add_events,
+    "daemon": _add_daemon,
+    "config": _add_config,
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full parser, or (``only``) one with just that core command.
+
+    argparse builds a help formatter for every argument, so building all commands
+    costs several milliseconds; a core command named on the command line (``status``,
+    from scripts and prompts) builds only itself.
+    """
+    ap = argparse.ArgumentParser(
+        prog="tsukuctl",
+        description="tsuku: developer tools installed from recipes it writes, checks and repairs.",
+    )
+    ap.add_argument("--version", action="version", version=f"tsukuctl {__version__}")
+    ap.add_argument(
+        "--no-start", action="store_true", help="do not start tsukud when none is running"
+    )
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    if only in CORE_COMMANDS:
+        CORE_COMMANDS[only](sub)
+        return ap
+    for add in CORE_COMMANDS.values():
+        add(sub)
     if COMMAND_MODULES:
         import importlib
 
@@ -442,8 +468,18 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _command_word(argv: Sequence[str]) -> str | None:
+    for a in argv:
+        if a in ("-h", "--help", "--version"):
+            return None
+        if not a.startswith("-"):
+            return a
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_word(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "fn", None):
         parser.print_help()

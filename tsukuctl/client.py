@@ -90,7 +90,10 @@ class Client:
 
     def _recv_exact(self, n: int) -> bytes:
         while len(self._buf) < n:
-            chunk = self.sock.recv(max(65536, n - len(self._buf)))
+            try:
+                chunk = self.sock.recv(max(65536, n - len(self._buf)))
+            except (ConnectionResetError, BrokenPipeError):
+                raise DaemonUnavailable("tsukud reset the connection") from None
             if not chunk:
                 raise DaemonUnavailable("tsukud closed the connection")
             self._buf += chunk

@@ -58,20 +58,22 @@ def instance_lock(path: Path) -> Iterator[None]:
 
 
 class AlreadyRunning(TsukuError):
+    # Its own exit code, so a service manager can be told not to restart on it
+    # (systemd/tsukud.service: RestartPreventExitStatus).
     code = "already_running"
-    exit_code = ExitCode.GENERAL
+    exit_code = ExitCode.ALREADY_RUNNING
 
 
-def activated_sockets() -> list[socket.socket]:
+def activated_sockets() -> tuple[str, list[socket.socket]]:
     """Sockets passed by systemd (LISTEN_FDS) or launchd (launch_activate_socket)."""
     if os.environ.get("LISTEN_PID") == str(os.getpid()) and os.environ.get("LISTEN_FDS"):
         n = int(os.environ["LISTEN_FDS"])
         for var in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
             os.environ.pop(var, None)
-        return [socket.socket(fileno=SD_LISTEN_FDS_START + i) for i in range(n)]
+        return "systemd", [socket.socket(fileno=SD_LISTEN_FDS_START + i) for i in range(n)]
     if sys.platform == "darwin" and os.environ.get("TSUKU_LAUNCHD"):
-        return _launchd_sockets("Listeners")
-    return []
+        return "launchd", _launchd_sockets("Listeners")
+    return "direct", []
 
 
 def _launchd_sockets(name: str) -> list[socket.socket]:
@@ -164,7 +166,7 @@ def _run_foreground(args: argparse.Namespace) -> int:
 
         from tsukud.daemon import Daemon
 
-        activated = activated_sockets()
+        activation, activated = activated_sockets()
         sock_path = Path(paths.socket_path(env))
         own_socket = not activated
         socks = activated or [bind_socket(sock_path)]
@@ -172,7 +174,7 @@ def _run_foreground(args: argparse.Namespace) -> int:
             config=config,
             env=env,
             socket_path=sock_path,
-            activation="systemd" if activated else "direct",
+            activation=activation if activated else "direct",
         )
         try:
             daemon.open()

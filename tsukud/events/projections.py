@@ -174,10 +174,17 @@ class State:
     breakers: Breakers = field(default_factory=Breakers)
     installed: InstalledTools = field(default_factory=InstalledTools)
 
+    def __post_init__(self) -> None:
+        # Most appended events (tool calls, client notes) fold into nothing: one set
+        # lookup instead of one per projection.
+        self._types = frozenset().union(*(p.types for p in self.projections()))
+
     def projections(self) -> list[Projection]:
         return [self.spend, self.generations, self.breakers, self.installed]
 
     def apply(self, ev: Event) -> None:
+        if ev.type not in self._types:
+            return
         for p in self.projections():
             if ev.type in p.types:
                 p.apply(ev)
