@@ -27,6 +27,10 @@ case ${BASH_SOURCE[0]} in
     *) __tsuku_home=${TSUKU_HOME:-$HOME/.tsuku} ;;
 esac
 
+# read -t takes fractions of a second from bash 4 on; macOS's bash 3.2 gets 1 s.
+__tsuku_deadline=0.1
+((BASH_VERSINFO[0] >= 4)) || __tsuku_deadline=1
+
 if declare -F command_not_found_handle >/dev/null 2>&1; then
     __tsuku_def=$(declare -f command_not_found_handle)
     eval "__tsuku_orig_cnf ${__tsuku_def#command_not_found_handle}"
@@ -46,13 +50,15 @@ __tsuku_fallback() {
 # Sets __tsuku_tool and __tsuku_src from the first index line for $1. The read gives up
 # after 100 ms (a hung file system, a FIFO in the index's place): the shell never hangs.
 __tsuku_lookup() {
-    local idx=$__tsuku_home/share/binary-index.tsv line=
+    local idx=$__tsuku_home/share/binary-index.tsv line='' last=${!:-}
     [[ -f $idx && -r $idx ]] || return 1
     # Names are [A-Za-z0-9._+-] (checked by the caller): in a basic regex only '.' needs
     # escaping. The tab ends the binary field, so "kubectl" never matches "kubectl-krew".
-    IFS= read -r -t 0.1 line < <(LC_ALL=C exec grep -m1 -e "^${1//./\\.}	" -- "$idx" 2>/dev/null)
+    IFS= read -r -t "$__tsuku_deadline" line < <(LC_ALL=C exec grep -m1 -e "^${1//./\\.}	" -- "$idx" 2>/dev/null)
     if (($? > 128)); then
-        kill "$!" 2>/dev/null # timed out: do not leave the grep behind
+        # Timed out: do not leave the grep behind. $! names it from bash 4.4 on; before,
+        # it is still the user's last background job, which must not be touched.
+        [[ ${!:-} != "$last" ]] && kill "$!" 2>/dev/null
         return 1
     fi
     [[ -n $line ]] || return 1

@@ -22,6 +22,9 @@ typeset -g __tsuku_hook_loaded=1
 typeset -g __tsuku_home=${${(%):-%x}%/share/hooks/tsuku.zsh}
 [[ $__tsuku_home == */tsuku.zsh || -z $__tsuku_home ]] && __tsuku_home=${TSUKU_HOME:-$HOME/.tsuku}
 
+# sysparams[procsubstpid] (zsh 5.6+) lets a lookup past its deadline kill its grep.
+zmodload zsh/system 2>/dev/null
+
 if (( ${+functions[command_not_found_handler]} )); then
     functions[__tsuku_orig_cnf]=$functions[command_not_found_handler]
 fi
@@ -41,11 +44,17 @@ __tsuku_fallback() {
 # after 100 ms, so a hung file system cannot hang the shell.
 __tsuku_lookup() {
     emulate -L zsh
-    local idx=$__tsuku_home/share/binary-index.tsv line=
+    local idx=$__tsuku_home/share/binary-index.tsv line= fd pid
     [[ -f $idx && -r $idx ]] || return 1
     # Names are [A-Za-z0-9._+-] (checked by the caller): in a basic regex only '.' needs
     # escaping. The tab ends the binary field, so "kubectl" never matches "kubectl-krew".
-    IFS= read -r -t 0.1 line < <(LC_ALL=C exec grep -m1 -e "^${1//./\\.}"$'\t' -- "$idx" 2>/dev/null)
+    # `read ... < <(grep)` would wait for grep when the redirection closes, deadline or
+    # not: open the pipe on its own fd instead, and kill grep if it has not answered.
+    exec {fd}< <(LC_ALL=C exec grep -m1 -e "^${1//./\\.}"$'\t' -- "$idx" 2>/dev/null)
+    pid=${sysparams[procsubstpid]:-}
+    IFS= read -r -t 0.1 -u $fd line
+    [[ -z $line && -n $pid ]] && kill $pid 2>/dev/null
+    exec {fd}<&-
     [[ -n $line ]] || return 1
     line=${line#*$'\t'}
     __tsuku_tool=${line%%$'\t'*}

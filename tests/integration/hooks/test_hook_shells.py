@@ -7,6 +7,7 @@ of a throw-away HOME exactly as a user's would be.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -189,3 +190,27 @@ def test_done_when_hook_install_in_bash_then_stern() -> None:
         import shutil
 
         shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_hung_lookup_falls_through_within_the_deadline(user: ShellHome, shell: str) -> None:
+    """A grep that never answers (a hung file system, say) costs the shell 100 ms, not
+    its prompt: the normal message follows and the status is 127."""
+    import time
+
+    need_shell(shell)
+    if shell == "fish" and shutil.which("timeout") is None:
+        pytest.skip("fish's deadline needs timeout(1) (coreutils)")
+    slow = user.home / "stubs" / "grep"
+    slow.write_text("#!/bin/sh\nexec sleep 5\n")
+    slow.chmod(0o755)
+    user.write_rc(shell)
+    install_hook(user, shell)
+    sh = user.spawn(shell)
+    t0 = time.monotonic()
+    out, status = sh.run("stern")
+    elapsed = time.monotonic() - t0
+    assert NORMAL[shell].format("stern") in out, out
+    assert "provided by" not in out, out
+    assert status == 127, out
+    assert elapsed < 2.0, f"{elapsed:.2f} s"
