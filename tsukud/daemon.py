@@ -150,6 +150,12 @@ class Daemon:
             signals_scope = await outer.start(self._watch_signals)
             async with trio.open_nursery() as services:
                 self.nursery = services  # services' background tasks; cancelled on stop
+                if (self.home / "share" / "hooks").is_dir():
+                    # Shell hooks are installed: bring the command index up to date with
+                    # the ledger, and keep it current from now on.
+                    from tsukud.hooks.service import refresh_index
+
+                    refresh_index(self)
                 async with trio.open_nursery() as serving:
                     serving.start_soon(server.serve, listeners)
                     await self.store.append(
