@@ -103,6 +103,11 @@ class Daemon:
         self.store.open()
         self.state = self.store.read_sync(lambda conn: rebuild(conn, self.clock.now()))
         self._make_policy()  # policy objects fold into the rebuilt projections
+        from tsukud.install.layout import reconcile
+
+        # Before anything reads bin/: drop staging left by a killed install, re-link
+        # what the ledger says is installed.
+        reconcile(self.home, self.state.installed.tools)
         self.store.subscribe(self.state.apply)
 
     def request_stop(self) -> None:

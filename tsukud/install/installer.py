@@ -227,7 +227,7 @@ class Installer:
             d.home,
             http,
             base_url=lambda: str(d.config["registry.url"] or ""),
-            manifest_url=lambda: d.env.get("TSUKU_MANIFEST_URL", ""),
+            manifest_url=lambda: str(d.config["registry.manifest_url"] or ""),
         )
         installer = cls(
             home=d.home,
@@ -238,6 +238,7 @@ class Installer:
             installed=lambda: d.state.installed.tools,
             github_url=lambda: str(d.config["github.url"]),
             env=verify_env(d.env),
+            max_download_bytes=int(d.config["install.max_download_mb"]) * 1024 * 1024,
         )
         # Built on first use, before any install of this daemon has started: whatever a
         # crashed daemon left half-done can be repaired now.

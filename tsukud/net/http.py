@@ -633,8 +633,8 @@ def _replace(r: Response, **changes: Any) -> Response:
 
 def endpoint_hosts(d: Daemon) -> list[str]:
     """Hosts of the configured endpoints: the only ones allowed to be private."""
-    urls = [d.config["github.api_url"], d.config["github.url"], d.config["registry.url"]]
-    urls.append(d.env.get("TSUKU_MANIFEST_URL", ""))
+    keys = ("github.api_url", "github.url", "registry.url", "registry.manifest_url")
+    urls = [d.config[k] for k in keys]
     return [host_of(u) for u in urls if u]
 
 

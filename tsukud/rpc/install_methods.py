@@ -82,4 +82,8 @@ async def tools_info(d: Daemon, p: ToolParams, call: Call) -> dict[str, Any]:
 @method("registry.update", NoParams)
 async def registry_update(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
     """Refetch the registry manifest and every cached recipe."""
-    return await _installer(d).registry.update()
+    from tsukud.hooks.service import refresh_index
+
+    result = await _installer(d).registry.update()
+    refresh_index(d)  # the shell hook's command index lists registry recipes
+    return result

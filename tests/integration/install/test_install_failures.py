@@ -102,8 +102,11 @@ def test_tar_slip_release_fails_cleanly(inst: Tsuku, world: FakeGitHub) -> None:
     assert cp.returncode == 6, cp.stderr
     assert "slip-1.0.0.tar.gz" in cp.stderr and ".." in cp.stderr
     assert "nothing was installed" in cp.stderr
-    for base in (inst.home, inst.home.parent, inst.home / "tools"):
-        assert not list(Path(base).glob("**/escaped-by-tsuku-test.txt"))
+    # Nowhere inside the home, nor in any directory the `..`s could reach from staging
+    # (globbing all of /tmp would race with other tests' temp dirs).
+    assert not list(inst.home.glob("**/escaped-by-tsuku-test.txt"))
+    for ancestor in (inst.home / "tools" / "x" / "y").parents:
+        assert not (ancestor / "escaped-by-tsuku-test.txt").exists()
     assert_nothing_installed(inst)
     assert failed_event(inst)["error_code"] == "archive_unsafe"
 
