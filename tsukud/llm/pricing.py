@@ -72,15 +72,18 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class PriceTable:
-    def __init__(self, rows: list[Price]) -> None:
+    def __init__(self, rows: list[Price], fallback: PriceTable | None = None) -> None:
+        """``fallback`` answers for models these rows do not price (the bundled table
+        behind a user's ``llm.prices_file``)."""
+        self._fallback = fallback
         self._rows: dict[str, list[Price]] = {}
         for row in rows:
             for name in (row.model, *row.aliases):
                 self._rows.setdefault(name, []).append(row)
 
     @classmethod
-    def from_toml(cls, text: str) -> PriceTable:
-        return cls(msgspec.convert(tomllib.loads(text), _File).price)
+    def from_toml(cls, text: str, fallback: PriceTable | None = None) -> PriceTable:
+        return cls(msgspec.convert(tomllib.loads(text), _File).price, fallback)
 
     def price(self, model: str, on: dt.date | None = None) -> Price | None:
         """The row for ``model`` valid on ``on`` (default: today, UTC).
@@ -95,7 +98,7 @@ class PriceTable:
             valid = [r for r in self._rows.get(candidate, ()) if r.valid_on(day)]
             if valid:
                 return max(valid, key=lambda r: r.since or dt.date.min)
-        return None
+        return self._fallback.price(model, on) if self._fallback is not None else None
 
     def cost(self, model: str, usage: Usage, on: dt.date | None = None) -> Decimal | None:
         row = self.price(model, on)

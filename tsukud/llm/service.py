@@ -17,7 +17,6 @@ life. ``llm.replay_dir`` serves every provider from recordings (tests, the demo)
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -64,6 +63,7 @@ class LLM:
     def __init__(self, daemon: Daemon) -> None:
         self._d = daemon
         self._providers: dict[tuple[str, str], Provider] = {}
+        self._prices: tuple[tuple[str, int], PriceTable] | None = None
         self.confirmations = daemon.service(Confirmations.from_daemon)
 
     @classmethod
@@ -148,13 +148,15 @@ class LLM:
         if not extra:
             return default_table()
         try:
-            text = Path(extra).read_text(encoding="utf-8")
-            rows = PriceTable.from_toml(text)
+            stamp = (extra, Path(extra).stat().st_mtime_ns)
+            if self._prices is None or self._prices[0] != stamp:
+                text = Path(extra).read_text(encoding="utf-8")
+                self._prices = (stamp, PriceTable.from_toml(text, fallback=default_table()))
+            return self._prices[1]
         except (OSError, ValueError) as e:
             from tsukud.errors import ConfigError
 
             raise ConfigError(f"llm.prices_file {extra}: {e}") from None
-        return _Layered(rows, default_table())  # type: ignore[return-value]
 
     def price(self, name: str) -> Price | None:
         return self.prices().price(self.info(name).model)
@@ -296,16 +298,6 @@ async def _noop_progress(_body: dict[str, Any]) -> None:
 
 def _secret_key(name: str) -> str:
     return {"claude": "anthropic_api_key", "gemini": "google_api_key"}.get(name, "openai_api_key")
-
-
-class _Layered:
-    """Config-supplied price rows first, the bundled table second."""
-
-    def __init__(self, first: PriceTable, second: PriceTable) -> None:
-        self._first, self._second = first, second
-
-    def price(self, model: str, on: dt.date | None = None) -> Price | None:
-        return self._first.price(model, on) or self._second.price(model, on)
 
 
 @dataclass
