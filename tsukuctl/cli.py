@@ -384,6 +384,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tsukuctl.sandbox_commands",
     "tsukuctl.llm_commands",
     "tsukuctl.install_commands",
+    "tsukuctl.create_commands",
     "tsukuctl.hook_commands",
 )
 

@@ -23,6 +23,7 @@ METHOD_MODULES = (
     "tsukud.rpc.sandbox_methods",
     "tsukud.rpc.llm_methods",
     "tsukud.rpc.install_methods",
+    "tsukud.rpc.create_methods",
     "tsukud.rpc.hook_methods",
 )
 

@@ -1,0 +1,342 @@
+"""``tsukuctl create`` against a real tsukud, the fake GitHub, the fake Anthropic server
+(real SDK) and real Docker: the issue's "done when" walk and the CLI around it."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.conftest import Tsuku, base_env, short_home
+from tests.fakes import anthropic_server as anth
+from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.github import FakeGitHub, fixture_world
+from tests.integration.create.helpers import CLAUDE_KEY
+from tsukud.errors import ExitCode
+
+pytestmark = pytest.mark.docker
+
+STERN = {
+    "asset_type": "archive",
+    "asset_pattern": "stern_{version}_{os}_{arch}.tar.gz",
+    "os_mapping": {"linux": "linux", "darwin": "darwin"},
+    "arch_mapping": {"amd64": "amd64", "arm64": "arm64"},
+    "archive_format": "tar.gz",
+    "strip_dirs": 0,
+    "binaries": ["stern"],
+    "verify_command": "stern --version",
+    "verify_pattern": "{version}",
+}
+
+
+@pytest.fixture(scope="module")
+def fw() -> Iterator[FakeGitHub]:
+    with fixture_world() as fake:
+        yield fake
+
+
+@pytest.fixture
+def anthropic() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as fake:
+        yield fake
+
+
+@pytest.fixture
+def home(fw: FakeGitHub, anthropic: FakeAnthropic, docker_endpoint: str) -> Iterator[Tsuku]:
+    path = short_home()
+    t = Tsuku(
+        path,
+        {
+            **base_env(path),
+            **fw.env(),
+            "ANTHROPIC_API_KEY": CLAUDE_KEY,
+            "ANTHROPIC_BASE_URL": anthropic.url,
+        },
+    )
+    try:
+        yield t
+    finally:
+        t.stop_all()
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def events(t: Tsuku, *types: str) -> list[dict[str, Any]]:
+    args = ["events", "--json", "--limit", "0"]
+    for ty in types:
+        args += ["--type", ty]
+    return [json.loads(x) for x in t.ctl(*args, check=True).stdout.splitlines()]
+
+
+def script_stern(fake: FakeAnthropic, model: str = anth.MODEL) -> None:
+    fake.reply(
+        [
+            anth.text("Let me look inside the linux archive."),
+            anth.tool_use(
+                "toolu_1", "inspect_archive", {"asset_name": "stern_1.32.0_linux_amd64.tar.gz"}
+            ),
+        ],
+        "tool_use",
+        usage_=anth.usage(3000, 80),
+        model=model,
+    )
+    fake.reply(
+        [anth.tool_use("toolu_2", "extract_pattern", STERN)],
+        "tool_use",
+        usage_=anth.usage(3500, 150),
+        model=model,
+    )
+
+
+def no_secrets(t: Tsuku, *texts: str) -> None:
+    for text in texts:
+        assert CLAUDE_KEY not in text
+    log = t.home / "logs"
+    for path in [*log.rglob("*"), *(t.home / "recipes").rglob("*")] if log.exists() else []:
+        if path.is_file():
+            assert CLAUDE_KEY not in path.read_text(errors="replace"), path
+    assert CLAUDE_KEY not in json.dumps(events(t))
+
+
+def test_done_when_deterministic(home: Tsuku, anthropic: FakeAnthropic) -> None:
+    home.start()
+    cp = home.ctl(
+        "create", "stern", "--from", "github:stern/stern", "--deterministic-only", "--yes"
+    )
+    assert cp.returncode == 0, cp.stderr
+    recipe_path = home.home / "recipes" / "stern.toml"
+    assert cp.stdout.splitlines()[0] == f"Recipe created: {recipe_path}"
+    assert "Validation: passed on linux/" in cp.stdout
+    assert "To install it: tsukuctl install stern" in cp.stdout
+    for stage in ("fetching releases of stern/stern…", "matching the", "validating on linux/"):
+        assert stage in cp.stderr
+    assert "cost: $0 (deterministic matcher, no LLM)" in cp.stderr
+    recipe = tomllib.loads(recipe_path.read_text())
+    meta = recipe["metadata"]
+    assert meta["generated_by"] == "deterministic"
+    assert meta["validated_version"] == "1.32.0" and meta["validation_platform"].startswith(
+        "linux/"
+    )
+    assert meta["validation_image"] == "tsuku/validate-busybox:local"
+    assert recipe["steps"][0]["asset_pattern"] == "stern_{version}_{os}_{arch}.tar.gz"
+    assert "llm_validation" not in meta and anthropic.requests == []
+
+    cp = home.ctl("install", "stern")
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout.startswith("installed stern 1.32.0 (stern)")
+    assert "matches GitHub's digest, the recipe" in cp.stderr  # the recipe's sha256 pin
+    out = subprocess.run(
+        [str(home.home / "bin" / "stern"), "--version"], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "stern v1.32.0"
+
+    evs = events(home)
+    session = next(e["session"] for e in evs if e["type"] == "create.started")
+    create_types = [e["type"] for e in evs if e["session"] == session]
+    assert create_types == [
+        "create.started",
+        "validation.started",
+        "sandbox.lock_acquired",
+        "sandbox.lock_released",
+        "validation.passed",
+        "generation.completed",
+        "recipe.written",
+    ]
+    (installed,) = [e for e in evs if e["type"] == "install.completed"]
+    assert installed["payload"]["recipe_source"] == "local"
+
+
+def test_done_when_scripted_llm(home: Tsuku, anthropic: FakeAnthropic) -> None:
+    script_stern(anthropic)
+    home.start()
+    cp = home.ctl(
+        "create", "stern", "--from", "github:stern/stern", "--llm", "--yes", "--collect-tool-stats"
+    )
+    assert cp.returncode == 0, cp.stderr
+    assert "asking claude…" in cp.stderr
+    assert "cost: $0.02 (6500 in / 230 out tokens, 2 turns, claude:claude-sonnet-5-5)" in cp.stderr
+    assert "inspect_archive  stern_1.32.0_linux_amd64.tar.gz" in cp.stderr
+    recipe = tomllib.loads((home.home / "recipes" / "stern.toml").read_text())
+    assert recipe["metadata"]["generated_by"] == "claude:claude-sonnet-5-5"
+    assert len(recipe["metadata"]["asset_sha256"]["stern_1.32.0_linux_amd64.tar.gz"]) == 64
+
+    cp2 = home.ctl("install", "stern")
+    assert cp2.returncode == 0, cp2.stderr
+    assert cp2.stdout.startswith("installed stern 1.32.0 (stern)")
+
+    # The request: tool choice any, our three tools, the key in a header only.
+    first = anthropic.requests[0].json()
+    assert first["tool_choice"] == {"type": "any"}
+    assert [t["name"] for t in first["tools"]] == [
+        "fetch_file",
+        "inspect_archive",
+        "extract_pattern",
+    ]
+    evs = events(home)
+    session = next(e["session"] for e in evs if e["type"] == "create.started")
+    types = [e["type"] for e in evs if e["session"] == session]
+    assert types[:4] == ["create.started", "generation.started", "budget.reserved", "llm.turn"]
+    assert types.count("llm.turn") == 2 and types.count("tool.called") == 2
+    assert types[-3:] == ["budget.settled", "generation.completed", "recipe.written"]
+    turns = [e["payload"] for e in evs if e["type"] == "llm.turn"]
+    assert sum(t["cost_usd"] for t in turns) == pytest.approx(0.0153)
+    calls = [e["payload"] for e in evs if e["type"] == "tool.called"]
+    assert calls[0]["name"] == "inspect_archive" and calls[0]["ok"] is True
+    assert calls[0]["asset"] == "stern_1.32.0_linux_amd64.tar.gz" and calls[0]["bytes"] > 0
+    done = next(e["payload"] for e in evs if e["type"] == "generation.completed")
+    assert done["cost_usd"] == pytest.approx(0.0153) and done["validation"] == "passed"
+    no_secrets(home, cp.stdout, cp.stderr, cp2.stdout, cp2.stderr)
+
+
+def test_existing_recipe_is_refused_before_any_money(home: Tsuku, anthropic: FakeAnthropic) -> None:
+    (home.home / "recipes").mkdir(parents=True)
+    (home.home / "recipes" / "stern.toml").write_text("# mine\n")
+    home.start()
+    cp = home.ctl("create", "stern", "--from", "github:stern/stern", "--llm", "--yes")
+    assert cp.returncode == ExitCode.GENERAL
+    assert "a recipe already exists at" in cp.stderr and "hint: Use --force" in cp.stderr
+    assert anthropic.requests == [] and events(home, "budget.*", "create.*") == []
+    assert (home.home / "recipes" / "stern.toml").read_text() == "# mine\n"
+
+
+def test_without_a_terminal_or_yes_the_recipe_is_printed(home: Tsuku) -> None:
+    home.start()
+    cp = home.ctl(
+        "create",
+        "stern",
+        "--from",
+        "github:stern/stern",
+        "--deterministic-only",
+        "--skip-validation",
+    )
+    assert cp.returncode == 0, cp.stderr
+    recipe = tomllib.loads(cp.stdout)
+    assert recipe["metadata"]["llm_validation"] == "skipped"
+    assert "WARNING: the recipe was NOT validated in a container: --skip-validation" in cp.stderr
+    assert "printed, not saved" in cp.stderr
+    assert not (home.home / "recipes").exists()
+
+
+def test_json_and_output(home: Tsuku, tmp_path: Any) -> None:
+    home.start()
+    target = tmp_path / "out" / "stern.toml"
+    cp = home.ctl(
+        "create",
+        "stern",
+        "--from",
+        "github:stern/stern",
+        "--deterministic-only",
+        "--json",
+        "--output",
+        str(target),
+    )
+    assert cp.returncode == 0, cp.stderr
+    res = json.loads(cp.stdout)
+    assert res["written"] == str(target) and target.read_text() == res["recipe"]
+    assert res["validation"]["status"] == "passed" and cp.stderr == ""
+    assert [d["platform"] for d in res["preview"]["downloads"]] == [
+        "linux/amd64",
+        "linux/arm64",
+        "darwin/amd64",
+        "darwin/arm64",
+    ]
+    cp = home.ctl(
+        "create", "stern", "--from", "github:stern/stern", "--deterministic-only", "-o", str(target)
+    )
+    assert cp.returncode == ExitCode.GENERAL and "already exists" in cp.stderr
+
+
+def test_interactive_preview_view_then_install(home: Tsuku) -> None:
+    home.start()
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tsukuctl", "create", "stern", "--from", "github:stern/stern",
+         "--deterministic-only"],
+        env=home.env,
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+    )  # fmt: skip
+    os.close(slave)
+    os.write(master, b"x\nv\ni\n")  # an invalid answer, view, install
+    stdout, _ = proc.communicate(timeout=120)
+    os.close(master)
+    text = stdout.decode()
+    assert proc.returncode == 0, text
+    assert "Generated recipe for stern (github:stern/stern at v1.32.0):" in text
+    assert "linux/arm64   stern_1.32.0_linux_arm64.tar.gz" in text
+    assert "Verification: stern --version" in text
+    assert "Generated by: deterministic; cost $0 (deterministic matcher, no LLM)" in text
+    assert "Repairs: 0 of 2 LLM repairs used" in text
+    assert "Validation: passed on linux/" in text
+    assert text.count("[v]iew full recipe, [i]nstall, [c]ancel? ") == 3
+    assert "Please answer v, i or c." in text
+    assert 'asset_pattern = "stern_{version}_{os}_{arch}.tar.gz"' in text  # [v]
+    assert f"Recipe written: {home.home / 'recipes' / 'stern.toml'}" in text
+    assert "installed stern 1.32.0 (stern)" in text
+    assert (home.home / "bin" / "stern").is_symlink()
+
+
+def test_interactive_cancel_writes_nothing(home: Tsuku) -> None:
+    home.start()
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tsukuctl", "create", "stern", "--from", "github:stern/stern",
+         "--deterministic-only", "--skip-validation"],
+        env=home.env,
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+    )  # fmt: skip
+    os.close(slave)
+    os.write(master, b"c\n")
+    stdout, _ = proc.communicate(timeout=60)
+    os.close(master)
+    assert proc.returncode == 0
+    assert "Validation: NOT validated" in stdout.decode()
+    assert "Canceled: nothing was written." in stdout.decode()
+    assert not (home.home / "recipes").exists()
+
+
+def test_errors_carry_hints(home: Tsuku, fw: FakeGitHub) -> None:
+    home.env.pop("ANTHROPIC_API_KEY")
+    home.start()
+    cp = home.ctl("create", "nope", "--from", "github:acme/nope", "--yes")
+    assert cp.returncode == ExitCode.NETWORK
+    assert "not found on GitHub" in cp.stderr and "hint: Check the repository name" in cp.stderr
+    cp = home.ctl("create", "stern", "--from", "gitlab:stern/stern", "--yes")
+    assert cp.returncode == ExitCode.USAGE and "hint: Use --from github:owner/repo." in cp.stderr
+    cp = home.ctl("create", "stern", "--from", "github:stern/stern", "--llm", "--yes")
+    assert cp.returncode == ExitCode.PROVIDER_UNAVAILABLE
+    assert (
+        "no LLM provider is configured" in cp.stderr and "hint: Set ANTHROPIC_API_KEY" in cp.stderr
+    )
+    failed = events(home, "generation.failed")
+    assert [e["payload"]["error_code"] for e in failed] == [
+        "github_repo_not_found",
+        "provider_unavailable",
+    ]
+
+
+def test_budget_and_deprecated_model(home: Tsuku, anthropic: FakeAnthropic) -> None:
+    home.env["TSUKU_LLM_DAILY_BUDGET"] = "0.01"
+    home.env["TSUKU_CLAUDE_MODEL"] = "claude-sonnet-4-5-20250929"
+    home.start()
+    cp = home.ctl("create", "stern", "--from", "github:stern/stern", "--llm", "--yes")
+    assert cp.returncode == ExitCode.BUDGET and "hint:" in cp.stderr
+    assert anthropic.requests == []
+    home.stop_all()
+    home.procs.clear()
+    home.env.pop("TSUKU_LLM_DAILY_BUDGET")
+    home.start()
+    script_stern(anthropic, model="claude-sonnet-4-5-20250929")
+    cp = home.ctl("create", "stern", "--from", "github:stern/stern", "--llm", "--yes")
+    assert cp.returncode == 0, cp.stderr
+    assert "warning: claude-sonnet-4-5-20250929 is deprecated" in cp.stderr

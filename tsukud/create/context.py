@@ -1,0 +1,199 @@
+"""What a create run learns about a repository before any model sees it.
+
+One round of GitHub requests: the repository (description, homepage, canonical name
+after a rename), its recent releases, the file names at the root of the release tag and
+the README there. The releases are the five newest published ones (drafts are never
+used); the version the recipe is checked and validated at is the newest *stable* one,
+falling back to the newest prerelease only when nothing else exists (the reference used
+whatever came first, prereleases included).
+
+Everything here is untrusted text from strangers. Asset names are filtered later
+(``tsukud.create.assets``); the description and homepage are cleaned here before they
+can reach a prompt or a recipe.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import msgspec
+import trio
+
+from tsukud.create.assets import Release, strip_invisible, usable_releases
+from tsukud.create.errors import BadSource, NoReleases
+from tsukud.errors import TsukuError
+
+if TYPE_CHECKING:
+    from tsukud.github.client import GitHub
+    from tsukud.github.client import Release as ApiRelease
+
+MAX_RELEASES = 5
+README_MAX_BYTES = 512 * 1024
+MAX_ROOT_FILES = 60
+MAX_DESCRIPTION = 200
+
+_README = re.compile(r"(?i)^readme(?:\.(md|markdown|rst|txt|adoc|org))?$")
+_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}/[A-Za-z0-9_.][A-Za-z0-9_.-]{0,99}$")
+_FILE_NAME = re.compile(r"^(?!\.\.?$)[A-Za-z0-9._][A-Za-z0-9._+~-]{0,99}$")
+_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(?::\d+)?(?:/[A-Za-z0-9._~:/?#@!$&'()*+,;=%-]*)?$")
+
+
+class RepoContext(msgspec.Struct, frozen=True, kw_only=True):
+    repo: str  # canonical owner/name (after a rename)
+    description: str | None
+    homepage: str | None
+    releases: tuple[Release, ...]  # newest first, drafts removed, at most MAX_RELEASES
+    api_releases: dict[str, ApiRelease]  # by tag: download URLs, sizes, digests
+    tag: str  # the release the recipe is validated at
+    readme: str | None = None
+    readme_name: str | None = None
+    root_files: tuple[str, ...] = ()
+
+    @property
+    def version(self) -> str:
+        return self.release.version
+
+    @property
+    def release(self) -> Release:
+        return next(r for r in self.releases if r.tag == self.tag)
+
+    @property
+    def api_release(self) -> ApiRelease:
+        return self.api_releases[self.tag]
+
+
+def parse_source(source: str) -> str:
+    """``github:owner/repo`` (or a bare ``owner/repo``) → ``owner/repo``."""
+    text = source.strip()
+    kind, sep, rest = text.partition(":")
+    if sep and kind.lower() == "github":
+        text = rest.strip()
+    elif sep:
+        raise BadSource(
+            f"unknown source {source!r}: only GitHub releases are supported",
+            hint="Use --from github:owner/repo.",
+        )
+    text = text.removeprefix("https://github.com/").rstrip("/")
+    if not _REPO.match(text) or ".." in text:
+        raise BadSource(f"expected github:owner/repo, got {source!r}")
+    return text
+
+
+def clean_description(text: str | None) -> str | None:
+    """One printable line, at most 200 characters: safe in a prompt and in TOML."""
+    if not text:
+        return None
+    line = " ".join(strip_invisible(text).split())
+    line = "".join(c for c in line if c.isprintable())
+    if len(line) > MAX_DESCRIPTION:
+        line = line[: MAX_DESCRIPTION - 1].rstrip() + "…"
+    return line or None
+
+
+def clean_homepage(url: str | None) -> str | None:
+    """An http(s) URL without spaces or quotes, else nothing."""
+    if not url:
+        return None
+    url = url.strip()
+    if len(url) > 200 or not _URL.match(url):
+        return None
+    return url
+
+
+def to_release(api: ApiRelease) -> Release:
+    digests = {a.name: a.sha256 for a in api.assets if a.sha256}
+    return Release(
+        tag=api.tag_name,
+        assets=tuple(a.name for a in api.assets),
+        prerelease=api.prerelease,
+        draft=api.draft,
+        digests={k: v for k, v in digests.items() if v is not None},
+    )
+
+
+async def gather(github: GitHub, repo: str, *, max_releases: int = MAX_RELEASES) -> RepoContext:
+    """Repository, releases, root listing and README. Raises the GitHub client's
+    typed errors (:class:`~tsukud.github.client.RepoNotFound`, rate limits) and
+    :class:`NoReleases`."""
+    from tsukud.github.client import Repo
+
+    meta: list[Repo] = []
+    listed: list[list[ApiRelease]] = []
+    failed: dict[str, TsukuError] = {}
+
+    # Both at once; a missing repository fails both, and the caller gets one error.
+    async def get_repo() -> None:
+        try:
+            meta.append(await github.repo(repo))
+        except TsukuError as exc:
+            failed["repo"] = exc
+
+    async def get_releases() -> None:
+        try:
+            listed.append(await github.releases(repo, per_page=max_releases * 2, max_pages=1))
+        except TsukuError as exc:
+            failed["releases"] = exc
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(get_repo)
+        nursery.start_soon(get_releases)
+    if failed:
+        raise failed.get("repo") or failed["releases"]
+    info = meta[0]
+    canonical = info.full_name if _REPO.match(info.full_name or "") else repo
+    published = [r for r in listed[0] if not r.draft and r.tag_name][:max_releases]
+    if not published:
+        raise NoReleases(f"{canonical} has no published releases")
+    releases = tuple(to_release(r) for r in published)
+    tag = usable_releases(releases)[0].tag
+    files, readme, readme_name = await _readme(github, canonical, tag)
+    return RepoContext(
+        repo=canonical,
+        description=clean_description(info.description),
+        homepage=clean_homepage(info.homepage) or clean_homepage(info.html_url),
+        releases=releases,
+        api_releases={r.tag_name: r for r in published},
+        tag=tag,
+        readme=readme,
+        readme_name=readme_name,
+        root_files=files,
+    )
+
+
+async def _readme(
+    github: GitHub, repo: str, tag: str
+) -> tuple[tuple[str, ...], str | None, str | None]:
+    """Root file names at ``tag`` (safe ones only) and the README's text. Failures
+    here only cost context, never the run."""
+    from tsukud.github.client import ContentFile
+
+    try:
+        listing = await github.contents(repo, "", ref=tag)
+    except TsukuError:
+        return (), None, None
+    if not isinstance(listing, list):
+        return (), None, None
+    names = sorted(
+        (e.name + ("/" if e.type == "dir" else "") for e in listing if _FILE_NAME.match(e.name)),
+        key=str.lower,
+    )
+    readmes = sorted(
+        (e for e in listing if e.type == "file" and _README.match(e.name)),
+        key=lambda e: (0 if e.name.lower().endswith((".md", ".markdown")) else 1, e.name),
+    )
+    if not readmes:
+        return tuple(names[:MAX_ROOT_FILES]), None, None
+    entry = readmes[0]
+    try:
+        got = await github.contents(repo, entry.path, ref=tag)
+    except TsukuError:
+        return tuple(names[:MAX_ROOT_FILES]), None, None
+    text = None
+    if (
+        isinstance(got, ContentFile)
+        and got.content is not None
+        and len(got.content) <= README_MAX_BYTES
+    ):
+        text = got.content.decode("utf-8", errors="replace")
+    return tuple(names[:MAX_ROOT_FILES]), text, entry.name

@@ -1,0 +1,758 @@
+"""``tsukuctl create``: one whole run, from ``github:owner/repo`` to a checked recipe.
+
+1. **Context**: repository, five newest published releases, root files and README at
+   the release tag (:mod:`tsukud.create.context`).
+2. **Deterministic matcher** (no LLM, $0). Confident and replaying on every platform →
+   no model is asked unless ``--llm``; otherwise its candidates become hints.
+   ``--deterministic-only`` never asks one.
+3. **Conversation** (:mod:`tsukud.create.session`): at most 5 turns, tool choice *any*,
+   ``extract_pattern`` forced on the last turn, every answer judged at once by the
+   static checks (schema, limits, replay against the real assets), whose findings are
+   the cheapest repair feedback there is.
+4. **Validation** (:mod:`tsukud.sandbox.validate`) on the container's platform, after a
+   deterministic binary-path fix (:func:`tsukud.create.repair.fix_layout`) and verify
+   self-repair (:mod:`tsukud.create.verify_repair`) when they apply.
+5. **Repair**: at most ``max_repairs`` LLM repairs, each continuing the same
+   conversation (the model sees its previous answer) with sanitised feedback. A 404, a
+   failed replay or a failed verify is feedback, never an abort.
+6. **Result**: the recipe with ``{version}`` templated, ``generated_by``, validation
+   metadata and the validated asset's sha256, plus what the client needs for its
+   preview; the caller decides whether to write it.
+
+Everything outside is injected (:class:`Deps`): the GitHub client, the HTTP layer, how
+to open an LLM run (the daemon's money-aware ``LLM.run``, or a provider directly in
+tests), the validator and an event sink, so the whole run works in-process.
+
+Events, all with the run's session id: ``create.started``; ``generation.started`` (when
+an LLM run is admitted; counted by the hourly limit); ``llm.turn`` (the LLM service);
+``tool.called``; ``validation.started|passed|failed|skipped``; ``repair.attempted``;
+``generation.completed|failed``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from tsukud.clock import iso
+from tsukud.create.answer import InvalidAnswer, RecipeContext, answer_to_recipe, parse_answer
+from tsukud.create.assets import fenced, render_readme, render_releases
+from tsukud.create.context import RepoContext, gather
+from tsukud.create.errors import (
+    DeterministicFailed,
+    GenerationFailed,
+    NoBinaryAssets,
+    ValidationFailed,
+)
+from tsukud.create.findings import Finding, errors, format_findings
+from tsukud.create.matcher import Candidate, MatchResult, hints_text, match_releases
+from tsukud.create.prompts import SYSTEM_PROMPT, user_message
+from tsukud.create.repair import fix_layout, static_feedback, validation_feedback, with_verify
+from tsukud.create.session import (
+    MAX_TOKENS,
+    MAX_TURNS,
+    REPAIR_TURNS,
+    Conversation,
+    Judgement,
+    Outcome,
+)
+from tsukud.create.static_checks import check_recipe, check_verify
+from tsukud.create.tools import Emit, RepoTools, ToolCallRecord
+from tsukud.errors import ProviderUnavailable
+from tsukud.recipe import (
+    STANDARD_PLATFORMS,
+    GitHubArchiveStep,
+    GitHubFileStep,
+    Recipe,
+    RecipeError,
+    ResolvedVersion,
+    dump_recipe,
+    render_recipe,
+)
+from tsukud.sandbox.validate import Verdict, container_platform, skipped
+
+if TYPE_CHECKING:
+    from tsukud.github.client import GitHub
+    from tsukud.llm.types import Response
+    from tsukud.net.http import Http
+    from tsukud.sandbox.validate import ValidationRun, Validator
+
+MAX_REPAIRS = 2
+DETERMINISTIC = "deterministic"
+_PROVIDER_NAMES = {"anthropic": "claude", "gemini": "gemini", "openai_compat": "local"}
+
+Progress = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class CreateRequest(msgspec.Struct, frozen=True, kw_only=True):
+    tool: str
+    repo: str
+    deterministic_only: bool = False
+    force_llm: bool = False
+    skip_validation: bool = False
+    providers: str | None = None
+    confirmed: bool = False
+    can_ask: bool = False
+    collect_tool_stats: bool = False
+    max_repairs: int = MAX_REPAIRS
+
+
+class ValidationSummary(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    status: str
+    platform: str
+    stage: str | None = None
+    image: str | None = None
+    version: str | None = None
+    message: str | None = None
+    hint: str | None = None
+    command: str | None = None
+    exit_code: int | None = None
+    output: str | None = None
+    assets: tuple[dict[str, Any], ...] = ()
+    attempts: int = 0
+
+
+class CreateResult(msgspec.Struct, kw_only=True, omit_defaults=True):
+    session: str
+    tool: str
+    repo: str
+    tag: str
+    version: str
+    recipe: str  # TOML
+    generated_by: str
+    validation: ValidationSummary
+    provider: str | None = None
+    model: str | None = None
+    cost_usd: float | None = 0.0  # None: some turn had no known price
+    input_tokens: int = 0
+    output_tokens: int = 0
+    turns: int = 0
+    repairs: int = 0
+    max_repairs: int = MAX_REPAIRS
+    self_repairs: tuple[str, ...] = ()
+    matcher: dict[str, Any] = msgspec.field(default_factory=dict)
+    preview: dict[str, Any] = msgspec.field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    tool_stats: tuple[ToolCallRecord, ...] | None = None
+    duration_ms: int = 0
+    written: str | None = None
+
+
+@dataclass
+class Deps:
+    github: GitHub
+    http: Http
+    github_url: str
+    emit: Emit
+    progress: Progress
+    open_llm: Callable[..., AbstractAsyncContextManager[Any]] | None = None
+    validator: Validator | None = None
+    secrets: Sequence[str] = ()
+    workdir: Path | None = None
+    clock: Callable[[], float] = time.time
+    no_runtime_reason: str | None = None
+
+
+def provider_name(response: Response) -> str:
+    return _PROVIDER_NAMES.get(response.provider, response.provider)
+
+
+def _root_files(files: Sequence[str]) -> str:
+    return "Files at the repository root (names only):\n" + fenced("\n".join(files), "text")
+
+
+@dataclass
+class _Run:
+    req: CreateRequest
+    deps: Deps
+    session: str
+    stage: str = "context"
+    ctx: RepoContext | None = None
+    match: MatchResult | None = None
+    repairs: int = 0
+    self_repairs: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    validations: int = 0
+    vrun: ValidationRun | None = None
+    tools: RepoTools | None = None
+    conv: Conversation | None = None
+    spent: float | None = 0.0
+
+    async def progress(self, stage: str, message: str, **extra: Any) -> None:
+        await self.deps.progress({"stage": stage, "message": message, **extra})
+
+    async def emit(self, type_: str, payload: dict[str, Any]) -> None:
+        await self.deps.emit(type_, payload)
+
+    # ---- context and matching ------------------------------------------------------
+
+    def _context(self, generated_by: str | None = None) -> RecipeContext:
+        assert self.ctx is not None and self.match is not None
+        return RecipeContext(
+            repo=self.ctx.repo,
+            name=self.req.tool,
+            description=self.ctx.description,
+            homepage=self.ctx.homepage,
+            generated_by=generated_by,
+            versions=tuple(r.version for r in self.ctx.releases),
+            unsupported=self.match.unsupported,
+        )
+
+    def _candidate_recipe(self, candidate: Candidate) -> Recipe:
+        context = msgspec.structs.replace(
+            self._context(DETERMINISTIC),
+            unsupported=candidate.unsupported,
+            notes=candidate.notes,
+        )
+        return answer_to_recipe(candidate.answer, context)
+
+    def judge(self, arguments: Any) -> Judgement:
+        """An ``extract_pattern`` call → an accepted recipe, or the findings."""
+        assert self.ctx is not None
+        versions = [r.version for r in self.ctx.releases]
+        try:
+            answer = parse_answer(arguments, versions=versions)
+            recipe = answer_to_recipe(answer, self._context())
+        except InvalidAnswer as exc:
+            return Judgement(findings=tuple(exc.findings), error_type="invalid_answer")
+        found = check_recipe(recipe, self.ctx.releases)
+        problems = errors(found)
+        if problems:
+            return Judgement(findings=tuple(problems), error_type="static_check")
+        return Judgement(answer=answer, recipe=recipe, findings=tuple(found))
+
+    # ---- the run -------------------------------------------------------------------
+
+    async def run(self) -> CreateResult:
+        req, deps = self.req, self.deps
+        started = time.monotonic()
+        self.stage = "context"
+        await self.progress("fetching_releases", f"fetching releases of {req.repo}")
+        ctx = self.ctx = await gather(deps.github, req.repo)
+        self.stage = "matching"
+        kept = len(ctx.release.assets)
+        await self.progress(
+            "matching", f"matching the {kept} assets of {ctx.tag}", tag=ctx.tag, assets=kept
+        )
+        match = self.match = match_releases(ctx.releases, repo=ctx.repo, tool=req.tool)
+        if not match.candidates and not match.unplaced:
+            raise NoBinaryAssets(
+                f"{ctx.repo} {ctx.tag}: no release asset is a build for linux or darwin",
+                tag=ctx.tag,
+            )
+        async with contextlib.AsyncExitStack() as stack:
+            if deps.validator is not None and not req.skip_validation:
+                self.vrun = await stack.enter_async_context(deps.validator.session(self.session))
+            workdir = deps.workdir or Path(
+                stack.enter_context(tempfile.TemporaryDirectory(prefix="tsuku-create-"))
+            )
+            self.tools = RepoTools(
+                github=deps.github,
+                http=deps.http,
+                repo=ctx.repo,
+                release=ctx.release,
+                api_release=ctx.api_release,
+                github_url=deps.github_url,
+                emit=deps.emit,
+                workdir=workdir,
+            )
+            result = await self._decide(match)
+        result.duration_ms = round((time.monotonic() - started) * 1000)
+        return result
+
+    async def _decide(self, match: MatchResult) -> CreateResult:
+        req = self.req
+        best = match.best
+        det_recipe: Recipe | None = None
+        det_errors: list[Finding] = []
+        if best is not None:
+            try:
+                det_recipe = self._candidate_recipe(best)
+                assert self.ctx is not None
+                det_errors = errors(
+                    check_recipe(det_recipe, self.ctx.releases, expected=best.expected)
+                )
+            except InvalidAnswer as exc:
+                det_errors = list(exc.findings)
+        det_ok = det_recipe is not None and not det_errors
+        use_llm = not req.deterministic_only and (req.force_llm or not (match.confident and det_ok))
+        note: str | None = None
+        if not use_llm:
+            if not det_ok or det_recipe is None or best is None:
+                reasons = "; ".join(match.reasons or (best.reasons if best else ()))
+                detail = format_findings(det_errors) if det_errors else reasons
+                raise DeterministicFailed(
+                    f"the deterministic matcher found no recipe that passes the checks: {detail}"
+                )
+            if not match.confident:
+                why = "; ".join(best.reasons[:3])
+                self.warnings.append(
+                    f"the deterministic matcher is not confident ({best.confidence:.2f}): {why}"
+                )
+            recipe, verdict = await self._validate(det_recipe, expected=best.expected)
+            if not verdict.failed:
+                return await self._finish(recipe, verdict, generated_by=DETERMINISTIC)
+            if req.deterministic_only:
+                raise ValidationFailed(
+                    f"the deterministic recipe failed validation ({verdict.stage}): "
+                    f"{verdict.message}",
+                    **self._failure_data(verdict),
+                )
+            note = (
+                "The deterministic matcher's best candidate failed validation "
+                f"({verdict.stage}: {verdict.category or 'unknown'}): "
+                + " ".join(verdict.message.split())[:300]
+            )
+        return await self._with_llm(note)
+
+    async def _with_llm(self, note: str | None) -> CreateResult:
+        req, deps = self.req, self.deps
+        ctx, match, tools = self.ctx, self.match, self.tools
+        assert ctx is not None and match is not None and tools is not None
+        if deps.open_llm is None:
+            raise ProviderUnavailable(
+                "the deterministic matcher was not enough and no LLM is available",
+                hint="Configure a provider (ANTHROPIC_API_KEY or GOOGLE_API_KEY).",
+            )
+        readme = render_readme(ctx.readme) if ctx.readme else None
+        if ctx.root_files:
+            readme = "\n\n".join(x for x in (readme, _root_files(ctx.root_files)) if x)
+        hints = hints_text(match) if match.candidates else None
+        if note:
+            hints = (hints + "\n" if hints else "") + note
+        first = user_message(
+            ctx.repo, ctx.description, render_releases(ctx.releases), readme, hints
+        )
+        max_repairs = req.max_repairs
+        self.stage = "llm"
+        async with deps.open_llm(
+            session=self.session,
+            purpose="create",
+            providers=req.providers,
+            max_turns=MAX_TURNS + max_repairs * REPAIR_TURNS,
+            max_tokens=MAX_TOKENS,
+            input_tokens=(len(SYSTEM_PROMPT) + len(first)) // 3 + 6000,
+            confirmed=req.confirmed,
+            can_ask=req.can_ask,
+            progress=deps.progress,
+            generation_tool=req.tool,
+        ) as run:
+            conv = self.conv = Conversation(run.complete, tools, self.judge, first)
+            provider = run.names[0] if getattr(run, "names", None) else "the LLM"
+            await self.progress("asking", f"asking {provider}", provider=provider)
+            outcome: Outcome = await conv.run(MAX_TURNS)
+            try:
+                while True:
+                    if not outcome.ok:
+                        self.stage = "llm"
+                        if self.repairs >= max_repairs:
+                            raise GenerationFailed(
+                                f"no answer passed the static checks after {self.repairs} "
+                                f"repairs:\n{format_findings(outcome.findings)}",
+                                repairs=self.repairs,
+                            )
+                        await self._repair("static_check", outcome.findings[0].category)
+                        conv.add_user(
+                            static_feedback(
+                                outcome.findings, attempt=self.repairs, max_repairs=max_repairs
+                            )
+                        )
+                        outcome = await conv.run(REPAIR_TURNS)
+                        continue
+                    assert outcome.judgement is not None and outcome.judgement.recipe is not None
+                    recipe, verdict = await self._validate(outcome.judgement.recipe)
+                    if not verdict.failed:
+                        break
+                    if self.repairs >= max_repairs:
+                        raise ValidationFailed(
+                            f"the recipe failed validation after {self.repairs} repairs "
+                            f"({verdict.stage}): {verdict.message}",
+                            **self._failure_data(verdict),
+                        )
+                    await self._repair(verdict.stage, verdict.category or "unknown")
+                    conv.add_user(
+                        validation_feedback(
+                            verdict,
+                            attempt=self.repairs,
+                            max_repairs=max_repairs,
+                            secrets=deps.secrets,
+                            notes=self.self_repairs[-1:] if self.self_repairs else (),
+                        )
+                    )
+                    outcome = await conv.run(REPAIR_TURNS)
+            finally:
+                unpriced = getattr(run, "unpriced_turns", 0)
+                self.spent = None if unpriced else float(getattr(run, "spent", 0))
+        answered = conv.answered_by or conv.last_response
+        generated_by = (
+            f"{provider_name(answered)}:{answered.model}" if answered is not None else "llm"
+        )
+        return await self._finish(recipe, verdict, generated_by=generated_by)
+
+    async def _repair(self, stage: str, category: str) -> None:
+        self.repairs += 1
+        await self.emit(
+            "repair.attempted",
+            {"attempt": self.repairs, "kind": "llm", "stage": stage, "category": category},
+        )
+        await self.progress(
+            "repairing",
+            f"repairing {self.repairs}/{self.req.max_repairs} ({stage}: {category})",
+            attempt=self.repairs,
+        )
+
+    @staticmethod
+    def _failure_data(verdict: Verdict) -> dict[str, Any]:
+        return {
+            "stage": verdict.stage,
+            "category": verdict.category,
+            "exit_code": verdict.exit_code,
+            "output": verdict.output[-2000:],
+            "platform": verdict.platform,
+        }
+
+    # ---- validation ----------------------------------------------------------------
+
+    async def _validate(
+        self, recipe: Recipe, *, expected: dict[str, str] | None = None
+    ) -> tuple[Recipe, Verdict]:
+        ctx = self.ctx
+        assert ctx is not None
+        self.stage = "validation"
+        vrun = self.vrun
+        if self.req.skip_validation or vrun is None:
+            reason = (
+                "--skip-validation: the recipe was NOT installed or run in a container"
+                if self.req.skip_validation
+                else (self.deps.no_runtime_reason or "no container runtime is configured")
+            )
+            validator = self.deps.validator
+            where = validator.platform.key if validator is not None else container_platform().key
+            verdict = skipped(where, reason)
+            await self.emit("validation.skipped", {"reason": reason})
+            return recipe, verdict
+        self.validations += 1
+        attempt = self.validations
+        await self.progress(
+            "validating",
+            f"validating on {vrun.platform.key} in a container (attempt {attempt})",
+            attempt=attempt,
+        )
+        await self.emit(
+            "validation.started",
+            {"attempt": attempt, "platform": vrun.platform.key, "image": vrun.validator.image},
+        )
+        prepared = await vrun.prepare(recipe, ctx.release)
+        if prepared.failure is not None and prepared.failure.stage == "layout":
+            fixed = fix_layout(recipe, prepared.failure, version=ctx.version)
+            if fixed is not None and not errors(
+                check_recipe(fixed[0], ctx.releases, expected=expected)
+            ):
+                recipe, what = fixed
+                self.self_repairs.append(what)
+                await self.emit(
+                    "repair.attempted", {"attempt": attempt, "kind": "layout", "change": what}
+                )
+                prepared = await vrun.prepare(recipe, ctx.release)
+        verdict = await prepared.verify(recipe.verify)
+        if verdict.failed and verdict.stage == "verify" and verdict.category != "verify_command":
+            recipe, verdict = await self._self_repair(recipe, verdict, prepared)
+        await self.emit(f"validation.{verdict.status}", self._verdict_event(verdict, attempt))
+        return recipe, verdict
+
+    async def _self_repair(
+        self, recipe: Recipe, verdict: Verdict, prepared: Any
+    ) -> tuple[Recipe, Verdict]:
+        from tsukud.create.verify_repair import output_pattern, propose
+        from tsukud.sandbox.validate import Verdict as V
+
+        assert self.ctx is not None and recipe.verify is not None
+        command = recipe.verify.command or ""
+        tool = command.split(" ", 1)[0]
+        for proposal in propose(
+            command,
+            verdict.output,
+            verdict.exit_code if verdict.exit_code is not None else 1,
+            version=self.ctx.version,
+            pattern=recipe.verify.pattern,
+        ):
+            await self.emit(
+                "repair.attempted",
+                {
+                    "kind": "verify_self_repair",
+                    "method": proposal.method,
+                    "command": proposal.command,
+                },
+            )
+            pattern: str | None = proposal.pattern
+            if pattern is None:
+                got = await prepared.run_command(proposal.command)
+                if isinstance(got, V) or got.exit_code != proposal.exit_code:
+                    continue
+                pattern = output_pattern(got.output, tool)
+                if pattern is None:
+                    continue
+            candidate = with_verify(recipe, proposal.to_verify(pattern))
+            if errors(check_verify(candidate)):
+                continue
+            tried = await prepared.verify(candidate.verify)
+            if tried.passed:
+                self.self_repairs.append(f"verify: {proposal.reason}")
+                return candidate, tried
+        return recipe, verdict
+
+    @staticmethod
+    def _verdict_event(verdict: Verdict, attempt: int) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "attempt": attempt,
+            "status": verdict.status,
+            "stage": verdict.stage,
+            "platform": verdict.platform,
+            "image": verdict.image,
+            "duration_ms": verdict.duration_ms,
+        }
+        if verdict.command is not None:
+            payload.update(command=verdict.command, exit_code=verdict.exit_code)
+        if verdict.category:
+            payload["category"] = verdict.category
+        if verdict.failed or verdict.status == "skipped":
+            payload["message"] = verdict.message[:500]
+        if verdict.assets:
+            payload["assets"] = [
+                {"name": a.name, "sha256": a.sha256, "size": a.size} for a in verdict.assets
+            ]
+        return payload
+
+    # ---- result --------------------------------------------------------------------
+
+    async def _finish(self, recipe: Recipe, verdict: Verdict, *, generated_by: str) -> CreateResult:
+        ctx, match = self.ctx, self.match
+        assert ctx is not None and match is not None
+        self.stage = "finish"
+        meta = msgspec.structs.replace(recipe.metadata, generated_by=generated_by)
+        if verdict.passed:
+            meta = msgspec.structs.replace(
+                meta,
+                validated_at=iso(self.deps.clock()),
+                validation_platform=verdict.platform,
+                validation_image=verdict.image,
+                validated_version=verdict.version,
+                asset_sha256={a.name: a.sha256 for a in verdict.assets} or None,
+            )
+        else:
+            meta = msgspec.structs.replace(meta, llm_validation="skipped")
+            self.warnings.append(
+                "the recipe was NOT validated in a container: "
+                + (verdict.message or "validation skipped")
+                + (f" ({verdict.hint})" if verdict.hint else "")
+            )
+        recipe = msgspec.structs.replace(recipe, metadata=meta)
+        final = errors(check_recipe(recipe, ctx.releases))
+        if final:  # a deterministic fix must never produce what the checks refuse
+            raise GenerationFailed(
+                "the final recipe fails the static checks:\n" + format_findings(final)
+            )
+        conv = self.conv
+        provider = model = None
+        if conv is not None and (conv.answered_by or conv.last_response) is not None:
+            answered = conv.answered_by or conv.last_response
+            assert answered is not None
+            provider, model = provider_name(answered), answered.model
+            if provider == "claude":
+                from tsukud.llm.pricing import deprecation
+
+                warning = deprecation(model)
+                if warning:
+                    self.warnings.append(warning)
+        usage = conv.usage if conv is not None else None
+        best = match.best
+        result = CreateResult(
+            session=self.session,
+            tool=self.req.tool,
+            repo=ctx.repo,
+            tag=ctx.tag,
+            version=ctx.version,
+            recipe=dump_recipe(recipe),
+            generated_by=generated_by,
+            validation=self._summary(verdict),
+            provider=provider,
+            model=model,
+            cost_usd=self.spent if conv is not None else 0.0,
+            input_tokens=(usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens)
+            if usage
+            else 0,
+            output_tokens=(usage.output_tokens + usage.thoughts_tokens) if usage else 0,
+            turns=conv.turns if conv is not None else 0,
+            repairs=self.repairs,
+            max_repairs=self.req.max_repairs,
+            self_repairs=tuple(self.self_repairs),
+            matcher={
+                "confident": match.confident,
+                "confidence": best.confidence if best else 0.0,
+                "candidates": len(match.candidates),
+                "reasons": list(best.reasons[:6]) if best else list(match.reasons),
+                "used": generated_by == DETERMINISTIC,
+            },
+            preview=self._preview(recipe),
+            warnings=tuple(self.warnings),
+            tool_stats=tuple(self.tools.records)
+            if self.req.collect_tool_stats and self.tools
+            else None,
+        )
+        return result
+
+    def _summary(self, verdict: Verdict) -> ValidationSummary:
+        return ValidationSummary(
+            status=verdict.status,
+            platform=verdict.platform,
+            stage=verdict.stage,
+            image=verdict.image,
+            version=verdict.version,
+            message=verdict.message or None,
+            hint=verdict.hint,
+            command=verdict.command,
+            exit_code=verdict.exit_code,
+            output=verdict.output[-500:] or None,
+            assets=tuple(msgspec.to_builtins(a) for a in verdict.assets),
+            attempts=self.validations,
+        )
+
+    def _preview(self, recipe: Recipe) -> dict[str, Any]:
+        ctx = self.ctx
+        assert ctx is not None
+        downloads = []
+        for target in STANDARD_PLATFORMS:
+            try:
+                steps = render_recipe(
+                    recipe,
+                    ResolvedVersion(ctx.version, ctx.tag),
+                    target,
+                    assets=ctx.release.assets,
+                    github_url=self.deps.github_url,
+                )
+                downloads.append(
+                    {
+                        "platform": target.key,
+                        "assets": [s.asset_name for s in steps],
+                        "urls": [s.url for s in steps],
+                    }
+                )
+            except RecipeError as exc:
+                downloads.append({"platform": target.key, "unsupported": exc.message})
+        actions = []
+        for step in recipe.steps:
+            when = ""
+            if step.when is not None:
+                parts = [*(step.when.os or ()), *(step.when.platform or ())]
+                if step.when.arch:
+                    parts.append(step.when.arch)
+                when = f" (on {'/'.join(parts)})" if parts else ""
+            if isinstance(step, GitHubArchiveStep):
+                fmt = step.archive_format or "archive"
+                bins = ", ".join(b.src for b in step.binaries)
+                strip = f", strip_dirs={step.strip_dirs}" if step.strip_dirs else ""
+                actions.append(
+                    f"Download {step.asset_pattern} and extract the {fmt} archive; "
+                    f"install {bins}{strip}{when}"
+                )
+            elif isinstance(step, GitHubFileStep):
+                actions.append(f"Download the binary {step.asset_pattern}{when}")
+        verify = recipe.verify
+        return {
+            "downloads": downloads,
+            "actions": actions,
+            "verify": verify.command if verify else None,
+            "verify_pattern": verify.pattern if verify else None,
+        }
+
+
+async def run_create(req: CreateRequest, deps: Deps, *, session: str) -> CreateResult:
+    """The whole run; ``generation.completed`` or ``generation.failed`` is its last event."""
+    run = _Run(req, deps, session)
+    await deps.emit(
+        "create.started",
+        {
+            "tool": req.tool,
+            "repo": req.repo,
+            "deterministic_only": req.deterministic_only,
+            "llm": req.force_llm,
+            "skip_validation": req.skip_validation,
+        },
+    )
+    try:
+        result = await run.run()
+    except BaseException as exc:
+        from tsukud.errors import TsukuError
+
+        if isinstance(exc, TsukuError):
+            code, message = exc.code, exc.message
+        elif isinstance(exc, Exception):
+            code, message = "internal", f"{type(exc).__name__}: {exc}"
+        else:
+            code, message = "cancelled", "the run was cancelled"
+        with trio.CancelScope(shield=True):
+            await deps.emit(
+                "generation.failed",
+                {
+                    "tool": req.tool,
+                    "repo": req.repo,
+                    "stage": run.stage,
+                    "error_code": code,
+                    "message": message[:1000],
+                    "repairs": run.repairs,
+                    "cost_usd": run.spent,
+                },
+            )
+        raise
+    await deps.emit(
+        "generation.completed",
+        {
+            "tool": req.tool,
+            "repo": result.repo,
+            "tag": result.tag,
+            "generated_by": result.generated_by,
+            "provider": result.provider,
+            "model": result.model,
+            "validation": result.validation.status,
+            "repairs": result.repairs,
+            "self_repairs": len(result.self_repairs),
+            "turns": result.turns,
+            "input_tokens": result.input_tokens,
+            "output_tokens": result.output_tokens,
+            "cost_usd": result.cost_usd,
+            "duration_ms": result.duration_ms,
+        },
+    )
+    return result
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so a reader sees the old file or the new one, whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

@@ -1,0 +1,559 @@
+"""Validating a candidate recipe: install it on the host side, verify it in a container.
+
+Host side, per run of ``tsukuctl create``: render the recipe for the container's
+platform (``linux/<host arch>``: a container is Linux even on a macOS host, so the
+darwin build is never what gets validated), download each asset once (HTTPS or
+loopback only, size cap, sha256, checked against GitHub's ``digest`` when the API gave
+one), unpack it with the installer's safe extractor into a private staging directory and
+assemble the tool's tree the way the installer does (``bin/<name>`` for each binary).
+A missing binary is reported with the archive's file list before any container runs.
+
+Container side (:mod:`tsukud.sandbox.runtime`, every isolation knob of the contract on):
+the tree is mounted read-only at ``/tsuku/tool``, ``PATH`` starts with its binary
+directories, and the verify command runs as ``/bin/sh -c <command>`` only after the
+static check that forbids shell operators; ``{version}`` and ``{install_dir}`` are
+filled in first. The daemon's container lock bounds how many validations run at once.
+
+Each outcome is a :class:`Verdict`: ``passed``, ``failed`` (with the stage, the verify
+command's own exit code and output, and a category) or ``skipped`` (no runtime, no
+image, or no build for the container's platform), so the caller can repair, report or
+record it. Downloads are kept for the run, so a repaired recipe that points at the same
+asset costs no second download.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import secrets
+import shutil
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
+import trio
+
+if TYPE_CHECKING:
+    from tsukud.create.assets import Release
+    from tsukud.install.download import DownloadResult
+    from tsukud.net.http import Http
+    from tsukud.recipe import Platform, Recipe, RenderedStep, Verify
+    from tsukud.sandbox.runtime import ContainerRuntime
+
+CONTAINER_DIR = "/tsuku/tool"
+CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+TIMEOUT_S = 300.0
+OUTPUT_CAP = 64 * 1024
+OUTPUT_KEEP = 4000
+MAX_LISTING = 60
+
+Status = Literal["passed", "failed", "skipped"]
+Lock = Callable[[str | None], AbstractAsyncContextManager[Any]]
+
+
+class ValidatedAsset(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    url: str
+    size: int
+    sha256: str
+    digest_checked: bool
+
+
+class Verdict(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One validation attempt. ``exit_code`` and ``output`` are the verify command's
+    own (never the container's bookkeeping); ``category`` is the failure kind from
+    :func:`tsukud.create.sanitize.categorize` or a stage-specific one."""
+
+    status: Status
+    stage: str  # render | download | extract | layout | verify | runtime | skipped
+    platform: str
+    message: str = ""
+    category: str | None = None
+    version: str | None = None
+    tag: str | None = None
+    image: str | None = None
+    assets: tuple[ValidatedAsset, ...] = ()
+    command: str | None = None
+    exit_code: int | None = None
+    output: str = ""
+    timed_out: bool = False
+    duration_ms: int = 0
+    listing: tuple[str, ...] = ()  # files of the unpacked asset, for layout failures
+    executables: tuple[str, ...] = ()
+    hint: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "failed"
+
+
+class RunOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    exit_code: int
+    output: str
+    timed_out: bool
+    duration_ms: int
+
+
+def container_platform(host: Platform | None = None) -> Platform:
+    """Where a validation runs: Linux on the host's architecture."""
+    from tsukud.recipe import Platform, host_platform
+
+    h = host or host_platform()
+    return Platform("linux", h.arch, h.libc if h.os == "linux" and h.libc else "glibc")
+
+
+def _tail(text: str, keep: int = OUTPUT_KEEP) -> str:
+    text = text.strip()
+    return text if len(text) <= keep else "…" + text[-keep:]
+
+
+def _files(root: Path) -> tuple[list[str], list[str]]:
+    """Relative paths of the files under ``root`` and of those that are executable."""
+    files: list[str] = []
+    executables: list[str] = []
+    for dirpath, _dirs, names in os.walk(root):
+        for n in names:
+            full = os.path.join(dirpath, n)
+            rel = os.path.relpath(full, root).replace(os.sep, "/")
+            files.append(rel)
+            try:
+                if os.lstat(full).st_mode & 0o111 and os.path.isfile(full):
+                    executables.append(rel)
+            except OSError:
+                continue
+    return sorted(files), sorted(executables)
+
+
+def _resolve_inside(root: Path, rel: str) -> Path | None:
+    real_root = Path(os.path.realpath(root))
+    real = Path(os.path.realpath(root / rel))
+    try:
+        real.relative_to(real_root)
+    except ValueError:
+        return None
+    return real if real.is_file() else None
+
+
+def _open_tree(root: Path) -> None:
+    """Directories 0755, so the container's unprivileged user can read the tree."""
+    os.chmod(root, 0o755)  # noqa: S103 - a read-only tool tree, like /usr/lib
+    for dirpath, dirs, _names in os.walk(root):
+        for d in dirs:
+            p = os.path.join(dirpath, d)
+            if not os.path.islink(p):
+                os.chmod(p, 0o755)  # noqa: S103
+
+
+class Prepared:
+    """A recipe installed into a staging tree, ready for verify commands (or the
+    failure that stopped it: ``failure``)."""
+
+    def __init__(
+        self,
+        run: ValidationRun,
+        *,
+        root: Path | None,
+        version: str,
+        tag: str,
+        binaries: Mapping[str, str],
+        assets: Sequence[ValidatedAsset],
+        failure: Verdict | None = None,
+    ) -> None:
+        self.run = run
+        self.root = root
+        self.version = version
+        self.tag = tag
+        self.binaries = dict(binaries)  # name -> path inside the tree
+        self.assets = tuple(assets)
+        self.failure = failure
+
+    def _verdict(self, status: Status, stage: str, **kw: Any) -> Verdict:
+        return Verdict(
+            status=status,
+            stage=stage,
+            platform=self.run.platform.key,
+            version=self.version,
+            tag=self.tag,
+            image=self.run.validator.image,
+            assets=self.assets,
+            **kw,
+        )
+
+    def _path(self) -> str:
+        dirs: list[str] = []
+        for rel in [*self.binaries.values(), "bin/x"]:
+            d = posixpath.join(CONTAINER_DIR, posixpath.dirname(rel))
+            if d not in dirs:
+                dirs.append(d)
+        return ":".join([*dirs, CONTAINER_PATH])
+
+    async def run_command(self, command: str) -> RunOutcome | Verdict:
+        """Run one already rendered command in the container; a :class:`Verdict` when
+        it could not run at all (skipped: no runtime or image)."""
+        from tsukud.create.static_checks import verify_command_findings
+        from tsukud.sandbox.runtime import ImageMissing, RunSpec, RuntimeUnavailable
+
+        assert self.root is not None
+        problems = verify_command_findings(command)
+        if problems:
+            return self._verdict(
+                "failed",
+                "verify",
+                command=command,
+                message=problems[0].message,
+                category="verify_command",
+            )
+        v = self.run.validator
+        try:
+            rt = await v.runtime()
+        except RuntimeUnavailable as exc:
+            return self._verdict(
+                "skipped", "runtime", command=command, message=exc.message, hint=exc.hint
+            )
+        spec = RunSpec(
+            image=v.image,
+            command=["/bin/sh", "-c", command],
+            mounts=[(self.root, CONTAINER_DIR, True)],
+            env={"PATH": self._path(), "HOME": "/tmp", "TSUKU_VALIDATION": "1"},  # noqa: S108
+            workdir="/tmp",  # noqa: S108
+            timeout_s=v.timeout_s,
+            labels={"dev.tsuku.session": self.run.session or ""},
+            output_cap=OUTPUT_CAP,
+        )
+        try:
+            async with v.lock(self.run.session):
+                res = await rt.run(spec)
+        except ImageMissing as exc:
+            return self._verdict(
+                "skipped", "runtime", command=command, message=exc.message, hint=exc.hint
+            )
+        except RuntimeUnavailable as exc:
+            v.forget()
+            return self._verdict(
+                "skipped", "runtime", command=command, message=exc.message, hint=exc.hint
+            )
+        return RunOutcome(
+            exit_code=res.exit_code,
+            output=res.text,
+            timed_out=res.timed_out,
+            duration_ms=round(res.duration_s * 1000),
+        )
+
+    async def verify(self, verify: Verify | None) -> Verdict:
+        """Run the recipe's verify command and judge its output."""
+        from tsukud.create.sanitize import TIMEOUT, VERSION_MISMATCH, categorize
+        from tsukud.recipe import VerifyFailed, check_verify_output, render_verify
+
+        if self.failure is not None:
+            return self.failure
+        rendered = render_verify(verify, self.version, CONTAINER_DIR)
+        if rendered is None:
+            return self._verdict(
+                "failed", "verify", message="the recipe has no verify command",
+                category="verify_command",
+            )  # fmt: skip
+        check = rendered.check
+        got = await self.run_command(check.command)
+        if isinstance(got, Verdict):
+            return got
+        output = got.output.strip()
+        common: dict[str, Any] = {
+            "command": check.command,
+            "exit_code": got.exit_code,
+            "output": _tail(output),
+            "duration_ms": got.duration_ms,
+        }
+        if got.timed_out:
+            return self._verdict(
+                "failed",
+                "verify",
+                message=f"`{check.command}` did not finish within "
+                f"{self.run.validator.timeout_s:.0f} s",
+                category=TIMEOUT,
+                timed_out=True,
+                **common,
+            )
+        try:
+            check_verify_output(check, got.exit_code, output)
+        except VerifyFailed as exc:
+            category = categorize(output, got.exit_code).category
+            if got.exit_code == check.exit_code:
+                category = VERSION_MISMATCH  # it ran; only the pattern is missing
+            return self._verdict(
+                "failed", "verify", message=exc.message, category=category, **common
+            )
+        return self._verdict("passed", "verify", **common)
+
+
+class Validator:
+    """Validation for one daemon (or one test): where staging lives, which image,
+    runtime and lock to use. :meth:`session` gives one run's :class:`ValidationRun`."""
+
+    def __init__(
+        self,
+        *,
+        http: Http,
+        github_url: str | Callable[[], str],
+        workdir: Path,
+        runtime: Callable[[], Awaitable[ContainerRuntime]],
+        image: str | Callable[[], str],
+        lock: Lock,
+        forget: Callable[[], None] = lambda: None,
+        platform: Platform | None = None,
+        timeout_s: float = TIMEOUT_S,
+        max_download_bytes: int | None = None,
+    ) -> None:
+        self.http = http
+        self._github_url = github_url
+        self.workdir = workdir
+        self.runtime = runtime
+        self._image = image
+        self.lock = lock
+        self.forget = forget
+        self.platform = platform or container_platform()
+        self.timeout_s = timeout_s
+        self.max_download_bytes = max_download_bytes
+        self.cleaned = False
+
+    @property
+    def image(self) -> str:
+        return self._image() if callable(self._image) else self._image
+
+    @property
+    def github_url(self) -> str:
+        return self._github_url() if callable(self._github_url) else self._github_url
+
+    def remove_stale(self) -> int:
+        """Delete staging a previous daemon left (none of ours can be running yet)."""
+        removed = 0
+        if self.workdir.is_dir():
+            for entry in self.workdir.iterdir():
+                if entry.name.startswith("run-"):
+                    shutil.rmtree(entry, ignore_errors=True)
+                    removed += 1
+        self.cleaned = True
+        return removed
+
+    @asynccontextmanager
+    async def session(self, session: str | None) -> AsyncIterator[ValidationRun]:
+        if not self.cleaned:
+            self.remove_stale()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        run_dir = self.workdir / f"run-{secrets.token_hex(6)}"
+        run_dir.mkdir(mode=0o700)
+        try:
+            yield ValidationRun(self, run_dir, session)
+        finally:
+            await trio.to_thread.run_sync(lambda: shutil.rmtree(run_dir, ignore_errors=True))
+
+
+class ValidationRun:
+    def __init__(self, validator: Validator, directory: Path, session: str | None) -> None:
+        self.validator = validator
+        self.dir = directory
+        self.session = session
+        self.platform = validator.platform
+        self._downloads: dict[str, tuple[Path, DownloadResult, bool]] = {}
+        self._count = 0
+
+    def _new_dir(self, kind: str) -> Path:
+        self._count += 1
+        d = self.dir / f"{kind}-{self._count}"
+        d.mkdir()
+        return d
+
+    async def _download(
+        self, step: RenderedStep, digests: Mapping[str, str]
+    ) -> tuple[Path, ValidatedAsset]:
+        from tsukud.install.download import DEFAULT_MAX_BYTES, check_sha256, download
+
+        cached = self._downloads.get(step.asset_name)
+        if cached is None:
+            dest = self._new_dir("dl") / (step.asset_name.replace("/", "_") or "asset")
+            result = await download(
+                self.validator.http,
+                step.url,
+                dest,
+                max_bytes=self.validator.max_download_bytes or DEFAULT_MAX_BYTES,
+            )
+            expected = digests.get(step.asset_name)
+            if expected:
+                check_sha256(step.asset_name, result.sha256, expected, "GitHub's asset digest")
+            cached = (dest, result, bool(expected))
+            self._downloads[step.asset_name] = cached
+        path, result, checked = cached
+        return path, ValidatedAsset(
+            name=step.asset_name,
+            url=step.url,
+            size=result.size,
+            sha256=result.sha256,
+            digest_checked=checked,
+        )
+
+    async def prepare(self, recipe: Recipe, release: Release) -> Prepared:
+        """Render, download, unpack and assemble ``recipe`` at ``release``. Failures
+        that are the recipe's fault come back in ``Prepared.failure``; a checksum
+        mismatch (the file is not what GitHub published) is raised."""
+        from tsukud.create.sanitize import (
+            BINARY_NOT_FOUND,
+            DOWNLOAD_404,
+            DOWNLOAD_FAILED,
+            EXTRACTION,
+        )
+        from tsukud.install.download import AssetMissing, DownloadError
+        from tsukud.install.extract import ExtractError
+        from tsukud.net.http import HttpError
+        from tsukud.recipe import (
+            AssetMatchError,
+            RecipeError,
+            ResolvedVersion,
+            UnsupportedPlatform,
+            render_recipe,
+        )
+
+        version, tag = release.version, release.tag
+
+        def prepared(**kw: Any) -> Prepared:
+            return Prepared(self, root=None, version=version, tag=tag, binaries={}, assets=(), **kw)
+
+        def verdict(status: Status, stage: str, **kw: Any) -> Verdict:
+            return Verdict(
+                status=status,
+                stage=stage,
+                platform=self.platform.key,
+                version=version,
+                tag=tag,
+                image=self.validator.image,
+                **kw,
+            )
+
+        try:
+            steps = render_recipe(
+                recipe,
+                ResolvedVersion(version, tag),
+                self.platform,
+                assets=release.assets,
+                github_url=self.validator.github_url,
+            )
+        except UnsupportedPlatform as exc:
+            return prepared(
+                failure=verdict(
+                    "skipped",
+                    "render",
+                    message=f"the recipe does not install on {self.platform.key}, the "
+                    f"container's platform: {exc.message}",
+                )
+            )
+        except AssetMatchError as exc:
+            return prepared(
+                failure=verdict("failed", "render", message=exc.message, category=DOWNLOAD_404)
+            )
+        except RecipeError as exc:
+            return prepared(failure=verdict("failed", "render", message=exc.message))
+        root = self._new_dir("tree")
+        assets: list[ValidatedAsset] = []
+        binaries: dict[str, str] = {}
+        for step in steps:
+            try:
+                path, asset = await self._download(step, release.digests)
+            except AssetMissing as exc:
+                return prepared(
+                    failure=verdict(
+                        "failed",
+                        "download",
+                        message=f"{step.asset_name}: {exc.message}",
+                        category=DOWNLOAD_404,
+                        assets=tuple(assets),
+                    )
+                )
+            except (DownloadError, HttpError) as exc:
+                return prepared(
+                    failure=verdict(
+                        "failed",
+                        "download",
+                        message=f"{step.asset_name}: {exc.message}",
+                        category=DOWNLOAD_FAILED,
+                        assets=tuple(assets),
+                    )
+                )
+            assets.append(asset)
+            unpacked = self._new_dir("x") / "tree"
+            try:
+                await self._extract(path, unpacked, step)
+            except ExtractError as exc:
+                return prepared(
+                    failure=verdict(
+                        "failed",
+                        "extract",
+                        message=exc.message,
+                        category=EXTRACTION,
+                        assets=tuple(assets),
+                    )
+                )
+            missing = await trio.to_thread.run_sync(self._assemble, step, unpacked, root, binaries)
+            if missing is not None:
+                files, executables = await trio.to_thread.run_sync(_files, unpacked)
+                return prepared(
+                    failure=verdict(
+                        "failed",
+                        "layout",
+                        message=missing,
+                        category=BINARY_NOT_FOUND,
+                        assets=tuple(assets),
+                        listing=tuple(files[:MAX_LISTING]),
+                        executables=tuple(executables[:MAX_LISTING]),
+                    )
+                )
+        await trio.to_thread.run_sync(_open_tree, root)
+        return Prepared(self, root=root, version=version, tag=tag, binaries=binaries, assets=assets)
+
+    async def _extract(self, archive: Path, dest: Path, step: RenderedStep) -> None:
+        from tsukud.install.extract import extract
+        from tsukud.recipe import ArchiveFormat
+
+        fmt = step.archive_format
+        name = step.download_name if fmt is ArchiveFormat.RAW else None
+        await trio.to_thread.run_sync(
+            lambda: extract(archive, dest, fmt, strip_dirs=step.strip_dirs, name=name)
+        )
+
+    @staticmethod
+    def _assemble(
+        step: RenderedStep, unpacked: Path, root: Path, binaries: dict[str, str]
+    ) -> str | None:
+        """Put the step's binaries into ``root`` like the installer; the reason when
+        one is missing."""
+        if step.install_mode == "directory":
+            shutil.copytree(unpacked, root, symlinks=True, dirs_exist_ok=True)
+            for b in step.binaries:
+                real = _resolve_inside(root, b.dest)
+                if real is None:
+                    return f"{b.dest} is not a file in {step.asset_name}"
+                os.chmod(real, 0o755)  # noqa: S103
+                binaries[posixpath.basename(b.dest)] = b.dest
+            return None
+        for b in step.binaries:
+            real = _resolve_inside(unpacked, b.src)
+            if real is None:
+                strip = f" (after strip_dirs={step.strip_dirs})" if step.strip_dirs else ""
+                return f"{b.src} is not a file in {step.asset_name}{strip}"
+            target = root / b.dest
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.exists() or target.is_symlink():
+                target.unlink()
+            shutil.copyfile(real, target)
+            runnable = b.dest.startswith("bin/") or os.access(real, os.X_OK)
+            os.chmod(target, 0o755 if runnable else 0o644)
+            binaries[posixpath.basename(b.dest)] = b.dest
+        return None
+
+
+def skipped(platform: str, message: str, *, hint: str | None = None) -> Verdict:
+    """A validation that did not happen (``--skip-validation``)."""
+    return Verdict(status="skipped", stage="skipped", platform=platform, message=message, hint=hint)
