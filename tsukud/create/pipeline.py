@@ -56,12 +56,14 @@ from tsukud.create.errors import (
 )
 from tsukud.create.findings import Finding, errors, format_findings
 from tsukud.create.matcher import Candidate, MatchResult, hints_text, match_releases
-from tsukud.create.prompts import SYSTEM_PROMPT, user_message
+from tsukud.create.prompts import user_message
 from tsukud.create.repair import fix_layout, static_feedback, validation_feedback, with_verify
+from tsukud.create.sanitize import redact
 from tsukud.create.session import (
     MAX_TOKENS,
     MAX_TURNS,
     REPAIR_TURNS,
+    SYSTEM,
     Conversation,
     Judgement,
     Outcome,
@@ -188,6 +190,10 @@ class _Run:
     conv: Conversation | None = None
     spent: float | None = 0.0
 
+    def clean(self, text: str) -> str:
+        """``text`` without known secrets, credentials, home directories or addresses."""
+        return redact(text, self.deps.secrets)
+
     async def progress(self, stage: str, message: str, **extra: Any) -> None:
         await self.deps.progress({"stage": stage, "message": message, **extra})
 
@@ -305,13 +311,13 @@ class _Run:
             if req.deterministic_only:
                 raise ValidationFailed(
                     f"the deterministic recipe failed validation ({verdict.stage}): "
-                    f"{verdict.message}",
+                    f"{self.clean(verdict.message)}",
                     **self._failure_data(verdict),
                 )
             note = (
                 "The deterministic matcher's best candidate failed validation "
                 f"({verdict.stage}: {verdict.category or 'unknown'}): "
-                + " ".join(verdict.message.split())[:300]
+                + self.clean(" ".join(verdict.message.split()))[:300]
             )
         return await self._with_llm(note)
 
@@ -341,7 +347,7 @@ class _Run:
             providers=req.providers,
             max_turns=MAX_TURNS + max_repairs * REPAIR_TURNS,
             max_tokens=MAX_TOKENS,
-            input_tokens=(len(SYSTEM_PROMPT) + len(first)) // 3 + 6000,
+            input_tokens=(len(SYSTEM) + len(first)) // 3 + 6000,
             confirmed=req.confirmed,
             can_ask=req.can_ask,
             progress=deps.progress,
@@ -376,7 +382,7 @@ class _Run:
                     if self.repairs >= max_repairs:
                         raise ValidationFailed(
                             f"the recipe failed validation after {self.repairs} repairs "
-                            f"({verdict.stage}): {verdict.message}",
+                            f"({verdict.stage}): {self.clean(verdict.message)}",
                             **self._failure_data(verdict),
                         )
                     await self._repair(verdict.stage, verdict.category or "unknown")
@@ -411,13 +417,12 @@ class _Run:
             attempt=self.repairs,
         )
 
-    @staticmethod
-    def _failure_data(verdict: Verdict) -> dict[str, Any]:
+    def _failure_data(self, verdict: Verdict) -> dict[str, Any]:
         return {
             "stage": verdict.stage,
             "category": verdict.category,
             "exit_code": verdict.exit_code,
-            "output": verdict.output[-2000:],
+            "output": self.clean(verdict.output[-2000:]),
             "platform": verdict.platform,
         }
 
@@ -511,8 +516,7 @@ class _Run:
                 return candidate, tried
         return recipe, verdict
 
-    @staticmethod
-    def _verdict_event(verdict: Verdict, attempt: int) -> dict[str, Any]:
+    def _verdict_event(self, verdict: Verdict, attempt: int) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "attempt": attempt,
             "status": verdict.status,
@@ -526,7 +530,7 @@ class _Run:
         if verdict.category:
             payload["category"] = verdict.category
         if verdict.failed or verdict.status == "skipped":
-            payload["message"] = verdict.message[:500]
+            payload["message"] = self.clean(verdict.message[:500])
         if verdict.assets:
             payload["assets"] = [
                 {"name": a.name, "sha256": a.sha256, "size": a.size} for a in verdict.assets
@@ -553,7 +557,7 @@ class _Run:
             meta = msgspec.structs.replace(meta, llm_validation="skipped")
             self.warnings.append(
                 "the recipe was NOT validated in a container: "
-                + (verdict.message or "validation skipped")
+                + (self.clean(verdict.message) or "validation skipped")
                 + (f" ({verdict.hint})" if verdict.hint else "")
             )
         recipe = msgspec.structs.replace(recipe, metadata=meta)
@@ -618,11 +622,11 @@ class _Run:
             stage=verdict.stage,
             image=verdict.image,
             version=verdict.version,
-            message=verdict.message or None,
+            message=self.clean(verdict.message) or None,
             hint=verdict.hint,
             command=verdict.command,
             exit_code=verdict.exit_code,
-            output=verdict.output[-500:] or None,
+            output=self.clean(verdict.output[-500:]) or None,
             assets=tuple(msgspec.to_builtins(a) for a in verdict.assets),
             attempts=self.validations,
         )

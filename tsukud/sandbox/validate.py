@@ -350,7 +350,8 @@ class Validator:
         try:
             yield ValidationRun(self, run_dir, session)
         finally:
-            await trio.to_thread.run_sync(lambda: shutil.rmtree(run_dir, ignore_errors=True))
+            with trio.CancelScope(shield=True):  # also when the client went away
+                await trio.to_thread.run_sync(lambda: shutil.rmtree(run_dir, ignore_errors=True))
 
 
 class ValidationRun:

@@ -183,6 +183,7 @@ async def test_verify_failure_goes_back_to_the_model_sanitised(
     assert "10.20.30.40" not in message and "[IP]" in message
     for request in anthropic.requests:
         assert CLAUDE_KEY not in request.body.decode()
+    assert CLAUDE_KEY not in json.dumps(sink.events)
     # The model saw its own previous answer: the history was kept.
     history = anthropic.requests[1].json()["messages"]
     assert [m["role"] for m in history] == ["user", "assistant", "user"]
