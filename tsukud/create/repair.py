@@ -73,10 +73,10 @@ def validation_feedback(
     lines += [f"Note: {n}" for n in notes]
     if verdict.assets:
         lines.append("Asset: " + ", ".join(a.name for a in verdict.assets))
-    if verdict.message:
-        lines.append(
-            "What failed:\n" + fenced(sanitize(verdict.message, limit=600, secrets=keys), "text")
-        )
+    # A verify failure's message repeats the output shown below: its first line is enough.
+    message = verdict.message.split("\n", 1)[0] if verdict.command else verdict.message
+    if message:
+        lines.append("What failed:\n" + fenced(sanitize(message, limit=600, secrets=keys), "text"))
     if verdict.command is not None:
         lines.append(f"Verify command: {verdict.command}")
         lines.append(f"Its exit code: {verdict.exit_code}")
