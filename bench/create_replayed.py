@@ -47,6 +47,7 @@ def main() -> int:
                 ANTHROPIC_API_KEY=CLAUDE_KEY,
                 ANTHROPIC_BASE_URL=claude.url,
                 TSUKU_LLM_RECORD_DIR=str(recordings),
+                TSUKU_LLM_HOURLY_LIMIT="1000",  # more generations than the default 10/h
             )
             h.spawn()
             wait_ping(h.socket, h.proc)
@@ -57,6 +58,7 @@ def main() -> int:
         with temp_home("tkb-cr2-") as h:
             h.env.update(fake.env())
             h.env["TSUKU_LLM_REPLAY_DIR"] = str(recordings)
+            h.env["TSUKU_LLM_HOURLY_LIMIT"] = "1000"
             h.spawn()
             wait_ping(h.socket, h.proc)
             fresh = iter(range(len(replayed), copies))
