@@ -340,3 +340,71 @@ def test_budget_and_deprecated_model(home: Tsuku, anthropic: FakeAnthropic) -> N
     cp = home.ctl("create", "stern", "--from", "github:stern/stern", "--llm", "--yes")
     assert cp.returncode == 0, cp.stderr
     assert "warning: claude-sonnet-4-5-20250929 is deprecated" in cp.stderr
+
+
+def test_failover_to_gemini_mid_run(home: Tsuku, anthropic: FakeAnthropic) -> None:
+    """Claude fails after the first turn; the same conversation continues on Gemini
+    (function calls without ids, as Gemini 2.x sends them), and the recipe says who
+    answered."""
+    from tests.fakes import gemini_server as gem
+    from tests.fakes.gemini_server import FakeGemini
+
+    with FakeGemini() as gemini:
+        home.env.update(
+            GOOGLE_API_KEY="AIzaCREATECANARY0123456789abcdef",
+            TSUKU_GEMINI_BASE_URL=gemini.url,
+            TSUKU_LLM_PROVIDER="claude,gemini",
+        )
+        anthropic.reply(
+            [
+                anth.tool_use(
+                    "toolu_1", "inspect_archive", {"asset_name": "stern_1.32.0_linux_amd64.tar.gz"}
+                )
+            ],
+            "tool_use",
+        )
+        anthropic.error(529, "overloaded_error", "Overloaded")
+        gemini.reply([gem.function_call("extract_pattern", STERN)], usage_=gem.usage(4000, 120))
+        home.start()
+        cp = home.ctl("create", "stern", "--from", "github:stern/stern", "--llm", "--yes")
+        assert cp.returncode == 0, cp.stderr
+        recipe = tomllib.loads((home.home / "recipes" / "stern.toml").read_text())
+        assert recipe["metadata"]["generated_by"] == "gemini:gemini-3.8-flash"
+        contents = gemini.requests[0].json()["contents"]
+        assert [c["role"] for c in contents] == ["user", "model", "user"]
+        response = contents[2]["parts"][0]["functionResponse"]
+        assert response["name"] == "inspect_archive"
+        evs = events(home, "provider.failover", "llm.turn")
+        assert [e["type"] for e in evs] == ["llm.turn", "provider.failover", "llm.turn"]
+
+
+def test_client_gone_cancels_the_run_and_settles(home: Tsuku, anthropic: FakeAnthropic) -> None:
+    import time
+
+    from tests.fakes.http import Reply
+
+    anthropic.push(Reply(json=anth.message([anth.text("slow")]), delay=30))
+    home.start()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tsukuctl", "create", "stern", "--from", "github:stern/stern",
+         "--llm", "--yes"],
+        env=home.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line.startswith("asking claude"):
+            break
+    proc.kill()
+    proc.wait()
+    proc.stderr.close()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not events(home, "generation.failed"):
+        time.sleep(0.1)
+    (failed,) = events(home, "generation.failed")
+    assert failed["payload"]["error_code"] == "cancelled" and failed["payload"]["stage"] == "llm"
+    (settled,) = events(home, "budget.settled")
+    assert settled["payload"]["actual_usd"] == 0
+    assert not list((home.home / "validate").glob("run-*"))
