@@ -68,6 +68,8 @@ def validator_from_daemon(d: Daemon) -> Validator:
         image=lambda: sb.image,
         lock=lambda session: d.container_lock.hold(session=session),
         forget=sb.forget,
+        # The same cap as installs of the recipe will have.
+        max_download_bytes=int(d.config["install.max_download_mb"]) * 1024 * 1024,
     )
 
 
