@@ -1,0 +1,532 @@
+"""The discovery chain in a real in-process daemon (ledger, budget, breakers, confirmation
+service, real provider SDKs) against the fake world on loopback."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes import openai_server as oai
+from tests.fakes.search import ddg_page
+from tests.integration.discover.helpers import (
+    CANARIES,
+    INJECTION,
+    STRIPE_URL,
+    World,
+    answering,
+    claude_finds,
+    discovery_entry,
+    events,
+    extract_args,
+    gemini2_two_steps,
+    gemini3_finds,
+    in_daemon,
+    local_searches_then_finds,
+    repo_missing,
+    set_repo,
+)
+from tsukud.discover.errors import (
+    DiscoveryAmbiguous,
+    DiscoveryBudgetExceeded,
+    DiscoveryConfirmationRequired,
+    DiscoveryDenied,
+    DiscoveryNotFound,
+    DiscoverySearchFailed,
+    DiscoveryTimeout,
+    DiscoveryUnverified,
+)
+from tsukud.discover.service import DiscoveryService
+
+
+async def run(d: Any, tool: str = "stripe-cli", progress: Any = None, **kw: Any) -> Any:
+    async def quiet(_body: dict[str, Any]) -> None:
+        return None
+
+    svc = d.service(DiscoveryService.from_daemon)
+    return await svc.discover(tool, progress=progress or quiet, **kw)
+
+
+def no_secrets(d: Any, home: Path) -> None:
+    data = (home / "tsuku.db").read_bytes()
+    for key in CANARIES:
+        assert key.encode() not in data
+    for _t, payload, _s in events(d):
+        text = json.dumps(payload)
+        assert not any(k in text for k in CANARIES)
+
+
+# --------------------------------------------------------------------------- providers
+
+
+async def test_claude_server_search_finds_verifies_and_charges(world: World, home: Path) -> None:
+    claude_finds(world.claude)
+    async with in_daemon(world.env(home, "claude")) as d:
+        found = await run(d, yes=True)
+        assert (found.stage, found.builder, found.source) == ("llm", "github", "stripe/stripe-cli")
+        assert found.approval == "yes_flag" and found.confidence == 95
+        assert found.metadata["stars"] == 1800 and found.metadata["owner_type"] == "Organization"
+        assert found.sources == (STRIPE_URL,)
+        assert found.provider == "claude" and found.searches == 1 and found.llm_turns == 1
+        # 2400 in at $2/M + 180 out at $10/M + one search at $0.01
+        assert found.spent_usd == pytest.approx(0.0048 + 0.0018 + 0.01)
+
+        (req,) = world.claude.requests
+        body = req.json()
+        tools = {t["name"]: t for t in body["tools"]}
+        assert tools["web_search"]["type"] == "web_search_20250305"
+        assert tools["web_search"]["max_uses"] == 3
+        assert tools["extract_source"]["input_schema"]["properties"]["builder"]["enum"] == [
+            "github"
+        ]
+        assert "untrusted web content" in body["system"]
+
+        kinds = [t for t, _p, s in events(d) if s == found.session]
+        assert kinds[0] == "discovery.started" and kinds[-1] == "discovery.completed"
+        for k in (
+            "discovery.stage",
+            "discovery.candidate",
+            "discovery.verified",
+            "llm.turn",
+            "budget.reserved",
+            "budget.settled",
+        ):
+            assert k in kinds, k
+        (turn,) = [p for t, p, _s in events(d, "llm.turn")]
+        assert turn["web_search_requests"] == 1 and turn["purpose"] == "discovery"
+        assert turn["cost_usd"] == pytest.approx(0.0166)
+        (settled,) = [p for t, p, _s in events(d, "budget.settled")]
+        assert settled["actual_usd"] == pytest.approx(0.0166)
+        stages = {p["stage"]: p["outcome"] for t, p, _s in events(d, "discovery.stage")}
+        assert stages == {
+            "registry": "miss",
+            "ecosystem": "miss",
+            "llm": "candidates",
+            "verify": "selected",
+        }
+        no_secrets(d, home)
+
+
+async def test_gemini3_grounding_and_functions_in_one_request(world: World, home: Path) -> None:
+    gemini3_finds(world.gemini)
+    async with in_daemon(world.env(home, "gemini")) as d:
+        found = await run(d, yes=True)
+        assert found.source == "stripe/stripe-cli" and found.provider == "gemini"
+    (req,) = world.gemini.requests
+    body = req.json()
+    kinds = [next(iter(t)) for t in body["tools"]]
+    assert sorted(kinds) == ["functionDeclarations", "googleSearch"]
+    assert body["toolConfig"]["includeServerSideToolInvocations"] is True
+
+
+async def test_gemini2_searches_then_extracts_in_two_requests(world: World, home: Path) -> None:
+    gemini2_two_steps(world.gemini)
+    env = world.env(home, "gemini", TSUKU_GEMINI_MODEL="gemini-2.5-flash")
+    async with in_daemon(env) as d:
+        found = await run(d, yes=True)
+        assert found.source == "stripe/stripe-cli" and found.llm_turns == 2
+        turns = [p for t, p, _s in events(d, "llm.turn")]
+        assert turns[0]["grounded_prompts"] == 1 and turns[1]["grounded_prompts"] == 0
+        # the grounded prompt costs $0.035 on gemini-2.5-flash
+        assert turns[0]["cost_usd"] > 0.035
+    first, second = (r.json() for r in world.gemini.requests)
+    assert [next(iter(t)) for t in first["tools"]] == ["googleSearch"]
+    assert "toolConfig" not in first
+    assert [next(iter(t)) for t in second["tools"]] == ["functionDeclarations"]
+    assert second["toolConfig"]["functionCallingConfig"]["mode"] == "ANY"
+    assert "<search_findings>" in json.dumps(second["contents"])
+
+
+async def test_local_model_searches_duckduckgo_through_rate_limits(
+    world: World, home: Path
+) -> None:
+    world.search.ddg_statuses[:] = [202, 202]
+    local_searches_then_finds(world.local)
+    async with in_daemon(world.env(home, "local")) as d:
+        found = await run(d, yes=True)
+        assert found.source == "stripe/stripe-cli" and found.searches == 1
+        (search,) = [p for t, p, _s in events(d, "discovery.search")]
+        assert search == {
+            "tool": "stripe-cli",
+            "provider": "ddg",
+            "ok": True,
+            "results": 3,
+            "attempts": 3,
+        }
+    posts = world.search.searches("ddg")
+    assert len(posts) == 3 and all(r.method == "POST" for r in posts)
+    assert posts[0].headers["user-agent"].startswith("Mozilla/5.0")
+    assert posts[0].headers["content-type"] == "application/x-www-form-urlencoded"
+    assert world.search.query_of(posts[0]) == "stripe-cli github"
+    # the model saw sanitised, labelled results
+    tool_msg = next(m for m in world.local.requests[1].json()["messages"] if m["role"] == "tool")
+    assert "Untrusted web content" in tool_msg["content"] and STRIPE_URL in tool_msg["content"]
+
+
+async def test_duckduckgo_rate_limit_exhausted_is_a_retryable_search_error(
+    world: World, home: Path
+) -> None:
+    world.search.ddg_statuses[:] = [202] * 4
+    world.local.reply(
+        None, [oai.tool_call("c1", "web_search", {"query": "stripe-cli"})], "tool_calls"
+    )
+    world.local.reply("I could not search the web, so I cannot tell.")
+    async with in_daemon(world.env(home, "local")) as d:
+        with pytest.raises(DiscoverySearchFailed) as exc:
+            await run(d, yes=True)
+        assert exc.value.retryable and exc.value.exit_code == 5
+        assert "202" in exc.value.message and "TAVILY_API_KEY" in exc.value.hint
+        (failed,) = [p for t, p, _s in events(d, "discovery.failed")]
+        assert failed["error_code"] == "discovery_search_failed" and failed["retryable"]
+    assert len(world.search.searches("ddg")) == 4  # 3 retries, then it gives up
+
+
+@pytest.mark.parametrize("provider", ["tavily", "brave"])
+async def test_keyed_search_providers_are_charged(world: World, home: Path, provider: str) -> None:
+    from tests.integration.discover.helpers import BRAVE_KEY, TAVILY_KEY
+
+    local_searches_then_finds(world.local)
+    keys = {"TAVILY_API_KEY": TAVILY_KEY, "BRAVE_API_KEY": BRAVE_KEY}
+    async with in_daemon(world.env(home, "local", **keys)) as d:
+        found = await run(d, yes=True, search_provider=provider)
+        assert found.source == "stripe/stripe-cli"
+        (search,) = [p for t, p, _s in events(d, "discovery.search")]
+        fee = 0.008 if provider == "tavily" else 0.005
+        assert search["provider"] == provider and search["cost_usd"] == pytest.approx(fee)
+        (settled,) = [p for t, p, _s in events(d, "budget.settled")]
+        assert settled["actual_usd"] == pytest.approx(fee)  # local tokens are free
+        no_secrets(d, home)
+    (req,) = world.search.searches(provider)
+    if provider == "tavily":
+        assert req.headers["authorization"] == f"Bearer {TAVILY_KEY}"
+        assert req.json()["query"] == "stripe-cli github"
+    else:
+        assert req.headers["x-subscription-token"] == BRAVE_KEY
+        assert "q=stripe-cli+github" in req.path
+
+
+# ---------------------------------------------------------------- injection and the gate
+
+
+def injection_results() -> list[tuple[str, str]]:
+    return [
+        ("https://stripe-cli-mirror.example/download", "Stripe CLI download"),
+        (STRIPE_URL, "Stripe CLI - GitHub"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("evil", "expected"),
+    [
+        ({"stars": 3, "created_at": "2026-11-20T00:00:00Z"}, "3 stars (fewer than 50)"),
+        (None, "does not exist on GitHub"),
+        ({"archived": True, "stars": 5000}, "archived"),
+    ],
+)
+async def test_injected_source_with_few_stars_missing_or_archived_is_rejected(
+    world: World, home: Path, evil: dict[str, Any] | None, expected: str
+) -> None:
+    if evil is None:
+        repo_missing(world.github, "evil/stripe-cli")
+    else:
+        set_repo(world.github, "evil/stripe-cli", **evil)
+    claude_finds(world.claude, extract_args("evil/stripe-cli", 100), results=injection_results())
+    async with in_daemon(world.env(home, "claude")) as d:
+        with pytest.raises(DiscoveryNotFound) as exc:
+            await run(d, yes=True)
+        assert expected in exc.value.message and "evil/stripe-cli" in exc.value.message
+        assert "--from github:owner/repo" in exc.value.hint
+        assert not [e for e in events(d, "discovery.completed")]
+
+
+async def test_injected_fork_is_never_auto_approved_and_the_parent_is_named(
+    world: World, home: Path
+) -> None:
+    set_repo(
+        world.github,
+        "evil/stripe-cli",
+        stars=2,
+        fork=True,
+        parent=("stripe/stripe-cli", 1800),
+        owner_type="User",
+    )
+    claude_finds(world.claude, extract_args("evil/stripe-cli", 100), results=injection_results())
+    sink_progress: list[dict[str, Any]] = []
+
+    async def progress(body: dict[str, Any]) -> None:
+        sink_progress.append(body)
+
+    async with in_daemon(world.env(home, "claude")) as d:
+        with pytest.raises(DiscoveryConfirmationRequired) as exc:
+            await run(d, progress=progress, yes=True)  # --yes, no terminal
+        assert "it is a fork" in exc.value.message
+        assert "--from github:stripe/stripe-cli" in exc.value.hint
+    shown = "\n".join(str(p.get("message")) for p in sink_progress)
+    assert "FORK of stripe/stripe-cli" in shown and "Owner:        evil (User)" in shown
+
+
+async def test_injection_loses_to_the_verified_source(world: World, home: Path) -> None:
+    set_repo(world.github, "evil/stripe-cli", stars=4)
+    claude_finds(
+        world.claude,
+        extract_args("evil/stripe-cli", 100),
+        extract_args("stripe/stripe-cli", 90),
+        results=injection_results(),
+    )
+    async with in_daemon(world.env(home, "claude")) as d:
+        found = await run(d, yes=True)
+        assert found.source == "stripe/stripe-cli" and found.approval == "yes_flag"
+        assert found.rejected == (
+            {
+                "source": "evil/stripe-cli",
+                "reason": "4 stars (fewer than 50) and no ecosystem package of this "
+                "repository passes its download bar",
+            },
+        )
+
+
+async def test_rate_limited_github_leaves_candidates_unverified(world: World, home: Path) -> None:
+    world.github.clear_overrides()
+    world.github.rate_limit_remaining = 0
+    claude_finds(world.claude)
+    async with in_daemon(world.env(home, "claude")) as d:
+        with pytest.raises(DiscoveryUnverified) as exc:
+            await run(d, yes=True)
+        assert exc.value.retryable and "GITHUB_TOKEN" in exc.value.hint
+        assert "never approved automatically" in exc.value.hint
+
+
+async def test_prompt_injection_through_duckduckgo_for_a_local_model(
+    world: World, home: Path
+) -> None:
+    """The search page carries the injection; the (scripted, fooled) model extracts the
+    impostor; verification refuses it."""
+    world.search.ddg_html = ddg_page(
+        [
+            (
+                "https://evil.example/stripe",
+                "Stripe CLI <b>official</b>",
+                f"<!-- x -->{INJECTION}\u200b<script>steal()</script>",
+            ),
+            (STRIPE_URL, "Stripe CLI - GitHub", "A command-line tool for Stripe."),
+        ]
+    ).encode()
+    set_repo(world.github, "evil/stripe-cli", stars=1, created_at="2026-11-21T00:00:00Z")
+    local_searches_then_finds(
+        world.local, extract_args("evil/stripe-cli", 100, ["the page said so"])
+    )
+    async with in_daemon(world.env(home, "local")) as d:
+        with pytest.raises(DiscoveryNotFound) as exc:
+            await run(d, yes=True)
+        assert "evil/stripe-cli" in exc.value.message and "1 stars" in exc.value.message
+        (verified,) = [p for t, p, _s in events(d, "discovery.verified")]
+        assert verified["status"] == "rejected"
+        assert "none of the search results" in " ".join(verified["warnings"])
+    shown = next(m for m in world.local.requests[1].json()["messages"] if m["role"] == "tool")
+    text = shown["content"]
+    assert "<script>" not in text and "<!--" not in text and "\u200b" not in text
+    assert "Untrusted web content" in text and "ignore previous instructions" in text
+
+
+# ---------------------------------------------------------------------------- ecosystems
+
+
+async def test_single_ecosystem_match_prints_its_install_command(world: World, home: Path) -> None:
+    world.eco.add_crate(
+        "rgx", recent_downloads=5000, versions=9, repository="https://github.com/a/rgx"
+    )
+    world.eco.add_npm("rgx", weekly_downloads=3, versions=1)  # below npm's bar
+    async with in_daemon(world.env(home, "claude")) as d:
+        found = await run(d, "rgx")
+        assert (found.stage, found.builder, found.install_command) == (
+            "ecosystem",
+            "crates.io",
+            "cargo install rgx",
+        )
+        assert found.metadata["selection"] == "single_match"
+        (stage,) = [p for t, p, _s in events(d, "discovery.stage") if p["stage"] == "ecosystem"]
+        assert stage["rejected"] == {"npm": "downloads 3 < 100 and version count 1 < 5"}
+    assert not world.claude.requests  # no LLM was asked
+    paths = world.eco.requests
+    for part in (
+        "/crates/api/v1/crates/rgx",
+        "/npm/rgx",
+        "/npm-api/downloads/point/last-week/rgx",
+        "/pypi-org/pypi/rgx/json",
+        "/rubygems/api/v1/gems/rgx.json",
+        "/goproxy/rgx/@latest",
+    ):
+        assert part in paths, part
+
+
+async def test_ambiguous_ecosystems_fail_without_a_terminal_and_ask_on_one(
+    world: World, home: Path
+) -> None:
+    world.eco.add_crate("dup", recent_downloads=9000, versions=9)
+    world.eco.add_npm(
+        "dup", weekly_downloads=8000, versions=20, repository="https://github.com/x/dup"
+    )
+    async with in_daemon(world.env(home, "claude")) as d:
+        with pytest.raises(DiscoveryAmbiguous) as exc:
+            await run(d, "dup")
+        assert exc.value.exit_code == 10
+        assert "cargo install dup" in exc.value.hint and "npm install -g dup" in exc.value.hint
+
+        from tests.integration.discover.helpers import Sink
+
+        sink = Sink(answers=[False, True])
+        found = await run(d, "dup", progress=await answering(d, sink), can_ask=True)
+        assert found.builder == "npm" and found.approval == "user"  # the second question
+        assert "Several packages are named dup" in sink.questions[0]["message"]
+        assert [q["question"] for q in sink.questions] == ["Use crates.io: dup?", "Use npm: dup?"]
+
+
+async def test_a_slow_registry_does_not_hold_the_others(world: World, home: Path) -> None:
+    world.eco.add_pypi("slowpoke", releases=10)
+    world.eco.delay["crates.io"] = 3.0
+    env = world.env(home, "claude", TSUKU_DISCOVER_ECOSYSTEM_TIMEOUT="0.5")
+    async with in_daemon(env) as d:
+        started = time.monotonic()
+        found = await run(d, "slowpoke")
+        assert time.monotonic() - started < 2.0
+        assert found.builder == "pypi" and found.install_command == "pipx install slowpoke"
+        (stage,) = [p for t, p, _s in events(d, "discovery.stage") if p["stage"] == "ecosystem"]
+        assert stage["late"] == ["crates.io"]
+
+
+# ----------------------------------------------------------------------------- registry
+
+
+async def test_discovery_entry_is_found_and_cached(world: World, home: Path) -> None:
+    discovery_entry(
+        world.github,
+        "batx",
+        {"builder": "github", "source": "sharkdp/bat", "description": "A cat(1) clone with wings."},
+    )
+    discovery_entry(world.github, "boostx", {"builder": "homebrew", "source": "boost"})
+    async with in_daemon(world.env(home, "claude")) as d:
+        found = await run(d, "batx")
+        assert (found.stage, found.builder, found.source) == ("registry", "github", "sharkdp/bat")
+        assert found.approval == "trusted" and found.metadata["description"].startswith("A cat")
+        again = await run(d, "batx")
+        assert again.source == "sharkdp/bat"
+        brew = await run(d, "boostx")
+        assert brew.install_command == "brew install boost"
+    hits = world.github.requests_to("/registry/recipes/discovery/b/ba/batx.json")
+    assert len(hits) == 1  # the second lookup came from $TSUKU_HOME/registry/discovery
+    assert (home / "registry" / "discovery" / "b" / "ba" / "batx.json").is_file()
+
+
+# ----------------------------------------------------------------- time, money, questions
+
+
+async def test_discovery_deadline_with_a_slow_model(world: World, home: Path) -> None:
+    claude_finds(world.claude, delay=10.0)
+    env = world.env(home, "claude", TSUKU_DISCOVER_TIMEOUT="1")
+    async with in_daemon(env) as d:
+        started = time.monotonic()
+        with pytest.raises(DiscoveryTimeout) as exc:
+            await run(d, yes=True)
+        took = time.monotonic() - started
+        assert 0.9 < took < 3.0
+        assert exc.value.retryable and "during the llm stage" in exc.value.message
+        assert "discover.timeout_s" in exc.value.hint
+        (failed,) = [p for t, p, _s in events(d, "discovery.failed")]
+        assert failed["error_code"] == "discovery_timeout" and failed["retryable"]
+        (settled,) = [p for t, p, _s in events(d, "budget.settled")]
+        assert settled["actual_usd"] == 0  # the reservation was released
+
+
+@pytest.mark.slow
+async def test_default_deadline_is_15_seconds(world: World, home: Path) -> None:
+    claude_finds(world.claude, delay=30.0)
+    async with in_daemon(world.env(home, "claude")) as d:
+        started = time.monotonic()
+        with pytest.raises(DiscoveryTimeout, match="within 15 s"):
+            await run(d, yes=True)
+        assert 14.5 < time.monotonic() - started < 17
+
+
+async def test_budget_is_checked_before_any_call(world: World, home: Path) -> None:
+    env = world.env(home, "claude", TSUKU_LLM_DAILY_BUDGET="0.001")
+    async with in_daemon(env) as d:
+        with pytest.raises(DiscoveryBudgetExceeded) as exc:
+            await run(d, yes=True)
+        assert exc.value.exit_code == 23 and not exc.value.retryable
+        assert "llm.daily_budget" in exc.value.hint
+    assert not world.claude.requests
+
+
+async def test_the_question_shows_the_metadata_and_yes_or_no_decides(
+    world: World, home: Path
+) -> None:
+    from tests.integration.discover.helpers import Sink
+
+    claude_finds(world.claude)
+    claude_finds(world.claude)
+    async with in_daemon(world.env(home, "claude")) as d:
+        sink = Sink(answers=[True])
+        found = await run(d, progress=await answering(d, sink), can_ask=True)
+        assert found.approval == "user"
+        (q,) = sink.questions
+        assert q["question"] == "Install stripe-cli from this source?"
+        for part in (
+            "Source:       github:stripe/stripe-cli",
+            "Stars:        1,800",
+            "Created:      7 years ago (2019-03-21)",
+            "Owner:        stripe (Organization)",
+            "Confidence:   95/100",
+            "Evidence (from the model):",
+            f"Seen in search results:\n    - {STRIPE_URL}  (Stripe CLI - GitHub)",
+            "found by an LLM's web search",
+        ):
+            assert part in q["message"], part
+        assert q["discovery"]["repo"] == "stripe/stripe-cli"
+        sink = Sink(answers=[False])
+        with pytest.raises(DiscoveryDenied) as exc:
+            await run(d, progress=await answering(d, sink), can_ask=True)
+        assert exc.value.exit_code == 13
+        answers = [t for t, _p, _s in events(d, "confirmation.")]
+        assert answers == ["confirmation.granted", "confirmation.declined"]
+
+
+async def test_without_terminal_or_yes_the_error_suggests_both(world: World, home: Path) -> None:
+    claude_finds(world.claude)
+    async with in_daemon(world.env(home, "claude")) as d:
+        with pytest.raises(DiscoveryConfirmationRequired) as exc:
+            await run(d)
+        assert exc.value.exit_code == 12
+        assert "--yes" in exc.value.hint and "--from github:stripe/stripe-cli" in exc.value.hint
+
+
+async def test_without_any_llm_the_hint_says_how_to_enable_web_search(
+    world: World, home: Path
+) -> None:
+    env = world.env(home)
+    del env["TSUKU_LLM_PROVIDER"]
+    async with in_daemon(env) as d:
+        with pytest.raises(DiscoveryNotFound) as exc:
+            await run(d, "nothing-here")
+        assert "ANTHROPIC_API_KEY" in exc.value.hint and exc.value.exit_code == 3
+
+
+async def test_typosquat_warning(world: World, home: Path) -> None:
+    (home / "recipes").mkdir()
+    (home / "recipes" / "stripe-cli.toml").write_text("[metadata]\nname = 'stripe-cli'\n")
+    claude_finds(world.claude)
+    async with in_daemon(world.env(home, "claude")) as d:
+        found = await run(d, "strpe-cli", yes=True)
+        assert any(
+            "'strpe-cli' is 1 edit away from the known tool 'stripe-cli'" in w
+            for w in found.warnings
+        )
+        (warning,) = [p for t, p, _s in events(d, "discovery.warning")]
+        assert warning == {
+            "tool": "strpe-cli",
+            "kind": "typosquat",
+            "similar": "stripe-cli",
+            "distance": 1,
+        }

@@ -1,0 +1,675 @@
+"""The discovery chain: stages in order, one deadline, deterministic decision, a question.
+
+Everything outside is injected (:class:`Deps`), so the chain runs in-process against
+fakes as well as in the daemon (:mod:`.service` builds the real parts).
+
+1. Normalise the name (refuse non-ASCII / homoglyphs); warn on a likely typosquat.
+2. Stage 1: a recipe (unless the caller just looked), then a discovery entry.
+3. Stage 2: ecosystem probes; one good match, or a clear winner, is the answer; several
+   close ones are asked about on a terminal and refused otherwise.
+4. Stage 3: an LLM with web search extracts candidates (inside one budget reservation),
+   each is verified against GitHub and the decision is taken by :func:`.verify.decide`.
+5. Confirmation (outside the deadline: a person may take their time): the metadata,
+   then ``Install <tool> from this source? [y/N]``. ``--yes`` answers it only for a
+   verified, popular non-fork; forks and unverified sources always need a person.
+
+Stages 1-4 share ``timeout_s`` (15 s by default). Events: ``discovery.started``,
+``discovery.warning``, ``discovery.stage`` (one per stage: hit, miss, ambiguous,
+skipped, error), ``discovery.search``, ``discovery.candidate``, ``discovery.verified``,
+``discovery.completed`` or ``discovery.failed`` (with the error code and whether it is
+retryable), all with the discovery's session id; the LLM's ``llm.turn`` events carry
+the same session and the price of every token and search.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from tsukud.discover import present
+from tsukud.discover.ecosystem import ProbeReport, describe, install_command, select
+from tsukud.discover.errors import (
+    FROM_HINT,
+    DiscoveryAmbiguous,
+    DiscoveryBudgetExceeded,
+    DiscoveryConfirmationRequired,
+    DiscoveryDenied,
+    DiscoveryLLMUnavailable,
+    DiscoveryNotFound,
+    DiscoverySearchFailed,
+    DiscoveryTimeout,
+    DiscoveryUnverified,
+)
+from tsukud.discover.llm_discovery import MAX_TOKENS, MAX_TURNS, LLMDiscovery, Outcome
+from tsukud.discover.model import Candidate, Discovery, Probe, RepoMeta, Verified
+from tsukud.discover.normalize import normalize_name, typosquat
+from tsukud.discover.registry_lookup import DiscoveryRegistry
+from tsukud.discover.search import Searcher
+from tsukud.discover.verify import Decision, assess, decide, merge
+from tsukud.errors import BudgetExceeded, ConfirmationRequired, TsukuError, UserDeclined
+
+if TYPE_CHECKING:
+    from tsukud.llm.service import Run
+
+DEFAULT_TIMEOUT_S = 15.0
+INPUT_ESTIMATE = 6_000  # tokens per turn: prompt, tool schemas, search results
+
+Progress = Callable[[dict[str, Any]], Awaitable[None]]
+Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
+Ask = Callable[[ConfirmationRequired], Awaitable[None]]
+
+
+async def _no_progress(_body: dict[str, Any]) -> None:
+    return None
+
+
+async def _no_emit(_type: str, _payload: dict[str, Any]) -> None:
+    return None
+
+
+async def _refuse(question: ConfirmationRequired) -> None:
+    raise question
+
+
+@dataclass
+class Deps:
+    probe: Callable[[str], Awaitable[ProbeReport]]
+    github_meta: Callable[[str], Awaitable[RepoMeta]]
+    registry: DiscoveryRegistry | None = None
+    recipe_lookup: Callable[[str], Awaitable[str | None]] | None = None
+    known_names: Callable[[], Iterable[str]] = tuple
+    open_llm: Callable[..., AbstractAsyncContextManager[Run]] | None = None
+    llm_providers: Callable[[str | None], Sequence[tuple[str, str]]] | None = None
+    searcher: Callable[[str | None], Searcher] | None = None
+    search_fee: Callable[[str], Decimal | None] = lambda _name: None
+    ask: Ask = _refuse
+    emit: Emit = _no_emit
+    progress: Progress = _no_progress
+    now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    max_searches: int = 3
+
+
+class Request(msgspec.Struct, frozen=True, kw_only=True):
+    tool: str
+    session: str
+    yes: bool = False
+    can_ask: bool = False
+    confirm: bool = True  # ask "Install <tool> from this source?" (install); discover only reports
+    check_recipes: bool = True
+    search_provider: str | None = None
+    providers: str | None = None  # LLM order, e.g. "claude,gemini"
+    llm: bool = True  # False: registry and ecosystems only
+
+
+@dataclass
+class _State:
+    tool: str
+    started: float = field(default_factory=time.monotonic)
+    stage: str = "normalize"
+    timings: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    probes: list[Probe] = field(default_factory=list)
+    spent: Decimal = Decimal(0)
+    unpriced: bool = False
+    llm_note: str | None = None
+
+
+class _Chain:
+    def __init__(self, req: Request, deps: Deps) -> None:
+        self.req = req
+        self.deps = deps
+        self.tool = req.tool
+        self.st = _State(req.tool)
+        self._sources: list[tuple[str, str]] = []
+
+    # ---- plumbing ----------------------------------------------------------------------
+
+    async def progress(self, step: str, message: str, **extra: Any) -> None:
+        await self.deps.progress({"stage": "discovery", "step": step, "message": message, **extra})
+
+    async def emit(self, type_: str, payload: dict[str, Any]) -> None:
+        await self.deps.emit(type_, {"tool": self.tool, **payload})
+
+    async def stage_event(self, stage: str, outcome: str, started: float, **extra: Any) -> None:
+        ms = round((time.monotonic() - started) * 1000)
+        self.st.timings[stage] = ms
+        await self.emit("discovery.stage", {"stage": stage, "outcome": outcome, "ms": ms, **extra})
+
+    def finish(self, found: Discovery) -> Discovery:
+        found.duration_ms = round((time.monotonic() - self.st.started) * 1000)
+        found.timings_ms = dict(self.st.timings)
+        found.warnings = tuple(dict.fromkeys((*self.st.warnings, *found.warnings)))
+        return found
+
+    # ---- the run -----------------------------------------------------------------------
+
+    async def run(self) -> Discovery:
+        req = self.req
+        self.tool = normalize_name(req.tool)
+        self.st.tool = self.tool
+        await self.emit(
+            "discovery.started",
+            {"requested": req.tool[:200], "yes": req.yes, "can_ask": req.can_ask},
+        )
+        squat = typosquat(self.tool, self.deps.known_names())
+        if squat is not None:
+            self.st.warnings.append(squat.message())
+            await self.emit(
+                "discovery.warning",
+                {"kind": "typosquat", "similar": squat.similar, "distance": squat.distance},
+            )
+            await self.progress("warning", f"warning: {squat.message()}", similar=squat.similar)
+        pending: tuple[Discovery, Decision | None] | list[Probe] | None = None
+        with trio.move_on_after(self.deps.timeout_s) as scope:
+            pending = await self._resolve()
+        if scope.cancelled_caught or pending is None:
+            raise DiscoveryTimeout(
+                f"discovery of {self.tool} did not finish within {self.deps.timeout_s:g} s "
+                f"(during the {self.st.stage} stage)",
+                stage=self.st.stage,
+                timeout_s=self.deps.timeout_s,
+                hint=_hint(DiscoveryTimeout.default_hint, self.tool),
+            )
+        self.st.stage = "confirm"
+        if isinstance(pending, list):  # several close ecosystem matches: ask, no deadline
+            chosen = await self._disambiguate(pending)
+            found = self._ecosystem_result(chosen, pending, "chosen by the user", None)
+            found.approval = "user"
+            await self.progress("ecosystem", present.describe_ecosystem(found))
+            return self.finish(found)
+        found, decision = pending
+        if decision is not None:
+            await self._approve(found, decision)
+        return self.finish(found)
+
+    async def _resolve(self) -> tuple[Discovery, Decision | None] | list[Probe]:
+        hit = await self._registry()
+        if hit is not None:
+            return hit, None
+        eco = await self._ecosystems()
+        if isinstance(eco, list):
+            return eco
+        if eco is not None:
+            return eco, None
+        return await self._llm()
+
+    # ---- stage 1 -----------------------------------------------------------------------
+
+    async def _registry(self) -> Discovery | None:
+        self.st.stage = "registry"
+        started = time.monotonic()
+        await self.progress("registry", f"checking the registry for {self.tool}")
+        if self.req.check_recipes and self.deps.recipe_lookup is not None:
+            where = await self.deps.recipe_lookup(self.tool)
+            if where is not None:
+                await self.stage_event("registry", "hit", started, kind="recipe")
+                return Discovery(
+                    tool=self.tool,
+                    session=self.req.session,
+                    stage="recipe",
+                    builder="recipe",
+                    source=where,
+                    reason=f"a recipe for {self.tool} exists ({where})",
+                    approval="trusted",
+                )
+        if self.deps.registry is None:
+            await self.stage_event("registry", "skipped", started)
+            return None
+        lookup = await self.deps.registry.lookup(self.tool)
+        entry = lookup.entry
+        if entry is None:
+            await self.stage_event(
+                "registry", "miss", started, origin=lookup.origin, error=lookup.error
+            )
+            return None
+        await self.stage_event(
+            "registry", "hit", started, kind="entry", builder=entry.builder, source=entry.source
+        )
+        meta = {
+            k: v
+            for k, v in msgspec.to_builtins(entry).items()
+            if k not in ("builder", "source") and v is not None
+        }
+        found = Discovery(
+            tool=self.tool,
+            session=self.req.session,
+            stage="registry",
+            builder=entry.builder,
+            source=entry.source,
+            reason=f"found in discovery registry ({entry.builder}: {entry.source})",
+            approval="trusted",
+            install_command=None
+            if entry.builder == "github"
+            else install_command(entry.builder, entry.source),
+            metadata=meta,
+        )
+        await self.progress("registry", present.describe_registry(found))
+        return found
+
+    # ---- stage 2 -----------------------------------------------------------------------
+
+    async def _ecosystems(self) -> Discovery | list[Probe] | None:
+        self.st.stage = "ecosystem"
+        started = time.monotonic()
+        await self.progress("ecosystem", "probing crates.io, npm, PyPI, RubyGems and Go")
+        report = await self.deps.probe(self.tool)
+        self.st.probes = list(report.matches)
+        detail: dict[str, Any] = {
+            "matches": [f"{p.builder}:{p.source}" for p in report.matches],
+            "rejected": report.rejected,
+            "errors": report.errors,
+            "late": report.late,
+        }
+        sel = select(report.accepted)
+        if sel.kind == "none":
+            await self.stage_event("ecosystem", "miss", started, **detail)
+            return None
+        if sel.chosen is None:  # ambiguous: the question is asked outside the deadline
+            await self.stage_event("ecosystem", "ambiguous", started, **detail)
+            return list(sel.ranked)
+        await self.stage_event("ecosystem", "hit", started, selection=sel.kind, **detail)
+        found = self._ecosystem_result(sel.chosen, list(sel.ranked), sel.kind, sel.ratio)
+        await self.progress("ecosystem", present.describe_ecosystem(found))
+        return found
+
+    def _ecosystem_result(
+        self, chosen: Probe, ranked: list[Probe], reason: str, ratio: float | None
+    ) -> Discovery:
+        return Discovery(
+            tool=self.tool,
+            session=self.req.session,
+            stage="ecosystem",
+            builder=chosen.builder,
+            source=chosen.source,
+            reason=f"found in {chosen.builder} ecosystem ({reason})",
+            install_command=install_command(chosen.builder, chosen.source),
+            metadata={
+                k: v
+                for k, v in {
+                    "description": chosen.description,
+                    "downloads": chosen.downloads,
+                    "version_count": chosen.version_count,
+                    "repository": chosen.repository,
+                    "latest": chosen.latest,
+                    "popularity": describe(chosen),
+                    "selection": reason,
+                    "downloads_ratio": ratio,
+                }.items()
+                if v is not None
+            },
+            alternatives=tuple(_probe_summary(p) for p in ranked if p is not chosen),
+        )
+
+    async def _disambiguate(self, ranked: list[Probe]) -> Probe:
+        options = [_probe_summary(p) for p in ranked]
+        message = present.ambiguity(self.tool, options)
+        if not self.req.can_ask or self.req.yes:
+            lines = "\n".join(f"  {o['builder']}: {o['source']} ({o['summary']})" for o in options)
+            raise DiscoveryAmbiguous(
+                f"several packages are named {self.tool}, none clearly more used:\n{lines}",
+                hint="Install the one you mean with its own tool: "
+                + "; ".join(str(o["install_command"]) for o in options if o["install_command"]),
+                matches=options,
+            )
+        for i, (probe, option) in enumerate(zip(ranked, options, strict=True)):
+            question = ConfirmationRequired(
+                message if i == 0 else "",
+                question=f"Use {option['builder']}: {option['source']}?",
+                kind="discovery.disambiguation",
+                option=option,
+            )
+            try:
+                await self.deps.ask(question)
+            except UserDeclined:
+                continue
+            return probe
+        raise DiscoveryDenied(
+            f"none of the {len(options)} packages named {self.tool} was chosen",
+            hint=_hint(DiscoveryDenied.default_hint, self.tool),
+        )
+
+    # ---- stage 3 -----------------------------------------------------------------------
+
+    async def _llm(self) -> tuple[Discovery, Decision]:
+        self.st.stage = "llm"
+        started = time.monotonic()
+        deps, req = self.deps, self.req
+        providers: Sequence[tuple[str, str]] = ()
+        if not req.llm:
+            self.st.llm_note = "web search discovery is off (--no-llm)"
+        elif deps.open_llm is None or deps.llm_providers is None:
+            self.st.llm_note = "no LLM is available for web search discovery"
+        else:
+            from tsukud.errors import ProviderUnavailable
+
+            try:
+                providers = deps.llm_providers(req.providers)
+            except ProviderUnavailable as exc:
+                self.st.llm_note = exc.message
+        if not providers:
+            await self.stage_event("llm", "skipped", started, reason=self.st.llm_note)
+            raise self._not_found()
+        searcher = None
+        if deps.searcher is not None and any(n not in ("claude", "gemini") for n, _m in providers):
+            searcher = deps.searcher(req.search_provider)
+        assert deps.open_llm is not None
+        outcome: Outcome
+        try:
+            async with deps.open_llm(
+                session=req.session,
+                purpose="discovery",
+                providers=",".join(n for n, _m in providers),
+                max_turns=MAX_TURNS,
+                max_tokens=MAX_TOKENS,
+                input_tokens=INPUT_ESTIMATE,
+                searches=deps.max_searches,
+                confirmed=req.yes,
+                can_ask=req.can_ask,
+                progress=deps.progress,
+            ) as run:
+                session = LLMDiscovery(
+                    run,
+                    self.tool,
+                    searcher=searcher,
+                    search_fee=deps.search_fee(searcher.name) if searcher else None,
+                    max_searches=deps.max_searches,
+                    progress=lambda message, extra: self.progress("llm", message, **extra),
+                    emit=self.emit,
+                )
+                try:
+                    outcome = await session.discover(providers)
+                finally:
+                    self.st.spent = run.spent
+                    self.st.unpriced = run.unpriced_turns > 0
+        except BudgetExceeded as exc:
+            await self.stage_event("llm", "error", started, error_code=exc.code)
+            raise DiscoveryBudgetExceeded(
+                f"web search discovery would exceed today's LLM budget: {exc.message}",
+                hint=_hint(DiscoveryBudgetExceeded.default_hint, self.tool),
+                **exc.data,
+            ) from None
+        llm_ms = round((time.monotonic() - started) * 1000)
+        await self.stage_event(
+            "llm",
+            "candidates" if outcome.candidates else "miss",
+            started,
+            provider=outcome.provider,
+            model=outcome.model,
+            turns=outcome.turns,
+            searches=outcome.searches,
+            candidates=len(outcome.candidates),
+            provider_errors=outcome.provider_errors[:5],
+        )
+        self.st.timings["llm"] = llm_ms
+        if not outcome.candidates:
+            raise self._llm_miss(outcome)
+        return await self._verify(outcome)
+
+    def _llm_miss(self, outcome: Outcome) -> TsukuError:
+        if outcome.provider is None and outcome.provider_errors:
+            return DiscoveryLLMUnavailable(
+                "every LLM provider failed during web search discovery: "
+                + "; ".join(outcome.provider_errors),
+                hint="Try again later, or " + FROM_HINT.format(tool=self.tool),
+            )
+        if outcome.search_errors and not outcome.sources:
+            return DiscoverySearchFailed(
+                f"web search failed: {outcome.search_errors[-1]}",
+                hint=_hint(DiscoverySearchFailed.default_hint, self.tool),
+            )
+        said = f" (the model said: {outcome.answer})" if outcome.answer else ""
+        return self._not_found(f"web search found no source for {self.tool}{said}")
+
+    def _not_found(self, detail: str | None = None, **data: Any) -> DiscoveryNotFound:
+        message = detail or f"could not find {self.tool} in the registry or any ecosystem"
+        if self.st.llm_note and not detail:
+            message += f"; {self.st.llm_note}"
+        hint = "If you know where it comes from, " + FROM_HINT.format(tool=self.tool)
+        if self.st.llm_note and "configured" in self.st.llm_note:
+            hint = (
+                "Set ANTHROPIC_API_KEY or GOOGLE_API_KEY (or a local model) to search the web, "
+                "or " + FROM_HINT.format(tool=self.tool)
+            )
+        return DiscoveryNotFound(message, hint=hint, **data)
+
+    # ---- verification and decision -----------------------------------------------------
+
+    async def _verify(self, outcome: Outcome) -> tuple[Discovery, Decision]:
+        self.st.stage = "verify"
+        started = time.monotonic()
+        candidates = merge(outcome.candidates)
+        await self.progress(
+            "verify",
+            "checking " + ", ".join(f"github:{c.source}" for c in candidates) + " on GitHub",
+        )
+        metas: dict[str, tuple[RepoMeta | None, BaseException | None]] = {}
+
+        async def fetch(c: Candidate) -> None:
+            try:
+                metas[c.source] = (await self.deps.github_meta(c.source), None)
+            except TsukuError as exc:
+                metas[c.source] = (None, exc)
+
+        async with trio.open_nursery() as nursery:
+            for c in candidates:
+                nursery.start_soon(fetch, c)
+        now = self.deps.now()
+        verified = [
+            assess(
+                c,
+                *metas[c.source],
+                now=now,
+                probes=self.st.probes,
+                had_search_results=bool(outcome.sources),
+            )
+            for c in candidates
+        ]
+        for item in verified:
+            await self.emit(
+                "discovery.verified",
+                {"source": item.source, **present.metadata(item), "warnings": list(item.warnings)},
+            )
+        decision = decide(verified)
+        await self.stage_event(
+            "verify",
+            "selected" if decision.selected else "rejected",
+            started,
+            selected=decision.selected.source if decision.selected else None,
+            auto_approvable=decision.auto_approvable,
+        )
+        rejected = tuple(
+            {"source": r.source, "reason": r.reason or r.status} for r in decision.rejected
+        )
+        v = decision.selected
+        if v is None:
+            reasons = "; ".join(f"github:{r['source']}: {r['reason']}" for r in rejected)
+            raise self._not_found(
+                f"web search suggested sources for {self.tool}, but none passed verification "
+                f"({reasons})",
+                rejected=list(rejected),
+            )
+        if v.status == "unverified" and self.req.confirm and not self.req.can_ask:
+            raise DiscoveryUnverified(
+                f"github:{v.source} could not be verified: {v.reason}",
+                hint=(
+                    "Unverified sources are never approved automatically. Set GITHUB_TOKEN "
+                    "for a higher GitHub rate limit and try again, run it on a terminal to "
+                    "decide yourself, or " + FROM_HINT.format(tool=self.tool)
+                ),
+                source=v.source,
+            )
+        sources = [
+            (url, title)
+            for url, title in outcome.sources
+            if (repo := _repo_of(url)) is not None and repo == v.source.lower()
+        ]
+        found = Discovery(
+            tool=self.tool,
+            session=self.req.session,
+            stage="llm",
+            builder="github",
+            source=v.source,
+            confidence=v.candidate.confidence,
+            reason=f"LLM discovery: {v.candidate.reasoning}"
+            + (
+                f" (evidence: {', '.join(v.candidate.evidence[:2])})"
+                if v.candidate.evidence
+                else ""
+            ),
+            metadata=present.metadata(v),
+            evidence=v.candidate.evidence,
+            sources=tuple(url for url, _t in sources),
+            warnings=tuple(v.warnings),
+            alternatives=tuple(present.metadata(a) for a in decision.alternatives),
+            rejected=rejected,
+            provider=outcome.provider,
+            model=outcome.model,
+            spent_usd=None if self.st.unpriced else float(self.st.spent),
+            llm_turns=outcome.turns,
+            searches=outcome.searches,
+        )
+        self._sources = sources
+        return found, decision
+
+    # ---- confirmation -----------------------------------------------------------------
+
+    async def _approve(self, found: Discovery, decision: Decision) -> None:
+        v = decision.selected
+        assert v is not None
+        req = self.req
+        text = present.describe_llm(found, v, self._sources)
+        found.metadata["auto_approvable"] = decision.auto_approvable
+        if not req.confirm:
+            await self.progress("found", text, discovery=found.metadata)
+            return
+        why_not = _why_not_auto(v, decision)
+        if req.yes and decision.auto_approvable:
+            found.approval = "yes_flag"
+            await self.progress(
+                "found",
+                text + f"\nApproved by --yes: verified on GitHub, not a fork, {v.popularity}.",
+                discovery=found.metadata,
+            )
+            return
+        if not req.can_ask:
+            await self.progress("found", text, discovery=found.metadata)
+            if why_not:
+                raise DiscoveryConfirmationRequired(
+                    f"github:{v.source} needs a person's approval: {why_not}",
+                    hint=(
+                        "Run it on a terminal to decide, or name the source: tsukuctl install "
+                        f"{self.tool} --from github:"
+                        + (v.meta.parent if v.meta and v.meta.fork and v.meta.parent else v.source)
+                    ),
+                    source=v.source,
+                )
+            raise DiscoveryConfirmationRequired(
+                f"found github:{v.source} for {self.tool}, but there is no terminal to ask",
+                hint=(
+                    f"Run it again with --yes to accept github:{v.source}, or name the source "
+                    f"yourself: tsukuctl install {self.tool} --from github:{v.source}"
+                ),
+                source=v.source,
+            )
+        question = ConfirmationRequired(
+            text + (f"\nNot approved automatically: {why_not}." if why_not and req.yes else ""),
+            question=f"Install {self.tool} from this source?",
+            kind="discovery",
+            discovery={"tool": self.tool, **found.metadata},
+        )
+        try:
+            await self.deps.ask(question)
+        except UserDeclined:
+            raise DiscoveryDenied(
+                f"github:{v.source} was not approved: nothing was installed",
+                hint="If you know the right source, " + FROM_HINT.format(tool=self.tool),
+                source=v.source,
+            ) from None
+        found.approval = "user"
+
+
+def _why_not_auto(v: Verified, decision: Decision) -> str:
+    if v.status == "unverified":
+        return "GitHub could not verify it"
+    if v.meta is not None and v.meta.fork:
+        return "it is a fork"
+    if not v.popular:
+        return "it is not popular enough to approve automatically"
+    if not decision.auto_approvable:
+        return "it did not pass the checks for automatic approval"
+    return ""
+
+
+def _repo_of(url: str) -> str | None:
+    from tsukud.discover.normalize import repo_from_url
+
+    repo = repo_from_url(url)
+    return repo.lower() if repo else None
+
+
+def _probe_summary(p: Probe) -> dict[str, Any]:
+    return {
+        "builder": p.builder,
+        "source": p.source,
+        "downloads": p.downloads,
+        "version_count": p.version_count,
+        "has_repository": p.has_repository,
+        "summary": describe(p),
+        "install_command": install_command(p.builder, p.source),
+    }
+
+
+def _hint(template: str, tool: str) -> str:
+    return template.replace("<tool>", tool)
+
+
+async def discover(req: Request, deps: Deps) -> Discovery:
+    """The whole chain; ``discovery.completed`` or ``discovery.failed`` is its last event."""
+    chain = _Chain(req, deps)
+    try:
+        found = await chain.run()
+    except BaseException as exc:
+        if isinstance(exc, TsukuError):
+            code, message, retryable = exc.code, exc.message, exc.retryable
+        elif isinstance(exc, Exception):
+            code, message, retryable = "internal", f"{type(exc).__name__}: {exc}", False
+        else:
+            code, message, retryable = "cancelled", "discovery was cancelled", False
+        with trio.CancelScope(shield=True):
+            await chain.emit(
+                "discovery.failed",
+                {
+                    "stage": chain.st.stage,
+                    "error_code": code,
+                    "retryable": retryable,
+                    "message": message[:1000],
+                    "spent_usd": None if chain.st.unpriced else float(chain.st.spent),
+                    "ms": round((time.monotonic() - chain.st.started) * 1000),
+                },
+            )
+        raise
+    await chain.emit(
+        "discovery.completed",
+        {
+            "stage": found.stage,
+            "builder": found.builder,
+            "source": found.source,
+            "confidence": found.confidence,
+            "approval": found.approval,
+            "provider": found.provider,
+            "spent_usd": found.spent_usd,
+            "searches": found.searches,
+            "llm_turns": found.llm_turns,
+            "ms": found.duration_ms,
+        },
+    )
+    return found

@@ -1,0 +1,390 @@
+"""Stage 2: is the name a package of crates.io, npm, PyPI, RubyGems or the Go proxy?
+
+Pure core: one parser per registry's JSON (exact-name matches only, case-insensitive),
+the quality filter (reference thresholds: enough downloads *or* enough versions), the
+ranking and the "clear winner" rule. Shell: :func:`probe_all` asks every registry in
+parallel under one shared deadline (3 s by default); a registry that errs or is late is
+simply not a match, and the report says which ones.
+
+* crates.io: ``/api/v1/crates/<n>``; downloads = ``crate.recent_downloads`` (90 days),
+  versions = ``len(versions)``, repository = ``crate.repository``.
+* npm: ``/<n>`` and ``/downloads/point/last-week/<n>`` (api.npmjs.org); weekly
+  downloads, ``len(versions)``, ``repository.url``.
+* PyPI: ``/pypi/<n>/json``; ``len(releases)``, a repository among ``info.project_urls``.
+* RubyGems: ``/api/v1/gems/<n>.json`` and ``/api/v1/versions/<n>.json``; total
+  ``downloads``, the versions' count, ``source_code_uri``.
+* Go proxy: ``/<module>/@latest`` and ``/<module>/@v/list``; the listed versions,
+  ``Origin.URL``. (A tool name is a module path only when it is one dotted element.)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+from tsukud.discover.model import Probe
+from tsukud.discover.normalize import repo_from_url
+
+BUILDERS = ("crates.io", "pypi", "npm", "rubygems", "go")
+
+# builder: (min downloads, min versions); a match passes with either (0 = not used).
+THRESHOLDS: dict[str, tuple[int, int]] = {
+    "crates.io": (100, 5),
+    "npm": (100, 5),
+    "rubygems": (1000, 5),
+    "pypi": (0, 3),
+    "go": (0, 3),
+}
+PRIORITY = {"crates.io": 3, "pypi": 4, "npm": 5, "rubygems": 6, "go": 7}
+INSTALL_COMMANDS = {
+    "crates.io": "cargo install {name}",
+    "npm": "npm install -g {name}",
+    "pypi": "pipx install {name}",
+    "rubygems": "gem install {name}",
+    "go": "go install {name}@latest",
+    "homebrew": "brew install {name}",
+    "cask": "brew install --cask {name}",
+}
+DEFAULT_URLS = {
+    "crates.io": "https://crates.io",
+    "npm": "https://registry.npmjs.org",
+    "npm_downloads": "https://api.npmjs.org",
+    "pypi": "https://pypi.org",
+    "rubygems": "https://rubygems.org",
+    "go": "https://proxy.golang.org",
+}
+
+
+def install_command(builder: str, name: str) -> str | None:
+    template = INSTALL_COMMANDS.get(builder)
+    return template.format(name=name) if template else None
+
+
+# ------------------------------------------------------------------------------ parsers
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _str(value: Any) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _same(a: Any, name: str) -> bool:
+    return isinstance(a, str) and a.lower() == name.lower()
+
+
+def parse_crates(name: str, body: Any) -> Probe | None:
+    crate = _dict(_dict(body).get("crate"))
+    if not _same(crate.get("name") or crate.get("id"), name):
+        return None
+    repo_url = _str(crate.get("repository"))
+    versions = _dict(body).get("versions")
+    count = len(versions) if isinstance(versions, list) else len(crate.get("versions") or [])
+    return Probe(
+        builder="crates.io",
+        source=str(crate.get("name") or name),
+        downloads=_int(crate.get("recent_downloads")),
+        version_count=count,
+        has_repository=repo_url is not None,
+        repository=repo_from_url(repo_url) if repo_url else None,
+        description=_str(crate.get("description")),
+        latest=_str(crate.get("max_stable_version")) or _str(crate.get("max_version")),
+    )
+
+
+def parse_npm(name: str, packument: Any, downloads: Any) -> Probe | None:
+    doc = _dict(packument)
+    if not _same(doc.get("name"), name):
+        return None
+    repo = doc.get("repository")
+    repo_url = _str(repo.get("url")) if isinstance(repo, dict) else _str(repo)
+    versions = doc.get("versions")
+    return Probe(
+        builder="npm",
+        source=str(doc["name"]),
+        downloads=_int(_dict(downloads).get("downloads")),
+        version_count=len(versions) if isinstance(versions, dict) else 0,
+        has_repository=repo_url is not None,
+        repository=repo_from_url(repo_url) if repo_url else None,
+        description=_str(doc.get("description")),
+        latest=_str(_dict(doc.get("dist-tags")).get("latest")),
+    )
+
+
+def parse_pypi(name: str, body: Any) -> Probe | None:
+    info = _dict(_dict(body).get("info"))
+    if not _same(info.get("name"), name):
+        return None
+    urls = [u for u in _dict(info.get("project_urls")).values() if isinstance(u, str) and u]
+    home = _str(info.get("home_page"))
+    repo = next((r for u in [*urls, home or ""] if (r := repo_from_url(u))), None)
+    releases = _dict(body).get("releases")
+    return Probe(
+        builder="pypi",
+        source=str(info["name"]),
+        version_count=len(releases) if isinstance(releases, dict) else 0,
+        has_repository=bool(urls),
+        repository=repo,
+        description=_str(info.get("summary")),
+        latest=_str(info.get("version")),
+    )
+
+
+def parse_rubygems(name: str, gem: Any, versions: Any) -> Probe | None:
+    doc = _dict(gem)
+    if not _same(doc.get("name"), name):
+        return None
+    source_uri = _str(doc.get("source_code_uri"))
+    candidates = [source_uri or "", _str(doc.get("homepage_uri")) or ""]
+    repo = next((r for u in candidates if (r := repo_from_url(u))), None)
+    return Probe(
+        builder="rubygems",
+        source=str(doc["name"]),
+        downloads=_int(doc.get("downloads")),
+        version_count=len(versions) if isinstance(versions, list) else 0,
+        has_repository=source_uri is not None,
+        repository=repo,
+        description=_str(doc.get("info")),
+        latest=_str(doc.get("version")),
+    )
+
+
+def parse_go(module: str, latest: Any, version_list: str) -> Probe | None:
+    doc = _dict(latest)
+    version = _str(doc.get("Version"))
+    if version is None:
+        return None
+    origin = _dict(doc.get("Origin"))
+    origin_url = _str(origin.get("URL"))
+    lines = [x for x in version_list.splitlines() if x.strip()]
+    return Probe(
+        builder="go",
+        source=module,
+        version_count=len(lines),
+        has_repository=origin_url is not None,
+        repository=repo_from_url(origin_url) if origin_url else None,
+        latest=version,
+    )
+
+
+def go_escape(module: str) -> str:
+    """The proxy's case encoding: each uppercase letter becomes ``!`` + lowercase."""
+    return "".join("!" + c.lower() if c.isupper() else c for c in module)
+
+
+# ------------------------------------------------------------------------ quality, ranking
+
+
+def quality(probe: Probe) -> str | None:
+    """None when the match is good enough, else why not."""
+    min_dl, min_vc = THRESHOLDS.get(probe.builder, (0, 0))
+    if min_dl == 0 and min_vc == 0:
+        return None
+    if (min_dl and probe.downloads >= min_dl) or (min_vc and probe.version_count >= min_vc):
+        return None
+    return (
+        f"downloads {probe.downloads} < {min_dl} and version count {probe.version_count} < {min_vc}"
+        if min_dl
+        else f"version count {probe.version_count} < {min_vc}"
+    )
+
+
+def rank(matches: list[Probe]) -> list[Probe]:
+    return sorted(
+        matches,
+        key=lambda p: (-p.downloads, -p.version_count, PRIORITY.get(p.builder, 999), p.builder),
+    )
+
+
+@dataclass(frozen=True)
+class Selection:
+    kind: str  # none | single_match | 10x_popularity_gap | ambiguous
+    chosen: Probe | None = None
+    ranked: tuple[Probe, ...] = ()
+    ratio: float | None = None
+
+
+def select(accepted: list[Probe]) -> Selection:
+    """The reference's rule: one match wins; of several, the first wins only with ten
+    times the second's downloads (both known), at least 3 versions and a repository."""
+    if not accepted:
+        return Selection("none")
+    ranked = tuple(rank(accepted))
+    if len(ranked) == 1:
+        return Selection("single_match", ranked[0], ranked)
+    first, second = ranked[0], ranked[1]
+    if (
+        first.downloads > 0
+        and second.downloads > 0
+        and first.version_count >= 3
+        and first.has_repository
+        and first.downloads >= second.downloads * 10
+    ):
+        return Selection("10x_popularity_gap", first, ranked, first.downloads / second.downloads)
+    return Selection("ambiguous", None, ranked)
+
+
+def repository_support(probes: list[Probe], repo: str) -> Probe | None:
+    """A package that passes its ecosystem's bar and names ``repo`` as its repository:
+    the ecosystem half of the "stars >= 50 or ecosystem downloads" popularity gate."""
+    for p in rank(probes):
+        if p.repository and p.repository.lower() == repo.lower() and quality(p) is None:
+            return p
+    return None
+
+
+def describe(probe: Probe) -> str:
+    bits = []
+    if probe.downloads:
+        bits.append(f"{_count(probe.downloads)} downloads")
+    if probe.version_count:
+        bits.append(f"{probe.version_count} versions")
+    bits.append("has repository" if probe.has_repository else "no repository")
+    return ", ".join(bits)
+
+
+def _count(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M"
+    if n >= 1_000:
+        return f"{n / 1_000:.1f}K"
+    return str(n)
+
+
+# ------------------------------------------------------------------------------ shell
+
+
+# ``await get(url) -> (status, body)``: any status comes back; network errors raise.
+Get = Callable[[str], Awaitable[tuple[int, bytes]]]
+
+
+@dataclass
+class ProbeReport:
+    matches: list[Probe] = field(default_factory=list)  # exact-name matches (any quality)
+    accepted: list[Probe] = field(default_factory=list)  # matches that pass the filter
+    rejected: dict[str, str] = field(default_factory=dict)  # builder -> why filtered out
+    errors: dict[str, str] = field(default_factory=dict)  # builder -> error message
+    late: list[str] = field(default_factory=list)  # builders cut off by the deadline
+    duration_ms: int = 0
+
+
+def _json(body: bytes) -> Any:
+    import json
+
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+async def _crates(get: Get, base: str, name: str) -> Probe | None:
+    status, body = await get(f"{base}/api/v1/crates/{quote(name, safe='')}")
+    return parse_crates(name, _json(body)) if status == 200 else None
+
+
+async def _npm(get: Get, base: str, downloads_base: str, name: str) -> Probe | None:
+    import trio
+
+    results: dict[str, tuple[int, bytes] | None] = {}
+
+    async def fetch(key: str, url: str) -> None:
+        try:
+            results[key] = await get(url)
+        except Exception:
+            results[key] = None  # the download count is optional; a failure is 0
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(fetch, "doc", f"{base}/{quote(name, safe='@')}")
+        nursery.start_soon(
+            fetch, "dl", f"{downloads_base}/downloads/point/last-week/{quote(name, safe='@')}"
+        )
+    doc = results.get("doc")
+    if doc is None or doc[0] != 200:
+        return None
+    dl = results.get("dl")
+    return parse_npm(name, _json(doc[1]), _json(dl[1]) if dl and dl[0] == 200 else None)
+
+
+async def _pypi(get: Get, base: str, name: str) -> Probe | None:
+    status, body = await get(f"{base}/pypi/{quote(name, safe='')}/json")
+    return parse_pypi(name, _json(body)) if status == 200 else None
+
+
+async def _rubygems(get: Get, base: str, name: str) -> Probe | None:
+    status, body = await get(f"{base}/api/v1/gems/{quote(name, safe='')}.json")
+    if status != 200:
+        return None
+    v_status, v_body = await get(f"{base}/api/v1/versions/{quote(name, safe='')}.json")
+    return parse_rubygems(name, _json(body), _json(v_body) if v_status == 200 else None)
+
+
+async def _go(get: Get, base: str, name: str) -> Probe | None:
+    escaped = go_escape(name)
+    status, body = await get(f"{base}/{escaped}/@latest")
+    if status != 200:
+        return None
+    l_status, l_body = await get(f"{base}/{escaped}/@v/list")
+    listing = l_body.decode("utf-8", "replace") if l_status == 200 else ""
+    return parse_go(name, _json(body), listing)
+
+
+async def probe_all(
+    get: Get,
+    name: str,
+    *,
+    urls: Mapping[str, str] | None = None,
+    within_s: float = 3.0,
+    builders: tuple[str, ...] = BUILDERS,
+) -> ProbeReport:
+    """Ask every registry at once; whatever has not answered after ``within_s`` is late."""
+    import trio
+
+    base = {**DEFAULT_URLS, **{k: v.rstrip("/") for k, v in (urls or {}).items() if v}}
+    probers: dict[str, Callable[[], Awaitable[Probe | None]]] = {
+        "crates.io": lambda: _crates(get, base["crates.io"], name),
+        "npm": lambda: _npm(get, base["npm"], base["npm_downloads"], name),
+        "pypi": lambda: _pypi(get, base["pypi"], name),
+        "rubygems": lambda: _rubygems(get, base["rubygems"], name),
+        "go": lambda: _go(get, base["go"], name),
+    }
+    report = ProbeReport()
+    done: set[str] = set()
+    found: dict[str, Probe] = {}
+    started = time.monotonic()
+
+    async def run(builder: str) -> None:
+        try:
+            probe = await probers[builder]()
+        except Exception as exc:  # any failure of one registry is a miss for it
+            report.errors[builder] = str(getattr(exc, "message", None) or type(exc).__name__)
+            probe = None
+        done.add(builder)
+        if probe is not None:
+            found[builder] = probe
+
+    with trio.move_on_after(within_s):
+        async with trio.open_nursery() as nursery:
+            for b in builders:
+                nursery.start_soon(run, b)
+    report.late = [b for b in builders if b not in done]
+    for b in builders:  # a stable order, whatever finished first
+        probe = found.get(b)
+        if probe is None:
+            continue
+        report.matches.append(probe)
+        why = quality(probe)
+        if why is None:
+            report.accepted.append(probe)
+        else:
+            report.rejected[b] = why
+    report.duration_ms = round((time.monotonic() - started) * 1000)
+    return report

@@ -1,0 +1,112 @@
+"""The values discovery passes between its stages and hands to its callers."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+Stage = Literal["recipe", "registry", "ecosystem", "llm"]
+Approval = Literal["trusted", "yes_flag", "user", "not_needed"]
+
+MIN_CONFIDENCE = 70
+MIN_STARS = 50
+PARENT_STARS_FACTOR = 10
+
+
+class Probe(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One ecosystem's answer for the exact name."""
+
+    builder: str  # crates.io | npm | pypi | rubygems | go
+    source: str  # the package name (module path for go)
+    downloads: int = 0
+    version_count: int = 0
+    has_repository: bool = False
+    repository: str | None = None  # owner/repo when the repository is on github.com
+    description: str | None = None
+    latest: str | None = None
+
+
+class Candidate(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A source an LLM extracted (``extract_source``); nothing here is trusted yet."""
+
+    source: str  # owner/repo, already through normalize.github_source
+    confidence: int
+    evidence: tuple[str, ...] = ()
+    reasoning: str = ""
+    builder: str = "github"
+    provider: str | None = None
+    model: str | None = None
+    seen_in_results: bool = False  # the repo's URL appeared in the search results
+
+
+class RepoMeta(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What the GitHub repository API said (the fields verification uses)."""
+
+    full_name: str
+    stars: int = 0
+    archived: bool = False
+    disabled: bool = False
+    fork: bool = False
+    parent: str | None = None
+    parent_stars: int | None = None
+    owner: str | None = None
+    owner_type: str | None = None  # User | Organization
+    description: str | None = None
+    homepage: str | None = None
+    created_at: str | None = None
+    pushed_at: str | None = None
+
+
+class Verified(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A candidate after the GitHub check and the gate.
+
+    ``status``: ``verified`` (GitHub answered, usable), ``unverified`` (GitHub could not
+    be asked: rate limit or outage; never auto-approved) or ``rejected`` (not found,
+    archived, below the confidence or popularity gate).
+    """
+
+    candidate: Candidate
+    status: Literal["verified", "unverified", "rejected"]
+    meta: RepoMeta | None = None
+    age_days: int | None = None
+    last_push_days: int | None = None
+    popular: bool = False  # stars >= 50, or an ecosystem package of this repo passes its bar
+    popularity: str | None = None  # why it counts as popular
+    reason: str | None = None  # why rejected / unverified
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def source(self) -> str:
+        return self.meta.full_name if self.meta is not None else self.candidate.source
+
+    @property
+    def auto_approvable(self) -> bool:
+        return self.status == "verified" and self.meta is not None and not self.meta.fork
+
+
+class Discovery(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What discovery found: the answer of ``discover`` and part of install's result."""
+
+    tool: str
+    session: str
+    stage: Stage
+    builder: str  # recipe | github | crates.io | npm | pypi | rubygems | go | homebrew | ...
+    source: str
+    reason: str
+    confidence: int | None = None
+    approval: Approval = "not_needed"
+    install_command: str | None = None  # ecosystem results: how to install it there
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    evidence: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()  # search results that name the repository
+    warnings: tuple[str, ...] = ()
+    alternatives: tuple[dict[str, Any], ...] = ()
+    rejected: tuple[dict[str, Any], ...] = ()
+    provider: str | None = None
+    model: str | None = None
+    spent_usd: float | None = 0.0
+    llm_turns: int = 0
+    searches: int = 0
+    duration_ms: int = 0
+    timings_ms: dict[str, int] = msgspec.field(default_factory=dict)

@@ -1,0 +1,103 @@
+"""What the user reads before saying yes (pure): the found source and everything that
+speaks for or against it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tsukud.discover.model import Discovery, Verified
+from tsukud.discover.verify import ago
+
+LLM_WARNING = "this source was found by an LLM's web search: make sure it is the tool you mean"
+
+
+def _stars(n: int) -> str:
+    return f"{n:,}"
+
+
+def metadata(v: Verified) -> dict[str, Any]:
+    """The JSON form (confirm frames, results, events)."""
+    m = v.meta
+    out: dict[str, Any] = {
+        "repo": v.source,
+        "url": f"https://github.com/{v.source}",
+        "status": v.status,
+        "confidence": v.candidate.confidence,
+    }
+    if m is not None:
+        out.update(
+            {
+                "stars": m.stars,
+                "created_at": m.created_at,
+                "age_days": v.age_days,
+                "pushed_at": m.pushed_at,
+                "last_push_days": v.last_push_days,
+                "owner": m.owner,
+                "owner_type": m.owner_type,
+                "description": m.description,
+                "fork": m.fork,
+                "parent": m.parent,
+                "parent_stars": m.parent_stars,
+            }
+        )
+    if v.popularity:
+        out["popularity"] = v.popularity
+    if v.reason:
+        out["reason"] = v.reason
+    return {k: val for k, val in out.items() if val is not None}
+
+
+def describe_llm(found: Discovery, v: Verified, sources: list[tuple[str, str]]) -> str:
+    m = v.meta
+    via = found.provider or "an LLM"
+    lines = [f"Found {found.tool} via web search ({via}):"]
+    lines.append(f"  Source:       github:{v.source}  (https://github.com/{v.source})")
+    if m is not None and m.description:
+        lines.append(f"  Description:  {m.description}")
+    if m is not None:
+        lines.append(f"  Stars:        {_stars(m.stars)}")
+        created = (m.created_at or "")[:10]
+        lines.append(f"  Created:      {ago(v.age_days)}" + (f" ({created})" if created else ""))
+        lines.append(f"  Last push:    {ago(v.last_push_days)}")
+        owner = m.owner or "?"
+        lines.append(f"  Owner:        {owner}" + (f" ({m.owner_type})" if m.owner_type else ""))
+    else:
+        lines.append("  Stars, age, owner: NOT VERIFIED (GitHub could not be asked)")
+    lines.append(f"  Confidence:   {v.candidate.confidence}/100 (the model's own estimate)")
+    if v.popularity:
+        lines.append(f"  Popularity:   {v.popularity}")
+    if v.candidate.evidence:
+        lines.append("  Evidence (from the model):")
+        lines += [f"    - {e}" for e in v.candidate.evidence]
+    if sources:
+        lines.append("  Seen in search results:")
+        lines += [f"    - {url}" + (f"  ({title})" if title else "") for url, title in sources]
+    warnings = [*v.warnings, *found.warnings, LLM_WARNING]
+    lines.append("  Warnings:")
+    lines += [f"    ! {w}" for w in dict.fromkeys(warnings)]
+    return "\n".join(lines)
+
+
+def describe_registry(found: Discovery) -> str:
+    line = f"Found {found.tool} in the tsuku discovery registry: {found.builder}:{found.source}"
+    desc = found.metadata.get("description")
+    return line + (f"\n  Description:  {desc}" if desc else "")
+
+
+def describe_ecosystem(found: Discovery) -> str:
+    lines = [f"Found {found.tool} on {found.builder}: {found.source}"]
+    for key, label in (("description", "Description"), ("popularity", "Popularity")):
+        if found.metadata.get(key):
+            lines.append(f"  {label + ':':<13} {found.metadata[key]}")
+    if found.install_command:
+        lines.append(f"  Install it with: {found.install_command}")
+    return "\n".join(lines)
+
+
+def ambiguity(tool: str, options: list[dict[str, Any]]) -> str:
+    lines = [f"Several packages are named {tool}:"]
+    for i, o in enumerate(options, 1):
+        lines.append(f"  {i}. {o['builder']}: {o['source']} ({o['summary']})")
+        if o.get("install_command"):
+            lines.append(f"     {o['install_command']}")
+    return "\n".join(lines)

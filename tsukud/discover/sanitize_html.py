@@ -1,0 +1,87 @@
+"""Web text made safe to show a model (pure, stdlib only).
+
+:func:`strip_html` keeps the visible text of an HTML fragment: ``script``, ``style``,
+``noscript`` (with everything inside) and comments become a single space, entities are
+decoded, invisible characters that can smuggle instructions past a human reader
+(zero-width, bidi controls, soft hyphens, tag characters) are removed and whitespace is
+collapsed. :func:`clip` truncates on a character boundary with an ellipsis.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+_DROP = frozenset({"script", "style", "noscript", "template", "iframe", "object"})
+_VOID = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
+)
+_BREAKS = frozenset(
+    {"p", "div", "br", "li", "tr", "td", "th", "h1", "h2", "h3", "h4", "h5", "h6", "section"}
+)
+# Zero-width and format characters (U+200B-U+200F, U+2060-U+2064, U+FEFF), bidi embeddings,
+# overrides and isolates (U+202A-U+202E, U+2066-U+2069), the soft hyphen and the Unicode
+# "tag" block (U+E0000-U+E007F), which renders as nothing but is read by models.
+_INVISIBLE = re.compile(
+    "[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
+)
+_SPACE = re.compile(r"\s+")
+
+
+class _Text(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._skip: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _DROP:
+            self._skip.append(tag)
+            self.parts.append(" ")
+        elif tag in _BREAKS or tag in _VOID:
+            self.parts.append(" ")
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.parts.append(" ")
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._skip and tag == self._skip[-1]:
+            self._skip.pop()
+            self.parts.append(" ")
+        elif tag in _BREAKS:
+            self.parts.append(" ")
+
+    def handle_data(self, data: str) -> None:
+        if not self._skip:
+            self.parts.append(data)
+
+    def handle_comment(self, data: str) -> None:
+        self.parts.append(" ")
+
+
+def remove_invisible(text: str) -> str:
+    return _INVISIBLE.sub("", text)
+
+
+def strip_html(fragment: str) -> str:
+    if not fragment:
+        return ""
+    parser = _Text()
+    try:
+        parser.feed(fragment)
+        parser.close()
+        text = "".join(parser.parts)
+    except Exception:  # html.parser is lenient; be safe anyway
+        text = re.sub(r"<[^>]*>", " ", fragment)
+    return _SPACE.sub(" ", remove_invisible(text)).strip()
+
+
+def clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - 1)].rstrip() + "…"
+
+
+def clean(fragment: str, limit: int) -> str:
+    """:func:`strip_html` then :func:`clip`: what a search result becomes for a model."""
+    return clip(strip_html(fragment), limit)

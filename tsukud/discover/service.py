@@ -1,0 +1,256 @@
+"""Discovery inside the daemon: the chain's parts, built from the live configuration.
+
+``d.service(Discovery.from_daemon).discover(...)`` runs one discovery with:
+
+* its own :class:`~tsukud.net.http.Http` (same policy, pooling and caps as the shared
+  one) whose allowed private hosts are the configured endpoints, ecosystem and search
+  URLs included, so tests point them at loopback. It carries no credentials: the
+  GitHub token never goes to a package registry or a search engine;
+* the registry's recipes and manifest (``registry.url`` / ``registry.manifest_url``) and
+  discovery entries cached under ``$TSUKU_HOME/registry/discovery``;
+* the GitHub client shared with installs (verification);
+* the LLM service (one budget reservation per discovery, priced ``llm.turn`` events,
+  breakers, failover) and the confirmation service (questions over the socket);
+* events in the ledger under the discovery's session id.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from tsukud.discover.chain import Deps, Request, discover
+from tsukud.discover.model import Discovery
+
+if TYPE_CHECKING:
+    from tsukud.daemon import Daemon
+    from tsukud.discover.ecosystem import ProbeReport
+    from tsukud.discover.model import RepoMeta
+    from tsukud.discover.registry_lookup import DiscoveryRegistry
+    from tsukud.discover.search import Searcher
+    from tsukud.discover.web import Web
+    from tsukud.install.registry import Registry
+    from tsukud.llm.service import LLM
+
+ECOSYSTEM_KEYS = {
+    "crates.io": "discover.crates_url",
+    "npm": "discover.npm_url",
+    "npm_downloads": "discover.npm_downloads_url",
+    "pypi": "discover.pypi_url",
+    "rubygems": "discover.rubygems_url",
+    "go": "discover.goproxy_url",
+}
+SEARCH_KEYS = {
+    "ddg": "discover.ddg_url",
+    "tavily": "discover.tavily_url",
+    "brave": "discover.brave_url",
+}
+Progress = Any
+
+
+class DiscoveryService:
+    def __init__(self, d: Daemon) -> None:
+        self.d = d
+        self._web: Web | None = None
+
+    @classmethod
+    def from_daemon(cls, d: Daemon) -> DiscoveryService:
+        return cls(d)
+
+    # ---- parts ---------------------------------------------------------------------------
+
+    def _cfg(self, key: str) -> Any:
+        return self.d.config[key]
+
+    def allowed_hosts(self) -> list[str]:
+        from tsukud.net.http import endpoint_hosts, host_of
+
+        keys = [*ECOSYSTEM_KEYS.values(), *SEARCH_KEYS.values()]
+        return [
+            *endpoint_hosts(self.d),
+            *(host_of(str(self._cfg(k))) for k in keys if self._cfg(k)),
+        ]
+
+    def web(self) -> Web:
+        if self._web is None:
+            from tsukud.discover.web import Web
+            from tsukud.net.http import Http
+
+            self._web = Web(Http(allowed_hosts=self.allowed_hosts))
+        return self._web
+
+    async def aclose(self) -> None:
+        if self._web is not None:
+            await self._web.aclose()
+            await self._web.http.aclose()
+            self._web = None
+
+    async def _get(self, url: str) -> tuple[int, bytes]:
+        resp = await self.web().get(url)
+        return resp.status, resp.body
+
+    def recipes(self) -> Registry:
+        from tsukud.install.registry import Registry
+        from tsukud.net.http import shared
+
+        d = self.d
+        return Registry(
+            d.home,
+            d.service(shared),
+            base_url=lambda: str(d.config["registry.url"] or ""),
+            manifest_url=lambda: str(d.config["registry.manifest_url"] or ""),
+        )
+
+    def discovery_registry(self) -> DiscoveryRegistry:
+        from tsukud.discover.registry_lookup import DiscoveryRegistry
+        from tsukud.install.registry import DEFAULT_REGISTRY_URL
+
+        return DiscoveryRegistry(
+            self.d.home / "registry" / "discovery",
+            self._get,
+            lambda: str(self.d.config["registry.url"] or DEFAULT_REGISTRY_URL),
+        )
+
+    async def _recipe(self, name: str) -> str | None:
+        from tsukud.errors import TsukuError
+        from tsukud.install.registry import RecipeNotFound
+
+        try:
+            loaded = await self.recipes().load(name)
+        except RecipeNotFound:
+            return None
+        except TsukuError:
+            return None  # registry unreachable and nothing cached: not a hit
+        return f"{loaded.source} recipe {loaded.path}"
+
+    def known_names(self) -> Iterable[str]:
+        """Names a typosquat is measured against: the registry's, local recipes, installed
+        tools and cached discovery entries (no network)."""
+        names: set[str] = set(self.d.state.installed.tools)
+        cached = self.recipes().cached_manifest()
+        if cached is not None:
+            names |= cached[0].names()
+        local = self.d.home / "recipes"
+        if local.is_dir():
+            names |= {p.stem for p in local.glob("*.toml")}
+        names |= set(self.discovery_registry().cached_names())
+        return names
+
+    async def _probe(self, name: str) -> ProbeReport:
+        from tsukud.discover.ecosystem import probe_all
+
+        urls = {k: str(self._cfg(key)) for k, key in ECOSYSTEM_KEYS.items()}
+        return await probe_all(
+            self._get, name, urls=urls, within_s=float(self._cfg("discover.ecosystem_timeout_s"))
+        )
+
+    async def _github_meta(self, repo: str) -> RepoMeta:
+        from tsukud.discover.verify import fetch_meta
+        from tsukud.github.client import from_daemon as github_from_daemon
+
+        return await fetch_meta(self.d.service(github_from_daemon), repo)
+
+    def _llm(self) -> LLM:
+        from tsukud.llm.service import LLM
+
+        return self.d.service(LLM.from_daemon)
+
+    def _providers(self, requested: str | None) -> Sequence[tuple[str, str]]:
+        llm = self._llm()
+        return [(n, llm.info(n).model) for n in llm.usable(requested)]
+
+    def searcher(self, explicit: str | None) -> Searcher:
+        from tsukud.discover.search import Brave, DuckDuckGo, Tavily, choose_provider
+
+        c = self.d.config
+        tavily, brave = str(c["secrets.tavily_api_key"]), str(c["secrets.brave_api_key"])
+        name = choose_provider(
+            explicit or str(c["discover.search_provider"] or "") or None,
+            tavily_key=bool(tavily),
+            brave_key=bool(brave),
+        )
+        url = str(c[SEARCH_KEYS[name]])
+        backoff = float(c["discover.search_backoff_s"])
+        if name == "tavily":
+            return Tavily(self.web(), url, tavily, backoff_base=backoff)
+        if name == "brave":
+            return Brave(self.web(), url, brave, backoff_base=backoff)
+        return DuckDuckGo(self.web(), url, backoff_base=backoff)
+
+    def search_fee(self, name: str) -> Decimal | None:
+        key = {"tavily": "discover.tavily_search_usd", "brave": "discover.brave_search_usd"}
+        if name not in key:
+            return None
+        return Decimal(str(self._cfg(key[name])))
+
+    # ---- one discovery --------------------------------------------------------------------
+
+    async def discover(
+        self,
+        tool: str,
+        *,
+        progress: Progress,
+        yes: bool = False,
+        can_ask: bool = False,
+        confirm: bool = True,
+        check_recipes: bool = True,
+        search_provider: str | None = None,
+        providers: str | None = None,
+        llm: bool = True,
+        session: str | None = None,
+    ) -> Discovery:
+        from tsukud.policy.confirm import Confirmations
+
+        d = self.d
+        session = session or "discover-" + secrets.token_hex(6)
+        store = d.store
+        if search_provider:  # refuse a bad --search-provider before anything is spent
+            from tsukud.discover.search import choose_provider
+
+            c = d.config
+            choose_provider(
+                search_provider,
+                tavily_key=bool(c["secrets.tavily_api_key"]),
+                brave_key=bool(c["secrets.brave_api_key"]),
+            )
+
+        async def emit(type_: str, payload: dict[str, Any]) -> None:
+            ev = store.append_nowait(type_, payload, session)
+            if type_ in ("discovery.completed", "discovery.failed"):
+                await store.wait_durable(ev.id)
+
+        async def ask(question: Any) -> None:
+            await d.service(Confirmations.from_daemon).ask(
+                progress, can_ask=can_ask, session=session, question=question
+            )
+
+        deps = Deps(
+            probe=self._probe,
+            github_meta=self._github_meta,
+            registry=self.discovery_registry(),
+            recipe_lookup=self._recipe,
+            known_names=self.known_names,
+            open_llm=self._llm().run,
+            llm_providers=self._providers,
+            searcher=self.searcher,
+            search_fee=self.search_fee,
+            ask=ask,
+            emit=emit,
+            progress=progress,
+            timeout_s=float(d.config["discover.timeout_s"]),
+            max_searches=int(d.config["discover.max_searches"]),
+        )
+        req = Request(
+            tool=tool,
+            session=session,
+            yes=yes,
+            can_ask=can_ask,
+            confirm=confirm,
+            check_recipes=check_recipes,
+            search_provider=search_provider,
+            providers=providers,
+            llm=llm,
+        )
+        return await discover(req, deps)

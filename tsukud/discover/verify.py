@@ -1,0 +1,301 @@
+"""Verification and the decision: deterministic, whatever the model said.
+
+The model only *extracts* candidates. Each one is checked against GitHub's repository
+API (:func:`fetch_meta`: exists, archived, fork and parent, owner and type, stars,
+created and pushed dates) and judged by :func:`assess`:
+
+* not found, archived or disabled → rejected;
+* GitHub could not be asked (rate limit, outage) → ``unverified``: kept, never
+  auto-approved, shown with a warning;
+* confidence below 70 → rejected;
+* popular enough: at least 50 stars, or an ecosystem package whose repository is this
+  one passes its download/version bar; a non-fork that is neither → rejected;
+* a fork is kept (the user may want it) but never auto-approved; its parent is
+  suggested when it has ten times the stars.
+
+:func:`decide` ranks what is left by confidence, then stars, then name, and selects the
+first candidate that may be auto-approved (verified, not a fork, popular); when there is
+none, the best remaining candidate can only be approved by a person.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
+
+from tsukud.discover.ecosystem import describe, repository_support
+from tsukud.discover.model import (
+    MIN_CONFIDENCE,
+    MIN_STARS,
+    PARENT_STARS_FACTOR,
+    Candidate,
+    Probe,
+    RepoMeta,
+    Verified,
+)
+
+if TYPE_CHECKING:
+    from tsukud.github.client import GitHub
+
+
+class _Owner(msgspec.Struct, frozen=True):
+    login: str
+    type: str | None = None
+
+
+class _Parent(msgspec.Struct, frozen=True):
+    full_name: str
+    stargazers_count: int = 0
+
+
+class _RepoJSON(msgspec.Struct, frozen=True):
+    full_name: str
+    owner: _Owner | None = None
+    description: str | None = None
+    homepage: str | None = None
+    archived: bool = False
+    disabled: bool = False
+    fork: bool = False
+    stargazers_count: int = 0
+    created_at: str | None = None
+    pushed_at: str | None = None
+    parent: _Parent | None = None
+
+
+def meta_from_json(body: bytes) -> RepoMeta:
+    repo = msgspec.json.decode(body, type=_RepoJSON)
+    return RepoMeta(
+        full_name=repo.full_name,
+        stars=repo.stargazers_count,
+        archived=repo.archived,
+        disabled=repo.disabled,
+        fork=repo.fork,
+        parent=repo.parent.full_name if repo.fork and repo.parent else None,
+        parent_stars=repo.parent.stargazers_count if repo.fork and repo.parent else None,
+        owner=repo.owner.login if repo.owner else None,
+        owner_type=repo.owner.type if repo.owner else None,
+        description=repo.description,
+        homepage=repo.homepage,
+        created_at=repo.created_at,
+        pushed_at=repo.pushed_at,
+    )
+
+
+async def fetch_meta(github: GitHub, repo: str) -> RepoMeta:
+    """``GET /repos/{owner}/{repo}`` through the GitHub client (its typed errors: not
+    found, rate limited, other). The client's ``Repo`` value leaves out the dates and
+    the parent, so the body is decoded here."""
+    from tsukud.github.client import GitHubError
+
+    resp = await github._get(github._url(repo), what=f"repository {repo}")
+    try:
+        return meta_from_json(resp.body)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise GitHubError(f"repository {repo}: unexpected response from GitHub ({exc})") from None
+
+
+# ------------------------------------------------------------------------------ pure
+
+
+def parse_time(value: str | None) -> dt.datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+def days_since(value: str | None, now: dt.datetime) -> int | None:
+    t = parse_time(value)
+    return None if t is None else max(0, (now - t).days)
+
+
+def ago(days: int | None) -> str:
+    """The reference's ``formatDaysAgo``."""
+    if days is None:
+        return "unknown"
+    if days == 0:
+        return "today"
+    if days == 1:
+        return "1 day ago"
+    if days < 7:
+        return f"{days} days ago"
+    if days < 14:
+        return "1 week ago"
+    if days < 30:
+        return f"{days // 7} weeks ago"
+    if days < 60:
+        return "1 month ago"
+    if days < 365:
+        return f"{days // 30} months ago"
+    if days < 730:
+        return "1 year ago"
+    return f"{days // 365} years ago"
+
+
+def assess(
+    candidate: Candidate,
+    meta: RepoMeta | None,
+    error: BaseException | None,
+    *,
+    now: dt.datetime,
+    probes: list[Probe] | tuple[Probe, ...] = (),
+    had_search_results: bool = False,
+) -> Verified:
+    warnings: list[str] = []
+    if had_search_results and not candidate.seen_in_results:
+        warnings.append("none of the search results the model saw links to this repository")
+    if meta is None:
+        return _unverified_or_rejected(candidate, error, warnings)
+    if meta.full_name.lower() != candidate.source.lower():
+        warnings.append(
+            f"GitHub redirected {candidate.source} to {meta.full_name} (renamed or transferred)"
+        )
+    age = days_since(meta.created_at, now)
+    pushed = days_since(meta.pushed_at, now)
+
+    def verdict(status: Literal["verified", "rejected"], **kw: Any) -> Verified:
+        return Verified(
+            candidate=candidate,
+            status=status,
+            meta=meta,
+            age_days=age,
+            last_push_days=pushed,
+            warnings=tuple(warnings),
+            **kw,
+        )
+
+    if meta.archived or meta.disabled:
+        what = "archived" if meta.archived else "disabled"
+        return verdict("rejected", reason=f"the repository is {what}")
+    if candidate.confidence < MIN_CONFIDENCE:
+        return verdict(
+            "rejected", reason=f"confidence {candidate.confidence} is below {MIN_CONFIDENCE}"
+        )
+    popularity: str | None = None
+    if meta.stars >= MIN_STARS:
+        popularity = f"{meta.stars} stars"
+    else:
+        support = repository_support(list(probes), meta.full_name)
+        if support is not None:
+            popularity = f"{support.builder} package {support.source} ({describe(support)})"
+    if meta.fork:
+        parent = meta.parent or "unknown"
+        note = f"this repository is a FORK of {parent}"
+        if meta.parent_stars is not None:
+            note += f" ({meta.parent_stars} stars)"
+        warnings.append(note)
+        if meta.parent and (meta.parent_stars or 0) >= max(1, meta.stars) * PARENT_STARS_FACTOR:
+            warnings.append(
+                f"consider the original repository instead: --from github:{meta.parent}"
+            )
+    elif popularity is None:
+        return verdict(
+            "rejected",
+            reason=(
+                f"{meta.stars} stars (fewer than {MIN_STARS}) and no ecosystem package of "
+                "this repository passes its download bar"
+            ),
+        )
+    if age is not None and age < 30:
+        warnings.append(f"the repository was created {ago(age)}")
+    if pushed is not None and pushed > 730:
+        warnings.append(f"nothing was pushed for {ago(pushed).removesuffix(' ago')}")
+    return verdict("verified", popular=popularity is not None, popularity=popularity)
+
+
+def _unverified_or_rejected(
+    candidate: Candidate, error: BaseException | None, warnings: list[str]
+) -> Verified:
+    from tsukud.github.client import GitHubRateLimited, RepoNotFound
+    from tsukud.net.http import HttpError
+
+    message = str(getattr(error, "message", None) or error or "no answer")
+    if isinstance(error, RepoNotFound):
+        return Verified(
+            candidate=candidate,
+            status="rejected",
+            reason="the repository does not exist on GitHub",
+            warnings=tuple(warnings),
+        )
+    if candidate.confidence < MIN_CONFIDENCE:
+        return Verified(
+            candidate=candidate,
+            status="rejected",
+            reason=f"confidence {candidate.confidence} is below {MIN_CONFIDENCE}",
+            warnings=tuple(warnings),
+        )
+    transient = isinstance(error, GitHubRateLimited) or (
+        isinstance(error, HttpError) and error.retryable
+    )
+    if not transient:
+        status = getattr(error, "data", {}).get("status")
+        if not (isinstance(status, int) and status >= 500):
+            return Verified(
+                candidate=candidate,
+                status="rejected",
+                reason=f"GitHub verification failed: {message}",
+                warnings=tuple(warnings),
+            )
+    hint = str(getattr(error, "hint", "") or "")
+    warnings.append(
+        "GitHub API verification was SKIPPED"
+        + (" (rate limited)" if isinstance(error, GitHubRateLimited) else "")
+        + f": {message}. Stars, age and fork status could not be checked."
+        + (f" {hint}" if hint else "")
+    )
+    return Verified(
+        candidate=candidate, status="unverified", reason=message, warnings=tuple(warnings)
+    )
+
+
+@dataclass(frozen=True)
+class Decision:
+    selected: Verified | None
+    auto_approvable: bool
+    ranked: tuple[Verified, ...] = ()
+    rejected: tuple[Verified, ...] = ()
+    alternatives: tuple[Verified, ...] = field(default=())
+
+
+def _stars(v: Verified) -> int:
+    return v.meta.stars if v.meta is not None else -1
+
+
+def merge(candidates: list[Candidate]) -> list[Candidate]:
+    """One candidate per repository (case-insensitive): the highest confidence wins and
+    the evidence of all is kept."""
+    best: dict[str, Candidate] = {}
+    for c in candidates:
+        key = c.source.lower()
+        prev = best.get(key)
+        if prev is None:
+            best[key] = c
+            continue
+        top, other = (c, prev) if c.confidence > prev.confidence else (prev, c)
+        evidence = tuple(dict.fromkeys((*top.evidence, *other.evidence)))
+        best[key] = msgspec.structs.replace(
+            top, evidence=evidence, seen_in_results=top.seen_in_results or other.seen_in_results
+        )
+    return list(best.values())
+
+
+def decide(verified: list[Verified]) -> Decision:
+    kept = [v for v in verified if v.status != "rejected"]
+    rejected = tuple(v for v in verified if v.status == "rejected")
+    ranked = sorted(kept, key=lambda v: (-v.candidate.confidence, -_stars(v), v.source.lower()))
+    auto = [v for v in ranked if v.auto_approvable and v.popular]
+    selected = auto[0] if auto else (ranked[0] if ranked else None)
+    alternatives = tuple(v for v in ranked if v is not selected)
+    return Decision(
+        selected=selected,
+        auto_approvable=bool(auto),
+        ranked=tuple(ranked),
+        rejected=rejected,
+        alternatives=alternatives,
+    )
