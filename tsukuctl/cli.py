@@ -386,6 +386,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tsukuctl.install_commands",
     "tsukuctl.create_commands",
     "tsukuctl.hook_commands",
+    "tsukuctl.demo_commands",
+    "tsukuctl.discover_commands",
 )
 
 

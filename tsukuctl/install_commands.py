@@ -12,7 +12,7 @@ import os
 import sys
 
 from tsukuctl import render
-from tsukuctl.cli import out, rpc
+from tsukuctl.cli import ask_on_terminal, can_ask, out, rpc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -87,6 +87,8 @@ class Progress:
             self._line(f"installing {tool} {p.get('version', '')}…")
         elif stage == "verifying":
             self._line(f"verifying: {p.get('command', '')}")
+        elif p.get("message"):  # discovery and recipe generation (no recipe yet)
+            self._line(str(p["message"]))
 
     def close(self) -> None:
         if self._live:
@@ -112,12 +114,11 @@ def cmd_install(args: argparse.Namespace) -> int:
     name, version = _split(args.tool)
     progress = Progress(quiet=args.json)
     try:
-        res = rpc(
-            args,
-            "install",
-            {"tool": name, "version": version, "force": args.force, "yes": args.yes},
-            on_progress=progress,
-        )
+        params = {"tool": name, "version": version, "force": args.force, "yes": args.yes}
+        if not args.no_discover:  # no recipe: discover, create, install (tsukuctl discover)
+            params.update(discover=True, can_ask=can_ask() and not args.json)
+            params.update(source=args.source, search_provider=args.search_provider)
+        res = rpc(args, "install", params, on_progress=progress, on_confirm=ask_on_terminal)
     finally:
         progress.close()
     if args.json:
@@ -126,6 +127,14 @@ def cmd_install(args: argparse.Namespace) -> int:
     if res.get("already_installed"):
         out(f"{res['tool']} {res['version']} is already installed (--force reinstalls it)")
         return 0
+    found = res.get("discovery")
+    if found:
+        how = {
+            "yes_flag": "approved by --yes",
+            "user": "approved by you",
+            "trusted": "from the discovery registry",
+        }.get(found.get("approval"), "named with --from")
+        out(f"discovered {res['tool']}: github:{found.get('source')} ({how})")
     bins = ", ".join(res.get("binaries") or []) or "no binaries"
     replaced = f", replacing {res['replaced']}" if res.get("replaced") else ""
     out(f"installed {res['tool']} {res['version']} ({bins}) in {res['install_dir']}{replaced}")
@@ -234,6 +243,9 @@ def register(sub: Any) -> None:
     p.add_argument("--force", action="store_true", help="reinstall, and take over binary names")
     p.add_argument("-y", "--yes", action="store_true", help="answer yes to confirmations")
     p.add_argument("--json", action="store_true", help="the result as one JSON object")
+    p.add_argument("--from", dest="source", metavar="SOURCE", help="no recipe: github:owner/repo")
+    p.add_argument("--search-provider", choices=("ddg", "tavily", "brave"), help="discovery")
+    p.add_argument("--no-discover", action="store_true", help="no recipe: fail, do not search")
     p.set_defaults(fn=cmd_install)
 
     p = sub.add_parser("list", help="installed tools")

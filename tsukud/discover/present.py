@@ -64,7 +64,7 @@ def describe_llm(found: Discovery, v: Verified, sources: list[tuple[str, str]]) 
     else:
         lines.append("  Stars, age, owner: NOT VERIFIED (GitHub could not be asked)")
     lines.append(f"  Confidence:   {v.candidate.confidence}/100 (the model's own estimate)")
-    if v.popularity:
+    if v.popularity and not v.popularity.endswith(" stars"):
         lines.append(f"  Popularity:   {v.popularity}")
     if v.candidate.evidence:
         lines.append("  Evidence (from the model):")

@@ -39,14 +39,37 @@ class InstallParams(msgspec.Struct, forbid_unknown_fields=True):
     tool: str
     version: str | None = None
     force: bool = False
-    yes: bool = False  # reserved: confirmations (discovery, generated recipes) come later
+    yes: bool = False  # confirmations: discovery's source question, generation cost
+    can_ask: bool = False  # the client can put questions to a person (a terminal)
+    discover: bool = False  # no recipe: discover the source, write a recipe, install it
+    source: str | None = None  # no recipe: take this source (github:owner/repo) instead
+    search_provider: str | None = None  # discovery's web search for local models
 
 
 @method("install", InstallParams)
 async def install(d: Daemon, p: InstallParams, call: Call) -> dict[str, Any]:
     """Install ``tool[@version]``; progress frames ``{stage, tool, ...}`` as it goes."""
+    from tsukud.install.registry import RecipeNotFound
+
     name, version = split_spec(p.tool, p.version)
-    return await _installer(d).install(name, version, force=p.force, progress=call.progress)
+    try:
+        return await _installer(d).install(name, version, force=p.force, progress=call.progress)
+    except RecipeNotFound:
+        if not (p.discover or p.source):
+            raise
+    from tsukud.rpc.discover_methods import install_missing  # issue 6: discovery fallback
+
+    return await install_missing(
+        d,
+        call,
+        name=name,
+        version=version,
+        force=p.force,
+        yes=p.yes,
+        can_ask=p.can_ask,
+        search_provider=p.search_provider,
+        source=p.source,
+    )
 
 
 @method("tools.list", NoParams)

@@ -25,6 +25,7 @@ METHOD_MODULES = (
     "tsukud.rpc.install_methods",
     "tsukud.rpc.create_methods",
     "tsukud.rpc.hook_methods",
+    "tsukud.rpc.discover_methods",
 )
 
 F = TypeVar("F", bound=Callable[..., Any])

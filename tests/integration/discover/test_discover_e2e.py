@@ -1,0 +1,168 @@
+"""``tsukuctl install <tool>`` without a recipe, end to end: a real tsukud subprocess,
+the real client, fake GitHub / ecosystems / search / Claude on loopback and the real
+container runtime for the generated recipe's validation."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import Tsuku, base_env, short_home
+from tests.integration.discover.helpers import (
+    CANARIES,
+    World,
+    claude_finds,
+    extract_args,
+    set_repo,
+)
+from tests.integration.sandbox.conftest import docker_endpoint, image  # noqa: F401
+
+
+@pytest.fixture
+def tk(world: World) -> Iterator[Tsuku]:
+    home = short_home()
+    env = {**base_env(home), **world.env(home, "claude")}
+    env.pop("HOME", None)
+    env["HOME"] = os.environ.get("HOME", str(home))
+    t = Tsuku(home, env)
+    try:
+        t.start()
+        yield t
+    finally:
+        t.stop_all()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def ledger(t: Tsuku, *types: str) -> list[dict]:  # type: ignore[type-arg]
+    args = ["events", "--json", "--limit", "0"]
+    for ty in types:
+        args += ["--type", ty]
+    return [json.loads(x) for x in t.ctl(*args, check=True).stdout.splitlines()]
+
+
+def test_install_stripe_cli_yes_discovers_verifies_creates_installs(
+    world: World,
+    tk: Tsuku,
+    image: str,  # noqa: F811
+) -> None:
+    claude_finds(world.claude)
+    cp = tk.ctl("install", "stripe-cli", "--yes", timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    err = cp.stderr
+    for part in (
+        "Found stripe-cli via web search (claude):",
+        "Source:       github:stripe/stripe-cli",
+        "Stars:        1,800",
+        "Owner:        stripe (Organization)",
+        "Approved by --yes: verified on GitHub, not a fork, 1800 stars.",
+        "writing a recipe for stripe-cli from github:stripe/stripe-cli",
+        "validation passed",
+    ):
+        assert part in err, part
+    assert "discovered stripe-cli: github:stripe/stripe-cli" in cp.stdout
+    assert "installed stripe-cli 1.22.0 (stripe)" in cp.stdout
+    out = subprocess.run(
+        [str(tk.home / "bin" / "stripe"), "--version"], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "stripe v1.22.0"
+    assert (tk.home / "recipes" / "stripe-cli.toml").is_file()
+    kinds = [e["type"] for e in ledger(tk, "discovery.*", "generation.*", "install.*")]
+    assert kinds.index("discovery.completed") < kinds.index("generation.completed")
+    assert kinds[-1] == "install.completed"
+    (done,) = ledger(tk, "discovery.completed")
+    assert done["payload"]["approval"] == "yes_flag"
+    for f in (tk.home / "tsuku.db", tk.home / "logs" / "tsukud.log"):
+        data = f.read_bytes()
+        assert not any(k.encode() in data for k in CANARIES)
+
+
+def test_no_terminal_and_no_yes_is_an_error_naming_both_ways_out(world: World, tk: Tsuku) -> None:
+    claude_finds(world.claude)
+    cp = tk.ctl("install", "stripe-cli")
+    assert cp.returncode == 12, cp.stderr
+    assert "there is no terminal to ask" in cp.stderr
+    assert "--yes" in cp.stderr and "--from github:stripe/stripe-cli" in cp.stderr
+    assert not (tk.home / "recipes" / "stripe-cli.toml").exists()
+
+
+def test_injected_fork_is_refused_even_with_yes(world: World, tk: Tsuku) -> None:
+    set_repo(
+        world.github, "evil/stripe-cli", stars=2, fork=True, parent=("stripe/stripe-cli", 1800)
+    )
+    claude_finds(world.claude, extract_args("evil/stripe-cli", 100))
+    cp = tk.ctl("install", "stripe-cli", "--yes")
+    assert cp.returncode == 12, cp.stderr
+    assert "needs a person's approval: it is a fork" in cp.stderr
+    assert "--from github:stripe/stripe-cli" in cp.stderr
+    assert not (tk.home / "bin" / "stripe").exists()
+
+
+def test_the_question_on_a_terminal(world: World, tk: Tsuku) -> None:
+    claude_finds(world.claude)
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tsukuctl", "install", "stripe-cli"],
+        env=tk.env,
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+    )
+    os.close(slave)
+    seen = b""
+    try:
+        while b"[y/N]" not in seen:
+            seen += os.read(master, 4096)
+        os.write(master, b"n\n")
+        assert proc.wait(timeout=30) == 13
+    finally:
+        os.close(master)
+        assert proc.stdout is not None
+        proc.stdout.close()
+    text = seen.decode()
+    assert "Install stripe-cli from this source? [y/N]" in text
+    assert "Source:       github:stripe/stripe-cli" in text
+    assert "Confidence:   95/100" in text
+    (declined,) = ledger(tk, "confirmation.declined")
+    assert declined["payload"]["discovery"]["repo"] == "stripe/stripe-cli"
+
+
+def test_ecosystem_package_prints_its_install_command(world: World, tk: Tsuku) -> None:
+    world.eco.add_crate("rgx", recent_downloads=5000, versions=9)
+    cp = tk.ctl("install", "rgx")
+    assert cp.returncode == 3, cp.stderr
+    assert "rgx has no tsuku recipe; it is a crates.io package" in cp.stderr
+    assert "hint: Install it with: cargo install rgx" in cp.stderr
+    assert not world.claude.requests
+
+
+def test_discover_command_reports_without_installing(world: World, tk: Tsuku) -> None:
+    claude_finds(world.claude)
+    cp = tk.ctl("discover", "stripe-cli", "--yes")
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout.startswith("stripe-cli: github:stripe/stripe-cli (found via web search")
+    assert "auto-approvable" in cp.stdout and "install it: tsukuctl install stripe-cli" in cp.stdout
+    claude_finds(world.claude)
+    res = json.loads(tk.ctl("discover", "stripe-cli", "--json", "--yes", check=True).stdout)
+    assert res["source"] == "stripe/stripe-cli" and res["metadata"]["auto_approvable"] is True
+    assert not (tk.home / "recipes").exists()
+
+
+def test_homoglyph_name_is_refused_before_any_request(world: World, tk: Tsuku) -> None:
+    cp = tk.ctl("install", "\u0455tripe-cli")
+    assert cp.returncode == 2, cp.stderr
+    assert "CYRILLIC SMALL LETTER DZE" in cp.stderr and "homoglyph" in cp.stderr
+    assert not world.claude.requests and not world.eco.requests
+
+
+def test_from_skips_discovery(world: World, tk: Tsuku, image: str) -> None:  # noqa: F811
+    cp = tk.ctl("install", "stripe-cli", "--from", "github:stripe/stripe-cli", "--yes", timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    assert "installed stripe-cli 1.22.0" in cp.stdout
+    assert not world.claude.requests and not world.eco.requests

@@ -1,0 +1,93 @@
+"""``tsukuctl discover <tool>``: where does a tool come from? (issue 6)
+
+Standard library only. The daemon runs the chain (registry, ecosystems, web search,
+GitHub verification) and streams its steps as progress, shown on stderr; the answer is
+printed on stdout (``--json``: the daemon's result). Nothing is installed or written:
+``tsukuctl install <tool>`` runs the same discovery when a tool has no recipe, asks
+before using what it found, writes the recipe and installs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tsukuctl import render
+from tsukuctl.cli import ask_on_terminal, can_ask, out, rpc
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def show_progress(p: dict[str, Any]) -> None:
+    message = p.get("message") if isinstance(p, dict) else None
+    if message:
+        sys.stderr.write(f"{message}\n")
+        sys.stderr.flush()
+
+
+def summary(res: dict[str, Any]) -> str:
+    tool, stage, builder, source = res["tool"], res["stage"], res["builder"], res["source"]
+    if stage == "recipe":
+        return f"{tool}: {source}\n  install it: tsukuctl install {tool}"
+    if builder != "github":
+        line = f"{tool}: {builder} package {source}"
+        if res.get("install_command"):
+            line += f"\n  install it with: {res['install_command']}"
+        return line
+    meta = res.get("metadata") or {}
+    where = "the tsuku discovery registry" if stage == "registry" else "web search"
+    bits = [f"found via {where}"]
+    if res.get("provider"):
+        bits[0] += f" ({res['provider']})"
+    if res.get("confidence") is not None:
+        bits.append(f"confidence {res['confidence']}")
+    if meta.get("stars") is not None:
+        bits.append(f"{meta['stars']:,} stars")
+    if stage == "llm":
+        bits.append("auto-approvable" if meta.get("auto_approvable") else "needs your approval")
+    lines = [f"{tool}: github:{source} ({', '.join(bits)})"]
+    lines += [f"  warning: {w}" for w in res.get("warnings") or []]
+    if res.get("spent_usd"):
+        lines.append(
+            f"  cost: {render.money(res['spent_usd'])} ({res.get('searches', 0)} searches)"
+        )
+    lines.append(f"  install it: tsukuctl install {tool}")
+    return "\n".join(lines)
+
+
+def cmd_discover(args: argparse.Namespace) -> int:
+    res = rpc(
+        args,
+        "discover",
+        {
+            "tool": args.tool,
+            "yes": args.yes,
+            "can_ask": can_ask() and not args.json,
+            "search_provider": args.search_provider,
+            "provider": args.provider,
+            "no_llm": args.no_llm,
+        },
+        on_progress=None if args.json else show_progress,
+        on_confirm=ask_on_terminal,
+    )
+    out(render.jsonl(res) if args.json else summary(res))
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "discover", help="find and verify where a tool comes from (registry, ecosystems, web)"
+    )
+    p.add_argument("tool")
+    p.add_argument("-y", "--yes", action="store_true", help="accept the web search's LLM cost")
+    p.add_argument(
+        "--search-provider",
+        choices=("ddg", "tavily", "brave"),
+        help="web search for local models (default: tavily/brave when keyed, else ddg)",
+    )
+    p.add_argument("--provider", help="LLM providers in order, e.g. claude or gemini,claude")
+    p.add_argument("--no-llm", action="store_true", help="registry and ecosystems only")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_discover)
