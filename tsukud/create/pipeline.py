@@ -714,7 +714,9 @@ async def run_create(req: CreateRequest, deps: Deps, *, session: str) -> CreateR
                     "error_code": code,
                     "message": message[:1000],
                     "repairs": run.repairs,
-                    "cost_usd": run.spent,
+                    # run_*: totals of this run's llm.turn events. Only events that
+                    # spend carry cost_usd/input_tokens, so summaries never count twice.
+                    "run_cost_usd": run.spent,
                 },
             )
         raise
@@ -731,9 +733,11 @@ async def run_create(req: CreateRequest, deps: Deps, *, session: str) -> CreateR
             "repairs": result.repairs,
             "self_repairs": len(result.self_repairs),
             "turns": result.turns,
-            "input_tokens": result.input_tokens,
-            "output_tokens": result.output_tokens,
-            "cost_usd": result.cost_usd,
+            # run_*: totals of this run's llm.turn events. Only events that spend carry
+            # cost_usd/input_tokens, so summaries never count twice.
+            "run_input_tokens": result.input_tokens,
+            "run_output_tokens": result.output_tokens,
+            "run_cost_usd": result.cost_usd,
             "duration_ms": result.duration_ms,
         },
     )

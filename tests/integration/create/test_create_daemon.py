@@ -191,7 +191,8 @@ def test_done_when_scripted_llm(home: Tsuku, anthropic: FakeAnthropic) -> None:
     assert calls[0]["name"] == "inspect_archive" and calls[0]["ok"] is True
     assert calls[0]["asset"] == "stern_1.32.0_linux_amd64.tar.gz" and calls[0]["bytes"] > 0
     done = next(e["payload"] for e in evs if e["type"] == "generation.completed")
-    assert done["cost_usd"] == pytest.approx(0.0153) and done["validation"] == "passed"
+    assert done["run_cost_usd"] == pytest.approx(0.0153) and done["validation"] == "passed"
+    assert "cost_usd" not in done and "input_tokens" not in done  # never counted twice
     no_secrets(home, cp.stdout, cp.stderr, cp2.stdout, cp2.stderr)
 
 

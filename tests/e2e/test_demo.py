@@ -1,0 +1,46 @@
+"""`tsukuctl demo`, the README's first command, end to end.
+
+This also guards the bundled LLM recording: a change to the create prompts or tools
+makes the replay miss here (regenerate with scripts/record_demo_llm.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from tests.conftest import base_env, in_ci, short_home
+
+
+def test_demo_runs_the_whole_pipeline_offline() -> None:
+    home = short_home()  # only for a clean env; the demo makes its own home
+    env = base_env(home)
+    env.pop("TSUKU_HOME")
+    env.pop("TSUKU_SOCKET")
+    cp = subprocess.run(
+        [sys.executable, "-m", "tsukuctl", "demo"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    out = cp.stdout
+    assert cp.returncode == 0, out + cp.stderr
+    assert "RECORDED Claude session, replayed" in out
+    assert "stern v1.32.0" in out and "age v1.2.1" in out
+    assert "cost: $0 (deterministic matcher, no LLM)" in out
+    assert "hash chain intact" in out
+    validated = "validated in a container" in out
+    if in_ci() or os.environ.get("TSUKU_REQUIRE_DOCKER") == "1":
+        assert validated, "CI must run the demo's container validation"
+    if not validated:
+        assert "NO CONTAINER RUNTIME" in out
+    # Money is counted once: the by-provider total equals the llm.turn events' cost.
+    provider = out.split("summary --by provider")[1]
+    total = re.search(r"^total\s+\d+\s+(\d+)\s+(\d+)\s+(\d+)\s+\$([\d.]+)", provider, re.M)
+    assert total is not None, provider
+    turns, tokens_in, tokens_out, cost = total.groups()
+    assert (turns, tokens_in, tokens_out, cost) == ("2", "8900", "300", "0.02")
+    home.rmdir()
