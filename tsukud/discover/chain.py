@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from tsukud.llm.service import Run
 
 DEFAULT_TIMEOUT_S = 15.0
-INPUT_ESTIMATE = 6_000  # tokens per turn: prompt, tool schemas, search results
+INPUT_ESTIMATE = 20_000  # tokens per turn: prompt, tools, server search results
 
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -422,9 +422,15 @@ class _Chain:
                 hint="Try again later, or " + FROM_HINT.format(tool=self.tool),
             )
         if outcome.search_errors and not outcome.sources:
+            server_side = outcome.provider in ("claude", "gemini")
             return DiscoverySearchFailed(
-                f"web search failed: {outcome.search_errors[-1]}",
-                hint=_hint(DiscoverySearchFailed.default_hint, self.tool),
+                f"web search failed ({outcome.provider}): {outcome.search_errors[-1]}",
+                hint=(
+                    f"{outcome.provider}'s own web search failed; try again later, or "
+                    + FROM_HINT.format(tool=self.tool)
+                    if server_side
+                    else _hint(DiscoverySearchFailed.default_hint, self.tool)
+                ),
             )
         said = f" (the model said: {outcome.answer})" if outcome.answer else ""
         return self._not_found(f"web search found no source for {self.tool}{said}")

@@ -28,6 +28,7 @@ FROM_HINT = "name the source yourself: tsukuctl install {tool} --from github:own
 class DiscoveryError(TsukuError):
     code = "discovery_failed"
     exit_code = ExitCode.GENERAL
+    default_hint = "If you know where the tool comes from, " + FROM_HINT.format(tool="<tool>")
 
 
 class InvalidToolName(DiscoveryError):
@@ -50,16 +51,19 @@ class DiscoveredElsewhere(DiscoveryError):
 
     code = "discovery_elsewhere"
     exit_code = ExitCode.RECIPE_NOT_FOUND
+    default_hint = "Install it with that ecosystem's own tool."
 
 
 class DiscoveryAmbiguous(DiscoveryError):
     code = "discovery_ambiguous"
     exit_code = ExitCode.AMBIGUOUS
+    default_hint = "Run it on a terminal to choose, or install the package you mean directly."
 
 
 class DiscoveryConfirmationRequired(DiscoveryError):
     code = "discovery_confirmation_required"
     exit_code = ExitCode.NOT_INTERACTIVE
+    default_hint = "Run it again with --yes, or " + FROM_HINT.format(tool="<tool>")
 
 
 class DiscoveryDenied(DiscoveryError):
@@ -91,6 +95,7 @@ class DiscoveryUnverified(DiscoveryError):
     code = "discovery_unverified"
     exit_code = ExitCode.NETWORK
     retryable = True
+    default_hint = "Set GITHUB_TOKEN for a higher GitHub rate limit and try again."
 
 
 class DiscoverySearchFailed(DiscoveryError):
@@ -107,8 +112,10 @@ class DiscoveryLLMUnavailable(DiscoveryError):
     code = "discovery_llm_unavailable"
     exit_code = ExitCode.PROVIDER_UNAVAILABLE
     retryable = True
+    default_hint = "Try again later, or " + FROM_HINT.format(tool="<tool>")
 
 
 class CreateUnavailable(DiscoveryError):
     code = "discovery_create_unavailable"
     exit_code = ExitCode.GENERAL
+    default_hint = "Write the recipe by hand to $TSUKU_HOME/recipes/<tool>.toml."

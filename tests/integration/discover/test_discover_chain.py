@@ -530,3 +530,40 @@ async def test_typosquat_warning(world: World, home: Path) -> None:
             "similar": "stripe-cli",
             "distance": 1,
         }
+
+
+async def test_a_failing_provider_hands_over_to_the_next(world: World, home: Path) -> None:
+    world.claude.error(529, "overloaded_error", "Overloaded")
+    gemini3_finds(world.gemini)
+    async with in_daemon(world.env(home, "claude", "gemini")) as d:
+        found = await run(d, yes=True)
+        assert found.provider == "gemini" and found.source == "stripe/stripe-cli"
+        (failed,) = [p for t, p, _s in events(d, "discovery.provider_failed")]
+        assert failed["provider"] == "claude"
+        (stage,) = [p for t, p, _s in events(d, "discovery.stage") if p["stage"] == "llm"]
+        assert stage["provider_errors"] and stage["provider_errors"][0].startswith("claude:")
+
+
+async def test_claude_search_failure_is_a_search_error(world: World, home: Path) -> None:
+    from tests.fakes import anthropic_server as anth
+
+    world.claude.reply(
+        [
+            anth.server_tool_use("srvtoolu_01", "stripe-cli"),
+            {
+                "type": "web_search_tool_result",
+                "tool_use_id": "srvtoolu_01",
+                "content": {
+                    "type": "web_search_tool_result_error",
+                    "error_code": "too_many_requests",
+                },
+            },
+            anth.text("The search failed, so I cannot say."),
+        ],
+        usage_=anth.usage(500, 20, web_searches=1),
+    )
+    async with in_daemon(world.env(home, "claude")) as d:
+        with pytest.raises(DiscoverySearchFailed) as exc:
+            await run(d, yes=True)
+        assert "too_many_requests" in exc.value.message and exc.value.retryable
+        assert "claude's own web search failed" in exc.value.hint

@@ -265,3 +265,27 @@ def test_future_dates_clamp_to_zero_days() -> None:
     future = (NOW + dt.timedelta(days=5)).isoformat()
     v = assess(cand("a/b"), meta("a/b", created_at=future), None, now=NOW)
     assert v.age_days == 0
+
+
+def test_every_discovery_error_has_a_code_a_hint_and_a_retryable_flag() -> None:
+    from tsukud.discover import errors
+    from tsukud.errors import TsukuError
+
+    classes = [
+        c
+        for c in vars(errors).values()
+        if isinstance(c, type) and issubclass(c, errors.DiscoveryError)
+    ]
+    assert len(classes) >= 12
+    codes = [c.code for c in classes]
+    assert len(set(codes)) == len(codes)
+    for c in classes:
+        assert issubclass(c, TsukuError) and c.default_hint, c
+        assert isinstance(c.retryable, bool)
+    retryable = {c.code for c in classes if c.retryable}
+    assert retryable == {
+        "discovery_timeout",
+        "discovery_unverified",
+        "discovery_search_failed",
+        "discovery_llm_unavailable",
+    }
