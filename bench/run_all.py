@@ -18,7 +18,21 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ["status_wall", "rpc_roundtrip", "event_append", "events_summary", "cold_start"]
+BENCHMARKS = [
+    # the daemon and its ledger
+    "status_wall",
+    "rpc_roundtrip",
+    "event_append",
+    "events_summary",
+    "cold_start",
+    # install, create, validation, discovery, shell hook
+    "install_throughput",
+    "create_deterministic",
+    "create_replayed",
+    "validation_overhead",
+    "discovery",
+    "command_not_found",
+]
 TIME_LIMIT_S = 180
 
 
