@@ -26,6 +26,26 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
 
+CLOSED_PORT = "http://127.0.0.1:9"
+OUTSIDE_ENDPOINTS = (
+    "TSUKU_GITHUB_API_URL",
+    "TSUKU_GITHUB_URL",
+    "TSUKU_REGISTRY_URL",
+    "TSUKU_MANIFEST_URL",
+    "ANTHROPIC_BASE_URL",
+    "TSUKU_GEMINI_BASE_URL",
+    "TSUKU_CRATES_URL",
+    "TSUKU_NPM_URL",
+    "TSUKU_NPM_DOWNLOADS_URL",
+    "TSUKU_PYPI_URL",
+    "TSUKU_RUBYGEMS_URL",
+    "TSUKU_GOPROXY_URL",
+    "TSUKU_DDG_URL",
+    "TSUKU_TAVILY_URL",
+    "TSUKU_BRAVE_URL",
+)
+
+
 def in_ci() -> bool:
     return os.environ.get("CI", "").lower() == "true"
 
@@ -37,6 +57,10 @@ def base_env(home: Path) -> dict[str, str]:
         if not k.startswith(("TSUKU_", "XDG_RUNTIME_DIR", "ANTHROPIC_", "GEMINI_", "GOOGLE_API"))
         and k not in ("GITHUB_TOKEN", "GH_TOKEN", "TAVILY_API_KEY", "BRAVE_API_KEY")
     }
+    # No test talks to the internet: every external endpoint points at a closed loopback
+    # port unless the test points it at its fake (connection refused, at once).
+    for name in OUTSIDE_ENDPOINTS:
+        env[name] = CLOSED_PORT
     env["TSUKU_HOME"] = str(home)
     env["TSUKU_SOCKET"] = str(home / "run" / "tsukud.sock")
     env["PYTHONDONTWRITEBYTECODE"] = "1"

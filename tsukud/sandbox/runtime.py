@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import io
 import os
 import secrets
@@ -486,6 +487,10 @@ class ContainerRuntime:
         self._impl = aio
         self.server_version = ""
         self.server_name = ""
+        # Added to every container this runtime runs: the daemon sets an owner label so
+        # that its orphan clean-up never touches another user's (or daemon's) containers
+        # on a shared container engine.
+        self.labels: dict[str, str] = {}
 
     async def _aio(self, fn: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs) -> T:
         import trio_asyncio
@@ -576,6 +581,8 @@ class ContainerRuntime:
         Raises :class:`ImageMissing` when the image is not present (never pulls).
         """
         name = _CONTAINER_NAME_PREFIX + secrets.token_hex(8)
+        if self.labels:
+            spec = dataclasses.replace(spec, labels={**spec.labels, **self.labels})
         config = spec.container_config()
         started = time.monotonic()
         try:

@@ -8,6 +8,8 @@ validation of ours can be running at that point.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from typing import TYPE_CHECKING, Any, cast
 
 import trio
@@ -20,9 +22,14 @@ if TYPE_CHECKING:
     from tsukud.sandbox.runtime import ContainerRuntime
 
 
+OWNER_LABEL_KEY = "dev.tsuku.owner"
+
+
 class Sandbox:
     def __init__(self, daemon: Daemon) -> None:
         self._d = daemon
+        key = f"{os.getuid()}:{daemon.home.resolve()}".encode()
+        self.owner = hashlib.sha256(key).hexdigest()[:16]
         self._rt: ContainerRuntime | None = None
         self._holder: trio.CancelScope | None = None
         self._lock = trio.Lock()
@@ -42,7 +49,10 @@ class Sandbox:
             rt, scope = cast(
                 "tuple[ContainerRuntime, trio.CancelScope]", await self._d.nursery.start(self._hold)
             )
-            removed = await rt.remove_orphans()
+            # Only this daemon's containers: one engine may serve several users and
+            # several TSUKU_HOMEs, whose validations must not be killed as "orphans".
+            rt.labels[OWNER_LABEL_KEY] = self.owner
+            removed = await rt.remove_orphans(f"{OWNER_LABEL_KEY}={self.owner}")
             if removed:
                 log.get().info("sandbox.orphans_removed", count=removed)
                 await self._d.store.append("sandbox.orphans_removed", {"count": removed})
