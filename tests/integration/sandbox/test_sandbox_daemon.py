@@ -42,3 +42,48 @@ def test_unreachable_runtime_is_a_clear_error(tsuku: Tsuku) -> None:
     assert "no container runtime" in cp.stdout and "hint:" in cp.stderr
     check = tsuku.ctl("sandbox", "check")
     assert check.returncode != 0 and "DOCKER_HOST" in check.stderr
+
+
+def test_orphan_cleanup_spares_other_daemons_containers(tsuku: Tsuku, image: str) -> None:
+    """One engine, several users or homes: a daemon removes only its own orphans."""
+    import hashlib
+    import os
+    import subprocess
+
+    ours = hashlib.sha256(f"{os.getuid()}:{tsuku.home.resolve()}".encode()).hexdigest()[:16]
+
+    def create(owner: str) -> str:
+        return subprocess.run(
+            [
+                "docker",
+                "create",
+                "--label",
+                "dev.tsuku.role=validation",
+                "--label",
+                f"dev.tsuku.owner={owner}",
+                image,
+                "true",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+
+    def exists(cid: str) -> bool:
+        return subprocess.run(["docker", "inspect", cid], capture_output=True).returncode == 0
+
+    mine, theirs = create(ours), create("someone-else-0000")
+    try:
+        tsuku.start()
+        assert json.loads(tsuku.ctl("sandbox", "status", "--json", check=True).stdout)["available"]
+        assert not exists(mine)
+        assert exists(theirs)
+        removed = [
+            json.loads(x)["payload"]["count"]
+            for x in tsuku.ctl(
+                "events", "--type", "sandbox.orphans_removed", "--json"
+            ).stdout.split()
+        ]
+        assert removed == [1]
+    finally:
+        subprocess.run(["docker", "rm", "-f", mine, theirs], capture_output=True)
