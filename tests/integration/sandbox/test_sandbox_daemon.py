@@ -82,7 +82,7 @@ def test_orphan_cleanup_spares_other_daemons_containers(tsuku: Tsuku, image: str
             json.loads(x)["payload"]["count"]
             for x in tsuku.ctl(
                 "events", "--type", "sandbox.orphans_removed", "--json"
-            ).stdout.split()
+            ).stdout.splitlines()
         ]
         assert removed == [1]
     finally:
