@@ -30,7 +30,7 @@ from tsukud.create.findings import (
     WRONG_PLATFORM,
     Finding,
 )
-from tsukud.create.tokens import parse_asset
+from tsukud.create.tokens import UNIVERSAL, parse_asset
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
     AmbiguousAsset,
@@ -240,9 +240,24 @@ def check_literal_versions(recipe: Recipe, versions: Sequence[str]) -> list[Find
 # ------------------------------------------------------------------------- replay
 
 
-def _closest(name: str, assets: Sequence[str]) -> str | None:
-    hits = difflib.get_close_matches(name, assets, n=1, cutoff=0.0)
-    return hits[0] if hits else None
+def _closest(name: str, release: Release, target: Platform) -> str | None:
+    """The asset to suggest when ``name`` is not one: a build for ``target`` first, then
+    a build that names no other platform, then any usable asset; string similarity only
+    picks within the first group that is not empty. Similarity alone would happily
+    suggest ``linux_386`` for ``linux_x86_64``, or ``linux_arm64`` for ``linux_x64``,
+    and that suggestion goes to the model as repair feedback. Checksums, signatures and
+    other platforms' installers are never suggested."""
+    kept = filter_release(release).kept
+    parsed = [(asset, parse_asset(asset, release.version)) for asset in kept]
+    groups = (
+        [a for a, p in parsed if p.os == target.os and p.arch == target.arch],
+        [a for a, p in parsed if p.os in (target.os, None) and p.arch in (None, UNIVERSAL)],
+        list(kept),
+    )
+    for group in groups:
+        if group:
+            return difflib.get_close_matches(name, group, n=1, cutoff=0.0)[0]
+    return None
 
 
 def _platform_assets(release: Release, target: Platform) -> list[str]:
@@ -341,7 +356,7 @@ def replay(
                 break
             except AssetNotFound as exc:
                 name = str(exc.data.get("pattern", ""))
-                closest = _closest(name, release.assets)
+                closest = _closest(name, release, target)
                 hint = f"; closest: {closest!r}" if closest else ""
                 found.append(
                     Finding(

@@ -241,3 +241,59 @@ def test_feedback_text_lists_errors_first_and_caps() -> None:
     lines = text.splitlines()
     assert lines[0].startswith("- [replay] linux/arm64: rendered")
     assert lines[-1] == "- … and 4 more"
+
+
+STERN = Release(
+    tag="v1.4.2",
+    assets=(
+        "stern_1.4.2_checksums.txt",
+        "stern_1.4.2_darwin_amd64.tar.gz",
+        "stern_1.4.2_darwin_arm64.tar.gz",
+        "stern_1.4.2_linux_386.tar.gz",
+        "stern_1.4.2_linux_amd64.tar.gz",
+        "stern_1.4.2_linux_arm.tar.gz",
+        "stern_1.4.2_linux_arm64.tar.gz",
+        "stern_1.4.2_windows_amd64.tar.gz",
+    ),
+)
+
+
+def _closest_by_platform(recipe: Recipe, release: Release) -> dict[str, str]:
+    out = {}
+    for finding in replay(recipe, [release]):
+        assert finding.category == REPLAY and finding.platform is not None
+        out[finding.platform] = finding.message.split("closest: ")[1].strip("'")
+    return out
+
+
+@pytest.mark.parametrize(("amd64", "arm64"), [("x86_64", "aarch64"), ("x64", "aarch64")])
+def test_closest_suggestion_is_a_build_for_the_target_platform(amd64: str, arm64: str) -> None:
+    # By string similarity alone, linux_x86_64 is closest to linux_386 and linux_x64 to
+    # linux_arm64: feedback that would send the model to another platform's build.
+    recipe = _recipe(
+        **{
+            "foo_{version}": "stern_{version}",
+            "o/foo": "stern/stern",
+            'binaries = ["foo"]': (
+                f'binaries = ["foo"]\narch_mapping = {{ amd64 = "{amd64}", arm64 = "{arm64}" }}'
+            ),
+        }
+    )
+    assert _closest_by_platform(recipe, STERN) == {
+        "linux/amd64": "stern_1.4.2_linux_amd64.tar.gz",
+        "linux/arm64": "stern_1.4.2_linux_arm64.tar.gz",
+        "darwin/amd64": "stern_1.4.2_darwin_amd64.tar.gz",
+        "darwin/arm64": "stern_1.4.2_darwin_arm64.tar.gz",
+    }
+
+
+def test_closest_suggestion_falls_back_to_usable_assets_never_signatures() -> None:
+    release = Release(
+        tag="v1.2.3",
+        assets=("foo_1.2.3_linux_amd64.tar.gz", "foo_1.2.3_linux_aarch64.tar.gz.sig"),
+    )
+    mapping = 'binaries = ["foo"]\narch_mapping = { arm64 = "aarch64" }'
+    recipe = _recipe(**{'binaries = ["foo"]': mapping})
+    # No arm64 build: the only usable asset, not the signature whose name is nearest.
+    found = [f for f in replay(recipe, [release]) if f.platform == "linux/arm64"]
+    assert [f.message.split("closest: ")[1] for f in found] == ["'foo_1.2.3_linux_amd64.tar.gz'"]
