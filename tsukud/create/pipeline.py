@@ -478,7 +478,7 @@ class _Run:
     async def _self_repair(
         self, recipe: Recipe, verdict: Verdict, prepared: Any
     ) -> tuple[Recipe, Verdict]:
-        from tsukud.create.verify_repair import output_pattern, propose
+        from tsukud.create.verify_repair import looks_like_help, output_pattern, propose
         from tsukud.sandbox.validate import Verdict as V
 
         assert self.ctx is not None and recipe.verify is not None
@@ -505,7 +505,7 @@ class _Run:
                 if isinstance(got, V) or got.exit_code != proposal.exit_code:
                     continue
                 pattern = output_pattern(got.output, tool)
-                if pattern is None:
+                if pattern is None or not looks_like_help(got.output, tool):
                     continue
             candidate = with_verify(recipe, proposal.to_verify(pattern))
             if errors(check_verify(candidate)):

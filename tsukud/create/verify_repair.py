@@ -37,6 +37,16 @@ _SECTION = re.compile(
     r"^\s*(?:options|flags|arguments|commands|subcommands|available commands)\s*:",
     re.IGNORECASE | re.MULTILINE,
 )
+_SYNOPSIS = re.compile(r"^\s*synopsis\b", re.IGNORECASE | re.MULTILINE)
+# Words of a failure, not of usage text. Each one found costs a point, so a real help
+# page printed after "Error: unknown flag" still counts, a bare error message does not.
+_ERROR_WORDS = (
+    re.compile(r"\berror\b", re.IGNORECASE),
+    re.compile(r"\bunknown (?:flag|option|command|argument)", re.IGNORECASE),
+    re.compile(r"\binvalid\b", re.IGNORECASE),
+    re.compile(r"\bnot found\b", re.IGNORECASE),
+)
+HELP_THRESHOLD = 2
 _HELP_FLAG = re.compile(r"(?:^|\s)(?:--help|-h)\b", re.IGNORECASE)
 _SUBCOMMAND_VERSION = re.compile(r"^\s+version\b", re.MULTILINE)
 _LONG_VERSION = re.compile(r"(?:^|[\s,])--version\b", re.MULTILINE)
@@ -67,13 +77,26 @@ class VerifyRepair(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def help_score(output: str, tool: str) -> int:
-    """How much ``output`` looks like usage text (≥ 2 counts as help)."""
-    score = 2 if _USAGE.search(output) else 0
-    score += 1 if _SECTION.search(output) else 0
+    """How much ``output`` looks like usage text (:data:`HELP_THRESHOLD` or more counts
+    as help). Without a usage line, a ``SYNOPSIS`` or a section header (``Commands:``,
+    ``Options:``, ``Flags:``) it is 0 however long the text or however often it names
+    the tool: an error message is long and names the tool too. Error words count
+    against it."""
+    usage = bool(_USAGE.search(output) or _SYNOPSIS.search(output))
+    section = bool(_SECTION.search(output))
+    if not (usage or section):
+        return 0
+    score = 2 if usage else 0
+    score += 1 if section else 0
     score += 1 if _HELP_FLAG.search(output) else 0
     score += 1 if tool and tool.lower() in output.lower() else 0
     score += 1 if len(output) > 200 else 0
-    return score
+    score -= sum(1 for word in _ERROR_WORDS if word.search(output))
+    return max(score, 0)
+
+
+def looks_like_help(output: str, tool: str) -> bool:
+    return help_score(output, tool) >= HELP_THRESHOLD
 
 
 def output_pattern(output: str, tool: str) -> str | None:
@@ -176,7 +199,7 @@ def propose(
             )
         )
     seen = output_pattern(output, tool)
-    if help_score(output, tool) >= 2 and seen is not None:
+    if looks_like_help(output, tool) and seen is not None:
         proposals.append(
             VerifyRepair(
                 command=command,

@@ -60,6 +60,28 @@ def picky_repo() -> FakeRepo:
     return FakeRepo("acme/picky", releases, description="picky about its flags")
 
 
+def wordy_repo(exit_code: int) -> FakeRepo:
+    """Answers only ``wordy about``; anything else is a long error that names the tool
+    and exits with ``exit_code``."""
+    error = (
+        "wordy: error: unknown flag $1. wordy could not parse its arguments and wordy will "
+        "not continue: the configuration file /etc/wordy/wordy.conf was not found. See "
+        "the wordy manual for the valid flags; wordy exits now."
+    )
+    releases = []
+    for version in ("3.0.0", "2.9.0", "2.8.0"):
+        script = (
+            '#!/bin/sh\nif [ "$1" = "about" ]; then echo "wordy ' + version + '"; exit 0; fi\n'
+            f'echo "{error}" >&2\nexit {exit_code}\n'
+        ).encode()
+        assets = [
+            FakeAsset(f"wordy_{version}_{o}_{a}.tar.gz", tar_gz({"wordy": (script, 0o755)}))
+            for o, a in PLATFORMS
+        ]
+        releases.append(FakeRelease(f"v{version}", assets))
+    return FakeRepo("acme/wordy", releases)
+
+
 def twofmt_repo() -> FakeRepo:
     """Every build as .tar.gz and .zip; the CDN has lost the tar.gz files."""
     releases = []
@@ -205,6 +227,47 @@ async def test_verify_failure_goes_back_to_the_model_sanitised(
     ]
     (llm_repair,) = [e for e in sink.of("repair.attempted") if e["kind"] == "llm"]
     assert llm_repair["stage"] == "verify"
+
+
+@pytest.mark.parametrize("exit_code", [2, 0])
+async def test_a_long_error_is_not_accepted_as_help_output(
+    gh: FakeGitHub,
+    github: GitHub,
+    http: Http,
+    validator: Validator,
+    anthropic: FakeAnthropic,
+    claude: ClaudeProvider,
+    exit_code: int,
+) -> None:
+    """An error message that is long and names the tool is not usage text: neither the
+    failing command nor ``--help`` printing it becomes an output check; the model
+    gets the failure and fixes the command."""
+    gh.add_repo(wordy_repo(exit_code))
+    first = answer("wordy_{version}_{os}_{arch}.tar.gz", binary="wordy", verify="wordy --version")
+    anthropic.reply([anth.tool_use("t1", "extract_pattern", first)], "tool_use")
+    second = dict(first, verify_command="wordy about")
+    anthropic.reply([anth.tool_use("t2", "extract_pattern", second)], "tool_use")
+    sink = Sink()
+    result = await create_in_process(
+        http=http,
+        github=github,
+        github_url=gh.web_url,
+        tool="wordy",
+        repo="acme/wordy",
+        sink=sink,
+        validator=validator,
+        open_llm=direct_llm(claude, []),
+        force_llm=True,
+    )
+    assert result.validation.status == "passed" and result.repairs == 1
+    assert result.self_repairs == ()
+    recipe = parse_recipe(result.recipe)
+    assert recipe.verify is not None
+    assert (recipe.verify.command, recipe.verify.mode) == ("wordy about", None)
+    methods = [
+        e["method"] for e in sink.of("repair.attempted") if e["kind"] == "verify_self_repair"
+    ]
+    assert "output_detection" not in methods
 
 
 async def test_download_404_is_feedback_not_an_abort(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tsukud.create.verify_repair import help_score, output_pattern, propose
+from tsukud.create.verify_repair import help_score, looks_like_help, output_pattern, propose
 from tsukud.recipe import check_verify_output, render_verify
 
 COBRA_HELP = """\
@@ -120,3 +120,31 @@ def test_cargo_plugins_get_their_subcommand() -> None:
 def test_help_score_is_case_insensitive() -> None:
     assert help_score("USAGE:\n  tool [flags]\nOPTIONS:\n  -h, --help", "tool") >= 2
     assert help_score("segmentation fault", "tool") < 2
+
+
+LONG_ERROR = (
+    "picky: error: unknown flag --version. picky could not parse its arguments; the "
+    "configuration in /etc/picky/picky.conf was not found and picky refuses to continue "
+    "until it is created. See the picky documentation for the list of valid flags; picky "
+    "exits non-zero."
+)
+
+
+def test_a_long_error_naming_the_tool_is_not_help() -> None:
+    assert len(LONG_ERROR) > 200
+    assert help_score(LONG_ERROR, "picky") == 0
+    assert not looks_like_help(LONG_ERROR, "picky")
+    # So the failing command is never proposed as an output check that "verifies".
+    proposals = propose("picky --version", LONG_ERROR, 2, version="1.0.0")
+    assert not [p for p in proposals if p.method == "output_detection"]
+
+
+def test_a_marker_is_needed_and_error_words_count_against() -> None:
+    assert looks_like_help("NAME\n  tool - does things\nSYNOPSIS\n  tool [-q] file\n", "tool")
+    assert looks_like_help("Commands:\n  run   run it\n  -h, --help\n", "tool")
+    # A usage line after an error is weak; a whole help page after one still counts.
+    assert not looks_like_help("Error: invalid argument 'x'\nUsage: tool [flags]\n", "tool")
+    assert looks_like_help(COBRA_HELP, "gitleaks")
+    assert help_score("Usage: tool [flags]", "tool") > help_score(
+        "error: not found\nUsage: tool [flags]", "tool"
+    )
