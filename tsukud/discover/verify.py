@@ -38,43 +38,20 @@ from tsukud.discover.model import (
 )
 
 if TYPE_CHECKING:
-    from tsukud.github.client import GitHub
+    from tsukud.github.client import GitHub, Repo
 
 
-class _Owner(msgspec.Struct, frozen=True):
-    login: str
-    type: str | None = None
-
-
-class _Parent(msgspec.Struct, frozen=True):
-    full_name: str
-    stargazers_count: int = 0
-
-
-class _RepoJSON(msgspec.Struct, frozen=True):
-    full_name: str
-    owner: _Owner | None = None
-    description: str | None = None
-    homepage: str | None = None
-    archived: bool = False
-    disabled: bool = False
-    fork: bool = False
-    stargazers_count: int = 0
-    created_at: str | None = None
-    pushed_at: str | None = None
-    parent: _Parent | None = None
-
-
-def meta_from_json(body: bytes) -> RepoMeta:
-    repo = msgspec.json.decode(body, type=_RepoJSON)
+def meta_from_repo(repo: Repo) -> RepoMeta:
+    """The fields verification uses, from the GitHub client's repository value."""
+    parent = repo.parent if repo.fork else None
     return RepoMeta(
         full_name=repo.full_name,
         stars=repo.stargazers_count,
         archived=repo.archived,
         disabled=repo.disabled,
         fork=repo.fork,
-        parent=repo.parent.full_name if repo.fork and repo.parent else None,
-        parent_stars=repo.parent.stargazers_count if repo.fork and repo.parent else None,
+        parent=parent.full_name if parent else None,
+        parent_stars=parent.stargazers_count if parent else None,
         owner=repo.owner.login if repo.owner else None,
         owner_type=repo.owner.type if repo.owner else None,
         description=repo.description,
@@ -86,15 +63,8 @@ def meta_from_json(body: bytes) -> RepoMeta:
 
 async def fetch_meta(github: GitHub, repo: str) -> RepoMeta:
     """``GET /repos/{owner}/{repo}`` through the GitHub client (its typed errors: not
-    found, rate limited, other). The client's ``Repo`` value leaves out the dates and
-    the parent, so the body is decoded here."""
-    from tsukud.github.client import GitHubError
-
-    resp = await github._get(github._url(repo), what=f"repository {repo}")
-    try:
-        return meta_from_json(resp.body)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise GitHubError(f"repository {repo}: unexpected response from GitHub ({exc})") from None
+    found, rate limited, other)."""
+    return meta_from_repo(await github.repo(repo))
 
 
 # ------------------------------------------------------------------------------ pure

@@ -129,6 +129,13 @@ class License(msgspec.Struct, frozen=True, kw_only=True):
     name: str | None = None
 
 
+class Parent(msgspec.Struct, frozen=True, kw_only=True):
+    """The repository a fork was forked from (GitHub sends ``parent`` only for forks)."""
+
+    full_name: str
+    stargazers_count: int = 0
+
+
 class Repo(msgspec.Struct, frozen=True, kw_only=True):
     full_name: str
     name: str = ""
@@ -138,12 +145,15 @@ class Repo(msgspec.Struct, frozen=True, kw_only=True):
     html_url: str | None = None
     default_branch: str = "main"
     archived: bool = False
+    disabled: bool = False
     fork: bool = False
+    parent: Parent | None = None
     private: bool = False
     stargazers_count: int = 0
     language: str | None = None
     topics: tuple[str, ...] = ()
     license: License | None = None
+    created_at: str | None = None
     pushed_at: str | None = None
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+import msgspec
+
 from tests.fakes.ecosystems import FakeEcosystems
 from tsukud.discover.ecosystem import (
     go_escape,
@@ -19,8 +21,8 @@ from tsukud.discover.ecosystem import (
 )
 from tsukud.discover.model import Candidate, Probe, RepoMeta
 from tsukud.discover.registry_lookup import entry_path, parse_entry
-from tsukud.discover.verify import ago, assess, decide, merge, meta_from_json
-from tsukud.github.client import GitHubRateLimited, RepoNotFound
+from tsukud.discover.verify import ago, assess, decide, merge, meta_from_repo
+from tsukud.github.client import GitHubRateLimited, Owner, Parent, Repo, RepoNotFound
 
 NOW = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
 
@@ -114,19 +116,26 @@ def meta(full: str, stars: int = 1000, **kw: object) -> RepoMeta:
     return RepoMeta(full_name=full, stars=stars, **{**defaults, **kw})  # type: ignore[arg-type]
 
 
-def test_meta_from_the_repository_json() -> None:
-    body = (
-        b'{"full_name":"evil/stripe-cli","fork":true,"stargazers_count":2,'
-        b'"owner":{"login":"evil","type":"User"},"created_at":"2026-11-20T00:00:00Z",'
-        b'"parent":{"full_name":"stripe/stripe-cli","stargazers_count":1800},"extra":1}'
+def test_meta_from_the_clients_repository_value() -> None:
+    repo = Repo(
+        full_name="evil/stripe-cli",
+        fork=True,
+        stargazers_count=2,
+        owner=Owner(login="evil", type="User"),
+        created_at="2026-11-20T00:00:00Z",
+        parent=Parent(full_name="stripe/stripe-cli", stargazers_count=1800),
     )
-    m = meta_from_json(body)
-    assert (m.fork, m.parent, m.parent_stars, m.owner_type) == (
+    m = meta_from_repo(repo)
+    assert (m.fork, m.parent, m.parent_stars, m.owner, m.owner_type, m.created_at) == (
         True,
         "stripe/stripe-cli",
         1800,
+        "evil",
         "User",
+        "2026-11-20T00:00:00Z",
     )
+    # A parent is only a parent of a fork.
+    assert meta_from_repo(msgspec.structs.replace(repo, fork=False)).parent is None
 
 
 def test_assess_popular_non_fork_is_verified() -> None:

@@ -126,6 +126,35 @@ async def test_repo_metadata_and_not_found(gh: GitHub) -> None:
         await gh.repo("nobody/nothing")
 
 
+async def test_repo_carries_dates_owner_type_and_fork_parent(
+    gh: GitHub, fake: FakeGitHub
+) -> None:
+    body = {
+        "full_name": "evil/stripe-cli",
+        "name": "stripe-cli",
+        "owner": {"login": "evil", "id": 7, "type": "User"},
+        "fork": True,
+        "archived": False,
+        "disabled": False,
+        "stargazers_count": 2,
+        "created_at": "2026-11-20T00:00:00Z",
+        "updated_at": "2026-11-21T00:00:00Z",
+        "pushed_at": "2026-11-21T00:00:00Z",
+        "parent": {"full_name": "stripe/stripe-cli", "stargazers_count": 1800, "fork": False},
+        "source": {"full_name": "stripe/stripe-cli", "stargazers_count": 1800},
+    }
+    fake.override(r"^/repos/evil/stripe-cli$", json_body=body, role="api")
+    try:
+        repo = await gh.repo("evil/stripe-cli")
+    finally:
+        fake.clear_overrides()
+    assert repo.owner is not None and repo.owner.type == "User"
+    assert (repo.created_at, repo.pushed_at) == ("2026-11-20T00:00:00Z", "2026-11-21T00:00:00Z")
+    assert repo.fork and repo.parent is not None
+    assert (repo.parent.full_name, repo.parent.stargazers_count) == ("stripe/stripe-cli", 1800)
+    assert not repo.archived and not repo.disabled
+
+
 async def test_contents(gh: GitHub) -> None:
     f = await gh.contents("acme/docs", "README.md", ref="v1.0.0")
     assert not isinstance(f, list)
