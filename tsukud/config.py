@@ -18,6 +18,7 @@ from typing import Any
 
 from tsukud import paths
 from tsukud.errors import ConfigError, UsageError
+from tsukud.fsutil import write_atomic
 
 _MISSING = object()
 
@@ -377,15 +378,5 @@ def write_value(path: Path, name: str, raw: Any) -> Any:
         section, _, leaf = dotted.partition(".")
         doc.setdefault(section, {})[leaf] = flat[dotted]
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(tomli_w.dumps(doc).encode())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_atomic(path, tomli_w.dumps(doc), mode=0o600)  # may hold API keys
     return value

@@ -13,8 +13,6 @@ GitHub source is not a safe ``owner/repo``, is a miss.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -23,6 +21,7 @@ from pathlib import Path
 import msgspec
 
 from tsukud.discover.normalize import BadSource, github_source
+from tsukud.fsutil import write_atomic
 
 DEFAULT_TTL = 3600.0
 MAX_ENTRY_BYTES = 64 * 1024
@@ -117,7 +116,7 @@ class DiscoveryRegistry:
                 return Lookup(parse_entry(path.read_bytes()), "stale_cache", error)
             return Lookup(None, "none", error)
         if status in (404, 410):
-            _write(missing, b"")
+            write_atomic(missing, b"")
             path.unlink(missing_ok=True)
             return Lookup(None, "network")
         if status != 200 or len(body) > MAX_ENTRY_BYTES:
@@ -127,7 +126,7 @@ class DiscoveryRegistry:
             return Lookup(None, "none", error)
         entry = parse_entry(body)
         if entry is not None:
-            _write(path, body)
+            write_atomic(path, body)
             missing.unlink(missing_ok=True)
         return Lookup(entry, "network", None if entry else "entry does not parse")
 
@@ -135,15 +134,3 @@ class DiscoveryRegistry:
         if not self.cache_dir.is_dir():
             return []
         return sorted(p.stem for p in self.cache_dir.glob("*/*/*.json"))
-
-
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

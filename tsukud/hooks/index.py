@@ -17,10 +17,10 @@ Standard library only: ``tsukuctl hook status`` reads it on the client side.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import tempfile
+
+from tsukud.fsutil import write_atomic
 
 TYPE_CHECKING = False  # typing is not imported at run time (tsukuctl's start-up)
 if TYPE_CHECKING:
@@ -94,17 +94,7 @@ def build_index(
 def write_index(home: str, text: str) -> str:
     """Replace the index atomically: a hook reading it sees the old or the new file whole."""
     path = index_path(home)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=f".{INDEX_NAME}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, text)
     return path
 
 

@@ -16,9 +16,7 @@ name, and maps aliases (``satisfies``: ``hx`` → ``helix``).
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +26,7 @@ import msgspec
 
 from tsukud import log
 from tsukud.errors import ExitCode, TsukuError
+from tsukud.fsutil import write_atomic
 from tsukud.net.http import Http, HttpError, HttpStatusError
 from tsukud.recipe import Recipe, RecipeError, parse_recipe
 
@@ -91,18 +90,6 @@ def check_name(name: str) -> str:
             hint="Tool names are lowercase letters, digits, '.', '_', '+' and '-'.",
         )
     return lowered
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _read_or_none(path: Path) -> bytes | None:
@@ -195,7 +182,7 @@ class Registry:
         except HttpError as exc:
             raise RegistryUnavailable(f"cannot fetch the recipe manifest: {exc.message}") from None
         manifest = _parse_manifest(resp.body, url)
-        _write_atomic(self.manifest_path, resp.body)
+        write_atomic(self.manifest_path, resp.body)
         return manifest
 
     async def manifest(self) -> tuple[Manifest | None, bool]:
@@ -268,7 +255,7 @@ class Registry:
         if resp.status == 404:
             raise self._not_found(name)
         loaded = self._loaded(name, resp.body, cache, "registry", url, False)
-        _write_atomic(cache, resp.body)
+        write_atomic(cache, resp.body)
         return loaded
 
     def _not_found(self, name: str) -> RecipeNotFound:
@@ -301,7 +288,7 @@ class Registry:
                     removed.append(name)
                     continue
                 self._loaded(name, resp.body, path, "registry", None, False)  # validate
-                _write_atomic(path, resp.body)
+                write_atomic(path, resp.body)
                 refreshed.append(name)
             except (HttpError, RecipeError) as exc:
                 failed[name] = exc.message

@@ -95,7 +95,8 @@ def _refuse_existing(path: Path, force: bool) -> None:
 async def create(d: Daemon, p: CreateParams, call: Call) -> dict[str, Any]:
     """Write a recipe for ``tool`` from ``source``'s GitHub releases."""
     from tsukud.create.context import parse_source
-    from tsukud.create.pipeline import CreateRequest, Deps, run_create, write_atomic
+    from tsukud.create.pipeline import CreateRequest, Deps, run_create
+    from tsukud.fsutil import write_atomic
     from tsukud.github.client import from_daemon as github_from_daemon
     from tsukud.install.registry import check_name
     from tsukud.llm.service import LLM
@@ -162,8 +163,8 @@ async def create_save(d: Daemon, p: SaveParams, call: Call) -> dict[str, Any]:
     what lands in ``recipes/`` is always something the installer accepts."""
     from tsukud.create.errors import CreateError
     from tsukud.create.findings import errors, format_findings
-    from tsukud.create.pipeline import write_atomic
     from tsukud.create.static_checks import check_binaries, check_limits, check_schema, check_verify
+    from tsukud.fsutil import write_atomic
     from tsukud.install.registry import check_name
     from tsukud.recipe import RecipeError, parse_recipe
 
