@@ -48,7 +48,13 @@ from tsukud.discover.errors import (
     DiscoveryTimeout,
     DiscoveryUnverified,
 )
-from tsukud.discover.llm_discovery import MAX_TOKENS, MAX_TURNS, LLMDiscovery, Outcome
+from tsukud.discover.llm_discovery import (
+    MAX_TOKENS,
+    MAX_TURNS,
+    LLMDiscovery,
+    Outcome,
+    worst_case,
+)
 from tsukud.discover.model import Candidate, Discovery, Probe, RepoMeta, Verified
 from tsukud.discover.normalize import normalize_name, typosquat
 from tsukud.discover.registry_lookup import DiscoveryRegistry
@@ -362,6 +368,8 @@ class _Chain:
         if deps.searcher is not None and any(n not in ("claude", "gemini") for n, _m in providers):
             searcher = deps.searcher(req.search_provider)
         assert deps.open_llm is not None
+        search_fee = deps.search_fee(searcher.name) if searcher else None
+        allowance = worst_case(providers, max_searches=deps.max_searches, search_fee=search_fee)
         outcome: Outcome
         try:
             async with deps.open_llm(
@@ -371,7 +379,11 @@ class _Chain:
                 max_turns=MAX_TURNS,
                 max_tokens=MAX_TOKENS,
                 input_tokens=INPUT_ESTIMATE,
-                searches=deps.max_searches,
+                searches=allowance.searches,
+                grounded_prompts=allowance.grounded_prompts,
+                external_search_usd=allowance.external_search_usd,
+                # A provider that fails hands over to the next, which starts afresh.
+                restart_on_failover=True,
                 confirmed=req.yes,
                 can_ask=req.can_ask,
                 progress=deps.progress,
@@ -380,7 +392,7 @@ class _Chain:
                     run,
                     self.tool,
                     searcher=searcher,
-                    search_fee=deps.search_fee(searcher.name) if searcher else None,
+                    search_fee=search_fee,
                     max_searches=deps.max_searches,
                     progress=lambda message, extra: self.progress("llm", message, **extra),
                     emit=self.emit,

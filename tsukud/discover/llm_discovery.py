@@ -266,6 +266,45 @@ def strategy_for(name: str, model: str) -> str:
     return "client"
 
 
+@dataclass(frozen=True)
+class Allowance:
+    """The most one discovery may use of each paid unit, over every provider it may try
+    (what :meth:`tsukud.llm.service.LLM.run` reserves for)."""
+
+    searches: int = 0  # server-side web searches (Claude's per-search fee)
+    grounded_prompts: int = 0  # requests grounded with Google Search (Gemini's fee)
+    external_search_usd: Decimal = Decimal(0)  # paid search APIs queried for local models
+
+
+def worst_case(
+    providers: Sequence[tuple[str, str]], *, max_searches: int, search_fee: Decimal | None
+) -> Allowance:
+    """What :class:`LLMDiscovery` may be charged for with these ``(name, model)``
+    providers, ``max_searches`` and a paid searcher's ``search_fee`` per query.
+
+    * Server search (:meth:`LLMDiscovery._request`): every request of the
+      :data:`MAX_TURNS` offers the search tool with ``max_uses`` at least 1, even once
+      the allowance is spent, so up to ``max_searches + MAX_TURNS - 1`` searches; on
+      Gemini every one of those requests may be a grounded prompt.
+    * Two-step Gemini: one grounded request.
+    * Client search: ``max_searches`` queries (later ones are refused before any
+      request), each at ``search_fee``.
+    """
+    searches = grounded = 0
+    external = Decimal(0)
+    for name, model in providers:
+        kind = strategy_for(name, model)
+        if kind == "server" and name == "claude":
+            searches = max(searches, max_searches + MAX_TURNS - 1)
+        elif kind == "server":
+            grounded = max(grounded, MAX_TURNS)
+        elif kind == "two_step":
+            grounded = max(grounded, 1)
+        elif search_fee is not None and search_fee > 0:
+            external = max(external, max_searches * search_fee)
+    return Allowance(searches=searches, grounded_prompts=grounded, external_search_usd=external)
+
+
 class LLMDiscovery:
     def __init__(
         self,

@@ -214,19 +214,55 @@ class LLM:
         max_tokens: int,
         input_tokens: int,
         searches: int = 0,
+        grounded_prompts: int = 0,
+        external_search_usd: Decimal = Decimal(0),
+        restart_on_failover: bool = False,
     ) -> Decimal | None:
-        """Worst case over the providers a run may fail over to; None if any is unpriced."""
-        worst = Decimal(0)
+        """The most a run may spend; ``None`` when a price it may need is unknown.
+
+        Per provider: ``max_turns`` turns of ``input_tokens`` in and ``max_tokens`` out,
+        plus up to ``searches`` server-side web searches (Claude) and
+        ``grounded_prompts`` requests grounded with Google Search (Gemini) at the price
+        row's fees. Over the providers the run may fail over to: the dearest one, or
+        the sum when ``restart_on_failover`` (each provider may start the work over, as
+        discovery does). ``external_search_usd`` is the most the caller itself charges
+        to the run outside any provider (paid search APIs for local models), added once.
+        """
+        if self.unknown_prices(names, searches=searches, grounded_prompts=grounded_prompts):
+            return None
+        costs = [Decimal(0)]
         for n in names:
             if n == "local":
                 continue  # self-hosted: no per-token price
             p = self.price(n)
-            if p is None:
-                return None
+            assert p is not None
             per_turn = (input_tokens * p.input + max_tokens * p.output) / Decimal(1_000_000)
-            fees = Decimal(searches) * (p.per_search or Decimal(0))
-            worst = max(worst, per_turn * max_turns + fees)
-        return worst
+            fees = Decimal(searches) * (p.per_search or Decimal(0)) + Decimal(
+                grounded_prompts
+            ) * (p.per_grounded_prompt or Decimal(0))
+            costs.append(per_turn * max_turns + fees)
+        worst = sum(costs, Decimal(0)) if restart_on_failover else max(costs)
+        return worst + external_search_usd
+
+    def unknown_prices(
+        self, names: list[str], *, searches: int = 0, grounded_prompts: int = 0
+    ) -> list[str]:
+        """What a run over ``names`` may be charged for without a known price: unpriced
+        models, and fees a used model's row leaves out (never counted as zero)."""
+        unknown = []
+        for n in names:
+            if n == "local":
+                continue
+            model = self.info(n).model
+            p = self.price(n)
+            if p is None:
+                unknown.append(model)
+                continue
+            if searches and p.per_search is None:
+                unknown.append(f"{model} web searches")
+            if grounded_prompts and p.per_grounded_prompt is None:
+                unknown.append(f"{model} grounded prompts")
+        return unknown
 
     @asynccontextmanager
     async def run(
@@ -239,6 +275,9 @@ class LLM:
         max_tokens: int,
         input_tokens: int = DEFAULT_INPUT_ESTIMATE,
         searches: int = 0,
+        grounded_prompts: int = 0,
+        external_search_usd: Decimal = Decimal(0),
+        restart_on_failover: bool = False,
         confirmed: bool = False,
         can_ask: bool = False,
         progress: Progress | None = None,
@@ -254,13 +293,19 @@ class LLM:
             max_tokens=max_tokens,
             input_tokens=input_tokens,
             searches=searches,
+            grounded_prompts=grounded_prompts,
+            external_search_usd=external_search_usd,
+            restart_on_failover=restart_on_failover,
         )
-        amount = float(estimate) if estimate is not None else 0.0
+        # Without a known price, at least what is known is reserved.
+        amount = float(estimate if estimate is not None else external_search_usd)
         try:
             if estimate is None and not confirmed:
-                unpriced = [n for n in names if n != "local" and self.price(n) is None]
+                unpriced = self.unknown_prices(
+                    names, searches=searches, grounded_prompts=grounded_prompts
+                )
                 raise ConfirmationRequired(
-                    f"the price of {', '.join(self.info(n).model for n in unpriced)} is unknown, "
+                    f"the price of {', '.join(unpriced)} is unknown, "
                     "so this run's cost cannot be bounded",
                     hint="Run it again with --yes to accept, or add the model to llm.prices_file.",
                     estimate_usd=None,

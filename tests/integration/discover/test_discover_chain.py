@@ -40,6 +40,7 @@ from tsukud.discover.errors import (
     DiscoveryUnverified,
 )
 from tsukud.discover.service import DiscoveryService
+from tsukud.errors import ConfirmationRequired
 
 
 async def run(d: Any, tool: str = "stripe-cli", progress: Any = None, **kw: Any) -> Any:
@@ -567,3 +568,103 @@ async def test_claude_search_failure_is_a_search_error(world: World, home: Path)
             await run(d, yes=True)
         assert "too_many_requests" in exc.value.message and exc.value.retryable
         assert "claude's own web search failed" in exc.value.hint
+
+
+# ------------------------------------------------------------------- worst-case reservation
+
+
+def _tool_messages(request: Any) -> int:
+    return sum(1 for m in request.json()["messages"] if m["role"] == "tool")
+
+
+def _searches_three_times_then_finds(request: Any) -> Any:
+    """A local model that uses every search it is allowed (3), then extracts: whatever
+    the interleaving of concurrent discoveries, each conversation gets its own answer."""
+    from tests.fakes.http import Reply
+
+    if _tool_messages(request) < 3:
+        call = oai.tool_call("c", "web_search", {"query": "stripe-cli github"})
+    else:
+        call = oai.tool_call("c", "extract_source", extract_args("stripe/stripe-cli"))
+    return Reply(json=oai.completion(None, [call], "tool_calls"))
+
+
+async def test_twenty_concurrent_discoveries_never_overspend_with_search_fees(
+    world: World, home: Path
+) -> None:
+    """Local tokens are free, Tavily queries are not: the reservation covers the three
+    searches a discovery may pay for, so a budget that fits three discoveries admits
+    three, and what is spent, search fees included, stays within it."""
+    import trio
+
+    from tests.integration.discover.helpers import TAVILY_KEY
+
+    fee, budget = 0.008, 0.08  # worst case 3 x $0.008 = $0.024: three fit, four do not
+    world.local.fallback = _searches_three_times_then_finds
+    env = world.env(home, "local", TAVILY_API_KEY=TAVILY_KEY, TSUKU_LLM_DAILY_BUDGET=str(budget))
+    found: list[Any] = []
+    refused: list[DiscoveryBudgetExceeded] = []
+    try:
+        async with in_daemon(env) as d:
+
+            async def one() -> None:
+                try:
+                    found.append(await run(d, yes=True, search_provider="tavily"))
+                except DiscoveryBudgetExceeded as exc:
+                    refused.append(exc)
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(20):
+                    nursery.start_soon(one)
+            reserved = [p["amount_usd"] for t, p, _s in events(d, "budget.reserved")]
+            settled = [p["actual_usd"] for t, p, _s in events(d, "budget.settled")]
+            fees = [p["cost_usd"] for t, p, _s in events(d, "discovery.search")]
+    finally:
+        world.local.fallback = None
+    assert len(found) == 3 and len(refused) == 17
+    assert all(f.source == "stripe/stripe-cli" and f.searches == 3 for f in found)
+    assert reserved == [pytest.approx(3 * fee)] * 3
+    assert fees == [pytest.approx(fee)] * 9
+    assert sum(settled) == pytest.approx(sum(fees)) and sum(settled) <= budget
+    assert len(world.search.searches("tavily")) == 9
+
+
+CLAUDE_WORST = 5 * (20_000 * 2 + 1024 * 10) / 1e6 + 7 * 0.01  # claude-sonnet-5-5
+GEMINI_WORST = 5 * (20_000 * 0.75 + 1024 * 3.75) / 1e6 + 5 * 0.035  # gemini-3.8-flash
+
+
+@pytest.mark.parametrize(
+    ("providers", "expected"),
+    [
+        (("claude",), CLAUDE_WORST),
+        (("gemini",), GEMINI_WORST),
+        (("claude", "gemini"), CLAUDE_WORST + GEMINI_WORST),
+    ],
+)
+async def test_reservation_covers_search_and_grounding_fees_on_every_provider(
+    world: World, home: Path, providers: tuple[str, ...], expected: float
+) -> None:
+    """Claude: 5 turns and every search it may make (max_uses stays >= 1, so 3 + 4);
+    Gemini 3: 5 turns and 5 grounded prompts; both: the sum, since a failover starts the
+    discovery over on the next provider."""
+    if providers[0] == "claude":
+        claude_finds(world.claude)
+    else:
+        gemini3_finds(world.gemini)
+    async with in_daemon(world.env(home, *providers)) as d:
+        await run(d, yes=True)
+        (reserved,) = [p for t, p, _s in events(d, "budget.reserved")]
+    assert reserved["amount_usd"] == pytest.approx(expected, abs=1e-6)
+
+
+async def test_an_unknown_grounding_fee_is_not_counted_as_zero(world: World, home: Path) -> None:
+    prices = home / "prices.toml"
+    prices.write_text(
+        '[[price]]\nmodel = "gemini-3.8-flash"\ninput = "0.75"\noutput = "3.75"\nper_search = "0"\n'
+    )
+    env = world.env(home, "gemini", TSUKU_LLM_PRICES_FILE=str(prices))
+    async with in_daemon(env) as d:
+        with pytest.raises(ConfirmationRequired) as exc:
+            await run(d)
+        assert "price of gemini-3.8-flash grounded prompts is unknown" in exc.value.message
+    assert not world.gemini.requests
