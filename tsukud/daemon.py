@@ -126,9 +126,10 @@ class Daemon:
             def spent(conn: sqlite3.Connection, session: str | None = session) -> float:
                 if session is None:
                     return 0.0
+                # What the run was charged: its priced turns and its paid web searches.
                 row = conn.execute(
                     "SELECT coalesce(sum(json_extract(payload, '$.cost_usd')), 0) FROM events"
-                    " WHERE session = ? AND type = 'llm.turn'",
+                    " WHERE session = ? AND type IN ('llm.turn', 'discovery.search')",
                     (session,),
                 ).fetchone()
                 return float(row[0])

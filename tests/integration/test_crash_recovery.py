@@ -76,3 +76,41 @@ def test_kill_9_during_streaming_loses_no_acknowledged_event(tsuku: Tsuku) -> No
     assert not missing, f"{len(missing)} acknowledged events lost, e.g. {sorted(missing)[:5]}"
     started = tsuku.ctl("events", "--type", "daemon.started", "--json").stdout.splitlines()
     assert len(started) == rounds + 1
+
+
+def test_abandoned_reservation_is_settled_with_its_search_fees(tsuku: Tsuku) -> None:
+    """A discovery whose daemon died after a paid search: the next daemon settles the
+    reservation at the search's cost, not at the (zero) cost of its llm.turn events."""
+    import trio
+
+    from tsukud import config as configmod
+    from tsukud.daemon import Daemon
+
+    session = "discover-0123456789ab"
+
+    async def die_mid_discovery() -> None:
+        d = Daemon(config=configmod.resolve(env=tsuku.env), env=tsuku.env)
+        d.open()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(d.store.run)
+            await d.budget.reserve(0.05, session=session, purpose="discovery", confirmed=True)
+            ev = d.store.append_nowait(
+                "discovery.search",
+                {"tool": "stripe-cli", "provider": "tavily", "ok": True, "cost_usd": 0.008},
+                session,
+            )
+            await d.store.wait_durable(ev.id)
+            d.store.close()  # no settlement: the process "dies" here
+        d.store.close_connection()
+
+    trio.run(die_mid_discovery)
+    tsuku.start()
+    deadline = time.monotonic() + 10
+    settled: list[dict] = []  # type: ignore[type-arg]
+    while not settled and time.monotonic() < deadline:
+        out = tsuku.ctl("events", "--json", "--limit", "0", "--type", "budget.settled").stdout
+        settled = [json.loads(line) for line in out.splitlines()]
+        time.sleep(0.05)
+    (event,) = settled
+    assert event["session"] == session
+    assert event["payload"]["actual_usd"] == pytest.approx(0.008)

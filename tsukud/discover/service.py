@@ -218,7 +218,8 @@ class DiscoveryService:
 
         async def emit(type_: str, payload: dict[str, Any]) -> None:
             ev = store.append_nowait(type_, payload, session)
-            if type_ in ("discovery.completed", "discovery.failed"):
+            # Money (a paid search) is on disk before the run goes on, like llm.turn.
+            if type_ in ("discovery.completed", "discovery.failed") or "cost_usd" in payload:
                 await store.wait_durable(ev.id)
 
         async def ask(question: Any) -> None:
