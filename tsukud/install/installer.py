@@ -345,12 +345,13 @@ class Installer:
 
     async def remove(self, name: str) -> dict[str, Any]:
         name = check_name(name)
+        session = "remove-" + secrets.token_hex(6)
         async with self.lock(name):
             rec = self.record(name)
             install_dir = Path(rec["install_dir"])
             links = self._unlink_binaries(rec)
             ev = self.store.append_nowait(
-                "install.removed", {"tool": name, "version": rec.get("version")}
+                "install.removed", {"tool": name, "version": rec.get("version")}, session
             )
             await self.store.wait_durable(ev.id)
             discard(install_dir)
@@ -359,6 +360,7 @@ class Installer:
                 "version": rec.get("version"),
                 "removed_links": links,
                 "install_dir": str(install_dir),
+                "session": session,
             }
 
     def _unlink_binaries(self, rec: dict[str, Any]) -> list[str]:
@@ -375,6 +377,7 @@ class Installer:
 
     async def verify(self, name: str) -> dict[str, Any]:
         name = check_name(name)
+        session = "verify-" + secrets.token_hex(6)
         async with self.lock(name):
             rec = self.record(name)
             install_dir = Path(rec["install_dir"])
@@ -399,7 +402,7 @@ class Installer:
                 except VerifyFailed as exc:
                     problems.append(exc.message)
             ok = not problems
-            self.store.append_nowait(
+            ev = self.store.append_nowait(
                 "install.verified",
                 {
                     "tool": name,
@@ -409,12 +412,15 @@ class Installer:
                     "binaries_checked": len(binaries),
                     "verify_command": checks[0].command if checks else None,
                 },
+                session,
             )
+            await self.store.wait_durable(ev.id)
             if not ok:
                 raise VerifyFailed(
                     f"{name} {rec.get('version')} failed verification:\n  " + "\n  ".join(problems),
                     hint="Reinstall it with `tsukuctl install --force " + name + "`.",
                     problems=problems,
+                    session=session,
                 )
             return {
                 "tool": name,
@@ -422,6 +428,7 @@ class Installer:
                 "ok": True,
                 "binaries": sorted(binaries),
                 "output": output,
+                "session": session,
             }
 
 

@@ -80,6 +80,22 @@ def test_done_when_walk(inst: Tsuku, world: FakeGitHub) -> None:
     assert evs[0]["session"] == evs[1]["session"] != evs[2]["session"]
     assert evs[4]["payload"]["ok"] is True
     assert evs[6]["payload"] == {"tool": "stern", "version": "1.32.0"}
+    # Every run has its own session, so `events --session` tells each one's story.
+    sessions = [e["session"] for e in evs]
+    assert all(sessions) and len(set(sessions)) == 5  # two installs, two verifies, a removal
+    assert [s.split("-")[0] for s in sessions[4:]] == ["verify", "verify", "remove"]
+    for e in evs[4:]:
+        cp = inst.ctl("events", "--json", "--session", e["session"], check=True)
+        assert [json.loads(line)["type"] for line in cp.stdout.splitlines()] == [e["type"]]
+
+
+def test_verify_and_remove_return_their_session(inst: Tsuku) -> None:
+    inst.ctl("install", "kind", check=True)
+    verified = json.loads(inst.ctl("verify", "kind", "--json", check=True).stdout)
+    removed = json.loads(inst.ctl("remove", "kind", "--json", check=True).stdout)
+    by_session = {e["session"]: e["type"] for e in events(inst)}
+    assert by_session[verified["session"]] == "install.verified"
+    assert by_session[removed["session"]] == "install.removed"
 
 
 def test_json_already_installed_and_force(inst: Tsuku) -> None:

@@ -7,10 +7,13 @@ import hashlib
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import Tsuku
 from tests.fakes.github import FakeGitHub
 from tests.fakes.releases import FakeAsset, FakeRelease, FakeRepo, raw_tar, script, tar_gz
 from tests.integration.install.conftest import events, installed, tree
+from tsukuctl.client import RemoteError
 
 
 def local_recipe(t: Tsuku, name: str, text: str) -> None:
@@ -192,6 +195,11 @@ def test_tampered_binary_fails_verify(inst: Tsuku) -> None:
     assert "changed since install" in cp.stderr and "--force" in cp.stderr
     verified = [e for e in events(inst) if e["type"] == "install.verified"]
     assert verified[-1]["payload"]["ok"] is False
+    assert verified[-1]["session"].startswith("verify-")
+    with inst.client() as c, pytest.raises(RemoteError) as err:
+        c.call("tools.verify", {"tool": "cosign"})
+    failed = [e for e in events(inst) if e["type"] == "install.verified"][-1]
+    assert err.value.data["session"] == failed["session"] != verified[-1]["session"]
 
 
 STERN_RECIPE = (
