@@ -53,6 +53,7 @@ from tsukud.discover.llm_discovery import (
     MAX_TURNS,
     LLMDiscovery,
     Outcome,
+    repos_of,
     worst_case,
 )
 from tsukud.discover.model import Candidate, Discovery, Probe, RepoMeta, Verified
@@ -526,9 +527,7 @@ class _Chain:
                 source=v.source,
             )
         sources = [
-            (url, title)
-            for url, title in outcome.sources
-            if (repo := _repo_of(url)) is not None and repo == v.source.lower()
+            (c.url, c.title) for c in outcome.sources if v.source.lower() in repos_of(c)
         ]
         found = Discovery(
             tool=self.tool,
@@ -625,13 +624,6 @@ def _why_not_auto(v: Verified, decision: Decision) -> str:
     if not decision.auto_approvable:
         return "it did not pass the checks for automatic approval"
     return ""
-
-
-def _repo_of(url: str) -> str | None:
-    from tsukud.discover.normalize import repo_from_url
-
-    repo = repo_from_url(url)
-    return repo.lower() if repo else None
 
 
 def _probe_summary(p: Probe) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from tsukud.discover.sanitize_html import clean, clip, remove_invisible
 from tsukud.discover.search import Searcher, SearchResponse, format_for_llm
 from tsukud.llm.types import (
     AssistantMessage,
+    Citation,
     Message,
     ProviderBlock,
     Request,
@@ -234,11 +235,18 @@ async def _no_emit(_type: str, _payload: dict[str, Any]) -> None:
     return None
 
 
+def repos_of(source: Citation) -> set[str]:
+    """The repositories (``owner/repo``, lowercase) a search source names: its URL, or
+    the passage it supports (Gemini's grounding URLs are redirects that name none)."""
+    repo = repo_from_url(source.url)
+    return ({repo.lower()} if repo else set()) | repos_in_text(source.text)
+
+
 @dataclass
 class Outcome:
     candidates: list[Candidate] = field(default_factory=list)
-    sources: list[tuple[str, str]] = field(default_factory=list)  # (url, title) seen
-    seen: set[str] = field(default_factory=set)  # owner/repo (lowercase) in results
+    sources: list[Citation] = field(default_factory=list)  # search results the model saw
+    seen: set[str] = field(default_factory=set)  # owner/repo (lowercase) they name
     provider: str | None = None
     model: str | None = None
     turns: int = 0
@@ -247,13 +255,19 @@ class Outcome:
     provider_errors: list[str] = field(default_factory=list)
     answer: str = ""  # the model's last words when it found nothing
 
-    def add_source(self, url: str, title: str) -> None:
-        if any(url == u for u, _t in self.sources):
-            return
-        self.sources.append((url, title))
-        repo = repo_from_url(url)
-        if repo:
-            self.seen.add(repo.lower())
+    def add_source(self, source: Citation) -> None:
+        """Keep ``source`` (once per URL), its title and passage cleaned for display."""
+        self.seen |= repos_of(source)
+        clean_source = Citation(
+            source.url, clean(source.title, 120), clip(" ".join(source.text.split()), 1000)
+        )
+        for i, known in enumerate(self.sources):
+            if known.url == source.url:
+                if clean_source.text and clean_source.text not in known.text:
+                    joined = f"{known.text} {clean_source.text}".strip()
+                    self.sources[i] = Citation(known.url, known.title, joined)
+                return
+        self.sources.append(clean_source)
 
 
 def strategy_for(name: str, model: str) -> str:
@@ -368,27 +382,21 @@ class LLMDiscovery:
             return None
         outcome.model = resp.model
         outcome.searches += resp.usage.web_search_requests
-        self._note_blocks(resp.message, outcome)
+        for source in resp.citations:  # Claude's search results, Gemini's grounding
+            outcome.add_source(source)
+        self._note_search_errors(resp.message, outcome)
         return resp
 
-    def _note_blocks(self, message: AssistantMessage, outcome: Outcome) -> None:
-        """Claude's server search: result URLs and titles, failures, citations."""
+    def _note_search_errors(self, message: AssistantMessage, outcome: Outcome) -> None:
+        """Claude's server search reports a failure as a ``web_search_tool_result``
+        whose content is an error object instead of a list of results."""
         for part in message.parts:
-            block = part if isinstance(part, ProviderBlock) else getattr(part, "raw", None)
-            if not isinstance(block, ProviderBlock):
+            if not isinstance(part, ProviderBlock):
                 continue
-            data = block.data
-            if data.get("type") == "web_search_tool_result":
-                content = data.get("content")
-                if isinstance(content, dict):
-                    outcome.search_errors.append(str(content.get("error_code") or "error"))
-                    continue
-                for item in content if isinstance(content, list) else []:
-                    if isinstance(item, dict) and isinstance(item.get("url"), str):
-                        outcome.add_source(item["url"], clean(str(item.get("title") or ""), 120))
-            for cite in data.get("citations") or []:
-                if isinstance(cite, dict) and isinstance(cite.get("url"), str):
-                    outcome.add_source(cite["url"], clean(str(cite.get("title") or ""), 120))
+            data = part.data
+            content = data.get("content")
+            if data.get("type") == "web_search_tool_result" and isinstance(content, dict):
+                outcome.search_errors.append(str(content.get("error_code") or "error"))
 
     def _request(
         self, messages: list[Message], *, last: bool, client_search: bool, searches_left: int
@@ -567,5 +575,5 @@ class LLMDiscovery:
             payload["cost_usd"] = float(self.search_fee)
         await self._emit("discovery.search", payload)
         for r in response.results:
-            outcome.add_source(r.url, clean(r.title, 120))
+            outcome.add_source(Citation(r.url, r.title))
         return ToolResult(call.id, format_for_llm(response), name=call.name)

@@ -24,6 +24,7 @@ from tsukud.llm.provider import (
 )
 from tsukud.llm.types import (
     AssistantMessage,
+    Citation,
     Message,
     ProviderBlock,
     Request,
@@ -44,6 +45,7 @@ __all__ = [
     "DEFAULT_CLAUDE_MODEL",
     "DEFAULT_GEMINI_MODEL",
     "AssistantMessage",
+    "Citation",
     "MalformedToolArguments",
     "Message",
     "Provider",

@@ -37,6 +37,7 @@ from tsukud.llm.provider import (
 from tsukud.llm.types import (
     AssistantMessage,
     AssistantPart,
+    Citation,
     Message,
     ProviderBlock,
     Request,
@@ -149,6 +150,7 @@ class ClaudeProvider:
             model=str(body.get("model") or model),
             request_id=request_id,
             duration_ms=round((time.monotonic() - started) * 1000),
+            citations=citations(parts),
         )
 
     async def _send(self, params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
@@ -372,6 +374,38 @@ def parse_message(
         else:
             parts.append(ProviderBlock(WIRE, block))
     return parts, str(body.get("stop_reason") or ""), usage
+
+
+def citations(parts: list[AssistantPart]) -> tuple[Citation, ...]:
+    """The pages of ``web_search_tool_result`` blocks and the passages text blocks cite
+    (``web_search_result_location``), in order, each page once (a cited passage adds
+    its text to a page already listed)."""
+    found: dict[str, Citation] = {}
+
+    def add(item: Any, text: str = "") -> None:
+        if not isinstance(item, dict) or not isinstance(item.get("url"), str):
+            return
+        url, title = item["url"], str(item.get("title") or "")
+        known = found.get(url)
+        if known is None:
+            found[url] = Citation(url, title, text)
+        elif text and text not in known.text:
+            joined = f"{known.text}\n{text}" if known.text else text
+            found[url] = Citation(url, known.title or title, joined)
+
+    for part in parts:
+        block = part if isinstance(part, ProviderBlock) else part.raw
+        if block is None or block.provider != WIRE:
+            continue
+        data = block.data
+        if data.get("type") == "web_search_tool_result":
+            content = data.get("content")
+            for item in content if isinstance(content, list) else []:
+                add(item)
+        for cite in data.get("citations") or []:
+            if isinstance(cite, dict):
+                add(cite, str(cite.get("cited_text") or ""))
+    return tuple(found.values())
 
 
 def _int(value: Any) -> int:

@@ -44,6 +44,7 @@ from tsukud.llm.provider import (
 from tsukud.llm.types import (
     AssistantMessage,
     AssistantPart,
+    Citation,
     Message,
     ProviderBlock,
     Request,
@@ -163,6 +164,7 @@ class GeminiProvider:
             model=str(body.get("modelVersion") or model),
             request_id=_str_or_none(body.get("responseId")),
             duration_ms=round((time.monotonic() - started) * 1000),
+            citations=citations(body),
         )
 
     def _clean(self, exc: BaseException) -> str:
@@ -388,6 +390,42 @@ def _usage(body: dict[str, Any], candidate: dict[str, Any]) -> Usage:
         web_search_requests=len(queries),
         grounded_prompts=grounded,
     )
+
+
+def citations(body: dict[str, Any]) -> tuple[Citation, ...]:
+    """The grounding chunks (``web.uri``, ``web.title``) of the first candidate, each
+    with the answer segments ``groundingSupports`` attribute to it."""
+    candidates = body.get("candidates") or []
+    candidate = candidates[0] if candidates and isinstance(candidates[0], dict) else {}
+    grounding = candidate.get("groundingMetadata")
+    if not isinstance(grounding, dict):
+        return ()
+    chunks = grounding.get("groundingChunks")
+    chunks = chunks if isinstance(chunks, list) else []
+    texts: dict[int, list[str]] = {}
+    for support in grounding.get("groundingSupports") or []:
+        if not isinstance(support, dict):
+            continue
+        segment = support.get("segment")
+        text = segment.get("text") if isinstance(segment, dict) else None
+        if not isinstance(text, str) or not text:
+            continue
+        for index in support.get("groundingChunkIndices") or []:
+            if isinstance(index, int) and text not in texts.setdefault(index, []):
+                texts[index].append(text)
+    out: list[Citation] = []
+    for index, chunk in enumerate(chunks):
+        web = chunk.get("web") if isinstance(chunk, dict) else None
+        if isinstance(web, dict) and isinstance(web.get("uri"), str) and web["uri"]:
+            title = web.get("title")
+            out.append(
+                Citation(
+                    web["uri"],
+                    title if isinstance(title, str) else "",
+                    "\n".join(texts.get(index, ())),
+                )
+            )
+    return tuple(out)
 
 
 def parse_response(

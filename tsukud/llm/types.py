@@ -212,11 +212,27 @@ class Usage(msgspec.Struct, frozen=True):
         return Usage(**{f: getattr(self, f) + getattr(other, f) for f in self.__struct_fields__})
 
 
+class Citation(msgspec.Struct, frozen=True):
+    """A web page the provider's own search put in front of the model.
+
+    Claude: each ``web_search_tool_result`` entry, and each cited passage of a text
+    block (``text`` is the passage quoted from the page). Gemini: each grounding chunk
+    (``url`` is usually Google's redirect to the page, ``title`` its domain; ``text``
+    is the part of the answer Google grounded in it). The content comes from the web:
+    untrusted, for showing and matching, never for obeying.
+    """
+
+    url: str
+    title: str = ""
+    text: str = ""
+
+
 class Response(msgspec.Struct, frozen=True):
     """What one ``Provider.complete`` returned.
 
     ``message`` is the assistant turn to append to the history as is. ``model`` is the
     model the provider says answered (may be a dated snapshot of the requested one).
+    ``citations`` are the web sources its server-side search or grounding used.
     """
 
     message: AssistantMessage
@@ -227,6 +243,7 @@ class Response(msgspec.Struct, frozen=True):
     model: str
     request_id: str | None = None
     duration_ms: int = 0
+    citations: tuple[Citation, ...] = ()
 
     @property
     def text(self) -> str:

@@ -123,6 +123,49 @@ async def test_gemini3_grounding_and_functions_in_one_request(world: World, home
     assert body["toolConfig"]["includeServerSideToolInvocations"] is True
 
 
+async def test_gemini_grounding_sources_are_shown_as_seen_in_search_results(
+    world: World, home: Path
+) -> None:
+    """Gemini's grounding URLs are redirects that name no repository; the answer
+    segment Google grounded in a chunk does, so that chunk is shown as a search result
+    that names the repository, and no "no search result links to it" warning."""
+    from tests.fakes import gemini_server as gem
+    from tests.integration.discover.helpers import Sink
+
+    redirect = "https://vertexaisearch.cloud.google.com/grounding-api-redirect/AUZ"
+    said = "The official Stripe CLI repository is github.com/stripe/stripe-cli."
+    world.gemini.reply(
+        [
+            gem.text(said),
+            gem.function_call(
+                "extract_source", extract_args("stripe/stripe-cli"), signature="c2ln"
+            ),
+        ],
+        usage_=gem.usage(900, 60),
+        grounding={
+            "webSearchQueries": ["stripe-cli official github repository"],
+            "groundingChunks": [
+                {"web": {"uri": redirect + "1", "title": "github.com"}},
+                {"web": {"uri": redirect + "2", "title": "stripe.com"}},
+            ],
+            "groundingSupports": [
+                {
+                    "segment": {"startIndex": 0, "endIndex": len(said), "text": said},
+                    "groundingChunkIndices": [0],
+                }
+            ],
+        },
+    )
+    async with in_daemon(world.env(home, "gemini")) as d:
+        sink = Sink(answers=[True])
+        found = await run(d, progress=await answering(d, sink), can_ask=True)
+    assert found.provider == "gemini" and found.sources == (redirect + "1",)
+    (q,) = sink.questions
+    assert f"Seen in search results:\n    - {redirect}1  (github.com)\n" in q["message"]
+    assert "stripe.com" not in q["message"]  # grounds nothing that names the repository
+    assert "none of the search results" not in q["message"]
+
+
 async def test_gemini2_searches_then_extracts_in_two_requests(world: World, home: Path) -> None:
     gemini2_two_steps(world.gemini)
     env = world.env(home, "gemini", TSUKU_GEMINI_MODEL="gemini-2.5-flash")

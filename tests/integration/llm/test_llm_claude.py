@@ -27,6 +27,7 @@ from tsukud.llm.provider import (
 )
 from tsukud.llm.types import (
     AssistantMessage,
+    Citation,
     ProviderBlock,
     Request,
     StopReason,
@@ -194,6 +195,14 @@ async def test_server_web_search_blocks_pass_back_unchanged(
     ]
     assert first.text.startswith("Let me search.ripgrep publishes")
     assert first.usage.web_search_requests == 1
+    # The search result and the passage cited from it: one page, with the quote.
+    assert first.citations == (
+        Citation(
+            "https://github.com/BurntSushi/ripgrep/releases",
+            "Releases",
+            "ripgrep-14.1.1-x86_64-unknown-linux-musl.tar.gz",
+        ),
+    )
     assert pricing.cost(first.model, first.usage, on=dt.date(2026, 11, 22)) == (
         Decimal(6039) * 2 / 1_000_000 + Decimal(931) * 10 / 1_000_000 + Decimal("0.01")
     )

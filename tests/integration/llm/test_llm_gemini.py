@@ -30,6 +30,7 @@ from tsukud.llm.provider import (
     UnsupportedRequest,
 )
 from tsukud.llm.types import (
+    Citation,
     ProviderBlock,
     Request,
     StopReason,
@@ -199,6 +200,48 @@ async def test_grounding_only_request_and_usage(
     assert (response.usage.grounded_prompts, response.usage.web_search_requests) == (1, 2)
     cost = pricing.cost(response.model, response.usage, on=dt.date(2026, 11, 22))
     assert cost is not None and cost > Decimal("0.035")
+
+
+async def test_grounding_chunks_become_citations(
+    gemini: GeminiProvider, gemini_fake: FakeGemini
+) -> None:
+    redirect = "https://vertexaisearch.cloud.google.com/grounding-api-redirect/AUZ"
+    grounding = {
+        "webSearchQueries": ["ripgrep releases"],
+        "searchEntryPoint": {"renderedContent": "<div>chips</div>"},
+        "groundingChunks": [
+            {"web": {"uri": redirect + "1", "title": "github.com"}},
+            {"web": {"uri": redirect + "2", "title": "crates.io"}},
+            {"retrievedContext": {"uri": "gs://bucket/doc", "title": "not the web"}},
+        ],
+        "groundingSupports": [
+            {
+                "segment": {
+                    "startIndex": 0,
+                    "endIndex": 48,
+                    "text": "ripgrep is at github.com/BurntSushi/ripgrep.",
+                },
+                "groundingChunkIndices": [0, 1],
+                "confidenceScores": [0.9, 0.4],
+            },
+            {
+                "segment": {"startIndex": 49, "endIndex": 80, "text": "Its crate is ripgrep."},
+                "groundingChunkIndices": [1],
+            },
+        ],
+    }
+    gemini_fake.reply([G.text("ripgrep is at github.com/BurntSushi/ripgrep.")], grounding=grounding)
+    response = await gemini.complete(Request(messages=(ASK,), server_tools=(WebSearch(),)))
+    assert response.citations == (
+        Citation(redirect + "1", "github.com", "ripgrep is at github.com/BurntSushi/ripgrep."),
+        Citation(
+            redirect + "2",
+            "crates.io",
+            "ripgrep is at github.com/BurntSushi/ripgrep.\nIts crate is ripgrep.",
+        ),
+    )
+    gemini_fake.reply([G.text("no search")])
+    assert (await gemini.complete(Request(messages=(ASK,)))).citations == ()
 
 
 async def test_search_with_functions(gemini_fake: FakeGemini) -> None:
