@@ -237,9 +237,9 @@ class LLM:
             p = self.price(n)
             assert p is not None
             per_turn = (input_tokens * p.input + max_tokens * p.output) / Decimal(1_000_000)
-            fees = Decimal(searches) * (p.per_search or Decimal(0)) + Decimal(
-                grounded_prompts
-            ) * (p.per_grounded_prompt or Decimal(0))
+            search_fee = p.per_search or Decimal(0)  # unknown fees were refused above
+            grounding_fee = p.per_grounded_prompt or Decimal(0)
+            fees = searches * search_fee + grounded_prompts * grounding_fee
             costs.append(per_turn * max_turns + fees)
         worst = sum(costs, Decimal(0)) if restart_on_failover else max(costs)
         return worst + external_search_usd
