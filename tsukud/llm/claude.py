@@ -21,6 +21,7 @@ import anthropic
 import httpx2
 import msgspec
 
+from tsukud.llm.adapter import HttpAdapter
 from tsukud.llm.provider import (
     ANTHROPIC_BASE_URL,
     DEFAULT_CLAUDE_MODEL,
@@ -31,7 +32,6 @@ from tsukud.llm.provider import (
     ProviderTimeout,
     error_for_status,
     parse_retry_after,
-    redact,
     within,
 )
 from tsukud.llm.types import (
@@ -67,7 +67,7 @@ _BASIC_KEYS = {"text": {"type", "text"}, "tool_use": {"type", "id", "name", "inp
 _BAD_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 
 
-class ClaudeProvider:
+class ClaudeProvider(HttpAdapter):
     """``pause_turn`` is continued here (at most ``max_continuations`` extra requests),
     so callers only see it when the bound is reached."""
 
@@ -84,41 +84,24 @@ class ClaudeProvider:
         name: str = "claude",
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
-        self._name = name
-        self._model = model
-        self._base_url = base_url
-        self._timeout = timeout
+        super().__init__(
+            name=name,
+            model=model,
+            url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            http_client=http_client,
+        )
         self._max_continuations = max_continuations
         self._web_search_type = web_search_tool_type
-        self._secrets = (api_key,)
-        http_timeout = httpx2.Timeout(timeout, connect=connect_timeout)
-        self._owns_http = http_client is None
-        self._http = http_client or httpx2.AsyncClient(timeout=http_timeout)
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key,
             base_url=base_url,
             http_client=self._http,
             max_retries=0,  # retries and failover belong to the caller's breaker
-            timeout=http_timeout,
+            timeout=self._http_timeout,
         )
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    def __repr__(self) -> str:
-        return (
-            f"ClaudeProvider(name={self._name!r}, model={self._model!r}, "
-            f"base_url={self._base_url!r})"
-        )
-
-    async def aclose(self) -> None:
-        if self._owns_http:
-            await self._http.aclose()
 
     async def complete(self, request: Request) -> Response:
         started = time.monotonic()
@@ -187,9 +170,6 @@ class ClaudeProvider:
                 request_id=request_id,
             )
         return body, request_id
-
-    def _clean(self, exc: BaseException) -> str:
-        return redact(f"{type(exc).__name__}: {exc}", self._secrets)
 
     def _status_error(self, exc: anthropic.APIStatusError) -> ProviderError:
         body = exc.body if isinstance(exc.body, dict) else {}

@@ -26,6 +26,7 @@ from google.genai import errors as genai_errors
 from google.genai import types as gt
 from google.genai.client import DebugConfig
 
+from tsukud.llm.adapter import HttpAdapter
 from tsukud.llm.provider import (
     DEFAULT_GEMINI_MODEL,
     GEMINI_BASE_URL,
@@ -37,7 +38,6 @@ from tsukud.llm.provider import (
     UnsupportedRequest,
     error_for_status,
     parse_retry_after,
-    redact,
     synthetic_call_id,
     within,
 )
@@ -69,7 +69,7 @@ _MODES = {"auto": "AUTO", "any": "ANY", "tool": "ANY", "none": "NONE"}
 _DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?)s\s*$")
 
 
-class GeminiProvider:
+class GeminiProvider(HttpAdapter):
     def __init__(
         self,
         api_key: str,
@@ -82,14 +82,14 @@ class GeminiProvider:
         name: str = "gemini",
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
-        self._name = name
-        self._model = model
-        self._base_url = base_url
-        self._timeout = timeout
-        self._secrets = (api_key,)
-        self._owns_http = http_client is None
-        self._http = http_client or httpx2.AsyncClient(
-            timeout=httpx2.Timeout(timeout, connect=connect_timeout)
+        super().__init__(
+            name=name,
+            model=model,
+            url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            http_client=http_client,
         )
         self._client = genai.Client(
             api_key=api_key,
@@ -105,24 +105,6 @@ class GeminiProvider:
                 httpx_async_client=self._http,
             ),
         )
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    def __repr__(self) -> str:
-        return (
-            f"GeminiProvider(name={self._name!r}, model={self._model!r}, "
-            f"base_url={self._base_url!r})"
-        )
-
-    async def aclose(self) -> None:
-        if self._owns_http:
-            await self._http.aclose()
 
     async def complete(self, request: Request) -> Response:
         started = time.monotonic()
@@ -166,9 +148,6 @@ class GeminiProvider:
             duration_ms=round((time.monotonic() - started) * 1000),
             citations=citations(body),
         )
-
-    def _clean(self, exc: BaseException) -> str:
-        return redact(f"{type(exc).__name__}: {exc}", self._secrets)
 
     def _status_error(self, exc: genai_errors.APIError) -> ProviderError:
         details = exc.details if isinstance(exc.details, dict) else {}

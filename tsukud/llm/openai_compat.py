@@ -14,6 +14,7 @@ from typing import Any
 import httpx2
 import msgspec
 
+from tsukud.llm.adapter import HttpAdapter
 from tsukud.llm.provider import (
     MalformedToolArguments,
     ProviderConnectionError,
@@ -22,7 +23,6 @@ from tsukud.llm.provider import (
     UnsupportedRequest,
     error_for_status,
     parse_retry_after,
-    redact,
     synthetic_call_id,
     within,
 )
@@ -54,7 +54,7 @@ _STOP = {
 }
 
 
-class OpenAICompatProvider:
+class OpenAICompatProvider(HttpAdapter):
     def __init__(
         self,
         base_url: str,
@@ -66,33 +66,16 @@ class OpenAICompatProvider:
         name: str = "local",
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
-        self._name = name
-        self._model = model
-        self._url = base_url.rstrip("/") + "/v1/chat/completions"
-        self._timeout = timeout
-        self._secrets = (api_key,)
+        super().__init__(
+            name=name,
+            model=model,
+            url=base_url.rstrip("/") + "/v1/chat/completions",
+            api_key=api_key,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            http_client=http_client,
+        )
         self._headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
-        self._owns_http = http_client is None
-        self._http = http_client or httpx2.AsyncClient(
-            timeout=httpx2.Timeout(timeout, connect=connect_timeout)
-        )
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    def __repr__(self) -> str:
-        return (
-            f"OpenAICompatProvider(name={self._name!r}, model={self._model!r}, url={self._url!r})"
-        )
-
-    async def aclose(self) -> None:
-        if self._owns_http:
-            await self._http.aclose()
 
     async def complete(self, request: Request) -> Response:
         if request.server_tools:
@@ -112,9 +95,9 @@ class OpenAICompatProvider:
         except httpx2.TimeoutException:
             raise ProviderTimeout(f"{self._name}: request timed out", provider=self._name) from None
         except httpx2.TransportError as exc:
-            message = redact(f"{type(exc).__name__}: {exc}", self._secrets)
             raise ProviderConnectionError(
-                f"{self._name}: connection to {self._url} failed: {message}", provider=self._name
+                f"{self._name}: connection to {self._url} failed: {self._clean(exc)}",
+                provider=self._name,
             ) from None
         request_id = http.headers.get("x-request-id")
         try:
