@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.socket:
         os.environ["TSUKU_SOCKET"] = args.socket
     if not args.foreground:
-        from tsukuctl.client import start_daemon
+        from tsukud.launch import start_daemon
 
         try:
             pid = start_daemon()
@@ -180,8 +180,11 @@ def _run_foreground(args: argparse.Namespace) -> int:
             daemon.open()
 
             async def amain() -> None:
+                from tsukud.rpc.registry import load_methods
+                from tsukud.rpc.server import RpcServer
+
                 listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(s)) for s in socks]
-                await daemon.run(listeners)
+                await daemon.run(RpcServer(load_methods(), daemon), listeners)
 
             trio.run(amain)
         finally:

@@ -1,8 +1,9 @@
 """The daemon's state and lifecycle, independent of how it was started.
 
-``Daemon`` owns the ledger, the projections and the policy objects. ``run`` is the
-whole life of one daemon: writer task, RPC serving, start-up repairs, and an orderly
-stop (in-flight requests cancelled, ``daemon.stopped`` durable, writer flushed).
+``Daemon`` owns the ledger, the projections, the policy objects and the feature
+services (built in ``tsukud.services``). ``run`` is the whole life of one daemon: writer
+task, RPC serving, start-up repairs, and an orderly stop (in-flight requests cancelled,
+``daemon.stopped`` durable, writer flushed).
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ import os
 import signal
 import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -28,8 +29,10 @@ from tsukud.policy.budget import Budget, BudgetLimits
 from tsukud.policy.locks import ContainerLock
 from tsukud.policy.ratelimit import GenerationLimit
 from tsukud.secrets import REDACTOR
+from tsukud.services import Services
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from tsukud.rpc.server import RpcServer
 
 
 @dataclass
@@ -48,21 +51,9 @@ class Daemon:
         self.started_wall = time.time()
         self.started_mono = time.monotonic()
         self._stop = trio.Event()
-        self._services: dict[Callable[[Daemon], Any], Any] = {}
+        self.nursery: trio.Nursery | None = None  # services' background tasks, once serving
+        self.server: RpcServer | None = None
         self._make_policy()
-
-    def service(self, factory: Callable[[Daemon], T]) -> T:
-        """One lazily built instance per feature service (installer, GitHub client, ...).
-
-        Features keep their long-lived state (caches, per-tool locks, HTTP clients) in a
-        service object instead of growing this class; construction is deferred to first
-        use so start-up stays fast.
-        """
-        try:
-            return cast(T, self._services[factory])
-        except KeyError:
-            obj = self._services[factory] = factory(self)
-            return obj
 
     def _make_policy(self) -> None:
         cfg = self.current
@@ -86,6 +77,21 @@ class Daemon:
         self.container_lock = ContainerLock(
             self.store, self.clock, int(self.config["sandbox.max_concurrent"])
         )
+        # Features keep their long-lived state (caches, per-tool locks, HTTP clients) in
+        # service objects built on first use, from explicit parts rather than this class.
+        self.services = Services(
+            home=self.home,
+            env=self.env,
+            config=self.current,
+            clock=self.clock,
+            store=self.store,
+            installed=lambda: self.state.installed.tools,
+            budget=self.budget,
+            generations=self.generations,
+            breakers=self.breakers,
+            container_lock=self.container_lock,
+            nursery=lambda: self.nursery,
+        )
 
     def current(self) -> configmod.Config:
         return self.config
@@ -102,7 +108,7 @@ class Daemon:
         """Open the ledger and rebuild state. Blocking; runs before the event loop."""
         self.store.open()
         self.state = self.store.read_sync(lambda conn: rebuild(conn, self.clock.now()))
-        self._make_policy()  # policy objects fold into the rebuilt projections
+        self._make_policy()  # policy objects (and services) fold into the new projections
         from tsukud.install.layout import reconcile
 
         # Before anything reads bin/: drop staging left by a killed install, re-link
@@ -140,14 +146,12 @@ class Daemon:
 
     async def run(
         self,
+        server: RpcServer,
         listeners: list[trio.SocketListener],
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        from tsukud.rpc.registry import load_methods
-        from tsukud.rpc.server import RpcServer
-
-        server = RpcServer(load_methods(), self)
+        """Serve ``server`` (whose handlers get this daemon) on ``listeners`` until stopped."""
         self.server = server
         async with trio.open_nursery() as outer:
             await outer.start(self.store.run)
@@ -159,9 +163,7 @@ class Daemon:
                 if (self.home / "share" / "hooks").is_dir():
                     # Shell hooks are installed: bring the command index up to date with
                     # the ledger, and keep it current from now on.
-                    from tsukud.hooks.service import refresh_index
-
-                    refresh_index(self)
+                    self.services.hook_index.request_rebuild()
                 async with trio.open_nursery() as serving:
                     serving.start_soon(server.serve, listeners)
                     await self.store.append(
@@ -220,5 +222,5 @@ class Daemon:
             "breakers": self.breakers.snapshot(),
             "events": {"count": self.store.last_id, "durable": self.store.durable_id},
             "sandbox": {"slots": self.container_lock.slots, "busy": self.container_lock.busy},
-            "connections": self.server.connections if hasattr(self, "server") else 0,
+            "connections": self.server.connections if self.server is not None else 0,
         }

@@ -417,6 +417,17 @@ def replay(
     return found
 
 
+def check_on_paper(recipe: Recipe) -> list[Finding]:
+    """The checks that need no release list: schema, limits, verify command, binary
+    paths. What ``create.save`` re-runs on a recipe the client sends back."""
+    return [
+        *check_schema(recipe),
+        *check_limits(recipe),
+        *check_verify(recipe),
+        *check_binaries(recipe),
+    ]
+
+
 def check_recipe(
     recipe: Recipe,
     releases: Sequence[Release],
@@ -426,10 +437,7 @@ def check_recipe(
 ) -> list[Finding]:
     """Every static check; an empty list (or only warnings) means the recipe may go
     on to container validation. Replay runs only on a recipe that is valid on paper."""
-    found = check_schema(recipe)
-    found += check_limits(recipe)
-    found += check_verify(recipe)
-    found += check_binaries(recipe)
+    found = check_on_paper(recipe)
     found += check_literal_versions(recipe, [r.version for r in usable_releases(releases)])
     if any(f.severity == "error" for f in found):
         return found

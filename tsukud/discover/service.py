@@ -1,6 +1,6 @@
 """Discovery inside the daemon: the chain's parts, built from the live configuration.
 
-``d.service(Discovery.from_daemon).discover(...)`` runs one discovery with:
+``DiscoveryService.discover(...)`` runs one discovery with:
 
 * its own :class:`~tsukud.net.http.Http` (same policy, pooling and caps as the shared
   one) whose allowed private hosts are the configured endpoints, ecosystem and search
@@ -17,22 +17,26 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tsukud.discover.chain import Deps, Request, discover
 from tsukud.discover.model import Discovery
 
 if TYPE_CHECKING:
-    from tsukud.daemon import Daemon
+    from tsukud.config import Config
     from tsukud.discover.ecosystem import ProbeReport
     from tsukud.discover.model import RepoMeta
     from tsukud.discover.registry_lookup import DiscoveryRegistry
     from tsukud.discover.search import Searcher
     from tsukud.discover.web import Web
+    from tsukud.events.store import EventStore
+    from tsukud.github.client import GitHub
     from tsukud.install.registry import Registry
     from tsukud.llm.service import LLM
+    from tsukud.policy.confirm import Confirmations
 
 ECOSYSTEM_KEYS = {
     "crates.io": "discover.crates_url",
@@ -51,25 +55,41 @@ Progress = Any
 
 
 class DiscoveryService:
-    def __init__(self, d: Daemon) -> None:
-        self.d = d
+    def __init__(
+        self,
+        *,
+        home: Path,
+        config: Callable[[], Config],
+        store: EventStore,
+        installed: Callable[[], Mapping[str, Any]],
+        recipes: Callable[[], Registry],
+        github: Callable[[], GitHub],
+        llm: Callable[[], LLM],
+        confirmations: Confirmations,
+    ) -> None:
+        # Getters, not objects: the GitHub client and the LLM service are built on first
+        # use (a registry hit needs neither), and the configuration is read live.
+        self.home = home
+        self._config = config
+        self.store = store
+        self._installed = installed
+        self.recipes = recipes
+        self._github = github
+        self._llm = llm
+        self.confirmations = confirmations
         self._web: Web | None = None
-
-    @classmethod
-    def from_daemon(cls, d: Daemon) -> DiscoveryService:
-        return cls(d)
 
     # ---- parts ---------------------------------------------------------------------------
 
     def _cfg(self, key: str) -> Any:
-        return self.d.config[key]
+        return self._config()[key]
 
     def allowed_hosts(self) -> list[str]:
         from tsukud.net.http import endpoint_hosts, host_of
 
         keys = [*ECOSYSTEM_KEYS.values(), *SEARCH_KEYS.values()]
         return [
-            *endpoint_hosts(self.d),
+            *endpoint_hosts(self._config()),
             *(host_of(str(self._cfg(k))) for k in keys if self._cfg(k)),
         ]
 
@@ -91,26 +111,14 @@ class DiscoveryService:
         resp = await self.web().get(url)
         return resp.status, resp.body
 
-    def recipes(self) -> Registry:
-        from tsukud.install.registry import Registry
-        from tsukud.net.http import shared
-
-        d = self.d
-        return Registry(
-            d.home,
-            d.service(shared),
-            base_url=lambda: str(d.config["registry.url"] or ""),
-            manifest_url=lambda: str(d.config["registry.manifest_url"] or ""),
-        )
-
     def discovery_registry(self) -> DiscoveryRegistry:
         from tsukud.discover.registry_lookup import DiscoveryRegistry
         from tsukud.install.registry import DEFAULT_REGISTRY_URL
 
         return DiscoveryRegistry(
-            self.d.home / "registry" / "discovery",
+            self.home / "registry" / "discovery",
             self._get,
-            lambda: str(self.d.config["registry.url"] or DEFAULT_REGISTRY_URL),
+            lambda: str(self._cfg("registry.url") or DEFAULT_REGISTRY_URL),
         )
 
     async def _recipe(self, name: str) -> str | None:
@@ -128,11 +136,11 @@ class DiscoveryService:
     def known_names(self) -> Iterable[str]:
         """Names a typosquat is measured against: the registry's, local recipes, installed
         tools and cached discovery entries (no network)."""
-        names: set[str] = set(self.d.state.installed.tools)
+        names: set[str] = set(self._installed())
         cached = self.recipes().cached_manifest()
         if cached is not None:
             names |= cached[0].names()
-        local = self.d.home / "recipes"
+        local = self.home / "recipes"
         if local.is_dir():
             names |= {p.stem for p in local.glob("*.toml")}
         names |= set(self.discovery_registry().cached_names())
@@ -148,14 +156,8 @@ class DiscoveryService:
 
     async def _github_meta(self, repo: str) -> RepoMeta:
         from tsukud.discover.verify import fetch_meta
-        from tsukud.github.client import from_daemon as github_from_daemon
 
-        return await fetch_meta(self.d.service(github_from_daemon), repo)
-
-    def _llm(self) -> LLM:
-        from tsukud.llm.service import LLM
-
-        return self.d.service(LLM.from_daemon)
+        return await fetch_meta(self._github(), repo)
 
     def _providers(self, requested: str | None) -> Sequence[tuple[str, str]]:
         llm = self._llm()
@@ -164,7 +166,7 @@ class DiscoveryService:
     def searcher(self, explicit: str | None) -> Searcher:
         from tsukud.discover.search import Brave, DuckDuckGo, Tavily, choose_provider
 
-        c = self.d.config
+        c = self._config()
         tavily, brave = str(c["secrets.tavily_api_key"]), str(c["secrets.brave_api_key"])
         name = choose_provider(
             explicit or str(c["discover.search_provider"] or "") or None,
@@ -201,15 +203,12 @@ class DiscoveryService:
         llm: bool = True,
         session: str | None = None,
     ) -> Discovery:
-        from tsukud.policy.confirm import Confirmations
-
-        d = self.d
+        c = self._config()
         session = session or "discover-" + secrets.token_hex(6)
-        store = d.store
+        store = self.store
         if search_provider:  # refuse a bad --search-provider before anything is spent
             from tsukud.discover.search import choose_provider
 
-            c = d.config
             choose_provider(
                 search_provider,
                 tavily_key=bool(c["secrets.tavily_api_key"]),
@@ -223,7 +222,7 @@ class DiscoveryService:
                 await store.wait_durable(ev.id)
 
         async def ask(question: Any) -> None:
-            await d.service(Confirmations.from_daemon).ask(
+            await self.confirmations.ask(
                 progress, can_ask=can_ask, session=session, question=question
             )
 
@@ -240,8 +239,8 @@ class DiscoveryService:
             ask=ask,
             emit=emit,
             progress=progress,
-            timeout_s=float(d.config["discover.timeout_s"]),
-            max_searches=int(d.config["discover.max_searches"]),
+            timeout_s=float(c["discover.timeout_s"]),
+            max_searches=int(c["discover.max_searches"]),
         )
         req = Request(
             tool=tool,

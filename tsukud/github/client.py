@@ -17,16 +17,13 @@ import base64
 import binascii
 import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 import msgspec
 
 from tsukud.errors import ExitCode, TsukuError
 from tsukud.net.http import Http, HttpRateLimited, HttpStatusError, Response
-
-if TYPE_CHECKING:
-    from tsukud.daemon import Daemon
 
 DEFAULT_API_URL = "https://api.github.com"
 API_HEADERS = {
@@ -337,16 +334,3 @@ class GitHub:
             content=content,
             sha=data.get("sha") if isinstance(data.get("sha"), str) else None,
         )
-
-
-def from_daemon(d: Daemon) -> GitHub:
-    """The daemon's GitHub client (use as ``d.service(from_daemon)``). The API URL and
-    whether a token is set are read from the live config, so ``config set`` applies at
-    once; the shared HTTP layer adds the token itself."""
-    from tsukud.net.http import shared
-
-    return GitHub(
-        d.service(shared),
-        lambda: str(d.config["github.api_url"]),
-        token_set=lambda: bool(str(d.config["secrets.github_token"] or "").strip()),
-    )

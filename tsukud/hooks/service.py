@@ -4,9 +4,9 @@ The hooks never talk to the daemon (a shell must not wait on it); instead the da
 rewrites the index whenever what it describes changes:
 
 - installs and removals: this service listens to the ledger for ``install.completed``
-  and ``install.removed`` once it exists;
+  and ``install.removed`` once it exists (its builder subscribes :meth:`HookIndex.on_event`);
 - registry refreshes, and daemon start-up (the ledger may have moved on while no daemon
-  ran): whoever does them calls :func:`refresh_index`;
+  ran): whoever does them calls :meth:`HookIndex.request_rebuild`;
 - ``tsukuctl hook install`` asks for a rebuild through ``hooks.reindex``.
 
 Rebuilds are coalesced (requests during a rebuild cause exactly one more) and run in a
@@ -28,7 +28,6 @@ from tsukud.hooks.index import SOURCES, build_index, parse_index, write_index
 from tsukud.hooks.sources import RecipeReader, installed_binaries
 
 if TYPE_CHECKING:
-    from tsukud.daemon import Daemon
     from tsukud.events.store import Event
 
 INDEX_EVENTS = frozenset({"install.completed", "install.removed"})
@@ -50,24 +49,14 @@ class HookIndex:
         self._scheduled = False
         self.last: dict[str, Any] | None = None
 
-    @classmethod
-    def from_daemon(cls, d: Daemon) -> HookIndex:
-        def spawn(fn: Callable[[], Awaitable[None]]) -> None:
-            nursery = getattr(d, "nursery", None)  # set once the daemon is serving
-            if nursery is None:
-                raise RuntimeError("the daemon is not running yet")
-            nursery.start_soon(fn)
-
-        svc = cls(d.home, lambda: d.state.installed.tools, spawn)
-        d.store.subscribe(svc._on_event)
-        return svc
-
-    def _on_event(self, ev: Event) -> None:
+    def on_event(self, ev: Event) -> None:
         if ev.type in INDEX_EVENTS:
             self.request_rebuild()
 
     def request_rebuild(self) -> None:
-        """Rebuild soon, in the background; returns at once (safe from sync code)."""
+        """Rebuild soon, in the background; returns at once (safe from sync code), never
+        raises for index problems. Called after a registry refresh and once the daemon
+        is serving; installs and removals are picked up from the ledger without a call."""
         self._dirty = True
         if self._scheduled or self._spawn is None:
             return
@@ -118,10 +107,3 @@ class HookIndex:
             "duration_ms": round((time.monotonic() - t0) * 1000, 1),
             "recipe_errors": dict(sorted(self._reader.errors.items())),
         }
-
-
-def refresh_index(d: Daemon) -> None:
-    """Ask for a background rebuild of the binary index (returns at once, never raises
-    for index problems). Call after a registry refresh and once the daemon is serving;
-    installs and removals are picked up from the ledger without a call."""
-    d.service(HookIndex.from_daemon).request_rebuild()

@@ -1,6 +1,6 @@
 """Installing, listing, verifying and removing tools: the daemon's install service.
 
-One :class:`Installer` per daemon (``d.service(Installer.from_daemon)``). An install:
+One :class:`Installer` per daemon (built by ``tsukud.services``). An install:
 
 1. loads the recipe (``$TSUKU_HOME/recipes``, then the registry) and checks it can
    install on this platform;
@@ -68,7 +68,6 @@ from tsukud.recipe import (
 )
 
 if TYPE_CHECKING:
-    from tsukud.daemon import Daemon
     from tsukud.events.store import EventStore
     from tsukud.net.http import Http
 
@@ -216,36 +215,6 @@ class Installer:
         self._locks: dict[str, trio.Lock] = {}
         self._recovery = trio.Lock()
         self._recovered = False
-
-    @classmethod
-    def from_daemon(cls, d: Daemon) -> Installer:
-        from tsukud.github.client import from_daemon as github_from_daemon
-        from tsukud.net.http import shared
-
-        http = d.service(shared)
-        registry = Registry(
-            d.home,
-            http,
-            base_url=lambda: str(d.config["registry.url"] or ""),
-            manifest_url=lambda: str(d.config["registry.manifest_url"] or ""),
-        )
-        installer = cls(
-            home=d.home,
-            registry=registry,
-            resolver=VersionResolver(d.service(github_from_daemon)),
-            http=http,
-            store=d.store,
-            installed=lambda: d.state.installed.tools,
-            github_url=lambda: str(d.config["github.url"]),
-            env=verify_env(d.env),
-            max_download_bytes=int(d.config["install.max_download_mb"]) * 1024 * 1024,
-        )
-        # Built on first use, before any install of this daemon has started: whatever a
-        # crashed daemon left half-done can be repaired now.
-        report = layout.reconcile(d.home, d.state.installed.tools)
-        if report:
-            log.get().info("install.recovered", removed=report.removed, restored=report.restored)
-        return installer
 
     def lock(self, name: str) -> trio.Lock:
         return self._locks.setdefault(name, trio.Lock())

@@ -36,8 +36,12 @@ from tsukud.policy.breaker import CircuitOpen
 from tsukud.policy.confirm import Confirmations
 
 if TYPE_CHECKING:
-    from tsukud.daemon import Daemon
+    from tsukud.config import Config
+    from tsukud.events.store import EventStore
     from tsukud.llm.pricing import Price, PriceTable
+    from tsukud.policy.breaker import CircuitBreakers
+    from tsukud.policy.budget import Budget
+    from tsukud.policy.ratelimit import GenerationLimit
 
 PROVIDERS = ("claude", "gemini", "local")
 DEFAULT_ORDER = PROVIDERS
@@ -60,20 +64,29 @@ class ProviderInfo:
 
 
 class LLM:
-    def __init__(self, daemon: Daemon) -> None:
-        self._d = daemon
+    def __init__(
+        self,
+        *,
+        config: Callable[[], Config],
+        store: EventStore,
+        budget: Budget,
+        generations: GenerationLimit,
+        breakers: CircuitBreakers,
+        confirmations: Confirmations,
+    ) -> None:
+        self._config = config  # read at each use: `config set` applies at once
+        self.store = store
+        self.budget = budget
+        self.generations = generations
+        self.breakers = breakers
+        self.confirmations = confirmations
         self._providers: dict[tuple[str, str], Provider] = {}
         self._prices: tuple[tuple[str, int], PriceTable] | None = None
-        self.confirmations = daemon.service(Confirmations.from_daemon)
-
-    @classmethod
-    def from_daemon(cls, daemon: Daemon) -> LLM:
-        return cls(daemon)
 
     # ---- configuration -------------------------------------------------------------
 
     def info(self, name: str) -> ProviderInfo:
-        c = self._d.config
+        c = self._config()
         replay = bool(c["llm.replay_dir"])
         if name == "claude":
             key, model, url = (
@@ -123,7 +136,7 @@ class LLM:
 
     def order(self, requested: str | None = None) -> list[str]:
         """Provider order: the flag, else llm.provider (env TSUKU_LLM_PROVIDER, config)."""
-        raw = requested or self._d.config["llm.provider"] or ",".join(DEFAULT_ORDER)
+        raw = requested or self._config()["llm.provider"] or ",".join(DEFAULT_ORDER)
         names = [n.strip() for n in raw.split(",") if n.strip()]
         for n in names:
             self.info(n)  # validates the name
@@ -144,7 +157,7 @@ class LLM:
     def prices(self) -> PriceTable:
         from tsukud.llm.pricing import PriceTable, default_table
 
-        extra = self._d.config["llm.prices_file"]
+        extra = self._config()["llm.prices_file"]
         if not extra:
             return default_table()
         try:
@@ -169,7 +182,7 @@ class LLM:
         return self._providers[cache_key]
 
     def _build(self, info: ProviderInfo) -> Provider:
-        c = self._d.config
+        c = self._config()
         if c["llm.replay_dir"]:
             from tsukud.llm.replay import ReplayProvider
 
@@ -284,9 +297,8 @@ class LLM:
         generation_tool: str | None = None,
     ) -> AsyncIterator[Run]:
         names = self.usable(providers)
-        d = self._d
         if generation_tool is not None:
-            await d.generations.start(session=session, tool=generation_tool, purpose=purpose)
+            await self.generations.start(session=session, tool=generation_tool, purpose=purpose)
         estimate = self.estimate(
             names,
             max_turns=max_turns,
@@ -310,7 +322,7 @@ class LLM:
                     hint="Run it again with --yes to accept, or add the model to llm.prices_file.",
                     estimate_usd=None,
                 )
-            grant = await d.budget.reserve(
+            grant = await self.budget.reserve(
                 amount, session=session, purpose=purpose, confirmed=confirmed
             )
         except ConfirmationRequired as question:
@@ -321,7 +333,9 @@ class LLM:
                 session=session,
                 question=question,
             )
-            grant = await d.budget.reserve(amount, session=session, purpose=purpose, confirmed=True)
+            grant = await self.budget.reserve(
+                amount, session=session, purpose=purpose, confirmed=True
+            )
         r = Run(
             self,
             session=session,
@@ -334,7 +348,7 @@ class LLM:
             yield r
         finally:
             with trio.CancelScope(shield=True):
-                await d.budget.settle(grant.reservation, float(r.spent), session=session)
+                await self.budget.settle(grant.reservation, float(r.spent), session=session)
 
 
 async def _noop_progress(_body: dict[str, Any]) -> None:
@@ -360,17 +374,16 @@ class Run:
 
     async def complete(self, request: Request, *, only: str | None = None) -> Response:
         """One model call, failing over along the run's providers."""
-        d = self.llm._d
         errors: list[str] = []
         retry_ats: list[float] = []
         candidates = [only] if only else self.names
         for i, name in enumerate(candidates):
             nxt = candidates[i + 1] if i + 1 < len(candidates) else None
             try:
-                d.breakers.acquire(name, session=self.session)
+                self.llm.breakers.acquire(name, session=self.session)
             except CircuitOpen as e:
                 errors.append(f"{name}: {e.message}")
-                at = d.breakers.retry_at(name)
+                at = self.llm.breakers.retry_at(name)
                 if at is not None:
                     retry_ats.append(at)
                 await self._failover(name, nxt, "circuit_open")
@@ -387,21 +400,21 @@ class Run:
                 )
                 raise
             except ProviderError as e:
-                ev = d.breakers.failed(
+                ev = self.llm.breakers.failed(
                     name,
                     e.code,
                     counts=e.retryable,
                     session=self.session,
                     details={"model": provider.model, "status": e.status, "purpose": self.purpose},
                 )
-                await d.store.wait_durable(ev.id)
+                await self.llm.store.wait_durable(ev.id)
                 if not e.retryable:
                     raise
                 errors.append(f"{name}: {e.message}")
                 await self._failover(name, nxt, e.code)
                 continue
             except BaseException:
-                d.breakers.release(name)
+                self.llm.breakers.release(name)
                 raise
             await self._record(name, response.model, response.usage, response, started)
             return response
@@ -419,11 +432,10 @@ class Run:
     async def _failover(self, frm: str, to: str | None, reason: str) -> None:
         if to is None:
             return  # nowhere left to go: the caller gets the combined error
-        d = self.llm._d
         item = {"from": frm, "to": to, "reason": reason}
         self.failovers.append(item)
-        ev = d.store.append_nowait("provider.failover", item, self.session)
-        await d.store.wait_durable(ev.id)
+        ev = self.llm.store.append_nowait("provider.failover", item, self.session)
+        await self.llm.store.wait_durable(ev.id)
         log.get().info("llm.failover", **item)
 
     async def _record(
@@ -438,7 +450,6 @@ class Run:
     ) -> None:
         from tsukud.llm.types import Usage
 
-        d = self.llm._d
         u = usage if isinstance(usage, Usage) else Usage()
         price = None if name == "local" else self.llm.prices().price(model)
         cost = Decimal(0) if name == "local" else (price.cost(u) if price else None)
@@ -467,5 +478,5 @@ class Run:
         else:
             self.spent += cost
             payload["cost_usd"] = float(round(cost, 9))
-        ev = d.breakers.succeeded(name, payload, session=self.session)
-        await d.store.wait_durable(ev.id)  # durable before the caller's next call
+        ev = self.llm.breakers.succeeded(name, payload, session=self.session)
+        await self.llm.store.wait_durable(ev.id)  # durable before the caller's next call

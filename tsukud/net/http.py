@@ -45,7 +45,7 @@ from tsukud import log
 from tsukud.errors import ExitCode, TsukuError
 
 if TYPE_CHECKING:
-    from tsukud.daemon import Daemon
+    from tsukud.config import Config
 
 MB = 1024 * 1024
 API_MAX_BYTES = 10 * MB
@@ -288,7 +288,7 @@ def _transport_error(exc: httpx2.HTTPError, url: str) -> HttpError:
 
 
 class Http:
-    """One per daemon (see :func:`shared`): connection pooling, cache and rate-limit
+    """One per daemon (built by ``tsukud.services``): connection pooling, cache and rate-limit
     memory are shared by every feature."""
 
     def __init__(
@@ -628,24 +628,19 @@ def _replace(r: Response, **changes: Any) -> Response:
     )
 
 
-# ------------------------------------------------------------------------------ daemon
+# ------------------------------------------------------------------------ configuration
 
 
-def endpoint_hosts(d: Daemon) -> list[str]:
+def endpoint_hosts(config: Config) -> list[str]:
     """Hosts of the configured endpoints: the only ones allowed to be private."""
     keys = ("github.api_url", "github.url", "registry.url", "registry.manifest_url")
-    urls = [d.config[k] for k in keys]
+    urls = [config[k] for k in keys]
     return [host_of(u) for u in urls if u]
 
 
-def github_credentials(d: Daemon) -> dict[str, str]:
+def github_credentials(config: Config) -> dict[str, str]:
     """``Authorization`` for the GitHub API origin only (never for downloads or CDNs)."""
-    token = str(d.config["secrets.github_token"] or "").strip()
+    token = str(config["secrets.github_token"] or "").strip()
     if not token:
         return {}
-    return {origin(str(d.config["github.api_url"])): f"Bearer {token}"}
-
-
-def shared(d: Daemon) -> Http:
-    """The daemon's one :class:`Http` (use as ``d.service(shared)``)."""
-    return Http(allowed_hosts=lambda: endpoint_hosts(d), credentials=lambda: github_credentials(d))
+    return {origin(str(config["github.api_url"])): f"Bearer {token}"}

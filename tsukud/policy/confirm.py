@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
 from tsukud.errors import ConfirmationRequired, UserDeclined
 from tsukud.events.store import EventStore
-
-if TYPE_CHECKING:
-    from tsukud.daemon import Daemon
 
 ANSWER_TIMEOUT_S = 300.0
 
@@ -34,10 +31,6 @@ class Confirmations:
     def __init__(self, store: EventStore) -> None:
         self._store = store
         self._pending: dict[str, _Pending] = {}
-
-    @classmethod
-    def from_daemon(cls, daemon: Daemon) -> Confirmations:
-        return cls(daemon.store)
 
     async def ask(
         self,

@@ -12,6 +12,4 @@ from tsukud.rpc.server import Call
 @method("hooks.reindex", NoParams)
 async def hooks_reindex(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
     """Rewrite $TSUKU_HOME/share/binary-index.tsv from recipes and installed tools."""
-    from tsukud.hooks.service import HookIndex
-
-    return await d.service(HookIndex.from_daemon).rebuild()
+    return await d.services.hook_index.rebuild()

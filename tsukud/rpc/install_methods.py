@@ -1,12 +1,13 @@
 """RPC methods for installing tools (schema/rpc.md, "Install").
 
-The install service (``tsukud.install.installer``) pulls in httpx2, so it is imported
-inside the handlers: loading this module at daemon start-up costs nothing.
+The install service (``tsukud.install.installer``) pulls in httpx2, so it is built on
+first use: loading this module at daemon start-up costs nothing. A tool without a
+recipe is installed by the ``tsukud.flows.install_missing`` flow.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
@@ -14,15 +15,6 @@ from tsukud.daemon import Daemon
 from tsukud.errors import UsageError
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
-
-if TYPE_CHECKING:
-    from tsukud.install.installer import Installer
-
-
-def _installer(d: Daemon) -> Installer:
-    from tsukud.install.installer import Installer
-
-    return d.service(Installer.from_daemon)
 
 
 def split_spec(tool: str, version: str | None) -> tuple[str, str | None]:
@@ -53,23 +45,28 @@ async def install(d: Daemon, p: InstallParams, call: Call) -> dict[str, Any]:
 
     name, version = split_spec(p.tool, p.version)
     try:
-        return await _installer(d).install(name, version, force=p.force, progress=call.progress)
+        return await d.services.installer.install(
+            name, version, force=p.force, progress=call.progress
+        )
     except RecipeNotFound:
         if not (p.discover or p.source):
             raise
-    from tsukud.rpc.discover_methods import install_missing  # issue 6: discovery fallback
-
-    return await install_missing(
-        d,
-        call,
-        name=name,
-        version=version,
+    done = await d.services.install_missing.run(
+        name,
+        version,
+        progress=call.progress,
         force=p.force,
         yes=p.yes,
         can_ask=p.can_ask,
         search_provider=p.search_provider,
         source=p.source,
     )
+    discovery = (
+        msgspec.to_builtins(done.discovery)
+        if done.discovery is not None
+        else {"source": done.source, "stage": "from"}
+    )
+    return {**done.install, "discovery": discovery, "created": msgspec.to_builtins(done.created)}
 
 
 @method("tools.list", NoParams)
@@ -87,26 +84,24 @@ class ToolParams(msgspec.Struct, forbid_unknown_fields=True):
 @method("tools.remove", ToolParams)
 async def tools_remove(d: Daemon, p: ToolParams, call: Call) -> dict[str, Any]:
     """Remove an installed tool: its bin links, its directory; ``install.removed``."""
-    return await _installer(d).remove(p.tool)
+    return await d.services.installer.remove(p.tool)
 
 
 @method("tools.verify", ToolParams)
 async def tools_verify(d: Daemon, p: ToolParams, call: Call) -> dict[str, Any]:
     """Re-run the verify command and re-hash the binaries against the recorded sha256."""
-    return await _installer(d).verify(p.tool)
+    return await d.services.installer.verify(p.tool)
 
 
 @method("tools.info", ToolParams)
 async def tools_info(d: Daemon, p: ToolParams, call: Call) -> dict[str, Any]:
     """Recipe metadata, platform support and the installed record of one tool."""
-    return await _installer(d).info(p.tool)
+    return await d.services.installer.info(p.tool)
 
 
 @method("registry.update", NoParams)
 async def registry_update(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
     """Refetch the registry manifest and every cached recipe."""
-    from tsukud.hooks.service import refresh_index
-
-    result = await _installer(d).registry.update()
-    refresh_index(d)  # the shell hook's command index lists registry recipes
+    result = await d.services.installer.registry.update()
+    d.services.hook_index.request_rebuild()  # the shell hook's index lists registry recipes
     return result

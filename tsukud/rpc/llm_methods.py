@@ -12,18 +12,12 @@ from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
 
 
-def _llm(d: Daemon) -> Any:
-    from tsukud.llm.service import LLM
-
-    return d.service(LLM.from_daemon)
-
-
 @method("llm.status", NoParams)
 async def llm_status(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
     """Providers in order: model, credentials set or not, breaker, price, deprecation."""
     from tsukud.llm.service import PROVIDERS
 
-    llm = _llm(d)
+    llm = d.services.llm
     order = llm.order()
     breakers = {b["provider"]: b for b in d.breakers.snapshot()}
     providers = []
@@ -85,7 +79,7 @@ async def llm_test(d: Daemon, p: TestParams, call: Call) -> dict[str, Any]:
     """One tiny real call to check a key; its cost is recorded like any other."""
     from tsukud.llm.types import Request, UserMessage
 
-    llm = _llm(d)
+    llm = d.services.llm
     # With --provider only that provider is tried; without, the configured order with
     # failover, exactly as a recipe generation would use it.
     names = [p.provider] if p.provider else llm.usable()

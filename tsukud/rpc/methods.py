@@ -215,9 +215,7 @@ class AnswerParams(msgspec.Struct, forbid_unknown_fields=True):
 @method("confirm.answer", AnswerParams, inline=True)
 async def confirm_answer(d: Daemon, p: AnswerParams, call: Call) -> dict[str, Any]:
     """The user's answer to a ``confirm`` progress frame (sent on the same connection)."""
-    from tsukud.policy.confirm import Confirmations
-
-    if not d.service(Confirmations.from_daemon).answer(p.token, p.yes):
+    if not d.services.confirmations.answer(p.token, p.yes):
         raise NotFound(f"no pending question {p.token!r}")
     return {"answered": True}
 

@@ -9,13 +9,12 @@ import msgspec
 from tsukud.daemon import Daemon
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
-from tsukud.sandbox.service import Sandbox
 
 
 @method("sandbox.status", NoParams)
 async def sandbox_status(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
     """Which runtime answers, its version, and whether the validation image is there."""
-    return await d.service(Sandbox.from_daemon).status()
+    return await d.services.sandbox.status()
 
 
 class PrepareParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -28,7 +27,7 @@ async def sandbox_prepare(d: Daemon, p: PrepareParams, call: Call) -> dict[str, 
     from tsukud.errors import SandboxError
     from tsukud.sandbox.image import prepare_busybox_image
 
-    sb = d.service(Sandbox.from_daemon)
+    sb = d.services.sandbox
     rt = await sb.runtime()
     await call.progress({"stage": "importing", "image": sb.image})
     try:
@@ -44,7 +43,7 @@ async def sandbox_check(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
     """Run a probe in the validation container with the full isolation settings."""
     from tsukud.sandbox.runtime import RunSpec
 
-    sb = d.service(Sandbox.from_daemon)
+    sb = d.services.sandbox
     rt = await sb.runtime()
     probe = "id -u; ls /sys/class/net; touch /bin/x 2>/dev/null && echo rootfs-writable; echo ok"
     async with d.container_lock.hold(session=None):

@@ -34,6 +34,9 @@ from tsukud.rpc import protocol
 from tsukud.rpc.peercred import peer_uid
 from tsukud.secrets import REDACTOR, Redactor
 
+# Who is on the other end of a stream: a uid, or None when the transport cannot tell.
+PeerCheck = Callable[[trio.abc.Stream], "int | None"]
+
 # A frame that has started must finish within this time; idle between frames is fine.
 FRAME_TIMEOUT_S = 30.0
 MAX_CONNECTIONS = 512
@@ -69,7 +72,7 @@ class ConnectionClosed(Exception):
 
 
 class Connection:
-    def __init__(self, stream: trio.SocketStream, redactor: Redactor) -> None:
+    def __init__(self, stream: trio.abc.Stream, redactor: Redactor) -> None:
         self.stream = stream
         self._buf = bytearray()
         self._send_lock = trio.Lock()
@@ -114,19 +117,23 @@ class RpcServer:
         *,
         uid: int | None = None,
         redactor: Redactor = REDACTOR,
+        peer: PeerCheck | None = None,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.methods = dict(methods)
         self.context = context
         self.uid = os.getuid() if uid is None else uid
         self.redactor = redactor
+        self.peer = socket_peer_uid if peer is None else peer
         self.stopping = False
-        self._limiter = trio.CapacityLimiter(MAX_CONNECTIONS)
+        self._limiter = trio.CapacityLimiter(max_connections)
         self.connections = 0
 
     async def serve(self, listeners: list[trio.SocketListener]) -> None:
         await trio.serve_listeners(self.handle, listeners)
 
-    async def handle(self, stream: trio.SocketStream) -> None:
+    async def handle(self, stream: trio.abc.Stream) -> None:
+        """Serve one client until it goes away (any ``trio.abc.Stream``)."""
         conn = Connection(stream, self.redactor)
         try:
             if self._limiter.available_tokens == 0:
@@ -135,7 +142,7 @@ class RpcServer:
             async with self._limiter:
                 self.connections += 1
                 try:
-                    uid = peer_uid(stream.socket)  # type: ignore[arg-type]
+                    uid = self.peer(stream)
                     if uid is not None and uid != self.uid:
                         log.get().warning("rpc.refused", peer_uid=uid)
                         await conn.send(
@@ -234,6 +241,13 @@ class RpcServer:
                 log.get().info(
                     "rpc.call", method=method.name, outcome=outcome, duration_ms=round(elapsed, 1)
                 )
+
+
+def socket_peer_uid(stream: trio.abc.Stream) -> int | None:
+    """The peer's uid for a Unix socket stream; None for anything else."""
+    if isinstance(stream, trio.SocketStream):
+        return peer_uid(stream.socket)  # type: ignore[arg-type]
+    return None
 
 
 def _is_cancellation(exc: BaseException) -> bool:

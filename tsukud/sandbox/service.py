@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import trio
@@ -18,36 +20,40 @@ from tsukud import log
 from tsukud.errors import SandboxError
 
 if TYPE_CHECKING:
-    from tsukud.daemon import Daemon
+    from tsukud.events.store import EventStore
     from tsukud.sandbox.runtime import ContainerRuntime
+
+# Runs a task in the daemon's services nursery (``nursery.start``): the runtime
+# connection is held there, for the daemon's life.
+StartTask = Callable[[Callable[..., Awaitable[Any]]], Awaitable[Any]]
 
 
 OWNER_LABEL_KEY = "dev.tsuku.owner"
 
 
 class Sandbox:
-    def __init__(self, daemon: Daemon) -> None:
-        self._d = daemon
-        key = f"{os.getuid()}:{daemon.home.resolve()}".encode()
+    def __init__(
+        self, *, home: Path, image: Callable[[], str], store: EventStore, start: StartTask
+    ) -> None:
+        key = f"{os.getuid()}:{home.resolve()}".encode()
         self.owner = hashlib.sha256(key).hexdigest()[:16]
+        self._image = image
+        self._store = store
+        self._start = start
         self._rt: ContainerRuntime | None = None
         self._holder: trio.CancelScope | None = None
         self._lock = trio.Lock()
 
-    @classmethod
-    def from_daemon(cls, daemon: Daemon) -> Sandbox:
-        return cls(daemon)
-
     @property
     def image(self) -> str:
-        return str(self._d.config["sandbox.image"])
+        return self._image()
 
     async def runtime(self) -> ContainerRuntime:
         async with self._lock:
             if self._rt is not None:
                 return self._rt
             rt, scope = cast(
-                "tuple[ContainerRuntime, trio.CancelScope]", await self._d.nursery.start(self._hold)
+                "tuple[ContainerRuntime, trio.CancelScope]", await self._start(self._hold)
             )
             # Only this daemon's containers: one engine may serve several users and
             # several TSUKU_HOMEs, whose validations must not be killed as "orphans".
@@ -55,7 +61,7 @@ class Sandbox:
             removed = await rt.remove_orphans(f"{OWNER_LABEL_KEY}={self.owner}")
             if removed:
                 log.get().info("sandbox.orphans_removed", count=removed)
-                await self._d.store.append("sandbox.orphans_removed", {"count": removed})
+                await self._store.append("sandbox.orphans_removed", {"count": removed})
             self._rt, self._holder = rt, scope
             return rt
 

@@ -322,13 +322,7 @@ async def in_daemon(env: dict[str, str]) -> AsyncIterator[Any]:
             try:
                 yield d
             finally:
-                from tsukud.discover.service import DiscoveryService
-                from tsukud.llm.service import LLM
-
-                for factory in (DiscoveryService.from_daemon, LLM.from_daemon):
-                    svc = d._services.get(factory)
-                    if svc is not None:
-                        await svc.aclose()
+                await d.services.aclose()
                 d.store.close()
     finally:
         d.store.close_connection()
@@ -336,9 +330,7 @@ async def in_daemon(env: dict[str, str]) -> AsyncIterator[Any]:
 
 async def answering(d: Any, sink: Sink) -> Any:
     """A progress callback that answers ``confirm`` frames like a person at a terminal."""
-    from tsukud.policy.confirm import Confirmations
-
-    confirmations = d.service(Confirmations.from_daemon)
+    confirmations = d.services.confirmations
 
     async def progress(body: dict[str, Any]) -> None:
         sink.progress.append(body)

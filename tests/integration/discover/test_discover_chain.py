@@ -39,7 +39,6 @@ from tsukud.discover.errors import (
     DiscoveryTimeout,
     DiscoveryUnverified,
 )
-from tsukud.discover.service import DiscoveryService
 from tsukud.errors import ConfirmationRequired
 
 
@@ -47,7 +46,7 @@ async def run(d: Any, tool: str = "stripe-cli", progress: Any = None, **kw: Any)
     async def quiet(_body: dict[str, Any]) -> None:
         return None
 
-    svc = d.service(DiscoveryService.from_daemon)
+    svc = d.services.discovery
     return await svc.discover(tool, progress=progress or quiet, **kw)
 
 

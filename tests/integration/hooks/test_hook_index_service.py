@@ -13,7 +13,7 @@ from tests.integration.hooks.conftest import RIPGREP, STERN
 from tsukud import config as configmod
 from tsukud.daemon import Daemon
 from tsukud.hooks.index import index_path, lookup
-from tsukud.hooks.service import HookIndex, refresh_index
+from tsukud.hooks.service import HookIndex
 
 
 async def wait_for(check: Callable[[], bool]) -> None:
@@ -42,7 +42,8 @@ async def test_install_events_rebuild_the_index(tmp_path: Path) -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(d.store.run)
             d.nursery = nursery
-            refresh_index(d)  # what start-up and a registry refresh call
+            svc = d.services.hook_index
+            svc.request_rebuild()  # what start-up and a registry refresh call
             await wait_for(lambda: lookup(index_text(tmp_path), "stern") is not None)
             assert lookup(index_text(tmp_path), "stern") == ("stern", "registry")
 
@@ -56,9 +57,8 @@ async def test_install_events_rebuild_the_index(tmp_path: Path) -> None:
             await wait_for(lambda: lookup(index_text(tmp_path), "stern") == ("stern", "registry"))
 
             # A burst of requests is coalesced, not queued one rebuild each.
-            svc = d.service(HookIndex.from_daemon)
             for _ in range(50):
-                refresh_index(d)
+                svc.request_rebuild()
             await wait_for(lambda: not svc._scheduled)
             d.store.close()
     finally:

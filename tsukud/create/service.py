@@ -1,0 +1,203 @@
+"""Writing recipes inside the daemon: the create pipeline with the daemon's real parts.
+
+:meth:`Creator.create` runs ``tsukud.create.pipeline`` with the GitHub client and HTTP
+layer, the LLM service (admission, budget, confirmation, breakers, priced ``llm.turn``
+events), the container validator and the ledger. It writes the recipe only when asked;
+otherwise the client shows the preview and calls :meth:`Creator.save` if the user
+accepts. The "already exists" check runs before anything that costs money, and a saved
+recipe is checked again, so what lands in ``recipes/`` is always something the
+installer accepts.
+
+The pipeline (and through it httpx2) is imported on first use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from tsukud.create.errors import CreateError, RecipeExists
+from tsukud.errors import UsageError
+
+if TYPE_CHECKING:
+    from tsukud.clock import Clock
+    from tsukud.config import Config
+    from tsukud.create.pipeline import CreateResult
+    from tsukud.events.store import EventStore
+    from tsukud.github.client import GitHub
+    from tsukud.llm.service import LLM
+    from tsukud.net.http import Http
+    from tsukud.sandbox.validate import Validator
+
+Progress = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class SavedRecipe(msgspec.Struct, frozen=True, kw_only=True):
+    tool: str
+    path: str
+    sha256: str
+
+
+def recipe_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def checked_recipe_text(tool: str, text: str) -> None:
+    """Refuse a recipe text that is not a valid recipe for ``tool`` on paper."""
+    from tsukud.create.findings import errors, format_findings
+    from tsukud.create.static_checks import check_on_paper
+    from tsukud.recipe import RecipeError, parse_recipe
+
+    try:
+        recipe = parse_recipe(text, f"{tool}.toml")
+    except RecipeError as exc:
+        raise CreateError(f"not a valid recipe: {exc.message}") from None
+    if recipe.metadata.name != tool:
+        raise CreateError(f"the recipe is for {recipe.metadata.name!r}, not {tool!r}")
+    found = errors(check_on_paper(recipe))
+    if found:
+        raise CreateError("the recipe fails the static checks:\n" + format_findings(found))
+
+
+def refuse_existing(path: Path, force: bool) -> None:
+    if not force and (path.exists() or path.is_symlink()):
+        raise RecipeExists(f"a recipe already exists at {path}", path=str(path))
+
+
+class Creator:
+    def __init__(
+        self,
+        *,
+        home: Path,
+        config: Callable[[], Config],
+        store: EventStore,
+        clock: Clock,
+        github: Callable[[], GitHub],
+        http: Callable[[], Http],
+        llm: Callable[[], LLM],
+        validator: Callable[[], Validator],
+    ) -> None:
+        # Getters: a deterministic run never builds the LLM service, a run that skips
+        # validation never opens the container runtime.
+        self.home = home
+        self._config = config
+        self.store = store
+        self.clock = clock
+        self._github = github
+        self._http = http
+        self._llm = llm
+        self._validator = validator
+
+    def target(self, tool: str, output: str | None) -> Path:
+        """Where a recipe for ``tool`` goes: ``output`` (absolute) or ``recipes/``."""
+        if output is None:
+            return self.home / "recipes" / f"{tool}.toml"
+        path = Path(output)
+        if not path.is_absolute():
+            raise UsageError(f"--output must be an absolute path (got {output!r})")
+        return path
+
+    async def create(
+        self,
+        tool: str,
+        source: str,
+        *,
+        progress: Progress,
+        output: str | None = None,
+        write: bool = False,
+        force: bool = False,
+        check_target: bool = True,
+        deterministic_only: bool = False,
+        force_llm: bool = False,
+        skip_validation: bool = False,
+        providers: str | None = None,
+        confirmed: bool = False,
+        can_ask: bool = False,
+        collect_tool_stats: bool = False,
+    ) -> CreateResult:
+        """Write a recipe for ``tool`` from ``source``'s GitHub releases (``written`` set
+        when ``write``)."""
+        from tsukud.create.context import parse_source
+        from tsukud.create.pipeline import CreateRequest, Deps, run_create
+        from tsukud.fsutil import write_atomic
+        from tsukud.install.registry import check_name
+
+        tool = check_name(tool)
+        repo = parse_source(source)
+        target = self.target(tool, output)
+        if check_target or write:
+            refuse_existing(target, force)  # before anything that costs money
+        session = "create-" + secrets.token_hex(6)
+        store = self.store
+
+        async def emit(type_: str, payload: dict[str, Any]) -> None:
+            ev = store.append_nowait(type_, payload, session)
+            if type_.startswith("generation."):
+                await store.wait_durable(ev.id)
+
+        config = self._config()
+        llm = None if deterministic_only else self._llm()
+        deps = Deps(
+            github=self._github(),
+            http=self._http(),
+            github_url=str(config["github.url"]),
+            emit=emit,
+            progress=progress,
+            open_llm=llm.run if llm is not None else None,
+            validator=None if skip_validation else self._validator(),
+            secrets=tuple(config.secret_values()),
+            clock=self.clock.now,
+        )
+        req = CreateRequest(
+            tool=tool,
+            repo=repo,
+            deterministic_only=deterministic_only,
+            force_llm=force_llm,
+            skip_validation=skip_validation,
+            providers=providers,
+            confirmed=confirmed,
+            can_ask=can_ask,
+            collect_tool_stats=collect_tool_stats,
+        )
+        result = await run_create(req, deps, session=session)
+        if write:
+            refuse_existing(target, force)
+            write_atomic(target, result.recipe)
+            result.written = str(target)
+            store.append_nowait(
+                "recipe.written",
+                {"tool": tool, "path": str(target), "sha256": recipe_sha256(result.recipe)},
+                session,
+            )
+        return result
+
+    async def save(
+        self,
+        tool: str,
+        text: str,
+        *,
+        output: str | None = None,
+        force: bool = False,
+        session: str | None = None,
+    ) -> SavedRecipe:
+        """Write a recipe ``create`` returned (after the client's preview), atomically,
+        once it passes the checks again; answered once ``recipe.written`` is durable."""
+        from tsukud.fsutil import write_atomic
+        from tsukud.install.registry import check_name
+
+        tool = check_name(tool)
+        target = self.target(tool, output)
+        checked_recipe_text(tool, text)
+        refuse_existing(target, force)
+        write_atomic(target, text)
+        sha = recipe_sha256(text)
+        ev = self.store.append_nowait(
+            "recipe.written", {"tool": tool, "path": str(target), "sha256": sha}, session
+        )
+        await self.store.wait_durable(ev.id)
+        return SavedRecipe(tool=tool, path=str(target), sha256=sha)

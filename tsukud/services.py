@@ -1,0 +1,246 @@
+"""The composition root: the one place that builds the daemon's feature services.
+
+Each service gets exactly what it uses (the clock, the ledger, a getter for the live
+configuration, the shared HTTP and GitHub clients, the policy objects, the sandbox)
+through its constructor; none of them sees the daemon. Each is built on first use and
+then kept for the daemon's life: start-up stays at the import floor, and the heavy
+imports (the SDKs, aiodocker, httpx2) wait until a request needs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from tsukud import log
+from tsukud.clock import Clock
+from tsukud.config import Config
+from tsukud.events.store import EventStore
+from tsukud.policy.breaker import CircuitBreakers
+from tsukud.policy.budget import Budget
+from tsukud.policy.confirm import Confirmations
+from tsukud.policy.locks import ContainerLock
+from tsukud.policy.ratelimit import GenerationLimit
+
+if TYPE_CHECKING:
+    from tsukud.create.service import Creator
+    from tsukud.discover.service import DiscoveryService
+    from tsukud.flows.install_missing import InstallMissing
+    from tsukud.github.client import GitHub
+    from tsukud.hooks.service import HookIndex
+    from tsukud.install.installer import Installer
+    from tsukud.install.registry import Registry
+    from tsukud.llm.service import LLM
+    from tsukud.net.http import Http
+    from tsukud.sandbox.service import Sandbox
+    from tsukud.sandbox.validate import Validator
+
+
+class Services:
+    def __init__(
+        self,
+        *,
+        home: Path,
+        env: Mapping[str, str],
+        config: Callable[[], Config],
+        clock: Clock,
+        store: EventStore,
+        installed: Callable[[], dict[str, dict[str, Any]]],
+        budget: Budget,
+        generations: GenerationLimit,
+        breakers: CircuitBreakers,
+        container_lock: ContainerLock,
+        nursery: Callable[[], trio.Nursery | None],
+    ) -> None:
+        self.home = home
+        self.env = env
+        self.config = config  # read at each use: `config set` applies at once
+        self.clock = clock
+        self.store = store
+        self.installed = installed  # the ledger's installed-tools projection
+        self.budget = budget
+        self.generations = generations
+        self.breakers = breakers
+        self.container_lock = container_lock
+        self._nursery = nursery  # the daemon's services nursery, once it is serving
+        self.confirmations = Confirmations(store)
+
+    def _services_nursery(self) -> trio.Nursery:
+        nursery = self._nursery()
+        if nursery is None:
+            raise RuntimeError("the daemon is not running yet")
+        return nursery
+
+    def _spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+        self._services_nursery().start_soon(fn)
+
+    async def _start(self, fn: Callable[..., Awaitable[Any]]) -> Any:
+        return await self._services_nursery().start(fn)
+
+    def _setting(self, key: str) -> Callable[[], str]:
+        return lambda: str(self.config()[key] or "")
+
+    # ---- shared clients --------------------------------------------------------------
+
+    @cached_property
+    def http(self) -> Http:
+        """The daemon's one HTTP client: pooling, cache and rate-limit memory shared."""
+        from tsukud.net.http import Http, endpoint_hosts, github_credentials
+
+        return Http(
+            allowed_hosts=lambda: endpoint_hosts(self.config()),
+            credentials=lambda: github_credentials(self.config()),
+            clock=self.clock.now,
+        )
+
+    @cached_property
+    def github(self) -> GitHub:
+        """The API URL and whether a token is set are read from the live config; the
+        HTTP layer adds the token itself."""
+        from tsukud.github.client import GitHub
+
+        return GitHub(
+            self.http,
+            self._setting("github.api_url"),
+            token_set=lambda: bool(self._setting("secrets.github_token")().strip()),
+        )
+
+    def registry(self) -> Registry:
+        from tsukud.install.registry import Registry
+
+        return Registry(
+            self.home,
+            self.http,
+            base_url=self._setting("registry.url"),
+            manifest_url=self._setting("registry.manifest_url"),
+            clock=self.clock.now,
+        )
+
+    def _max_download_bytes(self) -> int:
+        return int(self.config()["install.max_download_mb"]) * 1024 * 1024
+
+    # ---- features ----------------------------------------------------------------------
+
+    @cached_property
+    def llm(self) -> LLM:
+        from tsukud.llm.service import LLM
+
+        return LLM(
+            config=self.config,
+            store=self.store,
+            budget=self.budget,
+            generations=self.generations,
+            breakers=self.breakers,
+            confirmations=self.confirmations,
+        )
+
+    @cached_property
+    def sandbox(self) -> Sandbox:
+        from tsukud.sandbox.service import Sandbox
+
+        return Sandbox(
+            home=self.home,
+            image=self._setting("sandbox.image"),
+            store=self.store,
+            start=self._start,
+        )
+
+    @cached_property
+    def validator(self) -> Validator:
+        from tsukud.sandbox.validate import Validator
+
+        sandbox = self.sandbox
+        return Validator(
+            http=self.http,
+            github_url=self._setting("github.url"),
+            workdir=self.home / "validate",
+            runtime=sandbox.runtime,
+            image=lambda: sandbox.image,
+            lock=lambda session: self.container_lock.hold(session=session),
+            forget=sandbox.forget,
+            # The same cap as installs of the recipe will have.
+            max_download_bytes=self._max_download_bytes(),
+        )
+
+    @cached_property
+    def installer(self) -> Installer:
+        from tsukud.install import layout
+        from tsukud.install.installer import Installer, verify_env
+        from tsukud.install.versions import VersionResolver
+
+        installer = Installer(
+            home=self.home,
+            registry=self.registry(),
+            resolver=VersionResolver(self.github, clock=self.clock.now),
+            http=self.http,
+            store=self.store,
+            installed=self.installed,
+            github_url=self._setting("github.url"),
+            env=verify_env(self.env),
+            max_download_bytes=self._max_download_bytes(),
+        )
+        # Built on first use, before any install of this daemon has started: whatever a
+        # crashed daemon left half-done can be repaired now.
+        report = layout.reconcile(self.home, self.installed())
+        if report:
+            log.get().info("install.recovered", removed=report.removed, restored=report.restored)
+        return installer
+
+    @cached_property
+    def creator(self) -> Creator:
+        from tsukud.create.service import Creator
+
+        return Creator(
+            home=self.home,
+            config=self.config,
+            store=self.store,
+            clock=self.clock,
+            github=lambda: self.github,
+            http=lambda: self.http,
+            llm=lambda: self.llm,
+            validator=lambda: self.validator,
+        )
+
+    @cached_property
+    def discovery(self) -> DiscoveryService:
+        from tsukud.discover.service import DiscoveryService
+
+        return DiscoveryService(
+            home=self.home,
+            config=self.config,
+            store=self.store,
+            installed=self.installed,
+            recipes=self.registry,
+            github=lambda: self.github,
+            llm=lambda: self.llm,
+            confirmations=self.confirmations,
+        )
+
+    @cached_property
+    def hook_index(self) -> HookIndex:
+        from tsukud.hooks.service import HookIndex
+
+        index = HookIndex(self.home, self.installed, self._spawn)
+        self.store.subscribe(index.on_event)
+        return index
+
+    # ---- flows -------------------------------------------------------------------------
+
+    @cached_property
+    def install_missing(self) -> InstallMissing:
+        from tsukud.flows.install_missing import InstallMissing
+
+        return InstallMissing(
+            discovery=self.discovery, creator=self.creator, installer=self.installer
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients held by the services built so far (builds nothing)."""
+        built = vars(self)
+        for name in ("discovery", "llm"):
+            if name in built:
+                await built[name].aclose()
