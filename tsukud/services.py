@@ -212,6 +212,7 @@ class Services:
         return DiscoveryService(
             home=self.home,
             config=self.config,
+            clock=self.clock,
             store=self.store,
             installed=self.installed,
             recipes=self.registry,

@@ -26,6 +26,7 @@ from tsukud.discover.chain import Deps, Request, discover
 from tsukud.discover.model import Discovery
 
 if TYPE_CHECKING:
+    from tsukud.clock import Clock
     from tsukud.config import Config
     from tsukud.discover.ecosystem import ProbeReport
     from tsukud.discover.model import RepoMeta
@@ -60,6 +61,7 @@ class DiscoveryService:
         *,
         home: Path,
         config: Callable[[], Config],
+        clock: Clock,
         store: EventStore,
         installed: Callable[[], Mapping[str, Any]],
         recipes: Callable[[], Registry],
@@ -71,6 +73,7 @@ class DiscoveryService:
         # use (a registry hit needs neither), and the configuration is read live.
         self.home = home
         self._config = config
+        self.clock = clock
         self.store = store
         self._installed = installed
         self.recipes = recipes
@@ -98,7 +101,7 @@ class DiscoveryService:
             from tsukud.discover.web import Web
             from tsukud.net.http import Http
 
-            self._web = Web(Http(allowed_hosts=self.allowed_hosts))
+            self._web = Web(Http(allowed_hosts=self.allowed_hosts, clock=self.clock.now))
         return self._web
 
     async def aclose(self) -> None:
@@ -119,6 +122,7 @@ class DiscoveryService:
             self.home / "registry" / "discovery",
             self._get,
             lambda: str(self._cfg("registry.url") or DEFAULT_REGISTRY_URL),
+            clock=self.clock.now,
         )
 
     async def _recipe(self, name: str) -> str | None:

@@ -9,7 +9,7 @@ recipe is written to ``$TSUKU_HOME/recipes`` like ``tsukuctl create --yes`` woul
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -19,42 +19,11 @@ from tsukud.discover.normalize import BadSource, github_source, normalize_name
 from tsukud.errors import UsageError
 
 if TYPE_CHECKING:
-    from tsukud.create.pipeline import CreateResult
+    from tsukud.create.service import Creator
+    from tsukud.discover.service import DiscoveryService
+    from tsukud.install.installer import Installer
 
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
-
-
-class Discoverer(Protocol):
-    async def discover(
-        self,
-        tool: str,
-        *,
-        progress: Progress,
-        yes: bool = False,
-        can_ask: bool = False,
-        confirm: bool = True,
-        check_recipes: bool = True,
-        search_provider: str | None = None,
-    ) -> Discovery: ...
-
-
-class RecipeWriter(Protocol):
-    async def create(
-        self,
-        tool: str,
-        source: str,
-        *,
-        progress: Progress,
-        write: bool = False,
-        confirmed: bool = False,
-        can_ask: bool = False,
-    ) -> CreateResult: ...
-
-
-class ToolInstaller(Protocol):
-    async def install(
-        self, name: str, version: str | None = None, *, force: bool = False, progress: Progress
-    ) -> dict[str, Any]: ...
 
 
 class CreatedRecipe(msgspec.Struct, frozen=True, kw_only=True):
@@ -78,9 +47,9 @@ class InstallMissing:
     def __init__(
         self,
         *,
-        discovery: Discoverer,
-        creator: RecipeWriter | None,
-        installer: ToolInstaller,
+        discovery: DiscoveryService,
+        creator: Creator | None,
+        installer: Installer,
     ) -> None:
         self.discovery = discovery
         self.creator = creator  # None: this daemon has no recipe generator
