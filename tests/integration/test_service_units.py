@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import plistlib
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -133,6 +134,17 @@ def test_systemd_analyze_verify(tmp_path: Path) -> None:
 # ---- systemd: the LISTEN_FDS hand-off, for real -------------------------------------------
 
 
+def _accepts(path: Path) -> bool:
+    """True once something listens on the Unix socket ``path`` (the probe connects and
+    closes at once; the activator then starts tsukud, which sees a closed connection)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(str(path))
+        except (FileNotFoundError, ConnectionRefusedError):
+            return False
+    return True
+
+
 def test_socket_activation_hand_off(tsuku: Tsuku) -> None:
     """tsukud adopts a listening fd 3 passed with LISTEN_FDS/LISTEN_PID, as from the unit."""
     tool = shutil.which("systemd-socket-activate")
@@ -156,7 +168,9 @@ def test_socket_activation_hand_off(tsuku: Tsuku) -> None:
     )
     tsuku.procs.append(proc)  # stopped and reaped by the fixture
     deadline = time.monotonic() + 10
-    while not tsuku.socket.exists():  # the activator binds at once; tsukud starts on connect
+    # The activator binds (the socket file appears) and only then listens: wait until a
+    # connection is accepted, or a loaded machine sees ECONNREFUSED in between.
+    while not _accepts(tsuku.socket):  # tsukud itself starts on the first connection
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "systemd-socket-activate did not listen"
         time.sleep(0.01)
