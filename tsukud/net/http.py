@@ -315,7 +315,8 @@ class Http:
         )
         self._cache: OrderedDict[tuple[str, str, bool], _CacheEntry] = OrderedDict()
         self._cache_bytes = 0
-        self._blocked: dict[str, tuple[float, int | None]] = {}  # host -> (until, status)
+        # host -> (until, status, what the refusal said: repeated to later callers)
+        self._blocked: dict[str, tuple[float, int | None, dict[str, Any]]] = {}
         self._dns: dict[tuple[str, int], tuple[float, bool]] = {}
         self.stats = {"requests": 0, "cache_hits": 0, "revalidated": 0}
 
@@ -383,7 +384,7 @@ class Http:
         blocked = self._blocked.get(host)
         if blocked is None:
             return
-        until, status = blocked
+        until, status, detail = blocked
         if until <= self._clock():
             del self._blocked[host]
             return
@@ -392,10 +393,15 @@ class Http:
             url=_display(url),
             retry_at=until,
             status=status,
+            **detail,
         )
 
-    def _note_rate_limit(self, url: str, status: int, headers: Mapping[str, str]) -> float | None:
-        """The seconds to wait if this response is a rate-limit answer, else None."""
+    def _note_rate_limit(
+        self, url: str, status: int, headers: Mapping[str, str], body: bytes = b""
+    ) -> float | None:
+        """The seconds to wait if this response is a rate-limit answer, else None.
+        What the server said (its message, ``retry-after``, ``x-ratelimit-*``) is kept
+        for the errors of requests refused locally until then."""
         limited = status == 429 or (
             status == 403
             and (
@@ -410,7 +416,14 @@ class Http:
         wait = retry_after_seconds(headers, now)
         if wait is None:
             wait = 60.0 if status != 503 else 5.0
-        self._blocked[host_of(url)] = (now + wait, status)
+        detail: dict[str, Any] = {
+            "body": body[:500].decode("utf-8", "replace"),
+            "headers": {k: v for k, v in headers.items() if k.startswith("x-ratelimit-")},
+        }
+        retry_after = headers.get("retry-after", "").strip()
+        if retry_after.isdigit():
+            detail["retry_after"] = int(retry_after)
+        self._blocked[host_of(url)] = (now + wait, status, detail)
         return wait
 
     # ---- requests ----------------------------------------------------------------------
@@ -507,7 +520,7 @@ class Http:
                 url=_display(url),
             )
         hdrs = _headers(resp.headers)
-        wait = self._note_rate_limit(final, resp.status_code, hdrs)
+        wait = self._note_rate_limit(final, resp.status_code, hdrs, body)
         if wait is not None:
             if retry and wait <= self.settings.max_wait:
                 await trio.sleep(wait)
@@ -519,8 +532,7 @@ class Http:
                 url=_display(final),
                 retry_at=retry_at,
                 status=resp.status_code,
-                body=body[:500].decode("utf-8", "replace"),
-                headers={k: v for k, v in hdrs.items() if k.startswith("x-ratelimit-")},
+                **self._blocked[host_of(final)][2],
             )
         return Response(resp.status_code, hdrs, body, final)
 
