@@ -23,6 +23,8 @@ import pytest
 from tsukuctl.client import Client
 from tsukud.testing.http import take_violations, unclaimed
 
+pytest_plugins = ["pytester"]  # tests of the fixtures below run pytest in-process
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 

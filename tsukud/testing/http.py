@@ -26,11 +26,14 @@ by accident because the product copes with the refusal. The hook for fakes is::
     reply = server.reject(request, "why the real service refuses this", Reply(401, ...))
 
 which records a :class:`Violation` in ``server.violations`` and returns ``reply`` for
-the fake to send. Violations are collected, per test, by :func:`take_violations`
-(the tests' autouse fixture fails the test at teardown if any were recorded) and by
-leaving a ``with`` block (an ``AssertionError`` unless the block already failed).
-A test that provokes a refusal on purpose claims it with
-``server.take_violations()`` and asserts on it.
+the fake to send. A fake checks requests in its ``fallback`` (routing) or, to check
+scripted replies too, by overriding :meth:`FakeHTTPServer.handle` and calling
+``super().handle(request)`` once the request passes.
+
+Violations are collected, per test, by :func:`take_violations` (the tests' autouse
+fixture fails the test at teardown if any were recorded) and by leaving a ``with``
+block (an ``AssertionError`` unless the block already failed). A test that provokes a
+refusal on purpose claims it with ``server.take_violations()`` and asserts on it.
 """
 
 from __future__ import annotations
