@@ -3,6 +3,7 @@ latest, tags, renamed repositories, contents, digests, rate limits, ETags, token
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -56,16 +57,25 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture
-async def http(clock: Clock, fake: FakeGitHub) -> AsyncIterator[Http]:
+@contextlib.asynccontextmanager
+async def loopback_http(clock: Clock, credentials: dict[str, str]) -> AsyncIterator[Http]:
+    """A real Http that sends ``credentials`` (origin -> Authorization) and reads ``clock``."""
     h = Http(
         settings=Settings(max_wait=0.1),
         allowed_hosts=lambda: {"127.0.0.1"},
-        credentials=lambda: {origin(fake.api_url): f"Bearer {TOKEN}"},
+        credentials=lambda: credentials,
         clock=clock,
     )
-    yield h
-    await h.aclose()
+    try:
+        yield h
+    finally:
+        await h.aclose()
+
+
+@pytest.fixture
+async def http(clock: Clock, fake: FakeGitHub) -> AsyncIterator[Http]:
+    async with loopback_http(clock, {origin(fake.api_url): f"Bearer {TOKEN}"}) as h:
+        yield h
 
 
 @pytest.fixture
@@ -235,16 +245,9 @@ async def test_token_goes_to_the_api_only(gh: GitHub, http: Http, fake: FakeGitH
 
 async def test_bad_credentials_are_typed_with_a_token_hint(fake: FakeGitHub, clock: Clock) -> None:
     wrong = "ghp_revokedToken000000000000000"
-    http = Http(
-        allowed_hosts=lambda: {"127.0.0.1"},
-        credentials=lambda: {origin(fake.api_url): f"Bearer {wrong}"},
-        clock=clock,
-    )
-    try:
+    async with loopback_http(clock, {origin(fake.api_url): f"Bearer {wrong}"}) as http:
         with pytest.raises(GitHubBadCredentials) as err:
             await GitHub(http, fake.api_url, token_set=True).repo("simeji/jid")
-    finally:
-        await http.aclose()
     e = err.value
     assert e.code == "github_bad_credentials" and e.exit_code == 5 and not e.retryable
     assert "GITHUB_TOKEN" in e.hint and "GH_TOKEN" in e.hint
@@ -277,17 +280,12 @@ async def test_primary_limit_counts_304s_like_github(fake: FakeGitHub, clock: Cl
     fake.reset_quota()
 
     async def fetch_twice(credentials: dict[str, str]) -> None:
-        http = Http(
-            allowed_hosts=lambda: {"127.0.0.1"}, credentials=lambda: credentials, clock=clock
-        )
-        try:
+        async with loopback_http(clock, credentials) as http:
             gh = GitHub(http, fake.api_url)
             await gh.repo("yudai/gotty")
             clock.now += 600  # past the cache's freshness: revalidated with If-None-Match
             await gh.repo("yudai/gotty")
             assert http.stats["revalidated"] == 1
-        finally:
-            await http.aclose()
 
     await fetch_twice({})
     assert fake.quota_used() == 2 and fake.rate_limit_remaining == 58
@@ -310,17 +308,10 @@ async def test_a_token_forwarded_to_the_asset_host_is_refused_loudly(
     rel = await gh.release_by_tag("gitleaks/gitleaks", "v8.29.0")
     asset = rel.asset("gitleaks_8.29.0_linux_x64.tar.gz")
     assert asset is not None
-    leaky = Http(
-        allowed_hosts=lambda: {"127.0.0.1"},
-        credentials=lambda: {origin(fake.assets_url): f"Bearer {TOKEN}"},
-        clock=clock,
-    )
-    try:
+    async with loopback_http(clock, {origin(fake.assets_url): f"Bearer {TOKEN}"}) as leaky:
         with pytest.raises(HttpStatusError) as err:
             async with leaky.stream(asset.browser_download_url, max_bytes=10**6):
                 pass
-    finally:
-        await leaky.aclose()
     assert err.value.status == 400
     (refused,) = fake.take_violations()
     assert refused.request.role == "assets" and "Authorization" in refused.reason
