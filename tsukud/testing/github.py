@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from tsukud.testing.http import FakeHTTPServer, RecordedRequest, Reply, Violation
+from tsukud.testing.http import FakeHTTPServer, RecordedRequest, Reply, Violation, unclaimed
 from tsukud.testing.releases import FakeAsset, FakeRelease, FakeRepo
 
 RATE_LIMIT_BODY = {
@@ -189,8 +189,10 @@ class FakeGitHub:
         return self.start()
 
     def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
-        for server in self._servers:
-            server.__exit__(exc_type, *exc)
+        self.close()
+        left = self.take_violations()
+        if left and exc_type is None:
+            raise AssertionError(unclaimed(left))
 
     # ---- strictness ------------------------------------------------------------------
 
