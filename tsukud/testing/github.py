@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from tsukud.testing.http import FakeHTTPServer, RecordedRequest, Reply, Violation, unclaimed
+from tsukud.testing.http import FakeHTTPServer, RecordedRequest, Reply, Violation, leave
 from tsukud.testing.releases import FakeAsset, FakeRelease, FakeRepo
 
 RATE_LIMIT_BODY = {
@@ -189,10 +189,7 @@ class FakeGitHub:
         return self.start()
 
     def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
-        self.close()
-        left = self.take_violations()
-        if left and exc_type is None:
-            raise AssertionError(unclaimed(left))
+        leave(self, failed=exc_type is not None)
 
     # ---- strictness ------------------------------------------------------------------
 

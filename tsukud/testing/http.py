@@ -47,7 +47,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Protocol, Self
 from urllib.parse import parse_qs, urlsplit
 
 _CHUNK = 16 * 1024
@@ -179,10 +179,7 @@ class FakeHTTPServer:
         return self.start()
 
     def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
-        self.close()
-        left = self.take_violations()
-        if left and exc_type is None:
-            raise AssertionError(unclaimed(left))
+        leave(self, failed=exc_type is not None)
 
     # ---------------------------------------------------------------- scripting
     def push(self, *replies: Responder) -> None:
@@ -300,6 +297,21 @@ class FakeHTTPServer:
             do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
 
         return Handler
+
+
+class Strict(Protocol):
+    """A fake (or a group of fakes) that records refusals."""
+
+    def close(self) -> None: ...
+    def take_violations(self) -> list[Violation]: ...
+
+
+def leave(fake: Strict, *, failed: bool) -> None:
+    """Close ``fake``; unless the block already ``failed``, fail on unclaimed refusals."""
+    fake.close()
+    left = fake.take_violations()
+    if left and not failed:
+        raise AssertionError(unclaimed(left))
 
 
 def unclaimed(violations: list[Violation]) -> str:
