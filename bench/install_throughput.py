@@ -1,7 +1,7 @@
 """install_throughput: installing a 100 MB tar.gz from a loopback server, against
 ``curl -sL URL | tar -xz`` of the same file in the same run.
 
-A fake GitHub (tests/fakes/github.py: API, release downloads with the CDN redirect) runs
+A fake GitHub (tsukud/testing/github.py: API, release downloads redirected to an asset host) runs
 on 127.0.0.1 and serves one release whose asset is a 100 MB tar.gz holding a 200 MB
 executable (half random bytes, half text: it compresses about 2:1, like real binaries).
 Each round times, interleaved:
@@ -157,7 +157,7 @@ def main() -> int:
         note(
             NAME,
             f"median of {rounds} rounds after 1 warm-up; {size / MB:.0f} MB tar.gz (about 2:1) "
-            "from a loopback fake GitHub (302 to the CDN path); `tsukuctl install --force` "
+            "from a loopback fake GitHub (302 to its asset host); `tsukuctl install --force` "
             "(download, sha256 + digest check, safe extraction, verify, links, durable "
             "event) vs `curl -sL | tar -xz` of the same URL",
         )

@@ -21,6 +21,9 @@ from typing import Any
 import pytest
 
 from tsukuctl.client import Client
+from tsukud.testing.http import take_violations, unclaimed
+
+pytest_plugins = ["pytester"]  # tests of the fixtures below run pytest in-process
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -164,6 +167,19 @@ class Tsuku:
                         time.sleep(0.01)
                 except (ProcessLookupError, PermissionError):
                     pass
+
+
+@pytest.fixture(autouse=True)
+def fakes_saw_no_refused_request() -> Iterator[None]:
+    """Fail the test if a fake service recorded a request the real service would have
+    refused (and the test did not claim it with ``take_violations()``): the product
+    must not pass by coping with an answer the world would never have given it."""
+    earlier = take_violations()
+    assert not earlier, "before this test: " + unclaimed(earlier)
+    yield
+    found = take_violations()
+    if found:
+        pytest.fail(unclaimed(found), pytrace=False)
 
 
 def short_home() -> Path:

@@ -149,6 +149,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             timeout=60,
         )
         gh.close()
+        # The fake refuses what GitHub would; a refusal means the demo ran on luck.
+        demo.failed += [f"fake GitHub refused: {v}" for v in gh.take_violations()]
         if not args.keep:
             shutil.rmtree(home, ignore_errors=True)
     took = time.monotonic() - started

@@ -4,6 +4,8 @@ RubyGems and the Go module proxy, each under its own path prefix of one server.
 Shapes follow the real APIs (abridged to the fields discovery reads, plus a few it
 ignores). Tests script packages with ``add_crate``/``add_npm``/... and can make one
 registry slow (``delay``) or broken (``fail``); ``requests`` records what was asked.
+Built on :class:`~tsukud.testing.http.FakeHTTPServer`; crates.io refuses (and records
+as a violation) requests without an identifying ``User-Agent``, as the real one does.
 
     with FakeEcosystems() as eco:
         eco.add_crate("ripgrep", recent_downloads=5_000_000, versions=40,
@@ -14,11 +16,10 @@ registry slow (``delay``) or broken (``fail``); ``requests`` records what was as
 from __future__ import annotations
 
 import json
-import threading
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
+
+from tsukud.testing.http import FakeHTTPServer, RecordedRequest, Reply
 
 PREFIXES = {
     "crates.io": "/crates",
@@ -28,6 +29,12 @@ PREFIXES = {
     "rubygems": "/rubygems",
     "go": "/goproxy",
 }
+CRATES_NO_USER_AGENT = (
+    "We require that all requests include a `User-Agent` header.  To allow us to determine "
+    "the impact your bot has on our service, we ask that your user agent actually identify "
+    "your bot, and not just report the HTTP client library you're using.  Including contact "
+    "information will also reduce the chance that you will be blocked."
+)
 ENV = {
     "crates.io": "TSUKU_CRATES_URL",
     "npm": "TSUKU_NPM_URL",
@@ -38,33 +45,19 @@ ENV = {
 }
 
 
-@dataclass
-class FakeEcosystems:
-    crates: dict[str, dict[str, Any]] = field(default_factory=dict)
-    npm: dict[str, dict[str, Any]] = field(default_factory=dict)
-    npm_downloads: dict[str, int] = field(default_factory=dict)
-    pypi: dict[str, dict[str, Any]] = field(default_factory=dict)
-    gems: dict[str, dict[str, Any]] = field(default_factory=dict)
-    gem_versions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    go: dict[str, dict[str, Any]] = field(default_factory=dict)
-    go_versions: dict[str, list[str]] = field(default_factory=dict)
-    delay: dict[str, float] = field(default_factory=dict)  # builder -> seconds
-    fail: dict[str, int] = field(default_factory=dict)  # builder -> HTTP status
-    requests: list[str] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self._lock = threading.Lock()
-        self._closing = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._server.block_on_close = False
-        self._thread: threading.Thread | None = None
-
-    # ---- lifecycle ---------------------------------------------------------------------
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+class FakeEcosystems(FakeHTTPServer):
+    def __init__(self) -> None:
+        super().__init__(fallback=self._route, role="ecosystems")
+        self.crates: dict[str, dict[str, Any]] = {}
+        self.npm: dict[str, dict[str, Any]] = {}
+        self.npm_downloads: dict[str, int] = {}
+        self.pypi: dict[str, dict[str, Any]] = {}
+        self.gems: dict[str, dict[str, Any]] = {}
+        self.gem_versions: dict[str, list[dict[str, Any]]] = {}
+        self.go: dict[str, dict[str, Any]] = {}
+        self.go_versions: dict[str, list[str]] = {}
+        self.delay: dict[str, float] = {}  # builder -> seconds
+        self.fail: dict[str, int] = {}  # builder -> HTTP status
 
     def base(self, builder: str) -> str:
         return self.url + PREFIXES[builder]
@@ -75,25 +68,9 @@ class FakeEcosystems:
     def urls(self) -> dict[str, str]:
         return {b: self.base(b) for b in PREFIXES}
 
-    def start(self) -> FakeEcosystems:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-            )
-            self._thread.start()
-        return self
-
-    def close(self) -> None:
-        self._closing.set()
-        if self._thread is not None:
-            self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> FakeEcosystems:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def paths(self) -> list[str]:
+        """The paths asked for, in order."""
+        return [r.route for r in self.requests]
 
     # ---- scripting ---------------------------------------------------------------------
 
@@ -196,13 +173,27 @@ class FakeEcosystems:
 
     # ---- serving -----------------------------------------------------------------------
 
-    def _route(self, path: str) -> tuple[str | None, int, bytes, str]:
-        """(builder, status, body, content type)."""
-        for builder, prefix in PREFIXES.items():
-            if path.startswith(prefix + "/"):
-                rest = unquote(path[len(prefix) :])
-                return (builder, *self._answer(builder, rest))
-        return None, 404, b"not found", "text/plain"
+    def _route(self, request: RecordedRequest) -> Reply:
+        builder = next((b for b, p in PREFIXES.items() if request.route.startswith(p + "/")), None)
+        if builder is None:
+            return Reply(404, body=b"not found", headers={"content-type": "text/plain"})
+        if builder == "crates.io" and not _identifies_itself(request.headers.get("user-agent")):
+            return self.reject(
+                request,
+                "crates.io refuses API requests without an identifying User-Agent",
+                Reply(403, json={"errors": [{"detail": CRATES_NO_USER_AGENT}]}),
+            )
+        status, body, ctype = self._answer(
+            builder, unquote(request.route[len(PREFIXES[builder]) :])
+        )
+        if builder in self.fail:
+            status, body, ctype = self.fail[builder], b"upstream error", "text/plain"
+        return Reply(
+            status,
+            body=body,
+            headers={"content-type": ctype},
+            delay=self.delay.get(builder, 0.0),
+        )
 
     def _answer(self, builder: str, rest: str) -> tuple[int, bytes, str]:
         def js(obj: Any) -> tuple[int, bytes, str]:
@@ -254,33 +245,10 @@ class FakeEcosystems:
                 return 200, "".join(v + "\n" for v in vs).encode(), "text/plain"
         return missing
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                path = urlsplit(self.path).path
-                with fake._lock:
-                    fake.requests.append(path)
-                builder, status, body, ctype = fake._route(path)
-                wait = fake.delay.get(builder or "", 0.0)
-                if wait and fake._closing.wait(wait):
-                    self.close_connection = True
-                    return
-                if builder in fake.fail:
-                    status, body, ctype = fake.fail[builder], b"upstream error", "text/plain"
-                try:
-                    self.send_response(status)
-                    self.send_header("content-type", ctype)
-                    self.send_header("content-length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except (BrokenPipeError, ConnectionResetError):
-                    self.close_connection = True
-
-        return Handler
+def _identifies_itself(user_agent: str | None) -> bool:
+    """crates.io wants a User-Agent naming the client, not just its HTTP library."""
+    if not user_agent:
+        return False
+    bare = ("python-httpx/", "python-requests/", "python-urllib/", "curl/")
+    return not user_agent.lower().startswith(bare)

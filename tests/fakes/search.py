@@ -9,6 +9,9 @@
 :func:`ddg_page` builds a page in DuckDuckGo's real markup (``rel`` before ``class``,
 ``<b>`` inside titles, ``uddg=`` redirect links, an ad block) from plain results, for
 tests that need other results than the recordings (a prompt-injection page).
+
+Tavily without a ``Bearer`` key answers 401 and Brave without a subscription token
+422, as the real services do, and both record the request as a violation.
 """
 
 from __future__ import annotations
@@ -19,12 +22,25 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
-from tests.fakes.http import FakeHTTPServer, RecordedRequest, Reply
+from tsukud.testing.http import FakeHTTPServer, RecordedRequest, Reply
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "search"
 CHALLENGE = (
     b"<html><body><form id='challenge-form' action='/anomaly.js'>"
     b"Unfortunately, bots use DuckDuckGo too.</form></body></html>"
+)
+
+TAVILY_401 = Reply(401, json={"detail": {"error": "Unauthorized: missing or invalid API key."}})
+BRAVE_422 = Reply(
+    422,
+    json={
+        "type": "ErrorResponse",
+        "error": {
+            "code": "SUBSCRIPTION_TOKEN_INVALID",
+            "detail": "The provided subscription token is invalid.",
+            "status": 422,
+        },
+    },
 )
 
 
@@ -71,7 +87,7 @@ def ddg_page(results: list[tuple[str, str, str]], *, ad: bool = True, redirect: 
 
 class FakeSearch(FakeHTTPServer):
     def __init__(self) -> None:
-        super().__init__(fallback=self._route)
+        super().__init__(fallback=self._route, role="search")
         self.ddg_statuses: list[int] = []  # answered (with the challenge page) before a page
         self.ddg_html: bytes = fixture("ddg_success.html")
         self.tavily_body: bytes = fixture("tavily_success.json")
@@ -112,10 +128,15 @@ class FakeSearch(FakeHTTPServer):
                 delay=self.delay,
             )
         if path == "/tavily/search" and request.method == "POST":
+            scheme, _, key = request.headers.get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not key.strip():
+                return self.reject(request, "Tavily needs Authorization: Bearer <key>", TAVILY_401)
             if self.tavily_statuses:
                 return Reply(self.tavily_statuses.pop(0), json={"detail": {"error": "busy"}})
             return Reply(body=self.tavily_body, headers={"content-type": "application/json"})
         if path == "/brave/res/v1/web/search" and request.method == "GET":
+            if not request.headers.get("x-subscription-token", "").strip():
+                return self.reject(request, "Brave needs X-Subscription-Token", BRAVE_422)
             if self.brave_statuses:
                 return Reply(self.brave_statuses.pop(0), json={"type": "ErrorResponse"})
             return Reply(body=self.brave_body, headers={"content-type": "application/json"})

@@ -6,8 +6,11 @@ with caching on, so repeated lookups within five minutes cost nothing and later 
 are ETag revalidations (a 304 does not count against an authenticated rate limit).
 
 Errors are typed: :class:`RepoNotFound`, :class:`ReleaseNotFound`,
-:class:`GitHubFileNotFound`, :class:`GitHubRateLimited` (its hint says how to raise the
-limit with ``GITHUB_TOKEN``), :class:`GitHubError` for the rest. Tokens live only in
+:class:`GitHubFileNotFound`, :class:`GitHubBadCredentials` (401: the token is wrong),
+:class:`GitHubRateLimited` (the primary limit; its hint says how to raise it with
+``GITHUB_TOKEN``), :class:`GitHubSecondaryRateLimited` (too many requests too fast; a
+token does not help, only waiting ``retry_after`` seconds does), :class:`GitHubError`
+for the rest. Tokens live only in
 the ``Authorization`` header the HTTP layer adds for the API origin.
 """
 
@@ -58,9 +61,35 @@ class GitHubFileNotFound(GitHubError):
     default_hint = ""
 
 
+class GitHubBadCredentials(GitHubError):
+    """401 "Bad credentials": GitHub refuses the token itself, whatever the request."""
+
+    code = "github_bad_credentials"
+    retryable = False
+    default_hint = (
+        "GitHub rejected the token (401 Bad credentials): GITHUB_TOKEN (or GH_TOKEN, or "
+        "secrets.github_token) is wrong, expired or revoked. Replace it, or unset it to "
+        "use GitHub without a token (60 requests per hour)."
+    )
+
+
 class GitHubRateLimited(HttpRateLimited):
     code = "github_rate_limited"
     exit_code = ExitCode.NETWORK
+
+
+class GitHubSecondaryRateLimited(GitHubRateLimited):
+    """GitHub's secondary limit (requests too many or too fast), which tokens share."""
+
+    code = "github_secondary_rate_limited"
+
+
+def secondary_limit_hint(retry_after: int | None) -> str:
+    when = f"wait {retry_after} seconds" if retry_after is not None else "wait a few minutes"
+    return (
+        f"GitHub's secondary rate limit: too many requests in a short time; {when} and try "
+        "again (a token does not lift this limit)."
+    )
 
 
 def rate_limit_hint(token_set: bool, retry_at: str | None) -> str:
@@ -228,6 +257,16 @@ class GitHub:
             return await self.http.get(url, headers=headers or API_HEADERS, cache=True)
         except HttpRateLimited as exc:
             retry_at = exc.data.get("retry_at")
+            if "secondary rate limit" in str(exc.data.get("body", "")):
+                retry_after = exc.data.get("retry_after")
+                raise GitHubSecondaryRateLimited(
+                    f"GitHub's secondary rate limit was hit while fetching {what}",
+                    url=exc.url,
+                    retry_at=exc.retry_at,
+                    status=exc.status,
+                    retry_after=retry_after,
+                    hint=secondary_limit_hint(retry_after),
+                ) from None
             raise GitHubRateLimited(
                 f"GitHub API rate limit exceeded while fetching {what}",
                 url=exc.url,
@@ -238,7 +277,11 @@ class GitHub:
         except HttpStatusError as exc:
             if exc.status == 404:
                 raise not_found(f"{what}: not found on GitHub (HTTP 404)", url=exc.url) from None
-            if exc.status in (401, 403):
+            if exc.status == 401:
+                raise GitHubBadCredentials(
+                    f"{what}: GitHub rejected the token (HTTP 401 Bad credentials)", status=401
+                ) from None
+            if exc.status == 403:
                 raise GitHubError(
                     f"{what}: GitHub refused the request (HTTP {exc.status})",
                     hint="Check GITHUB_TOKEN: it may be invalid or lack access.",

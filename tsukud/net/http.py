@@ -17,9 +17,10 @@ Every outbound request of the daemon goes through :class:`Http`:
 * **Cache**: GETs asked to be cached are kept for ``cache_ttl`` seconds (5 min), then
   revalidated with ``If-None-Match``/``If-Modified-Since``; a 304 refreshes the entry.
 * **Rate limits**: a 403/429 carrying ``x-ratelimit-remaining: 0`` or ``retry-after``
-  marks the host busy until the announced time. Short waits (``max_wait``) are slept
-  and the request retried once; longer ones raise :class:`HttpRateLimited` at once,
-  also for later requests to that host, without spending the quota.
+  marks the origin busy until the announced time (the GitHub API's limit does not stop
+  downloads from its asset host). Short waits (``max_wait``) are slept and the request
+  retried once; longer ones raise :class:`HttpRateLimited` at once, also for later
+  requests to that origin, without spending the quota.
 
 It imports httpx2 at module level: import this module inside functions so the daemon
 starts without it.
@@ -315,7 +316,8 @@ class Http:
         )
         self._cache: OrderedDict[tuple[str, str, bool], _CacheEntry] = OrderedDict()
         self._cache_bytes = 0
-        self._blocked: dict[str, tuple[float, int | None]] = {}  # host -> (until, status)
+        # origin -> (until, status, what the refusal said: repeated to later callers)
+        self._blocked: dict[str, tuple[float, int | None, dict[str, Any]]] = {}
         self._dns: dict[tuple[str, int], tuple[float, bool]] = {}
         self.stats = {"requests": 0, "cache_hits": 0, "revalidated": 0}
 
@@ -379,23 +381,27 @@ class Http:
         return headers
 
     def _check_blocked(self, url: str) -> None:
-        host = host_of(url)
-        blocked = self._blocked.get(host)
+        blocked = self._blocked.get(origin(url))
         if blocked is None:
             return
-        until, status = blocked
+        until, status, detail = blocked
         if until <= self._clock():
-            del self._blocked[host]
+            del self._blocked[origin(url)]
             return
         raise HttpRateLimited(
-            f"{host} is rate limiting requests until {_iso(until)}",
+            f"{host_of(url)} is rate limiting requests until {_iso(until)}",
             url=_display(url),
             retry_at=until,
             status=status,
+            **detail,
         )
 
-    def _note_rate_limit(self, url: str, status: int, headers: Mapping[str, str]) -> float | None:
-        """The seconds to wait if this response is a rate-limit answer, else None."""
+    def _note_rate_limit(
+        self, url: str, status: int, headers: Mapping[str, str], body: bytes = b""
+    ) -> float | None:
+        """The seconds to wait if this response is a rate-limit answer, else None.
+        What the server said (its message, ``retry-after``, ``x-ratelimit-*``) is kept
+        for the errors of requests refused locally until then."""
         limited = status == 429 or (
             status == 403
             and (
@@ -410,7 +416,14 @@ class Http:
         wait = retry_after_seconds(headers, now)
         if wait is None:
             wait = 60.0 if status != 503 else 5.0
-        self._blocked[host_of(url)] = (now + wait, status)
+        detail: dict[str, Any] = {
+            "body": body[:500].decode("utf-8", "replace"),
+            "headers": {k: v for k, v in headers.items() if k.startswith("x-ratelimit-")},
+        }
+        retry_after = headers.get("retry-after", "").strip()
+        if retry_after.isdigit():
+            detail["retry_after"] = int(retry_after)
+        self._blocked[origin(url)] = (now + wait, status, detail)
         return wait
 
     # ---- requests ----------------------------------------------------------------------
@@ -507,11 +520,11 @@ class Http:
                 url=_display(url),
             )
         hdrs = _headers(resp.headers)
-        wait = self._note_rate_limit(final, resp.status_code, hdrs)
+        wait = self._note_rate_limit(final, resp.status_code, hdrs, body)
         if wait is not None:
             if retry and wait <= self.settings.max_wait:
                 await trio.sleep(wait)
-                self._blocked.pop(host_of(final), None)
+                self._blocked.pop(origin(final), None)
                 return await self._get_once(url, headers, limit, retry=False)
             retry_at = self._clock() + wait
             raise HttpRateLimited(
@@ -519,8 +532,7 @@ class Http:
                 url=_display(final),
                 retry_at=retry_at,
                 status=resp.status_code,
-                body=body[:500].decode("utf-8", "replace"),
-                headers={k: v for k, v in hdrs.items() if k.startswith("x-ratelimit-")},
+                **self._blocked[origin(final)][2],
             )
         return Response(resp.status_code, hdrs, body, final)
 

@@ -1,39 +1,55 @@
-"""A fake GitHub on 127.0.0.1: the REST API, release downloads and a tsuku registry.
+"""A fake GitHub on 127.0.0.1, as strict as the real one: the REST API, release
+downloads through a separate asset host, and a tsuku registry.
 
-Two stdlib ``ThreadingHTTPServer`` instances in background threads (so a real tsukud
-subprocess can talk to them), sharing one state:
+Three :class:`~tsukud.testing.http.FakeHTTPServer` instances (so a real tsukud
+subprocess can talk to them) sharing one state and one request journal:
 
-* ``api_url``: ``/repos/{o}/{r}/releases`` (paginated, ``Link`` headers),
-  ``/releases/latest``, ``/releases/tags/{tag}``, ``/tags``, ``/repos/{o}/{r}``,
+* ``api_url`` (``api.github.com``): ``/repos/{o}/{r}/releases`` (paginated, ``Link``
+  headers), ``/releases/latest``, ``/releases/tags/{tag}``, ``/tags``, ``/repos/{o}/{r}``,
   ``/contents/{path}``; renamed repositories answer 301 to ``/repositories/{id}/...``
-  like GitHub. Every JSON answer has an ``ETag``; ``If-None-Match`` gets a 304 that does
-  not count against the rate limit. ``x-ratelimit-*`` headers on every answer; with
-  ``rate_limit_remaining`` at 0 the API answers 403 with GitHub's rate-limit body.
-* ``web_url`` (``github.com``): ``/{o}/{r}/releases/download/{tag}/{name}`` 302s to
-  ``/cdn/...`` (the objects.githubusercontent.com hop), which serves the bytes,
-  optionally throttled (``download_rate``) or stalled (``stall_after``). The same server
-  serves a registry at ``registry_url`` (``/registry/recipes/{l}/{name}.toml``) and its
-  manifest at ``manifest_url``.
+  like GitHub. Every JSON answer has an ``ETag`` and ``If-None-Match`` gets a 304.
+* ``web_url`` (``github.com``): ``/{o}/{r}/releases/download/{tag}/{name}`` 302s to the
+  asset host; the same server serves a registry at ``registry_url``
+  (``/registry/recipes/{l}/{name}.toml``) and its manifest at ``manifest_url``.
+* ``assets_url`` (``release-assets.githubusercontent.com``): signed ``/cdn/...`` URLs
+  serving the bytes, optionally throttled (``download_rate``) or stalled
+  (``stall_after``).
+
+GitHub's rules, as the real service applies them (a refusal is also recorded as a
+violation, see :mod:`tsukud.testing.http`):
+
+* An ``Authorization`` with a token not in ``tokens`` answers 401 "Bad credentials"; a
+  request without ``User-Agent`` answers 403.
+* Primary rate limit per identity and window: ``limits`` (anonymous 60, a token 5000
+  per hour), ``x-ratelimit-*`` on every API answer, 403 (``rate_limit_status``) with
+  GitHub's body once used up. Every answer costs one, except a 304, which is free for
+  authenticated requests only. ``rate_limit_remaining = n`` leaves every identity ``n``;
+  ``= None`` starts a new window.
+* ``secondary_retry_after = s`` answers every API request 403 with the documented
+  secondary-rate-limit message and ``retry-after: s``.
+* The asset host refuses (400, S3's words) a request carrying ``Authorization``: a
+  client that forwards the GitHub token across the redirect leaks it to a CDN.
 
 Per-test overrides (:meth:`FakeGitHub.override`) answer matching requests with a fixed
-status/body; ``requests`` logs everything received (role, method, path, headers).
+status/body after the credential checks; ``requests`` logs everything received (role
+``api``, ``web`` or ``assets``, method, path, headers).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 import re
-import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from urllib.parse import quote, unquote
 
+from tsukud.testing.http import FakeHTTPServer, RecordedRequest, Reply, Violation, leave
 from tsukud.testing.releases import FakeAsset, FakeRelease, FakeRepo
 
 RATE_LIMIT_BODY = {
@@ -42,19 +58,46 @@ RATE_LIMIT_BODY = {
     "more details.)",
     "documentation_url": "https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting",
 }
+TOKEN_RATE_LIMIT_BODY = {
+    "message": "API rate limit exceeded for user ID 1.",
+    "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
+}
+SECONDARY_RATE_LIMIT_BODY = {
+    "message": "You have exceeded a secondary rate limit. Please wait a few minutes before "
+    "you try again. If you reach out to GitHub Support for help, please include the "
+    "request ID 0000:0000:0000000:0000000:00000000.",
+    "documentation_url": "https://docs.github.com/free-pro-team@latest/rest/overview/"
+    "rate-limits-for-the-rest-api#about-secondary-rate-limits",
+}
+BAD_CREDENTIALS = {
+    "message": "Bad credentials",
+    "documentation_url": "https://docs.github.com/rest",
+    "status": "401",
+}
+NO_USER_AGENT = (
+    b"Request forbidden by administrative rules. Please make sure your request has a "
+    b"User-Agent header (https://docs.github.com/en/rest/overview/resources-in-the-rest-api"
+    b"#user-agent-required). Check https://developer.github.com for other possible causes.\n"
+)
 NOT_FOUND = {
     "message": "Not Found",
     "documentation_url": "https://docs.github.com/rest",
     "status": "404",
 }
+S3_TWO_AUTHS = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InvalidArgument</Code>'
+    b"<Message>Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, "
+    b"Signature query string parameter or the Authorization header should be specified"
+    b"</Message><ArgumentName>Authorization</ArgumentName></Error>"
+)
+S3_DENIED = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
+    b"<Message>Request has expired or the signature does not match</Message></Error>"
+)
+ANONYMOUS = ""  # the identity of requests without a token
+WINDOW = 3600.0  # seconds of a primary rate-limit window
 
-
-@dataclass(frozen=True)
-class Req:
-    role: str  # api | web
-    method: str
-    path: str
-    headers: dict[str, str]  # lower-cased names
+Req = RecordedRequest  # the journal's entries (``role`` says which host got them)
 
 
 @dataclass
@@ -69,55 +112,52 @@ class Override:
     used: int = 0
 
 
-@dataclass
-class _Answer:
-    status: int
-    body: bytes = b""
-    headers: dict[str, str] = field(default_factory=dict)
-    file: Path | None = None
-    throttle: float | None = None  # bytes per second
-    stall_after: int | None = None
-
-
-def _json(status: int, obj: Any, headers: dict[str, str] | None = None) -> _Answer:
+def _json(status: int, obj: Any, headers: dict[str, str] | None = None) -> Reply:
     h = {"content-type": "application/json; charset=utf-8", **(headers or {})}
-    return _Answer(status, json.dumps(obj).encode(), h)
+    return Reply(status, body=json.dumps(obj).encode(), headers=h)
+
+
+def _text(status: int, body: bytes, content_type: str = "text/plain") -> Reply:
+    return Reply(status, body=body, headers={"content-type": content_type})
 
 
 class FakeGitHub:
-    def __init__(self) -> None:
+    def __init__(self, *, tokens: set[str] | None = None) -> None:
         self.repos: dict[str, FakeRepo] = {}
         self.aliases: dict[str, str] = {}  # old full name (lower) -> canonical full name
         self.recipes: dict[str, str] = {}  # registry: name -> TOML text
         self.manifest_extra: dict[str, dict[str, Any]] = {}  # name -> extra manifest fields
         self.overrides: list[Override] = []
         self.requests: list[Req] = []
-        self.rate_limit_remaining: int | None = None  # None: unlimited
+        self.tokens: set[str] = set(tokens or ())  # tokens GitHub accepts
+        self.limits = {"anonymous": 60, "authenticated": 5000}  # per identity and hour
         self.rate_limit_status = 403
-        self.download_rate: float | None = None  # bytes/s for CDN answers
-        self.stall_after: int | None = None  # CDN sends this many bytes, then hangs
+        self.secondary_retry_after: int | None = None  # seconds; None: no secondary limit
+        self.download_rate: float | None = None  # bytes/s for asset answers
+        self.stall_after: int | None = None  # the asset host sends this many bytes, then hangs
         self.cdn_replacements: dict[str, bytes] = {}  # asset name -> bytes served instead
+        self._used: dict[str, int] = {}  # identity -> requests counted in this window
+        self._window_start = time.time()
+        self._secret = b"fake-github-asset-signing"
         self._lock = threading.Lock()
-        self._closing = threading.Event()
-        self._api = self._server("api")
-        self._web = self._server("web")
-        self._threads: list[threading.Thread] = []
+        self._api = FakeHTTPServer(self._api_answer, role="api", journal=self.requests)
+        self._web = FakeHTTPServer(self._web_answer, role="web", journal=self.requests)
+        self._assets = FakeHTTPServer(self._assets_answer, role="assets", journal=self.requests)
+        self._servers = (self._api, self._web, self._assets)
 
     # ---- lifecycle -------------------------------------------------------------------
 
-    def _server(self, role: str) -> ThreadingHTTPServer:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler(role))
-        server.daemon_threads = True
-        server.block_on_close = False
-        return server
-
     @property
     def api_url(self) -> str:
-        return f"http://127.0.0.1:{self._api.server_address[1]}"
+        return self._api.url
 
     @property
     def web_url(self) -> str:
-        return f"http://127.0.0.1:{self._web.server_address[1]}"
+        return self._web.url
+
+    @property
+    def assets_url(self) -> str:
+        return self._assets.url
 
     @property
     def registry_url(self) -> str:
@@ -137,27 +177,59 @@ class FakeGitHub:
         }
 
     def start(self) -> FakeGitHub:
-        if not self._threads:
-            for server in (self._api, self._web):
-                t = threading.Thread(
-                    target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-                )
-                t.start()
-                self._threads.append(t)
+        for server in self._servers:
+            server.start()
         return self
 
     def close(self) -> None:
-        self._closing.set()
-        for server in (self._api, self._web):
-            if self._threads:
-                server.shutdown()
-            server.server_close()
+        for server in self._servers:
+            server.close()
 
     def __enter__(self) -> FakeGitHub:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        leave(self, failed=exc_type is not None)
+
+    # ---- strictness ------------------------------------------------------------------
+
+    @property
+    def violations(self) -> list[Violation]:
+        return [v for server in self._servers for v in server.violations]
+
+    def take_violations(self) -> list[Violation]:
+        """The refusals recorded so far (forgotten here): a test that provokes one on
+        purpose claims it with this."""
+        return [v for server in self._servers for v in server.take_violations()]
+
+    def reset_quota(self) -> None:
+        """Start a new primary rate-limit window (an hour has passed)."""
+        with self._lock:
+            self._used.clear()
+            self._window_start = time.time()
+
+    @property
+    def rate_limit_remaining(self) -> int:
+        """What anonymous requests have left in this window."""
+        with self._lock:
+            return self._limit(ANONYMOUS) - self._used.get(ANONYMOUS, 0)
+
+    @rate_limit_remaining.setter
+    def rate_limit_remaining(self, remaining: int | None) -> None:
+        if remaining is None:
+            self.reset_quota()
+            return
+        with self._lock:
+            for identity in (ANONYMOUS, *self.tokens):
+                self._used[identity] = self._limit(identity) - remaining
+
+    def quota_used(self, token: str = ANONYMOUS) -> int:
+        """Requests counted against ``token`` (anonymous by default) in this window."""
+        with self._lock:
+            return self._used.get(token, 0)
+
+    def _limit(self, identity: str) -> int:
+        return self.limits["authenticated" if identity else "anonymous"]
 
     # ---- scripting -------------------------------------------------------------------
 
@@ -174,6 +246,12 @@ class FakeGitHub:
             self.recipes[name] = text
             if manifest:
                 self.manifest_extra[name] = manifest
+
+    def add_token(self, token: str) -> str:
+        """Make GitHub accept ``token`` (any other ``Authorization`` answers 401)."""
+        with self._lock:
+            self.tokens.add(token)
+        return token
 
     def override(
         self,
@@ -253,19 +331,9 @@ class FakeGitHub:
             ],
         }
 
-    # ---- routing ---------------------------------------------------------------------
+    # ---- API routes --------------------------------------------------------------------
 
-    def _rate_headers(self) -> dict[str, str]:
-        remaining = 5000 if self.rate_limit_remaining is None else self.rate_limit_remaining
-        return {
-            "x-ratelimit-limit": "60" if self.rate_limit_remaining is not None else "5000",
-            "x-ratelimit-remaining": str(remaining),
-            "x-ratelimit-reset": str(int(time.time()) + 3600),
-            "x-ratelimit-used": "0",
-            "x-ratelimit-resource": "core",
-        }
-
-    def _page(self, items: list[Any], base: str, query: dict[str, list[str]]) -> _Answer:
+    def _page(self, items: list[Any], base: str, query: dict[str, list[str]]) -> Reply:
         per_page = min(100, int(query.get("per_page", ["30"])[0]))
         page = max(1, int(query.get("page", ["1"])[0]))
         chunk = items[(page - 1) * per_page : page * per_page]
@@ -276,7 +344,7 @@ class FakeGitHub:
             links.append(f'<{base}?per_page={per_page}&page={last}>; rel="last"')
         return _json(200, chunk, {"link": ", ".join(links)} if links else {})
 
-    def _api_route(self, path: str, query: dict[str, list[str]]) -> _Answer:
+    def _api_route(self, path: str, query: dict[str, list[str]]) -> Reply:
         m = re.match(r"^/repositories/(\d+)(/.*)?$", path)
         if m:
             repo = next((r for r in self.repos.values() if r.id == int(m.group(1))), None)
@@ -304,7 +372,7 @@ class FakeGitHub:
 
     def _repo_route(
         self, repo: FakeRepo, rest: str, query: dict[str, list[str]], base: str
-    ) -> _Answer:
+    ) -> Reply:
         if rest in ("", "/"):
             owner, name = repo.full_name.split("/")
             return _json(
@@ -355,7 +423,7 @@ class FakeGitHub:
             return self._contents(repo, unquote(m.group(1)).strip("/"))
         return _json(404, NOT_FOUND)
 
-    def _contents(self, repo: FakeRepo, path: str) -> _Answer:
+    def _contents(self, repo: FakeRepo, path: str) -> Reply:
         if path in repo.files:
             data = repo.files[path]
             return _json(
@@ -410,7 +478,12 @@ class FakeGitHub:
             recipes.append(entry)
         return {"schema_version": "1", "generated_at": "2026-11-22T00:00:00Z", "recipes": recipes}
 
-    def _web_route(self, path: str) -> _Answer:
+    # ---- release downloads -----------------------------------------------------------
+
+    def _signature(self, path: str) -> str:
+        return hmac.new(self._secret, path.encode(), hashlib.sha256).hexdigest()[:32]
+
+    def _web_route(self, path: str) -> Reply:
         if path == "/registry/recipes.json":
             return _json(200, self._manifest())
         m = re.match(r"^/registry/recipes/([^/]+)/([^/]+)\.toml$", path)
@@ -418,151 +491,140 @@ class FakeGitHub:
             name = unquote(m.group(2))
             text = self.recipes.get(name)
             if text is None or m.group(1) != name[0]:
-                return _Answer(404, b"404: Not Found", {"content-type": "text/plain"})
-            return _Answer(200, text.encode(), {"content-type": "text/plain; charset=utf-8"})
+                return _text(404, b"404: Not Found")
+            return _text(200, text.encode(), "text/plain; charset=utf-8")
         m = re.match(r"^/([^/]+)/([^/]+)/releases/download/([^/]+)/([^/]+)$", path)
-        if m:
-            full = f"{m.group(1)}/{m.group(2)}".lower()
-            if full in self.aliases:
-                canonical = self.aliases[full]
-                return _Answer(
-                    301,
-                    b"",
-                    {"location": f"/{canonical}/releases/download/{m.group(3)}/{m.group(4)}"},
-                )
-            repo = self.repos.get(full)
-            rel = repo.release(unquote(m.group(3))) if repo else None
-            asset = rel.asset(unquote(m.group(4))) if rel else None
-            if repo is None or rel is None or asset is None:
-                return _Answer(404, b"Not Found", {"content-type": "text/plain"})
-            token = hashlib.sha256(path.encode()).hexdigest()[:16]
-            location = f"/cdn/{repo.full_name}/{m.group(3)}/{m.group(4)}?sig={token}"
-            return _Answer(302, b"", {"location": location})
-        m = re.match(r"^/cdn/([^/]+)/([^/]+)/([^/]+)/([^/]+)$", path)
-        if m:
-            repo = self.repos.get(f"{m.group(1)}/{m.group(2)}".lower())
-            rel = repo.release(unquote(m.group(3))) if repo else None
-            asset = rel.asset(unquote(m.group(4))) if rel else None
-            if asset is None:
-                return _Answer(404, b"Not Found")
-            headers = {
-                "content-type": "application/octet-stream",
-                "content-disposition": f"attachment; filename={asset.name}",
-            }
-            replaced = self.cdn_replacements.get(asset.name)
-            if replaced is not None:
-                return _Answer(
-                    200,
-                    replaced,
-                    headers,
-                    throttle=self.download_rate,
-                    stall_after=self.stall_after,
-                )
-            if isinstance(asset.data, Path):
-                return _Answer(
-                    200,
-                    b"",
-                    headers,
-                    file=asset.data,
-                    throttle=self.download_rate,
-                    stall_after=self.stall_after,
-                )
-            return _Answer(
-                200,
-                asset.content(),
-                headers,
-                throttle=self.download_rate,
-                stall_after=self.stall_after,
-            )
-        return _Answer(404, b"Not Found")
+        if not m:
+            return _text(404, b"Not Found")
+        full = f"{m.group(1)}/{m.group(2)}".lower()
+        if full in self.aliases:
+            canonical = self.aliases[full]
+            location = f"/{canonical}/releases/download/{m.group(3)}/{m.group(4)}"
+            return Reply(301, headers={"location": location})
+        repo = self.repos.get(full)
+        rel = repo.release(unquote(m.group(3))) if repo else None
+        asset = rel.asset(unquote(m.group(4))) if rel else None
+        if repo is None or rel is None or asset is None:
+            return _text(404, b"Not Found")
+        cdn = f"/cdn/{repo.full_name}/{m.group(3)}/{m.group(4)}"
+        location = f"{self.assets_url}{cdn}?sig={self._signature(cdn)}"
+        return Reply(302, headers={"location": location})
 
-    def _answer(self, role: str, req: Req) -> _Answer:
+    def _assets_route(self, request: RecordedRequest) -> Reply:
+        path = request.route
+        m = re.match(r"^/cdn/([^/]+)/([^/]+)/([^/]+)/([^/]+)$", path)
+        if not m:
+            return _text(404, b"Not Found")
+        if request.query.get("sig", [""])[0] != self._signature(path):
+            return self._assets.reject(
+                request,
+                "the asset URL's signature is missing or wrong (only GitHub's redirect has it)",
+                _text(403, S3_DENIED, "application/xml"),
+            )
+        repo = self.repos.get(f"{m.group(1)}/{m.group(2)}".lower())
+        rel = repo.release(unquote(m.group(3))) if repo else None
+        asset = rel.asset(unquote(m.group(4))) if rel else None
+        if asset is None:
+            return _text(404, b"Not Found")
+        headers = {
+            "content-type": "application/octet-stream",
+            "content-disposition": f"attachment; filename={asset.name}",
+        }
+        replaced = self.cdn_replacements.get(asset.name)
+        file = asset.data if replaced is None and isinstance(asset.data, Path) else None
+        body = b"" if file is not None else replaced if replaced is not None else asset.content()
+        return Reply(
+            200,
+            body=body,
+            headers=headers,
+            file=file,
+            rate=self.download_rate,
+            stall_after=self.stall_after,
+        )
+
+    # ---- answering ---------------------------------------------------------------------
+
+    def _override(self, role: str, request: RecordedRequest) -> Reply | None:
         with self._lock:
-            override = None
             for o in self.overrides:
-                if (o.role is None or o.role == role) and o.pattern.search(req.path):
+                if (o.role is None or o.role == role) and o.pattern.search(request.path):
                     if o.times is not None and o.used >= o.times:
                         continue
                     o.used += 1
-                    override = o
-                    break
+                    return Reply(o.status, body=o.body, headers=dict(o.headers), delay=o.delay)
+        return None
+
+    def _identity(self, request: RecordedRequest) -> str | None:
+        """The token a request authenticates with, ``ANONYMOUS``, or None when GitHub
+        would not accept its ``Authorization``."""
+        auth = request.headers.get("authorization")
+        if auth is None:
+            return ANONYMOUS
+        scheme, _, token = auth.strip().partition(" ")
+        if scheme.lower() in ("bearer", "token") and token.strip() in self.tokens:
+            return token.strip()
+        return None
+
+    def _rate_headers(self, identity: str) -> dict[str, str]:
+        used = self._used.get(identity, 0)
+        limit = self._limit(identity)
+        return {
+            "x-ratelimit-limit": str(limit),
+            "x-ratelimit-remaining": str(max(0, limit - used)),
+            "x-ratelimit-reset": str(int(self._window_start + WINDOW)),
+            "x-ratelimit-used": str(used),
+            "x-ratelimit-resource": "core",
+        }
+
+    def _api_answer(self, request: RecordedRequest) -> Reply:
+        identity = self._identity(request)
+        if identity is None:
+            return self._api.reject(
+                request,
+                "Authorization carries a token GitHub does not know (401 Bad credentials)",
+                _json(401, BAD_CREDENTIALS),
+            )
+        if "user-agent" not in request.headers:
+            return self._api.reject(
+                request, "no User-Agent header (GitHub requires one)", _text(403, NO_USER_AGENT)
+            )
+        override = self._override("api", request)
         if override is not None:
-            if override.delay and self._closing.wait(override.delay):
-                return _Answer(503, b"closing")
-            return _Answer(override.status, override.body, dict(override.headers))
-        parts = urlsplit(req.path)
-        query = parse_qs(parts.query)
-        if role == "web":
-            return self._web_route(parts.path)
-        if self.rate_limit_remaining is not None and self.rate_limit_remaining <= 0:
-            headers = {**self._rate_headers(), "x-ratelimit-remaining": "0"}
-            return _json(self.rate_limit_status, RATE_LIMIT_BODY, headers)
-        answer = self._api_route(parts.path, query)
+            return override
+        with self._lock:
+            if self.secondary_retry_after is not None:
+                headers = {
+                    **self._rate_headers(identity),
+                    "retry-after": str(self.secondary_retry_after),
+                }
+                return _json(403, SECONDARY_RATE_LIMIT_BODY, headers)
+            if self._used.get(identity, 0) >= self._limit(identity):
+                body = TOKEN_RATE_LIMIT_BODY if identity else RATE_LIMIT_BODY
+                return _json(self.rate_limit_status, body, self._rate_headers(identity))
+        answer = self._api_route(request.route, request.query)
         etag = '"' + hashlib.sha256(answer.body).hexdigest()[:20] + '"'
+        cost = 1
         if answer.status == 200:
             answer.headers["etag"] = etag
-            if req.headers.get("if-none-match") == etag:
-                return _Answer(304, b"", {"etag": etag, **self._rate_headers()})
-        if self.rate_limit_remaining is not None:
-            self.rate_limit_remaining -= 1
-        answer.headers.update(self._rate_headers())
+            if request.headers.get("if-none-match") == etag:
+                # GitHub waives conditional requests answered 304 for authorised
+                # requests only.
+                answer = Reply(304, headers={"etag": etag})
+                cost = 0 if identity else 1
+        with self._lock:
+            self._used[identity] = self._used.get(identity, 0) + cost
+            answer.headers.update(self._rate_headers(identity))
         return answer
 
-    def _handler(self, role: str) -> type[BaseHTTPRequestHandler]:
-        fake = self
+    def _web_answer(self, request: RecordedRequest) -> Reply:
+        return self._override("web", request) or self._web_route(request.route)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def setup(self) -> None:
-                super().setup()
-                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                req = Req(role, "GET", self.path, {k.lower(): v for k, v in self.headers.items()})
-                with fake._lock:
-                    fake.requests.append(req)
-                answer = fake._answer(role, req)
-                try:
-                    self._send(answer)
-                except (BrokenPipeError, ConnectionResetError):
-                    self.close_connection = True
-
-            def _send(self, a: _Answer) -> None:
-                size = a.file.stat().st_size if a.file is not None else len(a.body)
-                self.send_response(a.status)
-                for k, v in a.headers.items():
-                    self.send_header(k, v)
-                self.send_header("content-length", str(size))
-                self.end_headers()
-                if a.file is not None and a.throttle is None and a.stall_after is None:
-                    self.wfile.flush()
-                    with a.file.open("rb") as f:
-                        self.connection.sendfile(f)
-                    return
-                data = a.file.read_bytes() if a.file is not None else a.body
-                if a.throttle is None and a.stall_after is None:
-                    self.wfile.write(data)
-                    return
-                self._trickle(data, a.throttle, a.stall_after)
-
-            def _trickle(self, data: bytes, rate: float | None, stall_after: int | None) -> None:
-                chunk = 16 * 1024
-                sent = 0
-                while sent < len(data):
-                    if stall_after is not None and sent >= stall_after:
-                        fake._closing.wait(3600)  # hang until the fake closes
-                        self.close_connection = True
-                        return
-                    size = chunk if stall_after is None else min(chunk, stall_after - sent)
-                    piece = data[sent : sent + size]
-                    self.wfile.write(piece)
-                    self.wfile.flush()
-                    sent += len(piece)
-                    if rate and fake._closing.wait(len(piece) / rate):
-                        return
-
-        return Handler
+    def _assets_answer(self, request: RecordedRequest) -> Reply:
+        if "authorization" in request.headers:
+            return self._assets.reject(
+                request,
+                "the asset host got an Authorization header: the GitHub token was forwarded "
+                "across the redirect (S3 refuses a second auth mechanism)",
+                _text(400, S3_TWO_AUTHS, "application/xml"),
+            )
+        return self._override("assets", request) or self._assets_route(request)

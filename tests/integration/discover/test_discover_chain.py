@@ -393,7 +393,7 @@ async def test_single_ecosystem_match_prints_its_install_command(world: World, h
         (stage,) = [p for t, p, _s in events(d, "discovery.stage") if p["stage"] == "ecosystem"]
         assert stage["rejected"] == {"npm": "downloads 3 < 100 and version count 1 < 5"}
     assert not world.claude.requests  # no LLM was asked
-    paths = world.eco.requests
+    paths = world.eco.paths()
     for part in (
         "/crates/api/v1/crates/rgx",
         "/npm/rgx",

@@ -27,8 +27,9 @@ def world(gh: FakeGitHub) -> Iterator[FakeGitHub]:
 
     def reset() -> None:
         gh.clear_overrides()
-        gh.rate_limit_remaining = None
+        gh.rate_limit_remaining = None  # a new rate-limit window
         gh.rate_limit_status = 403
+        gh.secondary_retry_after = None
         gh.download_rate = None
         gh.stall_after = None
         gh.cdn_replacements.clear()

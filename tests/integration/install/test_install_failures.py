@@ -4,6 +4,7 @@ archive, failed verify, bad recipes. Each says what went wrong and exits with it
 from __future__ import annotations
 
 import hashlib
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from tests.conftest import Tsuku
 from tests.fakes.github import FakeGitHub
 from tests.fakes.releases import FakeAsset, FakeRelease, FakeRepo, raw_tar, script, tar_gz
-from tests.integration.install.conftest import events, installed, tree
+from tests.integration.install.conftest import events, installed, make_tsuku, tree
 from tsukuctl.client import RemoteError
 
 
@@ -84,6 +85,36 @@ def test_rate_limited_api(inst: Tsuku, world: FakeGitHub) -> None:
     assert_nothing_installed(inst)
     ev = failed_event(inst)
     assert ev["stage"] == "resolve" and ev["error_code"] == "github_rate_limited"
+
+
+def test_secondary_rate_limit_says_when_to_retry(inst: Tsuku, world: FakeGitHub) -> None:
+    world.secondary_retry_after = 90
+    cp = inst.ctl("install", "atlantis")
+    assert cp.returncode == 5, cp.stderr
+    assert "secondary rate limit" in cp.stderr and "wait 90 seconds" in cp.stderr
+    assert "a token does not lift this limit" in cp.stderr
+    assert_nothing_installed(inst)
+    ev = failed_event(inst)
+    assert ev["stage"] == "resolve" and ev["error_code"] == "github_secondary_rate_limited"
+
+
+@pytest.mark.parametrize("var", ["GITHUB_TOKEN", "GH_TOKEN"])
+def test_bad_github_token_is_named_in_the_hint(world: FakeGitHub, var: str) -> None:
+    token = "ghp_revokedIntegrationToken0000000"
+    t = make_tsuku(world, **{var: token})
+    try:
+        t.start()
+        cp = t.ctl("install", "atlantis")
+        assert cp.returncode == 5, cp.stderr
+        assert "Bad credentials" in cp.stderr and token not in cp.stderr
+        assert "GITHUB_TOKEN" in cp.stderr and "GH_TOKEN" in cp.stderr
+        assert_nothing_installed(t)
+        assert failed_event(t)["error_code"] == "github_bad_credentials"
+    finally:
+        t.stop_all()
+        shutil.rmtree(t.home, ignore_errors=True)
+    refused = world.take_violations()
+    assert refused and all("Bad credentials" in v.reason for v in refused)
 
 
 def test_tar_slip_release_fails_cleanly(inst: Tsuku, world: FakeGitHub) -> None:

@@ -3,6 +3,7 @@ latest, tags, renamed repositories, contents, digests, rate limits, ETags, token
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -11,12 +12,14 @@ from tests.fakes.github import RELEASES_DIR, FakeGitHub, Req
 from tests.fakes.releases import FakeRepo, recorded_repo
 from tsukud.github.client import (
     GitHub,
+    GitHubBadCredentials,
     GitHubFileNotFound,
     GitHubRateLimited,
+    GitHubSecondaryRateLimited,
     ReleaseNotFound,
     RepoNotFound,
 )
-from tsukud.net.http import Http, Settings, origin
+from tsukud.net.http import Http, HttpStatusError, Settings, origin
 
 TOKEN = "ghp_fakeTokenForTests0123456789"
 
@@ -30,7 +33,7 @@ class Clock:
 
 @pytest.fixture(scope="module")
 def fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as f:
+    with FakeGitHub(tokens={TOKEN}) as f:
         for path in sorted(RELEASES_DIR.glob("*.json")):
             f.add_repo(recorded_repo(path))
         f.aliases["zricethezav/gitleaks"] = "gitleaks/gitleaks"
@@ -54,21 +57,30 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture
-async def http(clock: Clock, fake: FakeGitHub) -> AsyncIterator[Http]:
+@contextlib.asynccontextmanager
+async def loopback_http(clock: Clock, credentials: dict[str, str]) -> AsyncIterator[Http]:
+    """A real Http that sends ``credentials`` (origin -> Authorization) and reads ``clock``."""
     h = Http(
         settings=Settings(max_wait=0.1),
         allowed_hosts=lambda: {"127.0.0.1"},
-        credentials=lambda: {origin(fake.api_url): f"Bearer {TOKEN}"},
+        credentials=lambda: credentials,
         clock=clock,
     )
-    yield h
-    await h.aclose()
+    try:
+        yield h
+    finally:
+        await h.aclose()
+
+
+@pytest.fixture
+async def http(clock: Clock, fake: FakeGitHub) -> AsyncIterator[Http]:
+    async with loopback_http(clock, {origin(fake.api_url): f"Bearer {TOKEN}"}) as h:
+        yield h
 
 
 @pytest.fixture
 def gh(http: Http, fake: FakeGitHub) -> GitHub:
-    fake.rate_limit_remaining = None
+    fake.reset_quota()
     fake.clear_overrides()
     return GitHub(http, fake.api_url, token_set=False)
 
@@ -126,9 +138,7 @@ async def test_repo_metadata_and_not_found(gh: GitHub) -> None:
         await gh.repo("nobody/nothing")
 
 
-async def test_repo_carries_dates_owner_type_and_fork_parent(
-    gh: GitHub, fake: FakeGitHub
-) -> None:
+async def test_repo_carries_dates_owner_type_and_fork_parent(gh: GitHub, fake: FakeGitHub) -> None:
     body = {
         "full_name": "evil/stripe-cli",
         "name": "stripe-cli",
@@ -228,6 +238,80 @@ async def test_token_goes_to_the_api_only(gh: GitHub, http: Http, fake: FakeGitH
     assert len(body) == asset.size
     api = fake.requests_to("/releases/tags/v8.29.0", role="api")
     assert api[-1].headers["authorization"] == f"Bearer {TOKEN}"
-    web = fake.requests_to("gitleaks_8.29.0_linux_x64.tar.gz", role="web")
-    assert len(web) == 2  # github.com, then the CDN hop
-    assert all("authorization" not in r.headers for r in web)
+    hops = fake.requests_to("gitleaks_8.29.0_linux_x64.tar.gz")
+    assert [r.role for r in hops] == ["web", "assets"]  # github.com, then the asset host
+    assert all("authorization" not in r.headers for r in hops)
+
+
+async def test_bad_credentials_are_typed_with_a_token_hint(fake: FakeGitHub, clock: Clock) -> None:
+    wrong = "ghp_revokedToken000000000000000"
+    async with loopback_http(clock, {origin(fake.api_url): f"Bearer {wrong}"}) as http:
+        with pytest.raises(GitHubBadCredentials) as err:
+            await GitHub(http, fake.api_url, token_set=True).repo("simeji/jid")
+    e = err.value
+    assert e.code == "github_bad_credentials" and e.exit_code == 5 and not e.retryable
+    assert "GITHUB_TOKEN" in e.hint and "GH_TOKEN" in e.hint
+    assert wrong not in e.message and wrong not in e.hint and wrong not in str(e.data)
+    (refused,) = fake.take_violations()
+    assert "Bad credentials" in refused.reason and refused.request.route == "/repos/simeji/jid"
+
+
+async def test_secondary_rate_limit_is_typed_and_carries_retry_after(
+    gh: GitHub, fake: FakeGitHub, clock: Clock
+) -> None:
+    fake.secondary_retry_after = 60
+    try:
+        with pytest.raises(GitHubSecondaryRateLimited) as err:
+            await gh.repo("simeji/jid")
+        asked = len(fake.requests_to("/repos/", role="api"))
+        with pytest.raises(GitHubSecondaryRateLimited) as again:  # refused locally until then
+            await gh.releases("simeji/jid")
+        assert len(fake.requests_to("/repos/", role="api")) == asked
+    finally:
+        fake.secondary_retry_after = None
+    for e in (err.value, again.value):
+        assert e.code == "github_secondary_rate_limited" and e.exit_code == 5 and e.retryable
+        assert e.data["retry_after"] == 60 and e.retry_at == clock.now + 60
+        assert "60 seconds" in e.hint and "5,000" not in e.hint
+
+
+async def test_primary_limit_counts_304s_like_github(fake: FakeGitHub, clock: Clock) -> None:
+    """Every answer costs one; a 304 is free only when the request is authenticated."""
+    fake.reset_quota()
+
+    async def fetch_twice(credentials: dict[str, str]) -> None:
+        async with loopback_http(clock, credentials) as http:
+            gh = GitHub(http, fake.api_url)
+            await gh.repo("yudai/gotty")
+            clock.now += 600  # past the cache's freshness: revalidated with If-None-Match
+            await gh.repo("yudai/gotty")
+            assert http.stats["revalidated"] == 1
+
+    await fetch_twice({})
+    assert fake.quota_used() == 2 and fake.rate_limit_remaining == 58
+    await fetch_twice({origin(fake.api_url): f"Bearer {TOKEN}"})
+    assert fake.quota_used(TOKEN) == 1
+    fake.rate_limit_remaining = 0
+    try:
+        with pytest.raises(GitHubRateLimited) as err:
+            await fetch_twice({})
+    finally:
+        fake.rate_limit_remaining = None
+    assert "60 per hour" in err.value.hint and err.value.retry_at is not None
+
+
+async def test_a_token_forwarded_to_the_asset_host_is_refused_loudly(
+    gh: GitHub, fake: FakeGitHub, clock: Clock
+) -> None:
+    """The fake's own strictness: a client that sent the GitHub token on to the asset
+    host gets S3's refusal, and the test would fail unless it claims the violation."""
+    rel = await gh.release_by_tag("gitleaks/gitleaks", "v8.29.0")
+    asset = rel.asset("gitleaks_8.29.0_linux_x64.tar.gz")
+    assert asset is not None
+    async with loopback_http(clock, {origin(fake.assets_url): f"Bearer {TOKEN}"}) as leaky:
+        with pytest.raises(HttpStatusError) as err:
+            async with leaky.stream(asset.browser_download_url, max_bytes=10**6):
+                pass
+    assert err.value.status == 400
+    (refused,) = fake.take_violations()
+    assert refused.request.role == "assets" and "Authorization" in refused.reason

@@ -303,3 +303,19 @@ async def test_long_retry_after_raises(http: Http, server: FakeHTTPServer) -> No
     with pytest.raises(HttpRateLimited):
         await http.get(server.url + "/x")
     assert len(server.requests) == 1
+
+
+async def test_a_rate_limit_blocks_its_origin_only(
+    http: Http, server: FakeHTTPServer, clock: Clock
+) -> None:
+    """api.github.com's limit must not stop downloads from its asset host (here: the
+    same loopback address on another port, a different origin)."""
+    server.push(Reply(403, headers={"retry-after": "600"}))
+    with pytest.raises(HttpRateLimited):
+        await http.get(server.url + "/repos/a/b")
+    with FakeHTTPServer(fallback=Reply(body=b"bytes")) as assets:
+        async with http.stream(assets.url + "/asset", max_bytes=100) as s:
+            assert b"".join([c async for c in s.chunks()]) == b"bytes"
+    with pytest.raises(HttpRateLimited):
+        await http.get(server.url + "/repos/c/d")
+    assert len(server.requests) == 1
