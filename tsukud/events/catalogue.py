@@ -301,7 +301,7 @@ class ValidationFinished(Payload):
     status: str
     stage: str
     platform: str
-    image: str
+    image: str | None
     duration_ms: int
     command: str | None = None
     exit_code: int | None = None
