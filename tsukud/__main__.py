@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tsukud import __version__, paths
-from tsukud.errors import ExitCode, TsukuError
+from tsukud.errors import TsukuError
 
 SD_LISTEN_FDS_START = 3
 
@@ -61,7 +61,6 @@ class AlreadyRunning(TsukuError):
     # Its own exit code, so a service manager can be told not to restart on it
     # (systemd/tsukud.service: RestartPreventExitStatus).
     code = "already_running"
-    exit_code = ExitCode.ALREADY_RUNNING
 
 
 def activated_sockets() -> tuple[str, list[socket.socket]]:

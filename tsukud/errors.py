@@ -1,10 +1,15 @@
-"""Typed errors shared by the daemon and the client.
+"""Typed errors shared by the daemon and the client, and the one catalogue of their codes.
 
 Stdlib only: ``tsukuctl`` imports this module on its hot path to turn an error frame's
 ``code`` into an exit code and a hint. Every error the daemon sends carries a stable
 ``code`` (part of the wire protocol, see ``schema/rpc.md``), a message for humans and a
 hint saying what to do about it. Exit codes follow the reference tsuku's numbering
 where it has one (docs/exit-codes.md), so scripts written for it keep working.
+
+``CATALOGUE`` is the only place a code's exit code, retryability and default hint are
+written. Error classes anywhere in tsukud declare just their ``code``; a class naming a
+code the catalogue lacks, or setting those attributes itself, fails at import, so no code
+can reach the wire without an entry (and the tests hold every entry to the docs).
 """
 
 from __future__ import annotations
@@ -45,18 +50,283 @@ class ExitCode:
     CANCELLED = 130
 
 
+class ErrorKind:
+    """What every error with one code shares, wherever it is raised."""
+
+    __slots__ = ("exit_code", "hint", "retryable")
+
+    def __init__(self, exit_code: int, hint: str = "", *, retryable: bool = False) -> None:
+        self.exit_code = exit_code
+        self.hint = hint  # the default; a raise site may give a more precise one
+        self.retryable = retryable  # may the same request succeed later, unchanged?
+
+    def __repr__(self) -> str:
+        return f"ErrorKind({self.exit_code}, {self.hint!r}, retryable={self.retryable})"
+
+
+#: Discovery's hints end by naming the way around it (``tool`` filled in when known).
+FROM_HINT = "name the source yourself: tsukuctl install {tool} --from github:owner/repo"
+_FROM = FROM_HINT.format(tool="<tool>")
+_PROTOCOL = "The request did not follow the tsuku RPC protocol (schema/rpc.md)."
+_NETWORK = "Check the network connection (or the mirror URL) and try again."
+_SLOW_DOWN = "The server is rate limiting requests; wait and try again."
+_FIX_RECIPE = "Fix the recipe (schema/recipe.md describes the format) or regenerate it."
+_NOTHING_INSTALLED = "Nothing was installed; the tool's previous state is unchanged."
+_BUDGET = "Raise it with `tsukuctl config set llm.daily_budget <usd>`"
+
+E = ExitCode
+#: Every error code (the wire protocol: schema/rpc.md lists the same set) → its kind.
+CATALOGUE: dict[str, ErrorKind] = {
+    # ---- daemon and protocol
+    "internal": ErrorKind(
+        E.GENERAL, "This is a bug in tsuku; the daemon log (tsukuctl daemon logs) has details."
+    ),
+    "usage": ErrorKind(E.USAGE),
+    "bad_request": ErrorKind(E.PROTOCOL, _PROTOCOL),
+    "frame_too_large": ErrorKind(E.PROTOCOL, _PROTOCOL),
+    "unknown_method": ErrorKind(E.PROTOCOL, _PROTOCOL),
+    "invalid_params": ErrorKind(E.PROTOCOL, _PROTOCOL),
+    "forbidden": ErrorKind(E.FORBIDDEN, "Only the user who runs tsukud may talk to it."),
+    "shutting_down": ErrorKind(
+        E.DAEMON_UNAVAILABLE,
+        "The daemon is stopping; run the command again to start a new one.",
+        retryable=True,
+    ),
+    "daemon_unavailable": ErrorKind(
+        E.DAEMON_UNAVAILABLE,
+        "Start it with `tsukud --foreground` or see `tsukuctl daemon logs`.",
+        retryable=True,
+    ),
+    "already_running": ErrorKind(E.ALREADY_RUNNING),
+    "config": ErrorKind(E.CONFIG),
+    "not_found": ErrorKind(E.GENERAL),
+    "declined": ErrorKind(E.USER_DECLINED, "Nothing was spent."),
+    "ledger_corrupt": ErrorKind(
+        E.LEDGER_CORRUPT,
+        "The event ledger's hash chain is broken: the database was edited outside tsuku.",
+    ),
+    # ---- policy: budget, rate limit, breakers
+    "budget_exceeded": ErrorKind(E.BUDGET, _BUDGET + " or wait until tomorrow (UTC)."),
+    "rate_limited": ErrorKind(
+        E.RATE_LIMITED,
+        "Raise it with `tsukuctl config set llm.hourly_limit <n>` or wait.",
+        retryable=True,
+    ),
+    "confirmation_required": ErrorKind(
+        E.NOT_INTERACTIVE,
+        "Run it again with --yes to accept the cost, or from a terminal to be asked.",
+    ),
+    "circuit_open": ErrorKind(E.PROVIDER_UNAVAILABLE, retryable=True),
+    # ---- LLM providers
+    "provider_unavailable": ErrorKind(
+        E.PROVIDER_UNAVAILABLE,
+        "The LLM provider is unavailable right now; tsuku will try another if one is configured.",
+        retryable=True,
+    ),
+    "provider_error": ErrorKind(E.PROVIDER_UNAVAILABLE),
+    "provider_auth": ErrorKind(E.CONFIG),
+    "provider_bad_request": ErrorKind(E.PROVIDER_UNAVAILABLE),
+    "provider_unsupported": ErrorKind(E.PROVIDER_UNAVAILABLE),
+    "provider_malformed_output": ErrorKind(E.PROVIDER_UNAVAILABLE, retryable=True),
+    "llm_replay_miss": ErrorKind(
+        E.PROVIDER_UNAVAILABLE,
+        "Record the session again with TSUKU_LLM_RECORD_DIR, or check what changed in the "
+        "request (the closest recording is named in the message).",
+    ),
+    # ---- HTTP and GitHub
+    "network_error": ErrorKind(E.NETWORK, _NETWORK, retryable=True),
+    "http_status": ErrorKind(E.NETWORK, _NETWORK, retryable=True),
+    "url_refused": ErrorKind(
+        E.NETWORK,
+        "Only https URLs are fetched (plain http only on loopback), and private or "
+        "link-local addresses only when a configured endpoint points there.",
+    ),
+    "response_too_large": ErrorKind(E.NETWORK, _NETWORK),
+    "too_many_redirects": ErrorKind(E.NETWORK, _NETWORK),
+    "http_rate_limited": ErrorKind(E.NETWORK, _SLOW_DOWN, retryable=True),
+    "github_error": ErrorKind(E.NETWORK, "GitHub did not answer as expected; try again later."),
+    "github_repo_not_found": ErrorKind(
+        E.NETWORK,
+        "Check the repository name (owner/repo); private repositories need GITHUB_TOKEN.",
+    ),
+    "github_release_not_found": ErrorKind(E.NETWORK, "The repository has no such release."),
+    "github_file_not_found": ErrorKind(E.NETWORK),
+    "github_rate_limited": ErrorKind(E.NETWORK, _SLOW_DOWN, retryable=True),
+    # ---- recipes
+    "recipe_invalid": ErrorKind(E.GENERAL, _FIX_RECIPE),
+    "recipe_parse_error": ErrorKind(E.GENERAL, _FIX_RECIPE),
+    "recipe_unsupported_action": ErrorKind(
+        E.INSTALL_FAILED, "Only github_archive and github_file steps can be installed for now."
+    ),
+    "recipe_unsupported_feature": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
+    "recipe_unsupported_platform": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
+    "recipe_no_matching_step": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
+    "asset_mismatch": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
+    "asset_not_found": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
+    "asset_ambiguous": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
+    "version_not_found": ErrorKind(E.VERSION_NOT_FOUND, _FIX_RECIPE),
+    "verify_failed": ErrorKind(
+        E.VERIFY_FAILED,
+        "The tool installed, but its verify command did not print what the recipe expects.",
+    ),
+    # ---- installing
+    "recipe_not_found": ErrorKind(E.RECIPE_NOT_FOUND),
+    "registry_unavailable": ErrorKind(E.NETWORK, retryable=True),
+    "download_failed": ErrorKind(E.NETWORK, retryable=True),
+    "asset_download_not_found": ErrorKind(E.NETWORK),
+    "checksum_mismatch": ErrorKind(
+        E.INSTALL_FAILED,
+        "The downloaded file is not the one that was published or validated; nothing was "
+        "installed. If the release was re-uploaded on purpose, the recipe's checksum must be "
+        "updated.",
+    ),
+    "extract_failed": ErrorKind(E.INSTALL_FAILED),
+    "archive_corrupt": ErrorKind(
+        E.INSTALL_FAILED, "The download may be truncated or not the format the recipe says."
+    ),
+    "archive_unsafe": ErrorKind(
+        E.INSTALL_FAILED,
+        "The archive tried to write outside its directory or holds special files; nothing was "
+        "installed.",
+    ),
+    "archive_limit_exceeded": ErrorKind(
+        E.INSTALL_FAILED, "The archive is larger than tsuku's extraction limits allow."
+    ),
+    "install_failed": ErrorKind(E.INSTALL_FAILED, _NOTHING_INSTALLED),
+    "binary_not_in_archive": ErrorKind(
+        E.INSTALL_FAILED,
+        "The recipe's binaries (or strip_dirs) do not match the archive's layout.",
+    ),
+    "binary_conflict": ErrorKind(E.INSTALL_FAILED, _NOTHING_INSTALLED),
+    "not_installed": ErrorKind(E.GENERAL, "`tsukuctl list` shows the installed tools."),
+    # ---- sandbox
+    "sandbox": ErrorKind(E.SANDBOX),
+    "sandbox_unavailable": ErrorKind(
+        E.SANDBOX,
+        "Start a container runtime: Docker (`sudo systemctl start docker`, or `sudo dockerd &`; "
+        "on a fresh Debian machine `bash scripts/dev setup` installs and starts it) or Podman "
+        "(`systemctl --user start podman.socket`), or point DOCKER_HOST at its socket, "
+        "e.g. DOCKER_HOST=unix:///run/user/1000/podman/podman.sock.",
+        retryable=True,
+    ),
+    "sandbox_image_missing": ErrorKind(
+        E.SANDBOX,
+        "Build the local validation image with `bash scripts/dev setup` "
+        "(or, once available, `tsukuctl sandbox prepare`); it is imported from the host's "
+        "busybox-static, no registry needed.",
+    ),
+    "sandbox_failed": ErrorKind(
+        E.SANDBOX, "The container runtime's log (e.g. `journalctl -u docker`) may say why."
+    ),
+    # ---- create
+    "create_failed": ErrorKind(E.GENERAL),
+    "create_bad_source": ErrorKind(E.USAGE, "Name the source as --from github:owner/repo."),
+    "recipe_exists": ErrorKind(
+        E.GENERAL,
+        "Use --force to overwrite it, or --output to write the new recipe somewhere else.",
+    ),
+    "no_releases": ErrorKind(
+        E.RECIPE_NOT_FOUND,
+        "tsuku writes recipes for tools published as GitHub release assets; this repository "
+        "has no published (non-draft) release.",
+    ),
+    "no_binary_assets": ErrorKind(
+        E.RECIPE_NOT_FOUND,
+        "The releases carry no asset for linux or darwin (only checksums, installers, source "
+        "archives or other platforms); the tool may need to be built from source.",
+    ),
+    "deterministic_failed": ErrorKind(
+        E.DETERMINISTIC_FAILED,
+        "Remove --deterministic-only to let an LLM decide from the candidates.",
+    ),
+    "generation_failed": ErrorKind(
+        E.GENERAL,
+        "No answer passed the checks within the repair budget; "
+        "`tsukuctl events --session <id>` shows every turn and check.",
+    ),
+    "validation_failed": ErrorKind(
+        E.VERIFY_FAILED,
+        "The recipe did not install and verify in the container; "
+        "`tsukuctl events --session <id>` has the output of each attempt.",
+    ),
+    "invalid_answer": ErrorKind(E.GENERAL),
+    # ---- discovery
+    "discovery_failed": ErrorKind(E.GENERAL, "If you know where the tool comes from, " + _FROM),
+    "discovery_invalid_name": ErrorKind(
+        E.USAGE,
+        "Tool names are ASCII: lowercase letters, digits, '.', '_', '+' and '-' "
+        "(at most 100 characters).",
+    ),
+    "discovery_search_provider": ErrorKind(
+        E.USAGE, "If you know where the tool comes from, " + _FROM
+    ),
+    "discovery_not_found": ErrorKind(
+        E.RECIPE_NOT_FOUND, "If you know where the tool comes from, " + _FROM
+    ),
+    "discovery_elsewhere": ErrorKind(
+        E.RECIPE_NOT_FOUND, "Install it with that ecosystem's own tool."
+    ),
+    "discovery_ambiguous": ErrorKind(
+        E.AMBIGUOUS, "Run it on a terminal to choose, or install the package you mean directly."
+    ),
+    "discovery_confirmation_required": ErrorKind(
+        E.NOT_INTERACTIVE, "Run it again with --yes, or " + _FROM
+    ),
+    "discovery_denied": ErrorKind(E.USER_DECLINED, "Nothing was installed. " + _FROM),
+    "discovery_timeout": ErrorKind(
+        E.GENERAL,
+        "Try again, raise the limit with `tsukuctl config set discover.timeout_s <seconds>`, "
+        "or " + _FROM,
+        retryable=True,
+    ),
+    "discovery_budget": ErrorKind(E.BUDGET, _BUDGET + ", wait until tomorrow (UTC), or " + _FROM),
+    "discovery_unverified": ErrorKind(
+        E.NETWORK,
+        "Set GITHUB_TOKEN for a higher GitHub rate limit and try again.",
+        retryable=True,
+    ),
+    "discovery_search_failed": ErrorKind(
+        E.NETWORK,
+        "DuckDuckGo rate-limits automated searches: wait a minute, set TAVILY_API_KEY or "
+        "BRAVE_API_KEY (or --search-provider), or " + _FROM,
+        retryable=True,
+    ),
+    "discovery_llm_unavailable": ErrorKind(
+        E.PROVIDER_UNAVAILABLE, "Try again later, or " + _FROM, retryable=True
+    ),
+    "discovery_create_unavailable": ErrorKind(
+        E.GENERAL, "Write the recipe by hand to $TSUKU_HOME/recipes/<tool>.toml."
+    ),
+}
+del E
+
+_FROM_CATALOGUE = ("exit_code", "retryable", "default_hint")
+
+
 class TsukuError(Exception):
     """Base of every error a user may see.
 
-    Subclasses set ``code`` (stable wire identifier) and ``exit_code``; instances carry
-    the message and a hint. ``retryable`` tells callers (and the breaker) whether the
-    same request may succeed later without a change on the user's side.
+    Subclasses set only ``code`` (stable wire identifier); ``exit_code``, ``retryable``
+    and ``default_hint`` come from that code's ``CATALOGUE`` entry. Instances carry the
+    message and a hint. ``retryable`` tells callers (and the breaker) whether the same
+    request may succeed later without a change on the user's side.
     """
 
     code: ClassVar[str] = "internal"
-    exit_code: ClassVar[int] = ExitCode.GENERAL
-    retryable: ClassVar[bool] = False
-    default_hint: ClassVar[str] = ""
+    exit_code: ClassVar[int]
+    retryable: ClassVar[bool]
+    default_hint: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for attr in _FROM_CATALOGUE:
+            if attr in vars(cls):
+                raise TypeError(
+                    f"{cls.__qualname__} sets {attr}: it comes from the code's entry in "
+                    "tsukud.errors.CATALOGUE"
+                )
+        if "code" in vars(cls):
+            _adopt(cls)
 
     def __init__(self, message: str, *, hint: str | None = None, **data: Any) -> None:
         super().__init__(message)
@@ -80,22 +350,32 @@ class TsukuError(Exception):
         return self.message
 
 
+def _adopt(cls: type[TsukuError]) -> None:
+    """Give an error class its code's exit code, retryability and hint (or refuse it)."""
+    kind = CATALOGUE.get(cls.code)
+    if kind is None:
+        raise TypeError(
+            f"{cls.__qualname__}: error code {cls.code!r} is not in tsukud.errors.CATALOGUE "
+            "(add it there and to schema/rpc.md)"
+        )
+    cls.exit_code, cls.retryable, cls.default_hint = kind.exit_code, kind.retryable, kind.hint
+
+
+_adopt(TsukuError)
+
+
 class InternalError(TsukuError):
     code = "internal"
-    default_hint = "This is a bug in tsuku; the daemon log (tsukuctl daemon logs) has details."
 
 
 class UsageError(TsukuError):
     code = "usage"
-    exit_code = ExitCode.USAGE
 
 
 class ProtocolError(TsukuError):
     """A frame or request that does not follow schema/rpc.md."""
 
     code = "bad_request"
-    exit_code = ExitCode.PROTOCOL
-    default_hint = "The request did not follow the tsuku RPC protocol (schema/rpc.md)."
 
 
 class FrameTooLarge(ProtocolError):
@@ -112,91 +392,65 @@ class InvalidParams(ProtocolError):
 
 class Forbidden(TsukuError):
     code = "forbidden"
-    exit_code = ExitCode.FORBIDDEN
-    default_hint = "Only the user who runs tsukud may talk to it."
 
 
 class ShuttingDown(TsukuError):
     code = "shutting_down"
-    exit_code = ExitCode.DAEMON_UNAVAILABLE
-    retryable = True
-    default_hint = "The daemon is stopping; run the command again to start a new one."
 
 
 class DaemonUnavailable(TsukuError):
     code = "daemon_unavailable"
-    exit_code = ExitCode.DAEMON_UNAVAILABLE
-    retryable = True
-    default_hint = "Start it with `tsukud --foreground` or see `tsukuctl daemon logs`."
 
 
 class ConfigError(TsukuError):
     code = "config"
-    exit_code = ExitCode.CONFIG
 
 
 class BudgetExceeded(TsukuError):
     code = "budget_exceeded"
-    exit_code = ExitCode.BUDGET
-    default_hint = (
-        "Raise it with `tsukuctl config set llm.daily_budget <usd>` or wait until tomorrow (UTC)."
-    )
 
 
 class RateLimited(TsukuError):
     code = "rate_limited"
-    exit_code = ExitCode.RATE_LIMITED
-    retryable = True
-    default_hint = "Raise it with `tsukuctl config set llm.hourly_limit <n>` or wait."
 
 
 class ConfirmationRequired(TsukuError):
     code = "confirmation_required"
-    exit_code = ExitCode.NOT_INTERACTIVE
-    default_hint = "Run it again with --yes to accept the cost, or from a terminal to be asked."
 
 
 class ProviderUnavailable(TsukuError):
     code = "provider_unavailable"
-    exit_code = ExitCode.PROVIDER_UNAVAILABLE
-    retryable = True
 
 
 class LedgerCorrupt(TsukuError):
     code = "ledger_corrupt"
-    exit_code = ExitCode.LEDGER_CORRUPT
-    default_hint = "The event ledger's hash chain is broken: the database was edited outside tsuku."
 
 
 class SandboxError(TsukuError):
     code = "sandbox"
-    exit_code = ExitCode.SANDBOX
 
 
 class NotFound(TsukuError):
     code = "not_found"
-    exit_code = ExitCode.GENERAL
-
-
-def all_error_classes() -> list[type[TsukuError]]:
-    seen: list[type[TsukuError]] = []
-    stack: list[type[TsukuError]] = [TsukuError]
-    while stack:
-        cls = stack.pop()
-        seen.append(cls)
-        stack.extend(cls.__subclasses__())
-    return seen
-
-
-def exit_code_for(code: str) -> int:
-    """Map a wire error code to the client's exit code (unknown codes → GENERAL)."""
-    for cls in all_error_classes():
-        if cls.code == code:
-            return cls.exit_code
-    return ExitCode.GENERAL
 
 
 class UserDeclined(TsukuError):
     code = "declined"
-    exit_code = ExitCode.USER_DECLINED
-    default_hint = "Nothing was spent."
+
+
+def all_error_classes() -> list[type[TsukuError]]:
+    """Every error class defined so far (each once), for tests and introspection."""
+    seen: dict[type[TsukuError], None] = {}
+    stack: list[type[TsukuError]] = [TsukuError]
+    while stack:
+        cls = stack.pop()
+        if cls not in seen:
+            seen[cls] = None
+            stack.extend(cls.__subclasses__())
+    return list(seen)
+
+
+def exit_code_for(code: str) -> int:
+    """Map a wire error code to the client's exit code (unknown codes → GENERAL)."""
+    kind = CATALOGUE.get(code)
+    return kind.exit_code if kind is not None else ExitCode.GENERAL

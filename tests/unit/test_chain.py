@@ -30,7 +30,7 @@ async def _fill(path: Path, n: int) -> None:
     async with trio.open_nursery() as nursery:
         await nursery.start(store.run)
         for i in range(n):
-            store.append_nowait("test.event", {"i": i}, session="s1" if i % 2 else None)
+            store.append_nowait("client.test", {"i": i}, session="s1" if i % 2 else None)
         await store.wait_durable(n)
         store.close()
     store.close_connection()

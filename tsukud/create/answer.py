@@ -30,7 +30,7 @@ from tsukud.create.static_checks import (
     verify_command_findings,
 )
 from tsukud.create.tokens import libc_of
-from tsukud.errors import ExitCode, TsukuError
+from tsukud.errors import TsukuError
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
     ArchiveFormat,
@@ -92,7 +92,6 @@ class InvalidAnswer(TsukuError):
     """An ``extract_pattern`` call the model must redo; ``findings`` says why."""
 
     code = "invalid_answer"
-    exit_code = ExitCode.GENERAL
 
     def __init__(self, findings: Sequence[Finding]) -> None:
         super().__init__(

@@ -28,6 +28,7 @@ from tsukud.create import paths
 from tsukud.create.assets import filter_release, strip_invisible, unsafe_name_reason
 from tsukud.create.prompts import FETCH_FILE, INSPECT_ARCHIVE
 from tsukud.errors import TsukuError
+from tsukud.events.catalogue import ToolCalled
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -55,16 +56,7 @@ CHECKSUM = "checksum_mismatch"
 BAD_ARGUMENTS = "bad_arguments"
 
 
-class ToolCallRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """One tool call as logged: the ``tool.called`` payload."""
-
-    name: str
-    ok: bool
-    duration_ms: int
-    path: str | None = None
-    asset: str | None = None
-    bytes: int | None = None
-    error_type: str | None = None
+ToolCallRecord = ToolCalled  # one tool call as logged: the ``tool.called`` payload
 
 
 def tool_error(error_type: str, message: str) -> dict[str, Any]:

@@ -33,7 +33,6 @@ import msgspec
 from tsukud.discover.errors import DiscoveryError, DiscoverySearchFailed
 from tsukud.discover.sanitize_html import clean, remove_invisible
 from tsukud.discover.web import Web, WebResponse
-from tsukud.errors import ExitCode
 
 PROVIDERS = ("ddg", "tavily", "brave")
 DEFAULT_URLS = {
@@ -61,7 +60,6 @@ BROWSER_HEADERS = {
 
 class InvalidSearchProvider(DiscoveryError):
     code = "discovery_search_provider"
-    exit_code = ExitCode.USAGE
 
 
 class SearchResult(msgspec.Struct, frozen=True):

@@ -3,7 +3,8 @@
 Each projection names the event types it folds and how far back they matter (its
 horizon), and applies one event at a time. The same ``apply`` runs at start-up over
 stored events and live on every append, so the rebuilt state is the live state by
-construction.
+construction. Payloads are read through their catalogue Structs; a stored row that no
+longer fits (a field a reader needs is missing) is skipped and counted, never fatal.
 """
 
 from __future__ import annotations
@@ -13,7 +14,20 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import msgspec
+
 from tsukud.clock import iso, parse_iso, utc_day
+from tsukud.events.catalogue import (
+    BreakerChanged,
+    BreakerOpened,
+    BudgetReserved,
+    BudgetSettled,
+    InstallCompleted,
+    InstallRemoved,
+    LlmFailed,
+    LlmTurn,
+    read,
+)
 from tsukud.events.store import Event, iter_rows, row_to_event
 
 DAY = 86400.0
@@ -58,14 +72,16 @@ class Spend:
         return now - 2 * DAY
 
     def apply(self, ev: Event) -> None:
-        p = ev.payload
         if ev.type == "budget.reserved":
-            rid = str(p["reservation"])
-            self.open[rid] = Reservation(rid, ev.session, str(p["day"]), to_micro(p["amount_usd"]))
+            res = read(ev.payload, BudgetReserved)
+            self.open[res.reservation] = Reservation(
+                res.reservation, ev.session, res.day, to_micro(res.amount_usd)
+            )
         elif ev.type == "budget.settled":
-            r = self.open.pop(str(p["reservation"]), None)
-            day = r.day if r is not None else str(p.get("day") or ev.ts[:10])
-            self.settled[day] = self.settled.get(day, 0) + to_micro(p["actual_usd"])
+            s = read(ev.payload, BudgetSettled)
+            r = self.open.pop(s.reservation, None)
+            day = r.day if r is not None else (s.day or ev.ts[:10])
+            self.settled[day] = self.settled.get(day, 0) + to_micro(s.actual_usd)
 
     def committed(self, day: str) -> int:
         held = sum(r.amount for r in self.open.values() if r.day == day)
@@ -129,23 +145,23 @@ class Breakers:
         return st
 
     def apply(self, ev: Event) -> None:
-        provider = ev.payload.get("provider")
-        if not isinstance(provider, str):
-            return
-        st = self.get(provider)
         if ev.type == "llm.turn":
-            st.failures = 0
+            self.get(read(ev.payload, LlmTurn).provider).failures = 0
         elif ev.type == "llm.failed":
+            failed = read(ev.payload, LlmFailed)
+            st = self.get(failed.provider)
             # Only failures that say nothing about our request (429, 5xx, timeouts)
             # count towards opening the circuit; a 401 is the user's to fix.
-            if ev.payload.get("breaker", True):
+            if failed.breaker:
                 st.failures += 1
-            st.last_error = str(ev.payload.get("error_type") or "error")
+            st.last_error = failed.error_type or "error"
         elif ev.type == "breaker.opened":
+            st = self.get(read(ev.payload, BreakerOpened).provider)
             st.state, st.opened_at = "open", parse_iso(ev.ts)
         elif ev.type == "breaker.half_opened":
-            st.state = "half_open"
+            self.get(read(ev.payload, BreakerChanged).provider).state = "half_open"
         elif ev.type == "breaker.closed":
+            st = self.get(read(ev.payload, BreakerChanged).provider)
             st.state, st.failures, st.opened_at = "closed", 0, None
 
 
@@ -158,13 +174,12 @@ class InstalledTools:
         return None
 
     def apply(self, ev: Event) -> None:
-        name = ev.payload.get("tool")
-        if not isinstance(name, str):
-            return
         if ev.type == "install.completed":
-            self.tools[name] = {**ev.payload, "installed_at": ev.ts}
+            # The whole payload is kept: tools.list and the shell hook's index show it.
+            done = read(ev.payload, InstallCompleted)
+            self.tools[done.tool] = {**ev.payload, "installed_at": ev.ts}
         else:
-            self.tools.pop(name, None)
+            self.tools.pop(read(ev.payload, InstallRemoved).tool, None)
 
 
 @dataclass
@@ -173,6 +188,7 @@ class State:
     generations: GenerationWindow = field(default_factory=GenerationWindow)
     breakers: Breakers = field(default_factory=Breakers)
     installed: InstalledTools = field(default_factory=InstalledTools)
+    unreadable: int = 0  # stored rows skipped at rebuild: they no longer fit their Struct
 
     def __post_init__(self) -> None:
         # Most appended events (tool calls, client notes) fold into nothing: one set
@@ -205,7 +221,10 @@ def rebuild(conn: sqlite3.Connection, now: float) -> State:
             params.append(iso(h))
         for rows in iter_rows(conn, sql + " ORDER BY id", params):
             for row in rows:
-                p.apply(row_to_event(row))
+                try:
+                    p.apply(row_to_event(row))
+                except msgspec.ValidationError:
+                    state.unreadable += 1
     return state
 
 

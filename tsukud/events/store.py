@@ -9,6 +9,11 @@ what lets many appenders share one fsync.
 
 Queries run on their own short-lived connections in worker threads: WAL readers never
 block the writer and the event loop never blocks on SQLite.
+
+A batch that cannot be written (disk full, I/O error) is rolled back whole and ends the
+writer: ids and hashes after it were already handed out, so nothing later could join the
+chain. From then on appends and their waiters get ``LedgerCorrupt`` (instead of waiting
+for a writer that is gone) until the daemon restarts and rebuilds from what is on disk.
 """
 
 from __future__ import annotations
@@ -24,8 +29,10 @@ from typing import Any
 import msgspec
 import trio
 
+from tsukud import log
 from tsukud.clock import Clock, iso
 from tsukud.errors import InvalidParams, LedgerCorrupt
+from tsukud.events import catalogue
 from tsukud.events.chain import GENESIS, link
 from tsukud.secrets import REDACTOR, Redactor
 
@@ -91,6 +98,8 @@ class EventStore:
         self.last_hash = GENESIS
         self.durable_id = 0
         self._listeners: list[Callable[[Event], None]] = []
+        self._writer_gone = False  # run() has returned: nothing more will be written
+        self._failure: str | None = None  # why it returned early (a failed batch)
 
     # ---- lifecycle -------------------------------------------------------------------
 
@@ -110,24 +119,36 @@ class EventStore:
             self.path.chmod(0o600)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """The single writer. Returns after ``close()`` once everything is on disk."""
+        """The single writer. Returns after ``close()`` once everything is on disk, or
+        after a batch failed to commit (see ``failure``)."""
         task_status.started()
-        while True:
-            if not self._buffer:
-                if self._closed:
+        try:
+            while True:
+                if not self._buffer:
+                    if self._closed:
+                        return
+                    await self._has_data.wait()
+                    self._has_data = trio.Event()
+                    continue
+                batch = self._buffer[: self._batch_max]
+                del self._buffer[: self._batch_max]
+                try:
+                    # Shielded: a cancelled daemon still finishes the commit it started,
+                    # so an id that was handed out is either on disk or the process died.
+                    with trio.CancelScope(shield=True):
+                        await trio.to_thread.run_sync(self._write, batch)
+                except (sqlite3.Error, OSError) as e:
+                    self._failure = (
+                        f"events {batch[0][0]}-{self.last_id} could not be written: {e}"
+                    )
+                    log.get().error("ledger.write_failed", error=self._failure)
                     return
-                await self._has_data.wait()
-                self._has_data = trio.Event()
-                continue
-            batch = self._buffer[: self._batch_max]
-            del self._buffer[: self._batch_max]
-            # Shielded: a cancelled daemon still finishes the commit it started, so an
-            # id that was handed out is either on disk or the process died.
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(self._write, batch)
-            self.durable_id = batch[-1][0]
-            self._flushed.set()
-            self._flushed = trio.Event()
+                self.durable_id = batch[-1][0]
+                self._flushed.set()
+                self._flushed = trio.Event()
+        finally:
+            self._writer_gone = True
+            self._flushed.set()  # wake every waiter: its event will never be written now
 
     def close(self) -> None:
         """Stop accepting; ``run`` drains the buffer and returns."""
@@ -145,10 +166,13 @@ class EventStore:
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.executemany(_INSERT, rows)
+            conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            # The whole batch or nothing: no partial batch may reach the disk. (SQLite
+            # may already have rolled back on its own, e.g. on SQLITE_FULL.)
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
 
     # ---- appending -------------------------------------------------------------------
 
@@ -156,11 +180,27 @@ class EventStore:
         """Called synchronously with every appended event (projections fold here)."""
         self._listeners.append(listener)
 
+    @property
+    def failure(self) -> str | None:
+        """Why the writer stopped before ``close()``, if it did."""
+        return self._failure
+
+    def _broken(self, what: str) -> LedgerCorrupt:
+        return LedgerCorrupt(
+            f"{what}: the event ledger's writer has stopped"
+            + (f" ({self._failure})" if self._failure else ""),
+            hint="Nothing after the last durable event was recorded. Fix the cause (e.g. "
+            "free disk space), then restart the daemon (`tsukuctl daemon restart`).",
+            durable_id=self.durable_id,
+        )
+
     def append_nowait(
         self, type_: str, payload: dict[str, Any] | None = None, session: str | None = None
     ) -> Event:
         if self._closed:
             raise RuntimeError("event store is closed")
+        if self._writer_gone:
+            raise self._broken(f"cannot record {type_}")
         if not _TYPE_RE.match(type_):
             raise InvalidParams(
                 f"invalid event type {type_!r}",
@@ -169,6 +209,7 @@ class EventStore:
         if session is not None and (len(session) > 128 or not session.isprintable()):
             raise InvalidParams("invalid session id", hint="Up to 128 printable characters.")
         body = payload or {}
+        catalogue.check(type_, body)
         try:
             text = _encoder.encode(body).decode()
         except (TypeError, msgspec.EncodeError) as e:
@@ -191,9 +232,8 @@ class EventStore:
 
     async def wait_durable(self, id_: int) -> None:
         while self.durable_id < id_:
-            if self._closed and not self._buffer and self.durable_id < id_:
-                # run() exited with this id unwritten: only possible if the writer died.
-                raise LedgerCorrupt(f"event {id_} was not written", hint="See the daemon log.")
+            if self._writer_gone:
+                raise self._broken(f"event {id_} was not written")
             await self._flushed.wait()
 
     async def append(

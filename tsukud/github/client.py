@@ -25,7 +25,7 @@ from urllib.parse import quote
 
 import msgspec
 
-from tsukud.errors import ExitCode, TsukuError
+from tsukud.errors import TsukuError
 from tsukud.net.http import Http, HttpRateLimited, HttpStatusError, Response
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -42,23 +42,18 @@ _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 class GitHubError(TsukuError):
     code = "github_error"
-    exit_code = ExitCode.NETWORK
-    default_hint = "GitHub did not answer as expected; try again later."
 
 
 class RepoNotFound(GitHubError):
     code = "github_repo_not_found"
-    default_hint = "Check the repository name (owner/repo); private repositories need GITHUB_TOKEN."
 
 
 class ReleaseNotFound(GitHubError):
     code = "github_release_not_found"
-    default_hint = "The repository has no such release."
 
 
 class GitHubFileNotFound(GitHubError):
     code = "github_file_not_found"
-    default_hint = ""
 
 
 class GitHubBadCredentials(GitHubError):
@@ -75,7 +70,6 @@ class GitHubBadCredentials(GitHubError):
 
 class GitHubRateLimited(HttpRateLimited):
     code = "github_rate_limited"
-    exit_code = ExitCode.NETWORK
 
 
 class GitHubSecondaryRateLimited(GitHubRateLimited):

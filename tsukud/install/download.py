@@ -27,7 +27,7 @@ from typing import Generic, TypeVar
 import msgspec
 import trio
 
-from tsukud.errors import ExitCode, TsukuError
+from tsukud.errors import TsukuError
 from tsukud.net.http import MB, Http, HttpError, HttpStatusError
 
 DEFAULT_MAX_BYTES = 2 * 1024 * MB
@@ -41,25 +41,16 @@ _F_SETPIPE_SZ = 1031  # Linux fcntl: grow the pipe buffer (fewer wake-ups)
 
 class DownloadError(TsukuError):
     code = "download_failed"
-    exit_code = ExitCode.NETWORK
-    retryable = True
 
 
 class AssetMissing(DownloadError):
     """The download URL answered 404: the release has no such file (any more)."""
 
     code = "asset_download_not_found"
-    retryable = False
 
 
 class ChecksumMismatch(TsukuError):
     code = "checksum_mismatch"
-    exit_code = ExitCode.INSTALL_FAILED
-    default_hint = (
-        "The downloaded file is not the one that was published or validated; nothing was "
-        "installed. If the release was re-uploaded on purpose, the recipe's checksum must "
-        "be updated."
-    )
 
 
 class DownloadResult(msgspec.Struct, frozen=True, kw_only=True):

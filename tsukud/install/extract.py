@@ -38,7 +38,7 @@ from typing import IO, cast
 import msgspec
 import zstandard
 
-from tsukud.errors import ExitCode, TsukuError
+from tsukud.errors import TsukuError
 from tsukud.recipe.model import ArchiveFormat
 
 CHUNK = 64 * 1024
@@ -50,25 +50,18 @@ _MACHO_MAGICS = (b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe", 
 
 class ExtractError(TsukuError):
     code = "extract_failed"
-    exit_code = ExitCode.INSTALL_FAILED
 
 
 class CorruptArchive(ExtractError):
     code = "archive_corrupt"
-    default_hint = "The download may be truncated or not the format the recipe says."
 
 
 class UnsafeArchive(ExtractError):
     code = "archive_unsafe"
-    default_hint = (
-        "The archive tried to write outside its directory or holds special files; "
-        "nothing was installed."
-    )
 
 
 class ArchiveLimitExceeded(UnsafeArchive):
     code = "archive_limit_exceeded"
-    default_hint = "The archive is larger than tsuku's extraction limits allow."
 
 
 class ExtractLimits(msgspec.Struct, frozen=True, kw_only=True):

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from tsukud import log
-from tsukud.errors import ExitCode, NotFound, TsukuError
+from tsukud.errors import NotFound, TsukuError
 from tsukud.install import layout
 from tsukud.install.download import (
     DEFAULT_MAX_BYTES,
@@ -79,13 +79,10 @@ CHECKSUM_FILE_MAX = 1024 * 1024
 
 class InstallError(TsukuError):
     code = "install_failed"
-    exit_code = ExitCode.INSTALL_FAILED
-    default_hint = "Nothing was installed; the tool's previous state is unchanged."
 
 
 class BinaryNotInArchive(InstallError):
     code = "binary_not_in_archive"
-    default_hint = "The recipe's binaries (or strip_dirs) do not match the archive's layout."
 
 
 class BinaryConflict(InstallError):
@@ -94,7 +91,6 @@ class BinaryConflict(InstallError):
 
 class NotInstalled(NotFound):
     code = "not_installed"
-    default_hint = "`tsukuctl list` shows the installed tools."
 
 
 async def _no_progress(_frame: dict[str, Any]) -> None:

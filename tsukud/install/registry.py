@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 
 from tsukud import log
-from tsukud.errors import ExitCode, TsukuError
+from tsukud.errors import TsukuError
 from tsukud.fsutil import write_atomic
 from tsukud.net.http import Http, HttpError, HttpStatusError
 from tsukud.recipe import Recipe, RecipeError, parse_recipe
@@ -40,13 +40,10 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9._+-]{0,99}$")
 
 class RecipeNotFound(TsukuError):
     code = "recipe_not_found"
-    exit_code = ExitCode.RECIPE_NOT_FOUND
 
 
 class RegistryUnavailable(TsukuError):
     code = "registry_unavailable"
-    exit_code = ExitCode.NETWORK
-    retryable = True
 
 
 class ManifestRecipe(msgspec.Struct, frozen=True, kw_only=True):

@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import trio
 
-from tsukud.errors import ExitCode, ProviderUnavailable, TsukuError
+from tsukud.errors import ProviderUnavailable, TsukuError
 from tsukud.llm.types import Request, Response, Usage
 
 DEFAULT_CLAUDE_MODEL = "claude-sonnet-5-5"
@@ -53,7 +53,6 @@ class ProviderError(TsukuError):
     """Base of every error an LLM provider adapter raises."""
 
     code = "provider_error"
-    exit_code = ExitCode.PROVIDER_UNAVAILABLE
 
     def __init__(
         self,
@@ -84,10 +83,6 @@ class ProviderTransientError(ProviderError, ProviderUnavailable):
     """The same request may succeed later: the breaker counts it, failover may try another."""
 
     code = ProviderUnavailable.code
-    retryable = True
-    default_hint = (
-        "The LLM provider is unavailable right now; tsuku will try another if one is configured."
-    )
 
 
 class ProviderRateLimited(ProviderTransientError):
@@ -118,7 +113,6 @@ class ProviderAuthError(ProviderError):
     """401/403 (and billing problems): nothing changes until the user fixes the key."""
 
     code = "provider_auth"
-    exit_code = ExitCode.CONFIG
 
 
 class ProviderRequestError(ProviderError):
@@ -142,7 +136,6 @@ class MalformedToolArguments(ProviderError):
     """
 
     code = "provider_malformed_output"
-    retryable = True
 
     def __init__(
         self,
@@ -170,10 +163,6 @@ class ReplayMiss(ProviderError):
     """Replay mode got a request that was never recorded."""
 
     code = "llm_replay_miss"
-    default_hint = (
-        "Record the session again with TSUKU_LLM_RECORD_DIR, or check what changed in the "
-        "request (the closest recording is named in the message)."
-    )
 
     def __init__(self, message: str, *, key: str, closest: str | None, **kw: Any) -> None:
         super().__init__(message, key=key, closest=closest, **kw)

@@ -43,7 +43,7 @@ import httpx2
 import trio
 
 from tsukud import log
-from tsukud.errors import ExitCode, TsukuError
+from tsukud.errors import TsukuError
 
 if TYPE_CHECKING:
     from tsukud.config import Config
@@ -63,9 +63,6 @@ class HttpError(TsukuError):
     """A request failed: connection, timeout, protocol or an unexpected status."""
 
     code = "network_error"
-    exit_code = ExitCode.NETWORK
-    retryable = True
-    default_hint = "Check the network connection (or the mirror URL) and try again."
 
 
 class HttpStatusError(HttpError):
@@ -81,21 +78,14 @@ class BlockedURL(HttpError):
     """The URL policy refused a request (scheme, or a private address)."""
 
     code = "url_refused"
-    retryable = False
-    default_hint = (
-        "Only https URLs are fetched (plain http only on loopback), and private or "
-        "link-local addresses only when a configured endpoint points there."
-    )
 
 
 class ResponseTooLarge(HttpError):
     code = "response_too_large"
-    retryable = False
 
 
 class TooManyRedirects(HttpError):
     code = "too_many_redirects"
-    retryable = False
 
 
 class HttpRateLimited(HttpError):
@@ -103,7 +93,6 @@ class HttpRateLimited(HttpError):
     with ``retry-after``) for longer than we are willing to wait."""
 
     code = "http_rate_limited"
-    default_hint = "The server is rate limiting requests; wait and try again."
 
     def __init__(
         self,

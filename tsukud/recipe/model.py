@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from tsukud.errors import ExitCode, TsukuError
+from tsukud.errors import TsukuError
 from tsukud.recipe.platform import Platform
 
 # ---------------------------------------------------------------------------- errors
@@ -23,8 +23,6 @@ class RecipeError(TsukuError):
     """A recipe that cannot be read or used as written."""
 
     code = "recipe_invalid"
-    exit_code = ExitCode.GENERAL
-    default_hint = "Fix the recipe (schema/recipe.md describes the format) or regenerate it."
 
 
 class RecipeParseError(RecipeError):
@@ -35,20 +33,16 @@ class RecipeParseError(RecipeError):
 
 class UnsupportedAction(RecipeError):
     code = "recipe_unsupported_action"
-    exit_code = ExitCode.INSTALL_FAILED
-    default_hint = "Only github_archive and github_file steps can be installed for now."
 
 
 class UnsupportedFeature(RecipeError):
     """A supported action uses a parameter or value we cannot honour yet."""
 
     code = "recipe_unsupported_feature"
-    exit_code = ExitCode.INSTALL_FAILED
 
 
 class UnsupportedPlatform(RecipeError):
     code = "recipe_unsupported_platform"
-    exit_code = ExitCode.INSTALL_FAILED
 
 
 class NoMatchingStep(UnsupportedPlatform):
@@ -59,7 +53,6 @@ class AssetMatchError(RecipeError):
     """An asset pattern does not name exactly one asset of the release."""
 
     code = "asset_mismatch"
-    exit_code = ExitCode.INSTALL_FAILED
 
 
 class AssetNotFound(AssetMatchError):
@@ -72,15 +65,10 @@ class AmbiguousAsset(AssetMatchError):
 
 class VersionNotFound(RecipeError):
     code = "version_not_found"
-    exit_code = ExitCode.VERSION_NOT_FOUND
 
 
 class VerifyFailed(RecipeError):
     code = "verify_failed"
-    exit_code = ExitCode.VERIFY_FAILED
-    default_hint = (
-        "The tool installed, but its verify command did not print what the recipe expects."
-    )
 
 
 # ----------------------------------------------------------------------- value types

@@ -80,20 +80,6 @@ _CLEANUP_TIMEOUT_S = 30.0
 
 _CONTAINER_NAME_PREFIX = "tsuku-validate-"
 
-_START_HINT = (
-    "Start a container runtime: Docker (`sudo systemctl start docker`, or `sudo dockerd &`; "
-    "on a fresh Debian machine `bash scripts/dev setup` installs and starts it) or Podman "
-    "(`systemctl --user start podman.socket`), or point DOCKER_HOST at its socket, "
-    "e.g. DOCKER_HOST=unix:///run/user/1000/podman/podman.sock."
-)
-
-_IMAGE_HINT = (
-    "Build the local validation image with `bash scripts/dev setup` "
-    "(or, once available, `tsukuctl sandbox prepare`); it is imported from the host's "
-    "busybox-static, no registry needed."
-)
-
-
 # --------------------------------------------------------------------------- errors
 
 
@@ -101,22 +87,18 @@ class RuntimeUnavailable(SandboxError):
     """No Docker or Podman API answers (no socket, daemon down, permission denied)."""
 
     code = "sandbox_unavailable"
-    retryable = True
-    default_hint = _START_HINT
 
 
 class ImageMissing(SandboxError):
     """The validation image is not present in the runtime's image store."""
 
     code = "sandbox_image_missing"
-    default_hint = _IMAGE_HINT
 
 
 class ContainerFailed(SandboxError):
     """The runtime refused or failed an operation on a container or image."""
 
     code = "sandbox_failed"
-    default_hint = "The container runtime's log (e.g. `journalctl -u docker`) may say why."
 
 
 # --------------------------------------------------------------------------- data

@@ -1,0 +1,94 @@
+"""Read-side queries: pure SQL builders, checked by running their SQL on real SQLite."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from tsukud.clock import FixedClock, iso
+from tsukud.errors import InvalidParams
+from tsukud.events.queries import EventFilter, iter_list, list_sql, run_summary, where
+from tsukud.events.store import EventStore, connect
+
+NOW = 1_800_000_000.0
+
+
+def test_where_is_empty_without_filters() -> None:
+    assert where(EventFilter()) == ("", [])
+
+
+def test_type_prefixes_become_index_ranges_and_exact_types_equalities() -> None:
+    sql, params = where(EventFilter(types=["llm.*", "budget.", "daemon.started"]))
+    assert sql == (" WHERE ((type >= ? AND type < ?) OR (type >= ? AND type < ?) OR type = ?)")
+    assert params == ["llm.", "llm/", "budget.", "budget/", "daemon.started"]
+
+
+def test_all_filters_are_bound_never_interpolated() -> None:
+    f = EventFilter(since="2027-01-01", until="2027-02-01", types=["x'; DROP"], session="s'1")
+    sql, params = where(f)
+    assert "DROP" not in sql and "s'1" not in sql
+    assert params == ["2027-01-01", "2027-02-01", "x'; DROP", "s'1"]
+
+
+def test_list_sql_takes_the_newest_n_oldest_first() -> None:
+    sql, params = list_sql(EventFilter(session="s"), 2)
+    assert sql.endswith("ORDER BY id DESC LIMIT ?) ORDER BY id")
+    assert params == ["s", 2]
+    assert list_sql(EventFilter(), 0)[0].endswith("FROM events ORDER BY id")
+
+
+def test_summary_refuses_an_unknown_grouping() -> None:
+    with pytest.raises(InvalidParams, match="cannot group by 'colour'"):
+        run_summary(sqlite3.connect(":memory:"), EventFilter(), "colour")
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Iterator[sqlite3.Connection]:
+    db = tmp_path / "t.db"
+
+    async def fill() -> None:
+        store = EventStore(db, clock=FixedClock(NOW))
+        store.open()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(store.run)
+            turn = {"model": "m1", "input_tokens": 10, "output_tokens": 5}
+            store.append_nowait("llm.turn", {**turn, "provider": "claude", "cost_usd": 0.5}, "s1")
+            store.append_nowait("llm.turn", {**turn, "provider": "claude", "cost_usd": 0.25}, "s1")
+            store.append_nowait("llm.turn", {**turn, "provider": "local"}, "s2")  # unpriced
+            store.append_nowait(
+                "budget.reserved", {"reservation": "r", "day": iso(NOW)[:10], "amount_usd": 3}
+            )
+            store.append_nowait(
+                "discovery.search",
+                {"tool": "jq", "provider": "tavily", "ok": True, "cost_usd": 0.01},
+                "s2",
+            )
+            await store.wait_durable(store.last_id)
+            store.close()
+        store.close_connection()
+
+    trio.run(fill)
+    conn = connect(db, readonly=True)
+    yield conn
+    conn.close()
+
+
+def test_summary_counts_money_only_where_it_was_spent(ledger: sqlite3.Connection) -> None:
+    groups = {g["key"]: g for g in run_summary(ledger, EventFilter(), "provider")}
+    assert groups["claude"]["cost_usd"] == 0.75 and groups["claude"]["llm_turns"] == 2
+    assert groups["claude"]["input_tokens"] == 20 and groups["claude"]["output_tokens"] == 10
+    assert groups["local"]["cost_unknown"] == 1 and groups["local"]["cost_usd"] == 0.0
+    assert groups["tavily"]["cost_usd"] == 0.01 and groups["tavily"]["llm_turns"] == 0
+    assert groups[None]["events"] == 1 and groups[None]["cost_usd"] == 0.0  # the reservation
+
+
+def test_listing_filters_by_session_and_type_prefix(ledger: sqlite3.Connection) -> None:
+    f = EventFilter(types=["llm.*"], session="s1")
+    rows = [r for chunk in iter_list(ledger, f, 0) for r in chunk]
+    assert [(r[0], r[2], r[3]) for r in rows] == [(1, "llm.turn", "s1"), (2, "llm.turn", "s1")]
+    newest = [r[0] for chunk in iter_list(ledger, EventFilter(), 2, chunk=1) for r in chunk]
+    assert newest == [4, 5]

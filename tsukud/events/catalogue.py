@@ -1,0 +1,557 @@
+"""Every event type the ledger holds, with the shape of its payload.
+
+One msgspec Struct per type. The store checks each payload against its Struct on append
+(types, required fields, no stray keys), so an unknown type or a misspelt field is a
+programming error a test trips over, never a silent free-form row. Readers (projections)
+decode through the same Structs, leniently: rows written by an earlier version with a key
+since dropped still decode (unknown fields are ignored), and fields added later carry
+defaults. docs/events.md lists the same set; a test compares the two.
+
+Clients own one corner: ``client.*`` types, appended through ``events.append``, keep
+free-form payloads (``ClientEvent``). Everything else is the daemon's own account.
+
+Field names are wire format too (summaries read ``cost_usd``, ``provider``, ``model`` and
+the token counts straight from the JSON), so renaming one is a ledger migration.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeVar
+
+import msgspec
+
+from tsukud.errors import InternalError
+
+CLIENT_PREFIX = "client."
+
+
+class Payload(msgspec.Struct, kw_only=True):
+    """Base of every payload. Not ``forbid_unknown_fields``: reading stays lenient;
+    ``check`` refuses stray keys on the way in."""
+
+
+class ClientEvent(Payload):
+    """``client.*``: whatever a client annotates its runs with (any JSON object)."""
+
+
+# ---- daemon and configuration -----------------------------------------------------------
+
+
+class DaemonStarted(Payload):
+    pid: int
+    version: str
+    activation: str
+    socket: str | None
+    startup_ms: float
+
+
+class DaemonStopped(Payload):
+    pid: int
+    uptime_s: float
+
+
+class ConfigChanged(Payload):
+    """Never the value: it may be a secret."""
+
+    key: str
+    unset: bool
+    source: str
+
+
+# ---- budget, confirmations, rate limit ---------------------------------------------------
+
+
+class BudgetReserved(Payload):
+    reservation: str
+    day: str
+    amount_usd: float
+    purpose: str | None = None
+
+
+class BudgetSettled(Payload):
+    reservation: str
+    actual_usd: float
+    day: str | None = None  # the reservation's day; rows without it fold into their own
+    reserved_usd: float | None = None
+
+
+class BudgetDenied(Payload):
+    amount_usd: float
+    day: str
+    committed_usd: float
+    daily_budget_usd: float
+    purpose: str
+
+
+class ConfirmationRequested(BudgetDenied):
+    threshold_usd: float
+
+
+class ConfirmationAnswered(Payload):
+    """``confirmation.granted`` / ``confirmation.declined``: the answer and the question's
+    data (amounts for a cost, the source for a discovery, the option for a choice)."""
+
+    reason: Literal["answered", "timeout"]
+    question: str | None = None
+    kind: str | None = None
+    estimate_usd: float | None = None
+    threshold_usd: float | None = None
+    discovery: dict[str, Any] | None = None
+    option: dict[str, Any] | None = None
+
+
+class GenerationStarted(Payload):
+    tool: str
+    purpose: str | None = None
+
+
+class RateLimitDenied(Payload):
+    tool: str
+    count: int
+    limit: int
+    retry_at: str | None
+
+
+# ---- LLM calls and breakers ------------------------------------------------------------
+
+
+class LlmTurn(Payload):
+    """A call that succeeded. ``cost_usd`` is absent when the model's price is unknown."""
+
+    provider: str
+    model: str | None = None
+    purpose: str | None = None
+    turn: int | None = None
+    reservation: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    thoughts_tokens: int = 0
+    web_search_requests: int = 0
+    grounded_prompts: int = 0
+    duration_ms: int | None = None
+    stop_reason: str | None = None
+    request_id: str | None = None
+    error: str | None = None  # a billed call that still failed (malformed tool call)
+    cost_usd: float | None = None
+
+
+class LlmFailed(Payload):
+    provider: str
+    error_type: str
+    breaker: bool = True  # does it count towards opening the circuit?
+    model: str | None = None
+    status: int | None = None
+    purpose: str | None = None
+
+
+class BreakerOpened(Payload):
+    provider: str
+    failures: int
+
+
+class BreakerChanged(Payload):
+    """``breaker.half_opened`` / ``breaker.closed``."""
+
+    provider: str
+
+
+class ProviderFailover(Payload):
+    from_: str = msgspec.field(name="from")
+    to: str
+    reason: str
+
+
+# ---- sandbox ---------------------------------------------------------------------------
+
+
+class SandboxLockAcquired(Payload):
+    waited_ms: int
+
+
+class SandboxLockReleased(Payload):
+    pass
+
+
+class SandboxOrphansRemoved(Payload):
+    count: int
+
+
+class SandboxImagePrepared(Payload):
+    image: str
+    imported: bool
+
+
+# ---- installs --------------------------------------------------------------------------
+
+
+class InstallStarted(Payload):
+    tool: str
+    version: str
+    requested: str | None
+    tag: str
+    repo: str
+    recipe_source: str
+
+
+class InstallCompleted(Payload):
+    """What the installed-tools projection keeps (tools.list, the shell hook's index)."""
+
+    tool: str
+    version: str
+    binaries: dict[str, Any]
+    tag: str | None = None
+    repo: str | None = None
+    requested: str | None = None
+    recipe_source: str | None = None
+    recipe_sha256: str | None = None
+    platform: str | None = None
+    assets: list[dict[str, Any]] | None = None
+    install_dir: str | None = None
+    verify_checks: list[dict[str, Any]] | None = None
+
+
+class InstallFailed(Payload):
+    tool: str | None  # None only for an interrupted install whose start row lacked it
+    version: str | None
+    requested: str | None
+    stage: str
+    error_code: str
+    message: str
+
+
+class InstallRemoved(Payload):
+    tool: str
+    version: str | None
+
+
+class InstallVerified(Payload):
+    tool: str
+    version: str | None
+    ok: bool
+    problems: list[str]
+    binaries_checked: int
+    verify_command: str | None
+
+
+# ---- create ----------------------------------------------------------------------------
+
+
+class CreateStarted(Payload):
+    tool: str
+    repo: str
+    deterministic_only: bool
+    llm: bool
+    skip_validation: bool
+
+
+class GenerationCompleted(Payload):
+    """``run_*`` are the totals of the run's ``llm.turn`` events, named apart so
+    summaries never count the run's money twice."""
+
+    tool: str
+    repo: str
+    tag: str
+    generated_by: str
+    provider: str | None
+    model: str | None
+    validation: str
+    repairs: int
+    self_repairs: int
+    turns: int
+    run_input_tokens: int
+    run_output_tokens: int
+    run_cost_usd: float | None
+    duration_ms: int
+
+
+class GenerationFailed(Payload):
+    tool: str
+    repo: str
+    stage: str
+    error_code: str
+    message: str
+    repairs: int
+    run_cost_usd: float | None
+
+
+class ToolCalled(Payload, omit_defaults=True):
+    """One tool call of the model (fetch_file, inspect_archive, extract_pattern)."""
+
+    name: str
+    ok: bool
+    duration_ms: int
+    path: str | None = None
+    asset: str | None = None
+    bytes: int | None = None
+    error_type: str | None = None
+
+
+class ValidationStarted(Payload):
+    attempt: int
+    platform: str
+    image: str
+
+
+class ValidationFinished(Payload):
+    """``validation.passed`` / ``validation.failed``."""
+
+    attempt: int
+    status: str
+    stage: str
+    platform: str
+    image: str | None
+    duration_ms: int
+    command: str | None = None
+    exit_code: int | None = None
+    category: str | None = None
+    message: str | None = None
+    assets: list[dict[str, Any]] | None = None
+
+
+class ValidationSkipped(Payload):
+    reason: str
+
+
+class RepairAttempted(Payload):
+    """``kind``: ``layout`` (deterministic), ``verify_self_repair`` or ``llm``."""
+
+    kind: str
+    attempt: int | None = None
+    stage: str | None = None
+    category: str | None = None
+    change: str | None = None
+    method: str | None = None
+    command: str | None = None
+
+
+class RecipeWritten(Payload):
+    tool: str
+    path: str
+    sha256: str
+
+
+# ---- discovery -------------------------------------------------------------------------
+
+
+class DiscoveryStarted(Payload):
+    tool: str
+    requested: str
+    yes: bool
+    can_ask: bool
+
+
+class DiscoveryWarning(Payload):
+    tool: str
+    kind: str
+    similar: str
+    distance: int
+
+
+class DiscoveryStage(Payload):
+    """One stage's outcome; the optional fields are what that stage reports."""
+
+    tool: str
+    stage: str
+    outcome: str
+    ms: int
+    kind: str | None = None
+    builder: str | None = None
+    source: str | None = None
+    origin: str | None = None
+    error: str | None = None
+    error_code: str | None = None
+    reason: str | None = None
+    selection: str | None = None
+    matches: list[str] | None = None
+    rejected: Any = None
+    errors: Any = None
+    late: Any = None
+    provider: str | None = None
+    model: str | None = None
+    turns: int | None = None
+    searches: int | None = None
+    candidates: int | None = None
+    provider_errors: list[str] | None = None
+    selected: str | None = None
+    auto_approvable: bool | None = None
+
+
+class DiscoveryVerified(Payload):
+    tool: str
+    source: str
+    repo: str
+    url: str
+    status: str
+    confidence: int
+    warnings: list[str]
+    stars: int | None = None
+    created_at: str | None = None
+    age_days: int | None = None
+    pushed_at: str | None = None
+    last_push_days: int | None = None
+    owner: str | None = None
+    owner_type: str | None = None
+    description: str | None = None
+    fork: bool | None = None
+    parent: str | None = None
+    parent_stars: int | None = None
+    popularity: str | None = None
+    reason: str | None = None
+
+
+class DiscoveryCandidate(Payload):
+    tool: str
+    source: str
+    confidence: int
+    evidence: list[Any]
+    seen_in_results: bool
+    provider: str | None
+    model: str | None
+
+
+class DiscoveryCandidateRefused(Payload):
+    tool: str
+    reason: str
+    provider: str | None
+
+
+class DiscoveryProviderFailed(Payload):
+    tool: str
+    provider: str
+    error_code: str
+    message: str
+
+
+class DiscoverySearch(Payload):
+    """A web search; ``cost_usd`` only when it was paid for."""
+
+    tool: str
+    provider: str
+    ok: bool
+    results: int | None = None
+    attempts: int | None = None
+    error: str | None = None
+    cost_usd: float | None = None
+
+
+class DiscoveryCompleted(Payload):
+    tool: str
+    stage: str
+    builder: str
+    source: str
+    confidence: int | None
+    approval: str
+    provider: str | None
+    spent_usd: float | None
+    searches: int
+    llm_turns: int
+    ms: int
+
+
+class DiscoveryFailed(Payload):
+    tool: str
+    stage: str
+    error_code: str
+    retryable: bool
+    message: str
+    spent_usd: float | None
+    ms: int
+
+
+#: Every event type → the Struct of its payload (``client.*`` aside).
+EVENTS: dict[str, type[Payload]] = {
+    "daemon.started": DaemonStarted,
+    "daemon.stopped": DaemonStopped,
+    "config.changed": ConfigChanged,
+    "budget.reserved": BudgetReserved,
+    "budget.settled": BudgetSettled,
+    "budget.denied": BudgetDenied,
+    "confirmation.requested": ConfirmationRequested,
+    "confirmation.granted": ConfirmationAnswered,
+    "confirmation.declined": ConfirmationAnswered,
+    "generation.started": GenerationStarted,
+    "ratelimit.denied": RateLimitDenied,
+    "llm.turn": LlmTurn,
+    "llm.failed": LlmFailed,
+    "breaker.opened": BreakerOpened,
+    "breaker.half_opened": BreakerChanged,
+    "breaker.closed": BreakerChanged,
+    "provider.failover": ProviderFailover,
+    "sandbox.lock_acquired": SandboxLockAcquired,
+    "sandbox.lock_released": SandboxLockReleased,
+    "sandbox.orphans_removed": SandboxOrphansRemoved,
+    "sandbox.image_prepared": SandboxImagePrepared,
+    "install.started": InstallStarted,
+    "install.completed": InstallCompleted,
+    "install.failed": InstallFailed,
+    "install.removed": InstallRemoved,
+    "install.verified": InstallVerified,
+    "create.started": CreateStarted,
+    "generation.completed": GenerationCompleted,
+    "generation.failed": GenerationFailed,
+    "tool.called": ToolCalled,
+    "validation.started": ValidationStarted,
+    "validation.passed": ValidationFinished,
+    "validation.failed": ValidationFinished,
+    "validation.skipped": ValidationSkipped,
+    "repair.attempted": RepairAttempted,
+    "recipe.written": RecipeWritten,
+    "discovery.started": DiscoveryStarted,
+    "discovery.warning": DiscoveryWarning,
+    "discovery.stage": DiscoveryStage,
+    "discovery.verified": DiscoveryVerified,
+    "discovery.candidate": DiscoveryCandidate,
+    "discovery.candidate_refused": DiscoveryCandidateRefused,
+    "discovery.provider_failed": DiscoveryProviderFailed,
+    "discovery.search": DiscoverySearch,
+    "discovery.completed": DiscoveryCompleted,
+    "discovery.failed": DiscoveryFailed,
+}
+
+#: The JSON keys each Struct accepts (``encode_name``s: ``from``, not ``from_``).
+_PAYLOADS: list[type[Payload]] = [*EVENTS.values(), ClientEvent]
+_KEYS = {cls: frozenset(f.encode_name for f in msgspec.structs.fields(cls)) for cls in _PAYLOADS}
+
+P = TypeVar("P", bound=Payload)
+
+
+def is_client(type_: str) -> bool:
+    return type_.startswith(CLIENT_PREFIX)
+
+
+def payload_type(type_: str) -> type[Payload]:
+    cls = EVENTS.get(type_)
+    if cls is not None:
+        return cls
+    if is_client(type_):
+        return ClientEvent
+    raise InternalError(
+        f"event type {type_!r} is not in the event catalogue",
+        hint="Add it to tsukud/events/catalogue.py and docs/events.md.",
+    )
+
+
+def check(type_: str, payload: dict[str, Any]) -> None:
+    """Refuse a payload that does not fit its type's Struct: a bug in the appender."""
+    cls = EVENTS.get(type_)
+    if cls is None:
+        payload_type(type_)  # a client's type passes (free-form); anything else raises
+        return
+    stray = payload.keys() - _KEYS[cls]
+    try:
+        if stray:
+            raise msgspec.ValidationError(f"unknown field(s) {sorted(stray)}")
+        msgspec.convert(payload, cls)
+    except msgspec.ValidationError as e:
+        raise InternalError(
+            f"{type_} payload does not fit its catalogue entry: {e}",
+            hint="The event's fields are declared in tsukud/events/catalogue.py.",
+        ) from None
+
+
+def read(payload: dict[str, Any], cls: type[P]) -> P:
+    """Decode a stored payload (unknown fields ignored; raises ``msgspec.ValidationError``
+    when a field its readers need is missing or mistyped)."""
+    return msgspec.convert(payload, cls)
