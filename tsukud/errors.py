@@ -152,6 +152,13 @@ CATALOGUE: dict[str, ErrorKind] = {
     "github_release_not_found": ErrorKind(E.NETWORK, "The repository has no such release."),
     "github_file_not_found": ErrorKind(E.NETWORK),
     "github_rate_limited": ErrorKind(E.NETWORK, _SLOW_DOWN, retryable=True),
+    "github_bad_credentials": ErrorKind(
+        E.NETWORK,
+        "GitHub rejected the token (401 Bad credentials): GITHUB_TOKEN (or GH_TOKEN, or "
+        "secrets.github_token) is wrong, expired or revoked. Replace it, or unset it to "
+        "use GitHub without a token (60 requests per hour).",
+    ),
+    "github_secondary_rate_limited": ErrorKind(E.NETWORK, _SLOW_DOWN, retryable=True),
     # ---- recipes
     "recipe_invalid": ErrorKind(E.GENERAL, _FIX_RECIPE),
     "recipe_parse_error": ErrorKind(E.GENERAL, _FIX_RECIPE),

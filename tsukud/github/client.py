@@ -60,12 +60,6 @@ class GitHubBadCredentials(GitHubError):
     """401 "Bad credentials": GitHub refuses the token itself, whatever the request."""
 
     code = "github_bad_credentials"
-    retryable = False
-    default_hint = (
-        "GitHub rejected the token (401 Bad credentials): GITHUB_TOKEN (or GH_TOKEN, or "
-        "secrets.github_token) is wrong, expired or revoked. Replace it, or unset it to "
-        "use GitHub without a token (60 requests per hour)."
-    )
 
 
 class GitHubRateLimited(HttpRateLimited):
