@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import shutil
 import signal
@@ -26,6 +27,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -216,12 +218,14 @@ def median(xs: Sequence[float]) -> float:
 
 
 def percentile(xs: Sequence[float], p: float) -> float:
-    """Nearest-rank percentile (p in 0..100) of unsorted data."""
+    """Nearest-rank percentile (p in 0..100) of unsorted data: the smallest value with at
+    least p % of the data at or below it, i.e. the ceil(p/100 * n)-th smallest. Exact
+    arithmetic, so 95 % of 20 values is the 19th, not the 20th by a rounding error."""
     s = sorted(xs)
     if not s:
         return float("nan")
-    k = max(0, min(len(s) - 1, round(p / 100 * len(s) + 0.5) - 1))
-    return float(s[k])
+    rank = math.ceil(Fraction(str(p)) * len(s) / 100)
+    return float(s[max(1, min(len(s), rank)) - 1])
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -288,6 +292,12 @@ def line(
 
 def goal(name: str, ok: bool, text: str) -> None:
     print(f"{name}.goal: {'met' if ok else 'NOT met'} ({text})", flush=True)
+
+
+def not_measured(name: str, target: str, reason: str) -> None:
+    """A goal that could not be measured here is said so, with why: a missing goal line
+    would read as nothing to report."""
+    print(f"{name}.goal: NOT MEASURED (goal {target}; {reason})", flush=True)
 
 
 def note(name: str, text: str) -> None:

@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from _common import REPO, fmt, goal, header, median, note, parse_args, temp_home
+from _common import REPO, fmt, goal, header, median, not_measured, note, parse_args, temp_home
 
 from tsukud.hooks.index import build_index, write_index
 
@@ -75,7 +75,7 @@ def main() -> int:
     args = parse_args(__doc__ or "")
     header(NAME, args.quick)
     if shutil.which("bash") is None:
-        print(f"{NAME}: skipped (no bash)")
+        not_measured(NAME, f"<= {GOAL_MS:.0f} ms added", "no bash on this machine")
         return 0
     version = subprocess.run(
         ["bash", "-c", "echo $BASH_VERSION"], capture_output=True, text=True, check=True

@@ -3,8 +3,10 @@
     .venv/bin/python bench/run_all.py [--quick] [--wait-idle S] [name ...]
 
 Each benchmark runs as its own process (its own temporary TSUKU_HOME and daemon) with a
-time limit; their output is passed through as it comes. Exit status: 1 if a benchmark
-failed to run (a missed goal is reported, not a failure).
+time limit; their output is passed through as it comes. The closing list has every goal
+of the benchmarks run: met, NOT met, or NOT MEASURED with the reason (no container
+runtime, the benchmark failed or ran out of time), never silently left out. Exit status:
+1 if a benchmark failed to run (a missed goal is reported, not a failure).
 """
 
 from __future__ import annotations
@@ -18,22 +20,43 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = [
+# Every benchmark run_all runs, in order, with the goals it reports (the names before
+# ".goal:" in its output). create_replayed compares against the deterministic create
+# and has no goal of its own.
+GOALS: dict[str, tuple[str, ...]] = {
     # the daemon and its ledger
-    "status_wall",
-    "rpc_roundtrip",
-    "event_append",
-    "events_summary",
-    "cold_start",
+    "status_wall": ("status_wall",),
+    "rpc_roundtrip": ("rpc_roundtrip.p99", "rpc_roundtrip.throughput"),
+    "event_append": ("event_append",),
+    "events_summary": ("events_summary",),
+    "cold_start": ("cold_start",),
     # install, create, validation, discovery, shell hook
-    "install_throughput",
-    "create_deterministic",
-    "create_replayed",
-    "validation_overhead",
-    "discovery",
-    "command_not_found",
-]
+    "install_throughput": ("install_throughput",),
+    "create_deterministic": ("create_deterministic",),
+    "create_replayed": (),
+    "validation_overhead": ("validation_overhead",),
+    "discovery": ("discovery",),
+    "command_not_found": ("command_not_found",),
+}
+BENCHMARKS = list(GOALS)
 TIME_LIMIT_S = 180
+
+
+def goal_name(goal_line: str) -> str:
+    return goal_line.split(".goal:", 1)[0].strip()
+
+
+def goal_report(ran: dict[str, str | None], goal_lines: list[str]) -> list[str]:
+    """Every goal of the benchmarks in ``ran`` (name -> why it failed, or None), in
+    order: the line it printed, or NOT MEASURED with the reason it printed none; then
+    any goal line the table does not know, as printed."""
+    printed = {goal_name(g): g for g in goal_lines}
+    report = [
+        printed.get(name, f"{name}.goal: NOT MEASURED ({failure or 'no result printed'})")
+        for bench, failure in ran.items()
+        for name in GOALS.get(bench, ())
+    ]
+    return report + [g for g in goal_lines if g not in report]
 
 
 def _relay(proc: subprocess.Popen[str], goals: list[str]) -> None:
@@ -97,6 +120,7 @@ def main() -> int:
         ap.error(f"unknown benchmark(s): {', '.join(unknown)}")
     goals: list[str] = []
     failed: list[str] = []
+    ran: dict[str, str | None] = {}
     started = time.perf_counter()
     print(f"# load average at start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for name in names:
@@ -107,9 +131,11 @@ def main() -> int:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
         reader = threading.Thread(target=_relay, args=(proc, goals), daemon=True)
         reader.start()
+        failure = None
         try:
             rc = proc.wait(timeout=TIME_LIMIT_S)
         except subprocess.TimeoutExpired:
+            failure = f"stopped after {TIME_LIMIT_S} s"
             print(f"# {name}: over {TIME_LIMIT_S} s, stopping it", flush=True)
             proc.terminate()  # SIGTERM: its finally blocks stop its daemon, remove its home
             try:
@@ -121,12 +147,14 @@ def main() -> int:
         print(f"# {name}: {time.perf_counter() - t0:.1f} s, exit {rc}", flush=True)
         if rc != 0:
             failed.append(name)
+            failure = failure or f"the benchmark failed (exit {rc})"
+        ran[name] = failure
     print(
         f"# all: {time.perf_counter() - started:.1f} s;"
         f" load average at end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
     print("# goals:")
-    for g in goals:
+    for g in goal_report(ran, goals):
         print(g)
     if failed:
         print(f"# FAILED to run: {', '.join(failed)}")

@@ -16,7 +16,18 @@ from __future__ import annotations
 import os
 import sys
 
-from _common import fmt, goal, header, line, median, note, parse_args, temp_home, wait_ping
+from _common import (
+    fmt,
+    goal,
+    header,
+    line,
+    median,
+    not_measured,
+    note,
+    parse_args,
+    temp_home,
+    wait_ping,
+)
 from _create_world import create, docker_available, docker_true, world
 
 NAME = "validation_overhead"
@@ -29,7 +40,7 @@ def main() -> int:
     rounds = 3 if args.quick else 9
     header(NAME, args.quick)
     if not docker_available(IMAGE):
-        print(f"{NAME}: skipped (no container runtime or no {IMAGE} image)", flush=True)
+        not_measured(NAME, f"<= {GOAL_S:g} s added", f"no container runtime or no {IMAGE} image")
         return 0
     copies = 2 * (rounds + 1)
     fake = world(copies)

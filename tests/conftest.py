@@ -20,6 +20,13 @@ from typing import Any
 
 import pytest
 
+from tests.skip_policy import (  # noqa: F401  (hooks: in CI a skip is a failure)
+    in_ci,
+    pytest_make_collect_report,
+    pytest_runtest_makereport,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
 from tsukuctl.client import Client
 from tsukud.testing.http import take_violations, unclaimed
 
@@ -47,10 +54,6 @@ OUTSIDE_ENDPOINTS = (
     "TSUKU_TAVILY_URL",
     "TSUKU_BRAVE_URL",
 )
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() == "true"
 
 
 def base_env(home: Path) -> dict[str, str]:

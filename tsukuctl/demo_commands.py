@@ -2,7 +2,8 @@
 
 A temporary TSUKU_HOME and its own daemon; a fake GitHub on loopback serving two tools'
 releases (small real archives); a recorded LLM session replayed with no network and no
-API key; container validation when a runtime answers (and a loud note when not); then
+API key, labelled with what answered when it was recorded (a scripted model or a named
+real one); container validation when a runtime answers (and a loud note when not); then
 install, run the installed tools, and read the ledger. Every step is a real ``tsukuctl``
 process, shown as the command a user would type.
 """
@@ -75,7 +76,7 @@ class Demo:
 def cmd_demo(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from tsukud.testing.demo_world import LLM_RECORDINGS, demo_github
+    from tsukud.testing.demo_world import LLM_RECORDINGS, demo_github, recording_source
 
     started = time.monotonic()
     home = Path(tempfile.mkdtemp(prefix="tsuku-demo-", dir="/tmp"))
@@ -88,12 +89,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
         and k not in ("GITHUB_TOKEN", "GH_TOKEN", "TAVILY_API_KEY", "BRAVE_API_KEY")
     }
     env.update(gh.env())
+    source = recording_source()
     replay = home / "llm-recordings"
     shutil.copytree(LLM_RECORDINGS, replay)
     env.update(
         TSUKU_HOME=str(home),
         TSUKU_SOCKET=str(home / "run" / "tsukud.sock"),
-        TSUKU_LLM_PROVIDER="claude",
+        TSUKU_LLM_PROVIDER=source.provider,
         TSUKU_LLM_REPLAY_DIR=str(replay),
     )
     demo = Demo(home, env)
@@ -101,7 +103,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out(f"  home        {home}" + ("" if args.keep else " (removed at the end; --keep keeps it)"))
     out(f"  GitHub      a fake on {gh.api_url} serving stern/stern and FiloSottile/age")
     out("              (synthesised releases with small real archives)")
-    out("  LLM         a RECORDED Claude session, replayed: no network, no API key")
+    out(f"  LLM         {source.label()}")
     try:
         demo.ctl("status")
         sb = demo.ctl("sandbox", "status", "--json", check=False)

@@ -123,9 +123,14 @@ class Daemon:
     def uptime_s(self) -> float:
         return time.monotonic() - self.started_mono
 
-    async def _settle_abandoned(self) -> None:
-        """Reservations a dead daemon left open are settled at what was actually spent."""
-        for rid in self.budget.abandoned():
+    async def _settle_abandoned(self, left_open: list[str]) -> None:
+        """Reservations a dead daemon left open are settled at what was actually spent.
+
+        ``left_open`` is taken before the server accepts anything: a request served
+        while the start-up is still being recorded may already hold a reservation of its
+        own, which is live, not abandoned.
+        """
+        for rid in left_open:
             r = self.state.spend.open[rid]
             session = r.session
 
@@ -164,6 +169,7 @@ class Daemon:
                     # Shell hooks are installed: bring the command index up to date with
                     # the ledger, and keep it current from now on.
                     self.services.hook_index.request_rebuild()
+                left_open = self.budget.abandoned()
                 async with trio.open_nursery() as serving:
                     serving.start_soon(server.serve, listeners)
                     await self.store.append(
@@ -180,7 +186,7 @@ class Daemon:
                         "daemon.started", pid=os.getpid(), socket=str(self.socket_path)
                     )
                     task_status.started()
-                    await self._settle_abandoned()
+                    await self._settle_abandoned(left_open)
                     await self._stop.wait()
                     server.stopping = True
                     serving.cancel_scope.cancel()

@@ -28,7 +28,9 @@ def test_demo_runs_the_whole_pipeline_offline() -> None:
     )
     out = cp.stdout
     assert cp.returncode == 0, out + cp.stderr
-    assert "RECORDED Claude session, replayed" in out
+    # The bundled recording is of the scripted fake, and the demo must not call it more.
+    assert "LLM         a scripted model, replayed: no network, no key" in out
+    assert "Claude session" not in out
     assert "stern v1.32.0" in out and "age v1.2.1" in out
     assert "cost: $0 (deterministic matcher, no LLM)" in out
     assert "hash chain intact" in out

@@ -215,29 +215,40 @@ def test_sigterm_stops_cleanly_and_records_it(daemon: Tsuku) -> None:
     assert types[0] == "daemon.started" and types[-1] == "daemon.stopped"
 
 
-def test_in_flight_request_gets_shutting_down(daemon: Tsuku) -> None:
-    """A request still running when the daemon stops is answered, not dropped."""
-    with daemon.client() as c:
-        # events.list over a growing ledger is slow enough to be in flight.
-        for _ in range(10):
-            daemon.call(
-                "events.append",
-                {"events": [{"type": "client.x", "payload": {"pad": "x" * 500}}] * 1000},
-            )
-        rid = c.send("events.list", {"limit": 0})
-        daemon.call("daemon.stop")
-        frames = []
-        try:
+def test_in_flight_request_gets_shutting_down(tsuku: Tsuku) -> None:
+    """A request still running when the daemon stops is answered ``shutting_down``, not
+    dropped. The request is an LLM call whose provider has not answered yet, so it is
+    in flight for certain when the stop arrives: the one right answer is the error."""
+    from tests.fakes import anthropic_server as anth
+    from tests.fakes.anthropic_server import FakeAnthropic
+
+    with FakeAnthropic() as claude:
+        claude.reply([anth.text("too late")], delay=60)  # the close wakes it
+        tsuku.env.update(
+            {
+                "ANTHROPIC_API_KEY": "sk-ant-api03-SHUTDOWN0123456789",
+                "ANTHROPIC_BASE_URL": claude.url,
+            }
+        )
+        tsuku.start()
+        with tsuku.client() as c:
+            rid = c.send("llm.test", {})
+            deadline = time.monotonic() + 15
+            while not claude.requests:  # the daemon is waiting on the provider now
+                assert time.monotonic() < deadline, "the daemon never called the provider"
+                time.sleep(0.01)
+            tsuku.call("daemon.stop")
+            frames = []
             while True:
                 f = c.read_frame()
                 frames.append(f)
                 if "result" in f or "error" in f:
                     break
-        except Exception:
-            pass
-    final = frames[-1] if frames else {}
-    assert final.get("id") == rid
-    assert "result" in final or final["error"]["code"] == "shutting_down"
+        assert tsuku.procs[0].wait(timeout=10) == 0
+    final = frames[-1]
+    assert final["id"] == rid
+    assert "result" not in final
+    assert final["error"]["code"] == "shutting_down", final
 
 
 def test_daemon_stop_and_restart_commands(tsuku: Tsuku) -> None:

@@ -3,9 +3,11 @@
 Two sources:
 
 * :func:`recipe_repo` synthesises releases for a tsuku recipe: for each version and each
-  standard platform, the recipe is rendered (the installer's own renderer) and an asset
-  of that name is built with the binaries where the recipe expects them (``strip_dirs``
-  leading directories added back, directory-mode trees with a ``lib/``). Each binary is
+  standard platform, :mod:`tsukud.testing.asset_names` (written from the recipe format,
+  not with the installer's renderer, so a renderer bug cannot rename the fixtures along
+  with the requests) says which assets the recipe downloads, and an asset of that name is
+  built with the binaries where the recipe expects them (``strip_dirs`` leading
+  directories added back, directory-mode trees with a ``lib/``). Each binary is
   ``#!/bin/sh`` printing ``<name> v<version>``, which satisfies every fixture recipe's
   verify pattern. A goreleaser-style ``checksums.txt`` is added to each release.
 * :func:`recorded_repo` loads a recorded ``GET /releases`` answer from
@@ -24,7 +26,6 @@ import hashlib
 import io
 import json
 import lzma
-import posixpath
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterable, Mapping
@@ -33,16 +34,8 @@ from pathlib import Path
 
 import zstandard
 
-from tsukud.recipe import (
-    STANDARD_PLATFORMS,
-    ArchiveFormat,
-    Platform,
-    Recipe,
-    RecipeError,
-    ResolvedVersion,
-    detect_format,
-    render_recipe,
-)
+from tsukud.recipe import STANDARD_PLATFORMS, ArchiveFormat, Platform, Recipe, recipe_to_dict
+from tsukud.testing.asset_names import expected_assets, format_of_name
 
 MTIME = 1_700_000_000
 Members = Mapping[str, tuple[bytes, int]]  # path -> (content, mode)
@@ -217,16 +210,16 @@ def checksums_asset(assets: list[FakeAsset], name: str = "checksums.txt") -> Fak
 
 
 def _members_for(
-    recipe: Recipe, step_binaries: list[tuple[str, str]], strip: int, mode: str, version: str
+    tool: str, binaries: Iterable[tuple[str, str]], strip: int, directory: bool, version: str
 ) -> dict[str, tuple[bytes, int]]:
-    top = "/".join([f"{recipe.metadata.name}-{version}", "dist", "x"][:strip])
+    top = "/".join([f"{tool}-{version}", "dist", "x"][:strip])
     prefix = top + "/" if top else ""
     members: dict[str, tuple[bytes, int]] = {}
-    for src, dest in step_binaries:
-        members[prefix + src] = (script(posixpath.basename(dest), version), 0o755)
+    for src, command in binaries:
+        members[prefix + src] = (script(command, version), 0o755)
     members[prefix + "LICENSE"] = (b"MIT License (test fixture)\n", 0o644)
-    if mode == "directory":
-        members[prefix + f"lib/lib{recipe.metadata.name}.so"] = (b"\x7fELF not really\n", 0o644)
+    if directory:
+        members[prefix + f"lib/lib{tool}.so"] = (b"\x7fELF not really\n", 0o644)
         members[prefix + "conf/settings.properties"] = (b"key=value\n", 0o644)
     return members
 
@@ -237,26 +230,27 @@ def recipe_assets(
     tag: str,
     platforms: Iterable[Platform] = STANDARD_PLATFORMS,
 ) -> list[FakeAsset]:
-    """The assets a release of ``recipe`` at ``version`` needs on ``platforms``."""
+    """The assets a release of ``recipe`` at ``version`` needs on ``platforms``.
+
+    ``tag`` is accepted for symmetry with the release it goes into: asset names use the
+    normalised version, never the raw tag.
+    """
+    data = recipe_to_dict(recipe)
+    tool = recipe.metadata.name
     assets: dict[str, FakeAsset] = {}
     for plat in platforms:
-        try:
-            steps = render_recipe(recipe, ResolvedVersion(version, tag), plat)
-        except RecipeError:
-            continue  # the recipe does not install there
-        for step in steps:
-            if step.asset_name in assets:
+        for want in expected_assets(data, version, plat.os, plat.arch, plat.libc):
+            if want.name in assets:
                 continue
-            pairs = [(b.src, b.dest) for b in step.binaries]
-            members = _members_for(recipe, pairs, step.strip_dirs, step.install_mode, version)
-            fmt = step.archive_format
-            if fmt is ArchiveFormat.RAW:
-                data = script(posixpath.basename(step.binaries[0].dest), version)
-                assets[step.asset_name] = FakeAsset(step.asset_name, data)
+            if want.archive_format == "raw":
+                content: bytes | Callable[[], bytes] = script(want.binaries[0][1], version)
             else:
-                assets[step.asset_name] = FakeAsset(
-                    step.asset_name, functools.partial(archive, fmt, members)
+                members = _members_for(
+                    tool, want.binaries, want.strip_dirs, want.directory, version
                 )
+                fmt = ArchiveFormat(want.archive_format)
+                content = functools.partial(archive, fmt, members)
+            assets[want.name] = FakeAsset(want.name, content)
     out = sorted(assets.values(), key=lambda a: a.name)
     return [*out, checksums_asset(out)]
 
@@ -329,14 +323,12 @@ def generic_asset(tool: str, version: str, name: str) -> Callable[[], bytes]:
         text_suffixes = (".txt", ".sig", ".minisig", ".asc", ".pem", ".sbom", ".json")
         if lowered.endswith(text_suffixes) or lowered in ("sha256sums", "checksums"):
             return f"signature or checksums for {tool} {version}\n".encode()
-        try:
-            fmt = detect_format(name)
-        except RecipeError:
+        if lowered.endswith((".tar.lz", ".tlz")):
             return b"unsupported archive format\n"
-        members = {tool: (script(tool, version), 0o755)}
+        fmt = ArchiveFormat(format_of_name(name))
         if fmt is ArchiveFormat.RAW:
             return script(tool, version)
-        return archive(fmt, members)
+        return archive(fmt, {tool: (script(tool, version), 0o755)})
 
     return build
 

@@ -22,6 +22,7 @@ from tests.unit.create.releases import (
     EXTRA,
     GROUND_TRUTH_9,
     TAGS,
+    expected_names,
     generic_decoys,
     install_steps,
     matrix_cases,
@@ -73,7 +74,7 @@ def human_repo(human: Recipe, *, files: dict[str, bytes] | None = None) -> FakeR
         version = normalize_version(tag)
         assets = recipe_assets(human, version, tag)
         names = {a.name for a in assets}
-        linux = render_names(human, tag, STANDARD_PLATFORMS[0])
+        linux = expected_names(human, tag, STANDARD_PLATFORMS[0])
         decoys = generic_decoys(human, tool, version, linux[0] if linux else None)
         extra = EXTRA.get(tool)
         if extra is not None:
@@ -158,7 +159,7 @@ def inspect_target(human: Recipe) -> str:
     """The asset a careful model inspects: the linux/amd64 one at the newest release."""
     tag = tags_for(human.metadata.name)[0]
     for target in STANDARD_PLATFORMS:
-        names = render_names(human, tag, target)
+        names = expected_names(human, tag, target)
         if names:
             return names[0]
     raise AssertionError("the human recipe installs nowhere")

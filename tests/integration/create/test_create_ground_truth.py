@@ -24,7 +24,7 @@ from tests.integration.create.helpers import (
     script_good_conversation,
     tags_for,
 )
-from tests.unit.create.releases import render_names, repo_of
+from tests.unit.create.releases import expected_names, render_names, repo_of
 from tsukud.create.errors import ValidationFailed
 from tsukud.github.client import GitHub
 from tsukud.llm.claude import ClaudeProvider
@@ -54,7 +54,7 @@ def same_assets(
         assert release is not None
         names = tuple(a.name for a in release.assets)
         for target in STANDARD_PLATFORMS:
-            want = render_names(human, tag, target, names)
+            want = expected_names(human, tag, target)
             got = render_names(mine, tag, target, names)
             if want != got:
                 diffs.append((tag, target.key, want, got))

@@ -1,11 +1,15 @@
 """Release asset lists built from the human-written recipes, with realistic decoys.
 
-A recipe from tsuku's registry says which asset each platform installs, so rendering
-it for linux/darwin x amd64/arm64 at a few versions gives the "right answer" part of a
-release. Real releases also carry everything else, so every synthetic release gets the
-usual noise: a checksum file, signatures, an SBOM, a Windows build, 32-bit x86 and ARMv7
-Linux builds, .deb/.rpm packages and a source tarball, spelled the way the project spells
-its own platforms. Tools whose real releases carry more confusing neighbours (other
+A recipe from tsuku's registry says which asset each platform installs, so reading it
+for linux/darwin x amd64/arm64 at a few versions gives the "right answer" part of a
+release. That reading (:func:`expected_names`) is the test package's independent one
+(``tsukud.testing.asset_names``), not the renderer under test: a renderer bug must not
+move the ground truth along with the matcher's answer.
+
+Real releases also carry everything else, so every synthetic release gets the usual
+noise: a checksum file, signatures, an SBOM, a Windows build, 32-bit x86 and ARMv7 Linux
+builds, .deb/.rpm packages and a source tarball, spelled the way the project spells its
+own platforms. Tools whose real releases carry more confusing neighbours (other
 variants of the same build) get those too, from EXTRA; and a Rust project that ships
 musl gets the gnu twin most such projects ship, to exercise the libc policy.
 """
@@ -31,8 +35,10 @@ from tsukud.recipe import (
     UnsupportedPlatform,
     load_recipe,
     normalize_version,
+    recipe_to_dict,
     render_recipe,
 )
+from tsukud.testing.asset_names import expected_assets
 
 SHARED = Path(__file__).resolve().parents[3].parent / "shared"
 RECIPES = SHARED / "fixtures" / "tsuku-recipes"
@@ -88,10 +94,21 @@ def repo_of(recipe: Recipe) -> str:
     return install_steps(recipe)[0].repo
 
 
+def expected_names(recipe: Recipe, tag: str, target: Platform) -> list[str] | None:
+    """The assets a human recipe installs on ``target`` at ``tag`` according to the
+    recipe format, computed without the renderer; None if it does not install there."""
+    wanted = expected_assets(
+        recipe_to_dict(recipe), normalize_version(tag), target.os, target.arch, target.libc
+    )
+    return [a.name for a in wanted] or None
+
+
 def render_names(
     recipe: Recipe, tag: str, target: Platform, assets: tuple[str, ...] | None = None
 ) -> list[str] | None:
-    """Asset names ``recipe`` installs on ``target`` at ``tag``; None if unsupported."""
+    """Asset names the installer's renderer picks for ``recipe`` on ``target`` at ``tag``;
+    None if unsupported. For recipes under test (the matcher's); ground truth comes from
+    :func:`expected_names`."""
     resolved = ResolvedVersion(normalize_version(tag), tag)
     try:
         return [s.asset_name for s in render_recipe(recipe, resolved, target, assets=assets)]
@@ -215,9 +232,9 @@ def synthesize(
         version = normalize_version(tag)
         names: list[str] = []
         for target in STANDARD_PLATFORMS:
-            names += render_names(recipe, tag, target) or []
+            names += expected_names(recipe, tag, target) or []
         if decoys:
-            linux = render_names(recipe, tag, STANDARD_PLATFORMS[0])
+            linux = expected_names(recipe, tag, STANDARD_PLATFORMS[0])
             names += generic_decoys(recipe, tool, version, linux[0] if linux else None)
             names += EXTRA.get(tool, lambda v: [])(version)
         releases.append(Release(tag=tag, assets=tuple(sorted(set(names)))))

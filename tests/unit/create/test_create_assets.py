@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import string
+
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tsukud.create import assets
@@ -136,12 +138,24 @@ def test_instruction_shaped_but_safe_names_stay_fenced() -> None:
     assert fence_open < text.index(hostile) < fence_close
 
 
-@given(st.text(max_size=400))
-def test_any_name_is_dropped_or_plain_ascii(name: str) -> None:
-    if unsafe_name_reason(name) is None:
-        assert name.isascii() and name.isprintable()
-        assert len(name) <= 256
-        assert not set(name) & set("{}`$;|&<> /\\\n")
+NAME_CHARS = string.ascii_letters + string.digits + "._+~-"
+HOSTILE_CHARS = "{}`$;|&<> /\\\n\r\t\x00\x1b\x7f\u202e\u200bé"
+# Half the examples are drawn from the characters names may use (most of them are
+# accepted, so the property below is exercised), half from anything at all.
+NAMES = st.one_of(st.text(NAME_CHARS, min_size=1, max_size=300), st.text(max_size=400))
+
+
+@given(NAMES)
+def test_accepted_names_are_plain_ascii(name: str) -> None:
+    assume(unsafe_name_reason(name) is None)
+    assert name.isascii() and name.isprintable()
+    assert len(name) <= 256
+    assert not set(name) & set(HOSTILE_CHARS)
+
+
+@given(st.text(NAME_CHARS, max_size=40), st.sampled_from(HOSTILE_CHARS), st.text(max_size=40))
+def test_a_hostile_character_anywhere_drops_the_name(left: str, bad: str, right: str) -> None:
+    assert unsafe_name_reason(f"a{left}{bad}{right}") is not None
 
 
 # -------------------------------------------------------------------------- fences

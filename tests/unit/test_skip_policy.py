@@ -1,0 +1,97 @@
+"""Under CI=true every kind of skip fails the run (tests/skip_policy.py); locally a skip
+stays a skip. Each case runs a real child pytest with the policy loaded as a plugin."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+CASES = """
+import pytest
+
+def test_runs():
+    assert True
+
+def test_skips_itself():
+    pytest.skip("no frobnicator here")
+
+@pytest.mark.skipif(True, reason="marked away")
+def test_marked():
+    pass
+
+@pytest.fixture
+def needs_tool():
+    pytest.skip("fixture found no tool")
+
+def test_fixture_skip(needs_tool):
+    pass
+
+@pytest.mark.parametrize("path", [])
+def test_over_nothing(path):
+    pass
+
+@pytest.mark.xfail(reason="known bug", strict=True)
+def test_xfail():
+    assert False
+"""
+
+MODULE_SKIP = 'import pytest\npytest.skip("whole module away", allow_module_level=True)\n'
+
+
+def _run(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "test_cases.py").write_text(CASES)
+    (tmp_path / "test_module_skip.py").write_text(MODULE_SKIP)
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    if ci is not None:
+        env["CI"] = ci
+    env["PYTHONPATH"] = str(REPO)
+    plugins = ["-p", "no:cacheprovider", "-p", "tests.skip_policy"]
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rA",
+            *plugins,
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+
+
+def test_every_kind_of_skip_fails_in_ci(tmp_path: Path) -> None:
+    cp = _run(tmp_path, "true")
+    out = cp.stdout
+    assert cp.returncode == 1, out
+    # Four test-level skips fail: one in the call, three in setup (mark, fixture, empty
+    # parametrisation), which pytest reports as errors. The skipped module stays
+    # "skipped", since failing its collection would stop the whole run, but the session
+    # fails and says why.
+    summary = out.splitlines()[-1]
+    assert "1 failed, 1 passed, 1 skipped, 1 xfailed, 3 errors" in summary, summary
+    for name in ("test_skips_itself", "test_marked", "test_fixture_skip", "test_over_nothing"):
+        assert f"test_cases.py::{name}" in out.split("skips failed under CI=true")[1], out
+    assert "no frobnicator here" in out
+    assert "got empty parameter set" in out
+    assert "test_module_skip.py: Skipped: whole module away" in out
+
+
+@pytest.mark.parametrize("ci", [None, "false"])
+def test_outside_ci_a_skip_stays_a_skip(tmp_path: Path, ci: str | None) -> None:
+    cp = _run(tmp_path, ci)
+    summary = cp.stdout.splitlines()[-1]
+    assert cp.returncode == 0, cp.stdout
+    assert "1 passed" in summary and "5 skipped" in summary and "1 xfailed" in summary, summary

@@ -1,0 +1,164 @@
+"""What a recipe asks a release for, worked out independently of the installer's renderer.
+
+Fixture releases built with ``tsukud.recipe.render`` would rename their assets in step
+with any renderer bug, and every install test would still pass. This module reads the
+recipe as plain TOML data and follows the recipe format as documented
+(``schema/recipe.md``): a step's ``when`` selects it, ``os_mapping``/``arch_mapping``
+respell Go's names, and ``{version}``, ``{os}``, ``{arch}`` are replaced in the pattern.
+It deliberately shares no code with the renderer (not even the archive-suffix table), so
+the two can only agree by both being right.
+
+Only what fixtures need: exact patterns (a pattern with wildcards names no asset here)
+and the two install actions; a platform where any selected step is something else, or
+where the metadata rules the platform out, gets no assets.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# Longest suffix first, as the format documentation lists them.
+_FORMAT_BY_SUFFIX = (
+    (".tar.gz", "tar.gz"),
+    (".tgz", "tar.gz"),
+    (".tar.xz", "tar.xz"),
+    (".txz", "tar.xz"),
+    (".tar.bz2", "tar.bz2"),
+    (".tbz2", "tar.bz2"),
+    (".tbz", "tar.bz2"),
+    (".tar.zst", "tar.zst"),
+    (".tzst", "tar.zst"),
+    (".tar", "tar"),
+    (".zip", "zip"),
+    (".gz", "gz"),
+    (".xz", "xz"),
+    (".bz2", "bz2"),
+    (".zst", "zst"),
+)
+_FORMAT_PARAM = {
+    "tar.gz": "tar.gz",
+    "tgz": "tar.gz",
+    "tar.xz": "tar.xz",
+    "txz": "tar.xz",
+    "tar.bz2": "tar.bz2",
+    "tbz": "tar.bz2",
+    "tbz2": "tar.bz2",
+    "tar.zst": "tar.zst",
+    "tzst": "tar.zst",
+    "tar": "tar",
+    "zip": "zip",
+}
+_INSTALL_ACTIONS = ("github_archive", "github_file")
+
+
+@dataclass(frozen=True)
+class ExpectedAsset:
+    """One release asset a recipe downloads on some platform, and what must be in it.
+
+    ``binaries`` pairs a path inside the archive (before ``strip_dirs`` is undone) with
+    the command's name; a bare-file asset has one pair and no archive.
+    """
+
+    name: str
+    archive_format: str  # "raw" for a bare executable
+    strip_dirs: int
+    directory: bool
+    binaries: tuple[tuple[str, str], ...]
+
+
+def format_of_name(name: str) -> str:
+    """The archive format a file name announces; ``raw`` when it announces none."""
+    lowered = name.lower()
+    for suffix, fmt in _FORMAT_BY_SUFFIX:
+        if lowered.endswith(suffix):
+            return fmt
+    return "raw"
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def when_selects(when: Mapping[str, Any] | None, os: str, arch: str, libc: str | None) -> bool:
+    """The documented ``when`` table: every key it has must hold for the platform."""
+    for key, value in (when or {}).items():
+        if key == "platform":
+            ok = f"{os}/{arch}" in _as_list(value)
+        elif key == "os":
+            ok = os in _as_list(value)
+        elif key == "arch":
+            ok = value == arch
+        elif key == "libc":
+            ok = os != "linux" or libc is None or libc in _as_list(value)
+        else:  # linux_family, package_manager, gpu, ...: never true for our targets
+            ok = False
+        if not ok:
+            return False
+    return True
+
+
+def metadata_allows(meta: Mapping[str, Any], os: str, arch: str, libc: str | None) -> bool:
+    if "supported_os" in meta and os not in meta["supported_os"]:
+        return False
+    if "supported_arch" in meta and arch not in meta["supported_arch"]:
+        return False
+    if os == "linux" and libc and "supported_libc" in meta and libc not in meta["supported_libc"]:
+        return False
+    return f"{os}/{arch}" not in meta.get("unsupported_platforms", [])
+
+
+def fill(template: str, version: str, os: str, arch: str) -> str:
+    return template.replace("{version}", version).replace("{os}", os).replace("{arch}", arch)
+
+
+def _binaries(
+    entries: Sequence[Any], version: str, os: str, arch: str
+) -> tuple[tuple[str, str], ...]:
+    """(path in archive, command name): entries are ``"path"`` or ``{src, dest}``."""
+    out = []
+    for entry in entries:
+        if isinstance(entry, str):
+            src, dest = entry, None
+        else:
+            src, dest = entry["src"], entry.get("dest")
+        src = fill(src, version, os, arch)
+        command = posixpath.basename(fill(dest, version, os, arch) if dest else src)
+        out.append((src, command))
+    return tuple(out)
+
+
+def expected_assets(
+    recipe: Mapping[str, Any], version: str, os: str, arch: str, libc: str | None = None
+) -> list[ExpectedAsset]:
+    """The assets ``recipe`` (its TOML as data) downloads at ``version`` on one platform;
+    empty when it does not install there."""
+    if not metadata_allows(recipe.get("metadata", {}), os, arch, libc):
+        return []
+    steps = [s for s in recipe.get("steps", []) if when_selects(s.get("when"), os, arch, libc)]
+    if not steps or any(s.get("action") not in _INSTALL_ACTIONS for s in steps):
+        return []
+    out = []
+    for step in steps:
+        spelled_os = step.get("os_mapping", {}).get(os, os)
+        spelled_arch = step.get("arch_mapping", {}).get(arch, arch)
+        name = fill(step["asset_pattern"], version, spelled_os, spelled_arch)
+        if any(c in name for c in "*?["):
+            return []
+        if step["action"] == "github_file":
+            entries = [step["binary"]] if "binary" in step else step.get("binaries", [])
+            binaries = _binaries(entries, version, os, arch)
+            out.append(ExpectedAsset(name, "raw", 0, False, binaries[:1]))
+            continue
+        given = step.get("archive_format")
+        fmt = _FORMAT_PARAM.get(str(given).lower(), "unknown") if given else format_of_name(name)
+        if fmt in ("raw", "unknown"):
+            return []
+        directory = str(step.get("install_mode", "binaries")).lower() == "directory"
+        binaries = _binaries(step["binaries"], version, os, arch)
+        out.append(ExpectedAsset(name, fmt, int(step.get("strip_dirs", 0)), directory, binaries))
+    return out
