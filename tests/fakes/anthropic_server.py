@@ -1,10 +1,13 @@
-"""Fake Anthropic Messages API (``POST /v1/messages``), shapes per wire-formats.md §3a."""
+"""Fake Anthropic Messages API (``POST /v1/messages``): scripted answers in the API's
+shapes, and every request checked against the API's rules (:mod:`tests.fakes.llm_rules`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tests.fakes.http import FakeHTTPServer, Reply
+from tests.fakes.http import RecordedRequest, Reply
+from tests.fakes.llm import StrictFake
+from tests.fakes.llm_rules import anthropic_violations
 
 MODEL = "claude-sonnet-5-5"
 
@@ -87,7 +90,19 @@ def error_body(kind: str, msg: str, request_id: str = "req_fake") -> dict[str, A
     return {"type": "error", "error": {"type": kind, "message": msg}, "request_id": request_id}
 
 
-class FakeAnthropic(FakeHTTPServer):
+class FakeAnthropic(StrictFake):
+    def violations_of(self, request: RecordedRequest) -> list[str]:
+        if (request.method, request.path) != ("POST", "/v1/messages"):
+            return [f"no such endpoint: {request.method} {request.path}"]
+        return anthropic_violations(request.json())
+
+    def rejection(self, problems: list[str]) -> Reply:
+        return Reply(
+            400,
+            json=error_body("invalid_request_error", problems[0]),
+            headers={"request-id": "req_rejected"},
+        )
+
     def reply(
         self,
         content: list[dict[str, Any]],

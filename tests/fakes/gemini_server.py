@@ -1,11 +1,18 @@
-"""Fake Gemini API ``generateContent`` (``POST /v1beta/models/{m}:generateContent``),
-shapes per wire-formats.md §3b."""
+"""Fake Gemini API ``generateContent`` (``POST /v1beta/models/{m}:generateContent``):
+scripted answers in the API's shapes, every request checked against the API's rules
+(:mod:`tests.fakes.llm_rules`), and thought signatures the way Gemini 3 gives them."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
+import re
 from typing import Any
 
-from tests.fakes.http import FakeHTTPServer, Reply
+from tests.fakes.http import RecordedRequest, Reply, Responder
+from tests.fakes.llm import StrictFake
+from tests.fakes.llm_rules import enforces_thought_signatures, gemini_violations, signature_bytes
 
 MODEL = "gemini-3.8-flash"
 
@@ -85,7 +92,57 @@ def error_body(
     return {"error": {"code": code, "message": msg, "status": status, "details": details}}
 
 
-class FakeGemini(FakeHTTPServer):
+_ENDPOINT = re.compile(r"^/v1(?:beta|alpha)?/models/([^/:?]+):generateContent(?:\?.*)?$")
+
+
+def signed(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``parts`` as a Gemini 3 model sends them: the first function call carries a
+    thought signature (parallel calls after it carry none). The signature is opaque
+    base64 derived from the parts, so the same scripted answer is the same bytes."""
+    out = [dict(p) for p in parts]
+    first = next((p for p in out if "functionCall" in p), None)
+    if first is not None and "thoughtSignature" not in first:
+        digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).digest()
+        first["thoughtSignature"] = base64.b64encode(b"\x12\x9f" + digest).decode()
+    return out
+
+
+def requested_model(request: RecordedRequest) -> str | None:
+    match = _ENDPOINT.match(request.path) if request.method == "POST" else None
+    return match.group(1) if match else None
+
+
+class FakeGemini(StrictFake):
+    """Answers as the requested model: scripted function calls gain the signature a
+    Gemini 3 model attaches, and a Gemini 3 request must send the signatures of its
+    current turn back unchanged (or Google's documented stand-in for foreign calls)."""
+
+    def __init__(self, fallback: Responder | None = None) -> None:
+        super().__init__(fallback)
+        self.issued_signatures: set[bytes] = set()
+
+    def violations_of(self, request: RecordedRequest) -> list[str]:
+        model = requested_model(request)
+        if model is None:
+            return [f"no such endpoint: {request.method} {request.path}"]
+        with self._lock:
+            issued = frozenset(self.issued_signatures)
+        return gemini_violations(model, request.json(), issued)
+
+    def rejection(self, problems: list[str]) -> Reply:
+        return Reply(400, json=error_body(400, "INVALID_ARGUMENT", problems[0]))
+
+    def _next(self, request: RecordedRequest) -> Reply:
+        reply = super()._next(request)
+        answer = reply.json if isinstance(reply.json, dict) else {}
+        for candidate in answer.get("candidates") or []:
+            for part in (candidate.get("content") or {}).get("parts") or []:
+                signature = signature_bytes(part.get("thoughtSignature") or "")
+                if signature:
+                    with self._lock:
+                        self.issued_signatures.add(signature)
+        return reply
+
     def reply(
         self,
         parts: list[dict[str, Any]],
@@ -95,11 +152,13 @@ class FakeGemini(FakeHTTPServer):
         grounding: dict[str, Any] | None = None,
         delay: float = 0.0,
     ) -> None:
-        self.push(
-            Reply(
-                json=response(parts, finish_reason, usage_=usage_, grounding=grounding), delay=delay
-            )
-        )
+        def answer(request: RecordedRequest) -> Reply:
+            model = requested_model(request) or MODEL
+            sent = signed(parts) if enforces_thought_signatures(model) else parts
+            body = response(sent, finish_reason, usage_=usage_, grounding=grounding)
+            return Reply(json=body, delay=delay)
+
+        self.push(answer)
 
     def error(
         self,

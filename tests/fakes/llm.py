@@ -1,7 +1,9 @@
-"""Shared test data for LLM provider tests: canary keys and two typical tools."""
+"""Shared pieces of the LLM fakes and tests: canary keys, two typical tools, and the
+strict server base that refuses what the real API refuses."""
 
 from __future__ import annotations
 
+from tests.fakes.http import FakeHTTPServer, RecordedRequest, Reply, Responder
 from tsukud.llm.types import Tool
 
 # Canary keys: shaped unlike real keys on purpose, so only the explicit-secret
@@ -28,3 +30,50 @@ EXTRACT = Tool(
         "required": ["asset_type", "asset_pattern"],
     },
 )
+
+
+class StrictFake(FakeHTTPServer):
+    """A fake provider that checks every request the way the real API does.
+
+    A request the real service would refuse is answered with that service's 400 (the
+    scripted reply stays queued: the model never saw the request) and recorded in
+    ``violations``. Closing the server with violations left raises, so a test cannot
+    pass by ignoring the fake's complaint; a test that provokes one on purpose takes
+    it with :meth:`take_violations`.
+    """
+
+    def __init__(self, fallback: Responder | None = None) -> None:
+        super().__init__(fallback)
+        self.violations: list[str] = []
+
+    def violations_of(self, request: RecordedRequest) -> list[str]:
+        raise NotImplementedError
+
+    def rejection(self, problems: list[str]) -> Reply:
+        raise NotImplementedError
+
+    def take_violations(self) -> list[str]:
+        with self._lock:
+            taken, self.violations = self.violations, []
+        return taken
+
+    def _next(self, request: RecordedRequest) -> Reply:
+        try:
+            problems = self.violations_of(request)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            problems = [f"the request could not be read as the API's JSON: {exc!r}"]
+        if not problems:
+            return super()._next(request)
+        with self._lock:
+            self.requests.append(request)
+            self.violations.extend(f"{request.method} {request.path}: {p}" for p in problems)
+        return self.rejection(problems)
+
+    def close(self) -> None:
+        super().close()
+        left = self.take_violations()
+        if left:
+            shown = "\n  ".join(left)
+            raise AssertionError(
+                f"{type(self).__name__} got requests the real API would reject:\n  {shown}"
+            )

@@ -1,12 +1,15 @@
 """Fake OpenAI-compatible chat completions (``POST /v1/chat/completions``), the dialect
-spoken by Ollama, llama.cpp server and vLLM."""
+spoken by Ollama, llama.cpp server and vLLM. Requests are held to OpenAI's own rules
+(:mod:`tests.fakes.llm_rules`), the strictest of the dialect."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from tests.fakes.http import FakeHTTPServer, Reply
+from tests.fakes.http import RecordedRequest, Reply
+from tests.fakes.llm import StrictFake
+from tests.fakes.llm_rules import openai_violations
 
 MODEL = "qwen2.5-coder:7b"
 
@@ -46,7 +49,16 @@ def completion(
     }
 
 
-class FakeOpenAI(FakeHTTPServer):
+class FakeOpenAI(StrictFake):
+    def violations_of(self, request: RecordedRequest) -> list[str]:
+        if (request.method, request.path) != ("POST", "/v1/chat/completions"):
+            return [f"no such endpoint: {request.method} {request.path}"]
+        return openai_violations(request.json())
+
+    def rejection(self, problems: list[str]) -> Reply:
+        error = {"message": problems[0], "type": "invalid_request_error", "param": None}
+        return Reply(400, json={"error": {**error, "code": None}})
+
     def reply(
         self,
         content: str | None = None,

@@ -66,6 +66,13 @@ _REFUSALS = {
     "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION",
 }  # fmt: skip
 _MODES = {"auto": "AUTO", "any": "ANY", "tool": "ANY", "none": "NONE"}
+FOREIGN_SIGNATURE = "skip_thought_signature_validator"
+"""What Google documents for function calls Gemini did not produce (another provider's
+turns after a failover, or an unsigned call of an older Gemini): Gemini 3 refuses a
+call of the current turn without a thought signature, and this value skips the check.
+Sent as this literal string on the wire (the SDK turns it into bytes and back
+unchanged: it is canonical base64). https://ai.google.dev/gemini-api/docs/thought-signatures#faqs
+"""
 _DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?)s\s*$")
 
 
@@ -317,7 +324,33 @@ def build_contents(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     for content in out:
         if content["role"] == "user":
             content["parts"].sort(key=lambda p: "functionResponse" not in p)
+    _sign_current_turn(out)
     return out
+
+
+def _sign_current_turn(contents: list[dict[str, Any]]) -> None:
+    """Give the first function call of every model step in the current turn a thought
+    signature where it has none: :data:`FOREIGN_SIGNATURE`, as Google documents.
+
+    The current turn is everything after the newest user content that holds more than
+    function responses; only its signatures are validated, and only the first call of
+    each step carries one (Gemini's own parallel calls after it carry none).
+    https://ai.google.dev/gemini-api/docs/thought-signatures
+    """
+    start = 0
+    for index in range(len(contents) - 1, -1, -1):
+        content = contents[index]
+        if content["role"] == "user" and any("functionResponse" not in p for p in content["parts"]):
+            start = index + 1
+            break
+    for content in contents[start:]:
+        if content["role"] != "model":
+            continue
+        parts = content["parts"]
+        first = next((i for i, p in enumerate(parts) if "functionCall" in p), None)
+        if first is not None and not parts[first].get("thoughtSignature"):
+            # A copy: the part may be the history's own raw block.
+            parts[first] = {**parts[first], "thoughtSignature": FOREIGN_SIGNATURE}
 
 
 # The SDK's models forbid fields they do not know; a part from a newer API version

@@ -344,9 +344,10 @@ def test_budget_and_deprecated_model(home: Tsuku, anthropic: FakeAnthropic) -> N
 
 
 def test_failover_to_gemini_mid_run(home: Tsuku, anthropic: FakeAnthropic) -> None:
-    """Claude fails after the first turn; the same conversation continues on Gemini
-    (function calls without ids, as Gemini 2.x sends them), and the recipe says who
-    answered."""
+    """Claude fails after the first turn; the same conversation continues on Gemini 3
+    (its function call without an id, signed as Gemini 3 signs), and the recipe says who
+    answered. Claude's call is in Gemini's current turn, so the strict fake takes it only
+    with Google's documented stand-in signature."""
     from tests.fakes import gemini_server as gem
     from tests.fakes.gemini_server import FakeGemini
 
@@ -373,6 +374,9 @@ def test_failover_to_gemini_mid_run(home: Tsuku, anthropic: FakeAnthropic) -> No
         assert recipe["metadata"]["generated_by"] == "gemini:gemini-3.8-flash"
         contents = gemini.requests[0].json()["contents"]
         assert [c["role"] for c in contents] == ["user", "model", "user"]
+        claude_call = contents[1]["parts"][0]
+        assert claude_call["functionCall"]["name"] == "inspect_archive"
+        assert claude_call["thoughtSignature"] == "skip_thought_signature_validator"
         response = contents[2]["parts"][0]["functionResponse"]
         assert response["name"] == "inspect_archive"
         evs = events(home, "provider.failover", "llm.turn")

@@ -155,7 +155,9 @@ async def test_parallel_calls_without_ids_get_stable_distinct_ids(
     )
     await gemini.complete(Request(messages=(ASK, first.message, results), tools=(FETCH,)))
     contents = gemini_fake.last_json()["contents"]
-    assert contents[1]["parts"] == parts  # no invented ids sent back
+    # Sent back as Gemini 3 gave them: no invented ids, the signature on the first call only.
+    assert [p["functionCall"] for p in contents[1]["parts"]] == [p["functionCall"] for p in parts]
+    assert [bool(p.get("thoughtSignature")) for p in contents[1]["parts"]] == [True, False]
     assert contents[2]["parts"] == [  # names found from the calls; no id since Gemini sent none
         {"functionResponse": {"name": "fetch_file", "response": {"output": "readme"}}},
         {"functionResponse": {"name": "fetch_file", "response": {"error": "gone"}}},
@@ -411,8 +413,13 @@ async def test_calls_from_another_provider_are_rebuilt(
         )
     )
     contents = gemini_fake.last_json()["contents"]
+    # Claude's call is in the current turn: Gemini 3 takes it only with Google's documented
+    # stand-in signature, sent as that literal string.
     assert contents[1]["parts"] == [
         {"text": "Let me look."},
-        {"functionCall": {"id": "toolu_01", "name": "fetch_file", "args": {"path": "x"}}},
+        {
+            "functionCall": {"id": "toolu_01", "name": "fetch_file", "args": {"path": "x"}},
+            "thoughtSignature": "skip_thought_signature_validator",
+        },
     ]
     assert contents[2]["parts"][0]["functionResponse"]["id"] == "toolu_01"
