@@ -36,6 +36,8 @@ import typing
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import typing_extensions
+
 # ------------------------------------------------------------ SDK request types
 
 
@@ -49,11 +51,10 @@ def _fields(typed_dict: type) -> tuple[dict[str, Any], frozenset[str], bool]:
     required: set[str] = set()
     for name, hint in hints.items():
         origin = typing.get_origin(hint)
-        names = {getattr(origin, "__name__", None), getattr(origin, "_name", None)}
-        if "Required" in names:
+        if origin is typing.Required:
             required.add(name)
             hint = typing.get_args(hint)[0]
-        elif "NotRequired" in names:
+        elif origin is typing.NotRequired:
             hint = typing.get_args(hint)[0]
         elif total:
             required.add(name)
@@ -63,7 +64,8 @@ def _fields(typed_dict: type) -> tuple[dict[str, Any], frozenset[str], bool]:
 
 
 def _is_typed_dict(tp: Any) -> bool:
-    return isinstance(tp, type) and typing.is_typeddict(tp)
+    # typing_extensions' own TypedDicts (the SDKs') are not typing's on Python 3.11.
+    return isinstance(tp, type) and typing_extensions.is_typeddict(tp)
 
 
 def schema_errors(value: Any, tp: Any, path: str) -> list[str]:

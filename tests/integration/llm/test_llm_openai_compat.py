@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-import trio
 
 from tests.fakes import Reply
 from tests.fakes import openai_server as O
@@ -11,18 +10,12 @@ from tests.fakes.llm import EXTRACT, FETCH, OPENAI_KEY
 from tests.fakes.openai_server import FakeOpenAI
 from tsukud.llm.openai_compat import OpenAICompatProvider
 from tsukud.llm.provider import (
-    MalformedToolArguments,
-    ProviderAuthError,
-    ProviderConnectionError,
-    ProviderRateLimited,
-    ProviderServerError,
-    ProviderTimeout,
+    ProviderRequestError,
     UnsupportedRequest,
 )
 from tsukud.llm.types import (
     Request,
     StopReason,
-    ToolChoice,
     ToolResult,
     ToolResultsMessage,
     Usage,
@@ -79,19 +72,11 @@ async def test_tool_round_trip(local: OpenAICompatProvider, openai_fake: FakeOpe
     assert sent.json()["tools"][1]["function"]["parameters"] == EXTRACT.input_schema
 
 
-async def test_tool_choice_mapping(local: OpenAICompatProvider, openai_fake: FakeOpenAI) -> None:
-    for _ in range(3):
-        openai_fake.reply("x")
-    tools = (FETCH, EXTRACT)
-    await local.complete(
-        Request(messages=(ASK,), tools=tools, tool_choice=ToolChoice.tool("extract_pattern"))
-    )
-    await local.complete(Request(messages=(ASK,), tools=tools, tool_choice=ToolChoice.any()))
-    await local.complete(Request(messages=(ASK,), tools=tools, parallel_tool_calls=False))
-    sent = [r.json() for r in openai_fake.requests]
-    assert sent[0]["tool_choice"] == {"type": "function", "function": {"name": "extract_pattern"}}
-    assert sent[1]["tool_choice"] == "required"
-    assert (sent[2]["tool_choice"], sent[2]["parallel_tool_calls"]) == ("auto", False)
+async def test_no_parallel_calls(local: OpenAICompatProvider, openai_fake: FakeOpenAI) -> None:
+    openai_fake.reply("x")
+    await local.complete(Request(messages=(ASK,), tools=(FETCH,), parallel_tool_calls=False))
+    sent = openai_fake.last_json()
+    assert (sent["tool_choice"], sent["parallel_tool_calls"]) == ("auto", False)
 
 
 async def test_missing_ids_and_object_arguments_are_tolerated(
@@ -106,52 +91,18 @@ async def test_missing_ids_and_object_arguments_are_tolerated(
     assert only.id.startswith("openai_call_") and only.arguments == {"path": "a"}
 
 
-async def test_malformed_arguments(local: OpenAICompatProvider, openai_fake: FakeOpenAI) -> None:
-    openai_fake.reply(None, [O.tool_call("call_9", "fetch_file", '{"path": ')], "tool_calls")
-    with pytest.raises(MalformedToolArguments) as info:
-        await local.complete(Request(messages=(ASK,), tools=(FETCH,)))
-    assert (info.value.call_id, info.value.raw_arguments) == ("call_9", '{"path": ')
-
-
 async def test_max_tokens(local: OpenAICompatProvider, openai_fake: FakeOpenAI) -> None:
     openai_fake.reply("trunc", finish_reason="length")
     assert (await local.complete(Request(messages=(ASK,)))).stop_reason is StopReason.MAX_TOKENS
 
 
-async def test_errors(local: OpenAICompatProvider, openai_fake: FakeOpenAI) -> None:
-    openai_fake.error(429, "busy", headers={"retry-after": "3"})
-    openai_fake.error(500, "model crashed")
-    openai_fake.error(401, "bad key")
+async def test_plain_string_errors_and_no_web_search(
+    local: OpenAICompatProvider, openai_fake: FakeOpenAI
+) -> None:
+    """Ollama answers a missing model with a bare string as the error."""
     openai_fake.push(Reply(404, json={"error": "model 'x' not found, try pulling it first"}))
-    with pytest.raises(ProviderRateLimited) as limited:
+    with pytest.raises(ProviderRequestError, match="try pulling it first") as missing:
         await local.complete(Request(messages=(ASK,)))
-    assert limited.value.retry_after == 3
-    with pytest.raises(ProviderServerError):
-        await local.complete(Request(messages=(ASK,)))
-    with pytest.raises(ProviderAuthError):
-        await local.complete(Request(messages=(ASK,)))
-    with pytest.raises(Exception, match="try pulling it first") as missing:
-        await local.complete(Request(messages=(ASK,)))
-    assert not missing.value.retryable  # type: ignore[attr-defined]
+    assert not missing.value.retryable
     with pytest.raises(UnsupportedRequest):
         await local.complete(Request(messages=(ASK,), server_tools=(WebSearch(),)))
-
-
-async def test_server_down_timeout_and_cancel(openai_fake: FakeOpenAI) -> None:
-    down = OpenAICompatProvider("http://127.0.0.1:9", model="m", timeout=2)
-    with pytest.raises(ProviderConnectionError):
-        await down.complete(Request(messages=(ASK,)))
-    await down.aclose()
-
-    slow = OpenAICompatProvider(openai_fake.url, model="m", timeout=0.3)
-    openai_fake.reply("late", delay=3)
-    openai_fake.reply("late", delay=3)
-    try:
-        with pytest.raises(ProviderTimeout):
-            await slow.complete(Request(messages=(ASK,)))
-        started = trio.current_time()
-        with trio.move_on_after(0.1) as scope:
-            await slow.complete(Request(messages=(ASK,)))
-        assert scope.cancelled_caught and trio.current_time() - started < 0.5
-    finally:
-        await slow.aclose()
