@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.fakes.http import RecordedRequest, Reply
+from tests.fakes.http import Reply
 from tests.fakes.llm import StrictFake
 from tests.fakes.llm_rules import anthropic_violations
 
@@ -91,10 +91,10 @@ def error_body(kind: str, msg: str, request_id: str = "req_fake") -> dict[str, A
 
 
 class FakeAnthropic(StrictFake):
-    def violations_of(self, request: RecordedRequest) -> list[str]:
-        if (request.method, request.path) != ("POST", "/v1/messages"):
-            return [f"no such endpoint: {request.method} {request.path}"]
-        return anthropic_violations(request.json())
+    endpoint = "/v1/messages"
+
+    def body_violations(self, body: Any) -> list[str]:
+        return anthropic_violations(body)
 
     def rejection(self, problems: list[str]) -> Reply:
         return Reply(

@@ -3,6 +3,8 @@ strict server base that refuses what the real API refuses."""
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from tests.fakes.http import FakeHTTPServer, RecordedRequest, Reply, Responder
 from tsukud.llm.types import Tool
 
@@ -46,7 +48,15 @@ class StrictFake(FakeHTTPServer):
         super().__init__(fallback)
         self.violations: list[str] = []
 
+    endpoint: ClassVar[str] = ""
+    """The API's one path; a request anywhere else is a 404 there."""
+
     def violations_of(self, request: RecordedRequest) -> list[str]:
+        if (request.method, request.path) != ("POST", self.endpoint):
+            return [f"no such endpoint: {request.method} {request.path}"]
+        return self.body_violations(request.json())
+
+    def body_violations(self, body: Any) -> list[str]:
         raise NotImplementedError
 
     def rejection(self, problems: list[str]) -> Reply:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.fakes.http import RecordedRequest, Reply
+from tests.fakes.http import Reply
 from tests.fakes.llm import StrictFake
 from tests.fakes.llm_rules import openai_violations
 
@@ -50,10 +50,10 @@ def completion(
 
 
 class FakeOpenAI(StrictFake):
-    def violations_of(self, request: RecordedRequest) -> list[str]:
-        if (request.method, request.path) != ("POST", "/v1/chat/completions"):
-            return [f"no such endpoint: {request.method} {request.path}"]
-        return openai_violations(request.json())
+    endpoint = "/v1/chat/completions"
+
+    def body_violations(self, body: Any) -> list[str]:
+        return openai_violations(body)
 
     def rejection(self, problems: list[str]) -> Reply:
         error = {"message": problems[0], "type": "invalid_request_error", "param": None}

@@ -174,8 +174,9 @@ class Conversation:
             request = self.request(last=turn == max_turns - 1)
             try:
                 response = await self.complete(request)
-            except MalformedToolArguments:
+            except MalformedToolArguments as exc:
                 self.turns += 1
+                self.usage = self.usage + (exc.usage or Usage())  # billed all the same
                 self.add_user(MALFORMED)
                 continue
             self.turns += 1

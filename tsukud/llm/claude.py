@@ -21,47 +21,27 @@ import anthropic
 import httpx2
 import msgspec
 
-from tsukud.llm.adapter import HttpAdapter
+from tsukud.llm import types as llm
+from tsukud.llm.adapter import HttpAdapter, count, turns
 from tsukud.llm.provider import (
     ANTHROPIC_BASE_URL,
     DEFAULT_CLAUDE_MODEL,
     MalformedToolArguments,
-    ProviderConnectionError,
     ProviderError,
-    ProviderServerError,
-    ProviderTimeout,
-    error_for_status,
+    UnsupportedRequest,
     parse_retry_after,
-    within,
-)
-from tsukud.llm.types import (
-    AssistantMessage,
-    AssistantPart,
-    Citation,
-    Message,
-    ProviderBlock,
-    Request,
-    Response,
-    StopReason,
-    TextPart,
-    ToolCall,
-    ToolResultsMessage,
-    Usage,
-    UserMessage,
-    WebSearch,
 )
 
 WIRE = "anthropic"
-KEY_HINT = "ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL if you set one)"
 
 _STOP = {
-    "end_turn": StopReason.END_TURN,
-    "stop_sequence": StopReason.END_TURN,
-    "tool_use": StopReason.TOOL_USE,
-    "max_tokens": StopReason.MAX_TOKENS,
-    "model_context_window_exceeded": StopReason.MAX_TOKENS,
-    "pause_turn": StopReason.PAUSE_TURN,
-    "refusal": StopReason.REFUSAL,
+    "end_turn": llm.StopReason.END_TURN,
+    "stop_sequence": llm.StopReason.END_TURN,
+    "tool_use": llm.StopReason.TOOL_USE,
+    "max_tokens": llm.StopReason.MAX_TOKENS,
+    "model_context_window_exceeded": llm.StopReason.MAX_TOKENS,
+    "pause_turn": llm.StopReason.PAUSE_TURN,
+    "refusal": llm.StopReason.REFUSAL,
 }
 _BASIC_KEYS = {"text": {"type", "text"}, "tool_use": {"type", "id", "name", "input"}}
 _BAD_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
@@ -70,6 +50,9 @@ _BAD_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 class ClaudeProvider(HttpAdapter):
     """``pause_turn`` is continued here (at most ``max_continuations`` extra requests),
     so callers only see it when the bound is reached."""
+
+    key_hint = "ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL if you set one)"
+    overloaded_statuses = frozenset({529})
 
     def __init__(
         self,
@@ -84,15 +67,7 @@ class ClaudeProvider(HttpAdapter):
         name: str = "claude",
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
-        super().__init__(
-            name=name,
-            model=model,
-            url=base_url,
-            api_key=api_key,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            http_client=http_client,
-        )
+        super().__init__(name, model, base_url, api_key, timeout, connect_timeout, http_client)
         self._max_continuations = max_continuations
         self._web_search_type = web_search_tool_type
         self._client = anthropic.AsyncAnthropic(
@@ -103,18 +78,18 @@ class ClaudeProvider(HttpAdapter):
             timeout=self._http_timeout,
         )
 
-    async def complete(self, request: Request) -> Response:
+    async def complete(self, request: llm.Request) -> llm.Response:
         started = time.monotonic()
         model = request.model or self._model
-        parts: list[AssistantPart] = []
-        usage = Usage()
+        parts: list[llm.AssistantPart] = []
+        usage = llm.Usage()
         current = request
         for _ in range(self._max_continuations + 1):
             body, request_id = await self._send(build_params(current, model, self._web_search_type))
             try:
                 new_parts, raw_stop, new_usage = parse_message(body, self._name, request_id)
             except MalformedToolArguments as exc:
-                exc.usage = usage + (exc.usage or Usage())
+                exc.usage = usage + (exc.usage or llm.Usage())
                 raise
             parts.extend(new_parts)
             usage = usage + new_usage
@@ -122,18 +97,13 @@ class ClaudeProvider(HttpAdapter):
                 break
             # Resend the paused turn so far; the API continues the same assistant turn.
             current = msgspec.structs.replace(
-                request, messages=(*request.messages, AssistantMessage(tuple(parts)))
+                request, messages=(*request.messages, llm.AssistantMessage(tuple(parts)))
             )
-        return Response(
-            message=AssistantMessage(tuple(parts)),
-            stop_reason=_STOP.get(raw_stop, StopReason.OTHER),
-            raw_stop_reason=raw_stop,
-            usage=usage,
-            provider=self._name,
-            model=str(body.get("model") or model),
-            request_id=request_id,
-            duration_ms=round((time.monotonic() - started) * 1000),
-            citations=citations(parts),
+        stop = _STOP.get(raw_stop, llm.StopReason.OTHER)
+        answered_by = str(body.get("model") or model)
+        sources = citations(parts)
+        return self._response(
+            parts, stop, raw_stop, usage, answered_by, request_id, started, sources
         )
 
     async def _send(self, params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
@@ -142,34 +112,17 @@ class ClaudeProvider(HttpAdapter):
             return await raw.read(), raw.request_id
 
         try:
-            content, request_id = await within(self._timeout, self._name, call)
+            content, request_id = await self._within(call)
         except anthropic.APIStatusError as exc:
             raise self._status_error(exc) from None
-        except anthropic.APITimeoutError:
-            raise ProviderTimeout(f"{self._name}: request timed out", provider=self._name) from None
+        except anthropic.APITimeoutError as exc:
+            raise self._transport_error(exc, timeout=True) from None
         except anthropic.APIConnectionError as exc:
-            raise ProviderConnectionError(
-                f"{self._name}: connection failed: {self._clean(exc)}", provider=self._name
-            ) from None
-        except (httpx2.TimeoutException, httpx2.TransportError) as exc:
+            raise self._transport_error(exc) from None
+        except httpx2.TransportError as exc:
             # Raised while reading the body, after the SDK handed the response over.
-            kind = (
-                ProviderTimeout
-                if isinstance(exc, httpx2.TimeoutException)
-                else ProviderConnectionError
-            )
-            raise kind(f"{self._name}: {self._clean(exc)}", provider=self._name) from None
-        try:
-            body = msgspec.json.decode(content)
-        except msgspec.DecodeError:
-            body = None
-        if not isinstance(body, dict):
-            raise ProviderServerError(
-                f"{self._name}: response is not a JSON object",
-                provider=self._name,
-                request_id=request_id,
-            )
-        return body, request_id
+            raise self._transport_error(exc) from None
+        return self._json_object(content, request_id), request_id
 
     def _status_error(self, exc: anthropic.APIStatusError) -> ProviderError:
         body = exc.body if isinstance(exc.body, dict) else {}
@@ -180,21 +133,18 @@ class ClaudeProvider(HttpAdapter):
         status = exc.status_code
         if kind == "overloaded_error":
             status = 529
-        return error_for_status(
-            self._name,
+        return self._http_error(
             status,
             detail,
-            secrets=self._secrets,
             request_id=exc.request_id or body.get("request_id"),
             retry_after=parse_retry_after(exc.response.headers),
-            key_hint=KEY_HINT,
         )
 
 
 # ------------------------------------------------------------------- request side
 
 
-def build_params(request: Request, model: str, web_search_type: str) -> dict[str, Any]:
+def build_params(request: llm.Request, model: str, web_search_type: str) -> dict[str, Any]:
     params: dict[str, Any] = {
         "model": model,
         "max_tokens": request.max_tokens,
@@ -203,13 +153,17 @@ def build_params(request: Request, model: str, web_search_type: str) -> dict[str
     if request.system:
         params["system"] = request.system
     if request.temperature is not None:
-        params["temperature"] = request.temperature
+        # The Messages API (anthropic 2.x request types) has no sampling parameters;
+        # refused here rather than as an untyped TypeError from the SDK.
+        raise UnsupportedRequest(
+            f"{model} takes no temperature", provider=WIRE, hint="Leave temperature unset."
+        )
     tools: list[dict[str, Any]] = [
         {"name": t.name, "description": t.description, "input_schema": t.input_schema}
         for t in request.tools
     ]
     for server_tool in request.server_tools:
-        if isinstance(server_tool, WebSearch):
+        if isinstance(server_tool, llm.WebSearch):
             tools.append(_web_search(server_tool, web_search_type))
     if tools:
         params["tools"] = tools
@@ -222,7 +176,7 @@ def build_params(request: Request, model: str, web_search_type: str) -> dict[str
     return params
 
 
-def _web_search(tool: WebSearch, tool_type: str) -> dict[str, Any]:
+def _web_search(tool: llm.WebSearch, tool_type: str) -> dict[str, Any]:
     out: dict[str, Any] = {"type": tool_type, "name": "web_search"}
     if tool.max_uses is not None:
         out["max_uses"] = tool.max_uses
@@ -238,15 +192,15 @@ def _tool_id(call_id: str) -> str:
     return _BAD_ID_CHARS.sub("_", call_id) or "_"
 
 
-def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
+def _assistant_blocks(message: llm.AssistantMessage) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for part in message.parts:
-        if isinstance(part, ProviderBlock):
+        if isinstance(part, llm.ProviderBlock):
             if part.provider == WIRE:
                 blocks.append(part.data)
         elif part.raw is not None and part.raw.provider == WIRE:
             blocks.append(part.raw.data)
-        elif isinstance(part, TextPart):
+        elif isinstance(part, llm.TextPart):
             if part.text:  # the API rejects empty text blocks
                 blocks.append({"type": "text", "text": part.text})
         else:
@@ -261,8 +215,8 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     return blocks
 
 
-def _user_blocks(message: UserMessage | ToolResultsMessage) -> list[dict[str, Any]]:
-    if isinstance(message, UserMessage):
+def _user_blocks(message: llm.UserMessage | llm.ToolResultsMessage) -> list[dict[str, Any]]:
+    if isinstance(message, llm.UserMessage):
         return [{"type": "text", "text": message.text}]
     return [
         {
@@ -275,39 +229,26 @@ def _user_blocks(message: UserMessage | ToolResultsMessage) -> list[dict[str, An
     ]
 
 
-def build_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
-    """Consecutive messages of one role become one turn; in a user turn the
-    ``tool_result`` blocks come first, as the API requires."""
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            role, blocks = "assistant", _assistant_blocks(message)
-        else:
-            role, blocks = "user", _user_blocks(message)
-        if not blocks:
-            continue
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
-    for turn in out:
-        if turn["role"] == "user":
-            turn["content"].sort(key=lambda b: b.get("type") != "tool_result")
-    return out
+def build_messages(messages: tuple[llm.Message, ...]) -> list[dict[str, Any]]:
+    """One message per turn, ``tool_result`` blocks first in a user turn."""
+    laid_out = turns(
+        messages, _assistant_blocks, _user_blocks, lambda b: b.get("type") == "tool_result"
+    )
+    return [{"role": role, "content": blocks} for role, blocks in laid_out]
 
 
 # ------------------------------------------------------------------ response side
 
 
-def _extra(block: dict[str, Any]) -> ProviderBlock | None:
+def _extra(block: dict[str, Any]) -> llm.ProviderBlock | None:
     basic = _BASIC_KEYS[str(block.get("type"))]
     if any(v is not None for k, v in block.items() if k not in basic):
-        return ProviderBlock(WIRE, block)
+        return llm.ProviderBlock(WIRE, block)
     return None
 
 
 def _arguments(
-    block: dict[str, Any], provider: str, request_id: str | None, usage: Usage, model: str
+    block: dict[str, Any], provider: str, request_id: str | None, usage: llm.Usage, model: str
 ) -> dict[str, Any]:
     value = block.get("input")
     if isinstance(value, str):
@@ -332,19 +273,19 @@ def _arguments(
 
 def parse_message(
     body: dict[str, Any], provider: str, request_id: str | None
-) -> tuple[list[AssistantPart], str, Usage]:
+) -> tuple[list[llm.AssistantPart], str, llm.Usage]:
     usage = _usage(body.get("usage"))
     model = str(body.get("model") or "")
-    parts: list[AssistantPart] = []
+    parts: list[llm.AssistantPart] = []
     for block in body.get("content") or []:
         if not isinstance(block, dict):
             continue
         kind = block.get("type")
         if kind == "text":
-            parts.append(TextPart(str(block.get("text") or ""), raw=_extra(block)))
+            parts.append(llm.TextPart(str(block.get("text") or ""), raw=_extra(block)))
         elif kind == "tool_use":
             parts.append(
-                ToolCall(
+                llm.ToolCall(
                     id=str(block.get("id")),
                     name=str(block.get("name")),
                     arguments=_arguments(block, provider, request_id, usage, model),
@@ -352,15 +293,15 @@ def parse_message(
                 )
             )
         else:
-            parts.append(ProviderBlock(WIRE, block))
+            parts.append(llm.ProviderBlock(WIRE, block))
     return parts, str(body.get("stop_reason") or ""), usage
 
 
-def citations(parts: list[AssistantPart]) -> tuple[Citation, ...]:
+def citations(parts: list[llm.AssistantPart]) -> tuple[llm.Citation, ...]:
     """The pages of ``web_search_tool_result`` blocks and the passages text blocks cite
     (``web_search_result_location``), in order, each page once (a cited passage adds
     its text to a page already listed)."""
-    found: dict[str, Citation] = {}
+    found: dict[str, llm.Citation] = {}
 
     def add(item: Any, text: str = "") -> None:
         if not isinstance(item, dict) or not isinstance(item.get("url"), str):
@@ -368,13 +309,13 @@ def citations(parts: list[AssistantPart]) -> tuple[Citation, ...]:
         url, title = item["url"], str(item.get("title") or "")
         known = found.get(url)
         if known is None:
-            found[url] = Citation(url, title, text)
+            found[url] = llm.Citation(url, title, text)
         elif text and text not in known.text:
             joined = f"{known.text}\n{text}" if known.text else text
-            found[url] = Citation(url, known.title or title, joined)
+            found[url] = llm.Citation(url, known.title or title, joined)
 
     for part in parts:
-        block = part if isinstance(part, ProviderBlock) else part.raw
+        block = part if isinstance(part, llm.ProviderBlock) else part.raw
         if block is None or block.provider != WIRE:
             continue
         data = block.data
@@ -388,22 +329,18 @@ def citations(parts: list[AssistantPart]) -> tuple[Citation, ...]:
     return tuple(found.values())
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
-
-
-def _usage(raw: Any) -> Usage:
+def _usage(raw: Any) -> llm.Usage:
     if not isinstance(raw, dict):
-        return Usage()
+        return llm.Usage()
     creation = raw.get("cache_creation") if isinstance(raw.get("cache_creation"), dict) else {}
     server = raw.get("server_tool_use") if isinstance(raw.get("server_tool_use"), dict) else {}
     assert isinstance(creation, dict) and isinstance(server, dict)
-    return Usage(
-        input_tokens=_int(raw.get("input_tokens")),
-        output_tokens=_int(raw.get("output_tokens")),
-        cache_read_tokens=_int(raw.get("cache_read_input_tokens")),
-        cache_write_tokens=_int(raw.get("cache_creation_input_tokens")),
-        cache_write_1h_tokens=_int(creation.get("ephemeral_1h_input_tokens")),
-        web_search_requests=_int(server.get("web_search_requests")),
-        web_fetch_requests=_int(server.get("web_fetch_requests")),
+    return llm.Usage(
+        input_tokens=count(raw.get("input_tokens")),
+        output_tokens=count(raw.get("output_tokens")),
+        cache_read_tokens=count(raw.get("cache_read_input_tokens")),
+        cache_write_tokens=count(raw.get("cache_creation_input_tokens")),
+        cache_write_1h_tokens=count(creation.get("ephemeral_1h_input_tokens")),
+        web_search_requests=count(server.get("web_search_requests")),
+        web_fetch_requests=count(server.get("web_fetch_requests")),
     )

@@ -26,40 +26,19 @@ from google.genai import errors as genai_errors
 from google.genai import types as gt
 from google.genai.client import DebugConfig
 
-from tsukud.llm.adapter import HttpAdapter
+from tsukud.llm import types as llm
+from tsukud.llm.adapter import HttpAdapter, count, text_or_none, turns
 from tsukud.llm.provider import (
     DEFAULT_GEMINI_MODEL,
     GEMINI_BASE_URL,
     MalformedToolArguments,
-    ProviderConnectionError,
     ProviderError,
-    ProviderServerError,
-    ProviderTimeout,
     UnsupportedRequest,
-    error_for_status,
     parse_retry_after,
     synthetic_call_id,
-    within,
-)
-from tsukud.llm.types import (
-    AssistantMessage,
-    AssistantPart,
-    Citation,
-    Message,
-    ProviderBlock,
-    Request,
-    Response,
-    StopReason,
-    TextPart,
-    ToolCall,
-    ToolResultsMessage,
-    Usage,
-    UserMessage,
-    WebSearch,
 )
 
 WIRE = "gemini"
-KEY_HINT = "GOOGLE_API_KEY / GEMINI_API_KEY (and TSUKU_GEMINI_BASE_URL if you set one)"
 
 _REFUSALS = {
     "SAFETY", "RECITATION", "LANGUAGE", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
@@ -77,27 +56,25 @@ _DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?)s\s*$")
 
 
 class GeminiProvider(HttpAdapter):
+    """Gemini's own parts (thought signatures, call ids) go back as Gemini sent them;
+    another provider's calls in the current turn get Google's documented stand-in
+    signature (:func:`_sign_current_turn`)."""
+
+    key_hint = "GOOGLE_API_KEY / GEMINI_API_KEY (and TSUKU_GEMINI_BASE_URL if you set one)"
+
     def __init__(
         self,
         api_key: str,
         *,
         model: str = DEFAULT_GEMINI_MODEL,
-        base_url: str = GEMINI_BASE_URL,
         api_version: str = "v1beta",
+        base_url: str = GEMINI_BASE_URL,
         timeout: float = 300.0,
         connect_timeout: float = 10.0,
         name: str = "gemini",
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
-        super().__init__(
-            name=name,
-            model=model,
-            url=base_url,
-            api_key=api_key,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            http_client=http_client,
-        )
+        super().__init__(name, model, base_url, api_key, timeout, connect_timeout, http_client)
         self._client = genai.Client(
             api_key=api_key,
             # Explicit, so GOOGLE_GENAI_USE_VERTEXAI / GOOGLE_GENAI_CLIENT_MODE in the
@@ -113,7 +90,7 @@ class GeminiProvider(HttpAdapter):
             ),
         )
 
-    async def complete(self, request: Request) -> Response:
+    async def complete(self, request: llm.Request) -> llm.Response:
         started = time.monotonic()
         model = request.model or self._model
         contents = sdk_contents(build_contents(request.messages))
@@ -125,35 +102,19 @@ class GeminiProvider(HttpAdapter):
             )
 
         try:
-            result = await within(self._timeout, self._name, call)
+            result = await self._within(call)
         except genai_errors.APIError as exc:
             raise self._status_error(exc) from None
-        except httpx2.TimeoutException:
-            raise ProviderTimeout(f"{self._name}: request timed out", provider=self._name) from None
         except httpx2.TransportError as exc:
-            raise ProviderConnectionError(
-                f"{self._name}: connection failed: {self._clean(exc)}", provider=self._name
-            ) from None
+            raise self._transport_error(exc) from None
         http = result.sdk_http_response
-        try:
-            body = msgspec.json.decode((http.body if http else None) or b"")
-        except msgspec.DecodeError:
-            body = None
-        if not isinstance(body, dict):
-            raise ProviderServerError(
-                f"{self._name}: response is not a JSON object", provider=self._name
-            )
+        body = self._json_object(http.body if http else None, None)
         parts, raw_stop, stop, usage = parse_response(body, self._name, model)
-        return Response(
-            message=AssistantMessage(tuple(parts)),
-            stop_reason=stop,
-            raw_stop_reason=raw_stop,
-            usage=usage,
-            provider=self._name,
-            model=str(body.get("modelVersion") or model),
-            request_id=_str_or_none(body.get("responseId")),
-            duration_ms=round((time.monotonic() - started) * 1000),
-            citations=citations(body),
+        answered_by = str(body.get("modelVersion") or model)
+        request_id = text_or_none(body.get("responseId"))
+        sources = citations(body)
+        return self._response(
+            parts, stop, raw_stop, usage, answered_by, request_id, started, sources
         )
 
     def _status_error(self, exc: genai_errors.APIError) -> ProviderError:
@@ -168,19 +129,7 @@ class GeminiProvider(HttpAdapter):
             headers = getattr(exc.response, "headers", None)
             if headers is not None:
                 retry_after = parse_retry_after(headers)
-        return error_for_status(
-            self._name,
-            status,
-            detail,
-            secrets=self._secrets,
-            retry_after=retry_after,
-            key_hint=KEY_HINT,
-            overloaded_statuses=frozenset({503}),
-        )
-
-
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+        return self._http_error(status, detail, retry_after=retry_after)
 
 
 def _reason(error: dict[str, Any]) -> str | None:
@@ -208,7 +157,7 @@ def _retry_delay(error: dict[str, Any]) -> float | None:
 # ------------------------------------------------------------------- request side
 
 
-def build_config(request: Request, model: str) -> gt.GenerateContentConfig:
+def build_config(request: llm.Request, model: str) -> gt.GenerateContentConfig:
     tools: list[gt.Tool] = []
     if request.tools:
         tools.append(
@@ -223,7 +172,7 @@ def build_config(request: Request, model: str) -> gt.GenerateContentConfig:
                 ]
             )
         )
-    searches = [s for s in request.server_tools if isinstance(s, WebSearch)]
+    searches = [s for s in request.server_tools if isinstance(s, llm.WebSearch)]
     if searches:
         excluded = [d for s in searches for d in s.blocked_domains]
         tools.append(gt.Tool(google_search=gt.GoogleSearch(exclude_domains=excluded or None)))
@@ -258,15 +207,15 @@ def build_config(request: Request, model: str) -> gt.GenerateContentConfig:
 
 
 def _model_parts(
-    message: AssistantMessage, calls: dict[str, tuple[str, str | None]]
+    message: llm.AssistantMessage, calls: dict[str, tuple[str, str | None]]
 ) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     for part in message.parts:
-        if isinstance(part, ProviderBlock):
+        if isinstance(part, llm.ProviderBlock):
             if part.provider == WIRE:
                 parts.append(part.data)
             continue
-        if isinstance(part, ToolCall):
+        if isinstance(part, llm.ToolCall):
             if part.raw is not None and part.raw.provider == WIRE:
                 sent = part.raw.data.get("functionCall") or {}
                 calls[part.id] = (part.name, sent.get("id") if isinstance(sent, dict) else None)
@@ -274,7 +223,7 @@ def _model_parts(
                 calls[part.id] = (part.name, part.id)
         if part.raw is not None and part.raw.provider == WIRE:
             parts.append(part.raw.data)
-        elif isinstance(part, TextPart):
+        elif isinstance(part, llm.TextPart):
             if part.text:
                 parts.append({"text": part.text})
         else:
@@ -285,9 +234,9 @@ def _model_parts(
 
 
 def _user_parts(
-    message: UserMessage | ToolResultsMessage, calls: dict[str, tuple[str, str | None]]
+    message: llm.UserMessage | llm.ToolResultsMessage, calls: dict[str, tuple[str, str | None]]
 ) -> list[dict[str, Any]]:
-    if isinstance(message, UserMessage):
+    if isinstance(message, llm.UserMessage):
         return [{"text": message.text}]
     parts: list[dict[str, Any]] = []
     for result in message.results:
@@ -306,24 +255,20 @@ def _user_parts(
     return parts
 
 
-def build_contents(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
-    """One content per turn, roles kept (``user``/``model``); function responses first."""
-    calls: dict[str, tuple[str, str | None]] = {}
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            role, parts = "model", _model_parts(message, calls)
-        else:
-            role, parts = "user", _user_parts(message, calls)
-        if not parts:
-            continue
-        if out and out[-1]["role"] == role:
-            out[-1]["parts"].extend(parts)
-        else:
-            out.append({"role": role, "parts": parts})
-    for content in out:
-        if content["role"] == "user":
-            content["parts"].sort(key=lambda p: "functionResponse" not in p)
+def build_contents(messages: tuple[llm.Message, ...]) -> list[dict[str, Any]]:
+    """One content per turn, roles kept (``user``/``model``); function responses first,
+    and the current turn's calls signed (:func:`_sign_current_turn`)."""
+    calls: dict[str, tuple[str, str | None]] = {}  # call id -> (name, id on the wire)
+    laid_out = turns(
+        messages,
+        lambda m: _model_parts(m, calls),
+        lambda m: _user_parts(m, calls),
+        lambda p: "functionResponse" in p,
+    )
+    out = [
+        {"role": "model" if role == "assistant" else "user", "parts": parts}
+        for role, parts in laid_out
+    ]
     _sign_current_turn(out)
     return out
 
@@ -378,33 +323,29 @@ def sdk_contents(contents: list[dict[str, Any]]) -> list[gt.Content]:
 # ------------------------------------------------------------------ response side
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
-
-
-def _usage(body: dict[str, Any], candidate: dict[str, Any]) -> Usage:
+def _usage(body: dict[str, Any], candidate: dict[str, Any]) -> llm.Usage:
     meta = body.get("usageMetadata")
     meta = meta if isinstance(meta, dict) else {}
-    cached = _int(meta.get("cachedContentTokenCount"))
+    cached = count(meta.get("cachedContentTokenCount"))
     grounding = candidate.get("groundingMetadata")
     queries: list[Any] = []
     grounded = 0
     if isinstance(grounding, dict):
         queries = [q for q in grounding.get("webSearchQueries") or [] if q]
         grounded = int(bool(queries or grounding.get("groundingChunks")))
-    return Usage(
+    return llm.Usage(
         # promptTokenCount includes the cached part; tool-use prompt tokens are input too.
-        input_tokens=max(0, _int(meta.get("promptTokenCount")) - cached)
-        + _int(meta.get("toolUsePromptTokenCount")),
-        output_tokens=_int(meta.get("candidatesTokenCount")),
+        input_tokens=max(0, count(meta.get("promptTokenCount")) - cached)
+        + count(meta.get("toolUsePromptTokenCount")),
+        output_tokens=count(meta.get("candidatesTokenCount")),
         cache_read_tokens=cached,
-        thoughts_tokens=_int(meta.get("thoughtsTokenCount")),
+        thoughts_tokens=count(meta.get("thoughtsTokenCount")),
         web_search_requests=len(queries),
         grounded_prompts=grounded,
     )
 
 
-def citations(body: dict[str, Any]) -> tuple[Citation, ...]:
+def citations(body: dict[str, Any]) -> tuple[llm.Citation, ...]:
     """The grounding chunks (``web.uri``, ``web.title``) of the first candidate, each
     with the answer segments ``groundingSupports`` attribute to it."""
     candidates = body.get("candidates") or []
@@ -425,13 +366,13 @@ def citations(body: dict[str, Any]) -> tuple[Citation, ...]:
         for index in support.get("groundingChunkIndices") or []:
             if isinstance(index, int) and text not in texts.setdefault(index, []):
                 texts[index].append(text)
-    out: list[Citation] = []
+    out: list[llm.Citation] = []
     for index, chunk in enumerate(chunks):
         web = chunk.get("web") if isinstance(chunk, dict) else None
         if isinstance(web, dict) and isinstance(web.get("uri"), str) and web["uri"]:
             title = web.get("title")
             out.append(
-                Citation(
+                llm.Citation(
                     web["uri"],
                     title if isinstance(title, str) else "",
                     "\n".join(texts.get(index, ())),
@@ -442,7 +383,7 @@ def citations(body: dict[str, Any]) -> tuple[Citation, ...]:
 
 def parse_response(
     body: dict[str, Any], provider: str, model: str
-) -> tuple[list[AssistantPart], str, StopReason, Usage]:
+) -> tuple[list[llm.AssistantPart], str, llm.StopReason, llm.Usage]:
     candidates = body.get("candidates") or []
     candidate = candidates[0] if candidates and isinstance(candidates[0], dict) else {}
     usage = _usage(body, candidate)
@@ -450,8 +391,8 @@ def parse_response(
         feedback = body.get("promptFeedback")
         reason = feedback.get("blockReason") if isinstance(feedback, dict) else None
         if reason:
-            return [], f"blockReason:{reason}", StopReason.REFUSAL, usage
-        return [], "", StopReason.OTHER, usage
+            return [], f"blockReason:{reason}", llm.StopReason.REFUSAL, usage
+        return [], "", llm.StopReason.OTHER, usage
     content = candidate.get("content")
     raw_parts = content.get("parts") if isinstance(content, dict) else None
     raw_parts = [p for p in raw_parts or [] if isinstance(p, dict)]
@@ -467,7 +408,7 @@ def parse_response(
             model=model,
         )
     seed = msgspec.json.encode(raw_parts)
-    parts: list[AssistantPart] = []
+    parts: list[llm.AssistantPart] = []
     for index, part in enumerate(raw_parts):
         call = part.get("functionCall")
         if isinstance(call, dict):
@@ -480,27 +421,31 @@ def parse_response(
                     "that are not a JSON object",
                     provider=provider,
                     tool_name=str(call.get("name")),
-                    call_id=_str_or_none(call.get("id")),
+                    call_id=text_or_none(call.get("id")),
                     raw_arguments=msgspec.json.encode(args).decode(),
                     usage=usage,
                     model=model,
                 )
-            call_id = _str_or_none(call.get("id")) or synthetic_call_id(WIRE, seed, index)
+            call_id = text_or_none(call.get("id")) or synthetic_call_id(WIRE, seed, index)
             parts.append(
-                ToolCall(call_id, str(call.get("name")), args, raw=ProviderBlock(WIRE, part))
+                llm.ToolCall(
+                    call_id, str(call.get("name")), args, raw=llm.ProviderBlock(WIRE, part)
+                )
             )
         elif part.get("thought") or not isinstance(part.get("text"), str):
-            parts.append(ProviderBlock(WIRE, part))
+            parts.append(llm.ProviderBlock(WIRE, part))
         else:
             extra = any(v is not None for k, v in part.items() if k != "text")
-            parts.append(TextPart(part["text"], raw=ProviderBlock(WIRE, part) if extra else None))
+            parts.append(
+                llm.TextPart(part["text"], raw=llm.ProviderBlock(WIRE, part) if extra else None)
+            )
     if finish in ("STOP", ""):
-        has_calls = any(isinstance(p, ToolCall) for p in parts)
-        stop = StopReason.TOOL_USE if has_calls else StopReason.END_TURN
+        has_calls = any(isinstance(p, llm.ToolCall) for p in parts)
+        stop = llm.StopReason.TOOL_USE if has_calls else llm.StopReason.END_TURN
     elif finish == "MAX_TOKENS":
-        stop = StopReason.MAX_TOKENS
+        stop = llm.StopReason.MAX_TOKENS
     elif finish in _REFUSALS:
-        stop = StopReason.REFUSAL
+        stop = llm.StopReason.REFUSAL
     else:
-        stop = StopReason.OTHER
+        stop = llm.StopReason.OTHER
     return parts, finish, stop, usage

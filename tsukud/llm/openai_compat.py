@@ -14,47 +14,32 @@ from typing import Any
 import httpx2
 import msgspec
 
-from tsukud.llm.adapter import HttpAdapter
+from tsukud.llm import types as llm
+from tsukud.llm.adapter import HttpAdapter, count, text_or_none
 from tsukud.llm.provider import (
     MalformedToolArguments,
-    ProviderConnectionError,
-    ProviderServerError,
-    ProviderTimeout,
     UnsupportedRequest,
-    error_for_status,
     parse_retry_after,
     synthetic_call_id,
-    within,
-)
-from tsukud.llm.types import (
-    AssistantMessage,
-    AssistantPart,
-    Message,
-    ProviderBlock,
-    Request,
-    Response,
-    StopReason,
-    TextPart,
-    ToolCall,
-    ToolResultsMessage,
-    Usage,
-    UserMessage,
 )
 
 WIRE = "openai"
-KEY_HINT = "the API key configured for the local OpenAI-compatible server"
 
 _MALFORMED = object()
 _STOP = {
-    "stop": StopReason.END_TURN,
-    "tool_calls": StopReason.TOOL_USE,
-    "function_call": StopReason.TOOL_USE,
-    "length": StopReason.MAX_TOKENS,
-    "content_filter": StopReason.REFUSAL,
+    "stop": llm.StopReason.END_TURN,
+    "tool_calls": llm.StopReason.TOOL_USE,
+    "function_call": llm.StopReason.TOOL_USE,
+    "length": llm.StopReason.MAX_TOKENS,
+    "content_filter": llm.StopReason.REFUSAL,
 }
 
 
 class OpenAICompatProvider(HttpAdapter):
+    """Speaks ``/v1/chat/completions`` with plain httpx2; no server-side tools."""
+
+    key_hint = "the API key configured for the local OpenAI-compatible server"
+
     def __init__(
         self,
         base_url: str,
@@ -67,17 +52,17 @@ class OpenAICompatProvider(HttpAdapter):
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
         super().__init__(
-            name=name,
-            model=model,
-            url=base_url.rstrip("/") + "/v1/chat/completions",
-            api_key=api_key,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            http_client=http_client,
+            name,
+            model,
+            base_url.rstrip("/") + "/v1/chat/completions",
+            api_key,
+            timeout,
+            connect_timeout,
+            http_client,
         )
         self._headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
 
-    async def complete(self, request: Request) -> Response:
+    async def complete(self, request: llm.Request) -> llm.Response:
         if request.server_tools:
             raise UnsupportedRequest(
                 f"{self._name}: OpenAI-compatible servers have no server-side web search",
@@ -91,84 +76,61 @@ class OpenAICompatProvider(HttpAdapter):
             return await self._http.post(self._url, json=payload, headers=self._headers)
 
         try:
-            http = await within(self._timeout, self._name, call)
-        except httpx2.TimeoutException:
-            raise ProviderTimeout(f"{self._name}: request timed out", provider=self._name) from None
+            http = await self._within(call)
         except httpx2.TransportError as exc:
-            raise ProviderConnectionError(
-                f"{self._name}: connection to {self._url} failed: {self._clean(exc)}",
-                provider=self._name,
-            ) from None
+            raise self._transport_error(exc) from None
         request_id = http.headers.get("x-request-id")
-        try:
-            body = msgspec.json.decode(http.content)
-        except msgspec.DecodeError:
-            body = None
         if http.status_code >= 400:
-            raise error_for_status(
-                self._name,
+            raise self._http_error(
                 http.status_code,
-                _error_detail(body, http.text),
-                secrets=self._secrets,
+                _error_detail(http),
                 request_id=request_id,
                 retry_after=parse_retry_after(http.headers),
-                key_hint=KEY_HINT,
-                overloaded_statuses=frozenset({503}),
             )
-        if not isinstance(body, dict):
-            raise ProviderServerError(
-                f"{self._name}: response is not a JSON object",
-                provider=self._name,
-                request_id=request_id,
-            )
+        body = self._json_object(http.content, request_id)
         parts, raw_stop, usage = parse_completion(body, self._name, model)
-        stop = _STOP.get(raw_stop, StopReason.OTHER)
-        if stop == StopReason.END_TURN and any(isinstance(p, ToolCall) for p in parts):
-            stop = StopReason.TOOL_USE  # some servers say "stop" even when calling tools
-        return Response(
-            message=AssistantMessage(tuple(parts)),
-            stop_reason=stop,
-            raw_stop_reason=raw_stop,
-            usage=usage,
-            provider=self._name,
-            model=str(body.get("model") or model),
-            request_id=request_id or _str(body.get("id")),
-            duration_ms=round((time.monotonic() - started) * 1000),
-        )
+        stop = _STOP.get(raw_stop, llm.StopReason.OTHER)
+        if stop == llm.StopReason.END_TURN and any(isinstance(p, llm.ToolCall) for p in parts):
+            stop = llm.StopReason.TOOL_USE  # some servers say "stop" even when calling tools
+        answered_by = str(body.get("model") or model)
+        request_id = request_id or text_or_none(body.get("id"))
+        return self._response(parts, stop, raw_stop, usage, answered_by, request_id, started)
 
 
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _error_detail(body: Any, text: str) -> str:
+def _error_detail(http: httpx2.Response) -> str:
+    """The error's message, from ``{"error": {"message": ...}}``, ``{"error": "..."}``
+    (Ollama) or the body as text."""
+    try:
+        body = msgspec.json.decode(http.content)
+    except msgspec.DecodeError:
+        body = None
     if isinstance(body, dict):
         err = body.get("error")
         if isinstance(err, dict):
             return str(err.get("message") or err)
         if isinstance(err, str):
             return err
-    return text[:500]
+    return http.text[:500]
 
 
 # ------------------------------------------------------------------- request side
 
 
-def _tool_choice(request: Request) -> Any:
+def _tool_choice(request: llm.Request) -> Any:
     choice = request.tool_choice
     if choice.mode == "tool":
         return {"type": "function", "function": {"name": choice.name}}
     return {"auto": "auto", "any": "required", "none": "none"}[choice.mode]
 
 
-def build_messages(system: str, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+def build_messages(system: str, messages: tuple[llm.Message, ...]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if system:
         out.append({"role": "system", "content": system})
     for message in messages:
-        if isinstance(message, UserMessage):
+        if isinstance(message, llm.UserMessage):
             out.append({"role": "user", "content": message.text})
-        elif isinstance(message, ToolResultsMessage):
+        elif isinstance(message, llm.ToolResultsMessage):
             for result in message.results:
                 content = result.content
                 if result.is_error:  # the format has no error flag; say it in the content
@@ -179,8 +141,8 @@ def build_messages(system: str, messages: tuple[Message, ...]) -> list[dict[str,
     return out
 
 
-def _assistant(message: AssistantMessage) -> dict[str, Any]:
-    text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
+def _assistant(message: llm.AssistantMessage) -> dict[str, Any]:
+    text = "".join(p.text for p in message.parts if isinstance(p, llm.TextPart))
     calls = [
         {
             "id": p.id,
@@ -188,7 +150,7 @@ def _assistant(message: AssistantMessage) -> dict[str, Any]:
             "function": {"name": p.name, "arguments": msgspec.json.encode(p.arguments).decode()},
         }
         for p in message.parts
-        if isinstance(p, ToolCall)
+        if isinstance(p, llm.ToolCall)
     ]
     turn: dict[str, Any] = {"role": "assistant", "content": text or None}
     if calls:
@@ -196,7 +158,7 @@ def _assistant(message: AssistantMessage) -> dict[str, Any]:
     return turn
 
 
-def build_payload(request: Request, model: str) -> dict[str, Any]:
+def build_payload(request: llm.Request, model: str) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "model": model,
         "messages": build_messages(request.system, request.messages),
@@ -226,24 +188,20 @@ def build_payload(request: Request, model: str) -> dict[str, Any]:
 # ------------------------------------------------------------------ response side
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
-
-
-def _usage(raw: Any) -> Usage:
+def _usage(raw: Any) -> llm.Usage:
     if not isinstance(raw, dict):
-        return Usage()
+        return llm.Usage()
     prompt_details = raw.get("prompt_tokens_details")
     completion_details = raw.get("completion_tokens_details")
-    cached = _int(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else 0
+    cached = count(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else 0
     reasoning = (
-        _int(completion_details.get("reasoning_tokens"))
+        count(completion_details.get("reasoning_tokens"))
         if isinstance(completion_details, dict)
         else 0
     )
-    return Usage(
-        input_tokens=max(0, _int(raw.get("prompt_tokens")) - cached),
-        output_tokens=max(0, _int(raw.get("completion_tokens")) - reasoning),
+    return llm.Usage(
+        input_tokens=max(0, count(raw.get("prompt_tokens")) - cached),
+        output_tokens=max(0, count(raw.get("completion_tokens")) - reasoning),
         cache_read_tokens=cached,
         thoughts_tokens=reasoning,
     )
@@ -251,26 +209,26 @@ def _usage(raw: Any) -> Usage:
 
 def parse_completion(
     body: dict[str, Any], provider: str, model: str
-) -> tuple[list[AssistantPart], str, Usage]:
+) -> tuple[list[llm.AssistantPart], str, llm.Usage]:
     usage = _usage(body.get("usage"))
     choices = body.get("choices") or []
     choice = choices[0] if choices and isinstance(choices[0], dict) else {}
     message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
     assert isinstance(message, dict)
-    parts: list[AssistantPart] = []
+    parts: list[llm.AssistantPart] = []
     reasoning = message.get("reasoning_content")
     if isinstance(reasoning, str) and reasoning:
-        parts.append(ProviderBlock(WIRE, {"reasoning_content": reasoning}))
+        parts.append(llm.ProviderBlock(WIRE, {"reasoning_content": reasoning}))
     content = message.get("content")
     if isinstance(content, str) and content:
-        parts.append(TextPart(content))
+        parts.append(llm.TextPart(content))
     raw_calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
     seed = msgspec.json.encode(raw_calls)
     for index, call in enumerate(raw_calls):
         function = call.get("function") if isinstance(call.get("function"), dict) else {}
         assert isinstance(function, dict)
         name = str(function.get("name") or "")
-        call_id = _str(call.get("id")) or synthetic_call_id(WIRE, seed, index)
+        call_id = text_or_none(call.get("id")) or synthetic_call_id(WIRE, seed, index)
         arguments: Any = function.get("arguments")
         raw_text = (
             arguments if isinstance(arguments, str) else msgspec.json.encode(arguments).decode()
@@ -292,5 +250,5 @@ def parse_completion(
                 usage=usage,
                 model=model,
             )
-        parts.append(ToolCall(call_id, name, arguments))
+        parts.append(llm.ToolCall(call_id, name, arguments))
     return parts, str(choice.get("finish_reason") or ""), usage

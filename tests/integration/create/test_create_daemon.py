@@ -196,6 +196,52 @@ def test_done_when_scripted_llm(home: Tsuku, anthropic: FakeAnthropic) -> None:
     no_secrets(home, cp.stdout, cp.stderr, cp2.stdout, cp2.stderr)
 
 
+def test_malformed_tool_arguments_are_paid_for_and_fed_back(
+    home: Tsuku, anthropic: FakeAnthropic
+) -> None:
+    """A paid turn whose arguments are not JSON, then one with the wrong types: each is
+    recorded and priced, the model is told what was wrong, and the run's money adds up."""
+    anthropic.reply(
+        [anth.tool_use("toolu_1", "extract_pattern", '{"asset_type": "archive", ')],
+        "tool_use",
+        usage_=anth.usage(3000, 80),
+    )
+    anthropic.reply(
+        [anth.tool_use("toolu_2", "extract_pattern", {**STERN, "asset_type": 5})],
+        "tool_use",
+        usage_=anth.usage(3200, 90),
+    )
+    anthropic.reply(
+        [anth.tool_use("toolu_3", "extract_pattern", STERN)],
+        "tool_use",
+        usage_=anth.usage(3500, 150),
+    )
+    home.start()
+    cp = home.ctl("create", "stern", "--from", "github:stern/stern", "--llm", "--yes")
+    assert cp.returncode == 0, cp.stderr
+    assert "(9700 in / 320 out tokens, 3 turns, claude:claude-sonnet-5-5)" in cp.stderr
+
+    # Turn 2 heard that the arguments were not JSON; turn 3 why the types were refused.
+    told = anthropic.requests[1].json()["messages"][-1]["content"]
+    assert told[-1]["type"] == "text" and "not valid JSON" in told[-1]["text"]
+    (refused,) = [
+        b for b in anthropic.requests[2].json()["messages"][-1]["content"]
+        if b["type"] == "tool_result"
+    ]  # fmt: skip
+    assert refused["tool_use_id"] == "toolu_2" and refused["is_error"] is True
+    assert "asset_type" in json.dumps(refused["content"])
+
+    turns = [e["payload"] for e in events(home, "llm.turn")]
+    assert [t.get("error") for t in turns] == ["provider_malformed_output", None, None]
+    assert turns[0]["cost_usd"] == pytest.approx(0.0068)  # 3000 x $2/M + 80 x $10/M
+    total = sum(t["cost_usd"] for t in turns)
+    assert total == pytest.approx(0.0226)
+    (settled,) = events(home, "budget.settled")
+    assert settled["payload"]["actual_usd"] == pytest.approx(total)
+    done = next(e["payload"] for e in events(home, "generation.completed"))
+    assert done["run_cost_usd"] == pytest.approx(total)
+
+
 def test_existing_recipe_is_refused_before_any_money(home: Tsuku, anthropic: FakeAnthropic) -> None:
     (home.home / "recipes").mkdir(parents=True)
     (home.home / "recipes" / "stern.toml").write_text("# mine\n")

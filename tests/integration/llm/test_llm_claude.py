@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
+import pytest
 import sniffio
 
 from tests.fakes import anthropic_server as A
@@ -12,6 +13,7 @@ from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.llm import CLAUDE_KEY, EXTRACT, FETCH
 from tsukud.llm import pricing
 from tsukud.llm.claude import ClaudeProvider
+from tsukud.llm.provider import UnsupportedRequest
 from tsukud.llm.types import (
     AssistantMessage,
     Citation,
@@ -303,3 +305,12 @@ async def test_history_from_another_provider_is_translated(
         }
     ]
     assert messages[2]["content"][0]["tool_use_id"] == "gemini_call_abc_0"
+
+
+async def test_temperature_is_refused_before_any_request(
+    claude: ClaudeProvider, anthropic_fake: FakeAnthropic
+) -> None:
+    """The SDK's request types have no temperature: a typed refusal, nothing sent."""
+    with pytest.raises(UnsupportedRequest, match="takes no temperature"):
+        await claude.complete(Request(messages=(ASK,), temperature=0.2))
+    assert anthropic_fake.requests == []

@@ -17,6 +17,7 @@ from tests.fakes import anthropic_server as anth
 from tests.fakes import gemini_server as gem
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.gemini_server import FakeGemini
+from tests.integration.llm.wires import html_body, truncated_body
 from tsukuctl.client import RemoteError
 from tsukud.errors import ExitCode
 
@@ -132,6 +133,36 @@ def test_failover_timeline_and_breaker_recovery(
     for f in (tsuku.home / "tsuku.db", tsuku.home / "logs" / "tsukud.log"):
         data = f.read_bytes()
         assert CLAUDE_KEY.encode() not in data and GEMINI_KEY.encode() not in data
+
+
+def test_broken_replies_fail_over_and_cost_nothing(
+    tsuku: Tsuku, claude: FakeAnthropic, gemini: FakeGemini
+) -> None:
+    """Claude's 200s break: the body cut off mid-way, then a page that is not JSON. Each
+    is an outage for the breaker and a reason to fail over, and neither is a turn
+    (nothing usable came back, so there is no usage to bill); only Gemini's answers
+    are paid."""
+    with_providers(tsuku, claude, gemini).start()
+    truncated_body(claude)
+    html_body(claude)
+    for _ in range(2):
+        gemini.reply([gem.text("OK")], usage_=gem.usage(1000, 100))
+    for _ in range(2):
+        out = json.loads(tsuku.ctl("llm", "test", "--json", check=True).stdout)
+        assert out["provider"] == "gemini"
+        # 1000 in at $0.75/M + 100 out at $3.75/M (Gemini 3.8 Flash until 2026-12-31)
+        assert out["cost_usd"] == pytest.approx(0.001125)
+    failed = [e["payload"] for e in events(tsuku, "llm.failed")]
+    assert [(f["provider"], f["error_type"], f["breaker"]) for f in failed] == [
+        ("claude", "provider_unavailable", True)
+    ] * 2
+    turns = events(tsuku, "llm.turn")
+    assert [t["payload"]["provider"] for t in turns] == ["gemini", "gemini"]
+    st = json.loads(tsuku.ctl("status", "--json").stdout)
+    (cb,) = [b for b in st["breakers"] if b["provider"] == "claude"]
+    assert cb["state"] == "closed" and cb["consecutive_failures"] == 2
+    settled = [e["payload"]["actual_usd"] for e in events(tsuku, "budget.settled")]
+    assert settled == [pytest.approx(0.001125)] * 2
 
 
 def test_all_providers_down_says_when_the_first_is_retried(
