@@ -91,6 +91,7 @@ def error_body(kind: str, msg: str, request_id: str = "req_fake") -> dict[str, A
 
 
 class FakeAnthropic(StrictFake):
+    service = "anthropic"
     endpoint = "/v1/messages"
 
     def body_violations(self, body: Any) -> list[str]:

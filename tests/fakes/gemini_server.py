@@ -117,6 +117,8 @@ class FakeGemini(StrictFake):
     Gemini 3 model attaches, and a Gemini 3 request must send the signatures of its
     current turn back unchanged (or Google's documented stand-in for foreign calls)."""
 
+    service = "gemini"
+
     def __init__(self, fallback: Responder | None = None) -> None:
         super().__init__(fallback)
         self.issued_signatures: set[bytes] = set()
@@ -132,8 +134,8 @@ class FakeGemini(StrictFake):
     def rejection(self, problems: list[str]) -> Reply:
         return Reply(400, json=error_body(400, "INVALID_ARGUMENT", problems[0]))
 
-    def _next(self, request: RecordedRequest) -> Reply:
-        reply = super()._next(request)
+    def handle(self, request: RecordedRequest) -> Reply:
+        reply = super().handle(request)
         answer = reply.json if isinstance(reply.json, dict) else {}
         for candidate in answer.get("candidates") or []:
             for part in (candidate.get("content") or {}).get("parts") or []:

@@ -38,21 +38,22 @@ class StrictFake(FakeHTTPServer):
     """A fake provider that checks every request the way the real API does.
 
     A request the real service would refuse is answered with that service's 400 (the
-    scripted reply stays queued: the model never saw the request) and recorded in
-    ``violations``. Closing the server with violations left raises, so a test cannot
-    pass by ignoring the fake's complaint; a test that provokes one on purpose takes
-    it with :meth:`take_violations`.
+    scripted reply stays queued: the model never saw the request) and recorded as a
+    violation through the base's :meth:`reject` hook, one per reason: the tests'
+    teardown check and leaving the ``with`` block then fail the test, unless it claims
+    them with :meth:`take_violations`.
     """
 
-    def __init__(self, fallback: Responder | None = None) -> None:
-        super().__init__(fallback)
-        self.violations: list[str] = []
-
+    service: ClassVar[str] = ""
+    """Who this fake plays, named in its violations."""
     endpoint: ClassVar[str] = ""
     """The API's one path; a request anywhere else is a 404 there."""
 
+    def __init__(self, fallback: Responder | None = None) -> None:
+        super().__init__(fallback, role=self.service)
+
     def violations_of(self, request: RecordedRequest) -> list[str]:
-        if (request.method, request.path) != ("POST", self.endpoint):
+        if (request.method, request.route) != ("POST", self.endpoint):
             return [f"no such endpoint: {request.method} {request.path}"]
         return self.body_violations(request.json())
 
@@ -60,30 +61,17 @@ class StrictFake(FakeHTTPServer):
         raise NotImplementedError
 
     def rejection(self, problems: list[str]) -> Reply:
+        """The refusal as the real API words it (its 400 body for the first reason)."""
         raise NotImplementedError
 
-    def take_violations(self) -> list[str]:
-        with self._lock:
-            taken, self.violations = self.violations, []
-        return taken
-
-    def _next(self, request: RecordedRequest) -> Reply:
+    def handle(self, request: RecordedRequest) -> Reply:
         try:
             problems = self.violations_of(request)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             problems = [f"the request could not be read as the API's JSON: {exc!r}"]
         if not problems:
-            return super()._next(request)
-        with self._lock:
-            self.requests.append(request)
-            self.violations.extend(f"{request.method} {request.path}: {p}" for p in problems)
-        return self.rejection(problems)
-
-    def close(self) -> None:
-        super().close()
-        left = self.take_violations()
-        if left:
-            shown = "\n  ".join(left)
-            raise AssertionError(
-                f"{type(self).__name__} got requests the real API would reject:\n  {shown}"
-            )
+            return super().handle(request)
+        reply = self.rejection(problems)
+        for problem in problems:
+            self.reject(request, problem, reply)
+        return reply

@@ -50,6 +50,7 @@ def completion(
 
 
 class FakeOpenAI(StrictFake):
+    service = "openai"
     endpoint = "/v1/chat/completions"
 
     def body_violations(self, body: Any) -> list[str]:
