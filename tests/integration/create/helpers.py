@@ -11,12 +11,12 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from tests.fakes import anthropic_server as anth
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.releases import FakeAsset, FakeRelease, FakeRepo, recipe_assets
+from tests.shared import recipe_text
 from tests.unit.create.releases import (
     DEFAULT_TAGS,
     EXTRA,
@@ -46,8 +46,6 @@ from tsukud.recipe import (
 )
 
 CLAUDE_KEY = "sk-ant-api03-CREATECANARY0123456789abcdef"
-SHARED = Path(__file__).resolve().parents[3].parent / "shared"
-RECIPES = SHARED / "fixtures" / "tsuku-recipes"
 
 
 def ground_truth_cases() -> dict[str, str]:
@@ -58,7 +56,7 @@ def ground_truth_cases() -> dict[str, str]:
 
 
 def load_human(path: str) -> Recipe:
-    return parse_recipe((RECIPES / path).read_text(), path)
+    return parse_recipe(recipe_text(path), path)
 
 
 def tags_for(tool: str) -> tuple[str, ...]:

@@ -1,5 +1,6 @@
-"""Every fixture recipe (../shared/fixtures/tsuku-recipes) installs for the host
-platform from the fake registry and GitHub, verifies, lists, re-verifies and removes.
+"""Every human-written recipe of the shared reference data (:mod:`tests.shared`)
+installs for the host platform from the fake registry and GitHub, verifies, lists,
+re-verifies and removes.
 Plus recipes written here for two recorded releases (jid's zip, buf's bare binaries)."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 from tests.conftest import Tsuku
 from tests.fakes.github import FakeGitHub, fixture_recipe_paths
 from tests.integration.install.conftest import make_tsuku
+from tests.shared import RECIPES, cases
 from tsukud.recipe import host_platform, load_recipe, require_supported
 
 RECORDED_RECIPES = {
@@ -72,7 +74,7 @@ def _cycle(t: Tsuku, spec: str) -> dict[str, object]:
     return res
 
 
-@pytest.mark.parametrize("path", fixture_recipe_paths(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", cases(fixture_recipe_paths(), RECIPES), ids=lambda p: p.stem)
 def test_fixture_recipe_installs(shared_daemon: Tsuku, path: object) -> None:
     recipe = load_recipe(path)  # type: ignore[arg-type]
     require_supported(recipe, host_platform())  # every fixture recipe supports linux/amd64
