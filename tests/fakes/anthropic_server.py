@@ -1,4 +1,4 @@
-"""Fake Anthropic Messages API (``POST /v1/messages``), shapes per wire-formats.md §3a."""
+"""Fake Anthropic Messages API (``POST /v1/messages``), in the shapes the real API sends."""
 
 from __future__ import annotations
 

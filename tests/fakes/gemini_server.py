@@ -1,5 +1,5 @@
 """Fake Gemini API ``generateContent`` (``POST /v1beta/models/{m}:generateContent``),
-shapes per wire-formats.md §3b."""
+in the shapes the real API sends."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""LLM providers behind one neutral interface (ARCHITECTURE.md §3, "LLM providers").
+"""LLM providers behind one neutral interface (docs/architecture.md, "Features as services").
 
 Only the light modules are imported here. The adapters (``tsukud.llm.claude``,
 ``tsukud.llm.gemini``, ``tsukud.llm.openai_compat``) import their SDKs, which take

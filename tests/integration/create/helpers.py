@@ -49,7 +49,8 @@ CLAUDE_KEY = "sk-ant-api03-CREATECANARY0123456789abcdef"
 
 
 def ground_truth_cases() -> dict[str, str]:
-    """27 cases: the design's 9 tools and the 18 of llm-test-matrix.json."""
+    """27 cases: the 9 ground-truth tools (GROUND_TRUTH_9) and the 18 of the shared
+    data's llm-test-matrix.json."""
     cases = {f"gt_{p.split('/')[1][:-5]}": p for p in GROUND_TRUTH_9}
     cases.update({tid: case["recipe"] for tid, case in matrix_cases().items()})
     return cases

@@ -39,7 +39,7 @@ from tsukud.testing.asset_names import expected_assets
 
 MATRIX = RECIPES / "llm-test-matrix.json"
 
-# The design's ground-truth table (tsuku-discovery-recipes-reference.md B7).
+# The nine tools whose human-written recipes serve as ground truth for recipe generation.
 GROUND_TRUTH_9 = (
     "s/stern.toml",
     "a/ast-grep.toml",
