@@ -135,30 +135,8 @@ def _events_summary(args: argparse.Namespace) -> int:
         )
         sys.stdout.write(render.csv_text(cols, [[g[c] for c in cols] for g in res["groups"]]))
         return 0
-    t = res["totals"]
-    rows = [
-        [
-            g["key"] if g["key"] is not None else "(none)",
-            g["events"],
-            g["llm_turns"],
-            g["input_tokens"],
-            g["output_tokens"],
-            render.money(g["cost_usd"])
-            + (f" +{g['cost_unknown']} unpriced" if g["cost_unknown"] else ""),
-        ]
-        for g in res["groups"]
-    ]
-    rows.append(
-        [
-            "total",
-            t["events"],
-            t["llm_turns"],
-            t["input_tokens"],
-            t["output_tokens"],
-            render.money(t["cost_usd"])
-            + (f" +{t['cost_unknown']} unpriced" if t["cost_unknown"] else ""),
-        ]
-    )
+    rows = [_summary_row(g["key"] if g["key"] is not None else "(none)", g) for g in res["groups"]]
+    rows.append(_summary_row("total", res["totals"]))
     out(
         render.table(
             (args.by.upper(), "EVENTS", "LLM TURNS", "INPUT TOK", "OUTPUT TOK", "COST"),
@@ -167,6 +145,19 @@ def _events_summary(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def _summary_row(label: str, g: dict[str, Any]) -> list[Any]:
+    """One line of the summary table: a group's, or the totals'."""
+    unpriced = f" +{g['cost_unknown']} unpriced" if g["cost_unknown"] else ""
+    return [
+        label,
+        g["events"],
+        g["llm_turns"],
+        g["input_tokens"],
+        g["output_tokens"],
+        render.money(g["cost_usd"]) + unpriced,
+    ]
 
 
 def _events_verify(args: argparse.Namespace) -> int:

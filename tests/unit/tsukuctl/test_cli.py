@@ -333,7 +333,7 @@ def test_events_summary_table_has_a_total_row(
     ]
     assert lines[1] == ["claude", "4", "2", "100", "50", "$0.50", "+1", "unpriced"]
     assert lines[2] == ["(none)", "4", "2", "100", "50", "$0.50"]
-    assert lines[3][0] == "total"
+    assert lines[3] == ["total", "4", "2", "100", "50", "$0.50", "+1", "unpriced"]
 
 
 def test_events_verify(daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]) -> None:
