@@ -15,7 +15,6 @@ import pytest
 from tests.conftest import Tsuku
 from tests.fakes.github import FakeGitHub, fixture_recipe_paths
 from tests.integration.install.conftest import make_tsuku
-from tests.shared import RECIPES, cases
 from tsukud.recipe import host_platform, load_recipe, require_supported
 
 RECORDED_RECIPES = {
@@ -74,7 +73,7 @@ def _cycle(t: Tsuku, spec: str) -> dict[str, object]:
     return res
 
 
-@pytest.mark.parametrize("path", cases(fixture_recipe_paths(), RECIPES), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", fixture_recipe_paths(), ids=lambda p: p.stem)
 def test_fixture_recipe_installs(shared_daemon: Tsuku, path: object) -> None:
     recipe = load_recipe(path)  # type: ignore[arg-type]
     require_supported(recipe, host_platform())  # every fixture recipe supports linux/amd64

@@ -64,7 +64,7 @@ TAGS: dict[str, tuple[str, ...]] = {
 
 
 def require_shared() -> None:
-    """The recipes and the recorded releases, or the policy of :mod:`tests.shared`."""
+    """The recipes and the recorded releases, or a skip (a failure in CI)."""
     require(RECIPES)
     require(RELEASES)
 
