@@ -33,7 +33,6 @@ from tsukud.testing.http import take_violations, unclaimed
 pytest_plugins = ["pytester"]  # tests of the fixtures below run pytest in-process
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
 
 
 CLOSED_PORT = "http://127.0.0.1:9"

@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 
-from tsukuctl.cli import out
+from tsukuctl.command import out
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from tsukuctl import render
-from tsukuctl.cli import ask_on_terminal, can_ask, out, rpc
+from tsukuctl.command import ask_on_terminal, can_ask, out, rpc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ import contextlib
 import os
 import sys
 
-from tsukuctl.cli import out, rpc
+from tsukuctl.command import out, rpc
 from tsukud import paths
 from tsukud.errors import TsukuError, UsageError
 

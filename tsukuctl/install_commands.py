@@ -12,7 +12,7 @@ import os
 import sys
 
 from tsukuctl import render
-from tsukuctl.cli import ask_on_terminal, can_ask, out, rpc
+from tsukuctl.command import ask_on_terminal, can_ask, out, rpc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from tsukuctl import render
-from tsukuctl.cli import ask_on_terminal, can_ask, out, rpc
+from tsukuctl.command import ask_on_terminal, can_ask, out, rpc
 
 
 def cmd_llm(args: argparse.Namespace) -> int:

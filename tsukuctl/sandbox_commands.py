@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from tsukuctl import render
-from tsukuctl.cli import out, rpc
+from tsukuctl.command import out, rpc
 from tsukud.errors import ExitCode
 
 

@@ -1,8 +1,9 @@
 """The fixture world for tests: the fake GitHub (``tsukud.testing.github``) filled with
-../shared's recorded releases and synthesised releases for every fixture recipe.
+the shared reference data's recorded releases (:mod:`tests.shared`) and synthesised
+releases for every human-written recipe.
 
 The fake itself lives in the package (``tsukud.testing``, like ``trio.testing``) because
-``tsukuctl demo`` serves it too; what needs ../shared stays here.
+``tsukuctl demo`` serves it too; what needs the shared data stays here.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.shared import RECIPES as RECIPES_DIR
+from tests.shared import RELEASES as RELEASES_DIR
+from tests.shared import SHARED, require
 from tsukud.testing.github import (  # re-exported for the tests
     NOT_FOUND,
     RATE_LIMIT_BODY,
@@ -18,10 +22,6 @@ from tsukud.testing.github import (  # re-exported for the tests
     Override,
     Req,
 )
-
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-RELEASES_DIR = SHARED / "fixtures" / "releases"
-RECIPES_DIR = SHARED / "fixtures" / "tsuku-recipes"
 
 __all__ = [
     "DEFAULT_VERSIONS",
@@ -51,6 +51,8 @@ DEFAULT_VERSIONS = ["2.3.0", "2.4.1", "2.5.0"]
 
 
 def fixture_recipe_paths() -> list[Path]:
+    """The human-written recipes; none when the shared data is missing (a test
+    parametrised over none is skipped, which fails in CI)."""
     return sorted(RECIPES_DIR.glob("*/*.toml"))
 
 
@@ -61,7 +63,7 @@ def fixture_world(fake: FakeGitHub | None = None) -> FakeGitHub:
     from tsukud.testing.releases import recipe_repo, recorded_repo
 
     fake = fake or FakeGitHub()
-    for path in sorted(RELEASES_DIR.glob("*.json")):
+    for path in sorted(require(RELEASES_DIR).glob("*.json")):
         fake.add_repo(recorded_repo(path))
     # gitleaks' recipe still names the old repository; GitHub redirects it.
     fake.aliases["zricethezav/gitleaks"] = "gitleaks/gitleaks"

@@ -1,5 +1,5 @@
 """Fake web search providers on 127.0.0.1, serving the recorded fixtures
-(``../shared/fixtures/search``) by default:
+(the shared reference data's ``fixtures/search``, :mod:`tests.shared`) by default:
 
 * DuckDuckGo's HTML endpoint, ``POST /html/`` (form body); ``ddg_statuses`` queues
   statuses to answer first (202 is DuckDuckGo's "rate limited" challenge page);
@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import html
 import json
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
+from tests.shared import SEARCH, require
 from tsukud.testing.http import FakeHTTPServer, RecordedRequest, Reply
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "search"
 CHALLENGE = (
     b"<html><body><form id='challenge-form' action='/anomaly.js'>"
     b"Unfortunately, bots use DuckDuckGo too.</form></body></html>"
@@ -45,7 +44,7 @@ BRAVE_422 = Reply(
 
 
 def fixture(name: str) -> bytes:
-    return (FIXTURES / name).read_bytes()
+    return (require(SEARCH) / name).read_bytes()
 
 
 def ddg_page(results: list[tuple[str, str, str]], *, ad: bool = True, redirect: bool = True) -> str:

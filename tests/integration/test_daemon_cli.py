@@ -313,15 +313,3 @@ def test_cold_start_is_quick(tsuku: Tsuku) -> None:
         check=True,
     )
     assert out.stdout.strip() == "[]"
-
-
-def test_tsukuctl_imports_only_the_standard_library(tsuku: Tsuku) -> None:
-    code = (
-        "import sys; before = set(sys.modules); import tsukuctl.cli, tsukuctl.client; "
-        "new = set(sys.modules) - before; "
-        "heavy = ('trio', 'msgspec', 'structlog', 'anthropic', 'httpx2', 'sqlite3'); "
-        "bad = sorted(m for m in new if m.split('.')[0] in heavy); "
-        "print(bad)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"

@@ -1,9 +1,9 @@
 """The ``extract_pattern`` answer and the one way an answer becomes a recipe.
 
-The answer's shape is the design's (ARCHITECTURE.md §3), so recorded sessions and
-other tools can rely on it. Both the LLM and the deterministic matcher produce it, and
-:func:`answer_to_recipe` is the only converter: a recipe never differs because of who
-wrote the answer.
+The answer's shape is fixed (the ``extract_pattern`` tool's schema, docs/create.md), so
+recorded sessions and other tools can rely on it. Both the LLM and the deterministic
+matcher produce it, and :func:`answer_to_recipe` is the only converter: a recipe never
+differs because of who wrote the answer.
 
 Validation rejects what the renderer would accept but a generated recipe must not
 contain: a literal release version where ``{version}`` belongs, placeholders other than

@@ -2,9 +2,11 @@
 
 The path comes from the model, which read it from release assets and a README written
 by strangers, so it is validated before any request is built from it. The rules run in
-the order ARCHITECTURE.md §3 fixes, and each failure says which rule it broke, so the
-model can correct the path instead of guessing. The result builders are the only way a
-``fetch_file`` result is made, so every outcome has one shape and one wording.
+a fixed order (control characters, ``%``, ``..`` or backslashes, absolute, trailing or
+doubled slashes and URLs, then the allowed shape and length), and each failure says
+which rule it broke, so the model can correct the path instead of guessing. The result
+builders are the only way a ``fetch_file`` result is made, so every outcome has one
+shape and one wording.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 ``inspect_archive`` (``extract_pattern``, the answer, is judged by the conversation).
 
 Both take arguments chosen by a model that has read text written by strangers, so
-neither builds a request from them before they pass the rules of ARCHITECTURE.md §3:
+neither builds a request from them before they pass its rules (docs/create.md):
 ``fetch_file`` reads one text file of *this* repository at the release tag through the
 contents API (path rules and results in :mod:`tsukud.create.paths`); ``inspect_archive``
 accepts only the exact name of an asset of the release being analysed, so no URL the

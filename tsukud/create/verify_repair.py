@@ -5,7 +5,7 @@ tool wants ``version`` instead of ``--version``, prints its version and exits 1,
 prints ``v1.2.3`` where the pattern expects ``1.2.3``. Each proposal here costs one
 container run and no tokens, so they are tried before an LLM repair.
 
-Unlike the reference (§4.3 of the notes) this judges the *verify command's* exit code
+Unlike the reference tsuku's verify self-repair, this judges the *verify command's* exit code
 and output, never the container's; it matches usage text case-insensitively and turns
 what it found into an exact-case pattern (the recipe check is a plain substring, so
 ``usage`` never matched ``Usage:``); and it gives up at once when the binary itself is

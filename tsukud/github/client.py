@@ -1,7 +1,7 @@
 """GitHub REST: releases (paginated), latest, by tag, tags, repository, contents.
 
-Shapes follow the REST API (``../shared/notes/wire-formats.md`` §3c); only the fields
-tsuku uses are decoded. Every GET goes through the shared :class:`~tsukud.net.http.Http`
+Shapes follow GitHub's REST API (v2022-11-28); only the fields tsuku uses are
+decoded. Every GET goes through the shared :class:`~tsukud.net.http.Http`
 with caching on, so repeated lookups within five minutes cost nothing and later ones
 are ETag revalidations (a 304 does not count against an authenticated rate limit).
 

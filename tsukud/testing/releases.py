@@ -10,8 +10,8 @@ Two sources:
   directories added back, directory-mode trees with a ``lib/``). Each binary is
   ``#!/bin/sh`` printing ``<name> v<version>``, which satisfies every fixture recipe's
   verify pattern. A goreleaser-style ``checksums.txt`` is added to each release.
-* :func:`recorded_repo` loads a recorded ``GET /releases`` answer from
-  ``../shared/fixtures/releases/`` and serves synthetic content under the recorded asset
+* :func:`recorded_repo` loads a recorded ``GET /releases`` answer (a JSON file, as
+  GitHub sent it) and serves synthetic content under the recorded asset
   names (digests recomputed for our bytes; assets recorded without a digest keep none).
 
 Archives are deterministic (fixed mtimes), so digests are stable between runs.

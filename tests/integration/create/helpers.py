@@ -11,12 +11,12 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from tests.fakes import anthropic_server as anth
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.releases import FakeAsset, FakeRelease, FakeRepo, recipe_assets
+from tests.shared import recipe_text
 from tests.unit.create.releases import (
     DEFAULT_TAGS,
     EXTRA,
@@ -46,19 +46,18 @@ from tsukud.recipe import (
 )
 
 CLAUDE_KEY = "sk-ant-api03-CREATECANARY0123456789abcdef"
-SHARED = Path(__file__).resolve().parents[3].parent / "shared"
-RECIPES = SHARED / "fixtures" / "tsuku-recipes"
 
 
 def ground_truth_cases() -> dict[str, str]:
-    """27 cases: the design's 9 tools and the 18 of llm-test-matrix.json."""
+    """27 cases: the 9 ground-truth tools (GROUND_TRUTH_9) and the 18 of the shared
+    data's llm-test-matrix.json."""
     cases = {f"gt_{p.split('/')[1][:-5]}": p for p in GROUND_TRUTH_9}
     cases.update({tid: case["recipe"] for tid, case in matrix_cases().items()})
     return cases
 
 
 def load_human(path: str) -> Recipe:
-    return parse_recipe((RECIPES / path).read_text(), path)
+    return parse_recipe(recipe_text(path), path)
 
 
 def tags_for(tool: str) -> tuple[str, ...]:

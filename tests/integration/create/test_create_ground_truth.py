@@ -1,4 +1,4 @@
-"""The whole pipeline, in-process, for the design's 9 ground-truth tools and the 18
+"""The whole pipeline, in-process, for the 9 ground-truth tools and the 18
 cases of llm-test-matrix.json: once with the deterministic matcher alone and once with
 a scripted LLM conversation (the real Claude SDK against the fake Anthropic server:
 one ``inspect_archive``, then ``extract_pattern``). Releases carry real archives where

@@ -1,5 +1,6 @@
-"""Every fixture recipe (../shared/fixtures/tsuku-recipes) installs for the host
-platform from the fake registry and GitHub, verifies, lists, re-verifies and removes.
+"""Every human-written recipe of the shared reference data (:mod:`tests.shared`)
+installs for the host platform from the fake registry and GitHub, verifies, lists,
+re-verifies and removes.
 Plus recipes written here for two recorded releases (jid's zip, buf's bare binaries)."""
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import Tsuku
 from tests.fakes.github import FakeGitHub
 from tests.integration.install.conftest import events, installed, make_tsuku, tree
+from tests.shared import recipe_text
 
 
 def run_bin(t: Tsuku, name: str, *args: str) -> str:
@@ -196,7 +197,7 @@ def test_github_token_is_used_and_never_recorded(world: FakeGitHub, var: str) ->
     token = world.add_token("ghp_integrationToken0123456789abcd")
     t = make_tsuku(world, **{var: token})
     (t.home / "recipes").mkdir(parents=True)
-    trivy = (Path(__file__).parents[4] / "shared/fixtures/tsuku-recipes/t/trivy.toml").read_text()
+    trivy = recipe_text("t/trivy.toml")
     (t.home / "recipes" / "trivy.toml").write_text(
         trivy.replace('command = "trivy --version"', 'command = "trivy --version; env"')
     )
@@ -222,7 +223,7 @@ def test_github_token_is_used_and_never_recorded(world: FakeGitHub, var: str) ->
 
 
 def test_one_file_installed_under_two_names(inst: Tsuku) -> None:
-    recipe = (Path(__file__).parents[4] / "shared/fixtures/tsuku-recipes/s/stern.toml").read_text()
+    recipe = recipe_text("s/stern.toml")
     twice = 'binaries = ["stern", { src = "stern", dest = "bin/stern-copy" }]'
     (inst.home / "recipes").mkdir()
     (inst.home / "recipes" / "stern.toml").write_text(

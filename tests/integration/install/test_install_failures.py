@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tarfile
-from pathlib import Path
 
 import pytest
 
@@ -14,6 +13,7 @@ from tests.conftest import Tsuku
 from tests.fakes.github import FakeGitHub
 from tests.fakes.releases import FakeAsset, FakeRelease, FakeRepo, raw_tar, script, tar_gz
 from tests.integration.install.conftest import events, installed, make_tsuku, tree
+from tests.shared import recipe_text
 from tsukuctl.client import RemoteError
 
 
@@ -147,7 +147,7 @@ def test_tar_slip_release_fails_cleanly(inst: Tsuku, world: FakeGitHub) -> None:
 
 def test_failed_verify_keeps_the_previous_version(inst: Tsuku) -> None:
     inst.ctl("install", "age@1.1.1", check=True)
-    recipe = (Path(__file__).parents[4] / "shared/fixtures/tsuku-recipes/a/age.toml").read_text()
+    recipe = recipe_text("a/age.toml")
     local_recipe(
         inst, "age", recipe.replace('pattern = "v{version}"', 'pattern = "v{version}-xyz"')
     )
@@ -162,7 +162,7 @@ def test_failed_verify_keeps_the_previous_version(inst: Tsuku) -> None:
 
 
 def test_binary_not_in_archive(inst: Tsuku) -> None:
-    recipe = (Path(__file__).parents[4] / "shared/fixtures/tsuku-recipes/s/stern.toml").read_text()
+    recipe = recipe_text("s/stern.toml")
     local_recipe(
         inst, "stern", recipe.replace('binaries = ["stern"]', 'binaries = ["bin/stern"]', 1)
     )
@@ -233,17 +233,12 @@ def test_tampered_binary_fails_verify(inst: Tsuku) -> None:
     assert err.value.data["session"] == failed["session"] != verified[-1]["session"]
 
 
-STERN_RECIPE = (
-    Path(__file__).parents[4] / "shared/fixtures/tsuku-recipes/s/stern.toml"
-).read_text()
-
-
 def test_recipe_checksum_mismatch(inst: Tsuku, world: FakeGitHub) -> None:
     name = "stern_1.32.0_linux_amd64.tar.gz"
     real = world.release_asset("stern/stern", "v1.32.0", name).sha256
     pinned = "0" * 64
     pins = f'validated_version = "1.32.0"\n\n[metadata.asset_sha256]\n"{name}" = "{pinned}"\n'
-    text = STERN_RECIPE.replace("curated = true\n", "curated = true\n" + pins, 1)
+    text = recipe_text("s/stern.toml").replace("curated = true\n", "curated = true\n" + pins, 1)
     local_recipe(inst, "stern", text)
     cp = inst.ctl("install", "stern")
     assert cp.returncode == 6, cp.stderr
@@ -258,7 +253,7 @@ def test_recipe_checksum_mismatch(inst: Tsuku, world: FakeGitHub) -> None:
 
 
 def test_checksum_file_from_the_release(inst: Tsuku, world: FakeGitHub) -> None:
-    text = STERN_RECIPE.replace(
+    text = recipe_text("s/stern.toml").replace(
         'binaries = ["stern"]', 'binaries = ["stern"]\nchecksum_asset = "checksums.txt"', 1
     )
     local_recipe(inst, "stern", text)

@@ -17,13 +17,10 @@ musl gets the gnu twin most such projects ship, to exercise the libc policy.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable
-from pathlib import Path
 
-import pytest
-
+from tests.shared import RECIPES, RELEASES, require
 from tsukud.create.assets import Release
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
@@ -40,12 +37,9 @@ from tsukud.recipe import (
 )
 from tsukud.testing.asset_names import expected_assets
 
-SHARED = Path(__file__).resolve().parents[3].parent / "shared"
-RECIPES = SHARED / "fixtures" / "tsuku-recipes"
-RELEASES = SHARED / "fixtures" / "releases"
 MATRIX = RECIPES / "llm-test-matrix.json"
 
-# The design's ground-truth table (tsuku-discovery-recipes-reference.md B7).
+# The nine tools whose human-written recipes serve as ground truth for recipe generation.
 GROUND_TRUTH_9 = (
     "s/stern.toml",
     "a/ast-grep.toml",
@@ -70,12 +64,9 @@ TAGS: dict[str, tuple[str, ...]] = {
 
 
 def require_shared() -> None:
-    if RECIPES.is_dir() and RELEASES.is_dir():
-        return
-    reason = f"{SHARED.resolve()} is missing: these tests need the shared fixtures"
-    if os.environ.get("CI") == "true":
-        pytest.fail(reason)
-    pytest.skip(reason)
+    """The recipes and the recorded releases, or a skip (a failure in CI)."""
+    require(RECIPES)
+    require(RELEASES)
 
 
 def matrix_cases() -> dict[str, dict[str, str]]:

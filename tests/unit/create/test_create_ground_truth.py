@@ -1,7 +1,7 @@
 """The deterministic matcher against tsuku's human-written recipes.
 
-For the design's 9 ground-truth tools and the 18 cases of llm-test-matrix.json, the
-releases are synthesised from the human recipe (releases.py) and the matcher's recipe
+For the 9 ground-truth tools (GROUND_TRUTH_9) and the 18 cases of llm-test-matrix.json,
+the releases are synthesised from the human recipe (releases.py) and the matcher's recipe
 must install the SAME asset as the human one on linux/darwin x amd64/arm64, at the
 newest and at an older release, and be confident doing so. Where the human recipe
 encodes a choice the names cannot justify, the test says so and asserts that the

@@ -1,4 +1,4 @@
-"""fetch_file path rules (ARCHITECTURE.md §3) and the result builders."""
+"""fetch_file path rules (docs/create.md) and the result builders."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The matcher on real recorded GitHub release lists (../shared/fixtures/releases).
+"""The matcher on real recorded GitHub release lists (the shared data, tests/shared.py).
 
 ``labels`` in each file is one peer's pick (jpillora/installer) per os/arch. For the
 four platforms tsuku targets we assert our pick, and where it differs from the label

@@ -10,6 +10,7 @@ import pytest
 
 from tests.fakes.github import RELEASES_DIR, FakeGitHub, Req
 from tests.fakes.releases import FakeRepo, recorded_repo
+from tests.shared import require
 from tsukud.github.client import (
     GitHub,
     GitHubBadCredentials,
@@ -34,7 +35,7 @@ class Clock:
 @pytest.fixture(scope="module")
 def fake() -> Iterator[FakeGitHub]:
     with FakeGitHub(tokens={TOKEN}) as f:
-        for path in sorted(RELEASES_DIR.glob("*.json")):
+        for path in sorted(require(RELEASES_DIR).glob("*.json")):
             f.add_repo(recorded_repo(path))
         f.aliases["zricethezav/gitleaks"] = "gitleaks/gitleaks"
         f.add_repo(FakeRepo("acme/tags-only", extra_tags=["v0.9.0", "v1.0.0", "v1.1.0-beta.1"]))

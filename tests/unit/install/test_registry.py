@@ -8,13 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.github import RECIPES_DIR, FakeGitHub
+from tests.fakes.github import FakeGitHub
+from tests.shared import recipe_text
 from tsukud.install.registry import RecipeNotFound, Registry, RegistryUnavailable
 from tsukud.net.http import Http
 from tsukud.recipe import RecipeParseError
-
-STERN = (RECIPES_DIR / "s" / "stern.toml").read_text()
-HELIX = (RECIPES_DIR / "h" / "helix.toml").read_text()
 
 
 class Clock:
@@ -27,8 +25,8 @@ class Clock:
 @pytest.fixture
 def fake() -> Iterator[FakeGitHub]:
     with FakeGitHub() as f:
-        f.add_recipe("stern", STERN)
-        f.add_recipe("helix", HELIX)
+        f.add_recipe("stern", recipe_text("s/stern.toml"))
+        f.add_recipe("helix", recipe_text("h/helix.toml"))
         yield f
 
 
@@ -65,7 +63,7 @@ async def test_registry_fetch_then_cache(
     loaded = await registry.load("stern")
     assert loaded.source == "registry" and loaded.recipe.metadata.name == "stern"
     assert Path(loaded.path) == registry.cache_path("stern")
-    assert registry.cache_path("stern").read_text() == STERN
+    assert registry.cache_path("stern").read_text() == recipe_text("s/stern.toml")
     assert fake.requests_to("/registry/recipes/s/stern.toml")
     n = len(fake.requests)
     again = await registry.load("stern")
@@ -74,7 +72,9 @@ async def test_registry_fetch_then_cache(
 
 async def test_local_recipe_wins(registry: Registry, fake: FakeGitHub, tmp_path: Path) -> None:
     (tmp_path / "recipes").mkdir()
-    (tmp_path / "recipes" / "stern.toml").write_text(STERN.replace("Multi-pod", "Local"))
+    (tmp_path / "recipes" / "stern.toml").write_text(
+        recipe_text("s/stern.toml").replace("Multi-pod", "Local")
+    )
     loaded = await registry.load("stern")
     assert loaded.source == "local" and "Local" in (loaded.recipe.metadata.description or "")
     assert fake.requests == []
@@ -135,7 +135,7 @@ async def test_update_refreshes_manifest_and_cached_recipes(
     clock.now = time.time()
     await registry.load("stern")
     await registry.load("helix")
-    fake.add_recipe("stern", STERN.replace("Multi-pod", "Updated"))
+    fake.add_recipe("stern", recipe_text("s/stern.toml").replace("Multi-pod", "Updated"))
     del fake.recipes["helix"]
     report = await registry.update()
     assert report["recipes_listed"] == 1

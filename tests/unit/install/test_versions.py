@@ -9,6 +9,7 @@ import pytest
 
 from tests.fakes.github import RECIPES_DIR, RELEASES_DIR, FakeGitHub
 from tests.fakes.releases import FakeRelease, FakeRepo, recipe_repo, recorded_repo
+from tests.shared import require
 from tsukud.github.client import GitHub
 from tsukud.install.versions import VersionResolver
 from tsukud.net.http import Http
@@ -35,7 +36,7 @@ class Clock:
 @pytest.fixture(scope="module")
 def fake() -> Iterator[FakeGitHub]:
     with FakeGitHub() as f:
-        for path in sorted(RELEASES_DIR.glob("*.json")):
+        for path in sorted(require(RELEASES_DIR).glob("*.json")):
             f.add_repo(recorded_repo(path))
         age = load_recipe(RECIPES_DIR / "a" / "age.toml")
         f.add_repo(

@@ -1,0 +1,407 @@
+"""The discovery chain through its seam, ``chain.Deps``: every stage's outcome and every
+typed error, with plain Python stand-ins for the ecosystems, GitHub, the registry and an
+LLM run (scripted answers in the real ``Response`` type). No network, no SDK."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import pytest
+import trio
+
+from tsukud.discover.chain import Deps, Request, discover
+from tsukud.discover.ecosystem import ProbeReport
+from tsukud.discover.errors import (
+    DiscoveryAmbiguous,
+    DiscoveryBudgetExceeded,
+    DiscoveryConfirmationRequired,
+    DiscoveryDenied,
+    DiscoveryNotFound,
+    DiscoveryTimeout,
+    DiscoveryUnverified,
+    InvalidToolName,
+)
+from tsukud.discover.model import Probe, RepoMeta
+from tsukud.discover.registry_lookup import Entry, Lookup
+from tsukud.errors import BudgetExceeded, ConfirmationRequired, ExitCode, UserDeclined
+from tsukud.github.client import GitHubRateLimited, RepoNotFound
+from tsukud.llm.types import (
+    AssistantMessage,
+    Citation,
+    Response,
+    StopReason,
+    ToolCall,
+    Usage,
+)
+from tsukud.llm.types import (
+    Request as LLMRequest,
+)
+
+NOW = dt.datetime(2026, 11, 23, 12, 0, tzinfo=dt.UTC)
+STRIPE = RepoMeta(
+    full_name="stripe/stripe-cli",
+    stars=1800,
+    owner="stripe",
+    owner_type="Organization",
+    created_at="2019-03-21T17:05:01Z",
+    pushed_at="2026-11-19T10:00:00Z",
+)
+
+
+def probe(builder: str, downloads: int, versions: int = 5, repo: bool = True) -> Probe:
+    return Probe(
+        builder=builder,
+        source="stripe-cli",
+        downloads=downloads,
+        version_count=versions,
+        has_repository=repo,
+    )
+
+
+def extract(source: str, confidence: int = 90) -> Response:
+    """The model's answer: one ``extract_source`` call, after a search that found it."""
+    call = ToolCall(
+        id="call-1",
+        name="extract_source",
+        arguments={
+            "builder": "github",
+            "source": source,
+            "confidence": confidence,
+            "evidence": [f"https://github.com/{source} is the official CLI"],
+            "reasoning": "the vendor's docs link to it",
+        },
+    )
+    return Response(
+        message=AssistantMessage(parts=(call,)),
+        stop_reason=StopReason.TOOL_USE,
+        raw_stop_reason="tool_use",
+        usage=Usage(input_tokens=900, output_tokens=60, web_search_requests=1),
+        provider="anthropic",
+        model="claude-test",
+        citations=(Citation(f"https://github.com/{source}", "the repository", "stripe cli"),),
+    )
+
+
+@dataclass
+class FakeRun:
+    """What ``LLMDiscovery`` uses of ``tsukud.llm.service.Run``."""
+
+    answers: list[Response]
+    spent: Decimal = Decimal(0)
+    unpriced_turns: int = 0
+    requests: list[tuple[LLMRequest, str | None]] = field(default_factory=list)
+
+    async def complete(self, request: LLMRequest, *, only: str | None = None) -> Response:
+        self.requests.append((request, only))
+        self.spent += Decimal("0.012")
+        return self.answers.pop(0)
+
+
+@dataclass
+class FakeRegistry:
+    entries: dict[str, Entry] = field(default_factory=dict)
+
+    async def lookup(self, name: str) -> Lookup:
+        entry = self.entries.get(name)
+        return Lookup(entry, "network" if entry else "none")
+
+
+@dataclass
+class World:
+    """Everything the chain reaches, recording what it was asked."""
+
+    probes: list[Probe] = field(default_factory=list)
+    probe_delay: float = 0.0
+    recipes: dict[str, str] = field(default_factory=dict)
+    registry: FakeRegistry = field(default_factory=FakeRegistry)
+    repos: dict[str, RepoMeta | Exception] = field(default_factory=dict)
+    answers: list[Response] | None = None  # None: no LLM configured
+    budget_left: bool = True
+    replies: list[bool] = field(default_factory=list)  # the user's y/N, in order
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    questions: list[ConfirmationRequired] = field(default_factory=list)
+    llm_opened: list[dict[str, Any]] = field(default_factory=list)
+    run: FakeRun | None = None
+
+    async def probe(self, _tool: str) -> ProbeReport:
+        await trio.sleep(self.probe_delay)
+        return ProbeReport(matches=list(self.probes), accepted=list(self.probes))
+
+    async def github_meta(self, source: str) -> RepoMeta:
+        found = self.repos.get(source, RepoNotFound(f"{source} not found"))
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    async def recipe_lookup(self, tool: str) -> str | None:
+        return self.recipes.get(tool)
+
+    @asynccontextmanager
+    async def open_llm(self, **kw: Any) -> AsyncIterator[FakeRun]:
+        self.llm_opened.append(kw)
+        if not self.budget_left:
+            raise BudgetExceeded("a discovery may cost $0.40; $0.10 is left today", left=0.1)
+        assert self.answers is not None
+        self.run = FakeRun(list(self.answers))
+        yield self.run
+
+    async def ask(self, question: ConfirmationRequired) -> None:
+        self.questions.append(question)
+        if not self.replies.pop(0):
+            raise UserDeclined("no")
+
+    async def emit(self, type_: str, payload: dict[str, Any]) -> None:
+        self.events.append((type_, payload))
+
+    def deps(self, **overrides: Any) -> Deps:
+        deps = Deps(
+            probe=self.probe,
+            github_meta=self.github_meta,
+            registry=self.registry,  # type: ignore[arg-type]  # duck-typed stand-in
+            recipe_lookup=self.recipe_lookup,
+            known_names=lambda: ("stripe-cli", "ripgrep"),
+            open_llm=self.open_llm if self.answers is not None else None,  # type: ignore[arg-type]
+            llm_providers=(lambda _order: [("claude", "claude-test")])
+            if self.answers is not None
+            else None,
+            ask=self.ask,
+            emit=self.emit,
+            now=lambda: NOW,
+            timeout_s=15.0,
+        )
+        for k, v in overrides.items():
+            setattr(deps, k, v)
+        return deps
+
+    def types(self) -> list[str]:
+        return [t for t, _ in self.events]
+
+    def last(self, type_: str) -> dict[str, Any]:
+        return [p for t, p in self.events if t == type_][-1]
+
+
+def request(tool: str = "stripe-cli", **kw: Any) -> Request:
+    return Request(tool=tool, session="s-test", **kw)
+
+
+# ---- stage 1: the registry -----------------------------------------------------------------
+
+
+async def test_a_recipe_answers_before_any_probe() -> None:
+    world = World(recipes={"stripe-cli": "registry"}, probes=[probe("npm", 10)])
+    found = await discover(request(), world.deps())
+    assert (found.stage, found.builder, found.source, found.approval) == (
+        "recipe",
+        "recipe",
+        "registry",
+        "trusted",
+    )
+    assert world.types() == [
+        "discovery.started",
+        "discovery.stage",
+        "discovery.completed",
+    ]
+    assert world.last("discovery.stage")["outcome"] == "hit"
+
+
+async def test_a_discovery_entry_names_the_source_and_how_to_install_it() -> None:
+    world = World(registry=FakeRegistry({"stripe-cli": Entry(builder="npm", source="stripe")}))
+    found = await discover(request(check_recipes=False), world.deps())
+    assert (found.stage, found.builder, found.source) == ("registry", "npm", "stripe")
+    assert found.install_command is not None and "stripe" in found.install_command
+    assert found.approval == "trusted"
+
+
+# ---- stage 2: ecosystems ---------------------------------------------------------------------
+
+
+async def test_one_ecosystem_match_is_the_answer() -> None:
+    world = World(probes=[probe("crates.io", 50_000)])
+    found = await discover(request(), world.deps())
+    assert (found.stage, found.builder) == ("ecosystem", "crates.io")
+    assert found.metadata["selection"] == "single_match"
+
+
+async def test_ten_times_the_downloads_is_a_clear_winner() -> None:
+    world = World(probes=[probe("npm", 2_000), probe("pypi", 20_000)])
+    found = await discover(request(), world.deps())
+    assert (found.builder, found.metadata["selection"]) == ("pypi", "10x_popularity_gap")
+    assert found.metadata["downloads_ratio"] == 10.0
+    assert [a["builder"] for a in found.alternatives] == ["npm"]
+
+
+async def test_close_matches_are_put_to_the_user_one_by_one() -> None:
+    world = World(probes=[probe("npm", 9_000), probe("pypi", 10_000)], replies=[False, True])
+    found = await discover(request(can_ask=True), world.deps())
+    assert (found.builder, found.approval) == ("npm", "user")
+    assert [q.data["kind"] for q in world.questions] == ["discovery.disambiguation"] * 2
+    assert [q.data["question"] for q in world.questions] == [
+        "Use pypi: stripe-cli?",
+        "Use npm: stripe-cli?",
+    ]
+
+
+async def test_close_matches_without_a_terminal_are_ambiguous() -> None:
+    world = World(probes=[probe("npm", 9_000), probe("pypi", 10_000)])
+    with pytest.raises(DiscoveryAmbiguous) as exc:
+        await discover(request(), world.deps())
+    assert exc.value.exit_code == ExitCode.AMBIGUOUS
+    assert [m["builder"] for m in exc.value.data["matches"]] == ["pypi", "npm"]
+    assert world.last("discovery.failed")["error_code"] == "discovery_ambiguous"
+
+
+async def test_declining_every_close_match_is_denied() -> None:
+    world = World(probes=[probe("npm", 9_000), probe("pypi", 10_000)], replies=[False, False])
+    with pytest.raises(DiscoveryDenied):
+        await discover(request(can_ask=True), world.deps())
+
+
+# ---- stage 3: the LLM's web search, verified -------------------------------------------------
+
+
+async def test_a_verified_popular_repository_is_approved_by_yes() -> None:
+    world = World(answers=[extract("stripe/stripe-cli")], repos={"stripe/stripe-cli": STRIPE})
+    found = await discover(request(yes=True), world.deps())
+    assert (found.stage, found.builder, found.source) == ("llm", "github", "stripe/stripe-cli")
+    assert (found.approval, found.confidence, found.provider) == ("yes_flag", 90, "claude")
+    assert found.sources == ("https://github.com/stripe/stripe-cli",)
+    assert found.spent_usd == 0.012 and found.llm_turns == 1 and found.searches == 1
+    assert world.llm_opened[0]["purpose"] == "discovery" and world.llm_opened[0]["confirmed"]
+    assert world.last("discovery.verified")["source"] == "stripe/stripe-cli"
+    assert world.last("discovery.completed")["approval"] == "yes_flag"
+
+
+async def test_the_user_approves_or_declines_what_search_found() -> None:
+    for reply, outcome in ((True, "user"), (False, None)):
+        world = World(
+            answers=[extract("stripe/stripe-cli")],
+            repos={"stripe/stripe-cli": STRIPE},
+            replies=[reply],
+        )
+        if outcome is None:
+            with pytest.raises(DiscoveryDenied) as exc:
+                await discover(request(can_ask=True), world.deps())
+            assert exc.value.exit_code == ExitCode.USER_DECLINED
+        else:
+            found = await discover(request(can_ask=True), world.deps())
+            assert found.approval == outcome
+        assert world.questions[0].data["question"] == "Install stripe-cli from this source?"
+
+
+async def test_a_fork_is_never_approved_by_yes_alone() -> None:
+    fork = RepoMeta(
+        full_name="someone/stripe-cli",
+        stars=900,
+        fork=True,
+        parent="stripe/stripe-cli",
+        parent_stars=1800,
+        created_at="2024-01-01T00:00:00Z",
+        pushed_at="2026-11-01T00:00:00Z",
+    )
+    world = World(answers=[extract("someone/stripe-cli")], repos={"someone/stripe-cli": fork})
+    with pytest.raises(DiscoveryConfirmationRequired) as exc:
+        await discover(request(yes=True), world.deps())
+    assert "it is a fork" in exc.value.message
+    assert exc.value.exit_code == ExitCode.NOT_INTERACTIVE
+    assert "--from github:stripe/stripe-cli" in exc.value.hint
+
+
+async def test_a_repository_github_does_not_know_is_rejected() -> None:
+    world = World(answers=[extract("stripe/stripe-cli-typo")])
+    with pytest.raises(DiscoveryNotFound) as exc:
+        await discover(request(yes=True), world.deps())
+    assert exc.value.data["rejected"] == [
+        {"source": "stripe/stripe-cli-typo", "reason": "the repository does not exist on GitHub"}
+    ]
+    assert exc.value.exit_code == ExitCode.RECIPE_NOT_FOUND
+
+
+async def test_low_confidence_is_rejected_however_popular() -> None:
+    world = World(answers=[extract("stripe/stripe-cli", confidence=40)])
+    world.repos["stripe/stripe-cli"] = STRIPE
+    with pytest.raises(DiscoveryNotFound, match="confidence 40 is below 70"):
+        await discover(request(yes=True), world.deps())
+
+
+async def test_an_unverifiable_source_needs_a_person() -> None:
+    limited = GitHubRateLimited(
+        "GitHub API rate limit exceeded",
+        url="https://api.github.com/repos/stripe/stripe-cli",
+        retry_at=None,
+    )
+    world = World(answers=[extract("stripe/stripe-cli")], repos={"stripe/stripe-cli": limited})
+    with pytest.raises(DiscoveryUnverified) as exc:
+        await discover(request(yes=True), world.deps())
+    assert exc.value.data["source"] == "stripe/stripe-cli"
+    assert exc.value.exit_code == ExitCode.NETWORK
+
+
+async def test_no_llm_configured_is_not_found_with_the_reason() -> None:
+    world = World()
+    with pytest.raises(DiscoveryNotFound) as exc:
+        await discover(request(), world.deps())
+    assert "no LLM is available for web search discovery" in exc.value.message
+    assert world.last("discovery.stage") == {
+        "tool": "stripe-cli",
+        "stage": "llm",
+        "outcome": "skipped",
+        "ms": world.last("discovery.stage")["ms"],
+        "reason": "no LLM is available for web search discovery",
+    }
+    failed = world.last("discovery.failed")
+    assert (failed["stage"], failed["error_code"], failed["retryable"]) == (
+        "llm",
+        "discovery_not_found",
+        False,
+    )
+
+
+async def test_no_llm_flag_stops_before_the_llm() -> None:
+    world = World(answers=[extract("stripe/stripe-cli")])
+    with pytest.raises(DiscoveryNotFound, match="--no-llm"):
+        await discover(request(llm=False), world.deps())
+    assert world.llm_opened == []
+
+
+async def test_an_llm_run_over_budget_is_a_budget_error() -> None:
+    world = World(answers=[], budget_left=False)
+    with pytest.raises(DiscoveryBudgetExceeded) as exc:
+        await discover(request(yes=True), world.deps())
+    assert exc.value.exit_code == ExitCode.BUDGET
+    assert exc.value.data == {"left": 0.1}
+    assert world.last("discovery.failed")["error_code"] == "discovery_budget"
+
+
+# ---- the deadline, the name --------------------------------------------------------------
+
+
+async def test_the_deadline_names_the_stage_it_cut(autojump_clock: trio.abc.Clock) -> None:
+    world = World(probes=[probe("npm", 10)], probe_delay=60.0)
+    with pytest.raises(DiscoveryTimeout) as exc:
+        await discover(request(), world.deps(timeout_s=2.0))
+    assert exc.value.message == (
+        "discovery of stripe-cli did not finish within 2 s (during the ecosystem stage)"
+    )
+    assert exc.value.data == {"stage": "ecosystem", "timeout_s": 2.0}
+    assert world.last("discovery.failed")["stage"] == "ecosystem"
+
+
+async def test_a_name_that_is_not_a_tool_name_is_refused() -> None:
+    world = World()
+    with pytest.raises(InvalidToolName) as exc:
+        await discover(request("str\u0456pe-cli"), world.deps())  # a Cyrillic i
+    assert exc.value.exit_code == ExitCode.USAGE
+    assert world.events == [("discovery.failed", world.last("discovery.failed"))]
+
+
+async def test_a_name_close_to_a_known_tool_is_warned_about() -> None:
+    world = World(probes=[probe("npm", 10)])
+    found = await discover(request("ripgrap"), world.deps())
+    warning = world.last("discovery.warning")
+    assert (warning["kind"], warning["similar"]) == ("typosquat", "ripgrep")
+    assert any("ripgrep" in w for w in found.warnings)

@@ -1,0 +1,444 @@
+"""``tsukuctl``'s parsing, dispatch, exit codes and rendering: the real parser and the
+real client, against a daemon double on a Unix socket (conftest)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.unit.tsukuctl.conftest import DaemonDouble, error, result
+from tsukuctl import cli, render
+from tsukuctl.events_commands import CSV_COLUMNS
+from tsukud import __version__
+from tsukud.errors import ExitCode
+
+STATUS: dict[str, Any] = {
+    "version": "0.1.0",
+    "pid": 4242,
+    "uptime_s": 3725.0,
+    "socket": "/run/user/1000/tsuku/tsukud.sock",
+    "activation": "self",
+    "home": "/home/u/.tsuku",
+    "budget": {
+        "spent_usd": 0.1234,
+        "reserved_usd": 0.004,
+        "daily_budget_usd": 5.0,
+        "day": "2026-11-23",
+        "confirm_threshold_usd": 0.5,
+    },
+    "generations": {"count": 3, "limit": 10},
+    "breakers": [],
+    "events": {"count": 17},
+    "database": "/home/u/.tsuku/tsuku.db",
+}
+
+EVENTS = [
+    {
+        "id": 1,
+        "ts": "2026-11-23T10:00:00.000000Z",
+        "type": "llm.turn",
+        "session": "s-0123456789abcdef",
+        "payload": {
+            "provider": "claude",
+            "model": "m1",
+            "input_tokens": 10,
+            "output_tokens": 5,
+            "cost_usd": 0.01,
+        },
+    },
+    {
+        "id": 2,
+        "ts": "2026-11-23T10:00:01.000000Z",
+        "type": "install.done",
+        "session": None,
+        "payload": {"tool": "stern"},
+    },
+]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(["--no-start", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def subcommands(parser: argparse.ArgumentParser) -> list[str]:
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return list(sub.choices)
+
+
+# ---- parsing ------------------------------------------------------------------------------
+
+
+def test_each_module_registers_exactly_the_words_mapped_to_it() -> None:
+    assert subcommands(cli.build_parser()) == list(cli.COMMANDS)
+    for module in cli.COMMAND_MODULES:
+        words = [w for w, m in cli.COMMANDS.items() if m == module]
+        for word in words:
+            assert subcommands(cli.build_parser(word)) == words, module
+
+
+def test_a_named_command_imports_only_its_own_module() -> None:
+    code = (
+        "import sys; from tsukuctl import cli; cli.build_parser(sys.argv[1]); "
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('tsukuctl.'))))"
+    )
+
+    def loaded(word: str) -> set[str]:
+        cp = subprocess.run(
+            [sys.executable, "-c", code, word], capture_output=True, text=True, check=True
+        )
+        return set(cp.stdout.split())
+
+    floor = {"tsukuctl.cli", "tsukuctl.client"}
+    assert loaded("status") == floor | {
+        "tsukuctl.status_commands",
+        "tsukuctl.command",
+        "tsukuctl.render",
+    }
+    assert loaded("daemon") == floor | {"tsukuctl.daemon_commands", "tsukuctl.command"}
+    assert "tsukuctl.status_commands" not in loaded("install")
+    assert floor | set(cli.COMMAND_MODULES) <= loaded("no-such-command")
+
+
+@pytest.mark.parametrize(
+    ("argv", "word"),
+    [
+        (["status", "--json"], "status"),
+        (["--no-start", "events", "summary"], "events"),
+        (["--help", "status"], None),
+        (["--version"], None),
+        (["-h"], None),
+        ([], None),
+        (["--no-start"], None),
+        (["update-registry"], "update-registry"),
+    ],
+)
+def test_the_command_word_is_the_first_non_option(argv: list[str], word: str | None) -> None:
+    assert cli.command_word(argv) == word
+
+
+def test_no_command_prints_the_help_and_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run(capsys)
+    assert code == ExitCode.USAGE
+    assert "usage: tsukuctl" in out and "update-registry" in out and "status" in out
+
+
+def test_an_unknown_command_is_refused_with_the_choices(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["statsu"])
+    assert exc.value.code == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "invalid choice: 'statsu'" in err and "'status'" in err and "'install'" in err
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out == f"tsukuctl {__version__}\n"
+
+
+def test_a_bad_choice_of_a_core_command_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["events", "--by", "week"])
+    assert exc.value.code == ExitCode.USAGE
+    assert "invalid choice: 'week'" in capsys.readouterr().err
+
+
+# ---- dispatch and exit codes --------------------------------------------------------------
+
+
+def test_no_daemon_and_no_start_is_daemon_unavailable(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "status")
+    assert code == ExitCode.DAEMON_UNAVAILABLE
+    assert out == ""
+    assert err == (
+        f"tsukuctl: no tsukud answers on {home / 'd.sock'}\n"
+        "hint: Start it with `tsukud --foreground` or see `tsukuctl daemon logs`.\n"
+    )
+
+
+def test_an_error_frame_exits_with_its_code_and_prints_the_hint(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    daemon.replies["status"] = error(
+        "budget_exceeded", "daily budget spent", ExitCode.BUDGET, hint="Raise budget.daily."
+    )
+    code, out, err = run(capsys, "status")
+    assert code == ExitCode.BUDGET
+    assert out == ""
+    assert err == "tsukuctl: daily budget spent\nhint: Raise budget.daily.\n"
+
+
+# ---- status -------------------------------------------------------------------------------
+
+
+def test_status_for_people(daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]) -> None:
+    daemon.replies["status"] = result(STATUS)
+    code, out, _ = run(capsys, "status")
+    assert code == 0 and daemon.requests == [("status", {})]
+    assert out.splitlines() == [
+        "tsukud 0.1.0  pid 4242  up 1h2m5s",
+        "socket       /run/user/1000/tsuku/tsukud.sock (self)",
+        "home         /home/u/.tsuku",
+        "budget       $0.12 spent + $0.0040 reserved of $5.00 today (2026-11-23 UTC);"
+        " confirm above $0.50",
+        "generations  3 of 10 in the last hour",
+        "breakers     no provider used yet",
+        "events       17 in /home/u/.tsuku/tsuku.db",
+    ]
+
+
+def test_status_names_only_the_breakers_that_are_not_quiet(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    closed = {"state": "closed", "consecutive_failures": 0, "retry_at": None, "last_error": None}
+    opened = {
+        "provider": "gemini",
+        "state": "open",
+        "consecutive_failures": 3,
+        "retry_at": "2026-11-23T11:00:00Z",
+        "last_error": "timeout",
+    }
+    daemon.replies["status"] = result({**STATUS, "breakers": [{"provider": "claude", **closed}]})
+    assert "breakers     all closed (claude)\n" in run(capsys, "status")[1]
+    daemon.replies["status"] = result(
+        {**STATUS, "breakers": [{"provider": "claude", **closed}, opened]}
+    )
+    out = run(capsys, "status")[1]
+    assert "breaker      gemini: open until 2026-11-23T11:00:00Z, 3 consecutive failures" in out
+    assert "claude" not in out
+
+
+def test_status_json_is_the_result_on_one_line(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    daemon.replies["status"] = result(STATUS)
+    code, out, _ = run(capsys, "status", "--json")
+    assert code == 0 and out.count("\n") == 1 and json.loads(out) == STATUS
+
+
+# ---- events -------------------------------------------------------------------------------
+
+
+def streamed(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """events.list: the events in two progress batches, then the count."""
+    return [
+        {"progress": {"events": EVENTS[:1]}},
+        {"progress": {"events": EVENTS[1:]}},
+        {"result": {"count": len(EVENTS)}},
+    ]
+
+
+def test_events_sends_the_filter_and_renders_a_table(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(render, "term_width", lambda: 100)  # details are cut to fit
+    daemon.replies["events.list"] = streamed
+    code, out, err = run(
+        capsys, "events", "--type", "llm.*,install.done", "--session", "s-1", "--limit", "2"
+    )
+    assert code == 0
+    assert daemon.requests == [
+        (
+            "events.list",
+            {"filter": {"types": ["llm.*", "install.done"], "session": "s-1"}, "limit": 2},
+        )
+    ]
+    lines = out.splitlines()
+    assert lines[0].split() == ["ID", "TIME", "(UTC)", "TYPE", "SESSION", "DETAILS"]
+    assert lines[1].split()[:5] == ["1", "2026-11-23", "10:00:00.000", "llm.turn", "s-0123456789"]
+    # DETAILS gets what the fixed columns leave of 100 (at least 20): 28 here.
+    assert lines[1].endswith("  provider=claude model=m1 in…")
+    assert lines[2].split() == ["2", "2026-11-23", "10:00:01.000", "install.done", "tool=stern"]
+    assert err == "(newest 2 shown; --limit 0 for all)\n"
+
+
+def test_events_json_lines_and_csv(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    daemon.replies["events.list"] = streamed
+    code, out, _ = run(capsys, "events", "--json")
+    assert code == 0 and [json.loads(x) for x in out.splitlines()] == EVENTS
+    code, out, _ = run(capsys, "events", "--csv")
+    rows = out.splitlines()
+    assert code == 0 and rows[0] == ",".join(CSV_COLUMNS)
+    assert rows[1].startswith(
+        "1,2026-11-23T10:00:00.000000Z,llm.turn,s-0123456789abcdef,claude,m1,10,5,0.01,"
+    )
+    assert rows[2] == '2,2026-11-23T10:00:01.000000Z,install.done,,,,,,,"{""tool"":""stern""}"'
+
+
+def test_events_with_no_match_says_so(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    daemon.replies["events.list"] = result({"count": 0})
+    assert run(capsys, "events") == (0, "no events match\n", "")
+
+
+def test_a_bad_time_is_a_usage_error_before_any_call(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "events", "--since", "yesterday-ish")
+    assert code == ExitCode.USAGE and out == ""
+    assert err.startswith("tsukuctl: ") and "yesterday-ish" in err
+    assert daemon.requests == []
+
+
+def test_events_summary_table_has_a_total_row(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    group = {
+        "key": "claude",
+        "events": 4,
+        "llm_turns": 2,
+        "input_tokens": 100,
+        "output_tokens": 50,
+        "cost_usd": 0.5,
+        "cost_unknown": 1,
+    }
+    daemon.replies["events.summary"] = result(
+        {"groups": [group, {**group, "key": None, "cost_unknown": 0}], "totals": group}
+    )
+    code, out, _ = run(capsys, "events", "summary", "--by", "provider")
+    assert code == 0
+    assert daemon.requests == [("events.summary", {"filter": {}, "by": "provider"})]
+    lines = [line.split() for line in out.splitlines()]
+    assert lines[0] == [
+        "PROVIDER",
+        "EVENTS",
+        "LLM",
+        "TURNS",
+        "INPUT",
+        "TOK",
+        "OUTPUT",
+        "TOK",
+        "COST",
+    ]
+    assert lines[1] == ["claude", "4", "2", "100", "50", "$0.50", "+1", "unpriced"]
+    assert lines[2] == ["(none)", "4", "2", "100", "50", "$0.50"]
+    assert lines[3] == ["total", "4", "2", "100", "50", "$0.50", "+1", "unpriced"]
+
+
+def test_events_verify(daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]) -> None:
+    daemon.replies["events.verify"] = result({"checked": 17, "head": "ab" * 32})
+    code, out, _ = run(capsys, "events", "verify")
+    assert code == 0
+    assert out == "ledger ok: 17 events, hash chain intact (head abababababababab…)\n"
+
+
+# ---- config -------------------------------------------------------------------------------
+
+
+def test_config_list_and_get(daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]) -> None:
+    setting = {"key": "budget.daily_usd", "value": 5.0, "source": "default"}
+    daemon.replies["config.list"] = result({"settings": [setting], "path": "/h/config.toml"})
+    daemon.replies["config.get"] = result(setting)
+    code, out, _ = run(capsys, "config", "list")
+    assert code == 0
+    assert out.splitlines() == [
+        "KEY               VALUE  SOURCE",
+        "budget.daily_usd  5.0    default",
+        "",
+        "file: /h/config.toml",
+    ]
+    assert run(capsys, "config", "get", "budget.daily_usd") == (0, "5.0\n", "")
+    assert daemon.requests[-1] == ("config.get", {"key": "budget.daily_usd"})
+
+
+def test_config_without_a_key_is_a_usage_error(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "config", "get")
+    assert code == ExitCode.USAGE
+    assert err == "tsukuctl: config get needs a KEY\nhint: `tsukuctl config list` shows them.\n"
+    assert daemon.requests == []
+
+
+def test_a_secret_is_never_taken_from_the_command_line(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "config", "set", "secrets.anthropic_api_key", "sk-ant-xyz")
+    assert code == ExitCode.USAGE and out == ""
+    assert "never taken from the command line" in err and "sk-ant-xyz" not in err
+    assert daemon.requests == []
+
+
+def test_a_secret_is_read_from_standard_input(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("sk-ant-from-stdin\n"))
+    daemon.replies["config.set"] = lambda p: [
+        {"result": {"key": p["key"], "value": "********", "source": "file", "note": "kept 0600"}}
+    ]
+    code, out, err = run(capsys, "config", "set", "secrets.anthropic_api_key")
+    assert code == 0
+    assert daemon.requests == [
+        ("config.set", {"key": "secrets.anthropic_api_key", "value": "sk-ant-from-stdin"})
+    ]
+    assert out == "secrets.anthropic_api_key = ********  (file)\n"
+    assert err == "note: kept 0600\n"
+
+
+def test_config_unset(daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]) -> None:
+    daemon.replies["config.set"] = result(
+        {"key": "llm.order", "value": "claude", "source": "default"}
+    )
+    assert run(capsys, "config", "unset", "llm.order") == (
+        0,
+        "llm.order unset (now claude from default)\n",
+        "",
+    )
+    assert daemon.requests == [("config.set", {"key": "llm.order", "value": None})]
+
+
+# ---- daemon -------------------------------------------------------------------------------
+
+
+def test_daemon_start_when_one_answers(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    daemon.replies["ping"] = result({"pid": 4242})
+    assert run(capsys, "daemon", "start") == (0, "tsukud already running (pid 4242)\n", "")
+
+
+def test_daemon_stop_waits_for_the_daemon_to_hang_up(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a pid that no longer runs: the stop is over once the socket closes
+    daemon.replies["daemon.stop"] = result({"pid": gone.pid})
+    daemon.hang_up_after.add("daemon.stop")
+    assert run(capsys, "daemon", "stop") == (0, f"tsukud stopped (pid {gone.pid})\n", "")
+    assert daemon.methods() == ["daemon.stop"]
+
+
+def test_daemon_stop_when_none_runs(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "daemon", "stop") == (0, "tsukud is not running\n", "")
+
+
+def test_daemon_logs_shows_the_last_lines(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "daemon", "logs") == (
+        0,
+        f"no log yet at {home / 'logs' / 'tsukud.log'}\n",
+        "",
+    )
+    (home / "logs").mkdir()
+    (home / "logs" / "tsukud.log").write_text("".join(f"line {i}\n" for i in range(10)))
+    assert run(capsys, "daemon", "logs", "-n", "2") == (0, "line 8\nline 9\n", "")

@@ -1,0 +1,47 @@
+"""What every command module shares: a call to the daemon, a line of output, a question.
+
+Each ``*_commands.py`` module turns parsed arguments into an exit code with these, so
+none of them needs ``cli`` (which only parses and dispatches) and ``cli`` imports only
+the module of the command it runs. Standard library only, like the whole client.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from tsukuctl.client import Client
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
+
+
+def rpc(
+    args: argparse.Namespace, method: str, params: dict[str, Any] | None = None, **kw: Any
+) -> Any:
+    """One call on a fresh connection; ``--no-start`` keeps a stopped daemon stopped."""
+    with Client.connect(autostart=not getattr(args, "no_start", False)) as c:
+        return c.call(method, params, **kw)
+
+
+def out(text: str) -> None:
+    sys.stdout.write(text + "\n")
+
+
+def can_ask() -> bool:
+    """Whether a question can be put to the user (both ends of the terminal)."""
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
+def ask_on_terminal(question: dict[str, Any]) -> bool:
+    """Answer a daemon's ``confirm`` frame with a y/N prompt; default no."""
+    sys.stderr.write(
+        f"{question.get('message', '')}\n{question.get('question', 'Continue?')} [y/N] "
+    )
+    sys.stderr.flush()
+    try:
+        reply = sys.stdin.readline()
+    except (OSError, KeyboardInterrupt):
+        return False
+    return reply.strip().lower() in ("y", "yes")

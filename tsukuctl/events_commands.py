@@ -1,0 +1,189 @@
+"""``tsukuctl events [list|summary|verify]``: the audit ledger as a table, JSON lines or CSV.
+
+Listing streams: the daemon sends the matching events in batches as progress frames, and
+JSON lines and CSV are written batch by batch, so a machine reader of a long ledger sees
+rows before the last one is read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tsukuctl import render
+from tsukuctl.command import out, rpc
+from tsukud.errors import UsageError
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def _filter(args: argparse.Namespace) -> dict[str, Any]:
+    from tsukuctl.timespec import BadTime, to_ledger_time
+
+    f: dict[str, Any] = {}
+    try:
+        if args.since:
+            f["since"] = to_ledger_time(args.since)
+        if args.until:
+            f["until"] = to_ledger_time(args.until)
+    except BadTime as e:
+        raise UsageError(str(e)) from None
+    if args.type:
+        f["types"] = [t for spec in args.type for t in spec.split(",") if t]
+    if args.session:
+        f["session"] = args.session
+    return f
+
+
+CSV_COLUMNS = (
+    "id",
+    "ts",
+    "type",
+    "session",
+    "provider",
+    "model",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "payload",
+)
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    action = args.action or "list"
+    if action == "summary":
+        return _events_summary(args)
+    if action == "verify":
+        return _events_verify(args)
+    fmt = "json" if args.json else "csv" if args.csv else "table"
+    rows: list[dict[str, Any]] = []
+    width = render.term_width()
+
+    def emit(progress: dict[str, Any]) -> None:
+        batch = progress.get("events", [])
+        if fmt == "json":
+            sys.stdout.write("".join(render.jsonl(e) + "\n" for e in batch))
+        elif fmt == "csv":
+            lines = []
+            for e in batch:
+                p = e["payload"]
+                lines.append(
+                    [
+                        e["id"],
+                        e["ts"],
+                        e["type"],
+                        e["session"] or "",
+                        p.get("provider", ""),
+                        p.get("model", ""),
+                        p.get("input_tokens", ""),
+                        p.get("output_tokens", ""),
+                        p.get("cost_usd", ""),
+                        render.jsonl(p),
+                    ]
+                )
+            sys.stdout.write(render.csv_text(CSV_COLUMNS, lines).split("\n", 1)[1])
+        else:
+            rows.extend(batch)
+
+    if fmt == "csv":
+        sys.stdout.write(",".join(CSV_COLUMNS) + "\n")
+    result = rpc(
+        args, "events.list", {"filter": _filter(args), "limit": args.limit}, on_progress=emit
+    )
+    if fmt == "table":
+        if not rows:
+            out("no events match")
+            return 0
+        base = 24 + 2 + 22 + 2 + 12 + 2 + 8
+        table_rows = [
+            [
+                e["id"],
+                e["ts"][:23].replace("T", " "),
+                e["type"],
+                (e["session"] or "")[:12],
+                render.compact(e["payload"], max(20, width - base)),
+            ]
+            for e in rows
+        ]
+        out(
+            render.table(
+                ("ID", "TIME (UTC)", "TYPE", "SESSION", "DETAILS"), table_rows, right=frozenset({0})
+            )
+        )
+        shown = result["count"]
+        if args.limit and shown == args.limit:
+            sys.stderr.write(f"(newest {shown} shown; --limit 0 for all)\n")
+    return 0
+
+
+def _events_summary(args: argparse.Namespace) -> int:
+    res = rpc(args, "events.summary", {"filter": _filter(args), "by": args.by})
+    if args.json:
+        out(render.jsonl(res))
+        return 0
+    if args.csv:
+        cols = (
+            "key",
+            "events",
+            "llm_turns",
+            "input_tokens",
+            "output_tokens",
+            "cost_usd",
+            "cost_unknown",
+        )
+        sys.stdout.write(render.csv_text(cols, [[g[c] for c in cols] for g in res["groups"]]))
+        return 0
+    rows = [_summary_row(g["key"] if g["key"] is not None else "(none)", g) for g in res["groups"]]
+    rows.append(_summary_row("total", res["totals"]))
+    out(
+        render.table(
+            (args.by.upper(), "EVENTS", "LLM TURNS", "INPUT TOK", "OUTPUT TOK", "COST"),
+            rows,
+            right=frozenset({1, 2, 3, 4}),
+        )
+    )
+    return 0
+
+
+def _summary_row(label: str, g: dict[str, Any]) -> list[Any]:
+    """One line of the summary table: a group's, or the totals'."""
+    unpriced = f" +{g['cost_unknown']} unpriced" if g["cost_unknown"] else ""
+    return [
+        label,
+        g["events"],
+        g["llm_turns"],
+        g["input_tokens"],
+        g["output_tokens"],
+        render.money(g["cost_usd"]) + unpriced,
+    ]
+
+
+def _events_verify(args: argparse.Namespace) -> int:
+    res = rpc(args, "events.verify")
+    if args.json:
+        out(render.jsonl(res))
+    else:
+        out(f"ledger ok: {res['checked']} events, hash chain intact (head {res['head'][:16]}…)")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("events", help="the audit ledger: list, summary, verify")
+    p.add_argument("action", nargs="?", choices=("list", "summary", "verify"))
+    p.add_argument("--since", help="e.g. 7d, 12h, 2026-11-01")
+    p.add_argument("--until", help="same forms as --since (exclusive)")
+    p.add_argument("--type", action="append", help="event type or prefix (llm.*); repeatable")
+    p.add_argument("--session", help="one run's session id")
+    p.add_argument("--limit", type=int, default=100, help="newest N events (0: all; default 100)")
+    p.add_argument(
+        "--by",
+        default="day",
+        choices=("day", "hour", "provider", "model", "session", "type"),
+        help="summary grouping (default day)",
+    )
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--json", action="store_true", help="one JSON object per line")
+    g.add_argument("--csv", action="store_true")
+    p.set_defaults(fn=cmd_events)

@@ -1,0 +1,48 @@
+"""``tsukuctl status``: the daemon, budget, rate limit and breaker state in one screen."""
+
+from __future__ import annotations
+
+import argparse
+
+from tsukuctl import render
+from tsukuctl.command import out, rpc
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    st = rpc(args, "status")
+    if args.json:
+        out(render.jsonl(st))
+        return 0
+    b, g = st["budget"], st["generations"]
+    lines = [
+        f"tsukud {st['version']}  pid {st['pid']}  up {render.duration(st['uptime_s'])}",
+        f"socket       {st['socket']} ({st['activation']})",
+        f"home         {st['home']}",
+        f"budget       {render.money(b['spent_usd'])} spent"
+        f" + {render.money(b['reserved_usd'])} reserved"
+        f" of {render.money(b['daily_budget_usd'])} today ({b['day']} UTC);"
+        f" confirm above {render.money(b['confirm_threshold_usd'])}",
+        f"generations  {g['count']} of {g['limit']} in the last hour",
+    ]
+    tripped = [x for x in st["breakers"] if x["state"] != "closed" or x["consecutive_failures"]]
+    if not st["breakers"]:
+        lines.append("breakers     no provider used yet")
+    elif not tripped:
+        lines.append(
+            "breakers     all closed (" + ", ".join(x["provider"] for x in st["breakers"]) + ")"
+        )
+    for x in tripped:
+        when = f" until {x['retry_at']}" if x["retry_at"] else ""
+        lines.append(
+            f"breaker      {x['provider']}: {x['state']}{when},"
+            f" {x['consecutive_failures']} consecutive failures (last: {x['last_error']})"
+        )
+    lines.append(f"events       {st['events']['count']} in {st['database']}")
+    out("\n".join(lines))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("status", help="daemon, budget, rate limit and breaker state")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_status)
