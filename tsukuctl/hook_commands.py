@@ -175,9 +175,8 @@ def packaged_script(shell: str) -> str:
 
 def install_scripts(tsuku_home: str) -> str:
     """All three scripts (switching shells needs no reinstall); returns the directory."""
-    from tsukud.hooks.index import hooks_dir
 
-    d = hooks_dir(tsuku_home)
+    d = paths.hooks_dir(tsuku_home)
     for shell in SHELLS:
         _write(os.path.join(d, f"tsuku.{shell}"), packaged_script(shell))
     return d
@@ -209,9 +208,8 @@ def uninstall_rc(shell: str, rc: str) -> bool:
 
 
 def mode_path(tsuku_home: str) -> str:
-    from tsukud.hooks.index import hooks_dir
 
-    return os.path.join(hooks_dir(tsuku_home), "mode")
+    return os.path.join(paths.hooks_dir(tsuku_home), "mode")
 
 
 def effective_mode(tsuku_home: str, env: Mapping[str, str]) -> tuple[str, str]:
@@ -237,9 +235,8 @@ def set_mode(tsuku_home: str, mode: str) -> str:
 
 
 def index_info(tsuku_home: str, now: float) -> dict[str, Any]:
-    from tsukud.hooks.index import index_path
 
-    path = index_path(tsuku_home)
+    path = paths.index_path(tsuku_home)
     try:
         st = os.stat(path)
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -363,11 +360,10 @@ def _status(args: argparse.Namespace, home: str) -> int:
                 "current_shell": shell == detected,
             }
         )
-    from tsukud.hooks.index import hooks_dir
 
     scripts = {}
     for shell in SHELLS:
-        have = _read(os.path.join(hooks_dir(home), f"tsuku.{shell}"))
+        have = _read(os.path.join(paths.hooks_dir(home), f"tsuku.{shell}"))
         scripts[shell] = (
             "missing"
             if have is None

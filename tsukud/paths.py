@@ -60,3 +60,20 @@ def log_path(env: Mapping[str, str] | None = None) -> str:
 def lock_path(env: Mapping[str, str] | None = None) -> str:
     """The single-instance lock. Next to the database, not the socket: it guards the ledger."""
     return os.path.join(tsuku_home(env), "run", "tsukud.lock")
+
+
+# The shell hooks' files: the client (``tsukuctl hook``) and the daemon (which keeps the
+# index current) must agree on them, and the hooks read them with no Python at all.
+INDEX_NAME = "binary-index.tsv"
+
+
+def share_dir(home: str) -> str:
+    return os.path.join(home, "share")
+
+
+def index_path(home: str) -> str:
+    return os.path.join(share_dir(home), INDEX_NAME)
+
+
+def hooks_dir(home: str) -> str:
+    return os.path.join(share_dir(home), "hooks")

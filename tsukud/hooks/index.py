@@ -21,29 +21,17 @@ import os
 import re
 
 from tsukud.fsutil import write_atomic
+from tsukud.paths import index_path
 
 TYPE_CHECKING = False  # typing is not imported at run time (tsukuctl's start-up)
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-INDEX_NAME = "binary-index.tsv"
 HEADER = "# tsuku binary index v1: binary<TAB>tool<TAB>source (installed|local|registry)"
 SOURCES = ("installed", "local", "registry")  # best first
 # What the hooks will look up: anything else (spaces, globs, slashes) is never a tool's
 # command and would need escaping in grep's pattern. The hooks apply the same test.
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
-
-
-def share_dir(home: str) -> str:
-    return os.path.join(home, "share")
-
-
-def index_path(home: str) -> str:
-    return os.path.join(share_dir(home), INDEX_NAME)
-
-
-def hooks_dir(home: str) -> str:
-    return os.path.join(share_dir(home), "hooks")
 
 
 def command_name(path: str) -> str:
