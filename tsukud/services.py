@@ -169,7 +169,8 @@ class Services:
     @cached_property
     def installer(self) -> Installer:
         from tsukud.install import layout
-        from tsukud.install.installer import Installer, verify_env
+        from tsukud.install.checks import verify_env
+        from tsukud.install.installer import Installer
         from tsukud.install.versions import VersionResolver
 
         installer = Installer(

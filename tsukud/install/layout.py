@@ -19,7 +19,9 @@ re-created. Standard library only, so it can run at daemon start-up cheaply.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +42,29 @@ def bin_dir(home: Path) -> Path:
 
 def tool_dir(home: Path, name: str, version: str) -> Path:
     return tools_dir(home) / f"{name}-{version}"
+
+
+def aside_path(tool_dir: Path) -> Path:
+    """Where a same-version reinstall moves the existing copy while the new one goes in."""
+    return tool_dir.with_name(f"{OLD_PREFIX}{tool_dir.name}.{secrets.token_hex(4)}")
+
+
+def original_name(aside: str) -> str:
+    """The name of the tool directory an :func:`aside_path` copy was moved out of."""
+    return aside[len(OLD_PREFIX) :].rsplit(".", 1)[0]
+
+
+def discard(path: Path) -> None:
+    """Rename ``path`` out of the way (one atomic step, so its name is free at once),
+    then delete it in a background thread. A crash mid-delete leaves a ``.trash-*``
+    directory, which :func:`cleanup_staging` removes at the next start."""
+    if not path.exists() and not path.is_symlink():
+        return
+    trash = path.with_name(f"{TRASH_PREFIX}{secrets.token_hex(6)}")
+    os.replace(path, trash)
+    threading.Thread(
+        target=shutil.rmtree, args=(trash,), kwargs={"ignore_errors": True}, daemon=True
+    ).start()
 
 
 def installed_rows(installed: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -90,7 +115,7 @@ def cleanup_staging(home: Path, report: RecoveryReport | None = None) -> Recover
             _rmtree(entry)
             report.removed.append(str(entry))
         elif name.startswith(OLD_PREFIX):
-            original = name[len(OLD_PREFIX) :].rsplit(".", 1)[0]
+            original = original_name(name)
             target = tools / original
             if original and not target.exists() and not target.is_symlink():
                 os.replace(entry, target)

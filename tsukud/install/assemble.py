@@ -1,0 +1,149 @@
+"""Assembling a tool's tree from the unpacked assets of its recipe steps.
+
+One assembler for the installer and for recipe validation, so a validated recipe
+produces the same tree the install will: a step in ``directory`` mode contributes the
+whole unpacked asset (its binaries must be files inside it); any other step contributes
+only its binaries, each placed at its ``dest`` (``bin/<name>`` usually) and made
+executable when it sits in ``bin/`` or already was.
+
+Every path a recipe names is relative and stays inside the tool (:func:`safe_rel`), and
+every file it points at is looked up with symlinks resolved (:func:`resolve_inside`), so
+an archive's symlink cannot smuggle in a file from outside it. Files are moved, not
+copied, out of the extraction directory (the same filesystem): a 200 MB binary costs a
+rename, not a second write; a file listed twice is copied the second time.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shutil
+from pathlib import Path
+
+from tsukud.install.errors import BinaryNotInArchive, InstallError
+from tsukud.recipe import RenderedStep
+
+LISTING_LIMIT = 30
+
+
+def safe_rel(rel: str, what: str) -> str:
+    """``rel`` normalised, or :class:`InstallError` if it is absolute or leaves the tool."""
+    norm = os.path.normpath(rel)
+    if os.path.isabs(rel) or norm == ".." or norm.startswith("../") or "\x00" in rel:
+        raise InstallError(f"{what} {rel!r} must be a relative path inside the tool")
+    return norm
+
+
+def resolve_inside(root: Path, rel: str) -> Path | None:
+    """``root/rel`` with symlinks resolved, if that is a regular file inside ``root``."""
+    real_root = Path(os.path.realpath(root))
+    real = Path(os.path.realpath(root / rel))
+    try:
+        real.relative_to(real_root)
+    except ValueError:
+        return None
+    return real if real.is_file() else None
+
+
+def files(root: Path) -> tuple[list[str], list[str]]:
+    """Relative (``/``-separated) paths of the files under ``root``, and of those that
+    are executable: what a person needs to fix a recipe whose binary is not there."""
+    found: list[str] = []
+    executables: list[str] = []
+    for dirpath, _dirs, names in os.walk(root):
+        for n in names:
+            full = os.path.join(dirpath, n)
+            rel = os.path.relpath(full, root).replace(os.sep, "/")
+            found.append(rel)
+            try:
+                if os.lstat(full).st_mode & 0o111 and os.path.isfile(full):
+                    executables.append(rel)
+            except OSError:
+                continue
+    return sorted(found), sorted(executables)
+
+
+def listing(root: Path, limit: int = LISTING_LIMIT) -> str:
+    """The files under ``root`` on one line, at most ``limit`` of them."""
+    names = files(root)[0]
+    shown = ", ".join(names[:limit])
+    return shown + (f", … ({len(names) - limit} more)" if len(names) > limit else "") or "(empty)"
+
+
+def _not_found(where: str, reason: str, searched: Path) -> BinaryNotInArchive:
+    exc = BinaryNotInArchive(f"{where}: {reason}; it has: {listing(searched)}")
+    exc.reason = reason
+    exc.searched = searched
+    return exc
+
+
+class TreeAssembler:
+    """Builds one tool tree in ``root`` (created on first use; its parent must exist),
+    one step at a time. ``binaries`` maps each binary's name to its path in the tree."""
+
+    def __init__(self, root: Path, tool: str) -> None:
+        self.root = root
+        self.tool = tool
+        self.binaries: dict[str, str] = {}
+        self._moved: dict[Path, Path] = {}  # extracted file -> where it went
+
+    def add(self, step: RenderedStep, unpacked: Path) -> None:
+        """Take ``step``'s part of ``unpacked`` into the tree. Raises
+        :class:`BinaryNotInArchive` when a binary is not a file in the asset and
+        :class:`InstallError` when the recipe names a path outside the tool."""
+        where = f"{self.tool}: steps[{step.index}]"
+        if step.install_mode == "directory":
+            self._add_directory(step, unpacked, where)
+        else:
+            self._add_binaries(step, unpacked, where)
+
+    def finish(self) -> dict[str, str]:
+        """The tree exists (also for a recipe with no step), and its binaries."""
+        self.root.mkdir(exist_ok=True)
+        return self.binaries
+
+    def _add_directory(self, step: RenderedStep, unpacked: Path, where: str) -> None:
+        dests = [safe_rel(b.dest, f"{where}: binary") for b in step.binaries]
+        if not self.root.exists():
+            os.rename(unpacked, self.root)
+        else:
+            shutil.copytree(unpacked, self.root, symlinks=True, dirs_exist_ok=True)
+        for dest in dests:
+            real = resolve_inside(self.root, dest)
+            if real is None:
+                raise _not_found(where, f"{dest} is not a file in {step.asset_name}", self.root)
+            os.chmod(real, 0o755)  # noqa: S103 - an executable for everyone, like /usr/bin
+            self.binaries[posixpath.basename(dest)] = dest
+
+    def _add_binaries(self, step: RenderedStep, unpacked: Path, where: str) -> None:
+        # Every source is found before any is moved, so a missing one is reported
+        # against the whole unpacked asset.
+        placed: list[tuple[Path, str]] = []  # (source, dest)
+        for b in step.binaries:
+            src = safe_rel(b.src, f"{where}: binary src")
+            dest = safe_rel(b.dest, f"{where}: binary dest")
+            real = resolve_inside(unpacked, src)
+            if real is None:
+                strip = f" (after strip_dirs={step.strip_dirs})" if step.strip_dirs else ""
+                reason = f"{b.src} is not a file in {step.asset_name}{strip}"
+                raise _not_found(where, reason, unpacked)
+            placed.append((real, dest))
+        self.root.mkdir(exist_ok=True)
+        for real, dest in placed:
+            target = self.root / dest
+            earlier = self._moved.get(real)
+            if earlier == target:  # listed twice with the same dest: already there
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.exists() or target.is_symlink():
+                target.unlink()
+            if earlier is None:
+                executable = bool(os.stat(real).st_mode & 0o111)
+                os.rename(real, target)
+                self._moved[real] = target
+            else:  # the same file installed twice: the second one is a copy
+                executable = bool(os.stat(earlier).st_mode & 0o111)
+                shutil.copyfile(earlier, target)
+            mode = 0o755 if dest.startswith("bin/") or executable else 0o644
+            os.chmod(target, mode)
+            self.binaries[posixpath.basename(dest)] = dest

@@ -1,0 +1,414 @@
+"""One install attempt: from the recipe to a committed ``install.completed``.
+
+1. loads the recipe (``$TSUKU_HOME/recipes``, then the registry) and checks it can
+   install on this platform;
+2. resolves the version (GitHub releases; see ``versions.py``) and renders each selected
+   step into an asset name and URL, matched against the release's asset list;
+3. in a private staging directory ``tools/.staging-<name>-*``: downloads each asset
+   (sha256 computed while streaming; checked against GitHub's ``digest``, the recipe's
+   ``asset_sha256`` and a ``checksum_asset``/``checksum_url`` file when present),
+   extracts it with the safe extractor, and assembles the tool's tree (``assemble.py``);
+4. renames the tree to ``tools/<name>-<version>`` (atomic), runs the verify command
+   there and checks its patterns;
+5. points ``bin/<binary>`` at it (each link made as a temporary link renamed into
+   place), records ``install.completed`` (durable), then deletes the version it
+   replaced.
+
+A failure at any step deletes what the attempt created and puts back what it moved
+(:class:`~tsukud.install.transaction.InstallTransaction`), so there is never a partial
+install or a dangling link, and records ``install.failed`` with the stage it reached.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from tsukud.errors import TsukuError
+from tsukud.install import layout
+from tsukud.install.assemble import TreeAssembler, resolve_inside
+from tsukud.install.checks import run_checks, sha256_file
+from tsukud.install.download import (
+    ChecksumMismatch,
+    DownloadResult,
+    check_sha256,
+    download,
+    download_streaming,
+    parse_checksum_file,
+)
+from tsukud.install.errors import BinaryConflict, BinaryNotInArchive
+from tsukud.install.extract import ExtractLimits, extract
+from tsukud.install.registry import LoadedRecipe
+from tsukud.install.transaction import InstallTransaction
+from tsukud.install.versions import Resolution
+from tsukud.recipe import (
+    ArchiveFormat,
+    RenderedStep,
+    VerifyCheck,
+    render_recipe,
+    render_verify,
+    require_supported,
+)
+
+if TYPE_CHECKING:
+    from tsukud.install.installer import Installer
+
+ProgressFn = Callable[[dict[str, Any]], Awaitable[None]]
+CHECKSUM_FILE_MAX = 1024 * 1024
+
+
+def _stream_limits(length: int | None) -> ExtractLimits:
+    """The extractor sizes its compression-ratio budget from the archive file; a stream
+    has no file size, so give it the budget the file would have had. Without a
+    ``content-length`` only the absolute limits apply."""
+    default = ExtractLimits()
+    if length is None:
+        return ExtractLimits(ratio_floor_bytes=default.max_total_bytes)
+    return ExtractLimits(
+        ratio_floor_bytes=max(default.ratio_floor_bytes, length * default.max_ratio)
+    )
+
+
+class InstallAttempt:
+    """One install attempt: its session, stage and the things to undo on failure."""
+
+    def __init__(
+        self, inst: Installer, name: str, version: str | None, session: str, progress: ProgressFn
+    ) -> None:
+        self.inst = inst
+        self.name = name
+        self.requested = version
+        self.session = session
+        self._progress = progress
+        self.timings_ms: dict[str, float] = {}
+        self._stage = "recipe"
+        self._stage_started = time.perf_counter()
+        self.version: str | None = None
+        self.staging: Path | None = None
+        self.tx = InstallTransaction(inst.home)
+
+    @property
+    def stage(self) -> str:
+        return self._stage
+
+    @stage.setter
+    def stage(self, value: str) -> None:
+        """Entering a stage also closes the previous one's timing."""
+        now = time.perf_counter()
+        spent = (now - self._stage_started) * 1000
+        self.timings_ms[self._stage] = round(self.timings_ms.get(self._stage, 0.0) + spent, 1)
+        self._stage, self._stage_started = value, now
+
+    async def progress(self, stage: str, **data: Any) -> None:
+        await self._progress({"stage": stage, "tool": self.name, **data})
+
+    def _event(self, type_: str, payload: dict[str, Any]) -> Any:
+        return self.inst.store.append_nowait(type_, payload, self.session)
+
+    async def execute(self, *, force: bool) -> dict[str, Any]:
+        try:
+            return await self._execute(force=force)
+        except BaseException as exc:
+            self.tx.rollback()
+            if isinstance(exc, TsukuError):
+                code, message = exc.code, exc.message
+            elif isinstance(exc, Exception):
+                code, message = "internal", f"{type(exc).__name__}: {exc}"
+            else:
+                code, message = "cancelled", "the install was cancelled"
+            self._event(
+                "install.failed",
+                {
+                    "tool": self.name,
+                    "version": self.version,
+                    "requested": self.requested,
+                    "stage": self.stage,
+                    "error_code": code,
+                    "message": message,
+                },
+            )
+            raise
+        finally:
+            if self.staging is not None:
+                layout.discard(self.staging)
+
+    async def _execute(self, *, force: bool) -> dict[str, Any]:
+        await self.progress("resolving", requested=self.requested)
+        loaded = await self.inst.registry.load(self.name)
+        self.name = loaded.name  # an alias (hx) installs as its recipe (helix)
+        async with self.inst.lock(self.name):
+            return await self._install(loaded, force=force)
+
+    async def _install(self, loaded: LoadedRecipe, *, force: bool) -> dict[str, Any]:
+        inst = self.inst
+        recipe = loaded.recipe
+        require_supported(recipe, inst.platform)
+        self.stage = "resolve"
+        res = await inst.resolver.resolve(recipe, self.requested)
+        self.version = res.version
+        current = inst.installed().get(self.name)
+        final_dir = layout.tool_dir(inst.home, self.name, res.version)
+        if (
+            current is not None
+            and current.get("version") == res.version
+            and final_dir.is_dir()
+            and not force
+        ):
+            return {
+                "tool": self.name,
+                "version": res.version,
+                "already_installed": True,
+                "install_dir": str(final_dir),
+                "binaries": sorted((current.get("binaries") or {}).keys()),
+            }
+        self._event(
+            "install.started",
+            {
+                "tool": self.name,
+                "version": res.version,
+                "requested": self.requested,
+                "tag": res.tag,
+                "repo": res.repo,
+                "recipe_source": loaded.source,
+            },
+        )
+        self.stage = "render"
+        assets = res.release.asset_names if res.release is not None else None
+        rendered = render_recipe(
+            recipe, res.resolved, inst.platform, assets=assets, github_url=inst.github_url()
+        )
+        tools = layout.tools_dir(inst.home)
+        tools.mkdir(parents=True, exist_ok=True)
+        self.staging = tools / (
+            f"{layout.STAGING_PREFIX}{self.name}-{res.version}-{secrets.token_hex(4)}"
+        )
+        self.staging.mkdir(mode=0o700)
+        root = self.staging / "root"
+        asset_records = []
+        for step in rendered:
+            asset_records.append(await self._fetch_and_unpack(step, res, loaded, root))
+        self.stage = "install"
+        await self.progress("installing", version=res.version)
+        binaries = await trio.to_thread.run_sync(self._assemble, rendered, root)
+        conflicts = self._conflicts(binaries)
+        if conflicts and not force:
+            raise BinaryConflict(
+                "; ".join(conflicts),
+                hint="Remove the other tool first, or install with --force to take the names over.",
+            )
+        self.tx.move_into_place(root, final_dir)
+        self.stage = "verify"
+        checks = self._verify_checks(loaded, res.version, final_dir)
+        output = None
+        if checks:
+            await self.progress("verifying", command=checks[0].command)
+            output = await run_checks(checks, final_dir, binaries, inst.env)
+        self.stage = "activate"
+        previous_dir = Path(current["install_dir"]) if current is not None else None
+        self.tx.switch_links(binaries, final_dir)
+        if current is not None:
+            self.tx.remove_stale_links(current, binaries)
+        payload = {
+            "tool": self.name,
+            "version": res.version,
+            "tag": res.tag,
+            "repo": res.repo,
+            "requested": self.requested,
+            "recipe_source": loaded.source,
+            "recipe_sha256": loaded.sha256,
+            "platform": str(inst.platform),
+            "assets": asset_records,
+            "binaries": binaries,
+            "install_dir": str(final_dir),
+            "verify_checks": [
+                {"command": c.command, "patterns": list(c.patterns), "exit_code": c.exit_code}
+                for c in checks
+            ],
+        }
+        self.stage = "commit"
+        ev = self._event("install.completed", payload)
+        # Committed (the projection already has it; the writer makes it durable even if
+        # this request is cancelled now): nothing below may undo the install.
+        self.tx.commit()
+        with trio.CancelScope(shield=True):
+            await inst.store.wait_durable(ev.id)
+        self.tx.clean_up(final_dir, previous_dir)
+        self.stage = "done"
+        return {
+            "tool": self.name,
+            "version": res.version,
+            "tag": res.tag,
+            "already_installed": False,
+            "install_dir": str(final_dir),
+            "binaries": sorted(binaries),
+            "links": [str(layout.bin_dir(inst.home) / b) for b in sorted(binaries)],
+            "assets": asset_records,
+            "verify_output": output,
+            "replaced": current.get("version") if current is not None else None,
+            "session": self.session,
+            "timings_ms": self.timings_ms,
+        }
+
+    # ---- steps -------------------------------------------------------------------------
+
+    async def _fetch_and_unpack(
+        self, step: RenderedStep, res: Resolution, loaded: LoadedRecipe, root: Path
+    ) -> dict[str, Any]:
+        inst = self.inst
+        assert self.staging is not None
+        self.stage = "download"
+        downloads = self.staging / "downloads"
+        downloads.mkdir(exist_ok=True)
+        local_name = step.asset_name.replace("/", "_") or "asset"
+        unpack = self.staging / f"x{step.index}"
+        fmt = step.archive_format
+        name = step.download_name if fmt is ArchiveFormat.RAW else None
+
+        async def on_progress(done: int, total: int | None) -> None:
+            await self.progress(
+                "downloading", file=step.asset_name, bytes=done, total=total, version=res.version
+            )
+
+        if fmt.is_tar:
+            # Unpack while downloading (the extractor reads the bytes as they arrive);
+            # the result is only used once the whole file's checksum has passed.
+            def consume(link: Path, length: int | None) -> Any:
+                return extract(
+                    link, unpack, fmt, strip_dirs=step.strip_dirs, limits=_stream_limits(length)
+                )
+
+            (downloads / str(step.index)).mkdir()
+            result, unpacked = await download_streaming(
+                inst.http,
+                step.url,
+                downloads / str(step.index) / local_name,
+                consume,
+                max_bytes=inst.max_download_bytes,
+                on_progress=on_progress,
+            )
+        else:
+            dest = downloads / f"{step.index}-{local_name}"
+            result = await download(
+                inst.http,
+                step.url,
+                dest,
+                max_bytes=inst.max_download_bytes,
+                on_progress=on_progress,
+            )
+        self.stage = "checksum"
+        checked = await self._check(step, res, loaded, result)
+        await self.progress(
+            "verified_checksum", file=step.asset_name, sha256=result.sha256, checked=checked
+        )
+        self.stage = "extract"
+        if fmt.is_tar:
+            await self.progress("extracting", file=step.asset_name, format=fmt.value, streamed=True)
+            if unpacked.error is not None:
+                raise unpacked.error
+        else:
+            await self.progress("extracting", file=step.asset_name, format=fmt.value)
+            await trio.to_thread.run_sync(
+                lambda: extract(dest, unpack, fmt, strip_dirs=step.strip_dirs, name=name)
+            )
+            os.unlink(dest)
+        return {
+            "name": step.asset_name,
+            "url": step.url,
+            "size": result.size,
+            "sha256": result.sha256,
+            "digest_checked": "github_digest" in checked,
+            "checked_against": checked,
+        }
+
+    async def _check(
+        self, step: RenderedStep, res: Resolution, loaded: LoadedRecipe, result: DownloadResult
+    ) -> list[str]:
+        """Every expectation we have for this file; returns the names of those checked."""
+        await self.progress("verifying_checksum", file=step.asset_name, sha256=result.sha256)
+        checked: list[str] = []
+        asset = res.release.asset(step.asset_name) if res.release is not None else None
+        if asset is not None and asset.sha256:
+            check_sha256(step.asset_name, result.sha256, asset.sha256, "GitHub's asset digest")
+            checked.append("github_digest")
+        meta = loaded.recipe.metadata
+        pinned = (meta.asset_sha256 or {}).get(step.asset_name)
+        if pinned and (meta.validated_version in (None, res.version)):
+            check_sha256(step.asset_name, result.sha256, pinned, "the recipe's asset_sha256")
+            checked.append("recipe")
+        if step.checksum_url:
+            try:
+                resp = await self.inst.http.get(step.checksum_url, max_bytes=CHECKSUM_FILE_MAX)
+            except TsukuError as exc:
+                raise ChecksumMismatch(
+                    f"cannot fetch the checksum file {step.checksum_url} for "
+                    f"{step.asset_name}: {exc.message}",
+                    hint="The recipe names a checksum file that could not be read; nothing "
+                    "was installed.",
+                ) from None
+            expected = parse_checksum_file(resp.body.decode("utf-8", "replace"), step.asset_name)
+            if expected is None:
+                raise ChecksumMismatch(
+                    f"the checksum file {step.checksum_url} has no sha256 for {step.asset_name}",
+                    file=step.asset_name,
+                )
+            check_sha256(
+                step.asset_name, result.sha256, expected, f"checksum file {step.checksum_url}"
+            )
+            checked.append("checksum_file")
+        return checked
+
+    def _assemble(self, rendered: list[RenderedStep], root: Path) -> dict[str, dict[str, str]]:
+        """Build the tool's tree in ``root``; returns ``{name: {path, sha256}}``."""
+        assert self.staging is not None
+        tree = TreeAssembler(root, self.name)
+        for step in rendered:
+            tree.add(step, self.staging / f"x{step.index}")
+        binaries: dict[str, dict[str, str]] = {}
+        for bin_name, path in tree.finish().items():
+            real = resolve_inside(root, path)
+            if real is None:  # a later directory step replaced it with something else
+                raise BinaryNotInArchive(f"{self.name}: {path} is not a file in the tool")
+            binaries[bin_name] = {"path": path, "sha256": sha256_file(real)}
+        return binaries
+
+    def _conflicts(self, binaries: dict[str, dict[str, str]]) -> list[str]:
+        bins = layout.bin_dir(self.inst.home)
+        tools = layout.tools_dir(self.inst.home)
+        out = []
+        for bin_name in binaries:
+            link = bins / bin_name
+            if not link.exists() and not link.is_symlink():
+                continue
+            if not link.is_symlink():
+                out.append(f"{link} exists and is not a tsuku link")
+                continue
+            target = Path(os.readlink(link))
+            if not target.is_relative_to(tools):
+                out.append(f"{link} points outside tsuku ({target})")
+                continue
+            owner_dir = target.relative_to(tools).parts[0]
+            owner = next(
+                (
+                    n
+                    for n, r in self.inst.installed().items()
+                    if Path(str(r.get("install_dir", ""))).name == owner_dir
+                ),
+                None,
+            )
+            if owner is not None and owner != self.name:
+                out.append(f"{link} belongs to {owner}")
+        return out
+
+    def _verify_checks(
+        self, loaded: LoadedRecipe, version: str, final_dir: Path
+    ) -> list[VerifyCheck]:
+        rendered = render_verify(loaded.recipe.verify, version, str(final_dir))
+        if rendered is None:
+            return []
+        return [rendered.check, *rendered.additional]

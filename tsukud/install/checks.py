@@ -1,0 +1,127 @@
+"""Checking an installed tool: its verify commands, run on the host, and the integrity
+of its binaries (links and recorded sha256). Used when an install finishes and by
+``tsukuctl verify``."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tsukud.install import layout
+from tsukud.install.assemble import resolve_inside
+from tsukud.recipe import VerifyCheck, VerifyFailed, check_verify_output
+
+VERIFY_TIMEOUT_S = 60.0
+MAX_OUTPUT = 4000
+
+# What a verify command sees of the daemon's environment: enough to run, and nothing
+# else. API keys and tokens in the daemon's environment never reach a downloaded binary.
+_VERIFY_ENV_KEYS = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "TERM",
+    "TZ",
+)
+
+
+def verify_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: env[k] for k in _VERIFY_ENV_KEYS if k in env}
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1024 * 1024):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+async def run_check(
+    check: VerifyCheck, cwd: Path, path_dirs: list[Path], env: dict[str, str]
+) -> tuple[int, str]:
+    """Run a verify command via ``sh -c`` with ``path_dirs`` first on PATH; returns the
+    exit status and the combined output (trimmed, capped)."""
+    run_env = dict(env)
+    run_env["PATH"] = os.pathsep.join(
+        [*(str(p) for p in path_dirs), env.get("PATH", "/usr/bin:/bin")]
+    )
+    with trio.move_on_after(VERIFY_TIMEOUT_S) as scope:
+        proc = await trio.run_process(
+            ["sh", "-c", check.command],
+            cwd=str(cwd),
+            env=run_env,
+            stdin=subprocess.DEVNULL,
+            capture_stdout=True,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    if scope.cancelled_caught:
+        raise VerifyFailed(
+            f"verify command `{check.command}` did not finish within {VERIFY_TIMEOUT_S:.0f} s",
+            command=check.command,
+        )
+    out = proc.stdout.decode("utf-8", "replace").strip()
+    if len(out) > MAX_OUTPUT:
+        out = out[:MAX_OUTPUT] + "…"
+    return proc.returncode, out
+
+
+def path_dirs(install_dir: Path, binaries: Mapping[str, Any]) -> list[Path]:
+    """The directories of a tool's binaries, then its ``bin/``: what PATH starts with."""
+    dirs: list[Path] = []
+    for info in binaries.values():
+        d = (install_dir / info["path"]).parent
+        if d not in dirs:
+            dirs.append(d)
+    if (install_dir / "bin") not in dirs:
+        dirs.append(install_dir / "bin")
+    return dirs
+
+
+async def run_checks(
+    checks: list[VerifyCheck], install_dir: Path, binaries: Mapping[str, Any], env: dict[str, str]
+) -> str:
+    """Run every check in ``install_dir`` (:class:`VerifyFailed` at the first that
+    fails); the first one's output."""
+    first_output = ""
+    dirs = path_dirs(install_dir, binaries)
+    for i, check in enumerate(checks):
+        code, out = await run_check(check, install_dir, dirs, env)
+        check_verify_output(check, code, out)
+        if i == 0:
+            first_output = out
+    return first_output
+
+
+def integrity_problems(home: Path, install_dir: Path, binaries: Mapping[str, Any]) -> list[str]:
+    """Links and recorded sha256 of an installed tool's binaries, re-checked."""
+    problems: list[str] = []
+    if not install_dir.is_dir():
+        return [f"{install_dir} is missing"]
+    for bin_name, info in sorted(binaries.items()):
+        path = install_dir / info["path"]
+        link = layout.bin_dir(home) / bin_name
+        if not link.is_symlink() or Path(os.readlink(link)) != path:
+            problems.append(f"{link} does not point to {path}")
+        real = resolve_inside(install_dir, info["path"])
+        if real is None:
+            problems.append(f"{path} is missing")
+            continue
+        actual = sha256_file(real)
+        if actual != info.get("sha256"):
+            problems.append(
+                f"{path} changed since install: sha256 {actual}, recorded {info.get('sha256')}"
+            )
+    return problems
