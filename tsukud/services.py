@@ -28,6 +28,7 @@ from tsukud.policy.ratelimit import GenerationLimit
 
 if TYPE_CHECKING:
     from tsukud.create.service import Creator
+    from tsukud.create.validate import Validator
     from tsukud.discover.service import DiscoveryService
     from tsukud.flows.install_missing import InstallMissing
     from tsukud.github.client import GitHub
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from tsukud.llm.service import LLM
     from tsukud.net.http import Http
     from tsukud.sandbox.service import Sandbox
-    from tsukud.sandbox.validate import Validator
 
 
 class Services:
@@ -151,7 +151,7 @@ class Services:
 
     @cached_property
     def validator(self) -> Validator:
-        from tsukud.sandbox.validate import Validator
+        from tsukud.create.validate import Validator
 
         sandbox = self.sandbox
         return Validator(

@@ -42,18 +42,7 @@ CLIENT_MAY_IMPORT = frozenset({"tsukud", "tsukud.paths", "tsukud.errors", "tsuku
 # disturb the list: (rule, file or cycle, what is imported).
 Key = tuple[str, str, str]
 
-KNOWN_VIOLATIONS: dict[Key, str] = {
-    # Removed when task A (sandbox validation without create/install) lands.
-    ("sandbox imports create", "tsukud/sandbox/validate.py", "tsukud.create.static_checks"): (
-        "task A"
-    ),
-    ("sandbox imports create", "tsukud/sandbox/validate.py", "tsukud.create.sanitize"): "task A",
-    ("sandbox imports install", "tsukud/sandbox/validate.py", "tsukud.install.download"): (
-        "task A"
-    ),
-    ("sandbox imports install", "tsukud/sandbox/validate.py", "tsukud.install.extract"): "task A",
-    ("package cycle", "create <-> sandbox", ""): "task A",
-}
+KNOWN_VIOLATIONS: dict[Key, str] = {}
 
 # Not violations in spirit, kept in view the same way (each must still exist).
 DELIBERATE_EXCEPTIONS: dict[Key, str] = {

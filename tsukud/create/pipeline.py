@@ -9,7 +9,7 @@
    ``extract_pattern`` forced on the last turn, every answer judged at once by the
    static checks (schema, limits, replay against the real assets), whose findings are
    the cheapest repair feedback there is.
-4. **Validation** (:mod:`tsukud.sandbox.validate`) on the container's platform, after a
+4. **Validation** (:mod:`tsukud.create.validate`) on the container's platform, after a
    deterministic binary-path fix (:func:`tsukud.create.repair.fix_layout`) and verify
    self-repair (:mod:`tsukud.create.verify_repair`) when they apply.
 5. **Repair**: at most ``max_repairs`` LLM repairs, each continuing the same
@@ -69,6 +69,7 @@ from tsukud.create.session import (
 )
 from tsukud.create.static_checks import check_recipe, check_verify
 from tsukud.create.tools import Emit, RepoTools, ToolCallRecord
+from tsukud.create.validate import Verdict, container_platform, skipped
 from tsukud.errors import ProviderUnavailable
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
@@ -80,13 +81,12 @@ from tsukud.recipe import (
     dump_recipe,
     render_recipe,
 )
-from tsukud.sandbox.validate import Verdict, container_platform, skipped
 
 if TYPE_CHECKING:
+    from tsukud.create.validate import ValidationRun, Validator
     from tsukud.github.client import GitHub
     from tsukud.llm.types import Response
     from tsukud.net.http import Http
-    from tsukud.sandbox.validate import ValidationRun, Validator
 
 MAX_REPAIRS = 2
 DETERMINISTIC = "deterministic"
@@ -478,7 +478,6 @@ class _Run:
         self, recipe: Recipe, verdict: Verdict, prepared: Any
     ) -> tuple[Recipe, Verdict]:
         from tsukud.create.verify_repair import looks_like_help, output_pattern, propose
-        from tsukud.sandbox.validate import Verdict as V
 
         assert self.ctx is not None and recipe.verify is not None
         command = recipe.verify.command or ""
@@ -501,7 +500,7 @@ class _Run:
             pattern: str | None = proposal.pattern
             if pattern is None:
                 got = await prepared.run_command(proposal.command)
-                if isinstance(got, V) or got.exit_code != proposal.exit_code:
+                if isinstance(got, Verdict) or got.exit_code != proposal.exit_code:
                     continue
                 pattern = output_pattern(got.output, tool)
                 if pattern is None or not looks_like_help(got.output, tool):

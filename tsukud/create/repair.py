@@ -29,8 +29,8 @@ import msgspec
 from tsukud.create.assets import fenced
 from tsukud.create.findings import Finding, format_findings
 from tsukud.create.sanitize import SUGGESTIONS, UNKNOWN, categorize, sanitize
+from tsukud.create.validate import Verdict
 from tsukud.recipe import Binary, GitHubArchiveStep, Recipe, Verify
-from tsukud.sandbox.validate import Verdict
 
 FEEDBACK_OUTPUT = 2000
 

@@ -28,11 +28,11 @@ if TYPE_CHECKING:
     from tsukud.clock import Clock
     from tsukud.config import Config
     from tsukud.create.pipeline import CreateResult
+    from tsukud.create.validate import Validator
     from tsukud.events.store import EventStore
     from tsukud.github.client import GitHub
     from tsukud.llm.service import LLM
     from tsukud.net.http import Http
-    from tsukud.sandbox.validate import Validator
 
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
 

@@ -24,13 +24,13 @@ from tests.integration.create.helpers import (
 from tsukud.create.errors import GenerationFailed, NoBinaryAssets, NoReleases
 from tsukud.create.findings import errors
 from tsukud.create.static_checks import check_binaries, check_limits, check_schema, check_verify
+from tsukud.create.validate import Validator
 from tsukud.errors import ProviderUnavailable
 from tsukud.github.client import GitHub, GitHubRateLimited, RepoNotFound
 from tsukud.llm.claude import ClaudeProvider
 from tsukud.net.http import Http
 from tsukud.recipe import dump_recipe, parse_recipe
 from tsukud.sandbox.runtime import RuntimeUnavailable
-from tsukud.sandbox.validate import Validator
 
 PLATFORMS = [("linux", "amd64"), ("linux", "arm64"), ("darwin", "amd64"), ("darwin", "arm64")]
 INJECTED_ASSETS = [

@@ -24,11 +24,11 @@ from tests.integration.create.helpers import (
     load_human,
 )
 from tsukud.create.errors import ValidationFailed
+from tsukud.create.validate import Validator
 from tsukud.github.client import GitHub
 from tsukud.llm.claude import ClaudeProvider
 from tsukud.net.http import Http
 from tsukud.recipe import ArchiveFormat, parse_recipe
-from tsukud.sandbox.validate import Validator
 
 pytestmark = pytest.mark.docker
 

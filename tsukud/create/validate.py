@@ -35,11 +35,49 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 import trio
 
+from tsukud.create.sanitize import (
+    BINARY_NOT_FOUND,
+    DOWNLOAD_404,
+    DOWNLOAD_FAILED,
+    EXTRACTION,
+    TIMEOUT,
+    VERSION_MISMATCH,
+    categorize,
+)
+from tsukud.create.static_checks import verify_command_findings
+from tsukud.install.assemble import TreeAssembler, files
+from tsukud.install.download import (
+    DEFAULT_MAX_BYTES,
+    AssetMissing,
+    DownloadError,
+    DownloadResult,
+    check_sha256,
+    download,
+)
+from tsukud.install.errors import BinaryNotInArchive, InstallError
+from tsukud.install.extract import ExtractError, extract
+from tsukud.net.http import HttpError
+from tsukud.recipe import (
+    ArchiveFormat,
+    AssetMatchError,
+    Platform,
+    Recipe,
+    RecipeError,
+    RenderedStep,
+    ResolvedVersion,
+    UnsupportedPlatform,
+    Verify,
+    VerifyFailed,
+    check_verify_output,
+    host_platform,
+    render_recipe,
+    render_verify,
+)
+from tsukud.sandbox.runtime import ImageMissing, RunSpec, RuntimeUnavailable
+
 if TYPE_CHECKING:
     from tsukud.create.assets import Release
-    from tsukud.install.download import DownloadResult
     from tsukud.net.http import Http
-    from tsukud.recipe import Platform, Recipe, RenderedStep, Verify
     from tsukud.sandbox.runtime import ContainerRuntime
 
 CONTAINER_DIR = "/tsuku/tool"
@@ -102,8 +140,6 @@ class RunOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
 def container_platform(host: Platform | None = None) -> Platform:
     """Where a validation runs: Linux on the host's architecture."""
-    from tsukud.recipe import Platform, host_platform
-
     h = host or host_platform()
     return Platform("linux", h.arch, h.libc if h.os == "linux" and h.libc else "glibc")
 
@@ -111,33 +147,6 @@ def container_platform(host: Platform | None = None) -> Platform:
 def _tail(text: str, keep: int = OUTPUT_KEEP) -> str:
     text = text.strip()
     return text if len(text) <= keep else "…" + text[-keep:]
-
-
-def _files(root: Path) -> tuple[list[str], list[str]]:
-    """Relative paths of the files under ``root`` and of those that are executable."""
-    files: list[str] = []
-    executables: list[str] = []
-    for dirpath, _dirs, names in os.walk(root):
-        for n in names:
-            full = os.path.join(dirpath, n)
-            rel = os.path.relpath(full, root).replace(os.sep, "/")
-            files.append(rel)
-            try:
-                if os.lstat(full).st_mode & 0o111 and os.path.isfile(full):
-                    executables.append(rel)
-            except OSError:
-                continue
-    return sorted(files), sorted(executables)
-
-
-def _resolve_inside(root: Path, rel: str) -> Path | None:
-    real_root = Path(os.path.realpath(root))
-    real = Path(os.path.realpath(root / rel))
-    try:
-        real.relative_to(real_root)
-    except ValueError:
-        return None
-    return real if real.is_file() else None
 
 
 def _open_tree(root: Path) -> None:
@@ -196,9 +205,6 @@ class Prepared:
     async def run_command(self, command: str) -> RunOutcome | Verdict:
         """Run one already rendered command in the container; a :class:`Verdict` when
         it could not run at all (skipped: no runtime or image)."""
-        from tsukud.create.static_checks import verify_command_findings
-        from tsukud.sandbox.runtime import ImageMissing, RunSpec, RuntimeUnavailable
-
         assert self.root is not None
         problems = verify_command_findings(command)
         if problems:
@@ -247,9 +253,6 @@ class Prepared:
 
     async def verify(self, verify: Verify | None) -> Verdict:
         """Run the recipe's verify command and judge its output."""
-        from tsukud.create.sanitize import TIMEOUT, VERSION_MISMATCH, categorize
-        from tsukud.recipe import VerifyFailed, check_verify_output, render_verify
-
         if self.failure is not None:
             return self.failure
         rendered = render_verify(verify, self.version, CONTAINER_DIR)
@@ -372,8 +375,6 @@ class ValidationRun:
     async def _download(
         self, step: RenderedStep, digests: Mapping[str, str]
     ) -> tuple[Path, ValidatedAsset]:
-        from tsukud.install.download import DEFAULT_MAX_BYTES, check_sha256, download
-
         cached = self._downloads.get(step.asset_name)
         if cached is None:
             dest = self._new_dir("dl") / (step.asset_name.replace("/", "_") or "asset")
@@ -401,23 +402,6 @@ class ValidationRun:
         """Render, download, unpack and assemble ``recipe`` at ``release``. Failures
         that are the recipe's fault come back in ``Prepared.failure``; a checksum
         mismatch (the file is not what GitHub published) is raised."""
-        from tsukud.create.sanitize import (
-            BINARY_NOT_FOUND,
-            DOWNLOAD_404,
-            DOWNLOAD_FAILED,
-            EXTRACTION,
-        )
-        from tsukud.install.download import AssetMissing, DownloadError
-        from tsukud.install.extract import ExtractError
-        from tsukud.net.http import HttpError
-        from tsukud.recipe import (
-            AssetMatchError,
-            RecipeError,
-            ResolvedVersion,
-            UnsupportedPlatform,
-            render_recipe,
-        )
-
         version, tag = release.version, release.tag
 
         def prepared(**kw: Any) -> Prepared:
@@ -457,9 +441,8 @@ class ValidationRun:
             )
         except RecipeError as exc:
             return prepared(failure=verdict("failed", "render", message=exc.message))
-        root = self._new_dir("tree")
+        tree = TreeAssembler(self._new_dir("tree") / "root", recipe.metadata.name)
         assets: list[ValidatedAsset] = []
-        binaries: dict[str, str] = {}
         for step in steps:
             try:
                 path, asset = await self._download(step, release.digests)
@@ -497,62 +480,42 @@ class ValidationRun:
                         assets=tuple(assets),
                     )
                 )
-            missing = await trio.to_thread.run_sync(self._assemble, step, unpacked, root, binaries)
-            if missing is not None:
-                files, executables = await trio.to_thread.run_sync(_files, unpacked)
+            try:
+                await trio.to_thread.run_sync(tree.add, step, unpacked)
+            except BinaryNotInArchive as exc:
+                found, executables = await trio.to_thread.run_sync(files, exc.searched or unpacked)
                 return prepared(
                     failure=verdict(
                         "failed",
                         "layout",
-                        message=missing,
+                        message=exc.reason,
                         category=BINARY_NOT_FOUND,
                         assets=tuple(assets),
-                        listing=tuple(files[:MAX_LISTING]),
+                        listing=tuple(found[:MAX_LISTING]),
                         executables=tuple(executables[:MAX_LISTING]),
                     )
                 )
+            except InstallError as exc:  # a path that leaves the tool
+                return prepared(
+                    failure=verdict(
+                        "failed",
+                        "layout",
+                        message=exc.message,
+                        category=BINARY_NOT_FOUND,
+                        assets=tuple(assets),
+                    )
+                )
+        binaries = await trio.to_thread.run_sync(tree.finish)
+        root = tree.root
         await trio.to_thread.run_sync(_open_tree, root)
         return Prepared(self, root=root, version=version, tag=tag, binaries=binaries, assets=assets)
 
     async def _extract(self, archive: Path, dest: Path, step: RenderedStep) -> None:
-        from tsukud.install.extract import extract
-        from tsukud.recipe import ArchiveFormat
-
         fmt = step.archive_format
         name = step.download_name if fmt is ArchiveFormat.RAW else None
         await trio.to_thread.run_sync(
             lambda: extract(archive, dest, fmt, strip_dirs=step.strip_dirs, name=name)
         )
-
-    @staticmethod
-    def _assemble(
-        step: RenderedStep, unpacked: Path, root: Path, binaries: dict[str, str]
-    ) -> str | None:
-        """Put the step's binaries into ``root`` like the installer; the reason when
-        one is missing."""
-        if step.install_mode == "directory":
-            shutil.copytree(unpacked, root, symlinks=True, dirs_exist_ok=True)
-            for b in step.binaries:
-                real = _resolve_inside(root, b.dest)
-                if real is None:
-                    return f"{b.dest} is not a file in {step.asset_name}"
-                os.chmod(real, 0o755)  # noqa: S103
-                binaries[posixpath.basename(b.dest)] = b.dest
-            return None
-        for b in step.binaries:
-            real = _resolve_inside(unpacked, b.src)
-            if real is None:
-                strip = f" (after strip_dirs={step.strip_dirs})" if step.strip_dirs else ""
-                return f"{b.src} is not a file in {step.asset_name}{strip}"
-            target = root / b.dest
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if target.exists() or target.is_symlink():
-                target.unlink()
-            shutil.copyfile(real, target)
-            runnable = b.dest.startswith("bin/") or os.access(real, os.X_OK)
-            os.chmod(target, 0o755 if runnable else 0o644)
-            binaries[posixpath.basename(b.dest)] = b.dest
-        return None
 
 
 def skipped(platform: str, message: str, *, hint: str | None = None) -> Verdict:
