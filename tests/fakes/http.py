@@ -1,5 +1,14 @@
 """The fake HTTP server base, now in the package (``tsukud.testing.http``) because the
-fake GitHub the offline demo serves is built on it. Re-exported for the tests."""
+fake GitHub the offline demo serves is built on it. Re-exported for the tests, with
+:func:`breaking_server` for downloads that break mid-body."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import struct
+import threading
+from collections.abc import Iterator
 
 from tsukud.testing.http import (
     FakeHTTPServer,
@@ -16,5 +25,35 @@ __all__ = [
     "Reply",
     "Responder",
     "Violation",
+    "breaking_server",
     "take_violations",
 ]
+
+
+@contextlib.contextmanager
+def breaking_server(
+    body: bytes, *, declared: int, reset: bool = False, path: str = "/tool-1.0.tar.gz"
+) -> Iterator[str]:
+    """A one-connection HTTP server on loopback that promises ``declared`` bytes, sends
+    ``body`` and then closes the connection (``reset``: with a TCP reset): a download
+    that breaks in the middle of the body. Yields the URL to fetch."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                request += conn.recv(4096)
+            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % declared + body)
+            if reset:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}{path}"
+    finally:
+        thread.join(timeout=5)
+        listener.close()

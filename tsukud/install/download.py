@@ -20,7 +20,7 @@ import re
 import select
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -28,7 +28,8 @@ import msgspec
 import trio
 
 from tsukud.errors import TsukuError
-from tsukud.net.http import MB, Http, HttpError, HttpStatusError
+from tsukud.groups import single_leaf
+from tsukud.net.http import MB, Http, HttpError, HttpStatusError, Stream
 
 DEFAULT_MAX_BYTES = 2 * 1024 * MB
 BATCH = 4 * MB  # bytes handed to the writer thread at a time
@@ -110,6 +111,72 @@ class _Sink:
         os.close(self.fd)
 
 
+def _as_download_error(exc: HttpError) -> TsukuError:
+    """A 404 is :class:`AssetMissing` (the release has no such file), another status or
+    a plain transport error (refused, reset, closed mid-body) :class:`DownloadError`;
+    the more specific HTTP errors (blocked URL, too large, ...) stay as they are."""
+    if isinstance(exc, HttpStatusError):
+        if exc.status == 404:
+            return AssetMissing(
+                f"{exc.url}: not found (HTTP 404)",
+                hint="The release does not (or no longer) provide this file.",
+                url=exc.url,
+            )
+        return DownloadError(
+            f"download of {exc.url} failed: HTTP {exc.status}", url=exc.url, status=exc.status
+        )
+    if type(exc) is HttpError:
+        return DownloadError(f"download failed: {exc.message}", **exc.data)
+    return exc
+
+
+@contextlib.contextmanager
+def _download_errors() -> Iterator[None]:
+    """Raise what failed a download as one plain error, also when it comes out of the
+    download's nursery wrapped in an exception group."""
+    try:
+        yield
+    except BaseException as exc:
+        leaf = single_leaf(exc)
+        if isinstance(leaf, HttpError):
+            raise _as_download_error(leaf) from None
+        if isinstance(leaf, Exception) and leaf is not exc:
+            raise leaf from None
+        raise
+
+
+async def _pump(
+    resp: Stream,
+    deliver: Callable[[list[bytes]], Awaitable[None]],
+    on_progress: Progress | None,
+    progress_interval: float,
+) -> int:
+    """Read the body, hand it to ``deliver`` in batches of about :data:`BATCH` bytes,
+    report progress; returns the size."""
+    total = resp.content_length
+    if on_progress is not None:
+        await on_progress(0, total)
+    size = 0
+    batch: list[bytes] = []
+    pending = 0
+    last = trio.current_time()
+    async for chunk in resp.chunks():
+        size += len(chunk)
+        batch.append(chunk)
+        pending += len(chunk)
+        if pending >= BATCH:
+            await deliver(batch)
+            batch, pending = [], 0
+        if on_progress is not None:
+            now = trio.current_time()
+            if now - last >= progress_interval:
+                last = now
+                await on_progress(size, total)
+    if batch:
+        await deliver(batch)
+    return size
+
+
 async def download(
     http: Http,
     url: str,
@@ -122,13 +189,9 @@ async def download(
     """Stream ``url`` into the new file ``dest``. On error ``dest`` may hold partial
     data; the caller owns the (staging) directory and removes it."""
     sink = _Sink(dest)
-    size = 0
     try:
-        try:
+        with _download_errors():
             async with http.stream(url, max_bytes=max_bytes) as resp:
-                total = resp.content_length
-                if on_progress is not None:
-                    await on_progress(0, total)
                 send, recv = trio.open_memory_channel[list[bytes]](4)
 
                 async def writer() -> None:
@@ -139,38 +202,8 @@ async def download(
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(writer)
                     async with send:
-                        batch: list[bytes] = []
-                        pending = 0
-                        last = trio.current_time()
-                        async for chunk in resp.chunks():
-                            size += len(chunk)
-                            batch.append(chunk)
-                            pending += len(chunk)
-                            if pending >= BATCH:
-                                await send.send(batch)
-                                batch, pending = [], 0
-                            if on_progress is not None:
-                                now = trio.current_time()
-                                if now - last >= progress_interval:
-                                    last = now
-                                    await on_progress(size, total)
-                        if batch:
-                            await send.send(batch)
+                        size = await _pump(resp, send.send, on_progress, progress_interval)
                 final_url = resp.url
-        except HttpStatusError as exc:
-            if exc.status == 404:
-                raise AssetMissing(
-                    f"{exc.url}: not found (HTTP 404)",
-                    hint="The release does not (or no longer) provide this file.",
-                    url=exc.url,
-                ) from None
-            raise DownloadError(
-                f"download of {exc.url} failed: HTTP {exc.status}", url=exc.url, status=exc.status
-            ) from None
-        except HttpError as exc:
-            if type(exc) is HttpError:
-                raise DownloadError(f"download failed: {exc.message}", **exc.data) from None
-            raise
     finally:
         sink.close()
     if on_progress is not None:
@@ -262,65 +295,30 @@ async def download_streaming(
     """
     pipe = _Pipe(link)
     unpacked: Unpacked[T] = Unpacked()
-    size = 0
-    final_url = url
     try:
-        async with http.stream(url, max_bytes=max_bytes) as resp:
-            total = resp.content_length
-            final_url = resp.url
-            if on_progress is not None:
-                await on_progress(0, total)
+        with _download_errors():
+            async with http.stream(url, max_bytes=max_bytes) as resp:
+                final_url = resp.url
 
-            def run_consumer() -> None:
-                try:
-                    unpacked.value = consume(link, total)
-                except BaseException as exc:
-                    unpacked.error = exc
-                finally:
-                    pipe.consumer_done.set()
+                def run_consumer() -> None:
+                    try:
+                        unpacked.value = consume(link, resp.content_length)
+                    except BaseException as exc:
+                        unpacked.error = exc
+                    finally:
+                        pipe.consumer_done.set()
 
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(trio.to_thread.run_sync, run_consumer)
-                try:
-                    batch: list[bytes] = []
-                    pending = 0
-                    last = trio.current_time()
-                    async for chunk in resp.chunks():
-                        size += len(chunk)
-                        batch.append(chunk)
-                        pending += len(chunk)
-                        if pending >= BATCH:
-                            await trio.to_thread.run_sync(pipe.feed, batch)
-                            batch, pending = [], 0
-                        if on_progress is not None:
-                            now = trio.current_time()
-                            if now - last >= progress_interval:
-                                last = now
-                                await on_progress(size, total)
-                    if batch:
-                        await trio.to_thread.run_sync(pipe.feed, batch)
-                finally:
-                    pipe.close_writer()  # end of data: the consumer finishes either way
-    except HttpStatusError as exc:
+                async def feed(batch: list[bytes]) -> None:
+                    await trio.to_thread.run_sync(pipe.feed, batch)
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(trio.to_thread.run_sync, run_consumer)
+                    try:
+                        size = await _pump(resp, feed, on_progress, progress_interval)
+                    finally:
+                        pipe.close_writer()  # end of data: the consumer finishes either way
+    finally:
         pipe.close()
-        if exc.status == 404:
-            raise AssetMissing(
-                f"{exc.url}: not found (HTTP 404)",
-                hint="The release does not (or no longer) provide this file.",
-                url=exc.url,
-            ) from None
-        raise DownloadError(
-            f"download of {exc.url} failed: HTTP {exc.status}", url=exc.url, status=exc.status
-        ) from None
-    except HttpError as exc:
-        pipe.close()
-        if type(exc) is HttpError:
-            raise DownloadError(f"download failed: {exc.message}", **exc.data) from None
-        raise
-    except BaseException:
-        pipe.close()
-        raise
-    pipe.close()
     if on_progress is not None:
         await on_progress(size, size)
     result = DownloadResult(

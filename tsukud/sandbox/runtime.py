@@ -36,6 +36,7 @@ from typing import Any, ParamSpec, TypeVar
 import trio
 
 from tsukud.errors import SandboxError
+from tsukud.groups import single_leaf
 
 __all__ = [
     "DEFAULT_IMAGE",
@@ -637,15 +638,6 @@ def _start_failure_exit_code(message: str) -> int | None:
     return None
 
 
-def _single_leaf(exc: BaseException) -> BaseException | None:
-    """The one exception inside (nested) single-member exception groups, if that is all."""
-    while isinstance(exc, BaseExceptionGroup):
-        if len(exc.exceptions) != 1:
-            return None
-        exc = exc.exceptions[0]
-    return exc
-
-
 def _split_image_name(name: str) -> tuple[str, str]:
     last = name.rsplit("/", 1)[-1]
     if ":" in last:
@@ -727,7 +719,7 @@ async def open_runtime(
                 ):
                     await runtime._aio(impl.close)
     except BaseExceptionGroup as group:
-        leaf = _single_leaf(group)
+        leaf = single_leaf(group)
         if leaf is None:
             raise
     if leaf is not None:

@@ -4,6 +4,7 @@ archive, failed verify, bad recipes. Each says what went wrong and exits with it
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import tarfile
 
@@ -11,6 +12,7 @@ import pytest
 
 from tests.conftest import Tsuku
 from tests.fakes.github import FakeGitHub
+from tests.fakes.http import breaking_server
 from tests.fakes.releases import FakeAsset, FakeRelease, FakeRepo, raw_tar, script, tar_gz
 from tests.integration.install.conftest import events, installed, make_tsuku, tree
 from tests.shared import recipe_text
@@ -286,3 +288,46 @@ def test_wildcard_patterns_use_the_release_asset_list(inst: Tsuku) -> None:
     local_recipe(inst, "jid", jid("jid_{os}_am*.zip"))
     res = inst.ctl("install", "jid", "--json", check=True)
     assert '"name":"jid_linux_amd64.zip"' in res.stdout
+
+
+def test_download_breaking_mid_body_leaves_the_previous_version(
+    inst: Tsuku, world: FakeGitHub
+) -> None:
+    inst.ctl("install", "age@1.1.1", check=True)
+    before = tree(inst.home)
+    name = "age-v1.2.0-linux-amd64.tar.gz"
+    data = world.release_asset("FiloSottile/age", "v1.2.0", name).content()
+    with breaking_server(data[:100], declared=len(data) + 50_000, path="/" + name) as url:
+        world.override(rf"/releases/download/v1\.2\.0/{name}$", status=302,
+                       headers={"location": url}, role="web")  # fmt: skip
+        cp = inst.ctl("install", "age@1.2.0")
+    assert cp.returncode == 5, cp.stderr  # a network error, worth retrying
+    assert "download failed" in cp.stderr and name in cp.stderr
+    assert "ExceptionGroup" not in cp.stderr
+    assert tree(inst.home) == before  # no new version, no staging, no partial file
+    assert installed(inst)["age"]["version"] == "1.1.1"
+    ev = failed_event(inst)
+    assert ev["stage"] == "download" and ev["error_code"] == "download_failed"
+    assert inst.ctl("verify", "age").returncode == 0
+
+
+def test_failed_forced_reinstall_restores_the_old_copy(inst: Tsuku) -> None:
+    inst.ctl("install", "age@1.1.1", check=True)
+    old_dir = inst.home / "tools" / "age-1.1.1"
+    (old_dir / "marker").write_text("the copy installed first")
+    inode = (old_dir / "bin" / "age").stat().st_ino
+    before = tree(inst.home)
+    recipe = recipe_text("a/age.toml")
+    local_recipe(
+        inst, "age", recipe.replace('pattern = "v{version}"', 'pattern = "v{version}-xyz"')
+    )
+    # The new copy is moved in (the old one aside) and verified there; verify fails.
+    cp = inst.ctl("install", "--force", "age@1.1.1")
+    assert cp.returncode == 7, cp.stderr
+    assert "pattern mismatch" in cp.stderr
+    assert tree(inst.home) == before  # nothing .old-* or .staging-* is left
+    assert (old_dir / "marker").read_text() == "the copy installed first"
+    assert (old_dir / "bin" / "age").stat().st_ino == inode
+    assert os.readlink(inst.home / "bin" / "age") == str(old_dir / "bin" / "age")
+    assert failed_event(inst)["stage"] == "verify"
+    assert inst.ctl("verify", "age").returncode == 0

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.http import FakeHTTPServer, Reply
+from tests.fakes.http import FakeHTTPServer, Reply, breaking_server
 from tsukud.install.download import (
     AssetMissing,
     ChecksumMismatch,
@@ -150,3 +150,49 @@ async def test_streaming_download_failure_ends_the_consumer(
     with pytest.raises(ResponseTooLarge):
         await download_streaming(http, server.url + "/big", tmp_path / "c", consume, max_bytes=100)
     assert not os.listdir(tmp_path)
+
+
+# ---- a connection that breaks in the middle of the body ------------------------------------
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.parametrize("reset", [False, True], ids=["closed", "reset"])
+async def test_download_that_breaks_mid_body(http: Http, tmp_path: Path, reset: bool) -> None:
+    body = b"y" * 300_000
+    with (
+        breaking_server(body, declared=1_000_000, reset=reset) as url,
+        pytest.raises(DownloadError) as err,
+    ):
+        await download(http, url, tmp_path / "tool.tar.gz")
+    exc = err.value
+    assert exc.code == "download_failed" and exc.exit_code == 5 and exc.retryable
+    assert exc.message.startswith("download failed: http://127.0.0.1:")
+    if not reset:
+        assert "(received 300000 bytes, expected 1000000)" in exc.message
+
+
+@pytest.mark.parametrize("reset", [False, True], ids=["closed", "reset"])
+async def test_streaming_download_that_breaks_mid_body(
+    http: Http, tmp_path: Path, reset: bool
+) -> None:
+    consumed: list[int] = []
+
+    def consume(link: Path, length: int | None) -> None:
+        with link.open("rb") as f:
+            consumed.append(len(f.read()))  # ends: the download closed its end of the pipe
+
+    fds = open_fds()
+    body = bytes(range(256)) * 2_000
+    with (
+        breaking_server(body, declared=len(body) * 4, reset=reset) as url,
+        pytest.raises(DownloadError) as err,
+    ):
+        await download_streaming(http, url, tmp_path / "tool-1.0.tar.gz", consume)
+    assert err.value.code == "download_failed" and err.value.exit_code == 5
+    assert "tool-1.0.tar.gz" in err.value.message
+    assert consumed and consumed[0] <= len(body)  # the consumer finished, not hung
+    assert os.listdir(tmp_path) == []  # no link, no partial file
+    assert open_fds() == fds  # both ends of the pipe are closed
