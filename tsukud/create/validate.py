@@ -27,8 +27,9 @@ import os
 import posixpath
 import secrets
 import shutil
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -159,30 +160,21 @@ def _open_tree(root: Path) -> None:
                 os.chmod(p, 0o755)  # noqa: S103
 
 
+@dataclass
 class Prepared:
     """A recipe installed into a staging tree, ready for verify commands (or the
     failure that stopped it: ``failure``)."""
 
-    def __init__(
-        self,
-        run: ValidationRun,
-        *,
-        root: Path | None,
-        version: str,
-        tag: str,
-        binaries: Mapping[str, str],
-        assets: Sequence[ValidatedAsset],
-        failure: Verdict | None = None,
-    ) -> None:
-        self.run = run
-        self.root = root
-        self.version = version
-        self.tag = tag
-        self.binaries = dict(binaries)  # name -> path inside the tree
-        self.assets = tuple(assets)
-        self.failure = failure
+    run: ValidationRun
+    root: Path | None
+    version: str
+    tag: str
+    binaries: dict[str, str] = field(default_factory=dict)  # name -> path inside the tree
+    assets: tuple[ValidatedAsset, ...] = ()
+    failure: Verdict | None = None
 
-    def _verdict(self, status: Status, stage: str, **kw: Any) -> Verdict:
+    def verdict(self, status: Status, stage: str, **kw: Any) -> Verdict:
+        """A verdict on this recipe at this release, in this run's container."""
         return Verdict(
             status=status,
             stage=stage,
@@ -208,7 +200,7 @@ class Prepared:
         assert self.root is not None
         problems = verify_command_findings(command)
         if problems:
-            return self._verdict(
+            return self.verdict(
                 "failed",
                 "verify",
                 command=command,
@@ -219,7 +211,7 @@ class Prepared:
         try:
             rt = await v.runtime()
         except RuntimeUnavailable as exc:
-            return self._verdict(
+            return self.verdict(
                 "skipped", "runtime", command=command, message=exc.message, hint=exc.hint
             )
         spec = RunSpec(
@@ -236,12 +228,12 @@ class Prepared:
             async with v.lock(self.run.session):
                 res = await rt.run(spec)
         except ImageMissing as exc:
-            return self._verdict(
+            return self.verdict(
                 "skipped", "runtime", command=command, message=exc.message, hint=exc.hint
             )
         except RuntimeUnavailable as exc:
             v.forget()
-            return self._verdict(
+            return self.verdict(
                 "skipped", "runtime", command=command, message=exc.message, hint=exc.hint
             )
         return RunOutcome(
@@ -257,7 +249,7 @@ class Prepared:
             return self.failure
         rendered = render_verify(verify, self.version, CONTAINER_DIR)
         if rendered is None:
-            return self._verdict(
+            return self.verdict(
                 "failed", "verify", message="the recipe has no verify command",
                 category="verify_command",
             )  # fmt: skip
@@ -273,7 +265,7 @@ class Prepared:
             "duration_ms": got.duration_ms,
         }
         if got.timed_out:
-            return self._verdict(
+            return self.verdict(
                 "failed",
                 "verify",
                 message=f"`{check.command}` did not finish within "
@@ -288,10 +280,10 @@ class Prepared:
             category = categorize(output, got.exit_code).category
             if got.exit_code == check.exit_code:
                 category = VERSION_MISMATCH  # it ran; only the pattern is missing
-            return self._verdict(
+            return self.verdict(
                 "failed", "verify", message=exc.message, category=category, **common
             )
-        return self._verdict("passed", "verify", **common)
+        return self.verdict("passed", "verify", **common)
 
 
 class Validator:
@@ -403,20 +395,12 @@ class ValidationRun:
         that are the recipe's fault come back in ``Prepared.failure``; a checksum
         mismatch (the file is not what GitHub published) is raised."""
         version, tag = release.version, release.tag
+        assets: list[ValidatedAsset] = []
 
-        def prepared(**kw: Any) -> Prepared:
-            return Prepared(self, root=None, version=version, tag=tag, binaries={}, assets=(), **kw)
-
-        def verdict(status: Status, stage: str, **kw: Any) -> Verdict:
-            return Verdict(
-                status=status,
-                stage=stage,
-                platform=self.platform.key,
-                version=version,
-                tag=tag,
-                image=self.validator.image,
-                **kw,
-            )
+        def failed(status: Status, stage: str, **kw: Any) -> Prepared:
+            at = Prepared(self, root=None, version=version, tag=tag, assets=tuple(assets))
+            at.failure = at.verdict(status, stage, **kw)
+            return at
 
         try:
             steps = render_recipe(
@@ -427,88 +411,53 @@ class ValidationRun:
                 github_url=self.validator.github_url,
             )
         except UnsupportedPlatform as exc:
-            return prepared(
-                failure=verdict(
-                    "skipped",
-                    "render",
-                    message=f"the recipe does not install on {self.platform.key}, the "
-                    f"container's platform: {exc.message}",
-                )
+            return failed(
+                "skipped",
+                "render",
+                message=f"the recipe does not install on {self.platform.key}, the "
+                f"container's platform: {exc.message}",
             )
         except AssetMatchError as exc:
-            return prepared(
-                failure=verdict("failed", "render", message=exc.message, category=DOWNLOAD_404)
-            )
+            return failed("failed", "render", message=exc.message, category=DOWNLOAD_404)
         except RecipeError as exc:
-            return prepared(failure=verdict("failed", "render", message=exc.message))
+            return failed("failed", "render", message=exc.message)
         tree = TreeAssembler(self._new_dir("tree") / "root", recipe.metadata.name)
-        assets: list[ValidatedAsset] = []
         for step in steps:
             try:
                 path, asset = await self._download(step, release.digests)
-            except AssetMissing as exc:
-                return prepared(
-                    failure=verdict(
-                        "failed",
-                        "download",
-                        message=f"{step.asset_name}: {exc.message}",
-                        category=DOWNLOAD_404,
-                        assets=tuple(assets),
-                    )
-                )
             except (DownloadError, HttpError) as exc:
-                return prepared(
-                    failure=verdict(
-                        "failed",
-                        "download",
-                        message=f"{step.asset_name}: {exc.message}",
-                        category=DOWNLOAD_FAILED,
-                        assets=tuple(assets),
-                    )
+                missing = isinstance(exc, AssetMissing)
+                return failed(
+                    "failed",
+                    "download",
+                    message=f"{step.asset_name}: {exc.message}",
+                    category=DOWNLOAD_404 if missing else DOWNLOAD_FAILED,
                 )
             assets.append(asset)
             unpacked = self._new_dir("x") / "tree"
             try:
                 await self._extract(path, unpacked, step)
             except ExtractError as exc:
-                return prepared(
-                    failure=verdict(
-                        "failed",
-                        "extract",
-                        message=exc.message,
-                        category=EXTRACTION,
-                        assets=tuple(assets),
-                    )
-                )
+                return failed("failed", "extract", message=exc.message, category=EXTRACTION)
             try:
                 await trio.to_thread.run_sync(tree.add, step, unpacked)
             except BinaryNotInArchive as exc:
                 found, executables = await trio.to_thread.run_sync(files, exc.searched or unpacked)
-                return prepared(
-                    failure=verdict(
-                        "failed",
-                        "layout",
-                        message=exc.reason,
-                        category=BINARY_NOT_FOUND,
-                        assets=tuple(assets),
-                        listing=tuple(found[:MAX_LISTING]),
-                        executables=tuple(executables[:MAX_LISTING]),
-                    )
+                return failed(
+                    "failed",
+                    "layout",
+                    message=exc.reason,
+                    category=BINARY_NOT_FOUND,
+                    listing=tuple(found[:MAX_LISTING]),
+                    executables=tuple(executables[:MAX_LISTING]),
                 )
-            except InstallError as exc:  # a path that leaves the tool
-                return prepared(
-                    failure=verdict(
-                        "failed",
-                        "layout",
-                        message=exc.message,
-                        category=BINARY_NOT_FOUND,
-                        assets=tuple(assets),
-                    )
-                )
+            except InstallError as exc:  # a path outside the tool
+                return failed("failed", "layout", message=exc.message, category=BINARY_NOT_FOUND)
         binaries = await trio.to_thread.run_sync(tree.finish)
-        root = tree.root
-        await trio.to_thread.run_sync(_open_tree, root)
-        return Prepared(self, root=root, version=version, tag=tag, binaries=binaries, assets=assets)
+        await trio.to_thread.run_sync(_open_tree, tree.root)
+        return Prepared(
+            self, root=tree.root, version=version, tag=tag, binaries=binaries, assets=tuple(assets)
+        )
 
     async def _extract(self, archive: Path, dest: Path, step: RenderedStep) -> None:
         fmt = step.archive_format

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +76,14 @@ class Installer:
 
     def lock(self, name: str) -> trio.Lock:
         return self._locks.setdefault(name, trio.Lock())
+
+    @asynccontextmanager
+    async def _holding(self, name: str) -> AsyncIterator[tuple[dict[str, Any], Path]]:
+        """An installed tool's record and directory, with its lock held (no install of
+        it can change them meanwhile); :class:`NotInstalled` if there is none."""
+        async with self.lock(name):
+            rec = self.record(name)
+            yield rec, Path(rec["install_dir"])
 
     # ---- queries -----------------------------------------------------------------------
 
@@ -172,9 +181,7 @@ class Installer:
     async def remove(self, name: str) -> dict[str, Any]:
         name = check_name(name)
         session = "remove-" + secrets.token_hex(6)
-        async with self.lock(name):
-            rec = self.record(name)
-            install_dir = Path(rec["install_dir"])
+        async with self._holding(name) as (rec, install_dir):
             links = self._unlink_binaries(rec)
             ev = self.store.append_nowait(
                 "install.removed", {"tool": name, "version": rec.get("version")}, session
@@ -204,9 +211,7 @@ class Installer:
     async def verify(self, name: str) -> dict[str, Any]:
         name = check_name(name)
         session = "verify-" + secrets.token_hex(6)
-        async with self.lock(name):
-            rec = self.record(name)
-            install_dir = Path(rec["install_dir"])
+        async with self._holding(name) as (rec, install_dir):
             binaries: dict[str, Any] = rec.get("binaries") or {}
             problems = await trio.to_thread.run_sync(
                 integrity_problems, self.home, install_dir, binaries
