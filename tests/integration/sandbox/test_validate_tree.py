@@ -5,17 +5,14 @@ before anything is written, and a missing binary comes back with the asset's fil
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 from msgspec.structs import replace
 
-from tests.integration.create.helpers import loopback_http, no_lock
+from tests.integration.create import conftest as create
 from tsukud.create.assets import Release
 from tsukud.create.validate import ValidationRun, Validator, container_platform
-from tsukud.net.http import Http
 from tsukud.recipe import Binary, Recipe, Verify, parse_recipe
-from tsukud.sandbox.runtime import ContainerRuntime
 from tsukud.testing.github import FakeGitHub
 from tsukud.testing.releases import FakeAsset, FakeRelease, FakeRepo, script, tar_gz
 
@@ -32,28 +29,14 @@ def gh() -> Iterator[FakeGitHub]:
         yield fake
 
 
-@pytest.fixture
-async def http() -> AsyncIterator[Http]:
-    h = loopback_http()
-    yield h
-    await h.aclose()
+# The create tests' real HTTP client, workdir and validator, on this module's ``gh``.
+http = create.http
+workdir = create.workdir
+validator = create.validator
 
 
 @pytest.fixture
-async def run(
-    http: Http, gh: FakeGitHub, runtime: ContainerRuntime, image: str, tmp_path: Path
-) -> AsyncIterator[ValidationRun]:
-    async def get_runtime() -> ContainerRuntime:
-        return runtime
-
-    validator = Validator(
-        http=http,
-        github_url=gh.web_url,
-        workdir=tmp_path / "validate",
-        runtime=get_runtime,
-        image=image,
-        lock=no_lock,
-    )
+async def run(validator: Validator) -> AsyncIterator[ValidationRun]:
     async with validator.session("test-session") as vrun:
         yield vrun
 

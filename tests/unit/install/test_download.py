@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -133,15 +133,22 @@ async def test_streaming_consumer_that_stops_early(
     assert res.sha256 == hashlib.sha256(data).hexdigest()
 
 
-async def test_streaming_download_failure_ends_the_consumer(
-    http: Http, server: FakeHTTPServer, tmp_path: Path
-) -> None:
-    seen: list[int] = []
+def reader(seen: list[int]) -> Callable[[Path, int | None], None]:
+    """A consumer that reads the stream to its end (the download closing its end of the
+    pipe) and notes how many bytes it got."""
 
     def consume(link: Path, length: int | None) -> None:
         with link.open("rb") as f:
             seen.append(len(f.read()))
 
+    return consume
+
+
+async def test_streaming_download_failure_ends_the_consumer(
+    http: Http, server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    seen: list[int] = []
+    consume = reader(seen)
     server.push(Reply(404, body=b"Not Found"))
     with pytest.raises(AssetMissing):
         await download_streaming(http, server.url + "/gone", tmp_path / "b", consume)
@@ -179,11 +186,7 @@ async def test_streaming_download_that_breaks_mid_body(
     http: Http, tmp_path: Path, reset: bool
 ) -> None:
     consumed: list[int] = []
-
-    def consume(link: Path, length: int | None) -> None:
-        with link.open("rb") as f:
-            consumed.append(len(f.read()))  # ends: the download closed its end of the pipe
-
+    consume = reader(consumed)
     fds = open_fds()
     body = bytes(range(256)) * 2_000
     with (

@@ -69,16 +69,22 @@ def test_rollback_after_links_switched_restores_the_previous_version(tmp_path: P
     assert links(home) == before and tools(home) == ["t-1.0"]
 
 
-def test_a_failed_same_version_reinstall_puts_the_old_copy_back(tmp_path: Path) -> None:
-    home = tmp_path
+def same_version_reinstall(home: Path) -> tuple[Path, InstallTransaction]:
+    """``t-1.0`` installed, and a new copy of it moved in and linked (``--force``)."""
     old = installed_tool(home, "t-1.0", t="old t")
     root, binaries = new_tree(home, t="reinstalled t")
     tx = InstallTransaction(home)
     tx.move_into_place(root, old)
+    tx.switch_links(binaries, old)
+    return old, tx
+
+
+def test_a_failed_same_version_reinstall_puts_the_old_copy_back(tmp_path: Path) -> None:
+    home = tmp_path
+    old, tx = same_version_reinstall(home)
     aside = tx.moved_aside
     assert aside is not None and aside.name.startswith(".old-t-1.0.")
     assert (old / "bin" / "t").read_text() == "reinstalled t"
-    tx.switch_links(binaries, old)
 
     tx.rollback()  # e.g. the verify command failed
 
@@ -122,12 +128,10 @@ def test_commit_keeps_the_install_and_deletes_what_it_replaced(tmp_path: Path) -
 
 def test_commit_of_a_same_version_reinstall_drops_the_copy_moved_aside(tmp_path: Path) -> None:
     home = tmp_path
-    old = installed_tool(home, "t-1.0", t="old t")
-    root, binaries = new_tree(home, t="reinstalled t")
-    tx = InstallTransaction(home)
-    tx.move_into_place(root, old)
-    tx.switch_links(binaries, old)
+    old, tx = same_version_reinstall(home)
+    aside = tx.moved_aside
     final = tx.commit()
     tx.clean_up(final, old)  # the previous directory is the new one: kept
     assert tools(home) == ["t-1.0"] and tx.moved_aside is None
+    assert aside is not None and not aside.exists()
     assert (old / "bin" / "t").read_text() == "reinstalled t"
