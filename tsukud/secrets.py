@@ -1,58 +1,184 @@
-"""Keeping API keys out of everything we write.
+"""What a secret looks like, and the one place that removes it.
 
-Every sink the daemon owns (log lines, event payloads, error frames) passes its text
-through one ``Redactor`` that knows the secret values currently configured. Scrubbing
-by value, not only by field name, is what catches a key echoed inside an upstream error
-message or a URL.
+Every sink the daemon owns (log lines, event payloads, error frames, LLM provider
+errors and recordings, create's prompts and repair feedback) passes its text through
+this module, so there is one marker, one length threshold and one idea of a secret:
+
+- values registered at run time (configured API keys, the environment handed to a
+  validation container), replaced wherever they appear, because an upstream error or
+  a URL can echo a key under any name;
+- the value of any credential-like key (``password=…``, ``token: …``, ``"api_key":
+  "…"``), whatever its characters: a numeric password is still a password;
+- ``Authorization`` headers, bearer/basic credentials, ``user:pass@`` in URLs and
+  private key blocks;
+- the shapes of well-known tokens (``ghp_``, ``sk-ant-``, ``AIza``, …), in case one
+  turns up that nobody registered.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-REDACTED = "[redacted]"
+REDACTED = "[REDACTED]"
 
-# Field names whose values are never written, whatever they hold.
+# Registered values shorter than this are not scrubbed: replacing "1" everywhere would
+# destroy the text without protecting anything real.
+MIN_SECRET_LENGTH = 8
+
+# A credential-like name *ends* in one of these words, so ``GITHUB_TOKEN``,
+# ``client_secret`` and ``x-api-key`` are secret and ``max_tokens``, ``token_count`` or
+# ``secrets`` are not. ``token`` and ``pwd`` count only as a whole word or after a
+# separator (``mytoken`` is not a credential, ``PWD`` and ``OLDPWD`` are directories).
+_WORD_OR_SUFFIX = "token"
+_SUFFIX_ONLY = "pwd"
+_WORDS = (
+    r"api[_-]?key|apikey|secret|secret[_-]?key|passw(?:or)?d|passphrase|authorization"
+    r"|credentials?|access[_-]?key|private[_-]?key|session[_-]?id"
+)
 _SECRET_NAME = re.compile(
-    r"(api[_-]?key|secret|password|authorization|credentials?|(^|[_-])token)$", re.I
+    rf"(?:[\w.-]*[_.-])?{_WORD_OR_SUFFIX}|[\w.-]*[_.-]{_SUFFIX_ONLY}|[\w.-]*(?:{_WORDS})", re.I
 )
 
-# Values shorter than this are not scrubbed by value: replacing "a" everywhere would
-# destroy the log without protecting anything real.
-_MIN_SECRET_LEN = 8
+# ``key=value``, ``key: value`` and JSON/YAML ``"key": "value"`` with a credential-like
+# key. A quoted value is taken whole (spaces and all); a bare one runs to whitespace or
+# a delimiter. The match starts at the word, not the whole key: scanning every prefix
+# of every word made this the slowest pattern by far.
+_PAIR = re.compile(
+    rf"(?i)(?P<head>(?:(?:(?<![\w.-])|(?<=[_.-])){_WORD_OR_SUFFIX}|(?<=[_.-]){_SUFFIX_ONLY}|{_WORDS})"
+    r"[\"']?[ \t]*[=:][ \t]*)"
+    rf"(?!{re.escape(REDACTED)})(?P<value>\"[^\"\r\n]*\"|'[^'\r\n]*'|[^\s\"',;&)\]}}]+)"
+)
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+(?::[^/\s@]*)?@")
+_AUTH_HEADER = re.compile(r"(?im)\b((?:proxy-)?authorization\s*[:=]\s*)(?![\"'])[^\r\n]+")
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}")
+_TOKEN_SHAPES = re.compile(
+    r"gh[pousr]_[A-Za-z0-9]{16,}"
+    r"|github_pat_[A-Za-z0-9_]{16,}"
+    r"|sk-ant-[A-Za-z0-9_-]{8,}"
+    r"|(?<![A-Za-z0-9])sk-(?:proj-)?[A-Za-z0-9_-]{16,}"
+    r"|AIza[0-9A-Za-z_-]{20,}"
+    r"|xox[abposr]-[A-Za-z0-9-]{8,}"
+    r"|AKIA[0-9A-Z]{16}"
+    r"|glpat-[A-Za-z0-9_-]{16,}"
+    r"|tvly-[A-Za-z0-9-]{16,}"
+    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
+)
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S
+)
+
+# Lower-case fragments at least one of which every pattern above needs: text holding
+# none of them (most log lines and events) skips the regular expressions entirely.
+_TRIGGERS = (
+    "token", "key", "secret", "pass", "pwd", "auth", "credential", "session",
+    "bearer", "basic", "://", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
+    "sk-", "aiza", "xox", "akia", "glpat-", "tvly-", "eyj",
+)  # fmt: skip
 
 
+@functools.lru_cache(maxsize=1024)
 def is_secret_name(name: str) -> bool:
-    return bool(_SECRET_NAME.search(name))
+    """Whether a field, header, variable or config key of this name holds a credential."""
+    return bool(_SECRET_NAME.fullmatch(name))
+
+
+def _pair(match: re.Match[str]) -> str:
+    value = match["value"]
+    quote = value[0] if value[0] in "\"'" and len(value) > 1 and value[-1] == value[0] else ""
+    return f"{match['head']}{quote}{REDACTED}{quote}"
+
+
+def _known(values: Iterable[str | None]) -> tuple[str, ...]:
+    """Values worth scrubbing, longest first so a key that contains another goes whole."""
+    kept = {v for v in values if v and len(v) >= MIN_SECRET_LENGTH}
+    return tuple(sorted(kept, key=len, reverse=True))
+
+
+def _may_hold_pattern(text: str) -> bool:
+    low = text.lower()
+    for trigger in _TRIGGERS:  # noqa: SIM110 (twice as fast as any() over a generator)
+        if trigger in low:
+            return True
+    return False
+
+
+def _scrub(text: str, known: tuple[str, ...]) -> str:
+    for value in known:
+        if value in text:
+            text = text.replace(value, REDACTED)
+    if not _may_hold_pattern(text):
+        return text
+    text = _PRIVATE_KEY.sub(REDACTED, text)
+    text = _URL_USERINFO.sub(rf"\1{REDACTED}@", text)
+    text = _AUTH_HEADER.sub(rf"\1{REDACTED}", text)
+    text = _BEARER.sub(rf"\1 {REDACTED}", text)
+    text = _TOKEN_SHAPES.sub(REDACTED, text)
+    return _PAIR.sub(_pair, text)
+
+
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """``text`` without ``secrets`` or anything that looks like a credential."""
+    return _scrub(text, _known(secrets))
 
 
 class Redactor:
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
+    """The secrets known at run time, and redaction of text and JSON-like values."""
+
+    def __init__(self, secrets: Iterable[str | None] = ()) -> None:
+        self._configured: tuple[str, ...] = ()
+        self._scoped: list[tuple[str, ...]] = []
         self._values: tuple[str, ...] = ()
         self.update(secrets)
 
-    def update(self, secrets: Iterable[str]) -> None:
-        values = {s for s in secrets if s and len(s) >= _MIN_SECRET_LEN}
-        # Longest first so a key that contains another is replaced whole.
-        self._values = tuple(sorted(values, key=len, reverse=True))
+    def update(self, secrets: Iterable[str | None]) -> None:
+        """Replace the configured secrets (config load and reload)."""
+        self._configured = _known(secrets)
+        self._refresh()
 
     def add(self, secret: str) -> None:
-        self.update((*self._values, secret))
+        self.update((*self._configured, secret))
+
+    @contextmanager
+    def scoped(self, values: Iterable[str | None]) -> Iterator[None]:
+        """Also redact ``values`` while the block runs (e.g. the environment handed to a
+        container whose output is being read)."""
+        entry = _known(values)
+        self._scoped.append(entry)
+        self._refresh()
+        try:
+            yield
+        finally:
+            self._scoped.remove(entry)
+            self._refresh()
+
+    def _refresh(self) -> None:
+        self._values = _known((*self._configured, *(v for s in self._scoped for v in s)))
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        """The registered secrets, longest first."""
+        return self._values
 
     def __bool__(self) -> bool:
         return bool(self._values)
 
+    def suspect(self, s: str) -> bool:
+        """Whether ``s`` may hold something to redact: a cheap test that lets hot paths
+        (every appended event) skip the work for ordinary text."""
+        return any(v in s for v in self._values) or _may_hold_pattern(s)
+
     def text(self, s: str) -> str:
-        for v in self._values:
-            if v in s:
-                s = s.replace(v, REDACTED)
-        return s
+        """``s`` without registered secrets or anything shaped like one."""
+        return _scrub(s, self._values)
 
     def value(self, obj: Any, _key: str = "") -> Any:
-        """Scrub a JSON-like structure: secret-named fields and secret values."""
-        if _key and is_secret_name(_key) and isinstance(obj, str) and obj:
+        """A JSON-like structure without secrets: credential-named fields holding a
+        string or number are replaced whole, every string is scrubbed as text."""
+        if _key and is_secret_name(_key) and _scalar_secret(obj):
             return REDACTED
         if isinstance(obj, str):
             return self.text(obj)
@@ -61,6 +187,12 @@ class Redactor:
         if isinstance(obj, list | tuple):
             return [self.value(v) for v in obj]
         return obj
+
+
+def _scalar_secret(obj: Any) -> bool:
+    if isinstance(obj, bool):
+        return False
+    return (isinstance(obj, str) and obj != "") or isinstance(obj, int | float)
 
 
 # The daemon's process-wide redactor; config loading fills it.

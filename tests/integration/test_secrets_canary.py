@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import Tsuku
 from tsukuctl.client import RemoteError
+from tsukud.secrets import REDACTED
 
 
 def test_canary_keys_never_leak(tsuku: Tsuku) -> None:
@@ -82,8 +83,9 @@ def test_canary_keys_never_leak(tsuku: Tsuku) -> None:
             assert canary.encode() not in p.read_bytes(), f"{canary[:12]}… found in {p}"
     # The redacted events are still there, readable, and say what was removed.
     events = tsuku.home / "tsuku.db"
-    assert b"[redacted]" in events.read_bytes() or any(
-        b"[redacted]" in Path(str(events) + sfx).read_bytes()
+    marker = REDACTED.encode()
+    assert marker in events.read_bytes() or any(
+        marker in Path(str(events) + sfx).read_bytes()
         for sfx in ("-wal",)
         if Path(str(events) + sfx).exists()
     )

@@ -2,10 +2,10 @@
 
 The output of a failed install or verify run is sent to an LLM provider as repair
 feedback, so anything identifying the machine or a person is removed first: home
-directories, IP addresses and credentials (known secret values, ``Authorization``
-headers, bearer tokens, provider key formats, ``user:pass@`` in URLs, ``key=value``
-pairs with secret-sounding keys). What remains is cut from the *front*: errors are at
-the end of an output, and the reference's head-keeping truncation lost them.
+directories, IP addresses and credentials (whatever :mod:`tsukud.secrets` counts as
+one: known secret values, the values of credential-like keys, tokens by their shape).
+What remains is cut from the *front*: errors are at the end of an output, and the
+reference's head-keeping truncation lost them.
 
 IPv4 rule. A dotted quad with every octet ≤ 255 is an address unless it is written as
 a version: glued to a word (a letter, digit, ``_``, ``-``, ``+``, ``~`` or ``.`` right
@@ -24,8 +24,9 @@ from collections.abc import Iterable
 
 import msgspec
 
+from tsukud.secrets import redact as redact_secrets
+
 MAX_FEEDBACK = 2000
-REDACTED = "[REDACTED]"
 IP = "[IP]"
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
@@ -45,32 +46,6 @@ _HOMES = (
     (re.compile(r"(?<![\w./-])/root(?=/|\b)"), "$HOME"),
 )
 
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+(?::[^/\s@]*)?@")
-_AUTH_HEADER = re.compile(r"(?im)\b((?:proxy-)?authorization\s*[:=]\s*)[^\r\n]+")
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}")
-_KEY_VALUE = re.compile(
-    r"(?i)(\b[\w.-]*(?:api[_-]?key|apikey|token|secret|passw(?:or)?d|pwd|credentials?|"
-    r"access[_-]?key|private[_-]?key|client[_-]?secret|session[_-]?id)[\w.-]*)"
-    r"(\s*[=:]\s*)([\"']?)(?=[^\s\"',;&]*[^\d\s\"',;&])[^\s\"',;&]+"
-)
-_TOKEN_FORMATS = re.compile(
-    r"gh[pousr]_[A-Za-z0-9]{16,}"
-    r"|github_pat_[A-Za-z0-9_]{16,}"
-    r"|sk-ant-[A-Za-z0-9_-]{8,}"
-    r"|(?<![A-Za-z0-9])sk-(?:proj-)?[A-Za-z0-9_-]{16,}"
-    r"|AIza[0-9A-Za-z_-]{20,}"
-    r"|xox[abposr]-[A-Za-z0-9-]{8,}"
-    r"|AKIA[0-9A-Z]{16}"
-    r"|glpat-[A-Za-z0-9_-]{16,}"
-    r"|tvly-[A-Za-z0-9-]{16,}"
-    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
-)
-_PRIVATE_KEY = re.compile(
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S
-)
-_MIN_SECRET_LENGTH = 8
-
-
 # --------------------------------------------------------------------------- redaction
 
 
@@ -87,16 +62,7 @@ def _ipv6(match: re.Match[str]) -> str:
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` without credentials, home directories and IP addresses."""
-    for value in sorted(
-        {s for s in secrets if len(s) >= _MIN_SECRET_LENGTH}, key=len, reverse=True
-    ):
-        text = text.replace(value, REDACTED)
-    text = _PRIVATE_KEY.sub(REDACTED, text)
-    text = _URL_USERINFO.sub(rf"\1{REDACTED}@", text)
-    text = _AUTH_HEADER.sub(rf"\1{REDACTED}", text)
-    text = _BEARER.sub(rf"\1 {REDACTED}", text)
-    text = _TOKEN_FORMATS.sub(REDACTED, text)
-    text = _KEY_VALUE.sub(rf"\1\2\3{REDACTED}", text)
+    text = redact_secrets(text, secrets)
     for pattern, replacement in _HOMES:
         text = pattern.sub(replacement, text)
     text = _IPV4.sub(_ipv4, text)

@@ -214,11 +214,10 @@ class EventStore:
             text = _encoder.encode(body).decode()
         except (TypeError, msgspec.EncodeError) as e:
             raise InvalidParams(f"event payload is not JSON-serialisable: {e}") from None
-        if self._redactor:
-            redacted = self._redactor.text(text)
-            if redacted != text:
-                text = redacted
-                body = _decoder.decode(text)
+        if self._redactor.suspect(text):
+            # Redacted as a structure, so a scrubbed span never breaks the JSON around it.
+            body = self._redactor.value(body)
+            text = _encoder.encode(body).decode()
         id_ = self.last_id + 1
         ts = iso(self._clock.now())
         h = link(self.last_hash, id_, ts, type_, session, text)

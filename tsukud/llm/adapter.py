@@ -25,7 +25,6 @@ from tsukud.llm.provider import (
     ProviderTimeout,
     ProviderTransientError,
     error_for_status,
-    redact,
     within,
 )
 from tsukud.llm.types import (
@@ -39,6 +38,7 @@ from tsukud.llm.types import (
     Usage,
     UserMessage,
 )
+from tsukud.secrets import redact
 
 Block = dict[str, Any]
 T = TypeVar("T")

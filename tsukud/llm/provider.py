@@ -5,14 +5,14 @@ breaker/failover layer) decides what to do with a failure, so each error says wh
 trying again could help (``retryable``) and, for rate limits, how long to wait.
 
 API keys must never leak into messages, reprs, logs or recordings: every message that
-may contain provider text goes through :func:`redact` before it becomes an error.
+may contain provider text goes through :func:`tsukud.secrets.redact` before it becomes
+an error.
 """
 
 from __future__ import annotations
 
 import email.utils
 import hashlib
-import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -21,6 +21,7 @@ import trio
 
 from tsukud.errors import ProviderUnavailable, TsukuError
 from tsukud.llm.types import Request, Response, Usage
+from tsukud.secrets import redact
 
 DEFAULT_CLAUDE_MODEL = "claude-sonnet-5-5"
 DEFAULT_GEMINI_MODEL = "gemini-3.8-flash"
@@ -168,23 +169,6 @@ class ReplayMiss(ProviderError):
         super().__init__(message, key=key, closest=closest, **kw)
         self.key = key
         self.closest = closest
-
-
-# --------------------------------------------------------------------- redaction
-
-# Shapes of keys we know, in case a provider echoes a key we were not told about.
-_KEY_PATTERNS = re.compile(
-    r"sk-ant-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,}|\bsk-[A-Za-z0-9_\-]{20,}"
-)
-REDACTED = "[REDACTED]"
-
-
-def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """Remove the given secrets (and anything shaped like an API key) from ``text``."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, REDACTED)
-    return _KEY_PATTERNS.sub(REDACTED, text)
 
 
 # ------------------------------------------------------------------ error mapping

@@ -24,8 +24,9 @@ from typing import Any
 import msgspec
 import trio
 
-from tsukud.llm.provider import Provider, ReplayMiss, redact
+from tsukud.llm.provider import Provider, ReplayMiss
 from tsukud.llm.types import Request, Response
+from tsukud.secrets import Redactor
 
 Normaliser = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -79,7 +80,7 @@ class RecordingProvider:
     ) -> None:
         self._inner = inner
         self._dir = Path(directory)
-        self._secrets = tuple(secrets)
+        self._redactor = Redactor(secrets)
         self._normalise = normalise
         self._written: dict[str, Recording] = {}
 
@@ -111,11 +112,12 @@ class RecordingProvider:
             )
             self._written[key] = recording
         recording.responses.append(response)
-        text = msgspec.json.format(msgspec.json.encode(recording), indent=2).decode()
+        # Redacted as a structure, not as JSON text: a scrubbed span must not swallow
+        # the quotes and commas around it.
+        clean = self._redactor.value(msgspec.to_builtins(recording))
+        text = msgspec.json.format(msgspec.json.encode(clean), indent=2).decode()
         await trio.Path(self._dir).mkdir(parents=True, exist_ok=True)
-        await trio.Path(self._dir / f"{key}.json").write_text(
-            redact(text, self._secrets) + "\n", encoding="utf-8"
-        )
+        await trio.Path(self._dir / f"{key}.json").write_text(text + "\n", encoding="utf-8")
         return response
 
 

@@ -97,7 +97,7 @@ class Connection:
         return body
 
     async def send(self, frame: dict[str, Any]) -> None:
-        if "error" in frame and self._redactor:
+        if "error" in frame:
             frame = self._redactor.value(frame)
         data = protocol.encode_frame(frame)
         async with self._send_lock:

@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tsukud.create import sanitize as s
-from tsukud.create.sanitize import IP, REDACTED, categorize, redact, sanitize, truncate_tail
+from tsukud.create.sanitize import IP, categorize, redact, sanitize, truncate_tail
+from tsukud.secrets import REDACTED
 
 # ------------------------------------------------------------------------- IPv4 rule
 

@@ -22,7 +22,6 @@ from tsukud.llm.provider import (
     ProviderTimeout,
     error_for_status,
     parse_retry_after,
-    redact,
     within,
 )
 from tsukud.llm.types import (
@@ -42,6 +41,7 @@ from tsukud.llm.types import (
     UserMessage,
     WebSearch,
 )
+from tsukud.secrets import redact
 
 TOOL = Tool("fetch_file", "Read a file", {"type": "object"})
 
@@ -163,5 +163,3 @@ async def test_within_turns_a_deadline_into_provider_timeout() -> None:
         await within(0.01, "p", slow)
     assert await within(1, "p", fast) == 2
     assert await within(None, "p", fast) == 2
-
-

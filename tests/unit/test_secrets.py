@@ -1,0 +1,178 @@
+"""The one redactor: what counts as a secret, one marker, one threshold, every sink."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import typing
+from pathlib import Path
+
+import msgspec
+import pytest
+import trio
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tsukud.clock import FixedClock
+from tsukud.events.store import EventStore
+from tsukud.secrets import MIN_SECRET_LENGTH, REDACTED, Redactor, is_secret_name, redact
+
+
+@pytest.mark.parametrize(
+    ("text", "leaked"),
+    [
+        # Credential-like keys, whatever the value's characters (digits included).
+        ("password=12345678", "12345678"),
+        ("token: 9999999999", "9999999999"),
+        ("export GITHUB_TOKEN=0000", "0000"),
+        ("db_pwd = hunter2", "hunter2"),
+        ('{"api_key": "has spaces in it"}', "has spaces in it"),
+        ("client_secret: 'quoted value'", "quoted value"),
+        ("x-api-key: abc", "abc"),
+        ("GET /cb?access_token=zz9&state=1", "zz9"),
+        ("aws_secret_access_key=wJalrXUtnFEMI", "wJalrXUtnFEMI"),
+        # Headers, URLs and key blocks.
+        ("Authorization: Bearer abc.def.ghi", "abc.def.ghi"),
+        ("proxy-authorization: Basic dXNlcjpwYXNz", "dXNlcjpwYXNz"),
+        ("curl https://user:hunter22@example.com/x", "hunter22"),
+        ("-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----", "MIIEow"),
+        # Token shapes nobody registered.
+        ("echoed ghp_" + "A1b2" * 9, "ghp_"),
+        ("key sk-ant-api03-" + "x1Y2" * 10, "sk-ant-"),
+        ("key AIzaSyA1234567890abcdefghijklmnopqrstuv", "AIza"),
+    ],
+)
+def test_secrets_are_redacted(text: str, leaked: str) -> None:
+    out = redact(text)
+    assert leaked not in out and REDACTED in out, out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "max_tokens: 4096",
+        "input_tokens=12, token_count=3",
+        "secrets: 3",
+        "PWD=/tmp OLDPWD=/root",
+        "mytoken=abc",
+        "error: token expired",
+        "ripgrep 14.1.0 (rev 1a2b3c)",
+    ],
+)
+def test_ordinary_text_is_kept(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_secret_names() -> None:
+    secret = ["GITHUB_TOKEN", "token", "x-api-key", "client_secret", "Authorization", "db_pwd"]
+    plain = ["max_tokens", "token_count", "secrets", "PWD", "mytoken", "session", "key"]
+    assert all(is_secret_name(n) for n in secret)
+    assert not any(is_secret_name(n) for n in plain)
+
+
+def test_one_threshold_for_registered_values() -> None:
+    short = "k" * (MIN_SECRET_LENGTH - 1)
+    long = "q" * MIN_SECRET_LENGTH
+    r = Redactor([short, long, None, ""])
+    assert r.values == (long,)
+    assert r.text(f"a {short} b {long} c") == f"a {short} b {REDACTED} c"
+    # The longer of two overlapping values is replaced whole.
+    assert redact("x abcdefghij y", ["abcdefgh", "abcdefghij"]) == f"x {REDACTED} y"
+
+
+def test_scoped_values_are_redacted_only_inside_the_block() -> None:
+    r = Redactor(["configured-key-1"])
+    env = {"PATH": "/opt/tsuku/bin:/usr/bin", "HOME": "/tmp", "DEPLOY_SECRET_VALUE": "s3cr3t!!zz"}
+    output = "configured-key-1 then s3cr3t!!zz then /opt/tsuku/bin:/usr/bin"
+    with r.scoped(env.values()):
+        assert r.text(output) == f"{REDACTED} then {REDACTED} then {REDACTED}"
+    assert r.text(output) == f"{REDACTED} then s3cr3t!!zz then /opt/tsuku/bin:/usr/bin"
+    # The same environment handed to the pure function (what validation uses).
+    assert "s3cr3t!!zz" not in redact(output, env.values())
+
+
+def test_structures_lose_named_fields_and_values_inside_strings() -> None:
+    r = Redactor(["ghp_0123456789abcdef"])
+    out = r.value(
+        {
+            "token": 9999999999,
+            "password": "x",
+            "secret": True,  # a flag saying a setting is secret, not a secret
+            "max_tokens": 4096,
+            "nested": [{"note": "Authorization: Bearer abcdefgh"}, ("ghp_0123456789abcdef",)],
+        }
+    )
+    assert out == {
+        "token": REDACTED,
+        "password": REDACTED,
+        "secret": True,
+        "max_tokens": 4096,
+        "nested": [{"note": f"Authorization: {REDACTED}"}, [REDACTED]],
+    }
+
+
+_PIECES = st.sampled_from(
+    ["password=", "token: ", "Bearer ", "ghp_" + "a" * 20, '"api_key": "', "'", '"', " ", "\n"]
+)
+
+
+@given(st.lists(st.one_of(_PIECES, st.text(max_size=12)), max_size=12))
+def test_redaction_is_idempotent(parts: list[str]) -> None:
+    once = redact("".join(parts))
+    assert redact(once) == once
+
+
+@given(st.text(max_size=40), st.from_regex(r"[!-~]{1,20}", fullmatch=True))
+def test_any_value_of_a_password_key_is_redacted(before: str, value: str) -> None:
+    value = value.strip("\"',;&)]}")
+    if not value or value.startswith(REDACTED):
+        return
+    out = redact(f"{before}\npassword={value}\n")
+    assert f"password={value}\n" not in out
+
+
+async def test_event_store_redacts_the_payload_and_keeps_valid_json(tmp_path: Path) -> None:
+    path = tmp_path / "tsuku.db"
+    store = EventStore(path, clock=FixedClock(1_800_000_000.0), redactor=Redactor())
+    store.open()
+    payload = {
+        "msg": 'curl -H "Authorization: Bearer abcdefgh" said password="p a s s"',
+        "token": 12345678,
+        "count": 3,
+    }
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.run)
+        event = store.append_nowait("client.note", payload)  # client types are free-form
+        await store.wait_durable(event.id)
+        store.close()
+    store.close_connection()
+    assert event.payload["token"] == REDACTED and event.payload["count"] == 3
+    conn = sqlite3.connect(path)
+    (stored,) = conn.execute("SELECT payload FROM events").fetchone()
+    conn.close()
+    body = json.loads(stored)
+    assert body == event.payload
+    assert "abcdefgh" not in stored and "p a s s" not in stored and "12345678" not in stored
+
+
+def test_no_catalogued_event_field_has_a_credential_name() -> None:
+    """The store redacts credential-named fields whole; a catalogued field with such a
+    name would turn into a string its readers could no longer decode."""
+    from tsukud.events import catalogue
+
+    seen: set[type] = set()
+    found: list[str] = []
+
+    def walk(tp: object) -> None:
+        for arg in typing.get_args(tp):
+            walk(arg)
+        if isinstance(tp, type) and issubclass(tp, msgspec.Struct) and tp not in seen:
+            seen.add(tp)
+            for f in msgspec.structs.fields(tp):
+                if is_secret_name(f.encode_name):
+                    found.append(f"{tp.__name__}.{f.encode_name}")
+                walk(f.type)
+
+    for cls in catalogue.EVENTS.values():
+        walk(cls)
+    assert len(seen) > 30 and found == []
