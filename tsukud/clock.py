@@ -1,9 +1,14 @@
 """Injected time.
 
 Policy decisions (budget days, rate windows, breaker cool-downs) survive restarts, so
-they are taken on wall-clock time, read through a ``Clock`` so tests control it.
-``TrioClock`` maps trio's clock onto the wall clock: under ``trio.testing.MockClock``
-a test can jump 60 s ahead instantly and the breaker sees it.
+they are taken on wall-clock time, read through a ``Clock`` so tests control it. Every
+time the daemon reads (the HTTP cache and DNS answers, registry and version TTLs,
+discovery's cache and timings, event timestamps) comes from the daemon's one ``Clock``,
+passed to each service as its ``clock`` parameter.
+
+Waits (``trio.sleep``, deadlines) run on trio's clock. ``TrioClock`` maps trio's clock
+onto the wall clock, so under ``trio.testing.MockClock`` reads and waits move together:
+a test jumps past a TTL or a breaker cool-down instantly and every reader sees it.
 """
 
 from __future__ import annotations

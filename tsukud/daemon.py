@@ -48,7 +48,7 @@ class Daemon:
         self.home = Path(paths.tsuku_home(self.env))
         self.store = EventStore(Path(paths.db_path(self.env)), clock=self.clock)
         self.state = State()
-        self.started_wall = time.time()
+        self.started_wall = self.clock.now()
         self.started_mono = time.monotonic()
         self._stop = trio.Event()
         self.nursery: trio.Nursery | None = None  # services' background tasks, once serving

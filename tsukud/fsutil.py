@@ -17,7 +17,11 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-def write_atomic(path: str | Path, data: bytes | str, *, mode: int = 0o644) -> None:
+def write_atomic(
+    path: str | Path, data: bytes | str, *, mode: int = 0o644, mtime: float | None = None
+) -> None:
+    """Write ``data`` whole. ``mtime`` stamps the file with a time from the caller's
+    clock, so a cache judging freshness by :func:`fresh` never mixes two clocks."""
     path = os.fspath(path)
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
@@ -28,6 +32,8 @@ def write_atomic(path: str | Path, data: bytes | str, *, mode: int = 0o644) -> N
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
+        if mtime is not None:
+            os.utime(tmp, (mtime, mtime))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -39,3 +45,12 @@ def write_atomic(path: str | Path, data: bytes | str, *, mode: int = 0o644) -> N
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def fresh(path: str | Path, now: float, ttl: float) -> bool:
+    """Whether ``path`` exists and was written less than ``ttl`` seconds before ``now``
+    (both on the clock that stamped it through ``write_atomic(mtime=)``)."""
+    try:
+        return now - os.stat(path).st_mtime < ttl
+    except OSError:
+        return False

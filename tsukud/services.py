@@ -94,7 +94,7 @@ class Services:
         return Http(
             allowed_hosts=lambda: endpoint_hosts(self.config()),
             credentials=lambda: github_credentials(self.config()),
-            clock=self.clock.now,
+            clock=self.clock,
         )
 
     @cached_property
@@ -117,7 +117,7 @@ class Services:
             self.http,
             base_url=self._setting("registry.url"),
             manifest_url=self._setting("registry.manifest_url"),
-            clock=self.clock.now,
+            clock=self.clock,
         )
 
     def _max_download_bytes(self) -> int:
@@ -136,6 +136,7 @@ class Services:
             generations=self.generations,
             breakers=self.breakers,
             confirmations=self.confirmations,
+            clock=self.clock,
         )
 
     @cached_property
@@ -176,7 +177,7 @@ class Services:
         installer = Installer(
             home=self.home,
             registry=self.registry(),
-            resolver=VersionResolver(self.github, clock=self.clock.now),
+            resolver=VersionResolver(self.github, clock=self.clock),
             http=self.http,
             store=self.store,
             installed=self.installed,
@@ -226,7 +227,7 @@ class Services:
     def hook_index(self) -> HookIndex:
         from tsukud.hooks.service import HookIndex
 
-        index = HookIndex(self.home, self.installed, self._spawn)
+        index = HookIndex(self.home, self.installed, self._spawn, clock=self.clock)
         self.store.subscribe(index.on_event)
         return index
 

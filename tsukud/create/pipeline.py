@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -43,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
-from tsukud.clock import iso
+from tsukud.clock import Clock, SystemClock, iso
 from tsukud.create.answer import InvalidAnswer, RecipeContext, answer_to_recipe, parse_answer
 from tsukud.create.assets import fenced, render_readme, render_releases
 from tsukud.create.context import RepoContext, gather
@@ -160,7 +159,7 @@ class Deps:
     validator: Validator | None = None
     secrets: Sequence[str] = ()
     workdir: Path | None = None
-    clock: Callable[[], float] = time.time
+    clock: Clock = field(default_factory=SystemClock)
     no_runtime_reason: str | None = None
 
 
@@ -240,7 +239,7 @@ class _Run:
 
     async def run(self) -> CreateResult:
         req, deps = self.req, self.deps
-        started = time.monotonic()
+        started = deps.clock.now()
         self.stage = "context"
         await self.progress("fetching_releases", f"fetching releases of {req.repo}")
         ctx = self.ctx = await gather(deps.github, req.repo)
@@ -272,7 +271,7 @@ class _Run:
                 workdir=workdir,
             )
             result = await self._decide(match)
-        result.duration_ms = round((time.monotonic() - started) * 1000)
+        result.duration_ms = round((deps.clock.now() - started) * 1000)
         return result
 
     async def _decide(self, match: MatchResult) -> CreateResult:
@@ -545,7 +544,7 @@ class _Run:
         if verdict.passed:
             meta = msgspec.structs.replace(
                 meta,
-                validated_at=iso(self.deps.clock()),
+                validated_at=iso(self.deps.clock.now()),
                 validation_platform=verdict.platform,
                 validation_image=verdict.image,
                 validated_version=verdict.version,

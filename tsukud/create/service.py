@@ -151,7 +151,7 @@ class Creator:
             open_llm=llm.run if llm is not None else None,
             validator=None if skip_validation else self._validator(),
             secrets=tuple(config.secret_values()),
-            clock=self.clock.now,
+            clock=self.clock,
         )
         req = CreateRequest(
             tool=tool,

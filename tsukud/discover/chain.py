@@ -24,7 +24,6 @@ the same session and the price of every token and search.
 from __future__ import annotations
 
 import datetime as dt
-import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
+from tsukud.clock import Clock, SystemClock
 from tsukud.discover import present
 from tsukud.discover.ecosystem import ProbeReport, describe, install_command, select
 from tsukud.discover.errors import (
@@ -100,7 +100,7 @@ class Deps:
     ask: Ask = _refuse
     emit: Emit = _no_emit
     progress: Progress = _no_progress
-    now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)
+    clock: Clock = field(default_factory=SystemClock)
     timeout_s: float = DEFAULT_TIMEOUT_S
     max_searches: int = 3
 
@@ -120,7 +120,7 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
 @dataclass
 class _State:
     tool: str
-    started: float = field(default_factory=time.monotonic)
+    started: float
     stage: str = "normalize"
     timings: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -135,7 +135,7 @@ class _Chain:
         self.req = req
         self.deps = deps
         self.tool = req.tool
-        self.st = _State(req.tool)
+        self.st = _State(req.tool, started=deps.clock.now())
         self._sources: list[tuple[str, str]] = []
 
     # ---- plumbing ----------------------------------------------------------------------
@@ -147,12 +147,12 @@ class _Chain:
         await self.deps.emit(type_, {"tool": self.tool, **payload})
 
     async def stage_event(self, stage: str, outcome: str, started: float, **extra: Any) -> None:
-        ms = round((time.monotonic() - started) * 1000)
+        ms = round((self.deps.clock.now() - started) * 1000)
         self.st.timings[stage] = ms
         await self.emit("discovery.stage", {"stage": stage, "outcome": outcome, "ms": ms, **extra})
 
     def finish(self, found: Discovery) -> Discovery:
-        found.duration_ms = round((time.monotonic() - self.st.started) * 1000)
+        found.duration_ms = round((self.deps.clock.now() - self.st.started) * 1000)
         found.timings_ms = dict(self.st.timings)
         found.warnings = tuple(dict.fromkeys((*self.st.warnings, *found.warnings)))
         return found
@@ -213,7 +213,7 @@ class _Chain:
 
     async def _registry(self) -> Discovery | None:
         self.st.stage = "registry"
-        started = time.monotonic()
+        started = self.deps.clock.now()
         await self.progress("registry", f"checking the registry for {self.tool}")
         if self.req.check_recipes and self.deps.recipe_lookup is not None:
             where = await self.deps.recipe_lookup(self.tool)
@@ -266,7 +266,7 @@ class _Chain:
 
     async def _ecosystems(self) -> Discovery | list[Probe] | None:
         self.st.stage = "ecosystem"
-        started = time.monotonic()
+        started = self.deps.clock.now()
         await self.progress("ecosystem", "probing crates.io, npm, PyPI, RubyGems and Go")
         report = await self.deps.probe(self.tool)
         self.st.probes = list(report.matches)
@@ -348,7 +348,7 @@ class _Chain:
 
     async def _llm(self) -> tuple[Discovery, Decision]:
         self.st.stage = "llm"
-        started = time.monotonic()
+        started = self.deps.clock.now()
         deps, req = self.deps, self.req
         providers: Sequence[tuple[str, str]] = ()
         if not req.llm:
@@ -410,7 +410,7 @@ class _Chain:
                 hint=_hint(DiscoveryBudgetExceeded.default_hint, self.tool),
                 **exc.data,
             ) from None
-        llm_ms = round((time.monotonic() - started) * 1000)
+        llm_ms = round((self.deps.clock.now() - started) * 1000)
         await self.stage_event(
             "llm",
             "candidates" if outcome.candidates else "miss",
@@ -464,7 +464,7 @@ class _Chain:
 
     async def _verify(self, outcome: Outcome) -> tuple[Discovery, Decision]:
         self.st.stage = "verify"
-        started = time.monotonic()
+        started = self.deps.clock.now()
         candidates = merge(outcome.candidates)
         await self.progress(
             "verify",
@@ -481,7 +481,7 @@ class _Chain:
         async with trio.open_nursery() as nursery:
             for c in candidates:
                 nursery.start_soon(fetch, c)
-        now = self.deps.now()
+        now = dt.datetime.fromtimestamp(self.deps.clock.now(), dt.UTC)
         verified = [
             assess(
                 c,
@@ -526,9 +526,7 @@ class _Chain:
                 ),
                 source=v.source,
             )
-        sources = [
-            (c.url, c.title) for c in outcome.sources if v.source.lower() in repos_of(c)
-        ]
+        sources = [(c.url, c.title) for c in outcome.sources if v.source.lower() in repos_of(c)]
         found = Discovery(
             tool=self.tool,
             session=self.req.session,
@@ -663,7 +661,7 @@ async def discover(req: Request, deps: Deps) -> Discovery:
                     "retryable": retryable,
                     "message": message[:1000],
                     "spent_usd": None if chain.st.unpriced else float(chain.st.spent),
-                    "ms": round((time.monotonic() - chain.st.started) * 1000),
+                    "ms": round((chain.deps.clock.now() - chain.st.started) * 1000),
                 },
             )
         raise

@@ -13,15 +13,15 @@ GitHub source is not a safe ``owner/repo``, is a miss.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 
+from tsukud.clock import Clock, SystemClock
 from tsukud.discover.normalize import BadSource, github_source
-from tsukud.fsutil import write_atomic
+from tsukud.fsutil import fresh, write_atomic
 
 DEFAULT_TTL = 3600.0
 MAX_ENTRY_BYTES = 64 * 1024
@@ -81,13 +81,13 @@ class DiscoveryRegistry:
         base_url: Callable[[], str],
         *,
         ttl: float = DEFAULT_TTL,
-        clock: Callable[[], float] = time.time,
+        clock: Clock | None = None,
     ) -> None:
         self.cache_dir = cache_dir
         self._get = get
         self._base_url = base_url
         self.ttl = ttl
-        self._clock = clock
+        self._clock = clock or SystemClock()
 
     def url(self, name: str) -> str:
         return f"{self._base_url().rstrip('/')}/recipes/discovery/{entry_path(name)}"
@@ -97,10 +97,7 @@ class DiscoveryRegistry:
         return path, path.with_name(f".{path.name}.missing")
 
     def _fresh(self, path: Path) -> bool:
-        try:
-            return self._clock() - path.stat().st_mtime < self.ttl
-        except OSError:
-            return False
+        return fresh(path, self._clock.now(), self.ttl)
 
     async def lookup(self, name: str) -> Lookup:
         path, missing = self._paths(name)
@@ -116,7 +113,7 @@ class DiscoveryRegistry:
                 return Lookup(parse_entry(path.read_bytes()), "stale_cache", error)
             return Lookup(None, "none", error)
         if status in (404, 410):
-            write_atomic(missing, b"")
+            write_atomic(missing, b"", mtime=self._clock.now())
             path.unlink(missing_ok=True)
             return Lookup(None, "network")
         if status != 200 or len(body) > MAX_ENTRY_BYTES:
@@ -126,7 +123,7 @@ class DiscoveryRegistry:
             return Lookup(None, "none", error)
         entry = parse_entry(body)
         if entry is not None:
-            write_atomic(path, body)
+            write_atomic(path, body, mtime=self._clock.now())
             missing.unlink(missing_ok=True)
         return Lookup(entry, "network", None if entry else "entry does not parse")
 

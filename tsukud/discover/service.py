@@ -101,7 +101,7 @@ class DiscoveryService:
             from tsukud.discover.web import Web
             from tsukud.net.http import Http
 
-            self._web = Web(Http(allowed_hosts=self.allowed_hosts, clock=self.clock.now))
+            self._web = Web(Http(allowed_hosts=self.allowed_hosts, clock=self.clock))
         return self._web
 
     async def aclose(self) -> None:
@@ -122,7 +122,7 @@ class DiscoveryService:
             self.home / "registry" / "discovery",
             self._get,
             lambda: str(self._cfg("registry.url") or DEFAULT_REGISTRY_URL),
-            clock=self.clock.now,
+            clock=self.clock,
         )
 
     async def _recipe(self, name: str) -> str | None:
@@ -245,6 +245,7 @@ class DiscoveryService:
             progress=progress,
             timeout_s=float(c["discover.timeout_s"]),
             max_searches=int(c["discover.max_searches"]),
+            clock=self.clock,
         )
         req = Request(
             tool=tool,

@@ -16,7 +16,6 @@ an install never fails because of the index.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from tsukud import log
+from tsukud.clock import Clock, SystemClock
 from tsukud.hooks.index import SOURCES, build_index, parse_index, write_index
 from tsukud.hooks.sources import RecipeReader, installed_binaries
 
@@ -39,8 +39,10 @@ class HookIndex:
         home: Path,
         installed: Callable[[], Mapping[str, Mapping[str, Any]]],
         spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.home = home
+        self._clock = clock or SystemClock()
         self._installed = installed
         self._spawn = spawn
         self._reader = RecipeReader()
@@ -92,7 +94,7 @@ class HookIndex:
         return stats
 
     def _build_sync(self, installed: dict[str, list[str]]) -> dict[str, Any]:
-        t0 = time.monotonic()
+        t0 = self._clock.now()
         recipes = self._reader.scan(self.home)
         text = build_index(recipes, installed)
         path = write_index(str(self.home), text)
@@ -103,7 +105,7 @@ class HookIndex:
             "commands": len({b for b, _, _ in rows}),
             "tools": len({t for _, t, _ in rows}),
             "by_source": {s: sum(1 for r in rows if r[2] == s) for s in SOURCES},
-            "built_at": time.time(),
-            "duration_ms": round((time.monotonic() - t0) * 1000, 1),
+            "built_at": (done := self._clock.now()),
+            "duration_ms": round((done - t0) * 1000, 1),
             "recipe_errors": dict(sorted(self._reader.errors.items())),
         }

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,8 +24,9 @@ from typing import Any
 import msgspec
 
 from tsukud import log
+from tsukud.clock import Clock, SystemClock
 from tsukud.errors import TsukuError
-from tsukud.fsutil import write_atomic
+from tsukud.fsutil import fresh, write_atomic
 from tsukud.net.http import Http, HttpError, HttpStatusError
 from tsukud.recipe import Recipe, RecipeError, parse_recipe
 
@@ -117,14 +117,14 @@ class Registry:
         base_url: Callable[[], str] = lambda: DEFAULT_REGISTRY_URL,
         manifest_url: Callable[[], str] = lambda: DEFAULT_MANIFEST_URL,
         ttl: float = DEFAULT_TTL,
-        clock: Callable[[], float] = time.time,
+        clock: Clock | None = None,
     ) -> None:
         self.home = home
         self.http = http
         self._base_url = base_url
         self._manifest_url = manifest_url
         self.ttl = ttl
-        self._clock = clock
+        self._clock = clock or SystemClock()
 
     # ---- paths -------------------------------------------------------------------------
 
@@ -154,10 +154,11 @@ class Registry:
         return self.cache_dir / "manifest.json"
 
     def _fresh(self, path: Path) -> bool:
-        try:
-            return self._clock() - path.stat().st_mtime < self.ttl
-        except FileNotFoundError:
-            return False
+        return fresh(path, self._clock.now(), self.ttl)
+
+    def _keep(self, path: Path, data: bytes) -> None:
+        """Cache ``data``, stamped with this clock's time (the TTL is measured on it)."""
+        write_atomic(path, data, mtime=self._clock.now())
 
     # ---- manifest ----------------------------------------------------------------------
 
@@ -179,7 +180,7 @@ class Registry:
         except HttpError as exc:
             raise RegistryUnavailable(f"cannot fetch the recipe manifest: {exc.message}") from None
         manifest = _parse_manifest(resp.body, url)
-        write_atomic(self.manifest_path, resp.body)
+        self._keep(self.manifest_path, resp.body)
         return manifest
 
     async def manifest(self) -> tuple[Manifest | None, bool]:
@@ -252,7 +253,7 @@ class Registry:
         if resp.status == 404:
             raise self._not_found(name)
         loaded = self._loaded(name, resp.body, cache, "registry", url, False)
-        write_atomic(cache, resp.body)
+        self._keep(cache, resp.body)
         return loaded
 
     def _not_found(self, name: str) -> RecipeNotFound:
@@ -285,7 +286,7 @@ class Registry:
                     removed.append(name)
                     continue
                 self._loaded(name, resp.body, path, "registry", None, False)  # validate
-                write_atomic(path, resp.body)
+                self._keep(path, resp.body)
                 refreshed.append(name)
             except (HttpError, RecipeError) as exc:
                 failed[name] = exc.message

@@ -18,11 +18,9 @@ revalidates each API response with its ETag).
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 import msgspec
 
+from tsukud.clock import Clock, SystemClock
 from tsukud.github.client import GitHub, Release, ReleaseNotFound
 from tsukud.recipe import (
     Recipe,
@@ -58,11 +56,11 @@ class Resolution(msgspec.Struct, frozen=True, kw_only=True):
 
 class VersionResolver:
     def __init__(
-        self, github: GitHub, *, ttl: float = DEFAULT_TTL, clock: Callable[[], float] = time.time
+        self, github: GitHub, *, ttl: float = DEFAULT_TTL, clock: Clock | None = None
     ) -> None:
         self.github = github
         self.ttl = ttl
-        self._clock = clock
+        self._clock = clock or SystemClock()
         self._cache: dict[tuple[str, str, str], tuple[float, Resolution]] = {}
 
     def forget(self) -> None:
@@ -74,7 +72,7 @@ class VersionResolver:
         requested = (requested or "").strip() or None
         key = (source.repo.lower(), source.tag_prefix or "", requested or "")
         hit = self._cache.get(key)
-        now = self._clock()
+        now = self._clock.now()
         if hit is not None and hit[0] > now:
             return hit[1]
         if requested is None:

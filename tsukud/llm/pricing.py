@@ -85,22 +85,21 @@ class PriceTable:
     def from_toml(cls, text: str, fallback: PriceTable | None = None) -> PriceTable:
         return cls(msgspec.convert(tomllib.loads(text), _File).price, fallback)
 
-    def price(self, model: str, on: dt.date | None = None) -> Price | None:
-        """The row for ``model`` valid on ``on`` (default: today, UTC).
+    def price(self, model: str, on: dt.date) -> Price | None:
+        """The row for ``model`` valid on ``on`` (the caller's clock says which day).
 
         Dated snapshots (``claude-x-20250929``), ``-latest`` and ``models/`` prefixes
         fall back to the base name; nothing looser, so ``gemini-2.5-flash-lite`` never
         takes ``gemini-2.5-flash``'s price.
         """
-        day = on or dt.datetime.now(dt.UTC).date()
         name = model.removeprefix("models/")
         for candidate in (name, _DATE_SUFFIX.sub("", name)):
-            valid = [r for r in self._rows.get(candidate, ()) if r.valid_on(day)]
+            valid = [r for r in self._rows.get(candidate, ()) if r.valid_on(on)]
             if valid:
                 return max(valid, key=lambda r: r.since or dt.date.min)
         return self._fallback.price(model, on) if self._fallback is not None else None
 
-    def cost(self, model: str, usage: Usage, on: dt.date | None = None) -> Decimal | None:
+    def cost(self, model: str, usage: Usage, on: dt.date) -> Decimal | None:
         row = self.price(model, on)
         return None if row is None else row.cost(usage)
 
@@ -111,7 +110,7 @@ def default_table() -> PriceTable:
     return PriceTable.from_toml(text)
 
 
-def cost(model: str, usage: Usage, on: dt.date | None = None) -> Decimal | None:
+def cost(model: str, usage: Usage, on: dt.date) -> Decimal | None:
     """USD cost of ``usage`` on ``model`` (``None`` = unknown, never a guessed zero)."""
     return default_table().cost(model, usage, on)
 

@@ -17,6 +17,7 @@ life. ``llm.replay_dir`` serves every provider from recordings (tests, the demo)
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from tsukud import log
-from tsukud.clock import iso
+from tsukud.clock import Clock, iso
 from tsukud.errors import ConfirmationRequired, ProviderUnavailable, UsageError
 from tsukud.llm.provider import MalformedToolArguments, Provider, ProviderError
 from tsukud.llm.types import Request, Response
@@ -73,8 +74,10 @@ class LLM:
         generations: GenerationLimit,
         breakers: CircuitBreakers,
         confirmations: Confirmations,
+        clock: Clock,
     ) -> None:
         self._config = config  # read at each use: `config set` applies at once
+        self._clock = clock
         self.store = store
         self.budget = budget
         self.generations = generations
@@ -172,7 +175,11 @@ class LLM:
             raise ConfigError(f"llm.prices_file {extra}: {e}") from None
 
     def price(self, name: str) -> Price | None:
-        return self.prices().price(self.info(name).model)
+        return self.prices().price(self.info(name).model, self.today())
+
+    def today(self) -> dt.date:
+        """The UTC day on the daemon's clock: prices are valid by date."""
+        return dt.datetime.fromtimestamp(self._clock.now(), dt.UTC).date()
 
     def provider(self, name: str) -> Provider:
         info = self.info(name)
@@ -451,7 +458,7 @@ class Run:
         from tsukud.llm.types import Usage
 
         u = usage if isinstance(usage, Usage) else Usage()
-        price = None if name == "local" else self.llm.prices().price(model)
+        price = None if name == "local" else self.llm.prices().price(model, self.llm.today())
         cost = Decimal(0) if name == "local" else (price.cost(u) if price else None)
         self.turns += 1
         payload: dict[str, Any] = {

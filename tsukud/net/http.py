@@ -34,7 +34,7 @@ import ipaddress
 import json
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
@@ -43,6 +43,7 @@ import httpx2
 import trio
 
 from tsukud import log
+from tsukud.clock import Clock, SystemClock
 from tsukud.errors import TsukuError
 
 if TYPE_CHECKING:
@@ -264,6 +265,16 @@ def retry_after_seconds(headers: Mapping[str, str], now: float) -> float | None:
     return None
 
 
+Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
+"""A host and port to the addresses they resolve to (injected: tests use no real DNS)."""
+
+
+async def system_resolve(host: str, port: int) -> list[str]:
+    """The system resolver's addresses for ``host`` (raises ``OSError`` when it fails)."""
+    infos = await trio.socket.getaddrinfo(host, port, type=trio.socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]
+
+
 def _transport_error(exc: httpx2.HTTPError, url: str) -> HttpError:
     shown = _display(url)
     if isinstance(exc, httpx2.TimeoutException):
@@ -287,13 +298,15 @@ class Http:
         settings: Settings | None = None,
         allowed_hosts: Callable[[], Collection[str]] = frozenset,
         credentials: Callable[[], Mapping[str, str]] = dict,
-        clock: Callable[[], float] = time.time,
+        clock: Clock | None = None,
+        resolve: Resolver | None = None,
         client: httpx2.AsyncClient | None = None,
     ) -> None:
         self.settings = settings or Settings()
         self._allowed_hosts = allowed_hosts
         self._credentials = credentials
-        self._clock = clock
+        self._clock = clock or SystemClock()
+        self._resolve = resolve or system_resolve
         s = self.settings
         self._client = client or httpx2.AsyncClient(
             timeout=httpx2.Timeout(
@@ -345,17 +358,17 @@ class Http:
             )
 
     async def _resolves_public(self, host: str, port: int) -> bool:
-        now = self._clock()
+        now = self._clock.now()
         cached = self._dns.get((host, port))
         if cached is not None and cached[0] > now:
             return cached[1]
         try:
-            infos = await trio.socket.getaddrinfo(host, port, type=trio.socket.SOCK_STREAM)
+            addresses = await self._resolve(host, port)
         except OSError as exc:
             raise HttpError(f"cannot resolve {host}: {exc}", host=host) from None
-        public = bool(infos) and all(
-            (a := _ip(str(info[4][0]).split("%", 1)[0])) is not None and _is_public(a)
-            for info in infos
+        public = bool(addresses) and all(
+            (a := _ip(address.split("%", 1)[0])) is not None and _is_public(a)
+            for address in addresses
         )
         self._dns[(host, port)] = (now + self.settings.dns_ttl, public)
         return public
@@ -374,7 +387,7 @@ class Http:
         if blocked is None:
             return
         until, status, detail = blocked
-        if until <= self._clock():
+        if until <= self._clock.now():
             del self._blocked[origin(url)]
             return
         raise HttpRateLimited(
@@ -401,7 +414,7 @@ class Http:
             limited = True
         if not limited:
             return None
-        now = self._clock()
+        now = self._clock.now()
         wait = retry_after_seconds(headers, now)
         if wait is None:
             wait = 60.0 if status != 503 else 5.0
@@ -467,7 +480,7 @@ class Http:
         limit = self.settings.api_max_bytes if max_bytes is None else max_bytes
         key = (url, (headers or {}).get("accept", ""), origin(url) in self._credentials())
         entry = self._cache.get(key) if cache else None
-        now = self._clock()
+        now = self._clock.now()
         if entry is not None and now - entry.stored < self.settings.cache_ttl:
             self._cache.move_to_end(key)
             self.stats["cache_hits"] += 1
@@ -480,7 +493,7 @@ class Http:
                 send_headers["if-modified-since"] = entry.last_modified
         response = await self._get_once(url, send_headers, limit, retry=True)
         if entry is not None and response.status == 304:
-            entry.stored = self._clock()
+            entry.stored = self._clock.now()
             self._cache.move_to_end(key)
             self.stats["revalidated"] += 1
             return _replace(entry.response, from_cache=True, revalidated=True)
@@ -515,7 +528,7 @@ class Http:
                 await trio.sleep(wait)
                 self._blocked.pop(origin(final), None)
                 return await self._get_once(url, headers, limit, retry=False)
-            retry_at = self._clock() + wait
+            retry_at = self._clock.now() + wait
             raise HttpRateLimited(
                 f"{_display(final)}: rate limited (HTTP {resp.status_code}) until {_iso(retry_at)}",
                 url=_display(final),
@@ -557,7 +570,7 @@ class Http:
         if old is not None:
             self._cache_bytes -= len(old.response.body)
         self._cache[key] = _CacheEntry(
-            self._clock(),
+            self._clock.now(),
             response,
             response.headers.get("etag"),
             response.headers.get("last-modified"),
@@ -591,7 +604,7 @@ class Http:
             hdrs = _headers(resp.headers)
             wait = self._note_rate_limit(final, resp.status_code, hdrs)
             if wait is not None:
-                retry_at = self._clock() + wait
+                retry_at = self._clock.now() + wait
                 raise HttpRateLimited(
                     f"{_display(final)}: rate limited (HTTP {resp.status_code})",
                     url=_display(final),

@@ -6,6 +6,7 @@ against the fake Anthropic server, real Docker).
 
 from __future__ import annotations
 
+import datetime as dt
 import posixpath
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -196,7 +197,7 @@ class DirectRun:
 
         self.requests.append(request)
         response = await self.provider.complete(request)
-        price = cost(response.model, response.usage)
+        price = cost(response.model, response.usage, on=dt.datetime.now(dt.UTC).date())
         if price is None:
             self.unpriced_turns += 1
         else:

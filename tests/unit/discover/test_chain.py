@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import trio
 
+from tsukud.clock import FixedClock
 from tsukud.discover.chain import Deps, Request, discover
 from tsukud.discover.ecosystem import ProbeReport
 from tsukud.discover.errors import (
@@ -171,7 +172,7 @@ class World:
             else None,
             ask=self.ask,
             emit=self.emit,
-            now=lambda: NOW,
+            clock=FixedClock(NOW.timestamp()),
             timeout_s=15.0,
         )
         for k, v in overrides.items():

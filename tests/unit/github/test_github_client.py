@@ -11,6 +11,7 @@ import pytest
 from tests.fakes.github import RELEASES_DIR, FakeGitHub, Req
 from tests.fakes.releases import FakeRepo, recorded_repo
 from tests.shared import require
+from tsukud.clock import FixedClock
 from tsukud.github.client import (
     GitHub,
     GitHubBadCredentials,
@@ -23,13 +24,6 @@ from tsukud.github.client import (
 from tsukud.net.http import Http, HttpStatusError, Settings, origin
 
 TOKEN = "ghp_fakeTokenForTests0123456789"
-
-
-class Clock:
-    now = 2_000_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture(scope="module")
@@ -54,12 +48,12 @@ def fake() -> Iterator[FakeGitHub]:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> FixedClock:
+    return FixedClock(2_000_000_000.0)
 
 
 @contextlib.asynccontextmanager
-async def loopback_http(clock: Clock, credentials: dict[str, str]) -> AsyncIterator[Http]:
+async def loopback_http(clock: FixedClock, credentials: dict[str, str]) -> AsyncIterator[Http]:
     """A real Http that sends ``credentials`` (origin -> Authorization) and reads ``clock``."""
     h = Http(
         settings=Settings(max_wait=0.1),
@@ -74,7 +68,7 @@ async def loopback_http(clock: Clock, credentials: dict[str, str]) -> AsyncItera
 
 
 @pytest.fixture
-async def http(clock: Clock, fake: FakeGitHub) -> AsyncIterator[Http]:
+async def http(clock: FixedClock, fake: FakeGitHub) -> AsyncIterator[Http]:
     async with loopback_http(clock, {origin(fake.api_url): f"Bearer {TOKEN}"}) as h:
         yield h
 
@@ -178,7 +172,7 @@ async def test_contents(gh: GitHub) -> None:
         await gh.contents("acme/docs", "missing.txt")
 
 
-async def test_etag_revalidation(gh: GitHub, fake: FakeGitHub, clock: Clock) -> None:
+async def test_etag_revalidation(gh: GitHub, fake: FakeGitHub, clock: FixedClock) -> None:
     def repo_requests() -> list[Req]:
         return [
             r
@@ -189,7 +183,7 @@ async def test_etag_revalidation(gh: GitHub, fake: FakeGitHub, clock: Clock) -> 
     await gh.repo("yudai/gotty")
     await gh.repo("yudai/gotty")
     assert len(repo_requests()) == 1
-    clock.now += 600
+    clock.advance(600)
     await gh.repo("yudai/gotty")
     reqs = repo_requests()
     assert len(reqs) == 2 and reqs[-1].headers.get("if-none-match", "").startswith('"')
@@ -244,7 +238,9 @@ async def test_token_goes_to_the_api_only(gh: GitHub, http: Http, fake: FakeGitH
     assert all("authorization" not in r.headers for r in hops)
 
 
-async def test_bad_credentials_are_typed_with_a_token_hint(fake: FakeGitHub, clock: Clock) -> None:
+async def test_bad_credentials_are_typed_with_a_token_hint(
+    fake: FakeGitHub, clock: FixedClock
+) -> None:
     wrong = "ghp_revokedToken000000000000000"
     async with loopback_http(clock, {origin(fake.api_url): f"Bearer {wrong}"}) as http:
         with pytest.raises(GitHubBadCredentials) as err:
@@ -258,7 +254,7 @@ async def test_bad_credentials_are_typed_with_a_token_hint(fake: FakeGitHub, clo
 
 
 async def test_secondary_rate_limit_is_typed_and_carries_retry_after(
-    gh: GitHub, fake: FakeGitHub, clock: Clock
+    gh: GitHub, fake: FakeGitHub, clock: FixedClock
 ) -> None:
     fake.secondary_retry_after = 60
     try:
@@ -272,11 +268,11 @@ async def test_secondary_rate_limit_is_typed_and_carries_retry_after(
         fake.secondary_retry_after = None
     for e in (err.value, again.value):
         assert e.code == "github_secondary_rate_limited" and e.exit_code == 5 and e.retryable
-        assert e.data["retry_after"] == 60 and e.retry_at == clock.now + 60
+        assert e.data["retry_after"] == 60 and e.retry_at == clock.now() + 60
         assert "60 seconds" in e.hint and "5,000" not in e.hint
 
 
-async def test_primary_limit_counts_304s_like_github(fake: FakeGitHub, clock: Clock) -> None:
+async def test_primary_limit_counts_304s_like_github(fake: FakeGitHub, clock: FixedClock) -> None:
     """Every answer costs one; a 304 is free only when the request is authenticated."""
     fake.reset_quota()
 
@@ -284,7 +280,7 @@ async def test_primary_limit_counts_304s_like_github(fake: FakeGitHub, clock: Cl
         async with loopback_http(clock, credentials) as http:
             gh = GitHub(http, fake.api_url)
             await gh.repo("yudai/gotty")
-            clock.now += 600  # past the cache's freshness: revalidated with If-None-Match
+            clock.advance(600)  # past the cache's freshness: revalidated with If-None-Match
             await gh.repo("yudai/gotty")
             assert http.stats["revalidated"] == 1
 
@@ -302,7 +298,7 @@ async def test_primary_limit_counts_304s_like_github(fake: FakeGitHub, clock: Cl
 
 
 async def test_a_token_forwarded_to_the_asset_host_is_refused_loudly(
-    gh: GitHub, fake: FakeGitHub, clock: Clock
+    gh: GitHub, fake: FakeGitHub, clock: FixedClock
 ) -> None:
     """The fake's own strictness: a client that sent the GitHub token on to the asset
     host gets S3's refusal, and the test would fail unless it claims the violation."""

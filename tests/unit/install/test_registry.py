@@ -4,22 +4,18 @@ both cached with a TTL, the cache used when the registry cannot be reached."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+import trio
 
 from tests.fakes.github import FakeGitHub
 from tests.shared import recipe_text
+from tsukud.clock import Clock, FixedClock, TrioClock
 from tsukud.install.registry import RecipeNotFound, Registry, RegistryUnavailable
 from tsukud.net.http import Http
 from tsukud.recipe import RecipeParseError
-
-
-class Clock:
-    now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -31,35 +27,34 @@ def fake() -> Iterator[FakeGitHub]:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> FixedClock:
+    return FixedClock(1_000_000.0)
+
+
+@asynccontextmanager
+async def open_registry(fake: FakeGitHub, home: Path, clock: Clock) -> AsyncIterator[Registry]:
+    """A registry on ``fake`` with a one-hour TTL, reading ``clock``."""
+    http = Http(allowed_hosts=lambda: {"127.0.0.1"}, clock=clock)
+    try:
+        yield Registry(
+            home,
+            http,
+            base_url=lambda: fake.registry_url,
+            manifest_url=lambda: fake.manifest_url,
+            ttl=3600,
+            clock=clock,
+        )
+    finally:
+        await http.aclose()
 
 
 @pytest.fixture
-async def registry(fake: FakeGitHub, tmp_path: Path, clock: Clock) -> AsyncIterator[Registry]:
-    http = Http(allowed_hosts=lambda: {"127.0.0.1"}, clock=clock)
-    yield Registry(
-        tmp_path,
-        http,
-        base_url=lambda: fake.registry_url,
-        manifest_url=lambda: fake.manifest_url,
-        ttl=3600,
-        clock=clock,
-    )
-    await http.aclose()
+async def registry(fake: FakeGitHub, tmp_path: Path, clock: FixedClock) -> AsyncIterator[Registry]:
+    async with open_registry(fake, tmp_path, clock) as r:
+        yield r
 
 
-def age(mtime: float, *paths: Path) -> None:
-    import os
-
-    for p in paths:
-        os.utime(p, (mtime, mtime))
-
-
-async def test_registry_fetch_then_cache(
-    registry: Registry, fake: FakeGitHub, clock: Clock
-) -> None:
-    clock.now = __import__("time").time()
+async def test_registry_fetch_then_cache(registry: Registry, fake: FakeGitHub) -> None:
     loaded = await registry.load("stern")
     assert loaded.source == "registry" and loaded.recipe.metadata.name == "stern"
     assert Path(loaded.path) == registry.cache_path("stern")
@@ -95,13 +90,10 @@ async def test_alias_from_the_manifest(registry: Registry) -> None:
 
 
 async def test_stale_cache_is_used_offline(
-    registry: Registry, fake: FakeGitHub, clock: Clock
+    registry: Registry, fake: FakeGitHub, clock: FixedClock
 ) -> None:
-    import time
-
-    clock.now = time.time()
     await registry.load("stern")
-    clock.now += 7200  # both manifest and recipe are stale now
+    clock.advance(7200)  # both manifest and recipe are stale now
     fake.override("/registry/", status=503, body=b"down")
     loaded = await registry.load("stern")
     assert loaded.stale and loaded.recipe.metadata.name == "stern"
@@ -128,11 +120,8 @@ async def test_bad_names_and_bad_recipes(registry: Registry, fake: FakeGitHub) -
 
 
 async def test_update_refreshes_manifest_and_cached_recipes(
-    registry: Registry, fake: FakeGitHub, clock: Clock
+    registry: Registry, fake: FakeGitHub
 ) -> None:
-    import time
-
-    clock.now = time.time()
     await registry.load("stern")
     await registry.load("helix")
     fake.add_recipe("stern", recipe_text("s/stern.toml").replace("Multi-pod", "Updated"))
@@ -142,3 +131,22 @@ async def test_update_refreshes_manifest_and_cached_recipes(
     assert report["refreshed"] == ["stern"] and report["removed"] == ["helix"]
     assert "Updated" in registry.cache_path("stern").read_text()
     assert not registry.cache_path("helix").exists()
+
+
+async def test_cache_is_refreshed_exactly_when_the_ttl_passes(
+    fake: FakeGitHub, tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    """Freshness is measured on the injected clock (the cache files carry its time), so a
+    MockClock jump ages them: nothing goes out before the hour, both files right at it."""
+    recipe = "/registry/recipes/s/stern.toml"
+    async with open_registry(fake, tmp_path, TrioClock()) as registry:
+        await registry.load("stern")
+        assert len(fake.requests_to(recipe)) == 1
+        mock_clock.jump(3599)
+        assert not (await registry.load("stern")).stale
+        assert len(fake.requests_to(recipe)) == 1 and len(fake.requests_to("recipes.json")) == 1
+        fake.add_recipe("stern", recipe_text("s/stern.toml").replace("Multi-pod", "Refreshed"))
+        mock_clock.jump(1)
+        loaded = await registry.load("stern")
+        assert "Refreshed" in (loaded.recipe.metadata.description or "")
+        assert len(fake.requests_to(recipe)) == 2 and len(fake.requests_to("recipes.json")) == 2

@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+import trio
 
 from tests.fakes.github import RECIPES_DIR, RELEASES_DIR, FakeGitHub
 from tests.fakes.releases import FakeRelease, FakeRepo, recipe_repo, recorded_repo
 from tests.shared import require
+from tsukud.clock import FixedClock, TrioClock
 from tsukud.github.client import GitHub
 from tsukud.install.versions import VersionResolver
 from tsukud.net.http import Http
@@ -24,13 +26,6 @@ def recipe_for(repo: str, *, prefix: str | None = None, asset: str = "x-{version
         f'[metadata]\nname = "x"\n{version}\n[[steps]]\naction = "github_archive"\n'
         f'repo = "{repo}"\nasset_pattern = "{asset}"\nbinaries = ["x"]\n'
     )
-
-
-class Clock:
-    now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture(scope="module")
@@ -65,12 +60,12 @@ def fake() -> Iterator[FakeGitHub]:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> FixedClock:
+    return FixedClock(1_000.0)
 
 
 @pytest.fixture
-async def resolver(fake: FakeGitHub, clock: Clock) -> AsyncIterator[VersionResolver]:
+async def resolver(fake: FakeGitHub, clock: FixedClock) -> AsyncIterator[VersionResolver]:
     http = Http(allowed_hosts=lambda: {"127.0.0.1"}, clock=clock)
     yield VersionResolver(GitHub(http, fake.api_url), ttl=600, clock=clock)
     await http.aclose()
@@ -119,14 +114,21 @@ async def test_tag_prefix(resolver: VersionResolver) -> None:
     assert exact.tag == "tool/v1.29.0"
 
 
-async def test_results_are_cached_with_a_ttl(
-    resolver: VersionResolver, fake: FakeGitHub, clock: Clock
+async def test_results_are_refreshed_exactly_when_the_ttl_passes(
+    fake: FakeGitHub, mock_clock: trio.testing.MockClock
 ) -> None:
+    clock = TrioClock()
+    http = Http(allowed_hosts=lambda: {"127.0.0.1"}, clock=clock)
+    resolver = VersionResolver(GitHub(http, fake.api_url), ttl=600, clock=clock)
     recipe = parse_recipe(recipe_for("yudai/gotty"))
-    await resolver.resolve(recipe, "1.0.0")
-    before = len(fake.requests)
-    await resolver.resolve(recipe, "1.0.0")
-    assert len(fake.requests) == before
-    clock.now += 601
-    await resolver.resolve(recipe, "1.0.0")
-    assert len(fake.requests) > before
+    try:
+        await resolver.resolve(recipe, "1.0.0")
+        before = len(fake.requests)
+        mock_clock.jump(599)
+        await resolver.resolve(recipe, "1.0.0")
+        assert len(fake.requests) == before
+        mock_clock.jump(1)
+        await resolver.resolve(recipe, "1.0.0")
+        assert len(fake.requests) > before
+    finally:
+        await http.aclose()

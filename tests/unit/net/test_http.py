@@ -9,6 +9,7 @@ import pytest
 import trio
 
 from tests.fakes.http import FakeHTTPServer, Reply
+from tsukud.clock import FixedClock, TrioClock
 from tsukud.net.http import (
     BlockedURL,
     Http,
@@ -26,14 +27,6 @@ from tsukud.net.http import (
 TOKEN = "ghp_unitTestToken0123456789"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def server() -> Iterator[FakeHTTPServer]:
     with FakeHTTPServer() as s:
@@ -47,12 +40,12 @@ def other() -> Iterator[FakeHTTPServer]:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> FixedClock:
+    return FixedClock(1_000_000.0)
 
 
 @pytest.fixture
-async def http(clock: Clock) -> AsyncIterator[Http]:
+async def http(clock: FixedClock) -> AsyncIterator[Http]:
     h = Http(
         settings=Settings(read_timeout=2, total_timeout=5, max_wait=0.5),
         allowed_hosts=lambda: {"127.0.0.1"},
@@ -136,7 +129,7 @@ async def test_redirects_followed_with_a_limit(http: Http, server: FakeHTTPServe
 
 
 async def test_credentials_only_for_their_origin(
-    clock: Clock, server: FakeHTTPServer, other: FakeHTTPServer
+    clock: FixedClock, server: FakeHTTPServer, other: FakeHTTPServer
 ) -> None:
     h = Http(
         allowed_hosts=lambda: {"127.0.0.1"},
@@ -224,7 +217,7 @@ async def test_connection_refused_is_a_network_error(http: Http) -> None:
 
 
 async def test_cache_then_etag_revalidation(
-    http: Http, server: FakeHTTPServer, clock: Clock
+    http: Http, server: FakeHTTPServer, clock: FixedClock
 ) -> None:
     server.push(Reply(json={"v": 1}, headers={"etag": '"abc"'}))
     first = await http.get(server.url + "/r", cache=True)
@@ -232,13 +225,13 @@ async def test_cache_then_etag_revalidation(
     assert again.json() == {"v": 1} and again.from_cache
     assert len(server.requests) == 1  # fresh: no request at all
 
-    clock.now += 301
+    clock.advance(301)
     server.push(Reply(304, headers={"etag": '"abc"'}))
     revalidated = await http.get(server.url + "/r", cache=True)
     assert revalidated.revalidated and revalidated.body == first.body
     assert server.requests[-1].headers["if-none-match"] == '"abc"'
 
-    clock.now += 301
+    clock.advance(301)
     server.push(Reply(json={"v": 2}, headers={"etag": '"def"'}))
     changed = await http.get(server.url + "/r", cache=True)
     assert changed.json() == {"v": 2} and not changed.from_cache
@@ -269,9 +262,9 @@ def test_retry_after_parsing() -> None:
 
 
 async def test_primary_rate_limit_blocks_the_host(
-    http: Http, server: FakeHTTPServer, clock: Clock
+    http: Http, server: FakeHTTPServer, clock: FixedClock
 ) -> None:
-    reset = int(clock.now) + 1800
+    reset = int(clock.now()) + 1800
     server.push(
         Reply(
             403,
@@ -287,7 +280,7 @@ async def test_primary_rate_limit_blocks_the_host(
     with pytest.raises(HttpRateLimited):
         await http.get(server.url + "/repos/c/d")
     assert len(server.requests) == 1
-    clock.now = reset + 1
+    clock.t = reset + 1
     server.push(Reply(json={"ok": 1}))
     assert (await http.get(server.url + "/repos/c/d")).json() == {"ok": 1}
 
@@ -306,7 +299,7 @@ async def test_long_retry_after_raises(http: Http, server: FakeHTTPServer) -> No
 
 
 async def test_a_rate_limit_blocks_its_origin_only(
-    http: Http, server: FakeHTTPServer, clock: Clock
+    http: Http, server: FakeHTTPServer, clock: FixedClock
 ) -> None:
     """api.github.com's limit must not stop downloads from its asset host (here: the
     same loopback address on another port, a different origin)."""
@@ -319,3 +312,115 @@ async def test_a_rate_limit_blocks_its_origin_only(
     with pytest.raises(HttpRateLimited):
         await http.get(server.url + "/repos/c/d")
     assert len(server.requests) == 1
+
+
+async def test_cache_refreshes_exactly_when_the_ttl_passes(
+    server: FakeHTTPServer, mock_clock: trio.testing.MockClock
+) -> None:
+    """The cache reads the injected clock: a MockClock jump is all it takes."""
+    h = Http(
+        settings=Settings(cache_ttl=300), allowed_hosts=lambda: {"127.0.0.1"}, clock=TrioClock()
+    )
+    try:
+        server.push(Reply(json={"v": 1}, headers={"etag": '"a"'}))
+        await h.get(server.url + "/ttl", cache=True)
+        mock_clock.jump(299)
+        assert (await h.get(server.url + "/ttl", cache=True)).from_cache
+        assert len(server.requests) == 1
+        mock_clock.jump(1)
+        server.push(Reply(json={"v": 2}, headers={"etag": '"b"'}))
+        assert (await h.get(server.url + "/ttl", cache=True)).json() == {"v": 2}
+        assert len(server.requests) == 2
+        assert server.requests[-1].headers["if-none-match"] == '"a"'
+    finally:
+        await h.aclose()
+
+
+# ---- DNS half of the URL policy -------------------------------------------------------
+
+
+class Resolver:
+    """Answers from a table instead of DNS, and counts the questions."""
+
+    def __init__(self, table: dict[str, list[str]]) -> None:
+        self.table = table
+        self.asked: list[str] = []
+
+    async def __call__(self, host: str, port: int) -> list[str]:
+        self.asked.append(host)
+        if host not in self.table:
+            raise OSError(f"[Errno -2] Name or service not known: {host}")
+        return self.table[host]
+
+
+_DNS = {
+    "internal.example": ["10.0.0.5"],
+    "metadata.example": ["169.254.169.254"],
+    "metadata6.example": ["fd00:ec2::254"],
+    "linklocal.example": ["fe80::1%eth0"],
+    "loopback.example": ["127.0.0.1"],
+    "mapped.example": ["::ffff:192.168.0.1"],
+    "mixed.example": ["93.184.216.34", "10.1.2.3"],  # one private answer is enough
+    "empty.example": [],
+    "public.example": ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"],
+    "configured.example": ["10.9.9.9"],
+}
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "internal.example",
+        "metadata.example",
+        "metadata6.example",
+        "linklocal.example",
+        "loopback.example",
+        "mapped.example",
+        "mixed.example",
+        "empty.example",
+    ],
+)
+async def test_a_name_resolving_to_a_private_address_is_refused(host: str) -> None:
+    resolver = Resolver(_DNS)
+    h = Http(allowed_hosts=frozenset, resolve=resolver)
+    try:
+        with pytest.raises(BlockedURL, match="resolves to a private or local address"):
+            await h.get(f"https://{host}/x")
+        assert resolver.asked == [host] and h.stats["requests"] == 0
+    finally:
+        await h.aclose()
+
+
+async def test_public_names_pass_and_configured_endpoints_skip_the_check() -> None:
+    resolver = Resolver(_DNS)
+    h = Http(allowed_hosts=lambda: {"configured.example"}, resolve=resolver)
+    try:
+        await h.check_url("https://public.example/x")
+        await h.check_url("https://configured.example/x")  # a private mirror, configured
+        assert resolver.asked == ["public.example"]
+        with pytest.raises(HttpError, match=r"cannot resolve nowhere\.example"):
+            await h.check_url("https://nowhere.example/x")
+        with pytest.raises(BlockedURL):  # loopback by name: not even asked
+            await h.check_url("https://localhost/x")
+        assert "localhost" not in resolver.asked
+    finally:
+        await h.aclose()
+
+
+async def test_answers_are_kept_for_the_dns_ttl_on_the_injected_clock() -> None:
+    resolver = Resolver(_DNS)
+    clock = FixedClock(1_000_000.0)
+    h = Http(settings=Settings(dns_ttl=60), allowed_hosts=frozenset, resolve=resolver, clock=clock)
+    try:
+        await h.check_url("https://public.example/a")
+        clock.advance(59)
+        await h.check_url("https://public.example/b")
+        assert resolver.asked == ["public.example"]
+        # The name now points inside: refused as soon as the cached answer expires.
+        resolver.table = {**_DNS, "public.example": ["10.0.0.7"]}
+        clock.advance(1)
+        with pytest.raises(BlockedURL):
+            await h.check_url("https://public.example/c")
+        assert resolver.asked == ["public.example", "public.example"]
+    finally:
+        await h.aclose()
