@@ -139,9 +139,6 @@ class Redactor:
         self._configured = _known(secrets)
         self._refresh()
 
-    def add(self, secret: str) -> None:
-        self.update((*self._configured, secret))
-
     @contextmanager
     def scoped(self, values: Iterable[str | None]) -> Iterator[None]:
         """Also redact ``values`` while the block runs (e.g. the environment handed to a
@@ -169,7 +166,10 @@ class Redactor:
     def suspect(self, s: str) -> bool:
         """Whether ``s`` may hold something to redact: a cheap test that lets hot paths
         (every appended event) skip the work for ordinary text."""
-        return any(v in s for v in self._values) or _may_hold_pattern(s)
+        for value in self._values:  # a plain loop: this runs for every event
+            if value in s:
+                return True
+        return _may_hold_pattern(s)
 
     def text(self, s: str) -> str:
         """``s`` without registered secrets or anything shaped like one."""
