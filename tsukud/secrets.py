@@ -37,7 +37,7 @@ _WORD_OR_SUFFIX = "token"
 _SUFFIX_ONLY = "pwd"
 _WORDS = (
     r"api[_-]?key|apikey|secret|secret[_-]?key|passw(?:or)?d|passphrase|authorization"
-    r"|credentials?|access[_-]?key|private[_-]?key|session[_-]?id"
+    r"|credentials?|access[_-]?key|private[_-]?key|session[_-]?id|cookie"
 )
 _SECRET_NAME = re.compile(
     rf"(?:[\w.-]*[_.-])?{_WORD_OR_SUFFIX}|[\w.-]*[_.-]{_SUFFIX_ONLY}|[\w.-]*(?:{_WORDS})", re.I
@@ -74,7 +74,7 @@ _PRIVATE_KEY = re.compile(
 # Lower-case fragments at least one of which every pattern above needs: text holding
 # none of them (most log lines and events) skips the regular expressions entirely.
 _TRIGGERS = (
-    "token", "key", "secret", "pass", "pwd", "auth", "credential", "session",
+    "token", "key", "secret", "pass", "pwd", "auth", "credential", "session", "cookie",
     "bearer", "basic", "://", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
     "sk-", "aiza", "xox", "akia", "glpat-", "tvly-", "eyj",
 )  # fmt: skip

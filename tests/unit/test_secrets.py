@@ -31,6 +31,7 @@ from tsukud.secrets import MIN_SECRET_LENGTH, REDACTED, Redactor, is_secret_name
         ("x-api-key: abc", "abc"),
         ("GET /cb?access_token=zz9&state=1", "zz9"),
         ("aws_secret_access_key=wJalrXUtnFEMI", "wJalrXUtnFEMI"),
+        ("< Set-Cookie: sid=31d4d96e407aad42; Path=/", "31d4d96e407aad42"),
         # Headers, URLs and key blocks.
         ("Authorization: Bearer abc.def.ghi", "abc.def.ghi"),
         ("proxy-authorization: Basic dXNlcjpwYXNz", "dXNlcjpwYXNz"),
