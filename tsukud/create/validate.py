@@ -75,6 +75,7 @@ from tsukud.recipe import (
     render_verify,
 )
 from tsukud.sandbox.runtime import ImageMissing, RunSpec, RuntimeUnavailable
+from tsukud.secrets import redact
 
 if TYPE_CHECKING:
     from tsukud.create.assets import Release
@@ -85,6 +86,8 @@ CONTAINER_DIR = "/tsuku/tool"
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 TIMEOUT_S = 300.0
 OUTPUT_CAP = 64 * 1024
+# Environment the validation run sets to values that are not secret (see run_command).
+PUBLIC_ENV = frozenset({"PATH", "HOME", "TSUKU_VALIDATION"})
 OUTPUT_KEEP = 4000
 MAX_LISTING = 60
 
@@ -238,7 +241,11 @@ class Prepared:
             )
         return RunOutcome(
             exit_code=res.exit_code,
-            output=res.text,
+            # Whatever the container was handed is not the model's to read back, except the
+            # values this stage sets itself and that say nothing secret.
+            output=redact(
+                res.text, (v for k, v in spec.env.items() if k not in PUBLIC_ENV)
+            ),
             timed_out=res.timed_out,
             duration_ms=round(res.duration_s * 1000),
         )
