@@ -118,6 +118,10 @@ class ExtractPatternAnswer(
     verify_pattern: str | None = None
     overrides: tuple[Override, ...] = ()
     tag_prefix: str | None = None
+    # ``os/arch`` keys the release has no build for. When given, it replaces what the
+    # create run concluded from the asset names (RecipeContext.unsupported); replay
+    # still judges every platform the recipe then installs on.
+    unsupported_platforms: tuple[str, ...] | None = None
 
 
 class InvalidAnswer(TsukuError):
@@ -137,8 +141,9 @@ class RecipeContext(msgspec.Struct, frozen=True, kw_only=True):
     """What the recipe needs besides the answer.
 
     ``unsupported`` lists ``os/arch`` keys with no build, decided from the release
-    assets (the answer's schema cannot say it); ``notes`` attaches a remark to the step
-    that installs a platform (the libc choice, a Rosetta fallback).
+    assets, for answers that do not say it (``unsupported_platforms``); ``notes``
+    attaches a remark to the step that installs a platform (the libc choice, a Rosetta
+    fallback).
     """
 
     repo: str
@@ -458,6 +463,10 @@ def validate_answer(answer: ExtractPatternAnswer, versions: Sequence[str] = ()) 
     found += _binaries_findings(answer.binaries, versions, where="binaries")
     found += _strip_dirs_findings(answer.strip_dirs, where="strip_dirs")
     found += _tag_prefix_findings(answer.tag_prefix, versions)
+    keys = [p.key for p in STANDARD_PLATFORMS]
+    for key in answer.unsupported_platforms or ():
+        if key not in keys:
+            found.append(_f(f"unsupported_platforms: {key!r} is not one of {', '.join(keys)}"))
     if answer.verify_pattern is not None:
         if len(answer.verify_pattern) > 200 or not answer.verify_pattern.isprintable():
             found.append(_f("verify_pattern must be printable text of at most 200 characters"))
@@ -586,7 +595,10 @@ def answer_to_recipe(answer: ExtractPatternAnswer, context: RecipeContext) -> Re
     problems = errors(validate_answer(answer, context.versions))
     if problems:
         raise InvalidAnswer(problems)
-    covered = [p for p in STANDARD_PLATFORMS if p.key not in context.unsupported]
+    unsupported = answer.unsupported_platforms
+    if unsupported is None:
+        unsupported = context.unsupported
+    covered = [p for p in STANDARD_PLATFORMS if p.key not in unsupported]
     if not covered:
         raise InvalidAnswer(
             [_f("no build for any of linux/darwin x amd64/arm64: nothing to install")]

@@ -58,6 +58,9 @@ renames a binary (flyctl installed as bin/fly).
 verify_pattern is what its output contains, usually "{version}" or "v{version}". \
 {install_dir} names the tool's install directory when the command must be given by \
 path, as in "{install_dir}/bin/nix-portable --version".
+- unsupported_platforms lists the platforms the release has no build for (a \
+Linux-only tool: ["darwin/amd64", "darwin/arm64"]). Names without an OS, such as \
+"tool-x86_64", are Linux builds by convention.
 - tag_prefix: when the repository releases several products (tags such as \
 "kustomize/v5.4.2" or "cli-v1.2.0"), give the part of the tool's tags before its \
 version ("kustomize/v", "cli-v"); {version} is then what follows it, and only tags \
@@ -77,6 +80,7 @@ its exact name. extract_pattern is the final answer.
 _PLATFORM_OS = ["linux", "darwin"]
 _PLATFORM_ARCH = ["amd64", "arm64"]
 _FORMATS = ["tar.gz", "tar.xz", "tar.bz2", "zip"]
+_PLATFORMS = [f"{os}/{arch}" for os in _PLATFORM_OS for arch in _PLATFORM_ARCH]
 
 FETCH_FILE_TOOL: Final[dict[str, Any]] = {
     "name": FETCH_FILE,
@@ -229,6 +233,14 @@ EXTRACT_PATTERN_TOOL: Final[dict[str, Any]] = {
                     "required": ["os"],
                     "additionalProperties": False,
                 },
+            },
+            "unsupported_platforms": {
+                "type": "array",
+                "items": {"type": "string", "enum": _PLATFORMS},
+                "description": (
+                    "Platforms the release has no build for, e.g. ['darwin/amd64', "
+                    "'darwin/arm64'] for a Linux-only tool."
+                ),
             },
             "tag_prefix": {
                 "type": "string",

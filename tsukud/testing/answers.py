@@ -215,6 +215,8 @@ def answer_for(recipe: Recipe) -> tuple[dict[str, Any], tuple[str, ...]]:
     if prefix:
         answer["tag_prefix"] = prefix
     unsupported = tuple(p.key for p in STANDARD_PLATFORMS if p not in covered)
+    if unsupported:
+        answer["unsupported_platforms"] = list(unsupported)
     return answer, unsupported
 
 

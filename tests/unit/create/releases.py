@@ -62,6 +62,7 @@ TAGS: dict[str, tuple[str, ...]] = {
     "liberica": ("21.0.5+11", "21.0.4+9", "21.0.3+10"),
     "gotop": ("v4.2.0", "v4.1.4", "v4.1.3"),
     "btop": ("v1.4.0", "v1.3.2", "v1.3.0"),
+    "kustomize": ("kustomize/v5.4.2", "kustomize/v5.4.1", "kustomize/v5.3.0"),
 }
 
 

@@ -15,6 +15,14 @@ from typing import Any
 import pytest
 
 from tests.shared import RECIPES, require
+from tests.unit.create.named_recipes import (
+    AWS_NUKE,
+    CASES,
+    KUSTOMIZE,
+    KUSTOMIZE_REFERENCE,
+    KUSTOMIZE_TAGS,
+    NIX_PORTABLE,
+)
 from tests.unit.create.releases import expected_names, repo_of, synthesize
 from tsukud.create.answer import InvalidAnswer, RecipeContext, answer_to_recipe, parse_answer
 from tsukud.create.findings import errors
@@ -38,102 +46,6 @@ INEXPRESSIBLE = {
 }
 VERSIONS = ("1.4.2", "1.2.7")
 
-AWS_NUKE = """
-[metadata]
-name = "aws-nuke"
-[[steps]]
-action = "github_archive"
-repo = "ekristen/aws-nuke"
-asset_pattern = "aws-nuke-v{version}-{os}-{arch}.tar.gz"
-binaries = [{ src = "aws-nuke-v{version}-{os}-{arch}", dest = "bin/aws-nuke" }]
-[verify]
-command = "aws-nuke version"
-pattern = "{version}"
-"""
-
-NIX_PORTABLE = """
-[metadata]
-name = "nix-portable"
-supported_os = ["linux"]
-[[steps]]
-action = "github_file"
-repo = "DavHau/nix-portable"
-asset_pattern = "nix-portable-{arch}"
-arch_mapping = { amd64 = "x86_64", arm64 = "aarch64" }
-binary = "nix-portable"
-[verify]
-command = "{install_dir}/bin/nix-portable --version"
-pattern = "{version}"
-"""
-
-KUSTOMIZE = """
-[metadata]
-name = "kustomize"
-[version]
-source = "github_releases"
-github_repo = "kubernetes-sigs/kustomize"
-tag_prefix = "kustomize/v"
-[[steps]]
-action = "github_archive"
-repo = "kubernetes-sigs/kustomize"
-asset_pattern = "kustomize_v{version}_{os}_{arch}.tar.gz"
-binaries = ["kustomize"]
-[verify]
-command = "kustomize version"
-pattern = "v{version}"
-"""
-
-# The registry's own spelling: a tag_prefix without github_repo, which the installer
-# ignores (normalisation turns kustomize/v5.4.2 into 5.4.2).
-KUSTOMIZE_REFERENCE = """
-[metadata]
-name = "kustomize"
-[version]
-tag_prefix = "kustomize/"
-[[steps]]
-action = "github_archive"
-repo = "kubernetes-sigs/kustomize"
-asset_pattern = "kustomize_v{version}_{os}_{arch}.tar.gz"
-binaries = ["kustomize"]
-[verify]
-command = "kustomize version"
-pattern = "v{version}"
-"""
-KUSTOMIZE_TAGS = ("kustomize/v5.4.2", "api/v0.17.3", "kustomize/v5.4.1", "kyaml/v0.17.2",
-                  "kustomize/v5.3.0")  # fmt: skip
-
-# Linux names say x86_64/aarch64 and darwin names amd64/arm64, the archive keeps the
-# platform in its directory, and the darwin build is a zip with no directory.
-SPLIT = """
-[metadata]
-name = "splitter"
-[[steps]]
-action = "github_archive"
-when = { os = ["linux"] }
-repo = "acme/splitter"
-asset_pattern = "splitter-{version}-{os}-{arch}.tar.gz"
-arch_mapping = { amd64 = "x86_64", arm64 = "aarch64" }
-strip_dirs = 0
-binaries = [{ src = "splitter-{os}-{arch}/splitter", dest = "bin/splitter" }]
-[[steps]]
-action = "github_archive"
-when = { os = ["darwin"] }
-repo = "acme/splitter"
-asset_pattern = "splitter_{version}_macOS_{arch}.zip"
-binaries = ["splitter"]
-[verify]
-command = "splitter --version"
-pattern = "{version}"
-"""
-
-CASES = {
-    "aws-nuke": AWS_NUKE,
-    "nix-portable": NIX_PORTABLE,
-    "kustomize": KUSTOMIZE,
-    "kustomize-reference": KUSTOMIZE_REFERENCE,
-    "split": SPLIT,
-}
-
 
 def _fixture_paths() -> list[str]:
     if not RECIPES.is_dir():
@@ -142,13 +54,12 @@ def _fixture_paths() -> list[str]:
 
 
 def _round_trip(human: Recipe) -> Recipe:
-    """human → the perfect model's answer (as JSON, the way it arrives) → recipe."""
+    """human → the perfect model's answer (as JSON, the way it arrives) → recipe. The
+    run's own view of missing builds is left out: the answer must say it."""
     answer, unsupported = answer_for(human)
-    name = human.metadata.name
+    assert answer.get("unsupported_platforms", []) == list(unsupported)
     parsed = parse_answer(json.dumps(answer), versions=VERSIONS)
-    context = RecipeContext(
-        repo=repo_of(human), name=name, versions=VERSIONS, unsupported=unsupported
-    )
+    context = RecipeContext(repo=repo_of(human), name=human.metadata.name, versions=VERSIONS)
     return answer_to_recipe(parsed, context)
 
 
@@ -246,6 +157,20 @@ def test_mapped_spellings_in_binaries_are_written_out_where_they_differ() -> Non
     assert [(s.when.arch if s.when else None) for s in recipe.steps] == ["amd64", "arm64"]
 
 
+def test_the_answer_decides_which_platforms_have_no_build() -> None:
+    """Names without an OS (nix-portable-x86_64) may leave a run thinking no platform
+    has a build; the answer's unsupported_platforms replaces that view."""
+    human = parse_recipe(NIX_PORTABLE, "nix-portable.toml")
+    answer, _ = answer_for(human)
+    everything = tuple(p.key for p in STANDARD_PLATFORMS)
+    context = RecipeContext(repo="DavHau/nix-portable", name="nix-portable", unsupported=everything)
+    recipe = answer_to_recipe(parse_answer(answer), context)
+    assert recipe.metadata.supported_os == ("linux",)
+    without = {k: v for k, v in answer.items() if k != "unsupported_platforms"}
+    with pytest.raises(InvalidAnswer, match="nothing to install"):
+        answer_to_recipe(parse_answer(without), context)
+
+
 def test_nix_portable_verifies_by_install_dir() -> None:
     human = parse_recipe(NIX_PORTABLE, "nix-portable.toml")
     answer, unsupported = answer_for(human)
@@ -299,6 +224,7 @@ BASE: dict[str, Any] = {
         ({"binaries": [{"src": "tool-{platform}"}]}, "not a plain relative path"),
         ({"binaries": [{"dest": "bin/tool"}]}, "does not match the schema"),
         ({"tag_prefix": "kustomize v"}, "literal start of the tool's tags"),
+        ({"unsupported_platforms": ["windows/amd64"]}, "is not one of linux/amd64"),
         ({"tag_prefix": "tool-1.2.0-"}, "literal version"),
         ({"verify_command": "{install_dir}/bin/other --version"}, "not an installed path"),
         ({"verify_command": "tool --version {os}"}, "only {version} and {install_dir}"),
