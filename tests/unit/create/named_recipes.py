@@ -54,20 +54,12 @@ pattern = "v{version}"
 
 # The registry's own spelling: a tag_prefix without github_repo, which the installer
 # ignores (normalisation turns kustomize/v5.4.2 into 5.4.2).
-KUSTOMIZE_REFERENCE = """
-[metadata]
-name = "kustomize"
-[version]
-tag_prefix = "kustomize/"
-[[steps]]
-action = "github_archive"
-repo = "kubernetes-sigs/kustomize"
-asset_pattern = "kustomize_v{version}_{os}_{arch}.tar.gz"
-binaries = ["kustomize"]
-[verify]
-command = "kustomize version"
-pattern = "v{version}"
-"""
+KUSTOMIZE_REFERENCE = KUSTOMIZE.replace(
+    'source = "github_releases"\ngithub_repo = "kubernetes-sigs/kustomize"\n'
+    'tag_prefix = "kustomize/v"',
+    'tag_prefix = "kustomize/"',
+)
+assert KUSTOMIZE_REFERENCE != KUSTOMIZE
 KUSTOMIZE_TAGS = ("kustomize/v5.4.2", "api/v0.17.3", "kustomize/v5.4.1", "kyaml/v0.17.2",
                   "kustomize/v5.3.0")  # fmt: skip
 
