@@ -247,6 +247,10 @@ def check_literal_versions(recipe: Recipe, versions: Sequence[str]) -> list[Find
         found += literal_version_findings(
             step.asset_pattern, versions, where=f"steps[{index}].asset_pattern"
         )
+        for i, entry in enumerate(step.binaries or ()):
+            found += literal_version_findings(
+                entry.src, versions, where=f"steps[{index}].binaries[{i}]"
+            )
     verify = recipe.verify
     if verify is not None:
         for pattern in (verify.pattern, *(verify.patterns or ())):
