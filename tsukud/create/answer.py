@@ -376,7 +376,9 @@ def _verify_findings(answer: ExtractPatternAnswer) -> list[Finding]:
             )
         )
     command = answer.verify_command.split()
-    specs = [_effective(answer, target) for target in STANDARD_PLATFORMS]
+    skipped = answer.unsupported_platforms or ()
+    targets = [t for t in STANDARD_PLATFORMS if t.key not in skipped] or STANDARD_PLATFORMS
+    specs = [_effective(answer, target) for target in targets]
     names = set.intersection(*({installed_name(b) for b in s.binaries} for s in specs))
     paths = set.intersection(*({installed_path(b) for b in s.binaries} for s in specs))
     if not command or not answer.binaries:
