@@ -202,6 +202,7 @@ def cmd_create(args: argparse.Namespace) -> int:
         "yes": args.yes,
         "can_ask": can_ask() and not args.json,
         "collect_tool_stats": args.collect_tool_stats,
+        "version": args.version,
     }
     res = rpc(
         args,
@@ -251,6 +252,9 @@ def register(sub: Any) -> None:
         "--llm", action="store_true", help="ask an LLM even when the matcher is confident"
     )
     p.add_argument("--provider", help="LLM providers in order, e.g. claude or gemini,claude")
+    p.add_argument(
+        "--version", help="build and validate the recipe for this release (default: the newest)"
+    )
     p.add_argument(
         "--skip-validation",
         action="store_true",

@@ -19,6 +19,7 @@ container runs, and clean up what goes back to the model.
 """
 
 from tsukud.create.answer import (
+    BinaryAnswer,
     ExtractPatternAnswer,
     InvalidAnswer,
     Override,
@@ -48,6 +49,7 @@ from tsukud.create.static_checks import check_recipe, replay
 
 __all__ = [
     "CONFIDENT",
+    "BinaryAnswer",
     "Candidate",
     "ExtractPatternAnswer",
     "Finding",

@@ -112,10 +112,23 @@ def to_release(api: ApiRelease) -> Release:
     )
 
 
-async def gather(github: GitHub, repo: str, *, max_releases: int = MAX_RELEASES) -> RepoContext:
+async def gather(
+    github: GitHub,
+    repo: str,
+    *,
+    max_releases: int = MAX_RELEASES,
+    version: str | None = None,
+) -> RepoContext:
     """Repository, releases, root listing and README. Raises the GitHub client's
     typed errors (:class:`~tsukud.github.client.RepoNotFound`, rate limits) and
-    :class:`NoReleases`."""
+    :class:`NoReleases`.
+
+    With ``version`` (``create --version``) the recipe is built for that release: it
+    leads the releases, the newer ones are left out, and it is the one validated, even
+    a prerelease. A version matches a tag as the installer matches it
+    (``1.2.0`` ↔ ``v1.2.0``, ``kustomize/v1.2.0``); one older than the listed releases
+    is fetched by tag. Raises :class:`~tsukud.recipe.VersionNotFound` when no release
+    has it."""
     from tsukud.github.client import Repo
 
     meta: list[Repo] = []
@@ -142,11 +155,14 @@ async def gather(github: GitHub, repo: str, *, max_releases: int = MAX_RELEASES)
         raise failed.get("repo") or failed["releases"]
     info = meta[0]
     canonical = info.full_name if _REPO.match(info.full_name or "") else repo
-    published = [r for r in listed[0] if not r.draft and r.tag_name][:max_releases]
+    published = [r for r in listed[0] if not r.draft and r.tag_name]
+    if version is not None:
+        published = await _from_version(github, canonical, published, version)
+    published = published[:max_releases]
     if not published:
         raise NoReleases(f"{canonical} has no published releases")
     releases = tuple(to_release(r) for r in published)
-    tag = usable_releases(releases)[0].tag
+    tag = releases[0].tag if version is not None else usable_releases(releases)[0].tag
     files, readme, readme_name = await _readme(github, canonical, tag)
     return RepoContext(
         repo=canonical,
@@ -158,6 +174,37 @@ async def gather(github: GitHub, repo: str, *, max_releases: int = MAX_RELEASES)
         readme=readme,
         readme_name=readme_name,
         root_files=files,
+    )
+
+
+async def _from_version(
+    github: GitHub, repo: str, published: list[ApiRelease], version: str
+) -> list[ApiRelease]:
+    """``published`` from the release of ``version`` on (newest first)."""
+    from tsukud.github.client import ReleaseNotFound
+    from tsukud.recipe import VersionNotFound, find_version
+    from tsukud.recipe.version import candidate_tags
+
+    try:
+        tag = find_version(version, [r.tag_name for r in published], repo=repo).tag
+    except VersionNotFound:
+        tag = None
+    if tag is not None:
+        index = next(i for i, r in enumerate(published) if r.tag_name == tag)
+        return published[index:]
+    for candidate in candidate_tags(version):
+        try:
+            found = await github.release_by_tag(repo, candidate)
+        except ReleaseNotFound:
+            continue
+        if not found.draft:
+            return [found]
+    raise VersionNotFound(
+        f"{repo} has no release for version {version}",
+        hint="Give the version of one of its GitHub releases, or leave out --version "
+        "for the newest.",
+        requested=version,
+        repo=repo,
     )
 
 

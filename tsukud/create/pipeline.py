@@ -105,6 +105,7 @@ class CreateRequest(msgspec.Struct, frozen=True, kw_only=True):
     can_ask: bool = False
     collect_tool_stats: bool = False
     max_repairs: int = MAX_REPAIRS
+    version: str | None = None  # build for this release instead of the newest
 
 
 class ValidationSummary(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -242,7 +243,7 @@ class _Run:
         started = deps.clock.now()
         self.stage = "context"
         await self.progress("fetching_releases", f"fetching releases of {req.repo}")
-        ctx = self.ctx = await gather(deps.github, req.repo)
+        ctx = self.ctx = await gather(deps.github, req.repo, version=req.version)
         self.stage = "matching"
         kept = len(ctx.release.assets)
         await self.progress(

@@ -38,18 +38,33 @@ file names (for example {"linux": "Linux", "darwin": "macOS"} or \
 {"linux": "unknown-linux-musl", "darwin": "apple-darwin"}). arch_mapping does the same \
 for amd64 and arm64 (for example {"amd64": "x86_64", "arm64": "aarch64"}). Copy \
 spellings exactly, including case.
-- When a platform's asset differs in more than these words (another extension, a \
-universal macOS build, an arm64 build spelled differently on one OS), add an entry to \
-overrides for that os (and arch) with its own asset_pattern, archive_format or \
-asset_type.
+- When a platform differs in more than these words (another extension, a universal \
+macOS build, an arm64 build spelled differently on one OS, other paths inside the \
+archive), add an entry to overrides for that os (and arch) with only what differs: \
+asset_pattern, archive_format, asset_type, strip_dirs, binaries, os_mapping or \
+arch_mapping, for example {"os": "darwin", "asset_pattern": "tool-{version}-universal.zip", \
+"strip_dirs": 0}.
 - asset_type is "binary" for a bare executable and "archive" for tar.gz, tar.xz, \
 tar.bz2 (tbz) or zip; set archive_format for archives.
 - binaries lists the executables' paths inside the archive. Use inspect_archive to see \
 them rather than guessing; with strip_dirs 1 the archive's top directory is removed \
-first (so "age/age" becomes "age").
+first (so "age/age" becomes "age"). Each is installed as bin/<its file name>. When the \
+file name carries the version or platform, give {"src": ..., "dest": "bin/<tool>"} \
+instead: src may use {version}, {os} and {arch} spelled as in asset_pattern, for \
+example {"src": "aws-nuke-v{version}-{os}-{arch}", "dest": "bin/aws-nuke"}; dest also \
+renames a binary (flyctl installed as bin/fly).
 - verify_command runs one installed binary and prints its version, such as \
 "tool --version" or "tool version": a single command, no shell operators. \
-verify_pattern is what its output contains, usually "{version}" or "v{version}".
+verify_pattern is what its output contains, usually "{version}" or "v{version}". \
+{install_dir} names the tool's install directory when the command must be given by \
+path, as in "{install_dir}/bin/nix-portable --version".
+- unsupported_platforms lists the platforms the release has no build for (a \
+Linux-only tool: ["darwin/amd64", "darwin/arm64"]). Names without an OS, such as \
+"tool-x86_64", are Linux builds by convention.
+- tag_prefix: when the repository releases several products (tags such as \
+"kustomize/v5.4.2" or "cli-v1.2.0"), give the part of the tool's tags before its \
+version ("kustomize/v", "cli-v"); {version} is then what follows it, and only tags \
+starting with it count.
 - Prefer, in order: a build for the exact architecture; for Linux a musl or static \
 build over a gnu one when both exist; the asset named after the tool over helper \
 tools and variants (-debug, -lsp, -minimal); a bare executable over an archive of the \
@@ -65,6 +80,7 @@ its exact name. extract_pattern is the final answer.
 _PLATFORM_OS = ["linux", "darwin"]
 _PLATFORM_ARCH = ["amd64", "arm64"]
 _FORMATS = ["tar.gz", "tar.xz", "tar.bz2", "zip"]
+_PLATFORMS = [f"{os}/{arch}" for os in _PLATFORM_OS for arch in _PLATFORM_ARCH]
 
 FETCH_FILE_TOOL: Final[dict[str, Any]] = {
     "name": FETCH_FILE,
@@ -111,6 +127,31 @@ INSPECT_ARCHIVE_TOOL: Final[dict[str, Any]] = {
 _MAPPING = {
     "type": "object",
     "additionalProperties": {"type": "string"},
+}
+
+_BINARIES = {
+    "type": "array",
+    "items": {
+        "anyOf": [
+            {"type": "string"},
+            {
+                "type": "object",
+                "properties": {
+                    "src": {"type": "string"},
+                    "dest": {"type": "string"},
+                },
+                "required": ["src"],
+                "additionalProperties": False,
+            },
+        ]
+    },
+    "minItems": 1,
+    "maxItems": 20,
+    "description": (
+        "Executables in the archive, e.g. ['age/age', 'age/age-keygen'], or "
+        "{src, dest} to install under another name, e.g. "
+        "{'src': 'aws-nuke-v{version}-{os}-{arch}', 'dest': 'bin/aws-nuke'}."
+    ),
 }
 
 EXTRACT_PATTERN_TOOL: Final[dict[str, Any]] = {
@@ -161,16 +202,13 @@ EXTRACT_PATTERN_TOOL: Final[dict[str, Any]] = {
                 "maximum": 5,
                 "description": "Leading directories to remove from archive paths.",
             },
-            "binaries": {
-                "type": "array",
-                "items": {"type": "string"},
-                "minItems": 1,
-                "maxItems": 20,
-                "description": "Executables in the archive, e.g. ['age/age', 'age/age-keygen'].",
-            },
+            "binaries": _BINARIES,
             "verify_command": {
                 "type": "string",
-                "description": "One command that prints the version, e.g. 'age --version'.",
+                "description": (
+                    "One command that prints the version, e.g. 'age --version' or "
+                    "'{install_dir}/bin/nix-portable --version'."
+                ),
             },
             "verify_pattern": {
                 "type": "string",
@@ -187,10 +225,30 @@ EXTRACT_PATTERN_TOOL: Final[dict[str, Any]] = {
                         "asset_pattern": {"type": "string"},
                         "archive_format": {"type": "string", "enum": _FORMATS},
                         "asset_type": {"type": "string", "enum": ["archive", "binary"]},
+                        "strip_dirs": {"type": "integer", "minimum": 0, "maximum": 5},
+                        "binaries": _BINARIES,
+                        "os_mapping": _MAPPING,
+                        "arch_mapping": _MAPPING,
                     },
                     "required": ["os"],
                     "additionalProperties": False,
                 },
+            },
+            "unsupported_platforms": {
+                "type": "array",
+                "items": {"type": "string", "enum": _PLATFORMS},
+                "description": (
+                    "Platforms the release has no build for, e.g. ['darwin/amd64', "
+                    "'darwin/arm64'] for a Linux-only tool."
+                ),
+            },
+            "tag_prefix": {
+                "type": "string",
+                "maxLength": 64,
+                "description": (
+                    "The tool's tags before the version, for repositories that tag several "
+                    "products, e.g. 'kustomize/v' for tags like 'kustomize/v5.4.2'."
+                ),
             },
         },
         "required": [

@@ -119,6 +119,7 @@ class Creator:
         confirmed: bool = False,
         can_ask: bool = False,
         collect_tool_stats: bool = False,
+        version: str | None = None,
     ) -> CreateResult:
         """Write a recipe for ``tool`` from ``source``'s GitHub releases (``written`` set
         when ``write``)."""
@@ -163,6 +164,7 @@ class Creator:
             confirmed=confirmed,
             can_ask=can_ask,
             collect_tool_stats=collect_tool_stats,
+            version=version,
         )
         result = await run_create(req, deps, session=session)
         if write:

@@ -48,6 +48,8 @@ from tsukud.recipe import (
     dump_recipe,
     parse_recipe,
     render_recipe,
+    tag_to_version,
+    version_source,
 )
 
 MAX_STEPS = 20
@@ -58,6 +60,8 @@ MIN_REPLAY_RELEASES = 3
 # Anything that makes a shell do more than run one command. ``$`` covers ``$(...)``,
 # ``${...}`` and ``$VAR``: a verify command never needs any of them.
 SHELL_OPERATORS = (";", "&", "|", "<", ">", "$", "`", "\n", "\r")
+# A verify command may run a binary by its path: ``{install_dir}/bin/tool``.
+INSTALL_DIR = "{install_dir}/"
 
 
 # ------------------------------------------------------------------------- pieces
@@ -197,16 +201,29 @@ def check_verify(recipe: Recipe) -> list[Finding]:
         found += verify_command_findings(extra.command, where=f"verify.additional[{i}] command")
     installed = binary_names(recipe)
     command = (verify.command or "").split() if verify else []
-    if not found and command and installed and command[0] not in installed:
-        found.append(
-            Finding(
-                category=VERIFY_COMMAND,
-                message=(
-                    f"verify command runs {command[0]!r}, which the recipe does not "
-                    f"install (it installs: {', '.join(sorted(installed))})"
-                ),
+    if not found and command and installed:
+        runs = command[0]
+        paths = binary_paths(recipe)
+        if runs.startswith(INSTALL_DIR) and runs.removeprefix(INSTALL_DIR) not in paths:
+            found.append(
+                Finding(
+                    category=VERIFY_COMMAND,
+                    message=(
+                        f"verify command runs {runs!r}, which the recipe does not install "
+                        f"(it installs: {', '.join(INSTALL_DIR + p for p in sorted(paths))})"
+                    ),
+                )
             )
-        )
+        elif not runs.startswith(INSTALL_DIR) and runs not in installed:
+            found.append(
+                Finding(
+                    category=VERIFY_COMMAND,
+                    message=(
+                        f"verify command runs {runs!r}, which the recipe does not "
+                        f"install (it installs: {', '.join(sorted(installed))})"
+                    ),
+                )
+            )
     return found
 
 
@@ -230,6 +247,10 @@ def check_literal_versions(recipe: Recipe, versions: Sequence[str]) -> list[Find
         found += literal_version_findings(
             step.asset_pattern, versions, where=f"steps[{index}].asset_pattern"
         )
+        for i, entry in enumerate(step.binaries or ()):
+            found += literal_version_findings(
+                entry.src, versions, where=f"steps[{index}].binaries[{i}]"
+            )
     verify = recipe.verify
     if verify is not None:
         for pattern in (verify.pattern, *(verify.patterns or ())):
@@ -315,6 +336,14 @@ def _judge_rendered(step: RenderedStep, release: Release, target: Platform) -> l
     return []
 
 
+def _tag_prefix(recipe: Recipe) -> str | None:
+    """The recipe's tag prefix as the installer honours it (with ``github_repo``)."""
+    try:
+        return version_source(recipe).tag_prefix
+    except RecipeError:
+        return None
+
+
 def replay(
     recipe: Recipe,
     releases: Sequence[Release],
@@ -324,18 +353,30 @@ def replay(
     platforms: Sequence[Platform] = STANDARD_PLATFORMS,
 ) -> list[Finding]:
     """Render ``recipe`` for each platform at the newest ``min_releases`` releases (all
-    of them when there are fewer) and judge every name.
+    of them when there are fewer) and judge every name. With a ``tag_prefix`` only the
+    tool's own releases count, and ``{version}`` is what follows the prefix.
 
     ``expected`` maps ``os/arch`` to the asset the author meant at the newest release
     (the matcher's pick, or an example the model gave); a different rendered name is
     an error even when it exists.
     """
-    recent = usable_releases(releases)[: max(1, min_releases)]
+    prefix = _tag_prefix(recipe)
+    usable = usable_releases(releases)
+    recent = [r for r in usable if tag_to_version(r.tag, prefix) is not None]
+    recent = recent[: max(1, min_releases)]
     found: list[Finding] = []
+    if prefix and usable and not recent:
+        shown = ", ".join(r.tag for r in usable[:5])
+        return [
+            Finding(
+                category=REPLAY,
+                message=f"no release tag starts with tag_prefix {prefix!r} (tags: {shown})",
+            )
+        ]
     supported = 0
     for target in platforms:
         for position, release in enumerate(recent):
-            resolved = ResolvedVersion(release.version, release.tag)
+            resolved = ResolvedVersion(tag_to_version(release.tag, prefix) or "", release.tag)
             try:
                 rendered = render_recipe(recipe, resolved, target, assets=release.assets)
             except UnsupportedPlatform:
@@ -444,12 +485,20 @@ def check_recipe(
     return found + replay(recipe, releases, expected=expected, min_releases=min_releases)
 
 
-def binary_names(recipe: Recipe) -> set[str]:
-    """Command names a recipe puts on PATH (what a verify command may start with)."""
-    names = set()
+def binary_paths(recipe: Recipe) -> set[str]:
+    """Where a recipe's binaries land in the tool's directory (``bin/tool``, or a
+    ``dest``): what a verify command may run as ``{install_dir}/<path>``."""
+    paths = set()
     for step in _install_steps(recipe):
         if isinstance(step, GitHubFileStep) and step.binary is not None:
-            names.add(posixpath.basename(step.binary))
+            paths.add("bin/" + posixpath.basename(step.binary))
+        directory = isinstance(step, GitHubArchiveStep) and step.install_mode == "directory"
         for entry in step.binaries or ():
-            names.add(posixpath.basename(entry.dest or entry.src))
-    return names
+            kept = entry.src if directory else "bin/" + posixpath.basename(entry.src)
+            paths.add(entry.dest or kept)
+    return paths
+
+
+def binary_names(recipe: Recipe) -> set[str]:
+    """Command names a recipe puts on PATH (what a verify command may start with)."""
+    return {posixpath.basename(path) for path in binary_paths(recipe)}

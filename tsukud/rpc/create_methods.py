@@ -34,6 +34,7 @@ class CreateParams(msgspec.Struct, forbid_unknown_fields=True):
     yes: bool = False
     can_ask: bool = False
     collect_tool_stats: bool = False
+    version: str | None = None  # build and validate for this release, not the newest
 
 
 class SaveParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -62,6 +63,7 @@ async def create(d: Daemon, p: CreateParams, call: Call) -> dict[str, Any]:
         confirmed=p.yes,
         can_ask=p.can_ask,
         collect_tool_stats=p.collect_tool_stats,
+        version=p.version,
     )
     return msgspec.to_builtins(result)  # type: ignore[no-any-return]
 

@@ -112,6 +112,14 @@ def metadata_allows(meta: Mapping[str, Any], os: str, arch: str, libc: str | Non
     return f"{os}/{arch}" not in meta.get("unsupported_platforms", [])
 
 
+def tag_prefix_of(recipe: Mapping[str, Any]) -> str | None:
+    """``[version] tag_prefix`` as documented: honoured only with ``github_repo``; a tag
+    of the tool is then the prefix followed by ``{version}``."""
+    section = recipe.get("version", {})
+    prefix = section.get("tag_prefix")
+    return str(prefix) if prefix and section.get("github_repo") else None
+
+
 def fill(template: str, version: str, os: str, arch: str) -> str:
     return template.replace("{version}", version).replace("{os}", os).replace("{arch}", arch)
 

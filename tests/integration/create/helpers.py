@@ -45,6 +45,7 @@ from tsukud.recipe import (
     normalize_version,
     parse_recipe,
 )
+from tsukud.testing.answers import Inexpressible, answer_for
 
 CLAUDE_KEY = "sk-ant-api03-CREATECANARY0123456789abcdef"
 
@@ -99,9 +100,16 @@ def _format(pattern: str, step: GitHubArchiveStep) -> str | None:
 
 
 def good_answer(human: Recipe) -> dict[str, Any]:
-    """What a careful model answers for ``human``'s tool: the human recipe's choices in
-    the extract_pattern schema (renames and directory installs cannot be expressed:
-    the binaries' own names are used)."""
+    """What a careful model answers for ``human``'s tool: the ground truth in the
+    extract_pattern schema; where the schema cannot say it (a directory install), the
+    nearest answer, with the binaries' own names."""
+    try:
+        return answer_for(human)[0]
+    except Inexpressible:
+        return _nearest_answer(human)
+
+
+def _nearest_answer(human: Recipe) -> dict[str, Any]:
     steps = install_steps(human)
     base = steps[0]
     oses = sorted({p.os for p in STANDARD_PLATFORMS})

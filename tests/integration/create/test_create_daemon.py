@@ -271,6 +271,21 @@ def test_without_a_terminal_or_yes_the_recipe_is_printed(home: Tsuku) -> None:
     assert not (home.home / "recipes").exists()
 
 
+def test_version_builds_for_that_release(home: Tsuku, fw: FakeGitHub) -> None:
+    home.start()
+    stable = [r.tag for r in fw.repos["stern/stern"].releases if not (r.draft or r.prerelease)]
+    older = stable[1]
+    base = ("create", "stern", "--from", "github:stern/stern", "--deterministic-only")
+    cp = home.ctl(*base, "--skip-validation", "--json", "--version", older.removeprefix("v"))
+    assert cp.returncode == 0, cp.stderr
+    res = json.loads(cp.stdout)
+    assert (res["tag"], res["version"]) == (older, older.removeprefix("v"))
+    cp = home.ctl(*base, "--yes", "--version", "0.0.1")
+    assert cp.returncode == ExitCode.VERSION_NOT_FOUND
+    assert "has no release for version 0.0.1" in cp.stderr and "hint: " in cp.stderr
+    assert not (home.home / "recipes").exists()
+
+
 def test_json_and_output(home: Tsuku, tmp_path: Any) -> None:
     home.start()
     target = tmp_path / "out" / "stern.toml"

@@ -34,8 +34,10 @@ from tsukud.recipe import (
     normalize_version,
     recipe_to_dict,
     render_recipe,
+    tag_to_version,
+    version_source,
 )
-from tsukud.testing.asset_names import expected_assets
+from tsukud.testing.asset_names import expected_assets, tag_prefix_of
 
 MATRIX = RECIPES / "llm-test-matrix.json"
 
@@ -60,6 +62,7 @@ TAGS: dict[str, tuple[str, ...]] = {
     "liberica": ("21.0.5+11", "21.0.4+9", "21.0.3+10"),
     "gotop": ("v4.2.0", "v4.1.4", "v4.1.3"),
     "btop": ("v1.4.0", "v1.3.2", "v1.3.0"),
+    "kustomize": ("kustomize/v5.4.2", "kustomize/v5.4.1", "kustomize/v5.3.0"),
 }
 
 
@@ -88,9 +91,12 @@ def repo_of(recipe: Recipe) -> str:
 def expected_names(recipe: Recipe, tag: str, target: Platform) -> list[str] | None:
     """The assets a human recipe installs on ``target`` at ``tag`` according to the
     recipe format, computed without the renderer; None if it does not install there."""
-    wanted = expected_assets(
-        recipe_to_dict(recipe), normalize_version(tag), target.os, target.arch, target.libc
-    )
+    data = recipe_to_dict(recipe)
+    prefix = tag_prefix_of(data)
+    if prefix is not None and not tag.startswith(prefix):
+        return None
+    version = tag.removeprefix(prefix) if prefix else normalize_version(tag)
+    wanted = expected_assets(data, version, target.os, target.arch, target.libc)
     return [a.name for a in wanted] or None
 
 
@@ -100,7 +106,10 @@ def render_names(
     """Asset names the installer's renderer picks for ``recipe`` on ``target`` at ``tag``;
     None if unsupported. For recipes under test (the matcher's); ground truth comes from
     :func:`expected_names`."""
-    resolved = ResolvedVersion(normalize_version(tag), tag)
+    version = tag_to_version(tag, version_source(recipe).tag_prefix)
+    if version is None:
+        return None
+    resolved = ResolvedVersion(version, tag)
     try:
         return [s.asset_name for s in render_recipe(recipe, resolved, target, assets=assets)]
     except UnsupportedPlatform:

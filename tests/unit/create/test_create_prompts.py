@@ -6,7 +6,13 @@ import typing
 
 import msgspec
 
-from tsukud.create.answer import AnswerFormat, AssetType, ExtractPatternAnswer, Override
+from tsukud.create.answer import (
+    AnswerFormat,
+    AssetType,
+    BinaryAnswer,
+    ExtractPatternAnswer,
+    Override,
+)
 from tsukud.create.prompts import (
     EXTRACT_PATTERN_TOOL,
     FETCH_FILE_TOOL,
@@ -33,6 +39,23 @@ def test_extract_pattern_schema_mirrors_the_struct() -> None:
     assert set(item["required"]) == _required(Override)
     assert schema["properties"]["asset_type"]["enum"] == list(typing.get_args(AssetType))
     assert schema["properties"]["archive_format"]["enum"] == list(typing.get_args(AnswerFormat))
+    for binaries in (schema["properties"]["binaries"], item["properties"]["binaries"]):
+        plain, table = binaries["items"]["anyOf"]
+        assert plain == {"type": "string"}
+        assert set(table["properties"]) == set(BinaryAnswer.__struct_fields__)
+        assert set(table["required"]) == _required(BinaryAnswer)
+
+
+def test_prompt_examples_show_the_answer_reach() -> None:
+    """The examples the model sees: a renamed templated binary, a monorepo tag prefix,
+    a verify command by install path, and overrides beyond the asset."""
+    for needle in (
+        '{"src": "aws-nuke-v{version}-{os}-{arch}", "dest": "bin/aws-nuke"}',
+        '"kustomize/v"',
+        "{install_dir}/bin/nix-portable --version",
+        '"strip_dirs": 0}',
+    ):
+        assert needle in SYSTEM_PROMPT
 
 
 def test_tools_are_plain_data() -> None:

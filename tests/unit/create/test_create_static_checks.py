@@ -133,6 +133,42 @@ def test_verify_must_run_an_installed_binary() -> None:
     assert "does not install" in findings[0].message
 
 
+def test_verify_may_run_an_installed_path_under_install_dir() -> None:
+    ok = _recipe(**{'command = "foo': 'command = "{install_dir}/bin/foo'})
+    assert errors(check_recipe(ok, RELEASES)) == []
+    renamed = _recipe(
+        **{
+            'binaries = ["foo"]': 'binaries = [{ src = "foo", dest = "libexec/foo" }]',
+            'command = "foo': 'command = "{install_dir}/libexec/foo',
+        }
+    )
+    assert errors(check_recipe(renamed, RELEASES)) == []
+    for wrong in ("{install_dir}/bin/bar", "{install_dir}/foo"):
+        findings = errors(
+            check_recipe(_recipe(**{'command = "foo': f'command = "{wrong}'}), RELEASES)
+        )
+        assert [f.category for f in findings] == [VERIFY_COMMAND]
+        assert "it installs: {install_dir}/bin/foo" in findings[0].message
+
+
+def test_a_literal_version_in_a_binary_path_is_rejected() -> None:
+    recipe = _recipe(**{'binaries = ["foo"]': 'binaries = ["foo-1.2.3/foo"]'})
+    findings = errors(check_recipe(recipe, RELEASES))
+    assert [f.category for f in findings] == [LITERAL_VERSION]
+    assert "steps[0].binaries[0]" in findings[0].message
+
+
+def test_replay_follows_the_tag_prefix() -> None:
+    """A monorepo: only the tool's tags count, and {version} is what follows the prefix."""
+    monorepo = [Release(tag=f"foo-v{r.version}", assets=r.assets) for r in RELEASES] + [
+        Release(tag="lib-v0.3.0", assets=("lib-0.3.0.tar.gz",))
+    ]
+    monorepo.insert(0, Release(tag="lib-v0.4.0", assets=("lib-0.4.0.tar.gz",)))
+    prefixed = _recipe(**{'github_repo = "o/foo"': 'github_repo = "o/foo"\ntag_prefix = "foo-v"'})
+    assert errors(check_recipe(prefixed, monorepo)) == []
+    assert errors(check_recipe(_recipe(), monorepo))  # without it: lib's tags, no assets
+
+
 def test_limits() -> None:
     base = _recipe()
     step = base.steps[0]
