@@ -161,11 +161,13 @@ def _summary_row(label: str, g: dict[str, Any]) -> list[Any]:
 
 
 def _events_verify(args: argparse.Namespace) -> int:
-    res = rpc(args, "events.verify")
+    res = rpc(args, "events.verify", {"head": args.head} if args.head else None)
     if args.json:
         out(render.jsonl(res))
     else:
-        out(f"ledger ok: {res['checked']} events, hash chain intact (head {res['head'][:16]}…)")
+        out(f"ledger ok: {res['checked']} events, hash chain intact (head {res['head']})")
+        if "head_id" in res:
+            out(f"the head you gave is event {res['head_id']}: nothing up to it was changed")
     return 0
 
 
@@ -182,6 +184,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default="day",
         choices=("day", "hour", "provider", "model", "session", "type"),
         help="summary grouping (default day)",
+    )
+    p.add_argument(
+        "--head",
+        metavar="HASH",
+        help="verify: a head printed earlier (16+ hex digits) that the ledger must still contain",
     )
     g = p.add_mutually_exclusive_group()
     g.add_argument("--json", action="store_true", help="one JSON object per line")

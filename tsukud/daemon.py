@@ -22,6 +22,8 @@ import trio
 from tsukud import __version__, log, paths
 from tsukud import config as configmod
 from tsukud.clock import Clock, SystemClock
+from tsukud.errors import DiskFull, LedgerCorrupt
+from tsukud.events import integrity
 from tsukud.events.projections import State, rebuild
 from tsukud.events.store import EventStore
 from tsukud.policy.breaker import BreakerSettings, CircuitBreakers
@@ -105,9 +107,14 @@ class Daemon:
     # ---- lifecycle -------------------------------------------------------------------
 
     def open(self) -> None:
-        """Open the ledger and rebuild state. Blocking; runs before the event loop."""
+        """Open the ledger and rebuild state. Blocking; runs before the event loop.
+
+        A damaged ledger (rows lost since the checkpoint, a rewritten chain, a database
+        SQLite cannot read) raises ``LedgerCorrupt`` here: the daemon does not start on it.
+        """
         self.store.open()
-        self.state = self.store.read_sync(lambda conn: rebuild(conn, self.clock.now()))
+        with integrity.reading(self.store.path):
+            self.state = self.store.read_sync(lambda conn: rebuild(conn, self.clock.now()))
         self._make_policy()  # policy objects (and services) fold into the new projections
         from tsukud.install.layout import reconcile
 
@@ -172,19 +179,22 @@ class Daemon:
                 left_open = self.budget.abandoned()
                 async with trio.open_nursery() as serving:
                     serving.start_soon(server.serve, listeners)
-                    await self.store.append(
-                        "daemon.started",
-                        {
-                            "pid": os.getpid(),
-                            "version": __version__,
-                            "activation": self.activation,
-                            "socket": str(self.socket_path) if self.socket_path else None,
-                            "startup_ms": round(self.uptime_s * 1000, 1),
-                        },
-                    )
-                    log.get().info(
-                        "daemon.started", pid=os.getpid(), socket=str(self.socket_path)
-                    )
+                    try:
+                        await self.store.append(
+                            "daemon.started",
+                            {
+                                "pid": os.getpid(),
+                                "version": __version__,
+                                "activation": self.activation,
+                                "socket": str(self.socket_path) if self.socket_path else None,
+                                "startup_ms": round(self.uptime_s * 1000, 1),
+                            },
+                        )
+                    except DiskFull as e:
+                        # Started all the same: reads work, and the event is written
+                        # once there is space (writes are refused until then).
+                        log.get().error("daemon.started_not_written", error=e.message)
+                    log.get().info("daemon.started", pid=os.getpid(), socket=str(self.socket_path))
                     task_status.started()
                     await self._settle_abandoned(left_open)
                     await self._stop.wait()
@@ -192,10 +202,15 @@ class Daemon:
                     serving.cancel_scope.cancel()
                 services.cancel_scope.cancel()
             with trio.CancelScope(shield=True):
-                await self.store.append(
-                    "daemon.stopped",
-                    {"pid": os.getpid(), "uptime_s": round(self.uptime_s, 3)},
-                )
+                try:
+                    await self.store.append(
+                        "daemon.stopped",
+                        {"pid": os.getpid(), "uptime_s": round(self.uptime_s, 3)},
+                    )
+                except (DiskFull, LedgerCorrupt) as e:
+                    # A full disk or a failed writer must not turn a stop into a crash
+                    # (or a hang): say what was not recorded and stop all the same.
+                    log.get().error("daemon.stop_not_recorded", error=e.message)
                 self.store.close()
             signals_scope.cancel()
         self.store.close_connection()

@@ -50,6 +50,15 @@ class DaemonStopped(Payload):
     uptime_s: float
 
 
+class LedgerAdopted(Payload):
+    """A ledger without a checkpoint (from an earlier version, or the user moved the
+    checkpoint aside to accept a loss) is taken as it is; integrity is anchored from here."""
+
+    last_id: int
+    head: str
+    reason: str
+
+
 class ConfigChanged(Payload):
     """Never the value: it may be a secret."""
 
@@ -464,6 +473,7 @@ class DiscoveryFailed(Payload):
 EVENTS: dict[str, type[Payload]] = {
     "daemon.started": DaemonStarted,
     "daemon.stopped": DaemonStopped,
+    "ledger.adopted": LedgerAdopted,
     "config.changed": ConfigChanged,
     "budget.reserved": BudgetReserved,
     "budget.settled": BudgetSettled,

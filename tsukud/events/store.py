@@ -10,10 +10,17 @@ what lets many appenders share one fsync.
 Queries run on their own short-lived connections in worker threads: WAL readers never
 block the writer and the event loop never blocks on SQLite.
 
-A batch that cannot be written (disk full, I/O error) is rolled back whole and ends the
-writer: ids and hashes after it were already handed out, so nothing later could join the
+A batch that cannot be written is rolled back whole. On a full disk the writer stays: the
+batch (and what queued behind it) keeps its ids and hashes and is tried again every
+``retry_s``, new appends are refused with ``DiskFull`` (no id handed out), and waiters of
+the unwritten events get ``DiskFull`` too: their events were never acknowledged. Once a
+retry commits, appends work again. Any other failure (an I/O error) ends the writer: ids
+and hashes after the batch were already handed out, so nothing later could join the
 chain. From then on appends and their waiters get ``LedgerCorrupt`` (instead of waiting
 for a writer that is gone) until the daemon restarts and rebuilds from what is on disk.
+
+After each committed batch the writer replaces the checkpoint (``integrity``): the last
+id and hash, kept outside the database so that losing its newest rows shows.
 """
 
 from __future__ import annotations
@@ -22,7 +29,6 @@ import contextlib
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +38,9 @@ import trio
 from tsukud import log
 from tsukud.clock import Clock, iso
 from tsukud.errors import InvalidParams, LedgerCorrupt
-from tsukud.events import catalogue
-from tsukud.events.chain import GENESIS, link
+from tsukud.events import catalogue, integrity
+from tsukud.events.chain import GENESIS, Anchor, VerifyReport, check_chain, link
+from tsukud.fsutil import disk_full
 from tsukud.secrets import REDACTOR, Redactor
 
 _SCHEMA = (Path(__file__).with_name("events.sql")).read_text()
@@ -68,14 +75,6 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     return conn
 
 
-@dataclass(frozen=True)
-class VerifyReport:
-    ok: bool
-    checked: int
-    first_bad_id: int | None = None
-    reason: str = ""
-
-
 class EventStore:
     def __init__(
         self,
@@ -84,8 +83,10 @@ class EventStore:
         clock: Clock,
         redactor: Redactor = REDACTOR,
         batch_max: int = 5000,
+        checkpoint: Path | None = None,
     ) -> None:
         self.path = path
+        self.checkpoint_path = checkpoint or integrity.checkpoint_path_for(path)
         self._clock = clock
         self._redactor = redactor
         self._batch_max = batch_max
@@ -97,6 +98,11 @@ class EventStore:
         self.last_id = 0
         self.last_hash = GENESIS
         self.durable_id = 0
+        self.durable_hash = GENESIS
+        self.adopted = False  # opened a ledger that had no checkpoint (see open())
+        self.retry_s = 1.0  # how often a full disk is tried again
+        self._disk_full = False  # the last write found no space; pending rows wait
+        self._closing = trio.Event()
         self._listeners: list[Callable[[Event], None]] = []
         self._writer_gone = False  # run() has returned: nothing more will be written
         self._failure: str | None = None  # why it returned early (a failed batch)
@@ -104,23 +110,60 @@ class EventStore:
     # ---- lifecycle -------------------------------------------------------------------
 
     def open(self) -> None:
-        """Create or open the database and find the chain's head. Blocking: start-up only."""
+        """Create or open the database, find the chain's head and hold it to the
+        checkpoint. Blocking: start-up only.
+
+        Raises ``LedgerCorrupt`` (what was lost, what to do) when the database ends before
+        the checkpoint or disagrees with it, or is not a readable database at all. A
+        ledger without a checkpoint (an earlier version's, or one whose checkpoint the
+        user moved aside to accept a loss) is adopted as it is, and that is recorded.
+        """
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         conn = connect(self.path)
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = FULL")
-        conn.executescript(_SCHEMA)
-        row = conn.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
-        if row is not None:
-            self.last_id, self.last_hash = int(row[0]), str(row[1])
-        self.durable_id = self.last_id
+        try:
+            with integrity.reading(self.path):
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = FULL")
+                conn.executescript(_SCHEMA)
+                row = conn.execute(
+                    "SELECT id, hash FROM events ORDER BY id DESC LIMIT 1"
+                ).fetchone()
+                if row is not None:
+                    self.last_id, self.last_hash = int(row[0]), str(row[1])
+                anchor = integrity.check_head(
+                    conn, db=self.path, checkpoint=self.checkpoint_path, last_id=self.last_id
+                )
+        except sqlite3.Error as e:
+            conn.close()
+            if integrity.is_disk_full(e):
+                raise disk_full(self.path, "cannot open the event ledger") from None
+            raise
+        except BaseException:
+            conn.close()
+            raise
+        self.durable_id, self.durable_hash = self.last_id, self.last_hash
         self._conn = conn
         with contextlib.suppress(OSError):
             self.path.chmod(0o600)
+        if anchor is None and self.last_id > 0:
+            # Recorded rather than written to the checkpoint here: until this event is
+            # committed (which writes the checkpoint) a crash just adopts again.
+            self.adopted = True
+            log.get().warning("ledger.adopted", last_id=self.last_id, head=self.last_hash)
+            self.append_nowait(
+                "ledger.adopted",
+                {
+                    "last_id": self.last_id,
+                    "head": self.last_hash,
+                    "reason": "no checkpoint: a ledger from an earlier version, or its "
+                    "checkpoint was moved aside",
+                },
+            )
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """The single writer. Returns after ``close()`` once everything is on disk, or
-        after a batch failed to commit (see ``failure``)."""
+        """The single writer. Returns after ``close()`` once everything is on disk (or,
+        on a full disk, after one last try), or after a batch failed to commit (see
+        ``failure``)."""
         task_status.started()
         try:
             while True:
@@ -130,37 +173,67 @@ class EventStore:
                     await self._has_data.wait()
                     self._has_data = trio.Event()
                     continue
+                if self._disk_full and not self._closed:
+                    with trio.move_on_after(self.retry_s):
+                        await self._closing.wait()  # a stop tries once more, at once
                 batch = self._buffer[: self._batch_max]
-                del self._buffer[: self._batch_max]
                 try:
                     # Shielded: a cancelled daemon still finishes the commit it started,
                     # so an id that was handed out is either on disk or the process died.
                     with trio.CancelScope(shield=True):
-                        await trio.to_thread.run_sync(self._write, batch)
+                        stale = await trio.to_thread.run_sync(self._write, batch)
                 except (sqlite3.Error, OSError) as e:
-                    self._failure = (
-                        f"events {batch[0][0]}-{self.last_id} could not be written: {e}"
-                    )
+                    what = f"events {batch[0][0]}-{self.last_id}"
+                    if integrity.is_disk_full(e):
+                        self._no_space(what)
+                        if not self._closed:
+                            continue
+                        self._failure = f"{what} were not written: no space left at stop"
+                        log.get().error("ledger.unwritten_at_stop", error=self._failure)
+                        return
+                    self._failure = f"{what} could not be written: {e}"
                     log.get().error("ledger.write_failed", error=self._failure)
                     return
-                self.durable_id = batch[-1][0]
+                del self._buffer[: len(batch)]
+                self.durable_id, self.durable_hash = batch[-1][0], batch[-1][5]
+                if self._disk_full:
+                    self._disk_full = False
+                    log.get().info("ledger.disk_space_back", durable_id=self.durable_id)
+                if stale is not None:
+                    log.get().error("ledger.checkpoint_not_written", error=stale)
                 self._flushed.set()
                 self._flushed = trio.Event()
         finally:
             self._writer_gone = True
             self._flushed.set()  # wake every waiter: its event will never be written now
 
+    def _no_space(self, what: str) -> None:
+        """The batch was rolled back for want of space: keep it (ids and hashes are
+        handed out), refuse new appends, tell its waiters, try again later."""
+        if not self._disk_full:
+            err = disk_full(self.path, f"{what} are waiting for space")
+            log.get().error(
+                "ledger.disk_full", error=err.message, free_bytes=err.data["free_bytes"]
+            )
+        self._disk_full = True
+        self._flushed.set()  # waiters of the unwritten events get DiskFull
+        self._flushed = trio.Event()
+
     def close(self) -> None:
         """Stop accepting; ``run`` drains the buffer and returns."""
         self._closed = True
         self._has_data.set()
+        self._closing.set()
 
     def close_connection(self) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
 
-    def _write(self, rows: list[Row]) -> None:
+    def _write(self, rows: list[Row]) -> str | None:
+        """Commit ``rows`` whole, then move the checkpoint to the last of them. Returns
+        why the checkpoint was not moved, if it was not: the rows are committed all the
+        same, and a lagging checkpoint only checks less."""
         assert self._conn is not None
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
@@ -173,6 +246,11 @@ class EventStore:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        try:
+            integrity.write_checkpoint(self.checkpoint_path, rows[-1][0], rows[-1][5])
+        except OSError as e:
+            return str(e)
+        return None
 
     # ---- appending -------------------------------------------------------------------
 
@@ -199,6 +277,8 @@ class EventStore:
     ) -> Event:
         if self._closed:
             raise RuntimeError("event store is closed")
+        if self._disk_full:
+            raise disk_full(self.path, f"cannot record {type_}")
         if self._writer_gone:
             raise self._broken(f"cannot record {type_}")
         if not _TYPE_RE.match(type_):
@@ -231,6 +311,12 @@ class EventStore:
 
     async def wait_durable(self, id_: int) -> None:
         while self.durable_id < id_:
+            if self._disk_full:
+                raise disk_full(
+                    self.path,
+                    f"event {id_} is not on disk (it will be once there is space, unless "
+                    "the daemon stops first)",
+                )
             if self._writer_gone:
                 raise self._broken(f"event {id_} was not written")
             await self._flushed.wait()
@@ -247,6 +333,33 @@ class EventStore:
         if durable:
             await self.wait_durable(event.id)
         return event
+
+    async def verify(self, head: str | None = None) -> VerifyReport:
+        """Recompute the chain and hold it to this writer's last commit, the checkpoint
+        and ``head`` (a hash, or a prefix of one, the user noted). Damage of any kind is
+        ``LedgerCorrupt`` saying what was lost and what to do."""
+        # Taken before the read starts, so the snapshot the read sees contains it.
+        anchors = [Anchor(self.durable_id, self.durable_hash, "the daemon's last commit")]
+
+        def work(conn: sqlite3.Connection) -> VerifyReport:
+            checkpoint = integrity.read_checkpoint(self.checkpoint_path)
+            if checkpoint is not None:
+                anchors.append(checkpoint)
+            with integrity.reading(self.path):
+                problems = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)")]
+                if problems != ["ok"]:
+                    raise integrity.malformed(self.path, "; ".join(problems))
+                return verify_chain(conn, anchors, head)
+
+        report: VerifyReport = await self.read(work)
+        if report.damage is not None:
+            raise integrity.damaged(
+                report.damage,
+                db=self.path,
+                checkpoint=self.checkpoint_path,
+                checked=report.checked,
+            )
+        return report
 
     # ---- reading ---------------------------------------------------------------------
 
@@ -281,22 +394,15 @@ def iter_rows(
         yield rows
 
 
-def verify_chain(conn: sqlite3.Connection) -> VerifyReport:
-    """Recompute every hash; the first row that does not match is where editing began."""
-    prev = GENESIS
-    expected_id = 1
-    checked = 0
-    for rows in iter_rows(
-        conn, "SELECT id, ts, type, session, payload, hash FROM events ORDER BY id", chunk=5000
-    ):
-        for id_, ts, type_, session, payload, h in rows:
-            if id_ != expected_id:
-                return VerifyReport(
-                    False, checked, expected_id, f"event {expected_id} is missing (next is {id_})"
-                )
-            if link(prev, id_, ts, type_, session, payload) != h:
-                return VerifyReport(False, checked, id_, f"event {id_} does not match its hash")
-            prev = h
-            expected_id += 1
-            checked += 1
-    return VerifyReport(True, checked)
+def verify_chain(
+    conn: sqlite3.Connection, anchors: Sequence[Anchor] = (), head: str | None = None
+) -> VerifyReport:
+    """Recompute every hash (the first row that does not match is where editing began)
+    and hold the chain to ``anchors`` and the ``head`` a user noted."""
+    return check_chain(
+        iter_rows(
+            conn, "SELECT id, ts, type, session, payload, hash FROM events ORDER BY id", chunk=5000
+        ),
+        anchors,
+        head,
+    )

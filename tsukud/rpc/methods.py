@@ -14,9 +14,8 @@ import msgspec
 
 from tsukud import config as configmod
 from tsukud.daemon import Daemon
-from tsukud.errors import InvalidParams, LedgerCorrupt, NotFound
+from tsukud.errors import InvalidParams, NotFound
 from tsukud.events import queries
-from tsukud.events.store import verify_chain
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
 
@@ -24,6 +23,7 @@ from tsukud.rpc.server import Call
 # a client must not be able to forge an llm.turn or a budget.settled.
 CLIENT_EVENT_PREFIX = "client."
 MAX_APPEND_BATCH = 10_000
+HEX_DIGITS = "0123456789abcdef"
 
 
 # ---- daemon -----------------------------------------------------------------------------
@@ -120,17 +120,25 @@ async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> dict[str, A
     return {"by": p.by, "groups": groups, "totals": totals}
 
 
-@method("events.verify", NoParams)
-async def events_verify(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
-    """Recompute the hash chain; error ``ledger_corrupt`` names the first bad event."""
-    report = await d.store.read(verify_chain)
-    if not report.ok:
-        raise LedgerCorrupt(
-            f"hash chain broken at event {report.first_bad_id}: {report.reason}",
-            first_bad_id=report.first_bad_id,
-            checked=report.checked,
+class VerifyParams(msgspec.Struct, forbid_unknown_fields=True):
+    # A head hash the user noted or exported (at least its first 16 hex digits).
+    head: str | None = None
+
+
+@method("events.verify", VerifyParams)
+async def events_verify(d: Daemon, p: VerifyParams, call: Call) -> dict[str, Any]:
+    """Recompute the hash chain and hold it to the checkpoint (and ``head``); error
+    ``ledger_corrupt`` names the first bad event and what was lost."""
+    head = None if p.head is None else p.head.strip().lower()
+    if head is not None and (len(head) < 16 or len(head) > 64 or head.strip(HEX_DIGITS)):
+        raise InvalidParams(
+            "head must be 16 to 64 hex digits", hint="Give the head `events verify` printed."
         )
-    return {"ok": True, "checked": report.checked, "head": d.store.last_hash}
+    report = await d.store.verify(head)
+    out: dict[str, Any] = {"ok": True, "checked": report.checked, "head": report.head}
+    if report.head_id is not None:
+        out["head_id"] = report.head_id
+    return out
 
 
 class NewEvent(msgspec.Struct, forbid_unknown_fields=True):

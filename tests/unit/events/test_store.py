@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from tsukud.clock import FixedClock
-from tsukud.errors import InternalError, InvalidParams, LedgerCorrupt
+from tsukud.errors import DiskFull, InternalError, InvalidParams, LedgerCorrupt
 from tsukud.events.store import EventStore, connect, verify_chain
 
 NOW = 1_800_000_000.0
@@ -108,23 +108,81 @@ async def test_a_failed_batch_is_rolled_back_whole_and_its_waiters_get_an_error(
         conn.close()
 
 
-async def test_a_full_disk_stops_the_writer_and_the_ledger_reopens_consistent(
+def fill_disk(store: EventStore) -> None:
+    """A real SQLITE_FULL: the database may not grow past the pages it has now."""
+    conn = store._conn
+    assert conn is not None
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.execute(f"PRAGMA max_page_count = {pages}")
+
+
+def free_disk(store: EventStore) -> None:
+    assert store._conn is not None
+    store._conn.execute("PRAGMA max_page_count = 1073741823")
+
+
+async def test_a_full_disk_refuses_appends_keeps_the_writer_and_resumes_by_itself(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "t.db"
     async with writing(db) as store:
+        store.retry_s = 0.05
         await store.append("client.small", {"i": 1})
-        conn = store._conn
-        assert conn is not None
-        pages = conn.execute("PRAGMA page_count").fetchone()[0]
-        conn.execute(f"PRAGMA max_page_count = {pages}")  # the "disk" is now full
+        fill_disk(store)
         ev = store.append_nowait("client.big", {"blob": "x" * 200_000})
-        with pytest.raises(LedgerCorrupt, match="full"):
+        with pytest.raises(DiskFull) as refused:
             await store.wait_durable(ev.id)
+        assert refused.value.code == "disk_full" and refused.value.exit_code == 29
+        assert refused.value.retryable and str(db) in refused.value.message
+        assert "free now" in refused.value.hint and refused.value.data["free_bytes"] > 0
+        # New work is refused at once, without taking an id; the writer is still there.
+        with pytest.raises(DiskFull, match=r"cannot record client\.more"):
+            store.append_nowait("client.more", {})
+        assert store.last_id == 2 and store.durable_id == 1 and store.failure is None
+        await trio.sleep(0.2)  # a few retries, all still failing
+        assert rows(db) == [(1, "client.small")]
+
+        free_disk(store)  # space comes back: the kept event is written, appends work
+        for _ in range(500):  # the next retry (every 50 ms here) gets through
+            if store.durable_id >= ev.id:
+                break
+            await trio.sleep(0.01)
+        assert store.durable_id == ev.id
+        assert (await store.append("client.next", {})).id == 3
+    assert rows(db) == [(1, "client.small"), (2, "client.big"), (3, "client.next")]
+    conn = connect(db, readonly=True)
+    try:
+        assert verify_chain(conn).ok
+    finally:
+        conn.close()
+
+
+async def test_a_stop_on_a_full_disk_is_prompt_and_the_ledger_reopens_consistent(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "t.db"
+    store = EventStore(db, clock=FixedClock(NOW))
+    store.open()
+    store.retry_s = 60.0  # a stop must not wait for the next retry
+    try:
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+                await nursery.start(store.run)
+                await store.append("client.small", {"i": 1})
+                fill_disk(store)
+                ev = store.append_nowait("client.big", {"blob": "x" * 200_000})
+                with pytest.raises(DiskFull):
+                    await store.wait_durable(ev.id)
+                store.close()  # the writer tries once more, then returns
+        assert store.failure is not None and "no space left at stop" in store.failure
+        with pytest.raises(DiskFull):
+            await store.wait_durable(ev.id)
+    finally:
+        store.close_connection()
     assert rows(db) == [(1, "client.small")]
-    # A restart picks the chain up from what is on disk.
+    # A restart picks the chain up from what is on disk, and the checkpoint agrees.
     async with writing(db) as again:
-        assert again.last_id == 1
+        assert again.last_id == 1 and not again.adopted
         assert (await again.append("client.next", {})).id == 2
     assert rows(db) == [(1, "client.small"), (2, "client.next")]
 

@@ -1,0 +1,278 @@
+"""The ledger against its checkpoint, with real SQLite files damaged the ways a crash, a
+careless user or a same-uid attacker would: each is refused with ``ledger_corrupt`` saying
+what was lost, and the legitimate cases (a new home, an earlier version's ledger, a loss
+the user accepted) open."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+import trio
+import trio.lowlevel
+
+from tests.unit.events.test_store import rows, writing
+from tsukud.clock import FixedClock
+from tsukud.errors import ExitCode, LedgerCorrupt
+from tsukud.events.chain import GENESIS, link
+from tsukud.events.integrity import checkpoint_path_for, read_checkpoint
+from tsukud.events.store import EventStore, connect
+
+NOW = 1_800_000_000.0
+
+
+async def fill(db: Path, n: int) -> str:
+    """``n`` client events through a real writer; returns the head hash."""
+    async with writing(db) as store:
+        for i in range(n):
+            store.append_nowait("client.test", {"i": i})
+        await store.wait_durable(store.last_id)
+        return store.last_hash
+
+
+def open_store(db: Path) -> EventStore:
+    store = EventStore(db, clock=FixedClock(NOW))
+    store.open()
+    return store
+
+
+def refused(db: Path) -> LedgerCorrupt:
+    with pytest.raises(LedgerCorrupt) as info:
+        open_store(db).close_connection()
+    assert info.value.exit_code == ExitCode.LEDGER_CORRUPT
+    return info.value
+
+
+def truncate(db: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        p = Path(f"{db}{suffix}")
+        if p.exists():
+            p.write_bytes(b"")
+
+
+def overwrite(db: Path, offset: int, data: bytes) -> None:
+    with open(db, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+
+
+def sql(db: Path, *statements: str) -> None:
+    conn = sqlite3.connect(db)
+    for s in statements:
+        conn.execute(s)
+    conn.commit()
+    conn.close()
+
+
+async def test_a_new_home_opens_and_the_checkpoint_follows_every_batch(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    cp = checkpoint_path_for(db)
+    assert cp == tmp_path / "state" / "ledger.head"
+    async with writing(db) as store:
+        assert not store.adopted and not cp.exists()  # nothing committed yet
+        await store.append("client.a", {})
+        assert read_checkpoint(cp) is not None
+        assert json.loads(cp.read_text()) == {"last_id": 1, "head": store.last_hash}
+        for i in range(3):
+            store.append_nowait("client.b", {"i": i})
+        await store.wait_durable(4)
+        assert json.loads(cp.read_text()) == {"last_id": 4, "head": store.last_hash}
+    assert cp.stat().st_mode & 0o777 == 0o600
+
+
+async def test_a_database_truncated_to_nothing_is_refused_with_what_was_lost(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "t.db"
+    await fill(db, 40)
+    truncate(db)
+    e = refused(db)
+    assert "events 1-40 are missing (40 events)" in e.message
+    assert e.data["lost_from"] == 1 and e.data["lost_to"] == 40 and e.data["lost_count"] == 40
+    assert "restore both files from a backup" in e.hint
+    assert str(checkpoint_path_for(db)) in e.hint  # how to accept the loss instead
+
+
+async def test_a_lost_wal_is_refused(tmp_path: Path) -> None:
+    """The committed rows still in the -wal (not yet checkpointed into the main file)
+    are gone when only the main file survives."""
+    db = tmp_path / "t.db"
+    await fill(db, 5)
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # 1-5 are in the main file now
+    conn.close()
+    async with writing(db) as store:
+        for i in range(10):
+            store.append_nowait("client.late", {"i": i})
+        await store.wait_durable(15)
+        # The "crash": copy what is on disk while the writer's connection is still open,
+        # the way kill -9 leaves it, minus the -wal.
+        copy = tmp_path / "copy"
+        copy.mkdir()
+        shutil.copy(db, copy / "t.db")
+        shutil.copytree(tmp_path / "state", copy / "state")
+    e = refused(copy / "t.db")
+    assert e.data["lost_from"] == 6 and e.data["lost_to"] == 15
+    assert "the ledger ends at 5" in e.message
+
+
+async def test_deleted_newest_rows_are_refused(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    await fill(db, 30)
+    sql(db, "DROP TRIGGER events_no_delete", "DELETE FROM events WHERE id > 25")
+    e = refused(db)
+    assert (e.data["lost_from"], e.data["lost_to"], e.data["lost_count"]) == (26, 30, 5)
+
+
+async def test_an_edit_with_the_chain_recomputed_is_refused(tmp_path: Path) -> None:
+    """The hash is keyless: an editor can recompute every later hash, and the chain then
+    verifies on its own. The checkpoint's hash for the last id no longer matches."""
+    db = tmp_path / "t.db"
+    await fill(db, 20)
+    conn = sqlite3.connect(db)
+    conn.execute("DROP TRIGGER events_no_update")
+    conn.execute("UPDATE events SET payload = '{\"i\":999}' WHERE id = 7")
+    prev = conn.execute("SELECT hash FROM events WHERE id = 6").fetchone()[0]
+    for id_, ts, type_, session, payload in conn.execute(
+        "SELECT id, ts, type, session, payload FROM events WHERE id >= 7 ORDER BY id"
+    ).fetchall():
+        prev = link(prev, id_, ts, type_, session, payload)
+        conn.execute("UPDATE events SET hash = ? WHERE id = ?", (prev, id_))
+    conn.commit()
+    conn.close()
+    e = refused(db)
+    assert "event 20 is not the one the checkpoint records" in e.message
+    assert e.data["first_bad_id"] == 20 and "lost_count" not in e.data
+    assert "edited outside tsuku" in e.hint
+
+
+@pytest.mark.parametrize("damage", ["garbage", "torn_page"])
+async def test_a_malformed_database_is_refused_with_recovery_steps(
+    tmp_path: Path, damage: str
+) -> None:
+    db = tmp_path / "t.db"
+    await fill(db, 300)
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    data = bytearray(db.read_bytes())
+    if damage == "garbage":
+        data = bytearray(b"this is not sqlite" * 100)
+    else:
+        page = 4096
+        data[page : 3 * page] = b"\xa5" * (2 * page)  # the tables' first pages
+    db.write_bytes(bytes(data))
+    e = refused(db)
+    assert "not a readable SQLite database" in e.message
+    assert ".recover" in e.hint and "backup" in e.hint
+
+
+async def test_an_earlier_versions_ledger_is_adopted_and_that_is_recorded(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "t.db"
+    head = await fill(db, 12)
+    checkpoint_path_for(db).unlink()  # as written before checkpoints existed
+    async with writing(db) as store:
+        assert store.adopted
+        await store.wait_durable(13)
+    assert rows(db)[-1] == (13, "ledger.adopted")
+    conn = connect(db, readonly=True)
+    (payload,) = conn.execute("SELECT payload FROM events WHERE id = 13").fetchone()
+    conn.close()
+    assert json.loads(payload)["last_id"] == 12 and json.loads(payload)["head"] == head
+    async with writing(db) as again:  # anchored now: no second adoption
+        assert not again.adopted and again.last_id == 13
+
+
+async def test_a_loss_is_accepted_by_moving_the_checkpoint_aside(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    await fill(db, 10)
+    sql(db, "DROP TRIGGER events_no_delete", "DELETE FROM events WHERE id > 6")
+    refused(db)
+    cp = checkpoint_path_for(db)
+    cp.rename(cp.with_name("ledger.head.lost"))
+    async with writing(db) as store:
+        assert store.adopted and store.last_id == 7  # 1-6 and the adoption
+
+
+async def test_an_unreadable_checkpoint_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    await fill(db, 3)
+    checkpoint_path_for(db).write_text('{"last_id": 3, "head": "not a hash"}')
+    e = refused(db)
+    assert "checkpoint" in e.message and "cannot be read" in e.message
+
+
+async def test_verify_holds_the_chain_to_the_daemons_last_commit(tmp_path: Path) -> None:
+    """Rows deleted behind a running daemon's back: the chain that is left is valid, but
+    it no longer reaches the writer's last commit."""
+    db = tmp_path / "t.db"
+    async with writing(db) as store:
+        for i in range(8):
+            store.append_nowait("client.x", {"i": i})
+        await store.wait_durable(8)
+        report = await store.verify()
+        assert report.ok and report.checked == 8 and report.head == store.last_hash
+        sql(db, "DROP TRIGGER events_no_delete", "DELETE FROM events WHERE id > 5")
+        with pytest.raises(LedgerCorrupt) as info:
+            await store.verify()
+        assert info.value.data["lost_count"] == 3
+        assert "the daemon's last commit records event 8" in info.value.message
+
+
+async def test_verify_against_a_noted_head_catches_a_rewrite_of_both_files(
+    tmp_path: Path,
+) -> None:
+    """An attacker with the user's uid deletes rows and rewrites the checkpoint to match:
+    start-up and a plain verify cannot tell. A head the user noted earlier can."""
+    db = tmp_path / "t.db"
+    noted = await fill(db, 10)
+    async with writing(db) as store:
+        report = await store.verify(noted[:16])
+        assert report.ok and report.head_id == 10
+    sql(db, "DROP TRIGGER events_no_delete", "DELETE FROM events WHERE id > 4")
+    conn = connect(db, readonly=True)
+    (h4,) = conn.execute("SELECT hash FROM events WHERE id = 4").fetchone()
+    conn.close()
+    checkpoint_path_for(db).write_text(json.dumps({"last_id": 4, "head": h4}))
+    async with writing(db) as store:
+        assert (await store.verify()).ok  # the limit docs/events.md states
+        with pytest.raises(LedgerCorrupt, match="the head you gave") as info:
+            await store.verify(noted)
+        assert info.value.exit_code == ExitCode.LEDGER_CORRUPT
+
+
+async def test_verify_reports_a_malformed_database(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    await fill(db, 400)
+    async with writing(db) as store:
+        conn = sqlite3.connect(db)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.close()
+        overwrite(db, 4096 * 3, b"\x00\xff" * 2048)  # behind the daemon's back
+        with pytest.raises(LedgerCorrupt, match="not a readable SQLite database"):
+            await store.verify()
+
+
+def test_the_head_hash_of_an_empty_ledger_is_genesis(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "t.db")
+    try:
+        assert store.last_hash == store.durable_hash == GENESIS and not store.adopted
+    finally:
+        store.close_connection()
+
+
+async def test_a_crash_between_commit_and_checkpoint_only_lags(tmp_path: Path) -> None:
+    """The checkpoint is written after the commit: one batch behind is normal."""
+    db = tmp_path / "t.db"
+    await fill(db, 3)
+    old = checkpoint_path_for(db).read_bytes()
+    await fill(db, 3)
+    checkpoint_path_for(db).write_bytes(old)  # as if the process died before moving it
+    async with writing(db) as store:
+        assert store.last_id == 6 and not store.adopted
+        await trio.lowlevel.checkpoint()

@@ -1,0 +1,161 @@
+"""The ledger's checkpoint, and what a damaged or full ledger tells the user.
+
+The hash chain proves that the rows present were not edited; it cannot show that the
+newest rows are gone, because a shorter chain is still a valid one. So the writer keeps a
+checkpoint outside the database, ``state/ledger.head`` next to it: the last committed id
+and its hash, replaced atomically after every committed batch (one small file per
+batch, not per event). It is written only after SQLite has committed (and fsynced) the
+batch, so it never runs ahead of the database; after a crash it may lag by one batch,
+which is harmless. A database that ends before the checkpoint's id (a truncated or
+deleted file, a lost ``-wal``, deleted rows), or whose row at that id has another hash
+(a rewritten chain), is refused at start and by ``events verify``.
+
+Same-uid attackers can rewrite both files; docs/events.md says so, and offers
+``events verify --head`` against a head kept elsewhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+
+from tsukud.errors import LedgerCorrupt
+from tsukud.events.chain import Anchor, Damage, anchor_damage
+from tsukud.fsutil import NO_SPACE, write_atomic
+
+CHECKPOINT_SOURCE = "the checkpoint"
+_HEX = frozenset("0123456789abcdef")
+
+
+class _Checkpoint(msgspec.Struct, forbid_unknown_fields=True):
+    last_id: int
+    head: str
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(_Checkpoint)
+
+
+def checkpoint_path_for(db: Path) -> Path:
+    return db.parent / "state" / "ledger.head"
+
+
+def read_checkpoint(path: Path) -> Anchor | None:
+    """The checkpoint, or None when there is none (a new home, or a ledger from before
+    checkpoints). One that cannot be read is damage, not absence."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise _unreadable(path, str(e)) from None
+    try:
+        cp = _decoder.decode(data)
+    except msgspec.DecodeError as e:
+        raise _unreadable(path, str(e)) from None
+    if cp.last_id < 0 or len(cp.head) != 64 or not set(cp.head) <= _HEX:
+        raise _unreadable(path, "not a (last id, head hash) pair")
+    return Anchor(cp.last_id, cp.head, CHECKPOINT_SOURCE)
+
+
+def write_checkpoint(path: Path, last_id: int, head: str) -> None:
+    write_atomic(path, _encoder.encode(_Checkpoint(last_id, head)) + b"\n", mode=0o600)
+
+
+def check_head(
+    conn: sqlite3.Connection, *, db: Path, checkpoint: Path, last_id: int
+) -> Anchor | None:
+    """Hold the database (whose last id is ``last_id``) to the checkpoint: one indexed
+    lookup, cheap enough for every start. Returns the checkpoint (None: there is none)."""
+    anchor = read_checkpoint(checkpoint)
+    if anchor is None:
+        return None
+    row = conn.execute("SELECT hash FROM events WHERE id = ?", (anchor.id,)).fetchone()
+    damage = anchor_damage(anchor, last_id, None if row is None else str(row[0]))
+    if damage is not None:
+        raise damaged(damage, db=db, checkpoint=checkpoint)
+    return anchor
+
+
+def _accept(checkpoint: Path) -> str:
+    return (
+        f"To go on with the ledger as it is now, move {checkpoint} aside (stop the daemon "
+        "first); the daemon then adopts the ledger and records that it did."
+    )
+
+
+def damaged(
+    damage: Damage, *, db: Path, checkpoint: Path, checked: int | None = None
+) -> LedgerCorrupt:
+    """``ledger_corrupt`` for ``damage``: what was lost and what to do about it."""
+    if damage.lost is not None:
+        hint = (
+            f"Events {damage.lost[0]}-{damage.lost[1]} were recorded but are no longer in "
+            f"{db}: the database or its -wal file was truncated, deleted or replaced by an "
+            "older copy. With the daemon stopped, restore both files from a backup that has "
+            "them. " + _accept(checkpoint) + " What the lost events recorded (spending, "
+            "installs) is then forgotten."
+        )
+    else:
+        hint = (
+            f"{db} was edited outside tsuku. With the daemon stopped, restore it from a "
+            "backup, or move tsuku.db and its -wal and -shm files aside to start an empty "
+            "ledger (the history and today's spending are then forgotten)."
+        )
+    data: dict[str, int] = {"first_bad_id": damage.first_bad_id}
+    if damage.lost is not None:
+        data |= {"lost_from": damage.lost[0], "lost_to": damage.lost[1]}
+        data["lost_count"] = damage.lost_count
+    if checked is not None:
+        data["checked"] = checked
+    return LedgerCorrupt(f"the event ledger is damaged: {damage.reason}", hint=hint, **data)
+
+
+def _unreadable(path: Path, why: str) -> LedgerCorrupt:
+    return LedgerCorrupt(
+        f"the ledger checkpoint {path} cannot be read ({why})",
+        hint="It was edited or damaged outside tsuku, so the ledger cannot be checked "
+        "against it. " + _accept(path),
+    )
+
+
+def is_corruption(e: sqlite3.Error) -> bool:
+    return getattr(e, "sqlite_errorcode", None) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
+def is_disk_full(e: BaseException) -> bool:
+    if isinstance(e, sqlite3.Error):
+        return getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+    return isinstance(e, OSError) and e.errno in NO_SPACE
+
+
+def malformed(db: Path, why: object) -> LedgerCorrupt:
+    name = db.name
+    return LedgerCorrupt(
+        f"the event ledger {db} is not a readable SQLite database ({why})",
+        hint=(
+            "With the daemon stopped: copy the damaged files somewhere safe "
+            f"(`cp {db}* /some/where/`), then try to salvage the rows with "
+            f"`sqlite3 {name} .recover | sqlite3 {name}.recovered` in {db.parent}, and put "
+            f"{name}.recovered in place of {name} (removing {name}-wal and {name}-shm); or "
+            f"restore {name} from a backup; or move {name}* aside to start an empty ledger. "
+            "If the daemon then reports lost events, its message says how to accept the loss."
+        ),
+        database=str(db),
+    )
+
+
+@contextlib.contextmanager
+def reading(db: Path) -> Iterator[None]:
+    """Turn SQLite's "malformed" and "not a database" into ``ledger_corrupt`` with the
+    recovery steps, instead of a traceback."""
+    try:
+        yield
+    except sqlite3.DatabaseError as e:
+        if is_corruption(e):
+            raise malformed(db, e) from None
+        raise
