@@ -6,7 +6,8 @@ checkpoint outside the database, ``state/ledger.head`` next to it: the last comm
 and its hash, replaced atomically after every committed batch (one small file per
 batch, not per event). It is written only after SQLite has committed (and fsynced) the
 batch, so it never runs ahead of the database; after a crash it may lag by one batch,
-which is harmless. A database that ends before the checkpoint's id (a truncated or
+which is harmless. It is not fsynced itself (that would double the cost of a commit):
+after a power failure it may lag further, or be empty, which counts as no checkpoint. A database that ends before the checkpoint's id (a truncated or
 deleted file, a lost ``-wal``, deleted rows), or whose row at that id has another hash
 (a rewritten chain), is refused at start and by ``events verify``.
 
@@ -53,6 +54,8 @@ def read_checkpoint(path: Path) -> Anchor | None:
         return None
     except OSError as e:
         raise _unreadable(path, str(e)) from None
+    if not data:
+        return None  # a power failure right after it was replaced (it is not fsynced)
     try:
         cp = _decoder.decode(data)
     except msgspec.DecodeError as e:
@@ -63,7 +66,8 @@ def read_checkpoint(path: Path) -> Anchor | None:
 
 
 def write_checkpoint(path: Path, last_id: int, head: str) -> None:
-    write_atomic(path, _encoder.encode(_Checkpoint(last_id, head)) + b"\n", mode=0o600)
+    data = _encoder.encode(_Checkpoint(last_id, head)) + b"\n"
+    write_atomic(path, data, mode=0o600, sync=False)
 
 
 def check_head(
