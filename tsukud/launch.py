@@ -16,7 +16,14 @@ import sys
 import time
 
 from tsukud import paths
-from tsukud.errors import DaemonUnavailable, TsukuError, exit_code_for
+from tsukud.errors import (
+    DaemonUnavailable,
+    DiskFull,
+    ExitCode,
+    LedgerCorrupt,
+    TsukuError,
+    exit_code_for,
+)
 
 # typing is not imported at run time: it costs ~4 ms of every hook invocation.
 TYPE_CHECKING = False
@@ -139,7 +146,9 @@ def start_daemon(path: StrPath | None = None, timeout: float = START_TIMEOUT_S) 
             pass
         rc = proc.poll()
         if rc not in (None, 0) and not _lost_race(err_path, offset):
-            raise DaemonUnavailable(
+            # A daemon that will not start on a damaged ledger or a full disk says so
+            # with its own exit code; the client keeps that code (and its meaning).
+            raise _REFUSED_START.get(rc, DaemonUnavailable)(
                 f"tsukud exited with status {rc} while starting:\n{_tail(err_path, offset)}",
                 hint=_hint_from(err_path, offset),
             )
@@ -149,6 +158,12 @@ def start_daemon(path: StrPath | None = None, timeout: float = START_TIMEOUT_S) 
         f"tsukud did not answer on {path} within {timeout:.0f} s",
         hint="See `tsukuctl daemon logs`.",
     )
+
+
+_REFUSED_START: dict[int, type[TsukuError]] = {
+    ExitCode.LEDGER_CORRUPT: LedgerCorrupt,
+    ExitCode.DISK_FULL: DiskFull,
+}
 
 
 def _tail(p: str, offset: int) -> str:

@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import Tsuku
 from tsukuctl.client import Client
+from tsukud.errors import ExitCode
 
 
 @pytest.mark.slow
@@ -114,3 +115,31 @@ def test_abandoned_reservation_is_settled_with_its_search_fees(tsuku: Tsuku) -> 
     (event,) = settled
     assert event["session"] == session
     assert event["payload"]["actual_usd"] == pytest.approx(0.008)
+
+
+def test_a_wal_lost_after_kill_9_is_refused_at_start_with_what_was_lost(tsuku: Tsuku) -> None:
+    """Acknowledged events that lived only in the -wal when the daemon died: deleting
+    the -wal takes them away, and the chain that is left is still valid on its own. The
+    checkpoint knows better: the next daemon refuses to start, naming the lost ids."""
+    proc = tsuku.start()
+    tsuku.call(
+        "events.append",
+        {"events": [{"type": "client.x", "payload": {"i": i}} for i in range(50)]},
+    )
+    last = tsuku.call("status")["events"]["durable"]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    wal = tsuku.home / "tsuku.db-wal"
+    assert wal.stat().st_size > 0  # the events are there, not yet in tsuku.db
+    wal.unlink()
+
+    refused = tsuku.start(wait=False)
+    _, err = refused.communicate(timeout=30)
+    assert refused.returncode == ExitCode.LEDGER_CORRUPT, err
+    text = err.decode()
+    assert "Traceback" not in text
+    assert f"-{last} are missing" in text and "restore both files" in text
+    # tsukuctl, starting the daemon itself, says the same with the same exit code.
+    cp = tsuku.ctl("events", "verify")
+    assert cp.returncode == ExitCode.LEDGER_CORRUPT, cp.stderr
+    assert "are missing" in cp.stderr and "Traceback" not in cp.stderr

@@ -50,6 +50,7 @@ class Damage:
     reason: str
     first_bad_id: int
     lost: tuple[int, int] | None = None  # ids known to be missing (first, last)
+    head_not_found: bool = False  # the head the user gave is not in the chain
 
     @property
     def lost_count(self) -> int:
@@ -143,6 +144,7 @@ def check_chain(
                 f"the head you gave ({head[:16]}…) is not in the ledger: events were removed"
                 " or the chain was rewritten since it was noted",
                 1,
+                head_not_found=True,
             ),
         )
     return VerifyReport(last, prev, head_id=head_id)

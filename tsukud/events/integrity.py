@@ -7,9 +7,11 @@ and its hash, replaced atomically after every committed batch (one small file pe
 batch, not per event). It is written only after SQLite has committed (and fsynced) the
 batch, so it never runs ahead of the database; after a crash it may lag by one batch,
 which is harmless. It is not fsynced itself (that would double the cost of a commit):
-after a power failure it may lag further, or be empty, which counts as no checkpoint. A database that ends before the checkpoint's id (a truncated or
-deleted file, a lost ``-wal``, deleted rows), or whose row at that id has another hash
-(a rewritten chain), is refused at start and by ``events verify``.
+after a power failure it may lag further, or be empty, which counts as no checkpoint.
+
+A database that ends before the checkpoint's id (a truncated or deleted file, a lost
+``-wal``, deleted rows), or whose row at that id has another hash (a rewritten chain), is
+refused at start and by ``events verify``.
 
 Same-uid attackers can rewrite both files; docs/events.md says so, and offers
 ``events verify --head`` against a head kept elsewhere.
@@ -103,6 +105,12 @@ def damaged(
             "older copy. With the daemon stopped, restore both files from a backup that has "
             "them. " + _accept(checkpoint) + " What the lost events recorded (spending, "
             "installs) is then forgotten."
+        )
+    elif damage.head_not_found:
+        hint = (
+            "Check that the head was noted from this TSUKU_HOME and copied whole. If it "
+            f"was, {db} was changed since (rows removed or the chain rebuilt, along with "
+            f"{checkpoint}): restore both from a backup that has that head."
         )
     else:
         hint = (

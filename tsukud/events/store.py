@@ -119,6 +119,7 @@ class EventStore:
         user moved aside to accept a loss) is adopted as it is, and that is recorded.
         """
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.checkpoint_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         conn = connect(self.path)
         try:
             with integrity.reading(self.path):

@@ -80,7 +80,7 @@ async def test_a_new_home_opens_and_the_checkpoint_follows_every_batch(tmp_path:
             store.append_nowait("client.b", {"i": i})
         await store.wait_durable(4)
         assert json.loads(cp.read_text()) == {"last_id": 4, "head": store.last_hash}
-    assert cp.stat().st_mode & 0o777 == 0o600
+    assert cp.stat().st_mode & 0o777 == 0o600 and cp.parent.stat().st_mode & 0o777 == 0o700
 
 
 async def test_a_database_truncated_to_nothing_is_refused_with_what_was_lost(
@@ -244,6 +244,7 @@ async def test_verify_against_a_noted_head_catches_a_rewrite_of_both_files(
         with pytest.raises(LedgerCorrupt, match="the head you gave") as info:
             await store.verify(noted)
         assert info.value.exit_code == ExitCode.LEDGER_CORRUPT
+        assert "restore both from a backup that has that head" in info.value.hint
 
 
 async def test_verify_reports_a_malformed_database(tmp_path: Path) -> None:
