@@ -38,6 +38,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             f" {x['consecutive_failures']} consecutive failures (last: {x['last_error']})"
         )
     lines.append(f"events       {st['events']['count']} in {st['database']}")
+    if st["events"].get("disk_full"):
+        lines.append("             disk full: writes are refused until there is space")
     out("\n".join(lines))
     return 0
 

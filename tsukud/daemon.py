@@ -241,7 +241,11 @@ class Daemon:
             "budget": self.budget.snapshot(),
             "generations": self.generations.snapshot(),
             "breakers": self.breakers.snapshot(),
-            "events": {"count": self.store.last_id, "durable": self.store.durable_id},
+            "events": {
+                "count": self.store.last_id,
+                "durable": self.store.durable_id,
+                "disk_full": self.store.disk_full,
+            },
             "sandbox": {"slots": self.container_lock.slots, "busy": self.container_lock.busy},
             "connections": self.server.connections if self.server is not None else 0,
         }

@@ -90,7 +90,8 @@ def test_a_full_disk_refuses_writes_keeps_reads_and_resumes(small_disk: Tsuku) -
     # Reads still answer; config set is a typed error, not "a bug in tsuku".
     status = t.ctl("status", "--json")
     assert status.returncode == 0, status.stderr
-    assert json.loads(status.stdout)["events"]["durable"] >= 21
+    events = json.loads(status.stdout)["events"]
+    assert events["durable"] >= 21 and events["disk_full"] is True
     listed = t.ctl("events", "--type", "client.fill", "--limit", "3", "--json")
     assert listed.returncode == 0 and len(listed.stdout.splitlines()) == 3
     cfg = t.ctl("config", "set", "llm.daily_budget", "3")

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
+import time
 
 import pytest
 
 from tests.conftest import Tsuku
 from tsukud.errors import ExitCode
+from tsukud.launch import RemoteError
 
 
 def append(t: Tsuku, n: int) -> None:
@@ -94,3 +96,29 @@ def test_an_earlier_versions_ledger_is_adopted_with_a_notice(tsuku: Tsuku) -> No
     ]
     assert len(adopted) == 1 and adopted[0]["payload"]["last_id"] == 5  # started, 3, stopped
     assert tsuku.ctl("events", "verify").returncode == 0
+
+
+def test_a_failed_writer_still_stops_promptly_and_says_what_was_not_recorded(
+    tsuku: Tsuku,
+) -> None:
+    """A write that fails for another reason than space (here a real SQLite error from a
+    trigger) stops the writer; the stop must neither crash nor hang on `daemon.stopped`."""
+    proc = tsuku.start()
+    append(tsuku, 2)
+    conn = sqlite3.connect(tsuku.home / "tsuku.db")
+    conn.execute(
+        "CREATE TRIGGER poison BEFORE INSERT ON events WHEN NEW.type = 'client.poison'"
+        " BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
+    )
+    conn.commit()
+    conn.close()
+    with pytest.raises(RemoteError) as failed:
+        tsuku.call("events.append", {"events": [{"type": "client.poison", "payload": {}}]})
+    assert failed.value.remote_code == "ledger_corrupt"
+    assert tsuku.ctl("status").returncode == 0  # reads still answer
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 0 and time.monotonic() - t0 < 5
+    assert proc.stderr is not None and "Traceback" not in proc.stderr.read().decode()
+    log = (tsuku.home / "logs" / "tsukud.log").read_text()
+    assert "daemon.stop_not_recorded" in log

@@ -260,6 +260,11 @@ class EventStore:
         self._listeners.append(listener)
 
     @property
+    def disk_full(self) -> bool:
+        """The last write found no space: appends are refused until a retry commits."""
+        return self._disk_full
+
+    @property
     def failure(self) -> str | None:
         """Why the writer stopped before ``close()``, if it did."""
         return self._failure
