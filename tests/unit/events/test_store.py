@@ -161,24 +161,18 @@ async def test_a_stop_on_a_full_disk_is_prompt_and_the_ledger_reopens_consistent
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "t.db"
-    store = EventStore(db, clock=FixedClock(NOW))
-    store.open()
-    store.retry_s = 60.0  # a stop must not wait for the next retry
-    try:
-        with trio.fail_after(5):
-            async with trio.open_nursery() as nursery:
-                await nursery.start(store.run)
-                await store.append("client.small", {"i": 1})
-                fill_disk(store)
-                ev = store.append_nowait("client.big", {"blob": "x" * 200_000})
-                with pytest.raises(DiskFull):
-                    await store.wait_durable(ev.id)
-                store.close()  # the writer tries once more, then returns
-        assert store.failure is not None and "no space left at stop" in store.failure
-        with pytest.raises(DiskFull):
-            await store.wait_durable(ev.id)
-    finally:
-        store.close_connection()
+    with trio.fail_after(5):
+        async with writing(db) as store:
+            store.retry_s = 60.0  # a stop must not wait for the next retry
+            await store.append("client.small", {"i": 1})
+            fill_disk(store)
+            ev = store.append_nowait("client.big", {"blob": "x" * 200_000})
+            with pytest.raises(DiskFull):
+                await store.wait_durable(ev.id)
+        # close(): the writer tried once more, then returned.
+    assert store.failure is not None and "no space left at stop" in store.failure
+    with pytest.raises(DiskFull):
+        await store.wait_durable(ev.id)
     assert rows(db) == [(1, "client.small")]
     # A restart picks the chain up from what is on disk, and the checkpoint agrees.
     async with writing(db) as again:
