@@ -340,7 +340,14 @@ def test_events_verify(daemon: DaemonDouble, capsys: pytest.CaptureFixture[str])
     daemon.replies["events.verify"] = result({"checked": 17, "head": "ab" * 32})
     code, out, _ = run(capsys, "events", "verify")
     assert code == 0
-    assert out == "ledger ok: 17 events, hash chain intact (head abababababababab…)\n"
+    # The whole head: it is what a user notes to check against later (--head).
+    assert out == f"ledger ok: 17 events, hash chain intact (head {'ab' * 32})\n"
+    assert daemon.requests[-1] == ("events.verify", {})
+
+    daemon.replies["events.verify"] = result({"checked": 17, "head": "ab" * 32, "head_id": 9})
+    code, out, _ = run(capsys, "events", "verify", "--head", "cd" * 8)
+    assert code == 0 and daemon.requests[-1] == ("events.verify", {"head": "cd" * 8})
+    assert out.splitlines()[1] == "the head you gave is event 9: nothing up to it was changed"
 
 
 # ---- config -------------------------------------------------------------------------------
