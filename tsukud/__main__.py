@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tsukud import __version__, paths
 from tsukud.errors import TsukuError
+from tsukud.fsutil import NO_SPACE
 
 SD_LISTEN_FDS_START = 3
 
@@ -50,8 +51,14 @@ def instance_lock(path: Path) -> Iterator[None]:
                 f"tsukud is already running for {path.parent.parent} (pid {other})",
                 hint="`tsukuctl daemon stop` stops it.",
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as e:
+            # On a full disk the lock holds all the same (it is the flock, not the
+            # file's text); only the pid shown to a second daemon is missing.
+            if e.errno not in NO_SPACE:
+                raise
         yield
     finally:
         os.close(fd)

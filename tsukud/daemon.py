@@ -196,7 +196,12 @@ class Daemon:
                         log.get().error("daemon.started_not_written", error=e.message)
                     log.get().info("daemon.started", pid=os.getpid(), socket=str(self.socket_path))
                     task_status.started()
-                    await self._settle_abandoned(left_open)
+                    try:
+                        await self._settle_abandoned(left_open)
+                    except DiskFull as e:
+                        # Still open on disk: the next start settles them. Until then
+                        # they keep holding their budget, which errs on the safe side.
+                        log.get().error("budget.abandoned_not_settled", error=e.message)
                     await self._stop.wait()
                     server.stopping = True
                     serving.cancel_scope.cancel()

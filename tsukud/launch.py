@@ -146,12 +146,7 @@ def start_daemon(path: StrPath | None = None, timeout: float = START_TIMEOUT_S) 
             pass
         rc = proc.poll()
         if rc not in (None, 0) and not _lost_race(err_path, offset):
-            # A daemon that will not start on a damaged ledger or a full disk says so
-            # with its own exit code; the client keeps that code (and its meaning).
-            raise _REFUSED_START.get(rc, DaemonUnavailable)(
-                f"tsukud exited with status {rc} while starting:\n{_tail(err_path, offset)}",
-                hint=_hint_from(err_path, offset),
-            )
+            raise _start_failed(rc, err_path, offset)
         time.sleep(delay)
         delay = min(delay * 2, 0.05)
     raise DaemonUnavailable(
@@ -164,6 +159,31 @@ _REFUSED_START: dict[int, type[TsukuError]] = {
     ExitCode.LEDGER_CORRUPT: LedgerCorrupt,
     ExitCode.DISK_FULL: DiskFull,
 }
+
+
+def _start_failed(rc: int, err_path: str, offset: int) -> TsukuError:
+    """A daemon that will not start on a damaged ledger or a full disk says so with its
+    own exit code; the client keeps that code (and its meaning)."""
+    tail = _tail(err_path, offset)
+    if not tail and _no_room(os.path.dirname(err_path)):
+        # Its reason could not even be written (stderr is a file under TSUKU_HOME).
+        return DiskFull(
+            f"tsukud could not start: no space left on the disk holding {err_path}",
+            hint="Free some space there and run the command again.",
+        )
+    return _REFUSED_START.get(rc, DaemonUnavailable)(
+        f"tsukud exited with status {rc} while starting:\n{tail}",
+        hint=_hint_from(err_path, offset),
+    )
+
+
+def _no_room(directory: str) -> bool:
+    """Under a MiB free (tsukud.fsutil's threshold; the client may not import it)."""
+    try:
+        st = os.statvfs(directory)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < 1 << 20
 
 
 def _tail(p: str, offset: int) -> str:

@@ -143,3 +143,55 @@ def test_a_full_disk_error_keeps_being_an_oserror() -> None:
     assert isinstance(e, OSError) and e.code == "disk_full"
     assert e.exit_code == ExitCode.DISK_FULL and e.data["path"] == "/nonexistent/dir/file"
     assert errno.ENOSPC  # the errno write_atomic maps
+
+
+def test_a_daemon_started_on_a_full_disk_serves_reads_and_settles_later(
+    small_disk: Tsuku,
+) -> None:
+    """After a crash, a daemon started on a full disk must still come up: it serves reads,
+    keeps the dead daemon's reservation held, and settles it on a later start. Start-up
+    itself wants to record things (daemon.started, the settlement); those wait."""
+    t = small_disk
+    proc = t.start()
+    t.call("budget.reserve", {"amount_usd": 0.05, "session": "s-1", "confirmed": True})
+    os.kill(proc.pid, signal.SIGKILL)  # leaves tsuku.db-wal and -shm, as a crash does
+    proc.wait()
+    filler = fill(t.home)
+
+    proc = t.start()
+    status = json.loads(t.ctl("status", "--json", check=True).stdout)
+    assert status["events"]["disk_full"] is True
+    assert status["budget"]["reserved_usd"] == pytest.approx(0.05)  # held, not dropped
+    assert t.ctl("events", "--limit", "5").returncode == 0
+    filler.unlink()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 0
+    assert proc.stderr is not None and "Traceback" not in proc.stderr.read().decode()
+
+    t.start()
+    deadline = time.monotonic() + 10
+    while t.ctl("events", "--type", "budget.settled", "--json").stdout.strip() == "":
+        assert time.monotonic() < deadline, "the abandoned reservation was never settled"
+        time.sleep(0.05)
+    assert t.ctl("events", "verify").returncode == 0
+
+
+def test_a_ledger_that_cannot_even_be_opened_for_want_of_space_says_so(
+    small_disk: Tsuku,
+) -> None:
+    """A cleanly closed WAL database needs a new -shm file to open: with no space at all
+    tsukud cannot start, and says why with exit 29 (tsukuctl too), not a traceback."""
+    t = small_disk
+    proc = t.start()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 0
+    filler = fill(t.home)
+    proc = t.start(wait=False)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == ExitCode.DISK_FULL, err.decode()
+    assert "cannot open the event ledger" in err.decode() and "Traceback" not in err.decode()
+    ctl = t.ctl("status")
+    assert ctl.returncode == ExitCode.DISK_FULL and "Traceback" not in ctl.stderr
+    filler.unlink()
+    t.start()
+    assert t.ctl("events", "verify").returncode == 0

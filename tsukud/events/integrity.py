@@ -28,7 +28,7 @@ import msgspec
 
 from tsukud.errors import LedgerCorrupt
 from tsukud.events.chain import Anchor, Damage, anchor_damage
-from tsukud.fsutil import NO_SPACE, write_atomic
+from tsukud.fsutil import NO_SPACE, nearly_full, write_atomic
 
 CHECKPOINT_SOURCE = "the checkpoint"
 _HEX = frozenset("0123456789abcdef")
@@ -139,9 +139,13 @@ def is_corruption(e: sqlite3.Error) -> bool:
     return getattr(e, "sqlite_errorcode", None) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 
 
-def is_disk_full(e: BaseException) -> bool:
+def is_disk_full(e: BaseException, db: Path) -> bool:
     if isinstance(e, sqlite3.Error):
-        return getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+        code = getattr(e, "sqlite_errorcode", None) or 0
+        if code == sqlite3.SQLITE_FULL:
+            return True
+        # Growing the -shm file, for one, fails with SQLITE_IOERR, not SQLITE_FULL.
+        return code & 0xFF == sqlite3.SQLITE_IOERR and nearly_full(db)
     return isinstance(e, OSError) and e.errno in NO_SPACE
 
 

@@ -136,7 +136,7 @@ class EventStore:
                 )
         except sqlite3.Error as e:
             conn.close()
-            if integrity.is_disk_full(e):
+            if integrity.is_disk_full(e, self.path):
                 raise disk_full(self.path, "cannot open the event ledger") from None
             raise
         except BaseException:
@@ -185,7 +185,7 @@ class EventStore:
                         stale = await trio.to_thread.run_sync(self._write, batch)
                 except (sqlite3.Error, OSError) as e:
                     what = f"events {batch[0][0]}-{self.last_id}"
-                    if integrity.is_disk_full(e):
+                    if integrity.is_disk_full(e, self.path):
                         self._no_space(what)
                         if not self._closed:
                             continue
