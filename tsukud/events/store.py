@@ -273,8 +273,8 @@ class EventStore:
         return LedgerCorrupt(
             f"{what}: the event ledger's writer has stopped"
             + (f" ({self._failure})" if self._failure else ""),
-            hint="Nothing after the last durable event was recorded. Fix the cause (e.g. "
-            "free disk space), then restart the daemon (`tsukuctl daemon restart`).",
+            hint="Nothing after the last durable event was recorded. Fix the cause (the "
+            "daemon log has the error), then restart the daemon (`tsukuctl daemon restart`).",
             durable_id=self.durable_id,
         )
 
