@@ -15,6 +15,7 @@ import msgspec
 
 from tsukud.errors import TsukuError
 from tsukud.recipe.platform import Platform
+from tsukud.recipe.version_range import in_range
 
 # ---------------------------------------------------------------------------- errors
 
@@ -140,15 +141,22 @@ class When(msgspec.Struct, frozen=True, kw_only=True):
     package_manager: str | None = None
     libc: tuple[str, ...] | None = None
     gpu: tuple[str, ...] | None = None
+    # A version range (``">=0.12.5"``, ``">=1.0, <2.0"``): the step serves only those
+    # releases, so a recipe can follow asset names that changed between releases.
+    version: str | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
-    def matches(self, target: Platform) -> bool:
-        """The reference's ``WhenClause.Matches`` plus libc (checked on Linux only).
+    def matches(self, target: Platform, version: str | None = None) -> bool:
+        """The reference's ``WhenClause.Matches`` plus libc (checked on Linux only) and
+        the version range, checked when ``version`` is known (before a version is
+        resolved, a ranged step is still a candidate for the platform).
 
         Conditions we cannot evaluate (``package_manager``, ``gpu``, unknown keys) never
         match: skipping a step is safer than running one meant for other hardware.
         """
         if self.package_manager or self.gpu or self.extra:
+            return False
+        if self.version and version is not None and not in_range(version, self.version):
             return False
         if self.platform:
             if target.key not in self.platform:
@@ -171,8 +179,8 @@ class _StepBase(msgspec.Struct, frozen=True, kw_only=True):
     description: str | None = None
     dependencies: tuple[str, ...] | None = None
 
-    def matches(self, target: Platform) -> bool:
-        return self.when is None or self.when.matches(target)
+    def matches(self, target: Platform, version: str | None = None) -> bool:
+        return self.when is None or self.when.matches(target, version)
 
 
 class GitHubArchiveStep(_StepBase, frozen=True, kw_only=True):
@@ -294,9 +302,12 @@ class Recipe(msgspec.Struct, frozen=True, kw_only=True):
 GITHUB_VERSION_SOURCES = (None, "github", "github_releases", "github_tags")
 
 
-def matching_steps(recipe: Recipe, target: Platform) -> list[tuple[int, Step]]:
-    """Steps whose ``when`` clause selects ``target``, with their index in ``steps``."""
-    return [(i, step) for i, step in enumerate(recipe.steps) if step.matches(target)]
+def matching_steps(
+    recipe: Recipe, target: Platform, version: str | None = None
+) -> list[tuple[int, Step]]:
+    """Steps whose ``when`` clause selects ``target`` (at ``version``, when given), with
+    their index in ``steps``."""
+    return [(i, step) for i, step in enumerate(recipe.steps) if step.matches(target, version)]
 
 
 def check_platform(recipe: Recipe, target: Platform) -> None:
@@ -351,7 +362,9 @@ def _check_step(recipe_name: str, index: int, step: InstallStep) -> None:
             )
 
 
-def require_supported(recipe: Recipe, target: Platform) -> list[tuple[int, InstallStep]]:
+def require_supported(
+    recipe: Recipe, target: Platform, version: str | None = None
+) -> list[tuple[int, InstallStep]]:
     """Everything we need to install ``recipe`` on ``target``, or a typed reason why not.
 
     Only steps selected for ``target`` are judged, so a recipe that uses homebrew on
@@ -366,7 +379,7 @@ def require_supported(recipe: Recipe, target: Platform) -> list[tuple[int, Insta
             f"{name}: version source {source} is not supported yet", recipe=name
         )
     selected: list[tuple[int, InstallStep]] = []
-    for index, step in matching_steps(recipe, target):
+    for index, step in matching_steps(recipe, target, version):
         if isinstance(step, GenericStep):
             raise UnsupportedAction(
                 f"{name}: steps[{index}]: action {step.action} is not supported yet",
@@ -377,7 +390,8 @@ def require_supported(recipe: Recipe, target: Platform) -> list[tuple[int, Insta
         _check_step(name, index, step)
         selected.append((index, step))
     if not selected:
+        at = f" at version {version}" if version is not None else ""
         raise NoMatchingStep(
-            f"{name}: no step installs on {target}", recipe=name, platform=str(target)
+            f"{name}: no step installs on {target}{at}", recipe=name, platform=str(target)
         )
     return selected

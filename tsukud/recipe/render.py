@@ -349,7 +349,7 @@ def render_recipe(
             index=index,
             recipe_name=recipe.metadata.name,
         )
-        for index, step in require_supported(recipe, target)
+        for index, step in require_supported(recipe, target, resolved.version)
     ]
 
 

@@ -38,6 +38,7 @@ from tsukud.recipe.model import (
     When,
 )
 from tsukud.recipe.platform import LIBCS
+from tsukud.recipe.version_range import parse_range
 
 # Keys every step may carry that are not action parameters (the reference's list).
 RESERVED_STEP_KEYS = ("action", "note", "description", "phase", "when", "dependencies")
@@ -84,6 +85,15 @@ def _str(value: Any, path: str) -> str:
     if not isinstance(value, str):
         _expected(path, "a string", value)
     return value
+
+
+def _version_range(value: Any, path: str) -> str:
+    text = _str(value, path)
+    try:
+        parse_range(text)
+    except ValueError as exc:
+        _expected(path, f'a version range such as ">=1.2.0" ({exc})', value)
+    return text
 
 
 def _nonempty(value: Any, path: str) -> str:
@@ -302,6 +312,7 @@ _WHEN: dict[str, Conv] = {
     "package_manager": _str,
     "libc": _libc_list,
     "gpu": _str_or_list,
+    "version": _version_range,
 }
 _STEP_COMMON: dict[str, Conv] = {
     "note": _str,

@@ -14,7 +14,6 @@ normalisation; a ``tag_prefix`` is honoured only when ``[version] github_repo`` 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 
 import msgspec
@@ -26,10 +25,11 @@ from tsukud.recipe.model import (
     RecipeError,
     VersionNotFound,
 )
+from tsukud.recipe.version_range import compare_versions as compare_versions
+from tsukud.recipe.version_range import sort_key as _sort_key
 
 DEFAULT_STABLE_QUALIFIERS = ("release", "final", "lts", "ga", "stable")
 _UNSTABLE_WORDS = ("alpha", "beta", "rc", "preview", "snapshot", "nightly", "dev")
-_CORE = re.compile(r"(\d+(?:\.\d+)*)(.*)", re.DOTALL)
 
 
 class ResolvedVersion(msgspec.Struct, frozen=True):
@@ -85,24 +85,6 @@ def is_stable_version(version: str, stable_qualifiers: Iterable[str] | None = No
     if dash:
         return suffix in qualifiers
     return not any(word in lowered for word in _UNSTABLE_WORDS)
-
-
-def _sort_key(version: str) -> tuple[tuple[int, ...], int, str]:
-    match = _CORE.match(version)
-    if match is None:
-        return ((), 0, version)
-    numbers = tuple(int(part) for part in match.group(1).split("."))
-    while numbers and numbers[-1] == 0:
-        numbers = numbers[:-1]
-    rest = match.group(2)
-    # A bare release sorts after its prereleases: 1.2.3 > 1.2.3-rc1.
-    return (numbers, 0 if rest else 1, rest)
-
-
-def compare_versions(a: str, b: str) -> int:
-    """-1, 0 or 1. Numeric dotted cores compare as numbers (``1.10`` > ``1.9``)."""
-    ka, kb = _sort_key(a), _sort_key(b)
-    return (ka > kb) - (ka < kb)
 
 
 def _candidates(tags: Iterable[str], tag_prefix: str | None) -> list[ResolvedVersion]:

@@ -16,6 +16,7 @@ where the metadata rules the platform out, gets no assets.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -84,10 +85,48 @@ def _as_list(value: Any) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def when_selects(when: Mapping[str, Any] | None, os: str, arch: str, libc: str | None) -> bool:
-    """The documented ``when`` table: every key it has must hold for the platform."""
+def _numbers(version: str) -> list[int]:
+    """Leading dotted digits as integers, trailing zeros dropped (``1.2.0`` == ``1.2``)."""
+    core = re.match(r"v?(\d+(?:\.\d+)*)", version)
+    numbers = [int(x) for x in core.group(1).split(".")] if core else []
+    while numbers and numbers[-1] == 0:
+        numbers.pop()
+    return numbers
+
+
+def version_in(version: str, condition: str) -> bool:
+    """The documented version range: comma-separated ``>=``, ``>``, ``<=``, ``<``,
+    ``==``, ``!=`` clauses (a bare version means ``==``), compared number by number."""
+    have = _numbers(version)
+    for clause in condition.split(","):
+        op = re.match(r"\s*(>=|<=|==|!=|>|<|=)?", clause)
+        sign = (op.group(1) if op else None) or "=="
+        bound = _numbers(clause[op.end() if op else 0 :].strip())
+        holds = {
+            ">=": have >= bound,
+            ">": have > bound,
+            "<=": have <= bound,
+            "<": have < bound,
+            "!=": have != bound,
+        }.get(sign, have == bound)
+        if not holds:
+            return False
+    return True
+
+
+def when_selects(
+    when: Mapping[str, Any] | None,
+    os: str,
+    arch: str,
+    libc: str | None,
+    version: str | None = None,
+) -> bool:
+    """The documented ``when`` table: every key it has must hold for the platform (and
+    for ``version``, when one is given)."""
     for key, value in (when or {}).items():
-        if key == "platform":
+        if key == "version":
+            ok = version is None or version_in(version, str(value))
+        elif key == "platform":
             ok = f"{os}/{arch}" in _as_list(value)
         elif key == "os":
             ok = os in _as_list(value)
@@ -147,7 +186,9 @@ def expected_assets(
     empty when it does not install there."""
     if not metadata_allows(recipe.get("metadata", {}), os, arch, libc):
         return []
-    steps = [s for s in recipe.get("steps", []) if when_selects(s.get("when"), os, arch, libc)]
+    steps = [
+        s for s in recipe.get("steps", []) if when_selects(s.get("when"), os, arch, libc, version)
+    ]
     if not steps or any(s.get("action") not in _INSTALL_ACTIONS for s in steps):
         return []
     out = []

@@ -1,0 +1,121 @@
+"""Version-ranged steps (``when = { version = ... }``): parsed, written back, rendered
+by the installer's renderer and by the independent fixture reader alike."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from tsukud.recipe import (
+    STANDARD_PLATFORMS,
+    NoMatchingStep,
+    RecipeParseError,
+    ResolvedVersion,
+    dump_recipe,
+    parse_recipe,
+    render_recipe,
+    require_supported,
+)
+from tsukud.recipe.version_range import in_range, parse_range
+from tsukud.testing.asset_names import expected_assets, version_in
+
+LINUX_AMD, LINUX_ARM, MAC_AMD, MAC_ARM = STANDARD_PLATFORMS
+
+CHARM = """
+[metadata]
+name = "charm"
+
+[version]
+source = "github_releases"
+github_repo = "charmbracelet/charm"
+
+[[steps]]
+action = "github_archive"
+when = { version = ">=0.12.5" }
+repo = "charmbracelet/charm"
+asset_pattern = "charm_{version}_{os}_{arch}.tar.gz"
+os_mapping = { linux = "Linux", darwin = "Darwin" }
+arch_mapping = { amd64 = "x86_64" }
+binaries = ["charm"]
+
+[[steps]]
+action = "github_archive"
+when = { os = ["linux"], version = "<0.12.5" }
+repo = "charmbracelet/charm"
+asset_pattern = "charm_{version}_{os}_{arch}.tar.gz"
+arch_mapping = { amd64 = "x86_64" }
+binaries = ["charm"]
+
+[verify]
+command = "charm --version"
+"""
+
+
+@pytest.mark.parametrize(
+    ("version", "condition", "inside"),
+    [
+        ("0.12.6", ">=0.12.5", True),
+        ("0.12.5", ">=0.12.5", True),
+        ("0.12.4", ">=0.12.5", False),
+        ("0.12.10", ">0.12.9", True),  # numbers, not strings
+        ("1.2", "==1.2.0", True),  # trailing zeros do not count
+        ("1.5.0", ">=1.0, <2.0", True),
+        ("2.0.0", ">=1.0, <2.0", False),
+        ("1.4.0", "1.4.0", True),  # a bare version means ==
+        ("1.4.1", "!=1.4.0", True),
+    ],
+)
+def test_range_membership_agrees_with_the_independent_reader(
+    version: str, condition: str, inside: bool
+) -> None:
+    assert in_range(version, condition) is inside
+    assert version_in(version, condition) is inside
+
+
+def test_ranges_parse_into_clauses() -> None:
+    assert parse_range(">=0.12.5, <1.0") == ((">=", "0.12.5"), ("<", "1.0"))
+    with pytest.raises(ValueError, match="not a version condition"):
+        parse_range(">=")
+
+
+def test_parse_write_round_trip_keeps_the_range() -> None:
+    recipe = parse_recipe(CHARM, "charm.toml")
+    assert recipe.steps[0].when is not None and recipe.steps[0].when.version == ">=0.12.5"
+    text = dump_recipe(recipe)
+    assert parse_recipe(text, "charm.toml") == recipe
+    assert tomllib.loads(text)["steps"][1]["when"] == {"os": ["linux"], "version": "<0.12.5"}
+
+
+def test_a_malformed_range_is_a_parse_error_naming_the_field() -> None:
+    with pytest.raises(RecipeParseError, match=r"steps\[0\]\.when\.version"):
+        parse_recipe(CHARM.replace('">=0.12.5"', '"newer than 0.12"'), "charm.toml")
+
+
+def test_render_picks_the_naming_of_the_resolved_release() -> None:
+    recipe = parse_recipe(CHARM, "charm.toml")
+    new = render_recipe(recipe, ResolvedVersion("0.12.6", "v0.12.6"), LINUX_AMD)
+    old = render_recipe(recipe, ResolvedVersion("0.12.4", "v0.12.4"), LINUX_AMD)
+    assert [s.asset_name for s in new] == ["charm_0.12.6_Linux_x86_64.tar.gz"]
+    assert [s.asset_name for s in old] == ["charm_0.12.4_linux_x86_64.tar.gz"]
+    assert [s.index for s in old] == [1]
+
+
+def test_a_platform_older_naming_lacks_has_no_step_there_only() -> None:
+    recipe = parse_recipe(CHARM, "charm.toml")
+    assert render_recipe(recipe, ResolvedVersion("0.12.6", "v0.12.6"), MAC_ARM)
+    with pytest.raises(NoMatchingStep, match=r"at version 0\.12\.4"):
+        render_recipe(recipe, ResolvedVersion("0.12.4", "v0.12.4"), MAC_ARM)
+    # Before a version is resolved, the ranged steps are all candidates.
+    assert [i for i, _ in require_supported(recipe, LINUX_AMD)] == [0, 1]
+
+
+def test_the_independent_reader_selects_by_version_too() -> None:
+    data = tomllib.loads(CHARM)
+    assert [a.name for a in expected_assets(data, "0.12.6", "linux", "amd64")] == [
+        "charm_0.12.6_Linux_x86_64.tar.gz"
+    ]
+    assert [a.name for a in expected_assets(data, "0.12.4", "linux", "amd64")] == [
+        "charm_0.12.4_linux_x86_64.tar.gz"
+    ]
+    assert expected_assets(data, "0.12.4", "darwin", "arm64") == []
