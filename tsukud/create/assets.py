@@ -27,7 +27,7 @@ from typing import Any
 import msgspec
 
 from tsukud.create.tokens import TARGET_ARCHES, UNIVERSAL, parse_asset
-from tsukud.recipe import ArchiveFormat, normalize_version
+from tsukud.recipe import ArchiveFormat, normalize_version, tag_to_version
 from tsukud.recipe.version import is_stable_version
 
 MAX_NAME_LENGTH = 256
@@ -60,6 +60,7 @@ _INSTALLER_EXT = {
     "deb", "rpm", "msi", "pkg", "dmg", "apk", "snap", "flatpak", "appx", "msix",
     "msixbundle", "vsix", "nupkg", "whl", "gem", "crate", "exe", "ps1", "bat", "cmd",
 }  # fmt: skip
+_SBOM_EXT = {"json", "xml", "spdx", "cdx", "txt", "yaml", "yml", "jsonl"}
 _DEBUG_EXT = {"pdb", "dsym", "dbg", "debug", "sym"}
 _WINDOWS_EXT = {"exe", "msi", "ps1", "bat", "cmd", "appx", "msix", "msixbundle", "nupkg"}
 # Extensions of files that run as they are; everything else with an extension must be
@@ -91,9 +92,14 @@ class Release(msgspec.Struct, frozen=True, kw_only=True):
     draft: bool = False
     # Optional sha256 digests from the API (``digest: "sha256:..."``), by asset name.
     digests: Mapping[str, str] = msgspec.field(default_factory=dict)
+    # The recipe's ``[version] tag_prefix``, when it has one: stripped as the version
+    # source strips it, with no further normalisation.
+    tag_prefix: str | None = None
 
     @property
     def version(self) -> str:
+        if self.tag_prefix:
+            return tag_to_version(self.tag, self.tag_prefix) or normalize_version(self.tag)
         return normalize_version(self.tag)
 
 
@@ -115,6 +121,16 @@ def release_from_api(data: Mapping[str, Any]) -> Release:
         draft=bool(data.get("draft")),
         digests=digests,
     )
+
+
+def with_tag_prefix(releases: Iterable[Release], prefix: str | None) -> list[Release]:
+    """The releases a recipe with ``tag_prefix`` = ``prefix`` sees: only tags with the
+    prefix, their versions read without it (all releases, unchanged, without one)."""
+    if not prefix:
+        return list(releases)
+    return [
+        msgspec.structs.replace(r, tag_prefix=prefix) for r in releases if r.tag.startswith(prefix)
+    ]
 
 
 def usable_releases(releases: Iterable[Release]) -> list[Release]:
@@ -204,7 +220,11 @@ def drop_reason(name: str, version: str = "") -> str | None:
         return SIGNATURE
     if ext in _CHECKSUM_EXT or _CHECKSUM_WORDS.search(lowered):
         return CHECKSUM
-    if _SBOM_WORDS.search(lowered):
+    if _SBOM_WORDS.search(lowered) and (
+        (parsed.os is None and parsed.arch is None) or ext in _SBOM_EXT
+    ):
+        # A platform build of a tool named for the format (``cyclonedx-linux-x64``) is
+        # not an SBOM: the word counts on documents only.
         return SBOM
     if parsed.os == "windows" or ext in _WINDOWS_EXT:
         return WINDOWS

@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from functools import partial
 
 import msgspec
 
@@ -60,17 +61,33 @@ from tsukud.create.assets import (
     filter_release,
     unsafe_name_reason,
     usable_releases,
+    with_tag_prefix,
 )
-from tsukud.create.static_checks import replay
+from tsukud.create.static_checks import MAX_STEPS, replay
 from tsukud.create.tokens import TARGET_ARCHES, TARGET_OSES, UNIVERSAL, ParsedAsset, parse_asset
-from tsukud.recipe import STANDARD_PLATFORMS, ArchiveFormat, Platform, Recipe, expand
+from tsukud.recipe import (
+    STANDARD_PLATFORMS,
+    ArchiveFormat,
+    Platform,
+    Recipe,
+    Step,
+    When,
+    expand,
+)
+from tsukud.recipe.version_range import compare_versions
 
 CONFIDENT = 0.8
 REPLAY_WINDOW = 10
 MAX_ALTERNATIVES = 4
+# Namings a recipe follows back in time (the newest included); older releases beyond
+# the last one are left to the oldest naming's open-ended range.
+MAX_ERAS = 4
 GENERATED_BY = "tsuku create (deterministic matcher)"
 
 _HOW_RANK = {"exact": 0, "universal": 1, "archless": 2, "rosetta": 3}
+_SEPARATORS = "-_. "
+# A tag's prefix is what precedes its version: ``kustomize/v5.4.2`` → ``kustomize/v``.
+_TAG_VERSION = re.compile(r"v?\d+(?:[._]\d+)+|v?\d+")
 _LIBC_RANK = {"static": 0, None: 1, "musl": 2, "gnu": 3}
 _FORMAT_RANK = {
     ArchiveFormat.RAW: 0,
@@ -117,8 +134,24 @@ class PlatformChoice(msgspec.Struct, frozen=True, kw_only=True):
     alternatives: tuple[str, ...] = ()
 
 
+class Era(msgspec.Struct, frozen=True, kw_only=True):
+    """An older naming: the answer that names the builds of the releases from ``since``
+    (the oldest release seen with it; ``None``: open below) up to the next newer
+    naming."""
+
+    since: str | None
+    answer: ExtractPatternAnswer
+    unsupported: tuple[str, ...] = ()
+    notes: dict[str, str] = msgspec.field(default_factory=dict)
+
+
 class Candidate(msgspec.Struct, frozen=True, kw_only=True):
-    """A complete answer with how much to trust it and why."""
+    """A complete answer with how much to trust it and why.
+
+    ``answer`` names the newest release's builds; when older releases were named
+    otherwise, ``since`` is the oldest version named like the newest and ``eras`` the
+    older namings, newest first: the recipe gets version-ranged steps for them.
+    """
 
     answer: ExtractPatternAnswer
     confidence: float
@@ -126,6 +159,9 @@ class Candidate(msgspec.Struct, frozen=True, kw_only=True):
     choices: tuple[PlatformChoice, ...]
     unsupported: tuple[str, ...]
     notes: dict[str, str] = msgspec.field(default_factory=dict)
+    since: str | None = None
+    eras: tuple[Era, ...] = ()
+    tag_prefix: str | None = None
 
     @property
     def expected(self) -> dict[str, str]:
@@ -174,23 +210,46 @@ class MatchResult(msgspec.Struct, frozen=True, kw_only=True):
 # --------------------------------------------------------------------------- options
 
 
-def _name_rank(name: str, names: Sequence[str]) -> int:
-    lowered = name.lower()
-    for tool in names:
-        t = tool.lower()
-        if t and lowered.startswith(t) and not lowered[len(t) : len(t) + 1].isalnum():
-            return 0
-    return 1
+def _lead(template: str) -> str:
+    """What a name says before its version or platform words: the tool it is for
+    (``tsuku-llm-{os}-{arch}`` → ``tsuku-llm``, ``kubectl-v{version}_…`` → ``kubectl``)."""
+    lead = _ARCHIVE_SUFFIX.sub("", template).split("{", 1)[0].lower().rstrip(_SEPARATORS)
+    if lead.endswith("v") and lead[:-1].endswith(tuple(_SEPARATORS)):
+        lead = lead[:-1].rstrip(_SEPARATORS)
+    return lead.replace("_", "-")
+
+
+def _name_fit(template: str, names: Sequence[str]) -> tuple[int, int]:
+    """How well an asset's name fits the tool asked for: the tool's own name (or a
+    variant of it: ``tool-lsp``), then the repository's, then a name with no tool in it,
+    then another tool's. The second number tells an exact name from a variant. In a
+    repository that ships several tools (``tsuku-dltest`` beside ``tsuku-llm``), the
+    tool's name decides, whatever the other preferences say."""
+    lead = _lead(template)
+    for bucket, name in enumerate(names):
+        wanted = name.lower().replace("_", "-")
+        if lead == wanted:
+            return bucket, 0
+        if lead.startswith(wanted) and lead[len(wanted)] in _SEPARATORS:
+            return bucket, 1
+    return (len(names), 0) if not lead else (len(names) + 1, 0)
 
 
 def _rank(
-    option: Option, target: Platform, names: Sequence[str], min_releases: int
-) -> tuple[int, int, int, int, int, int, str]:
+    option: Option,
+    target: Platform,
+    names: Sequence[str],
+    min_releases: int,
+    prefer: Option | None = None,
+) -> tuple[int, int, int, int, int, int, int, int, str]:
     parsed = option.asset
+    bucket, variant = _name_fit(parsed.template, names)
     return (
+        bucket,
         _HOW_RANK[option.how],
         _LIBC_RANK[parsed.libc] if target.os == "linux" else 1,
-        _name_rank(parsed.name, names),
+        _continuity(option, prefer),
+        variant,
         -min(option.replays, min_releases),
         len(option.stem),
         _FORMAT_RANK.get(parsed.format, 9) if parsed.format is not None else 9,
@@ -198,11 +257,26 @@ def _rank(
     )
 
 
-def _how(parsed: ParsedAsset, target: Platform, explicit: set[str], rosetta: bool) -> str | None:
+def _continuity(option: Option, prefer: Option | None) -> int:
+    """At an older release: the same template as the newer naming (only the spelling of
+    the OS or arch changed), then the same kind of file, then anything."""
+    if prefer is None:
+        return 0
+    if option.asset.template == prefer.asset.template:
+        return 0
+    same_kind = option.asset.format == prefer.asset.format and option.how == prefer.how
+    return 1 if same_kind else 2
+
+
+def _how(
+    parsed: ParsedAsset, target: Platform, explicit: set[str], rosetta: bool, anywhere: bool
+) -> str | None:
     if parsed.arch == target.arch:
         return "exact"
     if parsed.arch == UNIVERSAL:
         return "universal"
+    if parsed.arch is None and anywhere:
+        return "archless"
     if parsed.arch is None:
         if target.arch == "amd64" and "amd64" not in explicit:
             return "archless"
@@ -242,23 +316,26 @@ def _options(
     *,
     rosetta: bool,
     min_releases: int,
+    prefer: Option | None = None,
 ) -> list[Option]:
     same_os = [a for a in assets if a.os == target.os]
     explicit = {a.arch for a in same_os if a.arch in TARGET_ARCHES}
+    # Nothing in the release names a platform (the names were assumed for every OS).
+    anywhere = all(a.os_raw is None and a.arch is None for a in assets)
     found = []
     for parsed in same_os:
-        how = _how(parsed, target, explicit, rosetta)
+        how = _how(parsed, target, explicit, rosetta, anywhere)
         if how is not None:
-            found.append(Option(asset=parsed, how=how, replays=replays[parsed.name]))
+            found.append(Option(asset=parsed, how=how, replays=replays.get(parsed.name, 1)))
     if any(o.how != "rosetta" for o in found):
         found = [o for o in found if o.how != "rosetta"]
-    return sorted(found, key=lambda o: _rank(o, target, names, min_releases))
+    return sorted(found, key=lambda o: _rank(o, target, names, min_releases, prefer))
 
 
 def _close(a: Option, b: Option, target: Platform, names: Sequence[str]) -> bool:
     """``b`` is a different build that only loses to ``a`` on the soft preferences."""
     ra, rb = _rank(a, target, names, 1), _rank(b, target, names, 1)
-    return ra[:3] == rb[:3] and a.stem != b.stem
+    return ra[:4] == rb[:4] and a.stem != b.stem
 
 
 # ---------------------------------------------------------------------------- answer
@@ -368,6 +445,8 @@ def _assess(
     confidence = 1.0
     reasons: list[str] = []
     notes: dict[str, str] = {}
+    guessed = False
+    rivalry = 1.0
     needed = min(min_releases, n_releases)
     if n_releases < 2:
         confidence *= 0.8
@@ -387,15 +466,23 @@ def _assess(
             continue
         name = option.asset.name
         if option.replays < needed:
-            confidence *= 0.6
+            # Not a doubt about the newest release: older ones get version-ranged steps.
             reasons.append(
-                f"{key}: {name!r} follows a naming found in only {option.replays} of the "
-                f"newest {needed} releases"
+                f"{key}: {name!r} follows a naming found in {option.replays} of the "
+                f"newest {needed} releases; older ones are named otherwise"
+            )
+        if option.asset.os_raw is None and option.asset.arch is None:
+            guessed = True
+            reasons.append(f"{key}: {name!r} names no platform; taken as a build for any")
+        elif option.asset.os_raw is None and target.os == "linux":
+            guessed = True
+            reasons.append(
+                f"{key}: {name!r} names no OS; taken as the Linux build, as no asset names one"
             )
         if option.how == "universal":
             reasons.append(f"{key}: universal macOS build {name!r}")
         elif option.how == "archless":
-            confidence *= 0.9
+            guessed = True
             reasons.append(f"{key}: {name!r} names no architecture; assumed to be {target.arch}")
         elif option.how == "rosetta":
             confidence *= 0.9
@@ -404,7 +491,7 @@ def _assess(
         rivals = [o for o in options[key] if o is not option and _close(option, o, target, names)]
         stems = sorted({o.stem for o in rivals})
         if stems:
-            confidence *= 0.9 if len(stems) == 1 else 0.75
+            rivalry = min(rivalry, 0.9 if len(stems) == 1 else 0.75)
             shown = ", ".join(repr(o.asset.name) for o in rivals[:3])
             reasons.append(
                 f"{key}: {len(stems)} other build(s) look as plausible ({shown}); picked {name!r}"
@@ -416,6 +503,11 @@ def _assess(
                 reasons.append(f"{key}: {MUSL_NOTE}")
             elif option.asset.libc == "gnu":
                 reasons.append(f"{key}: only gnu builds; the recipe is limited to glibc systems")
+    if guessed:
+        # One doubt however many platforms share it: the names follow one convention.
+        confidence *= 0.9
+    # Rival builds count once too: they are the same choice seen on each platform.
+    confidence *= rivalry
     kinds = {_asset_type(o.asset.format) for o in choices.values()}
     if "archive" in kinds:
         reasons.append(
@@ -430,30 +522,94 @@ def _assess(
 # ----------------------------------------------------------------------------- match
 
 
+class _History(msgspec.Struct, frozen=True, kw_only=True):
+    """The window of releases as the matcher reads them: per release, its kept names
+    and, per platform, its options (best first)."""
+
+    window: tuple[Release, ...]
+    kept: tuple[frozenset[str], ...]
+    options: tuple[dict[str, list[Option]], ...]
+    unplaced: tuple[str, ...]
+    names: tuple[str, ...]
+    rosetta: bool
+    min_releases: int
+
+    def has_build(self, index: int, key: str) -> bool:
+        return bool(self.options[index].get(key))
+
+
+def _renders(option: Option, release: Release, kept: frozenset[str]) -> bool:
+    parsed = option.asset
+    name = expand(
+        parsed.template, version=release.version, os=parsed.os_raw or "", arch=parsed.arch_raw or ""
+    )
+    return name in kept
+
+
+def _eras(choices: Mapping[str, Option], history: _History) -> list[tuple[int, dict[str, Option]]]:
+    """Split the window into runs of releases that one naming covers, newest first:
+    ``(index of the run's first release, choices)``. A run ends where some platform's
+    build exists under another name; the older run keeps what still renders and picks,
+    for the rest, the build most like the newer naming. Versions must fall as releases
+    get older, or version ranges could not tell the runs apart."""
+    window = history.window
+    runs: list[tuple[int, dict[str, Option]]] = [(0, dict(choices))]
+    current = dict(choices)
+    for i in range(1, len(window)):
+        if compare_versions(window[i].version, window[i - 1].version) >= 0:
+            break
+        broken = [
+            key
+            for key, option in current.items()
+            if not _renders(option, window[i], history.kept[i]) and history.has_build(i, key)
+        ]
+        if not broken:
+            continue
+        if len(runs) == MAX_ERAS:
+            break
+        older: dict[str, Option] = {}
+        for p in STANDARD_PLATFORMS:
+            key = p.key
+            if key in current and key not in broken:
+                if _renders(current[key], window[i], history.kept[i]):
+                    older[key] = current[key]
+                continue
+            if not history.has_build(i, key):
+                continue
+            older[key] = min(
+                history.options[i][key],
+                key=partial(
+                    _rank, target=p, names=history.names, min_releases=1, prefer=current.get(key)
+                ),
+            )
+        runs.append((i, older))
+        current = older
+    return runs
+
+
 def _candidate(
     choices: Mapping[str, Option],
     options: Mapping[str, list[Option]],
     *,
     alternative: bool,
-    window: Sequence[Release],
+    history: _History,
     repo: str,
-    names: Sequence[str],
     binary: str,
     n_releases: int,
-    min_releases: int,
-    unplaced: Sequence[str],
     unsupported: tuple[str, ...],
+    tag_prefix: str | None,
 ) -> Candidate:
     """One candidate, checked the way the pipeline will check it: converted to a recipe
-    and replayed. Failures the replay counts did not predict mean the fold went wrong,
-    so they cut the confidence rather than pass silently."""
+    and replayed. Failures the release history does not explain mean the fold went
+    wrong, so they cut the confidence rather than pass silently."""
+    window, names, min_releases = history.window, history.names, history.min_releases
     confidence, reasons, notes = _assess(
         choices,
         options,
         names=names,
         n_releases=n_releases,
         min_releases=min_releases,
-        unplaced=unplaced,
+        unplaced=history.unplaced,
         tag=window[0].tag,
         binary=binary,
     )
@@ -471,6 +627,23 @@ def _candidate(
         )
         for key, option in choices.items()
     )
+    runs = _eras(choices, history)
+    eras: list[Era] = []
+    for number, (start, run) in enumerate(runs[1:], 1):
+        last = number == len(runs) - 1
+        end = len(window) - 1 if last else runs[number + 1][0] - 1
+        eras.append(
+            Era(
+                since=None if last else window[end].version,
+                answer=_fold(run, binary),
+                unsupported=tuple(p.key for p in STANDARD_PLATFORMS if p.key not in run),
+                notes={k: n for k, n in notes.items() if k in run},
+            )
+        )
+        reasons.append(
+            f"naming changed before {window[start - 1].tag}: releases up to "
+            f"{window[start].tag} get version-ranged steps"
+        )
     candidate = Candidate(
         answer=_fold(choices, binary),
         confidence=confidence,
@@ -478,15 +651,22 @@ def _candidate(
         choices=made,
         unsupported=unsupported,
         notes=notes,
+        since=window[runs[1][0] - 1].version if len(runs) > 1 else None,
+        eras=tuple(eras),
+        tag_prefix=tag_prefix,
     )
-    needed = min(min_releases, n_releases)
-    short = {key for key, option in choices.items() if option.replays < needed}
+    absent = {
+        (p.key, window[i].tag)
+        for i in range(len(window))
+        for p in STANDARD_PLATFORMS
+        if not history.has_build(i, p.key)
+    }
     try:
         recipe = candidate_to_recipe(candidate, repo=repo, name=binary, releases=window)
         findings = [
             f
             for f in replay(recipe, window, expected=candidate.expected, min_releases=min_releases)
-            if f.severity == "error" and f.platform not in short
+            if f.severity == "error" and (f.platform, f.release) not in absent
         ]
     except InvalidAnswer as exc:
         findings = exc.findings
@@ -503,6 +683,89 @@ def _binary_name(repo: str, tool: str | None) -> str:
     return name if unsafe_name_reason(name) is None else "tool"
 
 
+def tag_prefix_of(tag: str) -> str:
+    """What precedes the version in a tag: ``kustomize/v5.4.2`` → ``kustomize/v``,
+    ``cidr2range-1.2.0`` → ``cidr2range-``, ``v1.2`` → ``v``; ``""`` without digits."""
+    found = [m for m in _TAG_VERSION.finditer(tag) if "." in m.group() or "_" in m.group()]
+    match = found[0] if found else _TAG_VERSION.search(tag)
+    return (
+        tag[: match.start()] + ("v" if match and match.group().startswith("v") else "")
+        if match
+        else ""
+    )
+
+
+def _normal(prefix: str) -> bool:
+    """Prefixes the version source reads without help (``v1.2``, ``1.2``, ``go1.21``,
+    ``kustomize/v5`` in a single-product repository)."""
+    return prefix.lower() in ("", "v", "go") or prefix.endswith("/") or prefix.endswith("/v")
+
+
+def find_tag_prefix(releases: Sequence[Release], names: Sequence[str]) -> str | None:
+    """The ``tag_prefix`` a recipe needs, read from the release history, or ``None``.
+
+    Needed when the repository tags several products (``kustomize/v5.4.2`` beside
+    ``api/v0.17.0``: the newest release may be another product's), or when its one
+    prefix is something the version source would not strip (``cidr2range-1.2.0``,
+    ``release-1.2``). Among several, the prefix naming the tool wins, then the
+    repository's, then the newest release's."""
+    prefixes = [tag_prefix_of(r.tag) for r in releases]
+    distinct = list(dict.fromkeys(prefixes))
+    if len(distinct) == 1:
+        return None if _normal(distinct[0]) else distinct[0] or None
+    if all(p.lower() in ("", "v") for p in distinct):
+        return None
+
+    def fit(prefix: str) -> tuple[int, int]:
+        core = prefix.lower().rstrip("v").rstrip(_SEPARATORS + "/").replace("_", "-")
+        core = core.rpartition("/")[2] if "/" in core else core
+        for rank, name in enumerate(names):
+            if core == name.lower().replace("_", "-"):
+                return rank, prefixes.index(prefix)
+        return len(names), prefixes.index(prefix)
+
+    best = min(distinct, key=fit)
+    if best.lower() in ("", "v"):
+        return None
+    return best
+
+
+def _assume_linux(parsed: Sequence[ParsedAsset]) -> list[ParsedAsset]:
+    """Names without an OS (``nix-portable-x86_64``, ``conmon.amd64``, a bare ``tool``)
+    are Linux builds by convention: taken as such when no asset names Linux for that
+    arch (for a name without an arch either: when none names Linux at all)."""
+    if all(a.os is None and a.arch is None for a in parsed):
+        # No asset names any platform: a script, a jar, a universal archive. It is
+        # every platform's build (validation runs it; the reasons say it was assumed).
+        return [msgspec.structs.replace(a, os=os) for a in parsed for os in TARGET_OSES]
+    linux = [a for a in parsed if a.os == "linux"]
+    linux_arches = {a.arch for a in linux}
+    out = []
+    for a in parsed:
+        if a.os is None and a.arch in (*TARGET_ARCHES, None):
+            free = (
+                not linux
+                if a.arch is None
+                else a.arch not in linux_arches and None not in linux_arches
+            )
+            if free:
+                a = msgspec.structs.replace(a, os="linux")
+        out.append(a)
+    return out
+
+
+def _read(release: Release) -> tuple[frozenset[str], list[ParsedAsset], set[str]]:
+    """A release's kept names, parsed (OS-less names assumed Linux where that is the
+    convention), and the names whose version {version} cannot reproduce."""
+    kept = frozenset(filter_release(release).kept)
+    parsed = _assume_linux([parse_asset(name, release.version) for name in sorted(kept)])
+    # A version spelled so that {version} cannot reproduce it (``2.3.1.0`` for tag
+    # v2.3.1) would be pinned into the recipe: such names are not candidates.
+    version = release.version
+    pinned = {a.name for a in parsed if "." in version and version in a.template}
+    return kept, parsed, pinned
+
+
 def match_releases(
     releases: Sequence[Release],
     *,
@@ -514,27 +777,50 @@ def match_releases(
     """Infer asset patterns from ``releases`` (newest first, as the API lists them).
 
     ``tool`` is the command name the user asked for (defaults to the repository
-    name); it breaks ties between builds and names the binary.
+    name); it decides between several tools' builds and names the binary.
     """
+    names = tuple(dict.fromkeys(n for n in (tool, repo.rpartition("/")[2]) if n))
     usable = usable_releases(releases)
     if not usable:
         return MatchResult(candidates=(), reasons=("no published releases",))
-    window = usable[:REPLAY_WINDOW]
-    kept = [frozenset(filter_release(r).kept) for r in window]
+    tag_prefix = find_tag_prefix(usable, names)
+    usable = usable_releases(with_tag_prefix(usable, tag_prefix))
+    window = tuple(usable[:REPLAY_WINDOW])
+    read = [_read(r) for r in window]
+    kept = tuple(k for k, _, _ in read)
     newest = window[0]
-    parsed = [parse_asset(name, newest.version) for name in sorted(kept[0])]
-    # A version spelled so that {version} cannot reproduce it (``2.3.1.0`` for tag
-    # v2.3.1) would be pinned into the recipe: such names are not candidates.
-    pinned = {a.name for a in parsed if "." in newest.version and newest.version in a.template}
+    _, parsed, pinned = read[0]
     targets = [a for a in parsed if a.os in TARGET_OSES and a.name not in pinned]
     unplaced = tuple(a.name for a in parsed if a.os is None or a.name in pinned)
     replays = {a.name: _replays(a, window, kept) for a in targets}
-    names = [n for n in (tool, repo.rpartition("/")[2]) if n]
     binary = _binary_name(repo, tool)
     options = {
         p.key: _options(targets, p, replays, names, rosetta=rosetta, min_releases=min_releases)
         for p in STANDARD_PLATFORMS
     }
+    older = [
+        {
+            p.key: _options(
+                [a for a in got if a.os in TARGET_OSES and a.name not in skip],
+                p,
+                {},
+                names,
+                rosetta=rosetta,
+                min_releases=min_releases,
+            )
+            for p in STANDARD_PLATFORMS
+        }
+        for _, got, skip in read[1:]
+    ]
+    history = _History(
+        window=window,
+        kept=kept,
+        options=(options, *older),
+        unplaced=unplaced,
+        names=names,
+        rosetta=rosetta,
+        min_releases=min_releases,
+    )
     primary = {key: opts[0] for key, opts in options.items() if opts}
     if not primary:
         return MatchResult(
@@ -567,14 +853,12 @@ def match_releases(
             choices,
             options,
             alternative=index > 0,
-            window=window,
+            history=history,
             repo=repo,
-            names=names,
             binary=binary,
             n_releases=len(usable),
-            min_releases=min_releases,
-            unplaced=unplaced,
             unsupported=unsupported,
+            tag_prefix=tag_prefix,
         )
         for index, choices in enumerate(variants)
     ]
@@ -582,6 +866,16 @@ def match_releases(
     return MatchResult(
         candidates=tuple(candidates), tag=newest.tag, unsupported=unsupported, unplaced=unplaced
     )
+
+
+def _ranged(steps: Sequence[Step], versions: str) -> list[Step]:
+    out: list[Step] = []
+    for step in steps:
+        when = step.when or When()
+        out.append(
+            msgspec.structs.replace(step, when=msgspec.structs.replace(when, version=versions))
+        )
+    return out
 
 
 def candidate_to_recipe(
@@ -592,12 +886,34 @@ def candidate_to_recipe(
     releases: Sequence[Release] = (),
     generated_by: str = GENERATED_BY,
 ) -> Recipe:
-    """The recipe for a candidate, through the same converter as an LLM answer."""
-    versions = [r.version for r in usable_releases(releases)]
-    return answer_to_recipe(
-        candidate.answer,
-        candidate.context(repo=repo, name=name, versions=versions, generated_by=generated_by),
-    )
+    """The recipe for a candidate, through the same converter as an LLM answer: the
+    newest naming's steps first, then each older naming's, each with its version range
+    (so a reader that ignores ranges and takes the first step still gets the newest)."""
+    versions = [r.version for r in usable_releases(with_tag_prefix(releases, candidate.tag_prefix))]
+    context = candidate.context(repo=repo, name=name, versions=versions, generated_by=generated_by)
+    recipe = answer_to_recipe(candidate.answer, context)
+    if candidate.eras and candidate.since is not None:
+        steps = _ranged(recipe.steps, f">={candidate.since}")
+        upper = candidate.since
+        for era in candidate.eras:
+            bounds = f">={era.since}, <{upper}" if era.since is not None else f"<{upper}"
+            try:
+                older = answer_to_recipe(
+                    era.answer,
+                    msgspec.structs.replace(context, unsupported=era.unsupported, notes=era.notes),
+                )
+            except InvalidAnswer:
+                break  # an older naming we cannot express: its releases stay uncovered
+            steps += _ranged(older.steps, bounds)
+            if era.since is None:
+                break
+            upper = era.since
+        if len(steps) <= MAX_STEPS:
+            recipe = msgspec.structs.replace(recipe, steps=tuple(steps))
+    if candidate.tag_prefix and recipe.version is not None:
+        section = msgspec.structs.replace(recipe.version, tag_prefix=candidate.tag_prefix)
+        recipe = msgspec.structs.replace(recipe, version=section)
+    return recipe
 
 
 def hints_text(result: MatchResult, *, limit: int = 3) -> str:

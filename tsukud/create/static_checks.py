@@ -17,7 +17,13 @@ import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from tsukud.create.assets import Release, drop_reason, filter_release, usable_releases
+from tsukud.create.assets import (
+    Release,
+    drop_reason,
+    filter_release,
+    usable_releases,
+    with_tag_prefix,
+)
 from tsukud.create.findings import (
     BINARY_PATH,
     INTENT,
@@ -362,8 +368,7 @@ def replay(
     """
     prefix = _tag_prefix(recipe)
     usable = usable_releases(releases)
-    recent = [r for r in usable if tag_to_version(r.tag, prefix) is not None]
-    recent = recent[: max(1, min_releases)]
+    recent = usable_releases(with_tag_prefix(usable, prefix))[: max(1, min_releases)]
     found: list[Finding] = []
     if prefix and usable and not recent:
         shown = ", ".join(r.tag for r in usable[:5])
@@ -396,6 +401,10 @@ def replay(
                     )
                 break
             except AssetNotFound as exc:
+                if position > 0 and not _platform_assets(release, target):
+                    # An older release without a build for this platform: nothing to
+                    # name there, and no reason to refuse the recipe.
+                    continue
                 name = str(exc.data.get("pattern", ""))
                 closest = _closest(name, release, target)
                 hint = f"; closest: {closest!r}" if closest else ""
@@ -479,7 +488,9 @@ def check_recipe(
     """Every static check; an empty list (or only warnings) means the recipe may go
     on to container validation. Replay runs only on a recipe that is valid on paper."""
     found = check_on_paper(recipe)
-    found += check_literal_versions(recipe, [r.version for r in usable_releases(releases)])
+    found += check_literal_versions(
+        recipe, [r.version for r in usable_releases(with_tag_prefix(releases, _tag_prefix(recipe)))]
+    )
     if any(f.severity == "error" for f in found):
         return found
     return found + replay(recipe, releases, expected=expected, min_releases=min_releases)

@@ -37,8 +37,10 @@ _OS_ALTERNATIVES: tuple[tuple[str, str], ...] = (
     (r"unknown[-_]linux[-_](?:musl|gnu)(?:eabihf|eabi|abi64|x32|spe)?", "linux"),
     (r"unknown[-_]linux", "linux"),
     (r"linux[-_](?:musl|gnu)", "linux"),
+    (r"linux(?:64|32)", "linux"),
     (r"linux", "linux"),
     (r"apple[-_]darwin", "darwin"),
+    (r"(?:darwin|macosx?|osx|mac)(?:64|32)", "darwin"),
     (r"darwin", "darwin"),
     (r"macosx?", "darwin"),
     (r"osx", "darwin"),
@@ -196,6 +198,13 @@ def parse_asset(name: str, version: str) -> ParsedAsset:
     oses = os_tokens(text)
     os_token = oses[-1] if oses else None
     arch_token = _pick_arch(arch_tokens(text), os_token)
+    arch = arch_token.meaning if arch_token else None
+    if arch_token is None and os_token is not None and os_token.raw[-2:] in ("64", "32"):
+        # ``linux64``, ``mac64``, ``win32``: the OS word carries the word size.
+        arch = "amd64" if os_token.raw.endswith("64") else "386"
+    if arch == "arm" and os_token is not None and os_token.meaning == "darwin":
+        # No Mac has a 32-bit ARM CPU: ``macos-arm`` is Apple silicon.
+        arch = "arm64"
     pieces: list[tuple[int, int, str]] = [(s, e, "{version}") for s, e in spans]
     if os_token is not None:
         pieces.append((os_token.start, os_token.end, "{os}"))
@@ -212,7 +221,7 @@ def parse_asset(name: str, version: str) -> ParsedAsset:
         template="".join(template),
         os=os_token.meaning if os_token else None,
         os_raw=os_token.raw if os_token else None,
-        arch=arch_token.meaning if arch_token else None,
+        arch=arch,
         arch_raw=arch_token.raw if arch_token else None,
         libc=libc_of(name) if os_token is not None and os_token.meaning == "linux" else None,
         format=file_format(name),

@@ -33,8 +33,10 @@ KEEP = [
     "tool.linux-arm64",
     "gotop_v4.2.0_linux_amd64.tgz",
     "tool.tar.gz",  # says nothing about its platform: may be the only build
+    "cyclonedx-linux-x64",  # a tool named for an SBOM format is not an SBOM
 ]
 DROP = [
+    ("cyclonedx-cli_v0.33.1_sbom.spdx.json", assets.SBOM),
     ("checksums.txt", assets.CHECKSUM),
     ("gitleaks_8.30.0_checksums.txt", assets.CHECKSUM),
     ("SHA256SUMS", assets.CHECKSUM),

@@ -14,10 +14,12 @@ import pytest
 
 from tests.unit.create.releases import RELEASES, require_shared
 from tsukud.create.assets import Release, release_from_api
-from tsukud.create.findings import REPLAY, errors
+from tsukud.create.findings import errors
 from tsukud.create.matcher import candidate_to_recipe, match_releases
 from tsukud.create.static_checks import check_recipe
 from tsukud.recipe import STANDARD_PLATFORMS, ResolvedVersion, render_recipe
+
+MAC_INTEL = STANDARD_PLATFORMS[2]
 
 TARGETS = [p.key for p in STANDARD_PLATFORMS]
 
@@ -117,14 +119,17 @@ def test_piknik_disagrees_with_the_label_on_purpose() -> None:
     # darwin/amd64 and the unlabelled macOS build on darwin/arm64.
     assert picks["darwin/amd64"] == "piknik-macos-intel-0.10.2.tar.gz"
     assert picks["darwin/arm64"] == "piknik-macos-0.10.2.tar.gz"
-    # '-intel' exists only in the newest release, so the pattern cannot replay over
-    # three releases: not confident, and the static check says exactly where it fails.
-    assert not result.confident
+    # '-intel' exists only in the newest release: older releases get a version-ranged
+    # step with their own naming (the unlabelled macOS build, then the only one), so the
+    # recipe replays cleanly and is confident.
+    assert result.confident
     recipe = candidate_to_recipe(result.best, repo=data["repo"], name="piknik", releases=releases)
-    findings = errors(check_recipe(recipe, releases, expected=result.best.expected))
-    assert {f.platform for f in findings} == {"darwin/amd64"}
-    assert all(f.category == REPLAY for f in findings)
-    assert "closest: 'piknik-macos-0.10.1.tar.gz'" in findings[0].message
+    assert errors(check_recipe(recipe, releases, expected=result.best.expected)) == []
+    older = releases[1]
+    (step,) = render_recipe(
+        recipe, ResolvedVersion(older.version, older.tag), MAC_INTEL, assets=older.assets
+    )
+    assert step.asset_name == f"piknik-macos-{older.version}.tar.gz"
 
 
 @pytest.mark.parametrize(

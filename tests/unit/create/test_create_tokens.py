@@ -9,6 +9,14 @@ from tsukud.recipe import ArchiveFormat, expand
 
 # name, version, template, os, os_raw, arch, arch_raw
 CASES = [
+    # The OS word carries the word size (micro, skm).
+    ("micro-2.0.15-linux64-static.tar.gz", "2.0.15", "micro-{version}-{os}-static.tar.gz",
+     "linux", "linux64", "amd64", None),
+    ("skm-mac64-0.8.5.tar.gz", "0.8.5", "skm-{os}-{version}.tar.gz",
+     "darwin", "mac64", "amd64", None),
+    # No Mac has a 32-bit ARM CPU: macOS "arm" is Apple silicon.
+    ("dcm-macos-arm-release.zip", "1.39.1", "dcm-{os}-{arch}-release.zip",
+     "darwin", "macos", "arm64", "arm"),
     ("gitleaks_8.30.0_linux_x64.tar.gz", "8.30.0", "gitleaks_{version}_{os}_{arch}.tar.gz",
      "linux", "linux", "amd64", "x64"),
     ("k9s_Darwin_arm64.tar.gz", "0.32.0", "k9s_{os}_{arch}.tar.gz",
