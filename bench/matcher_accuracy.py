@@ -225,9 +225,9 @@ def score(
             for tag, want in tags.items():
                 release = by_tag.get(tag)
                 got = pick(platforms[key], release) if release is not None else None
-                total.add(
-                    got == want, newest[key] == tag, f"{case.id} {key} {tag}: {got} != {want}"
-                )
+                latest = newest[key] == tag
+                mark = " (newest)" if latest else ""
+                total.add(got == want, latest, f"{case.id} {key} {tag}{mark}: {got} != {want}")
     return total
 
 

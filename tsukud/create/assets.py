@@ -63,9 +63,9 @@ _INSTALLER_EXT = {
 _SBOM_EXT = {"json", "xml", "spdx", "cdx", "txt", "yaml", "yml", "jsonl"}
 _DEBUG_EXT = {"pdb", "dsym", "dbg", "debug", "sym"}
 _WINDOWS_EXT = {"exe", "msi", "ps1", "bat", "cmd", "appx", "msix", "msixbundle", "nupkg"}
-# Extensions of files that run as they are; everything else with an extension must be
-# an archive the installer can unpack.
-_RAW_EXT = {"appimage", "bin"}
+# Extensions of files that run as they are (``.pyz``: a Python zipapp with a shebang);
+# everything else with an extension must be an archive the installer can unpack.
+_RAW_EXT = {"appimage", "bin", "pyz"}
 _EXTENSION = re.compile(r"\.([A-Za-z0-9]{1,12})$")
 _CHECKSUM_WORDS = re.compile(
     r"checksums?|shasums?|sha(?:1|256|512)sums?|md5sums?|^sha(?:1|256|512)(?:\.|$)", re.I

@@ -559,9 +559,10 @@ def _eras(choices: Mapping[str, Option], history: _History) -> list[tuple[int, d
         if compare_versions(window[i].version, window[i - 1].version) >= 0:
             break
         broken = [
-            key
-            for key, option in current.items()
-            if not _renders(option, window[i], history.kept[i]) and history.has_build(i, key)
+            p.key
+            for p in STANDARD_PLATFORMS
+            if history.has_build(i, p.key)
+            and (p.key not in current or not _renders(current[p.key], window[i], history.kept[i]))
         ]
         if not broken:
             continue
@@ -868,14 +869,40 @@ def match_releases(
     )
 
 
-def _ranged(steps: Sequence[Step], versions: str) -> list[Step]:
+def _ranged(steps: Sequence[Step], versions: str | None, serves: Sequence[str]) -> list[Step]:
+    """``steps`` limited to the versions of their naming and to the platforms it has
+    builds for (a step that covered "everything" in its own naming must not claim a
+    platform another naming added)."""
     out: list[Step] = []
     for step in steps:
         when = step.when or When()
-        out.append(
-            msgspec.structs.replace(step, when=msgspec.structs.replace(when, version=versions))
-        )
+        if versions is not None:
+            when = msgspec.structs.replace(when, version=versions)
+        matched = [p.key for p in STANDARD_PLATFORMS if step.matches(p)]
+        if any(key not in serves for key in matched):
+            keep = tuple(key for key in matched if key in serves)
+            when = msgspec.structs.replace(when, platform=keep, os=None, arch=None)
+        out.append(msgspec.structs.replace(step, when=when if when != When() else None))
     return out
+
+
+def _widened(recipe: Recipe, steps: Sequence[Step]) -> Recipe:
+    """The recipe with ``steps`` and metadata that admits every platform some naming
+    serves: the newest release's platforms decide the steps, not what older
+    releases may install."""
+    covered = [p for p in STANDARD_PLATFORMS if any(s.matches(p) for s in steps)]
+    oses = tuple(o for o in TARGET_OSES if any(p.os == o for p in covered))
+    arches = tuple(a for a in TARGET_ARCHES if any(p.arch == a for p in covered))
+    missing = tuple(
+        p.key for p in STANDARD_PLATFORMS if p not in covered and p.os in oses and p.arch in arches
+    )
+    meta = msgspec.structs.replace(
+        recipe.metadata,
+        supported_os=oses if len(oses) < len(TARGET_OSES) else None,
+        supported_arch=arches if len(arches) < len(TARGET_ARCHES) else None,
+        unsupported_platforms=missing or None,
+    )
+    return msgspec.structs.replace(recipe, metadata=meta, steps=tuple(steps))
 
 
 def candidate_to_recipe(
@@ -893,7 +920,8 @@ def candidate_to_recipe(
     context = candidate.context(repo=repo, name=name, versions=versions, generated_by=generated_by)
     recipe = answer_to_recipe(candidate.answer, context)
     if candidate.eras and candidate.since is not None:
-        steps = _ranged(recipe.steps, f">={candidate.since}")
+        newest = [c.platform for c in candidate.choices]
+        steps = _ranged(recipe.steps, f">={candidate.since}", newest)
         upper = candidate.since
         for era in candidate.eras:
             bounds = f">={era.since}, <{upper}" if era.since is not None else f"<{upper}"
@@ -904,12 +932,13 @@ def candidate_to_recipe(
                 )
             except InvalidAnswer:
                 break  # an older naming we cannot express: its releases stay uncovered
-            steps += _ranged(older.steps, bounds)
+            serves = [p.key for p in STANDARD_PLATFORMS if p.key not in era.unsupported]
+            steps += _ranged(older.steps, bounds, serves)
             if era.since is None:
                 break
             upper = era.since
         if len(steps) <= MAX_STEPS:
-            recipe = msgspec.structs.replace(recipe, steps=tuple(steps))
+            recipe = _widened(recipe, steps)
     if candidate.tag_prefix and recipe.version is not None:
         section = msgspec.structs.replace(recipe.version, tag_prefix=candidate.tag_prefix)
         recipe = msgspec.structs.replace(recipe, version=section)

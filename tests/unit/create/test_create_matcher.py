@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from tsukud.create.answer import Override
 from tsukud.create.assets import Release
 from tsukud.create.findings import errors
@@ -19,6 +21,7 @@ from tsukud.create.matcher import (
 from tsukud.create.static_checks import check_recipe
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
+    NoMatchingStep,
     Platform,
     Recipe,
     ResolvedVersion,
@@ -366,6 +369,28 @@ def test_nix_portable_arch_only_names_are_linux_builds() -> None:
     recipe = candidate_to_recipe(result.best, repo="DavHau/nix-portable", name="nix-portable")
     assert recipe.metadata.supported_os == ("linux",)
     assert errors(check_recipe(recipe, releases, expected=result.best.expected)) == []
+
+
+def test_a_platform_the_newest_release_dropped_is_kept_for_older_releases() -> None:
+    def names(v: str) -> list[str]:
+        oses = ("linux",) if v == "2.3.1" else ("linux", "darwin")
+        return [f"tool_{v}_{os}_{arch}.tar.gz" for os in oses for arch in ("amd64", "arm64")]
+
+    releases = _releases(names)
+    result = _match(releases)
+    assert result.confident and result.best is not None
+    recipe = candidate_to_recipe(result.best, repo="o/tool", name="tool", releases=releases)
+    assert errors(check_recipe(recipe, releases, expected=result.best.expected)) == []
+    mac = STANDARD_PLATFORMS[3]
+    assert _rendered(recipe, releases[1], mac) == "tool_2.3.0_darwin_arm64.tar.gz"
+    with pytest.raises(NoMatchingStep):
+        render_recipe(recipe, ResolvedVersion("2.3.1", "v2.3.1"), mac, assets=releases[0].assets)
+
+
+def test_a_python_zipapp_is_an_executable() -> None:
+    releases = _releases(lambda v: ["pipx.pyz", "pipx.pyz.sha256", "checksums.txt"])
+    result = _match(releases, repo="pypa/pipx")
+    assert set(_picks(result).values()) == {"pipx.pyz"}
 
 
 def test_an_arch_only_name_beside_linux_builds_is_not_taken_for_linux() -> None:
