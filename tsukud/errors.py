@@ -253,6 +253,11 @@ CATALOGUE: dict[str, ErrorKind] = {
         E.DETERMINISTIC_FAILED,
         "Remove --deterministic-only to let an LLM decide from the candidates.",
     ),
+    "deterministic_low_confidence": ErrorKind(
+        E.DETERMINISTIC_FAILED,
+        "Remove --deterministic-only to let an LLM decide from the candidates, or pass "
+        "--from with a recipe written by hand.",
+    ),
     "generation_failed": ErrorKind(
         E.GENERAL,
         "No answer passed the checks within the repair budget; "

@@ -34,6 +34,13 @@ class DeterministicFailed(CreateError):
     code = "deterministic_failed"
 
 
+class DeterministicUncertain(DeterministicFailed):
+    """Without a model to decide, a recipe the matcher doubts is not written: the
+    candidates are listed instead, for a person (or a run with an LLM) to choose."""
+
+    code = "deterministic_low_confidence"
+
+
 class GenerationFailed(CreateError):
     code = "generation_failed"
 

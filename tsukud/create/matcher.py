@@ -918,6 +918,15 @@ def candidate_to_recipe(
     (so a reader that ignores ranges and takes the first step still gets the newest)."""
     versions = [r.version for r in usable_releases(with_tag_prefix(releases, candidate.tag_prefix))]
     context = candidate.context(repo=repo, name=name, versions=versions, generated_by=generated_by)
+    return recipe_for_candidate(candidate, context)
+
+
+def recipe_for_candidate(candidate: Candidate, context: RecipeContext) -> Recipe:
+    """:func:`candidate_to_recipe` for a caller with its own context (description,
+    homepage, who generated it); ``unsupported`` and ``notes`` come from the candidate."""
+    context = msgspec.structs.replace(
+        context, unsupported=candidate.unsupported, notes=candidate.notes
+    )
     recipe = answer_to_recipe(candidate.answer, context)
     if candidate.eras and candidate.since is not None:
         newest = [c.platform for c in candidate.choices]
@@ -943,6 +952,31 @@ def candidate_to_recipe(
         section = msgspec.structs.replace(recipe.version, tag_prefix=candidate.tag_prefix)
         recipe = msgspec.structs.replace(recipe, version=section)
     return recipe
+
+
+def candidates_data(result: MatchResult, *, limit: int = 3) -> list[dict[str, object]]:
+    """The candidates as plain data (for an error's ``data``): confidence, the asset
+    each platform would get at the newest release, and why the matcher hesitated."""
+    return [
+        {
+            "confidence": c.confidence,
+            "assets": {choice.platform: choice.asset for choice in c.choices},
+            "reasons": list(c.reasons),
+        }
+        for c in result.candidates[:limit]
+    ]
+
+
+def uncertain_text(result: MatchResult, *, limit: int = 3) -> str:
+    """One line per candidate: what it installs where, and its first doubt."""
+    parts = []
+    for index, c in enumerate(result.candidates[:limit], 1):
+        picks = ", ".join(f"{choice.platform} {choice.asset}" for choice in c.choices)
+        doubt = next((r for r in c.reasons if "binary path" not in r), "")
+        parts.append(
+            f"candidate {index} ({c.confidence:.2f}): {picks}" + (f" [{doubt}]" if doubt else "")
+        )
+    return "; ".join(parts) or "no candidates"
 
 
 def hints_text(result: MatchResult, *, limit: int = 3) -> str:

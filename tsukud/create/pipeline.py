@@ -48,12 +48,22 @@ from tsukud.create.assets import fenced, render_readme, render_releases
 from tsukud.create.context import RepoContext, gather
 from tsukud.create.errors import (
     DeterministicFailed,
+    DeterministicUncertain,
     GenerationFailed,
     NoBinaryAssets,
     ValidationFailed,
 )
 from tsukud.create.findings import Finding, errors, format_findings
-from tsukud.create.matcher import Candidate, MatchResult, hints_text, match_releases
+from tsukud.create.matcher import (
+    CONFIDENT,
+    Candidate,
+    MatchResult,
+    candidates_data,
+    hints_text,
+    match_releases,
+    recipe_for_candidate,
+    uncertain_text,
+)
 from tsukud.create.prompts import user_message
 from tsukud.create.repair import fix_layout, static_feedback, validation_feedback, with_verify
 from tsukud.create.sanitize import redact
@@ -214,12 +224,7 @@ class _Run:
         )
 
     def _candidate_recipe(self, candidate: Candidate) -> Recipe:
-        context = msgspec.structs.replace(
-            self._context(DETERMINISTIC),
-            unsupported=candidate.unsupported,
-            notes=candidate.notes,
-        )
-        return answer_to_recipe(candidate.answer, context)
+        return recipe_for_candidate(candidate, self._context(DETERMINISTIC))
 
     def judge(self, arguments: Any) -> Judgement:
         """An ``extract_pattern`` call → an accepted recipe, or the findings."""
@@ -300,9 +305,12 @@ class _Run:
                     f"the deterministic matcher found no recipe that passes the checks: {detail}"
                 )
             if not match.confident:
-                why = "; ".join(best.reasons[:3])
-                self.warnings.append(
-                    f"the deterministic matcher is not confident ({best.confidence:.2f}): {why}"
+                # Only --deterministic-only gets here unconfident (otherwise the LLM
+                # decides): a doubtful recipe is never written without a model.
+                raise DeterministicUncertain(
+                    f"the deterministic matcher is not confident "
+                    f"({best.confidence:.2f} < {CONFIDENT}): {uncertain_text(match)}",
+                    candidates=candidates_data(match),
                 )
             recipe, verdict = await self._validate(det_recipe, expected=best.expected)
             if not verdict.failed:

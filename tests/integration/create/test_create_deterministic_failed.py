@@ -1,5 +1,6 @@
-"""--deterministic-only when the matcher cannot produce a recipe that passes the checks:
-a typed DeterministicFailed naming what failed, with the hint to let a model decide."""
+"""--deterministic-only: a naming that changed at every release still gets a recipe
+(version-ranged steps); a recipe the matcher doubts is never written, but refused with a
+typed error listing the candidates and the hint to let a model decide."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import pytest
 
 from tests.fakes.github import FakeGitHub
 from tests.fakes.releases import FakeAsset, FakeRelease, FakeRepo, tar_gz
-from tests.integration.create.helpers import Sink, create_in_process
-from tsukud.create.errors import DeterministicFailed
+from tests.integration.create.helpers import Sink, create_in_process, rendered_names
+from tsukud.create.errors import DeterministicUncertain
 from tsukud.errors import ExitCode
 from tsukud.github.client import GitHub
 from tsukud.net.http import Http
+from tsukud.recipe import parse_recipe
 
 
 def _release(tag: str, names: list[str]) -> FakeRelease:
@@ -48,29 +50,73 @@ def renamed_every_release() -> FakeRepo:
     )
 
 
-async def test_deterministic_only_without_a_passing_recipe_fails_typed(
+async def test_naming_changed_at_every_release_gets_version_ranged_steps(
     gh: FakeGitHub, github: GitHub, http: Http
 ) -> None:
     gh.add_repo(renamed_every_release())
+    result = await create_in_process(
+        http=http,
+        github=github,
+        github_url=gh.web_url,
+        tool="tool",
+        repo="acme/shifty",
+        sink=Sink(),
+        deterministic_only=True,
+    )
+    recipe = parse_recipe(result.recipe, "tool.toml")
+    ranges = [s.when.version for s in recipe.steps if s.when is not None]
+    assert ranges[0] == ">=1.2.0" and "<1.1.0" in ranges
+    for tag, want in [
+        ("v1.2.0", "tool_1.2.0_linux_amd64.tar.gz"),
+        ("v1.1.0", "tool-Linux-x86_64-v1.1.0.tar.gz"),
+        ("v1.0.0", "shifty.x64.lnx.1.0.0.tar.gz"),
+    ]:
+        assert dict(rendered_names(recipe, tag))["linux/amd64"] == [want]
+
+
+def rival_builds() -> FakeRepo:
+    """Four builds per platform that differ only in a suffix the matcher cannot judge."""
+    return FakeRepo(
+        "acme/rivals",
+        [
+            _release(
+                f"v{v}",
+                [
+                    f"tool{variant}_{v}_{o}_{a}.tar.gz"
+                    for variant in ("", "-lite", "-full", "-extra")
+                    for o in ("linux", "darwin")
+                    for a in ("amd64", "arm64")
+                ],
+            )
+            for v in ("1.2.0", "1.1.0", "1.0.0")
+        ],
+    )
+
+
+async def test_deterministic_only_never_writes_a_doubtful_recipe(
+    gh: FakeGitHub, github: GitHub, http: Http
+) -> None:
+    gh.add_repo(rival_builds())
     sink = Sink()
-    with pytest.raises(DeterministicFailed) as info:
+    with pytest.raises(DeterministicUncertain) as info:
         await create_in_process(
             http=http,
             github=github,
             github_url=gh.web_url,
             tool="tool",
-            repo="acme/shifty",
+            repo="acme/rivals",
             sink=sink,
             deterministic_only=True,
         )
     err = info.value
-    assert err.message.startswith(
-        "the deterministic matcher found no recipe that passes the checks: - [replay] "
-    )
-    # It names the release the newest pattern does not fit, and the nearest real asset.
-    assert "not among the assets of v1.1.0" in err.message
-    assert "closest: 'tool-Linux-x86_64-v1.1.0.tar.gz'" in err.message
-    assert err.code == "deterministic_failed" and err.exit_code == ExitCode.DETERMINISTIC_FAILED
+    assert err.message.startswith("the deterministic matcher is not confident (0.")
+    assert "candidate 1 (" in err.message and "tool_1.2.0_linux_amd64.tar.gz" in err.message
+    candidates = err.data["candidates"]
+    assert len(candidates) >= 2
+    assert candidates[0]["assets"]["linux/amd64"] == "tool_1.2.0_linux_amd64.tar.gz"
+    assert any("look as plausible" in r for r in candidates[0]["reasons"])
+    assert err.code == "deterministic_low_confidence"
+    assert err.exit_code == ExitCode.DETERMINISTIC_FAILED
     assert "Remove --deterministic-only" in err.hint
     (failed,) = sink.of("generation.failed")
-    assert failed["error_code"] == "deterministic_failed"
+    assert failed["error_code"] == "deterministic_low_confidence"
