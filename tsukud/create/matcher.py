@@ -197,6 +197,10 @@ class MatchResult(msgspec.Struct, frozen=True, kw_only=True):
     unsupported: tuple[str, ...] = ()
     unplaced: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()
+    # The tool asked for, when the release carries builds of other tools too.
+    other_tools: tuple[str, ...] = ()
+    tool: str | None = None
+    tag_prefix: str | None = None
 
     @property
     def best(self) -> Candidate | None:
@@ -864,8 +868,19 @@ def match_releases(
         for index, choices in enumerate(variants)
     ]
     candidates.sort(key=lambda c: -c.confidence)
+    others = sorted(
+        {_lead(a.template) for a in targets}
+        - {_lead(o.asset.template) for o in primary.values()}
+        - {""}
+    )
     return MatchResult(
-        candidates=tuple(candidates), tag=newest.tag, unsupported=unsupported, unplaced=unplaced
+        candidates=tuple(candidates),
+        tag=newest.tag,
+        unsupported=unsupported,
+        unplaced=unplaced,
+        other_tools=tuple(others),
+        tool=tool,
+        tag_prefix=tag_prefix,
     )
 
 
@@ -990,4 +1005,11 @@ def hints_text(result: MatchResult, *, limit: int = 3) -> str:
         lines += [f"  note: {reason}" for reason in candidate.reasons]
     if result.unplaced:
         lines.append("assets naming no OS: " + ", ".join(result.unplaced[:10]))
+    if result.tool and result.other_tools:
+        lines.append(
+            f"the release also carries other tools' builds ({', '.join(result.other_tools[:6])}): "
+            f"install {result.tool!r}'s own, its exact name first, then a name it prefixes"
+        )
+    if result.tag_prefix:
+        lines.append(f"tags of this tool start with {result.tag_prefix!r} (tag_prefix)")
     return fenced("\n".join(lines) or "(no candidates)", "text")

@@ -57,6 +57,7 @@ from tsukud.recipe import (
     tag_to_version,
     version_source,
 )
+from tsukud.recipe.version_range import compare_versions, parse_range, sort_key
 
 MAX_STEPS = 20
 MAX_DEPENDENCIES = 5
@@ -467,6 +468,44 @@ def replay(
     return found
 
 
+def _lowest(versions: str) -> str | None:
+    """The lower bound of a version range (``None``: open below)."""
+    bounds = [v for op, v in parse_range(versions) if op in (">=", ">", "==")]
+    return max(bounds, key=sort_key) if bounds else None
+
+
+def check_version_ranges(recipe: Recipe) -> list[Finding]:
+    """Version-ranged steps for one platform come newest naming first, so a reader
+    that ignores ``when.version`` and takes the first step still installs the newest
+    naming; and two steps never claim the same lower bound (their ranges overlap)."""
+    found = []
+    for target in STANDARD_PLATFORMS:
+        seen: list[tuple[int, str | None]] = []
+        for index, step in enumerate(recipe.steps):
+            when = step.when
+            if when is None or not when.version or not step.matches(target):
+                continue
+            low = _lowest(when.version)
+            for earlier, earlier_low in seen:
+                if earlier_low is None or (
+                    low is not None and compare_versions(low, earlier_low) >= 0
+                ):
+                    found.append(
+                        Finding(
+                            category=SCHEMA,
+                            message=(
+                                f"{target.key}: steps[{index}] (version {when.version!r}) "
+                                f"must come before steps[{earlier}], or their ranges "
+                                "overlap: order version-ranged steps newest naming first"
+                            ),
+                            platform=target.key,
+                        )
+                    )
+                    break
+            seen.append((index, low))
+    return found
+
+
 def check_on_paper(recipe: Recipe) -> list[Finding]:
     """The checks that need no release list: schema, limits, verify command, binary
     paths. What ``create.save`` re-runs on a recipe the client sends back."""
@@ -475,6 +514,7 @@ def check_on_paper(recipe: Recipe) -> list[Finding]:
         *check_limits(recipe),
         *check_verify(recipe),
         *check_binaries(recipe),
+        *check_version_ranges(recipe),
     ]
 
 

@@ -351,6 +351,8 @@ def test_the_tool_name_decides_between_tools_of_one_repository() -> None:
         assert result.confident or tool == "tsuku"
     hints = hints_text(_match(releases, repo="tsukumogami/tsuku", tool="tsuku-dltest"))
     assert "tsuku-dltest-linux-amd64" in hints
+    assert "other tools' builds (tsuku, tsuku-llm)" in hints
+    assert "install 'tsuku-dltest''s own" in hints
 
 
 def test_nix_portable_arch_only_names_are_linux_builds() -> None:

@@ -333,3 +333,51 @@ def test_closest_suggestion_falls_back_to_usable_assets_never_signatures() -> No
     # No arm64 build: the only usable asset, not the signature whose name is nearest.
     found = [f for f in replay(recipe, [release]) if f.platform == "linux/arm64"]
     assert [f.message.split("closest: ")[1] for f in found] == ["'foo_1.2.3_linux_amd64.tar.gz'"]
+
+
+RANGED = """
+[metadata]
+name = "foo"
+[version]
+source = "github_releases"
+github_repo = "o/foo"
+[[steps]]
+action = "github_archive"
+when = { version = "FIRST" }
+repo = "o/foo"
+asset_pattern = "foo_{version}_{os}_{arch}.tar.gz"
+binaries = ["foo"]
+[[steps]]
+action = "github_archive"
+when = { version = "SECOND" }
+repo = "o/foo"
+asset_pattern = "foo-{os}-{arch}-{version}.tar.gz"
+binaries = ["foo"]
+[verify]
+command = "foo --version"
+pattern = "{version}"
+"""
+
+
+def test_version_ranged_steps_replay_at_each_release_with_their_own_naming() -> None:
+    """The replay renders each release with the step its version selects: the newer
+    naming at 1.2.x, the older one at 1.1.0, which the newer pattern would miss."""
+    old = Release(
+        tag="v1.1.0",
+        assets=tuple(
+            f"foo-{o}-{a}-1.1.0.tar.gz" for o in ("linux", "darwin") for a in ("amd64", "arm64")
+        ),
+    )
+    releases = [RELEASES[0], RELEASES[1], old]
+    ranged = _recipe(RANGED, FIRST=">=1.2.0", SECOND="<1.2.0")
+    assert errors(check_recipe(ranged, releases)) == []
+    single = _recipe()
+    assert any(f.release == "v1.1.0" for f in errors(check_recipe(single, releases)))
+
+
+def test_version_ranged_steps_must_come_newest_first() -> None:
+    wrong = _recipe(RANGED, FIRST="<1.2.0", SECOND=">=1.2.0")
+    found = [f for f in check_recipe(wrong, RELEASES) if f.category == SCHEMA]
+    assert found and "newest naming first" in found[0].message
+    overlapping = _recipe(RANGED, FIRST=">=1.0", SECOND=">=1.1.0, <1.2.0")
+    assert any("overlap" in f.message for f in check_recipe(overlapping, RELEASES))
