@@ -32,6 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from _common import goal, not_measured  # noqa: E402
+
 from tsukud.create.assets import Release, release_from_api  # noqa: E402
 from tsukud.create.matcher import candidate_to_recipe, match_releases  # noqa: E402
 from tsukud.create.static_checks import check_recipe  # noqa: E402
@@ -244,14 +246,16 @@ def main(argv: Sequence[str] = ()) -> int:
     }
     peer, why = dotbins_picker()
     print(f"{NAME}: cases " + ", ".join(f"{k}={len(v)}" for k, v in tiers.items()))
+    scores: dict[str, tuple[Score, Score | None]] = {}
     for tier, cases in tiers.items():
         mine = score(cases, ours)
         line = (
             f"{NAME}: {tier}: matcher all {pct(mine.hits, mine.total)} "
             f"newest {pct(mine.newest_hits, mine.newest_total)} ({mine.total} platform-releases)"
         )
-        if peer is not None:
-            theirs = score(cases, peer)
+        theirs = score(cases, peer) if peer is not None else None
+        scores[tier] = (mine, theirs)
+        if theirs is not None:
             line += (
                 f" | dotbins all {pct(theirs.hits, theirs.total)} "
                 f"newest {pct(theirs.newest_hits, theirs.newest_total)}"
@@ -262,7 +266,23 @@ def main(argv: Sequence[str] = ()) -> int:
         if verbose:
             for miss in mine.misses:
                 print(f"  miss {miss}")
+    mine, theirs = scores["aqua-dev"]
+    newest = ratio(mine.newest_hits, mine.newest_total)
+    goal(f"{NAME}.newest", newest >= 0.99, f"aqua-dev newest release {newest:.1%} >= 99 %")
+    if theirs is None:
+        not_measured(f"{NAME}.all", "all releases >= dotbins'", f"dotbins: {why}")
+    else:
+        ours_all, peer_all = ratio(mine.hits, mine.total), ratio(theirs.hits, theirs.total)
+        goal(
+            f"{NAME}.all",
+            ours_all >= peer_all,
+            f"aqua-dev all releases {ours_all:.1%} >= dotbins {peer_all:.1%} in this run",
+        )
     return 0
+
+
+def ratio(hits: int, total: int) -> float:
+    return hits / total if total else 0.0
 
 
 if __name__ == "__main__":

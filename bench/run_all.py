@@ -37,6 +37,8 @@ GOALS: dict[str, tuple[str, ...]] = {
     "validation_overhead": ("validation_overhead",),
     "discovery": ("discovery",),
     "command_not_found": ("command_not_found",),
+    # recipe accuracy (no daemon: the matcher over recorded release lists)
+    "matcher_accuracy": ("matcher_accuracy.newest", "matcher_accuracy.all"),
 }
 BENCHMARKS = list(GOALS)
 TIME_LIMIT_S = 180
