@@ -160,8 +160,10 @@ CATALOGUE: dict[str, ErrorKind] = {
     ),
     "github_secondary_rate_limited": ErrorKind(E.NETWORK, _SLOW_DOWN, retryable=True),
     # ---- recipes
-    "recipe_invalid": ErrorKind(E.GENERAL, _FIX_RECIPE),
-    "recipe_parse_error": ErrorKind(E.GENERAL, _FIX_RECIPE),
+    # docs/install.md: a recipe that cannot be used is a failed install (6), as in the
+    # reference, whatever the recipe's fault is.
+    "recipe_invalid": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
+    "recipe_parse_error": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
     "recipe_unsupported_action": ErrorKind(
         E.INSTALL_FAILED, "Only github_archive and github_file steps can be installed for now."
     ),
