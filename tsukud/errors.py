@@ -181,6 +181,13 @@ CATALOGUE: dict[str, ErrorKind] = {
     # ---- installing
     "recipe_not_found": ErrorKind(E.RECIPE_NOT_FOUND),
     "registry_unavailable": ErrorKind(E.NETWORK, retryable=True),
+    "registry_manifest_invalid": ErrorKind(
+        E.NETWORK,
+        "The registry answered, but not with a tsuku recipe manifest (a captive portal, a "
+        "proxy's error page, or registry.manifest_url / TSUKU_MANIFEST_URL pointing at the "
+        "wrong file). Check the URL; a recipe in $TSUKU_HOME/recipes/<tool>.toml is used "
+        "without the registry.",
+    ),
     "download_failed": ErrorKind(E.NETWORK, retryable=True),
     "asset_download_not_found": ErrorKind(E.NETWORK),
     "checksum_mismatch": ErrorKind(
