@@ -47,6 +47,7 @@ class ExitCode:
     LEDGER_CORRUPT = 26
     SANDBOX = 27
     ALREADY_RUNNING = 28
+    DISK_FULL = 29
     CANCELLED = 130
 
 
@@ -104,6 +105,12 @@ CATALOGUE: dict[str, ErrorKind] = {
     "ledger_corrupt": ErrorKind(
         E.LEDGER_CORRUPT,
         "The event ledger's hash chain is broken: the database was edited outside tsuku.",
+    ),
+    "disk_full": ErrorKind(
+        E.DISK_FULL,
+        "The disk is full. Free some space; tsuku resumes by itself, nothing it "
+        "acknowledged was lost.",
+        retryable=True,
     ),
     # ---- policy: budget, rate limit, breakers
     "budget_exceeded": ErrorKind(E.BUDGET, _BUDGET + " or wait until tomorrow (UTC)."),
@@ -440,6 +447,13 @@ class ProviderUnavailable(TsukuError):
 
 class LedgerCorrupt(TsukuError):
     code = "ledger_corrupt"
+
+
+class DiskFull(TsukuError, OSError):
+    """No space left for a write. Also an ``OSError``, so code that already copes with a
+    failed write (a cache it can do without) keeps coping."""
+
+    code = "disk_full"
 
 
 class SandboxError(TsukuError):
