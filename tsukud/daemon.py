@@ -186,10 +186,12 @@ class Daemon:
                         "daemon.started", pid=os.getpid(), socket=str(self.socket_path)
                     )
                     task_status.started()
+                    services.start_soon(self.services.after_start)
                     await self._settle_abandoned(left_open)
                     await self._stop.wait()
                     server.stopping = True
                     serving.cancel_scope.cancel()
+                await self.services.before_stop()
                 services.cancel_scope.cancel()
             with trio.CancelScope(shield=True):
                 await self.store.append(
