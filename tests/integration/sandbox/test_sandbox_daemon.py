@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import signal
+import subprocess
+import time
 
 import pytest
 
@@ -44,62 +49,12 @@ def test_unreachable_runtime_is_a_clear_error(tsuku: Tsuku) -> None:
     assert check.returncode != 0 and "DOCKER_HOST" in check.stderr
 
 
-def test_orphan_cleanup_spares_other_daemons_containers(tsuku: Tsuku, image: str) -> None:
-    """One engine, several users or homes: a daemon removes only its own orphans."""
-    import hashlib
-    import os
-    import subprocess
-
-    ours = hashlib.sha256(f"{os.getuid()}:{tsuku.home.resolve()}".encode()).hexdigest()[:16]
-
-    def create(owner: str) -> str:
-        return subprocess.run(
-            [
-                "docker",
-                "create",
-                "--label",
-                "dev.tsuku.role=validation",
-                "--label",
-                f"dev.tsuku.owner={owner}",
-                image,
-                "true",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-
-    def exists(cid: str) -> bool:
-        return subprocess.run(["docker", "inspect", cid], capture_output=True).returncode == 0
-
-    mine, theirs = create(ours), create("someone-else-0000")
-    try:
-        tsuku.start()
-        assert json.loads(tsuku.ctl("sandbox", "status", "--json", check=True).stdout)["available"]
-        assert not exists(mine)
-        assert exists(theirs)
-        removed = [
-            json.loads(x)["payload"]["count"]
-            for x in tsuku.ctl(
-                "events", "--type", "sandbox.orphans_removed", "--json"
-            ).stdout.splitlines()
-        ]
-        assert removed == [1]
-    finally:
-        subprocess.run(["docker", "rm", "-f", mine, theirs], capture_output=True)
-
-
 def _owner(t: Tsuku) -> str:
-    import hashlib
-    import os
-
     return hashlib.sha256(f"{os.getuid()}:{t.home.resolve()}".encode()).hexdigest()[:16]
 
 
 def _run_labelled(image: str, owner: str) -> str:
     """A running container as a validation leaves it when its daemon is killed."""
-    import subprocess
-
     labels = ["--label", "dev.tsuku.role=validation", "--label", f"dev.tsuku.owner={owner}"]
     return subprocess.run(
         ["docker", "run", "-d", *labels, image, "sleep", "600"],
@@ -110,14 +65,10 @@ def _run_labelled(image: str, owner: str) -> str:
 
 
 def _exists(cid: str) -> bool:
-    import subprocess
-
     return subprocess.run(["docker", "inspect", cid], capture_output=True).returncode == 0
 
 
 def _gone_within(cid: str, seconds: float) -> bool:
-    import time
-
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if not _exists(cid):
@@ -134,8 +85,8 @@ def _loaded_aiohttp(pid: int) -> bool:
 
 
 def test_orphans_are_removed_at_start_without_a_request(tsuku: Tsuku, image: str) -> None:
-    import subprocess
-
+    """One engine, several users or homes: a daemon removes only its own orphans, and
+    does so at start, not at its first validation."""
     mine, theirs = _run_labelled(image, _owner(tsuku)), _run_labelled(image, "someone-else-0000")
     try:
         tsuku.start()
@@ -153,9 +104,6 @@ def test_orphans_are_removed_at_start_without_a_request(tsuku: Tsuku, image: str
 
 
 def test_containers_are_removed_at_a_clean_stop(tsuku: Tsuku, image: str) -> None:
-    import signal
-    import subprocess
-
     proc = tsuku.start()
     assert json.loads(tsuku.ctl("sandbox", "status", "--json", check=True).stdout)["available"]
     # A container of this daemon's that outlived its request (as a kill -9 of a
@@ -173,8 +121,6 @@ def test_containers_are_removed_at_a_clean_stop(tsuku: Tsuku, image: str) -> Non
 def test_start_imports_no_container_client_unless_there_are_orphans(
     tsuku: Tsuku, image: str
 ) -> None:
-    import time
-
     # A runtime that answers and holds nothing of ours: one plain request, no aiodocker.
     tsuku.start()
     pid = tsuku.daemon_pid()
