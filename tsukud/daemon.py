@@ -196,6 +196,7 @@ class Daemon:
                         log.get().error("daemon.started_not_written", error=e.message)
                     log.get().info("daemon.started", pid=os.getpid(), socket=str(self.socket_path))
                     task_status.started()
+                    services.start_soon(self.services.after_start)
                     try:
                         await self._settle_abandoned(left_open)
                     except DiskFull as e:
@@ -205,6 +206,7 @@ class Daemon:
                     await self._stop.wait()
                     server.stopping = True
                     serving.cancel_scope.cancel()
+                await self.services.before_stop()
                 services.cancel_scope.cancel()
             with trio.CancelScope(shield=True):
                 try:

@@ -167,8 +167,10 @@ CATALOGUE: dict[str, ErrorKind] = {
     ),
     "github_secondary_rate_limited": ErrorKind(E.NETWORK, _SLOW_DOWN, retryable=True),
     # ---- recipes
-    "recipe_invalid": ErrorKind(E.GENERAL, _FIX_RECIPE),
-    "recipe_parse_error": ErrorKind(E.GENERAL, _FIX_RECIPE),
+    # docs/install.md: a recipe that cannot be used is a failed install (6), as in the
+    # reference, whatever the recipe's fault is.
+    "recipe_invalid": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
+    "recipe_parse_error": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
     "recipe_unsupported_action": ErrorKind(
         E.INSTALL_FAILED, "Only github_archive and github_file steps can be installed for now."
     ),
@@ -186,6 +188,13 @@ CATALOGUE: dict[str, ErrorKind] = {
     # ---- installing
     "recipe_not_found": ErrorKind(E.RECIPE_NOT_FOUND),
     "registry_unavailable": ErrorKind(E.NETWORK, retryable=True),
+    "registry_manifest_invalid": ErrorKind(
+        E.NETWORK,
+        "The registry answered, but not with a tsuku recipe manifest (a captive portal, a "
+        "proxy's error page, or registry.manifest_url / TSUKU_MANIFEST_URL pointing at the "
+        "wrong file). Check the URL; a recipe in $TSUKU_HOME/recipes/<tool>.toml is used "
+        "without the registry.",
+    ),
     "download_failed": ErrorKind(E.NETWORK, retryable=True),
     "asset_download_not_found": ErrorKind(E.NETWORK),
     "checksum_mismatch": ErrorKind(

@@ -57,14 +57,19 @@ def _size(n: int) -> str:
     raise AssertionError("unreachable")
 
 
-def disk_full(path: str | Path, what: str) -> DiskFull:
-    """The error for a write to ``path`` that found no space, with the space left now."""
+def disk_full(
+    path: str | Path,
+    what: str,
+    *,
+    then: str = "tsuku resumes by itself, and nothing it acknowledged was lost.",
+) -> DiskFull:
+    """The error for a write to ``path`` that found no space, with the space left now.
+    ``then`` says what happens once there is space (an install must be run again)."""
     free = free_bytes(path)
     left = "unknown" if free is None else _size(free)
     return DiskFull(
         f"{what}: no space left on the disk holding {os.fspath(path)}",
-        hint=f"Free some space there ({left} free now); tsuku resumes by itself, and "
-        "nothing it acknowledged was lost.",
+        hint=f"Free some space there ({left} free now); {then}",
         path=os.fspath(path),
         free_bytes=free,
     )

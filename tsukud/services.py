@@ -241,6 +241,18 @@ class Services:
             discovery=self.discovery, creator=self.creator, installer=self.installer
         )
 
+    # ---- the daemon's start and stop --------------------------------------------------------
+
+    async def after_start(self) -> None:
+        """Background work once the daemon serves: a previous daemon's orphan validation
+        containers go now, not at the first validation."""
+        await self.sandbox.open_at_start()
+
+    async def before_stop(self) -> None:
+        """Requests are cancelled; the services nursery still runs. Builds nothing."""
+        if "sandbox" in vars(self):
+            await self.sandbox.close_at_stop()
+
     async def aclose(self) -> None:
         """Close the HTTP clients held by the services built so far (builds nothing)."""
         built = vars(self)

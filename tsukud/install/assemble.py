@@ -29,7 +29,7 @@ LISTING_LIMIT = 30
 def safe_rel(rel: str, what: str) -> str:
     """``rel`` normalised, or :class:`InstallError` if it is absolute or leaves the tool."""
     norm = os.path.normpath(rel)
-    if os.path.isabs(rel) or norm == ".." or norm.startswith("../") or "\x00" in rel:
+    if os.path.isabs(rel) or norm in (".", "..") or norm.startswith("../") or "\x00" in rel:
         raise InstallError(f"{what} {rel!r} must be a relative path inside the tool")
     return norm
 

@@ -42,7 +42,7 @@ from tsukud.install.download import (
     download_streaming,
     parse_checksum_file,
 )
-from tsukud.install.errors import BinaryConflict, BinaryNotInArchive
+from tsukud.install.errors import BinaryConflict, BinaryNotInArchive, no_space
 from tsukud.install.extract import ExtractLimits, extract
 from tsukud.install.registry import LoadedRecipe
 from tsukud.install.transaction import InstallTransaction
@@ -113,7 +113,16 @@ class InstallAttempt:
 
     async def execute(self, *, force: bool) -> dict[str, Any]:
         try:
-            return await self._execute(force=force)
+            try:
+                return await self._execute(force=force)
+            except OSError as exc:
+                # Assembling, moving into place, writing the registry cache: any write
+                # that found the disk full says so.
+                where = self.staging or layout.tools_dir(self.inst.home)
+                full = no_space(exc, where, f"cannot install {self.name}")
+                if full is None:
+                    raise
+                raise full from exc
         except BaseException as exc:
             self.tx.rollback()
             if isinstance(exc, TsukuError):

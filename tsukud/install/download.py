@@ -29,6 +29,7 @@ import trio
 
 from tsukud.errors import TsukuError
 from tsukud.groups import single_leaf
+from tsukud.install.errors import no_space
 from tsukud.net.http import MB, Http, HttpError, HttpStatusError, Stream
 
 DEFAULT_MAX_BYTES = 2 * 1024 * MB
@@ -96,16 +97,23 @@ class _Sink:
     """The file and the running hash, used from a worker thread one batch at a time."""
 
     def __init__(self, path: Path) -> None:
+        self.path = path
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         self.hash = hashlib.sha256()
 
     def write(self, parts: list[bytes]) -> None:
-        for part in parts:
-            self.hash.update(part)
-            view = memoryview(part)
-            while view:
-                n = os.write(self.fd, view)
-                view = view[n:]
+        try:
+            for part in parts:
+                self.hash.update(part)
+                view = memoryview(part)
+                while view:
+                    n = os.write(self.fd, view)
+                    view = view[n:]
+        except OSError as exc:
+            full = no_space(exc, self.path.parent, f"cannot save {self.path.name}")
+            if full is not None:
+                raise full from exc
+            raise
 
     def close(self) -> None:
         os.close(self.fd)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tsukud.errors import NotFound, TsukuError
+from tsukud.errors import DiskFull, NotFound, TsukuError
+from tsukud.fsutil import NO_SPACE, disk_full
 
 
 class InstallError(TsukuError):
@@ -27,3 +28,14 @@ class BinaryConflict(InstallError):
 
 class NotInstalled(NotFound):
     code = "not_installed"
+
+
+def no_space(exc: BaseException, where: Path, what: str) -> DiskFull | None:
+    """``exc`` as :class:`DiskFull` when it is a write that found no space under
+    ``where``, else None. A full disk is the user's to fix, not a damaged download or
+    archive."""
+    if isinstance(exc, DiskFull):
+        return exc
+    if not isinstance(exc, OSError) or exc.errno not in NO_SPACE:
+        return None
+    return disk_full(where, what, then="then run the command again (nothing was installed).")

@@ -39,6 +39,8 @@ import msgspec
 import zstandard
 
 from tsukud.errors import TsukuError
+from tsukud.fsutil import NO_SPACE
+from tsukud.install.errors import no_space
 from tsukud.recipe.model import ArchiveFormat
 
 CHUNK = 64 * 1024
@@ -236,6 +238,8 @@ def _fs(name: str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
+        if exc.errno in NO_SPACE:
+            raise  # extract() reports it as a full disk, with the directory
         raise ExtractError(f"cannot write entry {name!r}: {exc}") from exc
 
 
@@ -579,6 +583,9 @@ def extract(
     except TsukuError:
         raise
     except (_DecodeError, *_DECODE_ERRORS) as exc:
+        full = no_space(exc, root, f"cannot unpack {label}")
+        if full is not None:
+            raise full from exc
         raise CorruptArchive(f"{label}: cannot unpack as {fmt.value}: {exc}") from exc
 
 

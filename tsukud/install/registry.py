@@ -46,6 +46,16 @@ class RegistryUnavailable(TsukuError):
     code = "registry_unavailable"
 
 
+class ManifestInvalid(TsukuError):
+    """The registry answered, with something that is not a manifest we can read.
+
+    Not a network failure: falling back to a per-name fetch (and, for install, to paid
+    discovery) would hide a captive portal, a proxy's error page or a wrong URL.
+    """
+
+    code = "registry_manifest_invalid"
+
+
 class ManifestRecipe(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     description: str | None = None
@@ -100,10 +110,17 @@ def _parse_manifest(data: bytes, where: str) -> Manifest:
     try:
         manifest = msgspec.json.decode(data, type=Manifest)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        raise RegistryUnavailable(f"{where}: not a tsuku recipe manifest ({exc})") from None
+        start = data[:200].lstrip().lower()
+        looks = " (it looks like a web page)" if start.startswith((b"<!doctype", b"<html")) else ""
+        raise ManifestInvalid(
+            f"{where}: not a tsuku recipe manifest{looks}: {exc}", url=where
+        ) from None
     if str(manifest.schema_version) != "1":
-        raise RegistryUnavailable(
-            f"{where}: manifest schema_version {manifest.schema_version} is not supported (1 is)"
+        raise ManifestInvalid(
+            f"{where}: manifest schema_version {manifest.schema_version} is not supported (1 is)",
+            hint="A newer tsuku may read it; or point registry.manifest_url at a version 1 "
+            "manifest.",
+            url=where,
         )
     return manifest
 
@@ -170,8 +187,8 @@ class Registry:
             return None
         try:
             return _parse_manifest(data, str(self.manifest_path)), self._fresh(self.manifest_path)
-        except RegistryUnavailable:
-            return None
+        except ManifestInvalid:
+            return None  # a damaged cache is no cache: the registry is asked again
 
     async def fetch_manifest(self) -> Manifest:
         url = self.manifest_url
@@ -185,7 +202,8 @@ class Registry:
 
     async def manifest(self) -> tuple[Manifest | None, bool]:
         """The manifest (refetched once stale) and whether it is fresh. None when there
-        is neither a cache nor a reachable manifest."""
+        is neither a cache nor a reachable manifest. A registry that answers garbage
+        raises :class:`ManifestInvalid` (only an unreachable one falls back)."""
         cached = self.cached_manifest()
         if cached is not None and cached[1]:
             return cached

@@ -31,7 +31,7 @@ from tsukud.recipe import (
     tag_to_version,
     version_source,
 )
-from tsukud.recipe.version import candidate_tags
+from tsukud.recipe.version import candidate_tags, check_version
 
 DEFAULT_TTL = 600.0
 
@@ -79,6 +79,7 @@ class VersionResolver:
             res = await self._latest(source.repo, source.tag_prefix, stable)
         else:
             res = await self._specific(source.repo, source.tag_prefix, requested)
+        check_version(res.resolved, source.repo)
         self._cache[key] = (now + self.ttl, res)
         return res
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import posixpath
 import re
 import tomllib
 from collections.abc import Callable, Mapping
@@ -44,6 +45,7 @@ from tsukud.recipe.version_range import parse_range
 RESERVED_STEP_KEYS = ("action", "note", "description", "phase", "when", "dependencies")
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
 
 class _Bad(Exception):
@@ -177,9 +179,10 @@ def _timestamp(value: Any, path: str) -> str:
 
 
 def _repo(value: Any, path: str) -> str:
+    """GitHub's own character rules, so a name that could change the API URL it goes
+    into (``?``, ``#``, ``@``, ``..``) is the recipe's error, not GitHub's."""
     text = _str(value, path)
-    owner, sep, name = text.partition("/")
-    if not sep or not owner or not name or "/" in name or text != text.strip():
+    if not _REPO.fullmatch(text) or ".." in text:
         _expected(path, '"owner/repo"', value)
     return text
 
@@ -195,6 +198,14 @@ def _rel_path(value: Any, path: str) -> str:
     text = _nonempty(value, path)
     if text.startswith("/") or ".." in text.replace("\\", "/").split("/"):
         _expected(path, "a relative path without '..'", value)
+    return text
+
+
+def _file_path(value: Any, path: str) -> str:
+    """A binary's source or destination names a file: not ``.``, not ``dir/``."""
+    text = _rel_path(value, path)
+    if posixpath.normpath(text.replace("\\", "/")) == "." or text.endswith(("/", "\\")):
+        _expected(path, "the relative path of a file", value)
     return text
 
 
@@ -231,7 +242,7 @@ def _install_mode(value: Any, path: str) -> str:
 
 def _binary(value: Any, path: str) -> Binary:
     if isinstance(value, str):
-        return Binary(_rel_path(value, path))
+        return Binary(_file_path(value, path))
     if not isinstance(value, dict):
         _expected(path, 'a path or a {src = "...", dest = "..."} table', value)
     for key in value:
@@ -240,7 +251,9 @@ def _binary(value: Any, path: str) -> Binary:
     for key in ("src", "dest"):
         if key not in value:
             raise _Bad(f"{path}.{key}", "required")
-    return Binary(_rel_path(value["src"], f"{path}.src"), _rel_path(value["dest"], f"{path}.dest"))
+    return Binary(
+        _file_path(value["src"], f"{path}.src"), _file_path(value["dest"], f"{path}.dest")
+    )
 
 
 def _binaries(value: Any, path: str) -> tuple[Binary, ...]:
@@ -335,7 +348,7 @@ _GITHUB_ARCHIVE: dict[str, Conv] = {
 _GITHUB_FILE: dict[str, Conv] = {
     "repo": _repo,
     "asset_pattern": _asset_pattern,
-    "binary": _rel_path,
+    "binary": _file_path,
     "binaries": _binaries,
     "os_mapping": _name_map,
     "arch_mapping": _name_map,

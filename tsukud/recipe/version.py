@@ -14,6 +14,7 @@ normalisation; a ``tag_prefix`` is honoured only when ``[version] github_repo`` 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 import msgspec
@@ -30,6 +31,7 @@ from tsukud.recipe.version_range import sort_key as _sort_key
 
 DEFAULT_STABLE_QUALIFIERS = ("release", "final", "lts", "ga", "stable")
 _UNSTABLE_WORDS = ("alpha", "beta", "rc", "preview", "snapshot", "nightly", "dev")
+_SAFE_VERSION = re.compile(r"(?!.*\.\.)[A-Za-z0-9._+~-]{1,128}")
 
 
 class ResolvedVersion(msgspec.Struct, frozen=True):
@@ -72,8 +74,29 @@ def candidate_tags(version: str, tag_prefix: str | None = None) -> list[str]:
 
 
 def is_valid_version(version: str) -> bool:
-    """The reference skips tags whose normalised form has no digit at all."""
-    return any(c.isdigit() for c in version)
+    """The reference skips tags whose normalised form has no digit at all; we also skip
+    those that could not name the tool's directory (see :func:`check_version`)."""
+    return any(c.isdigit() for c in version) and _SAFE_VERSION.fullmatch(version) is not None
+
+
+def check_version(resolved: ResolvedVersion, repo: str = "") -> ResolvedVersion:
+    """``resolved``, if its version can name the tool's directory and fill a URL.
+
+    A tag is the publisher's text: with a ``tag_prefix`` (or from the latest release) it
+    becomes the version as is, and ``tools/<name>-<version>`` must not reach outside
+    ``tools/`` (``1.0/../x``) nor ``{version}`` alter a download URL (``?``, ``#``).
+    """
+    if _SAFE_VERSION.fullmatch(resolved.version) is None:
+        where = f" of {repo}" if repo else ""
+        raise VersionNotFound(
+            f"tag {resolved.tag!r}{where} gives the version {resolved.version!r}, which tsuku "
+            "cannot use (a version is letters, digits, '.', '_', '+', '~' and '-', without "
+            "'..')",
+            hint="Ask for another version (tool@version), or fix the recipe's tag_prefix.",
+            repo=repo,
+            tag=resolved.tag,
+        )
+    return resolved
 
 
 def is_stable_version(version: str, stable_qualifiers: Iterable[str] | None = None) -> bool:

@@ -3,12 +3,15 @@
 aiodocker and its asyncio loop are heavy to import and to open, so the runtime is opened
 on first use and then held for the daemon's life by a task in the services nursery.
 The first open also removes validation containers a previous daemon left behind: no
-validation of ours can be running at that point.
+validation of ours can be running at that point. That first open is made at start, in
+the background once the daemon is serving (:meth:`Sandbox.open_at_start`), when a
+runtime answers; and the containers of this daemon are removed again at a clean stop.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -30,6 +33,17 @@ StartTask = Callable[[Callable[..., Awaitable[Any]]], Awaitable[Any]]
 
 OWNER_LABEL_KEY = "dev.tsuku.owner"
 
+#: How long start-up waits for a runtime to list this owner's containers before it
+#: decides there is none (and imports nothing for it).
+PROBE_S = 1.0
+#: How long a clean stop spends removing this daemon's containers.
+STOP_SWEEP_S = 5.0
+
+
+def _import(*modules: str) -> None:
+    for name in modules:
+        importlib.import_module(name)
+
 
 class Sandbox:
     def __init__(
@@ -45,6 +59,11 @@ class Sandbox:
         self._lock = trio.Lock()
 
     @property
+    def label(self) -> str:
+        """``key=value`` of the label every container of this daemon's owner carries."""
+        return f"{OWNER_LABEL_KEY}={self.owner}"
+
+    @property
     def image(self) -> str:
         return self._image()
 
@@ -58,12 +77,55 @@ class Sandbox:
             # Only this daemon's containers: one engine may serve several users and
             # several TSUKU_HOMEs, whose validations must not be killed as "orphans".
             rt.labels[OWNER_LABEL_KEY] = self.owner
-            removed = await rt.remove_orphans(f"{OWNER_LABEL_KEY}={self.owner}")
-            if removed:
-                log.get().info("sandbox.orphans_removed", count=removed)
-                await self._store.append("sandbox.orphans_removed", {"count": removed})
+            await self._remove_orphans(rt)
             self._rt, self._holder = rt, scope
             return rt
+
+    async def _remove_orphans(self, rt: ContainerRuntime) -> None:
+        removed = await rt.remove_orphans(self.label)
+        if removed:
+            log.get().info("sandbox.orphans_removed", count=removed)
+            await self._store.append("sandbox.orphans_removed", {"count": removed})
+
+    async def open_at_start(self) -> None:
+        """Remove a previous daemon's orphans, at start, in the background.
+
+        Runs once the daemon serves. Asking whether there are any is one plain HTTP
+        request; only when there are is the runtime opened (aiodocker imported, in a
+        worker thread so requests keep being answered) and held, as a validation would.
+        Without a runtime, or when its socket does not answer within :data:`PROBE_S`,
+        nothing more happens (a later validation still opens it on first use).
+        """
+        try:
+            await trio.to_thread.run_sync(_import, "tsukud.sandbox.runtime")
+            from tsukud.sandbox.runtime import find_endpoint, labelled_containers
+
+            endpoint = await find_endpoint()
+            if endpoint is None:
+                return
+            ours = await labelled_containers(endpoint, self.label, PROBE_S)
+            if ours == [] or (ours is None and endpoint.startswith("unix://")):
+                return  # nothing to remove, or no engine behind the socket
+            await trio.to_thread.run_sync(_import, "aiohttp", "aiodocker", "trio_asyncio")
+            await self.runtime()
+        except Exception as e:  # best effort, in the background: never the daemon's end
+            self.forget()
+            message = e.message if isinstance(e, SandboxError) else repr(e)
+            log.get().info("sandbox.orphans_not_checked", error=message)
+
+    async def close_at_stop(self) -> None:
+        """At a clean stop (requests already cancelled, so none of ours is running):
+        remove this daemon's containers, if it ever opened the runtime, within
+        :data:`STOP_SWEEP_S` (a stop stays prompt when the engine hangs)."""
+        rt = self._rt
+        if rt is None:
+            return
+        with trio.move_on_after(STOP_SWEEP_S):
+            try:
+                await self._remove_orphans(rt)
+            except Exception as e:  # the stop goes on whatever the engine says
+                message = e.message if isinstance(e, SandboxError) else repr(e)
+                log.get().info("sandbox.orphans_not_removed", error=message)
 
     def forget(self) -> None:
         """Drop a runtime that stopped answering; the next call reconnects."""

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import signal
+import subprocess
+import time
 
 import pytest
 
@@ -44,40 +49,49 @@ def test_unreachable_runtime_is_a_clear_error(tsuku: Tsuku) -> None:
     assert check.returncode != 0 and "DOCKER_HOST" in check.stderr
 
 
-def test_orphan_cleanup_spares_other_daemons_containers(tsuku: Tsuku, image: str) -> None:
-    """One engine, several users or homes: a daemon removes only its own orphans."""
-    import hashlib
-    import os
-    import subprocess
+def _owner(t: Tsuku) -> str:
+    return hashlib.sha256(f"{os.getuid()}:{t.home.resolve()}".encode()).hexdigest()[:16]
 
-    ours = hashlib.sha256(f"{os.getuid()}:{tsuku.home.resolve()}".encode()).hexdigest()[:16]
 
-    def create(owner: str) -> str:
-        return subprocess.run(
-            [
-                "docker",
-                "create",
-                "--label",
-                "dev.tsuku.role=validation",
-                "--label",
-                f"dev.tsuku.owner={owner}",
-                image,
-                "true",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+def _run_labelled(image: str, owner: str) -> str:
+    """A running container as a validation leaves it when its daemon is killed."""
+    labels = ["--label", "dev.tsuku.role=validation", "--label", f"dev.tsuku.owner={owner}"]
+    return subprocess.run(
+        ["docker", "run", "-d", *labels, image, "sleep", "600"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
-    def exists(cid: str) -> bool:
-        return subprocess.run(["docker", "inspect", cid], capture_output=True).returncode == 0
 
-    mine, theirs = create(ours), create("someone-else-0000")
+def _exists(cid: str) -> bool:
+    return subprocess.run(["docker", "inspect", cid], capture_output=True).returncode == 0
+
+
+def _gone_within(cid: str, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _exists(cid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _loaded_aiohttp(pid: int) -> bool:
+    """Whether tsukud has imported aiohttp (aiodocker's transport): its C extensions
+    show in the process's memory map."""
+    with open(f"/proc/{pid}/maps") as f:
+        return "/aiohttp/" in f.read()
+
+
+def test_orphans_are_removed_at_start_without_a_request(tsuku: Tsuku, image: str) -> None:
+    """One engine, several users or homes: a daemon removes only its own orphans, and
+    does so at start, not at its first validation."""
+    mine, theirs = _run_labelled(image, _owner(tsuku)), _run_labelled(image, "someone-else-0000")
     try:
         tsuku.start()
-        assert json.loads(tsuku.ctl("sandbox", "status", "--json", check=True).stdout)["available"]
-        assert not exists(mine)
-        assert exists(theirs)
+        assert _gone_within(mine, 10), "this daemon's orphan survived its start"
+        assert _exists(theirs)
         removed = [
             json.loads(x)["payload"]["count"]
             for x in tsuku.ctl(
@@ -87,3 +101,37 @@ def test_orphan_cleanup_spares_other_daemons_containers(tsuku: Tsuku, image: str
         assert removed == [1]
     finally:
         subprocess.run(["docker", "rm", "-f", mine, theirs], capture_output=True)
+
+
+def test_containers_are_removed_at_a_clean_stop(tsuku: Tsuku, image: str) -> None:
+    proc = tsuku.start()
+    assert json.loads(tsuku.ctl("sandbox", "status", "--json", check=True).stdout)["available"]
+    # A container of this daemon's that outlived its request (as a kill -9 of a
+    # validation's cleanup would leave it), and another owner's.
+    mine, theirs = _run_labelled(image, _owner(tsuku)), _run_labelled(image, "someone-else-0000")
+    try:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+        assert not _exists(mine)
+        assert _exists(theirs)
+    finally:
+        subprocess.run(["docker", "rm", "-f", mine, theirs], capture_output=True)
+
+
+def test_start_imports_no_container_client_unless_there_are_orphans(
+    tsuku: Tsuku, image: str
+) -> None:
+    # A runtime that answers and holds nothing of ours: one plain request, no aiodocker.
+    tsuku.start()
+    pid = tsuku.daemon_pid()
+    time.sleep(1.5)  # the background check has run by now (it gives up after 1 s)
+    assert not _loaded_aiohttp(pid)
+    tsuku.stop_all()
+    # No runtime at all (a socket path nobody serves): nothing either.
+    tsuku.env["DOCKER_HOST"] = "unix:///nonexistent/docker.sock"
+    tsuku.procs.clear()
+    tsuku.start()
+    pid = tsuku.daemon_pid()
+    time.sleep(1.5)
+    assert not _loaded_aiohttp(pid)
+    assert tsuku.ctl("status").returncode == 0

@@ -17,6 +17,7 @@ from tsukud.sandbox.runtime import (
     ContainerRuntime,
     ImageMissing,
     RunSpec,
+    labelled_containers,
 )
 
 pytestmark = pytest.mark.docker
@@ -194,6 +195,26 @@ async def test_remove_orphans(runtime: ContainerRuntime, image: str) -> None:
     assert await runtime.remove_orphans(selector) == 1
     assert await runtime.list_containers(selector) == []
     assert await runtime.remove_orphans(selector) == 0
+
+
+async def test_labelled_containers_without_aiodocker(
+    runtime: ContainerRuntime, image: str, tmp_path: Path
+) -> None:
+    """The start-up check's plain HTTP request lists what aiodocker lists."""
+    label = unique_label()
+    selector = "=".join(label)
+    assert await labelled_containers(runtime.endpoint, selector, 5) == []
+    config = RunSpec(image=image, command=["true"], labels=dict([label])).container_config()
+    await runtime._call("create", runtime._impl.create, config, "tsuku-orphan-" + label[1])
+    try:
+        listed = await labelled_containers(runtime.endpoint, selector, 5)
+        assert listed == await runtime.list_containers(selector) and len(listed) == 1
+    finally:
+        await runtime.remove_orphans(selector)
+    # Nobody behind the socket, or an endpoint it cannot ask: no answer, at once.
+    with trio.fail_after(2):
+        assert await labelled_containers(f"unix://{tmp_path}/none.sock", selector, 5) is None
+        assert await labelled_containers("https://127.0.0.1:1", selector, 5) is None
 
 
 async def test_output_is_capped_keeping_the_tail(runtime: ContainerRuntime, image: str) -> None:
