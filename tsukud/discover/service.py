@@ -127,12 +127,14 @@ class DiscoveryService:
 
     async def _recipe(self, name: str) -> str | None:
         from tsukud.errors import TsukuError
-        from tsukud.install.registry import RecipeNotFound
+        from tsukud.install.registry import ManifestInvalid, RecipeNotFound
 
         try:
             loaded = await self.recipes().load(name)
         except RecipeNotFound:
             return None
+        except ManifestInvalid:
+            raise  # a registry answering garbage is its fault, never a reason to search
         except TsukuError:
             return None  # registry unreachable and nothing cached: not a hit
         return f"{loaded.source} recipe {loaded.path}"

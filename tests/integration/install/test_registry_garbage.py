@@ -37,3 +37,20 @@ def test_garbage_manifest_is_a_typed_error_and_no_discovery(
     # The registry answers properly again: the unknown name is "no recipe" as before.
     cp = inst.ctl("install", "no-such-tool", "--no-discover")
     assert cp.returncode == 3 and "no recipe for no-such-tool" in cp.stderr
+
+
+def test_discover_stops_at_a_garbage_manifest(inst: Tsuku, world: FakeGitHub) -> None:
+    """`tsukuctl discover` too: a registry that answers garbage is reported, and nothing
+    goes on to ecosystems or a (paid) web search as though the registry had said "no"."""
+    world.override("recipes.json", body=b"garbage", headers={"content-type": "text/plain"})
+    try:
+        cp = inst.ctl("discover", "no-such-tool", "--yes")
+    finally:
+        world.clear_overrides()
+    assert cp.returncode == 5, (cp.returncode, cp.stderr)
+    assert world.manifest_url in cp.stderr and "bug in tsuku" not in cp.stderr
+    # It started, and failed on the registry: no probe, no search, nothing paid.
+    assert [e["type"] for e in events(inst, "discovery.")] == [
+        "discovery.started",
+        "discovery.failed",
+    ]
