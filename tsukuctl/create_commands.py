@@ -199,6 +199,7 @@ def cmd_create(args: argparse.Namespace) -> int:
         "llm": args.llm,
         "skip_validation": args.skip_validation,
         "provider": args.provider,
+        "only_provider": args.only_provider,
         "yes": args.yes,
         "can_ask": can_ask() and not args.json,
         "collect_tool_stats": args.collect_tool_stats,
@@ -251,7 +252,17 @@ def register(sub: Any) -> None:
     mode.add_argument(
         "--llm", action="store_true", help="ask an LLM even when the matcher is confident"
     )
-    p.add_argument("--provider", help="LLM providers in order, e.g. claude or gemini,claude")
+    p.add_argument(
+        "--provider",
+        help="LLM provider(s) to try first, e.g. claude or gemini,claude; "
+        "the other configured ones take over if they fail",
+    )
+    p.add_argument(
+        "--only-provider",
+        action="store_true",
+        default=None,
+        help="use only the --provider (or llm.provider) ones, never fail over to others",
+    )
     p.add_argument(
         "--version", help="build and validate the recipe for this release (default: the newest)"
     )

@@ -67,6 +67,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
             "can_ask": can_ask() and not args.json,
             "search_provider": args.search_provider,
             "provider": args.provider,
+            "only_provider": args.only_provider,
             "no_llm": args.no_llm,
         },
         on_progress=None if args.json else show_progress,
@@ -87,7 +88,17 @@ def register(sub: Any) -> None:
         choices=("ddg", "tavily", "brave"),
         help="web search for local models (default: tavily/brave when keyed, else ddg)",
     )
-    p.add_argument("--provider", help="LLM providers in order, e.g. claude or gemini,claude")
+    p.add_argument(
+        "--provider",
+        help="LLM provider(s) to try first, e.g. claude or gemini,claude; "
+        "the other configured ones take over if they fail",
+    )
+    p.add_argument(
+        "--only-provider",
+        action="store_true",
+        default=None,
+        help="use only the --provider (or llm.provider) ones, never fail over to others",
+    )
     p.add_argument("--no-llm", action="store_true", help="registry and ecosystems only")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_discover)

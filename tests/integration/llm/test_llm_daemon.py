@@ -111,8 +111,10 @@ def test_failover_timeline_and_breaker_recovery(
 
     timeline = [
         (e["type"], e["payload"].get("provider") or e["payload"].get("from"))
-        for e in events(tsuku, "llm.*", "provider.*", "breaker.*")
+        for e in events(tsuku, "llm.turn", "llm.failed", "provider.*", "breaker.*")
     ]
+    # Each request was announced (write-ahead) before it was sent.
+    assert len(events(tsuku, "llm.call_started")) == len(claude.requests) + len(gemini.requests)
     assert timeline == [
         ("llm.failed", "claude"),
         ("provider.failover", "claude"),
