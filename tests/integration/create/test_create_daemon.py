@@ -182,7 +182,13 @@ def test_done_when_scripted_llm(home: Tsuku, anthropic: FakeAnthropic) -> None:
     evs = events(home)
     session = next(e["session"] for e in evs if e["type"] == "create.started")
     types = [e["type"] for e in evs if e["session"] == session]
-    assert types[:4] == ["create.started", "generation.started", "budget.reserved", "llm.turn"]
+    assert types[:5] == [
+        "create.started",
+        "budget.reserved",
+        "generation.started",  # the hourly slot is taken once the run is admitted
+        "llm.call_started",
+        "llm.turn",
+    ]
     assert types.count("llm.turn") == 2 and types.count("tool.called") == 2
     assert types[-3:] == ["budget.settled", "generation.completed", "recipe.written"]
     turns = [e["payload"] for e in evs if e["type"] == "llm.turn"]
