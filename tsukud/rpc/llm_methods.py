@@ -111,4 +111,5 @@ async def llm_test(d: Daemon, p: TestParams, call: Call) -> dict[str, Any]:
         "cost_usd": None if run.unpriced_turns else float(run.spent),
         "duration_ms": resp.duration_ms,
         "session": session,
+        "warnings": list(run.warnings),  # e.g. a rejected key that was failed over
     }

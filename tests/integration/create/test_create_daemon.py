@@ -469,6 +469,9 @@ def test_client_gone_cancels_the_run_and_settles(home: Tsuku, anthropic: FakeAnt
     for line in proc.stderr:
         if line.startswith("asking claude"):
             break
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not anthropic.requests:
+        time.sleep(0.05)  # the request is on its way to the provider
     proc.kill()
     proc.wait()
     proc.stderr.close()
@@ -477,6 +480,11 @@ def test_client_gone_cancels_the_run_and_settles(home: Tsuku, anthropic: FakeAnt
         time.sleep(0.1)
     (failed,) = events(home, "generation.failed")
     assert failed["payload"]["error_code"] == "cancelled" and failed["payload"]["stage"] == "llm"
+    # The request was sent and never answered: charged at its worst case, estimated,
+    # and the run's terminal event carries that total.
+    (cut,) = events(home, "llm.cut_off")
+    assert cut["payload"]["estimated"] is True and cut["payload"]["cost_usd"] > 0
     (settled,) = events(home, "budget.settled")
-    assert settled["payload"]["actual_usd"] == 0
+    assert settled["payload"]["actual_usd"] == pytest.approx(cut["payload"]["cost_usd"])
+    assert failed["payload"]["run_cost_usd"] == pytest.approx(cut["payload"]["cost_usd"])
     assert not list((home.home / "validate").glob("run-*"))

@@ -24,7 +24,7 @@ from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.gemini_server import FakeGemini
 from tsukud import config as configmod
 from tsukud.clock import TrioClock
-from tsukud.errors import BudgetExceeded
+from tsukud.errors import BudgetExceeded, UserDeclined
 from tsukud.events.projections import State, rebuild
 from tsukud.events.store import EventStore
 from tsukud.llm.service import LLM
@@ -203,6 +203,43 @@ async def test_a_run_that_outgrows_its_reservation_extends_it(tmp_path: Path) ->
             assert len(settled) == 1 + len(more)
             assert sum(x["actual_usd"] for x in settled) == pytest.approx(float(run_spent))
             assert float(run_spent) == pytest.approx(float(sum(model.billed, Decimal(0))))
+
+
+async def test_an_extension_past_the_threshold_is_asked_again(tmp_path: Path) -> None:
+    """The first reservation ($0.45) needs no yes; the extension that takes the run past
+    the $0.50 threshold asks again, and a no stops the run before the next call."""
+    model = GreedyModel()
+    with FakeAnthropic(fallback=model) as fake:
+        async with service(tmp_path, claude_env(fake), daily=20.0, threshold=0.5) as env:
+            asked: list[dict[str, Any]] = []
+
+            async def progress(body: dict[str, Any]) -> None:
+                question = body.get("confirm")
+                if question is not None:
+                    asked.append(question)
+                    env.llm.confirmations.answer(question["token"], False)
+
+            with pytest.raises(UserDeclined):
+                async with env.llm.run(
+                    session="s",
+                    purpose="create",
+                    max_turns=11,
+                    max_tokens=2048,
+                    input_tokens=10_000,
+                    can_ask=True,
+                    progress=progress,
+                ) as run:
+                    messages: list[Any] = [UserMessage("write a recipe")]
+                    for _turn in range(11):
+                        response = await run.complete(
+                            Request(messages=tuple(messages), max_tokens=2048)
+                        )
+                        messages += [response.message, UserMessage(FILE * 3)]
+            (question,) = asked
+            assert "needs $" in question["message"] and question["estimate_usd"] > 0.5
+            assert 0 < len(model.billed) < 11
+            (settled,) = await env.rows("budget.settled")
+            assert settled["actual_usd"] == pytest.approx(float(sum(model.billed, Decimal(0))))
 
 
 async def test_ceiling_without_budget_stops_with_what_was_spent(
