@@ -81,6 +81,7 @@ async def service(
         generations=GenerationLimit(store, state.generations, clock, lambda: 100),
         breakers=CircuitBreakers(store, state.breakers, clock, lambda: BreakerSettings(3, 60)),
         confirmations=Confirmations(store),
+        clock=clock,
         sleep=sleep,
     )
     async with trio.open_nursery() as nursery:
