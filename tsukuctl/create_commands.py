@@ -24,7 +24,7 @@ import os
 import sys
 
 from tsukuctl import render
-from tsukuctl.command import ask_on_terminal, can_ask, out, rpc
+from tsukuctl.command import add_provider_flags, ask_on_terminal, can_ask, out, rpc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -252,17 +252,7 @@ def register(sub: Any) -> None:
     mode.add_argument(
         "--llm", action="store_true", help="ask an LLM even when the matcher is confident"
     )
-    p.add_argument(
-        "--provider",
-        help="LLM provider(s) to try first, e.g. claude or gemini,claude; "
-        "the other configured ones take over if they fail",
-    )
-    p.add_argument(
-        "--only-provider",
-        action="store_true",
-        default=None,
-        help="use only the --provider (or llm.provider) ones, never fail over to others",
-    )
+    add_provider_flags(p)
     p.add_argument(
         "--version", help="build and validate the recipe for this release (default: the newest)"
     )

@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from tsukuctl import render
-from tsukuctl.command import ask_on_terminal, can_ask, out, rpc
+from tsukuctl.command import add_provider_flags, ask_on_terminal, can_ask, out, rpc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -88,17 +88,7 @@ def register(sub: Any) -> None:
         choices=("ddg", "tavily", "brave"),
         help="web search for local models (default: tavily/brave when keyed, else ddg)",
     )
-    p.add_argument(
-        "--provider",
-        help="LLM provider(s) to try first, e.g. claude or gemini,claude; "
-        "the other configured ones take over if they fail",
-    )
-    p.add_argument(
-        "--only-provider",
-        action="store_true",
-        default=None,
-        help="use only the --provider (or llm.provider) ones, never fail over to others",
-    )
+    add_provider_flags(p)
     p.add_argument("--no-llm", action="store_true", help="registry and ecosystems only")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_discover)

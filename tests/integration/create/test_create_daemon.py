@@ -19,22 +19,11 @@ from tests.conftest import Tsuku, base_env, short_home
 from tests.fakes import anthropic_server as anth
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.github import FakeGitHub, fixture_world
-from tests.integration.create.helpers import CLAUDE_KEY
+from tests.integration.create.helpers import CLAUDE_KEY, STERN
 from tsukud.errors import ExitCode
 
 pytestmark = pytest.mark.docker
 
-STERN = {
-    "asset_type": "archive",
-    "asset_pattern": "stern_{version}_{os}_{arch}.tar.gz",
-    "os_mapping": {"linux": "linux", "darwin": "darwin"},
-    "arch_mapping": {"amd64": "amd64", "arm64": "arm64"},
-    "archive_format": "tar.gz",
-    "strip_dirs": 0,
-    "binaries": ["stern"],
-    "verify_command": "stern --version",
-    "verify_pattern": "{version}",
-}
 
 
 @pytest.fixture(scope="module")

@@ -17,23 +17,12 @@ from tests.conftest import Tsuku, base_env, short_home
 from tests.fakes import anthropic_server as anth
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.github import FakeGitHub, fixture_world
-from tests.integration.create.helpers import CLAUDE_KEY
+from tests.integration.create.helpers import CLAUDE_KEY, STERN
 from tsukud.errors import ExitCode
 from tsukud.testing.http import RecordedRequest, Reply
 
 FILES = [f"docs/big-{i}.md" for i in range(3)]
 SONNET_IN, SONNET_OUT = Decimal(2), Decimal(10)  # $ per Mtok, Claude Sonnet 5.5
-STERN = {
-    "asset_type": "archive",
-    "asset_pattern": "stern_{version}_{os}_{arch}.tar.gz",
-    "os_mapping": {"linux": "linux", "darwin": "darwin"},
-    "arch_mapping": {"amd64": "amd64", "arm64": "arm64"},
-    "archive_format": "tar.gz",
-    "strip_dirs": 0,
-    "binaries": ["stern"],
-    "verify_command": "stern --version",
-    "verify_pattern": "{version}",
-}
 
 
 class Greedy:

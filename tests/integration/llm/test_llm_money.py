@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -27,8 +27,8 @@ from tsukud.clock import TrioClock
 from tsukud.errors import BudgetExceeded, UserDeclined
 from tsukud.events.projections import State, rebuild
 from tsukud.events.store import EventStore
-from tsukud.llm.service import LLM
-from tsukud.llm.types import Request, UserMessage
+from tsukud.llm.service import LLM, Run
+from tsukud.llm.types import Request, Response, UserMessage
 from tsukud.policy.breaker import BreakerSettings, CircuitBreakers
 from tsukud.policy.budget import Budget, BudgetLimits
 from tsukud.policy.confirm import Confirmations
@@ -94,16 +94,13 @@ async def service(
     store.close_connection()
 
 
-@pytest.fixture
-def claude() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as f:
-        yield f
-
-
-@pytest.fixture
-def gemini() -> Iterator[FakeGemini]:
-    with FakeGemini() as f:
-        yield f
+async def one_call(llm: LLM) -> tuple[Response, Run]:
+    """A one-turn run with one small request (what ``llm test`` does)."""
+    async with llm.run(
+        session="s", purpose="llm.test", max_turns=1, max_tokens=16, input_tokens=64
+    ) as run:
+        response = await run.complete(Request(messages=(UserMessage("hi"),), max_tokens=16))
+    return response, run
 
 
 def claude_env(fake: FakeAnthropic) -> dict[str, str]:
@@ -244,11 +241,11 @@ async def test_an_extension_past_the_threshold_is_asked_again(tmp_path: Path) ->
 
 
 async def test_ceiling_without_budget_stops_with_what_was_spent(
-    tmp_path: Path, claude: FakeAnthropic
+    tmp_path: Path, anthropic_fake: FakeAnthropic
 ) -> None:
     for _ in range(3):
-        claude.reply([anth.text("more")], usage_=anth.usage(100, 10))
-    async with service(tmp_path, claude_env(claude), daily=0.02) as env:
+        anthropic_fake.reply([anth.text("more")], usage_=anth.usage(100, 10))
+    async with service(tmp_path, claude_env(anthropic_fake), daily=0.02) as env:
         with pytest.raises(BudgetExceeded) as e:
             async with env.llm.run(
                 session="s", purpose="create", max_turns=1, max_tokens=100, input_tokens=100
@@ -259,16 +256,16 @@ async def test_ceiling_without_budget_stops_with_what_was_spent(
                     messages += [response.message, UserMessage(FILE)]
         assert "this run has spent $0.0003" in e.value.message
         assert "llm.daily_budget" in (e.value.hint or "")
-        assert len(claude.requests) == 1  # the second call was refused before it was sent
+        assert len(anthropic_fake.requests) == 1  # the second call was refused before it was sent
         (settled,) = await env.rows("budget.settled")
         assert settled["actual_usd"] == pytest.approx(0.0003)
 
 
 async def test_a_cut_off_call_is_charged_at_its_worst_case(
-    tmp_path: Path, claude: FakeAnthropic
+    tmp_path: Path, anthropic_fake: FakeAnthropic
 ) -> None:
-    claude.reply([anth.text("late")], delay=5)
-    async with service(tmp_path, claude_env(claude)) as env:
+    anthropic_fake.reply([anth.text("late")], delay=5)
+    async with service(tmp_path, claude_env(anthropic_fake)) as env:
         with trio.move_on_after(0.5):
             async with env.llm.run(
                 session="s", purpose="discovery", max_turns=1, max_tokens=100, input_tokens=100
@@ -282,8 +279,10 @@ async def test_a_cut_off_call_is_charged_at_its_worst_case(
         assert settled["actual_usd"] == pytest.approx(cut["cost_usd"])
 
 
-async def test_a_refused_run_takes_no_hourly_slot(tmp_path: Path, claude: FakeAnthropic) -> None:
-    async with service(tmp_path, claude_env(claude), daily=0.001) as env:
+async def test_a_refused_run_takes_no_hourly_slot(
+    tmp_path: Path, anthropic_fake: FakeAnthropic
+) -> None:
+    async with service(tmp_path, claude_env(anthropic_fake), daily=0.001) as env:
         with pytest.raises(BudgetExceeded):
             async with env.llm.run(
                 session="s",
@@ -295,11 +294,11 @@ async def test_a_refused_run_takes_no_hourly_slot(tmp_path: Path, claude: FakeAn
                 pass
         assert await env.rows("generation.started") == []
         assert len(await env.rows("budget.denied")) == 1
-        assert claude.requests == []
+        assert anthropic_fake.requests == []
 
 
 async def test_single_provider_retries_529_honouring_retry_after(
-    tmp_path: Path, claude: FakeAnthropic
+    tmp_path: Path, anthropic_fake: FakeAnthropic
 ) -> None:
     waits: list[float] = []
 
@@ -307,37 +306,31 @@ async def test_single_provider_retries_529_honouring_retry_after(
         waits.append(seconds)
 
     for _ in range(2):
-        claude.error(529, "overloaded_error", "Overloaded", headers={"retry-after": "7"})
-    claude.reply([anth.text("OK")])
-    async with service(tmp_path, claude_env(claude), sleep=sleep) as env:
-        async with env.llm.run(
-            session="s", purpose="llm.test", max_turns=1, max_tokens=16, input_tokens=64
-        ) as run:
-            response = await run.complete(Request(messages=(UserMessage("hi"),), max_tokens=16))
+        anthropic_fake.error(529, "overloaded_error", "Overloaded", headers={"retry-after": "7"})
+    anthropic_fake.reply([anth.text("OK")])
+    async with service(tmp_path, claude_env(anthropic_fake), sleep=sleep) as env:
+        response, _run = await one_call(env.llm)
         assert response.text == "OK" and waits == [7.0, 7.0]
         retries = await env.rows("provider.retry")
         assert [(r["attempt"], r["wait_s"], r["reason"]) for r in retries] == [
             (1, 7.0, "provider_unavailable"),
             (2, 7.0, "provider_unavailable"),
         ]
-        assert len(claude.requests) == 3
+        assert len(anthropic_fake.requests) == 3
 
 
 async def test_rejected_key_fails_over_to_the_next_provider(
-    tmp_path: Path, claude: FakeAnthropic, gemini: FakeGemini
+    tmp_path: Path, anthropic_fake: FakeAnthropic, gemini_fake: FakeGemini
 ) -> None:
-    claude.error(401, "authentication_error", "invalid x-api-key")
-    gemini.reply([gem.text("OK")])
+    anthropic_fake.error(401, "authentication_error", "invalid x-api-key")
+    gemini_fake.reply([gem.text("OK")])
     env_vars = {
-        **claude_env(claude),
+        **claude_env(anthropic_fake),
         "GOOGLE_API_KEY": GEMINI_KEY,
-        "TSUKU_GEMINI_BASE_URL": gemini.url,
+        "TSUKU_GEMINI_BASE_URL": gemini_fake.url,
     }
     async with service(tmp_path, env_vars) as env:
-        async with env.llm.run(
-            session="s", purpose="create", max_turns=1, max_tokens=16, input_tokens=64
-        ) as run:
-            response = await run.complete(Request(messages=(UserMessage("hi"),), max_tokens=16))
+        response, run = await one_call(env.llm)
         assert response.provider == "gemini" and response.text == "OK"
         assert any("ANTHROPIC_API_KEY" in w for w in run.warnings)  # the key's hint is kept
         (failover,) = await env.rows("provider.failover")
@@ -345,12 +338,12 @@ async def test_rejected_key_fails_over_to_the_next_provider(
 
 
 async def test_a_chosen_provider_comes_first_and_only_provider_keeps_it_alone(
-    tmp_path: Path, claude: FakeAnthropic, gemini: FakeGemini
+    tmp_path: Path, anthropic_fake: FakeAnthropic, gemini_fake: FakeGemini
 ) -> None:
     env_vars = {
-        **claude_env(claude),
+        **claude_env(anthropic_fake),
         "GOOGLE_API_KEY": GEMINI_KEY,
-        "TSUKU_GEMINI_BASE_URL": gemini.url,
+        "TSUKU_GEMINI_BASE_URL": gemini_fake.url,
     }
     async with service(tmp_path, env_vars) as env:
         assert env.llm.usable("gemini") == ["gemini", "claude"]
@@ -384,14 +377,16 @@ def test_design_config_example_loads(tmp_path: Path) -> None:
     assert "[llm.claude]" in path.read_text()
 
 
-def test_config_set_key_is_used_by_the_next_request(tsuku: Tsuku, claude: FakeAnthropic) -> None:
-    tsuku.env["ANTHROPIC_BASE_URL"] = claude.url
+def test_config_set_key_is_used_by_the_next_request(
+    tsuku: Tsuku, anthropic_fake: FakeAnthropic
+) -> None:
+    tsuku.env["ANTHROPIC_BASE_URL"] = anthropic_fake.url
     tsuku.start()
     old, new = CLAUDE_KEY, CLAUDE_KEY.replace("MONEY", "FRESH")
     for key in (old, new):
         tsuku.ctl("config", "set", "secrets.anthropic_api_key", input=key, check=True)
-        claude.reply([anth.text("OK")])
+        anthropic_fake.reply([anth.text("OK")])
         tsuku.ctl("llm", "test", check=True)
-        sent = claude.requests[-1].headers
+        sent = anthropic_fake.requests[-1].headers
         # SDK 2.x sends the key as a bearer token (older SDKs: x-api-key).
         assert key in (sent.get("x-api-key"), sent.get("authorization", "")[7:])
