@@ -45,3 +45,18 @@ def ask_on_terminal(question: dict[str, Any]) -> bool:
     except (OSError, KeyboardInterrupt):
         return False
     return reply.strip().lower() in ("y", "yes")
+
+
+def add_provider_flags(p: argparse.ArgumentParser) -> None:
+    """``--provider`` (tried first) and ``--only-provider``, for commands that ask an LLM."""
+    p.add_argument(
+        "--provider",
+        help="LLM provider(s) to try first, e.g. claude or gemini,claude; "
+        "the other configured ones take over if they fail",
+    )
+    p.add_argument(
+        "--only-provider",
+        action="store_true",
+        default=None,
+        help="use only the --provider (or llm.provider) ones, never fail over to others",
+    )

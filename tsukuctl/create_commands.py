@@ -24,7 +24,7 @@ import os
 import sys
 
 from tsukuctl import render
-from tsukuctl.command import ask_on_terminal, can_ask, out, rpc
+from tsukuctl.command import add_provider_flags, ask_on_terminal, can_ask, out, rpc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -199,6 +199,7 @@ def cmd_create(args: argparse.Namespace) -> int:
         "llm": args.llm,
         "skip_validation": args.skip_validation,
         "provider": args.provider,
+        "only_provider": args.only_provider,
         "yes": args.yes,
         "can_ask": can_ask() and not args.json,
         "collect_tool_stats": args.collect_tool_stats,
@@ -251,7 +252,7 @@ def register(sub: Any) -> None:
     mode.add_argument(
         "--llm", action="store_true", help="ask an LLM even when the matcher is confident"
     )
-    p.add_argument("--provider", help="LLM providers in order, e.g. claude or gemini,claude")
+    add_provider_flags(p)
     p.add_argument(
         "--version", help="build and validate the recipe for this release (default: the newest)"
     )

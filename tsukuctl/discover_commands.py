@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from tsukuctl import render
-from tsukuctl.command import ask_on_terminal, can_ask, out, rpc
+from tsukuctl.command import add_provider_flags, ask_on_terminal, can_ask, out, rpc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,6 +67,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
             "can_ask": can_ask() and not args.json,
             "search_provider": args.search_provider,
             "provider": args.provider,
+            "only_provider": args.only_provider,
             "no_llm": args.no_llm,
         },
         on_progress=None if args.json else show_progress,
@@ -87,7 +88,7 @@ def register(sub: Any) -> None:
         choices=("ddg", "tavily", "brave"),
         help="web search for local models (default: tavily/brave when keyed, else ddg)",
     )
-    p.add_argument("--provider", help="LLM providers in order, e.g. claude or gemini,claude")
+    add_provider_flags(p)
     p.add_argument("--no-llm", action="store_true", help="registry and ecosystems only")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_discover)

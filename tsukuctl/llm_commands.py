@@ -29,6 +29,8 @@ def cmd_llm(args: argparse.Namespace) -> int:
         f" {res['duration_ms']} ms: {res['input_tokens']} in / {res['output_tokens']} out tokens,"
         f" cost {render.money(res['cost_usd'])} (recorded in session {res['session']})"
     )
+    for warning in res.get("warnings") or ():
+        sys.stderr.write(f"warning: {warning}\n")
     return 0
 
 

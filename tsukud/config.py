@@ -66,7 +66,26 @@ KEYS: dict[str, Key] = {
             str,
             "",
             ("TSUKU_LLM_PROVIDER",),
-            doc="provider order, e.g. 'claude,gemini,local'",
+            doc="providers to try first, e.g. 'claude' or 'gemini,claude'; the others follow",
+        ),
+        Key(
+            "llm.only_provider",
+            bool,
+            False,
+            ("TSUKU_LLM_ONLY_PROVIDER",),
+            doc="use only llm.provider's providers (or --provider's), never fail over to others",
+        ),
+        Key(
+            "llm.claude.api_key_env",
+            str,
+            "",
+            doc="environment variable holding the Anthropic key (before ANTHROPIC_API_KEY)",
+        ),
+        Key(
+            "llm.gemini.api_key_env",
+            str,
+            "",
+            doc="environment variable holding the Gemini key (before GOOGLE_API_KEY)",
         ),
         Key("llm.anthropic_base_url", str, "https://api.anthropic.com", ("ANTHROPIC_BASE_URL",)),
         Key(
@@ -221,9 +240,19 @@ KEYS: dict[str, Key] = {
 }
 
 
+# Names the design used, read as the setting they mean (shown as the setting's source).
+ALIASES: dict[str, str] = {"llm.require_confirmation": "llm.confirm_threshold"}
+
+# A secret read first from the environment variable another setting names.
+KEY_ENV_SETTINGS: dict[str, str] = {
+    "secrets.anthropic_api_key": "llm.claude.api_key_env",
+    "secrets.google_api_key": "llm.gemini.api_key_env",
+}
+
+
 def key(name: str) -> Key:
     try:
-        return KEYS[name]
+        return KEYS[ALIASES.get(name, name)]
     except KeyError:
         raise UsageError(
             f"unknown setting {name!r}",
@@ -299,15 +328,37 @@ def read_file(path: Path) -> dict[str, Any]:
                 f"{path}: top-level key {section!r} must be a table like [llm]",
                 hint="See docs/config.md.",
             )
-        for name, value in body.items():
-            flat[f"{section}.{name}"] = value
+        _flatten(section, body, flat)
+    aliased: dict[str, str] = {}
+    for alias, name in ALIASES.items():
+        if alias in flat:
+            value = flat.pop(alias)
+            if name not in flat:  # the setting's own name wins
+                flat[name] = value
+                aliased[name] = alias
     unknown = sorted(set(flat) - set(KEYS))
     if unknown:
         raise ConfigError(
             f"{path}: unknown setting(s) {', '.join(unknown)}",
             hint="`tsukuctl config list` shows every setting.",
         )
+    if aliased:
+        flat[_ALIASED] = aliased
     return flat
+
+
+_ALIASED = "\0aliased"  # read_file's note of settings read under an alias
+
+
+def _flatten(prefix: str, table: Mapping[str, Any], flat: dict[str, Any]) -> None:
+    """``[llm.claude] api_key_env`` → ``llm.claude.api_key_env``; a table that is not
+    a known setting's prefix stays a (refused) value."""
+    for name, value in table.items():
+        dotted = f"{prefix}.{name}"
+        if isinstance(value, dict) and any(k.startswith(dotted + ".") for k in KEYS):
+            _flatten(dotted, value, flat)
+        else:
+            flat[dotted] = value
 
 
 @dataclass(frozen=True)
@@ -346,17 +397,23 @@ def resolve(
     env = os.environ if env is None else env
     path = Path(paths.config_path(env)) if path is None else path
     file_values = read_file(path)
+    aliased: dict[str, str] = file_values.pop(_ALIASED, {})
     flags = flags or {}
     out: dict[str, Setting] = {}
     for name, k in KEYS.items():
         if name in flags and flags[name] is not None:
             out[name] = Setting(k, coerce(k, flags[name], "flag"), "flag")
             continue
-        env_name = next((e for e in k.env if env.get(e)), None)
+        envs = k.env
+        named_by = KEY_ENV_SETTINGS.get(name)
+        if named_by is not None and out[named_by].value:
+            envs = (out[named_by].value, *envs)
+        env_name = next((e for e in envs if env.get(e)), None)
         if env_name is not None:
             out[name] = Setting(k, coerce(k, env[env_name], f"${env_name}"), f"env:{env_name}")
         elif name in file_values:
-            out[name] = Setting(k, coerce(k, file_values[name], str(path)), "file")
+            source = f"file (as {aliased[name]})" if name in aliased else "file"
+            out[name] = Setting(k, coerce(k, file_values[name], str(path)), source)
         else:
             out[name] = Setting(k, k.default, "default")
     return Config(out, path)
@@ -369,14 +426,18 @@ def write_value(path: Path, name: str, raw: Any) -> Any:
     k = key(name)
     value = None if raw is None else coerce(k, raw, "value")
     flat = read_file(path)
+    flat.pop(_ALIASED, None)  # written back under the setting's own name
     if value is None:
         flat.pop(name, None)
     else:
         flat[name] = value
-    doc: dict[str, dict[str, Any]] = {}
+    doc: dict[str, Any] = {}
     for dotted in sorted(flat):
-        section, _, leaf = dotted.partition(".")
-        doc.setdefault(section, {})[leaf] = flat[dotted]
+        *tables, leaf = dotted.split(".")
+        table = doc
+        for t in tables:
+            table = table.setdefault(t, {})
+        table[leaf] = flat[dotted]
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     write_atomic(path, tomli_w.dumps(doc), mode=0o600)  # may hold API keys
     return value

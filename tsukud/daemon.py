@@ -8,12 +8,15 @@ task, RPC serving, start-up repairs, and an orderly stop (in-flight requests can
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import signal
 import sqlite3
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -133,28 +136,46 @@ class Daemon:
     async def _settle_abandoned(self, left_open: list[str]) -> None:
         """Reservations a dead daemon left open are settled at what was actually spent.
 
+        A run's reservations (its first and the extensions naming it) are settled
+        together, at its ``llm.turn``/``llm.cut_off`` costs and paid searches, plus every
+        ``llm.call_started`` that never got an answer: that request may have been billed
+        and its usage is lost, so it is charged at its worst case as an estimated
+        ``llm.cut_off`` (the ledger never undercounts).
+
         ``left_open`` is taken before the server accepts anything: a request served
         while the start-up is still being recorded may already hold a reservation of its
         own, which is live, not abandoned.
         """
+        from tsukud.llm.ceiling import allocate
+
+        def extends(conn: sqlite3.Connection) -> dict[str, str]:
+            rows = conn.execute(
+                "SELECT json_extract(payload, '$.reservation'),"
+                " json_extract(payload, '$.extends') FROM events"
+                " WHERE type = 'budget.reserved' AND json_extract(payload, '$.extends') IS NOT NULL"
+            ).fetchall()
+            return {str(r): str(first) for r, first in rows}
+
+        first_of = await self.store.read(extends)
+        runs: dict[str, list[str]] = {}
         for rid in left_open:
-            r = self.state.spend.open[rid]
-            session = r.session
-
-            def spent(conn: sqlite3.Connection, session: str | None = session) -> float:
-                if session is None:
-                    return 0.0
-                # What the run was charged: its priced turns and its paid web searches.
-                row = conn.execute(
-                    "SELECT coalesce(sum(json_extract(payload, '$.cost_usd')), 0) FROM events"
-                    " WHERE session = ? AND type IN ('llm.turn', 'discovery.search')",
-                    (session,),
-                ).fetchone()
-                return float(row[0])
-
-            actual = await self.store.read(spent)
-            await self.budget.settle(rid, actual, session=session)
-            log.get().info("budget.abandoned_settled", reservation=rid, actual_usd=actual)
+            runs.setdefault(first_of.get(rid, rid), []).append(rid)
+        for first, rids in runs.items():
+            session = self.state.spend.open[rids[0]].session
+            found = await self.store.read(
+                functools.partial(_abandoned_costs, first=first, session=session)
+            )
+            for call in found.unanswered:
+                payload = {**call, "reason": "abandoned", "estimated": True}
+                await self.store.append("llm.cut_off", payload, session)
+            actual = found.spent + sum(
+                (Decimal(str(c["cost_usd"])) for c in found.unanswered if "cost_usd" in c),
+                Decimal(0),
+            )
+            amounts = [Decimal(self.state.spend.open[r].amount) / 1_000_000 for r in rids]
+            for rid, share in zip(rids, allocate(actual, amounts), strict=True):
+                await self.budget.settle(rid, float(share), session=session)
+            log.get().info("budget.abandoned_settled", reservation=first, actual_usd=float(actual))
 
     async def run(
         self,
@@ -256,3 +277,61 @@ class Daemon:
             "sandbox": {"slots": self.container_lock.slots, "busy": self.container_lock.busy},
             "connections": self.server.connections if self.server is not None else 0,
         }
+
+
+@dataclass
+class _Abandoned:
+    spent: Decimal  # what the run's turns, cut-offs and paid searches cost
+    unanswered: list[dict[str, Any]]  # llm.cut_off payloads for calls without an answer
+
+
+def _abandoned_costs(conn: sqlite3.Connection, first: str, session: str | None) -> _Abandoned:
+    """What a crash-abandoned run (first reservation ``first``) is known to have cost."""
+    spent = Decimal(
+        str(
+            conn.execute(
+                "SELECT coalesce(sum(json_extract(payload, '$.cost_usd')), 0) FROM events"
+                " WHERE type IN ('llm.turn', 'llm.cut_off')"
+                " AND json_extract(payload, '$.reservation') = ?",
+                (first,),
+            ).fetchone()[0]
+        )
+    )
+    if session is not None:
+        # Paid searches name the session, not the reservation.
+        spent += Decimal(
+            str(
+                conn.execute(
+                    "SELECT coalesce(sum(json_extract(payload, '$.cost_usd')), 0) FROM events"
+                    " WHERE session = ? AND type = 'discovery.search'",
+                    (session,),
+                ).fetchone()[0]
+            )
+        )
+    answered = {
+        row[0]
+        for row in conn.execute(
+            "SELECT json_extract(payload, '$.call') FROM events"
+            " WHERE type IN ('llm.turn', 'llm.failed', 'llm.cut_off')"
+            " AND json_extract(payload, '$.reservation') = ?",
+            (first,),
+        )
+    }
+    unanswered = []
+    for (raw,) in conn.execute(
+        "SELECT payload FROM events WHERE type = 'llm.call_started'"
+        " AND json_extract(payload, '$.reservation') = ? ORDER BY id",
+        (first,),
+    ):
+        started = json.loads(raw)
+        if started["call"] in answered:
+            continue
+        cut: dict[str, Any] = {
+            k: started[k]
+            for k in ("provider", "model", "purpose", "reservation", "call")
+            if started.get(k) is not None
+        }
+        if started.get("worst_case_usd") is not None:
+            cut["cost_usd"] = started["worst_case_usd"]
+        unanswered.append(cut)
+    return _Abandoned(spent, unanswered)

@@ -143,3 +143,55 @@ def test_a_wal_lost_after_kill_9_is_refused_at_start_with_what_was_lost(tsuku: T
     cp = tsuku.ctl("events", "verify")
     assert cp.returncode == ExitCode.LEDGER_CORRUPT, cp.stderr
     assert "are missing" in cp.stderr and "Traceback" not in cp.stderr
+
+
+def test_abandoned_call_is_settled_at_its_worst_case(tsuku: Tsuku) -> None:
+    """A run died with a request in flight (its llm.call_started has no answer): the next
+    daemon charges that call at its worst case as an estimated llm.cut_off, and settles
+    the run's first reservation and its extension at their shares of the total."""
+    import trio
+
+    from tsukud import config as configmod
+    from tsukud.daemon import Daemon
+
+    session = "create-0123456789ab"
+
+    async def die_mid_call() -> None:
+        d = Daemon(config=configmod.resolve(env=tsuku.env), env=tsuku.env)
+        d.open()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(d.store.run)
+            first = await d.budget.reserve(0.02, session=session, purpose="create", confirmed=True)
+            rid = first.reservation
+            await d.budget.reserve(
+                0.05, session=session, purpose="create", confirmed=True, extends=rid
+            )
+            call = {"provider": "claude", "reservation": rid}
+            for type_, payload in (
+                ("llm.call_started", {**call, "call": 1, "worst_case_usd": 0.015}),
+                ("llm.turn", {**call, "call": 1, "cost_usd": 0.01}),
+                ("llm.call_started", {**call, "call": 2, "worst_case_usd": 0.03}),
+                ("llm.failed", {**call, "call": 2, "error_type": "provider_unavailable"}),
+                ("llm.call_started", {**call, "call": 3, "worst_case_usd": 0.02}),
+            ):
+                ev = d.store.append_nowait(type_, payload, session)
+            await d.store.wait_durable(ev.id)
+            d.store.close()  # the process "dies" with call 3 in flight
+        d.store.close_connection()
+
+    trio.run(die_mid_call)
+    tsuku.start()
+    deadline = time.monotonic() + 10
+    settled: list[dict] = []  # type: ignore[type-arg]
+    while len(settled) < 2 and time.monotonic() < deadline:
+        out = tsuku.ctl("events", "--json", "--limit", "0", "--type", "budget.settled").stdout
+        settled = [json.loads(line) for line in out.splitlines()]
+        time.sleep(0.05)
+    assert [e["payload"]["actual_usd"] for e in settled] == [
+        pytest.approx(0.02),  # the first reservation, filled
+        pytest.approx(0.01),  # the rest on the extension: 0.01 paid + 0.02 estimated
+    ]
+    out = tsuku.ctl("events", "--json", "--limit", "0", "--type", "llm.cut_off").stdout
+    (cut,) = [json.loads(line)["payload"] for line in out.splitlines()]
+    assert cut["call"] == 3 and cut["reason"] == "abandoned" and cut["estimated"] is True
+    assert cut["cost_usd"] == pytest.approx(0.02)

@@ -111,6 +111,7 @@ class CreateRequest(msgspec.Struct, frozen=True, kw_only=True):
     force_llm: bool = False
     skip_validation: bool = False
     providers: str | None = None
+    only_provider: bool | None = None  # None: the llm.only_provider setting
     confirmed: bool = False
     can_ask: bool = False
     collect_tool_stats: bool = False
@@ -352,6 +353,7 @@ class _Run:
             session=self.session,
             purpose="create",
             providers=req.providers,
+            only_provider=req.only_provider,
             max_turns=MAX_TURNS + max_repairs * REPAIR_TURNS,
             max_tokens=MAX_TOKENS,
             input_tokens=(len(SYSTEM) + len(first)) // 3 + 6000,
@@ -363,8 +365,9 @@ class _Run:
             conv = self.conv = Conversation(run.complete, tools, self.judge, first)
             provider = run.names[0] if getattr(run, "names", None) else "the LLM"
             await self.progress("asking", f"asking {provider}", provider=provider)
-            outcome: Outcome = await conv.run(MAX_TURNS)
             try:
+                # Inside the try: a first round that raises has spent money too.
+                outcome: Outcome = await conv.run(MAX_TURNS)
                 while True:
                     if not outcome.ok:
                         self.stage = "llm"
@@ -406,6 +409,7 @@ class _Run:
             finally:
                 unpriced = getattr(run, "unpriced_turns", 0)
                 self.spent = None if unpriced else float(getattr(run, "spent", 0))
+                self.warnings.extend(getattr(run, "warnings", ()))
         answered = conv.answered_by or conv.last_response
         generated_by = (
             f"{provider_name(answered)}:{answered.model}" if answered is not None else "llm"

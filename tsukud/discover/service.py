@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
@@ -165,9 +166,11 @@ class DiscoveryService:
 
         return await fetch_meta(self._github(), repo)
 
-    def _providers(self, requested: str | None) -> Sequence[tuple[str, str]]:
+    def _providers(
+        self, requested: str | None, *, only: bool | None = None
+    ) -> Sequence[tuple[str, str]]:
         llm = self._llm()
-        return [(n, llm.info(n).model) for n in llm.usable(requested)]
+        return [(n, llm.info(n).model) for n in llm.usable(requested, only=only)]
 
     def searcher(self, explicit: str | None) -> Searcher:
         from tsukud.discover.search import Brave, DuckDuckGo, Tavily, choose_provider
@@ -206,6 +209,7 @@ class DiscoveryService:
         check_recipes: bool = True,
         search_provider: str | None = None,
         providers: str | None = None,
+        only_provider: bool | None = None,
         llm: bool = True,
         session: str | None = None,
     ) -> Discovery:
@@ -238,8 +242,9 @@ class DiscoveryService:
             registry=self.discovery_registry(),
             recipe_lookup=self._recipe,
             known_names=self.known_names,
-            open_llm=self._llm().run,
-            llm_providers=self._providers,
+            # The chain passes the whole order it chose (restarting on each provider).
+            open_llm=functools.partial(self._llm().run, only_provider=True),
+            llm_providers=functools.partial(self._providers, only=only_provider),
             searcher=self.searcher,
             search_fee=self.search_fee,
             ask=ask,

@@ -75,6 +75,7 @@ class BudgetReserved(Payload):
     day: str
     amount_usd: float
     purpose: str | None = None
+    extends: str | None = None  # the run's first reservation, when it reached its ceiling
 
 
 class BudgetSettled(Payload):
@@ -131,6 +132,7 @@ class LlmTurn(Payload):
     model: str | None = None
     purpose: str | None = None
     turn: int | None = None
+    call: int | None = None  # the run's llm.call_started this answers
     reservation: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
@@ -153,6 +155,43 @@ class LlmFailed(Payload):
     model: str | None = None
     status: int | None = None
     purpose: str | None = None
+    reservation: str | None = None
+    call: int | None = None
+
+
+class LlmCallStarted(Payload):
+    """Write-ahead: durable before the request is sent. A call with no ``llm.turn``,
+    ``llm.failed`` or ``llm.cut_off`` of the same reservation and number was abandoned
+    by a crash and is settled at ``worst_case_usd`` (absent: unpriced)."""
+
+    provider: str
+    reservation: str
+    call: int
+    model: str | None = None
+    purpose: str | None = None
+    worst_case_usd: float | None = None
+
+
+class LlmCutOff(Payload):
+    """A call that was sent and never reported its usage (cancelled, timed out, or
+    abandoned by a crash): charged at its worst case, ``estimated``."""
+
+    provider: str
+    reservation: str
+    call: int
+    reason: str
+    estimated: bool = True
+    model: str | None = None
+    purpose: str | None = None
+    duration_ms: int | None = None
+    cost_usd: float | None = None
+
+
+class ProviderRetry(Payload):
+    provider: str
+    attempt: int
+    reason: str
+    wait_s: float
 
 
 class BreakerOpened(Payload):
@@ -485,6 +524,9 @@ EVENTS: dict[str, type[Payload]] = {
     "ratelimit.denied": RateLimitDenied,
     "llm.turn": LlmTurn,
     "llm.failed": LlmFailed,
+    "llm.call_started": LlmCallStarted,
+    "llm.cut_off": LlmCutOff,
+    "provider.retry": ProviderRetry,
     "breaker.opened": BreakerOpened,
     "breaker.half_opened": BreakerChanged,
     "breaker.closed": BreakerChanged,

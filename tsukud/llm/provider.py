@@ -215,9 +215,9 @@ def error_for_status(
         wait = f" (retry after {retry_after:g} s)" if retry_after is not None else ""
         return ProviderRateLimited(message + wait, retry_after=retry_after, **common)
     if status in overloaded_statuses:
-        return ProviderOverloaded(message, **common)
+        return ProviderOverloaded(message, retry_after=retry_after, **common)
     if status >= 500 or status in (408, 409):
-        return ProviderServerError(message, **common)
+        return ProviderServerError(message, retry_after=retry_after, **common)
     if status in (401, 402, 403):
         what = {401: "the API key was rejected", 402: "billing problem", 403: "permission denied"}
         return ProviderAuthError(f"{message} ({what[status]})", hint=f"Check {key_hint}.", **common)

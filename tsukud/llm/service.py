@@ -1,18 +1,29 @@
 """The daemon's LLM service: which providers, in what order, at what cost.
 
-Callers (create, discovery, ``llm test``) open a *run*: the run admits itself against
-the hourly limit when it is a generation, reserves its worst-case cost (asking the user
-through the client when that is above the confirmation threshold), and then makes
-single-turn calls. Each call goes through the providers in order, each behind its own
-circuit breaker: an open breaker or a retryable failure moves on to the next provider
-(a ``provider.failover`` event), a non-retryable one stops. Every completed call is an
-``llm.turn`` event, durable before the caller can make its next call, priced from the
-dated table (unknown price: no ``cost_usd``, never zero). Leaving the run settles the
-reservation at what was actually spent.
+Callers (create, discovery, ``llm test``) open a *run*: the run reserves its expected
+worst-case cost (asking the user through the client when that is above the
+confirmation threshold) and, when it is a generation, then takes a slot of the hourly
+limit, and then makes single-turn calls. The reservation is a ceiling: before each
+call the run compares what it has spent plus that call's worst case (the request as it
+is now, :mod:`tsukud.llm.ceiling`) with what it reserved, and either extends its
+reservation (checked against the budget, asked again above the threshold) or stops
+with ``budget_exceeded``.
 
-Adapters are built lazily (their SDKs take long to import) and kept for the daemon's
-life. ``llm.replay_dir`` serves every provider from recordings (tests, the demo);
-``llm.record_dir`` records real calls.
+Each call goes through the providers in order (a chosen provider comes first, the
+others after it unless ``only_provider``), each behind its own circuit breaker: an open
+breaker, a retryable failure or a rejected key moves on to the next provider (a
+``provider.failover`` event); with none left, a retryable failure is retried
+(``provider.retry``, honouring ``retry-after``). An ``llm.call_started`` event with the
+call's worst case is durable before the request is sent; the call then ends as an
+``llm.turn`` (priced from the dated table; unknown price: no ``cost_usd``, never
+zero), an ``llm.failed``, or, when it was cut off before its usage was known, an
+``llm.cut_off`` charged at its worst case and marked estimated. Leaving the run
+settles its reservations at what was actually spent.
+
+Adapters are built lazily (their SDKs take long to import) and kept for as long as what
+they were built from (provider, model, key, base URL) is unchanged, so a new key is
+used by the next call. ``llm.replay_dir`` serves every provider from recordings (tests,
+the demo); ``llm.record_dir`` records real calls.
 """
 
 from __future__ import annotations
@@ -30,8 +41,14 @@ import trio
 
 from tsukud import log
 from tsukud.clock import Clock, iso
-from tsukud.errors import ConfirmationRequired, ProviderUnavailable, UsageError
-from tsukud.llm.provider import MalformedToolArguments, Provider, ProviderError
+from tsukud.errors import BudgetExceeded, ConfirmationRequired, ProviderUnavailable, UsageError
+from tsukud.llm.provider import (
+    MalformedToolArguments,
+    Provider,
+    ProviderAuthError,
+    ProviderError,
+    ProviderTimeout,
+)
 from tsukud.llm.types import Request, Response
 from tsukud.policy.breaker import CircuitOpen
 from tsukud.policy.confirm import Confirmations
@@ -41,7 +58,7 @@ if TYPE_CHECKING:
     from tsukud.events.store import EventStore
     from tsukud.llm.pricing import Price, PriceTable
     from tsukud.policy.breaker import CircuitBreakers
-    from tsukud.policy.budget import Budget
+    from tsukud.policy.budget import Budget, Grant
     from tsukud.policy.ratelimit import GenerationLimit
 
 PROVIDERS = ("claude", "gemini", "local")
@@ -75,6 +92,7 @@ class LLM:
         breakers: CircuitBreakers,
         confirmations: Confirmations,
         clock: Clock,
+        sleep: Callable[[float], Awaitable[None]] = trio.sleep,
     ) -> None:
         self._config = config  # read at each use: `config set` applies at once
         self._clock = clock
@@ -83,7 +101,9 @@ class LLM:
         self.generations = generations
         self.breakers = breakers
         self.confirmations = confirmations
-        self._providers: dict[tuple[str, str], Provider] = {}
+        self.sleep = sleep  # waits before a retry (tests jump the clock)
+        self._providers: dict[tuple[str, ...], Provider] = {}
+        self._retired: list[Provider] = []
         self._prices: tuple[tuple[str, int], PriceTable] | None = None
 
     # ---- configuration -------------------------------------------------------------
@@ -137,16 +157,20 @@ class LLM:
             )
         return ProviderInfo(name, model, url, "(set)", True)
 
-    def order(self, requested: str | None = None) -> list[str]:
-        """Provider order: the flag, else llm.provider (env TSUKU_LLM_PROVIDER, config)."""
-        raw = requested or self._config()["llm.provider"] or ",".join(DEFAULT_ORDER)
-        names = [n.strip() for n in raw.split(",") if n.strip()]
+    def order(self, requested: str | None = None, *, only: bool | None = None) -> list[str]:
+        """Provider order: the flag, else llm.provider (env TSUKU_LLM_PROVIDER, config),
+        first; then the other providers, unless ``only`` (else llm.only_provider)."""
+        c = self._config()
+        raw = requested or c["llm.provider"] or ",".join(DEFAULT_ORDER)
+        names = list(dict.fromkeys(n.strip() for n in raw.split(",") if n.strip()))
         for n in names:
             self.info(n)  # validates the name
+        if not (c["llm.only_provider"] if only is None else only):
+            names += [n for n in DEFAULT_ORDER if n not in names]
         return names
 
-    def usable(self, requested: str | None = None) -> list[str]:
-        names = self.order(requested)
+    def usable(self, requested: str | None = None, *, only: bool | None = None) -> list[str]:
+        names = self.order(requested, only=only)
         usable = [n for n in names if self.info(n).usable]
         if not usable:
             reasons = "; ".join(f"{n}: {self.info(n).reason}" for n in names)
@@ -182,11 +206,32 @@ class LLM:
         return dt.datetime.fromtimestamp(self._clock.now(), dt.UTC).date()
 
     def provider(self, name: str) -> Provider:
+        """The adapter for ``name`` as configured now: one built from another key, model
+        or URL is retired (closed with the service; a call may still be using it)."""
         info = self.info(name)
-        cache_key = (name, info.model)
-        if cache_key not in self._providers:
-            self._providers[cache_key] = self._build(info)
-        return self._providers[cache_key]
+        cache_key = self._built_from(info)
+        current = self._providers.get(cache_key)
+        if current is None:
+            for old in [k for k in self._providers if k[0] == name]:
+                self._retired.append(self._providers.pop(old))
+            current = self._providers[cache_key] = self._build(info)
+        return current
+
+    def _built_from(self, info: ProviderInfo) -> tuple[str, ...]:
+        """What an adapter is built from; the key only as a fingerprint."""
+        import hashlib
+
+        c = self._config()
+        key = c[f"secrets.{_secret_key(info.name)}"] or ""
+        fingerprint = hashlib.sha256(key.encode()).hexdigest()[:16] if key else ""
+        return (
+            info.name,
+            info.model,
+            info.base_url,
+            fingerprint,
+            c["llm.replay_dir"],
+            c["llm.record_dir"],
+        )
 
     def _build(self, info: ProviderInfo) -> Provider:
         c = self._config()
@@ -220,9 +265,10 @@ class LLM:
         return inner
 
     async def aclose(self) -> None:
-        for p in self._providers.values():
+        for p in [*self._providers.values(), *self._retired]:
             await p.aclose()
         self._providers.clear()
+        self._retired.clear()
 
     # ---- money -----------------------------------------------------------------------
 
@@ -291,6 +337,7 @@ class LLM:
         session: str,
         purpose: str,
         providers: str | None = None,
+        only_provider: bool | None = None,
         max_turns: int,
         max_tokens: int,
         input_tokens: int = DEFAULT_INPUT_ESTIMATE,
@@ -303,9 +350,11 @@ class LLM:
         progress: Progress | None = None,
         generation_tool: str | None = None,
     ) -> AsyncIterator[Run]:
-        names = self.usable(providers)
+        names = self.usable(providers, only=only_provider)
         if generation_tool is not None:
-            await self.generations.start(session=session, tool=generation_tool, purpose=purpose)
+            # Refuse a full hour before asking anyone; the slot itself is taken only
+            # once the run is admitted (budget and confirmation passed).
+            await self.generations.check(session=session, tool=generation_tool)
         estimate = self.estimate(
             names,
             max_turns=max_turns,
@@ -318,31 +367,27 @@ class LLM:
         )
         # Without a known price, at least what is known is reserved.
         amount = float(estimate if estimate is not None else external_search_usd)
-        try:
-            if estimate is None and not confirmed:
-                unpriced = self.unknown_prices(
-                    names, searches=searches, grounded_prompts=grounded_prompts
-                )
-                raise ConfirmationRequired(
+        asker = _Asker(self.confirmations, session, confirmed, can_ask, progress)
+        if estimate is None and not confirmed:
+            unpriced = self.unknown_prices(
+                names, searches=searches, grounded_prompts=grounded_prompts
+            )
+            await asker.ask(
+                ConfirmationRequired(
                     f"the price of {', '.join(unpriced)} is unknown, "
                     "so this run's cost cannot be bounded",
                     hint="Run it again with --yes to accept, or add the model to llm.prices_file.",
                     estimate_usd=None,
                 )
-            grant = await self.budget.reserve(
-                amount, session=session, purpose=purpose, confirmed=confirmed
             )
-        except ConfirmationRequired as question:
-            noop = _noop_progress if progress is None else progress
-            await self.confirmations.ask(
-                noop,
-                can_ask=can_ask and progress is not None,
-                session=session,
-                question=question,
-            )
-            grant = await self.budget.reserve(
-                amount, session=session, purpose=purpose, confirmed=True
-            )
+        grant = await asker.reserve(self.budget, amount, purpose=purpose)
+        if generation_tool is not None:
+            try:
+                await self.generations.start(session=session, tool=generation_tool, purpose=purpose)
+            except BaseException:
+                with trio.CancelScope(shield=True):
+                    await self.budget.settle(grant.reservation, 0.0, session=session)
+                raise
         r = Run(
             self,
             session=session,
@@ -350,12 +395,13 @@ class LLM:
             names=names,
             reservation=grant.reservation,
             reserved_usd=grant.amount_usd,
+            asker=asker,
         )
         try:
             yield r
         finally:
             with trio.CancelScope(shield=True):
-                await self.budget.settle(grant.reservation, float(r.spent), session=session)
+                await r.settle()
 
 
 async def _noop_progress(_body: dict[str, Any]) -> None:
@@ -367,64 +413,132 @@ def _secret_key(name: str) -> str:
 
 
 @dataclass
+class _Asker:
+    """How a run asks the user about money: once answered yes (or ``--yes``), a later
+    extension of the same run is not asked again."""
+
+    confirmations: Confirmations
+    session: str
+    confirmed: bool
+    can_ask: bool
+    progress: Progress | None
+
+    async def ask(self, question: ConfirmationRequired) -> None:
+        await self.confirmations.ask(
+            _noop_progress if self.progress is None else self.progress,
+            can_ask=self.can_ask and self.progress is not None,
+            session=self.session,
+            question=question,
+        )
+        self.confirmed = True
+
+    async def reserve(
+        self,
+        budget: Budget,
+        amount: float,
+        *,
+        purpose: str,
+        extends: str | None = None,
+        prior_usd: float = 0.0,
+    ) -> Grant:
+        try:
+            return await budget.reserve(
+                amount,
+                session=self.session,
+                purpose=purpose,
+                confirmed=self.confirmed,
+                extends=extends,
+                prior_usd=prior_usd,
+            )
+        except ConfirmationRequired as question:
+            await self.ask(question)
+            return await budget.reserve(
+                amount,
+                session=self.session,
+                purpose=purpose,
+                confirmed=True,
+                extends=extends,
+                prior_usd=prior_usd,
+            )
+
+
+MAX_RETRIES = 2  # of a transient failure when no other provider is left
+RETRY_BACKOFF_S = 1.0  # first wait when the provider did not say (doubles)
+MAX_RETRY_WAIT_S = 60.0
+
+
+@dataclass
 class Run:
     llm: LLM
     session: str
     purpose: str
     names: list[str]
-    reservation: str
-    reserved_usd: float
+    reservation: str  # the first; extensions name it in ``extends``
+    reserved_usd: float  # all of the run's reservations together
+    asker: _Asker | None = None
     spent: Decimal = Decimal(0)
     unpriced_turns: int = 0
     turns: int = 0
+    calls: int = 0
     failovers: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    extensions: list[tuple[str, float]] = field(default_factory=list)
+
+    async def settle(self) -> None:
+        """Each reservation at its share of what the run spent, in the order taken."""
+        from tsukud.llm.ceiling import allocate
+
+        held = [(self.reservation, self.reserved_usd - sum(a for _r, a in self.extensions))]
+        held += self.extensions
+        shares = allocate(self.spent, [Decimal(str(a)) for _r, a in held])
+        for (rid, _amount), share in zip(held, shares, strict=True):
+            await self.llm.budget.settle(rid, float(share), session=self.session)
 
     async def complete(self, request: Request, *, only: str | None = None) -> Response:
-        """One model call, failing over along the run's providers."""
+        """One model call, failing over along the run's providers.
+
+        A transient failure moves on to the next provider; with none left it is retried
+        (``retry-after`` honoured) up to :data:`MAX_RETRIES` times while the caller's
+        deadline allows. An authentication or permission error moves on too (the hint
+        about the key is kept in ``warnings``); with none left it is raised as is.
+        """
         errors: list[str] = []
         retry_ats: list[float] = []
         candidates = [only] if only else self.names
         for i, name in enumerate(candidates):
             nxt = candidates[i + 1] if i + 1 < len(candidates) else None
-            try:
-                self.llm.breakers.acquire(name, session=self.session)
-            except CircuitOpen as e:
-                errors.append(f"{name}: {e.message}")
-                at = self.llm.breakers.retry_at(name)
-                if at is not None:
-                    retry_ats.append(at)
-                await self._failover(name, nxt, "circuit_open")
-                continue
-            provider = self.llm.provider(name)
-            started = time.monotonic()
-            try:
-                response = await provider.complete(request)
-            except MalformedToolArguments as e:
-                # The provider is up and billed the call; the caller gives the model
-                # feedback and asks again. Not a breaker failure.
-                await self._record(
-                    name, e.model or provider.model, e.usage, None, started, error=e.code
-                )
-                raise
-            except ProviderError as e:
-                ev = self.llm.breakers.failed(
-                    name,
-                    e.code,
-                    counts=e.retryable,
-                    session=self.session,
-                    details={"model": provider.model, "status": e.status, "purpose": self.purpose},
-                )
-                await self.llm.store.wait_durable(ev.id)
-                if not e.retryable:
+            attempt = 0
+            while True:
+                try:
+                    return await self._attempt(name, request)
+                except CircuitOpen as e:
+                    errors.append(f"{name}: {e.message}")
+                    at = self.llm.breakers.retry_at(name)
+                    if at is not None:
+                        retry_ats.append(at)
+                    await self._failover(name, nxt, "circuit_open")
+                    break
+                except MalformedToolArguments:
                     raise
-                errors.append(f"{name}: {e.message}")
-                await self._failover(name, nxt, e.code)
-                continue
-            except BaseException:
-                self.llm.breakers.release(name)
-                raise
-            await self._record(name, response.model, response.usage, response, started)
-            return response
+                except ProviderAuthError as e:
+                    if nxt is None:
+                        raise
+                    self.warnings.append(f"{e.message} ({e.hint})" if e.hint else e.message)
+                    errors.append(f"{name}: {e.message}")
+                    await self._failover(name, nxt, e.code)
+                    break
+                except ProviderError as e:
+                    if not e.retryable:
+                        raise
+                    alone = nxt is None and (only is None or len(self.names) == 1)
+                    wait = self._retry_wait(e, attempt) if alone else None
+                    if wait is not None:
+                        attempt += 1
+                        await self._retry(name, attempt, e.code, wait)
+                        continue
+                    errors.append(f"{name}: {e.message}")
+                    await self._failover(name, nxt, e.code)
+                    break
         retry = min(retry_ats) if retry_ats else None
         raise ProviderUnavailable(
             "every LLM provider failed: " + "; ".join(errors),
@@ -436,6 +550,127 @@ class Run:
             retry_at=iso(retry) if retry else None,
         )
 
+    def _retry_wait(self, e: ProviderError, attempt: int) -> float | None:
+        """How long to wait before trying ``e``'s provider again; ``None``: don't."""
+        if attempt >= MAX_RETRIES:
+            return None
+        said = e.data.get("retry_after")
+        wait = float(said) if isinstance(said, int | float) else RETRY_BACKOFF_S * 2**attempt
+        if wait > MAX_RETRY_WAIT_S:
+            return None
+        if trio.current_time() + wait >= trio.current_effective_deadline():
+            return None  # the answer could not come before the caller's deadline
+        return wait
+
+    async def _retry(self, name: str, attempt: int, reason: str, wait: float) -> None:
+        item = {"provider": name, "attempt": attempt, "reason": reason, "wait_s": wait}
+        ev = self.llm.store.append_nowait("provider.retry", item, self.session)
+        await self.llm.store.wait_durable(ev.id)
+        log.get().info("llm.retry", **item)
+        await self.llm.sleep(wait)
+
+    async def _attempt(self, name: str, request: Request) -> Response:
+        """One request to ``name``: within the ceiling, announced before it is sent,
+        and accounted for however it ends."""
+        self.llm.breakers.acquire(name, session=self.session)
+        try:
+            provider = self.llm.provider(name)
+            worst = await self._within_ceiling(name, provider.model, request)
+            self.calls += 1
+            call = self.calls
+            ahead: dict[str, Any] = {
+                "provider": name,
+                "model": provider.model,
+                "purpose": self.purpose,
+                "reservation": self.reservation,
+                "call": call,
+            }
+            if worst is not None:
+                ahead["worst_case_usd"] = float(round(worst, 9))
+            ev = self.llm.store.append_nowait("llm.call_started", ahead, self.session)
+            await self.llm.store.wait_durable(ev.id)  # on disk before any money moves
+        except BaseException:
+            self.llm.breakers.release(name)
+            raise
+        started = time.monotonic()
+        try:
+            response = await provider.complete(request)
+        except MalformedToolArguments as e:
+            # The provider is up and billed the call; the caller gives the model
+            # feedback and asks again. Not a breaker failure.
+            await self._record(
+                name, e.model or provider.model, e.usage, None, started, call, error=e.code
+            )
+            raise
+        except ProviderError as e:
+            if isinstance(e, ProviderTimeout):
+                # Sent, and no usage came back: what it may have cost.
+                await self._cut_off(name, provider.model, call, worst, e.code, started)
+            ev = self.llm.breakers.failed(
+                name,
+                e.code,
+                counts=e.retryable,
+                session=self.session,
+                details={
+                    "model": provider.model,
+                    "status": e.status,
+                    "purpose": self.purpose,
+                    "reservation": self.reservation,
+                    "call": call,
+                },
+            )
+            await self.llm.store.wait_durable(ev.id)
+            raise
+        except BaseException:
+            self.llm.breakers.release(name)
+            with trio.CancelScope(shield=True):
+                await self._cut_off(name, provider.model, call, worst, "cancelled", started)
+            raise
+        await self._record(name, response.model, response.usage, response, started, call)
+        return response
+
+    async def _within_ceiling(self, name: str, model: str, request: Request) -> Decimal | None:
+        """This call's worst case, after making sure the run's reservations cover it
+        on top of what the run has spent (extending them, or refusing)."""
+        from tsukud.llm.ceiling import call_worst_case
+
+        if name == "local":
+            return Decimal(0)
+        price = self.llm.prices().price(model, self.llm.today())
+        if price is None:
+            return None  # unbounded; the user accepted that when the run began
+        worst = call_worst_case(price, request, grounded=name == "gemini")
+        if worst is None:
+            return None
+        reserved = Decimal(str(self.reserved_usd))
+        if self.spent + worst <= reserved:
+            return worst
+        extra = float(worst)
+        try:
+            if self.asker is None:
+                raise BudgetExceeded("this run cannot extend its reservation")
+            grant = await self.asker.reserve(
+                self.llm.budget,
+                extra,
+                purpose=self.purpose,
+                extends=self.reservation,
+                prior_usd=self.reserved_usd,
+            )
+        except BudgetExceeded as e:
+            raise BudgetExceeded(
+                f"this run has spent ${self.spent:.4f} of the ${reserved:.4f} it reserved; "
+                f"its next call may cost up to ${worst:.4f} more, which today's budget "
+                f"cannot hold ({e.message})",
+                hint="Raise the budget (`tsukuctl config set llm.daily_budget <usd>`) and "
+                "run it again, or try again tomorrow (UTC). Nothing more was charged.",
+                spent_usd=float(self.spent),
+                reserved_usd=self.reserved_usd,
+                next_call_usd=float(worst),
+            ) from None
+        self.extensions.append((grant.reservation, grant.amount_usd))
+        self.reserved_usd += grant.amount_usd
+        return worst
+
     async def _failover(self, frm: str, to: str | None, reason: str) -> None:
         if to is None:
             return  # nowhere left to go: the caller gets the combined error
@@ -445,6 +680,35 @@ class Run:
         await self.llm.store.wait_durable(ev.id)
         log.get().info("llm.failover", **item)
 
+    async def _cut_off(
+        self,
+        name: str,
+        model: str,
+        call: int,
+        worst: Decimal | None,
+        reason: str,
+        started: float,
+    ) -> None:
+        """A call that was sent and never told us its usage: charged at its worst case,
+        marked estimated (``llm.cut_off``), so the ledger never undercounts."""
+        payload: dict[str, Any] = {
+            "provider": name,
+            "model": model,
+            "purpose": self.purpose,
+            "reservation": self.reservation,
+            "call": call,
+            "reason": reason,
+            "estimated": True,
+            "duration_ms": round((time.monotonic() - started) * 1000),
+        }
+        if worst is None:
+            self.unpriced_turns += 1
+        else:
+            self.spent += worst
+            payload["cost_usd"] = float(round(worst, 9))
+        ev = self.llm.store.append_nowait("llm.cut_off", payload, self.session)
+        await self.llm.store.wait_durable(ev.id)
+
     async def _record(
         self,
         name: str,
@@ -452,6 +716,7 @@ class Run:
         usage: Any,
         response: Response | None,
         started: float,
+        call: int,
         *,
         error: str | None = None,
     ) -> None:
@@ -465,6 +730,7 @@ class Run:
             "model": model,
             "purpose": self.purpose,
             "turn": self.turns,
+            "call": call,
             "reservation": self.reservation,
             "input_tokens": u.input_tokens + u.cache_read_tokens + u.cache_write_tokens,
             "output_tokens": u.output_tokens + u.thoughts_tokens,

@@ -62,7 +62,15 @@ class Budget:
         session: str | None,
         purpose: str,
         confirmed: bool = False,
+        extends: str | None = None,
+        prior_usd: float = 0.0,
     ) -> Grant:
+        """Reserve ``amount_usd`` of today's budget, or refuse.
+
+        ``extends``: the run's first reservation, when a run that reached its ceiling
+        reserves more; ``prior_usd`` is what it holds already, so the confirmation
+        threshold applies to the run's new total, not to the extension alone.
+        """
         if (
             not (isinstance(amount_usd, int | float) and math.isfinite(amount_usd))
             or amount_usd < 0
@@ -82,17 +90,23 @@ class Budget:
             "daily_budget_usd": lim.daily_usd,
             "purpose": purpose,
         }
-        if amount > to_micro(lim.confirm_threshold_usd) and not confirmed:
+        total = amount + to_micro(prior_usd)
+        if total > to_micro(lim.confirm_threshold_usd) and not confirmed:
             ev = self._store.append_nowait(
                 "confirmation.requested",
                 {**numbers, "threshold_usd": lim.confirm_threshold_usd},
                 session,
             )
             await self._store.wait_durable(ev.id)
+            more = (
+                f"this run has reserved ${prior_usd:.2f} and needs ${to_usd(amount):.2f} more: "
+                if extends
+                else ""
+            )
             raise ConfirmationRequired(
-                f"this run may cost up to ${to_usd(amount):.2f}, above the confirmation "
+                f"{more}this run may cost up to ${to_usd(total):.2f}, above the confirmation "
                 f"threshold of ${lim.confirm_threshold_usd:.2f}",
-                estimate_usd=to_usd(amount),
+                estimate_usd=to_usd(total),
                 threshold_usd=lim.confirm_threshold_usd,
             )
         if committed + amount > budget:
@@ -105,11 +119,15 @@ class Budget:
                 **numbers,
             )
         rid = "r-" + secrets.token_hex(8)
-        ev = self._store.append_nowait(
-            "budget.reserved",
-            {"reservation": rid, "day": day, "amount_usd": to_usd(amount), "purpose": purpose},
-            session,
-        )
+        reserved: dict[str, Any] = {
+            "reservation": rid,
+            "day": day,
+            "amount_usd": to_usd(amount),
+            "purpose": purpose,
+        }
+        if extends:
+            reserved["extends"] = extends
+        ev = self._store.append_nowait("budget.reserved", reserved, session)
         await self._store.wait_durable(ev.id)
         return Grant(rid, to_usd(amount), day, to_usd(budget - committed - amount))
 

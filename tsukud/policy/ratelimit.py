@@ -24,8 +24,19 @@ class GenerationLimit:
         now = self._clock.now()
         return {"count": self._window.count(now), "limit": self._limit()}
 
+    async def check(self, *, session: str, tool: str) -> None:
+        """Refuse with ``ratelimit.denied`` when the hour is full; take no slot."""
+        await self._refuse_if_full(session=session, tool=tool)
+
     async def start(self, *, session: str, tool: str, **details: Any) -> Event:
         """Record ``generation.started`` or refuse with ``ratelimit.denied``."""
+        await self._refuse_if_full(session=session, tool=tool)
+        # No await since the check: deciding and recording are one step under trio.
+        ev = self._store.append_nowait("generation.started", {"tool": tool, **details}, session)
+        await self._store.wait_durable(ev.id)
+        return ev
+
+    async def _refuse_if_full(self, *, session: str, tool: str) -> None:
         now = self._clock.now()
         count, limit = self._window.count(now), self._limit()
         if count >= limit:
@@ -44,6 +55,3 @@ class GenerationLimit:
                 limit=limit,
                 retry_at=retry_at,
             )
-        ev = self._store.append_nowait("generation.started", {"tool": tool, **details}, session)
-        await self._store.wait_durable(ev.id)
-        return ev

@@ -31,6 +31,7 @@ class CreateParams(msgspec.Struct, forbid_unknown_fields=True):
     llm: bool = False
     skip_validation: bool = False
     provider: str | None = None
+    only_provider: bool | None = None  # None: the llm.only_provider setting
     yes: bool = False
     can_ask: bool = False
     collect_tool_stats: bool = False
@@ -60,6 +61,7 @@ async def create(d: Daemon, p: CreateParams, call: Call) -> dict[str, Any]:
         force_llm=p.llm,
         skip_validation=p.skip_validation,
         providers=p.provider,
+        only_provider=p.only_provider,
         confirmed=p.yes,
         can_ask=p.can_ask,
         collect_tool_stats=p.collect_tool_stats,

@@ -24,6 +24,7 @@ class DiscoverParams(msgspec.Struct, forbid_unknown_fields=True):
     can_ask: bool = False
     search_provider: str | None = None  # ddg | tavily | brave (local models)
     provider: str | None = None  # LLM order, e.g. "claude" or "gemini,claude"
+    only_provider: bool | None = None  # None: the llm.only_provider setting
     no_llm: bool = False  # registry and ecosystems only
 
 
@@ -38,6 +39,7 @@ async def discover(d: Daemon, p: DiscoverParams, call: Call) -> dict[str, Any]:
         confirm=False,
         search_provider=p.search_provider,
         providers=p.provider,
+        only_provider=p.only_provider,
         llm=not p.no_llm,
     )
     return msgspec.to_builtins(found)  # type: ignore[no-any-return]

@@ -80,8 +80,8 @@ async def llm_test(d: Daemon, p: TestParams, call: Call) -> dict[str, Any]:
     from tsukud.llm.types import Request, UserMessage
 
     llm = d.services.llm
-    # With --provider only that provider is tried; without, the configured order with
-    # failover, exactly as a recipe generation would use it.
+    # With --provider only that provider is tried (a key check); without, the
+    # configured order with failover, exactly as a recipe generation would use it.
     names = [p.provider] if p.provider else llm.usable()
     session = "t-" + secrets.token_hex(6)
     await call.progress({"stage": f"asking {names[0]}"})
@@ -89,6 +89,7 @@ async def llm_test(d: Daemon, p: TestParams, call: Call) -> dict[str, Any]:
         session=session,
         purpose="llm.test",
         providers=",".join(names),
+        only_provider=True,
         max_turns=1,
         max_tokens=16,
         input_tokens=64,
@@ -110,4 +111,5 @@ async def llm_test(d: Daemon, p: TestParams, call: Call) -> dict[str, Any]:
         "cost_usd": None if run.unpriced_turns else float(run.spent),
         "duration_ms": resp.duration_ms,
         "session": session,
+        "warnings": list(run.warnings),  # e.g. a rejected key that was failed over
     }

@@ -49,6 +49,19 @@ from tsukud.testing.answers import Inexpressible, answer_for
 
 CLAUDE_KEY = "sk-ant-api03-CREATECANARY0123456789abcdef"
 
+# The answer that describes stern's releases (the fixture world's stern/stern).
+STERN = {
+    "asset_type": "archive",
+    "asset_pattern": "stern_{version}_{os}_{arch}.tar.gz",
+    "os_mapping": {"linux": "linux", "darwin": "darwin"},
+    "arch_mapping": {"amd64": "amd64", "arm64": "arm64"},
+    "archive_format": "tar.gz",
+    "strip_dirs": 0,
+    "binaries": ["stern"],
+    "verify_command": "stern --version",
+    "verify_pattern": "{version}",
+}
+
 
 def ground_truth_cases() -> dict[str, str]:
     """27 cases: the 9 ground-truth tools (GROUND_TRUTH_9) and the 18 of the shared

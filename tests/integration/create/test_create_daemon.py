@@ -19,22 +19,11 @@ from tests.conftest import Tsuku, base_env, short_home
 from tests.fakes import anthropic_server as anth
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.github import FakeGitHub, fixture_world
-from tests.integration.create.helpers import CLAUDE_KEY
+from tests.integration.create.helpers import CLAUDE_KEY, STERN
 from tsukud.errors import ExitCode
 
 pytestmark = pytest.mark.docker
 
-STERN = {
-    "asset_type": "archive",
-    "asset_pattern": "stern_{version}_{os}_{arch}.tar.gz",
-    "os_mapping": {"linux": "linux", "darwin": "darwin"},
-    "arch_mapping": {"amd64": "amd64", "arm64": "arm64"},
-    "archive_format": "tar.gz",
-    "strip_dirs": 0,
-    "binaries": ["stern"],
-    "verify_command": "stern --version",
-    "verify_pattern": "{version}",
-}
 
 
 @pytest.fixture(scope="module")
@@ -182,7 +171,13 @@ def test_done_when_scripted_llm(home: Tsuku, anthropic: FakeAnthropic) -> None:
     evs = events(home)
     session = next(e["session"] for e in evs if e["type"] == "create.started")
     types = [e["type"] for e in evs if e["session"] == session]
-    assert types[:4] == ["create.started", "generation.started", "budget.reserved", "llm.turn"]
+    assert types[:5] == [
+        "create.started",
+        "budget.reserved",
+        "generation.started",  # the hourly slot is taken once the run is admitted
+        "llm.call_started",
+        "llm.turn",
+    ]
     assert types.count("llm.turn") == 2 and types.count("tool.called") == 2
     assert types[-3:] == ["budget.settled", "generation.completed", "recipe.written"]
     turns = [e["payload"] for e in evs if e["type"] == "llm.turn"]
@@ -463,6 +458,9 @@ def test_client_gone_cancels_the_run_and_settles(home: Tsuku, anthropic: FakeAnt
     for line in proc.stderr:
         if line.startswith("asking claude"):
             break
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not anthropic.requests:
+        time.sleep(0.05)  # the request is on its way to the provider
     proc.kill()
     proc.wait()
     proc.stderr.close()
@@ -471,6 +469,11 @@ def test_client_gone_cancels_the_run_and_settles(home: Tsuku, anthropic: FakeAnt
         time.sleep(0.1)
     (failed,) = events(home, "generation.failed")
     assert failed["payload"]["error_code"] == "cancelled" and failed["payload"]["stage"] == "llm"
+    # The request was sent and never answered: charged at its worst case, estimated,
+    # and the run's terminal event carries that total.
+    (cut,) = events(home, "llm.cut_off")
+    assert cut["payload"]["estimated"] is True and cut["payload"]["cost_usd"] > 0
     (settled,) = events(home, "budget.settled")
-    assert settled["payload"]["actual_usd"] == 0
+    assert settled["payload"]["actual_usd"] == pytest.approx(cut["payload"]["cost_usd"])
+    assert failed["payload"]["run_cost_usd"] == pytest.approx(cut["payload"]["cost_usd"])
     assert not list((home.home / "validate").glob("run-*"))

@@ -28,6 +28,7 @@ from tsukud.create.validate import Validator
 from tsukud.errors import ProviderUnavailable
 from tsukud.github.client import GitHub, GitHubRateLimited, RepoNotFound
 from tsukud.llm.claude import ClaudeProvider
+from tsukud.llm.provider import ProviderRequestError
 from tsukud.net.http import Http
 from tsukud.recipe import dump_recipe, parse_recipe
 from tsukud.sandbox.runtime import RuntimeUnavailable
@@ -218,6 +219,37 @@ async def test_a_model_that_keeps_obeying_gets_no_recipe(
     assert all(m == {"type": "any"} for i, m in enumerate(modes) if i not in (4, 7, 10))
     assert "generation.completed" not in sink.types()
     assert sink.of("generation.failed")[0]["error_code"] == "generation_failed"
+
+
+async def test_a_first_round_that_raises_still_reports_its_spend(
+    injected: FakeGitHub,
+    github: GitHub,
+    http: Http,
+    anthropic: FakeAnthropic,
+    claude: ClaudeProvider,
+) -> None:
+    """The first turn is paid, the second is refused: generation.failed carries the
+    first turn's cost, not $0."""
+    bad = OBEYING[0]
+    anthropic.reply(
+        [anth.tool_use("b0", "extract_pattern", bad)], "tool_use", usage_=anth.usage(1000, 100)
+    )
+    anthropic.error(400, "invalid_request_error", "refused")
+    sink = Sink()
+    with pytest.raises(ProviderRequestError):
+        await create_in_process(
+            http=http,
+            github=github,
+            github_url=injected.web_url,
+            tool="tool",
+            repo="acme/tool",
+            sink=sink,
+            open_llm=direct_llm(claude, []),
+            force_llm=True,
+            skip_validation=True,
+        )
+    (failed,) = sink.of("generation.failed")
+    assert failed["run_cost_usd"] == pytest.approx(0.003)  # 1000 in at $2/M, 100 out at $10/M
 
 
 # ------------------------------------------------------------------------------- errors

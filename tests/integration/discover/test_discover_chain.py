@@ -479,8 +479,12 @@ async def test_discovery_deadline_with_a_slow_model(world: World, home: Path) ->
         assert "discover.timeout_s" in exc.value.hint
         (failed,) = [p for t, p, _s in events(d, "discovery.failed")]
         assert failed["error_code"] == "discovery_timeout" and failed["retryable"]
+        # The request was sent and its usage never came: charged at its worst case,
+        # marked estimated, never as $0.
+        (cut,) = [p for t, p, _s in events(d, "llm.cut_off")]
+        assert cut["estimated"] is True and cut["reason"] == "cancelled"
         (settled,) = [p for t, p, _s in events(d, "budget.settled")]
-        assert settled["actual_usd"] == 0  # the reservation was released
+        assert settled["actual_usd"] == pytest.approx(cut["cost_usd"]) and cut["cost_usd"] > 0
 
 
 @pytest.mark.slow

@@ -111,8 +111,10 @@ def test_failover_timeline_and_breaker_recovery(
 
     timeline = [
         (e["type"], e["payload"].get("provider") or e["payload"].get("from"))
-        for e in events(tsuku, "llm.*", "provider.*", "breaker.*")
+        for e in events(tsuku, "llm.turn", "llm.failed", "provider.*", "breaker.*")
     ]
+    # Each request was announced (write-ahead) before it was sent.
+    assert len(events(tsuku, "llm.call_started")) == len(claude.requests) + len(gemini.requests)
     assert timeline == [
         ("llm.failed", "claude"),
         ("provider.failover", "claude"),
@@ -331,3 +333,21 @@ def test_terminal_prompt_yes_and_no(tsuku: Tsuku, claude: FakeAnthropic) -> None
         os.close(master)
         assert proc.stdout is not None
         proc.stdout.close()
+
+
+def test_rejected_key_fails_over_and_the_hint_is_kept(
+    tsuku: Tsuku, claude: FakeAnthropic, gemini: FakeGemini
+) -> None:
+    """401 on Claude → Gemini answers through the real daemon and SDKs; the user still
+    hears about the bad key."""
+    with_providers(tsuku, claude, gemini).start()
+    claude.error(401, "authentication_error", "invalid x-api-key")
+    gemini.reply([gem.text("OK")])
+    cp = tsuku.ctl("llm", "test")
+    assert cp.returncode == 0, cp.stderr
+    assert "gemini" in cp.stdout
+    assert "warning:" in cp.stderr and "ANTHROPIC_API_KEY" in cp.stderr
+    (failover,) = events(tsuku, "provider.failover")
+    assert failover["payload"] == {"from": "claude", "to": "gemini", "reason": "provider_auth"}
+    st = json.loads(tsuku.ctl("status", "--json").stdout)
+    assert all(b["state"] == "closed" for b in st["breakers"])  # a key is not an outage

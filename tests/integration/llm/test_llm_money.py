@@ -1,0 +1,392 @@
+"""Money is a ceiling and failover behaves as a user expects: the LLM service in-process
+(real SDKs against the loopback fakes, a real SQLite ledger, trio's clock), and the
+key change through the real daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from tests.conftest import Tsuku
+from tests.fakes import anthropic_server as anth
+from tests.fakes import gemini_server as gem
+from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.gemini_server import FakeGemini
+from tsukud import config as configmod
+from tsukud.clock import TrioClock
+from tsukud.errors import BudgetExceeded, UserDeclined
+from tsukud.events.projections import State, rebuild
+from tsukud.events.store import EventStore
+from tsukud.llm.service import LLM, Run
+from tsukud.llm.types import Request, Response, UserMessage
+from tsukud.policy.breaker import BreakerSettings, CircuitBreakers
+from tsukud.policy.budget import Budget, BudgetLimits
+from tsukud.policy.confirm import Confirmations
+from tsukud.policy.ratelimit import GenerationLimit
+from tsukud.testing.http import RecordedRequest, Reply
+
+CLAUDE_KEY = "sk-ant-api03-MONEYTEST0123456789abcdef"
+GEMINI_KEY = "AIzaMONEYTEST0123456789abcdefghij"
+FILE = "x" * 49_000  # one fetched file, 49 KB
+SONNET_IN, SONNET_OUT = Decimal(2), Decimal(10)  # $ per Mtok, Claude Sonnet 5.5
+
+
+@dataclass
+class Env:
+    llm: LLM
+    store: EventStore
+    state: State
+
+    async def rows(self, type_: str) -> list[dict[str, Any]]:
+        await self.store.wait_durable(self.store.last_id)
+        return self.store.read_sync(
+            lambda c: [
+                json.loads(r[0])
+                for r in c.execute(
+                    "SELECT payload FROM events WHERE type = ? ORDER BY id", (type_,)
+                )
+            ]
+        )
+
+
+@asynccontextmanager
+async def service(
+    tmp_path: Path,
+    env: dict[str, str],
+    *,
+    daily: float = 5.0,
+    threshold: float = 0.5,
+    sleep: Any = trio.sleep,
+) -> AsyncIterator[Env]:
+    clock = TrioClock()
+    store = EventStore(tmp_path / "t.db", clock=clock)
+    store.open()
+    state = store.read_sync(lambda c: rebuild(c, clock.now()))
+    store.subscribe(state.apply)
+    cfg = configmod.resolve(env=env, path=tmp_path / "config.toml")
+    llm = LLM(
+        config=lambda: cfg,
+        store=store,
+        budget=Budget(store, state.spend, clock, lambda: BudgetLimits(daily, threshold)),
+        generations=GenerationLimit(store, state.generations, clock, lambda: 100),
+        breakers=CircuitBreakers(store, state.breakers, clock, lambda: BreakerSettings(3, 60)),
+        confirmations=Confirmations(store),
+        clock=clock,
+        sleep=sleep,
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.run)
+        try:
+            yield Env(llm, store, state)
+        finally:
+            await llm.aclose()
+            store.close()
+    store.close_connection()
+
+
+async def one_call(llm: LLM) -> tuple[Response, Run]:
+    """A one-turn run with one small request (what ``llm test`` does)."""
+    async with llm.run(
+        session="s", purpose="llm.test", max_turns=1, max_tokens=16, input_tokens=64
+    ) as run:
+        response = await run.complete(Request(messages=(UserMessage("hi"),), max_tokens=16))
+    return response, run
+
+
+def claude_env(fake: FakeAnthropic) -> dict[str, str]:
+    return {"ANTHROPIC_API_KEY": CLAUDE_KEY, "ANTHROPIC_BASE_URL": fake.url}
+
+
+@dataclass
+class GreedyModel:
+    """Answers every request, billing what it was sent (a token per 4 bytes, the
+    usual ratio for English) and 2048 output tokens; counts what it billed."""
+
+    billed: list[Decimal] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, request: RecordedRequest) -> Reply:
+        tokens_in, tokens_out = len(request.body) // 4, 2048
+        with self.lock:
+            self.billed.append((tokens_in * SONNET_IN + tokens_out * SONNET_OUT) / 1_000_000)
+        body = anth.message([anth.text("reading more")], usage_=anth.usage(tokens_in, tokens_out))
+        return Reply(json=body)
+
+
+async def greedy_run(llm: LLM, session: str, spent: dict[str, tuple[Decimal, float]]) -> str:
+    """A run that reads three 49 KB files on every turn, for the most turns allowed."""
+    try:
+        async with llm.run(
+            session=session,
+            purpose="create",
+            max_turns=11,
+            max_tokens=2048,
+            input_tokens=10_000,
+            confirmed=True,
+            generation_tool="greedy",
+        ) as run:
+            messages: list[Any] = [UserMessage("write a recipe")]
+            try:
+                for _turn in range(11):
+                    response = await run.complete(
+                        Request(messages=tuple(messages), max_tokens=2048)
+                    )
+                    messages += [response.message, UserMessage(FILE * 3)]
+            finally:
+                spent[session] = (run.spent, run.reserved_usd)
+        return "done"
+    except BudgetExceeded:
+        return "stopped"
+
+
+async def test_twenty_greedy_runs_stay_within_the_budget_and_the_ledger_matches(
+    tmp_path: Path,
+) -> None:
+    """20 concurrent runs of a model that reads the most it may, against a budget for
+    about three typical runs: the provider bills no more than the budget, each run no
+    more than it reserved, and the ledger's total equals the bill to the cent."""
+    model = GreedyModel()
+    with FakeAnthropic(fallback=model) as fake:
+        async with service(tmp_path, claude_env(fake), daily=1.50) as env:
+            spent: dict[str, tuple[Decimal, float]] = {}
+            outcomes: list[str] = []
+
+            async def one(i: int) -> None:
+                outcomes.append(await greedy_run(env.llm, f"s-{i}", spent))
+
+            async with trio.open_nursery() as n:
+                for i in range(20):
+                    n.start_soon(one, i)
+            billed = sum(model.billed, Decimal(0))
+            assert 0 < billed <= Decimal("1.50")
+            assert outcomes.count("stopped") >= 17  # refused at once, or stopped at the ceiling
+            for session, (run_spent, reserved) in spent.items():
+                assert run_spent <= Decimal(str(reserved)) + Decimal("0.000001"), session
+            turns = await env.rows("llm.turn")
+            assert len(turns) == len(model.billed)
+            ledger = sum((Decimal(str(t["cost_usd"])) for t in turns), Decimal(0))
+            assert round(ledger, 2) == round(billed, 2)
+            settled = sum(p["actual_usd"] for p in await env.rows("budget.settled"))
+            assert settled == pytest.approx(float(billed), abs=1e-5)
+            assert env.state.spend.open == {}  # every reservation, extensions too, settled
+            # One generation slot per admitted run only.
+            assert len(await env.rows("generation.started")) == len(spent)
+            started = await env.rows("llm.call_started")
+            assert len(started) == len(model.billed)
+            assert all(s["worst_case_usd"] > 0 for s in started)
+
+
+async def test_a_run_that_outgrows_its_reservation_extends_it(tmp_path: Path) -> None:
+    model = GreedyModel()
+    with FakeAnthropic(fallback=model) as fake:
+        async with service(tmp_path, claude_env(fake), daily=20.0) as env:
+            spent: dict[str, tuple[Decimal, float]] = {}
+            assert await greedy_run(env.llm, "s", spent) == "done"
+            run_spent, reserved = spent["s"]
+            first, *more = await env.rows("budget.reserved")
+            assert more and all(m["extends"] == first["reservation"] for m in more)
+            assert run_spent <= Decimal(str(reserved))
+            assert reserved == pytest.approx(sum(r["amount_usd"] for r in [first, *more]))
+            settled = await env.rows("budget.settled")
+            assert len(settled) == 1 + len(more)
+            assert sum(x["actual_usd"] for x in settled) == pytest.approx(float(run_spent))
+            assert float(run_spent) == pytest.approx(float(sum(model.billed, Decimal(0))))
+
+
+async def test_an_extension_past_the_threshold_is_asked_again(tmp_path: Path) -> None:
+    """The first reservation ($0.45) needs no yes; the extension that takes the run past
+    the $0.50 threshold asks again, and a no stops the run before the next call."""
+    model = GreedyModel()
+    with FakeAnthropic(fallback=model) as fake:
+        async with service(tmp_path, claude_env(fake), daily=20.0, threshold=0.5) as env:
+            asked: list[dict[str, Any]] = []
+
+            async def progress(body: dict[str, Any]) -> None:
+                question = body.get("confirm")
+                if question is not None:
+                    asked.append(question)
+                    env.llm.confirmations.answer(question["token"], False)
+
+            with pytest.raises(UserDeclined):
+                async with env.llm.run(
+                    session="s",
+                    purpose="create",
+                    max_turns=11,
+                    max_tokens=2048,
+                    input_tokens=10_000,
+                    can_ask=True,
+                    progress=progress,
+                ) as run:
+                    messages: list[Any] = [UserMessage("write a recipe")]
+                    for _turn in range(11):
+                        response = await run.complete(
+                            Request(messages=tuple(messages), max_tokens=2048)
+                        )
+                        messages += [response.message, UserMessage(FILE * 3)]
+            (question,) = asked
+            assert "needs $" in question["message"] and question["estimate_usd"] > 0.5
+            assert 0 < len(model.billed) < 11
+            (settled,) = await env.rows("budget.settled")
+            assert settled["actual_usd"] == pytest.approx(float(sum(model.billed, Decimal(0))))
+
+
+async def test_ceiling_without_budget_stops_with_what_was_spent(
+    tmp_path: Path, anthropic_fake: FakeAnthropic
+) -> None:
+    for _ in range(3):
+        anthropic_fake.reply([anth.text("more")], usage_=anth.usage(100, 10))
+    async with service(tmp_path, claude_env(anthropic_fake), daily=0.02) as env:
+        with pytest.raises(BudgetExceeded) as e:
+            async with env.llm.run(
+                session="s", purpose="create", max_turns=1, max_tokens=100, input_tokens=100
+            ) as run:
+                messages: list[Any] = [UserMessage("hi")]
+                for _ in range(3):
+                    response = await run.complete(Request(messages=tuple(messages), max_tokens=100))
+                    messages += [response.message, UserMessage(FILE)]
+        assert "this run has spent $0.0003" in e.value.message
+        assert "llm.daily_budget" in (e.value.hint or "")
+        assert len(anthropic_fake.requests) == 1  # the second call was refused before it was sent
+        (settled,) = await env.rows("budget.settled")
+        assert settled["actual_usd"] == pytest.approx(0.0003)
+
+
+async def test_a_cut_off_call_is_charged_at_its_worst_case(
+    tmp_path: Path, anthropic_fake: FakeAnthropic
+) -> None:
+    anthropic_fake.reply([anth.text("late")], delay=5)
+    async with service(tmp_path, claude_env(anthropic_fake)) as env:
+        with trio.move_on_after(0.5):
+            async with env.llm.run(
+                session="s", purpose="discovery", max_turns=1, max_tokens=100, input_tokens=100
+            ) as run:
+                await run.complete(Request(messages=(UserMessage("hi"),), max_tokens=100))
+        (cut,) = await env.rows("llm.cut_off")
+        (ahead,) = await env.rows("llm.call_started")
+        assert cut["estimated"] is True and cut["reason"] == "cancelled"
+        assert cut["cost_usd"] == ahead["worst_case_usd"] > 0
+        (settled,) = await env.rows("budget.settled")
+        assert settled["actual_usd"] == pytest.approx(cut["cost_usd"])
+
+
+async def test_a_refused_run_takes_no_hourly_slot(
+    tmp_path: Path, anthropic_fake: FakeAnthropic
+) -> None:
+    async with service(tmp_path, claude_env(anthropic_fake), daily=0.001) as env:
+        with pytest.raises(BudgetExceeded):
+            async with env.llm.run(
+                session="s",
+                purpose="create",
+                max_turns=5,
+                max_tokens=2048,
+                generation_tool="tool",
+            ):
+                pass
+        assert await env.rows("generation.started") == []
+        assert len(await env.rows("budget.denied")) == 1
+        assert anthropic_fake.requests == []
+
+
+async def test_single_provider_retries_529_honouring_retry_after(
+    tmp_path: Path, anthropic_fake: FakeAnthropic
+) -> None:
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    for _ in range(2):
+        anthropic_fake.error(529, "overloaded_error", "Overloaded", headers={"retry-after": "7"})
+    anthropic_fake.reply([anth.text("OK")])
+    async with service(tmp_path, claude_env(anthropic_fake), sleep=sleep) as env:
+        response, _run = await one_call(env.llm)
+        assert response.text == "OK" and waits == [7.0, 7.0]
+        retries = await env.rows("provider.retry")
+        assert [(r["attempt"], r["wait_s"], r["reason"]) for r in retries] == [
+            (1, 7.0, "provider_unavailable"),
+            (2, 7.0, "provider_unavailable"),
+        ]
+        assert len(anthropic_fake.requests) == 3
+
+
+async def test_rejected_key_fails_over_to_the_next_provider(
+    tmp_path: Path, anthropic_fake: FakeAnthropic, gemini_fake: FakeGemini
+) -> None:
+    anthropic_fake.error(401, "authentication_error", "invalid x-api-key")
+    gemini_fake.reply([gem.text("OK")])
+    env_vars = {
+        **claude_env(anthropic_fake),
+        "GOOGLE_API_KEY": GEMINI_KEY,
+        "TSUKU_GEMINI_BASE_URL": gemini_fake.url,
+    }
+    async with service(tmp_path, env_vars) as env:
+        response, run = await one_call(env.llm)
+        assert response.provider == "gemini" and response.text == "OK"
+        assert any("ANTHROPIC_API_KEY" in w for w in run.warnings)  # the key's hint is kept
+        (failover,) = await env.rows("provider.failover")
+        assert failover == {"from": "claude", "to": "gemini", "reason": "provider_auth"}
+
+
+async def test_a_chosen_provider_comes_first_and_only_provider_keeps_it_alone(
+    tmp_path: Path, anthropic_fake: FakeAnthropic, gemini_fake: FakeGemini
+) -> None:
+    env_vars = {
+        **claude_env(anthropic_fake),
+        "GOOGLE_API_KEY": GEMINI_KEY,
+        "TSUKU_GEMINI_BASE_URL": gemini_fake.url,
+    }
+    async with service(tmp_path, env_vars) as env:
+        assert env.llm.usable("gemini") == ["gemini", "claude"]
+        assert env.llm.usable("gemini", only=True) == ["gemini"]
+        assert env.llm.usable() == ["claude", "gemini"]
+
+
+def test_design_config_example_loads(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        "[llm]\nrequire_confirmation = 0.25\ndaily_budget = 5.0\n\n"
+        '[llm.claude]\napi_key_env = "MY_CLAUDE_KEY"\n\n'
+        '[llm.gemini]\napi_key_env = "MY_GEMINI_KEY"\n'
+    )
+    os.chmod(path, 0o600)
+    env = {
+        "MY_CLAUDE_KEY": CLAUDE_KEY,
+        "ANTHROPIC_API_KEY": "not-this-one",
+        "MY_GEMINI_KEY": GEMINI_KEY,
+    }
+    cfg = configmod.resolve(env=env, path=path)
+    assert cfg["llm.confirm_threshold"] == 0.25
+    assert cfg.setting("llm.confirm_threshold").source == "file (as llm.require_confirmation)"
+    assert cfg["secrets.anthropic_api_key"] == CLAUDE_KEY
+    assert cfg.setting("secrets.anthropic_api_key").source == "env:MY_CLAUDE_KEY"
+    assert cfg["secrets.google_api_key"] == GEMINI_KEY
+    # Written back under the settings' own names, nested tables kept.
+    configmod.write_value(path, "llm.daily_budget", 3)
+    again = configmod.resolve(env=env, path=path)
+    assert again["llm.confirm_threshold"] == 0.25 and again["llm.daily_budget"] == 3.0
+    assert "[llm.claude]" in path.read_text()
+
+
+def test_config_set_key_is_used_by_the_next_request(
+    tsuku: Tsuku, anthropic_fake: FakeAnthropic
+) -> None:
+    tsuku.env["ANTHROPIC_BASE_URL"] = anthropic_fake.url
+    tsuku.start()
+    old, new = CLAUDE_KEY, CLAUDE_KEY.replace("MONEY", "FRESH")
+    for key in (old, new):
+        tsuku.ctl("config", "set", "secrets.anthropic_api_key", input=key, check=True)
+        anthropic_fake.reply([anth.text("OK")])
+        tsuku.ctl("llm", "test", check=True)
+        sent = anthropic_fake.requests[-1].headers
+        # SDK 2.x sends the key as a bearer token (older SDKs: x-api-key).
+        assert key in (sent.get("x-api-key"), sent.get("authorization", "")[7:])

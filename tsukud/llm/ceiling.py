@@ -1,0 +1,108 @@
+"""The most one call may cost, and a run's spend split over its reservations.
+
+A run's reservation is a ceiling, not a forecast: before each call the LLM service
+compares what the run has spent plus this call's worst case with what it reserved. The
+worst case is taken from the request actually about to be sent (the whole history,
+every tool result the model asked for), so a conversation that grows with each turn,
+or a model that reads large files, is caught before it is paid for, not after.
+
+Tokens are bounded from bytes: no tokenizer counts fewer than one token per
+``BYTES_PER_TOKEN`` bytes of text we have seen in practice (English prose runs at about
+four, source code and JSON at about three, CJK text at about three bytes a token), so
+the bound holds without the providers' tokenizers, at the price of reserving more than
+is spent; the surplus is released when the run settles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+
+import msgspec
+
+from tsukud.llm.pricing import Price
+from tsukud.llm.types import (
+    AssistantMessage,
+    Request,
+    TextPart,
+    ToolCall,
+    ToolResultsMessage,
+    UserMessage,
+    WebSearch,
+)
+
+BYTES_PER_TOKEN = 2
+# Framing the providers add per message and part (roles, block types, ids).
+MESSAGE_OVERHEAD_TOKENS = 8
+# Claude's tool-use system prompt (a few hundred tokens when tools are offered).
+TOOLS_OVERHEAD_TOKENS = 512
+# What one server-side web search may add to the input: its results are read by the
+# model in the same call (Claude documents results of several thousand tokens).
+SEARCH_RESULT_TOKENS = 12_000
+_MILLION = Decimal(1_000_000)
+
+
+def _bound(text: str | bytes) -> int:
+    size = len(text.encode("utf-8")) if isinstance(text, str) else len(text)
+    return -(-size // BYTES_PER_TOKEN)
+
+
+def worst_input_tokens(request: Request) -> int:
+    """An upper bound of the input tokens ``request`` may be billed for."""
+    total = _bound(request.system)
+    if request.tools:
+        total += TOOLS_OVERHEAD_TOKENS
+        total += sum(_bound(msgspec.json.encode(t)) for t in request.tools)
+    for message in request.messages:
+        total += MESSAGE_OVERHEAD_TOKENS
+        if isinstance(message, UserMessage):
+            total += _bound(message.text)
+        elif isinstance(message, ToolResultsMessage):
+            for r in message.results:
+                total += MESSAGE_OVERHEAD_TOKENS + _bound(r.content)
+        elif isinstance(message, AssistantMessage):
+            for part in message.parts:
+                total += MESSAGE_OVERHEAD_TOKENS
+                if isinstance(part, TextPart):
+                    total += _bound(part.text)
+                elif isinstance(part, ToolCall):
+                    total += _bound(msgspec.json.encode(part.arguments))
+                else:  # provider blocks (search results, thoughts) kept verbatim
+                    total += _bound(msgspec.json.encode(part))
+    total += searches(request) * SEARCH_RESULT_TOKENS
+    return total
+
+
+def searches(request: Request) -> int:
+    """Server-side web searches ``request`` allows (Claude's ``max_uses``)."""
+    return sum((t.max_uses or 1) for t in request.server_tools if isinstance(t, WebSearch))
+
+
+def call_worst_case(price: Price, request: Request, *, grounded: bool) -> Decimal | None:
+    """The most ``request`` may cost at ``price``; ``None`` when a fee it may incur is
+    unpriced (never counted as zero). ``grounded``: the provider charges a grounded
+    prompt (Gemini with Google Search) rather than per search."""
+    tokens = worst_input_tokens(request) * price.input + request.max_tokens * price.output
+    fees = Decimal(0)
+    n = searches(request)
+    if n:
+        fee = price.per_grounded_prompt if grounded else price.per_search
+        if fee is None:
+            return None
+        fees = fee if grounded else n * fee
+    return tokens / _MILLION + fees
+
+
+def allocate(total: Decimal, amounts: Sequence[Decimal]) -> list[Decimal]:
+    """``total`` spread over reservations of ``amounts`` in order, each filled up to its
+    amount; whatever is left over (an unbounded run) goes to the last one."""
+    if not amounts:
+        return []
+    out: list[Decimal] = []
+    left = total
+    for amount in amounts[:-1]:
+        part = min(left, amount)
+        out.append(part)
+        left -= part
+    out.append(left)
+    return out
