@@ -29,7 +29,7 @@ from _create_world import create, docker_available, world
 
 NAME = "create_deterministic"
 GOAL_S = 1.0
-IMAGE = "tsuku/validate-busybox:local"
+IMAGE = "tsuku/validate-debian:local"  # the daemon's default validation image
 
 
 def main() -> int:

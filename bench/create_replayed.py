@@ -24,7 +24,7 @@ from _common import fmt, header, line, median, note, parse_args, temp_home, wait
 from _create_world import CLAUDE_KEY, create, docker_available, script, world
 
 NAME = "create_replayed"
-IMAGE = "tsuku/validate-busybox:local"
+IMAGE = "tsuku/validate-debian:local"  # the daemon's default validation image
 
 
 def main() -> int:

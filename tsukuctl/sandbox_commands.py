@@ -10,6 +10,14 @@ from tsukuctl.command import out, rpc
 from tsukud.errors import ExitCode
 
 
+def _progress(frame: object) -> None:
+    # debootstrap's lines reach the terminal: strip what could move the cursor.
+    text = frame.get("message", "") if isinstance(frame, dict) else ""
+    message = "".join(c for c in str(text) if c.isprintable())
+    if message:
+        sys.stderr.write(f"{message}\n")
+
+
 def cmd_sandbox(args: argparse.Namespace) -> int:
     if args.action == "status":
         st = rpc(args, "sandbox.status")
@@ -23,7 +31,12 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
             out(f"runtime  {st['version']} at {st['endpoint']}\nimage    {st['image']}: {present}")
         return 0 if st["available"] else ExitCode.SANDBOX
     if args.action == "prepare":
-        res = rpc(args, "sandbox.prepare", {"force": args.force})
+        res = rpc(
+            args,
+            "sandbox.prepare",
+            {"force": args.force, "busybox": args.busybox},
+            on_progress=None if args.json else _progress,
+        )
         if args.json:
             out(render.jsonl(res))
         else:
@@ -45,6 +58,12 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("sandbox", help="the container runtime used to validate recipes")
     p.add_argument("action", choices=("status", "prepare", "check"))
-    p.add_argument("--force", action="store_true", help="prepare: re-import the image")
+    p.add_argument("--force", action="store_true", help="prepare: rebuild the image")
+    p.add_argument(
+        "--busybox",
+        action="store_true",
+        help="prepare: the static-only fallback image from the host's busybox-static "
+        "(glibc-linked binaries cannot run in it)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_sandbox)

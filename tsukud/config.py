@@ -134,7 +134,7 @@ KEYS: dict[str, Key] = {
         Key("breaker.failure_threshold", int, 3, ("TSUKU_BREAKER_FAILURES",), minimum=1),
         Key("breaker.reset_seconds", float, 60.0, ("TSUKU_BREAKER_RESET_SECONDS",), minimum=0),
         Key("sandbox.max_concurrent", int, 1, ("TSUKU_SANDBOX_MAX_CONCURRENT",), minimum=1),
-        Key("sandbox.image", str, "tsuku/validate-busybox:local", ("TSUKU_SANDBOX_IMAGE",)),
+        Key("sandbox.image", str, "tsuku/validate-debian:local", ("TSUKU_SANDBOX_IMAGE",)),
         Key("github.api_url", str, "https://api.github.com", ("TSUKU_GITHUB_API_URL",)),
         Key("github.url", str, "https://github.com", ("TSUKU_GITHUB_URL",)),
         Key("registry.url", str, "", ("TSUKU_REGISTRY_URL",)),

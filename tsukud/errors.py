@@ -234,9 +234,16 @@ CATALOGUE: dict[str, ErrorKind] = {
     ),
     "sandbox_image_missing": ErrorKind(
         E.SANDBOX,
-        "Build the local validation image with `bash scripts/dev setup` "
-        "(or, once available, `tsukuctl sandbox prepare`); it is imported from the host's "
-        "busybox-static, no registry needed.",
+        "Build the validation image with `tsukuctl sandbox prepare` (a Debian minbase "
+        "userland made with debootstrap from Debian's packages and imported, no container "
+        "registry needed; `bash scripts/dev setup` does the same).",
+    ),
+    "sandbox_prepare_failed": ErrorKind(
+        E.SANDBOX,
+        "`tsukuctl sandbox prepare` needs debootstrap (`apt-get install debootstrap`), root "
+        "for the daemon that runs it, and Debian's package mirror; "
+        "`tsukuctl sandbox prepare --busybox` builds the static-only fallback from the "
+        "host's busybox-static instead.",
     ),
     "sandbox_failed": ErrorKind(
         E.SANDBOX, "The container runtime's log (e.g. `journalctl -u docker`) may say why."

@@ -205,6 +205,8 @@ class Services:
             http=lambda: self.http,
             llm=lambda: self.llm,
             validator=lambda: self.validator,
+            sandbox=lambda: self.sandbox,
+            confirmations=self.confirmations,
         )
 
     @cached_property

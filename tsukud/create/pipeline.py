@@ -11,7 +11,9 @@
    the cheapest repair feedback there is.
 4. **Validation** (:mod:`tsukud.create.validate`) on the container's platform, after a
    deterministic binary-path fix (:func:`tsukud.create.repair.fix_layout`) and verify
-   self-repair (:mod:`tsukud.create.verify_repair`) when they apply.
+   self-repair (:mod:`tsukud.create.verify_repair`) when they apply; then the other
+   platforms as far as this machine can (another CPU under emulation, darwin by its
+   Mach-O headers), whose assets' sha256 the recipe pins too.
 5. **Repair**: at most ``max_repairs`` LLM repairs, each continuing the same
    conversation (the model sees its previous answer) with sanitised feedback. A 404, a
    failed replay or a failed verify is feedback, never an abort.
@@ -131,6 +133,7 @@ class ValidationSummary(msgspec.Struct, frozen=True, kw_only=True, omit_defaults
     exit_code: int | None = None
     output: str | None = None
     assets: tuple[dict[str, Any], ...] = ()
+    platforms: tuple[dict[str, Any], ...] = ()  # how far each platform was proven
     attempts: int = 0
 
 
@@ -483,6 +486,8 @@ class _Run:
         verdict = await prepared.verify(recipe.verify)
         if verdict.failed and verdict.stage == "verify" and verdict.category != "verify_command":
             recipe, verdict = await self._self_repair(recipe, verdict, prepared)
+        # The container's platform passed: now the others, as far as this machine can.
+        verdict = await vrun.prove_platforms(recipe, ctx.release, verdict)
         await self.emit(f"validation.{verdict.status}", self._verdict_event(verdict, attempt))
         return recipe, verdict
 
@@ -544,6 +549,11 @@ class _Run:
         if verdict.assets:
             payload["assets"] = [
                 {"name": a.name, "sha256": a.sha256, "size": a.size} for a in verdict.assets
+            ]
+        if verdict.platforms:
+            payload["platforms"] = [
+                {"platform": p.platform, "status": p.status, "how": p.how}
+                for p in verdict.platforms
             ]
         return payload
 
@@ -638,6 +648,10 @@ class _Run:
             exit_code=verdict.exit_code,
             output=self.clean(verdict.output[-500:]) or None,
             assets=tuple(msgspec.to_builtins(a) for a in verdict.assets),
+            platforms=tuple(
+                {**msgspec.to_builtins(p), "message": self.clean(p.message)}
+                for p in verdict.platforms
+            ),
             attempts=self.validations,
         )
 

@@ -40,6 +40,8 @@ STAGE_TEXT = {
     "extract": "unpacking the asset failed",
     "layout": "the binaries are not where the recipe says inside the asset",
     "verify": "the verify command ran in a Linux container and did not succeed",
+    "platform": "this platform's build is wrong (its binary's header names another OS or "
+    "CPU, or it failed under emulation)",
 }
 
 

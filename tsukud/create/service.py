@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from tsukud.github.client import GitHub
     from tsukud.llm.service import LLM
     from tsukud.net.http import Http
+    from tsukud.policy.confirm import Confirmations
+    from tsukud.sandbox.service import Sandbox
 
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -64,6 +66,47 @@ def checked_recipe_text(tool: str, text: str) -> None:
         raise CreateError("the recipe fails the static checks:\n" + format_findings(found))
 
 
+async def offer_image(
+    sandbox: Sandbox,
+    confirmations: Confirmations,
+    progress: Progress,
+    *,
+    can_ask: bool,
+    session: str,
+) -> None:
+    """The first validation on a machine without the image: offer to build it now.
+
+    Only a person at a terminal is asked; without one, or when the answer is no,
+    nothing happens here and validation meets the missing image as it would anyway
+    (its error names ``tsukuctl sandbox prepare``). No runtime: nothing to offer.
+    """
+    from tsukud.errors import ConfirmationRequired, SandboxError, UserDeclined
+
+    if not can_ask:
+        return
+    try:
+        rt = await sandbox.runtime()
+        if await rt.image_exists(sandbox.image):
+            return
+    except SandboxError:
+        return
+    question = ConfirmationRequired(
+        f"the validation image {sandbox.image} is not built yet; build it now "
+        "(debootstrap --variant=minbase from Debian's packages, about 2 minutes)? "
+        "Without it the recipe cannot be validated.",
+        image=sandbox.image,
+    )
+    try:
+        await confirmations.ask(progress, can_ask=True, session=session, question=question)
+    except UserDeclined:
+        return
+
+    async def say(message: str) -> None:
+        await progress({"stage": "preparing", "message": message})
+
+    await sandbox.prepare(progress=say)
+
+
 def refuse_existing(path: Path, force: bool) -> None:
     if not force and (path.exists() or path.is_symlink()):
         raise RecipeExists(f"a recipe already exists at {path}", path=str(path))
@@ -81,6 +124,8 @@ class Creator:
         http: Callable[[], Http],
         llm: Callable[[], LLM],
         validator: Callable[[], Validator],
+        sandbox: Callable[[], Sandbox] | None = None,
+        confirmations: Confirmations | None = None,
     ) -> None:
         # Getters: a deterministic run never builds the LLM service, a run that skips
         # validation never opens the container runtime.
@@ -92,6 +137,8 @@ class Creator:
         self._http = http
         self._llm = llm
         self._validator = validator
+        self._sandbox = sandbox
+        self._confirmations = confirmations
 
     def target(self, tool: str, output: str | None) -> Path:
         """Where a recipe for ``tool`` goes: ``output`` (absolute) or ``recipes/``."""
@@ -142,6 +189,10 @@ class Creator:
             if type_.startswith("generation."):
                 await store.wait_durable(ev.id)
 
+        if not skip_validation and self._sandbox is not None and self._confirmations is not None:
+            await offer_image(
+                self._sandbox(), self._confirmations, progress, can_ask=can_ask, session=session
+            )
         config = self._config()
         llm = None if deterministic_only else self._llm()
         deps = Deps(

@@ -36,10 +36,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 import trio
 
+from tsukud import binfmt
 from tsukud.create.sanitize import (
     BINARY_NOT_FOUND,
     DOWNLOAD_404,
     DOWNLOAD_FAILED,
+    EXEC_FORMAT,
     EXTRACTION,
     TIMEOUT,
     VERSION_MISMATCH,
@@ -59,6 +61,7 @@ from tsukud.install.errors import BinaryNotInArchive, InstallError
 from tsukud.install.extract import ExtractError, extract
 from tsukud.net.http import HttpError
 from tsukud.recipe import (
+    STANDARD_PLATFORMS,
     ArchiveFormat,
     AssetMatchError,
     Platform,
@@ -68,6 +71,7 @@ from tsukud.recipe import (
     ResolvedVersion,
     UnsupportedPlatform,
     Verify,
+    VerifyCheck,
     VerifyFailed,
     check_verify_output,
     host_platform,
@@ -125,6 +129,7 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     listing: tuple[str, ...] = ()  # files of the unpacked asset, for layout failures
     executables: tuple[str, ...] = ()
     hint: str | None = None
+    platforms: tuple[PlatformProof, ...] = ()  # every standard platform, once proven
 
     @property
     def passed(self) -> bool:
@@ -133,6 +138,23 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     @property
     def failed(self) -> bool:
         return self.status == "failed"
+
+
+ProofStatus = Literal["passed", "failed", "unproven", "unsupported"]
+
+
+class PlatformProof(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """How far one platform's build was proven. ``how``: ``run`` (in the container),
+    ``emulated`` (in the container under qemu-user), ``inspected`` (its binaries'
+    headers checked: darwin builds cannot run here). ``unproven`` means this machine
+    could not tell, never that it passed; ``unsupported``: the recipe has no build."""
+
+    platform: str
+    status: ProofStatus
+    how: str = ""
+    message: str = ""
+    category: str | None = None
+    assets: tuple[ValidatedAsset, ...] = ()
 
 
 class RunOutcome(msgspec.Struct, frozen=True, kw_only=True):
@@ -172,16 +194,17 @@ class Prepared:
     root: Path | None
     version: str
     tag: str
+    platform: Platform
     binaries: dict[str, str] = field(default_factory=dict)  # name -> path inside the tree
     assets: tuple[ValidatedAsset, ...] = ()
     failure: Verdict | None = None
 
     def verdict(self, status: Status, stage: str, **kw: Any) -> Verdict:
-        """A verdict on this recipe at this release, in this run's container."""
+        """A verdict on this recipe at this release, for this platform."""
         return Verdict(
             status=status,
             stage=stage,
-            platform=self.run.platform.key,
+            platform=self.platform.key,
             version=self.version,
             tag=self.tag,
             image=self.run.validator.image,
@@ -243,12 +266,33 @@ class Prepared:
             exit_code=res.exit_code,
             # Whatever the container was handed is not the model's to read back, except the
             # values this stage sets itself and that say nothing secret.
-            output=redact(
-                res.text, (v for k, v in spec.env.items() if k not in PUBLIC_ENV)
-            ),
+            output=redact(res.text, (v for k, v in spec.env.items() if k not in PUBLIC_ENV)),
             timed_out=res.timed_out,
             duration_ms=round(res.duration_s * 1000),
         )
+
+    async def binary_problem(self) -> str | None:
+        """Why one of the tree's binaries is not a program for this platform (read from
+        its header: ELF machine, Mach-O CPU types, fat slices), or ``None``."""
+        assert self.root is not None
+        root = self.root
+
+        def check() -> str | None:
+            for rel in sorted(self.binaries.values()):
+                path = root / rel
+                with path.open("rb") as f:
+                    head = f.read(binfmt.HEAD_BYTES)
+                problem = binfmt.platform_problem(
+                    binfmt.inspect(head),
+                    self.platform.os,
+                    self.platform.arch,
+                    mode=path.stat().st_mode,
+                )
+                if problem is not None:
+                    return f"{rel} {problem}"
+            return None
+
+        return await trio.to_thread.run_sync(check)
 
     async def verify(self, verify: Verify | None) -> Verdict:
         """Run the recipe's verify command and judge its output."""
@@ -260,7 +304,18 @@ class Prepared:
                 "failed", "verify", message="the recipe has no verify command",
                 category="verify_command",
             )  # fmt: skip
-        check = rendered.check
+        verdict = await self._check(rendered.check)
+        # ``[[verify.additional]]`` runs too, as the installer runs it after an install.
+        for extra in rendered.additional:
+            if not verdict.passed:
+                break
+            also = await self._check(extra)
+            if not also.passed:
+                return also
+        return verdict
+
+    async def _check(self, check: VerifyCheck) -> Verdict:
+        """Run one rendered verify check in the container and judge its output."""
         got = await self.run_command(check.command)
         if isinstance(got, Verdict):
             return got
@@ -310,8 +365,10 @@ class Validator:
         platform: Platform | None = None,
         timeout_s: float = TIMEOUT_S,
         max_download_bytes: int | None = None,
+        emulates: Callable[[str], bool] | None = None,
     ) -> None:
         self.http = http
+        self.emulates = emulates or binfmt_handler_registered
         self._github_url = github_url
         self.workdir = workdir
         self.runtime = runtime
@@ -397,15 +454,21 @@ class ValidationRun:
             digest_checked=checked,
         )
 
-    async def prepare(self, recipe: Recipe, release: Release) -> Prepared:
-        """Render, download, unpack and assemble ``recipe`` at ``release``. Failures
-        that are the recipe's fault come back in ``Prepared.failure``; a checksum
-        mismatch (the file is not what GitHub published) is raised."""
+    async def prepare(
+        self, recipe: Recipe, release: Release, platform: Platform | None = None
+    ) -> Prepared:
+        """Render, download, unpack and assemble ``recipe`` at ``release`` for
+        ``platform`` (the container's by default). Failures that are the recipe's fault
+        come back in ``Prepared.failure``; a checksum mismatch (the file is not what
+        GitHub published) is raised."""
         version, tag = release.version, release.tag
+        target = platform or self.platform
         assets: list[ValidatedAsset] = []
 
         def failed(status: Status, stage: str, **kw: Any) -> Prepared:
-            at = Prepared(self, root=None, version=version, tag=tag, assets=tuple(assets))
+            at = Prepared(
+                self, root=None, version=version, tag=tag, platform=target, assets=tuple(assets)
+            )
             at.failure = at.verdict(status, stage, **kw)
             return at
 
@@ -413,16 +476,16 @@ class ValidationRun:
             steps = render_recipe(
                 recipe,
                 ResolvedVersion(version, tag),
-                self.platform,
+                target,
                 assets=release.assets,
                 github_url=self.validator.github_url,
             )
         except UnsupportedPlatform as exc:
+            where = "the container's platform" if target == self.platform else "a platform"
             return failed(
                 "skipped",
                 "render",
-                message=f"the recipe does not install on {self.platform.key}, the "
-                f"container's platform: {exc.message}",
+                message=f"the recipe does not install on {target.key}, {where}: {exc.message}",
             )
         except AssetMatchError as exc:
             return failed("failed", "render", message=exc.message, category=DOWNLOAD_404)
@@ -463,7 +526,122 @@ class ValidationRun:
         binaries = await trio.to_thread.run_sync(tree.finish)
         await trio.to_thread.run_sync(_open_tree, tree.root)
         return Prepared(
-            self, root=tree.root, version=version, tag=tag, binaries=binaries, assets=tuple(assets)
+            self,
+            root=tree.root,
+            version=version,
+            tag=tag,
+            platform=target,
+            binaries=binaries,
+            assets=tuple(assets),
+        )
+
+    async def prove_platforms(self, recipe: Recipe, release: Release, verdict: Verdict) -> Verdict:
+        """Given a passed ``verdict`` on the container's platform, prove the other
+        standard platforms as far as this machine can, concurrently (container runs
+        share the daemon's lock): Linux builds run in the container (another CPU's
+        under qemu-user), darwin builds are downloaded, unpacked by the recipe's own
+        rules and their binaries' Mach-O headers checked. The passed verdict that
+        comes back carries every platform's proof and every proven platform's assets
+        (so the recipe pins them all); a platform whose build is wrong fails it."""
+        if not verdict.passed:
+            return verdict
+        others = [p for p in STANDARD_PLATFORMS if p.key != verdict.platform]
+        proofs: dict[str, PlatformProof] = {
+            verdict.platform: PlatformProof(
+                platform=verdict.platform, status="passed", how="run", assets=verdict.assets
+            )
+        }
+
+        async def prove(target: Platform) -> None:
+            proofs[target.key] = await self._prove(recipe, release, target)
+
+        async with trio.open_nursery() as nursery:
+            for target in others:
+                nursery.start_soon(prove, target)
+        order = [verdict.platform, *(p.key for p in others)]
+        ordered = tuple(proofs[k] for k in order)
+        wrong = next((p for p in ordered if p.status == "failed"), None)
+        if wrong is not None:
+            return msgspec.structs.replace(
+                verdict,
+                status="failed",
+                stage="platform",
+                platform=wrong.platform,
+                message=wrong.message,
+                category=wrong.category or EXEC_FORMAT,
+                assets=wrong.assets,
+                command=None,
+                exit_code=None,
+                output="",
+                platforms=ordered,
+            )
+        pinned: dict[str, ValidatedAsset] = {}
+        for proof in ordered:
+            for asset in proof.assets:
+                pinned.setdefault(asset.name, asset)
+        return msgspec.structs.replace(verdict, assets=tuple(pinned.values()), platforms=ordered)
+
+    async def _prove(self, recipe: Recipe, release: Release, target: Platform) -> PlatformProof:
+        key = target.key
+        prepared = await self.prepare(recipe, release, target)
+        if prepared.failure is not None:
+            f = prepared.failure
+            if f.status == "skipped":
+                return PlatformProof(platform=key, status="unsupported", message=f.message)
+            return PlatformProof(
+                platform=key,
+                status="failed",
+                message=f"{f.stage}: {f.message}",
+                category=f.category,
+                assets=f.assets,
+            )
+        assets = prepared.assets
+        problem = await prepared.binary_problem()
+        if problem is not None:
+            return PlatformProof(
+                platform=key, status="failed", message=problem, category=EXEC_FORMAT, assets=assets
+            )
+        if target.os != "linux":
+            return PlatformProof(
+                platform=key,
+                status="passed",
+                how="inspected",
+                message=f"{target.os} builds cannot run here: their binaries' headers "
+                f"were checked ({target.os}, {target.arch}, executable)",
+                assets=assets,
+            )
+        foreign = target.arch != self.platform.arch
+        if foreign and not self.validator.emulates(target.arch):
+            return PlatformProof(
+                platform=key,
+                status="unproven",
+                message=f"no qemu-user binfmt handler for {target.arch} is registered on this "
+                "machine (apt-get install qemu-user-static binfmt-support); its binaries' "
+                "headers were checked",
+                assets=assets,
+            )
+        got = await prepared.verify(recipe.verify)
+        if got.passed:
+            how = "emulated" if foreign else "run"
+            return PlatformProof(platform=key, status="passed", how=how, assets=assets)
+        if got.status == "skipped":
+            return PlatformProof(
+                platform=key, status="unproven", message=got.message, assets=assets
+            )
+        if foreign and _foreign_loader_missing(got.output):
+            return PlatformProof(
+                platform=key,
+                status="unproven",
+                message=f"the {target.arch} build is dynamically linked and the validation "
+                f"image has no {target.arch} userland to load it; its headers were checked",
+                assets=assets,
+            )
+        return PlatformProof(
+            platform=key,
+            status="failed",
+            message=f"`{got.command}` under emulation: {got.message}" if foreign else got.message,
+            category=got.category,
+            assets=assets,
         )
 
     async def _extract(self, archive: Path, dest: Path, step: RenderedStep) -> None:
@@ -472,6 +650,30 @@ class ValidationRun:
         await trio.to_thread.run_sync(
             lambda: extract(archive, dest, fmt, strip_dirs=step.strip_dirs, name=name)
         )
+
+
+# qemu-user's names for Go's architectures.
+_QEMU_ARCH = {"amd64": "x86_64", "arm64": "aarch64", "386": "i386", "arm": "arm"}
+BINFMT_DIR = Path("/proc/sys/fs/binfmt_misc")
+
+
+def binfmt_handler_registered(arch: str, directory: Path = BINFMT_DIR) -> bool:
+    """Whether the kernel runs ``arch`` ELF files through a qemu-user handler that also
+    works inside containers (enabled, ``F`` flag: the emulator is opened at
+    registration, so a container's rootfs need not contain it)."""
+    name = _QEMU_ARCH.get(arch, arch)
+    try:
+        text = (directory / f"qemu-{name}").read_text()
+    except OSError:
+        return False
+    lines = text.splitlines()
+    flags = next((x.split(":", 1)[1] for x in lines if x.startswith("flags:")), "")
+    return bool(lines) and lines[0].strip() == "enabled" and "F" in flags
+
+
+def _foreign_loader_missing(output: str) -> bool:
+    """qemu-user could not find a dynamic binary's loader (``/lib/ld-linux-*``)."""
+    return "Could not open '/lib" in output or "ld-linux-" in output
 
 
 def skipped(platform: str, message: str, *, hint: str | None = None) -> Verdict:

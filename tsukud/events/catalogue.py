@@ -356,6 +356,7 @@ class ValidationFinished(Payload):
     category: str | None = None
     message: str | None = None
     assets: list[dict[str, Any]] | None = None
+    platforms: list[dict[str, Any]] | None = None  # {platform, status, how} per platform
 
 
 class ValidationSkipped(Payload):

@@ -19,23 +19,21 @@ async def sandbox_status(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
 
 class PrepareParams(msgspec.Struct, forbid_unknown_fields=True):
     force: bool = False
+    busybox: bool = False  # the static-only fallback instead of Debian minbase
 
 
 @method("sandbox.prepare", PrepareParams)
 async def sandbox_prepare(d: Daemon, p: PrepareParams, call: Call) -> dict[str, Any]:
-    """Import the offline busybox validation image from the host's busybox-static."""
-    from tsukud.errors import SandboxError
-    from tsukud.sandbox.image import prepare_busybox_image
-
+    """Build the validation image offline: Debian minbase (debootstrap), or busybox."""
     sb = d.services.sandbox
-    rt = await sb.runtime()
-    await call.progress({"stage": "importing", "image": sb.image})
-    try:
-        imported = await prepare_busybox_image(rt, sb.image, force=p.force)
-    except FileNotFoundError as e:
-        raise SandboxError(str(e), hint="apt-get install busybox-static") from None
-    await d.store.append("sandbox.image_prepared", {"image": sb.image, "imported": imported})
-    return {"image": sb.image, "imported": imported}
+
+    async def progress(message: str) -> None:
+        await call.progress({"stage": "preparing", "message": message})
+
+    image, imported = await sb.prepare(
+        force=p.force, busybox=p.busybox, progress=progress, workdir=d.services.home
+    )
+    return {"image": image, "imported": imported}
 
 
 @method("sandbox.check", NoParams)

@@ -1,43 +1,82 @@
-"""The offline validation image: a busybox rootfs imported into the container runtime.
+"""The offline validation images, built on this machine and imported into the runtime.
 
 Machines that cannot pull from a registry (CI, these workplaces) still need an image to
-validate recipes in. The host's statically linked busybox (Debian ``busybox-static``) is
-enough for static binaries and shell scripts: :func:`build_busybox_rootfs` turns it into
-a rootfs tarball (``/bin`` applet symlinks, ``/tmp``, ``/etc/passwd`` with ``nobody``
-65534), and :func:`import_image` hands that to the runtime as ``docker import`` does.
-``bash scripts/dev setup`` does the same with the docker CLI; a future
-``tsukuctl sandbox prepare`` calls :func:`prepare_busybox_image`.
+validate recipes in. Two are built here, neither from a registry:
 
-Building the tarball is pure apart from reading the busybox binary and asking it for its
-applet list; the tarball is deterministic (fixed mtimes, owners and order).
+- **Debian minbase** (the default, :func:`prepare_debian_image`): ``debootstrap
+  --variant=minbase`` from Debian's package mirror (which CI reaches), trimmed of docs
+  and apt caches, streamed to the runtime as ``docker import`` does. It has glibc, so
+  the glibc-linked builds most projects publish (Rust ``-gnu``, C tools) run in it;
+  busybox cannot run them. debootstrap needs root.
+- **busybox** (the static fallback, :func:`prepare_busybox_image`): the host's statically
+  linked busybox (Debian ``busybox-static``) alone, enough for static binaries and
+  shell scripts. :func:`build_busybox_rootfs` turns it into a deterministic rootfs
+  tarball (fixed mtimes, owners and order).
+
+Foreign-architecture Linux builds (arm64 on an amd64 host) run in the same image when
+the host kernel has a qemu-user binfmt handler registered with the ``F`` (fix binary)
+flag, as Debian's ``qemu-user-static`` does: the kernel opens the emulator at
+registration, so it works inside containers of an imported image without
+``--platform``. ``bash scripts/dev setup`` builds both images with the docker CLI.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import shutil
-import struct
 import subprocess
 import tarfile
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import trio
 
-from tsukud.sandbox.runtime import DEFAULT_IMAGE, DEFAULT_PATH
+from tsukud import binfmt
+from tsukud.errors import SandboxError
+from tsukud.sandbox.runtime import BUSYBOX_IMAGE, DEBIAN_IMAGE, DEFAULT_PATH
 
 if TYPE_CHECKING:
     from tsukud.sandbox.runtime import ContainerRuntime
 
 __all__ = [
     "BUSYBOX_CANDIDATES",
+    "DEBIAN_MIRROR",
+    "PrepareFailed",
     "build_busybox_rootfs",
+    "debootstrap_command",
     "find_busybox",
     "import_image",
     "is_static_elf",
     "prepare_busybox_image",
+    "prepare_debian_image",
 ]
+
+#: Debian's package mirror; ``TSUKU_DEBIAN_MIRROR`` names another (a local one, a proxy).
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+DEFAULT_SUITE = "bookworm"
+
+#: Parts of a minbase rootfs a verify command never needs (about a third of its size).
+_TRIM = (
+    "usr/share/doc",
+    "usr/share/man",
+    "usr/share/info",
+    "usr/share/locale",
+    "var/cache/apt/archives",
+    "var/lib/apt/lists",
+    "var/cache/debconf",
+)
+
+Progress = Callable[[str], Awaitable[None]]
+
+
+class PrepareFailed(SandboxError):
+    """The validation image could not be built here (no debootstrap, not root, no mirror)."""
+
+    code = "sandbox_prepare_failed"
+
 
 #: Where busybox-static puts its binary on Debian (and /bin on merged-/usr systems).
 BUSYBOX_CANDIDATES = (Path("/usr/bin/busybox"), Path("/bin/busybox"))
@@ -62,27 +101,7 @@ _FALLBACK_APPLETS = (
 def is_static_elf(path: Path) -> bool:
     """Whether ``path`` is an ELF executable without a program interpreter (static)."""
     with path.open("rb") as f:
-        ident = f.read(64)
-        if len(ident) < 52 or ident[:4] != b"\x7fELF":
-            return False
-        is64 = ident[4] == 2
-        endian = "<" if ident[5] == 1 else ">"
-        if is64:
-            (phoff,) = struct.unpack_from(endian + "Q", ident, 0x20)
-            phentsize, phnum = struct.unpack_from(endian + "HH", ident, 0x36)
-        else:
-            (phoff,) = struct.unpack_from(endian + "I", ident, 0x1C)
-            phentsize, phnum = struct.unpack_from(endian + "HH", ident, 0x2A)
-        f.seek(phoff)
-        table = f.read(phentsize * phnum)
-    for i in range(phnum):
-        entry = table[i * phentsize : (i + 1) * phentsize]
-        if len(entry) < 4:
-            return False
-        (p_type,) = struct.unpack_from(endian + "I", entry, 0)
-        if p_type == 3:  # PT_INTERP: dynamically linked
-            return False
-    return True
+        return binfmt.is_static_elf(f.read(binfmt.HEAD_BYTES))
 
 
 def find_busybox() -> Path | None:
@@ -163,14 +182,15 @@ def build_busybox_rootfs(busybox: Path, applets: Sequence[str] | None = None) ->
     return buf.getvalue()
 
 
-async def import_image(runtime: ContainerRuntime, tar_bytes: bytes, name: str) -> None:
-    """Import a rootfs tarball as image ``name`` (``docker import``), PATH set."""
-    await runtime.import_rootfs(tar_bytes, name, changes=[f"ENV PATH={DEFAULT_PATH}"])
+async def import_image(runtime: ContainerRuntime, tar: bytes | Path, name: str) -> None:
+    """Import a rootfs tarball (bytes or a tar file) as image ``name`` (``docker
+    import``), PATH set."""
+    await runtime.import_rootfs(tar, name, changes=[f"ENV PATH={DEFAULT_PATH}"])
 
 
 async def prepare_busybox_image(
     runtime: ContainerRuntime,
-    name: str = DEFAULT_IMAGE,
+    name: str = BUSYBOX_IMAGE,
     *,
     busybox: Path | None = None,
     force: bool = False,
@@ -192,3 +212,127 @@ async def prepare_busybox_image(
     tar_bytes = await trio.to_thread.run_sync(build_busybox_rootfs, path)
     await import_image(runtime, tar_bytes, name)
     return True
+
+
+# --------------------------------------------------------------------------- Debian
+
+
+def host_suite(os_release: str) -> str:
+    """The Debian suite to build: the host's own when it is Debian, else bookworm."""
+    fields = dict(line.split("=", 1) for line in os_release.splitlines() if "=" in line)
+    if fields.get("ID", "").strip('"') == "debian":
+        codename = fields.get("VERSION_CODENAME", "").strip('"')
+        if codename:
+            return codename
+    return DEFAULT_SUITE
+
+
+def debootstrap_command(debootstrap: str, root: Path, suite: str, mirror: str) -> list[str]:
+    """The debootstrap argv for a minbase rootfs in ``root``."""
+    return [debootstrap, "--variant=minbase", suite, str(root), mirror]
+
+
+def _find_debootstrap() -> str | None:
+    for candidate in (shutil.which("debootstrap"), "/usr/sbin/debootstrap"):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _trim_and_pack(root: Path, tarball: Path) -> None:
+    for rel in _TRIM:
+        target = root / rel
+        if target.is_dir():
+            for entry in target.iterdir():
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+    subprocess.run(
+        ["tar", "--numeric-owner", "-C", str(root), "-cf", str(tarball), "."],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+
+
+async def prepare_debian_image(
+    runtime: ContainerRuntime,
+    name: str = DEBIAN_IMAGE,
+    *,
+    force: bool = False,
+    progress: Progress | None = None,
+    mirror: str | None = None,
+    suite: str | None = None,
+    workdir: Path | None = None,
+) -> bool:
+    """Make sure image ``name`` exists, building a Debian minbase rootfs with
+    debootstrap and importing it if not. Returns whether an import happened.
+
+    ``progress`` hears each debootstrap stage (``I: Retrieving ...``, ``I: Extracting
+    ...``) and the import. Raises :class:`PrepareFailed` when debootstrap is missing,
+    this process is not root, or debootstrap fails (its last lines say why).
+    """
+    if not force and await runtime.image_exists(name):
+        return False
+
+    async def say(message: str) -> None:
+        if progress is not None:
+            await progress(message)
+
+    debootstrap = _find_debootstrap()
+    if debootstrap is None:
+        raise PrepareFailed("debootstrap is not installed (apt-get install debootstrap)")
+    if os.geteuid() != 0:
+        raise PrepareFailed(
+            f"debootstrap needs root to build the {name} rootfs; this daemon runs as "
+            f"uid {os.geteuid()}"
+        )
+    mirror = mirror or os.environ.get("TSUKU_DEBIAN_MIRROR") or DEBIAN_MIRROR
+    if suite is None:
+        try:
+            text = await trio.to_thread.run_sync(Path("/etc/os-release").read_text)
+            suite = host_suite(text)
+        except OSError:
+            suite = DEFAULT_SUITE
+    tmp = Path(tempfile.mkdtemp(prefix="tsuku-rootfs-", dir=workdir))
+    try:
+        root = tmp / "root"
+        argv = debootstrap_command(debootstrap, root, suite, mirror)
+        await say(f"debootstrap --variant=minbase {suite} from {mirror}")
+        tail: list[str] = []
+        proc = await trio.lowlevel.open_process(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+        try:
+            assert proc.stdout is not None
+            pending = b""
+            async for chunk in proc.stdout:
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for raw in lines:
+                    line = raw.decode(errors="replace").strip()
+                    if not line:
+                        continue
+                    tail = [*tail[-19:], line]
+                    if line.startswith("I: "):  # one per stage and per package
+                        await say(line.removeprefix("I: "))
+            await proc.wait()
+        finally:
+            if proc.returncode is None:  # cancelled: debootstrap must not outlive us
+                proc.kill()
+                with trio.CancelScope(shield=True):
+                    await proc.wait()
+        if proc.returncode != 0:
+            raise PrepareFailed(
+                f"debootstrap exited with {proc.returncode}: " + " | ".join(tail[-5:])
+            )
+        await say("packing the rootfs")
+        tarball = tmp / "rootfs.tar"
+        await trio.to_thread.run_sync(_trim_and_pack, root, tarball)
+        await say(f"importing {name} ({tarball.stat().st_size // (1024 * 1024)} MiB)")
+        await import_image(runtime, tarball, name)
+        return True
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(lambda: shutil.rmtree(tmp, ignore_errors=True))

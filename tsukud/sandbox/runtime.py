@@ -39,6 +39,8 @@ from tsukud.errors import SandboxError
 from tsukud.groups import single_leaf
 
 __all__ = [
+    "BUSYBOX_IMAGE",
+    "DEBIAN_IMAGE",
     "DEFAULT_IMAGE",
     "DEFAULT_OUTPUT_CAP",
     "ROLE_LABEL",
@@ -67,9 +69,15 @@ ROLE_LABEL_KEY = "dev.tsuku.role"
 ROLE_LABEL_VALUE = "validation"
 ROLE_LABEL = f"{ROLE_LABEL_KEY}={ROLE_LABEL_VALUE}"
 
-#: Local validation image built offline from the host's busybox-static
-#: (``bash scripts/dev setup`` or :func:`tsukud.sandbox.image.prepare_busybox_image`).
-DEFAULT_IMAGE = "tsuku/validate-busybox:local"
+#: The default validation image: a Debian minbase userland (glibc, coreutils, bash),
+#: built offline with debootstrap and imported (``bash scripts/dev setup`` or
+#: ``tsukuctl sandbox prepare``: :func:`tsukud.sandbox.image.prepare_debian_image`).
+DEBIAN_IMAGE = "tsuku/validate-debian:local"
+DEFAULT_IMAGE = DEBIAN_IMAGE
+
+#: The static fallback: the host's busybox-static alone. It cannot run glibc-linked
+#: binaries, only static ones and scripts (:func:`tsukud.sandbox.image.prepare_busybox_image`).
+BUSYBOX_IMAGE = "tsuku/validate-busybox:local"
 
 #: Cap on the combined output kept from a run; the tail is kept.
 DEFAULT_OUTPUT_CAP = 1 * MiB
@@ -439,21 +447,26 @@ class _AioDocker:
                     tail.feed(chunk)
         return tail.value(), tail.total
 
-    async def import_rootfs(self, tar_bytes: bytes, repo: str, tag: str, changes: str) -> None:
+    async def import_rootfs(self, tar: bytes | Path, repo: str, tag: str, changes: str) -> None:
         import json
 
         params: dict[str, str] = {"fromSrc": "-", "repo": repo, "tag": tag}
         if changes:
             params["changes"] = changes
-        async with self.docker._query(
-            "images/create",
-            method="POST",
-            params=params,
-            data=io.BytesIO(tar_bytes),
-            headers={"Content-Type": "application/x-tar"},
-            timeout=None,
-        ) as response:
-            body = await response.read()
+        # A rootfs of a hundred megabytes is streamed from its file, not held in memory.
+        with contextlib.ExitStack() as files:
+            data = (
+                io.BytesIO(tar) if isinstance(tar, bytes) else files.enter_context(tar.open("rb"))
+            )
+            async with self.docker._query(
+                "images/create",
+                method="POST",
+                params=params,
+                data=data,
+                headers={"Content-Type": "application/x-tar"},
+                timeout=None,
+            ) as response:
+                body = await response.read()
         # The answer is a stream of JSON objects; an error arrives as {"error": ...}.
         for line in body.decode("utf-8", errors="replace").splitlines():
             line = line.strip()
@@ -562,9 +575,10 @@ class ContainerRuntime:
         return await self._call("image remove", self._impl.remove_image, name, force)
 
     async def import_rootfs(
-        self, tar_bytes: bytes, name: str, *, changes: Sequence[str] = ()
+        self, tar: bytes | Path, name: str, *, changes: Sequence[str] = ()
     ) -> None:
-        """``docker import``: make image ``name`` (``repo[:tag]``) from a rootfs tarball.
+        """``docker import``: make image ``name`` (``repo[:tag]``) from a rootfs tarball
+        (its bytes, or the path of a tar file, which is streamed).
 
         ``changes`` are Dockerfile instructions to apply (at most one is portable: the
         Engine API takes a single ``changes`` query value through aiodocker).
@@ -575,7 +589,7 @@ class ContainerRuntime:
         await self._call(
             "image import",
             self._impl.import_rootfs,
-            tar_bytes,
+            tar,
             repo,
             tag,
             changes[0] if changes else "",

@@ -141,6 +141,35 @@ class Sandbox:
                 task_status.started((rt, scope))
                 await trio.sleep_forever()
 
+    async def prepare(
+        self,
+        *,
+        force: bool = False,
+        busybox: bool = False,
+        progress: Callable[[str], Awaitable[None]] | None = None,
+        workdir: Path | None = None,
+    ) -> tuple[str, bool]:
+        """Build the validation image offline (Debian minbase, or the busybox fallback);
+        returns the image and whether it was imported (``False``: already there)."""
+        from tsukud.sandbox.image import PrepareFailed, prepare_busybox_image, prepare_debian_image
+        from tsukud.sandbox.runtime import BUSYBOX_IMAGE
+
+        rt = await self.runtime()
+        image = BUSYBOX_IMAGE if busybox else self.image
+        if image == BUSYBOX_IMAGE:
+            if progress is not None:
+                await progress("importing the host's busybox-static")
+            try:
+                imported = await prepare_busybox_image(rt, image, force=force)
+            except FileNotFoundError as e:
+                raise PrepareFailed(str(e), hint="apt-get install busybox-static") from None
+        else:
+            imported = await prepare_debian_image(
+                rt, image, force=force, progress=progress, workdir=workdir
+            )
+        await self._store.append("sandbox.image_prepared", {"image": image, "imported": imported})
+        return image, imported
+
     async def status(self) -> dict[str, Any]:
         try:
             rt = await self.runtime()

@@ -18,7 +18,7 @@ from tests.integration.create.helpers import (
     human_repo,
     load_human,
     loopback_http,
-    no_lock,
+    make_validator,
 )
 from tests.integration.sandbox import conftest as sandbox
 from tests.unit.create.releases import require_shared
@@ -97,14 +97,4 @@ def validator(
     image: str,
     workdir: Path,
 ) -> Validator:
-    async def get_runtime() -> ContainerRuntime:
-        return runtime
-
-    return Validator(
-        http=http,
-        github_url=gh.web_url,
-        workdir=workdir / "validate",
-        runtime=get_runtime,
-        image=image,
-        lock=no_lock,
-    )
+    return make_validator(http, gh, runtime, image, workdir)

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from tests.fakes import anthropic_server as anth
@@ -31,6 +32,7 @@ from tests.unit.create.releases import (
     repo_of,
 )
 from tsukud.create.pipeline import CreateRequest, CreateResult, Deps, run_create
+from tsukud.create.validate import Validator
 from tsukud.github.client import GitHub
 from tsukud.llm.claude import ClaudeProvider
 from tsukud.llm.types import Request, Response
@@ -45,7 +47,9 @@ from tsukud.recipe import (
     normalize_version,
     parse_recipe,
 )
+from tsukud.sandbox.runtime import ContainerRuntime
 from tsukud.testing.answers import Inexpressible, answer_for
+from tsukud.testing.github import FakeGitHub
 
 CLAUDE_KEY = "sk-ant-api03-CREATECANARY0123456789abcdef"
 
@@ -257,6 +261,24 @@ class Sink:
 @asynccontextmanager
 async def no_lock(_session: str | None) -> AsyncIterator[None]:
     yield
+
+
+def make_validator(
+    http: Http, gh: FakeGitHub, runtime: ContainerRuntime, image: str, workdir: Path
+) -> Validator:
+    """A validator on the real runtime, staging under ``workdir``, with no lock."""
+
+    async def get_runtime() -> ContainerRuntime:
+        return runtime
+
+    return Validator(
+        http=http,
+        github_url=gh.web_url,
+        workdir=workdir / "validate",
+        runtime=get_runtime,
+        image=image,
+        lock=no_lock,
+    )
 
 
 def loopback_http() -> Http:

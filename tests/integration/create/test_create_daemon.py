@@ -113,7 +113,13 @@ def test_done_when_deterministic(home: Tsuku, anthropic: FakeAnthropic) -> None:
     assert meta["validated_version"] == "1.32.0" and meta["validation_platform"].startswith(
         "linux/"
     )
-    assert meta["validation_image"] == "tsuku/validate-busybox:local"
+    assert meta["validation_image"] == "tsuku/validate-debian:local"
+    # Every platform's asset is pinned, not only the container's (darwin by its headers).
+    assert sorted(meta["asset_sha256"]) == [
+        f"stern_1.32.0_{os}_{arch}.tar.gz"
+        for os in ("darwin", "linux")
+        for arch in ("amd64", "arm64")
+    ]
     assert recipe["steps"][0]["asset_pattern"] == "stern_{version}_{os}_{arch}.tar.gz"
     assert "llm_validation" not in meta and anthropic.requests == []
 
@@ -134,9 +140,19 @@ def test_done_when_deterministic(home: Tsuku, anthropic: FakeAnthropic) -> None:
         "validation.started",
         "sandbox.lock_acquired",
         "sandbox.lock_released",
+        # linux/arm64 under qemu-user: a second container run
+        "sandbox.lock_acquired",
+        "sandbox.lock_released",
         "validation.passed",
         "generation.completed",
         "recipe.written",
+    ]
+    (passed,) = [e for e in evs if e["type"] == "validation.passed"]
+    assert passed["payload"]["platforms"] == [
+        {"platform": "linux/amd64", "status": "passed", "how": "run"},
+        {"platform": "linux/arm64", "status": "passed", "how": "emulated"},
+        {"platform": "darwin/amd64", "status": "passed", "how": "inspected"},
+        {"platform": "darwin/arm64", "status": "passed", "how": "inspected"},
     ]
     (installed,) = [e for e in evs if e["type"] == "install.completed"]
     assert installed["payload"]["recipe_source"] == "local"

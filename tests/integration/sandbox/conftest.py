@@ -7,14 +7,21 @@ when ``TSUKU_REQUIRE_DOCKER=1`` or ``CI=true`` (CI must exercise the real sandbo
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import NoReturn
 
 import pytest
 import trio
 
-from tsukud.sandbox.image import prepare_busybox_image
-from tsukud.sandbox.runtime import DEFAULT_IMAGE, ContainerRuntime, RuntimeUnavailable, open_runtime
+from tsukud.errors import SandboxError
+from tsukud.sandbox.image import prepare_busybox_image, prepare_debian_image
+from tsukud.sandbox.runtime import (
+    BUSYBOX_IMAGE,
+    DEFAULT_IMAGE,
+    ContainerRuntime,
+    RuntimeUnavailable,
+    open_runtime,
+)
 
 
 def docker_required() -> bool:
@@ -44,19 +51,33 @@ def docker_endpoint() -> str:
         unavailable(f"{exc} ({exc.hint})")
 
 
-@pytest.fixture(scope="session")
-def image(docker_endpoint: str) -> str:
-    """The validation image, imported from the host's busybox-static when missing."""
-
-    async def prepare() -> None:
+def _ensure(
+    docker_endpoint: str,
+    name: str,
+    prepare: Callable[[ContainerRuntime, str], Awaitable[bool]],
+) -> str:
+    async def run() -> None:
         async with open_runtime(docker_endpoint) as rt:
-            await prepare_busybox_image(rt, DEFAULT_IMAGE)
+            await prepare(rt, name)
 
     try:
-        trio.run(prepare)
-    except FileNotFoundError as exc:
-        unavailable(f"validation image {DEFAULT_IMAGE} missing and cannot be built: {exc}")
-    return DEFAULT_IMAGE
+        trio.run(run)
+    except (SandboxError, FileNotFoundError) as exc:
+        unavailable(f"validation image {name} missing and cannot be built: {exc}")
+    return name
+
+
+@pytest.fixture(scope="session")
+def image(docker_endpoint: str) -> str:
+    """The default validation image (Debian minbase), built with debootstrap when missing
+    (``bash scripts/dev setup`` builds it ahead, so CI finds it present)."""
+    return _ensure(docker_endpoint, DEFAULT_IMAGE, prepare_debian_image)
+
+
+@pytest.fixture(scope="session")
+def busybox_image(docker_endpoint: str) -> str:
+    """The static-only fallback image, imported from the host's busybox-static."""
+    return _ensure(docker_endpoint, BUSYBOX_IMAGE, prepare_busybox_image)
 
 
 @pytest.fixture

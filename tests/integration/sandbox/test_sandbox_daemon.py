@@ -16,12 +16,17 @@ from tests.conftest import Tsuku
 pytestmark = pytest.mark.docker
 
 
-def test_sandbox_status_prepare_and_check_through_the_daemon(daemon: Tsuku, image: str) -> None:
+def test_sandbox_status_prepare_and_check_through_the_daemon(
+    daemon: Tsuku, image: str, busybox_image: str
+) -> None:
     st = json.loads(daemon.ctl("sandbox", "status", "--json", check=True).stdout)
     assert st["available"] is True and st["image"] == image and st["image_present"] is True
+    assert image == "tsuku/validate-debian:local"  # the default: a glibc userland
 
     prep = json.loads(daemon.ctl("sandbox", "prepare", "--json", check=True).stdout)
     assert prep == {"image": image, "imported": False}
+    fallback = daemon.ctl("sandbox", "prepare", "--busybox", check=True).stdout
+    assert fallback == f"{busybox_image}: already present\n"
 
     res = json.loads(daemon.ctl("sandbox", "check", "--json", check=True).stdout)
     assert res["ok"] is True
@@ -36,7 +41,7 @@ def test_sandbox_status_prepare_and_check_through_the_daemon(daemon: Tsuku, imag
         for x in daemon.ctl("events", "--type", "sandbox.*", "--json").stdout.splitlines()
     ]
     assert types.count("sandbox.lock_acquired") == 2
-    assert "sandbox.image_prepared" in types
+    assert types.count("sandbox.image_prepared") == 2
 
 
 def test_unreachable_runtime_is_a_clear_error(tsuku: Tsuku) -> None:

@@ -23,6 +23,13 @@ from tsukud.sandbox.runtime import (
 pytestmark = pytest.mark.docker
 
 
+@pytest.fixture
+def image(busybox_image: str) -> str:
+    """These isolation checks use busybox's applets (``cp /bin/busybox``): the static
+    fallback image, which has the same isolation as the default one."""
+    return busybox_image
+
+
 def unique_label() -> tuple[str, str]:
     """A label unique to one test, so checks never see other tests' containers."""
     return "dev.tsuku.test", secrets.token_hex(6)
