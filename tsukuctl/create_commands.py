@@ -59,13 +59,28 @@ def _money(res: dict[str, Any]) -> str:
     )
 
 
+# How each platform was proven; anything else (unproven, unsupported) says so loudly.
+_PROOF = {
+    "run": "ran",
+    "emulated": "ran under emulation",
+    "inspected": "binary headers checked",
+    "unsupported": "not supported by the recipe",
+}
+
+
 def _validation_line(res: dict[str, Any]) -> str:
     v = res.get("validation") or {}
     status = v.get("status")
     if status == "passed":
         assets = v.get("assets") or []
         shown = ", ".join(f"{a['name']} (sha256 {a['sha256'][:12]}…)" for a in assets)
-        return f"passed on {v.get('platform')} in {v.get('image')}: {shown}"
+        line = f"passed on {v.get('platform')} in {v.get('image')}: {shown}"
+        proofs = [
+            f"{p.get('platform')} {_PROOF.get(str(p.get('how') or p.get('status')), 'NOT PROVEN')}"
+            for p in v.get("platforms") or ()
+            if isinstance(p, dict)
+        ]
+        return line + ("; platforms: " + ", ".join(proofs) if proofs else "")
     return f"NOT validated ({v.get('message') or status})"
 
 

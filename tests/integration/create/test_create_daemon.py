@@ -103,6 +103,10 @@ def test_done_when_deterministic(home: Tsuku, anthropic: FakeAnthropic) -> None:
     recipe_path = home.home / "recipes" / "stern.toml"
     assert cp.stdout.splitlines()[0] == f"Recipe created: {recipe_path}"
     assert "Validation: passed on linux/" in cp.stdout
+    assert (
+        "; platforms: linux/amd64 ran, linux/arm64 ran under emulation, darwin/amd64 binary "
+        "headers checked, darwin/arm64 binary headers checked\n"
+    ) in cp.stdout
     assert "To install it: tsukuctl install stern" in cp.stdout
     for stage in ("fetching releases of stern/stern…", "matching the", "validating on linux/"):
         assert stage in cp.stderr
