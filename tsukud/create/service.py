@@ -94,7 +94,8 @@ async def offer_image(
         f"the validation image {sandbox.image} is not built yet; build it now "
         "(debootstrap --variant=minbase from Debian's packages, about 2 minutes)? "
         "Without it the recipe cannot be validated.",
-        image=sandbox.image,
+        kind="sandbox_image",
+        option={"image": sandbox.image},
     )
     try:
         await confirmations.ask(progress, can_ask=True, session=session, question=question)
