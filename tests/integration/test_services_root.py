@@ -51,11 +51,12 @@ async def test_services_are_built_once_from_the_daemons_parts(d: Daemon) -> None
 
 async def test_configuration_is_read_live(d: Daemon) -> None:
     llm = d.services.llm
-    assert llm.order() == ["claude"]
+    # The chosen provider first, the others after it (llm.only_provider is off).
+    assert llm.order() == ["claude", "gemini", "local"]
     d.config = configmod.resolve(
         env={**d.env, "TSUKU_LLM_PROVIDER": "gemini,claude"}, path=d.config.path
     )
-    assert llm.order() == ["gemini", "claude"]  # the same service, the new setting
+    assert llm.order() == ["gemini", "claude", "local"]  # the same service, the new setting
 
 
 async def test_background_work_waits_for_the_daemon_to_serve(d: Daemon, tmp_path: Path) -> None:
