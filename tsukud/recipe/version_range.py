@@ -12,23 +12,45 @@ import re
 
 _CORE = re.compile(r"(\d+(?:\.\d+)*)(.*)", re.DOTALL)
 _CLAUSE = re.compile(r"\s*(>=|<=|==|!=|>|<|=)?\s*v?([0-9][0-9A-Za-z.+_-]*)\s*")
+_IDENTIFIER = re.compile(r"\d+|[^\d.\-_]+")
 OPERATORS = (">=", "<=", "==", "!=", ">", "<")
 
+# One pre-release identifier: (0, n, "") for a number, (1, 0, text) for text, so numbers
+# compare as numbers and sort below text, as semver asks.
+Identifier = tuple[int, int, str]
 
-def sort_key(version: str) -> tuple[tuple[int, ...], int, str]:
+
+def _pre_release(rest: str) -> tuple[Identifier, ...]:
+    """``-rc.10`` → ``((1, 0, "rc"), (0, 10, ""))``. Build metadata (``+...``) is left out:
+    semver gives it no precedence. Runs of digits inside an identifier count as numbers
+    too (``rc10`` = ``rc.10``), so ``rc10`` > ``rc9`` as people mean it."""
+    pre = rest.split("+", 1)[0]
+    return tuple(
+        (0, int(part), "") if part.isdigit() else (1, 0, part)
+        for part in _IDENTIFIER.findall(pre)
+    )
+
+
+def sort_key(version: str) -> tuple[tuple[int, ...], int, tuple[Identifier, ...]]:
+    """Semver precedence, extended to any number of numeric parts (trailing zeros do not
+    count: ``1.2`` = ``1.2.0``): the numbers, then a release above its pre-releases, then
+    the pre-release identifiers left to right (a longer list wins a tie)."""
     match = _CORE.match(version)
     if match is None:
-        return ((), 0, version)
+        return ((), 0, ((1, 0, version),))
     numbers = tuple(int(part) for part in match.group(1).split("."))
     while numbers and numbers[-1] == 0:
         numbers = numbers[:-1]
     rest = match.group(2)
-    # A bare release sorts after its prereleases: 1.2.3 > 1.2.3-rc1.
-    return (numbers, 0 if rest else 1, rest)
+    if not rest or rest.startswith("+"):
+        return (numbers, 1, ())
+    return (numbers, 0, _pre_release(rest))
 
 
 def compare_versions(a: str, b: str) -> int:
-    """-1, 0 or 1. Numeric dotted cores compare as numbers (``1.10`` > ``1.9``)."""
+    """-1, 0 or 1. Numeric dotted cores compare as numbers (``1.10`` > ``1.9``), and so do
+    numeric pre-release parts (``1.2.3-rc10`` > ``1.2.3-rc9``); a release is newer than
+    its pre-releases."""
     ka, kb = sort_key(a), sort_key(b)
     return (ka > kb) - (ka < kb)
 
