@@ -389,6 +389,7 @@ class Brave(_Retrying):
             f"{self.url}{sep}{urlencode({'q': query, 'count': MAX_RESULTS})}",
             headers={"accept": "application/json", "x-subscription-token": self._key},
             cache=False,
+            retry=False,  # search() retries by the provider's own policy
         )
 
     def _parse(self, resp: WebResponse) -> list[SearchResult]:

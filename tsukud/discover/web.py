@@ -62,14 +62,21 @@ class Web:
             self._post = None
 
     async def get(
-        self, url: str, *, headers: Mapping[str, str] | None = None, cache: bool = True
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        cache: bool = True,
+        retry: bool = True,
     ) -> WebResponse:
+        """``retry=False`` for callers that retry by their own policy (search)."""
         resp = await self.http.get(
             url,
             headers=headers,
             max_bytes=self.max_bytes,
             cache=cache,
             accept_status=_ALL_ERRORS,
+            retry=retry,
         )
         return WebResponse(resp.status, resp.headers, resp.body, resp.url)
 

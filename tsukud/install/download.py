@@ -30,7 +30,7 @@ import trio
 from tsukud.errors import TsukuError
 from tsukud.groups import single_leaf
 from tsukud.install.errors import no_space
-from tsukud.net.http import MB, Http, HttpError, HttpStatusError, Stream
+from tsukud.net.http import MB, Http, HttpError, HttpStatusError, Stream, TransientHttpError
 
 DEFAULT_MAX_BYTES = 2 * 1024 * MB
 BATCH = 4 * MB  # bytes handed to the writer thread at a time
@@ -130,10 +130,15 @@ def _as_download_error(exc: HttpError) -> TsukuError:
                 hint="The release does not (or no longer) provide this file.",
                 url=exc.url,
             )
+        tries = exc.data.get("tries")
+        said = f" (gave up after {tries} tries)" if tries else ""
         return DownloadError(
-            f"download of {exc.url} failed: HTTP {exc.status}", url=exc.url, status=exc.status
+            f"download of {exc.url} failed: HTTP {exc.status}{said}",
+            url=exc.url,
+            status=exc.status,
+            **({"tries": tries} if tries else {}),
         )
-    if type(exc) is HttpError:
+    if type(exc) in (HttpError, TransientHttpError):
         return DownloadError(f"download failed: {exc.message}", **exc.data)
     return exc
 

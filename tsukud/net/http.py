@@ -21,6 +21,10 @@ Every outbound request of the daemon goes through :class:`Http`:
   downloads from its asset host). Short waits (``max_wait``) are slept and the request
   retried once; longer ones raise :class:`HttpRateLimited` at once, also for later
   requests to that origin, without spending the quota.
+* **Transient failures** (5xx, a refused or reset connection, a timeout) of idempotent
+  requests are tried again with growing, jittered waits, bounded in count and time
+  (``tsukud.net.retry``); short rate-limit waits count as tries too. The error of the
+  last try says how many were made. A download is retried until its body starts.
 
 It imports httpx2 at module level: import this module inside functions so the daemon
 starts without it.
@@ -32,11 +36,12 @@ import contextlib
 import email.utils
 import ipaddress
 import json
+import random
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urljoin, urlsplit
 
 import httpx2
@@ -45,6 +50,7 @@ import trio
 from tsukud import log
 from tsukud.clock import Clock, SystemClock
 from tsukud.errors import TsukuError
+from tsukud.net.retry import TRANSIENT_STATUSES, RetryPolicy, may_retry, next_delay
 
 if TYPE_CHECKING:
     from tsukud.config import Config
@@ -64,6 +70,11 @@ class HttpError(TsukuError):
     """A request failed: connection, timeout, protocol or an unexpected status."""
 
     code = "network_error"
+
+
+class TransientHttpError(HttpError):
+    """A failure that may pass on its own (refused or reset connection, a timeout):
+    worth another try for an idempotent request."""
 
 
 class HttpStatusError(HttpError):
@@ -132,6 +143,7 @@ class Settings:
     cache_max_bytes: int = 32 * MB
     max_wait: float = 5.0  # longest retry-after we sleep through
     dns_ttl: float = 60.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 @dataclass(frozen=True)
@@ -279,10 +291,40 @@ def _transport_error(exc: httpx2.HTTPError, url: str) -> HttpError:
     shown = _display(url)
     if isinstance(exc, httpx2.TimeoutException):
         kind = "connect" if isinstance(exc, httpx2.ConnectTimeout) else "read"
-        return HttpError(f"{shown}: {kind} timed out", url=shown)
+        return TransientHttpError(f"{shown}: {kind} timed out", url=shown)
     if isinstance(exc, httpx2.ConnectError):
-        return HttpError(f"{shown}: cannot connect ({exc or type(exc).__name__})", url=shown)
+        return TransientHttpError(
+            f"{shown}: cannot connect ({exc or type(exc).__name__})", url=shown
+        )
+    if isinstance(exc, httpx2.NetworkError | httpx2.RemoteProtocolError):
+        return TransientHttpError(f"{shown}: {type(exc).__name__}: {exc}", url=shown)
     return HttpError(f"{shown}: {type(exc).__name__}: {exc}", url=shown)
+
+
+T = TypeVar("T")
+
+
+class _TryAgain(Exception):
+    """An attempt's outcome that another try may change: ``error`` if it was the last
+    try, ``wait`` the seconds the server asked for, ``blocked`` the origin it marked
+    busy (freed for the next try)."""
+
+    def __init__(
+        self, error: HttpError, wait: float | None = None, blocked: str | None = None
+    ) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.wait = wait
+        self.blocked = blocked
+
+
+def _gave_up(error: HttpError, tries: int) -> HttpError:
+    """``error``, saying how many tries were made when there were several."""
+    if tries > 1:
+        error.message = f"{error.message} (gave up after {tries} tries)"
+        error.args = (error.message,)
+        error.data["tries"] = tries
+    return error
 
 
 # ------------------------------------------------------------------------------ client
@@ -301,8 +343,10 @@ class Http:
         clock: Clock | None = None,
         resolve: Resolver | None = None,
         client: httpx2.AsyncClient | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.settings = settings or Settings()
+        self._rng = rng or random.Random()  # noqa: S311 - jitter, not secrets; tests seed it
         self._allowed_hosts = allowed_hosts
         self._credentials = credentials
         self._clock = clock or SystemClock()
@@ -474,9 +518,11 @@ class Http:
         max_bytes: int | None = None,
         cache: bool = False,
         accept_status: Collection[int] = (),
+        retry: bool = True,
     ) -> Response:
         """GET a (small) body. Non-2xx statuses raise :class:`HttpStatusError` unless
-        listed in ``accept_status``; a 304 never reaches the caller when ``cache``."""
+        listed in ``accept_status``; a 304 never reaches the caller when ``cache``.
+        ``retry=False`` is for callers with a retry policy of their own."""
         limit = self.settings.api_max_bytes if max_bytes is None else max_bytes
         key = (url, (headers or {}).get("accept", ""), origin(url) in self._credentials())
         entry = self._cache.get(key) if cache else None
@@ -491,7 +537,11 @@ class Http:
                 send_headers["if-none-match"] = entry.etag
             if entry.last_modified:
                 send_headers["if-modified-since"] = entry.last_modified
-        response = await self._get_once(url, send_headers, limit, retry=True)
+        response = await self._retrying(
+            url,
+            lambda: self._get_once(url, send_headers, limit, accept_status),
+            self._policy("GET", retry=retry),
+        )
         if entry is not None and response.status == 304:
             entry.stored = self._clock.now()
             self._cache.move_to_end(key)
@@ -507,34 +557,82 @@ class Http:
             self._store(key, response)
         return response
 
+    def _policy(self, method: str, *, retry: bool = True) -> RetryPolicy:
+        """The configured policy for idempotent methods; one try for the others."""
+        return self.settings.retry if retry and may_retry(method) else RetryPolicy(max_tries=1)
+
+    async def _retrying(
+        self, url: str, attempt: Callable[[], Awaitable[T]], policy: RetryPolicy
+    ) -> T:
+        """Run ``attempt`` until it succeeds, fails for good, or ``policy`` says stop
+        (see ``tsukud.net.retry``)."""
+        start = self._clock.now()
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                return await attempt()
+            except _TryAgain as again:
+                error, blocked = again.error, again.blocked
+                delay = next_delay(policy, tries, self._clock.now() - start, self._rng, again.wait)
+            if delay is None:
+                raise _gave_up(error, tries)
+            log.get().info(
+                "http.retry",
+                url=_display(url),
+                tries=tries,
+                wait=round(delay, 3),
+                error=error.message,
+            )
+            await trio.sleep(delay)
+            if blocked is not None:
+                self._blocked.pop(blocked, None)
+
+    def _rate_limited(self, url: str, status: int, wait: float) -> HttpError:
+        """The error for a rate-limit answer, or (a short wait) the request to try again."""
+        retry_at = self._clock.now() + wait
+        error = HttpRateLimited(
+            f"{_display(url)}: rate limited (HTTP {status}) until {_iso(retry_at)}",
+            url=_display(url),
+            retry_at=retry_at,
+            status=status,
+            **self._blocked[origin(url)][2],
+        )
+        if wait <= self.settings.max_wait:
+            raise _TryAgain(error, wait, origin(url))
+        return error
+
     async def _get_once(
-        self, url: str, headers: Mapping[str, str], limit: int, *, retry: bool
+        self, url: str, headers: Mapping[str, str], limit: int, accept_status: Collection[int]
     ) -> Response:
         with trio.move_on_after(self.settings.total_timeout) as scope:
-            resp, final = await self._follow("GET", url, headers)
             try:
-                body = await self._read_capped(resp, final, limit)
-            finally:
-                await resp.aclose()
+                resp, final = await self._follow("GET", url, headers)
+                try:
+                    body = await self._read_capped(resp, final, limit)
+                finally:
+                    await resp.aclose()
+            except TransientHttpError as exc:
+                raise _TryAgain(exc) from None
         if scope.cancelled_caught:
-            raise HttpError(
-                f"{_display(url)}: no complete answer within {self.settings.total_timeout:.0f} s",
-                url=_display(url),
+            raise _TryAgain(
+                TransientHttpError(
+                    f"{_display(url)}: no complete answer within "
+                    f"{self.settings.total_timeout:.0f} s",
+                    url=_display(url),
+                )
             )
         hdrs = _headers(resp.headers)
         wait = self._note_rate_limit(final, resp.status_code, hdrs, body)
         if wait is not None:
-            if retry and wait <= self.settings.max_wait:
-                await trio.sleep(wait)
-                self._blocked.pop(origin(final), None)
-                return await self._get_once(url, headers, limit, retry=False)
-            retry_at = self._clock.now() + wait
-            raise HttpRateLimited(
-                f"{_display(final)}: rate limited (HTTP {resp.status_code}) until {_iso(retry_at)}",
-                url=_display(final),
-                retry_at=retry_at,
-                status=resp.status_code,
-                **self._blocked[origin(final)][2],
+            raise self._rate_limited(final, resp.status_code, wait)
+        if resp.status_code in TRANSIENT_STATUSES and resp.status_code not in accept_status:
+            raise _TryAgain(
+                HttpStatusError(
+                    f"{_display(url)}: HTTP {resp.status_code}",
+                    status=resp.status_code,
+                    url=_display(url),
+                )
             )
         return Response(resp.status_code, hdrs, body, final)
 
@@ -599,24 +697,38 @@ class Http:
         """Open a download. Raises :class:`HttpStatusError` for non-2xx answers and
         :class:`ResponseTooLarge` when ``content-length`` is over ``max_bytes``."""
         send = {"accept-encoding": "identity", **{k.lower(): v for k, v in (headers or {}).items()}}
-        resp, final = await self._follow("GET", url, send)
+        resp, final, hdrs, length = await self._retrying(
+            url, lambda: self._open_stream(url, send, max_bytes), self._policy("GET")
+        )
+        try:
+            yield Stream(resp.status_code, hdrs, final, length, resp, max_bytes)
+        finally:
+            with trio.CancelScope(shield=True):
+                await resp.aclose()
+
+    async def _open_stream(
+        self, url: str, send: Mapping[str, str], max_bytes: int
+    ) -> tuple[httpx2.Response, str, dict[str, str], int | None]:
+        """One try at opening a download: the response (still unread), its final URL,
+        headers and declared length; an answer that is not a usable 2xx is closed."""
+        try:
+            resp, final = await self._follow("GET", url, send)
+        except TransientHttpError as exc:
+            raise _TryAgain(exc) from None
         try:
             hdrs = _headers(resp.headers)
             wait = self._note_rate_limit(final, resp.status_code, hdrs)
             if wait is not None:
-                retry_at = self._clock.now() + wait
-                raise HttpRateLimited(
-                    f"{_display(final)}: rate limited (HTTP {resp.status_code})",
-                    url=_display(final),
-                    retry_at=retry_at,
-                    status=resp.status_code,
-                )
+                raise self._rate_limited(final, resp.status_code, wait)
             if not 200 <= resp.status_code < 300:
-                raise HttpStatusError(
+                error = HttpStatusError(
                     f"{_display(url)}: HTTP {resp.status_code}",
                     status=resp.status_code,
                     url=_display(url),
                 )
+                if resp.status_code in TRANSIENT_STATUSES:
+                    raise _TryAgain(error)
+                raise error
             declared = hdrs.get("content-length")
             length = int(declared) if declared and declared.isdigit() else None
             if length is not None and length > max_bytes:
@@ -625,10 +737,11 @@ class Http:
                     url=_display(url),
                     limit=max_bytes,
                 )
-            yield Stream(resp.status_code, hdrs, final, length, resp, max_bytes)
-        finally:
+            return resp, final, hdrs, length
+        except BaseException:
             with trio.CancelScope(shield=True):
                 await resp.aclose()
+            raise
 
 
 def _replace(r: Response, **changes: Any) -> Response:

@@ -26,8 +26,7 @@ def _pre_release(rest: str) -> tuple[Identifier, ...]:
     too (``rc10`` = ``rc.10``), so ``rc10`` > ``rc9`` as people mean it."""
     pre = rest.split("+", 1)[0]
     return tuple(
-        (0, int(part), "") if part.isdigit() else (1, 0, part)
-        for part in _IDENTIFIER.findall(pre)
+        (0, int(part), "") if part.isdigit() else (1, 0, part) for part in _IDENTIFIER.findall(pre)
     )
 
 

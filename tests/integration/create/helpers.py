@@ -36,7 +36,8 @@ from tsukud.create.validate import Validator
 from tsukud.github.client import GitHub
 from tsukud.llm.claude import ClaudeProvider
 from tsukud.llm.types import Request, Response
-from tsukud.net.http import Http
+from tsukud.net.http import Http, Settings
+from tsukud.net.retry import RetryPolicy
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
     ArchiveFormat,
@@ -282,7 +283,8 @@ def make_validator(
 
 
 def loopback_http() -> Http:
-    return Http(allowed_hosts=lambda: ["127.0.0.1"])
+    quick = Settings(retry=RetryPolicy(base_delay=0.01, max_delay=0.02))
+    return Http(settings=quick, allowed_hosts=lambda: ["127.0.0.1"])
 
 
 async def create_in_process(

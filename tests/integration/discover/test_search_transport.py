@@ -19,6 +19,7 @@ from tsukud.discover.errors import DiscoverySearchFailed
 from tsukud.discover.search import Brave, DuckDuckGo, Tavily
 from tsukud.discover.web import Web
 from tsukud.net.http import Http, Settings
+from tsukud.net.retry import RetryPolicy
 
 PROVIDERS = ("ddg", "tavily", "brave")
 PATHS = {"ddg": "/html/", "tavily": "/tavily/search", "brave": "/brave/res/v1/web/search"}
@@ -36,7 +37,12 @@ def search() -> Iterator[FakeSearch]:
 
 @pytest.fixture
 async def web() -> AsyncIterator[Web]:
-    fast = Settings(connect_timeout=0.5, read_timeout=0.5, total_timeout=1.0)
+    fast = Settings(
+        connect_timeout=0.5,
+        read_timeout=0.5,
+        total_timeout=1.0,
+        retry=RetryPolicy(max_tries=1),  # the timeout itself is under test
+    )
     http = Http(settings=fast, allowed_hosts=lambda: ["127.0.0.1"])
     w = Web(http, timeout=0.5)
     try:

@@ -21,6 +21,7 @@ from tsukud.discover.errors import DiscoveryNotFound, DiscoveryUnverified
 from tsukud.discover.verify import fetch_meta
 from tsukud.github.client import GitHub
 from tsukud.net.http import Http, HttpError, Settings
+from tsukud.net.retry import RetryPolicy
 
 
 def _verified(d: Any) -> dict[str, Any]:
@@ -70,7 +71,12 @@ async def test_github_garbage_answer_rejects_the_candidate_and_says_why(
 async def test_github_answer_that_never_comes_times_out(world: World) -> None:
     world.github.clear_overrides()
     world.github.override(r"^/repos/stripe/stripe-cli$", json_body={}, delay=5)
-    fast = Settings(connect_timeout=0.5, read_timeout=0.5, total_timeout=1.0)
+    fast = Settings(
+        connect_timeout=0.5,
+        read_timeout=0.5,
+        total_timeout=1.0,
+        retry=RetryPolicy(max_tries=1),  # the timeout itself is under test
+    )
     http = Http(settings=fast, allowed_hosts=lambda: ["127.0.0.1"])
     try:
         github = GitHub(http, world.github.api_url)

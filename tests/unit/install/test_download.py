@@ -60,8 +60,8 @@ async def test_download_errors(http: Http, server: FakeHTTPServer, tmp_path: Pat
     with pytest.raises(AssetMissing) as err:
         await download(http, server.url + "/gone.tar.gz", tmp_path / "a")
     assert "gone.tar.gz" in err.value.message and err.value.exit_code == 5
-    server.push(Reply(500))
-    with pytest.raises(DownloadError, match="HTTP 500"):
+    server.push(Reply(501))  # not a transient status: no second try
+    with pytest.raises(DownloadError, match=r"HTTP 501$"):
         await download(http, server.url + "/err", tmp_path / "b")
     server.push(Reply(body=b"x" * 5000))
     with pytest.raises(ResponseTooLarge):

@@ -14,7 +14,8 @@ from tests.fakes.github import FakeGitHub
 from tests.shared import recipe_text
 from tsukud.clock import Clock, FixedClock, TrioClock
 from tsukud.install.registry import RecipeNotFound, Registry, RegistryUnavailable
-from tsukud.net.http import Http
+from tsukud.net.http import Http, Settings
+from tsukud.net.retry import RetryPolicy
 from tsukud.recipe import RecipeParseError
 
 
@@ -34,7 +35,8 @@ def clock() -> FixedClock:
 @asynccontextmanager
 async def open_registry(fake: FakeGitHub, home: Path, clock: Clock) -> AsyncIterator[Registry]:
     """A registry on ``fake`` with a one-hour TTL, reading ``clock``."""
-    http = Http(allowed_hosts=lambda: {"127.0.0.1"}, clock=clock)
+    quick = Settings(retry=RetryPolicy(base_delay=0.01, max_delay=0.02))
+    http = Http(settings=quick, allowed_hosts=lambda: {"127.0.0.1"}, clock=clock)
     try:
         yield Registry(
             home,
