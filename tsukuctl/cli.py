@@ -20,6 +20,7 @@ from tsukud.errors import ExitCode, TsukuError
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any
 
 # Command word → the module whose ``register`` adds it. Standard library only, like this
 # file. ``tsukuctl --help`` lists the commands in this order.
@@ -33,6 +34,8 @@ COMMANDS: dict[str, str] = {
     "install": "tsukuctl.install_commands",
     "list": "tsukuctl.install_commands",
     "remove": "tsukuctl.install_commands",
+    "uninstall": "tsukuctl.install_commands",  # aliases of remove (uv, brew, pip habits)
+    "rm": "tsukuctl.install_commands",
     "verify": "tsukuctl.install_commands",
     "info": "tsukuctl.install_commands",
     "update-registry": "tsukuctl.install_commands",
@@ -40,8 +43,62 @@ COMMANDS: dict[str, str] = {
     "hook": "tsukuctl.hook_commands",
     "demo": "tsukuctl.demo_commands",
     "discover": "tsukuctl.discover_commands",
+    "help": "tsukuctl.cli",
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMANDS.values()))
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with "did you mean" for a mistyped choice (a command, an action, a
+    ``--by`` value). ``difflib`` is imported only when a word is wrong."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if choices is None or value in choices:
+            return
+        names = [str(c) for c in choices]
+        close = _close_matches(str(value), names)
+        if close:
+            raise argparse.ArgumentError(
+                action, f"invalid choice: {value!r}; did you mean {_either(close)}?"
+            )
+        raise argparse.ArgumentError(
+            action, f"invalid choice: {value!r} (choose from {', '.join(map(repr, names))})"
+        )
+
+
+def _close_matches(word: str, names: Sequence[str]) -> list[str]:
+    """The names ``word`` was most likely meant to be: close ones, and only those nearly
+    as close as the best (``instal`` → install, not also uninstall and list)."""
+    import difflib
+
+    scored = []
+    for name in names:
+        ratio = difflib.SequenceMatcher(None, word, name).ratio()
+        if ratio >= 0.6:
+            scored.append((ratio, name))
+    scored.sort(key=lambda s: -s[0])
+    return [name for ratio, name in scored[:3] if ratio >= scored[0][0] - 0.1]
+
+
+def _either(words: Sequence[str]) -> str:
+    quoted = [f"'{w}'" for w in words]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def register(sub: argparse._SubParsersAction[Parser]) -> None:
+    """``tsukuctl help [COMMAND...]``: the same text as ``COMMAND --help``."""
+    p = sub.add_parser("help", help="show the help of a command (help install, help events list)")
+    p.add_argument("topic", nargs="*", metavar="COMMAND")
+    p.set_defaults(fn=_help)
+
+
+def _help(args: argparse.Namespace) -> int:
+    try:
+        main([*args.topic, "--help"])
+    except SystemExit as done:
+        return int(done.code or 0)
+    return 0
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -52,7 +109,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     command line (``status``, from scripts and prompts) imports and builds only its own
     module's commands.
     """
-    ap = argparse.ArgumentParser(
+    ap = Parser(
         prog="tsukuctl",
         description="tsuku: developer tools installed from recipes it writes, checks and repairs.",
     )
@@ -80,7 +137,9 @@ def command_word(argv: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(command_word(argv))
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _unknown_arguments(parser, argv, unknown)
     if not getattr(args, "fn", None):
         parser.print_help()
         return ExitCode.USAGE
@@ -99,6 +158,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+
+
+def _innermost(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The (sub)command parser the words of ``argv`` lead to: ``events list`` → its own."""
+    for word in argv:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if subs and word in subs[0].choices:
+            parser = subs[0].choices[word]
+    return parser
+
+
+def _unknown_arguments(
+    parser: argparse.ArgumentParser, argv: Sequence[str], unknown: Sequence[str]
+) -> None:
+    """Refuse arguments no parser took, with the usage of the command they were given
+    to (not the top level's) and the flag they were probably meant to be."""
+    owner = _innermost(parser, argv)
+    flags = [s for a in owner._actions for s in a.option_strings if s.startswith("--")]
+    message = f"unrecognized arguments: {' '.join(unknown)}"
+    for word in unknown:
+        close = _close_matches(word.split("=", 1)[0], flags) if word.startswith("-") else []
+        if close:
+            message += f"; did you mean {_either(close)}?"
+            break
+    owner.error(message)
 
 
 def _print_error(message: str, hint: str) -> None:

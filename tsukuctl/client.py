@@ -39,7 +39,11 @@ class Client:
             return cls(_connect(path))
         except (FileNotFoundError, ConnectionRefusedError):
             if not autostart:
-                raise DaemonUnavailable(f"no tsukud answers on {path}") from None
+                raise DaemonUnavailable(
+                    f"no tsukud answers on {path}",
+                    hint="Start it with `tsukuctl daemon start`, or leave out --no-start to "
+                    "have it started on demand.",
+                ) from None
         start_daemon(path)
         return cls(_connect(path))
 

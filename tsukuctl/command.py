@@ -7,13 +7,13 @@ the module of the command it runs. Standard library only, like the whole client.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from tsukuctl.client import Client
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:
-    import argparse
     from typing import Any
 
 
@@ -60,3 +60,15 @@ def add_provider_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         help="use only the --provider (or llm.provider) ones, never fail over to others",
     )
+
+
+def count(text: str) -> int:
+    """An argparse ``type``: a whole number, 0 or more. A bad one is a usage error (exit
+    2, with the command's usage) before anything reaches the daemon."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative: give 0 or more")
+    return n

@@ -8,7 +8,7 @@ import os
 import sys
 
 from tsukuctl.client import Client
-from tsukuctl.command import out
+from tsukuctl.command import count, out
 from tsukud import paths
 from tsukud.errors import TsukuError, UsageError
 
@@ -82,6 +82,6 @@ def _logs(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("daemon", help="start, stop, restart tsukud; show its log")
     p.add_argument("action", choices=("start", "stop", "restart", "logs"))
-    p.add_argument("-n", "--lines", type=int, default=50, help="log lines to show")
+    p.add_argument("-n", "--lines", type=count, default=50, help="log lines to show")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new log lines")
     p.set_defaults(fn=cmd_daemon)

@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from tsukuctl import render
-from tsukuctl.command import out, rpc
+from tsukuctl.command import count, out, rpc
 from tsukud.errors import UsageError
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
@@ -178,7 +178,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--until", help="same forms as --since (exclusive)")
     p.add_argument("--type", action="append", help="event type or prefix (llm.*); repeatable")
     p.add_argument("--session", help="one run's session id")
-    p.add_argument("--limit", type=int, default=100, help="newest N events (0: all; default 100)")
+    p.add_argument("--limit", type=count, default=100, help="newest N events (0: all; default 100)")
     p.add_argument(
         "--by",
         default="day",

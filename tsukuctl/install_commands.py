@@ -1,4 +1,4 @@
-"""``tsukuctl install|list|remove|verify|info|update-registry``.
+"""``tsukuctl install|list|remove (uninstall, rm)|verify|info|update-registry``.
 
 Standard library only (this module is loaded with the rest of the CLI). Progress goes
 to stderr (a live line on a terminal, one line per stage otherwise); the final answer is
@@ -252,7 +252,7 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_list)
 
-    p = sub.add_parser("remove", help="remove an installed tool")
+    p = sub.add_parser("remove", aliases=["uninstall", "rm"], help="remove an installed tool")
     p.add_argument("tool")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_remove)

@@ -152,9 +152,29 @@ def find_version(
             return max(fuzzy, key=lambda c: _sort_key(c.version))
     where = f" for {repo}" if repo else ""
     prefix = f" (tag prefix {tag_prefix!r})" if tag_prefix else ""
-    raise VersionNotFound(
-        f"version {requested} not found{where}{prefix}", requested=requested, repo=repo
+    near = nearest_versions(requested, [c.version for c in _candidates(tags, tag_prefix)])
+    hint = (
+        f"Versions that exist near {requested}: {', '.join(near)}. Ask for one of them "
+        "(tool@version), or leave the version out for the newest."
+        if near
+        else "The source lists no versions; leave the version out for the newest release."
     )
+    raise VersionNotFound(
+        f"version {requested} not found{where}{prefix}",
+        hint=hint,
+        requested=requested,
+        repo=repo,
+        available=near,
+    )
+
+
+def nearest_versions(requested: str, versions: Iterable[str], n: int = 5) -> list[str]:
+    """Up to ``n`` of ``versions`` around where ``requested`` would sort, newest first:
+    for ``1.4.9`` the releases just above and below it, for ``9.9.9`` the newest ones."""
+    ordered = sorted(set(versions), key=_sort_key)
+    at = sum(1 for v in ordered if _sort_key(v) < _sort_key(requested))
+    start = max(0, min(at - (n + 1) // 2, len(ordered) - n))
+    return list(reversed(ordered[start : start + n]))
 
 
 def latest_version(

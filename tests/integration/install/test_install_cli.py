@@ -17,6 +17,7 @@ from tests.conftest import Tsuku
 from tests.fakes.github import FakeGitHub
 from tests.integration.install.conftest import events, installed, make_tsuku, tree
 from tests.shared import recipe_text
+from tsukud.errors import ExitCode
 
 
 def run_bin(t: Tsuku, name: str, *args: str) -> str:
@@ -233,3 +234,13 @@ def test_one_file_installed_under_two_names(inst: Tsuku) -> None:
     assert res["binaries"] == ["stern", "stern-copy"]
     assert run_bin(inst, "stern-copy") == run_bin(inst, "stern") == "stern v1.32.0"
     assert inst.ctl("verify", "stern").returncode == 0
+
+
+def test_a_missing_version_lists_the_versions_that_exist(inst: Tsuku) -> None:
+    cp = inst.ctl("install", "age@9.9.9")
+    assert cp.returncode == ExitCode.VERSION_NOT_FOUND, cp.stderr
+    assert cp.stdout == ""
+    message, hint = cp.stderr.strip().splitlines()[-2:]
+    assert message == "tsukuctl: version 9.9.9 not found for FiloSottile/age"
+    assert hint.startswith("hint: Versions that exist near 9.9.9: ")
+    assert "1.2.0" in hint and "1.1.1" in hint and "Fix the recipe" not in hint

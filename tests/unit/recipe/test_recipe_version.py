@@ -20,7 +20,12 @@ from tsukud.recipe import (
     tag_to_version,
     version_source,
 )
-from tsukud.recipe.version import candidate_tags, compare_versions, is_stable_version
+from tsukud.recipe.version import (
+    candidate_tags,
+    compare_versions,
+    is_stable_version,
+    nearest_versions,
+)
 
 
 @pytest.mark.parametrize(
@@ -62,6 +67,26 @@ def test_find_version_without_prefix() -> None:
     with pytest.raises(VersionNotFound, match=r"version 0\.7 not found for simeji/jid") as info:
         find_version("0.7", tags, repo="simeji/jid")  # no fuzzy match without a prefix
     assert info.value.exit_code == 4
+
+
+def test_a_missing_version_hints_the_versions_that_exist_near_it() -> None:
+    tags = ["v1.0.0", "v1.1.0", "v1.1.1", "v1.2.0", "v1.10.0", "v2.0.0-rc1", "nightly"]
+    with pytest.raises(VersionNotFound) as info:
+        find_version("9.9.9", tags, repo="FiloSottile/age")
+    assert info.value.message == "version 9.9.9 not found for FiloSottile/age"
+    assert info.value.hint == (
+        "Versions that exist near 9.9.9: 2.0.0-rc1, 1.10.0, 1.2.0, 1.1.1, 1.1.0. "
+        "Ask for one of them (tool@version), or leave the version out for the newest."
+    )
+    assert info.value.data["available"] == ["2.0.0-rc1", "1.10.0", "1.2.0", "1.1.1", "1.1.0"]
+    assert nearest_versions("1.1.5", ["1.0.0", "1.1.1", "1.2.0", "1.10.0"], n=2) == [
+        "1.2.0",
+        "1.1.1",
+    ]
+    assert nearest_versions("0.1", ["1.0.0", "1.1.1", "1.2.0"], n=2) == ["1.1.1", "1.0.0"]
+    with pytest.raises(VersionNotFound) as info:
+        find_version("1.0", [], repo="o/r")
+    assert "lists no versions" in info.value.hint
 
 
 def test_find_version_with_prefix() -> None:

@@ -133,14 +133,97 @@ def test_no_command_prints_the_help_and_is_a_usage_error(
     assert "usage: tsukuctl" in out and "update-registry" in out and "status" in out
 
 
-def test_an_unknown_command_is_refused_with_the_choices(
+def test_a_mistyped_command_gets_a_suggestion(capsys: pytest.CaptureFixture[str]) -> None:
+    for typo, meant in (("statsu", "status"), ("instal", "install"), ("hepl", "help")):
+        with pytest.raises(SystemExit) as exc:
+            cli.main([typo])
+        assert exc.value.code == ExitCode.USAGE
+        err = capsys.readouterr().err
+        assert err.startswith("usage: tsukuctl [-h]")
+        assert err.endswith(f"invalid choice: '{typo}'; did you mean '{meant}'?\n")
+
+
+def test_an_unknown_command_far_from_any_lists_the_choices(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     with pytest.raises(SystemExit) as exc:
-        cli.main(["statsu"])
+        cli.main(["xyzzy"])
     assert exc.value.code == ExitCode.USAGE
     err = capsys.readouterr().err
-    assert "invalid choice: 'statsu'" in err and "'status'" in err and "'install'" in err
+    assert "invalid choice: 'xyzzy' (choose from 'status', 'events'," in err
+    assert "did you mean" not in err
+
+
+def test_a_mistyped_action_gets_a_suggestion_with_its_command_usage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["events", "summry"])
+    assert exc.value.code == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("usage: tsukuctl events ")
+    assert "invalid choice: 'summry'; did you mean 'summary'?" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "typo", "usage", "meant"),
+    [
+        (["install", "--jsn", "kind"], "--jsn", "usage: tsukuctl install ", "'--json'"),
+        (["events", "summary", "--bye", "day"], "--bye day", "usage: tsukuctl events ", "'--by'"),
+        (["--no-start", "status", "--jason"], "--jason", "usage: tsukuctl status ", "'--json'"),
+    ],
+)
+def test_a_mistyped_flag_shows_its_command_usage_and_a_suggestion(
+    argv: list[str], typo: str, usage: str, meant: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    assert exc.value.code == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert err.startswith(usage), err
+    assert f"unrecognized arguments: {typo}; did you mean {meant}?" in err
+
+
+def test_help_of_a_command_is_its_usage_and_exits_zero(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main(["help", "install"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("usage: tsukuctl install ") and "--from SOURCE" in text
+    assert cli.main(["help", "events", "summary"]) == 0
+    assert capsys.readouterr().out.startswith("usage: tsukuctl events ")
+    assert cli.main(["help"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("usage: tsukuctl ") and "update-registry" in text
+
+
+def test_help_of_a_mistyped_command_suggests_the_right_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main(["help", "instal"]) == ExitCode.USAGE
+    assert "did you mean 'install'?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("word", ["remove", "uninstall", "rm"])
+def test_uninstall_and_rm_are_remove(
+    word: str, daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    daemon.replies["tools.remove"] = result({"tool": "kind", "version": "0.20.0"})
+    code, out, _ = run(capsys, word, "kind")
+    assert code == 0 and out == "removed kind 0.20.0\n"
+    assert daemon.requests == [("tools.remove", {"tool": "kind"})]
+
+
+@pytest.mark.parametrize("value", ["-5", "x", "1.5"])
+def test_a_bad_count_is_a_usage_error_before_any_call(
+    value: str, daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--no-start", "events", "--limit", value])
+    assert exc.value.code == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("usage: tsukuctl events ") and "argument --limit:" in err
+    assert daemon.requests == []
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -170,7 +253,8 @@ def test_no_daemon_and_no_start_is_daemon_unavailable(
     assert out == ""
     assert err == (
         f"tsukuctl: no tsukud answers on {home / 'd.sock'}\n"
-        "hint: Start it with `tsukud --foreground` or see `tsukuctl daemon logs`.\n"
+        "hint: Start it with `tsukuctl daemon start`, or leave out --no-start to have it "
+        "started on demand.\n"
     )
 
 
