@@ -19,7 +19,8 @@ from tsukud.install.download import (
     download_streaming,
     parse_checksum_file,
 )
-from tsukud.net.http import Http, ResponseTooLarge
+from tsukud.net.http import Http, ResponseTooLarge, Settings
+from tsukud.net.retry import RetryPolicy
 
 
 @pytest.fixture
@@ -199,3 +200,33 @@ async def test_streaming_download_that_breaks_mid_body(
     assert consumed and consumed[0] <= len(body)  # the consumer finished, not hung
     assert os.listdir(tmp_path) == []  # no link, no partial file
     assert open_fds() == fds  # both ends of the pipe are closed
+
+
+# ---- transient failures: tried again until the body starts -----------------------------
+
+
+@pytest.fixture
+async def retrying() -> AsyncIterator[Http]:
+    quick = Settings(retry=RetryPolicy(base_delay=0.01, max_delay=0.02))
+    h = Http(settings=quick, allowed_hosts=lambda: {"127.0.0.1"})
+    yield h
+    await h.aclose()
+
+
+async def test_a_download_is_retried_until_its_body_starts(
+    retrying: Http, server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    server.push(Reply(502), Reply(disconnect=True), Reply(body=b"tool" * 1000))
+    result = await download(retrying, server.url + "/t.tar.gz", tmp_path / "t")
+    assert result.size == 4000 and (tmp_path / "t").read_bytes() == b"tool" * 1000
+    assert len(server.requests) == 3
+
+
+async def test_a_download_that_keeps_failing_says_how_often_it_tried(
+    retrying: Http, server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    server.push(*[Reply(500)] * 5)
+    with pytest.raises(DownloadError) as err:
+        await download(retrying, server.url + "/t.tar.gz", tmp_path / "t")
+    assert err.value.message.endswith("HTTP 500 (gave up after 5 tries)")
+    assert len(server.requests) == 5
