@@ -575,6 +575,8 @@ class Http:
             except _TryAgain as again:
                 error, blocked = again.error, again.blocked
                 delay = next_delay(policy, tries, self._clock.now() - start, self._rng, again.wait)
+                if delay is None and blocked is not None and tries == 1:
+                    delay = again.wait  # a short rate-limit wait is waited out once, always
             if delay is None:
                 raise _gave_up(error, tries)
             log.get().info(

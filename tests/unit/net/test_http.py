@@ -549,3 +549,14 @@ def test_tries_and_time_are_bounded_and_retry_after_is_honoured() -> None:
     assert next_delay(policy, 1, 0.0, rng, retry_after=7.0) == 7.0
     assert next_delay(policy, 1, 4.0, rng, retry_after=7.0) is None  # would end past 10 s
     assert next_delay(policy, 1, 9.9, rng) is None
+
+
+async def test_a_caller_with_its_own_retries_still_waits_out_one_short_rate_limit(
+    retrying: Http, server: FakeHTTPServer
+) -> None:
+    server.push(Reply(502))
+    with pytest.raises(HttpStatusError, match=r"HTTP 502$"):  # one try, no "tries" note
+        await retrying.get(server.url + "/search", retry=False)
+    server.push(Reply(429, headers={"retry-after": "0"}), Reply(json={"ok": 1}))
+    assert (await retrying.get(server.url + "/search", retry=False)).json() == {"ok": 1}
+    assert len(server.requests) == 3
