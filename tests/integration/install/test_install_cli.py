@@ -244,3 +244,16 @@ def test_a_missing_version_lists_the_versions_that_exist(inst: Tsuku) -> None:
     assert message == "tsukuctl: version 9.9.9 not found for FiloSottile/age"
     assert hint.startswith("hint: Versions that exist near 9.9.9: ")
     assert "1.2.0" in hint and "1.1.1" in hint and "Fix the recipe" not in hint
+
+
+def test_one_bad_gateway_from_github_and_the_download_host_does_not_fail_an_install(
+    inst: Tsuku, world: FakeGitHub
+) -> None:
+    api = world.override(r"^/repos/derailed/k9s", status=502, body=b"bad", role="api", times=1)
+    cdn = world.override(r"k9s_Linux_amd64\.tar\.gz$", status=503, body=b"", role="web", times=1)
+    cp = inst.ctl("install", "k9s")
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout.startswith("installed k9s ")
+    assert len(world.requests_to("k9s_Linux_amd64.tar.gz", role="web")) == 2
+    assert len(world.requests_to("k9s_Linux_amd64.tar.gz", role="assets")) == 1
+    assert api.used == 1 and cdn.used == 1  # each failed once, and was tried again
