@@ -16,6 +16,7 @@ import random
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 from tsukud.clock import iso
 from tsukud.events.chain import GENESIS, link
@@ -107,3 +108,15 @@ def build_ledger(db: Path, n: int, seed: int = 42) -> None:
     conn.executescript(_SCHEMA)  # recreates the indexes in bulk
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
+
+
+def wait_started(client: Any, n: int) -> None:
+    """Until the daemon started on an n-event ledger has made its own ``daemon.started``
+    durable (it is appended just after the first ping can be answered), so every
+    measured query sees the same ledger; up to 30 s."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        ev = client.call("status")["events"]
+        if ev["count"] > n and ev["durable"] == ev["count"]:
+            return
+        time.sleep(0.01)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import cpu_seconds, fmt, goal, header, line, note, parse_args, percentile, temp_home
-from _ledger import build_ledger
+from _ledger import build_ledger, wait_started
 
 from tsukud.clock import iso
 from tsukud.events.queries import EventFilter, iter_list, run_summary
@@ -252,12 +252,7 @@ def main() -> int:
         h.start(timeout=60)
         assert h.proc is not None
         with h.client() as c:  # let daemon.started land, warm the page cache
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                ev = c.call("status")["events"]
-                if ev["count"] > n and ev["durable"] == ev["count"]:
-                    break
-                time.sleep(0.01)
+            wait_started(c, n)
             for method, params in requests(since).items():
                 c.call(method, params)
         cpu0 = cpu_seconds(h.proc.pid)

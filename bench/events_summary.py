@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from _common import BIN, fmt, goal, header, line, median, note, parse_args, temp_home, time_cmd
-from _ledger import DAYS, build_ledger
+from _ledger import DAYS, build_ledger, wait_started
 
 from tsukud.events.queries import EventFilter, summary_sql
 
@@ -46,14 +46,7 @@ def main() -> int:
         raw_t: list[float] = []
         cli_t: list[float] = []
         with h.client() as c:
-            # daemon.started is appended just after the first ping can be answered: let
-            # it land so that every measured query sees the same ledger.
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                ev = c.call("status")["events"]
-                if ev["count"] > n and ev["durable"] == ev["count"]:
-                    break
-                time.sleep(0.01)
+            wait_started(c, n)
             params = {"by": "day", "filter": {}}
             res = c.call("events.summary", params)  # warm-up (page cache, both paths)
             raw = raw_summary(h.db)
