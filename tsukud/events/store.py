@@ -7,8 +7,9 @@ thread. A caller that must not proceed before its event is on disk awaits
 ``wait_durable``; with ``synchronous=FULL`` a commit has been fsynced by then. Batching is
 what lets many appenders share one fsync.
 
-Queries run on their own short-lived connections in worker threads: WAL readers never
-block the writer and the event loop never blocks on SQLite.
+Queries run in worker threads on a small pool of read-only connections
+(``readers.ReadPool``): WAL readers never block the writer or each other, the event loop
+never blocks on SQLite, and the writer's connection is used for writes only.
 
 A batch that cannot be written is rolled back whole. On a full disk the writer stays: the
 batch (and what queued behind it) keeps its ids and hashes and is tried again every
@@ -26,11 +27,12 @@ id and hash, kept outside the database so that losing its newest rows shows.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import trio
@@ -40,6 +42,7 @@ from tsukud.clock import Clock, iso
 from tsukud.errors import InvalidParams, LedgerCorrupt
 from tsukud.events import catalogue, integrity
 from tsukud.events.chain import GENESIS, Anchor, VerifyReport, check_chain, link
+from tsukud.events.readers import ReadPool
 from tsukud.fsutil import disk_full
 from tsukud.secrets import REDACTOR, Redactor
 
@@ -48,6 +51,9 @@ _TYPE_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
 _INSERT = "INSERT INTO events (id, ts, type, session, payload, hash) VALUES (?, ?, ?, ?, ?, ?)"
 _encoder = msgspec.json.Encoder(order="sorted")
 _decoder = msgspec.json.Decoder(dict[str, Any])
+# Enough to keep the cores busy with queries, few enough to leave the event loop a CPU.
+DEFAULT_READERS = max(2, min(4, os.cpu_count() or 2))
+T = TypeVar("T")
 
 
 class Event(msgspec.Struct, frozen=True):
@@ -84,6 +90,7 @@ class EventStore:
         redactor: Redactor = REDACTOR,
         batch_max: int = 5000,
         checkpoint: Path | None = None,
+        readers: int = DEFAULT_READERS,
     ) -> None:
         self.path = path
         self.checkpoint_path = checkpoint or integrity.checkpoint_path_for(path)
@@ -106,6 +113,7 @@ class EventStore:
         self._listeners: list[Callable[[Event], None]] = []
         self._writer_gone = False  # run() has returned: nothing more will be written
         self._failure: str | None = None  # why it returned early (a failed batch)
+        self.readers = ReadPool(lambda: connect(self.path, readonly=True), readers)
 
     # ---- lifecycle -------------------------------------------------------------------
 
@@ -227,6 +235,7 @@ class EventStore:
         self._closing.set()
 
     def close_connection(self) -> None:
+        self.readers.close()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -357,7 +366,7 @@ class EventStore:
                     raise integrity.malformed(self.path, "; ".join(problems))
                 return verify_chain(conn, anchors, head)
 
-        report: VerifyReport = await self.read(work)
+        report: VerifyReport = await self.read(work, heavy=True)
         if report.damage is not None:
             raise integrity.damaged(
                 report.damage,
@@ -369,17 +378,12 @@ class EventStore:
 
     # ---- reading ---------------------------------------------------------------------
 
-    async def read(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
-        """Run ``fn`` on a fresh read connection in a worker thread."""
-
-        def work() -> Any:
-            conn = connect(self.path, readonly=True)
-            try:
-                return fn(conn)
-            finally:
-                conn.close()
-
-        return await trio.to_thread.run_sync(work, abandon_on_cancel=True)
+    async def read(self, fn: Callable[[sqlite3.Connection], T], *, heavy: bool = False) -> T:
+        """Run ``fn`` on a pooled read-only connection in a worker thread; cancelling the
+        caller interrupts the query. ``heavy``: it may scan much of the ledger (summaries,
+        verification, unbounded listings), so it must leave a connection for quick reads.
+        """
+        return await self.readers.run(fn, heavy=heavy)
 
     def read_sync(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         conn = connect(self.path, readonly=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -24,6 +25,9 @@ from tsukud.rpc.server import Call
 CLIENT_EVENT_PREFIX = "client."
 MAX_APPEND_BATCH = 10_000
 HEX_DIGITS = "0123456789abcdef"
+# A listing up to this many events is a quick read; longer ones (or all: limit 0) take
+# the heavy lane of the read pool, as summaries and verification do.
+QUICK_LIST_LIMIT = 1000
 
 
 # ---- daemon -----------------------------------------------------------------------------
@@ -62,42 +66,46 @@ async def events_list(d: Daemon, p: ListParams, call: Call) -> dict[str, Any]:
     if p.limit < 0:
         raise InvalidParams("limit must be ≥ 0 (0 means no limit)")
     # Fetch in a worker thread, a chunk at a time, and forward each chunk: memory stays
-    # flat however large the ledger is.
+    # flat however large the ledger is. The thread also encodes the chunk, so the event
+    # loop (which answers `status`) only moves bytes.
     import trio
 
-    send, recv = trio.open_memory_channel[list[list[Any]]](4)
+    send, recv = trio.open_memory_channel[tuple[int, msgspec.Raw]](4)
     total = 0
 
     def produce(conn: Any) -> None:
         try:
             for rows in queries.iter_list(conn, p.filter, p.limit):
-                trio.from_thread.run(send.send, rows)
+                trio.from_thread.run(send.send, (len(rows), _events_chunk(rows)))
         finally:
             # The request may have been cancelled (client gone): nothing left to tell.
             with contextlib.suppress(trio.Cancelled, trio.RunFinishedError):
                 trio.from_thread.run_sync(send.close)
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(d.store.read, produce)
+        heavy = p.limit == 0 or p.limit > QUICK_LIST_LIMIT
+        nursery.start_soon(partial(d.store.read, produce, heavy=heavy))
         async with recv:
-            async for rows in recv:
-                total += len(rows)
-                await call.progress(
-                    {
-                        "events": [
-                            {
-                                "id": r[0],
-                                "ts": r[1],
-                                "type": r[2],
-                                "session": r[3],
-                                "payload": msgspec.Raw(r[4].encode()),
-                                "hash": r[5],
-                            }
-                            for r in rows
-                        ]
-                    }
-                )
+            async for n, chunk in recv:
+                total += n
+                await call.progress(chunk)
     return {"count": total}
+
+
+def _events_chunk(rows: list[list[Any]]) -> msgspec.Raw:
+    """One ``{"events": [...]}`` progress body, encoded (payloads are stored as JSON)."""
+    events = [
+        {
+            "id": r[0],
+            "ts": r[1],
+            "type": r[2],
+            "session": r[3],
+            "payload": msgspec.Raw(r[4].encode()),
+            "hash": r[5],
+        }
+        for r in rows
+    ]
+    return msgspec.Raw(msgspec.json.encode({"events": events}))
 
 
 class SummaryParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -106,18 +114,22 @@ class SummaryParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("events.summary", SummaryParams)
-async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> dict[str, Any]:
+async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw:
     """Counts, tokens and cost per day, provider, model, session or type."""
     queries.summary_sql(p.filter, p.by)  # validate before going to a thread
-    groups: list[dict[str, Any]] = await d.store.read(
-        lambda conn: queries.run_summary(conn, p.filter, p.by)
-    )
-    totals = {
-        k: sum(g[k] for g in groups)
-        for k in ("events", "llm_turns", "input_tokens", "output_tokens", "cost_unknown")
-    }
-    totals["cost_usd"] = round(sum(g["cost_usd"] for g in groups), 6)
-    return {"by": p.by, "groups": groups, "totals": totals}
+
+    def summarise(conn: Any) -> msgspec.Raw:
+        # Totals and encoding in the thread too: thousands of groups (by session) would
+        # otherwise hold the event loop for milliseconds.
+        groups = queries.run_summary(conn, p.filter, p.by)
+        totals = {
+            k: sum(g[k] for g in groups)
+            for k in ("events", "llm_turns", "input_tokens", "output_tokens", "cost_unknown")
+        }
+        totals["cost_usd"] = round(sum(g["cost_usd"] for g in groups), 6)
+        return msgspec.Raw(msgspec.json.encode({"by": p.by, "groups": groups, "totals": totals}))
+
+    return await d.store.read(summarise, heavy=True)
 
 
 class VerifyParams(msgspec.Struct, forbid_unknown_fields=True):

@@ -1,0 +1,207 @@
+"""The ledger's read pool against real SQLite: queries run side by side on their own
+read-only connections, never hold up the writer, and a cancelled query is interrupted
+rather than left running."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, closing
+from functools import partial
+from pathlib import Path
+
+import pytest
+import trio
+
+from tsukud.clock import FixedClock
+from tsukud.events.readers import PoolClosed, ReadPool
+from tsukud.events.store import EventStore, connect
+
+NOW = 1_800_000_000.0
+# Counts forever: only an interrupt ends it.
+ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+
+
+@asynccontextmanager
+async def ledger(path: Path, readers: int = 2) -> AsyncIterator[EventStore]:
+    store = EventStore(path, clock=FixedClock(NOW), readers=readers)
+    store.open()
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(store.run)
+            await store.append("client.seed", {})
+            yield store
+            store.close()
+    finally:
+        store.close_connection()
+
+
+def endless(
+    started: trio.Event, errors: list[BaseException]
+) -> Callable[[sqlite3.Connection], int]:
+    """A query that runs until interrupted; says when it has started, keeps its error."""
+
+    def fn(conn: sqlite3.Connection) -> int:
+        trio.from_thread.run_sync(started.set)
+        try:
+            return int(conn.execute(ENDLESS).fetchone()[0])
+        except BaseException as e:
+            errors.append(e)
+            raise
+
+    return fn
+
+
+async def all_idle(pool: ReadPool) -> None:
+    """Until every opened connection is back in the pool (threads finish on their own),
+    for up to 5 s."""
+    for _ in range(500):
+        if pool.idle == pool.opened:
+            return
+        await trio.sleep(0.01)
+
+
+def count(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
+
+
+async def test_a_quick_read_is_not_delayed_by_a_slow_one(tmp_path: Path) -> None:
+    async with ledger(tmp_path / "t.db") as store, trio.open_nursery() as nursery:
+        started = trio.Event()
+        errors: list[BaseException] = []
+        nursery.start_soon(store.read, endless(started, errors))
+        await started.wait()
+        with trio.fail_after(5):  # the slow query never ends: waiting for it would time out
+            assert await store.read(count) == 1
+        assert not errors  # the slow one is still running alongside
+        nursery.cancel_scope.cancel()
+
+
+async def test_heavy_reads_leave_a_connection_for_quick_ones(tmp_path: Path) -> None:
+    async with ledger(tmp_path / "t.db", readers=3) as store, trio.open_nursery() as nursery:
+        errors: list[BaseException] = []
+        running = [trio.Event(), trio.Event(), trio.Event()]
+        for ev in running:
+            nursery.start_soon(partial(store.read, endless(ev, errors), heavy=True))
+        for _ in range(500):  # trio starts the three in any order: wait for two
+            if sum(ev.is_set() for ev in running) == 2:
+                break
+            await trio.sleep(0.01)
+        await trio.sleep(0.2)
+        # Two of three connections: the third heavy query waits.
+        assert sum(ev.is_set() for ev in running) == 2
+        with trio.fail_after(5):
+            assert await store.read(count) == 1
+        assert store.readers.opened == 3
+        nursery.cancel_scope.cancel()
+
+
+async def test_cancelling_a_read_interrupts_its_query(tmp_path: Path) -> None:
+    async with ledger(tmp_path / "t.db") as store:
+        started = trio.Event()
+        errors: list[BaseException] = []
+        with trio.move_on_after(10) as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(store.read, endless(started, errors))
+                await started.wait()
+                nursery.cancel_scope.cancel()
+        assert not scope.cancelled_caught
+        # The thread was abandoned; the interrupt ends its query and gives the
+        # connection back (an endless query would keep it forever).
+        await all_idle(store.readers)
+        assert store.readers.idle == store.readers.opened == 1
+        assert len(errors) == 1
+        assert isinstance(errors[0], sqlite3.OperationalError)
+        assert "interrupted" in str(errors[0])
+        # The interrupted connection is healthy for the next query.
+        assert await store.read(count) == 1
+
+
+async def test_a_cancelled_read_returns_its_connection_only_when_done(tmp_path: Path) -> None:
+    """Until the interrupted thread lets go, the connection is not handed to anyone else."""
+    pool = ReadPool(lambda: connect(tmp_path / "t.db", readonly=True), 2)
+    sqlite3.connect(tmp_path / "t.db").execute("CREATE TABLE t (x)").connection.close()
+    release = threading.Event()
+    inside = trio.Event()
+
+    def hold(conn: sqlite3.Connection) -> int:
+        trio.from_thread.run_sync(inside.set)
+        release.wait(10)
+        return 0
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(pool.run, hold)
+        await inside.wait()
+        nursery.cancel_scope.cancel()
+    assert (pool.opened, pool.idle) == (1, 0)  # still with the abandoned thread
+    release.set()
+    await all_idle(pool)
+    assert (pool.opened, pool.idle) == (1, 1)
+    pool.close()
+    assert pool.opened == 0
+    with pytest.raises(PoolClosed):
+        await pool.run(count)
+
+
+async def test_a_long_read_does_not_block_the_writer(tmp_path: Path) -> None:
+    async with ledger(tmp_path / "t.db") as store, trio.open_nursery() as nursery:
+        release = threading.Event()
+        reading = trio.Event()
+        seen: list[int] = []
+
+        def long_read(conn: sqlite3.Connection) -> None:
+            cur = conn.execute("SELECT id FROM events ORDER BY id")
+            seen.append(cur.fetchone()[0])  # the statement is open: a snapshot is held
+            trio.from_thread.run_sync(reading.set)
+            release.wait(10)
+            seen.extend(r[0] for r in cur.fetchall())
+
+        nursery.start_soon(store.read, long_read)
+        await reading.wait()
+        with trio.fail_after(5):
+            for _ in range(50):
+                await store.append("client.note", {})
+        assert store.durable_id == 51
+        release.set()
+    assert seen == [1]  # the reader's snapshot predates the writes it did not block
+    with closing(connect(tmp_path / "t.db", readonly=True)) as conn:
+        assert count(conn) == 51
+
+
+async def test_pooled_connections_are_read_only_and_reused(tmp_path: Path) -> None:
+    async with ledger(tmp_path / "t.db") as store:
+        for _ in range(20):
+            assert await store.read(count) == 1
+        assert store.readers.opened == 1  # one query at a time: one connection, reused
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM events")
+
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            await store.read(write)
+        assert await store.read(count) == 1
+
+
+async def test_concurrent_reads_never_open_more_connections_than_the_pool(tmp_path: Path) -> None:
+    async with ledger(tmp_path / "t.db", readers=3) as store:
+        peak = 0
+        active = 0
+        lock = threading.Lock()
+
+        def busy(conn: sqlite3.Connection) -> int:
+            nonlocal peak, active
+            with lock:
+                active += 1
+                peak = max(peak, active)
+            time.sleep(0.02)
+            with lock:
+                active -= 1
+            return count(conn)
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(30):
+                nursery.start_soon(store.read, busy)
+        assert peak == 3
+        assert store.readers.opened == 3

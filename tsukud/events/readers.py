@@ -1,0 +1,149 @@
+"""The ledger's read side: a small pool of read-only connections, one query per thread.
+
+A query runs in a worker thread on a connection of its own, so in WAL mode it never
+blocks the writer or another query. The pool is small on purpose: a CapacityLimiter
+sized to it bounds how many queries run at once, so a burst of heavy summaries cannot
+put dozens of CPU-bound threads on the cores and leave the event loop (which answers
+``status`` from memory) waiting for a CPU. Heavy queries (whole-ledger scans) may take
+all but one connection, so a quick one never waits behind a queue of them.
+
+A query whose caller is cancelled (its client went away, the daemon is stopping) is
+interrupted with ``sqlite3.Connection.interrupt`` instead of being left to run on (a
+progress handler catches a cancellation that came just before the statement started,
+which SQLite's interrupt ignores); its connection returns to the pool when the thread
+has let go of it, never before.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+import trio
+
+T = TypeVar("T")
+# How often (in SQLite VM instructions) a running query checks whether it was cancelled:
+# a few dozen times a second for a heavy summary, too rarely to cost anything.
+_PROGRESS_OPS = 100_000
+
+
+class PoolClosed(RuntimeError):
+    pass
+
+
+class _Abandoned(Exception):
+    """The caller was cancelled before the thread reached SQLite: nobody wants the answer."""
+
+
+class _Query:
+    """One query's link between the trio task waiting for it and the thread running it."""
+
+    def __init__(self) -> None:
+        self.conn: sqlite3.Connection | None = None  # set while the thread is inside SQLite
+        self.cancelled = False
+
+
+class ReadPool:
+    def __init__(self, open_conn: Callable[[], sqlite3.Connection], size: int) -> None:
+        if size < 2:
+            raise ValueError(
+                "a read pool needs at least two connections (one kept for quick reads)"
+            )
+        self.size = size
+        self._open = open_conn
+        self._limiter = trio.CapacityLimiter(size)
+        self._heavy = trio.CapacityLimiter(size - 1)
+        self._idle: list[sqlite3.Connection] = []
+        self._opened = 0
+        self._lock = threading.Lock()  # guards the idle list and each _Query's conn
+        self._closed = False
+
+    @property
+    def opened(self) -> int:
+        """Connections opened so far (never more than ``size``)."""
+        return self._opened
+
+    @property
+    def idle(self) -> int:
+        return len(self._idle)
+
+    async def run(self, fn: Callable[[sqlite3.Connection], T], *, heavy: bool = False) -> T:
+        """Run ``fn`` on a pooled connection in a worker thread.
+
+        ``heavy``: the query may scan a large part of the ledger; at most ``size - 1``
+        heavy queries run at once.
+        """
+        if self._closed:
+            raise PoolClosed("the ledger's read pool is closed")
+        if heavy:
+            async with self._heavy:
+                return await self._run(fn)
+        return await self._run(fn)
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        query = _Query()
+
+        def work() -> T:
+            conn = self._checkout()
+            try:
+                with self._lock:
+                    if query.cancelled:
+                        raise _Abandoned
+                    query.conn = conn
+                # SQLite ignores an interrupt that comes before a statement's first step;
+                # this handler catches a cancellation that fell in that window.
+                conn.set_progress_handler(lambda: query.cancelled, _PROGRESS_OPS)
+                try:
+                    return fn(conn)
+                finally:
+                    conn.set_progress_handler(None, 0)
+                    with self._lock:
+                        query.conn = None
+            finally:
+                self._checkin(conn)
+
+        try:
+            # The limiter's token is released only when the thread is done, abandoned
+            # or not, so at most ``size`` connections are ever out.
+            return await trio.to_thread.run_sync(
+                work, limiter=self._limiter, abandon_on_cancel=True
+            )
+        except trio.Cancelled:
+            with self._lock:
+                query.cancelled = True
+                if query.conn is not None:
+                    query.conn.interrupt()
+            raise
+
+    def _checkout(self) -> sqlite3.Connection:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+            if self._closed:
+                raise PoolClosed("the ledger's read pool is closed")
+            self._opened += 1
+        try:
+            return self._open()  # in the worker thread: opening never blocks the loop
+        except BaseException:
+            with self._lock:
+                self._opened -= 1
+            raise
+
+    def _checkin(self, conn: sqlite3.Connection) -> None:
+        with self._lock:
+            if not self._closed:
+                self._idle.append(conn)
+                return
+            self._opened -= 1
+        conn.close()
+
+    def close(self) -> None:
+        """Close the idle connections; those still in use close when their query ends."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._opened -= len(idle)
+        for conn in idle:
+            conn.close()
