@@ -48,6 +48,7 @@ class ExitCode:
     SANDBOX = 27
     ALREADY_RUNNING = 28
     DISK_FULL = 29
+    BUSY = 30
     CANCELLED = 130
 
 
@@ -99,6 +100,12 @@ CATALOGUE: dict[str, ErrorKind] = {
         retryable=True,
     ),
     "already_running": ErrorKind(E.ALREADY_RUNNING),
+    "busy": ErrorKind(
+        E.BUSY,
+        "tsukud is serving as many connections as it allows; try again in a moment "
+        "(or find what keeps so many connections open).",
+        retryable=True,
+    ),
     "config": ErrorKind(E.CONFIG),
     "not_found": ErrorKind(E.GENERAL),
     "declined": ErrorKind(E.USER_DECLINED, "Nothing was spent."),
@@ -431,6 +438,12 @@ class Forbidden(TsukuError):
 
 class ShuttingDown(TsukuError):
     code = "shutting_down"
+
+
+class Busy(TsukuError):
+    """The daemon is at its connection limit: nothing wrong with the request itself."""
+
+    code = "busy"
 
 
 class DaemonUnavailable(TsukuError):

@@ -14,6 +14,12 @@ import msgspec
 
 from tsukud.errors import InvalidParams
 
+# SQLite refuses a statement whose OR chain is deeper than 1000 or that binds more than
+# 32,766 values, and 64-bit integers only: bounds far above any real use, checked here so
+# a request past them is told so instead of failing inside SQLite.
+MAX_TYPES = 100
+MAX_LIMIT = 2**63 - 1
+
 
 class EventFilter(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     since: str | None = None  # ISO UTC, inclusive
@@ -23,6 +29,11 @@ class EventFilter(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 def where(f: EventFilter) -> tuple[str, list[Any]]:
+    if len(f.types) > MAX_TYPES:
+        raise InvalidParams(
+            f"{len(f.types)} type filters; at most {MAX_TYPES} are allowed",
+            hint="Filter by prefix instead (`llm.*` matches every llm event type).",
+        )
     clauses: list[str] = []
     params: list[Any] = []
     if f.since:
@@ -51,6 +62,11 @@ def where(f: EventFilter) -> tuple[str, list[Any]]:
 
 def list_sql(f: EventFilter, limit: int) -> tuple[str, list[Any]]:
     """The newest ``limit`` matching events, oldest first (0 = all)."""
+    if not 0 <= limit <= MAX_LIMIT:
+        raise InvalidParams(
+            f"limit {limit} is out of range",
+            hint=f"Give 0 (all) or a count up to {MAX_LIMIT}.",
+        )
     w, params = where(f)
     cols = "id, ts, type, session, payload, hash"
     # Interpolated parts are constants and placeholders from ``where``; values are bound.

@@ -63,8 +63,7 @@ class ListParams(msgspec.Struct, forbid_unknown_fields=True):
 @method("events.list", ListParams)
 async def events_list(d: Daemon, p: ListParams, call: Call) -> dict[str, Any]:
     """Stream matching events as progress frames of ``{"events": [...]}``; result is the count."""
-    if p.limit < 0:
-        raise InvalidParams("limit must be ≥ 0 (0 means no limit)")
+    queries.list_sql(p.filter, p.limit)  # validate before going to a thread
     # Fetch in a worker thread, a chunk at a time, and forward each chunk: memory stays
     # flat however large the ledger is. The thread also encodes the chunk, so the event
     # loop (which answers `status`) only moves bytes.

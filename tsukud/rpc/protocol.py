@@ -3,6 +3,13 @@
 A frame is a 4-byte big-endian length and that many bytes of UTF-8 JSON. Requests are
 decoded straight into msgspec Structs, so a wrong type anywhere is one precise error
 ("Expected `int`, got `str` - at `$.params.limit`") rather than a crash deeper in.
+
+Any local process of the same user can send any bytes, so every way a body can fail to
+be a request (not UTF-8, a lone surrogate, nesting deep enough to exhaust the C stack,
+an integer too large for any field) ends here as a ``BadRequest``, never as an exception
+escaping into the server. Params are also held to ``MAX_DEPTH``: the values a handler
+stores (event payloads, settings) are read back by SQLite's JSON functions and by
+clients' recursive JSON parsers, which must not be handed something they choke on.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ from tsukud.errors import FrameTooLarge, ProtocolError, TsukuError
 
 MAX_FRAME = 1 << 20
 HEADER = struct.Struct(">I")
+MAX_DEPTH = 64  # nesting of arrays and objects inside ``params``
+MAX_ID_LENGTH = 128
 
 RequestId = int | str
 
@@ -52,13 +61,38 @@ def _salvage_id(body: bytes) -> RequestId | None:
     """Best effort: answer a malformed request under its own id when it has one."""
     try:
         obj = _any_decoder.decode(body)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, ValueError, RecursionError):
         return None
     if isinstance(obj, dict):
         rid = obj.get("id")
-        if isinstance(rid, int | str) and not isinstance(rid, bool):
+        if _valid_id(rid):
             return rid
     return None
+
+
+def _valid_id(rid: object) -> bool:
+    if isinstance(rid, bool):
+        return False
+    if isinstance(rid, str):
+        return len(rid) <= MAX_ID_LENGTH
+    return isinstance(rid, int)
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    """Whether arrays/objects nest deeper than ``limit`` (iterative: no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 class BadRequest(Exception):
@@ -69,15 +103,32 @@ class BadRequest(Exception):
 
 
 def decode_request(body: bytes) -> Request:
+    """The request in ``body``, or ``BadRequest`` for anything else whatsoever."""
     try:
         req = _request_decoder.decode(body)
     except msgspec.ValidationError as e:
         raise BadRequest(ProtocolError(f"invalid request: {e}"), _salvage_id(body)) from None
     except msgspec.DecodeError as e:
         raise BadRequest(ProtocolError(f"frame is not valid JSON: {e}"), None) from None
-    if isinstance(req.id, str) and len(req.id) > 128:
-        raise BadRequest(ProtocolError("request id longer than 128 characters"), None)
+    except UnicodeDecodeError as e:
+        raise BadRequest(ProtocolError(f"frame is not valid UTF-8: {e.reason}"), None) from None
+    except RecursionError:
+        raise BadRequest(_nested_too_deeply(), None) from None
+    if isinstance(req.id, str) and len(req.id) > MAX_ID_LENGTH:
+        raise BadRequest(
+            ProtocolError(f"request id longer than {MAX_ID_LENGTH} characters"), None
+        )
+    # Only a frame with enough brackets can be too deep: count them in C first.
+    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and _too_deep(req.params, MAX_DEPTH):
+        raise BadRequest(_nested_too_deeply(), req.id)
     return req
+
+
+def _nested_too_deeply() -> ProtocolError:
+    return ProtocolError(
+        f"request nests arrays or objects more than {MAX_DEPTH} levels deep",
+        hint=f"No tsuku request needs more than {MAX_DEPTH} levels; flatten the value.",
+    )
 
 
 def result_frame(rid: RequestId | None, result: Any) -> dict[str, Any]:

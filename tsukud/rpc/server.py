@@ -22,6 +22,7 @@ import trio
 
 from tsukud import log
 from tsukud.errors import (
+    Busy,
     Forbidden,
     InternalError,
     InvalidParams,
@@ -127,6 +128,7 @@ class RpcServer:
         self.peer = socket_peer_uid if peer is None else peer
         self.stopping = False
         self._limiter = trio.CapacityLimiter(max_connections)
+        self.max_connections = max_connections
         self.connections = 0
 
     async def serve(self, listeners: list[trio.SocketListener]) -> None:
@@ -137,7 +139,12 @@ class RpcServer:
         conn = Connection(stream, self.redactor)
         try:
             if self._limiter.available_tokens == 0:
-                await conn.send(protocol.error_frame(None, ProtocolError("too many connections")))
+                await conn.send(
+                    protocol.error_frame(
+                        None,
+                        Busy(f"tsukud already serves {self.max_connections} connections"),
+                    )
+                )
                 return
             async with self._limiter:
                 self.connections += 1
@@ -152,6 +159,12 @@ class RpcServer:
                         )
                         return
                     await self._serve_connection(conn)
+                except Exception:
+                    # A bug on the connection's own path (handlers have their own net):
+                    # this client is told and hung up on; the daemon and others go on.
+                    log.get().exception("rpc.connection_error")
+                    error = InternalError("internal error on this connection")
+                    await conn.send(protocol.error_frame(None, error))
                 finally:
                     self.connections -= 1
         finally:

@@ -92,3 +92,27 @@ def test_listing_filters_by_session_and_type_prefix(ledger: sqlite3.Connection) 
     assert [(r[0], r[2], r[3]) for r in rows] == [(1, "llm.turn", "s1"), (2, "llm.turn", "s1")]
     newest = [r[0] for chunk in iter_list(ledger, EventFilter(), 2, chunk=1) for r in chunk]
     assert newest == [4, 5]
+
+
+@pytest.mark.parametrize("limit", [-1, 2**63, 10**40])
+def test_a_limit_sqlite_cannot_bind_is_refused_with_a_hint(limit: int) -> None:
+    with pytest.raises(InvalidParams, match=f"limit {limit} is out of range") as e:
+        list_sql(EventFilter(), limit)
+    assert e.value.hint == "Give 0 (all) or a count up to 9223372036854775807."
+
+
+def test_the_largest_limit_runs(ledger: sqlite3.Connection) -> None:
+    rows = [r for chunk in iter_list(ledger, EventFilter(), 2**63 - 1) for r in chunk]
+    assert len(rows) == 5
+
+
+def test_too_many_type_filters_are_refused_before_sqlite_sees_them(
+    ledger: sqlite3.Connection,
+) -> None:
+    many = EventFilter(types=[f"t{i}" for i in range(20_000)])
+    with pytest.raises(InvalidParams, match="20000 type filters; at most 100") as e:
+        run_summary(ledger, many, "day")
+    assert "llm.*" in e.value.hint
+    # The most allowed still runs on SQLite.
+    most = EventFilter(types=["llm.turn", *(f"t{i}.*" for i in range(99))])
+    assert [g["events"] for g in run_summary(ledger, most, "type")] == [3]

@@ -283,8 +283,9 @@ async def test_past_the_connection_limit_a_client_is_told_and_closed() -> None:
         third = await connect()
         err = await third.read()
         assert err["id"] is None
-        assert err["error"]["code"] == "bad_request"
-        assert err["error"]["message"] == "too many connections"
+        assert err["error"]["code"] == "busy"
+        assert err["error"]["message"] == "tsukud already serves 2 connections"
+        assert err["error"]["retryable"] is True and err["error"]["exit_code"] == 30
         assert await third.closed_by_server()
         assert server.connections == 2
 
