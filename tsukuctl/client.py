@@ -12,7 +12,7 @@ import os
 import socket
 
 from tsukud import paths
-from tsukud.errors import DaemonUnavailable, ExitCode, UsageError
+from tsukud.errors import DaemonUnavailable, ExitCode, Forbidden, UsageError
 from tsukud.launch import HEADER as _HEADER
 from tsukud.launch import MAX_FRAME, FrameReader, RemoteError, start_daemon
 from tsukud.launch import connect as _connect
@@ -44,8 +44,13 @@ class Client:
                     hint="Start it with `tsukuctl daemon start`, or leave out --no-start to "
                     "have it started on demand.",
                 ) from None
+        except PermissionError:
+            raise _not_yours(path) from None
         start_daemon(path)
-        return cls(_connect(path))
+        try:
+            return cls(_connect(path))
+        except PermissionError:
+            raise _not_yours(path) from None
 
     def close(self) -> None:
         self.sock.close()
@@ -109,6 +114,15 @@ class Client:
             if "error" in frame:
                 raise RemoteError(frame["error"])
             return frame.get("result")
+
+
+def _not_yours(path: StrPath) -> Forbidden:
+    """The socket (or its directory) is another user's: one sentence, no traceback."""
+    return Forbidden(
+        f"permission denied on {path}: that tsukud belongs to another user",
+        hint="Each user runs their own tsukud; unset TSUKU_SOCKET (or point it at a "
+        "path of your own) and tsukuctl starts yours.",
+    )
 
 
 __all__ = ["Client", "ExitCode", "RemoteError", "start_daemon"]

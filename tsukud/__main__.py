@@ -14,6 +14,7 @@ import fcntl
 import os
 import signal
 import socket
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,10 +97,41 @@ def _launchd_sockets(name: str) -> list[socket.socket]:
     return out
 
 
+def private_socket_dir(directory: Path) -> None:
+    """Make sure only this user can reach the socket's directory.
+
+    A directory that is missing is created 0700. One that exists must already be this
+    user's and closed to everyone else: the daemon never changes the mode of a directory
+    it did not create (``TSUKU_SOCKET=/tmp/x.sock`` must not turn /tmp into 0700), and it
+    will not serve from a directory others can enter, where the socket file's own mode
+    would be the only fence.
+    """
+    from tsukud.errors import ConfigError
+
+    try:
+        with contextlib.suppress(FileExistsError):
+            directory.parent.mkdir(parents=True, exist_ok=True)
+            directory.mkdir(mode=0o700)  # the umask can only narrow it further
+        st = directory.stat()
+    except OSError as e:
+        raise ConfigError(
+            f"cannot create the socket's directory {directory}: {e.strerror}",
+            hint="Point TSUKU_SOCKET into a directory of your own.",
+        ) from None
+    if st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        owner = "you" if st.st_uid == os.geteuid() else f"uid {st.st_uid}"
+        raise ConfigError(
+            f"the socket's directory {directory} (owned by {owner}, mode "
+            f"{stat.S_IMODE(st.st_mode):04o}) is open to other users",
+            hint="Point TSUKU_SOCKET into a directory of your own that only you can use "
+            "(tsukud creates a missing one with mode 0700), or `chmod 700` the directory "
+            "if it is yours.",
+        )
+
+
 def bind_socket(path: Path) -> socket.socket:
-    """Bind the Unix socket in a 0700 directory, 0600 from the first instant."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(path.parent, 0o700)
+    """Bind the Unix socket in a private directory, 0600 from the first instant."""
+    private_socket_dir(path.parent)
     if path.exists() or path.is_symlink():
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         probe.settimeout(0.5)

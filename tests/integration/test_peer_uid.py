@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
+import tsukuctl
 from tests.conftest import Tsuku
+
+SOURCE_ROOT = Path(tsukuctl.__file__).resolve().parents[1]
 
 NOBODY = 65534
 
@@ -52,23 +56,46 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def as_nobody(sock: str) -> str:
-    def drop() -> None:
-        # Supplementary groups first (root's would otherwise stay), then gid, then uid.
-        os.setgroups([])
-        os.setresgid(NOBODY, NOBODY, NOBODY)
-        os.setresuid(NOBODY, NOBODY, NOBODY)
+def _drop() -> None:
+    # Supplementary groups first (root's would otherwise stay), then gid, then uid.
+    os.setgroups([])
+    os.setresgid(NOBODY, NOBODY, NOBODY)
+    os.setresuid(NOBODY, NOBODY, NOBODY)
 
+
+def as_nobody(sock: str) -> str:
     cp = subprocess.run(
         [str(SYSTEM_PYTHON), "-I", "-c", CLIENT, sock],
         capture_output=True,
         text=True,
-        preexec_fn=drop,
+        preexec_fn=_drop,
         timeout=30,
         cwd="/",
     )
     assert cp.returncode == 0, cp.stderr
     return cp.stdout.strip()
+
+
+def tsukuctl_as_nobody(t: Tsuku, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real tsukuctl (stdlib only, so the system python runs it from the source tree),
+    as user nobody, pointed at the daemon of the user running the tests."""
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(SOURCE_ROOT),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "HOME": "/nonexistent",
+        "TSUKU_HOME": str(t.home),
+        "TSUKU_SOCKET": str(t.socket),
+    }
+    return subprocess.run(
+        [str(SYSTEM_PYTHON), "-m", "tsukuctl", *args],
+        capture_output=True,
+        text=True,
+        preexec_fn=_drop,
+        timeout=30,
+        cwd="/",
+        env=env,
+    )
 
 
 def test_socket_mode_keeps_other_users_out(daemon: Tsuku) -> None:
@@ -89,3 +116,33 @@ def test_daemon_refuses_other_uid_even_when_the_socket_is_open(daemon: Tsuku) ->
     assert daemon.call("ping")["pong"] is True
     log = (daemon.home / "logs" / "tsukud.log").read_text()
     assert '"peer_uid": 65534' in log
+
+
+def _one_clear_sentence(cp: subprocess.CompletedProcess[str]) -> str:
+    assert "Traceback" not in cp.stderr, cp.stderr
+    lines = cp.stderr.strip().splitlines()
+    assert len(lines) == 2 and lines[1].startswith("hint: "), cp.stderr
+    assert lines[0].startswith("tsukuctl: ")
+    return lines[0]
+
+
+def test_another_users_tsukuctl_is_told_in_one_sentence(daemon: Tsuku) -> None:
+    os.chmod(daemon.home, 0o711)  # nobody reaches the run dir, which stays 0700
+    cp = tsukuctl_as_nobody(daemon, "status")
+    assert cp.returncode == 14, cp.stderr
+    line = _one_clear_sentence(cp)
+    assert line == (
+        f"tsukuctl: permission denied on {daemon.socket}: that tsukud belongs to another user"
+    )
+    assert daemon.call("ping")["pong"] is True
+
+
+def test_another_users_tsukuctl_refused_by_the_daemon_is_told_in_one_sentence(
+    daemon: Tsuku,
+) -> None:
+    os.chmod(daemon.home, 0o711)
+    os.chmod(daemon.socket.parent, 0o711)
+    os.chmod(daemon.socket, 0o666)
+    cp = tsukuctl_as_nobody(daemon, "status")
+    assert cp.returncode == 14, cp.stderr
+    assert _one_clear_sentence(cp) == "tsukuctl: uid 65534 may not use this daemon"
