@@ -25,7 +25,7 @@ import trio
 from tsukud import __version__, log, paths
 from tsukud import config as configmod
 from tsukud.clock import Clock, SystemClock
-from tsukud.errors import DiskFull, LedgerCorrupt
+from tsukud.errors import DiskFull, LedgerCorrupt, NotFound
 from tsukud.events import integrity
 from tsukud.events.projections import State, rebuild
 from tsukud.events.store import EventStore
@@ -159,9 +159,14 @@ class Daemon:
         first_of = await self.store.read(extends)
         runs: dict[str, list[str]] = {}
         for rid in left_open:
-            runs.setdefault(first_of.get(rid, rid), []).append(rid)
+            if rid in self.state.spend.open:  # a client that knew its id may have settled it
+                runs.setdefault(first_of.get(rid, rid), []).append(rid)
         for first, rids in runs.items():
-            session = self.state.spend.open[rids[0]].session
+            # Taken now: a client may settle one of them while this sweep awaits below.
+            held = {r: self.state.spend.open[r] for r in rids if r in self.state.spend.open}
+            if not held:
+                continue
+            session = next(iter(held.values())).session
             found = await self.store.read(
                 functools.partial(_abandoned_costs, first=first, session=session)
             )
@@ -172,9 +177,12 @@ class Daemon:
                 (Decimal(str(c["cost_usd"])) for c in found.unanswered if "cost_usd" in c),
                 Decimal(0),
             )
-            amounts = [Decimal(self.state.spend.open[r].amount) / 1_000_000 for r in rids]
-            for rid, share in zip(rids, allocate(actual, amounts), strict=True):
-                await self.budget.settle(rid, float(share), session=session)
+            amounts = [Decimal(r.amount) / 1_000_000 for r in held.values()]
+            for rid, share in zip(held, allocate(actual, amounts), strict=True):
+                try:
+                    await self.budget.settle(rid, float(share), session=session)
+                except NotFound:
+                    continue  # settled by a client while this sweep added up its cost
             log.get().info("budget.abandoned_settled", reservation=first, actual_usd=float(actual))
 
     async def run(

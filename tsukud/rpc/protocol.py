@@ -115,9 +115,7 @@ def decode_request(body: bytes) -> Request:
     except RecursionError:
         raise BadRequest(_nested_too_deeply(), None) from None
     if isinstance(req.id, str) and len(req.id) > MAX_ID_LENGTH:
-        raise BadRequest(
-            ProtocolError(f"request id longer than {MAX_ID_LENGTH} characters"), None
-        )
+        raise BadRequest(ProtocolError(f"request id longer than {MAX_ID_LENGTH} characters"), None)
     # Only a frame with enough brackets can be too deep: count them in C first.
     if body.count(b"[") + body.count(b"{") > MAX_DEPTH and _too_deep(req.params, MAX_DEPTH):
         raise BadRequest(_nested_too_deeply(), req.id)
