@@ -260,6 +260,19 @@ def key(name: str) -> Key:
         ) from None
 
 
+# Far beyond any real setting, and small enough that money in micro-dollars, byte counts
+# and seconds stay exact integers and finite floats wherever they are used.
+MAX_NUMBER = 10**15
+
+
+def _shown_raw(raw: Any) -> str:
+    try:
+        text = repr(raw)
+    except ValueError:  # an int too long for str()
+        return f"a {type(raw).__name__} too large to show"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def coerce(k: Key, raw: Any, origin: str) -> Any:
     """Turn a raw value (TOML value or env/argv string) into the key's type."""
     try:
@@ -276,20 +289,24 @@ def coerce(k: Key, raw: Any, origin: str) -> Any:
             if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
                 raise ValueError(raw)
             value = int(raw)
+            if abs(value) > MAX_NUMBER:
+                raise ValueError(raw)
         elif k.kind is float:
             if isinstance(raw, bool):
                 raise ValueError(raw)
             value = float(raw)
-            if value != value or value in (float("inf"), float("-inf")):
+            if not abs(value) <= MAX_NUMBER:  # also NaN and ±inf
                 raise ValueError(raw)
         else:
             if not isinstance(raw, str):
                 raise ValueError(raw)
             value = raw
-    except (TypeError, ValueError):
-        shown = "(hidden)" if k.secret else repr(raw)
+    except (TypeError, ValueError, OverflowError):
+        shown = "(hidden)" if k.secret else _shown_raw(raw)
         raise ConfigError(
-            f"{origin}: {k.name} must be {k.kind.__name__}, got {shown}",
+            f"{origin}: {k.name} must be {k.kind.__name__}"
+            + (f" of at most {MAX_NUMBER:.0e} in size" if k.kind in (int, float) else "")
+            + f", got {shown}",
             hint=f"Fix it with `tsukuctl config set {k.name} <value>`.",
         ) from None
     if k.minimum is not None and value < k.minimum:

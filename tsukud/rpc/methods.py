@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 from functools import partial
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -189,8 +189,12 @@ async def events_append(d: Daemon, p: AppendParams, call: Call) -> dict[str, Any
 # ---- policy (used by the pipelines in-process; exposed for tools and tests) -------------
 
 
+# Money over the wire: bounded so micro-dollar arithmetic stays exact (see to_micro).
+Usd = Annotated[float, msgspec.Meta(ge=0, le=configmod.MAX_NUMBER)]
+
+
 class ReserveParams(msgspec.Struct, forbid_unknown_fields=True):
-    amount_usd: float
+    amount_usd: Usd
     purpose: str = "rpc"
     session: str | None = None
     confirmed: bool = False
@@ -212,7 +216,7 @@ async def budget_reserve(d: Daemon, p: ReserveParams, call: Call) -> dict[str, A
 
 class SettleParams(msgspec.Struct, forbid_unknown_fields=True):
     reservation: str
-    actual_usd: float
+    actual_usd: Usd
     session: str | None = None
 
 

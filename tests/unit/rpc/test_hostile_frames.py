@@ -1,0 +1,190 @@
+"""Every method of the real registry, served by a real daemon's state (ledger, budget,
+config, services) over in-memory streams, against hostile frames: each gets one final
+frame that is not ``internal``, and the daemon serves on. In-process so the slow set can
+afford 100,000 cases; tests/integration/test_rpc_fuzz.py sends the same input over the
+real socket to a real ``tsukud``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from hypothesis import HealthCheck, Phase, given, settings
+
+from tests import hostile_rpc as hostile
+from tests.conftest import base_env, short_home
+from tsukud import config as configmod
+from tsukud.daemon import Daemon
+from tsukud.rpc.registry import load_methods
+from tsukud.rpc.server import RpcServer
+
+METHODS = load_methods()
+
+
+class InProcessDaemon:
+    """A daemon's state and RPC server on a trio loop in a thread of its own, so
+    hypothesis (synchronous) can hand it one frame per example without a new loop."""
+
+    def __init__(self, home: Path) -> None:
+        self.env = base_env(home)
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=trio.run, args=(self._main,), daemon=True)
+        self.failure: BaseException | None = None
+
+    def __enter__(self) -> InProcessDaemon:
+        self._thread.start()
+        assert self._ready.wait(60), "the in-process daemon did not start"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        trio.from_thread.run_sync(self._stop.set, trio_token=self.token)
+        self._thread.join(30)
+
+    async def _main(self) -> None:
+        try:
+            d = Daemon(config=configmod.resolve(env=self.env), env=self.env)
+            d.open()
+            self.daemon = d
+            self.server = RpcServer(METHODS, d, peer=lambda _s: None)
+            d.server = self.server
+            self._stop = trio.Event()
+            async with trio.open_nursery() as nursery:
+                await nursery.start(d.store.run)
+                d.nursery = self.nursery = nursery
+                self.token = trio.lowlevel.current_trio_token()
+                self._ready.set()
+                await self._stop.wait()
+                nursery.cancel_scope.cancel()
+            d.store.close()
+            d.store.close_connection()
+        except BaseException as e:  # seen by the tests
+            self.failure = e
+            raise
+
+    def exchange(self, body: bytes) -> list[dict[str, Any]]:
+        assert self.failure is None, self.failure
+        out: list[dict[str, Any]] = trio.from_thread.run(
+            self._exchange, body, trio_token=self.token
+        )
+        return out
+
+    async def _exchange(self, body: bytes) -> list[dict[str, Any]]:
+        """Send one frame on a new connection; read until its final frame or a hang-up."""
+        client, server_end = trio.testing.memory_stream_pair()
+        self.nursery.start_soon(self.server.handle, server_end)
+        frames: list[dict[str, Any]] = []
+        buf = b""
+        with trio.fail_after(60):
+            await client.send_all(hostile.frame(body))
+            while not any(hostile.is_final(f) for f in frames):
+                chunk = await client.receive_some(65536)
+                if not chunk:
+                    break
+                got, buf = hostile.split_frames(buf + chunk)
+                for f in got:
+                    answer = hostile.refuse_confirmation(f.get("progress"))
+                    if answer is not None:
+                        await client.send_all(answer)
+                frames += got
+        await client.aclose()
+        return frames
+
+    def still_serving(self) -> None:
+        frames = self.exchange(hostile.encode({"id": "s", "method": "status"}))
+        (final,) = [f for f in frames if hostile.is_final(f)]
+        assert final["result"]["pid"] > 0
+        assert self.failure is None
+
+
+class Daemons:
+    """The in-process daemon under test, replaced by a fresh one (new TSUKU_HOME) once
+    its ledger is large: ``events.verify`` and ``events.list`` read all of it, and a
+    100,000-case run must not slow down as it goes."""
+
+    MAX_EVENTS = 3000
+
+    def __init__(self) -> None:
+        self.current: InProcessDaemon | None = None
+        self.home: Path | None = None
+
+    def get(self) -> InProcessDaemon:
+        if self.current is not None and self.current.daemon.store.last_id > self.MAX_EVENTS:
+            self.current.still_serving()
+            self.close()
+        if self.current is None:
+            self.home = short_home()
+            self.current = InProcessDaemon(self.home).__enter__()
+        return self.current
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.current.__exit__()
+        if self.home is not None:
+            shutil.rmtree(self.home, ignore_errors=True)
+        self.current = self.home = None
+
+
+@pytest.fixture(scope="module")
+def daemons() -> Iterator[Daemons]:
+    # The sandbox finds its runtime through the process environment: none answers here,
+    # so sandbox methods refuse at once instead of starting containers by the thousand.
+    old = os.environ.get("DOCKER_HOST")
+    os.environ["DOCKER_HOST"] = "unix:///nonexistent/docker.sock"
+    ds = Daemons()
+    try:
+        yield ds
+    finally:
+        ds.close()
+        if old is None:
+            del os.environ["DOCKER_HOST"]
+        else:
+            os.environ["DOCKER_HOST"] = old
+
+
+def hit(ds: Daemons, body: bytes) -> None:
+    if hostile.sendable(body):
+        hostile.check_answer(body, ds.get().exchange(body))
+
+
+FAST = settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+MANY = settings(
+    max_examples=100_000,
+    deadline=None,
+    database=None,
+    phases=[Phase.explicit, Phase.generate, Phase.shrink],
+    suppress_health_check=list(HealthCheck),
+)
+
+
+@FAST
+@given(hostile.non_requests)
+def test_bodies_that_are_not_requests(daemons: Daemons, body: bytes) -> None:
+    hit(daemons, body)
+
+
+@FAST
+@given(hostile.requests(METHODS))
+def test_every_method_with_hostile_params(daemons: Daemons, body: bytes) -> None:
+    hit(daemons, body)
+
+
+def test_still_serving_after_the_hostile_input(daemons: Daemons) -> None:
+    daemons.get().still_serving()
+
+
+@pytest.mark.slow
+@MANY
+@given(hostile.bodies(METHODS))
+def test_100k_hostile_frames(daemons: Daemons, body: bytes) -> None:
+    hit(daemons, body)

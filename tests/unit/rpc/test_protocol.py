@@ -1,0 +1,111 @@
+"""decode_request: every body is a Request or a BadRequest, nothing else escapes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.hostile_rpc import nested
+from tsukud.rpc.protocol import MAX_DEPTH, BadRequest, _nests_deeper_than, decode_request
+
+
+def refused(body: bytes) -> BadRequest:
+    with pytest.raises(BadRequest) as e:
+        decode_request(body)
+    assert e.value.error.code == "bad_request"
+    return e.value
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"id":1,"method":"\xff"}',  # issue 17: UnicodeDecodeError ended the daemon
+        b'{"id":1,"method":"\xed\xa0\x80"}',  # a surrogate, UTF-8 encoded
+        b'{"id":1,"method":"ping","params":{"k":"\xc0\xaf"}}',
+    ],
+)
+def test_invalid_utf8_is_a_bad_request(body: bytes) -> None:
+    bad = refused(body)
+    assert "not valid UTF-8" in bad.error.message
+    assert bad.request_id is None
+
+
+def test_a_lone_surrogate_escape_is_a_bad_request() -> None:
+    assert "not valid JSON" in refused(rb'{"id":1,"method":"\ud800"}').error.message
+
+
+@pytest.mark.parametrize("body", [b"[" * 100_000, b"[" * 100_000 + b"]" * 100_000])
+def test_100000_brackets_are_a_bad_request(body: bytes) -> None:
+    # Issue 17: RecursionError ended the daemon.
+    assert refused(body).request_id is None
+
+
+def test_params_nested_past_the_limit_are_refused_under_the_request_id() -> None:
+    def body(levels: int) -> bytes:
+        # The request object is level 1 and params level 2.
+        return b'{"id":5,"method":"config.set","params":{"value":' + nested(levels - 2) + b"}}"
+
+    assert decode_request(body(MAX_DEPTH)).params["value"] is not None
+    bad = refused(body(MAX_DEPTH + 1))
+    assert bad.request_id == 5
+    assert f"more than {MAX_DEPTH} levels" in bad.error.message
+    assert "flatten" in bad.error.hint
+    assert refused(body(100_000)).request_id is None  # too deep for the decoder itself
+
+
+def test_brackets_inside_strings_do_not_count() -> None:
+    text = json.dumps({"id": 1, "method": "x", "params": {"s": "[{" * 1000 + '\\"[' * 100}})
+    assert decode_request(text.encode()).id == 1
+
+
+@pytest.mark.parametrize(
+    ("id_text", "expected"),
+    [(b"9" * 50, int(b"9" * 50)), (b"-" + b"9" * 4000, -int(b"9" * 4000))],
+)
+def test_a_huge_integer_id_is_answered_as_it_came(id_text: bytes, expected: int) -> None:
+    assert decode_request(b'{"id":' + id_text + b',"method":"ping"}').id == expected
+
+
+def test_an_integer_past_every_limit_is_a_bad_request() -> None:
+    for body in (
+        b'{"id":' + b"9" * 20_000 + b',"method":"ping"}',
+        b'{"id":3,"method":"ping","params":{"n":' + b"9" * 20_000 + b"}}",
+    ):
+        assert "out of range" in refused(body).error.message
+
+
+def depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(depth, value), default=0)
+    return 0
+
+
+# Strings full of brackets, quotes and backslashes: the check must skip them all.
+tricky_text = st.text('[{}]\\"ab', max_size=6)
+json_trees = st.recursive(
+    st.none() | st.integers() | tricky_text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(tricky_text, inner, max_size=3),
+    max_leaves=80,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(json_trees, st.integers(1, 12))
+def test_nesting_check_agrees_with_the_decoded_depth(tree: Any, limit: int) -> None:
+    body = json.dumps(tree).encode()
+    assert _nests_deeper_than(body, limit) == (depth(tree) > limit)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.binary(max_size=512))
+def test_any_bytes_are_a_request_or_a_bad_request(body: bytes) -> None:
+    try:
+        decode_request(body)
+    except BadRequest as bad:
+        assert bad.error.code == "bad_request"
