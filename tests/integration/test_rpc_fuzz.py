@@ -13,8 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests import hostile_rpc as hostile
 from tests.conftest import Tsuku, base_env, short_home
 from tsukud.rpc.protocol import MAX_FRAME
+from tsukud.rpc.registry import load_methods
 
 # daemon.stop and config.set have side effects outside the connection under test.
 METHODS = [
@@ -39,7 +41,10 @@ FUZZ = settings(
 @pytest.fixture(scope="module")
 def live() -> Iterator[Tsuku]:
     home = short_home()
-    t = Tsuku(home, base_env(home))
+    env = base_env(home)
+    # No container runtime: hostile sandbox calls are refused instead of run.
+    env["DOCKER_HOST"] = "unix:///nonexistent/docker.sock"
+    t = Tsuku(home, env)
     t.start()
     try:
         yield t
@@ -218,3 +223,89 @@ def test_invalid_params_name_the_field(live: Tsuku) -> None:
     frames = raw(live, frame(req), half_close=False, finals=1)
     err = frames[0]["error"]
     assert err["code"] == "invalid_params" and "$.params.limit" in err["message"]
+
+
+# ---- issue 17: frames that used to end the daemon, and hostile params for every method --
+
+
+def exchange(t: Tsuku, body: bytes) -> list[dict[str, Any]]:
+    """One frame on a new connection; frames until its final one (questions refused)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(str(t.socket))
+    frames: list[dict[str, Any]] = []
+    buf = b""
+    try:
+        s.sendall(hostile.frame(body))
+        while not any(hostile.is_final(f) for f in frames):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got, buf = hostile.split_frames(buf + chunk)
+            for f in got:
+                answer = hostile.refuse_confirmation(f.get("progress"))
+                if answer is not None:
+                    s.sendall(answer)
+            frames += got
+    finally:
+        s.close()
+    return frames
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"id":1,"method":"\xff"}',
+        b'{"id":1,"method":"events.list","params":{"filter":{"session":"\xed\xa0\x80"}}}',
+        rb'{"id":1,"method":"\ud800"}',
+        b"[" * 100_000,
+        b'{"id":1,"method":"config.get","params":{"key":' + b"[" * 100_000 + b"}}",
+    ],
+    ids=["invalid-utf8", "utf8-surrogate", "escaped-surrogate", "deep", "deep-params"],
+)
+def test_issue_17_frames_get_bad_request_and_the_daemon_stays(live: Tsuku, body: bytes) -> None:
+    pid = live.daemon_pid()
+    frames = exchange(live, body)
+    assert [f["error"]["code"] for f in frames] == ["bad_request"]
+    assert live.daemon_pid() == pid
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"limit": 2**63}, "limit 9223372036854775808 is out of range"),
+        ({"limit": 10**40}, "is out of range"),
+        ({"filter": {"types": [f"t{i}" for i in range(20_000)]}}, "20000 type filters"),
+    ],
+)
+def test_issue_17_events_list_limits_are_invalid_params(
+    live: Tsuku, params: dict[str, Any], field: str
+) -> None:
+    frames = exchange(live, hostile.encode({"id": 9, "method": "events.list", "params": params}))
+    (final,) = [f for f in frames if hostile.is_final(f)]
+    assert final["id"] == 9 and final["error"]["code"] == "invalid_params"
+    assert field in final["error"]["message"] and final["error"]["hint"]
+
+
+# The daemon under test must survive to be asked: daemon.stop and config.set only refused.
+LIVE_METHODS = load_methods()
+LIVE_REFUSED = hostile.ONLY_REFUSED | {"config.set"}
+
+
+@FUZZ
+@given(
+    hostile.non_requests
+    | hostile.requests(LIVE_METHODS, LIVE_REFUSED)
+    | hostile.requests(LIVE_METHODS, LIVE_REFUSED)
+)
+def test_hostile_frames_for_every_method(live: Tsuku, body: bytes) -> None:
+    if hostile.sendable(body):
+        hostile.check_answer(body, exchange(live, body))
+
+
+def test_the_daemon_answers_status_after_all_of_it(live: Tsuku) -> None:
+    first = live.procs[0]
+    assert first.poll() is None
+    status = live.call("status")
+    assert status["pid"] == first.pid
+    assert live.call("events.verify")["ok"] is True
