@@ -312,3 +312,43 @@ async def test_a_stop_answers_in_flight_requests_with_shutting_down(stopping: bo
         assert err["id"] == 1 and err["error"]["code"] == "shutting_down"
     else:
         assert await c.closed_by_server()
+
+
+async def test_a_bug_on_a_connections_own_path_ends_that_connection_only() -> None:
+    calls = 0
+
+    def flaky_peer(_stream: trio.abc.Stream) -> int | None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError(f"peer lookup failed {SECRET}")
+        return None
+
+    async with serving(peer=flaky_peer) as (server, _world, connect):
+        broken = await connect()
+        err = await broken.read()
+        assert err["id"] is None and err["error"]["code"] == "internal"
+        assert SECRET not in json.dumps(err)
+        assert await broken.closed_by_server()
+        assert server.connections == 0
+        fine = await connect()
+        await fine.send(1, "echo", text="served")
+        assert (await fine.final(1))["result"] == {"text": "served"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"id":1,"method":"\xff"}',
+        b"[" * 100_000,
+        b'{"id":2,"method":"echo","params":' + b"[" * 70 + b"]" * 70 + b"}",
+    ],
+)
+async def test_frames_that_used_to_end_the_daemon_are_answered(body: bytes) -> None:
+    async with serving() as (_server, _world, connect):
+        c = await connect()
+        await c.stream.send_all(HEADER.pack(len(body)) + body)
+        err = await c.read()
+        assert err["error"]["code"] == "bad_request"
+        await c.send(3, "echo", text="still here")
+        assert (await c.final(3))["result"] == {"text": "still here"}
