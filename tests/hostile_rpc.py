@@ -298,3 +298,23 @@ def split_frames(buf: bytes) -> tuple[list[dict[str, Any]], bytes]:
         out.append(json.loads(buf[4 : 4 + n]))
         buf = buf[4 + n :]
     return out, buf
+
+
+class Conversation:
+    """The client's side of one request: the frames read back so far, and the answers to
+    the daemon's questions they call for."""
+
+    def __init__(self) -> None:
+        self.frames: list[dict[str, Any]] = []
+        self._buf = b""
+
+    def feed(self, chunk: bytes) -> bytes:
+        """Take bytes from the daemon; return what to send back (maybe nothing)."""
+        got, self._buf = split_frames(self._buf + chunk)
+        self.frames += got
+        answers = [refuse_confirmation(f.get("progress")) for f in got]
+        return b"".join(a for a in answers if a is not None)
+
+    @property
+    def done(self) -> bool:
+        return any(is_final(f) for f in self.frames)

@@ -233,23 +233,15 @@ def exchange(t: Tsuku, body: bytes) -> list[dict[str, Any]]:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(30)
     s.connect(str(t.socket))
-    frames: list[dict[str, Any]] = []
-    buf = b""
+    talk = hostile.Conversation()
     try:
         s.sendall(hostile.frame(body))
-        while not any(hostile.is_final(f) for f in frames):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            got, buf = hostile.split_frames(buf + chunk)
-            for f in got:
-                answer = hostile.refuse_confirmation(f.get("progress"))
-                if answer is not None:
-                    s.sendall(answer)
-            frames += got
+        while not talk.done and (chunk := s.recv(65536)):
+            if reply := talk.feed(chunk):
+                s.sendall(reply)
     finally:
         s.close()
-    return frames
+    return talk.frames
 
 
 @pytest.mark.parametrize(

@@ -79,22 +79,14 @@ class InProcessDaemon:
         """Send one frame on a new connection; read until its final frame or a hang-up."""
         client, server_end = trio.testing.memory_stream_pair()
         self.nursery.start_soon(self.server.handle, server_end)
-        frames: list[dict[str, Any]] = []
-        buf = b""
+        talk = hostile.Conversation()
         with trio.fail_after(60):
             await client.send_all(hostile.frame(body))
-            while not any(hostile.is_final(f) for f in frames):
-                chunk = await client.receive_some(65536)
-                if not chunk:
-                    break
-                got, buf = hostile.split_frames(buf + chunk)
-                for f in got:
-                    answer = hostile.refuse_confirmation(f.get("progress"))
-                    if answer is not None:
-                        await client.send_all(answer)
-                frames += got
+            while not talk.done and (chunk := await client.receive_some(65536)):
+                if reply := talk.feed(chunk):
+                    await client.send_all(reply)
         await client.aclose()
-        return frames
+        return talk.frames
 
     def still_serving(self) -> None:
         frames = self.exchange(hostile.encode({"id": "s", "method": "status"}))
