@@ -279,6 +279,44 @@ def test_issue_17_events_list_limits_are_invalid_params(
     assert field in final["error"]["message"] and final["error"]["hint"]
 
 
+def test_events_with_large_payloads_are_listed_in_frames_within_the_cap(live: Tsuku) -> None:
+    # Found by the 100,000-case run: 500 events of a few KB each made one progress frame
+    # over 1 MiB, and events.list answered internal from then on.
+    big = "x" * 400_000
+    for i in range(4):
+        live.call(
+            "events.append", {"events": [{"type": "client.big", "payload": {"v": big, "i": i}}]}
+        )
+    frames = exchange(
+        live,
+        hostile.encode(
+            {
+                "id": 1,
+                "method": "events.list",
+                "params": {"filter": {"types": ["client.big"]}, "limit": 0},
+            }
+        ),
+    )
+    listed = [e["payload"]["i"] for f in frames if "progress" in f for e in f["progress"]["events"]]
+    assert listed == [0, 1, 2, 3]
+    assert frames[-1] == {"id": 1, "result": {"count": 4}}
+
+    # One event too large to list at all (it filled its own request frame) is a typed error.
+    huge = "y" * (MAX_FRAME - 200)
+    live.call("events.append", {"events": [{"type": "client.huge", "payload": {"v": huge}}]})
+    frames = exchange(
+        live,
+        hostile.encode(
+            {"id": 2, "method": "events.list", "params": {"filter": {"types": ["client.huge"]}}}
+        ),
+    )
+    (final,) = [f for f in frames if hostile.is_final(f)]
+    assert final["error"]["code"] == "frame_too_large"
+    assert (
+        final["error"]["hint"] == "The answer is too large for one frame; ask for less at a time."
+    )
+
+
 # The daemon under test must survive to be asked: daemon.stop and config.set only refused.
 LIVE_METHODS = load_methods()
 LIVE_REFUSED = hostile.ONLY_REFUSED | {"config.set"}

@@ -138,9 +138,42 @@ def run_summary(conn: sqlite3.Connection, f: EventFilter, by: str) -> list[dict[
 
 
 def iter_list(
-    conn: sqlite3.Connection, f: EventFilter, limit: int, chunk: int = 500
+    conn: sqlite3.Connection,
+    f: EventFilter,
+    limit: int,
+    chunk: int = 500,
+    max_bytes: int | None = None,
 ) -> Iterator[list[Any]]:
+    """Matching rows, ``chunk`` at a time, each chunk also within ``max_bytes`` as JSON."""
     sql, params = list_sql(f, limit)
     cur = conn.execute(sql, params)
     while rows := cur.fetchmany(chunk):
-        yield rows
+        if max_bytes is None:
+            yield rows
+        else:
+            yield from within_bytes(rows, max_bytes)
+
+
+def within_bytes(rows: list[Any], max_bytes: int) -> Iterator[list[Any]]:
+    """Consecutive runs of ``rows`` whose JSON stays within ``max_bytes`` (a row larger
+    than that alone comes on its own), so a frame of events never passes the frame cap
+    however large the payloads clients appended."""
+    run: list[Any] = []
+    size = 0
+    for row in rows:
+        n = row_json_bytes(row)
+        if run and size + n > max_bytes:
+            yield run
+            run, size = [], 0
+        run.append(row)
+        size += n
+    if run:
+        yield run
+
+
+def row_json_bytes(row: Any) -> int:
+    """An upper bound on one listed event's JSON: the payload as stored, the other texts
+    at their worst escaping (6 bytes a character), plus keys, id, timestamp and hash."""
+    _id, ts, type_, session, payload, hash_ = row
+    texts = len(ts) + len(type_) + len(session or "") + len(hash_)
+    return len(payload.encode()) + 6 * texts + 128

@@ -17,6 +17,7 @@ from tsukud import config as configmod
 from tsukud.daemon import Daemon
 from tsukud.errors import InvalidParams, NotFound
 from tsukud.events import queries
+from tsukud.rpc import protocol
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
 
@@ -54,6 +55,9 @@ async def daemon_stop(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
 
 # ---- events -----------------------------------------------------------------------------
 
+# What the events of one events.list progress frame may take, leaving room for the rest.
+LIST_FRAME_BYTES = protocol.MAX_FRAME - 1024
+
 
 class ListParams(msgspec.Struct, forbid_unknown_fields=True):
     filter: queries.EventFilter = queries.EventFilter()
@@ -74,7 +78,8 @@ async def events_list(d: Daemon, p: ListParams, call: Call) -> dict[str, Any]:
 
     def produce(conn: Any) -> None:
         try:
-            for rows in queries.iter_list(conn, p.filter, p.limit):
+            chunks = queries.iter_list(conn, p.filter, p.limit, max_bytes=LIST_FRAME_BYTES)
+            for rows in chunks:
                 trio.from_thread.run(send.send, (len(rows), _events_chunk(rows)))
         finally:
             # The request may have been cancelled (client gone): nothing left to tell.

@@ -43,7 +43,10 @@ _encoder = msgspec.json.Encoder()
 def encode_frame(obj: Any) -> bytes:
     body = _encoder.encode(obj)
     if len(body) > MAX_FRAME:
-        raise FrameTooLarge(f"response of {len(body)} bytes exceeds the {MAX_FRAME}-byte frame cap")
+        raise FrameTooLarge(
+            f"response of {len(body)} bytes exceeds the {MAX_FRAME}-byte frame cap",
+            hint="The answer is too large for one frame; ask for less at a time.",
+        )
     return HEADER.pack(len(body)) + body
 
 

@@ -231,6 +231,12 @@ class RpcServer:
             outcome = e.code
             await conn.send(protocol.error_frame(req.id, e))
         except BaseException as exc:
+            # A typed error from a handler's own nursery arrives wrapped: unwrap it.
+            typed = _the_typed_error(exc) if isinstance(exc, BaseExceptionGroup) else None
+            if typed is not None:
+                outcome = typed.code
+                await conn.send(protocol.error_frame(req.id, typed))
+                return
             if _is_cancellation(exc):
                 outcome = "cancelled"
                 if self.stopping:
@@ -261,6 +267,22 @@ def socket_peer_uid(stream: trio.abc.Stream) -> int | None:
     if isinstance(stream, trio.SocketStream):
         return peer_uid(stream.socket)  # type: ignore[arg-type]
     return None
+
+
+def _the_typed_error(group: BaseExceptionGroup[BaseException]) -> TsukuError | None:
+    """The ``TsukuError`` when it is all ``group`` holds (a cancellation beside it must
+    go on propagating, so such a group is not unwrapped)."""
+    typed, rest = group.split(TsukuError)
+    if typed is None or rest is not None:
+        return None
+    leaves = list(_leaves(typed))
+    return leaves[0] if len(leaves) == 1 else None  # type: ignore[return-value]
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for e in exc.exceptions for leaf in _leaves(e)]
+    return [exc]
 
 
 def _is_cancellation(exc: BaseException) -> bool:

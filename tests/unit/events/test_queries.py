@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 
 from tsukud.clock import FixedClock, iso
 from tsukud.errors import InvalidParams
-from tsukud.events.queries import EventFilter, iter_list, list_sql, run_summary, where
+from tsukud.events.queries import (
+    EventFilter,
+    iter_list,
+    list_sql,
+    run_summary,
+    where,
+    within_bytes,
+)
 from tsukud.events.store import EventStore, connect
 
 NOW = 1_800_000_000.0
@@ -116,3 +125,24 @@ def test_too_many_type_filters_are_refused_before_sqlite_sees_them(
     # The most allowed still runs on SQLite.
     most = EventFilter(types=["llm.turn", *(f"t{i}.*" for i in range(99))])
     assert [g["events"] for g in run_summary(ledger, most, "type")] == [3]
+
+
+def test_listed_events_come_in_runs_that_fit_a_frame() -> None:
+    def row(i: int, payload_len: int) -> list[Any]:
+        return [
+            i,
+            "2027-01-01T00:00:00.000000Z",
+            "client.x",
+            "s",
+            '"' + "x" * payload_len + '"',
+            "h",
+        ]
+
+    rows = [row(i, 300_000) for i in range(5)] + [row(5, 10), row(6, 2_000_000)]
+    runs = list(within_bytes(rows, 1_000_000))
+    assert [[r[0] for r in run] for run in runs] == [[0, 1, 2], [3, 4, 5], [6]]
+    for run in runs[:-1]:
+        keys = ("id", "ts", "type", "session", "payload", "hash")
+        listed = [dict(zip(keys, r, strict=True)) for r in run]
+        assert len(json.dumps({"id": 1, "progress": {"events": listed}})) <= 1_000_000
+    assert list(within_bytes([], 10)) == []

@@ -352,3 +352,25 @@ async def test_frames_that_used_to_end_the_daemon_are_answered(body: bytes) -> N
         assert err["error"]["code"] == "bad_request"
         await c.send(3, "echo", text="still here")
         assert (await c.final(3))["result"] == {"text": "still here"}
+
+
+async def nursery_typed(w: World, p: Echo, call: Call) -> dict[str, Any]:
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(trio.sleep_forever)
+        raise NotFound(f"inside a nursery: {p.text}", hint="unwrapped")
+
+
+async def test_a_typed_error_from_a_handlers_nursery_keeps_its_code() -> None:
+    methods = {**METHODS, "nursery": Method("nursery", Echo, nursery_typed)}
+    server = RpcServer(methods, World(), uid=1000, redactor=Redactor([SECRET]))
+    server.peer = lambda _s: None
+    async with trio.open_nursery() as nursery:
+        client, daemon_end = trio.testing.memory_stream_pair()
+        nursery.start_soon(server.handle, daemon_end)
+        c = Peer(client)
+        await c.send(1, "nursery", text="x")
+        err = await c.read()
+        assert err["error"]["code"] == "not_found"
+        assert err["error"]["message"] == "inside a nursery: x"
+        assert err["error"]["hint"] == "unwrapped"
+        nursery.cancel_scope.cancel()
