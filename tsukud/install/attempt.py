@@ -21,6 +21,7 @@ install or a dangling link, and records ``install.failed`` with the stage it rea
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import time
@@ -131,7 +132,7 @@ class InstallAttempt:
                 code, message = "internal", f"{type(exc).__name__}: {exc}"
             else:
                 code, message = "cancelled", "the install was cancelled"
-            self._event(
+            failed = self._event(
                 "install.failed",
                 {
                     "tool": self.name,
@@ -142,6 +143,11 @@ class InstallAttempt:
                     "message": message,
                 },
             )
+            if isinstance(exc, Exception):
+                # Durable before the error reaches the user: `events` run right after a
+                # failed install shows why (a cancelled install must not wait here).
+                with trio.move_on_after(5, shield=True), contextlib.suppress(TsukuError):
+                    await self.inst.store.wait_durable(failed.id)  # the install's error wins
             raise
         finally:
             if self.staging is not None:
