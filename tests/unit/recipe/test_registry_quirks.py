@@ -260,3 +260,33 @@ def test_every_shared_fixture_recipe_parses_and_is_supported() -> None:
     assert paths and report.lines()[-1] == (
         f"parsed {len(paths)}/{len(paths)}, supported {len(paths)}/{len(paths)}"
     )
+
+
+def test_static_checks_accept_the_url_actions() -> None:
+    from tsukud.create.static_checks import binary_paths, check_on_paper
+
+    node = parse_recipe(
+        """[metadata]
+name = "node"
+[version]
+source = "http_json"
+url = "https://nodejs.org/dist/index.json"
+version_path = "0.version"
+[[steps]]
+action = "download_archive"
+url = "https://nodejs.org/dist/v{version}/node-v{version}-{os}-{arch}.tar.xz"
+strip_dirs = 1
+install_mode = "directory"
+binaries = ["bin/node"]
+[verify]
+command = "{install_dir}/bin/node --version"
+pattern = "v{version}"
+"""
+    )
+    assert binary_paths(node) == {"bin/node"}
+    assert check_on_paper(node) == []
+    assert binary_paths(parse_recipe(KUBECTL)) == {"bin/kubectl"}
+    wrong = parse_recipe(KUBECTL + '[verify]\ncommand = "kubect version"\n')
+    assert [f.message for f in check_on_paper(wrong)] == [
+        "verify command runs 'kubect', which the recipe does not install (it installs: kubectl)"
+    ]
