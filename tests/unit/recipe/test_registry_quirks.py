@@ -146,8 +146,7 @@ def test_download_then_extract_folds_into_one_archive_step() -> None:
     assert step.asset_name == "helm.tar.gz"
 
 
-def test_download_archive_in_directory_mode_keeps_paths() -> None:
-    text = """[metadata]
+NODE = """[metadata]
 name = "node"
 [version]
 source = "http_json"
@@ -159,8 +158,14 @@ url = "https://nodejs.org/dist/v{version}/node-v{version}-{os}-{arch}.tar.xz?x=1
 strip_dirs = 1
 install_mode = "directory"
 binaries = ["bin/node", "bin/npm"]
+[verify]
+command = "{install_dir}/bin/node --version"
+pattern = "v{version}"
 """
-    (step,) = render_recipe(parse_recipe(text), V, LINUX)
+
+
+def test_download_archive_in_directory_mode_keeps_paths() -> None:
+    (step,) = render_recipe(parse_recipe(NODE), V, LINUX)
     assert step.asset_name == "node-v1.30.2-linux-amd64.tar.xz"
     assert step.archive_format is ArchiveFormat.TAR_XZ and step.install_mode == "directory"
     assert [(b.src, b.dest) for b in step.binaries] == [
@@ -265,25 +270,8 @@ def test_every_shared_fixture_recipe_parses_and_is_supported() -> None:
 def test_static_checks_accept_the_url_actions() -> None:
     from tsukud.create.static_checks import binary_paths, check_on_paper
 
-    node = parse_recipe(
-        """[metadata]
-name = "node"
-[version]
-source = "http_json"
-url = "https://nodejs.org/dist/index.json"
-version_path = "0.version"
-[[steps]]
-action = "download_archive"
-url = "https://nodejs.org/dist/v{version}/node-v{version}-{os}-{arch}.tar.xz"
-strip_dirs = 1
-install_mode = "directory"
-binaries = ["bin/node"]
-[verify]
-command = "{install_dir}/bin/node --version"
-pattern = "v{version}"
-"""
-    )
-    assert binary_paths(node) == {"bin/node"}
+    node = parse_recipe(NODE)
+    assert binary_paths(node) == {"bin/node", "bin/npm"}
     assert check_on_paper(node) == []
     assert binary_paths(parse_recipe(KUBECTL)) == {"bin/kubectl"}
     wrong = parse_recipe(KUBECTL + '[verify]\ncommand = "kubect version"\n')
