@@ -39,6 +39,7 @@ from tsukud.recipe import (  # noqa: E402
     unsupported_actions,
 )
 
+NAME = "registry_coverage"
 _INDEX = re.compile(r"\[\d+\]")
 
 
@@ -104,6 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("registry", nargs="?", type=Path, default=None)
     ap.add_argument("--show", type=int, default=10, help="rows per breakdown")
+    ap.add_argument("--quick", action="store_true", help="accepted for run_all; no effect")
     args = ap.parse_args(argv)
     root: Path = args.registry or default_registry()
     if not root.is_dir():
