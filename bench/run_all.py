@@ -40,6 +40,8 @@ GOALS: dict[str, tuple[str, ...]] = {
     "command_not_found": ("command_not_found",),
     # recipe accuracy (no daemon: the matcher over recorded release lists)
     "matcher_accuracy": ("matcher_accuracy.newest", "matcher_accuracy.all"),
+    # what share of a recipe registry parses and installs (no goal: a measure to follow)
+    "registry_coverage": (),
 }
 BENCHMARKS = list(GOALS)
 TIME_LIMIT_S = 180

@@ -179,7 +179,9 @@ CATALOGUE: dict[str, ErrorKind] = {
     "recipe_invalid": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
     "recipe_parse_error": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
     "recipe_unsupported_action": ErrorKind(
-        E.INSTALL_FAILED, "Only github_archive and github_file steps can be installed for now."
+        E.INSTALL_FAILED,
+        "Only github_archive, github_file and the URL actions (download, download_file, "
+        "download_archive, extract, chmod, install_binaries) can be installed for now.",
     ),
     "recipe_unsupported_feature": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
     "recipe_unsupported_platform": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),

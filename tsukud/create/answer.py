@@ -510,7 +510,7 @@ def _when(group: Sequence[Platform], covered: Sequence[Platform]) -> When | None
     if all(f"{o}/{a}" in keys for o in oses for a in ARCH_NAMES):
         return When(os=tuple(oses))
     if len(arches) == 1:
-        return When(os=tuple(oses), arch=next(iter(arches)))
+        return When(os=tuple(oses), arch=(next(iter(arches)),))
     return When(platform=tuple(p.key for p in group))
 
 

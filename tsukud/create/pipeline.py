@@ -682,8 +682,7 @@ class _Run:
             when = ""
             if step.when is not None:
                 parts = [*(step.when.os or ()), *(step.when.platform or ())]
-                if step.when.arch:
-                    parts.append(step.when.arch)
+                parts.extend(step.when.arch or ())
                 when = f" (on {'/'.join(parts)})" if parts else ""
             if isinstance(step, GitHubArchiveStep):
                 fmt = step.archive_format or "archive"

@@ -41,9 +41,11 @@ from tsukud.recipe import (
     STANDARD_PLATFORMS,
     AmbiguousAsset,
     AssetNotFound,
+    DownloadArchiveStep,
     GenericStep,
     GitHubArchiveStep,
     GitHubFileStep,
+    InstallBinariesStep,
     Platform,
     Recipe,
     RecipeError,
@@ -57,6 +59,7 @@ from tsukud.recipe import (
     tag_to_version,
     version_source,
 )
+from tsukud.recipe.model import HTTP_JSON_SOURCE
 from tsukud.recipe.version_range import compare_versions, parse_range, sort_key
 
 MAX_STEPS = 20
@@ -145,6 +148,15 @@ def _install_steps(recipe: Recipe) -> list[GitHubArchiveStep | GitHubFileStep]:
     return [s for s in recipe.steps if isinstance(s, GitHubArchiveStep | GitHubFileStep)]
 
 
+_BinaryStep = GitHubArchiveStep | GitHubFileStep | DownloadArchiveStep | InstallBinariesStep
+
+
+def _binary_steps(recipe: Recipe) -> list[_BinaryStep]:
+    """Steps that name binaries: the GitHub actions and the URL actions'
+    ``download_archive`` / ``install_binaries``."""
+    return [s for s in recipe.steps if isinstance(s, _BinaryStep)]
+
+
 # ------------------------------------------------------------------------- checks
 
 
@@ -158,7 +170,13 @@ def check_schema(recipe: Recipe) -> list[Finding]:
     found = []
     if not recipe.steps:
         found.append(Finding(category=SCHEMA, message="the recipe has no [[steps]]"))
-    if recipe.version is None or not recipe.version.github_repo:
+    version = recipe.version
+    http_json = (
+        version is not None
+        and version.source == HTTP_JSON_SOURCE
+        and bool(version.url and version.version_path)
+    )
+    if not http_json and (version is None or not version.github_repo):
         found.append(
             Finding(
                 category=SCHEMA,
@@ -240,7 +258,7 @@ def check_binaries(recipe: Recipe) -> list[Finding]:
         where = f"steps[{index}]"
         if isinstance(step, GitHubFileStep) and step.binary is not None:
             found += binary_path_findings(step.binary, where=f"{where}.binary")
-        if isinstance(step, GitHubArchiveStep | GitHubFileStep):
+        if isinstance(step, _BinaryStep):
             for i, entry in enumerate(step.binaries or ()):
                 found += binary_path_findings(entry.src, where=f"{where}.binaries[{i}]")
                 if entry.dest is not None:
@@ -540,10 +558,13 @@ def binary_paths(recipe: Recipe) -> set[str]:
     """Where a recipe's binaries land in the tool's directory (``bin/tool``, or a
     ``dest``): what a verify command may run as ``{install_dir}/<path>``."""
     paths = set()
-    for step in _install_steps(recipe):
+    for step in _binary_steps(recipe):
         if isinstance(step, GitHubFileStep) and step.binary is not None:
             paths.add("bin/" + posixpath.basename(step.binary))
-        directory = isinstance(step, GitHubArchiveStep) and step.install_mode == "directory"
+        directory = (
+            not isinstance(step, GitHubFileStep)
+            and (step.install_mode or "").lower() == "directory"
+        )
         for entry in step.binaries or ():
             kept = entry.src if directory else "bin/" + posixpath.basename(entry.src)
             paths.add(entry.dest or kept)

@@ -266,9 +266,7 @@ class Prepared:
             exit_code=res.exit_code,
             # Whatever the container was handed is not the model's to read back, except the
             # values this stage sets itself and that say nothing secret.
-            output=redact(
-                res.text, (v for k, v in spec.env.items() if k not in PUBLIC_ENV)
-            ),
+            output=redact(res.text, (v for k, v in spec.env.items() if k not in PUBLIC_ENV)),
             timed_out=res.timed_out,
             duration_ms=round(res.duration_s * 1000),
         )

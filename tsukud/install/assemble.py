@@ -92,6 +92,13 @@ class TreeAssembler:
         :class:`BinaryNotInArchive` when a binary is not a file in the asset and
         :class:`InstallError` when the recipe names a path outside the tool."""
         where = f"{self.tool}: steps[{step.index}]"
+        for rel in step.chmod:  # a chmod step: executable before anything moves
+            real = resolve_inside(unpacked, safe_rel(rel, f"{where}: chmod file"))
+            if real is None:
+                raise _not_found(
+                    where, f"chmod: {rel} is not a file in {step.asset_name}", unpacked
+                )
+            os.chmod(real, 0o755)  # noqa: S103 - an executable for everyone, like /usr/bin
         if step.install_mode == "directory":
             self._add_directory(step, unpacked, where)
         else:

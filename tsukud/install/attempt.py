@@ -2,11 +2,14 @@
 
 1. loads the recipe (``$TSUKU_HOME/recipes``, then the registry) and checks it can
    install on this platform;
-2. resolves the version (GitHub releases; see ``versions.py``) and renders each selected
-   step into an asset name and URL, matched against the release's asset list;
+2. resolves the version (GitHub releases or ``http_json``; see ``versions.py``) and
+   renders each selected step into an asset name and URL, matched against the
+   release's asset list (URL actions render to the same shape, one per file they
+   install from; ``recipe/render.py``);
 3. in a private staging directory ``tools/.staging-<name>-*``: downloads each asset
    (sha256 computed while streaming; checked against GitHub's ``digest``, the recipe's
-   ``asset_sha256`` and a ``checksum_asset``/``checksum_url`` file when present),
+   ``asset_sha256`` or ``checksum`` and a ``checksum_asset``/``checksum_url`` file when
+   present),
    extracts it with the safe extractor, and assembles the tool's tree (``assemble.py``);
 4. renames the tree to ``tools/<name>-<version>`` (atomic), runs the verify command
    there and checks its patterns;
@@ -347,10 +350,15 @@ class InstallAttempt:
         """Every expectation we have for this file; returns the names of those checked."""
         await self.progress("verifying_checksum", file=step.asset_name, sha256=result.sha256)
         checked: list[str] = []
-        asset = res.release.asset(step.asset_name) if res.release is not None else None
+        # A release asset's digest speaks for GitHub steps only: a URL step's file that
+        # happens to share an asset's name is another file.
+        asset = res.release.asset(step.asset_name) if res.release and step.repo else None
         if asset is not None and asset.sha256:
             check_sha256(step.asset_name, result.sha256, asset.sha256, "GitHub's asset digest")
             checked.append("github_digest")
+        if step.checksum:
+            check_sha256(step.asset_name, result.sha256, step.checksum, "the recipe's checksum")
+            checked.append("recipe_checksum")
         meta = loaded.recipe.metadata
         pinned = (meta.asset_sha256 or {}).get(step.asset_name)
         if pinned and (meta.validated_version in (None, res.version)):

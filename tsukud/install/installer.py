@@ -34,6 +34,7 @@ from tsukud.recipe import (
     VerifyFailed,
     host_platform,
     require_supported,
+    step_summary,
 )
 
 if TYPE_CHECKING:
@@ -124,10 +125,7 @@ class Installer:
         try:
             steps = require_supported(loaded.recipe, self.platform)
             out["supported"] = True
-            out["steps"] = [
-                {"index": i, "action": s.action, "repo": s.repo, "asset_pattern": s.asset_pattern}
-                for i, s in steps
-            ]
+            out["steps"] = [{"index": i, **step_summary(s)} for i, s in steps]
         except RecipeError as exc:
             out["supported"] = False
             out["unsupported_reason"] = exc.message

@@ -7,6 +7,10 @@
 * **Latest with a tag prefix** (monorepos, ``[version] github_repo`` + ``tag_prefix``):
   the releases are listed (drafts and prereleases skipped) and filtered by prefix; tags
   again as the fallback.
+* **http_json** (``[version] source = "http_json"``, ``url``, ``version_path``): one
+  GET of the URL through the shared HTTP layer (its URL policy and cache); the value
+  at ``version_path`` is the tag and its normalised form the version. The source
+  lists no history, so a requested version is taken as given.
 * **A specific version** (``tool@1.2.3``): the likely tags (``v1.2.3``, ``1.2.3``, or
   ``<prefix>1.2.3``) are fetched directly; if none exists, releases and tags are listed
   and matched with the reference's rules (``find_version``), so ``Release_1_2_3`` or a
@@ -18,12 +22,16 @@ revalidates each API response with its ETag).
 
 from __future__ import annotations
 
+import json
+
 import msgspec
 
 from tsukud.clock import Clock, SystemClock
+from tsukud.errors import TsukuError
 from tsukud.github.client import GitHub, Release, ReleaseNotFound
 from tsukud.recipe import (
     Recipe,
+    RecipeError,
     ResolvedVersion,
     VersionNotFound,
     find_version,
@@ -31,7 +39,8 @@ from tsukud.recipe import (
     tag_to_version,
     version_source,
 )
-from tsukud.recipe.version import candidate_tags, check_version
+from tsukud.recipe.model import HTTP_JSON_SOURCE
+from tsukud.recipe.version import candidate_tags, check_version, json_path_value, normalize_version
 
 DEFAULT_TTL = 600.0
 
@@ -67,9 +76,11 @@ class VersionResolver:
         self._cache.clear()
 
     async def resolve(self, recipe: Recipe, requested: str | None = None) -> Resolution:
+        requested = (requested or "").strip() or None
+        if recipe.version is not None and recipe.version.source == HTTP_JSON_SOURCE:
+            return await self._http_json(recipe, requested)
         source = version_source(recipe)
         stable = recipe.version.stable_qualifiers if recipe.version is not None else None
-        requested = (requested or "").strip() or None
         key = (source.repo.lower(), source.tag_prefix or "", requested or "")
         hit = self._cache.get(key)
         now = self._clock.now()
@@ -81,6 +92,53 @@ class VersionResolver:
             res = await self._specific(source.repo, source.tag_prefix, requested)
         check_version(res.resolved, source.repo)
         self._cache[key] = (now + self.ttl, res)
+        return res
+
+    async def _http_json(self, recipe: Recipe, requested: str | None) -> Resolution:
+        name = recipe.metadata.name
+        section = recipe.version
+        assert section is not None
+        if not section.url or not section.version_path:
+            raise RecipeError(
+                f"{name}: version source http_json needs [version] url and version_path",
+                recipe=name,
+            )
+        if requested is not None:
+            resolved = ResolvedVersion(requested.removeprefix("v"), requested)
+            how = "requested"
+        else:
+            key = ("http_json", section.url, section.version_path)
+            hit = self._cache.get(key)
+            now = self._clock.now()
+            if hit is not None and hit[0] > now:
+                return hit[1]
+            try:
+                resp = await self.github.http.get(
+                    section.url, headers={"accept": "application/json"}, cache=True
+                )
+                tag = json_path_value(json.loads(resp.body), section.version_path)
+            except TsukuError as exc:
+                raise VersionNotFound(
+                    f"{name}: cannot read the version from {section.url}: {exc.message}",
+                    recipe=name,
+                ) from None
+            except ValueError:
+                tag = None
+            if tag is None:
+                raise VersionNotFound(
+                    f"{name}: {section.url} has no version at {section.version_path}",
+                    hint="The recipe's [version] version_path does not name a value in the "
+                    "answer; nothing was installed.",
+                    recipe=name,
+                )
+            prefix = section.tag_prefix or None
+            version = tag_to_version(tag, prefix) if prefix else normalize_version(tag)
+            resolved = ResolvedVersion(version or tag, tag)
+            how = "http_json"
+        check_version(resolved, section.url)
+        res = Resolution(resolved=resolved, repo="", requested=requested, how=how)
+        if requested is None:
+            self._cache[key] = (self._clock.now() + self.ttl, res)
         return res
 
     async def _release_or_none(self, repo: str, tag: str) -> Release | None:

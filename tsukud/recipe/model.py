@@ -132,11 +132,13 @@ class Binary(msgspec.Struct, frozen=True):
 class When(msgspec.Struct, frozen=True, kw_only=True):
     """A step's platform condition. ``os``, ``platform``, ``libc`` and ``gpu`` accept a
     string or a list in TOML and are stored as tuples; ``arch``, ``linux_family`` and
-    ``package_manager`` are single strings, as in the reference."""
+    ``package_manager`` are single strings, as in the reference, except that the
+    registry also writes ``arch`` as a list (``arch = ["amd64", "arm64"]``), so it is a
+    tuple too. ``platform`` entries may carry a libc (``linux/arm64/musl``)."""
 
     platform: tuple[str, ...] | None = None
     os: tuple[str, ...] | None = None
-    arch: str | None = None
+    arch: tuple[str, ...] | None = None
     linux_family: str | None = None
     package_manager: str | None = None
     libc: tuple[str, ...] | None = None
@@ -159,17 +161,26 @@ class When(msgspec.Struct, frozen=True, kw_only=True):
         if self.version and version is not None and not in_range(version, self.version):
             return False
         if self.platform:
-            if target.key not in self.platform:
+            if not platform_listed(self.platform, target):
                 return False
         elif self.os and target.os not in self.os:
             return False
-        if self.arch and self.arch != target.arch:
+        if self.arch and target.arch not in self.arch:
             return False
         if self.linux_family and self.linux_family != target.linux_family:
             return False
         return not (
             self.libc and target.os == "linux" and target.libc and target.libc not in self.libc
         )
+
+
+def platform_listed(entries: tuple[str, ...], target: Platform) -> bool:
+    """``target`` is one of ``entries`` (``os/arch``, or ``os/arch/libc`` which names
+    only that libc's builds)."""
+    keys = {target.key}
+    if target.libc:
+        keys.add(f"{target.key}/{target.libc}")
+    return not keys.isdisjoint(entries)
 
 
 class _StepBase(msgspec.Struct, frozen=True, kw_only=True):
@@ -215,6 +226,75 @@ class GitHubFileStep(_StepBase, frozen=True, kw_only=True):
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class DownloadStep(_StepBase, frozen=True, kw_only=True):
+    """``download`` (a URL template) or ``download_file`` (a fixed URL): fetch one file
+    into the step's work directory as ``dest`` (default: the URL's last segment).
+
+    ``checksum`` is a sha256 the recipe pins; ``checksum_url`` names a checksum file
+    (one hash, or ``<hash>  <name>`` lines). Signature parameters are parsed into
+    ``extra`` and refused by :func:`require_supported` until they are verified.
+    """
+
+    ACTIONS: ClassVar[tuple[str, ...]] = ("download", "download_file")
+    action: Literal["download", "download_file"] = "download"
+    url: str
+    dest: str | None = None
+    checksum: str | None = None
+    checksum_algo: str | None = None
+    checksum_url: str | None = None
+    os_mapping: dict[str, str] | None = None
+    arch_mapping: dict[str, str] | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class DownloadArchiveStep(_StepBase, frozen=True, kw_only=True):
+    """``download_archive``: ``download`` + ``extract`` + ``chmod`` + ``install_binaries``
+    in one step (tsuku decomposes it into exactly those)."""
+
+    ACTION: ClassVar[str] = "download_archive"
+    action: Literal["download_archive"] = "download_archive"
+    url: str
+    archive_format: str | None = None
+    strip_dirs: int | None = None
+    binaries: tuple[Binary, ...]
+    install_mode: str | None = None
+    checksum_url: str | None = None
+    os_mapping: dict[str, str] | None = None
+    arch_mapping: dict[str, str] | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class ExtractStep(_StepBase, frozen=True, kw_only=True):
+    """``extract``: unpack ``archive`` (a file an earlier download saved) in place."""
+
+    ACTION: ClassVar[str] = "extract"
+    action: Literal["extract"] = "extract"
+    archive: str
+    format: str | None = None
+    strip_dirs: int | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class ChmodStep(_StepBase, frozen=True, kw_only=True):
+    """``chmod``: make ``files`` (paths in the work directory) executable."""
+
+    ACTION: ClassVar[str] = "chmod"
+    action: Literal["chmod"] = "chmod"
+    files: tuple[str, ...]
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class InstallBinariesStep(_StepBase, frozen=True, kw_only=True):
+    """``install_binaries``: what of the work directory becomes the tool (see
+    ``GitHubArchiveStep.binaries`` and ``install_mode``)."""
+
+    ACTION: ClassVar[str] = "install_binaries"
+    action: Literal["install_binaries"] = "install_binaries"
+    binaries: tuple[Binary, ...]
+    install_mode: str | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
 class GenericStep(_StepBase, frozen=True, kw_only=True):
     """Any other action (homebrew, npm_install, ...): kept verbatim so it round-trips."""
 
@@ -223,7 +303,10 @@ class GenericStep(_StepBase, frozen=True, kw_only=True):
 
 
 InstallStep = GitHubArchiveStep | GitHubFileStep
-Step = GitHubArchiveStep | GitHubFileStep | GenericStep
+# The URL actions: they share one work directory per recipe, in step order.
+UrlStep = DownloadStep | DownloadArchiveStep | ExtractStep | ChmodStep | InstallBinariesStep
+SupportedStep = GitHubArchiveStep | GitHubFileStep | UrlStep
+Step = SupportedStep | GenericStep
 
 
 class Metadata(msgspec.Struct, frozen=True, kw_only=True):
@@ -258,11 +341,15 @@ class Metadata(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class VersionSection(msgspec.Struct, frozen=True, kw_only=True):
-    """``[version]``. Only GitHub sources are modelled; other keys stay in ``extra``."""
+    """``[version]``. GitHub sources and ``http_json`` (``url`` answers JSON whose
+    ``version_path``, dot-separated, holds the version) are modelled; other keys stay
+    in ``extra``."""
 
     source: str | None = None
     github_repo: str | None = None
     tag_prefix: str | None = None
+    url: str | None = None
+    version_path: str | None = None
     stable_qualifiers: tuple[str, ...] | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
@@ -300,6 +387,11 @@ class Recipe(msgspec.Struct, frozen=True, kw_only=True):
 
 # Version sources whose tags come from GitHub; anything else needs a provider we lack.
 GITHUB_VERSION_SOURCES = (None, "github", "github_releases", "github_tags")
+HTTP_JSON_SOURCE = "http_json"
+SUPPORTED_VERSION_SOURCES = (*GITHUB_VERSION_SOURCES, HTTP_JSON_SOURCE)
+# Hash algorithms the download pump computes while streaming.
+CHECKSUM_ALGOS = ("sha256",)
+_SIGNATURE_KEYS = ("signature_url", "signature_key_url", "signature_key_fingerprint")
 
 
 def matching_steps(
@@ -325,7 +417,7 @@ def check_platform(recipe: Recipe, target: Platform) -> None:
         and target.libc not in meta.supported_libc
     ):
         why = f"supported_libc is {', '.join(meta.supported_libc) or 'empty'}"
-    elif meta.unsupported_platforms and target.key in meta.unsupported_platforms:
+    elif meta.unsupported_platforms and platform_listed(meta.unsupported_platforms, target):
         why = f"{target.key} is listed in unsupported_platforms"
     if why is not None:
         raise UnsupportedPlatform(
@@ -336,16 +428,35 @@ def check_platform(recipe: Recipe, target: Platform) -> None:
         )
 
 
-def _check_step(recipe_name: str, index: int, step: InstallStep) -> None:
+def _check_step(recipe_name: str, index: int, step: SupportedStep) -> None:
     where = f"{recipe_name}: steps[{index}]"
+    signed = [k for k in _SIGNATURE_KEYS if k in step.extra]
+    if signed:
+        raise UnsupportedFeature(
+            f"{where}: {step.action} with a signature ({', '.join(signed)}) is not supported yet",
+            hint="tsuku cannot verify OpenPGP signatures yet; nothing was installed.",
+            recipe=recipe_name,
+            action=step.action,
+            step=index,
+        )
     if step.extra:
         names = ", ".join(sorted(step.extra))
         raise UnsupportedFeature(
-            f"{where}: {step.ACTION} parameter {names} is not supported yet",
+            f"{where}: {step.action} parameter {names} is not supported yet",
             recipe=recipe_name,
+            action=step.action,
             step=index,
         )
-    if isinstance(step, GitHubArchiveStep):
+    if isinstance(step, DownloadStep):
+        algo = (step.checksum_algo or "sha256").lower()
+        if algo not in CHECKSUM_ALGOS:
+            raise UnsupportedFeature(
+                f"{where}: {step.action} checksum_algo {algo} is not supported yet",
+                recipe=recipe_name,
+                action=step.action,
+                step=index,
+            )
+    if isinstance(step, GitHubArchiveStep | DownloadArchiveStep | InstallBinariesStep):
         mode = (step.install_mode or "binaries").lower()
         if mode not in SUPPORTED_INSTALL_MODES:
             raise UnsupportedFeature(
@@ -353,7 +464,8 @@ def _check_step(recipe_name: str, index: int, step: InstallStep) -> None:
                 recipe=recipe_name,
                 step=index,
             )
-        fmt = step.archive_format
+    if isinstance(step, GitHubArchiveStep | DownloadArchiveStep | ExtractStep):
+        fmt = step.format if isinstance(step, ExtractStep) else step.archive_format
         if fmt is not None and ARCHIVE_FORMAT_ALIASES.get(fmt.lower()) is None:
             raise UnsupportedFeature(
                 f"{where}: archive_format {fmt} is not supported yet",
@@ -364,7 +476,7 @@ def _check_step(recipe_name: str, index: int, step: InstallStep) -> None:
 
 def require_supported(
     recipe: Recipe, target: Platform, version: str | None = None
-) -> list[tuple[int, InstallStep]]:
+) -> list[tuple[int, SupportedStep]]:
     """Everything we need to install ``recipe`` on ``target``, or a typed reason why not.
 
     Only steps selected for ``target`` are judged, so a recipe that uses homebrew on
@@ -374,11 +486,11 @@ def require_supported(
     name = recipe.metadata.name
     check_platform(recipe, target)
     source = recipe.version.source if recipe.version is not None else None
-    if source not in GITHUB_VERSION_SOURCES:
+    if source not in SUPPORTED_VERSION_SOURCES:
         raise UnsupportedFeature(
             f"{name}: version source {source} is not supported yet", recipe=name
         )
-    selected: list[tuple[int, InstallStep]] = []
+    selected: list[tuple[int, SupportedStep]] = []
     for index, step in matching_steps(recipe, target, version):
         if isinstance(step, GenericStep):
             raise UnsupportedAction(
@@ -395,3 +507,48 @@ def require_supported(
             f"{name}: no step installs on {target}{at}", recipe=name, platform=str(target)
         )
     return selected
+
+
+def unsupported_actions(recipe: Recipe) -> list[str]:
+    """The actions of ``recipe`` (on any platform) that tsuku cannot run yet, each once,
+    in step order: what a registry coverage report counts, before any platform choice."""
+    out: list[str] = []
+    for step in recipe.steps:
+        if isinstance(step, GenericStep):
+            what = step.action
+        elif any(k in step.extra for k in _SIGNATURE_KEYS):
+            what = f"{step.action} (signature)"
+        else:
+            continue
+        if what not in out:
+            out.append(what)
+    source = recipe.version.source if recipe.version is not None else None
+    if source not in SUPPORTED_VERSION_SOURCES:
+        out.append(f"version source {source}")
+    return out
+
+
+def unknown_keys(recipe: Recipe) -> list[str]:
+    """Paths of keys the format does not model (kept in ``extra``, written back as they
+    were): reported so a registry's new keys are seen, never fatal when reading."""
+    out = [f"metadata.{k}" for k in recipe.metadata.extra]
+    if recipe.version is not None:
+        out += [f"version.{k}" for k in recipe.version.extra]
+    for i, step in enumerate(recipe.steps):
+        if step.when is not None:
+            out += [f"steps[{i}].when.{k}" for k in step.when.extra]
+        if not isinstance(step, GenericStep):
+            out += [f"steps[{i}].{k}" for k in step.extra]
+    if recipe.verify is not None:
+        out += [f"verify.{k}" for k in recipe.verify.extra]
+    out += list(recipe.extra)
+    return out
+
+
+def step_summary(step: SupportedStep) -> dict[str, Any]:
+    """What ``tools.info`` shows of a step: where it downloads from."""
+    if isinstance(step, GitHubArchiveStep | GitHubFileStep):
+        return {"action": step.action, "repo": step.repo, "asset_pattern": step.asset_pattern}
+    if isinstance(step, DownloadStep | DownloadArchiveStep):
+        return {"action": step.action, "url": step.url}
+    return {"action": step.action}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Sequence
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit
 
 import msgspec
 
@@ -21,11 +21,18 @@ from tsukud.recipe.model import (
     AssetMatchError,
     AssetNotFound,
     Binary,
+    ChmodStep,
+    DownloadArchiveStep,
+    DownloadStep,
+    ExtractStep,
     GitHubArchiveStep,
+    GitHubFileStep,
+    InstallBinariesStep,
     InstallStep,
     Recipe,
     RecipeError,
     UnsupportedFeature,
+    UrlStep,
     Verify,
     VerifyFailed,
     require_supported,
@@ -67,7 +74,12 @@ class InstallBinary(msgspec.Struct, frozen=True):
 
 
 class RenderedStep(msgspec.Struct, frozen=True, kw_only=True):
-    """Everything needed to download and unpack one step's asset for one platform."""
+    """Everything needed to download and unpack one step's asset for one platform.
+
+    URL actions render to the same shape: one ``RenderedStep`` per downloaded file, with
+    the ``extract``, ``chmod`` and ``install_binaries`` steps that act on it folded in
+    (``repo`` is then empty and ``index`` is the download step's).
+    """
 
     index: int
     action: str
@@ -83,6 +95,10 @@ class RenderedStep(msgspec.Struct, frozen=True, kw_only=True):
     install_mode: str
     binaries: tuple[InstallBinary, ...]
     checksum_url: str | None = None
+    # A sha256 the recipe pins (download_file's ``checksum``).
+    checksum: str | None = None
+    # Files of the unpacked asset a ``chmod`` step makes executable.
+    chmod: tuple[str, ...] = ()
 
 
 class VerifyCheck(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,7 +121,9 @@ def expand(template: str, *, version: str, os: str, arch: str) -> str:
     return template.replace("{version}", version).replace("{os}", os).replace("{arch}", arch)
 
 
-def mapped(step: InstallStep, target: Platform) -> tuple[str, str]:
+def mapped(
+    step: InstallStep | DownloadStep | DownloadArchiveStep, target: Platform
+) -> tuple[str, str]:
     """The OS and arch spellings a step's asset names use; unmapped keys pass through."""
     os_name = (step.os_mapping or {}).get(target.os, target.os)
     arch = (step.arch_mapping or {}).get(target.arch, target.arch)
@@ -330,6 +348,173 @@ def render_step(
     )
 
 
+class _WorkFile(msgspec.Struct, kw_only=True):
+    """A file a URL step saved in the recipe's work directory, and what later steps do
+    with it."""
+
+    index: int
+    action: str
+    name: str
+    url: str
+    checksum: str | None = None
+    checksum_url: str | None = None
+    format: ArchiveFormat = ArchiveFormat.RAW
+    strip_dirs: int = 0
+    chmod: tuple[str, ...] = ()
+    install_mode: str = "binaries"
+    binaries: tuple[InstallBinary, ...] | None = None
+
+
+def expand_url(template: str, resolved: ResolvedVersion, os_name: str, arch: str) -> str:
+    """``expand`` plus ``{version_tag}`` (the raw tag), which only URL actions know."""
+    text = template.replace("{version_tag}", resolved.tag)
+    return expand(text, version=resolved.version, os=os_name, arch=arch)
+
+
+def url_file_name(url: str, where: str) -> str:
+    """The reference's default ``dest``: the URL path's last segment, query dropped."""
+    name = unquote(posixpath.basename(urlsplit(url).path))
+    if not name or name in (".", "..") or "/" in name or "\\" in name:
+        raise RecipeError(f"{where}: cannot name a file after {url}; set dest")
+    return name
+
+
+def _url_format(fmt: str | None, name: str, where: str) -> ArchiveFormat:
+    if fmt is not None:
+        found = ARCHIVE_FORMAT_ALIASES.get(fmt.lower())
+        if found is None:
+            raise UnsupportedFeature(f"{where}: archive_format {fmt} is not supported yet")
+        return found
+    detected = detect_format(name)
+    if detected is ArchiveFormat.RAW:
+        raise RecipeError(
+            f"{where}: could not detect archive format from {name}; please specify the format"
+        )
+    return detected
+
+
+def _unsupported(where: str, what: str) -> UnsupportedFeature:
+    return UnsupportedFeature(f"{where}: {what} is not supported yet")
+
+
+def _fold_url_steps(
+    steps: Sequence[tuple[int, UrlStep]],
+    resolved: ResolvedVersion,
+    target: Platform,
+    recipe_name: str,
+) -> list[_WorkFile]:
+    """Replay the URL steps over one work directory, as tsuku runs them: downloads
+    name files, ``extract``/``chmod`` act on them, ``install_binaries`` takes the tool
+    from them. A shape this cannot map onto a file (an extract of a file no step
+    downloaded, binaries spread over several downloads) is refused, never guessed."""
+    files: dict[str, _WorkFile] = {}
+    version = resolved.version
+    for index, step in steps:
+        where = f"{recipe_name}: steps[{index}]" if recipe_name else f"steps[{index}]"
+        if isinstance(step, DownloadStep | DownloadArchiveStep):
+            os_name, arch = mapped(step, target)
+            url = expand_url(step.url, resolved, os_name, arch)
+            checksum_url = (
+                expand_url(step.checksum_url, resolved, os_name, arch)
+                if step.checksum_url is not None
+                else None
+            )
+            if isinstance(step, DownloadStep) and step.dest is not None:
+                name = expand(step.dest, version=version, os=os_name, arch=arch)
+            else:
+                name = url_file_name(url, where)
+            work = _WorkFile(
+                index=index, action=step.action, name=name, url=url, checksum_url=checksum_url
+            )
+            if isinstance(step, DownloadStep):
+                work.checksum = step.checksum
+            else:
+                mode = (step.install_mode or "binaries").lower()
+                work.format = _url_format(step.archive_format, name, where)
+                work.strip_dirs = step.strip_dirs or 0
+                work.install_mode = mode
+                work.binaries = _install_binaries(
+                    step.binaries,
+                    directory=mode == "directory",
+                    version=version,
+                    target=target,
+                )
+                work.chmod = tuple(b.src for b in work.binaries)
+            if name in files:
+                raise _unsupported(where, f"downloading {name} twice")
+            files[name] = work
+            continue
+        if isinstance(step, ExtractStep):
+            name = expand(step.archive, version=version, os=target.os, arch=target.arch)
+            work_or_none = files.get(name)
+            if work_or_none is None or work_or_none.format is not ArchiveFormat.RAW:
+                raise _unsupported(where, f"extract of {name} (no earlier step downloaded it)")
+            work_or_none.format = _url_format(step.format, name, where)
+            work_or_none.strip_dirs = step.strip_dirs or 0
+            continue
+        pending = [w for w in files.values() if w.binaries is None]
+        if isinstance(step, ChmodStep):
+            chmod = tuple(
+                expand(f, version=version, os=target.os, arch=target.arch) for f in step.files
+            )
+            for work in pending:
+                names = {work.name} if work.format is ArchiveFormat.RAW else None
+                work.chmod += tuple(f for f in chmod if names is None or f in names)
+            continue
+        assert isinstance(step, InstallBinariesStep)
+        if len(pending) != 1:
+            what = (
+                "install_binaries without an earlier download"
+                if not pending
+                else ("install_binaries over several downloads")
+            )
+            raise _unsupported(where, what)
+        work = pending[0]
+        work.install_mode = (step.install_mode or "binaries").lower()
+        work.binaries = _install_binaries(
+            step.binaries,
+            directory=work.install_mode == "directory",
+            version=version,
+            target=target,
+        )
+    return [w for w in files.values() if w.binaries is not None]
+
+
+def render_url_steps(
+    steps: Sequence[tuple[int, UrlStep]],
+    resolved: ResolvedVersion,
+    target: Platform,
+    *,
+    recipe_name: str = "",
+) -> list[RenderedStep]:
+    """The URL steps selected for ``target``, one :class:`RenderedStep` per file that
+    an ``install_binaries`` (or ``download_archive``) installs from."""
+    works = _fold_url_steps(steps, resolved, target, recipe_name)
+    if not works:
+        where = f"{recipe_name}: " if recipe_name else ""
+        raise RecipeError(f"{where}no install_binaries step installs what the recipe downloads")
+    return [
+        RenderedStep(
+            index=work.index,
+            action=work.action,
+            repo="",
+            version=resolved.version,
+            tag=resolved.tag,
+            asset_name=work.name,
+            url=work.url,
+            download_name=work.name,
+            archive_format=work.format,
+            strip_dirs=work.strip_dirs,
+            install_mode=work.install_mode,
+            binaries=work.binaries or (),
+            checksum_url=work.checksum_url,
+            checksum=work.checksum,
+            chmod=work.chmod,
+        )
+        for work in works
+    ]
+
+
 def render_recipe(
     recipe: Recipe,
     resolved: ResolvedVersion,
@@ -339,18 +524,28 @@ def render_recipe(
     github_url: str = DEFAULT_GITHUB_URL,
 ) -> list[RenderedStep]:
     """All steps selected for ``target``; raises if any of them cannot be installed."""
-    return [
-        render_step(
-            step,
-            resolved,
-            target,
-            assets=assets,
-            github_url=github_url,
-            index=index,
-            recipe_name=recipe.metadata.name,
-        )
-        for index, step in require_supported(recipe, target, resolved.version)
-    ]
+    name = recipe.metadata.name
+    out: list[RenderedStep] = []
+    url_steps: list[tuple[int, UrlStep]] = []
+    for index, step in require_supported(recipe, target, resolved.version):
+        if isinstance(step, GitHubArchiveStep | GitHubFileStep):
+            out.append(
+                render_step(
+                    step,
+                    resolved,
+                    target,
+                    assets=assets,
+                    github_url=github_url,
+                    index=index,
+                    recipe_name=name,
+                )
+            )
+        else:
+            url_steps.append((index, step))
+    if url_steps:
+        out.extend(render_url_steps(url_steps, resolved, target, recipe_name=name))
+        out.sort(key=lambda r: r.index)
+    return out
 
 
 # --------------------------------------------------------------------------- verify

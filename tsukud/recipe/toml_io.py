@@ -26,9 +26,14 @@ from tsukud.recipe.model import (
     ARCHIVE_FORMAT_ALIASES,
     INSTALL_MODES,
     Binary,
+    ChmodStep,
+    DownloadArchiveStep,
+    DownloadStep,
+    ExtractStep,
     GenericStep,
     GitHubArchiveStep,
     GitHubFileStep,
+    InstallBinariesStep,
     Metadata,
     Recipe,
     RecipeParseError,
@@ -45,6 +50,7 @@ from tsukud.recipe.version_range import parse_range
 RESERVED_STEP_KEYS = ("action", "note", "description", "phase", "when", "dependencies")
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+_HEX = re.compile(r"[0-9A-Fa-f]{32,128}")
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
 
@@ -218,12 +224,28 @@ def _libc_list(value: Any, path: str) -> tuple[str, ...]:
 
 
 def _platform_list(value: Any, path: str) -> tuple[str, ...]:
+    """``os/arch`` entries, or ``os/arch/libc`` for one libc's builds only."""
     values = _str_or_list(value, path)
     for i, item in enumerate(values):
-        os_name, sep, arch = item.partition("/")
-        if not sep or not os_name or not arch or "/" in arch:
-            _expected(f"{path}[{i}]", 'an "os/arch" pair', item)
+        parts = item.split("/")
+        libc_ok = len(parts) == 2 or (len(parts) == 3 and parts[2] in LIBCS)
+        if not libc_ok or not all(parts):
+            _expected(f"{path}[{i}]", 'an "os/arch" pair (or "os/arch/libc")', item)
     return values
+
+
+def _hex(value: Any, path: str) -> str:
+    text = _str(value, path)
+    if not _HEX.fullmatch(text):
+        _expected(path, "a hex digest", value)
+    return text.lower()
+
+
+def _url(value: Any, path: str) -> str:
+    text = _nonempty(value, path)
+    if not text.startswith(("https://", "http://")):
+        _expected(path, "an https:// URL", value)
+    return text
 
 
 def _archive_format(value: Any, path: str) -> str:
@@ -265,15 +287,25 @@ def _binaries(value: Any, path: str) -> tuple[Binary, ...]:
 def _split(
     table: Mapping[str, Any], path: str, spec: Mapping[str, Conv]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Convert the keys ``spec`` knows; return the rest untouched for ``extra``."""
+    """Convert the keys ``spec`` knows; return the rest untouched for ``extra``.
+
+    ``""`` where a key needs a non-empty value means unset, as in tsuku (Go's zero
+    value): its batch-generated recipes spell every unset key that way
+    (``github_repo = ""``, ``formula = ""``). Where ``""`` is a value (a description),
+    it is kept, so a recipe still reads back exactly as written.
+    """
     known: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     for key, value in table.items():
         conv = spec.get(key)
         if conv is None:
             extra[key] = value
-        else:
+            continue
+        try:
             known[key] = conv(value, f"{path}.{key}")
+        except _Bad:
+            if value != "":
+                raise
     return known, extra
 
 
@@ -312,15 +344,17 @@ _METADATA: dict[str, Conv] = {
     "asset_sha256": _sha256_map,
 }
 _VERSION: dict[str, Conv] = {
-    "source": _str,
+    "source": _nonempty,
     "github_repo": _repo,
     "tag_prefix": _str,
+    "url": _url,
+    "version_path": _nonempty,
     "stable_qualifiers": _str_list,
 }
 _WHEN: dict[str, Conv] = {
     "platform": _platform_list,
     "os": _str_or_list,
-    "arch": _str,
+    "arch": _str_or_list,
     "linux_family": _str,
     "package_manager": _str,
     "libc": _libc_list,
@@ -353,6 +387,41 @@ _GITHUB_FILE: dict[str, Conv] = {
     "os_mapping": _name_map,
     "arch_mapping": _name_map,
 }
+_DOWNLOAD: dict[str, Conv] = {
+    "url": _url,
+    "dest": _file_path,
+    "checksum": _hex,
+    "checksum_algo": _nonempty,
+    "checksum_url": _url,
+    "os_mapping": _name_map,
+    "arch_mapping": _name_map,
+}
+_DOWNLOAD_ARCHIVE: dict[str, Conv] = {
+    "url": _url,
+    "archive_format": _archive_format,
+    "strip_dirs": _count,
+    "binaries": _binaries,
+    "install_mode": _install_mode,
+    "checksum_url": _url,
+    "os_mapping": _name_map,
+    "arch_mapping": _name_map,
+}
+_EXTRACT: dict[str, Conv] = {
+    "archive": _file_path,
+    "format": _archive_format,
+    "strip_dirs": _count,
+}
+_CHMOD: dict[str, Conv] = {"files": _str_list}
+_INSTALL_BINARIES: dict[str, Conv] = {"binaries": _binaries, "install_mode": _install_mode}
+# action -> (step type, parameter spec, required parameters)
+_URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
+    "download": (DownloadStep, _DOWNLOAD, ("url",)),
+    "download_file": (DownloadStep, _DOWNLOAD, ("url",)),
+    "download_archive": (DownloadArchiveStep, _DOWNLOAD_ARCHIVE, ("url", "binaries")),
+    "extract": (ExtractStep, _EXTRACT, ("archive",)),
+    "chmod": (ChmodStep, _CHMOD, ("files",)),
+    "install_binaries": (InstallBinariesStep, _INSTALL_BINARIES, ("binaries",)),
+}
 _VERIFY: dict[str, Conv] = {
     "command": _str,
     "pattern": _str,
@@ -384,8 +453,8 @@ def _step(value: Any, path: str) -> Step:
         common["when"] = _when(table["when"], f"{path}.when")
 
     if action == GitHubArchiveStep.ACTION:
-        _require(params, path, "repo", "asset_pattern", "binaries")
         known, extra = _split(params, path, _GITHUB_ARCHIVE)
+        _require(known, path, "repo", "asset_pattern", "binaries")
         if "checksum_asset" in known and "checksum_url" in known:
             raise _Bad(path, "checksum_asset and checksum_url are mutually exclusive")
         if "checksum_asset" in known and any(c in known["asset_pattern"] for c in "*?["):
@@ -393,8 +462,8 @@ def _step(value: Any, path: str) -> Step:
         return GitHubArchiveStep(**common, **known, extra=extra)
 
     if action == GitHubFileStep.ACTION:
-        _require(params, path, "repo", "asset_pattern")
         known, extra = _split(params, path, _GITHUB_FILE)
+        _require(known, path, "repo", "asset_pattern")
         if "binary" not in known:
             if "binaries" not in known:
                 raise _Bad(path, "either binary or binaries is required")
@@ -405,6 +474,15 @@ def _step(value: Any, path: str) -> Step:
                     table["binaries"][0],
                 )
         return GitHubFileStep(**common, **known, extra=extra)
+
+    if action in _URL_ACTIONS:
+        step_type, spec, required = _URL_ACTIONS[action]
+        known, extra = _split(params, path, spec)
+        _require(known, path, *required)
+        if step_type is DownloadStep:
+            known["action"] = action
+        step: Step = step_type(**common, **known, extra=extra)
+        return step
 
     return GenericStep(action=action, params=params, **common)
 
@@ -434,8 +512,8 @@ def _recipe(data: Mapping[str, Any]) -> Recipe:
     _require(data, "", "metadata")
     extra = {k: v for k, v in data.items() if k not in ("metadata", "version", "steps", "verify")}
     meta_table = _table(data["metadata"], "metadata")
-    _require(meta_table, "metadata", "name")
     meta_known, meta_extra = _split(meta_table, "metadata", _METADATA)
+    _require(meta_known, "metadata", "name")
     metadata = Metadata(**meta_known, extra=meta_extra)
 
     version = None
@@ -510,6 +588,9 @@ def _plain(value: Any) -> Any:
 
 def _step_dict(step: Step) -> dict[str, Any]:
     body = _plain(step)
+    arch = body.get("when", {}).get("arch")
+    if arch is not None and len(arch) == 1:  # the registry's usual spelling
+        body["when"]["arch"] = arch[0]
     head = {"action": body.pop("action")}
     for key in ("note", "description", "phase", "when"):
         if key in body:

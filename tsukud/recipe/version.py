@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import msgspec
 
@@ -219,3 +220,24 @@ def version_source(recipe: Recipe) -> VersionSource:
         f"{recipe.metadata.name}: no GitHub repository to resolve versions from "
         "(set [version] github_repo or use a github_archive/github_file step)"
     )
+
+
+def json_path_value(data: Any, path: str) -> str | None:
+    """The text at ``path`` (``a.b.0.c``: keys, and indexes into arrays) of decoded
+    JSON, as ``http_json``'s ``version_path`` names it; None when absent or not a
+    string or number."""
+    node = data
+    for part in path.split("."):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif (
+            isinstance(node, list)
+            and part.lstrip("-").isdigit()
+            and -len(node) <= int(part) < len(node)
+        ):
+            node = node[int(part)]
+        else:
+            return None
+    if isinstance(node, bool) or not isinstance(node, str | int | float):
+        return None
+    return str(node).strip() or None

@@ -127,11 +127,11 @@ def when_selects(
         if key == "version":
             ok = version is None or version_in(version, str(value))
         elif key == "platform":
-            ok = f"{os}/{arch}" in _as_list(value)
+            ok = _platform_in(_as_list(value), os, arch, libc)
         elif key == "os":
             ok = os in _as_list(value)
-        elif key == "arch":
-            ok = value == arch
+        elif key == "arch":  # a string, or a list in the registry's newer recipes
+            ok = arch in _as_list(value)
         elif key == "libc":
             ok = os != "linux" or libc is None or libc in _as_list(value)
         else:  # linux_family, package_manager, gpu, ...: never true for our targets
@@ -148,7 +148,12 @@ def metadata_allows(meta: Mapping[str, Any], os: str, arch: str, libc: str | Non
         return False
     if os == "linux" and libc and "supported_libc" in meta and libc not in meta["supported_libc"]:
         return False
-    return f"{os}/{arch}" not in meta.get("unsupported_platforms", [])
+    return not _platform_in(meta.get("unsupported_platforms", []), os, arch, libc)
+
+
+def _platform_in(entries: Sequence[Any], os: str, arch: str, libc: str | None) -> bool:
+    """``os/arch`` is listed, or ``os/arch/libc`` for this libc."""
+    return f"{os}/{arch}" in entries or (libc is not None and f"{os}/{arch}/{libc}" in entries)
 
 
 def tag_prefix_of(recipe: Mapping[str, Any]) -> str | None:

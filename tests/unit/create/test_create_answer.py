@@ -205,8 +205,8 @@ def test_single_platform_override_and_unsupported_platforms() -> None:
         answer, RecipeContext(repo="bufbuild/buf", name="buf", unsupported=("linux/arm64",))
     )
     base, mac_arm = recipe.steps
-    assert base.when == When(os=("linux", "darwin"), arch="amd64")
-    assert mac_arm.when == When(os=("darwin",), arch="arm64")
+    assert base.when == When(os=("linux", "darwin"), arch=("amd64",))
+    assert mac_arm.when == When(os=("darwin",), arch=("arm64",))
     assert recipe.metadata.unsupported_platforms == ("linux/arm64",)
     assert _names(recipe) == {
         "linux/amd64": "buf-Linux-x86_64",

@@ -154,7 +154,7 @@ def test_mapped_spellings_in_binaries_are_written_out_where_they_differ() -> Non
         "darwin/arm64": "tool-darwin-arm64/tool",
     }
     # arm64 keeps the template; amd64 gets its own step with the spelling written out.
-    assert [(s.when.arch if s.when else None) for s in recipe.steps] == ["amd64", "arm64"]
+    assert [(s.when.arch if s.when else None) for s in recipe.steps] == [("amd64",), ("arm64",)]
 
 
 def test_the_answer_decides_which_platforms_have_no_build() -> None:

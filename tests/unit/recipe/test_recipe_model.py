@@ -38,9 +38,9 @@ MAC_INTEL = Platform("darwin", "amd64")
         (When(os=("linux", "darwin")), MAC, True),
         (When(platform=("darwin/arm64",)), MAC, True),
         (When(platform=("darwin/arm64",)), MAC_INTEL, False),
-        (When(platform=("linux/amd64",), arch="arm64"), LINUX, False),
-        (When(arch="arm64"), LINUX_ARM, True),
-        (When(arch="arm64"), LINUX, False),
+        (When(platform=("linux/amd64",), arch=("arm64",)), LINUX, False),
+        (When(arch=("arm64",)), LINUX_ARM, True),
+        (When(arch=("arm64",)), LINUX, False),
         (When(os=("linux",), libc=("glibc",)), MUSL, False),
         (When(os=("linux",), libc=("glibc", "musl")), MUSL, True),
         (When(libc=("musl",)), MAC, True),  # libc only matters on Linux

@@ -13,9 +13,14 @@ from hypothesis import strategies as st
 
 from tsukud.recipe import (
     Binary,
+    ChmodStep,
+    DownloadArchiveStep,
+    DownloadStep,
+    ExtractStep,
     GenericStep,
     GitHubArchiveStep,
     GitHubFileStep,
+    InstallBinariesStep,
     Metadata,
     Recipe,
     RecipeParseError,
@@ -282,8 +287,8 @@ def stern_with(old: str, new: str) -> str:
             'stern.toml: steps[0].when.libc[0]: expected "glibc" or "musl", got "bionic"',
         ),
         (
-            stern_with("strip_dirs = 0", 'when = { arch = ["amd64"] }'),
-            "stern.toml: steps[0].when.arch: expected a string, got an array",
+            stern_with("strip_dirs = 0", "when = { arch = 64 }"),
+            "stern.toml: steps[0].when.arch: expected a string or an array of strings, got 64",
         ),
         (
             stern_with("strip_dirs = 0", 'when = { os = ["linux"], platform = ["linux/amd64"] }'),
@@ -291,7 +296,8 @@ def stern_with(old: str, new: str) -> str:
         ),
         (
             stern_with("strip_dirs = 0", 'when = { platform = ["linux"] }'),
-            'stern.toml: steps[0].when.platform[0]: expected an "os/arch" pair, got "linux"',
+            'stern.toml: steps[0].when.platform[0]: expected an "os/arch" pair '
+            '(or "os/arch/libc"), got "linux"',
         ),
         (
             stern_with("strip_dirs = 0", 'checksum_asset = "sums.txt"\nchecksum_url = "https://x"'),
@@ -432,7 +438,7 @@ whens = st.none() | os_or_platform.flatmap(
     lambda where: st.builds(
         When,
         **{k: st.just(v) for k, v in where.items()},
-        arch=opt() | names,
+        arch=opt() | st.lists(names, min_size=1, max_size=2).map(tuple),
         linux_family=opt() | names,
         libc=opt() | st.lists(st.sampled_from(["glibc", "musl"]), max_size=2).map(tuple),
         gpu=opt() | words,
@@ -481,9 +487,49 @@ file_steps = file_binaries.flatmap(
         **common,
     )
 )
+urls = names.map(lambda n: f"https://example.com/{n}/{{version}}")
+download_steps = st.builds(
+    DownloadStep,
+    action=st.sampled_from(["download", "download_file"]),
+    url=urls,
+    dest=opt() | rel_paths,
+    checksum=opt() | st.just("ab" * 32),
+    checksum_url=opt() | urls,
+    os_mapping=mappings,
+    arch_mapping=mappings,
+    extra=extras(set(RESERVED_STEP_KEYS) | fields_of(DownloadStep)),
+    **common,
+)
+archive_url_steps = st.builds(
+    DownloadArchiveStep,
+    url=urls,
+    archive_format=opt() | st.sampled_from(["tar.gz", "zip"]),
+    strip_dirs=opt() | st.integers(0, 3),
+    binaries=binaries,
+    install_mode=opt() | st.sampled_from(["binaries", "directory"]),
+    extra=extras(set(RESERVED_STEP_KEYS) | fields_of(DownloadArchiveStep)),
+    **common,
+)
+work_steps = st.one_of(
+    st.builds(ExtractStep, archive=rel_paths, format=opt() | st.just("tar.xz"), **common),
+    st.builds(ChmodStep, files=st.lists(rel_paths, min_size=1).map(tuple), **common),
+    st.builds(InstallBinariesStep, binaries=binaries, **common),
+)
 generic_steps = st.builds(
     GenericStep,
-    action=names.filter(lambda a: a not in ("github_archive", "github_file")),
+    action=names.filter(
+        lambda a: (
+            a
+            not in (
+                "github_archive",
+                "github_file",
+                "download",
+                "download_file",
+                "download_archive",
+            )
+            and a not in ("extract", "chmod", "install_binaries")
+        )
+    ),
     params=extras(set(RESERVED_STEP_KEYS)),
     **common,
 )
@@ -498,7 +544,8 @@ recipes = st.builds(
         tier=opt() | st.integers(0, 3),
         supported_os=opt() | words,
         supported_libc=opt() | st.lists(st.sampled_from(["glibc", "musl"]), max_size=2).map(tuple),
-        unsupported_platforms=opt() | st.lists(st.just("darwin/amd64"), max_size=1).map(tuple),
+        unsupported_platforms=opt()
+        | st.lists(st.sampled_from(["darwin/amd64", "linux/arm64/musl"]), max_size=2).map(tuple),
         satisfies=opt() | st.dictionaries(names, words, max_size=2),
         generated_by=opt() | text,
         validated_at=opt() | st.just("2025-01-01T00:00:00Z"),
@@ -511,9 +558,16 @@ recipes = st.builds(
         source=opt() | names,
         github_repo=opt() | repos,
         tag_prefix=opt() | text,
+        url=opt() | urls,
+        version_path=opt() | names,
         extra=extras(fields_of(VersionSection)),
     ),
-    steps=st.lists(st.one_of(archive_steps, file_steps, generic_steps), max_size=3).map(tuple),
+    steps=st.lists(
+        st.one_of(
+            archive_steps, file_steps, generic_steps, download_steps, archive_url_steps, work_steps
+        ),
+        max_size=3,
+    ).map(tuple),
     verify=opt()
     | st.builds(
         Verify,

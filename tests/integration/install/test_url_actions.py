@@ -1,0 +1,303 @@
+"""Recipes in the registry's URL style (kubectl, terraform, helm, node) install through
+the daemon from a plain download host on loopback, exactly as a new user runs them:
+``download`` + ``checksum_url``, ``download`` + ``extract``, ``download_archive`` in
+directory mode, versions from ``http_json``; a wrong checksum is refused, and a
+signature or ``run_command`` is a typed "not supported yet", never skipped."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import subprocess
+import tarfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Tsuku
+from tests.integration.install.conftest import events, installed, tree
+from tests.integration.install.test_recipe_errors import local_recipe
+from tsukud.recipe import host_platform
+from tsukud.testing.download_host import FakeDownloadHost
+
+HOST = host_platform()
+
+
+def script(text: str) -> bytes:
+    return f"#!/bin/sh\necho '{text}'\n".encode()
+
+
+def tar_gz(members: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644  # not executable: chmod / install_binaries must make it so
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def zip_of(members: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+@pytest.fixture
+def host() -> Iterator[FakeDownloadHost]:
+    with FakeDownloadHost() as fake:
+        yield fake
+
+
+def run(path: Path, *args: str) -> str:
+    return subprocess.run([str(path), *args], capture_output=True, text=True, check=True).stdout
+
+
+def kubectl_recipe(host: FakeDownloadHost) -> str:
+    return f"""[metadata]
+name = "kubectl"
+description = "Kubernetes command-line tool"
+supported_os = ["linux", "darwin"]
+unsupported_platforms = ["linux/arm64/musl"]
+
+[version]
+source = "http_json"
+url = "{host.url}/release/stable.json"
+version_path = "version"
+github_repo = ""
+tag_prefix = ""
+
+[[steps]]
+action = "download"
+url = "{host.url}/release/{{version_tag}}/bin/{{os}}/{{arch}}/kubectl"
+checksum_url = "{host.url}/release/{{version_tag}}/bin/{{os}}/{{arch}}/kubectl.sha256"
+
+[[steps]]
+action = "chmod"
+files = ["kubectl"]
+
+[[steps]]
+action = "install_binaries"
+binaries = ["kubectl"]
+
+[verify]
+command = "kubectl version --client"
+pattern = "{{version}}"
+"""
+
+
+def test_kubectl_like_download_with_checksum_url(inst: Tsuku, host: FakeDownloadHost) -> None:
+    host.add_json("/release/stable.json", {"version": "v1.30.2"})
+    body = script("Client Version: v1.30.2")
+    host.add(f"/release/v1.30.2/bin/{HOST.os}/{HOST.arch}/kubectl", body)
+    local_recipe(inst, "kubectl", kubectl_recipe(host))
+
+    cp = inst.ctl("install", "kubectl")
+    assert cp.returncode == 0, cp.stderr
+    assert "Client Version: v1.30.2" in run(inst.home / "bin" / "kubectl", "version")
+    row = installed(inst)["kubectl"]
+    assert row["version"] == "1.30.2"
+    done = [e for e in events(inst) if e["type"] == "install.completed"][-1]["payload"]
+    (asset,) = done["assets"]
+    assert asset["sha256"] == hashlib.sha256(body).hexdigest()
+    assert asset["checked_against"] == ["checksum_file"]
+    assert host.fetched()[-2:] == [
+        f"/release/v1.30.2/bin/{HOST.os}/{HOST.arch}/kubectl",
+        f"/release/v1.30.2/bin/{HOST.os}/{HOST.arch}/kubectl.sha256",
+    ]
+
+    assert inst.ctl("remove", "kubectl").returncode == 0
+    assert installed(inst) == {}
+    assert tree(inst.home) == []
+
+
+def test_a_wrong_checksum_is_refused_and_nothing_installed(
+    inst: Tsuku, host: FakeDownloadHost
+) -> None:
+    host.add_json("/release/stable.json", {"version": "v1.30.2"})
+    path = f"/release/v1.30.2/bin/{HOST.os}/{HOST.arch}/kubectl"
+    host.add(path, script("Client Version: v1.30.2"))
+    host.files[path + ".sha256"] = b"0" * 64 + b"\n"
+    local_recipe(inst, "kubectl", kubectl_recipe(host))
+
+    cp = inst.ctl("install", "kubectl")
+    assert cp.returncode == 6, cp.stderr
+    assert "checksum" in cp.stderr.lower()
+    assert installed(inst) == {}
+    assert not (inst.home / "bin" / "kubectl").exists()
+
+
+def test_terraform_like_download_then_extract_with_a_pinned_checksum(
+    inst: Tsuku, host: FakeDownloadHost
+) -> None:
+    archive = zip_of({"terraform": script("Terraform v1.9.0")})
+    digest = hashlib.sha256(archive).hexdigest()
+    host.add_json("/checkpoint/terraform", {"current_version": "1.9.0", "x": [1]})
+    name = f"terraform_1.9.0_{HOST.os}_{HOST.arch}.zip"
+    host.add(f"/terraform/1.9.0/{name}", archive, sha256_file=False)
+    local_recipe(
+        inst,
+        "terraform",
+        f"""[metadata]
+name = "terraform"
+
+[version]
+source = "http_json"
+url = "{host.url}/checkpoint/terraform"
+version_path = "current_version"
+
+[[steps]]
+action = "download_file"
+url = "{host.url}/terraform/1.9.0/{name}"
+checksum = "{digest}"
+
+[[steps]]
+action = "extract"
+archive = "{name}"
+format = "zip"
+
+[[steps]]
+action = "install_binaries"
+binaries = ["terraform"]
+
+[verify]
+command = "terraform version"
+pattern = "v{{version}}"
+""",
+    )
+    cp = inst.ctl("install", "terraform")
+    assert cp.returncode == 0, cp.stderr
+    assert "Terraform v1.9.0" in run(inst.home / "bin" / "terraform")
+    done = [e for e in events(inst) if e["type"] == "install.completed"][-1]["payload"]
+    assert done["assets"][0]["checked_against"] == ["recipe_checksum"]
+
+
+def test_helm_like_download_extract_with_strip_dirs_and_os_mapping(
+    inst: Tsuku, host: FakeDownloadHost
+) -> None:
+    mapped_os = {"linux": "Linux", "darwin": "Darwin"}[HOST.os]
+    archive = tar_gz({f"{HOST.os}-{HOST.arch}/helm": script("v3.15.1+gabc")})
+    host.add_json("/helm/latest.json", {"releases": [{"tag": "v3.15.1"}]})
+    host.add(f"/helm-v3.15.1-{mapped_os}-{HOST.arch}.tar.gz", archive)
+    local_recipe(
+        inst,
+        "helm",
+        f"""[metadata]
+name = "helm"
+
+[version]
+source = "http_json"
+url = "{host.url}/helm/latest.json"
+version_path = "releases.0.tag"
+
+[[steps]]
+action = "download"
+url = "{host.url}/helm-{{version_tag}}-{{os}}-{{arch}}.tar.gz"
+checksum_url = "{host.url}/helm-{{version_tag}}-{{os}}-{{arch}}.tar.gz.sha256"
+os_mapping = {{ linux = "Linux", darwin = "Darwin" }}
+
+[[steps]]
+action = "extract"
+archive = "helm-v{{version}}-{mapped_os}-{{arch}}.tar.gz"
+strip_dirs = 1
+
+[[steps]]
+action = "install_binaries"
+binaries = ["helm"]
+
+[verify]
+command = "helm version"
+pattern = "{{version}}"
+""",
+    )
+    cp = inst.ctl("install", "helm")
+    assert cp.returncode == 0, cp.stderr
+    assert installed(inst)["helm"]["version"] == "3.15.1"
+    assert "v3.15.1" in run(inst.home / "bin" / "helm")
+
+
+def test_download_archive_in_directory_mode_keeps_the_tree(
+    inst: Tsuku, host: FakeDownloadHost
+) -> None:
+    archive = tar_gz(
+        {
+            "node-v22.1.0/bin/node": script("v22.1.0"),
+            "node-v22.1.0/lib/node_modules/npm/package.json": b"{}",
+        }
+    )
+    host.add_json("/dist/index.json", [{"version": "v22.1.0"}])
+    host.add(f"/dist/v22.1.0/node-v22.1.0-{HOST.os}-{HOST.arch}.tar.gz", archive)
+    local_recipe(
+        inst,
+        "node",
+        f"""[metadata]
+name = "node"
+
+[version]
+source = "http_json"
+url = "{host.url}/dist/index.json"
+version_path = "0.version"
+
+[[steps]]
+action = "download_archive"
+url = "{host.url}/dist/v{{version}}/node-v{{version}}-{{os}}-{{arch}}.tar.gz"
+strip_dirs = 1
+install_mode = "directory"
+binaries = ["bin/node"]
+
+[verify]
+command = "{{install_dir}}/bin/node --version"
+pattern = "v{{version}}"
+""",
+    )
+    cp = inst.ctl("install", "node")
+    assert cp.returncode == 0, cp.stderr
+    row = installed(inst)["node"]
+    tool = Path(row["install_dir"])
+    assert (tool / "lib" / "node_modules" / "npm" / "package.json").is_file()
+    assert "v22.1.0" in run(inst.home / "bin" / "node")
+
+
+@pytest.mark.parametrize(
+    ("extra_step", "fragment"),
+    [
+        (
+            'signature_url = "{url}.sig"\nsignature_key_url = "{url}.asc"\n'
+            'signature_key_fingerprint = "0123456789ABCDEF0123456789ABCDEF01234567"\n',
+            "download with a signature",
+        ),
+        ('\n[[steps]]\naction = "run_command"\ncommand = "./aws/install"\n', "run_command"),
+    ],
+)
+def test_signatures_and_run_command_are_refused_by_name(
+    inst: Tsuku, host: FakeDownloadHost, extra_step: str, fragment: str
+) -> None:
+    host.add_json("/v.json", {"v": "2.17.0"})
+    url = f"{host.url}/awscli-exe-{{os}}-{{arch}}-{{version}}.zip"
+    local_recipe(
+        inst,
+        "awscli",
+        f"""[metadata]
+name = "awscli"
+
+[version]
+source = "http_json"
+url = "{host.url}/v.json"
+version_path = "v"
+
+[[steps]]
+action = "download"
+url = "{url}"
+"""
+        + extra_step.format(url=url),
+    )
+    cp = inst.ctl("install", "awscli")
+    assert cp.returncode == 6, cp.stderr
+    assert fragment in cp.stderr and "not supported yet" in cp.stderr
+    assert installed(inst) == {}
+    assert [p for p in host.fetched() if "awscli" in p] == []  # refused before any download

@@ -1,0 +1,50 @@
+"""A plain download host, as the registry's URL recipes use (dl.k8s.io,
+releases.hashicorp.com, get.helm.sh): files at fixed paths, a ``.sha256`` beside each
+one unless told otherwise, and JSON documents for ``http_json`` version sources.
+
+It refuses what such hosts refuse: anything but ``GET``/``HEAD`` (405) and a request
+with credentials (a download host has no use for them, and sending one is a leak).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from tsukud.testing.http import FakeHTTPServer, RecordedRequest, Reply
+
+
+class FakeDownloadHost(FakeHTTPServer):
+    def __init__(self) -> None:
+        super().__init__(self._route, role="download-host")
+        self.files: dict[str, bytes] = {}
+        self.documents: dict[str, Any] = {}
+
+    def add(self, path: str, data: bytes, *, sha256_file: bool = True) -> str:
+        """Serve ``data`` at ``path`` (and its checksum at ``path + ".sha256"``, one
+        hash as dl.k8s.io writes it); returns the file's URL."""
+        self.files[path] = data
+        if sha256_file:
+            self.files[path + ".sha256"] = hashlib.sha256(data).hexdigest().encode() + b"\n"
+        return self.url + path
+
+    def add_json(self, path: str, document: Any) -> str:
+        self.documents[path] = document
+        return self.url + path
+
+    def fetched(self) -> list[str]:
+        return [r.route for r in self.requests]
+
+    def _route(self, request: RecordedRequest) -> Reply:
+        if request.method not in ("GET", "HEAD"):
+            return self.reject(request, "a download host serves GET only", Reply(405))
+        if "authorization" in request.headers:
+            return self.reject(
+                request, "credentials sent to a download host", Reply(400, body=b"bad request")
+            )
+        if request.route in self.documents:
+            return Reply(json=self.documents[request.route])
+        data = self.files.get(request.route)
+        if data is None:
+            return Reply(404, body=b"Not Found")
+        return Reply(body=data, headers={"content-type": "application/octet-stream"})
