@@ -66,6 +66,7 @@ from tsukud.create.matcher import (
     recipe_for_candidate,
     uncertain_text,
 )
+from tsukud.create.payload_check import confirm_arch_only
 from tsukud.create.prompts import user_message
 from tsukud.create.repair import fix_layout, static_feedback, validation_feedback, with_verify
 from tsukud.create.sanitize import redact
@@ -280,6 +281,10 @@ class _Run:
                 github_url=deps.github_url,
                 emit=deps.emit,
                 workdir=workdir,
+            )
+            # Names without an OS are Linux builds only if their payload agrees.
+            match = self.match = await confirm_arch_only(
+                match, tool_ctx.release.version, self.tools.payload
             )
             result = await self._decide(match)
         result.duration_ms = round((deps.clock.now() - started) * 1000)
