@@ -83,9 +83,9 @@ async def confirm_arch_only(match: MatchResult, version: str, probe: Probe) -> M
             payload = await probe(asset, _binary(candidate))
             why = verdict(payload, asset, platform, arch)
             if why is None:
-                kind = "static " if payload.info and payload.info.static else ""
+                what = "a static ELF" if payload.info and payload.info.static else "an ELF"
                 confirmed.append(
-                    f"{platform}: {asset} names no OS; its payload is a {kind}ELF for {arch}"
+                    f"{platform}: {asset} names no OS; its payload is {what} for {arch}"
                 )
             else:
                 refused.append(why)
