@@ -92,6 +92,11 @@ pattern = "{version}"
 CHARM = """
 [metadata]
 name = "charm"
+
+[version]
+source = "github_releases"
+github_repo = "charmbracelet/charm"
+
 [[steps]]
 action = "github_archive"
 when = { version = ">=0.12.5" }
@@ -100,6 +105,7 @@ asset_pattern = "charm_{version}_{os}_{arch}.tar.gz"
 os_mapping = { linux = "Linux", darwin = "Darwin" }
 arch_mapping = { amd64 = "x86_64" }
 binaries = ["charm"]
+
 [[steps]]
 action = "github_archive"
 when = { os = ["linux"], version = "<0.12.5" }
@@ -107,6 +113,7 @@ repo = "charmbracelet/charm"
 asset_pattern = "charm_{version}_{os}_{arch}.tar.gz"
 arch_mapping = { amd64 = "x86_64" }
 binaries = ["charm"]
+
 [verify]
 command = "charm --version"
 """
