@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING
 import msgspec
 import trio
 
-from tsukud.create.assets import Release, strip_invisible, usable_releases
+from tsukud.create.assets import Release, strip_invisible, usable_releases, with_tag_prefix
 from tsukud.create.errors import BadSource, NoReleases
 from tsukud.errors import TsukuError
 
 if TYPE_CHECKING:
     from tsukud.github.client import GitHub
     from tsukud.github.client import Release as ApiRelease
+    from tsukud.recipe import Recipe
 
 MAX_RELEASES = 5
 README_MAX_BYTES = 512 * 1024
@@ -49,6 +50,10 @@ class RepoContext(msgspec.Struct, frozen=True, kw_only=True):
     readme: str | None = None
     readme_name: str | None = None
     root_files: tuple[str, ...] = ()
+    # ``create --version``: ``tag`` is the release asked for, whatever the recipe says.
+    pinned: bool = False
+    # The tag prefix ``tag`` was chosen by; ``release.version`` is read without it.
+    tag_prefix: str | None = None
 
     @property
     def version(self) -> str:
@@ -56,7 +61,35 @@ class RepoContext(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def release(self) -> Release:
-        return next(r for r in self.releases if r.tag == self.tag)
+        return next(r for r in with_tag_prefix(self.releases, self.tag_prefix) if r.tag == self.tag)
+
+    def for_tag_prefix(self, prefix: str | None) -> RepoContext:
+        """The context a recipe with ``tag_prefix`` = ``prefix`` is validated in.
+
+        In a monorepo the newest release may be another product's (``kyaml/v0.17.0``
+        above ``kustomize/v5.4.2``): the recipe is validated at the newest release whose
+        tag carries its prefix, and ``{version}`` is that tag without it. Unchanged when
+        no listed release carries the prefix (the static checks say so) or when the
+        release asked for with ``--version`` does not."""
+        if self.pinned:
+            if prefix and not self.releases[0].tag.startswith(prefix):
+                return self
+            return msgspec.structs.replace(self, tag_prefix=prefix or None)
+        scoped = usable_releases(with_tag_prefix(self.releases, prefix))
+        if not scoped:
+            return self
+        return msgspec.structs.replace(self, tag=scoped[0].tag, tag_prefix=prefix or None)
+
+    def for_recipe(self, recipe: Recipe) -> RepoContext:
+        """:meth:`for_tag_prefix` with the prefix the installer honours for ``recipe``."""
+        from tsukud.recipe import RecipeError
+        from tsukud.recipe.version import version_source
+
+        try:
+            prefix = version_source(recipe).tag_prefix
+        except RecipeError:
+            prefix = None
+        return self.for_tag_prefix(prefix)
 
     @property
     def api_release(self) -> ApiRelease:
@@ -174,6 +207,7 @@ async def gather(
         readme=readme,
         readme_name=readme_name,
         root_files=files,
+        pinned=version is not None,
     )
 
 

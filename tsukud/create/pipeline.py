@@ -66,6 +66,7 @@ from tsukud.create.matcher import (
     recipe_for_candidate,
     uncertain_text,
 )
+from tsukud.create.payload_check import confirm_arch_only
 from tsukud.create.prompts import user_message
 from tsukud.create.repair import fix_layout, static_feedback, validation_feedback, with_verify
 from tsukud.create.sanitize import redact
@@ -270,15 +271,20 @@ class _Run:
             workdir = deps.workdir or Path(
                 stack.enter_context(tempfile.TemporaryDirectory(prefix="tsuku-create-"))
             )
+            tool_ctx = ctx.for_tag_prefix(match.tag_prefix)  # the tool's own release
             self.tools = RepoTools(
                 github=deps.github,
                 http=deps.http,
                 repo=ctx.repo,
-                release=ctx.release,
-                api_release=ctx.api_release,
+                release=tool_ctx.release,
+                api_release=tool_ctx.api_release,
                 github_url=deps.github_url,
                 emit=deps.emit,
                 workdir=workdir,
+            )
+            # Names without an OS are Linux builds only if their payload agrees.
+            match = self.match = await confirm_arch_only(
+                match, tool_ctx.release.version, self.tools.payload
             )
             result = await self._decide(match)
         result.duration_ms = round((deps.clock.now() - started) * 1000)
@@ -445,8 +451,9 @@ class _Run:
     async def _validate(
         self, recipe: Recipe, *, expected: dict[str, str] | None = None
     ) -> tuple[Recipe, Verdict]:
-        ctx = self.ctx
-        assert ctx is not None
+        assert self.ctx is not None
+        # A monorepo's recipe is validated at its own product's newest release.
+        ctx = self.ctx = self.ctx.for_recipe(recipe)
         self.stage = "validation"
         vrun = self.vrun
         if self.req.skip_validation or vrun is None:
@@ -560,8 +567,9 @@ class _Run:
     # ---- result --------------------------------------------------------------------
 
     async def _finish(self, recipe: Recipe, verdict: Verdict, *, generated_by: str) -> CreateResult:
-        ctx, match = self.ctx, self.match
-        assert ctx is not None and match is not None
+        assert self.ctx is not None and self.match is not None
+        ctx, match = self.ctx.for_recipe(recipe), self.match
+        self.ctx = ctx
         self.stage = "finish"
         meta = msgspec.structs.replace(recipe.metadata, generated_by=generated_by)
         if verdict.passed:

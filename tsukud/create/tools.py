@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from tsukud.binfmt import BinaryInfo
 from tsukud.create import paths
 from tsukud.create.assets import filter_release, strip_invisible, unsafe_name_reason
 from tsukud.create.prompts import FETCH_FILE, INSPECT_ARCHIVE
@@ -57,6 +58,17 @@ BAD_ARGUMENTS = "bad_arguments"
 
 
 ToolCallRecord = ToolCalled  # one tool call as logged: the ``tool.called`` payload
+
+MAX_PROBED_FILES = 20  # executables whose header a payload probe reads, at most
+
+
+class Payload(msgspec.Struct, frozen=True, kw_only=True):
+    """What an asset's executable is built for (``info``, read from ``path`` inside
+    it), or why that could not be found out (``error``)."""
+
+    info: BinaryInfo | None = None
+    path: str | None = None
+    error: str | None = None
 
 
 def tool_error(error_type: str, message: str) -> dict[str, Any]:
@@ -124,6 +136,7 @@ class RepoTools:
         self.emit = emit
         self.workdir = workdir
         self.records: list[ToolCallRecord] = []
+        self._payloads: dict[str, Payload] = {}
 
     @property
     def tag(self) -> str:
@@ -302,6 +315,72 @@ class RepoTools:
         entries = await trio.to_thread.run_sync(lambda: list_entries(data, fmt, name=name))
         return entries, len(data), digest.hexdigest()
 
+    # ---- payload probe (the pipeline's, not the model's) ------------------------------
+
+    async def payload(self, name: str, binary: str | None = None) -> Payload:
+        """The header of the executable in asset ``name`` (the one named ``binary``
+        when there is one, else the first ELF/Mach-O): what a name without an OS is
+        really built for. Downloaded as ``inspect_archive`` downloads (an asset of this
+        release only, size-capped, digest-checked), unpacked with the installer's
+        limits into a scratch directory that is removed at once; one download per
+        asset for the run."""
+        if name not in self._payloads:
+            self._payloads[name] = await self._payload(name, binary)
+        return self._payloads[name]
+
+    async def _payload(self, name: str, binary: str | None) -> Payload:
+        import tempfile
+        from pathlib import Path
+
+        import trio
+
+        from tsukud.install.download import check_sha256, download
+        from tsukud.install.extract import extract
+        from tsukud.recipe import RecipeError, detect_format, release_url
+
+        if unsafe_name_reason(name) is not None or name not in self.release.assets:
+            return Payload(error=f"{name!r} is not an asset of release {self.tag}")
+        try:
+            fmt = detect_format(name)
+        except RecipeError as exc:
+            return Payload(error=exc.message)
+        if self.workdir is not None:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="payload-", dir=self.workdir) as scratch:
+            archive = Path(scratch) / name
+            try:
+                url = release_url(self.repo, self.tag, name, self.github_url)
+                got = await download(self.http, url, archive, max_bytes=MAX_INSPECT_MEMORY)
+                expected = self.release.digests.get(name)
+                if expected:
+                    check_sha256(name, got.sha256, expected, "GitHub's asset digest")
+                report = await trio.to_thread.run_sync(
+                    lambda: extract(archive, Path(scratch) / "x", fmt)
+                )
+            except TsukuError as exc:
+                return Payload(error=exc.message)
+            root = Path(scratch) / "x"
+            return await trio.to_thread.run_sync(
+                lambda: _read_payload(root, report.executables or report.files, binary)
+            )
+
+
+def _read_payload(root: Path, files: tuple[str, ...], binary: str | None) -> Payload:
+    """The first ELF/Mach-O among ``files`` (the one named ``binary`` first)."""
+    from tsukud.binfmt import HEAD_BYTES, inspect
+
+    named = [f for f in files if binary and f.rpartition("/")[2] == binary]
+    rest = [f for f in files if f not in named]
+    for rel in (named + rest)[:MAX_PROBED_FILES]:
+        path = root / rel
+        if path.is_symlink() or not path.is_file():
+            continue
+        with path.open("rb") as f:
+            info = inspect(f.read(HEAD_BYTES))
+        if info.kind in ("elf", "macho") or (rel in named and info.kind == "script"):
+            return Payload(info=info, path=rel)
+    return Payload(error="no ELF or Mach-O executable in it")
+
 
 def _ms(started: float) -> int:
     return round((time.monotonic() - started) * 1000)
@@ -314,6 +393,7 @@ def result_text(result: Mapping[str, Any]) -> str:
 
 __all__ = [
     "Emit",
+    "Payload",
     "RepoTools",
     "ToolCallRecord",
     "listing_result",

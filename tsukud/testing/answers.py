@@ -11,6 +11,10 @@ The answer's ``binaries`` spell ``{os}``/``{arch}`` as its asset names do, the r
 format's as the standard names; where the mapping respells them the standard name is
 written out, so converting the answer back installs exactly what the recipe installs.
 What the answer cannot say raises :class:`Inexpressible` with the reason.
+
+An answer names one release's builds. A recipe with version-ranged steps (older
+releases named otherwise) is read at the version the create run validates, the newest:
+its steps for that version are the ones the answer must say.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ class Inexpressible(Exception):
     """The recipe says something the answer schema cannot."""
 
 
-def _covered(recipe: Recipe, target: Platform) -> bool:
+def _covered(recipe: Recipe, target: Platform, version: str | None) -> bool:
     meta = recipe.metadata
     if meta.supported_os is not None and target.os not in meta.supported_os:
         return False
@@ -57,7 +61,7 @@ def _covered(recipe: Recipe, target: Platform) -> bool:
         return False
     if meta.unsupported_platforms and target.key in meta.unsupported_platforms:
         return False
-    return bool(matching_steps(recipe, target))
+    return bool(matching_steps(recipe, target, version))
 
 
 def _check_when(when: When | None) -> None:
@@ -92,9 +96,9 @@ def _binary(src: str, dest: str | None, spelled: dict[str, tuple[str, str]]) -> 
     return src
 
 
-def _desired(recipe: Recipe, target: Platform) -> dict[str, Any]:
-    """What the recipe installs on ``target``, in the answer's terms."""
-    selected = [step for _, step in matching_steps(recipe, target)]
+def _desired(recipe: Recipe, target: Platform, version: str | None) -> dict[str, Any]:
+    """What the recipe installs on ``target`` at ``version``, in the answer's terms."""
+    selected = [step for _, step in matching_steps(recipe, target, version)]
     if len(selected) != 1 or not isinstance(selected[0], GitHubArchiveStep | GitHubFileStep):
         raise Inexpressible(f"{target.key}: not exactly one github_archive/github_file step")
     step = selected[0]
@@ -168,13 +172,17 @@ def _tag_prefix(recipe: Recipe) -> str | None:
     return section.tag_prefix + "v" if section.tag_prefix.endswith("/") else None
 
 
-def answer_for(recipe: Recipe) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """The answer for ``recipe`` and the platforms it does not install on (what a
-    create run learns from the release, not from the answer)."""
-    covered = [p for p in STANDARD_PLATFORMS if _covered(recipe, p)]
+def answer_for(
+    recipe: Recipe, version: str | None = None
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The answer for ``recipe`` at release ``version`` and the platforms it does not
+    install on there (what a create run learns from the release, not from the answer).
+    Without a version every version-ranged step applies, so a recipe with several
+    namings is inexpressible."""
+    covered = [p for p in STANDARD_PLATFORMS if _covered(recipe, p, version)]
     if not covered:
         raise Inexpressible("installs on none of linux/darwin x amd64/arm64")
-    desired = {p.key: _desired(recipe, p) for p in covered}
+    desired = {p.key: _desired(recipe, p, version) for p in covered}
     base = dict(desired[covered[0].key])
     for spec in desired.values():  # one spelling per standard name where they agree
         for key in ("os_mapping", "arch_mapping"):

@@ -120,9 +120,11 @@ def _format(pattern: str, step: GitHubArchiveStep) -> str | None:
 def good_answer(human: Recipe) -> dict[str, Any]:
     """What a careful model answers for ``human``'s tool: the ground truth in the
     extract_pattern schema; where the schema cannot say it (a directory install), the
-    nearest answer, with the binaries' own names."""
+    nearest answer, with the binaries' own names. The answer names the newest release's
+    builds, the one the create run validates (a version-ranged recipe's steps for it)."""
+    newest = normalize_version(tags_for(human.metadata.name)[0])
     try:
-        return answer_for(human)[0]
+        return answer_for(human, newest)[0]
     except Inexpressible:
         return _nearest_answer(human)
 

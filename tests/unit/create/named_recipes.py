@@ -87,6 +87,37 @@ command = "splitter --version"
 pattern = "{version}"
 """
 
+# Naming changed between releases (charm 0.12.4 → 0.12.6): version-ranged steps, the
+# newest naming first. Darwin builds exist only from 0.12.5 on.
+CHARM = """
+[metadata]
+name = "charm"
+
+[version]
+source = "github_releases"
+github_repo = "charmbracelet/charm"
+
+[[steps]]
+action = "github_archive"
+when = { version = ">=0.12.5" }
+repo = "charmbracelet/charm"
+asset_pattern = "charm_{version}_{os}_{arch}.tar.gz"
+os_mapping = { linux = "Linux", darwin = "Darwin" }
+arch_mapping = { amd64 = "x86_64" }
+binaries = ["charm"]
+
+[[steps]]
+action = "github_archive"
+when = { os = ["linux"], version = "<0.12.5" }
+repo = "charmbracelet/charm"
+asset_pattern = "charm_{version}_{os}_{arch}.tar.gz"
+arch_mapping = { amd64 = "x86_64" }
+binaries = ["charm"]
+
+[verify]
+command = "charm --version"
+"""
+
 CASES = {
     "aws-nuke": AWS_NUKE,
     "nix-portable": NIX_PORTABLE,

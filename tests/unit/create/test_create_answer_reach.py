@@ -18,6 +18,7 @@ from tests.shared import RECIPES, require
 from tests.unit.create.named_recipes import (
     AWS_NUKE,
     CASES,
+    CHARM,
     KUSTOMIZE,
     KUSTOMIZE_REFERENCE,
     KUSTOMIZE_TAGS,
@@ -53,13 +54,14 @@ def _fixture_paths() -> list[str]:
     return sorted(str(p.relative_to(RECIPES)) for p in RECIPES.glob("*/*.toml"))
 
 
-def _round_trip(human: Recipe) -> Recipe:
+def _round_trip(human: Recipe, version: str | None = None) -> Recipe:
     """human → the perfect model's answer (as JSON, the way it arrives) → recipe. The
     run's own view of missing builds is left out: the answer must say it."""
-    answer, unsupported = answer_for(human)
+    answer, unsupported = answer_for(human, version)
     assert answer.get("unsupported_platforms", []) == list(unsupported)
-    parsed = parse_answer(json.dumps(answer), versions=VERSIONS)
-    context = RecipeContext(repo=repo_of(human), name=human.metadata.name, versions=VERSIONS)
+    versions = (version,) if version else VERSIONS
+    parsed = parse_answer(json.dumps(answer), versions=versions)
+    context = RecipeContext(repo=repo_of(human), name=human.metadata.name, versions=versions)
     return answer_to_recipe(parsed, context)
 
 
@@ -115,6 +117,24 @@ def test_named_cases_round_trip(case: str) -> None:
             assert mine_names == [None] * 4
             continue
         assert mine_names == [expected_names(human, release.tag, t) for t in STANDARD_PLATFORMS]
+
+
+def test_version_ranged_recipe_answers_for_the_release_asked() -> None:
+    """charm renamed its assets at 0.12.5: the answer names the builds of the release it
+    is given (the newest, in a create run), and installs what the human recipe installs
+    there; without a version both namings apply and no one answer says that."""
+    human = parse_recipe(CHARM, "charm.toml")
+    with pytest.raises(Inexpressible, match="not exactly one"):
+        answer_for(human)
+    newest, _ = answer_for(human, "0.12.6")
+    assert newest["os_mapping"] == {"linux": "Linux", "darwin": "Darwin"}
+    assert "unsupported_platforms" not in newest
+    older, unsupported = answer_for(human, "0.12.4")
+    assert older["os_mapping"] == {"linux": "linux"}
+    assert unsupported == ("darwin/amd64", "darwin/arm64")
+    for version in ("0.12.6", "0.12.4"):
+        _assert_same(human, _round_trip(human, version), (version,))
+    assert _installs(human, "0.12.6")["linux/amd64"] != _installs(human, "0.12.4")["linux/amd64"]
 
 
 def test_aws_nuke_binary_is_templated_and_renamed() -> None:

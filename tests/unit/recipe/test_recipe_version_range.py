@@ -7,6 +7,7 @@ import tomllib
 
 import pytest
 
+from tests.unit.create.named_recipes import CHARM
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
     NoMatchingStep,
@@ -21,35 +22,6 @@ from tsukud.recipe.version_range import in_range, parse_range
 from tsukud.testing.asset_names import expected_assets, version_in
 
 LINUX_AMD, LINUX_ARM, MAC_AMD, MAC_ARM = STANDARD_PLATFORMS
-
-CHARM = """
-[metadata]
-name = "charm"
-
-[version]
-source = "github_releases"
-github_repo = "charmbracelet/charm"
-
-[[steps]]
-action = "github_archive"
-when = { version = ">=0.12.5" }
-repo = "charmbracelet/charm"
-asset_pattern = "charm_{version}_{os}_{arch}.tar.gz"
-os_mapping = { linux = "Linux", darwin = "Darwin" }
-arch_mapping = { amd64 = "x86_64" }
-binaries = ["charm"]
-
-[[steps]]
-action = "github_archive"
-when = { os = ["linux"], version = "<0.12.5" }
-repo = "charmbracelet/charm"
-asset_pattern = "charm_{version}_{os}_{arch}.tar.gz"
-arch_mapping = { amd64 = "x86_64" }
-binaries = ["charm"]
-
-[verify]
-command = "charm --version"
-"""
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,106 @@
+"""Names without an OS are taken as Linux only when the payload agrees (issue 13, item 4).
+
+The matcher guesses from names alone; the pipeline then downloads each such asset once
+(the real HTTP client against the fake GitHub on loopback), unpacks it with the
+installer's limits and reads its executable's header: an ELF for the arch confirms, a
+Mach-O or an ELF for another CPU refuses the guess, and ``--deterministic-only`` stops
+with the reason instead of writing the recipe.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fakes.github import FakeGitHub
+from tests.integration.create.helpers import Sink, create_in_process
+from tests.unit.test_binfmt import CPU_X86_64, elf, macho
+from tsukud.create.errors import DeterministicUncertain
+from tsukud.create.pipeline import CreateResult
+from tsukud.github.client import GitHub
+from tsukud.net.http import Http
+from tsukud.recipe import parse_recipe
+from tsukud.testing.releases import FakeAsset, FakeRelease, FakeRepo
+
+EM_X86_64 = 0x3E
+EM_AARCH64 = 0xB7
+
+
+def _repo(gh: FakeGitHub, repo: str, amd64: bytes, arm64: bytes) -> None:
+    """Three releases whose builds name an arch but no OS (as nix-portable's do)."""
+    if gh.repos.get(repo) is not None:
+        return
+    tool = repo.rpartition("/")[2]
+    gh.add_repo(
+        FakeRepo(
+            repo,
+            [
+                FakeRelease(
+                    tag,
+                    [FakeAsset(f"{tool}-x86_64", amd64), FakeAsset(f"{tool}-aarch64", arm64)],
+                    created_at=f"2024-02-0{9 - n}T00:00:00Z",
+                )
+                for n, tag in enumerate(("v1.2.0", "v1.1.0", "v1.0.0"))
+            ],
+            files={"README.md": b"# tool\n"},
+        )
+    )
+
+
+def _downloads(gh: FakeGitHub, name: str) -> int:
+    return len([r for r in gh.requests_to(f"/{name}") if r.role == "assets"])
+
+
+async def _create(gh: FakeGitHub, github: GitHub, http: Http, repo: str) -> CreateResult:
+    return await create_in_process(
+        http=http,
+        github=github,
+        github_url=gh.web_url,
+        tool=repo.rpartition("/")[2],
+        repo=repo,
+        sink=Sink(),
+        deterministic_only=True,
+        skip_validation=True,
+    )
+
+
+async def test_an_elf_of_the_arch_confirms_linux(
+    gh: FakeGitHub, github: GitHub, http: Http
+) -> None:
+    repo = "acme/portable"
+    _repo(gh, repo, elf(EM_X86_64, interp=False), elf(EM_AARCH64, interp=True))
+    result = await _create(gh, github, http, repo)
+    recipe = parse_recipe(result.recipe)
+    linux = {d["platform"]: d.get("assets") for d in result.preview["downloads"]}
+    assert linux["linux/amd64"] == ["portable-x86_64"]
+    assert linux["linux/arm64"] == ["portable-aarch64"]
+    reasons = result.matcher["reasons"]
+    assert any(
+        "portable-x86_64 names no OS; its payload is a static ELF for amd64" in r for r in reasons
+    ), reasons
+    assert recipe.metadata.name == "portable"
+    # One download per asset for the run, whatever the number of candidates.
+    assert (_downloads(gh, "portable-x86_64"), _downloads(gh, "portable-aarch64")) == (1, 1)
+
+
+async def test_a_mach_o_refuses_linux(gh: FakeGitHub, github: GitHub, http: Http) -> None:
+    repo = "acme/misnamed"
+    _repo(gh, repo, macho(CPU_X86_64), elf(EM_AARCH64, interp=True))
+    with pytest.raises(DeterministicUncertain) as info:
+        await _create(gh, github, http, repo)
+    assert (
+        "misnamed-x86_64 names no OS and its binary misnamed-x86_64 is a Mach-O (macOS) "
+        "binary, not a linux one: not taken as Linux" in info.value.message
+    )
+
+
+async def test_an_elf_for_another_cpu_refuses_linux(
+    gh: FakeGitHub, github: GitHub, http: Http
+) -> None:
+    repo = "acme/crossed"
+    _repo(gh, repo, elf(EM_AARCH64, interp=True), elf(EM_AARCH64, interp=True))
+    with pytest.raises(DeterministicUncertain) as info:
+        await _create(gh, github, http, repo)
+    assert (
+        "crossed-x86_64 names no OS and its binary crossed-x86_64 is built for arm64, "
+        "not amd64" in info.value.message
+    )

@@ -1,0 +1,105 @@
+"""Names without an OS are Linux builds only when their payload says so.
+
+The matcher takes ``nix-portable-x86_64`` or ``conmon.amd64`` as the Linux build of
+that arch when no asset names Linux for it: the convention, read from names alone (the
+matcher stays pure, and the benchmark never downloads). Before a create run relies on
+it, the pipeline looks inside: an ELF for the platform's arch confirms the guess; a
+Mach-O, an ELF for another CPU, or nothing executable refuses it. A refused guess
+leaves the candidate unconfident, its reasons first saying why, so a model decides or
+``--deterministic-only`` stops with the candidates listed.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Awaitable, Callable
+
+import msgspec
+
+from tsukud.binfmt import platform_problem
+from tsukud.create.answer import BinaryAnswer
+from tsukud.create.matcher import CONFIDENT, Candidate, MatchResult
+from tsukud.create.tokens import parse_asset
+from tsukud.create.tools import Payload
+
+Probe = Callable[[str, str | None], Awaitable[Payload]]
+
+# A refused guess caps the candidate's confidence here: below CONFIDENT, so it is never
+# written without a model, yet still ranked among the rest.
+REFUSED_CONFIDENCE = CONFIDENT / 2
+
+
+def arch_only_choices(candidate: Candidate, version: str) -> list[tuple[str, str, str]]:
+    """``(platform, asset, arch)`` of the linux choices that rest on a name with an arch
+    but no OS (the matcher assumed Linux for them)."""
+    out = []
+    for choice in candidate.choices:
+        os, _, arch = choice.platform.partition("/")
+        if os != "linux":
+            continue
+        parsed = parse_asset(choice.asset, version)
+        if parsed.os is None and parsed.arch is not None:
+            out.append((choice.platform, choice.asset, arch))
+    return out
+
+
+def _binary(candidate: Candidate) -> str | None:
+    """The basename the candidate installs from the archive, when it is literal."""
+    entries = candidate.answer.binaries or ()
+    if not entries:
+        return None
+    first = entries[0]
+    src = first.src if isinstance(first, BinaryAnswer) else first
+    name = posixpath.basename(src.rstrip("/"))
+    return None if "{" in name else name or None
+
+
+def verdict(payload: Payload, asset: str, platform: str, arch: str) -> str | None:
+    """Why ``asset`` is not the ``platform`` build its name was taken for, or ``None``."""
+    if payload.info is None:
+        return (
+            f"{platform}: {asset} names no OS and its payload could not be checked "
+            f"({payload.error or 'unknown'}): not taken as Linux"
+        )
+    problem = platform_problem(payload.info, "linux", arch)
+    if problem is None:
+        return None
+    return (
+        f"{platform}: {asset} names no OS and its binary {payload.path} {problem}: "
+        "not taken as Linux"
+    )
+
+
+async def confirm_arch_only(match: MatchResult, version: str, probe: Probe) -> MatchResult:
+    """``match`` with every candidate's OS-less linux choices checked against their
+    payload (``version``: the newest release's, which the choices name)."""
+    if not any(arch_only_choices(c, version) for c in match.candidates):
+        return match
+    checked: list[Candidate] = []
+    for candidate in match.candidates:
+        refused: list[str] = []
+        confirmed: list[str] = []
+        for platform, asset, arch in arch_only_choices(candidate, version):
+            payload = await probe(asset, _binary(candidate))
+            why = verdict(payload, asset, platform, arch)
+            if why is None:
+                what = "a static ELF" if payload.info and payload.info.static else "an ELF"
+                confirmed.append(
+                    f"{platform}: {asset} names no OS; its payload is {what} for {arch}"
+                )
+            else:
+                refused.append(why)
+        if refused:
+            candidate = msgspec.structs.replace(
+                candidate,
+                confidence=min(candidate.confidence, REFUSED_CONFIDENCE),
+                reasons=(*refused, *confirmed, *candidate.reasons),
+            )
+        elif confirmed:
+            candidate = msgspec.structs.replace(candidate, reasons=(*candidate.reasons, *confirmed))
+        checked.append(candidate)
+    checked.sort(key=lambda c: -c.confidence)
+    return msgspec.structs.replace(match, candidates=tuple(checked))
+
+
+__all__ = ["REFUSED_CONFIDENCE", "arch_only_choices", "confirm_arch_only", "verdict"]
