@@ -293,6 +293,11 @@ CATALOGUE: dict[str, ErrorKind] = {
         "The recipe did not install and verify in the container; "
         "`tsukuctl events --session <id>` has the output of each attempt.",
     ),
+    "validation_unavailable": ErrorKind(
+        E.SANDBOX,
+        "Prepare the validation image with `tsukuctl sandbox prepare` (or start Docker or "
+        "Podman) and run it again; --skip-validation accepts the recipe without proof.",
+    ),
     "invalid_answer": ErrorKind(E.GENERAL),
     # ---- discovery
     "discovery_failed": ErrorKind(E.GENERAL, "If you know where the tool comes from, " + _FROM),

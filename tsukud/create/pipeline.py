@@ -39,7 +39,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import msgspec
 import trio
@@ -54,6 +54,7 @@ from tsukud.create.errors import (
     GenerationFailed,
     NoBinaryAssets,
     ValidationFailed,
+    ValidationUnavailable,
 )
 from tsukud.create.findings import Finding, errors, format_findings
 from tsukud.create.matcher import (
@@ -82,7 +83,7 @@ from tsukud.create.session import (
 from tsukud.create.static_checks import check_recipe, check_verify
 from tsukud.create.tools import Emit, RepoTools, ToolCallRecord
 from tsukud.create.validate import Verdict, container_platform, skipped
-from tsukud.errors import ProviderUnavailable
+from tsukud.errors import ProviderUnavailable, SandboxError
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
     GitHubArchiveStep,
@@ -203,6 +204,7 @@ class _Run:
     tools: RepoTools | None = None
     conv: Conversation | None = None
     spent: float | None = 0.0
+    ready: bool = False  # the container runtime and image answered once this run
 
     def clean(self, text: str) -> str:
         """``text`` without known secrets, credentials, home directories or addresses."""
@@ -357,6 +359,7 @@ class _Run:
             ctx.repo, ctx.description, render_releases(ctx.releases), readme, hints
         )
         max_repairs = req.max_repairs
+        await self._require_validation()  # before any money is spent
         self.stage = "llm"
         async with deps.open_llm(
             session=self.session,
@@ -448,6 +451,40 @@ class _Run:
 
     # ---- validation ----------------------------------------------------------------
 
+    async def _require_validation(self) -> None:
+        """Raise :class:`ValidationUnavailable` unless validation can run (or the user
+        said ``--skip-validation``): a recipe nobody saw work is never handed back as if
+        checked. Asked once per run, before money is spent or assets downloaded."""
+        if self.req.skip_validation or self.ready:
+            return
+        vrun = self.vrun
+        if vrun is None:
+            await self._unavailable(
+                self.deps.no_runtime_reason or "no container runtime is configured", None
+            )
+        try:
+            await vrun.validator.check_ready()
+        except SandboxError as exc:
+            await self._unavailable(exc.message, exc.code)
+        self.ready = True
+
+    async def _unavailable(self, reason: str, code: str | None, *, emit: bool = True) -> NoReturn:
+        if emit:
+            await self.emit("validation.skipped", {"reason": self.clean(reason)})
+        if code == "sandbox_image_missing":
+            fix = "Build the validation image with `tsukuctl sandbox prepare`"
+        else:
+            fix = (
+                "Start Docker or Podman (or point DOCKER_HOST at its socket); if the "
+                "validation image is missing too, `tsukuctl sandbox prepare` builds it"
+            )
+        raise ValidationUnavailable(
+            f"validation cannot run, so the recipe was not accepted: {self.clean(reason)}",
+            hint=f"{fix}, then run it again; or pass --skip-validation to accept the recipe "
+            "without proof (the recipe records that it was not validated).",
+            reason=code or "no_runtime",
+        )
+
     async def _validate(
         self, recipe: Recipe, *, expected: dict[str, str] | None = None
     ) -> tuple[Recipe, Verdict]:
@@ -456,17 +493,15 @@ class _Run:
         ctx = self.ctx = self.ctx.for_recipe(recipe)
         self.stage = "validation"
         vrun = self.vrun
-        if self.req.skip_validation or vrun is None:
-            reason = (
-                "--skip-validation: the recipe was NOT installed or run in a container"
-                if self.req.skip_validation
-                else (self.deps.no_runtime_reason or "no container runtime is configured")
-            )
+        if self.req.skip_validation:
+            reason = "--skip-validation: the recipe was NOT installed or run in a container"
             validator = self.deps.validator
             where = validator.platform.key if validator is not None else container_platform().key
             verdict = skipped(where, reason)
             await self.emit("validation.skipped", {"reason": reason})
             return recipe, verdict
+        await self._require_validation()
+        assert vrun is not None
         self.validations += 1
         attempt = self.validations
         await self.progress(
@@ -496,6 +531,9 @@ class _Run:
         # The container's platform passed: now the others, as far as this machine can.
         verdict = await vrun.prove_platforms(recipe, ctx.release, verdict)
         await self.emit(f"validation.{verdict.status}", self._verdict_event(verdict, attempt))
+        if verdict.status == "skipped" and verdict.stage == "runtime":  # it went away
+            self.ready = False
+            await self._unavailable(verdict.message, None, emit=False)
         return recipe, verdict
 
     async def _self_repair(

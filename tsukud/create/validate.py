@@ -388,6 +388,16 @@ class Validator:
     def github_url(self) -> str:
         return self._github_url() if callable(self._github_url) else self._github_url
 
+    async def check_ready(self) -> None:
+        """Raise :class:`RuntimeUnavailable` or :class:`ImageMissing` unless a container
+        could run now: asked before anything is paid for or downloaded."""
+        rt = await self.runtime()
+        image = self.image
+        if not await rt.image_exists(image):
+            raise ImageMissing(
+                f"validation image {image!r} is not present in the container runtime"
+            )
+
     def remove_stale(self) -> int:
         """Delete staging a previous daemon left (none of ours can be running yet)."""
         removed = 0

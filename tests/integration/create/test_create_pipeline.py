@@ -21,17 +21,22 @@ from tests.integration.create.helpers import (
     direct_llm,
     no_lock,
 )
-from tsukud.create.errors import GenerationFailed, NoBinaryAssets, NoReleases
+from tsukud.create.errors import (
+    GenerationFailed,
+    NoBinaryAssets,
+    NoReleases,
+    ValidationUnavailable,
+)
 from tsukud.create.findings import errors
 from tsukud.create.static_checks import check_binaries, check_limits, check_schema, check_verify
 from tsukud.create.validate import Validator
-from tsukud.errors import ProviderUnavailable
+from tsukud.errors import ExitCode, ProviderUnavailable
 from tsukud.github.client import GitHub, GitHubRateLimited, RepoNotFound
 from tsukud.llm.claude import ClaudeProvider
 from tsukud.llm.provider import ProviderRequestError
 from tsukud.net.http import Http
 from tsukud.recipe import dump_recipe, parse_recipe
-from tsukud.sandbox.runtime import RuntimeUnavailable
+from tsukud.sandbox.runtime import ContainerRuntime, RuntimeUnavailable
 
 PLATFORMS = [("linux", "amd64"), ("linux", "arm64"), ("darwin", "amd64"), ("darwin", "arm64")]
 INJECTED_ASSETS = [
@@ -383,7 +388,7 @@ async def test_skip_validation_is_loud_and_recorded(
     assert result.validation.status == "skipped"
 
 
-async def test_no_runtime_still_checks_the_download(
+async def test_no_runtime_saves_nothing_and_names_the_fix(
     gh: FakeGitHub, github: GitHub, http: Http, tmp_path: Path
 ) -> None:
     async def no_runtime() -> Any:
@@ -398,25 +403,80 @@ async def test_no_runtime_still_checks_the_download(
         lock=no_lock,
     )
     sink = Sink()
-    result = await create_in_process(
+    seen = len(gh.requests)
+    with pytest.raises(ValidationUnavailable) as info:
+        await create_in_process(
+            http=http,
+            github=github,
+            github_url=gh.web_url,
+            tool="age",
+            repo="FiloSottile/age",
+            sink=sink,
+            deterministic_only=True,
+            validator=validator,
+        )
+    err = info.value
+    assert err.exit_code == ExitCode.SANDBOX != 0
+    assert "no container runtime found" in err.message
+    assert "Docker or Podman" in err.hint and "tsukuctl sandbox prepare" in err.hint
+    assert "--skip-validation" in err.hint
+    assert [e["reason"] for e in sink.of("validation.skipped")] == [
+        "no container runtime found: nothing listens"
+    ]
+    # Asked before any asset was downloaded: nothing was fetched from the asset host.
+    assert not [r for r in gh.requests[seen:] if "/releases/download/" in r.path]
+
+
+async def test_missing_image_stops_an_llm_run_before_any_money(
+    gh: FakeGitHub,
+    github: GitHub,
+    http: Http,
+    runtime: ContainerRuntime,
+    anthropic: FakeAnthropic,
+    claude: ClaudeProvider,
+    tmp_path: Path,
+) -> None:
+    async def get_runtime() -> ContainerRuntime:
+        return runtime
+
+    validator = Validator(
+        http=http,
+        github_url=gh.web_url,
+        workdir=tmp_path,
+        runtime=get_runtime,
+        image="tsuku/validate-absent:never-built",  # a real runtime without the image
+        lock=no_lock,
+    )
+    with pytest.raises(ValidationUnavailable) as info:
+        await create_in_process(
+            http=http,
+            github=github,
+            github_url=gh.web_url,
+            tool="stern",
+            repo="stern/stern",
+            sink=Sink(),
+            validator=validator,
+            open_llm=direct_llm(claude, []),
+            force_llm=True,
+        )
+    assert "tsuku/validate-absent:never-built" in info.value.message
+    assert info.value.hint.startswith("Build the validation image with `tsukuctl sandbox prepare`")
+    assert anthropic.requests == []  # nothing was asked, nothing paid
+
+
+async def test_without_a_validator_nothing_is_accepted_unless_skipped(
+    gh: FakeGitHub, github: GitHub, http: Http
+) -> None:
+    base: dict[str, Any] = dict(
         http=http,
         github=github,
         github_url=gh.web_url,
-        tool="age",
-        repo="FiloSottile/age",
-        sink=sink,
+        tool="stern",
+        repo="stern/stern",
+        sink=Sink(),
         deterministic_only=True,
-        validator=validator,
     )
-    recipe = parse_recipe(result.recipe)
-    assert recipe.metadata.llm_validation == "skipped"
-    assert result.validation.status == "skipped" and "no container runtime" in (
-        result.validation.message or ""
-    )
-    assert result.validation.assets  # downloaded and checked before the container step
-    # The archive's top directory was found on the host and fixed without a model.
-    assert result.self_repairs == (
-        "binaries corrected to age with strip_dirs=1 from the unpacked asset",
-    )
-    assert [e["kind"] for e in sink.of("repair.attempted")] == ["layout"]
-    assert sink.of("validation.skipped")
+    with pytest.raises(ValidationUnavailable):
+        await create_in_process(**base)
+    result = await create_in_process(**base, skip_validation=True)
+    assert parse_recipe(result.recipe).metadata.llm_validation == "skipped"
