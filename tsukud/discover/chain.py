@@ -615,6 +615,9 @@ class _Chain:
 def _why_not_auto(v: Verified, decision: Decision) -> str:
     if v.status == "unverified":
         return "GitHub could not verify it"
+    moved = v.owner_change
+    if moved is not None:
+        return f"its owner changed from {moved[0]} to {moved[1]} (transferred or redirected)"
     if v.meta is not None and v.meta.fork:
         return "it is a fork"
     if not v.popular:

@@ -81,8 +81,23 @@ class Verified(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         return self.meta.full_name if self.meta is not None else self.candidate.source
 
     @property
+    def owner_change(self) -> tuple[str, str] | None:
+        """``(named owner, GitHub's owner)`` when GitHub answered for another owner than
+        the one the search named (a transfer or a redirect): only a person approves that."""
+        if self.meta is None:
+            return None
+        named = self.candidate.source.split("/", 1)[0]
+        actual = self.meta.full_name.split("/", 1)[0]
+        return None if named.lower() == actual.lower() else (named, actual)
+
+    @property
     def auto_approvable(self) -> bool:
-        return self.status == "verified" and self.meta is not None and not self.meta.fork
+        return (
+            self.status == "verified"
+            and self.meta is not None
+            and not self.meta.fork
+            and self.owner_change is None
+        )
 
 
 class Discovery(msgspec.Struct, kw_only=True, omit_defaults=True):

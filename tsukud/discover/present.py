@@ -40,6 +40,9 @@ def metadata(v: Verified) -> dict[str, Any]:
                 "parent_stars": m.parent_stars,
             }
         )
+    moved = v.owner_change
+    if moved is not None:
+        out["previous_owner"] = moved[0]
     if v.popularity:
         out["popularity"] = v.popularity
     if v.reason:
@@ -61,6 +64,11 @@ def describe_llm(found: Discovery, v: Verified, sources: list[tuple[str, str]]) 
         lines.append(f"  Last push:    {ago(v.last_push_days)}")
         owner = m.owner or "?"
         lines.append(f"  Owner:        {owner}" + (f" ({m.owner_type})" if m.owner_type else ""))
+        moved = v.owner_change
+        if moved is not None:
+            lines.append(
+                f"  OWNER CHANGED: the search named {moved[0]}, GitHub now says {moved[1]}"
+            )
     else:
         lines.append("  Stars, age, owner: NOT VERIFIED (GitHub could not be asked)")
     lines.append(f"  Confidence:   {v.candidate.confidence}/100 (the model's own estimate)")

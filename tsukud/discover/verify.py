@@ -11,7 +11,9 @@ created and pushed dates) and judged by :func:`assess`:
 * popular enough: at least 50 stars, or an ecosystem package whose repository is this
   one passes its download/version bar; a non-fork that is neither → rejected;
 * a fork is kept (the user may want it) but never auto-approved; its parent is
-  suggested when it has ten times the stars.
+  suggested when it has ten times the stars;
+* a repository whose owner is not the one the search named (GitHub redirected a
+  transferred repository) is kept but never auto-approved: a person sees both owners.
 
 :func:`decide` ranks what is left by confidence, then stars, then name, and selects the
 first candidate that may be auto-approved (verified, not a fork, popular); when there is
@@ -122,10 +124,16 @@ def assess(
         warnings.append("none of the search results the model saw links to this repository")
     if meta is None:
         return _unverified_or_rejected(candidate, error, warnings)
-    if meta.full_name.lower() != candidate.source.lower():
+    named_owner = candidate.source.split("/", 1)[0]
+    owner = meta.full_name.split("/", 1)[0]
+    if named_owner.lower() != owner.lower():
         warnings.append(
-            f"GitHub redirected {candidate.source} to {meta.full_name} (renamed or transferred)"
+            f"OWNER CHANGED: the search named {candidate.source}, but GitHub answers for "
+            f"{meta.full_name} (transferred or redirected from {named_owner} to {owner}); "
+            "it is never approved automatically"
         )
+    elif meta.full_name.lower() != candidate.source.lower():
+        warnings.append(f"GitHub redirected {candidate.source} to {meta.full_name} (renamed)")
     age = days_since(meta.created_at, now)
     pushed = days_since(meta.pushed_at, now)
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 
@@ -310,6 +311,48 @@ async def test_a_fork_is_never_approved_by_yes_alone() -> None:
     assert "it is a fork" in exc.value.message
     assert exc.value.exit_code == ExitCode.NOT_INTERACTIVE
     assert "--from github:stripe/stripe-cli" in exc.value.hint
+
+
+TRANSFERRED = RepoMeta(
+    full_name="mallory/stripe-cli",  # GitHub redirected stripe/stripe-cli here
+    stars=1800,
+    owner="mallory",
+    owner_type="User",
+    created_at="2019-03-21T17:05:01Z",
+    pushed_at="2026-11-19T10:00:00Z",
+)
+
+
+async def test_an_owner_change_is_never_approved_by_yes() -> None:
+    world = World(answers=[extract("stripe/stripe-cli")], repos={"stripe/stripe-cli": TRANSFERRED})
+    with pytest.raises(DiscoveryConfirmationRequired) as exc:
+        await discover(request(yes=True), world.deps())
+    assert "its owner changed from stripe to mallory" in exc.value.message
+    assert exc.value.exit_code == ExitCode.NOT_INTERACTIVE
+
+
+async def test_an_owner_change_is_shown_to_the_person_who_decides() -> None:
+    world = World(
+        answers=[extract("stripe/stripe-cli")],
+        repos={"stripe/stripe-cli": TRANSFERRED},
+        replies=[True],
+    )
+    found = await discover(request(yes=True, can_ask=True), world.deps())
+    assert found.approval == "user"  # a person said yes, not --yes
+    assert found.source == "mallory/stripe-cli"
+    asked = world.questions[0]
+    assert "OWNER CHANGED: the search named stripe, GitHub now says mallory" in asked.message
+    assert "Not approved automatically: its owner changed from stripe to mallory" in (
+        asked.message
+    )
+    assert asked.data["discovery"]["previous_owner"] == "stripe"
+
+
+async def test_a_rename_by_the_same_owner_is_still_approved_by_yes() -> None:
+    renamed = msgspec.structs.replace(STRIPE, full_name="Stripe/stripe")
+    world = World(answers=[extract("stripe/stripe-cli")], repos={"stripe/stripe-cli": renamed})
+    found = await discover(request(yes=True), world.deps())
+    assert found.approval == "yes_flag" and found.source == "Stripe/stripe"
 
 
 async def test_a_repository_github_does_not_know_is_rejected() -> None:
