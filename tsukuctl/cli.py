@@ -186,9 +186,11 @@ def _unknown_arguments(
 
 
 def _print_error(message: str, hint: str) -> None:
-    sys.stderr.write(f"tsukuctl: {message}\n")
+    from tsukuctl.command import err  # an error may quote a model, GitHub or an archive
+
+    err(f"tsukuctl: {message}")
     if hint:
-        sys.stderr.write(f"hint: {hint}\n")
+        err(f"hint: {hint}")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from tsukuctl.client import Client
+from tsukud.terminal import terminal_safe
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:
@@ -26,7 +27,15 @@ def rpc(
 
 
 def out(text: str) -> None:
-    sys.stdout.write(text + "\n")
+    """A line on stdout. Whatever it holds (a model's recipe, a page title, an error from
+    GitHub) reaches the terminal without escape sequences or control characters."""
+    sys.stdout.write(terminal_safe(text) + "\n")
+
+
+def err(text: str) -> None:
+    """A line on stderr, made terminal-safe like :func:`out`."""
+    sys.stderr.write(terminal_safe(text) + "\n")
+    sys.stderr.flush()
 
 
 def can_ask() -> bool:
@@ -36,9 +45,9 @@ def can_ask() -> bool:
 
 def ask_on_terminal(question: dict[str, Any]) -> bool:
     """Answer a daemon's ``confirm`` frame with a y/N prompt; default no."""
-    sys.stderr.write(
-        f"{question.get('message', '')}\n{question.get('question', 'Continue?')} [y/N] "
-    )
+    message = terminal_safe(str(question.get("message", "")))
+    asked = terminal_safe(str(question.get("question", "Continue?")), one_line=True)
+    sys.stderr.write(f"{message}\n{asked} [y/N] ")
     sys.stderr.flush()
     try:
         reply = sys.stdin.readline()

@@ -24,16 +24,12 @@ import os
 import sys
 
 from tsukuctl import render
-from tsukuctl.command import add_provider_flags, ask_on_terminal, can_ask, out, rpc
+from tsukuctl.command import add_provider_flags, ask_on_terminal, can_ask, err, out, rpc
+from tsukud.terminal import terminal_safe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-
-def _err(text: str) -> None:
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
 
 
 class Progress:
@@ -45,7 +41,7 @@ class Progress:
             return
         message = p.get("message")
         if message:
-            _err(f"{message}…")
+            err(f"{message}…")
 
 
 def _money(res: dict[str, Any]) -> str:
@@ -86,15 +82,15 @@ def _validation_line(res: dict[str, Any]) -> str:
 
 def summary(res: dict[str, Any]) -> None:
     """Cost, tokens, repairs and warnings, on stderr."""
-    _err(f"cost: {_money(res)}")
+    err(f"cost: {_money(res)}")
     if res.get("repairs") or res.get("self_repairs"):
-        _err(
+        err(
             f"repairs: {res.get('repairs', 0)} of {res.get('max_repairs', 2)} LLM repairs used"
             + "".join(f"; {s}" for s in res.get("self_repairs") or [])
         )
     for w in res.get("warnings") or []:
         prefix = "WARNING" if "NOT validated" in w else "warning"
-        _err(f"{prefix}: {w}")
+        err(f"{prefix}: {w}")
     stats = res.get("tool_stats")
     if stats:
         rows = [
@@ -107,7 +103,7 @@ def summary(res: dict[str, Any]) -> None:
             ]
             for s in stats
         ]
-        _err(
+        err(
             render.table(
                 ("TOOL", "ARGUMENT", "MS", "RESULT", "BYTES"), rows, right=frozenset({2, 4})
             )
@@ -234,10 +230,10 @@ def cmd_create(args: argparse.Namespace) -> int:
     if interactive:
         return _interactive(args, res, output)
     if printing:
-        sys.stdout.write(res["recipe"])
+        sys.stdout.write(terminal_safe(res["recipe"]))
         sys.stdout.flush()
         if not to_stdout:
-            _err(
+            err(
                 "note: the recipe was printed, not saved: use --yes to write it to "
                 "$TSUKU_HOME/recipes, or --output PATH"
             )

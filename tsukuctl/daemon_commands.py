@@ -11,6 +11,7 @@ from tsukuctl.client import Client
 from tsukuctl.command import count, out
 from tsukud import paths
 from tsukud.errors import TsukuError, UsageError
+from tsukud.terminal import terminal_safe
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
@@ -67,12 +68,12 @@ def _logs(args: argparse.Namespace) -> int:
         return 0
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in deque(f, maxlen=args.lines):
-            sys.stdout.write(line)
+            sys.stdout.write(terminal_safe(line))
         sys.stdout.flush()
         while args.follow:
             line = f.readline()
             if line:
-                sys.stdout.write(line)
+                sys.stdout.write(terminal_safe(line))
                 sys.stdout.flush()
             else:
                 time.sleep(0.2)

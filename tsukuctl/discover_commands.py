@@ -10,10 +10,9 @@ before using what it found, writes the recipe and installs it.
 from __future__ import annotations
 
 import argparse
-import sys
 
 from tsukuctl import render
-from tsukuctl.command import add_provider_flags, ask_on_terminal, can_ask, out, rpc
+from tsukuctl.command import add_provider_flags, ask_on_terminal, can_ask, err, out, rpc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,8 +22,7 @@ if TYPE_CHECKING:
 def show_progress(p: dict[str, Any]) -> None:
     message = p.get("message") if isinstance(p, dict) else None
     if message:
-        sys.stderr.write(f"{message}\n")
-        sys.stderr.flush()
+        err(str(message))
 
 
 def summary(res: dict[str, Any]) -> str:

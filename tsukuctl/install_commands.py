@@ -12,7 +12,8 @@ import os
 import sys
 
 from tsukuctl import render
-from tsukuctl.command import ask_on_terminal, can_ask, out, rpc
+from tsukuctl.command import ask_on_terminal, can_ask, err, out, rpc
+from tsukud.terminal import terminal_safe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,8 +44,7 @@ class Progress:
         if self._live:
             sys.stderr.write("\r\x1b[K")
             self._live = False
-        sys.stderr.write(text + "\n")
-        sys.stderr.flush()
+        err(text)
 
     def __call__(self, p: dict[str, Any]) -> None:
         if self.quiet:
@@ -55,7 +55,8 @@ class Progress:
             wanted = f"@{p['requested']}" if p.get("requested") else ""
             self._line(f"resolving {tool}{wanted}…")
         elif stage == "downloading":
-            done, total, name = p.get("bytes", 0), p.get("total"), p.get("file", "")
+            done, total = p.get("bytes", 0), p.get("total")
+            name = terminal_safe(str(p.get("file", "")), one_line=True)
             if self.tty:
                 pct = f" ({100 * done // total}%)" if total else ""
                 sys.stderr.write(f"\r\x1b[Kdownloading {name}  {_size(done)} / {_size(total)}{pct}")
@@ -233,7 +234,7 @@ def cmd_update_registry(args: argparse.Namespace) -> int:
         + (f", {len(res['failed'])} failed" if res["failed"] else "")
     )
     for name, message in sorted(res["failed"].items()):
-        sys.stderr.write(f"  {name}: {message}\n")
+        err(f"  {name}: {message}")
     return 0
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from tsukud.discover.model import Discovery, Verified
 from tsukud.discover.verify import ago
+from tsukud.terminal import terminal_safe
 
 LLM_WARNING = "this source was found by an LLM's web search: make sure it is the tool you mean"
 
@@ -50,24 +51,32 @@ def metadata(v: Verified) -> dict[str, Any]:
     return {k: val for k, val in out.items() if val is not None}
 
 
+def _shown(text: str) -> str:
+    """A value from the model, a search result or GitHub, safe inside one line of a
+    question: no escape sequence can repaint the prompt or hide a warning."""
+    return terminal_safe(text, one_line=True)
+
+
 def describe_llm(found: Discovery, v: Verified, sources: list[tuple[str, str]]) -> str:
     m = v.meta
     via = found.provider or "an LLM"
     lines = [f"Found {found.tool} via web search ({via}):"]
     lines.append(f"  Source:       github:{v.source}  (https://github.com/{v.source})")
     if m is not None and m.description:
-        lines.append(f"  Description:  {m.description}")
+        lines.append(f"  Description:  {_shown(m.description)}")
     if m is not None:
         lines.append(f"  Stars:        {_stars(m.stars)}")
         created = (m.created_at or "")[:10]
         lines.append(f"  Created:      {ago(v.age_days)}" + (f" ({created})" if created else ""))
         lines.append(f"  Last push:    {ago(v.last_push_days)}")
-        owner = m.owner or "?"
-        lines.append(f"  Owner:        {owner}" + (f" ({m.owner_type})" if m.owner_type else ""))
+        owner = _shown(m.owner or "?")
+        kind = f" ({_shown(m.owner_type)})" if m.owner_type else ""
+        lines.append(f"  Owner:        {owner}{kind}")
         moved = v.owner_change
         if moved is not None:
             lines.append(
-                f"  OWNER CHANGED: the search named {moved[0]}, GitHub now says {moved[1]}"
+                f"  OWNER CHANGED: the search named {_shown(moved[0])}, "
+                f"GitHub now says {_shown(moved[1])}"
             )
     else:
         lines.append("  Stars, age, owner: NOT VERIFIED (GitHub could not be asked)")
@@ -76,27 +85,30 @@ def describe_llm(found: Discovery, v: Verified, sources: list[tuple[str, str]]) 
         lines.append(f"  Popularity:   {v.popularity}")
     if v.candidate.evidence:
         lines.append("  Evidence (from the model):")
-        lines += [f"    - {e}" for e in v.candidate.evidence]
+        lines += [f"    - {_shown(e)}" for e in v.candidate.evidence]
     if sources:
         lines.append("  Seen in search results:")
-        lines += [f"    - {url}" + (f"  ({title})" if title else "") for url, title in sources]
+        lines += [
+            f"    - {_shown(url)}" + (f"  ({_shown(title)})" if title else "")
+            for url, title in sources
+        ]
     warnings = [*v.warnings, *found.warnings, LLM_WARNING]
     lines.append("  Warnings:")
-    lines += [f"    ! {w}" for w in dict.fromkeys(warnings)]
+    lines += [f"    ! {_shown(w)}" for w in dict.fromkeys(warnings)]
     return "\n".join(lines)
 
 
 def describe_registry(found: Discovery) -> str:
     line = f"Found {found.tool} in the tsuku discovery registry: {found.builder}:{found.source}"
     desc = found.metadata.get("description")
-    return line + (f"\n  Description:  {desc}" if desc else "")
+    return line + (f"\n  Description:  {_shown(str(desc))}" if desc else "")
 
 
 def describe_ecosystem(found: Discovery) -> str:
     lines = [f"Found {found.tool} on {found.builder}: {found.source}"]
     for key, label in (("description", "Description"), ("popularity", "Popularity")):
         if found.metadata.get(key):
-            lines.append(f"  {label + ':':<13} {found.metadata[key]}")
+            lines.append(f"  {label + ':':<13} {_shown(str(found.metadata[key]))}")
     if found.install_command:
         lines.append(f"  Install it with: {found.install_command}")
     return "\n".join(lines)
@@ -105,7 +117,7 @@ def describe_ecosystem(found: Discovery) -> str:
 def ambiguity(tool: str, options: list[dict[str, Any]]) -> str:
     lines = [f"Several packages are named {tool}:"]
     for i, o in enumerate(options, 1):
-        lines.append(f"  {i}. {o['builder']}: {o['source']} ({o['summary']})")
+        lines.append(f"  {i}. {o['builder']}: {_shown(o['source'])} ({_shown(o['summary'])})")
         if o.get("install_command"):
             lines.append(f"     {o['install_command']}")
     return "\n".join(lines)

@@ -133,6 +133,55 @@ def test_the_question_on_a_terminal(world: World, tk: Tsuku) -> None:
     assert declined["payload"]["discovery"]["repo"] == "stripe/stripe-cli"
 
 
+# Cursor up, erase line, carriage return, a hyperlink (OSC 8) and a bidi override: what a
+# page title or a model's evidence could use to repaint the question and hide a warning.
+HOSTILE = (
+    "\x1b[1A\x1b[2K\rApproved by --yes"
+    "\x1b]8;;https://evil.example/x\x1b\\official\x1b]8;;\x1b\\ \u202eetats\u202c"
+)
+
+
+def test_hostile_text_cannot_repaint_the_question(world: World, tk: Tsuku) -> None:
+    set_repo(
+        world.github, "evil/stripe-cli", stars=2, fork=True, parent=("stripe/stripe-cli", 1800)
+    )
+    evil = "https://github.com/evil/stripe-cli"
+    claude_finds(
+        world.claude,
+        extract_args("evil/stripe-cli", 100, evidence=[f"{evil} {HOSTILE}"]),
+        results=[(evil, f"Stripe CLI {HOSTILE}")],
+    )
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tsukuctl", "install", "stripe-cli"],
+        env=tk.env,
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+    )
+    os.close(slave)
+    seen = b""
+    try:
+        while b"[y/N]" not in seen:
+            seen += os.read(master, 4096)
+        os.write(master, b"n\n")
+        assert proc.wait(timeout=30) == 13
+    finally:
+        os.close(master)
+        assert proc.stdout is not None
+        proc.stdout.close()
+    screen = seen.decode()
+    # Nothing reached the terminal that moves the cursor, erases, links or reorders text:
+    # no ESC at all, no carriage return but the terminal's own before each newline.
+    assert "\x1b" not in screen and "\x9b" not in screen and "\x9d" not in screen
+    assert "\r" not in screen.replace("\r\n", "\n")
+    assert not any(c in screen for c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+    assert "evil.example" not in screen  # the hyperlink's hidden target is gone
+    assert "Approved by --yesofficial etats" in screen  # its visible text stays, inert
+    assert "! this repository is a FORK of stripe/stripe-cli" in screen
+    assert screen.rstrip().endswith("Install stripe-cli from this source? [y/N]")
+
+
 def test_ecosystem_package_prints_its_install_command(world: World, tk: Tsuku) -> None:
     world.eco.add_crate("rgx", recent_downloads=5000, versions=9)
     cp = tk.ctl("install", "rgx")
