@@ -187,7 +187,10 @@ def _run_foreground(args: argparse.Namespace) -> int:
     from tsukud import log
 
     env = os.environ
-    config = configmod.resolve(env=env)
+    config = configmod.resolve(env=env)  # first: it refuses a config others could read
+    from tsukud.private_home import make_home_private
+
+    make_home_private(paths.tsuku_home(env))  # umask 077 before the log, lock and ledger
     log.configure(
         Path(paths.log_path(env)),
         level=config["log.level"],

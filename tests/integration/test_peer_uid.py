@@ -5,6 +5,7 @@ daemon checks the peer's uid itself."""
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from pathlib import Path
 
@@ -63,9 +64,26 @@ def _drop() -> None:
     os.setresuid(NOBODY, NOBODY, NOBODY)
 
 
+READER = r"""
+import sys
+for path in sys.argv[1:]:
+    try:
+        with open(path, "rb") as f:
+            f.read(1)
+    except PermissionError:
+        print("EACCES")
+    else:
+        print("READ")
+"""
+
+
 def as_nobody(sock: str) -> str:
+    return run_as_nobody(CLIENT, sock)
+
+
+def run_as_nobody(script: str, *args: str) -> str:
     cp = subprocess.run(
-        [str(SYSTEM_PYTHON), "-I", "-c", CLIENT, sock],
+        [str(SYSTEM_PYTHON), "-I", "-c", script, *args],
         capture_output=True,
         text=True,
         preexec_fn=_drop,
@@ -146,3 +164,34 @@ def test_another_users_tsukuctl_refused_by_the_daemon_is_told_in_one_sentence(
     cp = tsukuctl_as_nobody(daemon, "status")
     assert cp.returncode == 14, cp.stderr
     assert _one_clear_sentence(cp) == "tsukuctl: uid 65534 may not use this daemon"
+
+
+def test_the_ledger_its_wal_and_shm_are_owner_only(tsuku: Tsuku) -> None:
+    home = tsuku.home
+    home.mkdir(parents=True, exist_ok=True)
+    os.chmod(home, 0o755)  # as an older version or a 0022 umask left it
+    recipes = home / "recipes"
+    recipes.mkdir(mode=0o755, exist_ok=True)
+    os.chmod(recipes, 0o755)
+    mine = recipes / "mine.toml"
+    mine.write_text("# mine\n")
+    os.chmod(mine, 0o644)
+    tsuku.start()
+    assert tsuku.call("ping")["pong"] is True
+    ledger = [home / "tsuku.db", home / "tsuku.db-wal", home / "tsuku.db-shm"]
+    for path in ledger:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    assert stat.S_IMODE(recipes.stat().st_mode) == 0o700  # tightened at start
+    assert stat.S_IMODE(mine.stat().st_mode) == 0o600
+    log = home / "logs" / "tsukud.log"
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    # Open the home's fence to prove the files' own modes hold: a file left readable is
+    # read by nobody, the ledger, its WAL and shm and the log are not.
+    os.chmod(home, 0o711)
+    os.chmod(log.parent, 0o711)
+    control = home / "public.txt"
+    control.write_text("x")
+    os.chmod(control, 0o644)
+    shown = run_as_nobody(READER, str(control), *map(str, ledger), str(log)).split()
+    assert shown == ["READ", "EACCES", "EACCES", "EACCES", "EACCES"]
