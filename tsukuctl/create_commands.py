@@ -135,9 +135,10 @@ def preview(res: dict[str, Any], source: str) -> str:
     return "\n".join(lines)
 
 
-def _ask(prompt: str) -> str | None:
-    sys.stdout.write(prompt)
-    sys.stdout.flush()
+def _ask(prompt: str, stream: Any = None) -> str | None:
+    stream = stream or sys.stdout
+    stream.write(prompt)
+    stream.flush()
     try:
         line = sys.stdin.readline()
     except (OSError, KeyboardInterrupt):
@@ -145,6 +146,29 @@ def _ask(prompt: str) -> str | None:
     if not line:
         return None
     return line.strip().lower()
+
+
+def review(res: dict[str, Any], source: str, *, to_stderr: bool = False) -> bool:
+    """The preview, then ``[v]iew full recipe, [i]nstall, [c]ancel`` until an answer:
+    whether the user chose to install. ``tsukuctl install`` shows a recipe it had to
+    write the same way (on stderr, so stdout stays its answer)."""
+    say = err if to_stderr else out
+    say(preview(res, source))
+    say("")
+    while True:
+        answer = _ask(
+            "[v]iew full recipe, [i]nstall, [c]ancel? ", sys.stderr if to_stderr else None
+        )
+        if answer is None or answer in ("", "c", "cancel"):
+            return False
+        if answer in ("v", "view"):
+            say("")
+            say(res["recipe"].rstrip("\n"))
+            say("")
+            continue
+        if answer in ("i", "install"):
+            return True
+        say("Please answer v, i or c.")
 
 
 def _install(args: argparse.Namespace, tool: str) -> int:
@@ -161,36 +185,25 @@ def _install(args: argparse.Namespace, tool: str) -> int:
 
 
 def _interactive(args: argparse.Namespace, res: dict[str, Any], output: str | None) -> int:
-    out(preview(res, args.source))
-    out("")
-    while True:
-        answer = _ask("[v]iew full recipe, [i]nstall, [c]ancel? ")
-        if answer is None or answer in ("", "c", "cancel"):
-            out("Canceled: nothing was written.")
-            return 0
-        if answer in ("v", "view"):
-            out("")
-            out(res["recipe"].rstrip("\n"))
-            out("")
-            continue
-        if answer in ("i", "install"):
-            saved = rpc(
-                args,
-                "create.save",
-                {
-                    "tool": res["tool"],
-                    "recipe": res["recipe"],
-                    "output": output,
-                    "force": args.force,
-                    "session": res.get("session"),
-                },
-            )
-            out(f"Recipe written: {saved['path']}")
-            if output is not None:
-                out(f"It is not in $TSUKU_HOME/recipes, so it was not installed: {saved['path']}")
-                return 0
-            return _install(args, res["tool"])
-        out("Please answer v, i or c.")
+    if not review(res, args.source):
+        out("Canceled: nothing was written.")
+        return 0
+    saved = rpc(
+        args,
+        "create.save",
+        {
+            "tool": res["tool"],
+            "recipe": res["recipe"],
+            "output": output,
+            "force": args.force,
+            "session": res.get("session"),
+        },
+    )
+    out(f"Recipe written: {saved['path']}")
+    if output is not None:
+        out(f"It is not in $TSUKU_HOME/recipes, so it was not installed: {saved['path']}")
+        return 0
+    return _install(args, res["tool"])
 
 
 def cmd_create(args: argparse.Namespace) -> int:

@@ -97,6 +97,17 @@ class Progress:
             self._live = False
 
 
+def answer(question: dict[str, Any]) -> bool:
+    """A daemon's question. A recipe written on the way (no recipe existed) is shown and
+    reviewed exactly as ``tsukuctl create`` shows it; anything else is a y/N."""
+    created = question.get("create")
+    if question.get("kind") == "recipe" and isinstance(created, dict):
+        from tsukuctl.create_commands import review
+
+        return review(created, str(question.get("source", "")), to_stderr=True)
+    return ask_on_terminal(question)
+
+
 def _split(spec: str) -> tuple[str, str | None]:
     name, _, version = spec.partition("@")
     return name, version or None
@@ -119,7 +130,7 @@ def cmd_install(args: argparse.Namespace) -> int:
         if not args.no_discover:  # no recipe: discover, create, install (tsukuctl discover)
             params.update(discover=True, can_ask=can_ask() and not args.json)
             params.update(source=args.source, search_provider=args.search_provider)
-        res = rpc(args, "install", params, on_progress=progress, on_confirm=ask_on_terminal)
+        res = rpc(args, "install", params, on_progress=progress, on_confirm=answer)
     finally:
         progress.close()
     if args.json:

@@ -240,7 +240,10 @@ class Services:
         from tsukud.flows.install_missing import InstallMissing
 
         return InstallMissing(
-            discovery=self.discovery, creator=self.creator, installer=self.installer
+            discovery=self.discovery,
+            creator=self.creator,
+            installer=self.installer,
+            confirmations=self.confirmations,
         )
 
     # ---- the daemon's start and stop --------------------------------------------------------

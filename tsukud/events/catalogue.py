@@ -108,6 +108,7 @@ class ConfirmationAnswered(Payload):
     threshold_usd: float | None = None
     discovery: dict[str, Any] | None = None
     option: dict[str, Any] | None = None
+    recipe: dict[str, Any] | None = None  # a recipe written during install: tool, sha256
 
 
 class GenerationStarted(Payload):

@@ -1,11 +1,19 @@
 """Checking an installed tool: its verify commands, run on the host, and the integrity
 of its binaries (links and recorded sha256). Used when an install finishes and by
-``tsukuctl verify``."""
+``tsukuctl verify``.
+
+A verify command comes from a recipe (possibly a model's), so on the host it is never
+handed to a shell: it is split into an argv (``shlex``) and its program is looked up
+with the tool's own binary directories first on PATH, so ``age --version`` runs the age
+just installed, not one elsewhere, and no ``;``, ``|``, ``$(...)`` or redirection means
+anything."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shlex
+import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -51,22 +59,30 @@ def sha256_file(path: Path) -> str:
 async def run_check(
     check: VerifyCheck, cwd: Path, path_dirs: list[Path], env: dict[str, str]
 ) -> tuple[int, str]:
-    """Run a verify command via ``sh -c`` with ``path_dirs`` first on PATH; returns the
-    exit status and the combined output (trimmed, capped)."""
+    """Run a verify command as an argv (no shell) with ``path_dirs`` first on PATH;
+    returns the exit status and the combined output (trimmed, capped). A program that
+    is not found exits 127, as a shell would report it."""
     run_env = dict(env)
     run_env["PATH"] = os.pathsep.join(
         [*(str(p) for p in path_dirs), env.get("PATH", "/usr/bin:/bin")]
     )
+    argv = verify_argv(check.command)
+    program = shutil.which(argv[0], path=run_env["PATH"]) if "/" not in argv[0] else argv[0]
+    if program is None:
+        return 127, f"{argv[0]}: command not found"
     with trio.move_on_after(VERIFY_TIMEOUT_S) as scope:
-        proc = await trio.run_process(
-            ["sh", "-c", check.command],
-            cwd=str(cwd),
-            env=run_env,
-            stdin=subprocess.DEVNULL,
-            capture_stdout=True,
-            stderr=subprocess.STDOUT,
-            check=False,
-        )
+        try:
+            proc = await trio.run_process(
+                [program, *argv[1:]],
+                cwd=str(cwd),
+                env=run_env,
+                stdin=subprocess.DEVNULL,
+                capture_stdout=True,
+                stderr=subprocess.STDOUT,
+                check=False,
+            )
+        except OSError as exc:  # not executable, wrong format: what a shell says, 126
+            return 126, f"{argv[0]}: {exc.strerror or exc}"
     if scope.cancelled_caught:
         raise VerifyFailed(
             f"verify command `{check.command}` did not finish within {VERIFY_TIMEOUT_S:.0f} s",
@@ -76,6 +92,20 @@ async def run_check(
     if len(out) > MAX_OUTPUT:
         out = out[:MAX_OUTPUT] + "…"
     return proc.returncode, out
+
+
+def verify_argv(command: str) -> list[str]:
+    """``command`` split the way a shell would quote it, but never run by one."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise VerifyFailed(
+            f"verify command `{command}` cannot be split into arguments: {exc}",
+            command=command,
+        ) from None
+    if not argv:
+        raise VerifyFailed("the verify command is empty", command=command)
+    return argv
 
 
 def path_dirs(install_dir: Path, binaries: Mapping[str, Any]) -> list[Path]:

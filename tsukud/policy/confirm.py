@@ -40,8 +40,11 @@ class Confirmations:
         session: str | None,
         question: ConfirmationRequired,
         timeout_s: float = ANSWER_TIMEOUT_S,
+        shown: dict[str, Any] | None = None,
     ) -> None:
-        """Return if the user says yes; raise ``UserDeclined`` or the original question."""
+        """Return if the user says yes; raise ``UserDeclined`` or the original question.
+        ``shown``: what the client needs to show besides the question's data (a whole
+        recipe), sent in the frame but not recorded in the ledger."""
         if not can_ask:
             raise question
         token = secrets.token_hex(8)
@@ -54,6 +57,7 @@ class Confirmations:
                         "message": question.message,
                         "question": "Continue?",
                         **question.data,
+                        **(shown or {}),
                     }
                 }
             )

@@ -182,6 +182,63 @@ def test_hostile_text_cannot_repaint_the_question(world: World, tk: Tsuku) -> No
     assert screen.rstrip().endswith("Install stripe-cli from this source? [y/N]")
 
 
+def test_a_recipe_written_by_install_is_previewed_like_create(
+    world: World,
+    tk: Tsuku,
+    image: str,  # noqa: F811
+) -> None:
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tsukuctl", "install", "stripe-cli", "--from",
+         "github:stripe/stripe-cli"],
+        env=tk.env,
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+    )  # fmt: skip
+    os.close(slave)
+    prompt = b"[v]iew full recipe, [i]nstall, [c]ancel? "
+    seen = b""
+    try:
+        while prompt not in seen:
+            seen += os.read(master, 4096)
+        assert not (tk.home / "recipes" / "stripe-cli.toml").exists()  # not before a yes
+        os.write(master, b"v\n")
+        while seen.count(prompt) < 2:
+            seen += os.read(master, 4096)
+        os.write(master, b"i\n")
+        assert proc.wait(timeout=120) == 0
+    finally:
+        os.close(master)
+        assert proc.stdout is not None
+        stdout = proc.stdout.read().decode()
+        proc.stdout.close()
+    screen = seen.decode().replace("\r\n", "\n")
+    # create's own preview: downloads per platform, actions, verification, validation.
+    assert "Generated recipe for stripe-cli (github:stripe/stripe-cli at v1.22.0):" in screen
+    assert "  Downloads (1.22.0):" in screen and "  Verification: stripe --version" in screen
+    assert "  Validation: passed on linux/" in screen
+    assert '[metadata]\nname = "stripe-cli"' in screen  # [v]iew showed the whole recipe
+    assert "installed stripe-cli 1.22.0 (stripe)" in stdout
+    assert (tk.home / "recipes" / "stripe-cli.toml").is_file()
+    (granted,) = ledger(tk, "confirmation.granted")
+    assert granted["payload"]["kind"] == "recipe"
+    assert granted["payload"]["recipe"]["tool"] == "stripe-cli"
+
+
+def test_without_a_terminal_a_written_recipe_needs_yes(
+    world: World,
+    tk: Tsuku,
+    image: str,  # noqa: F811
+) -> None:
+    cp = tk.ctl("install", "stripe-cli", "--from", "github:stripe/stripe-cli", timeout=120)
+    assert cp.returncode == 12, cp.stderr
+    assert "must be reviewed before it is installed" in cp.stderr
+    assert "hint: Run it again with --yes" in cp.stderr
+    assert not (tk.home / "recipes" / "stripe-cli.toml").exists()
+    assert not (tk.home / "bin" / "stripe").exists()
+
+
 def test_ecosystem_package_prints_its_install_command(world: World, tk: Tsuku) -> None:
     world.eco.add_crate("rgx", recent_downloads=5000, versions=9)
     cp = tk.ctl("install", "rgx")

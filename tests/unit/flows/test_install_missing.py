@@ -15,9 +15,10 @@ import msgspec
 import pytest
 
 from tsukud.create.pipeline import CreateResult, ValidationSummary
+from tsukud.create.service import SavedRecipe
 from tsukud.discover.errors import CreateUnavailable, DiscoveredElsewhere, DiscoveryNotFound
 from tsukud.discover.model import Discovery
-from tsukud.errors import UsageError
+from tsukud.errors import ConfirmationRequired, ExitCode, UsageError, UserDeclined
 from tsukud.flows.install_missing import CreatedRecipe, InstallMissing, MissingToolInstalled
 
 
@@ -58,8 +59,37 @@ class Generator:
             recipe="[metadata]\n",
             generated_by="deterministic",
             validation=ValidationSummary(status="passed", platform="linux/amd64"),
-            written=f"{self.home}/recipes/{tool}.toml",
         )
+
+    async def save(self, tool: str, text: str, **kw: Any) -> SavedRecipe:
+        self.log.calls.append(("save", {"tool": tool, "text": text, **kw}))
+        return SavedRecipe(tool=tool, path=f"{self.home}/recipes/{tool}.toml", sha256="0" * 64)
+
+
+@dataclass
+class Person:
+    """Confirmations with a person at the terminal who answers ``says``; records what
+    the client was sent to show."""
+
+    log: Log
+    says: bool
+    frames: list[dict[str, Any]] = field(default_factory=list)
+
+    async def ask(
+        self,
+        progress: Any,
+        *,
+        can_ask: bool,
+        session: str | None,
+        question: ConfirmationRequired,
+        shown: dict[str, Any] | None = None,
+    ) -> None:
+        self.log.calls.append(("ask", {"session": session}))
+        self.frames.append({"message": question.message, **question.data, **(shown or {})})
+        if not can_ask:
+            raise question
+        if not self.says:
+            raise UserDeclined("declined")
 
 
 @dataclass
@@ -83,13 +113,16 @@ def discovery(builder: str = "github", source: str = "stripe/stripe-cli") -> Dis
     )
 
 
-def flow(found: Discovery | None = None, *, creator: bool = True) -> tuple[InstallMissing, Log]:
-    log = Log()
+def flow(
+    found: Discovery | None = None, *, creator: bool = True, person: Person | None = None
+) -> tuple[InstallMissing, Log]:
+    log = person.log if person is not None else Log()
     return (
         InstallMissing(
             discovery=Discoveries(log, found),
             creator=Generator(log) if creator else None,
             installer=Installs(log),
+            confirmations=person,  # type: ignore[arg-type]
         ),
         log,
     )
@@ -112,7 +145,7 @@ async def test_a_discovered_github_source_is_created_then_installed() -> None:
             cost_usd=0.0,
         ),
     )
-    assert [name for name, _ in log.calls] == ["discover", "create", "install"]
+    assert [name for name, _ in log.calls] == ["discover", "create", "save", "install"]
     assert log.calls[0][1] == {
         "tool": "stripe-cli",  # normalised
         "progress": log,
@@ -126,11 +159,15 @@ async def test_a_discovered_github_source_is_created_then_installed() -> None:
         "tool": "stripe-cli",
         "source": "github:stripe/stripe-cli",
         "progress": log,
-        "write": True,
         "confirmed": True,
         "can_ask": True,
     }
     assert log.calls[2][1] == {
+        "tool": "stripe-cli",
+        "text": "[metadata]\n",
+        "session": "create-1",
+    }  # --yes accepted the recipe: nothing was asked
+    assert log.calls[3][1] == {
         "name": "stripe-cli",
         "version": "1.2.0",
         "force": True,
@@ -145,9 +182,9 @@ async def test_a_discovered_github_source_is_created_then_installed() -> None:
 
 async def test_from_skips_discovery_and_bad_sources_are_usage_errors() -> None:
     f, log = flow()
-    done = await f.run("age", None, progress=log, source="github:FiloSottile/age")
+    done = await f.run("age", None, progress=log, source="github:FiloSottile/age", yes=True)
     assert done.discovery is None and done.source == "FiloSottile/age"
-    assert [name for name, _ in log.calls] == ["create", "install"]
+    assert [name for name, _ in log.calls] == ["create", "save", "install"]
 
     f, log = flow()
     with pytest.raises(UsageError) as bad:
@@ -183,3 +220,39 @@ async def test_without_a_generator_the_source_is_named_and_nothing_installed() -
         await f.run("stripe-cli", None, progress=log)
     assert unavailable.value.data == {"source": "stripe/stripe-cli"}
     assert [name for name, _ in log.calls] == ["discover"]
+
+
+async def test_without_a_terminal_or_yes_the_written_recipe_is_not_installed() -> None:
+    f, log = flow()
+    with pytest.raises(ConfirmationRequired) as unseen:
+        await f.run("age", None, progress=log, source="github:FiloSottile/age")
+    assert unseen.value.exit_code == ExitCode.NOT_INTERACTIVE
+    assert "must be reviewed before it is installed" in unseen.value.message
+    assert unseen.value.hint.startswith("Run it again with --yes")
+    assert "tsukuctl create age --from github:FiloSottile/age" in unseen.value.hint
+    assert [name for name, _ in log.calls] == ["create"]  # nothing saved or installed
+
+
+async def test_on_a_terminal_the_recipe_is_shown_whole_and_accepted_by_a_person() -> None:
+    person = Person(Log(), says=True)
+    f, log = flow(person=person)
+    await f.run("age", None, progress=log, source="github:FiloSottile/age", can_ask=True)
+    assert [name for name, _ in log.calls] == ["create", "ask", "save", "install"]
+    (frame,) = person.frames
+    assert frame["kind"] == "recipe" and frame["source"] == "github:FiloSottile/age"
+    assert frame["question"] == "Install age with this recipe?"
+    # The client gets the whole create result, so it renders create's own preview.
+    assert frame["create"]["recipe"] == "[metadata]\n"
+    assert frame["create"]["generated_by"] == "deterministic"
+    # The ledger's record of the question holds the recipe's hash, not the recipe.
+    assert set(frame["recipe"]) == {"tool", "sha256", "generated_by"}
+
+
+async def test_a_declined_recipe_is_neither_saved_nor_installed() -> None:
+    person = Person(Log(), says=False)
+    f, log = flow(person=person)
+    with pytest.raises(UserDeclined) as no:
+        await f.run("age", None, progress=log, source="github:FiloSottile/age", can_ask=True)
+    assert no.value.exit_code == ExitCode.USER_DECLINED
+    assert "nothing was saved or installed" in no.value.message
+    assert [name for name, _ in log.calls] == ["create", "ask"]
