@@ -102,7 +102,7 @@ def answer(question: dict[str, Any]) -> bool:
     reviewed exactly as ``tsukuctl create`` shows it; anything else is a y/N."""
     created = question.get("create")
     if question.get("kind") == "recipe" and isinstance(created, dict):
-        from tsukuctl.create_commands import review
+        from tsukuctl.recipe_preview import review
 
         return review(created, str(question.get("source", "")), to_stderr=True)
     return ask_on_terminal(question)
