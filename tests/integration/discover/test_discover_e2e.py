@@ -104,11 +104,15 @@ def test_injected_fork_is_refused_even_with_yes(world: World, tk: Tsuku) -> None
     assert not (tk.home / "bin" / "stripe").exists()
 
 
-def test_the_question_on_a_terminal(world: World, tk: Tsuku) -> None:
-    claude_finds(world.claude)
+def on_a_terminal(
+    tk: Tsuku, args: list[str], replies: list[tuple[bytes, bytes]], timeout: float = 30
+) -> tuple[int, str, str]:
+    """``tsukuctl *args`` with stdin and stderr on a pty (stdout a pipe), answering each
+    prompt in turn once it shows; the exit code, the screen (newlines as written) and
+    stdout."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tsukuctl", "install", "stripe-cli"],
+        [sys.executable, "-m", "tsukuctl", *args],
         env=tk.env,
         stdin=slave,
         stdout=subprocess.PIPE,
@@ -117,15 +121,23 @@ def test_the_question_on_a_terminal(world: World, tk: Tsuku) -> None:
     os.close(slave)
     seen = b""
     try:
-        while b"[y/N]" not in seen:
-            seen += os.read(master, 4096)
-        os.write(master, b"n\n")
-        assert proc.wait(timeout=30) == 13
+        for n, (prompt, reply) in enumerate(replies):
+            while seen.count(prompt) < sum(p == prompt for p, _ in replies[: n + 1]):
+                seen += os.read(master, 4096)
+            os.write(master, reply)
+        code = proc.wait(timeout=timeout)
     finally:
         os.close(master)
         assert proc.stdout is not None
+        stdout = proc.stdout.read().decode()
         proc.stdout.close()
-    text = seen.decode()
+    return code, seen.decode().replace("\r\n", "\n"), stdout
+
+
+def test_the_question_on_a_terminal(world: World, tk: Tsuku) -> None:
+    claude_finds(world.claude)
+    code, text, _ = on_a_terminal(tk, ["install", "stripe-cli"], [(b"[y/N]", b"n\n")])
+    assert code == 13
     assert "Install stripe-cli from this source? [y/N]" in text
     assert "Source:       github:stripe/stripe-cli" in text
     assert "Confidence:   95/100" in text
@@ -151,30 +163,12 @@ def test_hostile_text_cannot_repaint_the_question(world: World, tk: Tsuku) -> No
         extract_args("evil/stripe-cli", 100, evidence=[f"{evil} {HOSTILE}"]),
         results=[(evil, f"Stripe CLI {HOSTILE}")],
     )
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tsukuctl", "install", "stripe-cli"],
-        env=tk.env,
-        stdin=slave,
-        stdout=subprocess.PIPE,
-        stderr=slave,
-    )
-    os.close(slave)
-    seen = b""
-    try:
-        while b"[y/N]" not in seen:
-            seen += os.read(master, 4096)
-        os.write(master, b"n\n")
-        assert proc.wait(timeout=30) == 13
-    finally:
-        os.close(master)
-        assert proc.stdout is not None
-        proc.stdout.close()
-    screen = seen.decode()
+    code, screen, _ = on_a_terminal(tk, ["install", "stripe-cli"], [(b"[y/N]", b"n\n")])
+    assert code == 13
     # Nothing reached the terminal that moves the cursor, erases, links or reorders text:
     # no ESC at all, no carriage return but the terminal's own before each newline.
     assert "\x1b" not in screen and "\x9b" not in screen and "\x9d" not in screen
-    assert "\r" not in screen.replace("\r\n", "\n")
+    assert "\r" not in screen  # (the terminal's own before each newline aside)
     assert not any(c in screen for c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
     assert "evil.example" not in screen  # the hyperlink's hidden target is gone
     assert "Approved by --yesofficial etats" in screen  # its visible text stays, inert
@@ -187,33 +181,14 @@ def test_a_recipe_written_by_install_is_previewed_like_create(
     tk: Tsuku,
     image: str,  # noqa: F811
 ) -> None:
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tsukuctl", "install", "stripe-cli", "--from",
-         "github:stripe/stripe-cli"],
-        env=tk.env,
-        stdin=slave,
-        stdout=subprocess.PIPE,
-        stderr=slave,
-    )  # fmt: skip
-    os.close(slave)
     prompt = b"[v]iew full recipe, [i]nstall, [c]ancel? "
-    seen = b""
-    try:
-        while prompt not in seen:
-            seen += os.read(master, 4096)
-        assert not (tk.home / "recipes" / "stripe-cli.toml").exists()  # not before a yes
-        os.write(master, b"v\n")
-        while seen.count(prompt) < 2:
-            seen += os.read(master, 4096)
-        os.write(master, b"i\n")
-        assert proc.wait(timeout=120) == 0
-    finally:
-        os.close(master)
-        assert proc.stdout is not None
-        stdout = proc.stdout.read().decode()
-        proc.stdout.close()
-    screen = seen.decode().replace("\r\n", "\n")
+    code, screen, stdout = on_a_terminal(
+        tk,
+        ["install", "stripe-cli", "--from", "github:stripe/stripe-cli"],
+        [(prompt, b"v\n"), (prompt, b"i\n")],
+        timeout=120,
+    )
+    assert code == 0, screen
     # create's own preview: downloads per platform, actions, verification, validation.
     assert "Generated recipe for stripe-cli (github:stripe/stripe-cli at v1.22.0):" in screen
     assert "  Downloads (1.22.0):" in screen and "  Verification: stripe --version" in screen
