@@ -497,3 +497,19 @@ def test_client_gone_cancels_the_run_and_settles(home: Tsuku, anthropic: FakeAnt
     assert settled["payload"]["actual_usd"] == pytest.approx(cut["payload"]["cost_usd"])
     assert failed["payload"]["run_cost_usd"] == pytest.approx(cut["payload"]["cost_usd"])
     assert not list((home.home / "validate").glob("run-*"))
+
+
+def test_without_the_image_an_llm_recipe_is_refused_before_any_money(
+    home: Tsuku, anthropic: FakeAnthropic
+) -> None:
+    home.env["TSUKU_SANDBOX_IMAGE"] = "tsuku/validate-absent:never-built"
+    home.start()
+    cp = home.ctl("create", "stern", "--from", "github:stern/stern", "--llm", "--yes")
+    assert cp.returncode == ExitCode.SANDBOX != 0, cp.stderr
+    assert "validation cannot run, so the recipe was not accepted" in cp.stderr
+    assert "hint: Build the validation image with `tsukuctl sandbox prepare`" in cp.stderr
+    assert "--skip-validation" in cp.stderr
+    assert anthropic.requests == []  # nothing asked, nothing paid
+    assert not (home.home / "recipes").exists()  # nothing saved
+    (failed,) = events(home, "generation.failed")
+    assert failed["payload"]["error_code"] == "validation_unavailable"
