@@ -500,8 +500,9 @@ def test_client_gone_cancels_the_run_and_settles(home: Tsuku, anthropic: FakeAnt
 
 
 def test_without_the_image_an_llm_recipe_is_refused_before_any_money(
-    home: Tsuku, anthropic: FakeAnthropic
+    home: Tsuku, anthropic: FakeAnthropic, fw: FakeGitHub
 ) -> None:
+    fw.reset_quota()  # the module's earlier runs spent this hour's anonymous quota
     home.env["TSUKU_SANDBOX_IMAGE"] = "tsuku/validate-absent:never-built"
     home.start()
     cp = home.ctl("create", "stern", "--from", "github:stern/stern", "--llm", "--yes")
