@@ -25,7 +25,7 @@ import sys
 import time
 
 from _common import fmt, goal, header, line, median, note, parse_args, temp_home, wait_ping
-from _create_world import create, docker_available, world
+from _create_world import create, docker_available, world, world_env
 
 NAME = "create_deterministic"
 GOAL_S = 1.0
@@ -40,7 +40,7 @@ def main() -> int:
     fake = world(copies)
     try:
         with temp_home("tkb-cd-") as h:
-            h.env.update(fake.env())
+            h.env.update(world_env(fake))
             h.spawn()
             wait_ping(h.socket, h.proc)
             used = iter(range(copies))

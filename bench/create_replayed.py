@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from _common import fmt, header, line, median, note, parse_args, temp_home, wait_ping
-from _create_world import CLAUDE_KEY, create, docker_available, script, world
+from _create_world import CLAUDE_KEY, create, docker_available, script, world, world_env
 
 NAME = "create_replayed"
 IMAGE = "tsuku/validate-debian:local"  # the daemon's default validation image
@@ -42,7 +42,7 @@ def main() -> int:
     recordings = Path(tempfile.mkdtemp(prefix="tkb-rec-", dir="/tmp"))
     try:
         with FakeAnthropic() as claude, temp_home("tkb-cr1-") as h:
-            h.env.update(fake.env())
+            h.env.update(world_env(fake))
             h.env.update(
                 ANTHROPIC_API_KEY=CLAUDE_KEY,
                 ANTHROPIC_BASE_URL=claude.url,
@@ -56,7 +56,7 @@ def main() -> int:
                 create(h.env, repo, "--llm", "--skip-validation")
         results: dict[tuple[str, ...], tuple[list[float], list[float]]] = {}
         with temp_home("tkb-cr2-") as h:
-            h.env.update(fake.env())
+            h.env.update(world_env(fake))
             h.env["TSUKU_LLM_REPLAY_DIR"] = str(recordings)
             h.env["TSUKU_LLM_HOURLY_LIMIT"] = "1000"
             h.spawn()

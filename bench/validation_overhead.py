@@ -31,7 +31,7 @@ from _common import (
     temp_home,
     wait_ping,
 )
-from _create_world import create, docker_available, docker_true, world
+from _create_world import create, docker_available, docker_true, world, world_env
 
 NAME = "validation_overhead"
 IMAGE = "tsuku/validate-debian:local"
@@ -49,7 +49,7 @@ def main() -> int:
     fake = world(copies)
     try:
         with temp_home("tkb-vo-") as h:
-            h.env.update(fake.env())
+            h.env.update(world_env(fake))
             h.spawn()
             wait_ping(h.socket, h.proc)
             repos = iter(f"bench/stern{i}" for i in range(copies))
