@@ -13,17 +13,6 @@ from typing import Any
 
 from _common import BIN, REPO
 
-STERN_ANSWER = {
-    "asset_type": "archive",
-    "asset_pattern": "stern_{version}_{os}_{arch}.tar.gz",
-    "os_mapping": {"linux": "linux", "darwin": "darwin"},
-    "arch_mapping": {"amd64": "amd64", "arm64": "arm64"},
-    "archive_format": "tar.gz",
-    "strip_dirs": 0,
-    "binaries": ["stern"],
-    "verify_command": "stern --version",
-    "verify_pattern": "{version}",
-}
 CLAUDE_KEY = "sk-ant-api03-BENCHCANARY0123456789abcdef"
 
 
@@ -57,7 +46,11 @@ def world_env(fake: Any) -> dict[str, str]:
 
 def script(fake_anthropic: Any) -> None:
     """One create's conversation: inspect the linux archive, then answer."""
+    import sys
+
+    sys.path.insert(0, str(REPO))
     from tests.fakes import anthropic_server as anth
+    from tests.integration.create.helpers import STERN  # the answer the create tests use
 
     fake_anthropic.reply(
         [
@@ -69,7 +62,7 @@ def script(fake_anthropic: Any) -> None:
         usage_=anth.usage(3000, 80),
     )
     fake_anthropic.reply(
-        [anth.tool_use("toolu_2", "extract_pattern", STERN_ANSWER)],
+        [anth.tool_use("toolu_2", "extract_pattern", STERN)],
         "tool_use",
         usage_=anth.usage(3500, 150),
     )
