@@ -193,11 +193,13 @@ def _run_foreground(args: argparse.Namespace) -> int:
     make_home_private(paths.tsuku_home(env))  # umask 077 before the log, lock and ledger
     log.configure(
         Path(paths.log_path(env)),
-        level=config["log.level"],
-        max_bytes=config["log.max_bytes"],
-        backups=config["log.backups"],
+        level=config.value_or_default("log.level"),
+        max_bytes=config.value_or_default("log.max_bytes"),
+        backups=config.value_or_default("log.backups"),
         to_stderr=args.log_stderr,
     )
+    for problem in config.problems:  # the daemon serves; a command needing the key says so
+        log.get().warning("config.problem", error=problem.error.message)
     import faulthandler
 
     # `kill -USR1 <pid>` dumps every thread's stack to stderr: for a daemon that hangs.
@@ -225,7 +227,8 @@ def _run_foreground(args: argparse.Namespace) -> int:
                 from tsukud.rpc.server import RpcServer
 
                 listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(s)) for s in socks]
-                await daemon.run(RpcServer(load_methods(), daemon), listeners)
+                server = RpcServer(load_methods(), daemon, before_request=daemon.refresh_config)
+                await daemon.run(server, listeners)
 
             trio.run(amain)
         finally:

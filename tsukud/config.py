@@ -317,6 +317,22 @@ def coerce(k: Key, raw: Any, origin: str) -> Any:
     return value
 
 
+def file_stamp(path: Path) -> tuple[int, int, int] | None:
+    """What changes when the file does (inode, size, mtime): one ``stat`` per request
+    tells the daemon whether to read the file again."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def changed_settings(old: Config, new: Config) -> list[Setting]:
+    """The settings of ``new`` whose value or source differs from ``old``'s."""
+    before = {s.key.name: (s.value, s.source) for s in old.settings()}
+    return [s for s in new.settings() if before.get(s.key.name) != (s.value, s.source)]
+
+
 def check_file_mode(path: Path) -> None:
     st = path.stat()
     if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
@@ -327,24 +343,104 @@ def check_file_mode(path: Path) -> None:
         )
 
 
-def read_file(path: Path) -> dict[str, Any]:
-    """The config file flattened to dotted keys; missing file → {}."""
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in the config file, as the one error the user sees (where, what,
+    the fix), and the settings it spoils: a command reading one of those fails with that
+    error; every other command works, so the user can still run ``tsukuctl config``."""
+
+    error: ConfigError
+    spoils: tuple[str, ...] = ()  # setting names; EVERY_FILE_SETTING for an unreadable file
+
+
+EVERY_FILE_SETTING = "*"
+
+
+def _line_of(text: str, dotted: str) -> int | None:
+    """The line of ``text`` that sets ``dotted`` (``[llm]`` + ``daily_budget = …`` or
+    ``llm.daily_budget = …``), found by reading headers and keys; None if not found."""
+    import re
+
+    table = ""
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        header = re.match(r"\[\[?([^\]]*)\]", line)
+        if header:
+            table = re.sub(r"[\s\"']", "", header.group(1))
+            continue
+        assign = re.match(r"([A-Za-z0-9_.\-\"' ]+?)\s*=", line)
+        if assign:
+            name = re.sub(r"[\s\"']", "", assign.group(1))
+            if (f"{table}.{name}" if table else name) == dotted:
+                return n
+    return None
+
+
+def _at(path: Path, line: int | None) -> str:
+    return f"{path}, line {line}" if line else str(path)
+
+
+def _meant(name: str) -> str | None:
+    """The setting a mistyped name most likely meant (``daily_budjet`` → daily_budget)."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(KEYS), n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
+@dataclass
+class FileSettings:
+    values: dict[str, Any]  # known settings the file sets, already coerced
+    aliased: dict[str, str]  # setting → the alias the file used for it
+    problems: list[Problem]
+
+
+def read_file(path: Path) -> FileSettings:
+    """The config file flattened to dotted keys (a missing file sets nothing), with what
+    is wrong in it. Only a file others can read raises: it may hold keys."""
     try:
         check_file_mode(path)
         data = path.read_bytes()
     except FileNotFoundError:
-        return {}
+        return FileSettings({}, {}, [])
+    return parse_file(data, path)
+
+
+def parse_file(data: bytes, path: Path) -> FileSettings:
+    """:func:`read_file` for bytes already read (``tsukuctl config edit`` checks the
+    edited copy before it replaces the file); ``path`` names the file in messages."""
     try:
-        doc = tomllib.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
+        doc = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}", hint=f"Fix or remove {path}.") from None
+        import re
+
+        found = re.search(r"at line (\d+)", str(e))
+        where = _at(path, int(found.group(1)) if found else None)
+        error = ConfigError(
+            f"{where}: not valid TOML: {e}",
+            hint="Fix it with `tsukuctl config edit`; until then no setting is read from "
+            "the file.",
+        )
+        return FileSettings({}, {}, [Problem(error, (EVERY_FILE_SETTING,))])
     flat: dict[str, Any] = {}
+    problems: list[Problem] = []
     for section, body in doc.items():
         if not isinstance(body, dict):
-            raise ConfigError(
-                f"{path}: top-level key {section!r} must be a table like [llm]",
-                hint="See docs/config.md.",
+            meant = _meant(section)
+            problems.append(
+                Problem(
+                    ConfigError(
+                        f"{_at(path, _line_of(text, section))}: top-level key {section!r} "
+                        "must be a table like [llm]",
+                        hint="Move it under its table with `tsukuctl config edit`"
+                        + (f" (did you mean {meant}?)." if meant else ".")
+                        + " docs/config.md lists the settings.",
+                    ),
+                    (meant,) if meant else (),
+                )
             )
+            continue
         _flatten(section, body, flat)
     aliased: dict[str, str] = {}
     for alias, name in ALIASES.items():
@@ -353,15 +449,36 @@ def read_file(path: Path) -> dict[str, Any]:
             if name not in flat:  # the setting's own name wins
                 flat[name] = value
                 aliased[name] = alias
-    unknown = sorted(set(flat) - set(KEYS))
-    if unknown:
-        raise ConfigError(
-            f"{path}: unknown setting(s) {', '.join(unknown)}",
-            hint="`tsukuctl config list` shows every setting.",
+    for name in sorted(set(flat) - set(KEYS)):
+        flat.pop(name)
+        meant = _meant(name)
+        fix = f"`tsukuctl config unset {name}`"
+        problems.append(
+            Problem(
+                ConfigError(
+                    f"{_at(path, _line_of(text, name))}: unknown setting {name!r}"
+                    + (f"; did you mean {meant}?" if meant else ""),
+                    hint=(
+                        f"Rename it with `tsukuctl config edit`, or {fix} and "
+                        f"`tsukuctl config set {meant} <value>`."
+                        if meant
+                        else f"Remove it with {fix}; `tsukuctl config list` shows every "
+                        "setting."
+                    ),
+                ),
+                # A typo of a setting the file does not set spoils that setting: using
+                # its default instead of what the user meant could spend their money.
+                (meant,) if meant and meant not in flat else (),
+            )
         )
-    if aliased:
-        flat[_ALIASED] = aliased
-    return flat
+    for name in sorted(flat):
+        as_written = aliased.get(name, name)
+        try:
+            flat[name] = coerce(KEYS[name], flat[name], _at(path, _line_of(text, as_written)))
+        except ConfigError as e:
+            flat.pop(name)
+            problems.append(Problem(e, (name,)))
+    return FileSettings(flat, aliased, problems)
 
 
 _ALIASED = "\0aliased"  # read_file's note of settings read under an alias
@@ -384,25 +501,60 @@ class Setting:
     value: Any
     source: str  # "flag", "env:NAME", "file", "default"
 
+    def shown(self) -> dict[str, Any]:
+        """As ``tsukuctl config`` and the RPC show it: a secret only as (set)/(not set)."""
+        value: Any = self.value
+        if self.key.secret:
+            value = "(set)" if self.value else "(not set)"
+        return {
+            "key": self.key.name,
+            "value": value,
+            "source": self.source,
+            "secret": self.key.secret,
+            "doc": self.key.doc,
+        }
+
 
 class Config:
     """Resolved settings. Immutable: a change produces a new Config."""
 
-    def __init__(self, settings: Mapping[str, Setting], path: Path) -> None:
+    def __init__(
+        self,
+        settings: Mapping[str, Setting],
+        path: Path,
+        problems: tuple[Problem, ...] = (),
+        broken: Mapping[str, ConfigError] | None = None,
+    ) -> None:
         self._settings = dict(settings)
         self.path = path
+        self.problems = problems  # what is wrong in the file, each once
+        self._broken = dict(broken or {})  # setting → the error reading it raises
 
     def __getitem__(self, name: str) -> Any:
-        return self._settings[key(name).name].value
+        return self.setting(name).value
 
     def setting(self, name: str) -> Setting:
-        return self._settings[key(name).name]
+        """The setting; a setting the file spoils raises the file's error about it."""
+        name = key(name).name
+        if name in self._broken:
+            raise self._broken[name]
+        return self._settings[name]
+
+    def value_or_default(self, name: str) -> Any:
+        """The value, or the default when the file spoils it: for start-up settings
+        (the log's) that must not keep the daemon, and so every command, from starting."""
+        name = key(name).name
+        return KEYS[name].default if name in self._broken else self._settings[name].value
 
     def settings(self) -> list[Setting]:
+        """Every setting; a spoiled one shows its default with source ``file (invalid)``."""
         return [self._settings[n] for n in sorted(self._settings)]
 
     def secret_values(self) -> list[str]:
         return [s.value for s in self._settings.values() if s.key.secret and s.value]
+
+
+INVALID = "file (invalid)"
 
 
 def resolve(
@@ -413,8 +565,14 @@ def resolve(
 ) -> Config:
     env = os.environ if env is None else env
     path = Path(paths.config_path(env)) if path is None else path
-    file_values = read_file(path)
-    aliased: dict[str, str] = file_values.pop(_ALIASED, {})
+    read = read_file(path)
+    file_values, aliased = read.values, read.aliased
+    spoiled: dict[str, ConfigError] = {}
+    for problem in read.problems:
+        for name in problem.spoils:
+            spoiled.setdefault(name, problem.error)
+    unreadable = spoiled.get(EVERY_FILE_SETTING)
+    broken: dict[str, ConfigError] = {}
     flags = flags or {}
     out: dict[str, Setting] = {}
     for name, k in KEYS.items():
@@ -431,30 +589,87 @@ def resolve(
         elif name in file_values:
             source = f"file (as {aliased[name]})" if name in aliased else "file"
             out[name] = Setting(k, coerce(k, file_values[name], str(path)), source)
+        elif name in spoiled or unreadable is not None:
+            out[name] = Setting(k, k.default, INVALID)
+            broken[name] = spoiled.get(name) or unreadable  # type: ignore[assignment]
         else:
             out[name] = Setting(k, k.default, "default")
-    return Config(out, path)
+    return Config(out, path, tuple(read.problems), broken)
 
 
 def write_value(path: Path, name: str, raw: Any) -> Any:
-    """Set one key in the config file, atomically, keeping the file 0600."""
-    import tomli_w
-
+    """Set one key in the config file (``None``: remove it), atomically, keeping the
+    file 0600 and every comment and blank line the user wrote (tomlkit). The value is
+    checked by the rules the daemon reads it with (:func:`coerce`) before anything is
+    written. Removing takes any name, an unknown one too: that is how a typo is fixed."""
+    if raw is None:
+        names = [name, *(a for a, n in ALIASES.items() if n == name)]
+        known = name in KEYS or name in ALIASES
+        if not (_edit(path, lambda doc: [_remove(doc, n) for n in names]) or known):
+            raise UsageError(
+                f"{name!r} is neither a setting nor in {path}",
+                hint="`tsukuctl config list` shows every setting.",
+            )
+        return None
     k = key(name)
-    value = None if raw is None else coerce(k, raw, "value")
-    flat = read_file(path)
-    flat.pop(_ALIASED, None)  # written back under the setting's own name
-    if value is None:
-        flat.pop(name, None)
-    else:
-        flat[name] = value
-    doc: dict[str, Any] = {}
-    for dotted in sorted(flat):
-        *tables, leaf = dotted.split(".")
+    value = coerce(k, raw, "value")
+
+    def put(doc: Any) -> None:
+        for alias in (a for a, n in ALIASES.items() if n == k.name):
+            _remove(doc, alias)  # written back under the setting's own name
+        *tables, leaf = k.name.split(".")
         table = doc
         for t in tables:
-            table = table.setdefault(t, {})
-        table[leaf] = flat[dotted]
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    write_atomic(path, tomli_w.dumps(doc), mode=0o600)  # may hold API keys
+            if t not in table:
+                import tomlkit
+
+                table.add(t, tomlkit.table())
+            table = table[t]
+        table[leaf] = value
+
+    _edit(path, put)
     return value
+
+
+def _remove(doc: Any, dotted: str) -> bool:
+    """Remove one key; a table left with neither keys nor comments goes too."""
+    *tables, leaf = dotted.split(".")
+    chain = [doc]
+    for t in tables:
+        if not isinstance(chain[-1], dict) or t not in chain[-1]:
+            return False
+        chain.append(chain[-1][t])
+    if not isinstance(chain[-1], dict) or leaf not in chain[-1]:
+        return False
+    del chain[-1][leaf]
+    for parent, name, table in reversed(list(zip(chain[:-1], tables, chain[1:], strict=True))):
+        body = getattr(getattr(table, "value", None), "body", None)
+        if len(table) or body is None or any(k is None and v.as_string().strip() for k, v in body):
+            break
+        del parent[name]
+    return True
+
+
+def _edit(path: Path, change: Any) -> Any:
+    """Apply ``change`` to the file's tomlkit document and write it back (0600)."""
+    import tomlkit
+    from tomlkit.exceptions import ParseError
+
+    try:
+        check_file_mode(path)
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    try:
+        doc = tomlkit.parse(text)
+    except ParseError as e:
+        raise ConfigError(
+            f"{_at(path, e.line)}: not valid TOML, so it cannot be edited safely: {e}",
+            hint="Fix it with `tsukuctl config edit`.",
+        ) from None
+    result = change(doc)
+    new = tomlkit.dumps(doc)
+    if new != text:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomic(path, new, mode=0o600)  # may hold API keys
+    return any(result) if isinstance(result, list) else result

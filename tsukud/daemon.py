@@ -50,6 +50,7 @@ class Daemon:
 
     def __post_init__(self) -> None:
         REDACTOR.update(self.config.secret_values())
+        self._config_stamp = configmod.file_stamp(self.config.path)
         self.home = Path(paths.tsuku_home(self.env))
         self.store = EventStore(Path(paths.db_path(self.env)), clock=self.clock)
         self.state = State()
@@ -80,7 +81,7 @@ class Daemon:
             ),
         )
         self.container_lock = ContainerLock(
-            self.store, self.clock, int(self.config["sandbox.max_concurrent"])
+            self.store, self.clock, int(self.config.value_or_default("sandbox.max_concurrent"))
         )
         # Features keep their long-lived state (caches, per-tool locks, HTTP clients) in
         # service objects built on first use, from explicit parts rather than this class.
@@ -104,8 +105,25 @@ class Daemon:
     # ---- configuration ---------------------------------------------------------------
 
     def reload_config(self) -> None:
+        self._config_stamp = configmod.file_stamp(self.config.path)
         self.config = configmod.resolve(env=self.env, path=self.config.path)
         REDACTOR.update(self.config.secret_values())
+
+    def refresh_config(self) -> None:
+        """Before each request: pick up an edit of config.toml (``tsukuctl config``,
+        which needs no daemon, an editor, a dotfile sync) and record each changed
+        setting as ``config.changed``. One ``stat`` when nothing changed."""
+        if configmod.file_stamp(self.config.path) == self._config_stamp:
+            return
+        old = self.config
+        self.reload_config()
+        for s in configmod.changed_settings(old, self.config):
+            unset = not s.source.startswith("file")
+            self.store.append_nowait(
+                "config.changed", {"key": s.key.name, "unset": unset, "source": s.source}
+            )
+        for problem in self.config.problems:
+            log.get().warning("config.problem", error=problem.error.message)
 
     # ---- lifecycle -------------------------------------------------------------------
 

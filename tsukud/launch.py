@@ -164,7 +164,8 @@ _REFUSED_START: dict[int, type[TsukuError]] = {
 def _start_failed(rc: int, err_path: str, offset: int) -> TsukuError:
     """A daemon that will not start on a damaged ledger or a full disk says so with its
     own exit code; the client keeps that code (and its meaning)."""
-    tail = _tail(err_path, offset)
+    # The hint line goes into the error's hint, not into its message too: printed once.
+    tail = "\n".join(x for x in _tail(err_path, offset).splitlines() if not x.startswith("hint: "))
     if not tail and _no_room(os.path.dirname(err_path)):
         # Its reason could not even be written (stderr is a file under TSUKU_HOME).
         return DiskFull(

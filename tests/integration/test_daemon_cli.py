@@ -169,6 +169,37 @@ def test_world_readable_config_refuses_to_start_with_fix(tsuku: Tsuku) -> None:
     )
     assert direct.returncode == ExitCode.CONFIG
     assert "readable by other users" in direct.stderr and f"chmod 600 {cfg}" in direct.stderr
+    assert cp.stderr.count(f"chmod 600 {cfg}") == 1  # the start-up hint, printed once
+
+
+def test_a_typo_in_the_config_locks_nothing_out_and_a_fix_is_picked_up_live(
+    tsuku: Tsuku,
+) -> None:
+    """Only the command that reads the mistyped setting fails, with one error naming the
+    line and the fix; `config` fixes it without a daemon, and the running daemon reads
+    the fixed file before its next request (recording config.changed)."""
+    cfg = tsuku.home / "config.toml"
+    cfg.write_text("# limits\n[llm]\nhourly_limit = 4\ndaily_budjet = 1.5\n")
+    cfg.chmod(0o600)
+    status = tsuku.ctl("status")  # starts the daemon; the budget is the mistyped key
+    assert status.returncode == ExitCode.CONFIG, status.stderr
+    assert status.stderr.count("line 4: unknown setting 'llm.daily_budjet'") == 1
+    assert "did you mean llm.daily_budget?" in status.stderr
+    assert status.stderr.count("hint:") == 1 and "tsukuctl config" in status.stderr
+    assert tsuku.ctl("events", "--limit", "1").returncode == 0  # needs no setting
+    assert tsuku.ctl("config", "get", "llm.hourly_limit", check=True).stdout == "4\n"
+    tsuku.ctl("config", "unset", "llm.daily_budjet", check=True)
+    tsuku.ctl("config", "set", "llm.daily_budget", "1.5", check=True)
+    assert cfg.read_text() == "# limits\n[llm]\nhourly_limit = 4\ndaily_budget = 1.5\n"
+    st = json.loads(tsuku.ctl("status", "--json", check=True).stdout)
+    assert st["budget"]["daily_budget_usd"] == 1.5  # the same daemon, reloaded
+    changed = [
+        json.loads(line)
+        for line in tsuku.ctl("events", "--type", "config.changed", "--json").stdout.splitlines()
+    ]
+    assert [(e["payload"]["key"], e["payload"]["source"]) for e in changed] == [
+        ("llm.daily_budget", "file")
+    ]
 
 
 def test_single_instance_and_socket_not_hijacked(daemon: Tsuku) -> None:

@@ -50,29 +50,105 @@ def test_missing_file_is_defaults(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "needle"),
+    ("text", "needle", "line", "spoiled"),
     [
-        ("[llm]\ndaily_budget = 'lots'\n", "llm.daily_budget must be float"),
-        ("[llm]\nhourly_limit = 1.5\n", "llm.hourly_limit must be int"),
-        ("[llm]\nhourly_limit = -1\n", "at least 0"),
-        ("[llm]\nbogus = 1\n", "unknown setting(s) llm.bogus"),
-        ("budget = 3\n", "must be a table"),
-        ("[llm\n", "not valid TOML"),
+        ("[llm]\ndaily_budget = 'lots'\n", "llm.daily_budget must be float", 2, "llm.daily_budget"),
+        (
+            "# mine\n[llm]\nhourly_limit = 1.5\n",
+            "llm.hourly_limit must be int",
+            3,
+            "llm.hourly_limit",
+        ),
+        ("[llm]\nhourly_limit = -1\n", "at least 0", 2, "llm.hourly_limit"),
+        ("[llm]\nbogus = 1\n", "unknown setting 'llm.bogus'", 2, None),
+        # A typo spoils the setting it was meant to be: its default could spend money.
+        (
+            "[llm]\nhourly_limit = 3\ndaily_budjet = 1\n",
+            "unknown setting 'llm.daily_budjet'; did you mean llm.daily_budget?",
+            3,
+            "llm.daily_budget",
+        ),
+        ("\nbudget = 3\n", "must be a table", 2, None),
+        ("[sandbox]\nmax_concurrent = 2\n[llm\n", "not valid TOML", 3, "sandbox.max_concurrent"),
     ],
 )
-def test_bad_files_name_the_problem(tmp_path: Path, text: str, needle: str) -> None:
+def test_a_bad_file_spoils_only_what_it_gets_wrong(
+    tmp_path: Path, text: str, needle: str, line: int, spoiled: str | None
+) -> None:
+    """One problem naming the line and the fix; reading the spoiled setting raises it, and
+    every other setting reads as usual (a syntax error spoils every file setting, but
+    the environment still counts)."""
     f = write(tmp_path / "config.toml", text)
-    with pytest.raises(ConfigError) as e:
-        config.resolve(env={}, path=f)
-    assert needle in e.value.message
+    c = config.resolve(env={"TSUKU_LOG_LEVEL": "debug"}, path=f)
+    [problem] = c.problems
+    assert needle in problem.error.message
+    assert problem.error.message.startswith(f"{f}, line {line}: ")
+    assert "tsukuctl config" in problem.error.hint
+    if spoiled is not None:
+        with pytest.raises(ConfigError) as e:
+            c[spoiled]
+        assert e.value is problem.error
+        assert c.value_or_default(spoiled) == config.KEYS[spoiled].default
+    assert c["log.level"] == "debug"  # from the environment
+    if "not valid TOML" in needle:
+        with pytest.raises(ConfigError):
+            c["llm.confirm_threshold"]
+    else:
+        assert c["llm.confirm_threshold"] == 0.5
 
 
 def test_bad_secret_value_is_not_echoed(tmp_path: Path) -> None:
     f = write(tmp_path / "config.toml", "[secrets]\nanthropic_api_key = 12345678\n")
     with pytest.raises(ConfigError) as e:
-        config.resolve(env={}, path=f)
+        config.resolve(env={}, path=f)["secrets.anthropic_api_key"]
     assert "12345678" not in e.value.message
     assert "(hidden)" in e.value.message
+
+
+def test_write_value_keeps_comments_and_layout(tmp_path: Path) -> None:
+    f = write(
+        tmp_path / "config.toml",
+        '# my settings\n\n[llm.claude]\napi_key_env = "WORK_KEY"  # the work key\n\n'
+        "[log]\nlevel = 'debug'  # loud\n",
+    )
+    config.write_value(f, "log.level", "info")
+    config.write_value(f, "llm.hourly_limit", "4")
+    text = f.read_text()
+    assert text.startswith("# my settings\n")
+    assert 'api_key_env = "WORK_KEY"  # the work key\n' in text
+    assert 'level = "info"  # loud\n' in text
+    c = config.resolve(env={}, path=f)
+    assert (c["log.level"], c["llm.hourly_limit"], c["llm.claude.api_key_env"]) == (
+        "info",
+        4,
+        "WORK_KEY",
+    )
+    config.write_value(f, "log.level", None)
+    assert "[log]" not in f.read_text()  # an emptied table without comments goes
+
+
+def test_unset_removes_a_typo_and_refuses_a_name_that_is_nowhere(tmp_path: Path) -> None:
+    f = write(tmp_path / "config.toml", "[llm]\ndaily_budjet = 1  # oops\nhourly_limit = 2\n")
+    config.write_value(f, "llm.daily_budjet", None)
+    assert f.read_text() == "[llm]\nhourly_limit = 2\n"
+    assert config.resolve(env={}, path=f).problems == ()
+    with pytest.raises(UsageError):
+        config.write_value(f, "llm.nowhere", None)
+
+
+def test_a_value_is_checked_before_anything_is_written(tmp_path: Path) -> None:
+    f = write(tmp_path / "config.toml", "# keep\n")
+    with pytest.raises(ConfigError):
+        config.write_value(f, "llm.hourly_limit", "many")
+    assert f.read_text() == "# keep\n"
+
+
+def test_a_file_with_a_syntax_error_is_not_edited_blindly(tmp_path: Path) -> None:
+    f = write(tmp_path / "config.toml", "[llm]\ndaily_budget = \n")
+    with pytest.raises(ConfigError) as e:
+        config.write_value(f, "llm.daily_budget", "2")
+    assert "line 2" in e.value.message and "config edit" in e.value.hint
+    assert f.read_text() == "[llm]\ndaily_budget = \n"
 
 
 def test_write_value_is_atomic_0600_and_roundtrips(tmp_path: Path) -> None:

@@ -251,19 +251,6 @@ async def confirm_answer(d: Daemon, p: AnswerParams, call: Call) -> dict[str, An
 # ---- configuration ----------------------------------------------------------------------
 
 
-def _shown(s: configmod.Setting) -> dict[str, Any]:
-    value: Any = s.value
-    if s.key.secret:
-        value = "(set)" if s.value else "(not set)"
-    return {
-        "key": s.key.name,
-        "value": value,
-        "source": s.source,
-        "secret": s.key.secret,
-        "doc": s.key.doc,
-    }
-
-
 class ConfigGetParams(msgspec.Struct, forbid_unknown_fields=True):
     key: str
 
@@ -271,13 +258,13 @@ class ConfigGetParams(msgspec.Struct, forbid_unknown_fields=True):
 @method("config.get", ConfigGetParams, inline=True)
 async def config_get(d: Daemon, p: ConfigGetParams, call: Call) -> dict[str, Any]:
     """One setting with its source; secrets only as (set)/(not set)."""
-    return _shown(d.config.setting(configmod.key(p.key).name))
+    return d.config.setting(configmod.key(p.key).name).shown()
 
 
 @method("config.list", NoParams, inline=True)
 async def config_list(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
     """Every setting with its source; secrets only as (set)/(not set)."""
-    return {"settings": [_shown(s) for s in d.config.settings()], "path": str(d.config.path)}
+    return {"settings": [s.shown() for s in d.config.settings()], "path": str(d.config.path)}
 
 
 class ConfigSetParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -290,12 +277,9 @@ async def config_set(d: Daemon, p: ConfigSetParams, call: Call) -> dict[str, Any
     """Write one setting to config.toml (0600, atomic) and apply it."""
     k = configmod.key(p.key)
     configmod.write_value(d.config.path, k.name, p.value)
-    d.reload_config()
+    d.refresh_config()  # records config.changed
     s = d.config.setting(k.name)
-    out = _shown(s)
+    out = s.shown()
     if s.source.startswith("env:"):
         out["note"] = f"${s.source[4:]} overrides the file value while it is set"
-    d.store.append_nowait(
-        "config.changed", {"key": k.name, "unset": p.value is None, "source": s.source}
-    )
     return out

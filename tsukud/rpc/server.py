@@ -120,9 +120,12 @@ class RpcServer:
         redactor: Redactor = REDACTOR,
         peer: PeerCheck | None = None,
         max_connections: int = MAX_CONNECTIONS,
+        before_request: Callable[[], None] | None = None,
     ) -> None:
         self.methods = dict(methods)
         self.context = context
+        # The daemon's check for an edited config file: it may raise the file's error.
+        self.before_request = before_request
         self.uid = os.getuid() if uid is None else uid
         self.redactor = redactor
         self.peer = socket_peer_uid if peer is None else peer
@@ -223,6 +226,8 @@ class RpcServer:
             except msgspec.ValidationError as e:
                 raise InvalidParams(f"{method.name}: {e}".replace("`$", "`$.params")) from None
             call = Call(conn, req.id)
+            if self.before_request is not None:
+                self.before_request()
             result = await method.handler(self.context, params, call)
             await conn.send(protocol.result_frame(req.id, result))
             for fn in call.after_reply:

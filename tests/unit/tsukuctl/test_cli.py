@@ -437,20 +437,35 @@ def test_events_verify(daemon: DaemonDouble, capsys: pytest.CaptureFixture[str])
 # ---- config -------------------------------------------------------------------------------
 
 
-def test_config_list_and_get(daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]) -> None:
-    setting = {"key": "budget.daily_usd", "value": 5.0, "source": "default"}
-    daemon.replies["config.list"] = result({"settings": [setting], "path": "/h/config.toml"})
-    daemon.replies["config.get"] = result(setting)
+def _config_file(home: Path, text: str) -> Path:
+    f = home / "config.toml"
+    f.write_text(text)
+    f.chmod(0o600)
+    return f
+
+
+def test_config_works_on_the_file_without_the_daemon(
+    daemon: DaemonDouble, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = _config_file(home, "# budget for the team\n[llm]\ndaily_budget = 2.0  # USD\n")
+    assert run(capsys, "config", "path") == (0, f"{f}\n", "")
+    assert run(capsys, "config", "get", "llm.daily_budget") == (0, "2.0\n", "")
+    assert run(capsys, "config", "set", "llm.daily_budget", "3.5") == (
+        0,
+        "llm.daily_budget = 3.5  (file)\n",
+        "",
+    )
+    assert f.read_text() == "# budget for the team\n[llm]\ndaily_budget = 3.5  # USD\n"
     code, out, _ = run(capsys, "config", "list")
     assert code == 0
-    assert out.splitlines() == [
-        "KEY               VALUE  SOURCE",
-        "budget.daily_usd  5.0    default",
+    assert "llm.daily_budget" in out and "3.5" in out and f"file: {f}" in out
+    assert run(capsys, "config", "unset", "llm.daily_budget") == (
+        0,
+        "llm.daily_budget unset (now 5.0 from default)\n",
         "",
-        "file: /h/config.toml",
-    ]
-    assert run(capsys, "config", "get", "budget.daily_usd") == (0, "5.0\n", "")
-    assert daemon.requests[-1] == ("config.get", {"key": "budget.daily_usd"})
+    )
+    assert "daily_budget" not in f.read_text()
+    assert daemon.requests == []  # nothing asked the daemon, nothing started one
 
 
 def test_config_without_a_key_is_a_usage_error(
@@ -472,31 +487,54 @@ def test_a_secret_is_never_taken_from_the_command_line(
 
 
 def test_a_secret_is_read_from_standard_input(
-    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO("sk-ant-from-stdin\n"))
-    daemon.replies["config.set"] = lambda p: [
-        {"result": {"key": p["key"], "value": "********", "source": "file", "note": "kept 0600"}}
-    ]
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     code, out, err = run(capsys, "config", "set", "secrets.anthropic_api_key")
-    assert code == 0
-    assert daemon.requests == [
-        ("config.set", {"key": "secrets.anthropic_api_key", "value": "sk-ant-from-stdin"})
-    ]
-    assert out == "secrets.anthropic_api_key = ********  (file)\n"
-    assert err == "note: kept 0600\n"
+    assert (code, out, err) == (0, "secrets.anthropic_api_key = (set)  (file)\n", "")
+    f = home / "config.toml"
+    assert f.stat().st_mode & 0o777 == 0o600
+    assert 'anthropic_api_key = "sk-ant-from-stdin"' in f.read_text()
 
 
-def test_config_unset(daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]) -> None:
-    daemon.replies["config.set"] = result(
-        {"key": "llm.order", "value": "claude", "source": "default"}
-    )
-    assert run(capsys, "config", "unset", "llm.order") == (
-        0,
-        "llm.order unset (now claude from default)\n",
-        "",
-    )
-    assert daemon.requests == [("config.set", {"key": "llm.order", "value": None})]
+@pytest.mark.parametrize(
+    ("text", "line", "needle"),
+    [
+        ("[llm]\nhourly_limit = 2\ndaily_budjet = 1\n", 3, "did you mean llm.daily_budget?"),
+        ("[llm]\ndaily_budget = 'lots'\n", 2, "llm.daily_budget must be float"),
+        ("[llm]\ndaily_budget = \n", 2, "not valid TOML"),
+    ],
+)
+def test_a_bad_file_is_one_error_and_config_can_fix_it(
+    home: Path, capsys: pytest.CaptureFixture[str], text: str, line: int, needle: str
+) -> None:
+    f = _config_file(home, text)
+    code, out, err = run(capsys, "config", "get", "llm.daily_budget")
+    assert code == ExitCode.CONFIG and out == ""
+    first, hint = err.splitlines()
+    assert first.startswith(f"tsukuctl: {f}, line {line}: ") and needle in first
+    assert hint.startswith("hint: ") and "tsukuctl config" in hint
+    code, out, err = run(capsys, "config", "list")
+    assert code == 0 and "llm.daily_budget" in out
+    assert err.count(needle) == 1 and f"line {line}" in err
+    assert run(capsys, "config", "path")[0] == 0
+
+
+def test_config_edit_replaces_the_file_only_when_it_reads_cleanly(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    f = _config_file(home, "# mine\n[llm]\ndaily_budget = 2.0\n")
+    monkeypatch.setenv("VISUAL", "sed -i s/2.0/2.5/")
+    assert run(capsys, "config", "edit") == (0, f"{f} saved\n", "")
+    assert f.read_text() == "# mine\n[llm]\ndaily_budget = 2.5\n"
+    monkeypatch.setenv("VISUAL", "sed -i s/daily_budget/daily_budjet/")
+    code, out, err = run(capsys, "config", "edit")  # not a terminal: the edit is kept aside
+    assert code == ExitCode.CONFIG and out == ""
+    assert "line 3: unknown setting 'llm.daily_budjet'" in err and "is unchanged" in err
+    assert f.read_text() == "# mine\n[llm]\ndaily_budget = 2.5\n"
+    [kept] = home.glob(".config.*.toml")
+    assert "daily_budjet" in kept.read_text() and kept.stat().st_mode & 0o777 == 0o600
 
 
 # ---- daemon -------------------------------------------------------------------------------
