@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "update-registry": "tsukuctl.install_commands",
     "create": "tsukuctl.create_commands",
     "hook": "tsukuctl.hook_commands",
+    "shell-init": "tsukuctl.hook_commands",
     "demo": "tsukuctl.demo_commands",
     "discover": "tsukuctl.discover_commands",
     "help": "tsukuctl.cli",

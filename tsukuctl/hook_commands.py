@@ -1,11 +1,15 @@
-"""``tsukuctl hook install|uninstall|status|mode``: the shell's command-not-found hook.
+"""``tsukuctl hook install|uninstall|status|mode`` and ``tsukuctl shell-init SHELL``.
 
-``install`` copies the hook scripts to ``$TSUKU_HOME/share/hooks/`` and adds one line,
-marked ``# tsuku hook (managed)``, to the shell's rc file; ``uninstall`` removes exactly
-that line and leaves every other byte of the file as it was. The line names the hook
-by ``$HOME/.tsuku`` when TSUKU_HOME is the default (so a dotfile repository shared
-between machines keeps working) and by its absolute path otherwise (TSUKU_HOME may not
-be exported yet where the rc file sources the hook).
+``install`` copies the hook scripts to ``$TSUKU_HOME/share/hooks/``, adds one line,
+marked ``# tsuku hook (managed)``, to the shell's rc file, and has the daemon build the
+command index from the registry at once (fetching its manifest on a fresh home). The
+line puts ``$TSUKU_HOME/bin`` first on PATH (re-sourcing does not add it twice) and
+sources the hook; ``uninstall`` removes exactly that line and leaves every other byte
+of the file as it was. The line names the home by ``$HOME/.tsuku`` when TSUKU_HOME is
+the default (so a dotfile repository shared between machines keeps working) and by its
+absolute path otherwise (TSUKU_HOME may not be exported yet where the rc file sources
+the hook). ``shell-init`` prints the same lines for people who keep their rc files
+themselves.
 
 Standard library only, and nothing imported at module level beyond what the CLI
 already loaded: every ``tsukuctl`` run imports this module to build its parser.
@@ -18,7 +22,7 @@ import contextlib
 import os
 import sys
 
-from tsukuctl.command import out, rpc
+from tsukuctl.command import err, out, rpc
 from tsukud import paths
 from tsukud.errors import TsukuError, UsageError
 
@@ -66,21 +70,38 @@ def _quote(path: str, shell: str) -> str:
     return '"' + "".join("\\" + c if c in special else c for c in path) + '"'
 
 
-def hook_file_expr(shell: str, tsuku_home: str, env: Mapping[str, str]) -> str:
-    """The hook script's path as the rc line spells it (a quoted shell word)."""
-    rel = f"/share/hooks/tsuku.{shell}"
+def home_expr(shell: str, tsuku_home: str, env: Mapping[str, str], rel: str) -> str:
+    """``$TSUKU_HOME/<rel>`` as the rc line spells it (a quoted shell word)."""
     home = env.get("HOME") or ""
     if home and os.path.normpath(tsuku_home) == os.path.join(os.path.normpath(home), ".tsuku"):
         return f'"$HOME/.tsuku{rel}"'
     return _quote(tsuku_home + rel, shell)
 
 
-def source_line(shell: str, tsuku_home: str, env: Mapping[str, str]) -> str:
-    """One line that sources the hook when it exists (and is a no-op, status 0, when not)."""
+def hook_file_expr(shell: str, tsuku_home: str, env: Mapping[str, str]) -> str:
+    """The hook script's path as the rc line spells it (a quoted shell word)."""
+    return home_expr(shell, tsuku_home, env, f"/share/hooks/tsuku.{shell}")
+
+
+def path_code(shell: str, tsuku_home: str, env: Mapping[str, str]) -> str:
+    """Shell code putting ``$TSUKU_HOME/bin`` first on PATH, once however often it runs."""
+    b = home_expr(shell, tsuku_home, env, "/bin")
+    if shell == "fish":
+        return f"contains -- {b} $PATH; or set -gx PATH {b} $PATH"
+    return f'export PATH={b}:"${{PATH#{b}:}}"'
+
+
+def hook_code(shell: str, tsuku_home: str, env: Mapping[str, str]) -> str:
+    """Shell code sourcing the hook when it exists (a no-op, status 0, when not)."""
     f = hook_file_expr(shell, tsuku_home, env)
     if shell == "fish":
-        return f"if test -f {f}; source {f}; end {TAG}"
-    return f"if [ -f {f} ]; then . {f}; fi {TAG}"
+        return f"if test -f {f}; source {f}; end"
+    return f"if [ -f {f} ]; then . {f}; fi"
+
+
+def source_line(shell: str, tsuku_home: str, env: Mapping[str, str]) -> str:
+    """The managed rc line: PATH, then the hook."""
+    return f"{path_code(shell, tsuku_home, env)}; {hook_code(shell, tsuku_home, env)} {TAG}"
 
 
 def _lines(text: str) -> list[str]:
@@ -323,11 +344,22 @@ def _install(args: argparse.Namespace, home: str) -> int:
     mode, source = effective_mode(home, os.environ)
     out(f"{'mode':<13} {mode} (from {source})")
     try:
-        res = rpc(args, "hooks.reindex")
+        res = rpc(
+            args,
+            "hooks.reindex",
+            {"fetch": True},
+            on_progress=lambda p: err(f"{p['stage']}…") if "stage" in p else None,
+        )
         out(
             f"{'index':<13} {res['path']}: {_n(res['commands'], 'command')}"
             f" from {_n(res['tools'], 'tool')}"
         )
+        if str(res.get("manifest", "")).startswith("unavailable"):
+            err(
+                f"warning: the registry's recipe list could not be fetched ({res['manifest']});"
+                " the index knows local and cached recipes only until `tsukuctl"
+                " update-registry` succeeds"
+            )
     except TsukuError as e:
         sys.stderr.write(
             f"warning: the binary index was not rebuilt ({e.message}); the hook suggests"
@@ -408,6 +440,24 @@ def _status(args: argparse.Namespace, home: str) -> int:
     return 0
 
 
+def cmd_shell_init(args: argparse.Namespace) -> int:
+    """The rc lines, for ``eval "$(tsukuctl shell-init bash)"`` or pasting into an rc file
+    kept by hand (or a dotfile manager); the hook scripts they source are written too."""
+    home = paths.tsuku_home()
+    install_scripts(home)
+    comment = f"# tsuku: {home}/bin on PATH, and the command-not-found hook"
+    out(
+        "\n".join(
+            (
+                comment,
+                path_code(args.shell, home, os.environ),
+                hook_code(args.shell, home, os.environ),
+            )
+        )
+    )
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "hook",
@@ -424,3 +474,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--mode", choices=MODES, help="install: also set the mode")
     p.add_argument("--json", action="store_true", help="status: one JSON object")
     p.set_defaults(fn=cmd_hook)
+    init = sub.add_parser(
+        "shell-init",
+        help="print the rc lines (PATH and the hook) for rc files you manage yourself",
+        description="Print the lines `tsukuctl hook install` would add to the shell's rc "
+        'file: `eval "$(tsukuctl shell-init bash)"` in ~/.bashrc, or paste them.',
+    )
+    init.add_argument("shell", choices=SHELLS)
+    init.set_defaults(fn=cmd_shell_init)

@@ -119,7 +119,10 @@ def _path_note(links: list[str]) -> None:
     bin_dir = os.path.dirname(links[0])
     path = os.environ.get("PATH", "").split(os.pathsep)
     if bin_dir not in path:
-        sys.stderr.write(f'note: {bin_dir} is not on PATH; add it: export PATH="{bin_dir}:$PATH"\n')
+        sys.stderr.write(
+            f"note: {bin_dir} is not on PATH; `tsukuctl hook install` adds it for new shells"
+            " (`tsukuctl shell-init SHELL` prints the line for an rc file you keep yourself)\n"
+        )
 
 
 def cmd_install(args: argparse.Namespace) -> int:

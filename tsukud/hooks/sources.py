@@ -1,7 +1,9 @@
 """What goes into the binary index: recipes on disk and the installed-tools projection.
 
 Recipe files are read through ``tsukud.recipe`` so the commands are the ones the
-installer will link (the basename of each binary's ``dest``, else its ``src``). A recipe
+installer will link (the basename of each binary's ``dest``, else its ``src``). The
+names a recipe ``satisfies`` (``hx`` for helix), from the recipe or the registry's
+manifest, are indexed as its commands too: they are what a user types. A recipe
 our model refuses (an action parameter it does not know yet, a newer format) still
 names its commands: the raw TOML is read leniently instead, because a suggestion for a
 tool we cannot install yet is still better than the shell's bare "command not found".
@@ -37,6 +39,23 @@ def recipe_binaries(recipe: Recipe) -> list[str]:
     return list(dict.fromkeys(n for n in names if n))
 
 
+def with_aliases(tool: str, binaries: list[str], aliases: Iterable[str]) -> list[str]:
+    """The commands to index for a tool: its binaries (its own name when it names none)
+    and the names it satisfies."""
+    extra = [a.lower() for a in aliases if a]
+    if not extra:
+        return binaries
+    return list(dict.fromkeys([*(binaries or [tool]), *extra]))
+
+
+def _satisfied(satisfies: Any) -> list[str]:
+    """Every name in a ``satisfies`` table (``{aliases = ["hx"]}``), read loosely."""
+    if not isinstance(satisfies, Mapping):
+        return []
+    names = (n for v in satisfies.values() if isinstance(v, list | tuple) for n in v)
+    return [n for n in names if isinstance(n, str)]
+
+
 def _loose_binaries(table: Mapping[str, Any]) -> list[str]:
     """``binaries`` (paths or ``{src, dest}``) and ``binary`` from an untyped table."""
     out: list[str] = []
@@ -67,6 +86,7 @@ def _lenient_binaries(path: Path) -> list[str] | None:
     meta = data.get("metadata")
     if isinstance(meta, dict):
         names += _loose_binaries(meta)
+        names = with_aliases(path.stem.lower(), names, _satisfied(meta.get("satisfies")))
     return list(dict.fromkeys(n for n in names if n))
 
 
@@ -89,7 +109,10 @@ class RecipeReader:
         if hit is not None and hit[0] == key:
             return hit[1]
         try:
-            names: list[str] | None = recipe_binaries(load_recipe(path))
+            recipe = load_recipe(path)
+            names: list[str] | None = with_aliases(
+                path.stem.lower(), recipe_binaries(recipe), _satisfied(recipe.metadata.satisfies)
+            )
             self.errors.pop(str(path), None)
         except (RecipeError, OSError) as exc:
             names = _lenient_binaries(path)
@@ -111,10 +134,13 @@ class RecipeReader:
                 names = self.binaries(path)
                 if names is not None:
                     out.append((path.stem.lower(), source, names))
-        registry_tools = {tool for tool, source, _ in out if source == "registry"}
-        for name in manifest_names(home / "registry" / "manifest.json"):
-            if name not in registry_tools:
-                out.append((name, "registry", []))
+        registry = {tool: i for i, (tool, source, _) in enumerate(out) if source == "registry"}
+        for name, aliases in manifest_entries(home / "registry" / "manifest.json").items():
+            if name in registry:
+                tool, source, names = out[registry[name]]
+                out[registry[name]] = (tool, source, with_aliases(tool, names, aliases))
+            else:
+                out.append((name, "registry", with_aliases(name, [], aliases)))
         for stale in set(self._cache) - seen_paths:
             del self._cache[stale]
             self.errors.pop(stale, None)
@@ -135,7 +161,12 @@ def _toml_files(root: Path, *, recursive: bool) -> list[Path]:
 
 
 def manifest_names(path: Path) -> list[str]:
-    """Recipe names listed by the cached registry manifest (``{recipes: [{name}]}``).
+    """Recipe names listed by the cached registry manifest (``{recipes: [{name}]}``)."""
+    return sorted(manifest_entries(path))
+
+
+def manifest_entries(path: Path) -> dict[str, list[str]]:
+    """Recipe name → the names it satisfies, from the cached registry manifest.
 
     The registry caches a recipe file only once something asked for it, so without the
     manifest a fresh install would know nothing to suggest. Read loosely: a manifest we
@@ -144,10 +175,14 @@ def manifest_names(path: Path) -> list[str]:
     try:
         data = json.loads(path.read_bytes())
     except (OSError, ValueError):
-        return []
+        return {}
     recipes = data.get("recipes") if isinstance(data, dict) else None
-    names = (r.get("name") for r in recipes or () if isinstance(r, dict))
-    return sorted({n.lower() for n in names if isinstance(n, str) and n})
+    out: dict[str, list[str]] = {}
+    for r in recipes if isinstance(recipes, list) else ():
+        name = r.get("name") if isinstance(r, dict) else None
+        if isinstance(name, str) and name:
+            out.setdefault(name.lower(), []).extend(_satisfied(r.get("satisfies")))
+    return out
 
 
 def installed_binaries(installed: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str]]:

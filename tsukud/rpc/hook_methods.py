@@ -4,12 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from tsukud.daemon import Daemon
-from tsukud.rpc.registry import NoParams, method
+from tsukud.flows.hook_index import reindex
+from tsukud.rpc.registry import method
 from tsukud.rpc.server import Call
 
 
-@method("hooks.reindex", NoParams)
-async def hooks_reindex(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+class ReindexParams(msgspec.Struct, forbid_unknown_fields=True):
+    fetch: bool = False  # fetch the registry's manifest first when none is cached
+
+
+@method("hooks.reindex", ReindexParams)
+async def hooks_reindex(d: Daemon, p: ReindexParams, call: Call) -> dict[str, Any]:
     """Rewrite $TSUKU_HOME/share/binary-index.tsv from recipes and installed tools."""
-    return await d.services.hook_index.rebuild()
+    registry = d.services.installer.registry if p.fetch else None
+    return await reindex(d.services.hook_index, registry, call.progress)

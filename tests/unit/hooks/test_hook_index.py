@@ -203,6 +203,33 @@ def test_reader_rereads_only_changed_files(tmp_path: Path) -> None:
     assert reader._cache == {}
 
 
+def test_names_a_recipe_satisfies_are_its_commands(tmp_path: Path) -> None:
+    """`hx` → helix: from the manifest (recipe not cached) and from a cached recipe's
+    [metadata] satisfies; the tool's own command stays indexed."""
+    (tmp_path / "registry" / "b").mkdir(parents=True)
+    (tmp_path / "registry" / "b" / "bat.toml").write_text(
+        STERN.replace('name = "stern"', 'name = "bat"\nsatisfies = { aliases = ["batcat"] }')
+        .replace("stern/stern", "sharkdp/bat")
+        .replace('binaries = ["stern"]', 'binaries = ["bat"]')
+    )
+    (tmp_path / "registry" / "manifest.json").write_text(
+        '{"schema_version": 1, "recipes": ['
+        '{"name": "helix", "satisfies": {"aliases": ["hx"]}},'
+        '{"name": "bat", "satisfies": {"homebrew": ["bat-extras"]}},'
+        '{"name": "jq", "satisfies": "not a table"}]}'
+    )
+    found = sorted(RecipeReader().scan(tmp_path))
+    assert found == [
+        ("bat", "registry", ["bat", "batcat", "bat-extras"]),
+        ("helix", "registry", ["helix", "hx"]),
+        ("jq", "registry", []),
+    ]
+    text = build_index(found, {})
+    assert lookup(text, "hx") == ("helix", "registry")
+    assert lookup(text, "helix") == ("helix", "registry")
+    assert lookup(text, "batcat") == ("bat", "registry")
+
+
 def test_manifest_missing_or_malformed(tmp_path: Path) -> None:
     assert manifest_names(tmp_path / "nope.json") == []
     (tmp_path / "m.json").write_text("[1, 2]")

@@ -31,15 +31,18 @@ LINE = source_line("bash", "/opt/tsuku", {"HOME": "/home/u"})
 def test_source_line_spellings() -> None:
     env = {"HOME": "/home/u"}
     assert source_line("bash", "/home/u/.tsuku", env) == (
-        'if [ -f "$HOME/.tsuku/share/hooks/tsuku.bash" ]; then'
+        'export PATH="$HOME/.tsuku/bin":"${PATH#"$HOME/.tsuku/bin":}";'
+        ' if [ -f "$HOME/.tsuku/share/hooks/tsuku.bash" ]; then'
         ' . "$HOME/.tsuku/share/hooks/tsuku.bash"; fi # tsuku hook (managed)'
     )
     assert source_line("zsh", "/opt/t", env) == (
-        'if [ -f "/opt/t/share/hooks/tsuku.zsh" ]; then'
+        'export PATH="/opt/t/bin":"${PATH#"/opt/t/bin":}";'
+        ' if [ -f "/opt/t/share/hooks/tsuku.zsh" ]; then'
         ' . "/opt/t/share/hooks/tsuku.zsh"; fi # tsuku hook (managed)'
     )
     assert source_line("fish", "/home/u/.tsuku", env) == (
-        'if test -f "$HOME/.tsuku/share/hooks/tsuku.fish";'
+        'contains -- "$HOME/.tsuku/bin" $PATH; or set -gx PATH "$HOME/.tsuku/bin" $PATH;'
+        ' if test -f "$HOME/.tsuku/share/hooks/tsuku.fish";'
         ' source "$HOME/.tsuku/share/hooks/tsuku.fish"; end # tsuku hook (managed)'
     )
     # Odd characters in a custom home are quoted for the shell that reads them.
@@ -78,7 +81,7 @@ def test_round_trip_is_exact(before: str) -> None:
 
 def test_missing_final_newline_is_restored_only_while_ours_is_last() -> None:
     after = add_line("export A=1", LINE)
-    assert after.startswith("export A=1\nif [ -f ") and after.endswith("\n")
+    assert after.startswith("export A=1\nexport PATH=") and after.endswith("\n")
     assert remove_line(after) == "export A=1"
     # The user appended below our line: the newline we added now separates real lines.
     appended = after + "export B=2\n"
@@ -139,7 +142,7 @@ def test_missing_rc_is_created_and_fish_file_deleted_when_emptied(tmp_path: Path
     env = {"HOME": str(tmp_path)}
     fish = rc_path("fish", env)
     assert install_rc("fish", fish, "/opt/t", env) == "added"
-    assert Path(fish).read_text().startswith("if test -f")
+    assert Path(fish).read_text().startswith("contains -- ")
     assert uninstall_rc("fish", fish) is True
     assert not os.path.exists(fish)
     bashrc = rc_path("bash", env)
