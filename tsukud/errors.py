@@ -212,6 +212,19 @@ CATALOGUE: dict[str, ErrorKind] = {
         "installed. If the release was re-uploaded on purpose, the recipe's checksum must be "
         "updated.",
     ),
+    "signature_invalid": ErrorKind(
+        E.INSTALL_FAILED,
+        "The download is not what the key's owner signed; nothing was installed.",
+    ),
+    "signature_key_mismatch": ErrorKind(
+        E.INSTALL_FAILED,
+        "The key at signature_key_url is not the one the recipe pins by fingerprint; nothing "
+        "was installed.",
+    ),
+    "openpgp_unavailable": ErrorKind(
+        E.DEPENDENCY_FAILED,
+        "Install GnuPG: `sudo apt-get install gpg gpgv` (Debian); nothing was installed.",
+    ),
     "extract_failed": ErrorKind(E.INSTALL_FAILED),
     "archive_corrupt": ErrorKind(
         E.INSTALL_FAILED, "The download may be truncated or not the format the recipe says."

@@ -9,7 +9,8 @@
 3. in a private staging directory ``tools/.staging-<name>-*``: downloads each asset
    (sha256 computed while streaming; checked against GitHub's ``digest``, the recipe's
    ``asset_sha256`` or ``checksum`` and a ``checksum_asset``/``checksum_url`` file when
-   present),
+   present; a ``download`` with ``signature_url`` also has its detached OpenPGP
+   signature checked by GnuPG against the key the recipe pins, ``openpgp.py``),
    extracts it with the safe extractor, and assembles the tool's tree (``assemble.py``);
 4. renames the tree to ``tools/<name>-<version>`` (atomic), runs the verify command
    there and checks its patterns;
@@ -48,6 +49,7 @@ from tsukud.install.download import (
 )
 from tsukud.install.errors import BinaryConflict, BinaryNotInArchive, no_space
 from tsukud.install.extract import ExtractLimits, extract
+from tsukud.install.openpgp import SignatureInvalid, verify_detached
 from tsukud.install.registry import LoadedRecipe
 from tsukud.install.transaction import InstallTransaction
 from tsukud.install.versions import Resolution
@@ -293,7 +295,7 @@ class InstallAttempt:
                 "downloading", file=step.asset_name, bytes=done, total=total, version=res.version
             )
 
-        if fmt.is_tar:
+        if fmt.is_tar and step.signature_url is None:
             # Unpack while downloading (the extractor reads the bytes as they arrive);
             # the result is only used once the whole file's checksum has passed.
             def consume(link: Path, length: int | None) -> Any:
@@ -321,11 +323,15 @@ class InstallAttempt:
             )
         self.stage = "checksum"
         checked = await self._check(step, res, loaded, result)
+        signed_by = None
+        if step.signature_url is not None:
+            signed_by = await self._check_signature(step, dest)
+            checked.append("openpgp_signature")
         await self.progress(
             "verified_checksum", file=step.asset_name, sha256=result.sha256, checked=checked
         )
         self.stage = "extract"
-        if fmt.is_tar:
+        if fmt.is_tar and step.signature_url is None:
             await self.progress("extracting", file=step.asset_name, format=fmt.value, streamed=True)
             if unpacked.error is not None:
                 raise unpacked.error
@@ -335,7 +341,7 @@ class InstallAttempt:
                 lambda: extract(dest, unpack, fmt, strip_dirs=step.strip_dirs, name=name)
             )
             os.unlink(dest)
-        return {
+        record = {
             "name": step.asset_name,
             "url": step.url,
             "size": result.size,
@@ -343,6 +349,35 @@ class InstallAttempt:
             "digest_checked": "github_digest" in checked,
             "checked_against": checked,
         }
+        if signed_by is not None:
+            record["signed_by"] = signed_by
+        return record
+
+    async def _fetch_small(self, url: str, what: str, file: str) -> bytes:
+        """A signature or key file (small, through the shared HTTP layer); a failure to
+        read it refuses the install, since the download cannot be checked without it."""
+        try:
+            resp = await self.inst.http.get(url, max_bytes=CHECKSUM_FILE_MAX)
+        except TsukuError as exc:
+            raise SignatureInvalid(
+                f"cannot fetch the {what} {url} for {file}: {exc.message}",
+                hint="The recipe's download is signed and the signature could not be "
+                "checked; nothing was installed.",
+                file=file,
+            ) from None
+        return resp.body
+
+    async def _check_signature(self, step: RenderedStep, path: Path) -> str:
+        """The download's detached OpenPGP signature, checked by GnuPG against the key
+        the recipe pins (``openpgp.py``)."""
+        assert step.signature_url and step.signature_key_url and step.signature_key_fingerprint
+        await self.progress("verifying_signature", file=step.asset_name)
+        signature = await self._fetch_small(step.signature_url, "signature", step.asset_name)
+        key = await self._fetch_small(step.signature_key_url, "signing key", step.asset_name)
+        fingerprint = step.signature_key_fingerprint
+        return await trio.to_thread.run_sync(
+            lambda: verify_detached(path, signature, key, fingerprint, name=step.asset_name)
+        )
 
     async def _check(
         self, step: RenderedStep, res: Resolution, loaded: LoadedRecipe, result: DownloadResult

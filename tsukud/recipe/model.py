@@ -231,8 +231,9 @@ class DownloadStep(_StepBase, frozen=True, kw_only=True):
     into the step's work directory as ``dest`` (default: the URL's last segment).
 
     ``checksum`` is a sha256 the recipe pins; ``checksum_url`` names a checksum file
-    (one hash, or ``<hash>  <name>`` lines). Signature parameters are parsed into
-    ``extra`` and refused by :func:`require_supported` until they are verified.
+    (one hash, or ``<hash>  <name>`` lines). ``signature_url`` (a detached OpenPGP
+    signature), ``signature_key_url`` (the public key) and ``signature_key_fingerprint``
+    (the key the recipe trusts) come together; the installer checks them with GnuPG.
     """
 
     ACTIONS: ClassVar[tuple[str, ...]] = ("download", "download_file")
@@ -242,6 +243,9 @@ class DownloadStep(_StepBase, frozen=True, kw_only=True):
     checksum: str | None = None
     checksum_algo: str | None = None
     checksum_url: str | None = None
+    signature_url: str | None = None
+    signature_key_url: str | None = None
+    signature_key_fingerprint: str | None = None
     os_mapping: dict[str, str] | None = None
     arch_mapping: dict[str, str] | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
@@ -391,7 +395,12 @@ HTTP_JSON_SOURCE = "http_json"
 SUPPORTED_VERSION_SOURCES = (*GITHUB_VERSION_SOURCES, HTTP_JSON_SOURCE)
 # Hash algorithms the download pump computes while streaming.
 CHECKSUM_ALGOS = ("sha256",)
-_SIGNATURE_KEYS = ("signature_url", "signature_key_url", "signature_key_fingerprint")
+
+
+def normalize_fingerprint(text: str) -> str:
+    """An OpenPGP fingerprint as GnuPG prints it: ``"FB5D B77F ..."`` or ``0xfb5d...`` →
+    upper-case hex without spaces."""
+    return "".join(text.split()).upper().removeprefix("0X")
 
 
 def matching_steps(
@@ -430,15 +439,6 @@ def check_platform(recipe: Recipe, target: Platform) -> None:
 
 def _check_step(recipe_name: str, index: int, step: SupportedStep) -> None:
     where = f"{recipe_name}: steps[{index}]"
-    signed = [k for k in _SIGNATURE_KEYS if k in step.extra]
-    if signed:
-        raise UnsupportedFeature(
-            f"{where}: {step.action} with a signature ({', '.join(signed)}) is not supported yet",
-            hint="tsuku cannot verify OpenPGP signatures yet; nothing was installed.",
-            recipe=recipe_name,
-            action=step.action,
-            step=index,
-        )
     if step.extra:
         names = ", ".join(sorted(step.extra))
         raise UnsupportedFeature(
@@ -514,12 +514,9 @@ def unsupported_actions(recipe: Recipe) -> list[str]:
     in step order: what a registry coverage report counts, before any platform choice."""
     out: list[str] = []
     for step in recipe.steps:
-        if isinstance(step, GenericStep):
-            what = step.action
-        elif any(k in step.extra for k in _SIGNATURE_KEYS):
-            what = f"{step.action} (signature)"
-        else:
+        if not isinstance(step, GenericStep):
             continue
+        what = step.action
         if what not in out:
             out.append(what)
     source = recipe.version.source if recipe.version is not None else None

@@ -35,6 +35,7 @@ from tsukud.recipe.model import (
     UrlStep,
     Verify,
     VerifyFailed,
+    normalize_fingerprint,
     require_supported,
 )
 from tsukud.recipe.platform import Platform
@@ -99,6 +100,11 @@ class RenderedStep(msgspec.Struct, frozen=True, kw_only=True):
     checksum: str | None = None
     # Files of the unpacked asset a ``chmod`` step makes executable.
     chmod: tuple[str, ...] = ()
+    # A detached OpenPGP signature of the download, the key file, and the key's
+    # fingerprint (normalised: upper-case hex, no spaces) the recipe trusts.
+    signature_url: str | None = None
+    signature_key_url: str | None = None
+    signature_key_fingerprint: str | None = None
 
 
 class VerifyCheck(msgspec.Struct, frozen=True, kw_only=True):
@@ -363,6 +369,7 @@ class _WorkFile(msgspec.Struct, kw_only=True):
     chmod: tuple[str, ...] = ()
     install_mode: str = "binaries"
     binaries: tuple[InstallBinary, ...] | None = None
+    signature: tuple[str, str, str] | None = None  # (signature_url, key_url, fingerprint)
 
 
 def expand_url(template: str, resolved: ResolvedVersion, os_name: str, arch: str) -> str:
@@ -428,6 +435,12 @@ def _fold_url_steps(
             )
             if isinstance(step, DownloadStep):
                 work.checksum = step.checksum
+                if step.signature_url and step.signature_key_url and step.signature_key_fingerprint:
+                    work.signature = (
+                        expand_url(step.signature_url, resolved, os_name, arch),
+                        expand_url(step.signature_key_url, resolved, os_name, arch),
+                        normalize_fingerprint(step.signature_key_fingerprint),
+                    )
             else:
                 mode = (step.install_mode or "binaries").lower()
                 work.format = _url_format(step.archive_format, name, where)
@@ -510,6 +523,9 @@ def render_url_steps(
             checksum_url=work.checksum_url,
             checksum=work.checksum,
             chmod=work.chmod,
+            signature_url=work.signature[0] if work.signature else None,
+            signature_key_url=work.signature[1] if work.signature else None,
+            signature_key_fingerprint=work.signature[2] if work.signature else None,
         )
         for work in works
     ]

@@ -42,6 +42,7 @@ from tsukud.recipe.model import (
     VerifyAdditional,
     VersionSection,
     When,
+    normalize_fingerprint,
 )
 from tsukud.recipe.platform import LIBCS
 from tsukud.recipe.version_range import parse_range
@@ -51,6 +52,7 @@ RESERVED_STEP_KEYS = ("action", "note", "description", "phase", "when", "depende
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _HEX = re.compile(r"[0-9A-Fa-f]{32,128}")
+_FINGERPRINT = re.compile(r"[0-9A-F]{40}|[0-9A-F]{64}")
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
 
@@ -241,6 +243,22 @@ def _hex(value: Any, path: str) -> str:
     return text.lower()
 
 
+def _checksum(value: Any, path: str) -> str:
+    """A hex digest, bare or as ``sha256:<hex>`` (kept as written, lower-cased)."""
+    text = _str(value, path)
+    algo, colon, digest = text.partition(":")
+    if colon and algo.lower() != "sha256":
+        _expected(path, "a hex digest or sha256:<hex>", value)
+    return f"sha256:{_hex(digest, path)}" if colon else _hex(text, path)
+
+
+def _fingerprint(value: Any, path: str) -> str:
+    text = _str(value, path)
+    if not _FINGERPRINT.fullmatch(normalize_fingerprint(text)):
+        _expected(path, "a full OpenPGP key fingerprint (40 or 64 hex digits)", value)
+    return text
+
+
 def _url(value: Any, path: str) -> str:
     text = _nonempty(value, path)
     if not text.startswith(("https://", "http://")):
@@ -390,9 +408,12 @@ _GITHUB_FILE: dict[str, Conv] = {
 _DOWNLOAD: dict[str, Conv] = {
     "url": _url,
     "dest": _file_path,
-    "checksum": _hex,
+    "checksum": _checksum,
     "checksum_algo": _nonempty,
     "checksum_url": _url,
+    "signature_url": _url,
+    "signature_key_url": _url,
+    "signature_key_fingerprint": _fingerprint,
     "os_mapping": _name_map,
     "arch_mapping": _name_map,
 }
@@ -422,6 +443,7 @@ _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
     "chmod": (ChmodStep, _CHMOD, ("files",)),
     "install_binaries": (InstallBinariesStep, _INSTALL_BINARIES, ("binaries",)),
 }
+_SIGNATURE_KEYS = ("signature_url", "signature_key_url", "signature_key_fingerprint")
 _VERIFY: dict[str, Conv] = {
     "command": _str,
     "pattern": _str,
@@ -481,6 +503,9 @@ def _step(value: Any, path: str) -> Step:
         _require(known, path, *required)
         if step_type is DownloadStep:
             known["action"] = action
+            signed = [k for k in _SIGNATURE_KEYS if k in known]
+            if signed and len(signed) != len(_SIGNATURE_KEYS):
+                raise _Bad(path, f"{', '.join(_SIGNATURE_KEYS)} come together")
         step: Step = step_type(**common, **known, extra=extra)
         return step
 

@@ -12,9 +12,7 @@ from tests.integration.install.conftest import events
 _HTML = b"<!DOCTYPE html><html><body>Sign in to the hotel Wi-Fi</body></html>"
 
 
-def test_garbage_manifest_is_a_typed_error_and_no_discovery(
-    inst: Tsuku, world: FakeGitHub
-) -> None:
+def test_garbage_manifest_is_a_typed_error_and_no_discovery(inst: Tsuku, world: FakeGitHub) -> None:
     good = json.dumps({"schema_version": 1, "recipes": [{"name": "x"}] * 50}).encode()
     answers = {
         "not JSON": (b"garbage", "not a tsuku recipe manifest"),

@@ -1,8 +1,9 @@
 """Recipes in the registry's URL style (kubectl, terraform, helm, node) install through
 the daemon from a plain download host on loopback, exactly as a new user runs them:
 ``download`` + ``checksum_url``, ``download`` + ``extract``, ``download_archive`` in
-directory mode, versions from ``http_json``; a wrong checksum is refused, and a
-signature or ``run_command`` is a typed "not supported yet", never skipped."""
+directory mode, versions from ``http_json``; a wrong checksum is refused, and
+``run_command`` is a typed "not supported yet", never skipped (signed downloads:
+``test_signed_download.py``)."""
 
 from __future__ import annotations
 
@@ -265,16 +266,9 @@ pattern = "v{{version}}"
 
 @pytest.mark.parametrize(
     ("extra_step", "fragment"),
-    [
-        (
-            'signature_url = "{url}.sig"\nsignature_key_url = "{url}.asc"\n'
-            'signature_key_fingerprint = "0123456789ABCDEF0123456789ABCDEF01234567"\n',
-            "download with a signature",
-        ),
-        ('\n[[steps]]\naction = "run_command"\ncommand = "./aws/install"\n', "run_command"),
-    ],
+    [('\n[[steps]]\naction = "run_command"\ncommand = "./aws/install"\n', "run_command")],
 )
-def test_signatures_and_run_command_are_refused_by_name(
+def test_run_command_is_refused_by_name(
     inst: Tsuku, host: FakeDownloadHost, extra_step: str, fragment: str
 ) -> None:
     host.add_json("/v.json", {"v": "2.17.0"})

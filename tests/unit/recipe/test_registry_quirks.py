@@ -18,6 +18,7 @@ from tsukud.recipe import (
     DownloadStep,
     Platform,
     RecipeError,
+    RecipeParseError,
     ResolvedVersion,
     UnsupportedAction,
     UnsupportedFeature,
@@ -209,11 +210,30 @@ def test_shapes_that_cannot_be_mapped_are_refused_not_guessed(
         render_recipe(parse_recipe(text.replace(*change)), V, LINUX)
 
 
-def test_signature_and_run_command_are_named_not_skipped() -> None:
-    signed = KUBECTL.replace("arch_mapping", 'signature_url = "https://x/sig"\narch_mapping')
-    with pytest.raises(UnsupportedFeature, match="download with a signature"):
-        require_supported(parse_recipe(signed), LINUX)
-    assert unsupported_actions(parse_recipe(signed)) == ["download (signature)"]
+def test_a_signed_download_is_modelled_and_half_a_signature_is_refused() -> None:
+    fpr = "FB5D B77F D5C1 18B8 0511  ADA8 A631 0ACC 4672 475C"
+    signed = KUBECTL.replace(
+        "arch_mapping",
+        'signature_url = "https://x/sig"\nsignature_key_url = "https://x/key.asc"\n'
+        f'signature_key_fingerprint = "{fpr}"\narch_mapping',
+    )
+    step = parse_recipe(signed).steps[0]
+    assert isinstance(step, DownloadStep) and step.extra == {}
+    assert (step.signature_url, step.signature_key_fingerprint) == ("https://x/sig", fpr)
+    assert unsupported_actions(parse_recipe(signed)) == []
+    (rendered,) = render_recipe(parse_recipe(signed), V, LINUX)
+    assert rendered.signature_url == "https://x/sig"
+    assert rendered.signature_key_url == "https://x/key.asc"
+    assert rendered.signature_key_fingerprint == fpr.replace(" ", "")
+    half = KUBECTL.replace("arch_mapping", 'signature_url = "https://x/sig"\narch_mapping')
+    with pytest.raises(RecipeParseError, match="come together"):
+        parse_recipe(half)
+    short = signed.replace(fpr, "4672475C")
+    with pytest.raises(RecipeParseError, match="full OpenPGP key fingerprint"):
+        parse_recipe(short)
+
+
+def test_run_command_is_named_not_skipped() -> None:
     run = KUBECTL + '\n[[steps]]\naction = "run_command"\ncommand = "./install"\n'
     with pytest.raises(UnsupportedAction, match="run_command"):
         require_supported(parse_recipe(run), LINUX)
