@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "verify": "tsukuctl.install_commands",
     "info": "tsukuctl.install_commands",
     "update-registry": "tsukuctl.install_commands",
+    "plan": "tsukuctl.plan_commands",
     "create": "tsukuctl.create_commands",
     "hook": "tsukuctl.hook_commands",
     "shell-init": "tsukuctl.hook_commands",

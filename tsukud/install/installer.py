@@ -134,6 +134,19 @@ class Installer:
             out["verify"] = {"command": verify.command, "pattern": verify.pattern}
         return out
 
+    async def plan(
+        self,
+        name: str | None,
+        *,
+        recipe_text: str | None = None,
+        version: str | None = None,
+        platform: str | None = None,
+    ) -> dict[str, Any]:
+        """What installing would do (``planning.py``); nothing is downloaded."""
+        from tsukud.install.planning import plan_tool
+
+        return await plan_tool(self, name, recipe_text, version, platform)
+
     # ---- install -----------------------------------------------------------------------
 
     async def install(

@@ -273,6 +273,13 @@ def _install_binaries(
     return tuple(out)
 
 
+def install_binaries_for(
+    entries: Sequence[Binary], mode: str, version: str, target: Platform
+) -> tuple[InstallBinary, ...]:
+    """``binaries`` of a step whose ``install_mode`` is ``mode``, resolved (see above)."""
+    return _install_binaries(entries, directory=mode == "directory", version=version, target=target)
+
+
 def render_step(
     step: InstallStep,
     resolved: ResolvedVersion,
@@ -386,7 +393,7 @@ def url_file_name(url: str, where: str) -> str:
     return name
 
 
-def _url_format(fmt: str | None, name: str, where: str) -> ArchiveFormat:
+def url_format(fmt: str | None, name: str, where: str) -> ArchiveFormat:
     if fmt is not None:
         found = ARCHIVE_FORMAT_ALIASES.get(fmt.lower())
         if found is None:
@@ -443,7 +450,7 @@ def _fold_url_steps(
                     )
             else:
                 mode = (step.install_mode or "binaries").lower()
-                work.format = _url_format(step.archive_format, name, where)
+                work.format = url_format(step.archive_format, name, where)
                 work.strip_dirs = step.strip_dirs or 0
                 work.install_mode = mode
                 work.binaries = _install_binaries(
@@ -462,7 +469,7 @@ def _fold_url_steps(
             work_or_none = files.get(name)
             if work_or_none is None or work_or_none.format is not ArchiveFormat.RAW:
                 raise _unsupported(where, f"extract of {name} (no earlier step downloaded it)")
-            work_or_none.format = _url_format(step.format, name, where)
+            work_or_none.format = url_format(step.format, name, where)
             work_or_none.strip_dirs = step.strip_dirs or 0
             continue
         pending = [w for w in files.values() if w.binaries is None]

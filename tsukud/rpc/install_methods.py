@@ -99,6 +99,24 @@ async def tools_info(d: Daemon, p: ToolParams, call: Call) -> dict[str, Any]:
     return await d.services.installer.info(p.tool)
 
 
+class PlanParams(msgspec.Struct, forbid_unknown_fields=True):
+    tool: str | None = None  # a recipe's name (tool@version works too)
+    recipe: str | None = None  # or a recipe's TOML text (tool then names its file)
+    version: str | None = None
+    platform: str | None = None  # os/arch; default: this machine's
+
+
+@method("tools.plan", PlanParams)
+async def tools_plan(d: Daemon, p: PlanParams, call: Call) -> dict[str, Any]:
+    """The installation plan (tsuku's shape) for a tool or a recipe; installs nothing."""
+    name, version = (
+        (p.tool, p.version) if p.recipe is not None else split_spec(p.tool or "", p.version)
+    )
+    return await d.services.installer.plan(
+        name, recipe_text=p.recipe, version=version, platform=p.platform
+    )
+
+
 @method("registry.update", NoParams)
 async def registry_update(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
     """Refetch the registry manifest and every cached recipe."""

@@ -1,0 +1,175 @@
+"""``tsukuctl plan``: every fixture recipe plans (by name from the registry and from
+its file) with exit 0 and nothing installed; composite actions come out decomposed as
+tsuku decomposes them, URL recipes resolve their URLs, checksums and destinations, and
+an action or platform tsuku cannot serve gets an honest line, not a failure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import Tsuku
+from tests.fakes.github import FakeGitHub, fixture_recipe_paths
+from tests.integration.install.conftest import events
+from tests.integration.install.test_recipe_errors import local_recipe
+from tests.integration.install.test_url_actions import host, kubectl_recipe
+from tsukud.testing.download_host import FakeDownloadHost
+
+__all__ = ["host"]  # the download host fixture, shared with test_url_actions
+
+
+def plan(t: Tsuku, *args: str) -> dict[str, Any]:
+    cp = t.ctl("plan", *args, "--json")
+    assert cp.returncode == 0, cp.stderr
+    result: dict[str, Any] = json.loads(cp.stdout)
+    return result
+
+
+def test_every_fixture_recipe_plans_by_name_and_from_its_file(
+    inst: Tsuku, world: FakeGitHub
+) -> None:
+    paths = fixture_recipe_paths()
+    assert len(paths) >= 20
+    for path in paths:
+        name = path.stem
+        by_name = inst.ctl("plan", name)
+        assert by_name.returncode == 0, (name, by_name.stderr)
+        assert by_name.stdout.startswith(f"{name} "), by_name.stdout
+        from_file = plan(inst, str(path))
+        assert from_file["format_version"] == 3 and from_file["tool"] == name
+        assert set(from_file) >= {"tool", "version", "platform", "steps", "verify"}
+        if from_file["unsupported"]:  # an honest line per gap, never a failure
+            assert "unsupported on" in by_name.stdout
+            continue
+        actions = [s["action"] for s in from_file["steps"]]
+        assert actions[0] == "download_file" and actions[-1] == "install_binaries", name
+        first = from_file["steps"][0]
+        assert first["url"].startswith(world.web_url) and first["params"]["dest"]
+        assert first["checksum"].startswith("sha256:")  # the fake GitHub's digests
+    assert [e for e in events(inst) if e["type"] != "install.started"] == []
+    assert not (inst.home / "tools").exists() or list((inst.home / "tools").iterdir()) == []
+
+
+def test_github_archive_decomposes_like_tsuku(inst: Tsuku, world: FakeGitHub) -> None:
+    p = plan(inst, "stern", "--version", "1.30.0", "--platform", "darwin/arm64")
+    assert p["version"] == "1.30.0" and p["platform"] == {"os": "darwin", "arch": "arm64"}
+    assert [s["action"] for s in p["steps"]] == [
+        "download_file",
+        "extract",
+        "chmod",
+        "install_binaries",
+    ]
+    fetch, extract, chmod, install = p["steps"]
+    assert fetch["url"].endswith("/stern_1.30.0_darwin_arm64.tar.gz")
+    assert fetch["params"]["dest"] == "stern_1.30.0_darwin_arm64.tar.gz"
+    assert extract["params"]["archive"] == fetch["params"]["dest"]
+    assert extract["params"]["format"] == "tar.gz"
+    assert chmod["params"]["files"] == ["stern"]
+    assert install["params"]["binaries"] == [{"src": "stern", "dest": "bin/stern"}]
+    assert "stern-1.30.0" in p["verify"]["command"] or p["verify"]["patterns"]
+
+
+def test_url_recipes_plan_urls_checksums_and_signature(inst: Tsuku, host: FakeDownloadHost) -> None:
+    host.add_json("/release/stable.json", {"version": "v1.30.2"})
+    local_recipe(inst, "kubectl", kubectl_recipe(host))
+    p = plan(inst, "kubectl", "--platform", "linux/arm64")
+    assert p["tag"] == "v1.30.2"
+    fetch, chmod, install = p["steps"]
+    url = f"{host.url}/release/v1.30.2/bin/linux/arm64/kubectl"
+    assert (fetch["action"], fetch["url"], fetch["params"]["dest"]) == (
+        "download_file",
+        url,
+        "kubectl",
+    )
+    assert fetch["params"]["checksum_url"] == url + ".sha256"
+    assert chmod["params"] == {"files": ["kubectl"]}
+    assert install["params"]["binaries"] == [{"src": "kubectl", "dest": "bin/kubectl"}]
+    assert p["unsupported"] == []
+    # Nothing was downloaded to make the plan: only the version document was read.
+    assert host.fetched() == ["/release/stable.json"]
+
+    text = inst.ctl("plan", "kubectl", "--platform", "linux/arm64")
+    assert text.returncode == 0
+    assert f"download_file     {url} -> kubectl  (checksum from {url}.sha256)" in text.stdout
+
+
+def test_download_archive_and_a_signed_download_decompose(
+    inst: Tsuku, host: FakeDownloadHost, tmp_path: Path
+) -> None:
+    fpr = "FB5DB77FD5C118B80511ADA8A6310ACC4672475C"
+    recipe = tmp_path / "node.toml"
+    recipe.write_text(
+        f"""[metadata]
+name = "node"
+
+[version]
+source = "http_json"
+url = "{host.url}/dist/index.json"
+version_path = "0.version"
+
+[[steps]]
+action = "download_archive"
+url = "{host.url}/dist/v{{version}}/node-v{{version}}-{{os}}-{{arch}}.tar.gz"
+strip_dirs = 1
+install_mode = "directory"
+binaries = ["bin/node"]
+
+[[steps]]
+action = "download"
+url = "{host.url}/extra-{{version}}.zip"
+checksum = "sha256:{"ab" * 32}"
+signature_url = "{host.url}/extra-{{version}}.zip.sig"
+signature_key_url = "{host.url}/key.asc"
+signature_key_fingerprint = "{fpr}"
+
+[[steps]]
+action = "npm_install"
+package = "corepack"
+
+[verify]
+command = "{{install_dir}}/bin/node --version"
+pattern = "v{{version}}"
+"""
+    )
+    p = plan(inst, str(recipe), "--version", "22.1.0", "--platform", "linux/amd64")
+    actions = [s["action"] for s in p["steps"]]
+    assert actions == ["download_file", "extract", "chmod", "install_binaries", "download_file"]
+    assert p["steps"][1]["params"] == {
+        "archive": "node-v22.1.0-linux-amd64.tar.gz",
+        "format": "tar.gz",
+        "strip_dirs": 1,
+    }
+    assert p["steps"][3]["params"]["install_mode"] == "directory"
+    assert p["steps"][3]["params"]["binaries"] == [{"src": "bin/node", "dest": "bin/node"}]
+    signed = p["steps"][4]
+    assert signed["checksum"] == "sha256:" + "ab" * 32
+    assert signed["params"]["signature_key_fingerprint"] == fpr
+    assert signed["params"]["signature_url"] == f"{host.url}/extra-22.1.0.zip.sig"
+    assert p["unsupported"] == [
+        {
+            "action": "npm_install",
+            "platform": "linux/amd64 (glibc)",
+            "reason": "action npm_install is not supported yet",
+            "index": 2,
+        }
+    ]
+    assert p["verify"]["command"].endswith("/tools/node-22.1.0/bin/node --version")
+    assert host.fetched() == []  # an explicit version with http_json: nothing fetched
+
+    text = inst.ctl("plan", str(recipe), "--version", "22.1.0", "--platform", "linux/amd64")
+    assert text.returncode == 0, text.stderr
+    assert (
+        "unsupported on linux/amd64 (glibc): steps[2] npm_install: "
+        "action npm_install is not supported yet"
+    ) in text.stdout
+
+
+def test_a_platform_the_recipe_excludes_is_named(inst: Tsuku, host: FakeDownloadHost) -> None:
+    host.add_json("/release/stable.json", {"version": "v1.30.2"})
+    local_recipe(inst, "kubectl", kubectl_recipe(host))
+    cp = inst.ctl("plan", "kubectl", "--platform", "windows/amd64")
+    assert cp.returncode == 0, cp.stderr
+    assert "unsupported on windows/amd64" in cp.stdout and "supported_os" in cp.stdout
+    bad = inst.ctl("plan", "kubectl", "--platform", "linux")
+    assert bad.returncode == 2 and "linux/amd64" in bad.stderr

@@ -1,0 +1,99 @@
+"""``tsukuctl plan <tool|recipe.toml> [--version V] [--platform os/arch] [--json]``.
+
+What an install would do, resolved, without installing: one line per primitive step
+(composite actions decomposed as tsuku does), its URL, checksum and destination, the
+verify command, and an honest line per step tsuku cannot run on that platform (the
+command still exits 0: a plan is a report). ``--json`` prints tsuku's
+installation-plan shape. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from tsukuctl import render
+from tsukuctl.command import out, rpc
+from tsukud.errors import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def _is_recipe_file(arg: str) -> bool:
+    return arg.endswith(".toml") or os.sep in arg
+
+
+def _describe(step: dict[str, Any]) -> str:
+    """One step as a line: what it acts on and where the result goes."""
+    p = step.get("params") or {}
+    action = step["action"]
+    if action == "download_file":
+        text = f"{step.get('url') or p.get('url')} -> {p.get('dest')}"
+        if step.get("checksum"):
+            text += f"  {step['checksum']}"
+        elif p.get("checksum_url"):
+            text += f"  (checksum from {p['checksum_url']})"
+        if p.get("signature_url"):
+            text += f"  (signed by {p.get('signature_key_fingerprint')})"
+        return text
+    if action == "extract":
+        strip = f", strip_dirs {p['strip_dirs']}" if p.get("strip_dirs") else ""
+        return f"{p.get('archive')} ({p.get('format')}{strip})"
+    if action == "chmod":
+        return ", ".join(p.get("files") or [])
+    if action == "install_binaries":
+        pairs = ", ".join(f"{b['src']} -> {b['dest']}" for b in p.get("binaries") or [])
+        mode = p.get("install_mode")
+        return pairs + (f" ({mode} mode)" if mode and mode != "binaries" else "")
+    return " ".join(f"{k}={v}" for k, v in sorted(p.items()))
+
+
+def plan_lines(plan: dict[str, Any]) -> list[str]:
+    platform = plan["platform"]
+    where = f"{platform['os']}/{platform['arch']}"
+    lines = [f"{plan['tool']} {plan['version']} for {where} (tag {plan.get('tag')})"]
+    width = max((len(s["action"]) for s in plan["steps"]), default=0)
+    for n, step in enumerate(plan["steps"], 1):
+        lines.append(f"  {n:2d}. {step['action']:<{width}}  {_describe(step)}")
+    verify = plan.get("verify")
+    if verify:
+        expects = ", ".join(verify.get("patterns") or []) or "exit code only"
+        lines.append(f"verify  {verify['command']}  (expects {expects})")
+    for gap in plan.get("unsupported") or []:
+        at = f"steps[{gap['index']}] " if gap.get("index") is not None else ""
+        lines.append(f"unsupported on {gap['platform']}: {at}{gap['action']}: {gap['reason']}")
+    if not plan["steps"] and not plan.get("unsupported"):
+        lines.append("  (no steps)")
+    return lines
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {"version": args.version, "platform": args.platform}
+    if _is_recipe_file(args.tool):
+        try:
+            with open(args.tool, encoding="utf-8") as f:
+                params["recipe"] = f.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read {args.tool}: {exc}") from None
+        params["tool"] = args.tool
+    else:
+        params["tool"] = args.tool
+    res = rpc(args, "tools.plan", params)
+    if args.json:
+        out(render.jsonl(res))
+    else:
+        out("\n".join(plan_lines(res)))
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "plan", help="what installing a tool (or a recipe file) would do, without installing"
+    )
+    p.add_argument("tool", help="a tool's name (tool@version) or a recipe file (.toml)")
+    p.add_argument("--version", help="plan this version (default: the newest)")
+    p.add_argument("--platform", help="plan for os/arch, e.g. linux/arm64 (default: this one)")
+    p.add_argument("--json", action="store_true", help="tsuku's installation-plan JSON")
+    p.set_defaults(fn=cmd_plan)

@@ -1,0 +1,82 @@
+"""``tools.plan``: what an install would do, resolved for a version and a platform,
+without downloading or installing anything (the pure planner is ``recipe/plan.py``).
+
+The recipe comes from the registry (a tool's name) or from the caller (a recipe file's
+text, ``tsukuctl plan recipe.toml``); the version is resolved like an install resolves
+it, so the plan names the same tag, URLs and GitHub digests an install would use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from tsukud.errors import UsageError
+from tsukud.install import layout
+from tsukud.recipe import (
+    Platform,
+    Recipe,
+    RecipeError,
+    ResolvedVersion,
+    parse_platform,
+    parse_recipe,
+)
+from tsukud.recipe.model import VersionNotFound
+from tsukud.recipe.plan import plan_recipe
+
+if TYPE_CHECKING:
+    from tsukud.install.installer import Installer
+
+
+def _target(platform: str | None, host: Platform) -> Platform:
+    if not platform:
+        return host
+    try:
+        return parse_platform(platform)
+    except ValueError as exc:
+        raise UsageError(str(exc), hint="Write --platform os/arch, e.g. linux/arm64.") from None
+
+
+async def plan_tool(
+    inst: Installer,
+    name: str | None,
+    recipe_text: str | None,
+    version: str | None,
+    platform: str | None,
+) -> dict[str, Any]:
+    target = _target(platform, inst.platform)
+    if recipe_text is not None:
+        recipe: Recipe = parse_recipe(recipe_text, name or "<recipe>")
+        source, path = "file", name
+    elif name:
+        loaded = await inst.registry.load(name)
+        recipe, source, path = loaded.recipe, loaded.source, loaded.path
+    else:
+        raise UsageError("tools.plan needs a tool or a recipe's text")
+    tool = recipe.metadata.name
+    try:
+        res = await inst.resolver.resolve(recipe, version)
+    except VersionNotFound:
+        raise
+    except RecipeError:
+        # A version source tsuku cannot query yet: an explicit version still plans.
+        if not version:
+            raise
+        resolved, release = ResolvedVersion(version.removeprefix("v"), version), None
+    else:
+        resolved, release = res.resolved, res.release
+    plan = plan_recipe(
+        recipe,
+        resolved,
+        target,
+        install_dir=str(layout.tool_dir(inst.home, tool, resolved.version)),
+        assets=release.asset_names if release is not None else None,
+        digests={a.name: a.sha256 for a in release.assets if a.sha256} if release else None,
+        github_url=inst.github_url(),
+    )
+    out: dict[str, Any] = msgspec.to_builtins(plan)
+    out["recipe_source"] = source
+    out["recipe_path"] = path
+    out["tag"] = resolved.tag
+    return out
