@@ -99,6 +99,7 @@ PERMISSION = "permission_denied"
 BINARY_NOT_FOUND = "binary_not_found"
 VERSION_MISMATCH = "version_mismatch"
 EXTRACTION = "extraction_failed"
+CHECKSUM_MISMATCH = "checksum_mismatch"
 UNKNOWN = "unknown"
 
 _I = re.IGNORECASE | re.MULTILINE
@@ -172,6 +173,11 @@ SUGGESTIONS: dict[str, tuple[str, ...]] = {
     ),
     DOWNLOAD_FAILED: (
         "The download failed for a network reason; this is usually not a recipe problem.",
+    ),
+    CHECKSUM_MISMATCH: (
+        "The file served at the URL does not have the sha256 the recipe's checksum pins: "
+        "the checksum is wrong, or the URL names another file (another version, platform "
+        "or build). Fix the checksum or the URL; never drop a checksum to make it pass.",
     ),
     TIMEOUT: (
         "The command did not finish: the verify command may wait for input or start a "

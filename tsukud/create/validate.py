@@ -39,6 +39,7 @@ import trio
 from tsukud import binfmt
 from tsukud.create.sanitize import (
     BINARY_NOT_FOUND,
+    CHECKSUM_MISMATCH,
     DOWNLOAD_404,
     DOWNLOAD_FAILED,
     EXEC_FORMAT,
@@ -52,6 +53,7 @@ from tsukud.install.assemble import TreeAssembler, files
 from tsukud.install.download import (
     DEFAULT_MAX_BYTES,
     AssetMissing,
+    ChecksumMismatch,
     DownloadError,
     DownloadResult,
     check_sha256,
@@ -469,8 +471,9 @@ class ValidationRun:
     ) -> Prepared:
         """Render, download, unpack and assemble ``recipe`` at ``release`` for
         ``platform`` (the container's by default). Failures that are the recipe's fault
-        come back in ``Prepared.failure``; a checksum mismatch (the file is not what
-        GitHub published) is raised."""
+        come back in ``Prepared.failure`` (a URL step's static ``checksum`` that the
+        served file does not match is one, category ``checksum_mismatch``); a mismatch
+        with GitHub's digest (the file is not what GitHub published) is raised."""
         version, tag = release.version, release.tag
         target = platform or self.platform
         assets: list[ValidatedAsset] = []
@@ -514,6 +517,15 @@ class ValidationRun:
                     category=DOWNLOAD_404 if missing else DOWNLOAD_FAILED,
                 )
             assets.append(asset)
+            if step.checksum:  # the recipe's own: a wrong one is the recipe's fault
+                try:
+                    check_sha256(
+                        step.asset_name, asset.sha256, step.checksum, "the recipe's checksum"
+                    )
+                except ChecksumMismatch as exc:
+                    return failed(
+                        "failed", "download", message=exc.message, category=CHECKSUM_MISMATCH
+                    )
             unpacked = self._new_dir("x") / "tree"
             try:
                 await self._extract(path, unpacked, step)

@@ -1,0 +1,97 @@
+"""Validation checks a URL step's static checksum: a recipe whose ``checksum`` does not
+match the file the URL serves fails validation at the download with the checksum
+finding (``checksum_mismatch``), before anything is unpacked or run; the right
+checksum, written ``sha256:<hex>`` as registry recipes do, validates in the container."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from tests.integration.create import conftest as create
+from tsukud.create.assets import Release
+from tsukud.create.repair import validation_feedback
+from tsukud.create.validate import ValidationRun, Validator, container_platform
+from tsukud.recipe import Verify, parse_recipe
+from tsukud.testing.download_host import FakeDownloadHost
+from tsukud.testing.github import FakeGitHub
+from tsukud.testing.releases import script, tar_gz
+
+ARCH = container_platform().arch
+NAME = f"t-1.0.0-linux-{ARCH}.tar.gz"
+ARCHIVE = tar_gz({"t-1.0.0/t": (script("t", "1.0.0"), 0o755)})
+RELEASE = Release(tag="v1.0.0", assets=())
+
+
+@pytest.fixture(scope="module")
+def gh() -> Iterator[FakeGitHub]:
+    with FakeGitHub() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def host() -> Iterator[FakeDownloadHost]:
+    with FakeDownloadHost() as fake:
+        fake.add(f"/dl/{NAME}", ARCHIVE, sha256_file=False)
+        yield fake
+
+
+http = create.http
+workdir = create.workdir
+validator = create.validator
+
+
+@pytest.fixture
+async def run(validator: Validator) -> AsyncIterator[ValidationRun]:
+    async with validator.session("test-session") as vrun:
+        yield vrun
+
+
+def recipe(host: FakeDownloadHost, checksum: str) -> str:
+    return f"""[metadata]
+name = "t"
+
+[[steps]]
+action = "download_file"
+url = "{host.url}/dl/t-{{version}}-{{os}}-{{arch}}.tar.gz"
+checksum = "{checksum}"
+
+[[steps]]
+action = "extract"
+archive = "t-{{version}}-{{os}}-{{arch}}.tar.gz"
+strip_dirs = 1
+
+[[steps]]
+action = "install_binaries"
+binaries = ["t"]
+"""
+
+
+async def test_a_checksum_that_does_not_match_fails_with_the_checksum_finding(
+    run: ValidationRun, host: FakeDownloadHost
+) -> None:
+    wrong = "sha256:" + hashlib.sha256(b"another file").hexdigest()
+    prepared = await run.prepare(parse_recipe(recipe(host, wrong)), RELEASE)
+    failure = prepared.failure
+    assert failure is not None and failure.failed
+    assert (failure.stage, failure.category) == ("download", "checksum_mismatch")
+    assert "the recipe's checksum" in failure.message
+    assert hashlib.sha256(ARCHIVE).hexdigest() in failure.message
+    assert [a.name for a in failure.assets] == [NAME]
+    assert not list(run.dir.glob("tree-*/root/*"))  # nothing assembled
+    feedback = validation_feedback(failure, attempt=1, max_repairs=2)
+    assert "Error category: checksum_mismatch" in feedback
+    assert "never drop a checksum" in feedback
+
+
+async def test_the_right_checksum_validates_in_the_container(
+    run: ValidationRun, host: FakeDownloadHost
+) -> None:
+    right = "sha256:" + hashlib.sha256(ARCHIVE).hexdigest()
+    prepared = await run.prepare(parse_recipe(recipe(host, right)), RELEASE)
+    assert prepared.failure is None, prepared.failure
+    verdict = await prepared.verify(Verify(command="t", pattern="v{version}"))
+    assert verdict.passed, verdict
+    assert verdict.assets[0].sha256 == right.removeprefix("sha256:")
