@@ -8,7 +8,7 @@ sorts each recipe into one of three piles, so a parser gap is never counted as a
 missing action or the other way round:
 
 * **parse failures**, grouped by the field and expectation the parser names;
-* **parsed, unsupported**: some step (on some platform) uses an action, a signature or
+* **parsed, unsupported**: some step (on some platform) uses an action, a parameter or
   a version source tsuku cannot run yet, counted per action;
 * **supported**: every step of the recipe is one tsuku runs.
 

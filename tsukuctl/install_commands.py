@@ -130,8 +130,9 @@ def cmd_install(args: argparse.Namespace) -> int:
     progress = Progress(quiet=args.json)
     try:
         params = {"tool": name, "version": version, "force": args.force, "yes": args.yes}
+        params["can_ask"] = can_ask() and not args.json  # a run_command needs a person's yes
         if not args.no_discover:  # no recipe: discover, create, install (tsukuctl discover)
-            params.update(discover=True, can_ask=can_ask() and not args.json)
+            params.update(discover=True)
             params.update(source=args.source, search_provider=args.search_provider)
         res = rpc(args, "install", params, on_progress=progress, on_confirm=answer)
     finally:

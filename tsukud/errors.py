@@ -181,7 +181,8 @@ CATALOGUE: dict[str, ErrorKind] = {
     "recipe_unsupported_action": ErrorKind(
         E.INSTALL_FAILED,
         "Only github_archive, github_file and the URL actions (download, download_file, "
-        "download_archive, extract, chmod, install_binaries) can be installed for now.",
+        "download_archive, extract, chmod, install_binaries, run_command) can be installed "
+        "for now.",
     ),
     "recipe_unsupported_feature": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
     "recipe_unsupported_platform": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
@@ -224,6 +225,14 @@ CATALOGUE: dict[str, ErrorKind] = {
     "openpgp_unavailable": ErrorKind(
         E.DEPENDENCY_FAILED,
         "Install GnuPG: `sudo apt-get install gpg gpgv` (Debian); nothing was installed.",
+    ),
+    "run_command_refused": ErrorKind(
+        E.FORBIDDEN,
+        "A recipe an LLM wrote is not run on this machine until it is validated; nothing "
+        "was installed.",
+    ),
+    "run_command_failed": ErrorKind(
+        E.INSTALL_FAILED, "The recipe's run_command failed; nothing was installed."
     ),
     "extract_failed": ErrorKind(E.INSTALL_FAILED),
     "archive_corrupt": ErrorKind(

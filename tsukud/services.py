@@ -184,6 +184,7 @@ class Services:
             github_url=self._setting("github.url"),
             env=verify_env(self.env),
             max_download_bytes=self._max_download_bytes(),
+            confirmations=self.confirmations,
         )
         # Built on first use, before any install of this daemon has started: whatever a
         # crashed daemon left half-done can be repaired now.

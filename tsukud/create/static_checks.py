@@ -52,6 +52,7 @@ from tsukud.recipe import (
     RecipeParseError,
     RenderedStep,
     ResolvedVersion,
+    RunCommandStep,
     UnsupportedPlatform,
     dump_recipe,
     parse_recipe,
@@ -207,7 +208,7 @@ def check_limits(recipe: Recipe) -> list[Finding]:
             )
         )
     for index, step in enumerate(recipe.steps):
-        if isinstance(step, GenericStep):
+        if isinstance(step, GenericStep | RunCommandStep):
             if step.action == "run_command":
                 message = f"steps[{index}]: run_command is not allowed in generated recipes"
             else:

@@ -80,6 +80,7 @@ from tsukud.recipe import (
     render_recipe,
     render_verify,
 )
+from tsukud.recipe.render import render_command
 from tsukud.sandbox.runtime import ImageMissing, RunSpec, RuntimeUnavailable
 from tsukud.secrets import redact
 
@@ -89,6 +90,8 @@ if TYPE_CHECKING:
     from tsukud.sandbox.runtime import ContainerRuntime
 
 CONTAINER_DIR = "/tsuku/tool"
+# Where a run_command's work directory (the unpacked asset) is mounted, writable.
+CONTAINER_WORK_DIR = "/tsuku/work"
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 TIMEOUT_S = 300.0
 OUTPUT_CAP = 64 * 1024
@@ -115,7 +118,7 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     :func:`tsukud.create.sanitize.categorize` or a stage-specific one."""
 
     status: Status
-    stage: str  # render | download | extract | layout | verify | runtime | skipped
+    stage: str  # render | download | extract | run_command | layout | verify | runtime | skipped
     platform: str
     message: str = ""
     category: str | None = None
@@ -531,6 +534,11 @@ class ValidationRun:
                 await self._extract(path, unpacked, step)
             except ExtractError as exc:
                 return failed("failed", "extract", message=exc.message, category=EXTRACTION)
+            if step.commands:
+                problem = await self._run_commands(step, unpacked, target)
+                if problem is not None:
+                    status, message, hint = problem
+                    return failed(status, "run_command", message=message, hint=hint)
             try:
                 await trio.to_thread.run_sync(tree.add, step, unpacked)
             except BinaryNotInArchive as exc:
@@ -556,6 +564,52 @@ class ValidationRun:
             binaries=binaries,
             assets=tuple(assets),
         )
+
+    async def _run_commands(
+        self, step: RenderedStep, work: Path, target: Platform
+    ) -> tuple[Status, str, str | None] | None:
+        """The step's ``run_command``s, here and only here without asking anyone: in the
+        container (no network, no capabilities), the unpacked asset mounted writable as
+        the work directory, as the daemon's own uid so what they write stays
+        removable. ``(status, message, hint)`` when one could not run or failed."""
+        if target != self.platform:
+            return (
+                "skipped",
+                f"run_command steps run only in the container, on {self.platform.key}",
+                None,
+            )
+        v = self.validator
+        try:
+            rt = await v.runtime()
+        except RuntimeUnavailable as exc:
+            return "skipped", exc.message, exc.hint
+        for _index, template in step.commands:
+            command = render_command(
+                template, work_dir=CONTAINER_WORK_DIR, install_dir=CONTAINER_DIR
+            )
+            spec = RunSpec(
+                image=v.image,
+                command=["/bin/sh", "-c", command],
+                mounts=[(work, CONTAINER_WORK_DIR, False)],
+                env={"PATH": CONTAINER_PATH, "HOME": "/tmp", "TSUKU_VALIDATION": "1"},  # noqa: S108
+                workdir=CONTAINER_WORK_DIR,
+                user=f"{os.getuid()}:{os.getgid()}",
+                timeout_s=v.timeout_s,
+                labels={"dev.tsuku.session": self.session or ""},
+                output_cap=OUTPUT_CAP,
+            )
+            try:
+                async with v.lock(self.session):
+                    res = await rt.run(spec)
+            except (ImageMissing, RuntimeUnavailable) as exc:
+                if isinstance(exc, RuntimeUnavailable):
+                    v.forget()
+                return "skipped", exc.message, exc.hint
+            if res.timed_out or res.exit_code != 0:
+                why = "timed out" if res.timed_out else f"exited with {res.exit_code}"
+                output = redact(res.text)
+                return "failed", f"run_command {why}: {command}\nOutput: {_tail(output)}", None
+        return None
 
     async def prove_platforms(self, recipe: Recipe, release: Release, verdict: Verdict) -> Verdict:
         """Given a passed ``verdict`` on the container's platform, prove the other

@@ -11,7 +11,9 @@
    ``asset_sha256`` or ``checksum`` and a ``checksum_asset``/``checksum_url`` file when
    present; a ``download`` with ``signature_url`` also has its detached OpenPGP
    signature checked by GnuPG against the key the recipe pins, ``openpgp.py``),
-   extracts it with the safe extractor, and assembles the tool's tree (``assemble.py``);
+   extracts it with the safe extractor, runs the recipe's ``run_command``s in it
+   (only after a person said yes to each exact command: ``commands.py``), and
+   assembles the tool's tree (``assemble.py``);
 4. renames the tree to ``tools/<name>-<version>`` (atomic), runs the verify command
    there and checks its patterns;
 5. points ``bin/<binary>`` at it (each link made as a temporary link renamed into
@@ -39,6 +41,7 @@ from tsukud.errors import TsukuError
 from tsukud.install import layout
 from tsukud.install.assemble import TreeAssembler, resolve_inside
 from tsukud.install.checks import run_checks, sha256_file
+from tsukud.install.commands import check_may_run, command_env, question, run_on_host
 from tsukud.install.download import (
     ChecksumMismatch,
     DownloadResult,
@@ -61,6 +64,7 @@ from tsukud.recipe import (
     render_verify,
     require_supported,
 )
+from tsukud.recipe.render import render_command
 
 if TYPE_CHECKING:
     from tsukud.install.installer import Installer
@@ -85,9 +89,17 @@ class InstallAttempt:
     """One install attempt: its session, stage and the things to undo on failure."""
 
     def __init__(
-        self, inst: Installer, name: str, version: str | None, session: str, progress: ProgressFn
+        self,
+        inst: Installer,
+        name: str,
+        version: str | None,
+        session: str,
+        progress: ProgressFn,
+        *,
+        can_ask: bool = False,
     ) -> None:
         self.inst = inst
+        self.can_ask = can_ask  # a person can be asked (a run_command's yes)
         self.name = name
         self.requested = version
         self.session = session
@@ -213,6 +225,8 @@ class InstallAttempt:
         asset_records = []
         for step in rendered:
             asset_records.append(await self._fetch_and_unpack(step, res, loaded, root))
+            if step.commands:
+                await self._run_commands(step, loaded, final_dir)
         self.stage = "install"
         await self.progress("installing", version=res.version)
         binaries = await trio.to_thread.run_sync(self._assemble, rendered, root)
@@ -352,6 +366,29 @@ class InstallAttempt:
         if signed_by is not None:
             record["signed_by"] = signed_by
         return record
+
+    async def _run_commands(
+        self, step: RenderedStep, loaded: LoadedRecipe, final_dir: Path
+    ) -> None:
+        """The step's ``run_command``s, in its unpacked asset, each after a person has
+        read it and said yes (``commands.py`` says why and when not at all)."""
+        assert self.staging is not None
+        self.stage = "run_command"
+        work_dir = self.staging / f"x{step.index}"
+        work_dir.mkdir(exist_ok=True)
+        for index, template in step.commands:
+            command = render_command(template, work_dir=str(work_dir), install_dir=str(final_dir))
+            check_may_run(loaded.recipe, command)
+            confirmations = self.inst.confirmations
+            ask = question(self.name, index, command, str(work_dir))
+            if confirmations is None:
+                raise ask
+            await confirmations.ask(
+                self._progress, can_ask=self.can_ask, session=self.session, question=ask
+            )
+            await self.progress("running_command", command=command)
+            env = command_env(self.inst.env, work_dir, final_dir)
+            await trio.to_thread.run_sync(run_on_host, command, work_dir, env)
 
     async def _fetch_small(self, url: str, what: str, file: str) -> bytes:
         """A signature or key file (small, through the shared HTTP layer); a failure to

@@ -40,6 +40,7 @@ from tsukud.recipe import (
 if TYPE_CHECKING:
     from tsukud.events.store import EventStore
     from tsukud.net.http import Http
+    from tsukud.policy.confirm import Confirmations
 
 
 async def _no_progress(_frame: dict[str, Any]) -> None:
@@ -60,8 +61,11 @@ class Installer:
         env: dict[str, str],
         platform: Platform | None = None,
         max_download_bytes: int = DEFAULT_MAX_BYTES,
+        confirmations: Confirmations | None = None,
     ) -> None:
         self.home = home
+        # Who asks the user (a run_command's yes); None: no one can be asked.
+        self.confirmations = confirmations
         self.registry = registry
         self.resolver = resolver
         self.http = http
@@ -156,11 +160,13 @@ class Installer:
         *,
         force: bool = False,
         progress: ProgressFn = _no_progress,
+        can_ask: bool = False,
     ) -> dict[str, Any]:
         name = check_name(name)
         await self.close_interrupted()
         session = "install-" + secrets.token_hex(6)
-        return await InstallAttempt(self, name, version, session, progress).execute(force=force)
+        attempt = InstallAttempt(self, name, version, session, progress, can_ask=can_ask)
+        return await attempt.execute(force=force)
 
     async def close_interrupted(self) -> list[str]:
         """Installs a previous daemon started and never finished (it was killed) get

@@ -299,6 +299,20 @@ class InstallBinariesStep(_StepBase, frozen=True, kw_only=True):
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class RunCommandStep(_StepBase, frozen=True, kw_only=True):
+    """``run_command``: a shell command (``sh -c``) run in the work directory of the
+    download before it, after its ``extract`` and before ``install_binaries`` (awscli
+    flattens its bundle this way). ``{version}``, ``{work_dir}`` and ``{install_dir}``
+    are filled in. It runs inside the validation container, or on the host only after
+    the user has seen the exact command and said yes (docs/install.md);
+    ``requires_sudo`` and ``working_dir`` stay in ``extra`` and are refused."""
+
+    ACTION: ClassVar[str] = "run_command"
+    action: Literal["run_command"] = "run_command"
+    command: str
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
 class GenericStep(_StepBase, frozen=True, kw_only=True):
     """Any other action (homebrew, npm_install, ...): kept verbatim so it round-trips."""
 
@@ -308,7 +322,14 @@ class GenericStep(_StepBase, frozen=True, kw_only=True):
 
 InstallStep = GitHubArchiveStep | GitHubFileStep
 # The URL actions: they share one work directory per recipe, in step order.
-UrlStep = DownloadStep | DownloadArchiveStep | ExtractStep | ChmodStep | InstallBinariesStep
+UrlStep = (
+    DownloadStep
+    | DownloadArchiveStep
+    | ExtractStep
+    | ChmodStep
+    | InstallBinariesStep
+    | RunCommandStep
+)
 SupportedStep = GitHubArchiveStep | GitHubFileStep | UrlStep
 Step = SupportedStep | GenericStep
 
@@ -514,11 +535,11 @@ def unsupported_actions(recipe: Recipe) -> list[str]:
     in step order: what a registry coverage report counts, before any platform choice."""
     out: list[str] = []
     for step in recipe.steps:
-        if not isinstance(step, GenericStep):
-            continue
-        what = step.action
-        if what not in out:
-            out.append(what)
+        if isinstance(step, GenericStep):
+            found = [step.action]
+        else:  # a parameter install refuses (requires_sudo, ...) makes the step unusable
+            found = [f"{step.action} parameter {k}" for k in sorted(step.extra)]
+        out += [what for what in found if what not in out]
     source = recipe.version.source if recipe.version is not None else None
     if source not in SUPPORTED_VERSION_SOURCES:
         out.append(f"version source {source}")

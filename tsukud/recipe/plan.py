@@ -36,6 +36,7 @@ from tsukud.recipe.model import (
     InstallBinariesStep,
     Recipe,
     RecipeError,
+    RunCommandStep,
     Step,
     UnsupportedPlatform,
     check_platform,
@@ -50,6 +51,7 @@ from tsukud.recipe.render import (
     expand_url,
     install_binaries_for,
     mapped,
+    render_command,
     render_step,
     render_verify,
     url_file_name,
@@ -112,6 +114,7 @@ class PlanContext(msgspec.Struct, frozen=True, kw_only=True):
     assets: tuple[str, ...] | None = None
     digests: Mapping[str, str] = msgspec.field(default_factory=dict)
     github_url: str = DEFAULT_GITHUB_URL
+    install_dir: str = "{install_dir}"
 
     def where(self, index: int) -> str:
         return f"{self.recipe_name}: steps[{index}]"
@@ -270,6 +273,19 @@ def _install_binaries(step: InstallBinariesStep, index: int, ctx: PlanContext) -
     ]
 
 
+def _run_command(step: RunCommandStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """The command as it would run, but for ``{work_dir}`` (a staging directory made at
+    install time)."""
+    t = ctx.target
+    command = expand(step.command, version=ctx.resolved.version, os=t.os, arch=t.arch)
+    params = {
+        "command": render_command(command, work_dir="{work_dir}", install_dir=ctx.install_dir)
+    }
+    if step.description:
+        params["description"] = step.description
+    return [PlanStep(action="run_command", params=params)]
+
+
 #: action → its planner. Composite actions decompose into primitives here.
 PLANNERS: dict[str, StepPlanner] = {
     "github_archive": _github,
@@ -280,6 +296,7 @@ PLANNERS: dict[str, StepPlanner] = {
     "extract": _extract,
     "chmod": _chmod,
     "install_binaries": _install_binaries,
+    "run_command": _run_command,
 }
 
 
@@ -327,6 +344,7 @@ def plan_recipe(
         assets=tuple(assets) if assets is not None else None,
         digests=dict(digests or {}),
         github_url=github_url,
+        install_dir=install_dir,
     )
     steps: list[PlanStep] = []
     unsupported: list[UnsupportedStep] = []

@@ -31,6 +31,7 @@ from tsukud.recipe.model import (
     InstallStep,
     Recipe,
     RecipeError,
+    RunCommandStep,
     UnsupportedFeature,
     UrlStep,
     Verify,
@@ -105,6 +106,10 @@ class RenderedStep(msgspec.Struct, frozen=True, kw_only=True):
     signature_url: str | None = None
     signature_key_url: str | None = None
     signature_key_fingerprint: str | None = None
+    # ``run_command`` steps (their index, their command) to run in the unpacked asset
+    # (its work directory) before the tool is assembled, ``{version}`` filled in;
+    # ``{work_dir}`` and ``{install_dir}`` by whoever runs them (``render_command``).
+    commands: tuple[tuple[int, str], ...] = ()
 
 
 class VerifyCheck(msgspec.Struct, frozen=True, kw_only=True):
@@ -377,6 +382,7 @@ class _WorkFile(msgspec.Struct, kw_only=True):
     install_mode: str = "binaries"
     binaries: tuple[InstallBinary, ...] | None = None
     signature: tuple[str, str, str] | None = None  # (signature_url, key_url, fingerprint)
+    commands: tuple[tuple[int, str], ...] = ()
 
 
 def expand_url(template: str, resolved: ResolvedVersion, os_name: str, arch: str) -> str:
@@ -481,6 +487,17 @@ def _fold_url_steps(
                 names = {work.name} if work.format is ArchiveFormat.RAW else None
                 work.chmod += tuple(f for f in chmod if names is None or f in names)
             continue
+        if isinstance(step, RunCommandStep):
+            if len(pending) != 1:
+                what = (
+                    "run_command without an earlier download"
+                    if not pending
+                    else ("run_command over several downloads")
+                )
+                raise _unsupported(where, what)
+            command = expand(step.command, version=version, os=target.os, arch=target.arch)
+            pending[0].commands += ((index, command),)
+            continue
         assert isinstance(step, InstallBinariesStep)
         if len(pending) != 1:
             what = (
@@ -533,6 +550,7 @@ def render_url_steps(
             signature_url=work.signature[0] if work.signature else None,
             signature_key_url=work.signature[1] if work.signature else None,
             signature_key_fingerprint=work.signature[2] if work.signature else None,
+            commands=work.commands,
         )
         for work in works
     ]
@@ -569,6 +587,12 @@ def render_recipe(
         out.extend(render_url_steps(url_steps, resolved, target, recipe_name=name))
         out.sort(key=lambda r: r.index)
     return out
+
+
+def render_command(command: str, *, work_dir: str, install_dir: str) -> str:
+    """A ``run_command`` as it will run: the exact text a person is shown before saying
+    yes (``{version}`` was filled in when the step was rendered)."""
+    return command.replace("{work_dir}", work_dir).replace("{install_dir}", install_dir)
 
 
 # --------------------------------------------------------------------------- verify

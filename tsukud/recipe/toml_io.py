@@ -37,6 +37,7 @@ from tsukud.recipe.model import (
     Metadata,
     Recipe,
     RecipeParseError,
+    RunCommandStep,
     Step,
     Verify,
     VerifyAdditional,
@@ -434,6 +435,7 @@ _EXTRACT: dict[str, Conv] = {
 }
 _CHMOD: dict[str, Conv] = {"files": _str_list}
 _INSTALL_BINARIES: dict[str, Conv] = {"binaries": _binaries, "install_mode": _install_mode}
+_RUN_COMMAND: dict[str, Conv] = {"command": _nonempty}
 # action -> (step type, parameter spec, required parameters)
 _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
     "download": (DownloadStep, _DOWNLOAD, ("url",)),
@@ -442,6 +444,7 @@ _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
     "extract": (ExtractStep, _EXTRACT, ("archive",)),
     "chmod": (ChmodStep, _CHMOD, ("files",)),
     "install_binaries": (InstallBinariesStep, _INSTALL_BINARIES, ("binaries",)),
+    "run_command": (RunCommandStep, _RUN_COMMAND, ("command",)),
 }
 _SIGNATURE_KEYS = ("signature_url", "signature_key_url", "signature_key_fingerprint")
 _VERIFY: dict[str, Conv] = {

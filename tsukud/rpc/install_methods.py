@@ -46,7 +46,7 @@ async def install(d: Daemon, p: InstallParams, call: Call) -> dict[str, Any]:
     name, version = split_spec(p.tool, p.version)
     try:
         return await d.services.installer.install(
-            name, version, force=p.force, progress=call.progress
+            name, version, force=p.force, progress=call.progress, can_ask=p.can_ask
         )
     except RecipeNotFound:
         if not (p.discover or p.source):

@@ -1,9 +1,8 @@
 """Recipes in the registry's URL style (kubectl, terraform, helm, node) install through
 the daemon from a plain download host on loopback, exactly as a new user runs them:
 ``download`` + ``checksum_url``, ``download`` + ``extract``, ``download_archive`` in
-directory mode, versions from ``http_json``; a wrong checksum is refused, and
-``run_command`` is a typed "not supported yet", never skipped (signed downloads:
-``test_signed_download.py``)."""
+directory mode, versions from ``http_json``; a wrong checksum is refused (signed
+downloads: ``test_signed_download.py``; ``run_command``: ``test_run_command.py``)."""
 
 from __future__ import annotations
 
@@ -262,36 +261,3 @@ pattern = "v{{version}}"
     tool = Path(row["install_dir"])
     assert (tool / "lib" / "node_modules" / "npm" / "package.json").is_file()
     assert "v22.1.0" in run(inst.home / "bin" / "node")
-
-
-@pytest.mark.parametrize(
-    ("extra_step", "fragment"),
-    [('\n[[steps]]\naction = "run_command"\ncommand = "./aws/install"\n', "run_command")],
-)
-def test_run_command_is_refused_by_name(
-    inst: Tsuku, host: FakeDownloadHost, extra_step: str, fragment: str
-) -> None:
-    host.add_json("/v.json", {"v": "2.17.0"})
-    url = f"{host.url}/awscli-exe-{{os}}-{{arch}}-{{version}}.zip"
-    local_recipe(
-        inst,
-        "awscli",
-        f"""[metadata]
-name = "awscli"
-
-[version]
-source = "http_json"
-url = "{host.url}/v.json"
-version_path = "v"
-
-[[steps]]
-action = "download"
-url = "{url}"
-"""
-        + extra_step.format(url=url),
-    )
-    cp = inst.ctl("install", "awscli")
-    assert cp.returncode == 6, cp.stderr
-    assert fragment in cp.stderr and "not supported yet" in cp.stderr
-    assert installed(inst) == {}
-    assert [p for p in host.fetched() if "awscli" in p] == []  # refused before any download

@@ -26,7 +26,15 @@ from tsukud.create.static_checks import (
     replay,
     verify_command_findings,
 )
-from tsukud.recipe import Binary, GenericStep, GitHubArchiveStep, Metadata, Recipe, parse_recipe
+from tsukud.recipe import (
+    Binary,
+    GenericStep,
+    GitHubArchiveStep,
+    Metadata,
+    Recipe,
+    RunCommandStep,
+    parse_recipe,
+)
 
 
 def _release(version: str, *, arm_darwin: bool = True) -> Release:
@@ -176,9 +184,7 @@ def test_limits() -> None:
     deps = msgspec.structs.replace(
         base, metadata=Metadata(name="foo", dependencies=tuple(f"d{i}" for i in range(6)))
     )
-    run = msgspec.structs.replace(
-        base, steps=(step, GenericStep(action="run_command", params={"command": "curl x | sh"}))
-    )
+    run = msgspec.structs.replace(base, steps=(step, RunCommandStep(command="curl x | sh")))
     other = msgspec.structs.replace(base, steps=(step, GenericStep(action="npm_install")))
     for recipe, needle in (
         (many, "21 steps"),

@@ -233,11 +233,24 @@ def test_a_signed_download_is_modelled_and_half_a_signature_is_refused() -> None
         parse_recipe(short)
 
 
-def test_run_command_is_named_not_skipped() -> None:
-    run = KUBECTL + '\n[[steps]]\naction = "run_command"\ncommand = "./install"\n'
-    with pytest.raises(UnsupportedAction, match="run_command"):
-        require_supported(parse_recipe(run), LINUX)
-    assert unsupported_actions(parse_recipe(run)) == ["run_command"]
+def test_run_command_folds_into_the_download_it_follows() -> None:
+    cmd = '[[steps]]\naction = "run_command"\ncommand = "./setup {version} {install_dir}"\n\n'
+    run = KUBECTL.replace(
+        '[[steps]]\naction = "install_binaries"', cmd + '[[steps]]\naction = "install_binaries"'
+    )
+    assert unsupported_actions(parse_recipe(run)) == []
+    (step,) = render_recipe(parse_recipe(run), V, LINUX)
+    assert step.commands == ((2, "./setup 1.30.2 {install_dir}"),)
+    after = KUBECTL + "\n" + cmd
+    with pytest.raises(UnsupportedFeature, match="run_command without an earlier download"):
+        render_recipe(parse_recipe(after), V, LINUX)
+    sudo = run.replace('command = "./setup', 'requires_sudo = true\ncommand = "./setup')
+    with pytest.raises(UnsupportedFeature, match="parameter requires_sudo"):
+        require_supported(parse_recipe(sudo), LINUX)
+    assert unsupported_actions(parse_recipe(sudo)) == ["run_command parameter requires_sudo"]
+    other = KUBECTL + '\n[[steps]]\naction = "npm_install"\npackage = "x"\n'
+    with pytest.raises(UnsupportedAction, match="npm_install"):
+        require_supported(parse_recipe(other), LINUX)
     assert isinstance(parse_recipe(KUBECTL).steps[0], DownloadStep)
 
 

@@ -1,7 +1,8 @@
-"""Validation checks a URL step's static checksum: a recipe whose ``checksum`` does not
-match the file the URL serves fails validation at the download with the checksum
-finding (``checksum_mismatch``), before anything is unpacked or run; the right
-checksum, written ``sha256:<hex>`` as registry recipes do, validates in the container."""
+"""URL recipes in validation. A recipe whose ``checksum`` does not match the file the
+URL serves fails at the download with the checksum finding (``checksum_mismatch``),
+before anything is unpacked or run; the right checksum, written ``sha256:<hex>`` as
+registry recipes do, validates in the container. A ``run_command`` runs there (and
+only there without a person's yes): in the container, on the unpacked asset."""
 
 from __future__ import annotations
 
@@ -95,3 +96,36 @@ async def test_the_right_checksum_validates_in_the_container(
     verdict = await prepared.verify(Verify(command="t", pattern="v{version}"))
     assert verdict.passed, verdict
     assert verdict.assets[0].sha256 == right.removeprefix("sha256:")
+
+
+def run_command_recipe(host: FakeDownloadHost, command: str) -> str:
+    right = "sha256:" + hashlib.sha256(ARCHIVE).hexdigest()
+    step = f'\n[[steps]]\naction = "run_command"\ncommand = """{command}"""\n'
+    text = recipe(host, right).replace("strip_dirs = 1\n", "strip_dirs = 1\n" + step)
+    return text.replace('binaries = ["t"]', 'binaries = ["bin/t"]\ninstall_mode = "directory"')
+
+
+async def test_a_run_command_runs_in_the_container_on_the_unpacked_asset(
+    run: ValidationRun, host: FakeDownloadHost
+) -> None:
+    # TSUKU_VALIDATION is set only in the container's environment, never on the host.
+    command = 'mkdir bin && mv t bin/t && echo "$TSUKU_VALIDATION {work_dir}" > ran-in'
+    prepared = await run.prepare(parse_recipe(run_command_recipe(host, command)), RELEASE)
+    assert prepared.failure is None, prepared.failure
+    assert prepared.root is not None
+    assert (prepared.root / "ran-in").read_text() == "1 /tsuku/work\n"
+    assert prepared.binaries == {"t": "bin/t"}
+    verdict = await prepared.verify(Verify(command="t", pattern="v{version}"))
+    assert verdict.passed, verdict
+
+
+async def test_a_failing_run_command_fails_validation_with_its_output(
+    run: ValidationRun, host: FakeDownloadHost
+) -> None:
+    command = "echo moving; mv no-such-file bin/t"
+    prepared = await run.prepare(parse_recipe(run_command_recipe(host, command)), RELEASE)
+    failure = prepared.failure
+    assert failure is not None and failure.failed
+    assert failure.stage == "run_command"
+    assert "run_command exited with 1" in failure.message
+    assert "moving" in failure.message and "no-such-file" in failure.message
