@@ -13,7 +13,7 @@ from tests.conftest import Tsuku
 from tests.fakes.github import FakeGitHub, fixture_recipe_paths
 from tests.integration.install.conftest import events
 from tests.integration.install.test_recipe_errors import local_recipe
-from tests.integration.install.test_url_actions import host, kubectl_recipe
+from tests.integration.install.test_url_actions import host, kubectl_recipe, node_recipe
 from tsukud.testing.download_host import FakeDownloadHost
 
 __all__ = ["host"]  # the download host fixture, shared with test_url_actions
@@ -100,21 +100,9 @@ def test_download_archive_and_a_signed_download_decompose(
     fpr = "FB5DB77FD5C118B80511ADA8A6310ACC4672475C"
     recipe = tmp_path / "node.toml"
     recipe.write_text(
-        f"""[metadata]
-name = "node"
-
-[version]
-source = "http_json"
-url = "{host.url}/dist/index.json"
-version_path = "0.version"
-
-[[steps]]
-action = "download_archive"
-url = "{host.url}/dist/v{{version}}/node-v{{version}}-{{os}}-{{arch}}.tar.gz"
-strip_dirs = 1
-install_mode = "directory"
-binaries = ["bin/node"]
-
+        node_recipe(
+            host,
+            f"""
 [[steps]]
 action = "download"
 url = "{host.url}/extra-{{version}}.zip"
@@ -126,11 +114,8 @@ signature_key_fingerprint = "{fpr}"
 [[steps]]
 action = "npm_install"
 package = "corepack"
-
-[verify]
-command = "{{install_dir}}/bin/node --version"
-pattern = "v{{version}}"
-"""
+""",
+        )
     )
     p = plan(inst, str(recipe), "--version", "22.1.0", "--platform", "linux/amd64")
     actions = [s["action"] for s in p["steps"]]

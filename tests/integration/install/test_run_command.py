@@ -16,13 +16,14 @@ from tests.conftest import Tsuku
 from tests.fakes.openpgp import SigningKey
 from tests.integration.install.conftest import events, installed, tree
 from tests.integration.install.test_recipe_errors import local_recipe
-from tests.integration.install.test_url_actions import HOST, host, run, script, zip_of
+from tests.integration.install.test_signed_download import awscli_recipe
+from tests.integration.install.test_signed_download import serve as serve_signed
+from tests.integration.install.test_url_actions import host, run, script
 from tsukuctl.client import RemoteError
 from tsukud.testing.download_host import FakeDownloadHost
 
 __all__ = ["host"]  # the download host fixture, shared with test_url_actions
 
-ZIP = f"awscli-exe-{HOST.os}-{HOST.arch}-2.17.0.zip"
 # tsuku's own flattening (``mv aws/dist/* .``) would move aws/dist/aws *into* the aws
 # directory it then deletes; the same idea, written so that it works:
 FLATTEN = "mv aws/dist dist && rm -rf aws\nmv dist/* . && rmdir dist\n"
@@ -34,31 +35,8 @@ def aws_key() -> Iterator[SigningKey]:
         yield key
 
 
-def awscli(host: FakeDownloadHost, key: SigningKey, *, generated: bool = False) -> str:
-    """tsuku's awscli recipe's shape, pointed at the fake host."""
-    meta = '\ngenerated_by = "claude-sonnet-4-5"\nllm_validation = "skipped"' if generated else ""
-    return f"""[metadata]
-name = "awscli"
-description = "Official Amazon AWS command-line interface"{meta}
-
-[version]
-source = "http_json"
-url = "{host.url}/v.json"
-version_path = "version"
-
-[[steps]]
-action = "download"
-url = "{host.url}/awscli-exe-{{os}}-{{arch}}-{{version}}.zip"
-signature_url = "{host.url}/awscli-exe-{{os}}-{{arch}}-{{version}}.zip.sig"
-signature_key_url = "{host.url}/awscli.pub"
-signature_key_fingerprint = "{key.fingerprint}"
-
-[[steps]]
-action = "extract"
-archive = "awscli-exe-{{os}}-{{arch}}-{{version}}.zip"
-format = "zip"
-
-[[steps]]
+INSTALL_STEP = '[[steps]]\naction = "install_binaries"\nbinaries = ["aws/dist/aws"]\n'
+RUN_STEP = f"""[[steps]]
 action = "run_command"
 command = '''
 {FLATTEN}'''
@@ -68,26 +46,30 @@ description = "Flatten PyInstaller bundle to tool root"
 action = "install_binaries"
 binaries = ["aws", "aws_completer"]
 install_mode = "directory"
-
-[verify]
-command = "aws --version"
-pattern = "aws-cli/{{version}}"
 """
 
 
+def awscli(host: FakeDownloadHost, key: SigningKey, *, generated: bool = False) -> str:
+    """tsuku's awscli recipe's shape: the signed download, then a run_command."""
+    text = awscli_recipe(host, key.fingerprint)
+    assert INSTALL_STEP in text
+    text = text.replace(INSTALL_STEP, RUN_STEP)
+    if generated:
+        text = text.replace(
+            'name = "awscli"\n',
+            'name = "awscli"\ngenerated_by = "claude-sonnet-4-5"\nllm_validation = "skipped"\n',
+        )
+    return text
+
+
 def serve(host: FakeDownloadHost, key: SigningKey) -> None:
-    archive = zip_of(
-        {
-            "aws/dist/aws": script("aws-cli/2.17.0 Python/3.11.9"),
-            "aws/dist/aws_completer": script("completer"),
-            "aws/dist/lib/libpython.so": b"\x7fELF",
-            "aws/install": script("the installer, not run"),
-        }
-    )
-    host.add_json("/v.json", {"version": "2.17.0"})
-    host.add(f"/{ZIP}", archive, sha256_file=False)
-    host.add(f"/{ZIP}.sig", key.sign(archive), sha256_file=False)
-    host.add("/awscli.pub", key.public_key(), sha256_file=False)
+    members = {
+        "aws/dist/aws": script("aws-cli/2.17.0 Python/3.11.9"),
+        "aws/dist/aws_completer": script("completer"),
+        "aws/dist/lib/libpython.so": b"\x7fELF",
+        "aws/install": script("the installer, not run"),
+    }
+    serve_signed(host, key, key, members)
 
 
 def install(t: Tsuku, answer: bool, asked: list[dict[str, Any]], **params: Any) -> Any:

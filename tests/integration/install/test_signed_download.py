@@ -60,8 +60,15 @@ pattern = "aws-cli/{{version}}"
 """
 
 
-def serve(host: FakeDownloadHost, signer: SigningKey, key: SigningKey) -> bytes:
-    archive = zip_of({"aws/dist/aws": script("aws-cli/2.17.0 Python/3.11")})
+def serve(
+    host: FakeDownloadHost,
+    signer: SigningKey,
+    key: SigningKey,
+    members: dict[str, bytes] | None = None,
+) -> bytes:
+    """The version document, the zip (``members``), its signature by ``signer`` and
+    ``key``'s public key at the recipe's URLs; returns the zip."""
+    archive = zip_of(members or {"aws/dist/aws": script("aws-cli/2.17.0 Python/3.11")})
     host.add_json("/v.json", {"version": "2.17.0"})
     host.add(f"/{ZIP}", archive, sha256_file=False)
     host.add(f"/{ZIP}.sig", signer.sign(archive), sha256_file=False)

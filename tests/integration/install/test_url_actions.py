@@ -221,21 +221,10 @@ pattern = "{{version}}"
     assert "v3.15.1" in run(inst.home / "bin" / "helm")
 
 
-def test_download_archive_in_directory_mode_keeps_the_tree(
-    inst: Tsuku, host: FakeDownloadHost
-) -> None:
-    archive = tar_gz(
-        {
-            "node-v22.1.0/bin/node": script("v22.1.0"),
-            "node-v22.1.0/lib/node_modules/npm/package.json": b"{}",
-        }
-    )
-    host.add_json("/dist/index.json", [{"version": "v22.1.0"}])
-    host.add(f"/dist/v22.1.0/node-v22.1.0-{HOST.os}-{HOST.arch}.tar.gz", archive)
-    local_recipe(
-        inst,
-        "node",
-        f"""[metadata]
+def node_recipe(host: FakeDownloadHost, more_steps: str = "") -> str:
+    """node's recipe shape: one ``download_archive`` in directory mode (``more_steps``
+    go after it)."""
+    return f"""[metadata]
 name = "node"
 
 [version]
@@ -249,12 +238,25 @@ url = "{host.url}/dist/v{{version}}/node-v{{version}}-{{os}}-{{arch}}.tar.gz"
 strip_dirs = 1
 install_mode = "directory"
 binaries = ["bin/node"]
-
+{more_steps}
 [verify]
 command = "{{install_dir}}/bin/node --version"
 pattern = "v{{version}}"
-""",
+"""
+
+
+def test_download_archive_in_directory_mode_keeps_the_tree(
+    inst: Tsuku, host: FakeDownloadHost
+) -> None:
+    archive = tar_gz(
+        {
+            "node-v22.1.0/bin/node": script("v22.1.0"),
+            "node-v22.1.0/lib/node_modules/npm/package.json": b"{}",
+        }
     )
+    host.add_json("/dist/index.json", [{"version": "v22.1.0"}])
+    host.add(f"/dist/v22.1.0/node-v22.1.0-{HOST.os}-{HOST.arch}.tar.gz", archive)
+    local_recipe(inst, "node", node_recipe(host))
     cp = inst.ctl("install", "node")
     assert cp.returncode == 0, cp.stderr
     row = installed(inst)["node"]

@@ -7,14 +7,15 @@ only there without a person's yes): in the container, on the unpacked asset."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from tests.integration.create import conftest as create
+from tests.integration.sandbox import test_validate_tree as validate_tree
 from tsukud.create.assets import Release
 from tsukud.create.repair import validation_feedback
-from tsukud.create.validate import ValidationRun, Validator, container_platform
+from tsukud.create.validate import ValidationRun, container_platform
 from tsukud.recipe import Verify, parse_recipe
 from tsukud.testing.download_host import FakeDownloadHost
 from tsukud.testing.github import FakeGitHub
@@ -39,15 +40,11 @@ def host() -> Iterator[FakeDownloadHost]:
         yield fake
 
 
+# The create tests' real HTTP client, workdir and validator, and the tree tests' run.
 http = create.http
 workdir = create.workdir
 validator = create.validator
-
-
-@pytest.fixture
-async def run(validator: Validator) -> AsyncIterator[ValidationRun]:
-    async with validator.session("test-session") as vrun:
-        yield vrun
+run = validate_tree.run
 
 
 def recipe(host: FakeDownloadHost, checksum: str) -> str:
