@@ -13,6 +13,7 @@ import argparse
 import os
 import sys
 
+from tsukuctl import verbosity
 from tsukuctl.client import RemoteError
 from tsukud import __version__
 from tsukud.errors import ExitCode, TsukuError
@@ -40,11 +41,15 @@ COMMANDS: dict[str, str] = {
     "info": "tsukuctl.install_commands",
     "update-registry": "tsukuctl.install_commands",
     "plan": "tsukuctl.plan_commands",
+    "outdated": "tsukuctl.upgrade_commands",
+    "upgrade": "tsukuctl.upgrade_commands",
     "create": "tsukuctl.create_commands",
     "hook": "tsukuctl.hook_commands",
     "shell-init": "tsukuctl.hook_commands",
     "demo": "tsukuctl.demo_commands",
     "discover": "tsukuctl.discover_commands",
+    "doctor": "tsukuctl.doctor_commands",
+    "completion": "tsukuctl.completion_commands",
     "help": "tsukuctl.cli",
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMANDS.values()))
@@ -123,6 +128,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     modules = (COMMANDS[only],) if only in COMMANDS else COMMAND_MODULES
     for name in modules:
         __import__(name, fromlist=["register"]).register(sub)
+    verbosity.add_flags(ap)
     return ap
 
 
@@ -145,6 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "fn", None):
         parser.print_help()
         return ExitCode.USAGE
+    verbosity.apply(args)
     try:
         return int(args.fn(args))
     except RemoteError as e:
@@ -160,6 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    finally:
+        verbosity.loud()
 
 
 def _innermost(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.ArgumentParser:
@@ -190,6 +199,7 @@ def _unknown_arguments(
 def _print_error(message: str, hint: str) -> None:
     from tsukuctl.command import err  # an error may quote a model, GitHub or an archive
 
+    verbosity.loud()
     err(f"tsukuctl: {message}")
     if hint:
         err(f"hint: {hint}")

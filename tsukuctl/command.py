@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tsukuctl import verbosity
 from tsukuctl.client import Client
 from tsukud.terminal import terminal_safe
 
@@ -23,7 +24,36 @@ def rpc(
 ) -> Any:
     """One call on a fresh connection; ``--no-start`` keeps a stopped daemon stopped."""
     with Client.connect(autostart=not getattr(args, "no_start", False)) as c:
-        return c.call(method, params, **kw)
+        if not verbosity.verbose():
+            return c.call(method, params, **kw)
+        return _traced(c, method, params, **kw)
+
+
+def _traced(c: Client, method: str, params: dict[str, Any] | None, **kw: Any) -> Any:
+    """``-v``: the call with where it went, how long it took and the session it ran as."""
+    import time
+
+    verbosity.debug(f"request {method} on {c.sock.getpeername()}")
+    started = time.monotonic()
+    try:
+        res = c.call(method, params, **kw)
+    except BaseException as exc:
+        ms = (time.monotonic() - started) * 1000
+        verbosity.debug(f"{method} failed after {ms:.1f} ms: {type(exc).__name__}")
+        raise
+    ms = (time.monotonic() - started) * 1000
+    verbosity.debug(f"{method} answered in {ms:.1f} ms")
+    if isinstance(res, dict):
+        if res.get("session"):
+            verbosity.debug(
+                f"session {res['session']} (tsukuctl events --session {res['session']})"
+            )
+        timings = res.get("timings_ms")
+        if isinstance(timings, dict) and timings:
+            verbosity.debug(
+                "daemon timings: " + ", ".join(f"{k} {v} ms" for k, v in timings.items())
+            )
+    return res
 
 
 def out(text: str) -> None:

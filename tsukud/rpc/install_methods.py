@@ -123,3 +123,29 @@ async def registry_update(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
     result = await d.services.installer.registry.update()
     d.services.hook_index.request_rebuild()  # the shell hook's index lists registry recipes
     return result
+
+
+class ToolsParams(msgspec.Struct, forbid_unknown_fields=True):
+    tools: list[str] = msgspec.field(default_factory=list)
+
+
+@method("tools.outdated", ToolsParams)
+async def tools_outdated(d: Daemon, p: ToolsParams, call: Call) -> dict[str, Any]:
+    """Installed tools (all, or ``tools``) against their newest release (cached)."""
+    from tsukud.install.upgrades import outdated
+
+    rows = await outdated(d.services.installer, p.tools)
+    return {"tools": msgspec.to_builtins(rows)}
+
+
+class UpgradeParams(msgspec.Struct, forbid_unknown_fields=True):
+    tools: list[str] = msgspec.field(default_factory=list)
+    all: bool = False
+
+
+@method("tools.upgrade", UpgradeParams)
+async def tools_upgrade(d: Daemon, p: UpgradeParams, call: Call) -> dict[str, Any]:
+    """Install the newest release of each outdated tool; install progress frames."""
+    from tsukud.install.upgrades import upgrade
+
+    return await upgrade(d.services.installer, p.tools, every=p.all, progress=call.progress)

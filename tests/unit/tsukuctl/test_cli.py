@@ -97,7 +97,7 @@ def test_a_named_command_imports_only_its_own_module() -> None:
         )
         return set(cp.stdout.split())
 
-    floor = {"tsukuctl.cli", "tsukuctl.client"}
+    floor = {"tsukuctl.cli", "tsukuctl.client", "tsukuctl.verbosity"}
     assert loaded("status") == floor | {
         "tsukuctl.status_commands",
         "tsukuctl.command",

@@ -1,0 +1,202 @@
+"""``tsukuctl doctor``: one line per thing tsuku needs, each with its fix when not ok.
+
+It must work exactly when nothing else does (a typo in config.toml keeps the daemon
+from starting), so no check depends on an earlier one succeeding: the configuration is
+read by the daemon's own code in a child process (``python -m tsukud.config_check``),
+the home, the shell hook and PATH are read here, and only what only the daemon can see
+(the container runtime as it reaches it, the validation image) waits for the daemon;
+those lines say "not checked" when it does not answer. Keys are reported set or not set,
+never their values.
+
+Exit status: 0 when every line is ``ok`` or ``warn`` (a missing key or shell hook is a
+choice, not a fault), 1 when a line says ``FAIL``. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import stat
+import subprocess
+import sys
+
+from tsukuctl import render
+from tsukuctl.command import out, rpc
+from tsukud import paths
+from tsukud.errors import ExitCode, TsukuError
+from tsukud.launch import RemoteError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+OK, WARN, FAIL, SKIP = "ok", "warn", "FAIL", "skip"
+LLM_KEYS = ("secrets.anthropic_api_key", "secrets.google_api_key", "secrets.openai_api_key")
+
+
+def line(name: str, state: str, detail: str, fix: str = "") -> dict[str, str]:
+    return {"check": name, "state": state, "detail": detail, "fix": fix}
+
+
+def check_daemon(args: argparse.Namespace, home: str) -> tuple[dict[str, str], Any]:
+    """The daemon's line and its ``sandbox.status`` (None when it does not answer)."""
+    try:
+        status = rpc(args, "status")
+        sandbox = rpc(args, "sandbox.status")
+    except (TsukuError, RemoteError, OSError) as exc:
+        message = getattr(exc, "message", None) or str(exc)
+        hint = getattr(exc, "hint", "") or "See `tsukuctl daemon logs`."
+        first = message.splitlines()[0] if message else "no answer"
+        return line("daemon", FAIL, f"not reachable: {first}", hint), None
+    theirs = str(status.get("home", ""))
+    detail = f"running, version {status.get('version')}, pid {status.get('pid')}, home {theirs}"
+    if theirs and os.path.realpath(theirs) != os.path.realpath(home):
+        fix = f"Stop it (`tsukuctl daemon stop`) or set TSUKU_HOME={theirs}."
+        return line("daemon", FAIL, f"{detail}: not this home ({home})", fix), sandbox
+    return line("daemon", OK, detail), sandbox
+
+
+def check_home(home: str) -> dict[str, str]:
+    try:
+        st = os.stat(home)
+    except FileNotFoundError:
+        return line("home", OK, f"{home} (not created yet; made on first use)")
+    except OSError as exc:
+        return line("home", FAIL, f"{home}: {exc.strerror}", f"Check the path: ls -ld {home}")
+    if not stat.S_ISDIR(st.st_mode):
+        return line("home", FAIL, f"{home} is not a directory", "Point TSUKU_HOME at a directory.")
+    if not os.access(home, os.W_OK | os.X_OK):
+        return line("home", FAIL, f"{home} is not writable", f"chmod u+rwx {home}")
+    if st.st_uid != os.getuid():
+        return line("home", FAIL, f"{home} belongs to uid {st.st_uid}", f"chown -R $USER {home}")
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077:
+        return line("home", FAIL, f"{home} is {mode:o}: others can read it", f"chmod 700 {home}")
+    return line("home", OK, f"{home} writable, {mode:o}")
+
+
+def read_config() -> dict[str, Any]:
+    """The daemon's own reading of the configuration, from a child process."""
+    try:
+        cp = subprocess.run(
+            [sys.executable, "-m", "tsukud.config_check"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        return dict(json.loads(cp.stdout))
+    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        return {"ok": False, "message": f"could not check the configuration: {exc}", "hint": ""}
+
+
+def check_config(found: Mapping[str, Any]) -> dict[str, str]:
+    path = str(found.get("path", paths.config_path()))
+    if not found.get("ok"):
+        message = str(found.get("message", "")).replace("\n", " ")
+        return line("config", FAIL, message, str(found.get("hint") or f"Edit {path}."))
+    if not found.get("exists"):
+        return line("config", OK, f"{path} (no file: defaults apply)")
+    return line("config", OK, f"{path} valid")
+
+
+def check_keys(found: Mapping[str, Any]) -> dict[str, str]:
+    secrets: dict[str, dict[str, Any]] = found.get("secrets") or {}
+    if not found.get("ok"):
+        return line("keys", SKIP, "not checked: the configuration could not be read")
+    parts = []
+    for name, info in sorted(secrets.items()):
+        short = name.removeprefix("secrets.")
+        parts.append(f"{short} set ({info['source']})" if info["set"] else f"{short} not set")
+    if not any(secrets.get(k, {}).get("set") for k in LLM_KEYS):
+        fix = (
+            "create and discovery need an LLM key: export ANTHROPIC_API_KEY=... (or GEMINI_API_KEY)"
+        )
+        return line("keys", WARN, "; ".join(parts), fix)
+    return line("keys", OK, "; ".join(parts))
+
+
+def check_sandbox(sandbox: Mapping[str, Any] | None) -> list[dict[str, str]]:
+    if sandbox is None:
+        why = "not checked: the daemon does not answer (fix its line first)"
+        return [line("sandbox", SKIP, why), line("image", SKIP, why)]
+    image = str(sandbox.get("image", ""))
+    if not sandbox.get("available"):
+        fix = str(sandbox.get("hint") or "Start Docker, or set DOCKER_HOST.")
+        return [
+            line("sandbox", FAIL, f"no container runtime: {sandbox.get('error', '')}", fix),
+            line("image", SKIP, f"{image}: not checked without a container runtime"),
+        ]
+    found = line("sandbox", OK, f"Docker {sandbox.get('version')} at {sandbox.get('endpoint')}")
+    if not sandbox.get("image_present"):
+        fix = "tsukuctl sandbox prepare"
+        return [found, line("image", FAIL, f"{image} is not in the container runtime", fix)]
+    return [found, line("image", OK, f"{image} present")]
+
+
+def check_hooks(home: str, env: Mapping[str, str]) -> dict[str, str]:
+    from tsukuctl.hook_commands import SHELLS, detect_shell, has_line, rc_path
+
+    try:
+        shells: tuple[str, ...] = (detect_shell(env),)
+    except TsukuError:
+        shells = tuple(SHELLS)
+    for shell in shells:
+        rc = rc_path(shell, env)
+        try:
+            with open(rc, encoding="utf-8", errors="replace") as f:
+                hooked = has_line(f.read())
+        except OSError:
+            hooked = False
+        script = os.path.join(paths.hooks_dir(home), f"tsuku.{shell}")
+        if hooked and os.path.exists(script):
+            return line("hooks", OK, f"{shell}: {rc} sources {script}")
+        if hooked:
+            return line(
+                "hooks", FAIL, f"{rc} sources {script}, which is missing", "tsukuctl hook install"
+            )
+    return line("hooks", WARN, f"not installed for {', '.join(shells)}", "tsukuctl hook install")
+
+
+def check_path(home: str, env: Mapping[str, str]) -> dict[str, str]:
+    bin_dir = os.path.join(home, "bin")
+    entries = [os.path.realpath(p) for p in env.get("PATH", "").split(os.pathsep) if p]
+    if os.path.realpath(bin_dir) in entries:
+        return line("PATH", OK, f"contains {bin_dir}")
+    fix = f'export PATH="{bin_dir}:$PATH" (or `tsukuctl hook install`)'
+    return line("PATH", FAIL, f"{bin_dir} is not on PATH: installed tools will not be found", fix)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    home = paths.tsuku_home()
+    env = os.environ
+    daemon, sandbox = check_daemon(args, home)
+    found = read_config()
+    lines = [
+        daemon,
+        check_home(home),
+        check_config(found),
+        check_keys(found),
+        *check_sandbox(sandbox),
+        check_hooks(home, env),
+        check_path(home, env),
+    ]
+    failed = any(x["state"] == FAIL for x in lines)
+    if args.json:
+        out(render.jsonl({"ok": not failed, "checks": lines}))
+    else:
+        width = max(len(x["check"]) for x in lines)
+        for x in lines:
+            out(f"{x['state']:<4}  {x['check']:<{width}}  {x['detail']}")
+            if x["fix"] and x["state"] != OK:
+                out(f"{'':<4}  {'':<{width}}  fix: {x['fix']}")
+    return ExitCode.GENERAL if failed else 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "doctor", help="check the daemon, home, config, keys, sandbox, hooks and PATH"
+    )
+    p.add_argument("--json", action="store_true", help="the checks as one JSON object")
+    p.set_defaults(fn=cmd_doctor)

@@ -1,0 +1,93 @@
+"""``tsukuctl outdated`` and ``tsukuctl upgrade [TOOL...|--all]``.
+
+``outdated`` is a question, not a check: it exits 0 whether or not something is behind
+(like ``pip list --outdated``), with a table, or ``--json`` for scripts. ``upgrade``
+installs the newest release of each outdated tool, with the same progress lines as
+``install``; it exits non-zero when any tool could not be upgraded. Standard library
+only.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from tsukuctl import render
+from tsukuctl.command import err, out, rpc
+from tsukud.errors import ExitCode
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def cmd_outdated(args: argparse.Namespace) -> int:
+    res = rpc(args, "tools.outdated", {"tools": args.tools})
+    if args.json:
+        out(render.jsonl(res))
+        return 0
+    rows = res["tools"]
+    if not rows:
+        out("no tools installed")
+        return 0
+    table = [
+        [
+            r["tool"],
+            r["installed"],
+            r.get("newest") or "?",
+            "upgrade available" if r["outdated"] else ("unknown" if r.get("error") else "current"),
+        ]
+        for r in rows
+    ]
+    out(render.table(("TOOL", "INSTALLED", "NEWEST", "STATE"), table))
+    for r in rows:
+        if r.get("error"):
+            err(f"{r['tool']}: {r['error']}")
+    behind = [r["tool"] for r in rows if r["outdated"]]
+    if behind:
+        out(f"{len(behind)} outdated: `tsukuctl upgrade {' '.join(behind)}` (or --all)")
+    elif not any(r.get("error") for r in rows):
+        out("every installed tool is current")
+    return 0
+
+
+def cmd_upgrade(args: argparse.Namespace) -> int:
+    if not args.tools and not args.all:
+        args.parser.error("name the tools to upgrade, or give --all")
+    if args.tools and args.all:
+        args.parser.error("give tool names or --all, not both")
+    from tsukuctl.install_commands import Progress
+
+    progress = Progress(quiet=args.json)
+    try:
+        res = rpc(
+            args,
+            "tools.upgrade",
+            {"tools": args.tools, "all": args.all},
+            on_progress=progress,
+        )
+    finally:
+        progress.close()
+    failed: list[dict[str, Any]] = res["failed"]
+    if args.json:
+        out(render.jsonl(res))
+    else:
+        for done in res["upgraded"]:
+            out(f"upgraded {done['tool']} {done['from']} → {done['to']}")
+        for f in failed:
+            err(f"tsukuctl: {f['tool']} was not upgraded: {f['message']}")
+        if not res["upgraded"] and not failed:
+            out("nothing to upgrade: every tool named is current")
+    return ExitCode.GENERAL if failed else 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("outdated", help="installed tools that have a newer release")
+    p.add_argument("tools", nargs="*", metavar="TOOL", help="only these (default: all)")
+    p.add_argument("--json", action="store_true", help="the result as one JSON object")
+    p.set_defaults(fn=cmd_outdated)
+
+    p = sub.add_parser("upgrade", help="install the newest release of outdated tools")
+    p.add_argument("tools", nargs="*", metavar="TOOL")
+    p.add_argument("--all", action="store_true", help="every outdated tool")
+    p.add_argument("--json", action="store_true", help="the result as one JSON object")
+    p.set_defaults(fn=cmd_upgrade, parser=p)

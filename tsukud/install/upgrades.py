@@ -1,0 +1,119 @@
+"""Which installed tools have a newer release, and moving them to it.
+
+``outdated`` asks, for each installed tool, the recipe (registry or local) and the
+version resolver for the newest release; the resolver caches each answer (and the HTTP
+layer below it revalidates with ETags), so asking again within minutes costs no GitHub
+quota. A tool whose recipe or release cannot be read is reported with its error rather
+than failing the whole list: one unreachable repository must not hide the others.
+
+``upgrade`` installs the newest release of each outdated tool through the installer,
+so an upgrade is an install like any other: its own session and ``install.*`` events,
+and the old version stays installed and linked until the new one has been verified
+(``attempt.py``). One tool's failure does not stop the others; the result says which
+moved, which were current and which failed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from tsukud.errors import TsukuError, UsageError
+from tsukud.install.errors import NotInstalled
+from tsukud.install.registry import check_name
+from tsukud.recipe.version_range import compare_versions
+
+if TYPE_CHECKING:
+    from tsukud.install.attempt import ProgressFn
+    from tsukud.install.installer import Installer
+
+
+class ToolStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """One installed tool against its newest release (``newest`` is None when it could
+    not be found out; ``error`` then says why)."""
+
+    tool: str
+    installed: str
+    newest: str | None = None
+    outdated: bool = False
+    error: str | None = None
+    error_code: str | None = None
+
+
+def compare(tool: str, installed: str, newest: str) -> ToolStatus:
+    """The pure part: newer only when the newest release sorts above the installed one
+    (a pinned older install is outdated; a locally built newer one is not)."""
+    return ToolStatus(
+        tool=tool,
+        installed=installed,
+        newest=newest,
+        outdated=compare_versions(newest.removeprefix("v"), installed.removeprefix("v")) > 0,
+    )
+
+
+def chosen(inst: Installer, names: list[str]) -> dict[str, str]:
+    """Installed tool → its version: all of them, or the named ones (each must be
+    installed)."""
+    installed = {name: str(rec.get("version") or "") for name, rec in inst.installed().items()}
+    if not names:
+        return dict(sorted(installed.items()))
+    picked = {}
+    for raw in names:
+        name = check_name(raw)
+        if name not in installed:
+            raise NotInstalled(f"{name} is not installed", tool=name)
+        picked[name] = installed[name]
+    return picked
+
+
+async def newest_status(inst: Installer, tool: str, installed: str) -> ToolStatus:
+    try:
+        loaded = await inst.registry.load(tool)
+        res = await inst.resolver.resolve(loaded.recipe, None)
+    except TsukuError as exc:
+        return ToolStatus(tool=tool, installed=installed, error=exc.message, error_code=exc.code)
+    return compare(tool, installed, res.version)
+
+
+async def outdated(inst: Installer, names: list[str]) -> list[ToolStatus]:
+    return [
+        await newest_status(inst, tool, version) for tool, version in chosen(inst, names).items()
+    ]
+
+
+async def upgrade(
+    inst: Installer, names: list[str], *, every: bool, progress: ProgressFn
+) -> dict[str, Any]:
+    if not names and not every:
+        raise UsageError(
+            "name the tools to upgrade, or upgrade them all",
+            hint="`tsukuctl upgrade age kind`, or `tsukuctl upgrade --all`.",
+        )
+    upgraded: list[dict[str, Any]] = []
+    current: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    for status in await outdated(inst, [] if every else names):
+        if status.error is not None:
+            failed.append(_failure(status.tool, status.error_code, status.error))
+        elif not status.outdated:
+            current.append({"tool": status.tool, "version": status.installed})
+        else:
+            try:
+                done = await inst.install(status.tool, None, progress=progress)
+            except TsukuError as exc:
+                failed.append(_failure(status.tool, exc.code, exc.message))
+                continue
+            upgraded.append(
+                {
+                    "tool": status.tool,
+                    "from": status.installed,
+                    "to": done["version"],
+                    "session": done.get("session"),
+                }
+            )
+    return {"upgraded": upgraded, "current": current, "failed": failed}
+
+
+def _failure(tool: str, code: str | None, message: str | None) -> dict[str, Any]:
+    return {"tool": tool, "error_code": code, "message": message}
