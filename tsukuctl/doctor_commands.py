@@ -128,7 +128,7 @@ def check_sandbox(sandbox: Mapping[str, Any] | None) -> list[dict[str, str]]:
             line("sandbox", FAIL, f"no container runtime: {sandbox.get('error', '')}", fix),
             line("image", SKIP, f"{image}: not checked without a container runtime"),
         ]
-    found = line("sandbox", OK, f"Docker {sandbox.get('version')} at {sandbox.get('endpoint')}")
+    found = line("sandbox", OK, f"{sandbox.get('version')} at {sandbox.get('endpoint')}")
     if not sandbox.get("image_present"):
         fix = "tsukuctl sandbox prepare"
         return [found, line("image", FAIL, f"{image} is not in the container runtime", fix)]
@@ -171,11 +171,12 @@ def check_path(home: str, env: Mapping[str, str]) -> dict[str, str]:
 def cmd_doctor(args: argparse.Namespace) -> int:
     home = paths.tsuku_home()
     env = os.environ
-    daemon, sandbox = check_daemon(args, home)
+    home_line = check_home(home)  # before a daemon start could repair it
     found = read_config()
+    daemon, sandbox = check_daemon(args, home)
     lines = [
         daemon,
-        check_home(home),
+        home_line,
         check_config(found),
         check_keys(found),
         *check_sandbox(sandbox),

@@ -3,7 +3,8 @@
 The flags are added to every parser in the tree after the command modules registered
 theirs (a module that already has one, ``create -q``, keeps its own), so a new command
 gets them without asking. On a subcommand they default to "not given" (argparse would
-otherwise let the subcommand's default overwrite ``tsukuctl -q``'s).
+otherwise let the subcommand's default overwrite ``tsukuctl -q``'s); the top-level
+parser's default (False) is what a command reads when neither was given.
 
 Quiet leaves stdout alone (the result line, tables, JSON) and sends every other line on
 stderr (progress, notes, questions) to the null device; errors are printed after
@@ -34,6 +35,10 @@ def add_flags(parser: argparse.ArgumentParser, *, top: bool = True) -> None:
     """``-q`` and ``-v`` on ``parser`` and every parser below it."""
     have = {s for a in parser._actions for s in a.option_strings}
     default: dict[str, Any] = {} if top else {"default": argparse.SUPPRESS}
+    if not top:  # a command's own -q (create) must not reset `tsukuctl -q create`
+        for action in parser._actions:
+            if action.dest in ("quiet", "verbose"):
+                action.default = argparse.SUPPRESS
     if not {"-q", "--quiet"} & have:
         parser.add_argument("-q", "--quiet", action="store_true", help=QUIET_HELP, **default)
     if not {"-v", "--verbose"} & have:
