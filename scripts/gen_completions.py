@@ -25,7 +25,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tsukuctl.cli import build_parser  # noqa: E402
-from tsukuctl.verbosity import subparsers  # noqa: E402
 
 OUT_DIR = REPO / "tsukuctl" / "completions"
 SHELLS = ("bash", "zsh", "fish")
@@ -88,141 +87,130 @@ def _comment(shell: str) -> str:
     return "".join(f"# {line}\n" for line in HEADER.format(shell=shell).splitlines())
 
 
-def bash(nodes: list[Node]) -> str:
-    paths = "|".join(f'"{_at(n.path)}"' for n in nodes if n.path)
-    lines = [
-        _comment("bash") + "# Load it with: source <(tsukuctl completion bash)",
-        "_tsukuctl() {",
-        '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="" at="" word words="" i',
-        '    (( COMP_CWORD > 0 )) && prev="${COMP_WORDS[COMP_CWORD-1]}"',
-        "    for ((i = 1; i < COMP_CWORD; i++)); do",
-        '        word="${COMP_WORDS[i]}"',
-        '        case "$at $word" in',
-        f'            {paths}) at="$at $word" ;;',
-        "        esac",
-        "    done",
-        '    case "$at|$prev" in',
-    ]
-    for n in nodes:
-        for opt, choices in n.choices.items():
-            lines.append(f'        "{_at(n.path)}|{opt}") words="{" ".join(choices)}" ;;')
-    lines += [
-        "    esac",
-        '    if [[ -z "$words" && "$cur" == -* ]]; then',
-        '        case "$at" in',
-    ]
-    lines += [f'            "{_at(n.path)}") words="{" ".join(n.flags)}" ;;' for n in nodes]
-    lines += [
-        "        esac",
-        '    elif [[ -z "$words" ]]; then',
-        '        case "$at" in',
-    ]
-    lines += [f'            "{_at(n.path)}") words="{" ".join(n.words)}" ;;' for n in nodes if n.words]
-    lines += [
-        "        esac",
-        "    fi",
-        '    COMPREPLY=($(compgen -W "$words" -- "$cur"))',
-        "}",
-        "complete -F _tsukuctl tsukuctl",
-    ]
-    return "\n".join(lines) + "\n"
+# Each script in its shell's syntax; {paths}, {choices}, {flags} and {words} are filled
+# with the model's case arms (ARM: how one arm is written in that shell).
+TEMPLATES = {
+    "bash": """\
+{comment}# Load it with: source <(tsukuctl completion bash)
+_tsukuctl() {{
+    local cur="${{COMP_WORDS[COMP_CWORD]}}" prev="" at="" word words="" i
+    (( COMP_CWORD > 0 )) && prev="${{COMP_WORDS[COMP_CWORD-1]}}"
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        word="${{COMP_WORDS[i]}}"
+        case "$at $word" in
+            {paths}) at="$at $word" ;;
+        esac
+    done
+    case "$at|$prev" in
+{choices}
+    esac
+    if [[ -z "$words" && "$cur" == -* ]]; then
+        case "$at" in
+{flags}
+        esac
+    elif [[ -z "$words" ]]; then
+        case "$at" in
+{words}
+        esac
+    fi
+    COMPREPLY=($(compgen -W "$words" -- "$cur"))
+}}
+complete -F _tsukuctl tsukuctl
+""",
+    "zsh": """\
+#compdef tsukuctl
+{comment}# Load it with: source <(tsukuctl completion zsh)  (after compinit)
+_tsukuctl() {{
+    local cur="${{words[CURRENT]}}" prev="${{words[CURRENT-1]}}" at="" word i
+    local -a cands
+    for (( i = 2; i < CURRENT; i++ )); do
+        word="${{words[i]}}"
+        case "$at $word" in
+            ({paths}) at="$at $word" ;;
+        esac
+    done
+    case "$at|$prev" in
+{choices}
+    esac
+    if (( ${{#cands}} == 0 )) && [[ "$cur" == -* ]]; then
+        case "$at" in
+{flags}
+        esac
+    elif (( ${{#cands}} == 0 )); then
+        case "$at" in
+{words}
+        esac
+    fi
+    compadd -- "${{cands[@]}}"
+}}
+if [[ "${{funcstack[1]}}" == _tsukuctl ]]; then
+    _tsukuctl "$@"
+elif (( $+functions[compdef] )); then
+    compdef _tsukuctl tsukuctl
+fi
+""",
+    "fish": """\
+{comment}# Load it with: tsukuctl completion fish | source
+function __tsukuctl_complete
+    set -l typed (commandline -opc)
+    set -l cur (commandline -ct)
+    set -l at ""
+    set -e typed[1]
+    for word in $typed
+        switch "$at $word"
+            case {paths}
+                set at "$at $word"
+        end
+    end
+    set -l prev ""
+    set -q typed[1]; and set prev $typed[-1]
+    switch "$at|$prev"
+{choices}
+    end
+    if string match -q -- '-*' $cur
+        switch "$at"
+{flags}
+        end
+    else
+        switch "$at"
+{words}
+        end
+    end
+end
+complete -c tsukuctl -f -a '(__tsukuctl_complete)'
+""",
+}
+PATH_SEPARATOR = {"bash": "|", "zsh": "|", "fish": " "}
 
 
-def zsh(nodes: list[Node]) -> str:
-    paths = "|".join(f'"{_at(n.path)}"' for n in nodes if n.path)
-    lines = [
-        "#compdef tsukuctl",
-        _comment("zsh") + "# Load it with: source <(tsukuctl completion zsh)  (after compinit)",
-        "_tsukuctl() {",
-        '    local cur="${words[CURRENT]}" prev="${words[CURRENT-1]}" at="" word i',
-        "    local -a cands",
-        "    for (( i = 2; i < CURRENT; i++ )); do",
-        '        word="${words[i]}"',
-        '        case "$at $word" in',
-        f'            ({paths}) at="$at $word" ;;',
-        "        esac",
-        "    done",
-        '    case "$at|$prev" in',
-    ]
-    for n in nodes:
-        for opt, choices in n.choices.items():
-            lines.append(f'        ("{_at(n.path)}|{opt}") cands=({" ".join(choices)}) ;;')
-    lines += [
-        "    esac",
-        '    if (( ${#cands} == 0 )) && [[ "$cur" == -* ]]; then',
-        '        case "$at" in',
-    ]
-    lines += [f'            ("{_at(n.path)}") cands=({" ".join(n.flags)}) ;;' for n in nodes]
-    lines += [
-        "        esac",
-        "    elif (( ${#cands} == 0 )); then",
-        '        case "$at" in',
-    ]
-    lines += [f'            ("{_at(n.path)}") cands=({" ".join(n.words)}) ;;' for n in nodes if n.words]
-    lines += [
-        "        esac",
-        "    fi",
-        '    compadd -- "${cands[@]}"',
-        "}",
-        'if [[ "${funcstack[1]}" == _tsukuctl ]]; then',
-        '    _tsukuctl "$@"',
-        "elif (( $+functions[compdef] )); then",
-        "    compdef _tsukuctl tsukuctl",
-        "fi",
-    ]
-    return "\n".join(lines) + "\n"
+def _arm(shell: str, key: str, words: list[str], indent: str) -> str:
+    """One case arm: the key (a path, or path|option) offers ``words``."""
+    listed = " ".join(words)
+    if shell == "bash":
+        return f'{indent}"{key}") words="{listed}" ;;'
+    if shell == "zsh":
+        return f'{indent}("{key}") cands=({listed}) ;;'
+    return f"{indent}case \"{key}\"\n{indent}    printf '%s\\n' {listed}\n{indent}    return"
 
 
-def fish(nodes: list[Node]) -> str:
-    paths = " ".join(f'"{_at(n.path)}"' for n in nodes if n.path)
-    lines = [
-        _comment("fish") + "# Load it with: tsukuctl completion fish | source",
-        "function __tsukuctl_complete",
-        "    set -l typed (commandline -opc)",
-        "    set -l cur (commandline -ct)",
-        '    set -l at ""',
-        "    set -e typed[1]",
-        "    for word in $typed",
-        '        switch "$at $word"',
-        f"            case {paths}",
-        '                set at "$at $word"',
-        "        end",
-        "    end",
-        '    set -l prev ""',
-        "    set -q typed[1]; and set prev $typed[-1]",
-        '    switch "$at|$prev"',
-    ]
-    for n in nodes:
-        for opt, choices in n.choices.items():
-            lines += [
-                f'        case "{_at(n.path)}|{opt}"',
-                f"            printf '%s\\n' {' '.join(choices)}",
-                "            return",
-            ]
-    lines += [
-        "    end",
-        "    if string match -q -- '-*' $cur",
-        '        switch "$at"',
-    ]
-    for n in nodes:
-        if n.flags:
-            lines += [f'            case "{_at(n.path)}"', f"                printf '%s\\n' {' '.join(n.flags)}"]
-    lines += ["        end", "    else", '        switch "$at"']
-    for n in nodes:
-        if n.words:
-            lines += [f'            case "{_at(n.path)}"', f"                printf '%s\\n' {' '.join(n.words)}"]
-    lines += [
-        "        end",
-        "    end",
-        "end",
-        "complete -c tsukuctl -f -a '(__tsukuctl_complete)'",
-    ]
-    return "\n".join(lines) + "\n"
+def render(shell: str, nodes: list[Node]) -> str:
+    def arms(pairs: list[tuple[str, list[str]]], indent: str) -> str:
+        return "\n".join(_arm(shell, key, words, indent) for key, words in pairs if words)
+
+    return TEMPLATES[shell].format(
+        comment=_comment(shell),
+        paths=PATH_SEPARATOR[shell].join(f'"{_at(n.path)}"' for n in nodes if n.path),
+        choices=arms(
+            [(f"{_at(n.path)}|{opt}", c) for n in nodes for opt, c in n.choices.items()], " " * 8
+        ),
+        flags=arms([(_at(n.path), n.flags) for n in nodes], " " * 12),
+        words=arms([(_at(n.path), n.words) for n in nodes], " " * 12),
+    )
 
 
 def scripts() -> dict[str, str]:
     nodes = model()
-    return {"bash": bash(nodes), "zsh": zsh(nodes), "fish": fish(nodes)}
+    return {shell: render(shell, nodes) for shell in SHELLS}
 
 
 def main(argv: list[str]) -> int:

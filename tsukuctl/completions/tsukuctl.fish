@@ -35,79 +35,115 @@ function __tsukuctl_complete
         switch "$at"
             case ""
                 printf '%s\n' -h --help --version --no-start -q --quiet -v --verbose
+                return
             case " status"
                 printf '%s\n' -h --help --json -q --quiet -v --verbose
+                return
             case " events"
                 printf '%s\n' -h --help --since --until --type --session --limit --by --head --json --csv -q --quiet -v --verbose
+                return
             case " daemon"
                 printf '%s\n' -h --help -n --lines -f --follow -q --quiet -v --verbose
+                return
             case " config"
                 printf '%s\n' -h --help --json -q --quiet -v --verbose
+                return
             case " sandbox"
                 printf '%s\n' -h --help --force --busybox --json -q --quiet -v --verbose
+                return
             case " llm"
                 printf '%s\n' -h --help --provider --yes --json -q --quiet -v --verbose
+                return
             case " install"
                 printf '%s\n' -h --help --force -y --yes --json --from --search-provider --no-discover -q --quiet -v --verbose
+                return
             case " list"
                 printf '%s\n' -h --help --json -q --quiet -v --verbose
+                return
             case " remove"
                 printf '%s\n' -h --help --json -q --quiet -v --verbose
+                return
             case " uninstall"
                 printf '%s\n' -h --help --json -q --quiet -v --verbose
+                return
             case " rm"
                 printf '%s\n' -h --help --json -q --quiet -v --verbose
+                return
             case " verify"
                 printf '%s\n' -h --help --json -q --quiet -v --verbose
+                return
             case " info"
                 printf '%s\n' -h --help --json -q --quiet -v --verbose
+                return
             case " update-registry"
                 printf '%s\n' -h --help --json -q --quiet -v --verbose
+                return
             case " plan"
                 printf '%s\n' -h --help --version --platform --json -q --quiet -v --verbose
+                return
             case " outdated"
                 printf '%s\n' -h --help --json -q --quiet -v --verbose
+                return
             case " upgrade"
                 printf '%s\n' -h --help --all --json -q --quiet -v --verbose
+                return
             case " create"
                 printf '%s\n' -h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation -y --yes -o --output --force --json --collect-tool-stats -q --quiet -v --verbose
+                return
             case " hook"
                 printf '%s\n' -h --help --shell --rc --mode --json -q --quiet -v --verbose
+                return
             case " shell-init"
                 printf '%s\n' -h --help -q --quiet -v --verbose
+                return
             case " demo"
                 printf '%s\n' -h --help --keep -q --quiet -v --verbose
+                return
             case " discover"
                 printf '%s\n' -h --help -y --yes --search-provider --provider --only-provider --no-llm --json -q --quiet -v --verbose
+                return
             case " doctor"
                 printf '%s\n' -h --help --json -q --quiet -v --verbose
+                return
             case " completion"
                 printf '%s\n' -h --help -q --quiet -v --verbose
+                return
             case " help"
                 printf '%s\n' -h --help -q --quiet -v --verbose
+                return
         end
     else
         switch "$at"
             case ""
                 printf '%s\n' status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create hook shell-init demo discover doctor completion help
+                return
             case " events"
                 printf '%s\n' list summary verify
+                return
             case " daemon"
                 printf '%s\n' start stop restart logs
+                return
             case " config"
                 printf '%s\n' get set unset list edit path
+                return
             case " sandbox"
                 printf '%s\n' status prepare check
+                return
             case " llm"
                 printf '%s\n' status test
+                return
             case " hook"
                 printf '%s\n' install uninstall status mode
+                return
             case " shell-init"
                 printf '%s\n' bash zsh fish
+                return
             case " completion"
                 printf '%s\n' bash zsh fish
+                return
             case " help"
                 printf '%s\n' status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create hook shell-init demo discover doctor completion help
+                return
         end
     end
 end
