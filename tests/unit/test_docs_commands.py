@@ -5,8 +5,8 @@ Each line parses in all three shells; each starts only programs that exist (no
 ``tsukuctl`` (and printf, grep, head) are run in each shell with ``tsukuctl`` replaced
 by a function that records its words, which must come out the same in every shell (an
 unquoted ``llm.*`` or ``[--json]`` is a glob zsh and fish refuse) and be accepted by
-tsukuctl's parser. ``tests/integration/install/test_docs_run.py`` runs the read-only
-ones against a daemon.
+tsukuctl's parser. ``tests/integration/install/test_docs_run.py`` runs them against a
+daemon.
 """
 
 from __future__ import annotations
