@@ -1,7 +1,7 @@
 """``tsukuctl doctor``: one line per thing tsuku needs, each with its fix when not ok.
 
-It must work exactly when nothing else does (a typo in config.toml keeps the daemon
-from starting), so no check depends on an earlier one succeeding: the configuration is
+It must work exactly when nothing else does (a config file others can read keeps the
+daemon from starting), so no check depends on an earlier one succeeding: the configuration is
 read by the daemon's own code in a child process (``python -m tsukud.config_check``),
 the home, the shell hook and PATH are read here, and only what only the daemon can see
 (the container runtime as it reaches it, the validation image) waits for the daemon;
@@ -40,18 +40,29 @@ def line(name: str, state: str, detail: str, fix: str = "") -> dict[str, str]:
     return {"check": name, "state": state, "detail": detail, "fix": fix}
 
 
+def _failure(exc: BaseException) -> tuple[str, str]:
+    message = getattr(exc, "message", None) or str(exc)
+    hint = getattr(exc, "hint", "") or "See `tsukuctl daemon logs`."
+    return (message.splitlines()[0] if message else "no answer"), hint
+
+
 def check_daemon(args: argparse.Namespace, home: str) -> tuple[dict[str, str], Any]:
     """The daemon's line and its ``sandbox.status`` (None when it does not answer)."""
     try:
-        status = rpc(args, "status")
-        sandbox = rpc(args, "sandbox.status")
+        pid = rpc(args, "ping").get("pid")
     except (TsukuError, RemoteError, OSError) as exc:
-        message = getattr(exc, "message", None) or str(exc)
-        hint = getattr(exc, "hint", "") or "See `tsukuctl daemon logs`."
-        first = message.splitlines()[0] if message else "no answer"
+        first, hint = _failure(exc)
         return line("daemon", FAIL, f"not reachable: {first}", hint), None
+    sandbox = None
+    try:
+        sandbox = rpc(args, "sandbox.status")
+        status = rpc(args, "status")
+    except (TsukuError, RemoteError, OSError) as exc:
+        first, hint = _failure(exc)
+        failed = f"running (pid {pid}), but status fails: {first}"
+        return line("daemon", FAIL, failed, hint), sandbox
     theirs = str(status.get("home", ""))
-    detail = f"running, version {status.get('version')}, pid {status.get('pid')}, home {theirs}"
+    detail = f"running, version {status.get('version')}, pid {pid}, home {theirs}"
     if theirs and os.path.realpath(theirs) != os.path.realpath(home):
         fix = f"Stop it (`tsukuctl daemon stop`) or set TSUKU_HOME={theirs}."
         return line("daemon", FAIL, f"{detail}: not this home ({home})", fix), sandbox
@@ -88,22 +99,26 @@ def read_config() -> dict[str, Any]:
         )
         return dict(json.loads(cp.stdout))
     except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
-        return {"ok": False, "message": f"could not check the configuration: {exc}", "hint": ""}
+        problem = {"message": f"could not check the configuration: {exc}", "hint": ""}
+        return {"ok": False, "problems": [problem]}
 
 
 def check_config(found: Mapping[str, Any]) -> dict[str, str]:
     path = str(found.get("path", paths.config_path()))
-    if not found.get("ok"):
-        message = str(found.get("message", "")).replace("\n", " ")
-        return line("config", FAIL, message, str(found.get("hint") or f"Edit {path}."))
+    problems: list[dict[str, Any]] = found.get("problems") or []
+    if problems or not found.get("ok"):
+        first = problems[0] if problems else {"message": found.get("message", "unreadable")}
+        message = str(first.get("message", "")).replace("\n", " ")
+        more = f" (and {len(problems) - 1} more: tsukuctl config list)" if len(problems) > 1 else ""
+        return line("config", FAIL, message + more, str(first.get("hint") or f"Edit {path}."))
     if not found.get("exists"):
         return line("config", OK, f"{path} (no file: defaults apply)")
     return line("config", OK, f"{path} valid")
 
 
 def check_keys(found: Mapping[str, Any]) -> dict[str, str]:
-    secrets: dict[str, dict[str, Any]] = found.get("secrets") or {}
-    if not found.get("ok"):
+    secrets: dict[str, dict[str, Any]] | None = found.get("secrets")
+    if secrets is None:
         return line("keys", SKIP, "not checked: the configuration could not be read")
     parts = []
     for name, info in sorted(secrets.items()):

@@ -64,19 +64,42 @@ def test_a_healthy_setup(tsuku: Tsuku, image: str) -> None:
     assert CANARY not in human and CANARY not in json.dumps(checks)
 
 
-def test_a_bad_config_stops_the_daemon_not_doctor(tsuku: Tsuku) -> None:
+def test_a_bad_setting_names_its_key_line_and_fix(tsuku: Tsuku) -> None:
     t = healthy(tsuku)
     t.home.mkdir(exist_ok=True, mode=0o700)
     (t.home / "config.toml").write_text("[llm]\ndaily_budget = 'lots'\n")
     (t.home / "config.toml").chmod(0o600)
     rc, checks, human = doctor(t)
     assert rc == ExitCode.GENERAL
-    assert checks["config"]["state"] == "FAIL" and "daily_budget" in checks["config"]["detail"]
-    assert checks["config"]["fix"]
-    assert checks["daemon"]["state"] == "FAIL" and checks["daemon"]["fix"]
-    assert checks["keys"]["state"] == checks["sandbox"]["state"] == "skip"
-    assert checks["home"]["state"] == checks["PATH"]["state"] == "ok"
+    config = checks["config"]
+    assert config["state"] == "FAIL" and "daily_budget" in config["detail"]
+    assert "line 2" in config["detail"] and config["fix"]
+    assert checks["keys"]["state"] == "warn"  # the other settings still read
+    # The daemon runs (the file spoils one setting), but its status reads that one.
+    assert checks["daemon"]["state"] == "FAIL"
+    assert checks["daemon"]["detail"].startswith("running (pid ")
+    assert "daily_budget" in checks["daemon"]["detail"]
+    assert checks["sandbox"]["state"] != "skip"
     assert "fix: " in human
+
+
+def test_a_config_the_daemon_refuses_does_not_stop_doctor(tsuku: Tsuku) -> None:
+    t = healthy(tsuku)
+    t.home.mkdir(exist_ok=True, mode=0o700)
+    (t.home / "config.toml").write_text("[llm]\ndaily_budget = 2.0\n")
+    (t.home / "config.toml").chmod(0o644)  # it may hold keys: refused
+    rc, checks, _ = doctor(t)
+    assert rc == ExitCode.GENERAL
+    assert (
+        checks["config"]["state"] == "FAIL"
+        and "readable by other users" in checks["config"]["detail"]
+    )
+    assert checks["config"]["fix"] == f"Fix it with: chmod 600 {t.home / 'config.toml'}"
+    assert checks["daemon"]["state"] == "FAIL" and checks["daemon"]["fix"]
+    assert (
+        checks["keys"]["state"] == checks["sandbox"]["state"] == checks["image"]["state"] == "skip"
+    )
+    assert checks["home"]["state"] == checks["PATH"]["state"] == "ok"
 
 
 def test_no_daemon_with_no_start(tsuku: Tsuku) -> None:
