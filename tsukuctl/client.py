@@ -11,7 +11,7 @@ import json
 import os
 import socket
 
-from tsukud import paths
+from tsukud import caller_env, paths
 from tsukud.errors import DaemonUnavailable, ExitCode, Forbidden, UsageError
 from tsukud.launch import HEADER as _HEADER
 from tsukud.launch import MAX_FRAME, FrameReader, RemoteError, start_daemon
@@ -27,14 +27,21 @@ if TYPE_CHECKING:
 
 
 class Client:
+    """One connection to tsukud. Each request carries the caller's allowlisted
+    environment (applied to that request only) and the home it means: a daemon of
+    another home refuses it (``wrong_daemon``) rather than act on the wrong tools."""
+
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self._ids = itertools.count(1)
         self._frames = FrameReader(sock)
+        self._env = caller_env.collect()
+        self._home = paths.tsuku_home()
 
     @classmethod
     def connect(cls, path: StrPath | None = None, *, autostart: bool = True) -> Client:
         path = paths.socket_path() if path is None else path
+        _check_socket_path(str(path))
         try:
             return cls(_connect(path))
         except (FileNotFoundError, ConnectionRefusedError):
@@ -63,7 +70,10 @@ class Client:
 
     def send(self, method: str, params: dict[str, Any] | None = None) -> int:
         rid = next(self._ids)
-        body = json.dumps({"id": rid, "method": method, "params": params or {}}).encode()
+        request = {"id": rid, "method": method, "params": params or {}, "home": self._home}
+        if self._env:
+            request["env"] = self._env
+        body = json.dumps(request).encode()
         if len(body) > MAX_FRAME:
             raise UsageError(
                 f"request of {len(body)} bytes exceeds the {MAX_FRAME}-byte frame cap",
@@ -116,10 +126,26 @@ class Client:
             return frame.get("result")
 
 
-def _not_yours(path: StrPath) -> Forbidden:
+def _check_socket_path(path: str) -> None:
+    """A socket path the kernel cannot take, or a directory someone else controls, is
+    one clear error rather than a traceback or a talk with a stranger's daemon."""
+    size = len(os.fsencode(path))
+    if size > paths.MAX_SOCKET_PATH:
+        raise UsageError(
+            f"the socket path {path} is {size} bytes; a Unix socket path may have at "
+            f"most {paths.MAX_SOCKET_PATH}",
+            hint="Set TSUKU_SOCKET to a shorter path, or unset it: tsuku then picks a "
+            "short one for a long TSUKU_HOME by itself.",
+        )
+    problem = paths.foreign_socket_dir(path)
+    if problem is not None:
+        raise _not_yours(path, problem)
+
+
+def _not_yours(path: StrPath, why: str = "") -> Forbidden:
     """The socket (or its directory) is another user's: one sentence, no traceback."""
     return Forbidden(
-        f"permission denied on {path}: that tsukud belongs to another user",
+        why or f"permission denied on {path}: that tsukud belongs to another user",
         hint="Each user runs their own tsukud; unset TSUKU_SOCKET (or point it at a "
         "path of your own) and tsukuctl starts yours.",
     )

@@ -7,6 +7,10 @@ import argparse
 from tsukuctl import render
 from tsukuctl.command import out, rpc
 
+TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
+if TYPE_CHECKING:
+    from typing import Any
+
 
 def cmd_status(args: argparse.Namespace) -> int:
     st = rpc(args, "status")
@@ -40,8 +44,38 @@ def cmd_status(args: argparse.Namespace) -> int:
     lines.append(f"events       {st['events']['count']} in {st['database']}")
     if st["events"].get("disk_full"):
         lines.append("             disk full: writes are refused until there is space")
+    lines += settings_lines(st.get("settings", []))
     out("\n".join(lines))
     return 0
+
+
+def source_text(source: str) -> str:
+    """A setting's source in words: flag, your environment, tsukud's environment (the
+    one it was started with), the config file, or the default."""
+    kind, _, name = source.partition(":")
+    if kind == "caller":
+        return f"your environment (${name})"
+    if kind == "env":
+        return f"tsukud's environment (${name})"
+    if kind.startswith("file"):
+        return "config file" + kind[4:]
+    return kind
+
+
+def settings_lines(settings: list[dict[str, Any]]) -> list[str]:
+    """Every setting that is not at its default, and every key (set or not, never its
+    value), each with where it came from."""
+    shown = [s for s in settings if s["secret"] or s["source"] != "default"]
+    if not shown:
+        return []
+    width = max(len(s["key"]) for s in shown)
+    lines = ["settings     (not listed: defaults)"]
+    for s in shown:
+        # A key is only ever set or not; other values as TOML would spell them.
+        value = ("set" if s["set"] else "not set") if s["secret"] else render.jsonl(s["value"])
+        where = "" if s["secret"] and not s["set"] else f"  from {source_text(s['source'])}"
+        lines.append(f"  {s['key']:<{width}}  {value}{where}")
+    return lines
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -227,7 +227,12 @@ def _run_foreground(args: argparse.Namespace) -> int:
                 from tsukud.rpc.server import RpcServer
 
                 listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(s)) for s in socks]
-                server = RpcServer(load_methods(), daemon, before_request=daemon.refresh_config)
+                server = RpcServer(
+                    load_methods(),
+                    daemon,
+                    before_request=daemon.refresh_config,
+                    scope=daemon.request_scope,
+                )
                 await daemon.run(server, listeners)
 
             trio.run(amain)

@@ -240,6 +240,9 @@ KEYS: dict[str, Key] = {
 }
 
 
+#: The variables that hold secrets: redacted wherever a request carries them.
+SECRET_ENV: frozenset[str] = frozenset(e for k in KEYS.values() if k.secret for e in k.env)
+
 # Names the design used, read as the setting they mean (shown as the setting's source).
 ALIASES: dict[str, str] = {"llm.require_confirmation": "llm.confirm_threshold"}
 
@@ -499,7 +502,7 @@ def _flatten(prefix: str, table: Mapping[str, Any], flat: dict[str, Any]) -> Non
 class Setting:
     key: Key
     value: Any
-    source: str  # "flag", "env:NAME", "file", "default"
+    source: str  # "flag", "caller:NAME" (a request's), "env:NAME" (tsukud's), "file", "default"
 
     def shown(self) -> dict[str, Any]:
         """As ``tsukuctl config`` and the RPC show it: a secret only as (set)/(not set)."""
@@ -552,6 +555,24 @@ class Config:
 
     def secret_values(self) -> list[str]:
         return [s.value for s in self._settings.values() if s.key.secret and s.value]
+
+    def with_caller_env(self, caller_env: Mapping[str, str]) -> Config:
+        """These settings with a request's caller environment on top: above the
+        daemon's environment, the file and the defaults, below flags (source
+        ``caller:NAME``)."""
+        settings = dict(self._settings)
+        for name, s in settings.items():
+            env_name = next((e for e in s.key.env if caller_env.get(e)), None)
+            if env_name is None or s.source == "flag":
+                continue
+            try:
+                value = coerce(s.key, caller_env[env_name], f"your ${env_name}")
+            except ConfigError as e:
+                raise ConfigError(
+                    e.message, hint=f"Fix or unset {env_name} in your shell."
+                ) from None
+            settings[name] = Setting(s.key, value, f"caller:{env_name}")
+        return Config(settings, self.path)
 
 
 INVALID = "file (invalid)"

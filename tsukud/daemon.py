@@ -8,13 +8,15 @@ task, RPC serving, start-up repairs, and an orderly stop (in-flight requests can
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import signal
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -24,8 +26,9 @@ import trio
 
 from tsukud import __version__, log, paths
 from tsukud import config as configmod
+from tsukud.caller_env import accept
 from tsukud.clock import Clock, SystemClock
-from tsukud.errors import DiskFull, LedgerCorrupt, NotFound
+from tsukud.errors import DiskFull, LedgerCorrupt, NotFound, WrongDaemon
 from tsukud.events import integrity
 from tsukud.events.projections import State, rebuild
 from tsukud.events.store import EventStore
@@ -37,7 +40,47 @@ from tsukud.secrets import REDACTOR
 from tsukud.services import Services
 
 if TYPE_CHECKING:
+    from tsukud.rpc.protocol import Request
     from tsukud.rpc.server import RpcServer
+
+#: The allowlisted environment of the caller whose request this task serves (None
+#: outside requests). Trio tasks inherit it, so work a request starts sees it too.
+CALLER_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("CALLER_ENV", default=None)
+
+
+def same_home(named: str, home: Path) -> bool:
+    """Whether a request's home is this daemon's (spelt alike, or the same directory)."""
+    if named == str(home):
+        return True
+    try:
+        return os.path.samefile(named, home)
+    except OSError:
+        return False
+
+
+class CallerConfigs:
+    """Settings for callers' environments, built once per environment and config.
+
+    A shell sends the same environment with each command, so a handful of entries
+    serve nearly every request; a reload (a new daemon config) starts afresh."""
+
+    SIZE = 16
+
+    def __init__(self) -> None:
+        self._base: configmod.Config | None = None
+        self._built: dict[tuple[tuple[str, str], ...], configmod.Config] = {}
+
+    def get(self, base: configmod.Config, sent: Mapping[str, str]) -> configmod.Config:
+        if base is not self._base:
+            self._base, self._built = base, {}
+        key = tuple(sorted(sent.items()))
+        cfg = self._built.get(key)
+        if cfg is None:
+            cfg = base.with_caller_env(sent)
+            if len(self._built) >= self.SIZE:
+                self._built.pop(next(iter(self._built)))
+            self._built[key] = cfg
+        return cfg
 
 
 @dataclass
@@ -59,6 +102,7 @@ class Daemon:
         self._stop = trio.Event()
         self.nursery: trio.Nursery | None = None  # services' background tasks, once serving
         self.server: RpcServer | None = None
+        self._callers = CallerConfigs()
         self._make_policy()
 
     def _make_policy(self) -> None:
@@ -100,7 +144,34 @@ class Daemon:
         )
 
     def current(self) -> configmod.Config:
-        return self.config
+        """The settings in force for the request being served: the daemon's, with the
+        caller's environment (``caller_env``) on top while a request carries one."""
+        sent = CALLER_ENV.get()
+        if not sent:
+            return self.config
+        return self._callers.get(self.config, sent)
+
+    @contextlib.contextmanager
+    def request_scope(self, req: Request) -> Iterator[None]:
+        """Around one request: refuse it if it names another home, apply its caller's
+        environment to it alone, and redact the secrets in that environment from
+        whatever the request leaves behind (log lines, events, its error frame)."""
+        if req.home is not None and not same_home(req.home, self.home):
+            raise WrongDaemon(
+                f"the tsukud on {self.socket_path or 'this socket'} serves {self.home}, "
+                f"not {req.home}",
+                daemon_home=str(self.home),
+            )
+        sent = accept(req.env)
+        if not sent:
+            yield
+            return
+        token = CALLER_ENV.set(sent)
+        try:
+            with REDACTOR.scoped(sent[n] for n in configmod.SECRET_ENV if n in sent):
+                yield
+        finally:
+            CALLER_ENV.reset(token)
 
     # ---- configuration ---------------------------------------------------------------
 
@@ -302,7 +373,20 @@ class Daemon:
             },
             "sandbox": {"slots": self.container_lock.slots, "busy": self.container_lock.busy},
             "connections": self.server.connections if self.server is not None else 0,
+            "settings": [_shown_source(s) for s in self.current().settings()],
         }
+
+
+def _shown_source(s: configmod.Setting) -> dict[str, Any]:
+    """A setting as ``status`` shows it: where its value came from, and the value
+    itself only when it is not a secret (a secret is just set or not)."""
+    return {
+        "key": s.key.name,
+        "value": None if s.key.secret else s.value,
+        "set": bool(s.value) if s.key.secret else True,
+        "secret": s.key.secret,
+        "source": s.source,
+    }
 
 
 @dataclass

@@ -96,8 +96,13 @@ CATALOGUE: dict[str, ErrorKind] = {
     ),
     "daemon_unavailable": ErrorKind(
         E.DAEMON_UNAVAILABLE,
-        "Start it with `tsukud --foreground` or see `tsukuctl daemon logs`.",
+        "Start it with `tsukuctl daemon start`, or see why it stopped with `tsukuctl daemon logs`.",
         retryable=True,
+    ),
+    "wrong_daemon": ErrorKind(
+        E.DAEMON_UNAVAILABLE,
+        "The socket belongs to a tsukud of another TSUKU_HOME: unset TSUKU_SOCKET (each "
+        "home then gets its own daemon), or point it at this home's daemon.",
     ),
     "already_running": ErrorKind(E.ALREADY_RUNNING),
     "busy": ErrorKind(
@@ -477,6 +482,12 @@ class Busy(TsukuError):
 
 class DaemonUnavailable(TsukuError):
     code = "daemon_unavailable"
+
+
+class WrongDaemon(TsukuError):
+    """The daemon on the socket serves another TSUKU_HOME than the request names."""
+
+    code = "wrong_daemon"
 
 
 class ConfigError(TsukuError):

@@ -9,6 +9,8 @@ to each other, so they live in exactly one place.
 from __future__ import annotations
 
 import os
+import stat  # already loaded by os: free
+import sys
 from collections.abc import Mapping
 
 
@@ -25,20 +27,80 @@ def tsuku_home(env: Mapping[str, str] | None = None) -> str:
 
 
 def socket_path(env: Mapping[str, str] | None = None) -> str:
-    """``$TSUKU_SOCKET``, else ``$XDG_RUNTIME_DIR/tsuku/tsukud.sock``, else under TSUKU_HOME.
+    """``$TSUKU_SOCKET``; else, for a ``TSUKU_HOME`` set to a home of its own, under that
+    home; else ``$XDG_RUNTIME_DIR/tsuku/tsukud.sock``, else under the default home.
 
-    A second TSUKU_HOME (tests, the demo, another profile) must also set TSUKU_SOCKET
-    when XDG_RUNTIME_DIR is set; the daemon refuses to take over a socket that another
-    daemon still answers on, so a mix-up is an error rather than a silent hijack.
+    A home of its own gets its own daemon without further settings (two homes, two
+    daemons side by side); ``TSUKU_HOME`` set to the default home keeps the runtime-dir
+    socket that systemd and launchd units activate. A path too long for ``AF_UNIX`` is
+    replaced by :func:`short_socket_path`, the same in every process that computes it.
     """
     env = _env(env)
     explicit = env.get("TSUKU_SOCKET")
     if explicit:
         return os.path.expanduser(explicit)
+    home = tsuku_home(env)
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if runtime and not own_home(env):
+        path = os.path.join(runtime, "tsuku", "tsukud.sock")
+    else:
+        path = os.path.join(home, "run", "tsukud.sock")
+    if len(os.fsencode(path)) <= MAX_SOCKET_PATH:
+        return path
+    return short_socket_path(home, env)
+
+
+# sun_path holds 108 bytes on Linux and 104 on macOS and the BSDs, its NUL included.
+MAX_SOCKET_PATH = (108 if sys.platform.startswith("linux") else 104) - 1
+
+
+def own_home(env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``TSUKU_HOME`` names a home other than the default one."""
+    env = _env(env)
+    if not env.get("TSUKU_HOME"):
+        return False
+    default = os.path.join(env.get("HOME") or os.path.expanduser("~"), ".tsuku")
+    return os.path.abspath(tsuku_home(env)) != os.path.abspath(default)
+
+
+def short_socket_path(home: str, env: Mapping[str, str] | None = None) -> str:
+    """A short socket path for a home whose own is too long: ``<hash>.sock`` in a
+    private directory (``$XDG_RUNTIME_DIR/tsuku``, else ``/tmp/tsuku-<uid>``), the hash
+    of the home's absolute path so each home keeps its own daemon. The daemon creates
+    the directory 0700 and refuses one that is not its user's alone; the client refuses
+    to connect through one that is not its user's (:func:`foreign_socket_dir`)."""
+    import hashlib  # only here: its import is felt on the hook's path
+
+    env = _env(env)
+    digest = hashlib.sha256(os.fsencode(os.path.abspath(home))).hexdigest()[:20]
     runtime = env.get("XDG_RUNTIME_DIR")
     if runtime:
-        return os.path.join(runtime, "tsuku", "tsukud.sock")
-    return os.path.join(tsuku_home(env), "run", "tsukud.sock")
+        path = os.path.join(runtime, "tsuku", f"{digest}.sock")
+        if len(os.fsencode(path)) <= MAX_SOCKET_PATH:
+            return path
+    return os.path.join(shared_socket_dir(), f"{digest}.sock")
+
+
+def shared_socket_dir() -> str:
+    """The last-resort directory for short socket paths, in the shared ``/tmp``."""
+    return os.path.join("/tmp", f"tsuku-{os.getuid()}")  # noqa: S108
+
+
+def foreign_socket_dir(path: str) -> str | None:
+    """Why the shared directory holding ``path`` cannot be trusted (another user's, or
+    open to others), or ``None``: in ``/tmp`` someone else could have created it first.
+    Other directories are the user's own choice, checked by the daemon when it binds."""
+    directory = os.path.dirname(path)
+    if directory != shared_socket_dir():
+        return None
+    try:
+        st = os.lstat(directory)
+    except OSError:
+        return None  # missing: the daemon creates it 0700
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        mode = stat.S_IMODE(st.st_mode)
+        return f"{directory} is not a private directory of yours (uid {st.st_uid}, mode {mode:04o})"
+    return None
 
 
 def db_path(env: Mapping[str, str] | None = None) -> str:

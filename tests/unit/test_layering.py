@@ -16,7 +16,8 @@ The rules:
   lives in the features, not in each other's RPC surface;
 * nothing in ``tsukud`` imports ``tsukuctl``, and no ``from_daemon`` factory remains;
 * ``tsukuctl`` imports only the standard library, itself and ``tsukud.paths``,
-  ``tsukud.errors``, ``tsukud.launch`` and ``tsukud.terminal`` (which import only the
+  ``tsukud.errors``, ``tsukud.launch``, ``tsukud.terminal`` and ``tsukud.caller_env``
+  (which import only the
   standard library and each other): it runs from the shell's command-not-found hook,
   where every millisecond of start-up shows.
 
@@ -37,7 +38,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("tsukud", "tsukuctl")
 CLIENT_MAY_IMPORT = frozenset(
-    {"tsukud", "tsukud.paths", "tsukud.errors", "tsukud.launch", "tsukud.terminal"}
+    {
+        "tsukud",
+        "tsukud.paths",
+        "tsukud.errors",
+        "tsukud.launch",
+        "tsukud.terminal",
+        "tsukud.caller_env",
+    }
 )
 
 # A violation's key leaves out line numbers, so edits elsewhere in a file do not

@@ -33,6 +33,11 @@ class Request(msgspec.Struct, forbid_unknown_fields=True):
     id: RequestId
     method: str
     params: dict[str, Any] = {}
+    # The caller's allowlisted environment, applied to this request only
+    # (tsukud/caller_env.py), and the home it means to use: a daemon of another home
+    # refuses the request.
+    env: dict[str, str] = {}
+    home: str | None = None
 
 
 _request_decoder = msgspec.json.Decoder(Request)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,15 @@ from tsukud.secrets import REDACTOR, Redactor
 
 # Who is on the other end of a stream: a uid, or None when the transport cannot tell.
 PeerCheck = Callable[[trio.abc.Stream], "int | None"]
+# What surrounds one request's handler: the daemon checks the request's home and applies
+# its caller's environment for exactly that long (``Daemon.request_scope``); it may
+# refuse the request with a typed error.
+RequestScope = Callable[[protocol.Request], AbstractContextManager[object]]
+
+
+def _no_scope(req: protocol.Request) -> AbstractContextManager[object]:
+    return nullcontext()
+
 
 # A frame that has started must finish within this time; idle between frames is fine.
 FRAME_TIMEOUT_S = 30.0
@@ -121,11 +131,13 @@ class RpcServer:
         peer: PeerCheck | None = None,
         max_connections: int = MAX_CONNECTIONS,
         before_request: Callable[[], None] | None = None,
+        scope: RequestScope = _no_scope,
     ) -> None:
         self.methods = dict(methods)
         self.context = context
         # The daemon's check for an edited config file: it may raise the file's error.
         self.before_request = before_request
+        self.scope = scope
         self.uid = os.getuid() if uid is None else uid
         self.redactor = redactor
         self.peer = socket_peer_uid if peer is None else peer
@@ -218,6 +230,15 @@ class RpcServer:
             nursery.cancel_scope.cancel()
 
     async def _run(self, conn: Connection, method: Method, req: protocol.Request) -> None:
+        """Answer ``req`` within its scope, so even its error frame is redacted with the
+        caller's secrets in mind; a scope that refuses the request answers for it."""
+        try:
+            with self.scope(req):
+                await self._answer(conn, method, req)
+        except TsukuError as e:
+            await conn.send(protocol.error_frame(req.id, e))
+
+    async def _answer(self, conn: Connection, method: Method, req: protocol.Request) -> None:
         started = time.perf_counter()
         outcome = "ok"
         try:
