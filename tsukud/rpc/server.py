@@ -209,18 +209,7 @@ class RpcServer:
                         await conn.send(protocol.error_frame(bad.request_id, bad.error))
                         continue
                     method = self.methods.get(req.method)
-                    if method is None:
-                        await conn.send(
-                            protocol.error_frame(
-                                req.id,
-                                UnknownMethod(
-                                    f"unknown method {req.method[:64]!r}",
-                                    hint="schema/rpc.md lists the methods.",
-                                ),
-                            )
-                        )
-                        continue
-                    if method.inline:
+                    if method is None or method.inline:
                         await self._run(conn, method, req)
                     else:
                         nursery.start_soon(self._run, conn, method, req)
@@ -229,13 +218,20 @@ class RpcServer:
             # The client is gone (or broke the protocol): cancel what it asked for.
             nursery.cancel_scope.cancel()
 
-    async def _run(self, conn: Connection, method: Method, req: protocol.Request) -> None:
+    async def _run(self, conn: Connection, method: Method | None, req: protocol.Request) -> None:
         """Answer ``req`` within its scope, so even its error frame is redacted with the
         caller's secrets in mind; a scope that refuses the request answers for it."""
         try:
             with self.scope(req):
+                if method is None:
+                    unknown = UnknownMethod(
+                        f"unknown method {req.method[:64]!r}",
+                        hint="schema/rpc.md lists the methods.",
+                    )
+                    await conn.send(protocol.error_frame(req.id, unknown))
+                    return
                 await self._answer(conn, method, req)
-        except TsukuError as e:
+        except TsukuError as e:  # raised by the scope itself: nothing ran
             await conn.send(protocol.error_frame(req.id, e))
 
     async def _answer(self, conn: Connection, method: Method, req: protocol.Request) -> None:

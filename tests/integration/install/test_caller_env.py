@@ -1,0 +1,64 @@
+"""The caller's environment reaches a running daemon, for that request only.
+
+The daemon is started without a token; the user then exports one in their shell (as the
+rate-limit hint says) and runs tsukuctl: GitHub must see that token on that request,
+and a request from a shell without it must stay anonymous.
+"""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+import sys
+
+from tests.conftest import Tsuku
+from tsukud.testing.github import FakeGitHub
+
+
+def ctl_with(t: Tsuku, extra: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``tsukuctl`` run from a shell whose environment adds ``extra``."""
+    return subprocess.run(
+        [sys.executable, "-m", "tsukuctl", *args],
+        env={**t.env, **extra},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_github_token_exported_after_the_daemon_started_is_sent(
+    world: FakeGitHub, inst: Tsuku
+) -> None:
+    assert "GITHUB_TOKEN" not in inst.env and "GH_TOKEN" not in inst.env
+    token = world.add_token("ghp_callerEnv" + secrets.token_hex(12))
+    before = len(world.requests_to("/repos/", role="api"))
+
+    cp = ctl_with(inst, {"GITHUB_TOKEN": token}, "install", "kind")
+    assert cp.returncode == 0, cp.stderr
+
+    api = world.requests_to("/repos/", role="api")[before:]
+    assert api, "the install asked GitHub's API nothing"
+    assert all(r.headers.get("authorization") == f"Bearer {token}" for r in api)
+    assert all("authorization" not in r.headers for r in world.requests_to("kind", role="assets"))
+
+    # The token was this request's only: the next shell without it is anonymous again.
+    before = len(world.requests_to("/repos/", role="api"))
+    cp = inst.ctl("install", "age@1.1.1")
+    assert cp.returncode == 0, cp.stderr
+    api = world.requests_to("/repos/", role="api")[before:]
+    assert api and all("authorization" not in r.headers for r in api)
+
+
+def test_gh_token_counts_as_well_and_status_says_where_it_came_from(
+    world: FakeGitHub, inst: Tsuku
+) -> None:
+    token = world.add_token("ghp_callerGh" + secrets.token_hex(12))
+    cp = ctl_with(inst, {"GH_TOKEN": token}, "status")
+    assert cp.returncode == 0, cp.stderr
+    line = next(x for x in cp.stdout.splitlines() if "secrets.github_token" in x)
+    assert line.split()[1:] == ["set", "from", "your", "environment", "($GH_TOKEN)"]
+    assert token not in cp.stdout + cp.stderr
+    # Without it: not set, and no source to name.
+    cp = inst.ctl("status", check=True)
+    line = next(x for x in cp.stdout.splitlines() if "secrets.github_token" in x)
+    assert line.split()[1:] == ["not", "set"]

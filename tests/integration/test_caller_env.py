@@ -1,0 +1,138 @@
+"""A running daemon applies the caller's environment to that caller's request only.
+
+Each daemon here is started without the variable under test; the variable is then set
+in the shell of one ``tsukuctl`` run, as a user would (``export …`` or ``VAR=… cmd``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import Tsuku
+from tests.fakes import anthropic_server as anth
+from tests.fakes.anthropic_server import FakeAnthropic
+from tsukuctl.client import RemoteError
+
+
+def ctl_with(t: Tsuku, extra: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``tsukuctl`` run from a shell whose environment adds ``extra``."""
+    return subprocess.run(
+        [sys.executable, "-m", "tsukuctl", *args],
+        env={**t.env, **extra},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.fixture
+def claude() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as f:
+        yield f
+
+
+def claude_row(text: str) -> list[str]:
+    return next(line.split() for line in text.splitlines() if "claude" in line)
+
+
+def test_llm_status_sees_the_key_of_the_shell_that_asks(daemon: Tsuku) -> None:
+    assert "ANTHROPIC_API_KEY" not in daemon.env
+    key = "sk-ant-api03-callerStatus" + secrets.token_hex(8)
+    cp = ctl_with(daemon, {"ANTHROPIC_API_KEY": key}, "llm", "status")
+    assert cp.returncode == 0, cp.stderr
+    assert claude_row(cp.stdout)[3:5] == ["(set)", "yes"]  # key, usable
+    assert key not in cp.stdout + cp.stderr
+    # Another shell, without it: the daemon did not keep it.
+    cp = daemon.ctl("llm", "status", check=True)
+    assert claude_row(cp.stdout)[3:5] == ["(not", "set)"]
+
+
+def test_budget_from_the_callers_environment_for_that_request_only(daemon: Tsuku) -> None:
+    cfg = daemon.home / "config.toml"
+    cfg.write_text("[llm]\ndaily_budget = 3.0\n")
+    os.chmod(cfg, 0o600)
+    daemon.call("config.set", {"key": "llm.hourly_limit", "value": 7})  # reloads the file
+
+    cp = ctl_with(daemon, {"TSUKU_LLM_DAILY_BUDGET": "1"}, "status")
+    assert cp.returncode == 0, cp.stderr
+    assert "of $1.00 today" in cp.stdout  # the caller's environment beats the file
+    rows = {line.split()[0]: line.split()[1:] for line in cp.stdout.splitlines()[8:]}
+    budget = " ".join(rows["llm.daily_budget"])
+    assert budget == "1.0 from your environment ($TSUKU_LLM_DAILY_BUDGET)"
+    assert rows["llm.hourly_limit"] == ["7", "from", "config", "file"]
+    assert "llm.confirm_threshold" not in rows  # defaults are not listed
+
+    plain = json.loads(daemon.ctl("status", "--json", check=True).stdout)
+    assert plain["budget"]["daily_budget_usd"] == 3.0  # the file again
+    (budget,) = [s for s in plain["settings"] if s["key"] == "llm.daily_budget"]
+    assert budget["source"] == "file"
+
+    cp = ctl_with(daemon, {"TSUKU_LLM_DAILY_BUDGET": "lots"}, "status")
+    assert cp.returncode == 22, cp.stderr  # a bad value in the caller's shell: config error
+    assert "TSUKU_LLM_DAILY_BUDGET" in cp.stderr and "Traceback" not in cp.stderr
+
+
+def test_callers_keys_are_used_and_never_logged_evented_or_stored(
+    tsuku: Tsuku, claude: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "callercanary" + secrets.token_hex(16)  # no known token shape: only scoping hides it
+    token = "ghcanary" + secrets.token_hex(16)
+    shell = {"ANTHROPIC_API_KEY": key, "GITHUB_TOKEN": token}
+    tsuku.env["ANTHROPIC_BASE_URL"] = claude.url
+    proc = tsuku.start("--log-stderr")
+    outputs: list[str] = []
+
+    def ctl(*args: str) -> subprocess.CompletedProcess[str]:
+        cp = ctl_with(tsuku, shell, *args)
+        outputs.extend([cp.stdout, cp.stderr])
+        return cp
+
+    claude.reply([anth.text("OK")])
+    res = json.loads(ctl("llm", "test", "--json").stdout)
+    assert res["provider"] == "claude"
+    sent = claude.requests[-1].headers  # the caller's key was used (as a bearer token)
+    assert key in (sent.get("x-api-key"), sent.get("authorization", "")[7:])
+    # The provider refuses it, quoting it back: the error the caller sees is scrubbed.
+    claude.error(401, "authentication_error", f"invalid x-api-key: {key}")
+    cp = ctl("llm", "test")
+    assert cp.returncode != 0 and "authentication" in cp.stderr.lower()
+    ctl("status")
+    ctl("status", "--json")
+    ctl("llm", "status", "--json")
+    ctl("config", "list")
+
+    # A request carrying the keys that tries to write them into the ledger, or to have
+    # them echoed in an error frame.
+    for name, value in shell.items():
+        monkeypatch.setenv(name, value)
+    with tsuku.client() as c:
+        c.call("events.append", {"events": [{"type": "client.note", "payload": {"k": key}}]})
+        for method, params in [(key, {}), ("events.list", {"limit": token})]:
+            with pytest.raises(RemoteError) as e:
+                c.call(method, params)
+            outputs.append(e.value.message + e.value.hint + repr(e.value.data))
+    for name in shell:
+        monkeypatch.delenv(name)
+
+    ctl("events", "--json", "--limit", "0")
+    ctl("daemon", "logs", "-n", "1000")
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=15)
+    outputs.append(err.decode(errors="replace"))
+
+    written = [p for p in tsuku.home.rglob("*") if p.is_file()]
+    assert any(p.name == "tsuku.db" for p in written)
+    assert any(p.name == "tsukud.log" for p in written)
+    for canary in (key, token):
+        for text in outputs:
+            assert canary not in text
+        for p in written:
+            assert canary.encode() not in p.read_bytes(), f"{canary[:16]}… found in {p}"
