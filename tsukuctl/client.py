@@ -129,14 +129,9 @@ class Client:
 def _check_socket_path(path: str) -> None:
     """A socket path the kernel cannot take, or a directory someone else controls, is
     one clear error rather than a traceback or a talk with a stranger's daemon."""
-    size = len(os.fsencode(path))
-    if size > paths.MAX_SOCKET_PATH:
-        raise UsageError(
-            f"the socket path {path} is {size} bytes; a Unix socket path may have at "
-            f"most {paths.MAX_SOCKET_PATH}",
-            hint="Set TSUKU_SOCKET to a shorter path, or unset it: tsuku then picks a "
-            "short one for a long TSUKU_HOME by itself.",
-        )
+    too_long = paths.too_long(path)
+    if too_long is not None:
+        raise UsageError(too_long, hint=paths.TOO_LONG_HINT)
     problem = paths.foreign_socket_dir(path)
     if problem is not None:
         raise _not_yours(path, problem)

@@ -131,6 +131,11 @@ def private_socket_dir(directory: Path) -> None:
 
 def bind_socket(path: Path) -> socket.socket:
     """Bind the Unix socket in a private directory, 0600 from the first instant."""
+    from tsukud.errors import ConfigError
+
+    too_long = paths.too_long(str(path))
+    if too_long is not None:
+        raise ConfigError(too_long, hint=paths.TOO_LONG_HINT)
     private_socket_dir(path.parent)
     if path.exists() or path.is_symlink():
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -54,6 +54,22 @@ def socket_path(env: Mapping[str, str] | None = None) -> str:
 MAX_SOCKET_PATH = (108 if sys.platform.startswith("linux") else 104) - 1
 
 
+def too_long(path: str) -> str | None:
+    """Why the kernel would refuse ``path`` as a socket address, or ``None``."""
+    size = len(os.fsencode(path))
+    if size <= MAX_SOCKET_PATH:
+        return None
+    limit = MAX_SOCKET_PATH
+    return f"the socket path {path} is {size} bytes; a Unix socket path may have at most {limit}"
+
+
+#: What to do about :func:`too_long` (the path only gets that long when given).
+TOO_LONG_HINT = (
+    "Set TSUKU_SOCKET to a shorter path, or unset it: tsuku then picks a short one for "
+    "a long TSUKU_HOME by itself."
+)
+
+
 def own_home(env: Mapping[str, str] | None = None) -> bool:
     """Whether ``TSUKU_HOME`` names a home other than the default one."""
     env = _env(env)
