@@ -27,23 +27,36 @@ if TYPE_CHECKING:
 
 
 class Client:
-    """One connection to tsukud. Each request carries the caller's allowlisted
-    environment (applied to that request only) and the home it means: a daemon of
-    another home refuses it (``wrong_daemon``) rather than act on the wrong tools."""
+    """One connection to tsukud.
 
-    def __init__(self, sock: socket.socket) -> None:
+    A client that speaks for the user's shell (``connect()`` without a path, as every
+    command does) sends with each request the caller's allowlisted environment, which
+    the daemon applies to that request only, and the home it means: a daemon of another
+    home refuses it (``wrong_daemon``) rather than act on the wrong tools. A client
+    given a socket sends neither: it chose its daemon itself.
+    """
+
+    def __init__(
+        self, sock: socket.socket, *, env: dict[str, str] | None = None, home: str | None = None
+    ) -> None:
         self.sock = sock
         self._ids = itertools.count(1)
         self._frames = FrameReader(sock)
-        self._env = caller_env.collect()
-        self._home = paths.tsuku_home()
+        self._env = env or {}
+        self._home = home
 
     @classmethod
     def connect(cls, path: StrPath | None = None, *, autostart: bool = True) -> Client:
-        path = paths.socket_path() if path is None else path
+        if path is None:
+            return cls._connect(paths.socket_path(), autostart, caller_env.collect())
+        return cls._connect(path, autostart, None)
+
+    @classmethod
+    def _connect(cls, path: StrPath, autostart: bool, env: dict[str, str] | None) -> Client:
         _check_socket_path(str(path))
+        shell: dict[str, Any] = {} if env is None else {"env": env, "home": paths.tsuku_home()}
         try:
-            return cls(_connect(path))
+            return cls(_connect(path), **shell)
         except (FileNotFoundError, ConnectionRefusedError):
             if not autostart:
                 raise DaemonUnavailable(
@@ -55,7 +68,7 @@ class Client:
             raise _not_yours(path) from None
         start_daemon(path)
         try:
-            return cls(_connect(path))
+            return cls(_connect(path), **shell)
         except PermissionError:
             raise _not_yours(path) from None
 
@@ -70,7 +83,9 @@ class Client:
 
     def send(self, method: str, params: dict[str, Any] | None = None) -> int:
         rid = next(self._ids)
-        request = {"id": rid, "method": method, "params": params or {}, "home": self._home}
+        request: dict[str, Any] = {"id": rid, "method": method, "params": params or {}}
+        if self._home is not None:
+            request["home"] = self._home
         if self._env:
             request["env"] = self._env
         body = json.dumps(request).encode()

@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import Tsuku
 from tests.fakes import anthropic_server as anth
 from tests.fakes.anthropic_server import FakeAnthropic
-from tsukuctl.client import RemoteError
+from tsukuctl.client import Client, RemoteError
 
 
 def ctl_with(t: Tsuku, extra: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -111,9 +111,12 @@ def test_callers_keys_are_used_and_never_logged_evented_or_stored(
 
     # A request carrying the keys that tries to write them into the ledger, or to have
     # them echoed in an error frame.
-    for name, value in shell.items():
+    for name, value in {
+        **shell,
+        **{k: tsuku.env[k] for k in ("TSUKU_HOME", "TSUKU_SOCKET")},
+    }.items():
         monkeypatch.setenv(name, value)
-    with tsuku.client() as c:
+    with Client.connect(autostart=False) as c:  # as tsukuctl does: for this shell
         c.call("events.append", {"events": [{"type": "client.note", "payload": {"k": key}}]})
         for method, params in [(key, {}), ("events.list", {"limit": token})]:
             with pytest.raises(RemoteError) as e:
