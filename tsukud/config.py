@@ -135,6 +135,13 @@ KEYS: dict[str, Key] = {
         Key("breaker.reset_seconds", float, 60.0, ("TSUKU_BREAKER_RESET_SECONDS",), minimum=0),
         Key("sandbox.max_concurrent", int, 1, ("TSUKU_SANDBOX_MAX_CONCURRENT",), minimum=1),
         Key("sandbox.image", str, "tsuku/validate-debian:local", ("TSUKU_SANDBOX_IMAGE",)),
+        Key(
+            "sandbox.docker_host",
+            str,
+            "",
+            ("DOCKER_HOST",),
+            doc="container runtime endpoint (default: the usual Docker and Podman sockets)",
+        ),
         Key("github.api_url", str, "https://api.github.com", ("TSUKU_GITHUB_API_URL",)),
         Key("github.url", str, "https://github.com", ("TSUKU_GITHUB_URL",)),
         Key("registry.url", str, "", ("TSUKU_REGISTRY_URL",)),

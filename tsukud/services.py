@@ -148,6 +148,7 @@ class Services:
             image=self._setting("sandbox.image"),
             store=self.store,
             start=self._start,
+            endpoint=self._setting("sandbox.docker_host"),
         )
 
     @cached_property

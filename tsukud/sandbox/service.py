@@ -14,6 +14,7 @@ import hashlib
 import importlib
 import os
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -46,16 +47,29 @@ def _import(*modules: str) -> None:
 
 
 class Sandbox:
+    """The runtime connections, one per endpoint asked for.
+
+    ``endpoint`` is read at each use: a request may name its own ``DOCKER_HOST``
+    (the caller's environment), and gets that engine, while other requests keep the
+    daemon's; empty means the usual Docker and Podman sockets.
+    """
+
     def __init__(
-        self, *, home: Path, image: Callable[[], str], store: EventStore, start: StartTask
+        self,
+        *,
+        home: Path,
+        image: Callable[[], str],
+        store: EventStore,
+        start: StartTask,
+        endpoint: Callable[[], str] = lambda: "",
     ) -> None:
         key = f"{os.getuid()}:{home.resolve()}".encode()
         self.owner = hashlib.sha256(key).hexdigest()[:16]
         self._image = image
         self._store = store
         self._start = start
-        self._rt: ContainerRuntime | None = None
-        self._holder: trio.CancelScope | None = None
+        self._endpoint = endpoint
+        self._held: dict[str, tuple[ContainerRuntime, trio.CancelScope]] = {}
         self._lock = trio.Lock()
 
     @property
@@ -68,17 +82,19 @@ class Sandbox:
         return self._image()
 
     async def runtime(self) -> ContainerRuntime:
+        endpoint = self._endpoint().strip()
         async with self._lock:
-            if self._rt is not None:
-                return self._rt
+            if endpoint in self._held:
+                return self._held[endpoint][0]
             rt, scope = cast(
-                "tuple[ContainerRuntime, trio.CancelScope]", await self._start(self._hold)
+                "tuple[ContainerRuntime, trio.CancelScope]",
+                await self._start(partial(self._hold, endpoint or None)),
             )
             # Only this daemon's containers: one engine may serve several users and
             # several TSUKU_HOMEs, whose validations must not be killed as "orphans".
             rt.labels[OWNER_LABEL_KEY] = self.owner
             await self._remove_orphans(rt)
-            self._rt, self._holder = rt, scope
+            self._held[endpoint] = (rt, scope)
             return rt
 
     async def _remove_orphans(self, rt: ContainerRuntime) -> None:
@@ -100,7 +116,7 @@ class Sandbox:
             await trio.to_thread.run_sync(_import, "tsukud.sandbox.runtime")
             from tsukud.sandbox.runtime import find_endpoint, labelled_containers
 
-            endpoint = await find_endpoint()
+            endpoint = self._endpoint().strip() or await find_endpoint()
             if endpoint is None:
                 return
             ours = await labelled_containers(endpoint, self.label, PROBE_S)
@@ -117,27 +133,27 @@ class Sandbox:
         """At a clean stop (requests already cancelled, so none of ours is running):
         remove this daemon's containers, if it ever opened the runtime, within
         :data:`STOP_SWEEP_S` (a stop stays prompt when the engine hangs)."""
-        rt = self._rt
-        if rt is None:
-            return
         with trio.move_on_after(STOP_SWEEP_S):
-            try:
-                await self._remove_orphans(rt)
-            except Exception as e:  # the stop goes on whatever the engine says
-                message = e.message if isinstance(e, SandboxError) else repr(e)
-                log.get().info("sandbox.orphans_not_removed", error=message)
+            for rt, _scope in list(self._held.values()):
+                try:
+                    await self._remove_orphans(rt)
+                except Exception as e:  # the stop goes on whatever the engine says
+                    message = e.message if isinstance(e, SandboxError) else repr(e)
+                    log.get().info("sandbox.orphans_not_removed", error=message)
 
     def forget(self) -> None:
-        """Drop a runtime that stopped answering; the next call reconnects."""
-        if self._holder is not None:
-            self._holder.cancel()
-        self._rt = self._holder = None
+        """Drop the runtimes held (one stopped answering); the next call reconnects."""
+        for _rt, scope in self._held.values():
+            scope.cancel()
+        self._held.clear()
 
-    async def _hold(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    async def _hold(
+        self, endpoint: str | None, *, task_status: Any = trio.TASK_STATUS_IGNORED
+    ) -> None:
         from tsukud.sandbox.runtime import open_runtime
 
         with trio.CancelScope() as scope:
-            async with open_runtime() as rt:
+            async with open_runtime(endpoint) as rt:
                 task_status.started((rt, scope))
                 await trio.sleep_forever()
 
