@@ -426,13 +426,26 @@ class Http:
             headers["authorization"] = auth
         return headers
 
+    def _limit_key(self, url: str) -> str:
+        """Whose rate limit an answer from ``url`` speaks of: the origin's, per identity.
+        A quota used up anonymously must not block a request that now carries a token
+        (the caller exported one, as the hint said), nor one token's another's."""
+        key = origin(url)
+        auth = self._credentials().get(key)
+        if not auth:
+            return key
+        import hashlib
+
+        return f"{key} as {hashlib.sha256(auth.encode()).hexdigest()[:16]}"
+
     def _check_blocked(self, url: str) -> None:
-        blocked = self._blocked.get(origin(url))
+        key = self._limit_key(url)
+        blocked = self._blocked.get(key)
         if blocked is None:
             return
         until, status, detail = blocked
         if until <= self._clock.now():
-            del self._blocked[origin(url)]
+            del self._blocked[key]
             return
         raise HttpRateLimited(
             f"{host_of(url)} is rate limiting requests until {_iso(until)}",
@@ -469,7 +482,7 @@ class Http:
         retry_after = headers.get("retry-after", "").strip()
         if retry_after.isdigit():
             detail["retry_after"] = int(retry_after)
-        self._blocked[origin(url)] = (now + wait, status, detail)
+        self._blocked[self._limit_key(url)] = (now + wait, status, detail)
         return wait
 
     # ---- requests ----------------------------------------------------------------------
@@ -598,10 +611,10 @@ class Http:
             url=_display(url),
             retry_at=retry_at,
             status=status,
-            **self._blocked[origin(url)][2],
+            **self._blocked[self._limit_key(url)][2],
         )
         if wait <= self.settings.max_wait:
-            raise _TryAgain(error, wait, origin(url))
+            raise _TryAgain(error, wait, self._limit_key(url))
         return error
 
     async def _get_once(

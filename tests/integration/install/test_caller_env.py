@@ -62,3 +62,20 @@ def test_gh_token_counts_as_well_and_status_says_where_it_came_from(
     cp = inst.ctl("status", check=True)
     line = next(x for x in cp.stdout.splitlines() if "secrets.github_token" in x)
     assert line.split()[1:] == ["not", "set"]
+
+
+def test_the_rate_limit_hint_works_on_a_running_daemon(world: FakeGitHub, inst: Tsuku) -> None:
+    """The issue's story: the anonymous quota runs out, the hint says to export a token,
+    the user does, and the very next command gets through (the anonymous block does not
+    hold back the token's requests)."""
+    world.rate_limit_remaining = 0  # every identity known so far: anonymous
+    cp = inst.ctl("install", "atlantis")
+    assert cp.returncode == 5 and "GITHUB_TOKEN" in cp.stderr, cp.stderr
+    token = world.add_token("ghp_exportedLater" + secrets.token_hex(12))
+    assert world.quota_used(token) == 0
+    cp = ctl_with(inst, {"GITHUB_TOKEN": token}, "install", "atlantis")
+    assert cp.returncode == 0, cp.stderr
+    assert world.quota_used(token) > 0
+    # Without the token, the anonymous limit still holds (refused locally or by GitHub).
+    cp = inst.ctl("install", "kind")
+    assert cp.returncode == 5 and "rate limit" in cp.stderr, cp.stderr
