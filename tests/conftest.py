@@ -85,11 +85,18 @@ class Tsuku:
         return Path(self.env["TSUKU_SOCKET"])
 
     def ctl(
-        self, *args: str, input: str | None = None, check: bool = False, timeout: float = 60
+        self,
+        *args: str,
+        input: str | None = None,
+        check: bool = False,
+        timeout: float = 60,
+        shell_env: dict[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
+        """``tsukuctl`` in this home; ``shell_env`` adds to the environment of this run
+        only (a variable exported in the user's shell after the daemon started)."""
         cp = subprocess.run(
             [sys.executable, "-m", "tsukuctl", *args],
-            env=self.env,
+            env={**self.env, **(shell_env or {})},
             input=input,
             capture_output=True,
             text=True,

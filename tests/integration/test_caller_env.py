@@ -11,7 +11,6 @@ import os
 import secrets
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
@@ -20,17 +19,6 @@ from tests.conftest import Tsuku
 from tests.fakes import anthropic_server as anth
 from tests.fakes.anthropic_server import FakeAnthropic
 from tsukuctl.client import Client, RemoteError
-
-
-def ctl_with(t: Tsuku, extra: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """``tsukuctl`` run from a shell whose environment adds ``extra``."""
-    return subprocess.run(
-        [sys.executable, "-m", "tsukuctl", *args],
-        env={**t.env, **extra},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 @pytest.fixture
@@ -46,7 +34,7 @@ def claude_row(text: str) -> list[str]:
 def test_llm_status_sees_the_key_of_the_shell_that_asks(daemon: Tsuku) -> None:
     assert "ANTHROPIC_API_KEY" not in daemon.env
     key = "sk-ant-api03-callerStatus" + secrets.token_hex(8)
-    cp = ctl_with(daemon, {"ANTHROPIC_API_KEY": key}, "llm", "status")
+    cp = daemon.ctl("llm", "status", shell_env={"ANTHROPIC_API_KEY": key})
     assert cp.returncode == 0, cp.stderr
     assert claude_row(cp.stdout)[3:5] == ["(set)", "yes"]  # key, usable
     assert key not in cp.stdout + cp.stderr
@@ -61,7 +49,7 @@ def test_budget_from_the_callers_environment_for_that_request_only(daemon: Tsuku
     os.chmod(cfg, 0o600)
     daemon.call("config.set", {"key": "llm.hourly_limit", "value": 7})  # reloads the file
 
-    cp = ctl_with(daemon, {"TSUKU_LLM_DAILY_BUDGET": "1"}, "status")
+    cp = daemon.ctl("status", shell_env={"TSUKU_LLM_DAILY_BUDGET": "1"})
     assert cp.returncode == 0, cp.stderr
     assert "of $1.00 today" in cp.stdout  # the caller's environment beats the file
     rows = {line.split()[0]: line.split()[1:] for line in cp.stdout.splitlines()[8:]}
@@ -75,7 +63,7 @@ def test_budget_from_the_callers_environment_for_that_request_only(daemon: Tsuku
     (budget,) = [s for s in plain["settings"] if s["key"] == "llm.daily_budget"]
     assert budget["source"] == "file"
 
-    cp = ctl_with(daemon, {"TSUKU_LLM_DAILY_BUDGET": "lots"}, "status")
+    cp = daemon.ctl("status", shell_env={"TSUKU_LLM_DAILY_BUDGET": "lots"})
     assert cp.returncode == 22, cp.stderr  # a bad value in the caller's shell: config error
     assert "TSUKU_LLM_DAILY_BUDGET" in cp.stderr and "Traceback" not in cp.stderr
 
@@ -91,7 +79,7 @@ def test_callers_keys_are_used_and_never_logged_evented_or_stored(
     outputs: list[str] = []
 
     def ctl(*args: str) -> subprocess.CompletedProcess[str]:
-        cp = ctl_with(tsuku, shell, *args)
+        cp = tsuku.ctl(*args, shell_env=shell)
         outputs.extend([cp.stdout, cp.stderr])
         return cp
 

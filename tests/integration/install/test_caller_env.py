@@ -8,22 +8,9 @@ and a request from a shell without it must stay anonymous.
 from __future__ import annotations
 
 import secrets
-import subprocess
-import sys
 
 from tests.conftest import Tsuku
 from tsukud.testing.github import FakeGitHub
-
-
-def ctl_with(t: Tsuku, extra: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """``tsukuctl`` run from a shell whose environment adds ``extra``."""
-    return subprocess.run(
-        [sys.executable, "-m", "tsukuctl", *args],
-        env={**t.env, **extra},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def test_github_token_exported_after_the_daemon_started_is_sent(
@@ -33,7 +20,7 @@ def test_github_token_exported_after_the_daemon_started_is_sent(
     token = world.add_token("ghp_callerEnv" + secrets.token_hex(12))
     before = len(world.requests_to("/repos/", role="api"))
 
-    cp = ctl_with(inst, {"GITHUB_TOKEN": token}, "install", "kind")
+    cp = inst.ctl("install", "kind", shell_env={"GITHUB_TOKEN": token})
     assert cp.returncode == 0, cp.stderr
 
     api = world.requests_to("/repos/", role="api")[before:]
@@ -53,7 +40,7 @@ def test_gh_token_counts_as_well_and_status_says_where_it_came_from(
     world: FakeGitHub, inst: Tsuku
 ) -> None:
     token = world.add_token("ghp_callerGh" + secrets.token_hex(12))
-    cp = ctl_with(inst, {"GH_TOKEN": token}, "status")
+    cp = inst.ctl("status", shell_env={"GH_TOKEN": token})
     assert cp.returncode == 0, cp.stderr
     line = next(x for x in cp.stdout.splitlines() if "secrets.github_token" in x)
     assert line.split()[1:] == ["set", "from", "your", "environment", "($GH_TOKEN)"]
@@ -73,7 +60,7 @@ def test_the_rate_limit_hint_works_on_a_running_daemon(world: FakeGitHub, inst: 
     assert cp.returncode == 5 and "GITHUB_TOKEN" in cp.stderr, cp.stderr
     token = world.add_token("ghp_exportedLater" + secrets.token_hex(12))
     assert world.quota_used(token) == 0
-    cp = ctl_with(inst, {"GITHUB_TOKEN": token}, "install", "atlantis")
+    cp = inst.ctl("install", "atlantis", shell_env={"GITHUB_TOKEN": token})
     assert cp.returncode == 0, cp.stderr
     assert world.quota_used(token) > 0
     # Without the token, the anonymous limit still holds (refused locally or by GitHub).

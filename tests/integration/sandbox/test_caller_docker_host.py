@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -15,14 +13,8 @@ pytestmark = pytest.mark.docker
 NOWHERE = "unix:///nonexistent/docker.sock"
 
 
-def sandbox_status(t: Tsuku, extra: dict[str, str]) -> dict:  # type: ignore[type-arg]
-    cp = subprocess.run(
-        [sys.executable, "-m", "tsukuctl", "sandbox", "status", "--json"],
-        env={**t.env, **extra},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def sandbox_status(t: Tsuku, shell_env: dict[str, str]) -> dict:  # type: ignore[type-arg]
+    cp = t.ctl("sandbox", "status", "--json", shell_env=shell_env)
     return json.loads(cp.stdout)  # type: ignore[no-any-return]
 
 
