@@ -19,62 +19,25 @@ TYPE_CHECKING = False  # typing is not imported at run time (tsukuctl's start-up
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-#: Every variable a request may carry. Each setting's variables (``config.KEYS``; a
-#: test holds the two together), the credentials and endpoints of the services tsuku
-#: talks to, the container runtime and the proxies.
-ALLOWLIST: tuple[str, ...] = (
-    # settings
-    "TSUKU_LLM_DAILY_BUDGET",
-    "TSUKU_LLM_CONFIRM_THRESHOLD",
-    "TSUKU_LLM_HOURLY_LIMIT",
-    "TSUKU_LLM_PROVIDER",
-    "TSUKU_LLM_ONLY_PROVIDER",
-    "TSUKU_CLAUDE_MODEL",
-    "TSUKU_GEMINI_MODEL",
-    "TSUKU_LOCAL_MODEL",
-    "TSUKU_LLM_PRICES_FILE",
-    "TSUKU_LLM_RECORD_DIR",
-    "TSUKU_LLM_REPLAY_DIR",
-    "TSUKU_BREAKER_FAILURES",
-    "TSUKU_BREAKER_RESET_SECONDS",
-    "TSUKU_SANDBOX_MAX_CONCURRENT",
-    "TSUKU_SANDBOX_IMAGE",
-    "TSUKU_MAX_DOWNLOAD_MB",
-    "TSUKU_DISCOVER_TIMEOUT",
-    "TSUKU_DISCOVER_ECOSYSTEM_TIMEOUT",
-    "TSUKU_DISCOVER_MAX_SEARCHES",
-    "TSUKU_SEARCH_PROVIDER",
-    "TSUKU_SEARCH_BACKOFF",
-    "TSUKU_TAVILY_SEARCH_USD",
-    "TSUKU_BRAVE_SEARCH_USD",
-    "TSUKU_LOG_LEVEL",
-    # endpoints
-    "TSUKU_GITHUB_API_URL",
-    "TSUKU_GITHUB_URL",
-    "TSUKU_REGISTRY_URL",
-    "TSUKU_MANIFEST_URL",
-    "ANTHROPIC_BASE_URL",
-    "TSUKU_GEMINI_BASE_URL",
-    "TSUKU_OPENAI_BASE_URL",
-    "TSUKU_CRATES_URL",
-    "TSUKU_NPM_URL",
-    "TSUKU_NPM_DOWNLOADS_URL",
-    "TSUKU_PYPI_URL",
-    "TSUKU_RUBYGEMS_URL",
-    "TSUKU_GOPROXY_URL",
-    "TSUKU_DDG_URL",
-    "TSUKU_TAVILY_URL",
-    "TSUKU_BRAVE_URL",
+#: Every ``TSUKU_*`` variable is sent: the settings' variables (``config.KEYS``) are
+#: named so, and a setting added there needs no change here.
+PREFIX = "TSUKU_"
+#: Except these: where the daemon is. The client chose its daemon by them, and names
+#: its home in the request itself.
+NOT_SENT = frozenset({"TSUKU_HOME", "TSUKU_SOCKET"})
+#: And these, named by the services tsuku talks to (a test holds every setting's
+#: variable to ``PREFIX`` or this list).
+NAMES: tuple[str, ...] = (
     # credentials (never logged, evented or stored: redacted while the request runs)
     "GITHUB_TOKEN",
     "GH_TOKEN",
     "ANTHROPIC_API_KEY",
     "GOOGLE_API_KEY",
     "GEMINI_API_KEY",
-    "TSUKU_OPENAI_API_KEY",
     "TAVILY_API_KEY",
     "BRAVE_API_KEY",
-    # the container runtime and the network
+    # endpoints
+    "ANTHROPIC_BASE_URL",
     "DOCKER_HOST",
     "HTTPS_PROXY",
     "https_proxy",
@@ -86,23 +49,28 @@ ALLOWLIST: tuple[str, ...] = (
     "no_proxy",
 )
 
-_ALLOWED = frozenset(ALLOWLIST)
+_NAMES = frozenset(NAMES)
 
 #: Longest value accepted for one variable: far beyond any token, URL or number.
 MAX_VALUE = 4096
 
 
+def allowed(name: str) -> bool:
+    """Whether a request may carry the variable ``name``."""
+    return name in _NAMES or (name.startswith(PREFIX) and name not in NOT_SENT)
+
+
 def collect(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The allowlisted variables set (non-empty) in ``environ`` (default: ours)."""
+    """The allowed variables set (non-empty) in ``environ`` (default: ours)."""
     environ = os.environ if environ is None else environ
-    return {name: value for name in ALLOWLIST if (value := environ.get(name))}
+    return {name: value for name, value in environ.items() if value and allowed(name)}
 
 
 def accept(sent: Mapping[str, str]) -> dict[str, str]:
-    """What the daemon takes of a request's ``env``: allowlisted names with values of a
+    """What the daemon takes of a request's ``env``: allowed names with values of a
     sane length; anything else is ignored (a newer client may send more)."""
     return {
         name: value
         for name, value in sent.items()
-        if name in _ALLOWED and value and len(value) <= MAX_VALUE
+        if value and len(value) <= MAX_VALUE and allowed(name)
     }

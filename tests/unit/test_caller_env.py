@@ -14,17 +14,24 @@ from tsukud.errors import ConfigError
 
 def test_every_settings_variable_travels_with_a_request() -> None:
     names = {e for k in config.KEYS.values() for e in k.env}
-    assert names <= set(caller_env.ALLOWLIST), names - set(caller_env.ALLOWLIST)
-    assert len(set(caller_env.ALLOWLIST)) == len(caller_env.ALLOWLIST)
-    for extra in ("DOCKER_HOST", "HTTPS_PROXY", "NO_PROXY", "GH_TOKEN"):
-        assert extra in caller_env.ALLOWLIST
+    assert all(caller_env.allowed(n) for n in names), sorted(
+        n for n in names if not caller_env.allowed(n)
+    )
+    for extra in ("DOCKER_HOST", "HTTPS_PROXY", "no_proxy", "GH_TOKEN", "TSUKU_NEW_SETTING"):
+        assert caller_env.allowed(extra)
     # Where the daemon is, and the process's own environment, never travel.
-    for never in ("TSUKU_HOME", "TSUKU_SOCKET", "PATH", "HOME", "LD_PRELOAD"):
-        assert never not in caller_env.ALLOWLIST
+    for never in ("TSUKU_HOME", "TSUKU_SOCKET", "PATH", "HOME", "LD_PRELOAD", "tsuku_x"):
+        assert not caller_env.allowed(never)
 
 
-def test_collect_and_accept_keep_only_the_allowlist() -> None:
-    shell = {"GITHUB_TOKEN": "t0ken", "PATH": "/bin", "TSUKU_LLM_DAILY_BUDGET": "", "X": "y"}
+def test_collect_and_accept_keep_only_the_allowed_names() -> None:
+    shell = {
+        "GITHUB_TOKEN": "t0ken",
+        "PATH": "/bin",
+        "TSUKU_LLM_DAILY_BUDGET": "",
+        "TSUKU_HOME": "/h",
+        "X": "y",
+    }
     assert caller_env.collect(shell) == {"GITHUB_TOKEN": "t0ken"}
     sent = {
         "GITHUB_TOKEN": "t0ken",
