@@ -24,7 +24,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
             with Client.connect(autostart=False) as c:
                 pid = c.call("ping")["pid"]
             out(f"tsukud already running (pid {pid})")
-        except TsukuError:
+        except TsukuError as e:
+            _unless_another_homes(e)
             out(f"tsukud started (pid {start_daemon()})")
         return 0
     if args.action in ("stop", "restart"):
@@ -37,7 +38,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
             while time.monotonic() < deadline and _pid_alive(pid):
                 time.sleep(0.02)
             out(f"tsukud stopped (pid {pid})")
-        except TsukuError:
+        except TsukuError as e:
+            _unless_another_homes(e)
             if args.action == "stop":
                 out("tsukud is not running")
         if args.action == "restart":
@@ -46,6 +48,13 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     if args.action == "logs":
         return _logs(args)
     raise UsageError(f"unknown daemon action {args.action!r}")
+
+
+def _unless_another_homes(e: TsukuError) -> None:
+    """A daemon of another home answered: say so, rather than "not running" (or start
+    a second daemon that cannot take the socket)."""
+    if getattr(e, "remote_code", "") == "wrong_daemon":
+        raise e
 
 
 def _pid_alive(pid: int) -> bool:

@@ -72,11 +72,13 @@ def test_a_client_never_talks_to_the_daemon_of_another_home(homes: list[Tsuku]) 
     a, b = homes
     pid = status(a)["pid"]
     b.env["TSUKU_SOCKET"] = str(a.home / "run" / "tsukud.sock")  # a mix-up
-    for args in (["status"], ["install", "kind"], ["events"]):
+    for args in (["status"], ["install", "kind"], ["events"], ["daemon", "stop"]):
         cp = b.ctl(*args)
         assert cp.returncode == ExitCode.DAEMON_UNAVAILABLE, cp.stderr
         assert f"serves {a.home}, not {b.home}" in cp.stderr, cp.stderr
         assert "TSUKU_SOCKET" in cp.stderr and "Traceback" not in cp.stderr
+    cp = b.ctl("daemon", "start")
+    assert cp.returncode == ExitCode.DAEMON_UNAVAILABLE and "serves" in cp.stderr, cp.stderr
     assert not (b.home / "tsuku.db").exists()
     assert status(a)["pid"] == pid  # the other home's daemon carries on, untouched
     cp = b.ctl("status", "--json")
