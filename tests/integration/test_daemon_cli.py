@@ -38,6 +38,8 @@ def test_no_start_flag_reports_daemon_unavailable(tsuku: Tsuku) -> None:
     cp = tsuku.ctl("--no-start", "status")
     assert cp.returncode == ExitCode.DAEMON_UNAVAILABLE
     assert "no tsukud answers" in cp.stderr and "hint:" in cp.stderr
+    # The hint names what a user runs, not the daemon's own invocation.
+    assert "tsukuctl daemon start" in cp.stderr and "tsukud --foreground" not in cp.stderr
 
 
 def test_events_filters_and_formats(daemon: Tsuku) -> None:

@@ -13,6 +13,7 @@ import pytest
 import tsukud
 from tsukud.errors import (
     CATALOGUE,
+    DaemonUnavailable,
     ExitCode,
     InvalidParams,
     TsukuError,
@@ -108,3 +109,8 @@ def test_exit_code_for_knows_codes_of_modules_the_client_never_imports() -> None
     assert exit_code_for("discovery_denied") == ExitCode.USER_DECLINED
     assert exit_code_for("sandbox_unavailable") == ExitCode.SANDBOX
     assert exit_code_for("what") == ExitCode.GENERAL
+
+
+def test_daemon_unavailable_hints_say_what_a_user_runs() -> None:
+    hint = DaemonUnavailable("tsukud closed the connection").hint
+    assert "tsukuctl daemon start" in hint and "tsukud --foreground" not in hint
