@@ -231,6 +231,12 @@ non_requests = st.one_of(
     st.builds(lambda i: b'{"id":' + i + b',"method":"ping"}', ids()),
     st.builds(lambda w: b'{"id":1,"method":' + w + b"}", wrong),
     st.builds(lambda w: b'{"id":1,"method":"ping","params":' + w + b"}", wrong),
+    # The request's own fields beside params: the home it names, the caller's environment.
+    st.builds(lambda w: b'{"id":1,"method":"ping","home":' + w + b"}", wrong | texts),
+    st.builds(
+        lambda w: b'{"id":1,"method":"status","env":' + w + b"}",
+        wrong | for_type(mi.type_info(dict[str, str])),
+    ),
 )
 
 

@@ -54,7 +54,7 @@ def same_home(named: str, home: Path) -> bool:
         return True
     try:
         return os.path.samefile(named, home)
-    except OSError:
+    except (OSError, ValueError):  # missing, unreadable, or not a path at all (a NUL)
         return False
 
 

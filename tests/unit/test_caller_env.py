@@ -132,3 +132,15 @@ def test_the_shared_socket_dir_must_be_private_and_ours(
     assert paths.foreign_socket_dir(sock) is not None
     # Directories the user chose are the daemon's to check, not the client's.
     assert paths.foreign_socket_dir(str(tmp_path / "elsewhere.sock")) is None
+
+
+def test_a_request_names_this_home_however_it_spells_it(tmp_path: Path) -> None:
+    from tsukud.daemon import same_home
+
+    home = tmp_path / "home"
+    home.mkdir()
+    assert same_home(str(home), home) and same_home(f"{home}/", home)
+    assert same_home(str(tmp_path / "." / "home"), home)
+    assert not same_home(str(tmp_path), home)
+    assert not same_home(str(tmp_path / "missing"), home)
+    assert not same_home("a\0b", home)  # not a path at all: refused, not a crash

@@ -56,7 +56,7 @@ class InProcessDaemon:
             d = Daemon(config=configmod.resolve(env=self.env), env=self.env)
             d.open()
             self.daemon = d
-            self.server = RpcServer(METHODS, d, peer=lambda _s: None)
+            self.server = RpcServer(METHODS, d, peer=lambda _s: None, scope=d.request_scope)
             d.server = self.server
             self._stop = trio.Event()
             async with trio.open_nursery() as nursery:
