@@ -568,18 +568,21 @@ class Config:
         daemon's environment, the file and the defaults, below flags (source
         ``caller:NAME``)."""
         settings = dict(self._settings)
+        broken = dict(self._broken)
         for name, s in settings.items():
             env_name = next((e for e in s.key.env if caller_env.get(e)), None)
             if env_name is None or s.source == "flag":
                 continue
+            broken.pop(name, None)  # above the file: its error about this one no longer counts
             try:
                 value = coerce(s.key, caller_env[env_name], f"your ${env_name}")
             except ConfigError as e:
-                raise ConfigError(
-                    e.message, hint=f"Fix or unset {env_name} in your shell."
-                ) from None
+                # Like a spoiled file value: an error for what reads it, not for all.
+                hint = f"Fix or unset {env_name} in your shell."
+                broken[name] = ConfigError(e.message, hint=hint)
+                continue
             settings[name] = Setting(s.key, value, f"caller:{env_name}")
-        return Config(settings, self.path)
+        return Config(settings, self.path, self.problems, broken)
 
 
 INVALID = "file (invalid)"

@@ -77,10 +77,23 @@ def test_caller_env_sits_between_flags_and_the_daemons_env(tmp_path: Path) -> No
 
 def test_a_bad_value_in_the_callers_shell_names_the_variable() -> None:
     base = config.resolve(env={}, path=Path("/nonexistent/config.toml"))
+    c = base.with_caller_env({"TSUKU_LLM_DAILY_BUDGET": "lots"})
+    assert c["llm.hourly_limit"] == 10  # the other settings still read
     with pytest.raises(ConfigError) as e:
-        base.with_caller_env({"TSUKU_LLM_DAILY_BUDGET": "lots"})
+        c["llm.daily_budget"]
     assert "your $TSUKU_LLM_DAILY_BUDGET" in e.value.message
     assert "unset TSUKU_LLM_DAILY_BUDGET" in e.value.hint
+
+
+def test_the_callers_value_stands_in_for_a_spoiled_file_value(tmp_path: Path) -> None:
+    f = tmp_path / "config.toml"
+    f.write_text('[llm]\ndaily_budget = "lots"\n')
+    os.chmod(f, 0o600)
+    base = config.resolve(env={}, path=f)
+    with pytest.raises(ConfigError):
+        base["llm.daily_budget"]
+    c = base.with_caller_env({"TSUKU_LLM_DAILY_BUDGET": "2"})
+    assert c["llm.daily_budget"] == 2.0 and c.problems == base.problems
 
 
 def test_the_socket_follows_a_home_of_its_own() -> None:
