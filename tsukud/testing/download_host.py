@@ -26,6 +26,7 @@ class FakeDownloadHost(FakeHTTPServer):
         self.files: dict[str, bytes] = {}
         self.documents: dict[str, Any] = {}
         self.ranges = ranges
+        self.rate: float | None = None  # bytes per second for files (a slow link)
         self._cuts: dict[str, int] = {}
 
     def cut_once(self, path: str, after: int) -> None:
@@ -72,4 +73,4 @@ class FakeDownloadHost(FakeHTTPServer):
                 headers["content-range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
                 status, data = 206, data[start:]
         cut = self._cuts.pop(request.route, None)
-        return Reply(status, body=data, headers=headers, cut_after=cut)
+        return Reply(status, body=data, headers=headers, cut_after=cut, rate=self.rate)
