@@ -6,8 +6,9 @@ stage the daemon reports appears as it happens. How depends on the stream:
 * a terminal: one line redrawn in place (``\\r`` and erase-line) for what changes by
   the second (a download's bytes), a permanent line per finished stage; colour unless
   ``NO_COLOR`` is set (https://no-color.org);
-* ``TERM=dumb``, a pipe or a file: no redraws and no colour, plain lines, one per stage,
-  and a download's running numbers at most every :data:`THROTTLE_S` seconds;
+* ``TERM=dumb``, a pipe or a file: no redraws and no colour, plain lines, one per stage;
+  a download gets a line when it ends, and one when it starts if it takes longer than
+  :data:`ANNOUNCE_S`, then its running numbers at most every :data:`THROTTLE_S` seconds;
 * ``quiet``: nothing (errors still reach stderr through the command's own path).
 
 Standard library only, like the whole client. The daemon's progress frames are
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from typing import Any, TextIO
 
 THROTTLE_S = 5.0  # between two lines about one download where nothing is redrawn
+ANNOUNCE_S = 1.0  # a download that takes longer gets a plain line when it starts
 SMOOTHING_S = 3.0  # the speed is measured over this many seconds
 MIN_SPAN_S = 0.5  # and not shown before it covers this long
 _TONES = {"ok": "32", "warn": "33", "bold": "1", "dim": "2"}
@@ -199,6 +201,7 @@ class _Download:
     def __init__(self, clock: Callable[[], float]) -> None:
         self.rate = Rate(clock)
         self.shown = -math.inf  # when a plain line last told its numbers
+        self.announced = False  # a plain line said it started
         self.finished = False
 
 
@@ -257,20 +260,22 @@ class Progress:
         state = self._downloads.get(name)
         if state is None or (state.finished and done < (total or 1)):
             state = self._downloads[name] = _Download(self.clock)
-            if not self.display.style.live:
-                self.display.line(f"downloading {name} ({size(total)})…")
-                state.shown = self.clock()
         if state.finished:
             return
         state.rate.update(done)
+        live = self.display.style.live
+        if not live and not state.announced and self.clock() - state.rate.started >= ANNOUNCE_S:
+            state.announced = True  # still going: say so (a quick one gets only its end)
+            state.shown = self.clock()
+            self.display.line(f"downloading {name} ({size(total)})…")
         if total is not None and done >= total:
             state.finished = True
             took = self.clock() - state.rate.started
             speed = f", {size(done / took)}/s" if took > 0.05 else ""
             self.display.line(f"downloaded {name} ({size(done)} in {took:.1f}s{speed})")
-        elif self.display.style.live:
+        elif live:
             self.display.redraw(download_text(name, done, total, state.rate))
-        elif self.clock() - state.shown >= THROTTLE_S:
+        elif state.announced and self.clock() - state.shown >= THROTTLE_S:
             state.shown = self.clock()
             self.display.line(download_text(name, done, total, state.rate))
 

@@ -136,7 +136,7 @@ def test_no_color_keeps_the_redraws_and_drops_the_colour(
 
 
 def test_a_dumb_terminal_gets_plain_lines(inst: Tsuku, host: FakeDownloadHost) -> None:
-    host.rate = 3_000_000.0
+    host.rate = 600_000.0
     text, status = install_on_pty(inst, TERM="dumb")
     assert status == 0, text
     assert "\x1b" not in text and "\r\r" not in text, repr(text)
