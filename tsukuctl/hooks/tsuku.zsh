@@ -84,8 +84,13 @@ __tsuku_install_and_run() {
         return $?
     fi
     # TSUKU_HOOK_ACTIVE: a command missing inside the install must not ask again.
+    # The handler runs in a subshell that Ctrl-C would kill before tsukuctl could say
+    # what the run spent: a trap (not an ignore, which tsukuctl would inherit) keeps it.
+    setopt localoptions localtraps
+    trap : INT
     TSUKU_HOOK_ACTIVE=1 command tsukuctl install "$__tsuku_tool"
     rc=$?
+    trap - INT
     if (( rc == 130 )); then  # Ctrl-C: tsukuctl said what the run spent
         print -ru2 -- "tsuku: installing $__tsuku_tool cancelled"
         return 130
