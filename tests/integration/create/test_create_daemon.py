@@ -468,7 +468,9 @@ def test_failover_to_gemini_mid_run(home: Tsuku, anthropic: FakeAnthropic) -> No
         assert [e["type"] for e in evs] == ["llm.turn", "provider.failover", "llm.turn"]
 
 
-def test_client_gone_cancels_the_run_and_settles(home: Tsuku, anthropic: FakeAnthropic) -> None:
+def create_waiting_for_claude(home: Tsuku, anthropic: FakeAnthropic) -> subprocess.Popen[str]:
+    """``tsukuctl create --llm`` whose first model call is on its way and never answered
+    (the fake holds it for 30 s): a run that has something to cancel and to pay for."""
     import time
 
     from tests.fakes.http import Reply
@@ -479,7 +481,7 @@ def test_client_gone_cancels_the_run_and_settles(home: Tsuku, anthropic: FakeAnt
         [sys.executable, "-m", "tsukuctl", "create", "stern", "--from", "github:stern/stern",
          "--llm", "--yes"],
         env=home.env,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )  # fmt: skip
@@ -490,9 +492,15 @@ def test_client_gone_cancels_the_run_and_settles(home: Tsuku, anthropic: FakeAnt
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not anthropic.requests:
         time.sleep(0.05)  # the request is on its way to the provider
+    return proc
+
+
+def test_client_gone_cancels_the_run_and_settles(home: Tsuku, anthropic: FakeAnthropic) -> None:
+    import time
+
+    proc = create_waiting_for_claude(home, anthropic)
     proc.kill()
-    proc.wait()
-    proc.stderr.close()
+    proc.communicate()
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not events(home, "generation.failed"):
         time.sleep(0.1)
@@ -512,29 +520,11 @@ def test_ctrl_c_says_what_the_run_spent_and_exits_130(
     home: Tsuku, anthropic: FakeAnthropic
 ) -> None:
     import signal
-    import time
 
-    from tests.fakes.http import Reply
     from tsukuctl.render import money
 
-    anthropic.push(Reply(json=anth.message([anth.text("slow")]), delay=30))
-    home.start()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tsukuctl", "create", "stern", "--from", "github:stern/stern",
-         "--llm", "--yes"],
-        env=home.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
+    proc = create_waiting_for_claude(home, anthropic)
     try:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if line.startswith("asking claude"):
-                break
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not anthropic.requests:
-            time.sleep(0.05)  # the request is on its way to the provider
         proc.send_signal(signal.SIGINT)  # Ctrl-C
         out, rest = proc.communicate(timeout=20)
     finally:
