@@ -468,13 +468,16 @@ def test_failover_to_gemini_mid_run(home: Tsuku, anthropic: FakeAnthropic) -> No
         assert [e["type"] for e in evs] == ["llm.turn", "provider.failover", "llm.turn"]
 
 
-def create_waiting_for_claude(home: Tsuku, anthropic: FakeAnthropic) -> subprocess.Popen[str]:
+def create_waiting_for_claude(
+    home: Tsuku, anthropic: FakeAnthropic, fw: FakeGitHub
+) -> subprocess.Popen[str]:
     """``tsukuctl create --llm`` whose first model call is on its way and never answered
     (the fake holds it for 30 s): a run that has something to cancel and to pay for."""
     import time
 
     from tests.fakes.http import Reply
 
+    fw.reset_quota()  # the module's earlier runs spent this hour's anonymous quota
     anthropic.push(Reply(json=anth.message([anth.text("slow")]), delay=30))
     home.start()
     proc = subprocess.Popen(
@@ -486,19 +489,25 @@ def create_waiting_for_claude(home: Tsuku, anthropic: FakeAnthropic) -> subproce
         text=True,
     )  # fmt: skip
     assert proc.stderr is not None
+    said = []
     for line in proc.stderr:
+        said.append(line)
         if line.startswith("asking claude"):
             break
+    else:
+        raise AssertionError(f"create ended before asking Claude: {''.join(said)}")
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not anthropic.requests:
         time.sleep(0.05)  # the request is on its way to the provider
     return proc
 
 
-def test_client_gone_cancels_the_run_and_settles(home: Tsuku, anthropic: FakeAnthropic) -> None:
+def test_client_gone_cancels_the_run_and_settles(
+    home: Tsuku, anthropic: FakeAnthropic, fw: FakeGitHub
+) -> None:
     import time
 
-    proc = create_waiting_for_claude(home, anthropic)
+    proc = create_waiting_for_claude(home, anthropic, fw)
     proc.kill()
     proc.communicate()
     deadline = time.monotonic() + 20
@@ -517,13 +526,13 @@ def test_client_gone_cancels_the_run_and_settles(home: Tsuku, anthropic: FakeAnt
 
 
 def test_ctrl_c_says_what_the_run_spent_and_exits_130(
-    home: Tsuku, anthropic: FakeAnthropic
+    home: Tsuku, anthropic: FakeAnthropic, fw: FakeGitHub
 ) -> None:
     import signal
 
     from tsukuctl.render import money
 
-    proc = create_waiting_for_claude(home, anthropic)
+    proc = create_waiting_for_claude(home, anthropic, fw)
     try:
         proc.send_signal(signal.SIGINT)  # Ctrl-C
         out, rest = proc.communicate(timeout=20)
