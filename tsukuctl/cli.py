@@ -155,13 +155,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.fn(args))
     except RemoteError as e:
+        if e.remote_code == "cancelled":
+            return _cancelled(e.data)
         _print_error(e.message, e.hint)
         return e.exit_status
     except TsukuError as e:
         _print_error(e.message, e.hint)
         return e.exit_code
     except KeyboardInterrupt:
-        return ExitCode.CANCELLED
+        return _cancelled(None)
     except BrokenPipeError:
         # `tsukuctl events | head`: the reader left; that is not an error.
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -194,6 +196,23 @@ def _unknown_arguments(
             message += f"; did you mean {_either(close)}?"
             break
     owner.error(message)
+
+
+def _cancelled(data: dict[str, Any] | None) -> int:
+    """Ctrl-C: one line saying what it cost (the daemon's ``cancelled`` answer carries
+    what the run spent), then exit 130 as shells expect."""
+    from tsukuctl.command import err
+
+    spent = (data or {}).get("spent_usd")
+    if isinstance(spent, int | float) and spent > 0:
+        from tsukuctl.render import money
+
+        err(f"cancelled: the run spent {money(spent)}")
+    elif data is not None:
+        err("cancelled: nothing was installed")
+    else:  # interrupted before the daemon could answer (or while it was not asked)
+        err("cancelled")
+    return ExitCode.CANCELLED
 
 
 def _print_error(message: str, hint: str) -> None:

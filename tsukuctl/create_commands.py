@@ -25,24 +25,13 @@ import sys
 
 from tsukuctl import render
 from tsukuctl.command import add_provider_flags, ask_on_terminal, can_ask, err, out, rpc
+from tsukuctl.progress import Progress
 from tsukuctl.recipe_preview import money, review, validation_line
 from tsukud.terminal import terminal_safe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-
-class Progress:
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-
-    def __call__(self, p: dict[str, Any]) -> None:
-        if self.quiet or not isinstance(p, dict):
-            return
-        message = p.get("message")
-        if message:
-            err(f"{message}…")
 
 
 def summary(res: dict[str, Any]) -> None:
@@ -76,9 +65,7 @@ def summary(res: dict[str, Any]) -> None:
 
 
 def _install(args: argparse.Namespace, tool: str) -> int:
-    from tsukuctl.install_commands import Progress as InstallProgress
-
-    progress = InstallProgress(quiet=False)
+    progress = Progress()
     try:
         res = rpc(args, "install", {"tool": tool, "force": args.force}, on_progress=progress)
     finally:
@@ -133,13 +120,11 @@ def cmd_create(args: argparse.Namespace) -> int:
         "collect_tool_stats": args.collect_tool_stats,
         "version": args.version,
     }
-    res = rpc(
-        args,
-        "create",
-        params,
-        on_progress=Progress(quiet=args.json or args.quiet),
-        on_confirm=ask_on_terminal,
-    )
+    progress = Progress(quiet=args.json or args.quiet, ellipsis=True)
+    try:
+        res = rpc(args, "create", params, on_progress=progress, on_confirm=ask_on_terminal)
+    finally:
+        progress.close()
     if args.json:
         out(render.jsonl(res))
         return 0

@@ -20,6 +20,7 @@ import tempfile
 import time
 
 from tsukuctl.command import out
+from tsukud.terminal import terminal_safe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,7 +28,64 @@ if TYPE_CHECKING:
 
 
 def _banner(text: str) -> None:
-    out(f"\n\033[1m{text}\033[0m" if sys.stdout.isatty() else f"\n{text}")
+    from tsukuctl.progress import Style
+
+    bold = Style.of(sys.stdout).paint(terminal_safe(text), "bold")
+    sys.stdout.write(f"\n{bold}\n")
+
+
+def _run_live(
+    argv: list[str], env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """Run one step, showing its output as it comes: its progress (stderr, indented
+    under ``  | ``) between the command line and its result, not after the result."""
+    import selectors
+
+    proc = subprocess.Popen(
+        argv,
+        env={**env, "PYTHONUNBUFFERED": "1"},  # the result lines too, as they are written
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    kept: dict[int, bytearray] = {1: bytearray(), 2: bytearray()}
+    partial: dict[int, bytearray] = {1: bytearray(), 2: bytearray()}
+
+    def show(stream: int, line: bytes | bytearray) -> None:
+        text = line.decode("utf-8", "replace").rstrip("\n")
+        sys.stdout.write(f"{text}\n" if stream == 1 else f"  | {text}\n")
+
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as sel:
+        # Raw reads (not readline): a buffered reader would hide lines from select.
+        sel.register(proc.stdout.fileno(), selectors.EVENT_READ, 1)
+        sel.register(proc.stderr.fileno(), selectors.EVENT_READ, 2)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                proc.kill()
+                break
+            for key, _ in sel.select(left):
+                chunk = os.read(key.fd, 65536)
+                stream = key.data
+                if not chunk:
+                    sel.unregister(key.fd)
+                    if partial[stream]:
+                        show(stream, partial[stream])
+                    continue
+                kept[stream] += chunk
+                partial[stream] += chunk
+                *lines, rest = partial[stream].split(b"\n")
+                partial[stream] = bytearray(rest)
+                for line in lines:
+                    show(stream, line)
+            sys.stdout.flush()
+    proc.stdout.close()
+    proc.stderr.close()
+    code = proc.wait()
+    stdout, stderr = (kept[n].decode("utf-8", "replace") for n in (1, 2))
+    return subprocess.CompletedProcess(argv, code, stdout, stderr)
 
 
 class Demo:
@@ -43,18 +101,7 @@ class Demo:
         self.step += 1
         _banner(f"[{self.step}] $ tsukuctl {' '.join(args)}" + (f"    # {label}" if label else ""))
         sys.stdout.flush()
-        cp = subprocess.run(
-            [sys.executable, "-m", "tsukuctl", *args],
-            env=self.env,
-            text=True,
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            timeout=300,
-        )
-        if cp.stdout:
-            sys.stdout.write(cp.stdout if cp.stdout.endswith("\n") else cp.stdout + "\n")
-        if cp.stderr:
-            sys.stdout.write("".join(f"  | {line}\n" for line in cp.stderr.splitlines()))
+        cp = _run_live([sys.executable, "-m", "tsukuctl", *args], self.env, timeout=300)
         if check and cp.returncode != 0:
             self.failed.append(f"tsukuctl {' '.join(args)} (exit {cp.returncode})")
             out(f"  !! exit {cp.returncode}")

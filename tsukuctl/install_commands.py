@@ -1,8 +1,9 @@
 """``tsukuctl install|list|remove (uninstall, rm)|verify|info|update-registry``.
 
 Standard library only (this module is loaded with the rest of the CLI). Progress goes
-to stderr (a live line on a terminal, one line per stage otherwise); the final answer is
-one clear line on stdout, or one JSON object with ``--json``.
+to stderr (``tsukuctl.progress``: a live line on a terminal, one line per stage
+otherwise); the final answer is one clear line on stdout, or one JSON object with
+``--json``.
 """
 
 from __future__ import annotations
@@ -13,88 +14,11 @@ import sys
 
 from tsukuctl import render
 from tsukuctl.command import ask_on_terminal, can_ask, err, out, rpc
-from tsukud.terminal import terminal_safe
+from tsukuctl.progress import Progress
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-
-def _size(n: int | None) -> str:
-    if n is None:
-        return "?"
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"  # pragma: no cover
-
-
-class Progress:
-    """Renders install progress frames on stderr."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.tty = sys.stderr.isatty()
-        self._live = False
-        self._last_file: str | None = None
-
-    def _line(self, text: str) -> None:
-        if self._live:
-            sys.stderr.write("\r\x1b[K")
-            self._live = False
-        err(text)
-
-    def __call__(self, p: dict[str, Any]) -> None:
-        if self.quiet:
-            return
-        stage = p.get("stage")
-        tool = p.get("tool", "")
-        if stage == "resolving":
-            wanted = f"@{p['requested']}" if p.get("requested") else ""
-            self._line(f"resolving {tool}{wanted}…")
-        elif stage == "downloading":
-            done, total = p.get("bytes", 0), p.get("total")
-            name = terminal_safe(str(p.get("file", "")), one_line=True)
-            if self.tty:
-                pct = f" ({100 * done // total}%)" if total else ""
-                sys.stderr.write(f"\r\x1b[Kdownloading {name}  {_size(done)} / {_size(total)}{pct}")
-                sys.stderr.flush()
-                self._live = True
-                if total is not None and done >= total:
-                    self._line(f"downloaded {name} ({_size(done)})")
-            elif name != self._last_file:
-                self._last_file = name
-                self._line(f"downloading {name} ({_size(total)})…")
-        elif stage == "verifying_checksum":
-            pass
-        elif stage == "verified_checksum":
-            checked = p.get("checked") or []
-            against = {
-                "github_digest": "GitHub's digest",
-                "recipe": "the recipe",
-                "checksum_file": "the release's checksum file",
-            }
-            what = ", ".join(against.get(c, c) for c in checked)
-            suffix = f" (matches {what})" if what else " (no published checksum to compare)"
-            self._line(f"sha256 {p.get('sha256', '')}{suffix}")
-        elif stage == "extracting":
-            if p.get("streamed"):
-                self._line(f"unpacked {p.get('file', '')} while downloading")
-            else:
-                self._line(f"extracting {p.get('file', '')}…")
-        elif stage == "installing":
-            self._line(f"installing {tool} {p.get('version', '')}…")
-        elif stage == "verifying":
-            self._line(f"verifying: {p.get('command', '')}")
-        elif p.get("message"):  # discovery and recipe generation (no recipe yet)
-            self._line(str(p["message"]))
-
-    def close(self) -> None:
-        if self._live:
-            sys.stderr.write("\n")
-            self._live = False
 
 
 def answer(question: dict[str, Any]) -> bool:

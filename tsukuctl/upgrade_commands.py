@@ -55,7 +55,7 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
         args.parser.error("name the tools to upgrade, or give --all")
     if args.tools and args.all:
         args.parser.error("give tool names or --all, not both")
-    from tsukuctl.install_commands import Progress
+    from tsukuctl.progress import Progress
 
     progress = Progress(quiet=args.json)
     try:

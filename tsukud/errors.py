@@ -105,6 +105,7 @@ CATALOGUE: dict[str, ErrorKind] = {
         "home then gets its own daemon), or point it at this home's daemon.",
     ),
     "already_running": ErrorKind(E.ALREADY_RUNNING),
+    "cancelled": ErrorKind(E.CANCELLED, "The client cancelled the request (Ctrl-C)."),
     "busy": ErrorKind(
         E.BUSY,
         "tsukud is serving as many connections as it allows; try again in a moment "
@@ -472,6 +473,13 @@ class Forbidden(TsukuError):
 
 class ShuttingDown(TsukuError):
     code = "shutting_down"
+
+
+class RequestCancelled(TsukuError):
+    """The client cancelled a request in flight (``cancel``); ``data.spent_usd`` says what
+    its runs spent before they stopped."""
+
+    code = "cancelled"
 
 
 class Busy(TsukuError):

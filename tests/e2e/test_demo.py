@@ -33,6 +33,10 @@ def test_demo_runs_the_whole_pipeline_offline() -> None:
     assert "Claude session" not in out
     assert "stern v1.32.0" in out and "age v1.2.1" in out
     assert "cost: $0 (deterministic matcher, no LLM)" in out
+    # Each step's progress shows under its command line, before its result.
+    step = out.split("$ tsukuctl create stern")[1].split("$ tsukuctl create age")[0]
+    progress = step.index("  | fetching releases of stern/stern…")
+    assert progress < step.index("  | matching the") < step.index("Recipe created:"), step
     assert "hash chain intact" in out
     validated = "validated in a container" in out
     if in_ci() or os.environ.get("TSUKU_REQUIRE_DOCKER") == "1":

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from decimal import Decimal
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from tsukud.clock import Clock, TrioClock
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, RateLimited
 from tsukud.events.projections import State, rebuild
 from tsukud.events.store import EventStore
+from tsukud.policy import spent
 from tsukud.policy.breaker import BreakerSettings, CircuitBreakers, CircuitOpen
 from tsukud.policy.budget import Budget, BudgetLimits
 from tsukud.policy.locks import ContainerLock
@@ -85,6 +88,21 @@ async def test_settle_frees_the_unspent_part(tmp_path: Path) -> None:
         assert snap["spent_usd"] == 0.05 and snap["reserved_usd"] == 0.0
         await lg.budget.reserve(0.45, session="s2", purpose="p")
         await lg.budget.reserve(0.45, session="s3", purpose="p")  # 0.05 + 0.9 ≤ 1.0
+
+
+async def test_settlements_count_towards_the_request_they_happen_in(tmp_path: Path) -> None:
+    """What a cancelled client is told it spent: every settlement inside the request's
+    tally (in its own task or a child task), none outside it."""
+    async with ledger(tmp_path / "t.db", TrioClock()) as lg:
+        outside = await lg.budget.reserve(0.10, session="o", purpose="p")
+        with spent.tally() as request:
+            a = await lg.budget.reserve(0.20, session="a", purpose="p")
+            b = await lg.budget.reserve(0.20, session="b", purpose="p")
+            await lg.budget.settle(a.reservation, 0.015, session="a")
+            async with trio.open_nursery() as n:
+                n.start_soon(partial(lg.budget.settle, b.reservation, 0.0025, session="b"))
+        await lg.budget.settle(outside.reservation, 0.05, session="o")
+        assert request.usd == Decimal("0.0175") and request.settlements == 2
 
 
 async def test_over_threshold_needs_confirmation(tmp_path: Path) -> None:

@@ -83,14 +83,19 @@ __tsuku_mode() {
 # Installs $__tsuku_tool and runs "$@" again. Ctrl-C stops either step (both are
 # foreground children of this handler's subshell).
 __tsuku_install_and_run() {
-    local bin=$__tsuku_home/bin
+    local bin=$__tsuku_home/bin rc
     if ! command -v tsukuctl >/dev/null 2>&1; then
         printf 'tsuku: tsukuctl is not on PATH; cannot install %s\n' "$__tsuku_tool" >&2
         __tsuku_fallback "$@"
         return $?
     fi
     # TSUKU_HOOK_ACTIVE: a command missing inside the install must not ask again.
-    if ! TSUKU_HOOK_ACTIVE=1 command tsukuctl install "$__tsuku_tool"; then
+    TSUKU_HOOK_ACTIVE=1 command tsukuctl install "$__tsuku_tool"
+    rc=$?
+    if ((rc == 130)); then # Ctrl-C: tsukuctl said what the run spent
+        printf 'tsuku: installing %s cancelled\n' "$__tsuku_tool" >&2
+        return 130
+    elif ((rc != 0)); then
         printf 'tsuku: installing %s failed\n' "$__tsuku_tool" >&2
         return 127
     fi

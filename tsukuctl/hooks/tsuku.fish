@@ -81,7 +81,12 @@ function __tsuku_install_and_run
         return 127
     end
     # TSUKU_HOOK_ACTIVE: a command missing inside the install must not ask again.
-    if not TSUKU_HOOK_ACTIVE=1 command tsukuctl install $tool
+    TSUKU_HOOK_ACTIVE=1 command tsukuctl install $tool
+    set -l rc $status
+    if test $rc -eq 130 # Ctrl-C: tsukuctl said what the run spent
+        printf 'tsuku: installing %s cancelled\n' $tool >&2
+        return 130
+    else if test $rc -ne 0
         printf 'tsuku: installing %s failed\n' $tool >&2
         return 127
     end

@@ -77,14 +77,24 @@ __tsuku_mode() {
 
 # Installs $__tsuku_tool and runs "$@" again; Ctrl-C stops either step.
 __tsuku_install_and_run() {
-    local bin=$__tsuku_home/bin
+    local bin=$__tsuku_home/bin rc
     if ! (( ${+commands[tsukuctl]} )); then
         print -ru2 -- "tsuku: tsukuctl is not on PATH; cannot install $__tsuku_tool"
         __tsuku_fallback "$@"
         return $?
     fi
     # TSUKU_HOOK_ACTIVE: a command missing inside the install must not ask again.
-    if ! TSUKU_HOOK_ACTIVE=1 command tsukuctl install "$__tsuku_tool"; then
+    # The handler runs in a subshell that Ctrl-C would kill before tsukuctl could say
+    # what the run spent: a trap (not an ignore, which tsukuctl would inherit) keeps it.
+    setopt localoptions localtraps
+    trap : INT
+    TSUKU_HOOK_ACTIVE=1 command tsukuctl install "$__tsuku_tool"
+    rc=$?
+    trap - INT
+    if (( rc == 130 )); then  # Ctrl-C: tsukuctl said what the run spent
+        print -ru2 -- "tsuku: installing $__tsuku_tool cancelled"
+        return 130
+    elif (( rc != 0 )); then
         print -ru2 -- "tsuku: installing $__tsuku_tool failed"
         return 127
     fi

@@ -269,7 +269,9 @@ class _Run:
             )
         async with contextlib.AsyncExitStack() as stack:
             if deps.validator is not None and not req.skip_validation:
-                self.vrun = await stack.enter_async_context(deps.validator.session(self.session))
+                self.vrun = await stack.enter_async_context(
+                    deps.validator.session(self.session, deps.progress)
+                )
             workdir = deps.workdir or Path(
                 stack.enter_context(tempfile.TemporaryDirectory(prefix="tsuku-create-"))
             )

@@ -50,6 +50,7 @@ from tsukud.create.sanitize import (
 )
 from tsukud.create.static_checks import verify_command_findings
 from tsukud.install.assemble import TreeAssembler, files
+from tsukud.install.attempt import ProgressFn as Progress
 from tsukud.install.download import (
     DEFAULT_MAX_BYTES,
     AssetMissing,
@@ -415,24 +416,35 @@ class Validator:
         return removed
 
     @asynccontextmanager
-    async def session(self, session: str | None) -> AsyncIterator[ValidationRun]:
+    async def session(
+        self, session: str | None, progress: Progress | None = None
+    ) -> AsyncIterator[ValidationRun]:
+        """A run's work directory (removed afterwards). ``progress`` hears each asset's
+        download and each platform's proof as they happen (create's progress frames)."""
         if not self.cleaned:
             self.remove_stale()
         self.workdir.mkdir(parents=True, exist_ok=True)
         run_dir = self.workdir / f"run-{secrets.token_hex(6)}"
         run_dir.mkdir(mode=0o700)
         try:
-            yield ValidationRun(self, run_dir, session)
+            yield ValidationRun(self, run_dir, session, progress)
         finally:
             with trio.CancelScope(shield=True):  # also when the client went away
                 await trio.to_thread.run_sync(lambda: shutil.rmtree(run_dir, ignore_errors=True))
 
 
 class ValidationRun:
-    def __init__(self, validator: Validator, directory: Path, session: str | None) -> None:
+    def __init__(
+        self,
+        validator: Validator,
+        directory: Path,
+        session: str | None,
+        progress: Progress | None = None,
+    ) -> None:
         self.validator = validator
         self.dir = directory
         self.session = session
+        self.progress = progress
         self.platform = validator.platform
         self._downloads: dict[str, tuple[Path, DownloadResult, bool]] = {}
         self._count = 0
@@ -449,11 +461,21 @@ class ValidationRun:
         cached = self._downloads.get(step.asset_name)
         if cached is None:
             dest = self._new_dir("dl") / (step.asset_name.replace("/", "_") or "asset")
+            report = self.progress
+
+            async def on_progress(done: int, total: int | None) -> None:
+                if report is not None:
+                    await report(
+                        {"stage": "downloading", "file": step.asset_name, "bytes": done}
+                        | {"total": total}
+                    )
+
             result = await download(
                 self.validator.http,
                 step.url,
                 dest,
                 max_bytes=self.validator.max_download_bytes or DEFAULT_MAX_BYTES,
+                on_progress=on_progress,
             )
             expected = digests.get(step.asset_name)
             if expected:
@@ -659,6 +681,10 @@ class ValidationRun:
 
     async def _prove(self, recipe: Recipe, release: Release, target: Platform) -> PlatformProof:
         key = target.key
+        if self.progress is not None:
+            await self.progress(
+                {"stage": "proving", "platform": key, "message": f"checking the {key} build"}
+            )
         prepared = await self.prepare(recipe, release, target)
         if prepared.failure is not None:
             f = prepared.failure

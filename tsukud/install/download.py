@@ -3,7 +3,10 @@
 The body is read by one task and written (and hashed) by another in a worker thread, so
 network reads and disk writes overlap and the event loop never blocks on the disk.
 Files are created exclusively (``O_EXCL``, 0600) inside the caller's private staging
-directory. Progress is reported at most every ``progress_interval`` seconds.
+directory. Progress is reported at most every ``progress_interval`` seconds. A body
+that breaks part-way is tried again: resumed with a range request where the server
+allows it, else started over (a file is truncated; a streamed consumer cannot start
+over, so there only resuming helps), within the HTTP client's retry policy.
 
 Checksums: :func:`check_sha256` compares a computed digest with an expected one and
 raises :class:`ChecksumMismatch` naming the file, the source of the expectation
@@ -15,7 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
+import random
 import re
 import select
 import sys
@@ -27,10 +32,22 @@ from typing import Generic, TypeVar
 import msgspec
 import trio
 
+from tsukud import log
 from tsukud.errors import TsukuError
 from tsukud.groups import single_leaf
 from tsukud.install.errors import no_space
-from tsukud.net.http import MB, Http, HttpError, HttpStatusError, Stream, TransientHttpError
+from tsukud.net.http import (
+    MB,
+    Http,
+    HttpError,
+    HttpStatusError,
+    Stream,
+    TransientHttpError,
+    _display,
+    gave_up,
+)
+from tsukud.net.resume import range_headers, resumed_at, validator
+from tsukud.net.retry import next_delay
 
 DEFAULT_MAX_BYTES = 2 * 1024 * MB
 BATCH = 4 * MB  # bytes handed to the writer thread at a time
@@ -39,6 +56,7 @@ _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
 Progress = Callable[[int, int | None], Awaitable[None]]
 T = TypeVar("T")
 _F_SETPIPE_SZ = 1031  # Linux fcntl: grow the pipe buffer (fewer wake-ups)
+_RNG = random.Random()  # noqa: S311 - retry jitter, not secrets; tests pass their own
 
 
 class DownloadError(TsukuError):
@@ -115,6 +133,12 @@ class _Sink:
                 raise full from exc
             raise
 
+    def reset(self) -> None:
+        """Start the file and its hash over (the server sent the whole body again)."""
+        os.ftruncate(self.fd, 0)
+        os.lseek(self.fd, 0, os.SEEK_SET)
+        self.hash = hashlib.sha256()
+
     def close(self) -> None:
         os.close(self.fd)
 
@@ -158,36 +182,116 @@ def _download_errors() -> Iterator[None]:
         raise
 
 
+class _Transfer:
+    """One download across its tries: how far it got, what the first answer said."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.final_url = url
+        self.done = 0  # bytes handed to the consumer
+        self.total: int | None = None  # the whole body's declared size
+        self.guard: str | None = None  # If-Range validator; None: no resuming
+        self.tries = 0
+        self.last_report = -math.inf
+
+
 async def _pump(
     resp: Stream,
+    t: _Transfer,
     deliver: Callable[[list[bytes]], Awaitable[None]],
     on_progress: Progress | None,
     progress_interval: float,
-) -> int:
-    """Read the body, hand it to ``deliver`` in batches of about :data:`BATCH` bytes,
-    report progress; returns the size."""
-    total = resp.content_length
-    if on_progress is not None:
-        await on_progress(0, total)
-    size = 0
+) -> None:
+    """Read the body, hand it to ``deliver`` in batches of about :data:`BATCH` bytes and
+    report progress. What arrived before the connection broke is delivered too, so
+    ``t.done`` is where a resumed try starts."""
     batch: list[bytes] = []
     pending = 0
-    last = trio.current_time()
-    async for chunk in resp.chunks():
-        size += len(chunk)
-        batch.append(chunk)
-        pending += len(chunk)
-        if pending >= BATCH:
+
+    async def flush() -> None:
+        nonlocal batch, pending
+        if batch:
             await deliver(batch)
+            t.done += pending
             batch, pending = [], 0
-        if on_progress is not None:
-            now = trio.current_time()
-            if now - last >= progress_interval:
-                last = now
-                await on_progress(size, total)
-    if batch:
-        await deliver(batch)
-    return size
+
+    try:
+        async for chunk in resp.chunks():
+            batch.append(chunk)
+            pending += len(chunk)
+            if pending >= BATCH:
+                await flush()
+            if on_progress is not None:
+                now = trio.current_time()
+                if now - t.last_report >= progress_interval:
+                    t.last_report = now
+                    await on_progress(t.done + pending, t.total)
+    except TransientHttpError:
+        await flush()
+        raise
+    await flush()
+
+
+async def _transfer(
+    http: Http,
+    t: _Transfer,
+    *,
+    max_bytes: int,
+    deliver: Callable[[list[bytes]], Awaitable[None]],
+    on_open: Callable[[Stream], Awaitable[None]],
+    restart: Callable[[], Awaitable[None]] | None,
+    on_progress: Progress | None,
+    progress_interval: float,
+    rng: random.Random,
+) -> None:
+    """Download ``t.url`` through ``deliver``. A body that breaks part-way (reset,
+    closed early, stalled) is tried again under the client's retry policy: resumed
+    with a range request when the server offers ranges (``tsukud.net.resume``),
+    otherwise from its first byte after ``restart`` (None: the consumer cannot start
+    over, and the break is final). Opening each try is retried by ``Http`` itself."""
+    policy = http.settings.retry
+    started = trio.current_time()
+    while True:
+        t.tries += 1
+        in_body = False
+        try:
+            async with http.stream(
+                t.url, max_bytes=max_bytes, headers=range_headers(t.done, t.guard)
+            ) as resp:
+                if t.tries == 1:
+                    t.total, t.final_url = resp.content_length, resp.url
+                    t.guard = validator(resp.headers)
+                    await on_open(resp)
+                    if on_progress is not None:
+                        await on_progress(0, t.total)
+                elif resumed_at(resp.status, resp.headers) != t.done:
+                    if restart is None:
+                        raise TransientHttpError(
+                            f"{_display(t.url)}: the connection broke after {t.done} bytes "
+                            "and the server cannot resume the download",
+                            url=_display(t.url),
+                        )
+                    await restart()
+                    t.done = 0
+                in_body = True
+                await _pump(resp, t, deliver, on_progress, progress_interval)
+                return
+        except TransientHttpError as exc:
+            if not in_body:
+                raise
+            delay = next_delay(policy, t.tries, trio.current_time() - started, rng)
+            if delay is None:
+                raise gave_up(exc, t.tries) from None
+            log.get().info(
+                "download.resume",
+                url=_display(t.url),
+                tries=t.tries,
+                at=t.done,
+                ranged=t.guard is not None,
+                wait=round(delay, 3),
+                error=exc.message,
+            )
+            await trio.sleep(delay)
 
 
 async def download(
@@ -198,31 +302,48 @@ async def download(
     max_bytes: int = DEFAULT_MAX_BYTES,
     on_progress: Progress | None = None,
     progress_interval: float = 0.1,
+    rng: random.Random | None = None,
 ) -> DownloadResult:
-    """Stream ``url`` into the new file ``dest``. On error ``dest`` may hold partial
-    data; the caller owns the (staging) directory and removes it."""
+    """Stream ``url`` into the new file ``dest``, resuming a body that breaks part-way.
+    On error ``dest`` may hold partial data; the caller owns the (staging) directory
+    and removes it."""
     sink = _Sink(dest)
+    t = _Transfer(url)
     try:
         with _download_errors():
-            async with http.stream(url, max_bytes=max_bytes) as resp:
-                send, recv = trio.open_memory_channel[list[bytes]](4)
+            send, recv = trio.open_memory_channel[list[bytes] | None](4)
 
-                async def writer() -> None:
-                    async with recv:
-                        async for batch in recv:
+            async def writer() -> None:
+                async with recv:
+                    async for batch in recv:
+                        if batch is None:  # start over: earlier batches are written by now
+                            await trio.to_thread.run_sync(sink.reset)
+                        else:
                             await trio.to_thread.run_sync(sink.write, batch)
 
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(writer)
-                    async with send:
-                        size = await _pump(resp, send.send, on_progress, progress_interval)
-                final_url = resp.url
+            async def opened(_resp: Stream) -> None:
+                return None
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(writer)
+                async with send:
+                    await _transfer(
+                        http,
+                        t,
+                        max_bytes=max_bytes,
+                        deliver=send.send,
+                        on_open=opened,
+                        restart=lambda: send.send(None),
+                        on_progress=on_progress,
+                        progress_interval=progress_interval,
+                        rng=rng or _RNG,
+                    )
     finally:
         sink.close()
     if on_progress is not None:
-        await on_progress(size, size)
+        await on_progress(t.done, t.done)
     return DownloadResult(
-        path=str(dest), size=size, sha256=sink.hash.hexdigest(), url=url, final_url=final_url
+        path=str(dest), size=t.done, sha256=sink.hash.hexdigest(), url=url, final_url=t.final_url
     )
 
 
@@ -296,6 +417,7 @@ async def download_streaming(
     max_bytes: int = DEFAULT_MAX_BYTES,
     on_progress: Progress | None = None,
     progress_interval: float = 0.1,
+    rng: random.Random | None = None,
 ) -> tuple[DownloadResult, Unpacked[T]]:
     """Download ``url`` while ``consume(link, content_length)`` reads it, in a worker
     thread, from the path ``link`` (named like the asset, for messages). Nothing is
@@ -308,33 +430,47 @@ async def download_streaming(
     """
     pipe = _Pipe(link)
     unpacked: Unpacked[T] = Unpacked()
+    t = _Transfer(url)
     try:
         with _download_errors():
-            async with http.stream(url, max_bytes=max_bytes) as resp:
-                final_url = resp.url
 
-                def run_consumer() -> None:
-                    try:
-                        unpacked.value = consume(link, resp.content_length)
-                    except BaseException as exc:
-                        unpacked.error = exc
-                    finally:
-                        pipe.consumer_done.set()
+            async def feed(batch: list[bytes]) -> None:
+                await trio.to_thread.run_sync(pipe.feed, batch)
 
-                async def feed(batch: list[bytes]) -> None:
-                    await trio.to_thread.run_sync(pipe.feed, batch)
+            async with trio.open_nursery() as nursery:
 
-                async with trio.open_nursery() as nursery:
+                async def opened(resp: Stream) -> None:
+                    length = resp.content_length
+
+                    def run_consumer() -> None:
+                        try:
+                            unpacked.value = consume(link, length)
+                        except BaseException as exc:
+                            unpacked.error = exc
+                        finally:
+                            pipe.consumer_done.set()
+
                     nursery.start_soon(trio.to_thread.run_sync, run_consumer)
-                    try:
-                        size = await _pump(resp, feed, on_progress, progress_interval)
-                    finally:
-                        pipe.close_writer()  # end of data: the consumer finishes either way
+
+                try:
+                    await _transfer(
+                        http,
+                        t,
+                        max_bytes=max_bytes,
+                        deliver=feed,
+                        on_open=opened,
+                        restart=None,  # the consumer has read the bytes: resume or fail
+                        on_progress=on_progress,
+                        progress_interval=progress_interval,
+                        rng=rng or _RNG,
+                    )
+                finally:
+                    pipe.close_writer()  # end of data: the consumer finishes either way
     finally:
         pipe.close()
     if on_progress is not None:
-        await on_progress(size, size)
+        await on_progress(t.done, t.done)
     result = DownloadResult(
-        path="", size=size, sha256=pipe.hash.hexdigest(), url=url, final_url=final_url
+        path="", size=t.done, sha256=pipe.hash.hexdigest(), url=url, final_url=t.final_url
     )
     return result, unpacked

@@ -24,7 +24,8 @@ Every outbound request of the daemon goes through :class:`Http`:
 * **Transient failures** (5xx, a refused or reset connection, a timeout) of idempotent
   requests are tried again with growing, jittered waits, bounded in count and time
   (``tsukud.net.retry``); short rate-limit waits count as tries too. The error of the
-  last try says how many were made. A download is retried until its body starts.
+  last try says how many were made. Opening a download is retried here; a body that
+  breaks later is resumed by the downloader (``tsukud.install.download``).
 
 It imports httpx2 at module level: import this module inside functions so the daemon
 starts without it.
@@ -202,7 +203,7 @@ class Stream:
         except httpx2.HTTPError as exc:
             raise _transport_error(exc, self.url) from None
         if self.content_length is not None and self._received != self.content_length:
-            raise HttpError(
+            raise TransientHttpError(
                 f"{_display(self.url)}: connection closed after {self._received} of "
                 f"{self.content_length} bytes"
             )
@@ -318,7 +319,7 @@ class _TryAgain(Exception):
         self.blocked = blocked
 
 
-def _gave_up(error: HttpError, tries: int) -> HttpError:
+def gave_up(error: HttpError, tries: int) -> HttpError:
     """``error``, saying how many tries were made when there were several."""
     if tries > 1:
         error.message = f"{error.message} (gave up after {tries} tries)"
@@ -591,7 +592,7 @@ class Http:
                 if delay is None and blocked is not None and tries == 1:
                     delay = again.wait  # a short rate-limit wait is waited out once, always
             if delay is None:
-                raise _gave_up(error, tries)
+                raise gave_up(error, tries)
             log.get().info(
                 "http.retry",
                 url=_display(url),

@@ -12,6 +12,7 @@ from tsukud.clock import Clock, utc_day
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, InvalidParams, NotFound
 from tsukud.events.projections import Spend, to_micro, to_usd
 from tsukud.events.store import EventStore
+from tsukud.policy import spent
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,7 @@ class Budget:
         if not math.isfinite(actual_usd) or actual_usd < 0:
             raise InvalidParams(f"actual cost must be a finite USD amount ≥ 0, got {actual_usd!r}")
         r = self._spend.open[reservation]
+        spent.record(actual_usd)
         ev = self._store.append_nowait(
             "budget.settled",
             {

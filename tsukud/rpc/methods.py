@@ -53,6 +53,17 @@ async def daemon_stop(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
     return {"stopping": True, "pid": os.getpid()}
 
 
+class CancelParams(msgspec.Struct, forbid_unknown_fields=True):
+    id: protocol.RequestId
+
+
+@method("cancel", CancelParams, inline=True)
+async def cancel(d: Daemon, p: CancelParams, call: Call) -> dict[str, Any]:
+    """Cancel a request still running on this connection; it ends with a ``cancelled``
+    error saying what its runs spent."""
+    return {"cancelled": call.conn.cancel(p.id)}
+
+
 # ---- events -----------------------------------------------------------------------------
 
 # What the events of one events.list progress frame may take, leaving room for the rest.

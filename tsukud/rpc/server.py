@@ -28,10 +28,12 @@ from tsukud.errors import (
     InternalError,
     InvalidParams,
     ProtocolError,
+    RequestCancelled,
     ShuttingDown,
     TsukuError,
     UnknownMethod,
 )
+from tsukud.policy import spent
 from tsukud.rpc import protocol
 from tsukud.rpc.peercred import peer_uid
 from tsukud.secrets import REDACTOR, Redactor
@@ -89,6 +91,15 @@ class Connection:
         self._send_lock = trio.Lock()
         self._redactor = redactor
         self.closed = False
+        self.running: dict[protocol.RequestId, trio.CancelScope] = {}
+
+    def cancel(self, rid: protocol.RequestId) -> bool:
+        """Cancel the request ``rid`` still running on this connection; False if none."""
+        scope = self.running.get(rid)
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
 
     async def _fill(self, n: int) -> None:
         while len(self._buf) < n:
@@ -209,16 +220,24 @@ class RpcServer:
                         await conn.send(protocol.error_frame(bad.request_id, bad.error))
                         continue
                     method = self.methods.get(req.method)
+                    # Tracked before the task starts: a ``cancel`` right behind it finds it.
+                    scope = conn.running[req.id] = trio.CancelScope()
                     if method is None or method.inline:
-                        await self._run(conn, method, req)
+                        await self._run(conn, method, req, scope)
                     else:
-                        nursery.start_soon(self._run, conn, method, req)
+                        nursery.start_soon(self._run, conn, method, req, scope)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
             # The client is gone (or broke the protocol): cancel what it asked for.
             nursery.cancel_scope.cancel()
 
-    async def _run(self, conn: Connection, method: Method | None, req: protocol.Request) -> None:
+    async def _run(
+        self,
+        conn: Connection,
+        method: Method | None,
+        req: protocol.Request,
+        scope: trio.CancelScope,
+    ) -> None:
         """Answer ``req`` within its scope, so even its error frame is redacted with the
         caller's secrets in mind; a scope that refuses the request answers for it."""
         try:
@@ -230,13 +249,19 @@ class RpcServer:
                     )
                     await conn.send(protocol.error_frame(req.id, unknown))
                     return
-                await self._answer(conn, method, req)
+                await self._answer(conn, method, req, scope)
         except TsukuError as e:  # raised by the scope itself: nothing ran
             await conn.send(protocol.error_frame(req.id, e))
+        finally:
+            if conn.running.get(req.id) is scope:
+                del conn.running[req.id]
 
-    async def _answer(self, conn: Connection, method: Method, req: protocol.Request) -> None:
+    async def _answer(
+        self, conn: Connection, method: Method, req: protocol.Request, scope: trio.CancelScope
+    ) -> None:
         started = time.perf_counter()
         outcome = "ok"
+        tally = spent.Tally()
         try:
             try:
                 params = msgspec.convert(req.params, method.params)
@@ -245,7 +270,13 @@ class RpcServer:
             call = Call(conn, req.id)
             if self.before_request is not None:
                 self.before_request()
-            result = await method.handler(self.context, params, call)
+            with spent.tally() as tally, scope:
+                result = await method.handler(self.context, params, call)
+            if scope.cancelled_caught:
+                raise RequestCancelled(
+                    f"{method.name} was cancelled; its runs spent ${tally.usd:.4f}",
+                    spent_usd=float(tally.usd),
+                )
             await conn.send(protocol.result_frame(req.id, result))
             for fn in call.after_reply:
                 fn()
@@ -279,8 +310,14 @@ class RpcServer:
         finally:
             elapsed = (time.perf_counter() - started) * 1000
             if elapsed > 1000 or outcome != "ok":
+                # A client that went away is told nothing: the log says what its runs spent.
+                money = {"spent_usd": float(tally.usd)} if tally.settlements else {}
                 log.get().info(
-                    "rpc.call", method=method.name, outcome=outcome, duration_ms=round(elapsed, 1)
+                    "rpc.call",
+                    method=method.name,
+                    outcome=outcome,
+                    duration_ms=round(elapsed, 1),
+                    **money,
                 )
 
 

@@ -4,21 +4,35 @@ one unless told otherwise, and JSON documents for ``http_json`` version sources.
 
 It refuses what such hosts refuse: anything but ``GET``/``HEAD`` (405) and a request
 with credentials (a download host has no use for them, and sending one is a leak).
+Like a CDN it serves byte ranges (``Range: bytes=N-``, guarded by ``If-Range`` with
+the file's ETag) unless built with ``ranges=False``; :meth:`FakeDownloadHost.cut_once`
+breaks the next download of a file part-way, as a flaky network does.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 from tsukud.testing.http import FakeHTTPServer, RecordedRequest, Reply
 
+_RANGE = re.compile(r"^bytes=(\d+)-$")
+
 
 class FakeDownloadHost(FakeHTTPServer):
-    def __init__(self) -> None:
+    def __init__(self, *, ranges: bool = True) -> None:
         super().__init__(self._route, role="download-host")
         self.files: dict[str, bytes] = {}
         self.documents: dict[str, Any] = {}
+        self.ranges = ranges
+        self.rate: float | None = None  # bytes per second for files (a slow link)
+        self._cuts: dict[str, int] = {}
+
+    def cut_once(self, path: str, after: int) -> None:
+        """The next download of ``path`` stops after ``after`` bytes of its body (the
+        connection closes; ``content-length`` promised the rest)."""
+        self._cuts[path] = after
 
     def add(self, path: str, data: bytes, *, sha256_file: bool = True) -> str:
         """Serve ``data`` at ``path`` (and its checksum at ``path + ".sha256"``, one
@@ -47,4 +61,16 @@ class FakeDownloadHost(FakeHTTPServer):
         data = self.files.get(request.route)
         if data is None:
             return Reply(404, body=b"Not Found")
-        return Reply(body=data, headers={"content-type": "application/octet-stream"})
+        headers = {"content-type": "application/octet-stream"}
+        status = 200
+        if self.ranges:
+            etag = f'"{hashlib.sha256(data).hexdigest()[:16]}"'
+            headers.update({"accept-ranges": "bytes", "etag": etag})
+            wanted = _RANGE.match(request.headers.get("range", ""))
+            guard = request.headers.get("if-range")
+            if wanted and (guard is None or guard == etag) and int(wanted[1]) < len(data):
+                start = int(wanted[1])
+                headers["content-range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
+                status, data = 206, data[start:]
+        cut = self._cuts.pop(request.route, None)
+        return Reply(status, body=data, headers=headers, cut_after=cut, rate=self.rate)

@@ -10,8 +10,9 @@ scripted", so an under-scripted test fails loudly instead of hanging.
 
 A :class:`Reply` can also inject the failures real networks produce: ``delay``
 before answering, ``disconnect`` without an answer, a body trickled at ``rate``
-bytes per second, or one that stalls after ``stall_after`` bytes until the server
-closes. ``file`` serves a body from disk (sendfile) without reading it into memory.
+bytes per second, one that stalls after ``stall_after`` bytes until the server
+closes, or one cut off after ``cut_after`` bytes (the connection closes early).
+``file`` serves a body from disk (sendfile) without reading it into memory.
 
     with FakeHTTPServer() as server:
         server.push(Reply(json={"ok": True}))
@@ -66,6 +67,7 @@ class Reply:
     file: Path | None = None  # body read from this file
     rate: float | None = None  # body trickled at this many bytes per second
     stall_after: int | None = None  # body bytes sent before hanging until close
+    cut_after: int | None = None  # body bytes sent before closing (content-length says all)
 
     def encoded(self) -> tuple[bytes, dict[str, str]]:
         headers = {k.lower(): v for k, v in self.headers.items()}
@@ -266,6 +268,12 @@ class FakeHTTPServer:
                 self.send_header("content-length", str(size))
                 self.end_headers()
                 if self.command == "HEAD":
+                    return
+                if reply.cut_after is not None:
+                    whole = reply.file.read_bytes() if reply.file is not None else payload
+                    self.wfile.write(whole[: reply.cut_after])
+                    self.wfile.flush()
+                    self.close_connection = True
                     return
                 shaped = reply.rate is not None or reply.stall_after is not None
                 if reply.file is not None and not shaped:

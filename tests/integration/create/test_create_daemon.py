@@ -108,8 +108,17 @@ def test_done_when_deterministic(home: Tsuku, anthropic: FakeAnthropic) -> None:
         "headers checked, darwin/arm64 binary headers checked\n"
     ) in cp.stdout
     assert "To install it: tsukuctl install stern" in cp.stdout
-    for stage in ("fetching releases of stern/stern…", "matching the", "validating on linux/"):
-        assert stage in cp.stderr
+    # Every phase shows, in the order it happens: the validation download, each platform.
+    stages = (
+        "fetching releases of stern/stern…",
+        "matching the",
+        "validating on linux/",
+        "downloaded stern_1.32.0_linux_",  # 186 bytes: quick, so only its end is told
+        "checking the darwin/arm64 build…",
+    )
+    at = [cp.stderr.find(stage) for stage in stages]
+    assert -1 not in at and at == sorted(at), cp.stderr
+    assert "\x1b" not in cp.stderr and "\r" not in cp.stderr  # not a terminal: plain lines
     assert "cost: $0 (deterministic matcher, no LLM)" in cp.stderr
     recipe = tomllib.loads(recipe_path.read_text())
     meta = recipe["metadata"]
@@ -459,31 +468,48 @@ def test_failover_to_gemini_mid_run(home: Tsuku, anthropic: FakeAnthropic) -> No
         assert [e["type"] for e in evs] == ["llm.turn", "provider.failover", "llm.turn"]
 
 
-def test_client_gone_cancels_the_run_and_settles(home: Tsuku, anthropic: FakeAnthropic) -> None:
+def create_waiting_for_claude(
+    home: Tsuku, anthropic: FakeAnthropic, fw: FakeGitHub
+) -> subprocess.Popen[str]:
+    """``tsukuctl create --llm`` whose first model call is on its way and never answered
+    (the fake holds it for 30 s): a run that has something to cancel and to pay for."""
     import time
 
     from tests.fakes.http import Reply
 
+    fw.reset_quota()  # the module's earlier runs spent this hour's anonymous quota
     anthropic.push(Reply(json=anth.message([anth.text("slow")]), delay=30))
     home.start()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tsukuctl", "create", "stern", "--from", "github:stern/stern",
          "--llm", "--yes"],
         env=home.env,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )  # fmt: skip
     assert proc.stderr is not None
+    said = []
     for line in proc.stderr:
+        said.append(line)
         if line.startswith("asking claude"):
             break
+    else:
+        raise AssertionError(f"create ended before asking Claude: {''.join(said)}")
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not anthropic.requests:
         time.sleep(0.05)  # the request is on its way to the provider
+    return proc
+
+
+def test_client_gone_cancels_the_run_and_settles(
+    home: Tsuku, anthropic: FakeAnthropic, fw: FakeGitHub
+) -> None:
+    import time
+
+    proc = create_waiting_for_claude(home, anthropic, fw)
     proc.kill()
-    proc.wait()
-    proc.stderr.close()
+    proc.communicate()
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not events(home, "generation.failed"):
         time.sleep(0.1)
@@ -497,6 +523,27 @@ def test_client_gone_cancels_the_run_and_settles(home: Tsuku, anthropic: FakeAnt
     assert settled["payload"]["actual_usd"] == pytest.approx(cut["payload"]["cost_usd"])
     assert failed["payload"]["run_cost_usd"] == pytest.approx(cut["payload"]["cost_usd"])
     assert not list((home.home / "validate").glob("run-*"))
+
+
+def test_ctrl_c_says_what_the_run_spent_and_exits_130(
+    home: Tsuku, anthropic: FakeAnthropic, fw: FakeGitHub
+) -> None:
+    import signal
+
+    from tsukuctl.render import money
+
+    proc = create_waiting_for_claude(home, anthropic, fw)
+    try:
+        proc.send_signal(signal.SIGINT)  # Ctrl-C
+        out, rest = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == ExitCode.CANCELLED == 130, rest
+    (cut,) = events(home, "llm.cut_off")
+    # One line, with what the daemon charged the run: the unanswered call's worst case.
+    assert rest == f"cancelled: the run spent {money(cut['payload']['cost_usd'])}\n", rest
+    assert out == ""
+    assert not (home.home / "recipes" / "stern.toml").exists()
 
 
 def test_without_the_image_an_llm_recipe_is_refused_before_any_money(

@@ -15,6 +15,8 @@ import trio
 import trio.testing
 
 from tsukud.errors import NotFound
+from tsukud.policy import spent
+from tsukud.rpc.methods import CancelParams, cancel
 from tsukud.rpc.protocol import MAX_FRAME
 from tsukud.rpc.server import Call, Method, RpcServer
 from tsukud.secrets import Redactor
@@ -58,6 +60,23 @@ async def wait(w: World, p: Wait, call: Call) -> dict[str, Any]:
     return {"name": p.name}
 
 
+async def costly(w: World, p: Wait, call: Call) -> dict[str, Any]:
+    """A run that settles what it spent on the way out, as an LLM run does."""
+
+    async def settle(usd: float) -> None:
+        await trio.lowlevel.checkpoint()
+        spent.record(usd)
+
+    async with trio.open_nursery() as nursery:  # a task of the request's own counts too
+        nursery.start_soon(settle, 0.125)
+    try:
+        await w.gate(p.name).wait()
+    finally:
+        with trio.CancelScope(shield=True):
+            await settle(0.0625)
+    return {"name": p.name}
+
+
 async def boom(w: World, p: Echo, call: Call) -> dict[str, Any]:
     raise RuntimeError(f"unexpected: {SECRET}")
 
@@ -70,6 +89,8 @@ METHODS = {
     "echo": Method("echo", Echo, echo, inline=True),
     "wait": Method("wait", Wait, wait),
     "boom": Method("boom", Echo, boom),
+    "costly": Method("costly", Wait, costly),
+    "cancel": Method("cancel", CancelParams, cancel, inline=True),
     "missing": Method("missing", Echo, missing),
 }
 
@@ -240,6 +261,22 @@ async def test_a_client_that_goes_away_cancels_what_it_asked_for() -> None:
         await trio.testing.wait_all_tasks_blocked()
         assert sorted(world.cancelled) == ["a", "b"]
         assert server.connections == 0
+
+
+async def test_a_cancelled_request_says_what_its_runs_spent() -> None:
+    async with serving() as (_server, world, connect):
+        c = await connect()
+        await c.send(1, "costly", name="run")
+        await c.send(2, "wait", name="other")
+        await c.send(3, "cancel", id=1)  # right behind it: the request is already tracked
+        assert await c.final(3) == {"id": 3, "result": {"cancelled": True}}
+        error = (await c.final(1))["error"]
+        assert error["code"] == "cancelled" and error["exit_code"] == 130
+        assert error["data"] == {"spent_usd": 0.1875}
+        await c.send(4, "cancel", id=1)  # already over
+        assert await c.final(4) == {"id": 4, "result": {"cancelled": False}}
+        world.gate("other").set()  # the other request on the connection went on
+        assert await c.final(2) == {"id": 2, "result": {"name": "other"}}
 
 
 async def test_a_peer_of_another_uid_is_refused() -> None:
