@@ -40,7 +40,7 @@ import trio
 from tsukud import log
 from tsukud.clock import Clock, iso
 from tsukud.errors import InvalidParams, LedgerCorrupt
-from tsukud.events import catalogue, integrity
+from tsukud.events import catalogue, integrity, rollups
 from tsukud.events.chain import GENESIS, Anchor, VerifyReport, check_chain, link
 from tsukud.events.readers import ReadPool
 from tsukud.fsutil import disk_full
@@ -98,6 +98,7 @@ class EventStore:
         self._redactor = redactor
         self._batch_max = batch_max
         self._buffer: list[Row] = []
+        self._counts: list[rollups.Counted] = []  # what each buffered row adds to the rollups
         self._has_data = trio.Event()
         self._flushed = trio.Event()
         self._closed = False
@@ -142,6 +143,7 @@ class EventStore:
                 anchor = integrity.check_head(
                     conn, db=self.path, checkpoint=self.checkpoint_path, last_id=self.last_id
                 )
+                folded = rollups.catch_up(conn, self.last_id)
         except sqlite3.Error as e:
             conn.close()
             if integrity.is_disk_full(e, self.path):
@@ -152,6 +154,8 @@ class EventStore:
             raise
         self.durable_id, self.durable_hash = self.last_id, self.last_hash
         self._conn = conn
+        if folded:
+            log.get().info("ledger.rollups_caught_up", events=folded, last_id=self.last_id)
         with contextlib.suppress(OSError):
             self.path.chmod(0o600)
         if anchor is None and self.last_id > 0:
@@ -186,11 +190,12 @@ class EventStore:
                     with trio.move_on_after(self.retry_s):
                         await self._closing.wait()  # a stop tries once more, at once
                 batch = self._buffer[: self._batch_max]
+                counts = self._counts[: len(batch)]
                 try:
                     # Shielded: a cancelled daemon still finishes the commit it started,
                     # so an id that was handed out is either on disk or the process died.
                     with trio.CancelScope(shield=True):
-                        stale = await trio.to_thread.run_sync(self._write, batch)
+                        stale = await trio.to_thread.run_sync(self._write, batch, counts)
                 except (sqlite3.Error, OSError) as e:
                     what = f"events {batch[0][0]}-{self.last_id}"
                     if integrity.is_disk_full(e, self.path):
@@ -204,6 +209,7 @@ class EventStore:
                     log.get().error("ledger.write_failed", error=self._failure)
                     return
                 del self._buffer[: len(batch)]
+                del self._counts[: len(batch)]
                 self.durable_id, self.durable_hash = batch[-1][0], batch[-1][5]
                 if self._disk_full:
                     self._disk_full = False
@@ -240,15 +246,19 @@ class EventStore:
             self._conn.close()
             self._conn = None
 
-    def _write(self, rows: list[Row]) -> str | None:
-        """Commit ``rows`` whole, then move the checkpoint to the last of them. Returns
-        why the checkpoint was not moved, if it was not: the rows are committed all the
-        same, and a lagging checkpoint only checks less."""
+    def _write(self, rows: list[Row], counts: list[rollups.Counted]) -> str | None:
+        """Commit ``rows`` whole, with the rollups they add up to, then move the
+        checkpoint to the last of them. Returns why the checkpoint was not moved, if it
+        was not: the rows are committed all the same, and a lagging checkpoint only
+        checks less."""
         assert self._conn is not None
         conn = self._conn
+        # Added up before the transaction: the write lock is held for SQLite work only.
+        sums = rollups.add_up(counts)
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.executemany(_INSERT, rows)
+            rollups.upsert(conn, sums, rows[-1][0])
             conn.execute("COMMIT")
         except BaseException:
             # The whole batch or nothing: no partial batch may reach the disk. (SQLite
@@ -318,6 +328,8 @@ class EventStore:
         h = link(self.last_hash, id_, ts, type_, session, text)
         self.last_id, self.last_hash = id_, h
         self._buffer.append((id_, ts, type_, session, text, h))
+        # Counted now: the caller may reuse its payload dict once this returns.
+        self._counts.append(rollups.contribution(ts, type_, body))
         self._has_data.set()
         event = Event(id_, ts, type_, session, body, h)
         for listener in self._listeners:

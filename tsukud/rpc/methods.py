@@ -16,7 +16,7 @@ import msgspec
 from tsukud import config as configmod
 from tsukud.daemon import Daemon
 from tsukud.errors import InvalidParams, NotFound
-from tsukud.events import queries
+from tsukud.events import queries, summary
 from tsukud.rpc import protocol
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
@@ -119,21 +119,18 @@ class SummaryParams(msgspec.Struct, forbid_unknown_fields=True):
 
 @method("events.summary", SummaryParams)
 async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw:
-    """Counts, tokens and cost per day, provider, model, session or type."""
+    """Counts, tokens and cost (the estimated part apart) per day, hour, provider, model,
+    session or type; from the rollups where the filter allows (``events/summary.py``)."""
     queries.summary_sql(p.filter, p.by)  # validate before going to a thread
 
     def summarise(conn: Any) -> msgspec.Raw:
-        # Totals and encoding in the thread too: thousands of groups (by session) would
-        # otherwise hold the event loop for milliseconds.
-        groups = queries.run_summary(conn, p.filter, p.by)
-        totals = {
-            k: sum(g[k] for g in groups)
-            for k in ("events", "llm_turns", "input_tokens", "output_tokens", "cost_unknown")
-        }
-        totals["cost_usd"] = round(sum(g["cost_usd"] for g in groups), 6)
-        return msgspec.Raw(msgspec.json.encode({"by": p.by, "groups": groups, "totals": totals}))
+        # Encoding in the thread too: thousands of groups (by session) would otherwise
+        # hold the event loop for milliseconds.
+        return msgspec.Raw(msgspec.json.encode(summary.summarise(conn, p.filter, p.by)))
 
-    return await d.store.read(summarise, heavy=True)
+    # Whole days from the rollups are a quick read; anything that scans events is heavy.
+    heavy = summary.plan(p.filter, p.by).source != "rollups"
+    return await d.store.read(summarise, heavy=heavy)
 
 
 class VerifyParams(msgspec.Struct, forbid_unknown_fields=True):

@@ -1,0 +1,133 @@
+"""Answering ``events summary``: from the rollups where they can, from the events where not.
+
+The rollups (``events/rollups.py``) count whole days per type, provider and model, so
+they answer a summary grouped by day, provider, model or type whose time bounds fall on
+day boundaries. What they cannot answer is read from the events with the summary's own
+SQL (``queries.summary_sql``), honestly and no more than needed:
+
+- grouped by hour or session, or filtered by session: the events, all of it;
+- a ``since`` or ``until`` inside a day: the rollups for the whole days between, the
+  events for the part-day at each end, added together per group;
+- both ends inside the same day: the events.
+
+Timestamps are the ledger's fixed-width form ('YYYY-MM-DDTHH:MM:SS.ffffffZ'), so
+``ts >= s`` for every event of day D exactly when ``s <= D + 'T00:00:00.000000Z'``, and a
+bound of ten characters or fewer compares with the day as it does with the timestamp.
+The answer says where it came from (``source``: rollups, rollups+raw or raw).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from tsukud.events import queries
+from tsukud.events.queries import EventFilter
+
+ROLLUP_BY = frozenset({"day", "provider", "model", "type"})
+DAY = 10  # len('YYYY-MM-DD')
+DAY_START = "T00:00:00.000000Z"  # the smallest time of day a ledger timestamp has
+PAST_DAY = "\x7f"  # D + this sorts after every timestamp of day D, before day D+1's
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where a summary's numbers come from: a WHERE over the rollups (None: no rollup
+    part) and the slices of raw events to add to it."""
+
+    rollup: tuple[str, list[Any]] | None
+    raw: list[EventFilter] = field(default_factory=list)
+
+    @property
+    def source(self) -> str:
+        if self.rollup is None:
+            return "raw"
+        return "rollups+raw" if self.raw else "rollups"
+
+
+def _aligned(bound: str) -> bool:
+    """Does ``bound`` fall on a day boundary (no event of its day lies before it)?"""
+    return len(bound) <= DAY or bound <= bound[:DAY] + DAY_START
+
+
+def plan(f: EventFilter, by: str) -> Plan:
+    """Which rollups and which raw slices answer ``f`` grouped ``by``."""
+    queries.group_key(by)  # refuses an unknown grouping
+    since, until = f.since or None, f.until or None
+    if by not in ROLLUP_BY or f.session:
+        return Plan(None, [f])
+    clauses: list[str] = []
+    params: list[Any] = []
+    raw: list[EventFilter] = []
+    head = since is not None and not _aligned(since)
+    tail = until is not None and not _aligned(until)
+    if head and tail and since is not None and until is not None and since[:DAY] >= until[:DAY]:
+        return Plan(None, [f])  # within one day: the events are few
+    if since is not None:
+        if head:
+            # The part-day after ``since`` from the events, whole days from the next one.
+            end = since[:DAY] + PAST_DAY
+            raw.append(EventFilter(since=since, until=min(end, until or end), types=f.types))
+            clauses.append("day > ?")
+            params.append(since[:DAY])
+        else:
+            clauses.append("day >= ?")
+            params.append(since if len(since) <= DAY else since[:DAY])
+    if until is not None:
+        if tail:
+            start = until[:DAY]
+            raw.append(EventFilter(since=max(start, since or start), until=until, types=f.types))
+            clauses.append("day < ?")
+            params.append(start)
+        else:
+            clauses.append("day < ?")
+            params.append(until if len(until) <= DAY else until[:DAY])
+    if f.types:
+        # The same type clauses as over the events: the rollups have a `type` column.
+        w, p = queries.where(EventFilter(types=f.types))
+        clauses.append(w.removeprefix(" WHERE "))
+        params.extend(p)
+    where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+    return Plan((where, params), raw)
+
+
+def rollup_sql(where: str, by: str) -> str:
+    # Interpolated parts are constants and placeholders; values are bound.
+    sums = ", ".join(f"sum({c})" for c in queries.SUM_COLUMNS)
+    return f"SELECT {by} AS k, {sums} FROM rollups{where} GROUP BY k ORDER BY k"  # noqa: S608
+
+
+def summarise(conn: sqlite3.Connection, f: EventFilter, by: str) -> dict[str, Any]:
+    """The summary's answer: groups, totals and ``source``. Its parts are read in one
+    transaction, so they see the same ledger."""
+    p = plan(f, by)
+    sums: dict[Any, list[int]]
+    if p.rollup is None:
+        sums = queries.raw_sums(conn, f, by)
+        keys = list(sums)  # in SQLite's order
+    else:
+        conn.execute("BEGIN")
+        try:
+            where, params = p.rollup
+            sums = {r[0]: list(r[1:]) for r in conn.execute(rollup_sql(where, by), params)}
+            for part in p.raw:
+                for k, values in queries.raw_sums(conn, part, by).items():
+                    have = sums.setdefault(k, [0] * len(values))
+                    for i, v in enumerate(values):
+                        have[i] += v
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+        # Text keys, or NULL first: SQLite's order (UTF-8 bytes sort as code points).
+        keys = sorted(sums, key=lambda k: (k is not None, k or ""))
+    columns = zip(*sums.values(), strict=True)
+    totals = [sum(col) for col in columns] or [0] * len(queries.SUM_COLUMNS)
+    total = queries.group_row(None, totals)
+    del total["key"]
+    return {
+        "by": by,
+        "groups": [queries.group_row(k, sums[k]) for k in keys],
+        "totals": total,
+        "source": p.source,
+    }
