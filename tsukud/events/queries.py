@@ -88,45 +88,28 @@ def list_sql(f: EventFilter, limit: int) -> tuple[str, list[Any]]:
 # cost rounded once; the daemon records costs to 9 decimals), so the sum does not depend
 # on the order of the additions.
 DAEMON = "(type < 'client.' OR type >= 'client/')"
-_NUMBER = "('integer', 'real')"
 
 
-def _text(field: str) -> str:
-    return (
-        f"CASE WHEN {DAEMON} AND json_type(payload, '$.{field}') = 'text'"
-        f" THEN json_extract(payload, '$.{field}') END"
-    )
+def _field(name: str) -> str:
+    """A field of a daemon event's payload (NULL for a client's): its type is the
+    catalogue's (text for provider and model, integer tokens, a number or null cost)."""
+    return f"CASE WHEN {DAEMON} THEN json_extract(payload, '$.{name}') END"
 
 
-def _integer(field: str) -> str:
-    return (
-        f"CASE WHEN {DAEMON} AND json_type(payload, '$.{field}') = 'integer'"
-        f" THEN json_extract(payload, '$.{field}') END"
-    )
-
-
-COST_NANO = (
-    f"CASE WHEN {DAEMON} AND json_type(payload, '$.cost_usd') IN {_NUMBER}"
-    " THEN CAST(round(json_extract(payload, '$.cost_usd') * 1000000000) AS INTEGER) END"
-)
+COST_NANO = f"CAST(round({_field('cost_usd')} * 1000000000) AS INTEGER)"
 # An llm.cut_off is estimated unless it says otherwise; any other event only if it says so.
-ESTIMATED = (
-    "CASE json_type(payload, '$.estimated') WHEN 'true' THEN 1 WHEN 'false' THEN 0"
-    " ELSE type = 'llm.cut_off' END"
-)
+ESTIMATED = "coalesce(json_extract(payload, '$.estimated'), type = 'llm.cut_off')"
 # A call (answered or cut off) whose price is unknown: counted, never taken as free.
 PRICED_TYPES = ("llm.turn", "llm.cut_off")
-COST_UNKNOWN = (
-    f"type IN {PRICED_TYPES!r} AND coalesce(json_type(payload, '$.cost_usd'), '') NOT IN {_NUMBER}"
-)
-PROVIDER = _text("provider")
-MODEL = _text("model")
+COST_UNKNOWN = f"type IN {PRICED_TYPES!r} AND json_extract(payload, '$.cost_usd') IS NULL"
+PROVIDER = _field("provider")
+MODEL = _field("model")
 # The summed columns, in SUMMARY_COLUMNS order after the key.
 SUMS = (
     "count(*)",
     "coalesce(sum(type = 'llm.turn'), 0)",
-    f"coalesce(sum({_integer('input_tokens')}), 0)",
-    f"coalesce(sum({_integer('output_tokens')}), 0)",
+    f"coalesce(sum({_field('input_tokens')}), 0)",
+    f"coalesce(sum({_field('output_tokens')}), 0)",
     f"coalesce(sum({COST_NANO}), 0)",
     f"coalesce(sum(CASE WHEN {ESTIMATED} THEN {COST_NANO} END), 0)",
     f"coalesce(sum({COST_UNKNOWN}), 0)",
