@@ -35,11 +35,11 @@ CREATE TABLE IF NOT EXISTS meta (
 ) STRICT;
 
 -- Summary rollups (tsukud/events/rollups.py): counts, tokens and nano-dollars per
--- day x type x provider x model, written in the same transaction as the events they
+-- hour x type x provider x model, written in the same transaction as the events they
 -- count; meta.rollups_through is the last event id counted. Derived data: rebuilt
 -- from the events at start when missing or behind, so they may be updated in place.
 CREATE TABLE IF NOT EXISTS rollups (
-    day             TEXT    NOT NULL,  -- substr(ts, 1, 10)
+    hour            TEXT    NOT NULL,  -- substr(ts, 1, 13): 'YYYY-MM-DDTHH'
     type            TEXT    NOT NULL,
     provider        TEXT,              -- a daemon event's payload.provider, if text
     model           TEXT,              -- a daemon event's payload.model, if text
@@ -51,4 +51,4 @@ CREATE TABLE IF NOT EXISTS rollups (
     estimated_nano  INTEGER NOT NULL,  -- the part of cost_nano that is estimated
     cost_unknown    INTEGER NOT NULL   -- calls with no known price
 ) STRICT;
-CREATE INDEX IF NOT EXISTS rollups_key ON rollups (day, type, provider, model);
+CREATE INDEX IF NOT EXISTS rollups_key ON rollups (hour, type, provider, model);

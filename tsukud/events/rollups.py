@@ -1,6 +1,8 @@
-"""Summary rollups: what ``events summary`` adds up, kept per day x type x provider x model.
+"""Summary rollups: what ``events summary`` adds up, per hour x type x provider x model.
 
-A summary of a year of events should not read a year of events. The writer folds every
+A summary of a year of events should not read a year of events. Hours rather than days:
+a summary from "3 days ago" then reads at most the part-hour at each end from the events,
+and a summary by day adds up 24 rows per key and day. The writer folds every
 batch it commits into the ``rollups`` table in the same transaction (``fold_batch`` adds
 up the batch in memory, then one UPDATE or INSERT per key it touched), so the rollups
 and the events they count are always the same snapshot: a crash, a full disk or a lost
@@ -28,7 +30,7 @@ from typing import Any
 
 from tsukud.events import catalogue, queries
 
-# day, type, provider, model
+# hour ('YYYY-MM-DDTHH'), type, provider, model
 Key = tuple[str, str, str | None, str | None]
 Counted = tuple[Key, list[int]]  # one event's key and summed columns
 THROUGH = "rollups_through"
@@ -37,15 +39,15 @@ _COLUMNS = queries.SUM_COLUMNS
 _UPDATE = (
     "UPDATE rollups SET "  # noqa: S608
     + ", ".join(f"{c} = {c} + ?" for c in _COLUMNS)
-    + " WHERE day = ? AND type = ? AND provider IS ? AND model IS ?"
+    + " WHERE hour = ? AND type = ? AND provider IS ? AND model IS ?"
 )
 _INSERT = (
-    f"INSERT INTO rollups (day, type, provider, model, {', '.join(_COLUMNS)})"  # noqa: S608
+    f"INSERT INTO rollups (hour, type, provider, model, {', '.join(_COLUMNS)})"  # noqa: S608
     f" VALUES ({', '.join('?' * (4 + len(_COLUMNS)))})"
 )
 _FOLD_SQL = (
-    f"SELECT substr(ts, 1, 10) AS d, type, {queries.PROVIDER} AS p, {queries.MODEL} AS m,"  # noqa: S608
-    f" {', '.join(queries.SUMS)} FROM events WHERE id > ? AND id <= ? GROUP BY d, type, p, m"
+    f"SELECT substr(ts, 1, 13) AS h, type, {queries.PROVIDER} AS p, {queries.MODEL} AS m,"  # noqa: S608
+    f" {', '.join(queries.SUMS)} FROM events WHERE id > ? AND id <= ? GROUP BY h, type, p, m"
 )
 
 
@@ -70,14 +72,14 @@ def _str(value: Any) -> str | None:
 
 def contribution(ts: str, type_: str, payload: Mapping[str, Any]) -> Counted:
     """One event's key and summed columns (``queries.SUM_COLUMNS``)."""
-    day = ts[:10]
+    hour = ts[:13]
     if type_.startswith(catalogue.CLIENT_PREFIX):
-        return (day, type_, None, None), [1, 0, 0, 0, 0, 0, 0]
+        return (hour, type_, None, None), [1, 0, 0, 0, 0, 0, 0]
     nano = _nano(payload.get("cost_usd"))
     estimated = payload.get("estimated")
     if type(estimated) is not bool:
         estimated = type_ == "llm.cut_off"
-    return (day, type_, _str(payload.get("provider")), _str(payload.get("model"))), [
+    return (hour, type_, _str(payload.get("provider")), _str(payload.get("model"))), [
         1,
         type_ == "llm.turn",
         _int(payload.get("input_tokens")),

@@ -1,18 +1,18 @@
 """Answering ``events summary``: from the rollups where they can, from the events where not.
 
-The rollups (``events/rollups.py``) count whole days per type, provider and model, so
-they answer a summary grouped by day, provider, model or type whose time bounds fall on
-day boundaries. What they cannot answer is read from the events with the summary's own
-SQL (``queries.summary_sql``), honestly and no more than needed:
+The rollups (``events/rollups.py``) count whole hours per type, provider and model, so
+they answer a summary grouped by day, hour, provider, model or type whose time bounds
+fall on hour boundaries. What they cannot answer is read from the events with the
+summary's own SQL (``queries.summary_sql``), honestly and no more than needed:
 
-- grouped by hour or session, or filtered by session: the events, all of it;
-- a ``since`` or ``until`` inside a day: the rollups for the whole days between, the
-  events for the part-day at each end, added together per group;
-- both ends inside the same day: the events.
+- grouped by session, or filtered by session: the events, all of it;
+- a ``since`` or ``until`` inside an hour: the rollups for the whole hours between, the
+  events for the part-hour at each end, added together per group;
+- both ends inside the same hour: the events.
 
 Timestamps are the ledger's fixed-width form ('YYYY-MM-DDTHH:MM:SS.ffffffZ'), so
-``ts >= s`` for every event of day D exactly when ``s <= D + 'T00:00:00.000000Z'``, and a
-bound of ten characters or fewer compares with the day as it does with the timestamp.
+``ts >= s`` for every event of hour H exactly when ``s <= H + ':00:00.000000Z'``, and a
+bound of 13 characters or fewer compares with the hour as it does with the timestamp.
 The answer says where it came from (``source``: rollups, rollups+raw or raw).
 """
 
@@ -25,10 +25,17 @@ from typing import Any
 from tsukud.events import queries
 from tsukud.events.queries import EventFilter
 
-ROLLUP_BY = frozenset({"day", "provider", "model", "type"})
-DAY = 10  # len('YYYY-MM-DD')
-DAY_START = "T00:00:00.000000Z"  # the smallest time of day a ledger timestamp has
-PAST_DAY = "\x7f"  # D + this sorts after every timestamp of day D, before day D+1's
+# Grouping -> the rollups' column for it.
+ROLLUP_BY = {
+    "day": "substr(hour, 1, 10)",
+    "hour": "hour",
+    "provider": "provider",
+    "model": "model",
+    "type": "type",
+}
+HOUR = 13  # len('YYYY-MM-DDTHH')
+HOUR_START = ":00:00.000000Z"  # the smallest time in an hour a ledger timestamp has
+PAST_HOUR = "\x7f"  # H + this sorts after every timestamp of hour H, before the next's
 
 
 @dataclass(frozen=True)
@@ -47,8 +54,8 @@ class Plan:
 
 
 def _aligned(bound: str) -> bool:
-    """Does ``bound`` fall on a day boundary (no event of its day lies before it)?"""
-    return len(bound) <= DAY or bound <= bound[:DAY] + DAY_START
+    """Does ``bound`` fall on an hour boundary (no event of its hour lies before it)?"""
+    return len(bound) <= HOUR or bound <= bound[:HOUR] + HOUR_START
 
 
 def plan(f: EventFilter, by: str) -> Plan:
@@ -62,27 +69,27 @@ def plan(f: EventFilter, by: str) -> Plan:
     raw: list[EventFilter] = []
     head = since is not None and not _aligned(since)
     tail = until is not None and not _aligned(until)
-    if head and tail and since is not None and until is not None and since[:DAY] >= until[:DAY]:
-        return Plan(None, [f])  # within one day: the events are few
+    if head and tail and since is not None and until is not None and since[:HOUR] >= until[:HOUR]:
+        return Plan(None, [f])  # within one hour: the events are few
     if since is not None:
         if head:
-            # The part-day after ``since`` from the events, whole days from the next one.
-            end = since[:DAY] + PAST_DAY
+            # The part-hour after ``since`` from the events, whole hours from the next one.
+            end = since[:HOUR] + PAST_HOUR
             raw.append(EventFilter(since=since, until=min(end, until or end), types=f.types))
-            clauses.append("day > ?")
-            params.append(since[:DAY])
+            clauses.append("hour > ?")
+            params.append(since[:HOUR])
         else:
-            clauses.append("day >= ?")
-            params.append(since if len(since) <= DAY else since[:DAY])
+            clauses.append("hour >= ?")
+            params.append(since if len(since) <= HOUR else since[:HOUR])
     if until is not None:
         if tail:
-            start = until[:DAY]
+            start = until[:HOUR]
             raw.append(EventFilter(since=max(start, since or start), until=until, types=f.types))
-            clauses.append("day < ?")
+            clauses.append("hour < ?")
             params.append(start)
         else:
-            clauses.append("day < ?")
-            params.append(until if len(until) <= DAY else until[:DAY])
+            clauses.append("hour < ?")
+            params.append(until if len(until) <= HOUR else until[:HOUR])
     if f.types:
         # The same type clauses as over the events: the rollups have a `type` column.
         w, p = queries.where(EventFilter(types=f.types))
@@ -95,7 +102,8 @@ def plan(f: EventFilter, by: str) -> Plan:
 def rollup_sql(where: str, by: str) -> str:
     # Interpolated parts are constants and placeholders; values are bound.
     sums = ", ".join(f"sum({c})" for c in queries.SUM_COLUMNS)
-    return f"SELECT {by} AS k, {sums} FROM rollups{where} GROUP BY k ORDER BY k"  # noqa: S608
+    key = ROLLUP_BY[by]
+    return f"SELECT {key} AS k, {sums} FROM rollups{where} GROUP BY k ORDER BY k"  # noqa: S608
 
 
 def summarise(conn: sqlite3.Connection, f: EventFilter, by: str) -> dict[str, Any]:

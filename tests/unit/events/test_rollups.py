@@ -40,7 +40,7 @@ COSTS = st.one_of(
 def events(draw: st.DrawFn) -> tuple[float, str, dict[str, Any], str | None]:
     """(time, type, payload, session): one event the catalogue accepts."""
     day = draw(st.integers(0, len(DAYS) - 1))
-    second = draw(st.sampled_from([0, 1e-6, 1, 3600, 43200, 86399, 86399.999999]))
+    second = draw(st.sampled_from([0, 1e-6, 1, 3599.999999, 3600, 43200, 45000, 86399.999999]))
     kind = draw(st.sampled_from(["turn", "cut_off", "search", "reserved", "client", "other"]))
     provider = draw(st.sampled_from(PROVIDERS))
     model = draw(st.sampled_from(MODELS))
@@ -93,7 +93,8 @@ def events(draw: st.DrawFn) -> tuple[float, str, dict[str, Any], str | None]:
 
 def bounds() -> st.SearchStrategy[str | None]:
     on_day = st.sampled_from(DAYS).map(lambda d: d + "T00:00:00.000000Z")
-    inside = st.tuples(st.sampled_from(DAYS), st.sampled_from(["T00:00:00Z", "T12:00:00.5Z"]))
+    times = ["T00:00:00Z", "T12:00:00.5Z", "T12", "T12:00:00.000000Z", "T12:30:00.000000Z", "T01"]
+    inside = st.tuples(st.sampled_from(DAYS), st.sampled_from(times))
     return st.one_of(
         st.none(),
         st.sampled_from(DAYS),
@@ -235,11 +236,21 @@ def test_rollups_that_claim_more_than_the_ledger_are_rebuilt(tmp_path: Path) -> 
     [
         (EventFilter(), "day", "rollups"),
         (EventFilter(since="2027-01-16", until="2027-01-18T00:00:00.000000Z"), "model", "rollups"),
-        (EventFilter(since="2027-01-16T08:00:00.000000Z"), "type", "rollups+raw"),
-        (EventFilter(until="2027-01-16T08:00:00.000000Z"), "provider", "rollups+raw"),
-        (EventFilter(since="2027-01-16T08:00:00Z", until="2027-01-16T09:00:00Z"), "day", "raw"),
+        (EventFilter(since="2027-01-16T08:15:00.000000Z"), "type", "rollups+raw"),
+        (EventFilter(until="2027-01-16T08:00:00.5Z"), "provider", "rollups+raw"),
+        (
+            EventFilter(since="2027-01-16T08:00:00Z", until="2027-01-16T09:00:00Z"),
+            "day",
+            "rollups+raw",
+        ),
+        (EventFilter(since="2027-01-16T08:10:00Z", until="2027-01-16T08:50:00Z"), "day", "raw"),
+        (
+            EventFilter(since="2027-01-16T08", until="2027-01-16T09:00:00.000000Z"),
+            "hour",
+            "rollups",
+        ),
         (EventFilter(session="s1"), "day", "raw"),
-        (EventFilter(), "hour", "raw"),
+        (EventFilter(), "hour", "rollups"),
         (EventFilter(), "session", "raw"),
     ],
 )
