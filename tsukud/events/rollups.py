@@ -25,14 +25,17 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tsukud.events import catalogue, queries
 
 # hour ('YYYY-MM-DDTHH'), type, provider, model
 Key = tuple[str, str, str | None, str | None]
-Counted = tuple[Key, list[int]]  # one event's key and summed columns
+Counted = tuple[Key, Sequence[int]]  # one event's key and summed columns
+# What most events add: one to the count. Shared, so that case allocates nothing and
+# ``add_up`` adds it with one addition.
+COUNT_ONLY = (1, 0, 0, 0, 0, 0, 0)
 THROUGH = "rollups_through"
 _COLUMNS = queries.SUM_COLUMNS
 # Built from constants only (column names and the summary's SQL); values are bound.
@@ -74,12 +77,20 @@ def contribution(ts: str, type_: str, payload: Mapping[str, Any]) -> Counted:
     """One event's key and summed columns (``queries.SUM_COLUMNS``)."""
     hour = ts[:13]
     if type_.startswith(catalogue.CLIENT_PREFIX):
-        return (hour, type_, None, None), [1, 0, 0, 0, 0, 0, 0]
+        return (hour, type_, None, None), COUNT_ONLY
+    key = (hour, type_, _str(payload.get("provider")), _str(payload.get("model")))
+    if (
+        type_ not in queries.PRICED_TYPES
+        and "cost_usd" not in payload
+        and "input_tokens" not in payload
+        and "output_tokens" not in payload
+    ):
+        return key, COUNT_ONLY
     nano = _nano(payload.get("cost_usd"))
     estimated = payload.get("estimated")
     if type(estimated) is not bool:
         estimated = type_ == "llm.cut_off"
-    return (hour, type_, _str(payload.get("provider")), _str(payload.get("model"))), [
+    return key, [
         1,
         type_ == "llm.turn",
         _int(payload.get("input_tokens")),
@@ -97,6 +108,8 @@ def add_up(counted: Iterable[Counted]) -> dict[Key, list[int]]:
         have = acc.get(key)
         if have is None:
             acc[key] = list(sums)
+        elif sums is COUNT_ONLY:
+            have[0] += 1
         else:
             for i, v in enumerate(sums):
                 have[i] += v

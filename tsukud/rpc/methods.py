@@ -128,8 +128,9 @@ async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw
         # hold the event loop for milliseconds.
         return msgspec.Raw(msgspec.json.encode(summary.summarise(conn, p.filter, p.by)))
 
-    # Whole days from the rollups are a quick read; anything that scans events is heavy.
-    heavy = summary.plan(p.filter, p.by).source != "rollups"
+    # From the rollups (with at most a part-hour of events at each end) it is a quick
+    # read; a summary the rollups cannot answer scans events: heavy.
+    heavy = summary.plan(p.filter, p.by).source == "raw"
     return await d.store.read(summarise, heavy=heavy)
 
 
