@@ -173,6 +173,8 @@ def _events_verify(args: argparse.Namespace) -> int:
         out(f"ledger ok: {res['checked']} events, hash chain intact (head {res['head']})")
         if "head_id" in res:
             out(f"the head you gave is event {res['head_id']}: nothing up to it was changed")
+        if res.get("rollups") == "rebuilt":
+            out("summary rollups did not add up to the events: rebuilt from them")
     return 0
 
 

@@ -48,6 +48,7 @@ _INSERT = (
     f"INSERT INTO rollups (hour, type, provider, model, {', '.join(_COLUMNS)})"  # noqa: S608
     f" VALUES ({', '.join('?' * (4 + len(_COLUMNS)))})"
 )
+_ROWS_SQL = f"SELECT hour, type, provider, model, {', '.join(_COLUMNS)} FROM rollups"  # noqa: S608
 _FOLD_SQL = (
     f"SELECT substr(ts, 1, 13) AS h, type, {queries.PROVIDER} AS p, {queries.MODEL} AS m,"  # noqa: S608
     f" {', '.join(queries.SUMS)} FROM events WHERE id > ? AND id <= ? GROUP BY h, type, p, m"
@@ -135,12 +136,13 @@ def through(conn: sqlite3.Connection) -> int | None:
         return None
 
 
-def catch_up(conn: sqlite3.Connection, last_id: int) -> int:
-    """Bring the rollups to ``last_id`` with the summary's own SQL (one transaction);
-    returns how many events were folded. Blocking: start-up and set-up only."""
+def catch_up(conn: sqlite3.Connection, last_id: int, *, rebuild: bool = False) -> int:
+    """Bring the rollups to ``last_id`` with the summary's own SQL (one transaction), from
+    scratch if ``rebuild``; returns how many events were folded. Blocking: start-up,
+    set-up, and the writer's thread."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        stored = through(conn)
+        stored = None if rebuild else through(conn)
         done = stored if stored is not None and stored <= last_id else 0
         if done == 0:
             conn.execute("DELETE FROM rollups")
@@ -153,3 +155,20 @@ def catch_up(conn: sqlite3.Connection, last_id: int) -> int:
             conn.execute("ROLLBACK")
         raise
     return last_id - done
+
+
+def agree(conn: sqlite3.Connection) -> bool:
+    """Do the rollups hold what the events they claim to count add up to? (Read in one
+    snapshot.) They are outside the hash chain and updatable, so ``events verify``
+    asks; a whole-ledger scan."""
+    conn.execute("BEGIN")
+    try:
+        done = through(conn)
+        if done is None:
+            return False
+        have = {tuple(r[:4]): list(r[4:]) for r in conn.execute(_ROWS_SQL)}
+        want = {tuple(r[:4]): list(r[4:]) for r in conn.execute(_FOLD_SQL, (0, done))}
+        return have == want
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")

@@ -113,6 +113,7 @@ class EventStore:
         self._closing = trio.Event()
         self._listeners: list[Callable[[Event], None]] = []
         self._writer_gone = False  # run() has returned: nothing more will be written
+        self.rollups_stale = False  # verify found them off: the writer rebuilds them next
         self._failure: str | None = None  # why it returned early (a failed batch)
         self.readers = ReadPool(lambda: connect(self.path, readonly=True), readers)
 
@@ -180,6 +181,9 @@ class EventStore:
         task_status.started()
         try:
             while True:
+                if self.rollups_stale and not self._disk_full:
+                    with trio.CancelScope(shield=True):
+                        await trio.to_thread.run_sync(self._rebuild_rollups)
                 if not self._buffer:
                     if self._closed:
                         return
@@ -245,6 +249,18 @@ class EventStore:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+    def _rebuild_rollups(self) -> None:
+        """Rebuild the summary rollups from the events written so far (between batches,
+        on the writer's connection). A failure leaves them as they were, logged."""
+        assert self._conn is not None
+        try:
+            folded = rollups.catch_up(self._conn, self.durable_id, rebuild=True)
+        except (sqlite3.Error, OSError) as e:
+            log.get().error("ledger.rollups_not_rebuilt", error=str(e))
+        else:
+            log.get().warning("ledger.rollups_rebuilt", events=folded)
+        self.rollups_stale = False
 
     def _write(self, rows: list[Row], counts: list[rollups.Counted]) -> str | None:
         """Commit ``rows`` whole, with the rollups they add up to, then move the
@@ -364,11 +380,12 @@ class EventStore:
     async def verify(self, head: str | None = None) -> VerifyReport:
         """Recompute the chain and hold it to this writer's last commit, the checkpoint
         and ``head`` (a hash, or a prefix of one, the user noted). Damage of any kind is
-        ``LedgerCorrupt`` saying what was lost and what to do."""
+        ``LedgerCorrupt`` saying what was lost and what to do. Summary rollups that do not
+        add up to the events are rebuilt by the writer (``rollups_stale`` until then)."""
         # Taken before the read starts, so the snapshot the read sees contains it.
         anchors = [Anchor(self.durable_id, self.durable_hash, "the daemon's last commit")]
 
-        def work(conn: sqlite3.Connection) -> VerifyReport:
+        def work(conn: sqlite3.Connection) -> tuple[VerifyReport, bool]:
             checkpoint = integrity.read_checkpoint(self.checkpoint_path)
             if checkpoint is not None:
                 anchors.append(checkpoint)
@@ -376,9 +393,15 @@ class EventStore:
                 problems = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)")]
                 if problems != ["ok"]:
                     raise integrity.malformed(self.path, "; ".join(problems))
-                return verify_chain(conn, anchors, head)
+                report = verify_chain(conn, anchors, head)
+                # Derived data, outside the chain: held to the events in the same snapshot.
+                return report, report.damage is not None or rollups.agree(conn)
 
-        report: VerifyReport = await self.read(work, heavy=True)
+        report, rollups_agree = await self.read(work, heavy=True)
+        if not rollups_agree:
+            log.get().warning("ledger.rollups_disagree", durable_id=self.durable_id)
+            self.rollups_stale = True
+            self._has_data.set()  # wake the writer, which rebuilds them
         if report.damage is not None:
             raise integrity.damaged(
                 report.damage,

@@ -256,3 +256,48 @@ def test_rollups_that_claim_more_than_the_ledger_are_rebuilt(tmp_path: Path) -> 
 )
 def test_what_the_rollups_answer_and_what_falls_back(f: EventFilter, by: str, source: str) -> None:
     assert plan(f, by).source == source
+
+
+def test_verify_rebuilds_rollups_that_do_not_add_up(tmp_path: Path) -> None:
+    """The rollups are outside the chain and the append-only triggers: an edit to them is
+    found by verify and undone by the writer, from the events."""
+    db = tmp_path / "tsuku.db"
+    turn = {"provider": "claude", "model": "m-1", "input_tokens": 10, "cost_usd": 0.5}
+    write(
+        db,
+        [
+            [
+                (DAY0, "llm.turn", turn, "s"),
+                (DAY0 + 1, "daemon.stopped", {"pid": 1, "uptime_s": 1.0}, None),
+            ]
+        ],
+    )
+    edit = connect(db)
+    edit.execute("UPDATE rollups SET cost_nano = 0")
+    edit.close()
+
+    async def main() -> None:
+        store = EventStore(db, clock=FixedClock(DAY0 + 2))
+        store.open()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(store.run)
+            assert (await store.verify()).ok
+            assert store.rollups_stale
+            # The writer rebuilds before its next batch.
+            await store.append("llm.turn", turn, "s")
+            assert not store.rollups_stale
+            await store.verify()
+            assert not store.rollups_stale
+            store.close()
+        store.close_connection()
+
+    trio.run(main)
+    conn = connect(db, readonly=True)
+    try:
+        got = summarise(conn, EventFilter(), "provider")
+        assert got["source"] == "rollups"
+        assert got["groups"] == run_summary(conn, EventFilter(), "provider")
+        assert got["totals"]["cost_usd"] == 1.0
+        assert rollups.agree(conn)
+    finally:
+        conn.close()
