@@ -385,18 +385,21 @@ def test_a_bad_time_is_a_usage_error_before_any_call(
     assert daemon.requests == []
 
 
+SUMMARY_GROUP = {
+    "key": "claude",
+    "events": 4,
+    "llm_turns": 2,
+    "input_tokens": 100,
+    "output_tokens": 50,
+    "cost_usd": 0.5,
+    "cost_unknown": 1,
+}
+
+
 def test_events_summary_table_has_a_total_row(
     daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    group = {
-        "key": "claude",
-        "events": 4,
-        "llm_turns": 2,
-        "input_tokens": 100,
-        "output_tokens": 50,
-        "cost_usd": 0.5,
-        "cost_unknown": 1,
-    }
+    group = SUMMARY_GROUP
     daemon.replies["events.summary"] = result(
         {"groups": [group, {**group, "key": None, "cost_unknown": 0}], "totals": group}
     )
@@ -423,16 +426,9 @@ def test_events_summary_table_has_a_total_row(
 def test_events_summary_says_which_part_of_the_cost_is_estimated(
     daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    group = {
-        "key": "claude",
-        "events": 3,
-        "llm_turns": 2,
-        "input_tokens": 100,
-        "output_tokens": 50,
-        "cost_usd": 1.23,
-        "cost_estimated_usd": 0.4,
-        "cost_unknown": 0,
-    }
+    # Part of this group's cost was charged at a worst case (calls cut off).
+    group = {**SUMMARY_GROUP, "events": 3, "cost_unknown": 0}
+    group.update(cost_usd=1.23, cost_estimated_usd=0.4)
     plain = {**group, "key": "gemini", "cost_usd": 0.5, "cost_estimated_usd": 0.0}
     reply = {"by": "provider", "groups": [group, plain], "totals": group, "source": "rollups"}
     daemon.replies["events.summary"] = result(reply)
