@@ -114,6 +114,9 @@ class EventStore:
         self._listeners: list[Callable[[Event], None]] = []
         self._writer_gone = False  # run() has returned: nothing more will be written
         self.rollups_stale = False  # verify found them off: the writer rebuilds them next
+        # The rollups count every committed event; while not (no space to catch up at
+        # start), batches leave them alone and summaries read the events instead.
+        self._rollups_current = True
         self._failure: str | None = None  # why it returned early (a failed batch)
         self.readers = ReadPool(lambda: connect(self.path, readonly=True), readers)
 
@@ -144,7 +147,7 @@ class EventStore:
                 anchor = integrity.check_head(
                     conn, db=self.path, checkpoint=self.checkpoint_path, last_id=self.last_id
                 )
-                folded = rollups.catch_up(conn, self.last_id)
+                folded = self._catch_up_rollups(conn)
         except sqlite3.Error as e:
             conn.close()
             if integrity.is_disk_full(e, self.path):
@@ -250,6 +253,19 @@ class EventStore:
             self._conn.close()
             self._conn = None
 
+    def _catch_up_rollups(self, conn: sqlite3.Connection) -> int:
+        """Fold what the rollups lag behind; on a full disk, go on without them (reads
+        must keep working) and let the writer try again."""
+        try:
+            return rollups.catch_up(conn, self.last_id)
+        except sqlite3.Error as e:
+            if not integrity.is_disk_full(e, self.path):
+                raise
+            log.get().warning("ledger.rollups_behind", error=str(e))
+            self._rollups_current = False
+            self.rollups_stale = True
+            return 0
+
     def _rebuild_rollups(self) -> None:
         """Rebuild the summary rollups from the events written so far (between batches,
         on the writer's connection). A failure leaves them as they were, logged."""
@@ -260,6 +276,7 @@ class EventStore:
             log.get().error("ledger.rollups_not_rebuilt", error=str(e))
         else:
             log.get().warning("ledger.rollups_rebuilt", events=folded)
+            self._rollups_current = True
         self.rollups_stale = False
 
     def _write(self, rows: list[Row], counts: list[rollups.Counted]) -> str | None:
@@ -274,7 +291,8 @@ class EventStore:
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.executemany(_INSERT, rows)
-            rollups.upsert(conn, sums, rows[-1][0])
+            if self._rollups_current:
+                rollups.upsert(conn, sums, rows[-1][0])
             conn.execute("COMMIT")
         except BaseException:
             # The whole batch or nothing: no partial batch may reach the disk. (SQLite

@@ -22,7 +22,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from tsukud.events import queries
+from tsukud.events import queries, rollups
 from tsukud.events.queries import EventFilter
 
 # Grouping -> the rollups' column for it.
@@ -106,17 +106,28 @@ def rollup_sql(where: str, by: str) -> str:
     return f"SELECT {key} AS k, {sums} FROM rollups{where} GROUP BY k ORDER BY k"  # noqa: S608
 
 
+def _null_first(key: str | None) -> tuple[bool, str]:
+    return key is not None, key or ""
+
+
+def _current(conn: sqlite3.Connection) -> bool:
+    """Do the rollups count every event in this snapshot?"""
+    last = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
+    return rollups.through(conn) == last
+
+
 def summarise(conn: sqlite3.Connection, f: EventFilter, by: str) -> dict[str, Any]:
     """The summary's answer: groups, totals and ``source``. Its parts are read in one
     transaction, so they see the same ledger."""
     p = plan(f, by)
-    sums: dict[Any, list[int]]
-    if p.rollup is None:
-        sums = queries.raw_sums(conn, f, by)
-        keys = list(sums)  # in SQLite's order
-    else:
-        conn.execute("BEGIN")
-        try:
+    sums: dict[Any, list[int]] = {}
+    conn.execute("BEGIN")
+    try:
+        if p.rollup is not None and not _current(conn):
+            p = Plan(None, [f])  # the rollups lag the events (see rollups.catch_up)
+        if p.rollup is None:
+            sums = queries.raw_sums(conn, f, by)
+        else:
             where, params = p.rollup
             sums = {r[0]: list(r[1:]) for r in conn.execute(rollup_sql(where, by), params)}
             for part in p.raw:
@@ -124,11 +135,12 @@ def summarise(conn: sqlite3.Connection, f: EventFilter, by: str) -> dict[str, An
                     have = sums.setdefault(k, [0] * len(values))
                     for i, v in enumerate(values):
                         have[i] += v
-        finally:
-            if conn.in_transaction:
-                conn.execute("COMMIT")
-        # Text keys, or NULL first: SQLite's order (UTF-8 bytes sort as code points).
-        keys = sorted(sums, key=lambda k: (k is not None, k or ""))
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+    # Raw: in SQLite's order. Merged: text keys, or NULL first, which is SQLite's order
+    # too (UTF-8 bytes sort as code points).
+    keys = list(sums) if p.rollup is None else sorted(sums, key=_null_first)
     columns = zip(*sums.values(), strict=True)
     totals = [sum(col) for col in columns] or [0] * len(queries.SUM_COLUMNS)
     total = queries.group_row(None, totals)

@@ -301,3 +301,21 @@ def test_verify_rebuilds_rollups_that_do_not_add_up(tmp_path: Path) -> None:
         assert rollups.agree(conn)
     finally:
         conn.close()
+
+
+def test_a_summary_reads_the_events_while_the_rollups_lag_them(tmp_path: Path) -> None:
+    """Rollups behind the events (a start that had no space to catch them up) are not
+    used: the answer comes from the events, and says so."""
+    db = tmp_path / "tsuku.db"
+    turn = {"provider": "claude", "input_tokens": 10, "cost_usd": 0.5}
+    write(db, [[(DAY0, "llm.turn", turn, "s")], [(DAY0 + 1, "llm.turn", turn, "s")]])
+    conn = connect(db)
+    try:
+        assert summarise(conn, EventFilter(), "day")["source"] == "rollups"
+        conn.execute("UPDATE meta SET value = '1' WHERE key = ?", (rollups.THROUGH,))
+        got = summarise(conn, EventFilter(), "day")
+        assert got["source"] == "raw"
+        assert got["groups"] == run_summary(conn, EventFilter(), "day")
+        assert got["totals"]["cost_usd"] == 1.0
+    finally:
+        conn.close()
