@@ -5,7 +5,10 @@ than through the daemon: the rows are written in one transaction with the real c
 function ``tsukud.events.chain.link`` and the store's canonical payload encoding, so
 ``events verify`` passes on it. 30 days of a realistic mix, 5% ``llm.turn`` events
 (provider, model, tokens, cost; 2% of turns unpriced), the rest tool calls,
-validations, generations, repairs and discoveries, in sessions of ~20 events.
+validations, generations, repairs and discoveries, in sessions of ~20 events; 0.2%
+``llm.cut_off`` (charged at a worst case, estimated).
+Its summary rollups are folded the way a daemon opening an older ledger folds them
+(``tsukud.events.rollups.catch_up``), so the ledger is the one a daemon would have kept.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tsukud.clock import iso
+from tsukud.events import rollups
 from tsukud.events.chain import GENESIS, link
 from tsukud.events.store import _SCHEMA
 
@@ -44,8 +48,9 @@ OTHER_TYPES = [  # (type, weight) for the 95% that are not llm.turn
 TOOLS = ["fetch_file", "inspect_archive", "extract_pattern"]
 
 
-def build_ledger(db: Path, n: int, seed: int = 42) -> None:
-    """Write n hash-chained events spread over the last DAYS days (ending a minute ago)."""
+def build_ledger(db: Path, n: int, seed: int = 42) -> float:
+    """Write n hash-chained events spread over the last DAYS days (ending a minute ago)
+    and fold their rollups; returns the seconds the fold took."""
     import msgspec
 
     enc = msgspec.json.Encoder(order="sorted")  # EventStore's canonical payload form
@@ -78,6 +83,18 @@ def build_ledger(db: Path, n: int, seed: int = 42) -> None:
             }
             if pin is not None and pout is not None:
                 p["cost_usd"] = round((tin * pin + tout * pout) / 1e6, 6)
+        elif r < 0.052:  # a call cut off before its usage was known: its worst case
+            type_ = "llm.cut_off"
+            provider, model, pin, pout = PROVIDERS[rnd.randrange(2)]
+            p = {
+                "provider": provider,
+                "model": model,
+                "reservation": f"r-{k:x}",
+                "call": 1 + k % 5,
+                "reason": "deadline",
+                "estimated": True,
+                "cost_usd": round((60_000 * (pin or 0) + 8_000 * (pout or 0)) / 1e6, 6),
+            }
         else:
             type_ = types[bisect.bisect(cum, rnd.random() * cum[-1])]
             if type_ == "tool.called":
@@ -106,8 +123,12 @@ def build_ledger(db: Path, n: int, seed: int = 42) -> None:
     )
     conn.execute("COMMIT")
     conn.executescript(_SCHEMA)  # recreates the indexes in bulk
+    t0 = time.perf_counter()
+    rollups.catch_up(conn, n)
+    folded = time.perf_counter() - t0
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
+    return folded
 
 
 def wait_started(client: Any, n: int) -> None:

@@ -131,9 +131,11 @@ def _events_summary(args: argparse.Namespace) -> int:
             "input_tokens",
             "output_tokens",
             "cost_usd",
+            "cost_estimated_usd",
             "cost_unknown",
         )
-        sys.stdout.write(render.csv_text(cols, [[g[c] for c in cols] for g in res["groups"]]))
+        rows = [[g.get(c, "") for c in cols] for g in res["groups"]]
+        sys.stdout.write(render.csv_text(cols, rows))
         return 0
     rows = [_summary_row(g["key"] if g["key"] is not None else "(none)", g) for g in res["groups"]]
     rows.append(_summary_row("total", res["totals"]))
@@ -150,13 +152,16 @@ def _events_summary(args: argparse.Namespace) -> int:
 def _summary_row(label: str, g: dict[str, Any]) -> list[Any]:
     """One line of the summary table: a group's, or the totals'."""
     unpriced = f" +{g['cost_unknown']} unpriced" if g["cost_unknown"] else ""
+    # Charged at a worst case (a call cut off before its usage was known): said so.
+    estimated = g.get("cost_estimated_usd") or 0
+    of_which = f" (of which {render.money(estimated)} estimated)" if estimated else ""
     return [
         label,
         g["events"],
         g["llm_turns"],
         g["input_tokens"],
         g["output_tokens"],
-        render.money(g["cost_usd"]) + unpriced,
+        render.money(g["cost_usd"]) + of_which + unpriced,
     ]
 
 
@@ -168,6 +173,8 @@ def _events_verify(args: argparse.Namespace) -> int:
         out(f"ledger ok: {res['checked']} events, hash chain intact (head {res['head']})")
         if "head_id" in res:
             out(f"the head you gave is event {res['head_id']}: nothing up to it was changed")
+        if res.get("rollups") == "rebuilt":
+            out("summary rollups did not add up to the events: rebuilt from them")
     return 0
 
 

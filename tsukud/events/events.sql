@@ -33,3 +33,22 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 ) STRICT;
+
+-- Summary rollups (tsukud/events/rollups.py): counts, tokens and nano-dollars per
+-- hour x type x provider x model, written in the same transaction as the events they
+-- count; meta.rollups_through is the last event id counted. Derived data: rebuilt
+-- from the events at start when missing or behind, so they may be updated in place.
+CREATE TABLE IF NOT EXISTS rollups (
+    hour            TEXT    NOT NULL,  -- substr(ts, 1, 13): 'YYYY-MM-DDTHH'
+    type            TEXT    NOT NULL,
+    provider        TEXT,              -- a daemon event's payload.provider, if text
+    model           TEXT,              -- a daemon event's payload.model, if text
+    events          INTEGER NOT NULL,
+    llm_turns       INTEGER NOT NULL,
+    input_tokens    INTEGER NOT NULL,
+    output_tokens   INTEGER NOT NULL,
+    cost_nano       INTEGER NOT NULL,  -- nano-dollars
+    estimated_nano  INTEGER NOT NULL,  -- the part of cost_nano that is estimated
+    cost_unknown    INTEGER NOT NULL   -- calls with no known price
+) STRICT;
+CREATE INDEX IF NOT EXISTS rollups_key ON rollups (hour, type, provider, model);

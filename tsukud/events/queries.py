@@ -7,7 +7,7 @@ database and the benchmark can run the very same SQL "raw" as its baseline.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -79,43 +79,87 @@ def list_sql(f: EventFilter, limit: int) -> tuple[str, list[Any]]:
     )
 
 
+# What a summary adds up, as SQL over one ``events`` row. ``events/rollups.py`` folds the
+# same quantities in Python as events are appended (``rollups.contribution``); a test
+# holds the two to identical answers over random ledgers. Money and tokens come only from
+# the daemon's own events (their payloads are checked against the catalogue): a
+# ``client.*`` annotation is counted as an event, never as spending, since clients cannot
+# speak for the daemon's account. Money is summed in integer nano-dollars (each event's
+# cost rounded once; the daemon records costs to 9 decimals), so the sum does not depend
+# on the order of the additions.
+DAEMON = "(type < 'client.' OR type >= 'client/')"
+
+
+def _field(name: str) -> str:
+    """A field of a daemon event's payload (NULL for a client's): its type is the
+    catalogue's (text for provider and model, integer tokens, a number or null cost)."""
+    return f"CASE WHEN {DAEMON} THEN json_extract(payload, '$.{name}') END"
+
+
+COST_NANO = f"CAST(round({_field('cost_usd')} * 1000000000) AS INTEGER)"
+# An llm.cut_off is estimated unless it says otherwise; any other event only if it says so.
+ESTIMATED = "coalesce(json_extract(payload, '$.estimated'), type = 'llm.cut_off')"
+# A call (answered or cut off) whose price is unknown: counted, never taken as free.
+PRICED_TYPES = ("llm.turn", "llm.cut_off")
+COST_UNKNOWN = f"type IN {PRICED_TYPES!r} AND json_extract(payload, '$.cost_usd') IS NULL"
+PROVIDER = _field("provider")
+MODEL = _field("model")
+# The summed columns, in SUMMARY_COLUMNS order after the key.
+SUMS = (
+    "count(*)",
+    "coalesce(sum(type = 'llm.turn'), 0)",
+    f"coalesce(sum({_field('input_tokens')}), 0)",
+    f"coalesce(sum({_field('output_tokens')}), 0)",
+    f"coalesce(sum({COST_NANO}), 0)",
+    f"coalesce(sum(CASE WHEN {ESTIMATED} THEN {COST_NANO} END), 0)",
+    f"coalesce(sum({COST_UNKNOWN}), 0)",
+)
+
 GROUP_KEYS = {
     "day": "substr(ts, 1, 10)",
     "hour": "substr(ts, 1, 13)",
-    "provider": "json_extract(payload, '$.provider')",
-    "model": "json_extract(payload, '$.model')",
+    "provider": PROVIDER,
+    "model": MODEL,
     "session": "session",
     "type": "type",
 }
 
 
-def summary_sql(f: EventFilter, by: str) -> tuple[str, list[Any]]:
-    """Counts, tokens and money per group.
-
-    Only events that spend money carry ``cost_usd`` (llm.turn, paid searches), so summing
-    it never double counts reservations. A turn with an unknown price has no cost and is
-    counted in ``cost_unknown`` instead of being treated as free.
-    """
+def group_key(by: str) -> str:
     try:
-        key = GROUP_KEYS[by]
+        return GROUP_KEYS[by]
     except KeyError:
         raise InvalidParams(
             f"cannot group by {by!r}", hint=f"Choose one of: {', '.join(GROUP_KEYS)}."
         ) from None
+
+
+def summary_sql(f: EventFilter, by: str) -> tuple[str, list[Any]]:
+    """Counts, tokens and money per group, straight from the events.
+
+    Only events that spend money carry ``cost_usd`` (llm.turn, llm.cut_off, paid
+    searches), so summing it never double counts reservations. A call with an unknown
+    price has no cost and is counted in ``cost_unknown`` instead of being treated as free.
+    Money comes out in nano-dollars (``cost_nano``, ``estimated_nano``).
+    """
+    key = group_key(by)
     w, params = where(f)
     # Interpolated parts are constants and placeholders from ``where``; values are bound.
-    sql = (
-        f"SELECT {key} AS k, count(*),"  # noqa: S608
-        " sum(type = 'llm.turn'),"
-        " coalesce(sum(json_extract(payload, '$.input_tokens')), 0),"
-        " coalesce(sum(json_extract(payload, '$.output_tokens')), 0),"
-        " coalesce(sum(json_extract(payload, '$.cost_usd')), 0),"
-        " sum(type = 'llm.turn' AND json_extract(payload, '$.cost_usd') IS NULL)"
-        f" FROM events{w} GROUP BY k ORDER BY k"
-    )
+    sql = f"SELECT {key} AS k, {', '.join(SUMS)} FROM events{w} GROUP BY k ORDER BY k"  # noqa: S608
     return sql, params
 
 
+# Columns of a summary row as the SQL returns them (money in nano-dollars) ...
+SUM_COLUMNS = (
+    "events",
+    "llm_turns",
+    "input_tokens",
+    "output_tokens",
+    "cost_nano",
+    "estimated_nano",
+    "cost_unknown",
+)
+# ... and as a summary answers them (money in dollars).
 SUMMARY_COLUMNS = (
     "key",
     "events",
@@ -123,18 +167,37 @@ SUMMARY_COLUMNS = (
     "input_tokens",
     "output_tokens",
     "cost_usd",
+    "cost_estimated_usd",
     "cost_unknown",
 )
 
 
-def run_summary(conn: sqlite3.Connection, f: EventFilter, by: str) -> list[dict[str, Any]]:
+def group_row(key: Any, sums: Sequence[int]) -> dict[str, Any]:
+    """One summary group as answered: nano-dollars become dollars."""
+    events, turns, tin, tout, nano, est_nano, unknown = sums
+    return {
+        "key": key,
+        "events": events,
+        "llm_turns": turns,
+        "input_tokens": tin,
+        "output_tokens": tout,
+        "cost_usd": nano / 1_000_000_000,
+        "cost_estimated_usd": est_nano / 1_000_000_000,
+        "cost_unknown": unknown,
+    }
+
+
+def raw_sums(conn: sqlite3.Connection, f: EventFilter, by: str) -> dict[Any, list[int]]:
+    """Group key -> summed columns (``SUM_COLUMNS``), straight from the events."""
     sql, params = summary_sql(f, by)
-    out = []
-    for row in conn.execute(sql, params):
-        item = dict(zip(SUMMARY_COLUMNS, row, strict=True))
-        item["cost_usd"] = round(float(item["cost_usd"]), 6)
-        out.append(item)
-    return out
+    return {row[0]: list(row[1:]) for row in conn.execute(sql, params)}
+
+
+def run_summary(conn: sqlite3.Connection, f: EventFilter, by: str) -> list[dict[str, Any]]:
+    """The summary's groups computed from the raw events (no rollups): the reference the
+    rollups are held to, and the benchmarks' baseline."""
+    sql, params = summary_sql(f, by)
+    return [group_row(row[0], row[1:]) for row in conn.execute(sql, params)]
 
 
 def iter_list(

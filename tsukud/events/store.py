@@ -40,7 +40,7 @@ import trio
 from tsukud import log
 from tsukud.clock import Clock, iso
 from tsukud.errors import InvalidParams, LedgerCorrupt
-from tsukud.events import catalogue, integrity
+from tsukud.events import catalogue, integrity, rollups
 from tsukud.events.chain import GENESIS, Anchor, VerifyReport, check_chain, link
 from tsukud.events.readers import ReadPool
 from tsukud.fsutil import disk_full
@@ -98,6 +98,7 @@ class EventStore:
         self._redactor = redactor
         self._batch_max = batch_max
         self._buffer: list[Row] = []
+        self._counts: list[rollups.Counted] = []  # what each buffered row adds to the rollups
         self._has_data = trio.Event()
         self._flushed = trio.Event()
         self._closed = False
@@ -112,6 +113,10 @@ class EventStore:
         self._closing = trio.Event()
         self._listeners: list[Callable[[Event], None]] = []
         self._writer_gone = False  # run() has returned: nothing more will be written
+        self.rollups_stale = False  # verify found them off: the writer rebuilds them next
+        # The rollups count every committed event; while not (no space to catch up at
+        # start), batches leave them alone and summaries read the events instead.
+        self._rollups_current = True
         self._failure: str | None = None  # why it returned early (a failed batch)
         self.readers = ReadPool(lambda: connect(self.path, readonly=True), readers)
 
@@ -142,6 +147,7 @@ class EventStore:
                 anchor = integrity.check_head(
                     conn, db=self.path, checkpoint=self.checkpoint_path, last_id=self.last_id
                 )
+                folded = self._catch_up_rollups(conn)
         except sqlite3.Error as e:
             conn.close()
             if integrity.is_disk_full(e, self.path):
@@ -152,6 +158,8 @@ class EventStore:
             raise
         self.durable_id, self.durable_hash = self.last_id, self.last_hash
         self._conn = conn
+        if folded:
+            log.get().info("ledger.rollups_caught_up", events=folded, last_id=self.last_id)
         with contextlib.suppress(OSError):
             self.path.chmod(0o600)
         if anchor is None and self.last_id > 0:
@@ -176,6 +184,9 @@ class EventStore:
         task_status.started()
         try:
             while True:
+                if self.rollups_stale and not self._disk_full:
+                    with trio.CancelScope(shield=True):
+                        await trio.to_thread.run_sync(self._rebuild_rollups)
                 if not self._buffer:
                     if self._closed:
                         return
@@ -186,11 +197,12 @@ class EventStore:
                     with trio.move_on_after(self.retry_s):
                         await self._closing.wait()  # a stop tries once more, at once
                 batch = self._buffer[: self._batch_max]
+                counts = self._counts[: len(batch)]
                 try:
                     # Shielded: a cancelled daemon still finishes the commit it started,
                     # so an id that was handed out is either on disk or the process died.
                     with trio.CancelScope(shield=True):
-                        stale = await trio.to_thread.run_sync(self._write, batch)
+                        stale = await trio.to_thread.run_sync(self._write, batch, counts)
                 except (sqlite3.Error, OSError) as e:
                     what = f"events {batch[0][0]}-{self.last_id}"
                     if integrity.is_disk_full(e, self.path):
@@ -204,6 +216,7 @@ class EventStore:
                     log.get().error("ledger.write_failed", error=self._failure)
                     return
                 del self._buffer[: len(batch)]
+                del self._counts[: len(batch)]
                 self.durable_id, self.durable_hash = batch[-1][0], batch[-1][5]
                 if self._disk_full:
                     self._disk_full = False
@@ -240,15 +253,46 @@ class EventStore:
             self._conn.close()
             self._conn = None
 
-    def _write(self, rows: list[Row]) -> str | None:
-        """Commit ``rows`` whole, then move the checkpoint to the last of them. Returns
-        why the checkpoint was not moved, if it was not: the rows are committed all the
-        same, and a lagging checkpoint only checks less."""
+    def _catch_up_rollups(self, conn: sqlite3.Connection) -> int:
+        """Fold what the rollups lag behind; on a full disk, go on without them (reads
+        must keep working) and let the writer try again."""
+        try:
+            return rollups.catch_up(conn, self.last_id)
+        except sqlite3.Error as e:
+            if not integrity.is_disk_full(e, self.path):
+                raise
+            log.get().warning("ledger.rollups_behind", error=str(e))
+            self._rollups_current = False
+            self.rollups_stale = True
+            return 0
+
+    def _rebuild_rollups(self) -> None:
+        """Rebuild the summary rollups from the events written so far (between batches,
+        on the writer's connection). A failure leaves them as they were, logged."""
+        assert self._conn is not None
+        try:
+            folded = rollups.catch_up(self._conn, self.durable_id, rebuild=True)
+        except (sqlite3.Error, OSError) as e:
+            log.get().error("ledger.rollups_not_rebuilt", error=str(e))
+        else:
+            log.get().warning("ledger.rollups_rebuilt", events=folded)
+            self._rollups_current = True
+        self.rollups_stale = False
+
+    def _write(self, rows: list[Row], counts: list[rollups.Counted]) -> str | None:
+        """Commit ``rows`` whole, with the rollups they add up to, then move the
+        checkpoint to the last of them. Returns why the checkpoint was not moved, if it
+        was not: the rows are committed all the same, and a lagging checkpoint only
+        checks less."""
         assert self._conn is not None
         conn = self._conn
+        # Added up before the transaction: the write lock is held for SQLite work only.
+        sums = rollups.add_up(counts)
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.executemany(_INSERT, rows)
+            if self._rollups_current:
+                rollups.upsert(conn, sums, rows[-1][0])
             conn.execute("COMMIT")
         except BaseException:
             # The whole batch or nothing: no partial batch may reach the disk. (SQLite
@@ -318,6 +362,8 @@ class EventStore:
         h = link(self.last_hash, id_, ts, type_, session, text)
         self.last_id, self.last_hash = id_, h
         self._buffer.append((id_, ts, type_, session, text, h))
+        # Counted now: the caller may reuse its payload dict once this returns.
+        self._counts.append(rollups.contribution(ts, type_, body))
         self._has_data.set()
         event = Event(id_, ts, type_, session, body, h)
         for listener in self._listeners:
@@ -352,11 +398,12 @@ class EventStore:
     async def verify(self, head: str | None = None) -> VerifyReport:
         """Recompute the chain and hold it to this writer's last commit, the checkpoint
         and ``head`` (a hash, or a prefix of one, the user noted). Damage of any kind is
-        ``LedgerCorrupt`` saying what was lost and what to do."""
+        ``LedgerCorrupt`` saying what was lost and what to do. Summary rollups that do not
+        add up to the events are rebuilt by the writer (``rollups_stale`` until then)."""
         # Taken before the read starts, so the snapshot the read sees contains it.
         anchors = [Anchor(self.durable_id, self.durable_hash, "the daemon's last commit")]
 
-        def work(conn: sqlite3.Connection) -> VerifyReport:
+        def work(conn: sqlite3.Connection) -> tuple[VerifyReport, bool]:
             checkpoint = integrity.read_checkpoint(self.checkpoint_path)
             if checkpoint is not None:
                 anchors.append(checkpoint)
@@ -364,9 +411,15 @@ class EventStore:
                 problems = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)")]
                 if problems != ["ok"]:
                     raise integrity.malformed(self.path, "; ".join(problems))
-                return verify_chain(conn, anchors, head)
+                report = verify_chain(conn, anchors, head)
+                # Derived data, outside the chain: held to the events in the same snapshot.
+                return report, report.damage is not None or rollups.agree(conn)
 
-        report: VerifyReport = await self.read(work, heavy=True)
+        report, rollups_agree = await self.read(work, heavy=True)
+        if not rollups_agree:
+            log.get().warning("ledger.rollups_disagree", durable_id=self.durable_id)
+            self.rollups_stale = True
+            self._has_data.set()  # wake the writer, which rebuilds them
         if report.damage is not None:
             raise integrity.damaged(
                 report.damage,

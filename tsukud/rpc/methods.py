@@ -16,7 +16,7 @@ import msgspec
 from tsukud import config as configmod
 from tsukud.daemon import Daemon
 from tsukud.errors import InvalidParams, NotFound
-from tsukud.events import queries
+from tsukud.events import queries, summary
 from tsukud.rpc import protocol
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
@@ -130,21 +130,19 @@ class SummaryParams(msgspec.Struct, forbid_unknown_fields=True):
 
 @method("events.summary", SummaryParams)
 async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw:
-    """Counts, tokens and cost per day, provider, model, session or type."""
+    """Counts, tokens and cost (the estimated part apart) per day, hour, provider, model,
+    session or type; from the rollups where the filter allows (``events/summary.py``)."""
     queries.summary_sql(p.filter, p.by)  # validate before going to a thread
 
     def summarise(conn: Any) -> msgspec.Raw:
-        # Totals and encoding in the thread too: thousands of groups (by session) would
-        # otherwise hold the event loop for milliseconds.
-        groups = queries.run_summary(conn, p.filter, p.by)
-        totals = {
-            k: sum(g[k] for g in groups)
-            for k in ("events", "llm_turns", "input_tokens", "output_tokens", "cost_unknown")
-        }
-        totals["cost_usd"] = round(sum(g["cost_usd"] for g in groups), 6)
-        return msgspec.Raw(msgspec.json.encode({"by": p.by, "groups": groups, "totals": totals}))
+        # Encoding in the thread too: thousands of groups (by session) would otherwise
+        # hold the event loop for milliseconds.
+        return msgspec.Raw(msgspec.json.encode(summary.summarise(conn, p.filter, p.by)))
 
-    return await d.store.read(summarise, heavy=True)
+    # From the rollups (with at most a part-hour of events at each end) it is a quick
+    # read; a summary the rollups cannot answer scans events: heavy.
+    heavy = summary.plan(p.filter, p.by).source == "raw"
+    return await d.store.read(summarise, heavy=heavy)
 
 
 class VerifyParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -163,6 +161,8 @@ async def events_verify(d: Daemon, p: VerifyParams, call: Call) -> dict[str, Any
         )
     report = await d.store.verify(head)
     out: dict[str, Any] = {"ok": True, "checked": report.checked, "head": report.head}
+    # Summary rollups that did not add up to the events are being rebuilt from them.
+    out["rollups"] = "rebuilt" if d.store.rollups_stale else "ok"
     if report.head_id is not None:
         out["head_id"] = report.head_id
     return out

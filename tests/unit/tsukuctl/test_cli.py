@@ -385,18 +385,21 @@ def test_a_bad_time_is_a_usage_error_before_any_call(
     assert daemon.requests == []
 
 
+SUMMARY_GROUP = {
+    "key": "claude",
+    "events": 4,
+    "llm_turns": 2,
+    "input_tokens": 100,
+    "output_tokens": 50,
+    "cost_usd": 0.5,
+    "cost_unknown": 1,
+}
+
+
 def test_events_summary_table_has_a_total_row(
     daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    group = {
-        "key": "claude",
-        "events": 4,
-        "llm_turns": 2,
-        "input_tokens": 100,
-        "output_tokens": 50,
-        "cost_usd": 0.5,
-        "cost_unknown": 1,
-    }
+    group = SUMMARY_GROUP
     daemon.replies["events.summary"] = result(
         {"groups": [group, {**group, "key": None, "cost_unknown": 0}], "totals": group}
     )
@@ -418,6 +421,40 @@ def test_events_summary_table_has_a_total_row(
     assert lines[1] == ["claude", "4", "2", "100", "50", "$0.50", "+1", "unpriced"]
     assert lines[2] == ["(none)", "4", "2", "100", "50", "$0.50"]
     assert lines[3] == ["total", "4", "2", "100", "50", "$0.50", "+1", "unpriced"]
+
+
+def test_events_summary_says_which_part_of_the_cost_is_estimated(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Part of this group's cost was charged at a worst case (calls cut off).
+    group = {**SUMMARY_GROUP, "events": 3, "cost_unknown": 0}
+    group.update(cost_usd=1.23, cost_estimated_usd=0.4)
+    plain = {**group, "key": "gemini", "cost_usd": 0.5, "cost_estimated_usd": 0.0}
+    reply = {"by": "provider", "groups": [group, plain], "totals": group, "source": "rollups"}
+    daemon.replies["events.summary"] = result(reply)
+    code, out, _ = run(capsys, "events", "summary", "--by", "provider")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[1].split()[1:] == [
+        "3",
+        "2",
+        "100",
+        "50",
+        "$1.23",
+        "(of",
+        "which",
+        "$0.40",
+        "estimated)",
+    ]
+    assert lines[2].split()[-1] == "$0.50"
+    assert lines[3].startswith("total") and lines[3].endswith("$1.23 (of which $0.40 estimated)")
+
+    code, out, _ = run(capsys, "events", "summary", "--by", "provider", "--csv")
+    assert out.splitlines()[0].split(",")[5:7] == ["cost_usd", "cost_estimated_usd"]
+    assert out.splitlines()[1].split(",")[5:7] == ["1.23", "0.4"]
+
+    code, out, _ = run(capsys, "events", "summary", "--by", "provider", "--json")
+    assert json.loads(out)["groups"][0]["cost_estimated_usd"] == 0.4
 
 
 def test_events_verify(daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]) -> None:

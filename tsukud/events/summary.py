@@ -1,0 +1,153 @@
+"""Answering ``events summary``: from the rollups where they can, from the events where not.
+
+The rollups (``events/rollups.py``) count whole hours per type, provider and model, so
+they answer a summary grouped by day, hour, provider, model or type whose time bounds
+fall on hour boundaries. What they cannot answer is read from the events with the
+summary's own SQL (``queries.summary_sql``), honestly and no more than needed:
+
+- grouped by session, or filtered by session: the events, all of it;
+- a ``since`` or ``until`` inside an hour: the rollups for the whole hours between, the
+  events for the part-hour at each end, added together per group;
+- both ends inside the same hour: the events.
+
+Timestamps are the ledger's fixed-width form ('YYYY-MM-DDTHH:MM:SS.ffffffZ'), so
+``ts >= s`` for every event of hour H exactly when ``s <= H + ':00:00.000000Z'``, and a
+bound of 13 characters or fewer compares with the hour as it does with the timestamp.
+The answer says where it came from (``source``: rollups, rollups+raw or raw).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from tsukud.events import queries, rollups
+from tsukud.events.queries import EventFilter
+
+# Grouping -> the rollups' column for it.
+ROLLUP_BY = {
+    "day": "substr(hour, 1, 10)",
+    "hour": "hour",
+    "provider": "provider",
+    "model": "model",
+    "type": "type",
+}
+HOUR = 13  # len('YYYY-MM-DDTHH')
+HOUR_START = ":00:00.000000Z"  # the smallest time in an hour a ledger timestamp has
+PAST_HOUR = "\x7f"  # H + this sorts after every timestamp of hour H, before the next's
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where a summary's numbers come from: a WHERE over the rollups (None: no rollup
+    part) and the slices of raw events to add to it."""
+
+    rollup: tuple[str, list[Any]] | None
+    raw: list[EventFilter] = field(default_factory=list)
+
+    @property
+    def source(self) -> str:
+        if self.rollup is None:
+            return "raw"
+        return "rollups+raw" if self.raw else "rollups"
+
+
+def _aligned(bound: str) -> bool:
+    """Does ``bound`` fall on an hour boundary (no event of its hour lies before it)?"""
+    return len(bound) <= HOUR or bound <= bound[:HOUR] + HOUR_START
+
+
+def plan(f: EventFilter, by: str) -> Plan:
+    """Which rollups and which raw slices answer ``f`` grouped ``by``."""
+    queries.group_key(by)  # refuses an unknown grouping
+    since, until = f.since or None, f.until or None
+    if by not in ROLLUP_BY or f.session:
+        return Plan(None, [f])
+    clauses: list[str] = []
+    params: list[Any] = []
+    raw: list[EventFilter] = []
+    head = since is not None and not _aligned(since)
+    tail = until is not None and not _aligned(until)
+    if head and tail and since is not None and until is not None and since[:HOUR] >= until[:HOUR]:
+        return Plan(None, [f])  # within one hour: the events are few
+    if since is not None:
+        if head:
+            # The part-hour after ``since`` from the events, whole hours from the next one.
+            end = since[:HOUR] + PAST_HOUR
+            raw.append(EventFilter(since=since, until=min(end, until or end), types=f.types))
+            clauses.append("hour > ?")
+            params.append(since[:HOUR])
+        else:
+            clauses.append("hour >= ?")
+            params.append(since if len(since) <= HOUR else since[:HOUR])
+    if until is not None:
+        if tail:
+            start = until[:HOUR]
+            raw.append(EventFilter(since=max(start, since or start), until=until, types=f.types))
+            clauses.append("hour < ?")
+            params.append(start)
+        else:
+            clauses.append("hour < ?")
+            params.append(until if len(until) <= HOUR else until[:HOUR])
+    if f.types:
+        # The same type clauses as over the events: the rollups have a `type` column.
+        w, p = queries.where(EventFilter(types=f.types))
+        clauses.append(w.removeprefix(" WHERE "))
+        params.extend(p)
+    where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+    return Plan((where, params), raw)
+
+
+def rollup_sql(where: str, by: str) -> str:
+    # Interpolated parts are constants and placeholders; values are bound.
+    sums = ", ".join(f"sum({c})" for c in queries.SUM_COLUMNS)
+    key = ROLLUP_BY[by]
+    return f"SELECT {key} AS k, {sums} FROM rollups{where} GROUP BY k ORDER BY k"  # noqa: S608
+
+
+def _null_first(key: str | None) -> tuple[bool, str]:
+    return key is not None, key or ""
+
+
+def _current(conn: sqlite3.Connection) -> bool:
+    """Do the rollups count every event in this snapshot?"""
+    last = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
+    return rollups.through(conn) == last
+
+
+def summarise(conn: sqlite3.Connection, f: EventFilter, by: str) -> dict[str, Any]:
+    """The summary's answer: groups, totals and ``source``. Its parts are read in one
+    transaction, so they see the same ledger."""
+    p = plan(f, by)
+    sums: dict[Any, list[int]] = {}
+    conn.execute("BEGIN")
+    try:
+        if p.rollup is not None and not _current(conn):
+            p = Plan(None, [f])  # the rollups lag the events (see rollups.catch_up)
+        if p.rollup is None:
+            sums = queries.raw_sums(conn, f, by)
+        else:
+            where, params = p.rollup
+            sums = {r[0]: list(r[1:]) for r in conn.execute(rollup_sql(where, by), params)}
+            for part in p.raw:
+                for k, values in queries.raw_sums(conn, part, by).items():
+                    have = sums.setdefault(k, [0] * len(values))
+                    for i, v in enumerate(values):
+                        have[i] += v
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+    # Raw: in SQLite's order. Merged: text keys, or NULL first, which is SQLite's order
+    # too (UTF-8 bytes sort as code points).
+    keys = list(sums) if p.rollup is None else sorted(sums, key=_null_first)
+    columns = zip(*sums.values(), strict=True)
+    totals = [sum(col) for col in columns] or [0] * len(queries.SUM_COLUMNS)
+    total = queries.group_row(None, totals)
+    del total["key"]
+    return {
+        "by": by,
+        "groups": [queries.group_row(k, sums[k]) for k in keys],
+        "totals": total,
+        "source": p.source,
+    }
