@@ -1,7 +1,10 @@
 """Web text made safe to show a model (pure, stdlib only).
 
 :func:`strip_html` keeps the visible text of an HTML fragment: ``script``, ``style``,
-``noscript`` (with everything inside) and comments become a single space, entities are
+``noscript``, ``template`` (with everything inside), comments and every element a browser
+would not show (:func:`hidden`: the ``hidden`` attribute, ``aria-hidden="true"``, an
+inline ``display:none`` or ``visibility:hidden``) become a single space, because a page
+can hide instructions for a model where its human reader never looks; entities are
 decoded, invisible characters that can smuggle instructions past a human reader
 (zero-width, bidi controls, soft hyphens, tag characters) are removed and whitespace is
 collapsed. :func:`clip` truncates on a character boundary with an ellipsis.
@@ -26,6 +29,51 @@ _INVISIBLE = re.compile(
     "[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
 )
 _SPACE = re.compile(r"\s+")
+_HIDING_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\b", re.I)
+
+
+def hidden(tag: str, attrs: list[tuple[str, str | None]]) -> bool:
+    """Whether a browser would hide this element and everything inside it."""
+    if tag == "template":
+        return True
+    for name, value in attrs:
+        name = name.lower()
+        if name == "hidden":
+            return True
+        if name == "aria-hidden" and (value or "").strip().lower() == "true":
+            return True
+        if name == "style" and value and _HIDING_STYLE.search(value):
+            return True
+    return False
+
+
+class HiddenElements:
+    """Tracks whether a parser is inside a hidden element (nesting counted per tag, so a
+    hidden ``div`` ends at its own end tag, not at a nested one's)."""
+
+    def __init__(self) -> None:
+        self._open: list[str] = []
+
+    @property
+    def inside(self) -> bool:
+        return bool(self._open)
+
+    def start(self, tag: str, attrs: list[tuple[str, str | None]]) -> bool:
+        """Note a start tag; True when it is (inside) a hidden element."""
+        if tag in _VOID:
+            return self.inside or hidden(tag, attrs)
+        if self._open or hidden(tag, attrs):
+            self._open.append(tag)
+            return True
+        return False
+
+    def end(self, tag: str) -> bool:
+        """Note an end tag; True when it belonged to a hidden element."""
+        if tag not in self._open:
+            return False
+        while self._open and self._open.pop() != tag:
+            pass
+        return True
 
 
 class _Text(HTMLParser):
@@ -33,9 +81,12 @@ class _Text(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
         self._skip: list[str] = []
+        self._hidden = HiddenElements()
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in _DROP:
+        if self._hidden.start(tag, attrs):
+            self.parts.append(" ")
+        elif tag in _DROP:
             self._skip.append(tag)
             self.parts.append(" ")
         elif tag in _BREAKS or tag in _VOID:
@@ -45,14 +96,16 @@ class _Text(HTMLParser):
         self.parts.append(" ")
 
     def handle_endtag(self, tag: str) -> None:
-        if self._skip and tag == self._skip[-1]:
+        if self._hidden.end(tag):
+            self.parts.append(" ")
+        elif self._skip and tag == self._skip[-1]:
             self._skip.pop()
             self.parts.append(" ")
         elif tag in _BREAKS:
             self.parts.append(" ")
 
     def handle_data(self, data: str) -> None:
-        if not self._skip:
+        if not self._skip and not self._hidden.inside:
             self.parts.append(data)
 
     def handle_comment(self, data: str) -> None:

@@ -31,7 +31,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import msgspec
 
 from tsukud.discover.errors import DiscoveryError, DiscoverySearchFailed
-from tsukud.discover.sanitize_html import clean, remove_invisible
+from tsukud.discover.sanitize_html import HiddenElements, clean, remove_invisible
 from tsukud.discover.web import Web, WebResponse
 
 PROVIDERS = ("ddg", "tavily", "brave")
@@ -146,6 +146,7 @@ class _DDGParser(HTMLParser):
         self._capture_tag = ""
         self._depth = 0
         self._ad = False
+        self._hidden = HiddenElements()  # inside a title or snippet: text nobody sees
 
     def _classes(self, attrs: list[tuple[str, str | None]]) -> set[str]:
         return set((dict(attrs).get("class") or "").split())
@@ -157,6 +158,8 @@ class _DDGParser(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if self._capture is not None:
+            if self._hidden.start(tag, attrs):
+                return
             if tag == self._capture_tag:
                 self._depth += 1
             return
@@ -178,15 +181,16 @@ class _DDGParser(HTMLParser):
             self._capture, self._capture_tag, self._depth = "snippet", tag, 0
 
     def handle_endtag(self, tag: str) -> None:
-        if self._capture is None or tag != self._capture_tag:
+        if self._capture is None or self._hidden.end(tag) or tag != self._capture_tag:
             return
         if self._depth:
             self._depth -= 1
             return
         self._capture = None
+        self._hidden = HiddenElements()  # an element left open ends with its result
 
     def handle_data(self, data: str) -> None:
-        if self._capture is not None and self._current is not None:
+        if self._capture is not None and self._current is not None and not self._hidden.inside:
             self._current[self._capture].append(data)
 
 

@@ -374,6 +374,29 @@ async def test_prompt_injection_through_duckduckgo_for_a_local_model(
     assert "Untrusted web content" in text and "ignore previous instructions" in text
 
 
+async def test_hidden_page_elements_never_reach_the_model(world: World, home: Path) -> None:
+    """Text a browser hides (inline display:none / visibility:hidden, ``hidden``,
+    aria-hidden, <template>, comments) is stripped before the local model's prompt."""
+    hidden = [
+        f'<span style="display: none">{INJECTION} (1)</span>',
+        f'<span style="visibility:hidden">{INJECTION} (2)</span>',
+        f"<span hidden>{INJECTION} (3)</span>",
+        f'<span aria-hidden="true">{INJECTION} (4)</span>',
+        f"&lt;template&gt;{INJECTION} (5)&lt;/template&gt;",  # escaped markup, decoded once
+        f"&lt;!-- {INJECTION} (6) --&gt;",
+    ]
+    world.search.ddg_html = ddg_page(
+        [(STRIPE_URL, "Stripe CLI - GitHub", "The official Stripe CLI. " + "".join(hidden))]
+    ).encode()
+    local_searches_then_finds(world.local)
+    async with in_daemon(world.env(home, "local")) as d:
+        found = await run(d, yes=True)
+        assert found.source == "stripe/stripe-cli"
+    prompt = json.dumps(world.local.requests[1].json()["messages"])
+    assert "The official Stripe CLI." in prompt
+    assert "ignore previous instructions" not in prompt and "evil/stripe-cli" not in prompt
+
+
 # ---------------------------------------------------------------------------- ecosystems
 
 
