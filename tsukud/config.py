@@ -163,10 +163,26 @@ KEYS: dict[str, Key] = {
         Key(
             "discover.timeout_s",
             float,
-            15.0,
+            90.0,
             ("TSUKU_DISCOVER_TIMEOUT",),
             minimum=0.1,
-            doc="time limit of one discovery (registry, ecosystems, web search, verification)",
+            doc="machine-time limit of one discovery, all stages (waiting for you not counted)",
+        ),
+        Key(
+            "discover.registry_timeout_s",
+            float,
+            5.0,
+            ("TSUKU_DISCOVER_REGISTRY_TIMEOUT",),
+            minimum=0.1,
+            doc="time limit of discovery's registry stage (recipe and discovery entry)",
+        ),
+        Key(
+            "discover.llm_timeout_s",
+            float,
+            60.0,
+            ("TSUKU_DISCOVER_LLM_TIMEOUT",),
+            minimum=0.1,
+            doc="machine-time limit of discovery's web search with an LLM (5 turns)",
         ),
         Key(
             "discover.ecosystem_timeout_s",

@@ -13,7 +13,11 @@ fakes as well as in the daemon (:mod:`.service` builds the real parts).
    then ``Install <tool> from this source? [y/N]``. ``--yes`` answers it only for a
    verified, popular non-fork; forks and unverified sources always need a person.
 
-Stages 1-4 share ``timeout_s`` (15 s by default). Events: ``discovery.started``,
+Time is machine time (:mod:`.deadline`): stages 1-4 share ``timeout_s`` (90 s by
+default) and the registry and LLM stages have their own budgets (``stage_timeouts``: 5 s
+and 60 s, what a real five-turn web-search conversation takes); a person's answer, the
+LLM cost question inside the deadline included, stops every clock. A late stage says
+what it was doing. Events: ``discovery.started``,
 ``discovery.warning``, ``discovery.stage`` (one per stage: hit, miss, ambiguous,
 skipped, error), ``discovery.search``, ``discovery.candidate``, ``discovery.verified``,
 ``discovery.completed`` or ``discovery.failed`` (with the error code and whether it is
@@ -28,13 +32,14 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 import trio
 
 from tsukud.clock import Clock, SystemClock
 from tsukud.discover import present
+from tsukud.discover.deadline import Deadline
 from tsukud.discover.ecosystem import ProbeReport, describe, install_command, select
 from tsukud.discover.errors import (
     FROM_HINT,
@@ -62,11 +67,21 @@ from tsukud.discover.registry_lookup import DiscoveryRegistry
 from tsukud.discover.search import Searcher
 from tsukud.discover.verify import Decision, assess, decide, merge
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, TsukuError, UserDeclined
+from tsukud.policy.confirm import pausing
 
 if TYPE_CHECKING:
     from tsukud.llm.service import Run
 
-DEFAULT_TIMEOUT_S = 15.0
+_T = TypeVar("_T")
+
+DEFAULT_TIMEOUT_S = 90.0
+# Per stage, in machine time; the ecosystems' deadline is probe_all's own.
+STAGE_TIMEOUTS = {"registry": 5.0, "llm": 60.0}
+TIMEOUT_KEYS = {
+    "discovery": "discover.timeout_s",
+    "registry": "discover.registry_timeout_s",
+    "llm": "discover.llm_timeout_s",
+}
 INPUT_ESTIMATE = 20_000  # tokens per turn: prompt, tools, server search results
 
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
@@ -102,6 +117,7 @@ class Deps:
     progress: Progress = _no_progress
     clock: Clock = field(default_factory=SystemClock)
     timeout_s: float = DEFAULT_TIMEOUT_S
+    stage_timeouts: dict[str, float] = field(default_factory=lambda: dict(STAGE_TIMEOUTS))
     max_searches: int = 3
 
 
@@ -122,6 +138,7 @@ class _State:
     tool: str
     started: float
     stage: str = "normalize"
+    doing: str = "starting"  # the last progress message: what a late stage was doing
     timings: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     probes: list[Probe] = field(default_factory=list)
@@ -136,11 +153,13 @@ class _Chain:
         self.deps = deps
         self.tool = req.tool
         self.st = _State(req.tool, started=deps.clock.now())
+        self.deadline = Deadline()
         self._sources: list[tuple[str, str]] = []
 
     # ---- plumbing ----------------------------------------------------------------------
 
     async def progress(self, step: str, message: str, **extra: Any) -> None:
+        self.st.doing = message.split("\n", 1)[0]
         await self.deps.progress({"stage": "discovery", "step": step, "message": message, **extra})
 
     async def emit(self, type_: str, payload: dict[str, Any]) -> None:
@@ -152,14 +171,41 @@ class _Chain:
         await self.emit("discovery.stage", {"stage": stage, "outcome": outcome, "ms": ms, **extra})
 
     def finish(self, found: Discovery) -> Discovery:
-        found.duration_ms = round((self.deps.clock.now() - self.st.started) * 1000)
+        found.duration_ms = self.machine_ms()
+        found.waited_ms = round(self.deadline.waited_s * 1000)
         found.timings_ms = dict(self.st.timings)
         found.warnings = tuple(dict.fromkeys((*self.st.warnings, *found.warnings)))
         return found
 
+    def machine_ms(self) -> int:
+        """Milliseconds since the start, without the time spent waiting for a person."""
+        return round((self.deps.clock.now() - self.st.started - self.deadline.waited_s) * 1000)
+
+    def late(self, what: str, seconds: float) -> DiscoveryTimeout:
+        """The time-out of the whole discovery (``what`` = "discovery") or one stage."""
+        key = TIMEOUT_KEYS[what]
+        within = (
+            f"discovery of {self.tool} did not finish within {seconds:g} s"
+            if what == "discovery"
+            else f"the {what} stage of discovering {self.tool} did not finish within {seconds:g} s"
+        )
+        return DiscoveryTimeout(
+            f"{within} (during the {self.st.stage} stage, last step: {self.st.doing})",
+            stage=self.st.stage,
+            timeout_s=seconds,
+            setting=key,
+            doing=self.st.doing,
+            hint=f"Try again, raise the limit with `tsukuctl config set {key} <seconds>`, or "
+            + FROM_HINT.format(tool=self.tool),
+        )
+
     # ---- the run -----------------------------------------------------------------------
 
     async def run(self) -> Discovery:
+        with pausing(self.deadline.paused):
+            return await self._run()
+
+    async def _run(self) -> Discovery:
         req = self.req
         self.tool = normalize_name(req.tool)
         self.st.tool = self.tool
@@ -176,16 +222,10 @@ class _Chain:
             )
             await self.progress("warning", f"warning: {squat.message()}", similar=squat.similar)
         pending: tuple[Discovery, Decision | None] | list[Probe] | None = None
-        with trio.move_on_after(self.deps.timeout_s) as scope:
+        with self.deadline.limit(self.deps.timeout_s) as scope:
             pending = await self._resolve()
         if scope.cancelled_caught or pending is None:
-            raise DiscoveryTimeout(
-                f"discovery of {self.tool} did not finish within {self.deps.timeout_s:g} s "
-                f"(during the {self.st.stage} stage)",
-                stage=self.st.stage,
-                timeout_s=self.deps.timeout_s,
-                hint=_hint(DiscoveryTimeout.default_hint, self.tool),
-            )
+            raise self.late("discovery", self.deps.timeout_s)
         self.st.stage = "confirm"
         if isinstance(pending, list):  # several close ecosystem matches: ask, no deadline
             chosen = await self._disambiguate(pending)
@@ -199,7 +239,7 @@ class _Chain:
         return self.finish(found)
 
     async def _resolve(self) -> tuple[Discovery, Decision | None] | list[Probe]:
-        hit = await self._registry()
+        hit = await self._staged("registry", self._registry)
         if hit is not None:
             return hit, None
         eco = await self._ecosystems()
@@ -207,7 +247,17 @@ class _Chain:
             return eco
         if eco is not None:
             return eco, None
-        return await self._llm()
+        outcome = await self._staged("llm", self._llm)
+        return await self._verify(outcome)
+
+    async def _staged(self, stage: str, run: Callable[[], Awaitable[_T]]) -> _T:
+        """``run()`` within the stage's own budget (machine time), if it has one."""
+        seconds = self.deps.stage_timeouts.get(stage)
+        if seconds is None:
+            return await run()
+        with self.deadline.limit(seconds):
+            return await run()
+        raise self.late(stage, seconds)
 
     # ---- stage 1 -----------------------------------------------------------------------
 
@@ -346,7 +396,7 @@ class _Chain:
 
     # ---- stage 3 -----------------------------------------------------------------------
 
-    async def _llm(self) -> tuple[Discovery, Decision]:
+    async def _llm(self) -> Outcome:
         self.st.stage = "llm"
         started = self.deps.clock.now()
         deps, req = self.deps, self.req
@@ -425,7 +475,7 @@ class _Chain:
         self.st.timings["llm"] = llm_ms
         if not outcome.candidates:
             raise self._llm_miss(outcome)
-        return await self._verify(outcome)
+        return outcome
 
     def _llm_miss(self, outcome: Outcome) -> TsukuError:
         if outcome.provider is None and outcome.provider_errors:
@@ -664,7 +714,7 @@ async def discover(req: Request, deps: Deps) -> Discovery:
                     "retryable": retryable,
                     "message": message[:1000],
                     "spent_usd": None if chain.st.unpriced else float(chain.st.spent),
-                    "ms": round((chain.deps.clock.now() - chain.st.started) * 1000),
+                    "ms": chain.machine_ms(),
                 },
             )
         raise

@@ -123,5 +123,6 @@ class Discovery(msgspec.Struct, kw_only=True, omit_defaults=True):
     spent_usd: float | None = 0.0
     llm_turns: int = 0
     searches: int = 0
-    duration_ms: int = 0
+    duration_ms: int = 0  # machine time: waiting for the user's answers is not counted
+    waited_ms: int = 0  # time spent waiting for the user's answers
     timings_ms: dict[str, int] = msgspec.field(default_factory=dict)

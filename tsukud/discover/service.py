@@ -251,6 +251,10 @@ class DiscoveryService:
             emit=emit,
             progress=progress,
             timeout_s=float(c["discover.timeout_s"]),
+            stage_timeouts={
+                "registry": float(c["discover.registry_timeout_s"]),
+                "llm": float(c["discover.llm_timeout_s"]),
+            },
             max_searches=int(c["discover.max_searches"]),
             clock=self.clock,
         )

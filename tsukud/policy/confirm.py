@@ -5,11 +5,18 @@ The daemon cannot prompt: it sends the question as a progress frame
 ``confirm.answer`` request on the same connection (schema/rpc.md). A client that said it
 cannot ask (no terminal) gets a ``confirmation_required`` error instead, whose hint
 names ``--yes``. Questions, answers and time-outs are events.
+
+A caller that measures machine time (discovery's deadline) registers a hook with
+:func:`pausing`; every question asked in that task (or a task it starts) waits for the
+answer inside the hook, so the person's thinking time is not the machine's.
 """
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +26,19 @@ from tsukud.errors import ConfirmationRequired, UserDeclined
 from tsukud.events.store import EventStore
 
 ANSWER_TIMEOUT_S = 300.0
+
+WaitHook = Callable[[], AbstractContextManager[None]]
+_WAIT_HOOKS: ContextVar[tuple[WaitHook, ...]] = ContextVar("tsuku_wait_hooks", default=())
+
+
+@contextmanager
+def pausing(hook: WaitHook) -> Iterator[None]:
+    """Inside, every wait for a person's answer runs inside ``hook()``."""
+    token = _WAIT_HOOKS.set((*_WAIT_HOOKS.get(), hook))
+    try:
+        yield
+    finally:
+        _WAIT_HOOKS.reset(token)
 
 
 @dataclass
@@ -61,8 +81,11 @@ class Confirmations:
                     }
                 }
             )
-            with trio.move_on_after(timeout_s) as scope:
-                await pending.done.wait()
+            with ExitStack() as hooks:
+                for hook in _WAIT_HOOKS.get():
+                    hooks.enter_context(hook())
+                with trio.move_on_after(timeout_s) as scope:
+                    await pending.done.wait()
         finally:
             del self._pending[token]
         answer = "granted" if pending.yes else "declined"

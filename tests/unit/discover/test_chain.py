@@ -15,7 +15,7 @@ import msgspec
 import pytest
 import trio
 
-from tsukud.clock import FixedClock
+from tsukud.clock import FixedClock, TrioClock
 from tsukud.discover.chain import Deps, Request, discover
 from tsukud.discover.ecosystem import ProbeReport
 from tsukud.discover.errors import (
@@ -342,9 +342,7 @@ async def test_an_owner_change_is_shown_to_the_person_who_decides() -> None:
     assert found.source == "mallory/stripe-cli"
     asked = world.questions[0]
     assert "OWNER CHANGED: the search named stripe, GitHub now says mallory" in asked.message
-    assert "Not approved automatically: its owner changed from stripe to mallory" in (
-        asked.message
-    )
+    assert "Not approved automatically: its owner changed from stripe to mallory" in (asked.message)
     assert asked.data["discovery"]["previous_owner"] == "stripe"
 
 
@@ -429,10 +427,84 @@ async def test_the_deadline_names_the_stage_it_cut(autojump_clock: trio.abc.Cloc
     with pytest.raises(DiscoveryTimeout) as exc:
         await discover(request(), world.deps(timeout_s=2.0))
     assert exc.value.message == (
-        "discovery of stripe-cli did not finish within 2 s (during the ecosystem stage)"
+        "discovery of stripe-cli did not finish within 2 s (during the ecosystem stage, "
+        "last step: probing crates.io, npm, PyPI, RubyGems and Go)"
     )
-    assert exc.value.data == {"stage": "ecosystem", "timeout_s": 2.0}
+    assert exc.value.data == {
+        "stage": "ecosystem",
+        "timeout_s": 2.0,
+        "setting": "discover.timeout_s",
+        "doing": "probing crates.io, npm, PyPI, RubyGems and Go",
+    }
+    assert "discover.timeout_s" in exc.value.hint
     assert world.last("discovery.failed")["stage"] == "ecosystem"
+
+
+@dataclass
+class Ledger:
+    """What ``Confirmations`` records (the questions' answers)."""
+
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    async def append(self, type_: str, payload: dict[str, Any], session: str | None) -> None:
+        self.events.append((type_, payload))
+
+
+async def test_a_person_who_takes_20_s_to_answer_inside_the_llm_stage_is_not_timed(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """The cost question is asked inside the LLM stage (15 s overall, 10 s for the LLM);
+    the person answers after 20 s of (mock) time and discovery still finishes."""
+    from tsukud.policy.confirm import Confirmations
+
+    confirmations = Confirmations(Ledger())  # type: ignore[arg-type]
+    world = World(answers=[extract("stripe/stripe-cli")], repos={"stripe/stripe-cli": STRIPE})
+    opened = world.open_llm
+
+    async def thinking_person(body: dict[str, Any]) -> None:
+        async def answer() -> None:
+            await trio.sleep(20)
+            assert confirmations.answer(body["confirm"]["token"], True)
+
+        nursery.start_soon(answer)
+
+    @asynccontextmanager
+    async def asks_the_cost_first(**kw: Any) -> AsyncIterator[FakeRun]:
+        question = ConfirmationRequired("this run may cost up to $0.59", estimate_usd=0.59)
+        await confirmations.ask(thinking_person, can_ask=True, session="s", question=question)
+        async with opened(**kw) as run:
+            yield run
+
+    deps = world.deps(open_llm=asks_the_cost_first, timeout_s=15.0, stage_timeouts={"llm": 10.0})
+    deps.clock = TrioClock()
+    async with trio.open_nursery() as nursery:
+        started = trio.current_time()
+        found = await discover(request(yes=True), deps)
+    assert found.source == "stripe/stripe-cli" and found.approval == "yes_flag"
+    assert trio.current_time() - started >= 20
+    assert found.waited_ms == 20_000 and found.duration_ms < 1_000
+
+
+async def test_a_late_llm_stage_names_its_setting_and_what_it_was_doing(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    world = World(answers=[extract("stripe/stripe-cli")], repos={"stripe/stripe-cli": STRIPE})
+    opened = world.open_llm
+
+    @asynccontextmanager
+    async def slow(**kw: Any) -> AsyncIterator[FakeRun]:
+        async with opened(**kw) as run:
+            await trio.sleep(61)
+            yield run
+
+    deps = world.deps(open_llm=slow, timeout_s=90.0)
+    with pytest.raises(DiscoveryTimeout) as exc:
+        await discover(request(yes=True), deps)
+    assert exc.value.message.startswith(
+        "the llm stage of discovering stripe-cli did not finish within 60 s (during the llm stage"
+    )
+    assert exc.value.data["setting"] == "discover.llm_timeout_s"
+    assert "tsukuctl config set discover.llm_timeout_s" in exc.value.hint
 
 
 async def test_a_name_that_is_not_a_tool_name_is_refused() -> None:
