@@ -112,14 +112,16 @@ class FakeEcosystems(FakeHTTPServer):
         versions: int = 1,
         repository: str | None = None,
         description: str = "",
+        bin: bool = True,  # npm's own name: the package installs a command
     ) -> None:
         nums = [f"1.{i}.0" for i in range(versions)]
+        command = {"bin": {name: "bin/cli.js"}} if bin else {}
         doc: dict[str, Any] = {
             "_id": name,
             "name": name,
             "description": description,
             "dist-tags": {"latest": nums[-1] if nums else "0.0.0"},
-            "versions": {n: {"name": name, "version": n} for n in nums},
+            "versions": {n: {"name": name, "version": n, **command} for n in nums},
             "time": {n: "2024-01-01T00:00:00.000Z" for n in nums},
         }
         if repository:

@@ -6,12 +6,16 @@ fakes as well as in the daemon (:mod:`.service` builds the real parts).
 1. Normalise the name (refuse non-ASCII / homoglyphs); warn on a likely typosquat.
 2. Stage 1: a recipe (unless the caller just looked), then a discovery entry.
 3. Stage 2: ecosystem probes; one good match, or a clear winner, is the answer; several
-   close ones are asked about on a terminal and refused otherwise.
+   close ones are asked about on a terminal and refused otherwise. A same-name package
+   that does not fit (:func:`.ecosystem.misfit`) is only a candidate: the chain goes on.
 4. Stage 3: an LLM with web search extracts candidates (inside one budget reservation),
    each is verified against GitHub and the decision is taken by :func:`.verify.decide`.
 5. Confirmation (outside the deadline: a person may take their time): the metadata,
    then ``Install <tool> from this source? [y/N]``. ``--yes`` answers it only for a
    verified, popular non-fork; forks and unverified sources always need a person.
+   When no candidate clears the bar, or several do, or the name is a near miss of a
+   known tool (typosquat), the candidates (GitHub and ecosystem alike) are a numbered
+   choice (:mod:`.choices`); ``--yes`` never picks one that did not clear the bar.
 
 Time is machine time (:mod:`.deadline`): stages 1-4 share ``timeout_s`` (90 s by
 default) and the registry and LLM stages have their own budgets (``stage_timeouts``: 5 s
@@ -38,9 +42,16 @@ import msgspec
 import trio
 
 from tsukud.clock import Clock, SystemClock
+from tsukud.discover import choices as choicesmod
 from tsukud.discover import present
 from tsukud.discover.deadline import Deadline
-from tsukud.discover.ecosystem import ProbeReport, describe, install_command, select
+from tsukud.discover.ecosystem import (
+    ProbeReport,
+    describe,
+    install_command,
+    misfit,
+    select,
+)
 from tsukud.discover.errors import (
     FROM_HINT,
     DiscoveryAmbiguous,
@@ -61,8 +72,8 @@ from tsukud.discover.llm_discovery import (
     repos_of,
     worst_case,
 )
-from tsukud.discover.model import Candidate, Discovery, Probe, RepoMeta, Verified
-from tsukud.discover.normalize import normalize_name, typosquat
+from tsukud.discover.model import Candidate, Choice, Discovery, Probe, RepoMeta, Verified
+from tsukud.discover.normalize import Typosquat, normalize_name, typosquat
 from tsukud.discover.registry_lookup import DiscoveryRegistry
 from tsukud.discover.search import Searcher
 from tsukud.discover.verify import Decision, assess, decide, merge
@@ -87,6 +98,8 @@ INPUT_ESTIMATE = 20_000  # tokens per turn: prompt, tools, server search results
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
 Ask = Callable[[ConfirmationRequired], Awaitable[None]]
+# A numbered choice among ``options``: the number picked (1-based), or None for none.
+Choose = Callable[[ConfirmationRequired, list[dict[str, Any]]], Awaitable[int | None]]
 
 
 async def _no_progress(_body: dict[str, Any]) -> None:
@@ -98,6 +111,10 @@ async def _no_emit(_type: str, _payload: dict[str, Any]) -> None:
 
 
 async def _refuse(question: ConfirmationRequired) -> None:
+    raise question
+
+
+async def _refuse_choice(question: ConfirmationRequired, _options: list[Any]) -> int | None:
     raise question
 
 
@@ -113,6 +130,7 @@ class Deps:
     searcher: Callable[[str | None], Searcher] | None = None
     search_fee: Callable[[str], Decimal | None] = lambda _name: None
     ask: Ask = _refuse
+    choose: Choose = _refuse_choice
     emit: Emit = _no_emit
     progress: Progress = _no_progress
     clock: Clock = field(default_factory=SystemClock)
@@ -145,6 +163,18 @@ class _State:
     spent: Decimal = Decimal(0)
     unpriced: bool = False
     llm_note: str | None = None
+    squat: Typosquat | None = None
+    eco_choices: list[Choice] = field(default_factory=list)  # same-name misfits
+    unreachable: list[str] = field(default_factory=list)  # ecosystems that erred or were late
+
+
+@dataclass
+class _Offer:
+    """Candidates a person must choose from (asked outside the deadline)."""
+
+    choices: list[Choice]
+    reason: str  # why nothing was picked automatically
+    outcome: Outcome | None = None  # the LLM stage's, when it ran
 
 
 class _Chain:
@@ -213,7 +243,7 @@ class _Chain:
             "discovery.started",
             {"requested": req.tool[:200], "yes": req.yes, "can_ask": req.can_ask},
         )
-        squat = typosquat(self.tool, self.deps.known_names())
+        squat = self.st.squat = typosquat(self.tool, self.deps.known_names())
         if squat is not None:
             self.st.warnings.append(squat.message())
             await self.emit(
@@ -221,12 +251,14 @@ class _Chain:
                 {"kind": "typosquat", "similar": squat.similar, "distance": squat.distance},
             )
             await self.progress("warning", f"warning: {squat.message()}", similar=squat.similar)
-        pending: tuple[Discovery, Decision | None] | list[Probe] | None = None
+        pending: tuple[Discovery, Decision | None] | list[Probe] | _Offer | None = None
         with self.deadline.limit(self.deps.timeout_s) as scope:
             pending = await self._resolve()
         if scope.cancelled_caught or pending is None:
             raise self.late("discovery", self.deps.timeout_s)
         self.st.stage = "confirm"
+        if isinstance(pending, _Offer):
+            return self.finish(await self._choose(pending))
         if isinstance(pending, list):  # several close ecosystem matches: ask, no deadline
             chosen = await self._disambiguate(pending)
             found = self._ecosystem_result(chosen, pending, "chosen by the user", None)
@@ -238,16 +270,22 @@ class _Chain:
             await self._approve(found, decision)
         return self.finish(found)
 
-    async def _resolve(self) -> tuple[Discovery, Decision | None] | list[Probe]:
+    async def _resolve(self) -> tuple[Discovery, Decision | None] | list[Probe] | _Offer:
         hit = await self._staged("registry", self._registry)
         if hit is not None:
             return hit, None
         eco = await self._ecosystems()
-        if isinstance(eco, list):
+        if isinstance(eco, list | _Offer):
             return eco
         if eco is not None:
             return eco, None
-        outcome = await self._staged("llm", self._llm)
+        try:
+            outcome = await self._staged("llm", self._llm)
+        except (DiscoveryNotFound, DiscoveryLLMUnavailable, DiscoverySearchFailed) as exc:
+            if not self.st.eco_choices:
+                raise
+            # Web search found nothing usable: the same-name packages are all there is.
+            return _Offer(list(self.st.eco_choices), f"web search found nothing ({exc.message})")
         return await self._verify(outcome)
 
     async def _staged(self, stage: str, run: Callable[[], Awaitable[_T]]) -> _T:
@@ -314,22 +352,36 @@ class _Chain:
 
     # ---- stage 2 -----------------------------------------------------------------------
 
-    async def _ecosystems(self) -> Discovery | list[Probe] | None:
+    async def _ecosystems(self) -> Discovery | list[Probe] | _Offer | None:
         self.st.stage = "ecosystem"
         started = self.deps.clock.now()
         await self.progress("ecosystem", "probing crates.io, npm, PyPI, RubyGems and Go")
         report = await self.deps.probe(self.tool)
         self.st.probes = list(report.matches)
+        self.st.unreachable = sorted({*report.errors, *report.late})
+        why_not = {p.builder: misfit(p, self.tool) for p in report.matches}
+        fitting = [p for p in report.accepted if not why_not[p.builder]]
+        self.st.eco_choices = [
+            choicesmod.from_probe(p, why="; ".join(why_not[p.builder]))
+            for p in report.matches
+            if why_not[p.builder]
+        ]
         detail: dict[str, Any] = {
             "matches": [f"{p.builder}:{p.source}" for p in report.matches],
             "rejected": report.rejected,
+            "misfits": {b: w for b, w in why_not.items() if w},
             "errors": report.errors,
             "late": report.late,
         }
-        sel = select(report.accepted)
+        sel = select(fitting)
         if sel.kind == "none":
             await self.stage_event("ecosystem", "miss", started, **detail)
             return None
+        near = self._near_miss()
+        if near is not None:  # a near miss of a known tool: a person picks, or nobody
+            await self.stage_event("ecosystem", "typosquat", started, **detail)
+            offered = [choicesmod.from_probe(p, why=near) for p in sel.ranked]
+            return _Offer([*offered, *self.st.eco_choices], f"none is recommended: {near}")
         if sel.chosen is None:  # ambiguous: the question is asked outside the deadline
             await self.stage_event("ecosystem", "ambiguous", started, **detail)
             return list(sel.ranked)
@@ -500,6 +552,14 @@ class _Chain:
 
     def _not_found(self, detail: str | None = None, **data: Any) -> DiscoveryNotFound:
         message = detail or f"could not find {self.tool} in the registry or any ecosystem"
+        if self.st.unreachable:
+            message += (
+                f" ({', '.join(self.st.unreachable)} could not be reached, so "
+                f"{self.tool} may be there)"
+                if not detail
+                else f" ({', '.join(self.st.unreachable)} could not be reached)"
+            )
+            data.setdefault("unreachable", list(self.st.unreachable))
         if self.st.llm_note and not detail:
             message += f"; {self.st.llm_note}"
         hint = "If you know where it comes from, " + FROM_HINT.format(tool=self.tool)
@@ -512,7 +572,7 @@ class _Chain:
 
     # ---- verification and decision -----------------------------------------------------
 
-    async def _verify(self, outcome: Outcome) -> tuple[Discovery, Decision]:
+    async def _verify(self, outcome: Outcome) -> tuple[Discovery, Decision] | _Offer:
         self.st.stage = "verify"
         started = self.deps.clock.now()
         candidates = merge(outcome.candidates)
@@ -558,6 +618,9 @@ class _Chain:
         rejected = tuple(
             {"source": r.source, "reason": r.reason or r.status} for r in decision.rejected
         )
+        offer = self._offer_after_search(decision, outcome)
+        if offer is not None:
+            return offer
         v = decision.selected
         if v is None:
             reasons = "; ".join(f"github:{r['source']}: {r['reason']}" for r in rejected)
@@ -605,6 +668,100 @@ class _Chain:
         self._sources = sources
         return found, decision
 
+    def _near_miss(self) -> str | None:
+        squat = self.st.squat
+        if squat is None:
+            return None
+        edits = "1 edit" if squat.distance == 1 else f"{squat.distance} edits"
+        return f"{self.tool!r} is {edits} from the known tool {squat.similar!r}"
+
+    def _offer_after_search(self, decision: Decision, outcome: Outcome) -> _Offer | None:
+        """A numbered choice instead of one answer: when several candidates clear the bar
+        (and no ``--yes`` picks the first), when none does but some could be picked, or
+        when the name is a near miss of a known tool. None: the usual single answer."""
+        near = self._near_miss()
+        recommended = (
+            [] if near else [v for v in decision.ranked if v.auto_approvable and v.popular]
+        )
+        others = [
+            v
+            for v in (*decision.ranked, *decision.rejected)
+            if v not in recommended and choicesmod.offerable(v)
+        ]
+        eco = self.st.eco_choices
+        if len(recommended) == 1:
+            return None
+        if recommended:
+            if self.req.yes or not self.req.confirm:
+                return None  # --yes (or a report) takes the first, as ranked
+            reason = f"{len(recommended)} clear the bar for a recommendation"
+        else:
+            if decision.selected is not None and len(others) + len(eco) == 1:
+                return None  # one source a person approves: the y/N question
+            if not others and not eco:
+                return None
+            reason = f"none is recommended: {near}" if near else "none clears the bar"
+
+        def why_not(v: Verified) -> str:
+            if near:
+                return near
+            if v.status == "rejected":
+                return v.reason or "it did not pass verification"
+            return _why_not_auto(v, decision) or "it did not pass the checks"
+
+        choices = [
+            choicesmod.from_verified(
+                v, recommended=True, why=f"verified on GitHub, not a fork, {v.popularity}"
+            )
+            for v in recommended
+        ]
+        choices += [choicesmod.from_verified(v, recommended=False, why=why_not(v)) for v in others]
+        return _Offer([*choices, *eco], reason, outcome)
+
+    async def _choose(self, offer: _Offer) -> Discovery:
+        tool, choices = self.tool, offer.choices
+        text = choicesmod.render(tool, offer.reason, choices)
+        options = choicesmod.as_data(choices)
+        if not self.req.can_ask:
+            raise DiscoveryConfirmationRequired(
+                text,
+                hint=choicesmod.how_to_name(tool, choices),
+                choices=options,
+            )
+        question = ConfirmationRequired(
+            text,
+            question=f"Which source should tsuku use for {tool}?",
+            kind="discovery.choice",
+            offered=[c.spec for c in choices],
+        )
+        picked = await self.deps.choose(question, options)
+        if picked is None:
+            raise DiscoveryDenied(
+                f"none of the {len(choices)} sources for {tool} was chosen: nothing was installed",
+                hint=_hint(DiscoveryDenied.default_hint, tool),
+            )
+        chosen = choices[picked - 1]
+        outcome = offer.outcome
+        await self.progress("chosen", f"using {chosen.spec} for {tool} (your choice)")
+        return Discovery(
+            tool=tool,
+            session=self.req.session,
+            stage="llm" if chosen.found_by == "llm" else "ecosystem",
+            builder=chosen.kind,
+            source=chosen.source,
+            reason=f"chosen by the user from {len(choices)} candidates ({offer.reason})",
+            confidence=chosen.confidence,
+            approval="user",
+            install_command=chosen.install_command,
+            metadata=msgspec.to_builtins(chosen),
+            alternatives=tuple(o for i, o in enumerate(options, 1) if i != picked),
+            provider=outcome.provider if outcome else None,
+            model=outcome.model if outcome else None,
+            spent_usd=None if self.st.unpriced else float(self.st.spent),
+            llm_turns=outcome.turns if outcome else 0,
+            searches=outcome.searches if outcome else 0,
+        )
+
     # ---- confirmation -----------------------------------------------------------------
 
     async def _approve(self, found: Discovery, decision: Decision) -> None:
@@ -612,12 +769,13 @@ class _Chain:
         assert v is not None
         req = self.req
         text = present.describe_llm(found, v, self._sources)
-        found.metadata["auto_approvable"] = decision.auto_approvable
+        found.metadata["auto_approvable"] = decision.auto_approvable and not self._near_miss()
         if not req.confirm:
             await self.progress("found", text, discovery=found.metadata)
             return
-        why_not = _why_not_auto(v, decision)
-        if req.yes and decision.auto_approvable:
+        near = self._near_miss()
+        why_not = near or _why_not_auto(v, decision)
+        if req.yes and decision.auto_approvable and near is None:
             found.approval = "yes_flag"
             await self.progress(
                 "found",

@@ -2,9 +2,12 @@
 
 Pure core: one parser per registry's JSON (exact-name matches only, case-insensitive),
 the quality filter (reference thresholds: enough downloads *or* enough versions), the
-ranking and the "clear winner" rule. Shell: :func:`probe_all` asks every registry in
-parallel under one shared deadline (3 s by default); a registry that errs or is late is
-simply not a match, and the report says which ones.
+fit check (:func:`misfit`: a same-name package that installs no executable or whose
+description has nothing to do with a command-line tool is only a candidate among the
+others, never the end of the chain), the ranking and the "clear winner" rule. Shell:
+:func:`probe_all` asks every registry in parallel under one shared deadline (3 s by
+default); a registry that errs or is late is simply not a match, and the report says
+which ones (discovery names them when it finds nothing).
 
 * crates.io: ``/api/v1/crates/<n>``; downloads = ``crate.recent_downloads`` (90 days),
   versions = ``len(versions)``, repository = ``crate.repository``.
@@ -19,6 +22,7 @@ simply not a match, and the report says which ones.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -82,6 +86,17 @@ def _same(a: Any, name: str) -> bool:
     return isinstance(a, str) and a.lower() == name.lower()
 
 
+def _bins(value: Any) -> tuple[str, ...] | None:
+    """npm's ``bin`` (a path, or names to paths) / crates.io's ``bin_names``."""
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, dict):
+        return tuple(str(k) for k in value)
+    if isinstance(value, list):
+        return tuple(str(v) for v in value if isinstance(v, str))
+    return None
+
+
 def parse_crates(name: str, body: Any) -> Probe | None:
     crate = _dict(_dict(body).get("crate"))
     if not _same(crate.get("name") or crate.get("id"), name):
@@ -89,6 +104,7 @@ def parse_crates(name: str, body: Any) -> Probe | None:
     repo_url = _str(crate.get("repository"))
     versions = _dict(body).get("versions")
     count = len(versions) if isinstance(versions, list) else len(crate.get("versions") or [])
+    newest = _dict(versions[0]) if isinstance(versions, list) and versions else {}
     return Probe(
         builder="crates.io",
         source=str(crate.get("name") or name),
@@ -98,6 +114,7 @@ def parse_crates(name: str, body: Any) -> Probe | None:
         repository=repo_from_url(repo_url) if repo_url else None,
         description=_str(crate.get("description")),
         latest=_str(crate.get("max_stable_version")) or _str(crate.get("max_version")),
+        executables=_bins(newest.get("bin_names")) if "bin_names" in newest else None,
     )
 
 
@@ -108,6 +125,8 @@ def parse_npm(name: str, packument: Any, downloads: Any) -> Probe | None:
     repo = doc.get("repository")
     repo_url = _str(repo.get("url")) if isinstance(repo, dict) else _str(repo)
     versions = doc.get("versions")
+    latest = _str(_dict(doc.get("dist-tags")).get("latest"))
+    manifest = _dict(_dict(versions).get(latest or ""))
     return Probe(
         builder="npm",
         source=str(doc["name"]),
@@ -116,7 +135,9 @@ def parse_npm(name: str, packument: Any, downloads: Any) -> Probe | None:
         has_repository=repo_url is not None,
         repository=repo_from_url(repo_url) if repo_url else None,
         description=_str(doc.get("description")),
-        latest=_str(_dict(doc.get("dist-tags")).get("latest")),
+        latest=latest,
+        # A published version's manifest without ``bin`` installs no command.
+        executables=(_bins(manifest.get("bin")) or ()) if manifest.get("version") else None,
     )
 
 
@@ -198,6 +219,31 @@ def quality(probe: Probe) -> str | None:
     )
 
 
+# Words a command-line tool's description uses; one of them, or the tool's own name, in a
+# package's description is enough to call it related.
+_TOOL_WORDS = re.compile(
+    r"\b(cli|command|commands|command-line|commandline|terminal|tool|tools|shell|console|"
+    r"binary|executable|utility|utilities|program)\b",
+    re.I,
+)
+
+
+def misfit(probe: Probe, tool: str) -> list[str]:
+    """Why a same-name package does not look like the tool (empty: it fits)."""
+    why: list[str] = []
+    low = quality(probe)
+    if low is not None:
+        why.append(f"little used ({low})")
+    if probe.executables == ():
+        why.append("it installs no executable")
+    desc = probe.description
+    if desc and not _TOOL_WORDS.search(desc):
+        words = [w for w in re.split(r"[-_.]", tool) if len(w) >= 3] or [tool]
+        if not any(w.lower() in desc.lower() for w in words):
+            why.append(f"its description is about something else ({desc[:80]!r})")
+    return why
+
+
 def rank(matches: list[Probe]) -> list[Probe]:
     return sorted(
         matches,
@@ -277,6 +323,16 @@ class ProbeReport:
     duration_ms: int = 0
 
 
+class RegistryUnreachable(Exception):
+    """A registry that answered with an outage (5xx) or a rate limit: unknown, not absent."""
+
+
+def _reachable(status: int) -> int:
+    if status >= 500 or status == 429:
+        raise RegistryUnreachable(f"HTTP {status}")
+    return status
+
+
 def _json(body: bytes) -> Any:
     import json
 
@@ -288,7 +344,7 @@ def _json(body: bytes) -> Any:
 
 async def _crates(get: Get, base: str, name: str) -> Probe | None:
     status, body = await get(f"{base}/api/v1/crates/{quote(name, safe='')}")
-    return parse_crates(name, _json(body)) if status == 200 else None
+    return parse_crates(name, _json(body)) if _reachable(status) == 200 else None
 
 
 async def _npm(get: Get, base: str, downloads_base: str, name: str) -> Probe | None:
@@ -308,7 +364,7 @@ async def _npm(get: Get, base: str, downloads_base: str, name: str) -> Probe | N
             fetch, "dl", f"{downloads_base}/downloads/point/last-week/{quote(name, safe='@')}"
         )
     doc = results.get("doc")
-    if doc is None or doc[0] != 200:
+    if doc is None or _reachable(doc[0]) != 200:
         return None
     dl = results.get("dl")
     return parse_npm(name, _json(doc[1]), _json(dl[1]) if dl and dl[0] == 200 else None)
@@ -316,12 +372,12 @@ async def _npm(get: Get, base: str, downloads_base: str, name: str) -> Probe | N
 
 async def _pypi(get: Get, base: str, name: str) -> Probe | None:
     status, body = await get(f"{base}/pypi/{quote(name, safe='')}/json")
-    return parse_pypi(name, _json(body)) if status == 200 else None
+    return parse_pypi(name, _json(body)) if _reachable(status) == 200 else None
 
 
 async def _rubygems(get: Get, base: str, name: str) -> Probe | None:
     status, body = await get(f"{base}/api/v1/gems/{quote(name, safe='')}.json")
-    if status != 200:
+    if _reachable(status) != 200:
         return None
     v_status, v_body = await get(f"{base}/api/v1/versions/{quote(name, safe='')}.json")
     return parse_rubygems(name, _json(body), _json(v_body) if v_status == 200 else None)
@@ -330,7 +386,7 @@ async def _rubygems(get: Get, base: str, name: str) -> Probe | None:
 async def _go(get: Get, base: str, name: str) -> Probe | None:
     escaped = go_escape(name)
     status, body = await get(f"{base}/{escaped}/@latest")
-    if status != 200:
+    if _reachable(status) != 200:
         return None
     l_status, l_body = await get(f"{base}/{escaped}/@v/list")
     listing = l_body.decode("utf-8", "replace") if l_status == 200 else ""
@@ -365,7 +421,7 @@ async def probe_all(
         try:
             probe = await probers[builder]()
         except Exception as exc:  # any failure of one registry is a miss for it
-            report.errors[builder] = str(getattr(exc, "message", None) or type(exc).__name__)
+            report.errors[builder] = str(getattr(exc, "message", None) or exc or type(exc).__name__)
             probe = None
         done.add(builder)
         if probe is not None:

@@ -25,6 +25,7 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     repository: str | None = None  # owner/repo when the repository is on github.com
     description: str | None = None
     latest: str | None = None
+    executables: tuple[str, ...] | None = None  # None: the registry does not say
 
 
 class Candidate(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -98,6 +99,34 @@ class Verified(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
             and not self.meta.fork
             and self.owner_change is None
         )
+
+
+class Choice(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One source a person may pick when discovery recommends none, or several.
+
+    ``kind`` is the source's builder (``github`` or an ecosystem: ``npm``, ``pypi``, ...)
+    so whoever acts on the pick (recipe generation, an ecosystem's own builder) knows
+    what it holds; ``why`` says why it is, or is not, recommended.
+    """
+
+    kind: str
+    source: str
+    recommended: bool
+    why: str
+    found_by: str  # ecosystem | llm
+    stars: int | None = None
+    downloads: int | None = None
+    version_count: int | None = None
+    age_days: int | None = None
+    owner: str | None = None
+    description: str | None = None
+    confidence: int | None = None
+    install_command: str | None = None  # ecosystem packages: how to install them there
+
+    @property
+    def spec(self) -> str:
+        """``github:owner/repo`` or ``npm:name``: what ``--from`` takes for GitHub."""
+        return f"{self.kind}:{self.source}"
 
 
 class Discovery(msgspec.Struct, kw_only=True, omit_defaults=True):

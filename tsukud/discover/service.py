@@ -236,6 +236,11 @@ class DiscoveryService:
                 progress, can_ask=can_ask, session=session, question=question
             )
 
+        async def choose(question: Any, options: list[dict[str, Any]]) -> int | None:
+            return await self.confirmations.choose(
+                progress, can_ask=can_ask, session=session, question=question, options=options
+            )
+
         deps = Deps(
             probe=self._probe,
             github_meta=self._github_meta,
@@ -248,6 +253,7 @@ class DiscoveryService:
             searcher=self.searcher,
             search_fee=self.search_fee,
             ask=ask,
+            choose=choose,
             emit=emit,
             progress=progress,
             timeout_s=float(c["discover.timeout_s"]),

@@ -109,6 +109,8 @@ class ConfirmationAnswered(Payload):
     discovery: dict[str, Any] | None = None
     option: dict[str, Any] | None = None
     recipe: dict[str, Any] | None = None  # a recipe written during install: tool, sha256
+    choice: int | None = None  # a numbered choice: the number picked
+    offered: list[str] | None = None  # a numbered choice: its sources, in order
 
 
 class GenerationStarted(Payload):
@@ -416,6 +418,7 @@ class DiscoveryStage(Payload):
     selection: str | None = None
     matches: list[str] | None = None
     rejected: Any = None
+    misfits: Any = None  # ecosystem: builder -> why a same-name package does not fit
     errors: Any = None
     late: Any = None
     provider: str | None = None

@@ -45,6 +45,7 @@ def pausing(hook: WaitHook) -> Iterator[None]:
 class _Pending:
     done: trio.Event = field(default_factory=trio.Event)
     yes: bool = False
+    choice: int | None = None  # a ``choose`` question: the number picked (1-based)
 
 
 class Confirmations:
@@ -65,6 +66,43 @@ class Confirmations:
         """Return if the user says yes; raise ``UserDeclined`` or the original question.
         ``shown``: what the client needs to show besides the question's data (a whole
         recipe), sent in the frame but not recorded in the ledger."""
+        pending, timed_out = await self._put(
+            progress, can_ask, session, question, timeout_s, shown or {}
+        )
+        if not pending.yes:
+            raise UserDeclined(
+                "declined" + (" (no answer within 5 minutes)" if timed_out else ""),
+            )
+
+    async def choose(
+        self,
+        progress: Any,
+        *,
+        can_ask: bool,
+        session: str | None,
+        question: ConfirmationRequired,
+        options: list[dict[str, Any]],
+        timeout_s: float = ANSWER_TIMEOUT_S,
+    ) -> int | None:
+        """A numbered choice (the frame's ``choose`` list): the number picked (1-based),
+        or None when the user picks none (or does not answer)."""
+        pending, _timed_out = await self._put(
+            progress, can_ask, session, question, timeout_s, {"choose": options}
+        )
+        picked = pending.choice
+        if pending.yes and picked is not None and 1 <= picked <= len(options):
+            return picked
+        return None
+
+    async def _put(
+        self,
+        progress: Any,
+        can_ask: bool,
+        session: str | None,
+        question: ConfirmationRequired,
+        timeout_s: float,
+        shown: dict[str, Any],
+    ) -> tuple[_Pending, bool]:
         if not can_ask:
             raise question
         token = secrets.token_hex(8)
@@ -77,7 +115,7 @@ class Confirmations:
                         "message": question.message,
                         "question": "Continue?",
                         **question.data,
-                        **(shown or {}),
+                        **shown,
                     }
                 }
             )
@@ -90,18 +128,17 @@ class Confirmations:
             del self._pending[token]
         answer = "granted" if pending.yes else "declined"
         reason = "timeout" if scope.cancelled_caught else "answered"
+        picked = {"choice": pending.choice} if "choose" in shown and pending.yes else {}
         await self._store.append(
-            f"confirmation.{answer}", {"reason": reason, **question.data}, session
+            f"confirmation.{answer}", {"reason": reason, **question.data, **picked}, session
         )
-        if not pending.yes:
-            raise UserDeclined(
-                "declined" + (" (no answer within 5 minutes)" if reason == "timeout" else ""),
-            )
+        return pending, scope.cancelled_caught
 
-    def answer(self, token: str, yes: bool) -> bool:
+    def answer(self, token: str, yes: bool, choice: int | None = None) -> bool:
         pending = self._pending.get(token)
         if pending is None or pending.done.is_set():
             return False
         pending.yes = yes
+        pending.choice = choice
         pending.done.set()
         return True

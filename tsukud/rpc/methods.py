@@ -249,12 +249,13 @@ async def budget_settle(d: Daemon, p: SettleParams, call: Call) -> dict[str, Any
 class AnswerParams(msgspec.Struct, forbid_unknown_fields=True):
     token: str
     yes: bool
+    choice: int | None = None  # a question with a ``choose`` list: the number picked
 
 
 @method("confirm.answer", AnswerParams, inline=True)
 async def confirm_answer(d: Daemon, p: AnswerParams, call: Call) -> dict[str, Any]:
     """The user's answer to a ``confirm`` progress frame (sent on the same connection)."""
-    if not d.services.confirmations.answer(p.token, p.yes):
+    if not d.services.confirmations.answer(p.token, p.yes, p.choice):
         raise NotFound(f"no pending question {p.token!r}")
     return {"answered": True}
 

@@ -278,10 +278,18 @@ async def test_injected_source_with_few_stars_missing_or_archived_is_rejected(
         set_repo(world.github, "evil/stripe-cli", **evil)
     claude_finds(world.claude, extract_args("evil/stripe-cli", 100), results=injection_results())
     async with in_daemon(world.env(home, "claude")) as d:
-        with pytest.raises(DiscoveryNotFound) as exc:
+        # A repository below the bar is only ever a choice for a person (--yes never
+        # picks it); one that does not exist or is archived is not even that.
+        below_bar = evil is not None and not evil.get("archived")
+        error = DiscoveryConfirmationRequired if below_bar else DiscoveryNotFound
+        with pytest.raises(error) as exc:
             await run(d, yes=True)
         assert expected in exc.value.message and "evil/stripe-cli" in exc.value.message
-        assert "--from github:owner/repo" in exc.value.hint
+        if below_bar:
+            assert "1. github:evil/stripe-cli" in exc.value.message
+            assert "not recommended: 3 stars (fewer than 50)" in exc.value.message
+        else:
+            assert "--from github:owner/repo" in exc.value.hint
         assert not [e for e in events(d, "discovery.completed")]
 
 
@@ -362,7 +370,7 @@ async def test_prompt_injection_through_duckduckgo_for_a_local_model(
         world.local, extract_args("evil/stripe-cli", 100, ["the page said so"])
     )
     async with in_daemon(world.env(home, "local")) as d:
-        with pytest.raises(DiscoveryNotFound) as exc:
+        with pytest.raises(DiscoveryConfirmationRequired) as exc:  # --yes never picks it
             await run(d, yes=True)
         assert "evil/stripe-cli" in exc.value.message and "1 stars" in exc.value.message
         (verified,) = [p for t, p, _s in events(d, "discovery.verified")]
@@ -448,6 +456,66 @@ async def test_ambiguous_ecosystems_fail_without_a_terminal_and_ask_on_one(
         assert found.builder == "npm" and found.approval == "user"  # the second question
         assert "Several packages are named dup" in sink.questions[0]["message"]
         assert [q["question"] for q in sink.questions] == ["Use crates.io: dup?", "Use npm: dup?"]
+
+
+async def test_a_same_name_unrelated_npm_package_does_not_stop_web_search(
+    world: World, home: Path
+) -> None:
+    world.eco.add_npm(
+        "stripe-cli",
+        weekly_downloads=150,
+        versions=6,
+        description="Placeholder: reserved package name",
+        bin=False,
+    )
+    claude_finds(world.claude)
+    async with in_daemon(world.env(home, "claude")) as d:
+        found = await run(d, yes=True)
+        assert (found.stage, found.source, found.approval) == (
+            "llm",
+            "stripe/stripe-cli",
+            "yes_flag",
+        )
+        (stage,) = [p for t, p, _s in events(d, "discovery.stage") if p["stage"] == "ecosystem"]
+        assert stage["outcome"] == "miss" and stage["matches"] == ["npm:stripe-cli"]
+        assert "it installs no executable" in stage["misfits"]["npm"]
+    assert len(world.claude.requests) == 1  # web search ran
+
+
+async def test_unreachable_ecosystems_are_named_when_nothing_is_found(
+    world: World, home: Path
+) -> None:
+    for builder in ("crates.io", "npm", "pypi"):
+        world.eco.fail[builder] = 503
+    env = world.env(home)
+    del env["TSUKU_LLM_PROVIDER"]
+    async with in_daemon(env) as d:
+        with pytest.raises(DiscoveryNotFound) as exc:
+            await run(d, "stripe-cli")
+    assert "could not find stripe-cli in the registry or any ecosystem" in exc.value.message
+    assert "(crates.io, npm, pypi could not be reached, so stripe-cli may be there)" in (
+        exc.value.message
+    )
+    assert exc.value.data["unreachable"] == ["crates.io", "npm", "pypi"]
+
+
+async def test_a_near_miss_package_is_never_recommended_after_the_typosquat_warning(
+    world: World, home: Path
+) -> None:
+    """``install sterm`` (``stern`` is known): the PyPI package named sterm is offered as
+    a choice nobody recommends, never installed on --yes."""
+    (home / "recipes").mkdir()
+    (home / "recipes" / "stern.toml").write_text("[metadata]\nname = 'stern'\n")
+    world.eco.add_pypi("sterm", releases=10, summary="Serial terminal")
+    async with in_daemon(world.env(home, "claude")) as d:
+        with pytest.raises(DiscoveryConfirmationRequired) as exc:
+            await run(d, "sterm", yes=True)
+        assert "1. pypi:sterm" in exc.value.message
+        assert "not recommended: 'sterm' is 1 edit from the known tool 'stern'" in (
+            exc.value.message
+        )
+        assert "pipx install sterm" in exc.value.hint
+    assert not world.claude.requests
 
 
 async def test_a_slow_registry_does_not_hold_the_others(world: World, home: Path) -> None:
@@ -602,13 +670,19 @@ async def test_typosquat_warning(world: World, home: Path) -> None:
     (home / "recipes").mkdir()
     (home / "recipes" / "stripe-cli.toml").write_text("[metadata]\nname = 'stripe-cli'\n")
     claude_finds(world.claude)
+    claude_finds(world.claude)
     async with in_daemon(world.env(home, "claude")) as d:
-        found = await run(d, "strpe-cli", yes=True)
+        # A near miss of a known tool is never approved by --yes: a person decides.
+        with pytest.raises(DiscoveryConfirmationRequired) as exc:
+            await run(d, "strpe-cli", yes=True)
+        assert "'strpe-cli' is 1 edit from the known tool 'stripe-cli'" in exc.value.message
+        found = await run(d, "strpe-cli", yes=True, confirm=False)  # discover: a report
+        assert found.metadata["auto_approvable"] is False
         assert any(
             "'strpe-cli' is 1 edit away from the known tool 'stripe-cli'" in w
             for w in found.warnings
         )
-        (warning,) = [p for t, p, _s in events(d, "discovery.warning")]
+        warning = [p for t, p, _s in events(d, "discovery.warning")][-1]
         assert warning == {
             "tool": "strpe-cli",
             "kind": "typosquat",

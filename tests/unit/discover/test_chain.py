@@ -65,21 +65,24 @@ def probe(builder: str, downloads: int, versions: int = 5, repo: bool = True) ->
     )
 
 
-def extract(source: str, confidence: int = 90) -> Response:
-    """The model's answer: one ``extract_source`` call, after a search that found it."""
-    call = ToolCall(
-        id="call-1",
-        name="extract_source",
-        arguments={
-            "builder": "github",
-            "source": source,
-            "confidence": confidence,
-            "evidence": [f"https://github.com/{source} is the official CLI"],
-            "reasoning": "the vendor's docs link to it",
-        },
+def extract(source: str, confidence: int = 90, *more: tuple[str, int]) -> Response:
+    """The model's answer: ``extract_source`` calls, after a search that found them."""
+    calls = tuple(
+        ToolCall(
+            id=f"call-{i}",
+            name="extract_source",
+            arguments={
+                "builder": "github",
+                "source": src,
+                "confidence": conf,
+                "evidence": [f"https://github.com/{src} is the official CLI"],
+                "reasoning": "the vendor's docs link to it",
+            },
+        )
+        for i, (src, conf) in enumerate(((source, confidence), *more), 1)
     )
     return Response(
-        message=AssistantMessage(parts=(call,)),
+        message=AssistantMessage(parts=calls),
         stop_reason=StopReason.TOOL_USE,
         raw_stop_reason="tool_use",
         usage=Usage(input_tokens=900, output_tokens=60, web_search_requests=1),
@@ -125,6 +128,8 @@ class World:
     answers: list[Response] | None = None  # None: no LLM configured
     budget_left: bool = True
     replies: list[bool] = field(default_factory=list)  # the user's y/N, in order
+    picks: list[int | None] = field(default_factory=list)  # the user's numbered choices
+    choices: list[tuple[ConfirmationRequired, list[dict[str, Any]]]] = field(default_factory=list)
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     questions: list[ConfirmationRequired] = field(default_factory=list)
     llm_opened: list[dict[str, Any]] = field(default_factory=list)
@@ -157,6 +162,12 @@ class World:
         if not self.replies.pop(0):
             raise UserDeclined("no")
 
+    async def choose(
+        self, question: ConfirmationRequired, options: list[dict[str, Any]]
+    ) -> int | None:
+        self.choices.append((question, options))
+        return self.picks.pop(0)
+
     async def emit(self, type_: str, payload: dict[str, Any]) -> None:
         self.events.append((type_, payload))
 
@@ -172,6 +183,7 @@ class World:
             if self.answers is not None
             else None,
             ask=self.ask,
+            choose=self.choose,
             emit=self.emit,
             clock=FixedClock(NOW.timestamp()),
             timeout_s=15.0,
@@ -363,11 +375,96 @@ async def test_a_repository_github_does_not_know_is_rejected() -> None:
     assert exc.value.exit_code == ExitCode.RECIPE_NOT_FOUND
 
 
-async def test_low_confidence_is_rejected_however_popular() -> None:
+async def test_low_confidence_is_never_picked_by_yes_but_offered_as_a_choice() -> None:
     world = World(answers=[extract("stripe/stripe-cli", confidence=40)])
     world.repos["stripe/stripe-cli"] = STRIPE
-    with pytest.raises(DiscoveryNotFound, match="confidence 40 is below 70"):
+    with pytest.raises(DiscoveryConfirmationRequired) as exc:
         await discover(request(yes=True), world.deps())
+    assert "1. github:stripe/stripe-cli  (1,800 stars, created 7 years ago, owner stripe" in (
+        exc.value.message
+    )
+    assert "not recommended: confidence 40 is below 70" in exc.value.message
+    assert "tsukuctl install stripe-cli --from github:stripe/stripe-cli" in exc.value.hint
+    assert exc.value.data["choices"][0]["source"] == "stripe/stripe-cli"
+
+
+def small(name: str, stars: int) -> RepoMeta:
+    return RepoMeta(
+        full_name=name, stars=stars, owner=name.split("/")[0], created_at="2025-11-01T00:00:00Z"
+    )
+
+
+async def test_two_candidates_below_the_bar_are_a_numbered_choice() -> None:
+    world = World(
+        answers=[extract("alice/sterm", 90, ("bob/sterm", 75))],
+        repos={"alice/sterm": small("alice/sterm", 12), "bob/sterm": small("bob/sterm", 30)},
+        picks=[2],
+    )
+    found = await discover(request("sterm", yes=True, can_ask=True), world.deps())
+    assert (found.builder, found.source, found.approval) == ("github", "bob/sterm", "user")
+    (question, options) = world.choices[0]
+    assert question.data["kind"] == "discovery.choice"
+    assert question.data["offered"] == ["github:alice/sterm", "github:bob/sterm"]
+    assert [(o["number"], o["source"], o["recommended"]) for o in options] == [
+        (1, "alice/sterm", False),
+        (2, "bob/sterm", False),
+    ]
+    assert "12 stars (fewer than 50)" in question.message
+    assert "created 1 year ago" in question.message and "owner bob" in question.message
+    assert [a["source"] for a in found.alternatives] == ["alice/sterm"]
+
+
+async def test_picking_none_of_the_choices_is_denied() -> None:
+    world = World(
+        answers=[extract("alice/sterm", 90, ("bob/sterm", 75))],
+        repos={"alice/sterm": small("alice/sterm", 12), "bob/sterm": small("bob/sterm", 30)},
+        picks=[None],
+    )
+    with pytest.raises(DiscoveryDenied, match="none of the 2 sources for sterm was chosen"):
+        await discover(request("sterm", can_ask=True), world.deps())
+
+
+async def test_several_above_the_bar_are_a_choice_unless_yes_takes_the_first() -> None:
+    other = RepoMeta(full_name="stripe/cli-next", stars=900, owner="stripe")
+    answers = [extract("stripe/stripe-cli", 95, ("stripe/cli-next", 80))]
+    repos: dict[str, RepoMeta | Exception] = {"stripe/stripe-cli": STRIPE, "stripe/cli-next": other}
+    world = World(answers=list(answers), repos=dict(repos), picks=[2])
+    found = await discover(request(can_ask=True), world.deps())
+    assert (found.source, found.approval) == ("stripe/cli-next", "user")
+    assert [o["recommended"] for o in world.choices[0][1]] == [True, True]
+    world = World(answers=list(answers), repos=dict(repos))
+    found = await discover(request(yes=True), world.deps())
+    assert (found.source, found.approval) == ("stripe/stripe-cli", "yes_flag")
+    assert not world.choices
+
+
+async def test_a_same_name_package_that_does_not_fit_does_not_stop_web_search() -> None:
+    unrelated = Probe(
+        builder="npm",
+        source="stripe-cli",
+        downloads=150,
+        version_count=6,
+        description="A tiny placeholder package",
+        executables=(),
+    )
+    world = World(probes=[unrelated], answers=[extract("stripe/stripe-cli")])
+    world.repos["stripe/stripe-cli"] = STRIPE
+    found = await discover(request(yes=True), world.deps())
+    assert (found.stage, found.source, found.approval) == ("llm", "stripe/stripe-cli", "yes_flag")
+    stage = [p for t, p in world.events if t == "discovery.stage" and p["stage"] == "ecosystem"]
+    assert stage[0]["misfits"]["npm"] == [
+        "it installs no executable",
+        "its description is about something else ('A tiny placeholder package')",
+    ]
+
+
+async def test_without_web_search_a_misfit_is_only_offered() -> None:
+    unrelated = Probe(builder="npm", source="stripe-cli", downloads=3, version_count=1)
+    world = World(probes=[unrelated])
+    with pytest.raises(DiscoveryConfirmationRequired) as exc:
+        await discover(request(yes=True), world.deps())
+    assert "1. npm:stripe-cli" in exc.value.message and "little used" in exc.value.message
+    assert "npm install -g stripe-cli" in exc.value.hint
 
 
 async def test_an_unverifiable_source_needs_a_person() -> None:
@@ -515,9 +612,16 @@ async def test_a_name_that_is_not_a_tool_name_is_refused() -> None:
     assert world.events == [("discovery.failed", world.last("discovery.failed"))]
 
 
-async def test_a_name_close_to_a_known_tool_is_warned_about() -> None:
+async def test_a_name_close_to_a_known_tool_is_never_recommended_without_a_choice() -> None:
     world = World(probes=[probe("npm", 10)])
-    found = await discover(request("ripgrap"), world.deps())
+    with pytest.raises(DiscoveryConfirmationRequired) as exc:
+        await discover(request("ripgrap", yes=True), world.deps())
     warning = world.last("discovery.warning")
     assert (warning["kind"], warning["similar"]) == ("typosquat", "ripgrep")
+    assert "not recommended: 'ripgrap' is 1 edit from the known tool 'ripgrep'" in (
+        exc.value.message
+    )
+    world = World(probes=[probe("npm", 10)], picks=[1])
+    found = await discover(request("ripgrap", can_ask=True), world.deps())
+    assert (found.builder, found.approval) == ("npm", "user")
     assert any("ripgrep" in w for w in found.warnings)
