@@ -125,14 +125,15 @@ class Client:
         params: dict[str, Any] | None = None,
         *,
         on_progress: Callable[[Any], None] | None = None,
-        on_confirm: Callable[[dict[str, Any]], bool] | None = None,
+        on_confirm: Callable[[dict[str, Any]], bool | int] | None = None,
     ) -> Any:
         """Send one request and wait for its final frame.
 
         A ``confirm`` progress frame is a question from the daemon (schema/rpc.md): it is
         answered with ``confirm.answer`` on this connection, by ``on_confirm`` or, without
-        one, with no. Ctrl-C cancels the request (``cancel``) and waits for its answer:
-        a ``cancelled`` error whose data says what the run spent.
+        one, with no (a numbered ``choose`` question: the number ``on_confirm`` returns).
+        Ctrl-C cancels the request (``cancel``) and waits for its answer: a ``cancelled``
+        error whose data says what the run spent.
         """
         rid = self.send(method, params)
         cancelling = False
@@ -146,8 +147,10 @@ class Client:
                     continue
                 if isinstance(progress, dict) and isinstance(progress.get("confirm"), dict):
                     question = progress["confirm"]
-                    yes = bool(on_confirm(question)) if on_confirm is not None else False
-                    self.send("confirm.answer", {"token": question.get("token"), "yes": yes})
+                    from tsukuctl.choose import answer_params  # only when asked
+
+                    said = on_confirm(question) if on_confirm is not None else False
+                    self.send("confirm.answer", answer_params(question, said))
                     continue
                 if "progress" in frame:
                     if on_progress is not None:

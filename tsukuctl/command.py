@@ -73,8 +73,13 @@ def can_ask() -> bool:
     return sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def ask_on_terminal(question: dict[str, Any]) -> bool:
-    """Answer a daemon's ``confirm`` frame with a y/N prompt; default no."""
+def ask_on_terminal(question: dict[str, Any]) -> bool | int:
+    """Answer a daemon's ``confirm`` frame with a y/N prompt; default no. A numbered
+    choice (``choose``) is answered with the number picked (0: none)."""
+    from tsukuctl.choose import choose_on_terminal, is_choice
+
+    if is_choice(question):
+        return choose_on_terminal(question)
     message = terminal_safe(str(question.get("message", "")))
     asked = terminal_safe(str(question.get("question", "Continue?")), one_line=True)
     sys.stderr.write(f"{message}\n{asked} [y/N] ")

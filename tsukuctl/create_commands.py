@@ -47,21 +47,9 @@ def summary(res: dict[str, Any]) -> None:
         err(f"{prefix}: {w}")
     stats = res.get("tool_stats")
     if stats:
-        rows = [
-            [
-                s["name"],
-                s.get("path") or s.get("asset") or "",
-                s["duration_ms"],
-                "ok" if s["ok"] else s.get("error_type") or "error",
-                s.get("bytes") if s.get("bytes") is not None else "",
-            ]
-            for s in stats
-        ]
-        err(
-            render.table(
-                ("TOOL", "ARGUMENT", "MS", "RESULT", "BYTES"), rows, right=frozenset({2, 4})
-            )
-        )
+        from tsukuctl.tool_stats import print_tool_stats
+
+        print_tool_stats(stats)
 
 
 def _install(args: argparse.Namespace, tool: str) -> int:

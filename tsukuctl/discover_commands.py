@@ -67,10 +67,15 @@ def cmd_discover(args: argparse.Namespace) -> int:
             "provider": args.provider,
             "only_provider": args.only_provider,
             "no_llm": args.no_llm,
+            "collect_tool_stats": args.collect_tool_stats,
         },
         on_progress=None if args.json else show_progress,
         on_confirm=ask_on_terminal,
     )
+    if args.collect_tool_stats and not args.json:
+        from tsukuctl.tool_stats import print_tool_stats
+
+        print_tool_stats(res.get("tool_stats") or [])
     out(render.jsonl(res) if args.json else summary(res))
     return 0
 
@@ -88,5 +93,10 @@ def register(sub: Any) -> None:
     )
     add_provider_flags(p)
     p.add_argument("--no-llm", action="store_true", help="registry and ecosystems only")
+    p.add_argument(
+        "--collect-tool-stats",
+        action="store_true",
+        help="list the model's tool calls (its searches, extract_source)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_discover)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def answer(question: dict[str, Any]) -> bool:
+def answer(question: dict[str, Any]) -> bool | int:
     """A daemon's question. A recipe written on the way (no recipe existed) is shown and
     reviewed exactly as ``tsukuctl create`` shows it; anything else is a y/N."""
     created = question.get("create")
@@ -58,6 +58,8 @@ def cmd_install(args: argparse.Namespace) -> int:
         if not args.no_discover:  # no recipe: discover, create, install (tsukuctl discover)
             params.update(discover=True)
             params.update(source=args.source, search_provider=args.search_provider)
+        if args.collect_tool_stats:
+            params["collect_tool_stats"] = True
         res = rpc(args, "install", params, on_progress=progress, on_confirm=answer)
     finally:
         progress.close()
@@ -75,6 +77,10 @@ def cmd_install(args: argparse.Namespace) -> int:
             "trusted": "from the discovery registry",
         }.get(found.get("approval"), "named with --from")
         out(f"discovered {res['tool']}: github:{found.get('source')} ({how})")
+    if args.collect_tool_stats:
+        from tsukuctl.tool_stats import print_tool_stats
+
+        print_tool_stats(res.get("tool_stats") or [])
     bins = ", ".join(res.get("binaries") or []) or "no binaries"
     replaced = f", replacing {res['replaced']}" if res.get("replaced") else ""
     out(f"installed {res['tool']} {res['version']} ({bins}) in {res['install_dir']}{replaced}")
@@ -186,6 +192,11 @@ def register(sub: Any) -> None:
     p.add_argument("--from", dest="source", metavar="SOURCE", help="no recipe: github:owner/repo")
     p.add_argument("--search-provider", choices=("ddg", "tavily", "brave"), help="discovery")
     p.add_argument("--no-discover", action="store_true", help="no recipe: fail, do not search")
+    p.add_argument(
+        "--collect-tool-stats",
+        action="store_true",
+        help="no recipe: list the models' tool calls (discovery's searches, create's)",
+    )
     p.set_defaults(fn=cmd_install)
 
     p = sub.add_parser("list", help="installed tools")

@@ -31,6 +31,7 @@ the same session and the price of every token and search.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -72,12 +73,21 @@ from tsukud.discover.llm_discovery import (
     repos_of,
     worst_case,
 )
-from tsukud.discover.model import Candidate, Choice, Discovery, Probe, RepoMeta, Verified
+from tsukud.discover.model import (
+    Candidate,
+    Choice,
+    Discovery,
+    Probe,
+    ReleaseCheck,
+    RepoMeta,
+    Verified,
+)
 from tsukud.discover.normalize import Typosquat, normalize_name, typosquat
 from tsukud.discover.registry_lookup import DiscoveryRegistry
 from tsukud.discover.search import Searcher
 from tsukud.discover.verify import Decision, assess, decide, merge
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, TsukuError, UserDeclined
+from tsukud.events.catalogue import ToolCalled
 from tsukud.policy.confirm import pausing
 
 if TYPE_CHECKING:
@@ -122,6 +132,8 @@ async def _refuse_choice(question: ConfirmationRequired, _options: list[Any]) ->
 class Deps:
     probe: Callable[[str], Awaitable[ProbeReport]]
     github_meta: Callable[[str], Awaitable[RepoMeta]]
+    # The latest release's assets for this platform (None: not checked, e.g. in tests).
+    release_check: Callable[[str], Awaitable[ReleaseCheck]] | None = None
     registry: DiscoveryRegistry | None = None
     recipe_lookup: Callable[[str], Awaitable[str | None]] | None = None
     known_names: Callable[[], Iterable[str]] = tuple
@@ -149,6 +161,7 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
     search_provider: str | None = None
     providers: str | None = None  # LLM order, e.g. "claude,gemini"
     llm: bool = True  # False: registry and ecosystems only
+    collect_tool_stats: bool = False  # the result lists every tool call (tool_stats)
 
 
 @dataclass
@@ -166,6 +179,7 @@ class _State:
     squat: Typosquat | None = None
     eco_choices: list[Choice] = field(default_factory=list)  # same-name misfits
     unreachable: list[str] = field(default_factory=list)  # ecosystems that erred or were late
+    tool_calls: list[ToolCalled] = field(default_factory=list)
 
 
 @dataclass
@@ -195,6 +209,11 @@ class _Chain:
     async def emit(self, type_: str, payload: dict[str, Any]) -> None:
         await self.deps.emit(type_, {"tool": self.tool, **payload})
 
+    async def record_tool_call(self, call: ToolCalled) -> None:
+        """A model's tool call: a ``tool.called`` event (create's payload, no tool key)."""
+        self.st.tool_calls.append(call)
+        await self.deps.emit("tool.called", msgspec.to_builtins(call))
+
     async def stage_event(self, stage: str, outcome: str, started: float, **extra: Any) -> None:
         ms = round((self.deps.clock.now() - started) * 1000)
         self.st.timings[stage] = ms
@@ -205,6 +224,8 @@ class _Chain:
         found.waited_ms = round(self.deadline.waited_s * 1000)
         found.timings_ms = dict(self.st.timings)
         found.warnings = tuple(dict.fromkeys((*self.st.warnings, *found.warnings)))
+        if self.req.collect_tool_stats:
+            found.tool_stats = tuple(msgspec.to_builtins(c) for c in self.st.tool_calls)
         return found
 
     def machine_ms(self) -> int:
@@ -499,6 +520,7 @@ class _Chain:
                     max_searches=deps.max_searches,
                     progress=lambda message, extra: self.progress("llm", message, **extra),
                     emit=self.emit,
+                    record=self.record_tool_call,
                 )
                 try:
                     outcome = await session.discover(providers)
@@ -602,6 +624,7 @@ class _Chain:
             )
             for c in candidates
         ]
+        verified = await self._check_releases(verified)
         for item in verified:
             await self.emit(
                 "discovery.verified",
@@ -667,6 +690,31 @@ class _Chain:
         )
         self._sources = sources
         return found, decision
+
+    async def _check_releases(self, verified: list[Verified]) -> list[Verified]:
+        """Whether each verified candidate's latest release has an asset for this
+        platform; one that has none gets a warning and is never auto-approved."""
+        check = self.deps.release_check
+        if check is None:
+            return verified
+        checked: dict[str, ReleaseCheck] = {}
+
+        async def one(v: Verified) -> None:
+            with contextlib.suppress(TsukuError):  # GitHub could not say: claim nothing
+                checked[v.source] = await check(v.source)
+
+        async with trio.open_nursery() as nursery:
+            for v in verified:
+                if v.status == "verified":
+                    nursery.start_soon(one, v)
+        out = []
+        for v in verified:
+            rc = checked.get(v.source)
+            if rc is not None:
+                extra = (rc.note,) if rc.note else ()
+                v = msgspec.structs.replace(v, release=rc, warnings=(*v.warnings, *extra))
+            out.append(v)
+        return out
 
     def _near_miss(self) -> str | None:
         squat = self.st.squat
@@ -828,6 +876,10 @@ def _why_not_auto(v: Verified, decision: Decision) -> str:
         return f"its owner changed from {moved[0]} to {moved[1]} (transferred or redirected)"
     if v.meta is not None and v.meta.fork:
         return "it is a fork"
+    if v.release is not None and not v.release.installable:
+        return (
+            f"it has no release asset for {v.release.platform} (it needs the instructions builder)"
+        )
     if not v.popular:
         return "it is not popular enough to approve automatically"
     if not decision.auto_approvable:

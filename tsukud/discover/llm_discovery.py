@@ -22,11 +22,18 @@ The loop stops at the first turn that yields a valid candidate. A provider that 
 answers without a source ends the stage (another model would cost money for the same
 web). Every candidate goes through :func:`parse_extract`: a source that is not a safe
 ``owner/repo`` is answered with an error the model can correct.
+
+Every tool call is recorded as create's are (a ``tool.called`` payload, kept for
+``--collect-tool-stats``): ``extract_source`` and the client-side ``web_search`` with
+their time, and the provider's own searches from the response (Claude's
+``server_tool_use`` blocks with their query and result, Gemini's grounding queries),
+whose time is part of the turn's (``duration_ms`` 0).
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -37,6 +44,7 @@ from tsukud.discover.model import MIN_CONFIDENCE, Candidate
 from tsukud.discover.normalize import BadSource, github_source, repo_from_url
 from tsukud.discover.sanitize_html import clean, clip, remove_invisible
 from tsukud.discover.search import Searcher, SearchResponse, format_for_llm
+from tsukud.events.catalogue import ToolCalled
 from tsukud.llm.types import (
     AssistantMessage,
     Citation,
@@ -225,6 +233,48 @@ def parse_extract(
 
 Progress = Callable[[str, dict[str, Any]], Awaitable[None]]  # (message, extra)
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
+Record = Callable[[ToolCalled], Awaitable[None]]  # one tool call, as create logs them
+
+
+async def _no_record(_call: ToolCalled) -> None:
+    return None
+
+
+def _ms(started: float) -> int:
+    return round((time.monotonic() - started) * 1000)
+
+
+def server_searches(resp: Response) -> list[ToolCalled]:
+    """The searches the provider ran itself during one turn: Claude's ``server_tool_use``
+    blocks (with the query and, from the matching result block, ok or the error code);
+    otherwise the usage's count (Gemini's grounding queries)."""
+    blocks = [p.data for p in resp.message.parts if isinstance(p, ProviderBlock)]
+    results = {
+        b.get("tool_use_id"): b.get("content")
+        for b in blocks
+        if b.get("type") == "web_search_tool_result"
+    }
+    calls: list[ToolCalled] = []
+    for b in blocks:
+        if b.get("type") != "server_tool_use":
+            continue
+        args = b.get("input")
+        query = args.get("query") if isinstance(args, dict) else None
+        content = results.get(b.get("id"))
+        error = str(content.get("error_code") or "error") if isinstance(content, dict) else None
+        calls.append(
+            ToolCalled(
+                name=str(b.get("name") or "web_search"),
+                ok=error is None,
+                duration_ms=0,
+                query=clip(" ".join(str(query).split()), 200) if query else None,
+                error_type=error,
+            )
+        )
+    if not calls and resp.usage.web_search_requests:
+        name = "google_search" if resp.provider == "gemini" else "web_search"
+        calls = [ToolCalled(name=name, ok=True, duration_ms=0)] * resp.usage.web_search_requests
+    return calls
 
 
 async def _quiet(_message: str, _extra: dict[str, Any]) -> None:
@@ -330,8 +380,10 @@ class LLMDiscovery:
         max_searches: int = 3,
         progress: Progress = _quiet,
         emit: Emit = _no_emit,
+        record: Record = _no_record,
     ) -> None:
         self.run = run
+        self._record = record
         self.tool = tool
         self.searcher = searcher
         self.search_fee = search_fee
@@ -382,6 +434,8 @@ class LLMDiscovery:
             return None
         outcome.model = resp.model
         outcome.searches += resp.usage.web_search_requests
+        for call in server_searches(resp):
+            await self._record(call)
         for source in resp.citations:  # Claude's search results, Gemini's grounding
             outcome.add_source(source)
         self._note_search_errors(resp.message, outcome)
@@ -500,17 +554,29 @@ class LLMDiscovery:
         return results, searched
 
     async def _extract(self, call: ToolCall, outcome: Outcome) -> ToolResult:
+        started = time.monotonic()
         try:
             candidate = parse_extract(
                 call.arguments, seen=outcome.seen, provider=outcome.provider, model=outcome.model
             )
         except ExtractError as exc:
+            await self._record(
+                ToolCalled(
+                    name=call.name,
+                    ok=False,
+                    duration_ms=_ms(started),
+                    error_type="invalid_arguments",
+                )
+            )
             await self._emit(
                 "discovery.candidate_refused",
                 {"reason": str(exc)[:300], "provider": outcome.provider},
             )
             return ToolResult(call.id, f"Error: {exc}", is_error=True, name=call.name)
         outcome.candidates.append(candidate)
+        await self._record(
+            ToolCalled(name=call.name, ok=True, duration_ms=_ms(started), query=candidate.source)
+        )
         await self._emit(
             "discovery.candidate",
             {
@@ -537,18 +603,37 @@ class LLMDiscovery:
         )
 
     async def _search(self, call: ToolCall, outcome: Outcome) -> ToolResult:
+        started = time.monotonic()
+        result, error_type = await self._searched(call, outcome)
+        query = call.arguments.get("query") if isinstance(call.arguments, dict) else None
+        await self._record(
+            ToolCalled(
+                name=call.name,
+                ok=not result.is_error,
+                duration_ms=_ms(started),
+                query=clip(" ".join(query.split()), 200) if isinstance(query, str) else None,
+                bytes=None if result.is_error else len(str(result.content).encode()),
+                error_type=error_type,
+            )
+        )
+        return result
+
+    async def _searched(self, call: ToolCall, outcome: Outcome) -> tuple[ToolResult, str | None]:
+        """The search's result for the model, and the error type when it failed."""
         assert self.searcher is not None
         query = call.arguments.get("query") if isinstance(call.arguments, dict) else None
         if not isinstance(query, str) or not query.strip():
-            return ToolResult(call.id, "Error: web_search: query is required", True, call.name)
+            result = ToolResult(call.id, "Error: web_search: query is required", True, call.name)
+            return result, "bad_arguments"
         if outcome.searches >= self.max_searches:
-            return ToolResult(
+            limit = ToolResult(
                 call.id,
                 f"Error: the search limit ({self.max_searches}) is reached; call "
                 "extract_source with what you have found, or say you found nothing",
                 True,
                 call.name,
             )
+            return limit, "limit_reached"
         query = clip(" ".join(remove_invisible(query).split()), 200)
         outcome.searches += 1
         await self._progress(
@@ -563,7 +648,10 @@ class LLMDiscovery:
                 "discovery.search",
                 {"provider": self.searcher.name, "ok": False, "error": exc.message[:300]},
             )
-            return ToolResult(call.id, f"Error: web_search failed: {exc.message}", True, call.name)
+            failed = ToolResult(
+                call.id, f"Error: web_search failed: {exc.message}", True, call.name
+            )
+            return failed, "search_failed"
         payload: dict[str, Any] = {
             "provider": self.searcher.name,
             "ok": True,
@@ -576,4 +664,4 @@ class LLMDiscovery:
         await self._emit("discovery.search", payload)
         for r in response.results:
             outcome.add_source(Citation(r.url, r.title))
-        return ToolResult(call.id, format_for_llm(response), name=call.name)
+        return ToolResult(call.id, format_for_llm(response), name=call.name), None

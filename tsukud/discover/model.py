@@ -59,6 +59,16 @@ class RepoMeta(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     pushed_at: str | None = None
 
 
+class ReleaseCheck(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Whether a repository's latest release has an asset for this platform."""
+
+    platform: str  # os/arch
+    installable: bool
+    tag: str | None = None
+    assets: tuple[str, ...] = ()  # the assets for this platform (at most 5)
+    note: str | None = None  # why it is not installable
+
+
 class Verified(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A candidate after the GitHub check and the gate.
 
@@ -76,6 +86,7 @@ class Verified(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     popularity: str | None = None  # why it counts as popular
     reason: str | None = None  # why rejected / unverified
     warnings: tuple[str, ...] = ()
+    release: ReleaseCheck | None = None  # None: not checked
 
     @property
     def source(self) -> str:
@@ -98,6 +109,7 @@ class Verified(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
             and self.meta is not None
             and not self.meta.fork
             and self.owner_change is None
+            and (self.release is None or self.release.installable)
         )
 
 
@@ -155,3 +167,4 @@ class Discovery(msgspec.Struct, kw_only=True, omit_defaults=True):
     duration_ms: int = 0  # machine time: waiting for the user's answers is not counted
     waited_ms: int = 0  # time spent waiting for the user's answers
     timings_ms: dict[str, int] = msgspec.field(default_factory=dict)
+    tool_stats: tuple[dict[str, Any], ...] | None = None  # --collect-tool-stats

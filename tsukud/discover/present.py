@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from tsukud.discover.model import Discovery, Verified
 from tsukud.discover.verify import ago
 from tsukud.terminal import terminal_safe
@@ -44,6 +46,8 @@ def metadata(v: Verified) -> dict[str, Any]:
     moved = v.owner_change
     if moved is not None:
         out["previous_owner"] = moved[0]
+    if v.release is not None:
+        out["release"] = msgspec.to_builtins(v.release)
     if v.popularity:
         out["popularity"] = v.popularity
     if v.reason:
@@ -83,6 +87,9 @@ def describe_llm(found: Discovery, v: Verified, sources: list[tuple[str, str]]) 
     lines.append(f"  Confidence:   {v.candidate.confidence}/100 (the model's own estimate)")
     if v.popularity and not v.popularity.endswith(" stars"):
         lines.append(f"  Popularity:   {v.popularity}")
+    rc = v.release
+    if rc is not None and rc.installable:
+        lines.append(f"  Release:      {_shown(rc.tag or '')}: {_shown(', '.join(rc.assets))}")
     if v.candidate.evidence:
         lines.append("  Evidence (from the model):")
         lines += [f"    - {_shown(e)}" for e in v.candidate.evidence]

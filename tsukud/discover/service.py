@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from tsukud.clock import Clock
     from tsukud.config import Config
     from tsukud.discover.ecosystem import ProbeReport
-    from tsukud.discover.model import RepoMeta
+    from tsukud.discover.model import ReleaseCheck, RepoMeta
     from tsukud.discover.registry_lookup import DiscoveryRegistry
     from tsukud.discover.search import Searcher
     from tsukud.discover.web import Web
@@ -166,6 +166,12 @@ class DiscoveryService:
 
         return await fetch_meta(self._github(), repo)
 
+    async def _release_check(self, repo: str) -> ReleaseCheck:
+        from tsukud.discover.releases import check_release
+        from tsukud.recipe.platform import host_platform
+
+        return await check_release(self._github(), repo, host_platform())
+
     def _providers(
         self, requested: str | None, *, only: bool | None = None
     ) -> Sequence[tuple[str, str]]:
@@ -212,6 +218,7 @@ class DiscoveryService:
         only_provider: bool | None = None,
         llm: bool = True,
         session: str | None = None,
+        collect_tool_stats: bool = False,
     ) -> Discovery:
         c = self._config()
         session = session or "discover-" + secrets.token_hex(6)
@@ -244,6 +251,7 @@ class DiscoveryService:
         deps = Deps(
             probe=self._probe,
             github_meta=self._github_meta,
+            release_check=self._release_check,
             registry=self.discovery_registry(),
             recipe_lookup=self._recipe,
             known_names=self.known_names,
@@ -274,5 +282,6 @@ class DiscoveryService:
             search_provider=search_provider,
             providers=providers,
             llm=llm,
+            collect_tool_stats=collect_tool_stats,
         )
         return await discover(req, deps)

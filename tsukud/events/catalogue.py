@@ -328,13 +328,15 @@ class GenerationFailed(Payload):
 
 
 class ToolCalled(Payload, omit_defaults=True):
-    """One tool call of the model (fetch_file, inspect_archive, extract_pattern)."""
+    """One tool call of the model: create's fetch_file, inspect_archive, extract_pattern;
+    discovery's extract_source, web_search and the provider's own searches."""
 
     name: str
     ok: bool
     duration_ms: int
     path: str | None = None
     asset: str | None = None
+    query: str | None = None  # discovery: the search query, or the extracted source
     bytes: int | None = None
     error_type: str | None = None
 
@@ -452,6 +454,8 @@ class DiscoveryVerified(Payload):
     parent_stars: int | None = None
     popularity: str | None = None
     reason: str | None = None
+    previous_owner: str | None = None
+    release: dict[str, Any] | None = None  # the latest release's assets for this platform
 
 
 class DiscoveryCandidate(Payload):

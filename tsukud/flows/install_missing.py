@@ -47,6 +47,7 @@ class MissingToolInstalled(msgspec.Struct, frozen=True, kw_only=True):
     source: str  # owner/repo on GitHub
     discovery: Discovery | None  # None when the source was given (--from)
     created: CreatedRecipe
+    tool_stats: tuple[dict[str, Any], ...] | None = None  # discovery's, then create's
 
 
 class InstallMissing:
@@ -74,6 +75,7 @@ class InstallMissing:
         can_ask: bool = False,
         search_provider: str | None = None,
         source: str | None = None,
+        collect_tool_stats: bool = False,
     ) -> MissingToolInstalled:
         name = normalize_name(name)
         found: Discovery | None = None
@@ -85,14 +87,29 @@ class InstallMissing:
                     f"--from {source!r}: {exc}", hint="Name the source as --from github:owner/repo."
                 ) from None
         else:
-            found = await self._discover(name, progress, yes, can_ask, search_provider)
+            found = await self._discover(
+                name, progress, yes, can_ask, search_provider, collect_tool_stats
+            )
             repo = found.source
-        created = await self._create(name, repo, progress, yes=yes, can_ask=can_ask)
+        created, create_stats = await self._create(
+            name, repo, progress, yes=yes, can_ask=can_ask, collect_tool_stats=collect_tool_stats
+        )
         result = await self.installer.install(name, version, force=force, progress=progress)
-        return MissingToolInstalled(install=result, source=repo, discovery=found, created=created)
+        stats = None
+        if collect_tool_stats:
+            stats = (*((found.tool_stats or ()) if found else ()), *create_stats)
+        return MissingToolInstalled(
+            install=result, source=repo, discovery=found, created=created, tool_stats=stats
+        )
 
     async def _discover(
-        self, name: str, progress: Progress, yes: bool, can_ask: bool, search_provider: str | None
+        self,
+        name: str,
+        progress: Progress,
+        yes: bool,
+        can_ask: bool,
+        search_provider: str | None,
+        collect_tool_stats: bool = False,
     ) -> Discovery:
         try:
             found = await self.discovery.discover(
@@ -103,6 +120,7 @@ class InstallMissing:
                 confirm=True,
                 check_recipes=False,  # install has just looked
                 search_provider=search_provider,
+                collect_tool_stats=collect_tool_stats,
             )
         except DiscoveryNotFound as exc:
             raise DiscoveryNotFound(
@@ -125,8 +143,15 @@ class InstallMissing:
         return found
 
     async def _create(
-        self, name: str, repo: str, progress: Progress, *, yes: bool, can_ask: bool
-    ) -> CreatedRecipe:
+        self,
+        name: str,
+        repo: str,
+        progress: Progress,
+        *,
+        yes: bool,
+        can_ask: bool,
+        collect_tool_stats: bool = False,
+    ) -> tuple[CreatedRecipe, tuple[dict[str, Any], ...]]:
         if self.creator is None:
             raise CreateUnavailable(
                 f"found github:{repo} for {name}, but this tsukud has no recipe generator",
@@ -141,7 +166,12 @@ class InstallMissing:
             }
         )
         res = await self.creator.create(
-            name, f"github:{repo}", progress=progress, confirmed=yes, can_ask=can_ask
+            name,
+            f"github:{repo}",
+            progress=progress,
+            confirmed=yes,
+            can_ask=can_ask,
+            collect_tool_stats=collect_tool_stats,
         )
         if not yes:
             await self._review(name, repo, res, progress, can_ask=can_ask)
@@ -155,13 +185,14 @@ class InstallMissing:
                 f"{res.generated_by}; validation {status})",
             }
         )
-        return CreatedRecipe(
+        created = CreatedRecipe(
             recipe=saved.path,
             session=res.session,
             generated_by=res.generated_by,
             validation=status,
             cost_usd=res.cost_usd,
         )
+        return created, tuple(msgspec.to_builtins(s) for s in res.tool_stats or ())
 
     async def _review(
         self, name: str, repo: str, res: CreateResult, progress: Progress, *, can_ask: bool

@@ -26,6 +26,7 @@ class DiscoverParams(msgspec.Struct, forbid_unknown_fields=True):
     provider: str | None = None  # LLM order, e.g. "claude" or "gemini,claude"
     only_provider: bool | None = None  # None: the llm.only_provider setting
     no_llm: bool = False  # registry and ecosystems only
+    collect_tool_stats: bool = False  # the result lists the model's tool calls
 
 
 @method("discover", DiscoverParams)
@@ -41,5 +42,6 @@ async def discover(d: Daemon, p: DiscoverParams, call: Call) -> dict[str, Any]:
         providers=p.provider,
         only_provider=p.only_provider,
         llm=not p.no_llm,
+        collect_tool_stats=p.collect_tool_stats,
     )
     return msgspec.to_builtins(found)  # type: ignore[no-any-return]

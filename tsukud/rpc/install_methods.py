@@ -36,6 +36,7 @@ class InstallParams(msgspec.Struct, forbid_unknown_fields=True):
     discover: bool = False  # no recipe: discover the source, write a recipe, install it
     source: str | None = None  # no recipe: take this source (github:owner/repo) instead
     search_provider: str | None = None  # discovery's web search for local models
+    collect_tool_stats: bool = False  # no recipe: list discovery's and create's tool calls
 
 
 @method("install", InstallParams)
@@ -45,9 +46,11 @@ async def install(d: Daemon, p: InstallParams, call: Call) -> dict[str, Any]:
 
     name, version = split_spec(p.tool, p.version)
     try:
-        return await d.services.installer.install(
+        res = await d.services.installer.install(
             name, version, force=p.force, progress=call.progress, can_ask=p.can_ask
         )
+        # A recipe existed: no model was asked, so there is no tool call to list.
+        return {**res, "tool_stats": []} if p.collect_tool_stats else res
     except RecipeNotFound:
         if not (p.discover or p.source):
             raise
@@ -60,13 +63,16 @@ async def install(d: Daemon, p: InstallParams, call: Call) -> dict[str, Any]:
         can_ask=p.can_ask,
         search_provider=p.search_provider,
         source=p.source,
+        collect_tool_stats=p.collect_tool_stats,
     )
     discovery = (
         msgspec.to_builtins(done.discovery)
         if done.discovery is not None
         else {"source": done.source, "stage": "from"}
     )
-    return {**done.install, "discovery": discovery, "created": msgspec.to_builtins(done.created)}
+    stats = {} if done.tool_stats is None else {"tool_stats": list(done.tool_stats)}
+    created = msgspec.to_builtins(done.created)
+    return {**done.install, "discovery": discovery, "created": created, **stats}
 
 
 @method("tools.list", NoParams)

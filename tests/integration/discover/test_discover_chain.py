@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from tests.fakes import openai_server as oai
 from tests.fakes.search import ddg_page
@@ -405,6 +406,51 @@ async def test_hidden_page_elements_never_reach_the_model(world: World, home: Pa
     assert "ignore previous instructions" not in prompt and "evil/stripe-cli" not in prompt
 
 
+async def test_every_discovery_tool_call_is_a_tool_called_event_and_a_stat(
+    world: World, home: Path
+) -> None:
+    claude_finds(world.claude)  # one server search, one extract_source
+    local_searches_then_finds(world.local)  # one client-side web_search, one extract_source
+    async with in_daemon(world.env(home, "claude")) as d:
+        found = await run(d, yes=True, collect_tool_stats=True)
+        assert found.tool_stats is not None
+        assert [(c["name"], c["ok"], c.get("query")) for c in found.tool_stats] == [
+            ("web_search", True, "stripe-cli github"),  # Claude's server_tool_use block
+            ("extract_source", True, "stripe/stripe-cli"),
+        ]
+        assert found.tool_stats[0]["duration_ms"] == 0  # inside the turn
+        logged = [p for t, p, _s in events(d, "tool.called")]
+        assert logged == list(found.tool_stats)
+        assert set(logged[0]) <= {
+            "name",
+            "ok",
+            "duration_ms",
+            "query",
+            "path",
+            "asset",
+            "bytes",
+            "error_type",
+        }
+        claude_finds(world.claude)
+        assert (await run(d, yes=True)).tool_stats is None  # only when asked
+    async with in_daemon(world.env(home, "local")) as d:
+        found = await run(d, yes=True, collect_tool_stats=True)
+        search, extract = found.tool_stats
+        assert (search["name"], search["ok"], search["query"]) == (
+            "web_search",
+            True,
+            "stripe-cli github",
+        )
+        assert search["bytes"] > 100 and extract["name"] == "extract_source"
+
+
+async def test_gemini_grounding_searches_are_tool_calls(world: World, home: Path) -> None:
+    gemini3_finds(world.gemini)
+    async with in_daemon(world.env(home, "gemini")) as d:
+        found = await run(d, yes=True, collect_tool_stats=True)
+        assert [c["name"] for c in found.tool_stats] == ["google_search", "extract_source"]
+
+
 # ---------------------------------------------------------------------------- ecosystems
 
 
@@ -603,6 +649,46 @@ def test_default_budgets_fit_a_real_web_search_conversation() -> None:
     assert c["discover.timeout_s"] >= stages + c["discover.registry_timeout_s"]
 
 
+async def test_the_cost_question_inside_the_llm_stage_pauses_the_deadline(
+    world: World, home: Path
+) -> None:
+    """The daemon's own confirmation service, its cost question inside the LLM stage, a
+    person who answers after 5 s against a 3 s deadline (the issue's 20 s against 15 s,
+    scaled): discovery still finishes, and its duration is the machine's only. (A first
+    run with --yes, asked nothing, takes the SDK's first import out of the timed one.)"""
+    claude_finds(world.claude)
+    claude_finds(world.claude)
+    env = world.env(
+        home,
+        "claude",
+        TSUKU_DISCOVER_TIMEOUT="3",
+        TSUKU_DISCOVER_LLM_TIMEOUT="3",
+        TSUKU_LLM_CONFIRM_THRESHOLD="0.0001",
+    )
+    async with in_daemon(world.env(home, "claude")) as d:
+        await run(d, yes=True, confirm=False)  # the SDK's first import: seconds when busy
+    async with in_daemon(env) as d:
+        asked: list[str] = []
+
+        async def slow_person(body: dict[str, Any]) -> None:
+            question = body.get("confirm")
+            if isinstance(question, dict):
+                asked.append(question["question"])
+
+                async def answer() -> None:
+                    await trio.sleep(5)
+                    d.services.confirmations.answer(question["token"], True)
+
+                d.nursery.start_soon(answer)
+
+        started = time.monotonic()
+        found = await run(d, progress=slow_person, can_ask=True, confirm=False)
+        assert time.monotonic() - started > 5
+        assert asked == ["Continue?"]  # the cost question, inside the deadline
+        assert found.source == "stripe/stripe-cli"
+        assert found.waited_ms >= 5000 and found.duration_ms < 3000
+
+
 async def test_budget_is_checked_before_any_call(world: World, home: Path) -> None:
     env = world.env(home, "claude", TSUKU_LLM_DAILY_BUDGET="0.001")
     async with in_daemon(env) as d:
@@ -644,6 +730,36 @@ async def test_the_question_shows_the_metadata_and_yes_or_no_decides(
         assert exc.value.exit_code == 13
         answers = [t for t, _p, _s in events(d, "confirmation.")]
         assert answers == ["confirmation.granted", "confirmation.declined"]
+
+
+async def test_a_repository_without_release_assets_is_reported_before_the_question(
+    world: World, home: Path
+) -> None:
+    from tests.integration.discover.helpers import Sink
+
+    set_repo(world.github, "acme/docs-only", stars=900, description="A CLI built from source")
+    claude_finds(world.claude, extract_args("acme/docs-only"))
+    claude_finds(world.claude, extract_args("acme/docs-only"))
+    async with in_daemon(world.env(home, "claude")) as d:
+        with pytest.raises(DiscoveryConfirmationRequired) as exc:  # --yes does not approve it
+            await run(d, "docs-only", yes=True)
+        assert "needs a person's approval: it has no release asset for linux/" in (
+            exc.value.message
+        )
+        sink = Sink(answers=[False])
+        with pytest.raises(DiscoveryDenied):
+            await run(d, "docs-only", progress=await answering(d, sink), can_ask=True)
+        (q,) = sink.questions
+        assert "! it has no GitHub releases: installing it on linux/" in q["message"]
+        assert "will need the instructions builder" in q["message"]
+        assert q["discovery"]["release"]["installable"] is False
+        verified = [p for t, p, _s in events(d, "discovery.verified")]
+        assert verified[-1]["release"]["installable"] is False
+    claude_finds(world.claude)
+    async with in_daemon(world.env(home, "claude")) as d:
+        found = await run(d, yes=True)  # stripe/stripe-cli publishes linux and mac builds
+        assert found.metadata["release"]["installable"] is True
+        assert found.metadata["release"]["tag"] == "v1.22.0"
 
 
 async def test_without_terminal_or_yes_the_error_suggests_both(world: World, home: Path) -> None:
