@@ -154,6 +154,7 @@ async def test_a_discovered_github_source_is_created_then_installed() -> None:
         "confirm": True,  # install asks before trusting a found source
         "check_recipes": False,
         "search_provider": None,
+        "collect_tool_stats": False,
     }
     assert log.calls[1][1] == {
         "tool": "stripe-cli",
@@ -161,6 +162,7 @@ async def test_a_discovered_github_source_is_created_then_installed() -> None:
         "progress": log,
         "confirmed": True,
         "can_ask": True,
+        "collect_tool_stats": False,
     }
     assert log.calls[2][1] == {
         "tool": "stripe-cli",
@@ -256,3 +258,30 @@ async def test_a_declined_recipe_is_neither_saved_nor_installed() -> None:
     assert no.value.exit_code == ExitCode.USER_DECLINED
     assert "nothing was saved or installed" in no.value.message
     assert [name for name, _ in log.calls] == ["create", "ask"]
+
+
+async def test_tool_stats_are_discoverys_then_creates() -> None:
+    import msgspec.structs
+
+    from tsukud.events.catalogue import ToolCalled
+
+    search = {"name": "web_search", "ok": True, "duration_ms": 0, "query": "stripe-cli github"}
+    found = msgspec.structs.replace(discovery(), tool_stats=(search,))
+    f, log = flow(found)
+    generator = f.creator
+    assert generator is not None
+    made = await generator.create("stripe-cli", "github:stripe/stripe-cli")
+    fetched = ToolCalled(name="fetch_file", ok=True, duration_ms=12, path="README.md")
+
+    async def create(tool: str, source: str, **kw: Any) -> CreateResult:
+        log.calls.append(("create", {"tool": tool, "source": source, **kw}))
+        return msgspec.structs.replace(made, tool_stats=(fetched,))
+
+    generator.create = create  # type: ignore[method-assign]
+    done = await f.run("stripe-cli", None, progress=log, yes=True, collect_tool_stats=True)
+    assert done.tool_stats == (search, msgspec.to_builtins(fetched))
+    asked = {name: kw for name, kw in log.calls if name in ("discover", "create")}
+    assert asked["discover"]["collect_tool_stats"] is True
+    assert asked["create"]["collect_tool_stats"] is True  # create was asked for them too
+    plain = await f.run("stripe-cli", None, progress=log, yes=True)
+    assert plain.tool_stats is None
