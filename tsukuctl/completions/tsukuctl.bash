@@ -26,7 +26,7 @@ _tsukuctl() {
             " config") words="-h --help --json -q --quiet -v --verbose" ;;
             " sandbox") words="-h --help --force --busybox --json -q --quiet -v --verbose" ;;
             " llm") words="-h --help --provider --yes --json -q --quiet -v --verbose" ;;
-            " install") words="-h --help --force -y --yes --json --from --search-provider --no-discover -q --quiet -v --verbose" ;;
+            " install") words="-h --help --force -y --yes --json --from --search-provider --no-discover --collect-tool-stats -q --quiet -v --verbose" ;;
             " list") words="-h --help --json -q --quiet -v --verbose" ;;
             " remove") words="-h --help --json -q --quiet -v --verbose" ;;
             " uninstall") words="-h --help --json -q --quiet -v --verbose" ;;
@@ -41,7 +41,7 @@ _tsukuctl() {
             " hook") words="-h --help --shell --rc --mode --json -q --quiet -v --verbose" ;;
             " shell-init") words="-h --help -q --quiet -v --verbose" ;;
             " demo") words="-h --help --keep -q --quiet -v --verbose" ;;
-            " discover") words="-h --help -y --yes --search-provider --provider --only-provider --no-llm --json -q --quiet -v --verbose" ;;
+            " discover") words="-h --help -y --yes --search-provider --provider --only-provider --no-llm --collect-tool-stats --json -q --quiet -v --verbose" ;;
             " doctor") words="-h --help --json -q --quiet -v --verbose" ;;
             " completion") words="-h --help -q --quiet -v --verbose" ;;
             " help") words="-h --help -q --quiet -v --verbose" ;;

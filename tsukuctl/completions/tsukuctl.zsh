@@ -27,7 +27,7 @@ _tsukuctl() {
             (" config") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" sandbox") cands=(-h --help --force --busybox --json -q --quiet -v --verbose) ;;
             (" llm") cands=(-h --help --provider --yes --json -q --quiet -v --verbose) ;;
-            (" install") cands=(-h --help --force -y --yes --json --from --search-provider --no-discover -q --quiet -v --verbose) ;;
+            (" install") cands=(-h --help --force -y --yes --json --from --search-provider --no-discover --collect-tool-stats -q --quiet -v --verbose) ;;
             (" list") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" remove") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" uninstall") cands=(-h --help --json -q --quiet -v --verbose) ;;
@@ -42,7 +42,7 @@ _tsukuctl() {
             (" hook") cands=(-h --help --shell --rc --mode --json -q --quiet -v --verbose) ;;
             (" shell-init") cands=(-h --help -q --quiet -v --verbose) ;;
             (" demo") cands=(-h --help --keep -q --quiet -v --verbose) ;;
-            (" discover") cands=(-h --help -y --yes --search-provider --provider --only-provider --no-llm --json -q --quiet -v --verbose) ;;
+            (" discover") cands=(-h --help -y --yes --search-provider --provider --only-provider --no-llm --collect-tool-stats --json -q --quiet -v --verbose) ;;
             (" doctor") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" completion") cands=(-h --help -q --quiet -v --verbose) ;;
             (" help") cands=(-h --help -q --quiet -v --verbose) ;;
