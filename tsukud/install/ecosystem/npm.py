@@ -21,7 +21,6 @@ BIN_SUBDIR = "node_modules/.bin"
 
 
 def argv(ctx: RunContext) -> list[str]:
-    npmrc = ctx.prefix.scratch / "npmrc"
     return [
         str(ctx.program),
         "install",
@@ -31,9 +30,9 @@ def argv(ctx: RunContext) -> list[str]:
         "--registry",
         ctx.registry_url.rstrip("/") + "/",
         "--userconfig",
-        str(npmrc),
+        str(ctx.prefix.scratch / "npmrc"),
         "--globalconfig",
-        str(npmrc),
+        str(ctx.prefix.scratch / "npmrc-global"),
         "--cache",
         str(ctx.prefix.scratch / "cache" / "npm"),
         "--no-audit",
@@ -45,7 +44,8 @@ def argv(ctx: RunContext) -> list[str]:
 
 
 async def install(ctx: RunContext) -> dict[str, dict[str, str]]:
-    (ctx.prefix.scratch / "npmrc").write_text("")
+    for name in ("npmrc", "npmrc-global"):  # empty: no user or system settings
+        (ctx.prefix.scratch / name).write_text("")
     env = clean_env(ctx.prefix, ctx.program, ctx.env)
     await run(argv(ctx), prefix=ctx.prefix, env=env, what="npm install")
     return record_executables(ctx.prefix, ctx.step.executables, BIN_SUBDIR)
