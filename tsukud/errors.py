@@ -292,7 +292,9 @@ CATALOGUE: dict[str, ErrorKind] = {
     ),
     # ---- create
     "create_failed": ErrorKind(E.GENERAL),
-    "create_bad_source": ErrorKind(E.USAGE, "Name the source as --from github:owner/repo."),
+    "create_bad_source": ErrorKind(
+        E.USAGE, "Name the source as --from github:owner/repo, npm:<package> or pypi:<project>."
+    ),
     "recipe_exists": ErrorKind(
         E.GENERAL,
         "Use --force to overwrite it, or --output to write the new recipe somewhere else.",

@@ -206,6 +206,7 @@ class Services:
     @cached_property
     def creator(self) -> Creator:
         from tsukud.create.service import Creator
+        from tsukud.install.checks import verify_env
 
         return Creator(
             home=self.home,
@@ -218,6 +219,7 @@ class Services:
             validator=lambda: self.validator,
             sandbox=lambda: self.sandbox,
             confirmations=self.confirmations,
+            env=verify_env(self.env),
         )
 
     @cached_property

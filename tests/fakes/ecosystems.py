@@ -346,6 +346,13 @@ class FakeEcosystems(FakeHTTPServer):
                     "package": name,
                 }
             )
+        if builder == "pypi" and rest.count("/") == 4 and rest.startswith("/pypi/"):
+            _, _, project, version, tail = rest.split("/")
+            doc = self.pypi.get(pypi_names.normalize(project))
+            files = (doc or {}).get("releases", {}).get(version)
+            if tail != "json" or doc is None or files is None:
+                return 404, b'{"message": "Not Found"}', "application/json"
+            return js({**doc, "info": {**doc["info"], "version": version}, "urls": files})
         if builder == "pypi" and rest.startswith("/pypi/") and rest.endswith("/json"):
             doc = self.pypi.get(pypi_names.normalize(rest[len("/pypi/") : -len("/json")]))
             return js(doc) if doc else (404, b'{"message": "Not Found"}', "application/json")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,20 +22,8 @@ needs_npm = pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not i
 
 
 @pytest.fixture
-def eco() -> Iterator[FakeEcosystems]:
-    with FakeEcosystems() as fake:
-        yield fake
-
-
-@pytest.fixture
-def inst(world: FakeGitHub, eco: FakeEcosystems) -> Iterator[Tsuku]:
-    t = make_tsuku(world, **eco.env())
-    try:
-        t.start()
-        yield t
-    finally:
-        t.stop_all()
-        shutil.rmtree(t.home, ignore_errors=True)
+def inst(eco_inst: Tsuku) -> Tsuku:
+    return eco_inst
 
 
 def run(path: Path, *args: str) -> str:
