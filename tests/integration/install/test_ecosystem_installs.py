@@ -16,6 +16,7 @@ from tests.fakes.ecosystems import FakeEcosystems
 from tests.fakes.github import FakeGitHub
 from tests.integration.install.conftest import events, installed, make_tsuku, tree
 from tests.integration.install.test_recipe_errors import local_recipe
+from tsukud.recipe.model import RUNNABLE_ECOSYSTEM_ACTIONS
 from tsukud.testing.packages import npm_tarball, wheel
 
 needs_npm = pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
@@ -49,6 +50,17 @@ def test_npm_install_recipe_installs_verifies_and_removes(inst: Tsuku, eco: Fake
     )
     local_recipe(inst, "greet", recipe("npm_install", "@fake/greet", ["greet"], "greet"))
 
+    plan = json.loads(inst.ctl("plan", "greet", "--json", check=True).stdout)
+    assert plan["version"] == "1.2.0" and plan["unsupported"] == []
+    assert plan["steps"] == [
+        {
+            "action": "npm_install",
+            "params": {"package": "@fake/greet", "version": "1.2.0", "executables": ["greet"]},
+        }
+    ]
+    assert plan["verify"]["command"] == "greet"
+    assert not any("/-/" in p for p in eco.paths())  # planning downloads nothing
+
     cp = inst.ctl("install", "greet")
     assert cp.returncode == 0, cp.stderr
     assert run(inst.home / "bin" / "greet", "hi").strip() == "greet 1.2.0 hi"
@@ -78,6 +90,8 @@ def test_pipx_install_recipe_installs_verifies_and_removes(
     local_recipe(
         inst, "hello", recipe("pipx_install", "Hello_Py", ["hello", "hello-admin"], "hello")
     )
+    text = inst.ctl("plan", "hello", "--version", "0.9", check=True).stdout
+    assert "pipx_install" in text and "0.9" in text
 
     cp = inst.ctl("install", "hello")
     assert cp.returncode == 0, cp.stderr
@@ -152,3 +166,24 @@ def test_a_missing_toolchain_is_named_with_its_package(
     finally:
         t.stop_all()
         shutil.rmtree(t.home, ignore_errors=True)
+
+
+def test_plan_names_an_ecosystem_action_without_a_runner(inst: Tsuku, eco: FakeEcosystems) -> None:
+    eco.add_gem("rubocop", versions=3)
+    local_recipe(
+        inst,
+        "rubocop",
+        '[metadata]\nname = "rubocop"\n\n[[steps]]\naction = "gem_install"\n'
+        'gem = "rubocop"\nexecutables = ["rubocop"]\n',
+    )
+    cp = inst.ctl("plan", "rubocop", "--json")
+    assert cp.returncode == 0, cp.stderr
+    plan = json.loads(cp.stdout)
+    assert plan["version"] == "1.2.0"  # from RubyGems' versions API
+    if "gem_install" in RUNNABLE_ECOSYSTEM_ACTIONS:  # once its runner lands
+        assert [s["action"] for s in plan["steps"]] == ["gem_install"]
+        return
+    assert plan["steps"] == []
+    (missing,) = plan["unsupported"]
+    assert missing["action"] == "gem_install"
+    assert "not supported yet" in missing["reason"]
