@@ -40,24 +40,18 @@ async def _json(http: Http, url: str) -> Any:
     return (await http.get(url, headers=_JSON, cache=True, max_bytes=_MAX_BYTES)).json()
 
 
-async def _npm(http: Http, base: str, name: str) -> Listing:
-    doc = await _json(http, npm.packument_url(base, name))
-    return npm.versions(doc), npm.latest(doc)
+def _from_json(
+    url_of: Callable[[str, str], str],
+    versions_of: Callable[[Any], list[str]],
+    latest_of: Callable[[Any], str | None],
+) -> Fetcher:
+    """A fetcher for a registry whose one JSON document lists the versions."""
 
+    async def fetch(http: Http, base: str, name: str) -> Listing:
+        doc = await _json(http, url_of(base, name))
+        return versions_of(doc), latest_of(doc)
 
-async def _pypi(http: Http, base: str, name: str) -> Listing:
-    doc = await _json(http, pypi.project_url(base, name))
-    return pypi.versions(doc), pypi.latest(doc)
-
-
-async def _crates(http: Http, base: str, name: str) -> Listing:
-    doc = await _json(http, crates.crate_url(base, name))
-    return crates.versions(doc), crates.latest(doc)
-
-
-async def _rubygems(http: Http, base: str, name: str) -> Listing:
-    doc = await _json(http, rubygems.versions_url(base, name))
-    return rubygems.versions(doc), rubygems.latest(doc)
+    return fetch
 
 
 async def _goproxy(http: Http, base: str, module: str) -> Listing:
@@ -69,10 +63,10 @@ async def _goproxy(http: Http, base: str, module: str) -> Listing:
 
 
 FETCHERS: dict[str, Fetcher] = {
-    "npm": _npm,
-    "pypi": _pypi,
-    "crates_io": _crates,
-    "rubygems": _rubygems,
+    "npm": _from_json(npm.packument_url, npm.versions, npm.latest),
+    "pypi": _from_json(pypi.project_url, pypi.versions, pypi.latest),
+    "crates_io": _from_json(crates.crate_url, crates.versions, crates.latest),
+    "rubygems": _from_json(rubygems.versions_url, rubygems.versions, rubygems.latest),
     "goproxy": _goproxy,
 }
 
