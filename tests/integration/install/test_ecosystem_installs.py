@@ -187,3 +187,44 @@ def test_plan_names_an_ecosystem_action_without_a_runner(inst: Tsuku, eco: FakeE
     (missing,) = plan["unsupported"]
     assert missing["action"] == "gem_install"
     assert "not supported yet" in missing["reason"]
+
+
+@needs_npm
+def test_a_tampered_package_is_refused_by_the_clients_own_checks(
+    inst: Tsuku, eco: FakeEcosystems
+) -> None:
+    """The fakes publish the digests of the bytes they serve; served other bytes, npm
+    (integrity) and pip (the index's sha256) refuse them, and nothing is installed."""
+    good = npm_tarball("greet", "1.0.0", {"greet": "greet 1.0.0"})
+    eco.publish_npm(good)
+    other = npm_tarball("greet", "1.0.0", {"greet": "evil"})
+    eco.npm_files[f"/greet/-/{good.file_name}"] = other.data
+    local_recipe(inst, "greet", recipe("npm_install", "greet", ["greet"], "greet"))
+    cp = inst.ctl("install", "greet")
+    assert cp.returncode == 6, cp.stderr
+    assert "EINTEGRITY" in cp.stderr or "integrity" in cp.stderr.lower()
+
+    whl = wheel("hello", "1.0", {"hello": "hello 1.0"})
+    eco.publish_wheel(whl)
+    eco.pypi_files[whl.file_name] = wheel("hello", "1.0", {"hello": "evil"}).data
+    local_recipe(inst, "hello", recipe("pipx_install", "hello", ["hello"], "hello"))
+    cp = inst.ctl("install", "hello")
+    assert cp.returncode == 6, cp.stderr
+    assert "DO NOT MATCH THE HASHES" in cp.stderr
+    assert installed(inst) == {}
+    assert tree(inst.home) == []
+
+
+def test_a_forced_reinstall_of_the_same_version_replaces_it_in_place(
+    inst: Tsuku, eco: FakeEcosystems
+) -> None:
+    eco.publish_wheel(wheel("hello", "1.0", {"hello": "hello 1.0"}))
+    local_recipe(inst, "hello", recipe("pipx_install", "hello", ["hello"], "hello"))
+    assert inst.ctl("install", "hello").returncode == 0
+    marker = inst.home / "tools" / "hello-1.0" / "old-copy"
+    marker.write_text("")
+    cp = inst.ctl("install", "--force", "hello")
+    assert cp.returncode == 0, cp.stderr
+    assert not marker.exists()  # a new venv, made where it stays; the old copy deleted
+    assert run(inst.home / "bin" / "hello").strip() == "hello 1.0"
+    assert sorted(tree(inst.home)) == ["bin/hello", "tools/hello-1.0"]

@@ -38,6 +38,14 @@ def argv(ctx: RunContext) -> list[str]:
         "--no-audit",
         "--no-fund",
         "--no-update-notifier",
+        # A failed fetch (or bytes that fail the integrity check) is retried twice
+        # within seconds, not npm's default minute of back-off.
+        "--fetch-retries",
+        "2",
+        "--fetch-retry-mintimeout",
+        "1000",
+        "--fetch-retry-maxtimeout",
+        "5000",
         "--loglevel",
         "warn",
     ]
