@@ -138,11 +138,16 @@ def cmd_create(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "create",
-        help="write a recipe for a tool from its GitHub releases: create <tool> --from github:o/r",
+        help="write a recipe for a tool from its GitHub releases (create <tool> --from "
+        "github:o/r) or its npm or PyPI package (--from npm:<package>, pypi:<project>)",
     )
     p.add_argument("tool", help="the tool's name (the recipe's name)")
     p.add_argument(
-        "--from", dest="source", required=True, metavar="SOURCE", help="github:owner/repo"
+        "--from",
+        dest="source",
+        required=True,
+        metavar="SOURCE",
+        help="github:owner/repo, npm:<package> or pypi:<project>",
     )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(

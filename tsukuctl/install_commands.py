@@ -76,7 +76,8 @@ def cmd_install(args: argparse.Namespace) -> int:
             "user": "approved by you",
             "trusted": "from the discovery registry",
         }.get(found.get("approval"), "named with --from")
-        out(f"discovered {res['tool']}: github:{found.get('source')} ({how})")
+        builder = found.get("builder") or "github"
+        out(f"discovered {res['tool']}: {builder}:{found.get('source')} ({how})")
     if args.collect_tool_stats:
         from tsukuctl.tool_stats import print_tool_stats
 
@@ -189,7 +190,12 @@ def register(sub: Any) -> None:
     p.add_argument("--force", action="store_true", help="reinstall, and take over binary names")
     p.add_argument("-y", "--yes", action="store_true", help="answer yes to confirmations")
     p.add_argument("--json", action="store_true", help="the result as one JSON object")
-    p.add_argument("--from", dest="source", metavar="SOURCE", help="no recipe: github:owner/repo")
+    p.add_argument(
+        "--from",
+        dest="source",
+        metavar="SOURCE",
+        help="no recipe: github:owner/repo, npm:<package> or pypi:<project>",
+    )
     p.add_argument("--search-provider", choices=("ddg", "tavily", "brave"), help="discovery")
     p.add_argument("--no-discover", action="store_true", help="no recipe: fail, do not search")
     p.add_argument(

@@ -49,6 +49,7 @@ class ExitCode:
     ALREADY_RUNNING = 28
     DISK_FULL = 29
     BUSY = 30
+    TOOLCHAIN_MISSING = 34
     CANCELLED = 130
 
 
@@ -186,9 +187,9 @@ CATALOGUE: dict[str, ErrorKind] = {
     "recipe_parse_error": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
     "recipe_unsupported_action": ErrorKind(
         E.INSTALL_FAILED,
-        "Only github_archive, github_file and the URL actions (download, download_file, "
-        "download_archive, extract, chmod, install_binaries, run_command) can be installed "
-        "for now.",
+        "Only github_archive, github_file, the URL actions (download, download_file, "
+        "download_archive, extract, chmod, install_binaries, run_command) and the ecosystem "
+        "actions (npm_install, pipx_install) can be installed for now.",
     ),
     "recipe_unsupported_feature": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
     "recipe_unsupported_platform": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
@@ -258,6 +259,10 @@ CATALOGUE: dict[str, ErrorKind] = {
         "The recipe's binaries (or strip_dirs) do not match the archive's layout.",
     ),
     "binary_conflict": ErrorKind(E.INSTALL_FAILED, _NOTHING_INSTALLED),
+    "toolchain_missing": ErrorKind(
+        E.TOOLCHAIN_MISSING, "Install the named toolchain, then run the command again."
+    ),
+    "ecosystem_install_failed": ErrorKind(E.INSTALL_FAILED, _NOTHING_INSTALLED),
     "not_installed": ErrorKind(E.GENERAL, "`tsukuctl list` shows the installed tools."),
     # ---- sandbox
     "sandbox": ErrorKind(E.SANDBOX),
@@ -287,7 +292,9 @@ CATALOGUE: dict[str, ErrorKind] = {
     ),
     # ---- create
     "create_failed": ErrorKind(E.GENERAL),
-    "create_bad_source": ErrorKind(E.USAGE, "Name the source as --from github:owner/repo."),
+    "create_bad_source": ErrorKind(
+        E.USAGE, "Name the source as --from github:owner/repo, npm:<package> or pypi:<project>."
+    ),
     "recipe_exists": ErrorKind(
         E.GENERAL,
         "Use --force to overwrite it, or --output to write the new recipe somewhere else.",

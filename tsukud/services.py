@@ -168,6 +168,12 @@ class Services:
             max_download_bytes=self._max_download_bytes(),
         )
 
+    def _ecosystem_urls(self) -> dict[str, str]:
+        """Each ecosystem registry's base URL (discovery's settings), by version source."""
+        from tsukud.install.ecosystem.actions import registry_urls
+
+        return registry_urls(lambda key: self._setting(key)())
+
     @cached_property
     def installer(self) -> Installer:
         from tsukud.install import layout
@@ -178,7 +184,9 @@ class Services:
         installer = Installer(
             home=self.home,
             registry=self.registry(),
-            resolver=VersionResolver(self.github, clock=self.clock),
+            resolver=VersionResolver(
+                self.github, clock=self.clock, ecosystem_urls=self._ecosystem_urls
+            ),
             http=self.http,
             store=self.store,
             installed=self.installed,
@@ -186,6 +194,7 @@ class Services:
             env=verify_env(self.env),
             max_download_bytes=self._max_download_bytes(),
             confirmations=self.confirmations,
+            ecosystem_urls=self._ecosystem_urls,
         )
         # Built on first use, before any install of this daemon has started: whatever a
         # crashed daemon left half-done can be repaired now.
@@ -197,6 +206,7 @@ class Services:
     @cached_property
     def creator(self) -> Creator:
         from tsukud.create.service import Creator
+        from tsukud.install.checks import verify_env
 
         return Creator(
             home=self.home,
@@ -209,6 +219,7 @@ class Services:
             validator=lambda: self.validator,
             sandbox=lambda: self.sandbox,
             confirmations=self.confirmations,
+            env=verify_env(self.env),
         )
 
     @cached_property

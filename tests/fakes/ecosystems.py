@@ -7,6 +7,13 @@ registry slow (``delay``) or broken (``fail``); ``requests`` records what was as
 Built on :class:`~tsukud.testing.http.FakeHTTPServer`; crates.io refuses (and records
 as a violation) requests without an identifying ``User-Agent``, as the real one does.
 
+Real packages (``tsukud.testing.packages``) are published with ``publish_npm`` and
+``publish_wheel``: the npm registry then serves the packument with ``dist.tarball``,
+``integrity`` and ``shasum`` for the exact bytes, and the tarball; PyPI serves the JSON
+API, the Simple index (PEP 503 HTML or PEP 691 JSON, by the ``Accept`` header, 406 for
+neither, a 301 to the normalised name and the trailing ``/``) and the wheel. The real
+``npm`` and ``pip`` install from it; anything not published is a 404.
+
     with FakeEcosystems() as eco:
         eco.add_crate("ripgrep", recent_downloads=5_000_000, versions=40,
                       repository="https://github.com/BurntSushi/ripgrep")
@@ -19,7 +26,9 @@ import json
 from typing import Any
 from urllib.parse import unquote
 
+from tsukud.registries import pypi as pypi_names
 from tsukud.testing.http import FakeHTTPServer, RecordedRequest, Reply
+from tsukud.testing.packages import NpmTarball, Wheel
 
 PREFIXES = {
     "crates.io": "/crates",
@@ -56,6 +65,8 @@ class FakeEcosystems(FakeHTTPServer):
         self.gem_versions: dict[str, list[dict[str, Any]]] = {}
         self.go: dict[str, dict[str, Any]] = {}
         self.go_versions: dict[str, list[str]] = {}
+        self.npm_files: dict[str, bytes] = {}  # "/<name>/-/<file>.tgz" -> bytes
+        self.pypi_files: dict[str, bytes] = {}  # wheel file name -> bytes
         self.delay: dict[str, float] = {}  # builder -> seconds
         self.fail: dict[str, int] = {}  # builder -> HTTP status
 
@@ -133,7 +144,7 @@ class FakeEcosystems(FakeHTTPServer):
         self, name: str, *, releases: int = 1, repository: str | None = None, summary: str = ""
     ) -> None:
         nums = [f"0.{i}" for i in range(releases)]
-        self.pypi[name] = {
+        self.pypi[pypi_names.normalize(name)] = {
             "info": {
                 "name": name,
                 "summary": summary,
@@ -173,6 +184,66 @@ class FakeEcosystems(FakeHTTPServer):
         self.go[module] = latest
         self.go_versions[module] = nums
 
+    def publish_npm(self, tarball: NpmTarball, *, latest: bool = True) -> None:
+        """Serve a real tarball: its version in the packument (``dist`` pointing back
+        here, with the digests npm checks) and the bytes at ``dist.tarball``."""
+        name = tarball.name
+        doc = self.npm.setdefault(
+            name,
+            {"_id": name, "name": name, "dist-tags": {}, "versions": {}, "time": {}},
+        )
+        path = f"/{name}/-/{tarball.file_name}"
+        doc["versions"][tarball.version] = {
+            **tarball.manifest,
+            "_id": f"{name}@{tarball.version}",
+            "dist": {
+                "tarball": self.base("npm") + path,
+                "integrity": tarball.integrity,
+                "shasum": tarball.shasum,
+                "fileCount": 2,
+            },
+        }
+        doc["time"][tarball.version] = "2024-01-01T00:00:00.000Z"
+        doc["description"] = tarball.manifest.get("description", "")
+        if latest or "latest" not in doc["dist-tags"]:
+            doc["dist-tags"]["latest"] = tarball.version
+        self.npm_files[path] = tarball.data
+        self.npm_downloads.setdefault(name, 0)
+
+    def publish_wheel(self, wheel: Wheel, *, latest: bool = True, summary: str = "") -> None:
+        """Serve a real wheel: a release in the JSON API and the Simple index, and the
+        file under ``/packages/``."""
+        key = pypi_names.normalize(wheel.project)
+        doc = self.pypi.setdefault(
+            key,
+            {
+                "info": {
+                    "name": wheel.project,
+                    "summary": summary,
+                    "version": wheel.version,
+                    "home_page": "",
+                    "project_urls": None,
+                },
+                "releases": {},
+                "urls": [],
+            },
+        )
+        entry = {
+            "filename": wheel.file_name,
+            "url": f"{self.base('pypi')}/packages/{wheel.file_name}",
+            "packagetype": "bdist_wheel",
+            "digests": {"sha256": wheel.sha256},
+            "requires_python": None,
+            "yanked": False,
+            "size": len(wheel.data),
+            "upload_time_iso_8601": "2024-01-01T00:00:00.000000Z",
+        }
+        doc["releases"].setdefault(wheel.version, []).append(entry)
+        if latest:
+            doc["info"]["version"] = wheel.version
+            doc["urls"] = [entry]
+        self.pypi_files[wheel.file_name] = wheel.data
+
     # ---- serving -----------------------------------------------------------------------
 
     def _route(self, request: RecordedRequest) -> Reply:
@@ -185,9 +256,12 @@ class FakeEcosystems(FakeHTTPServer):
                 "crates.io refuses API requests without an identifying User-Agent",
                 Reply(403, json={"errors": [{"detail": CRATES_NO_USER_AGENT}]}),
             )
-        status, body, ctype = self._answer(
-            builder, unquote(request.route[len(PREFIXES[builder]) :])
-        )
+        rest = unquote(request.route[len(PREFIXES[builder]) :])
+        if builder == "pypi" and rest.startswith(("/simple/", "/packages/")):
+            if builder in self.fail:
+                return Reply(self.fail[builder], body=b"upstream error")
+            return self._pypi_files(rest, request.headers.get("accept") or "")
+        status, body, ctype = self._answer(builder, rest)
         if builder in self.fail:
             status, body, ctype = self.fail[builder], b"upstream error", "text/plain"
         return Reply(
@@ -196,6 +270,53 @@ class FakeEcosystems(FakeHTTPServer):
             headers={"content-type": ctype},
             delay=self.delay.get(builder, 0.0),
         )
+
+    def _pypi_files(self, rest: str, accept: str) -> Reply:
+        if rest.startswith("/packages/"):
+            data = self.pypi_files.get(rest.removeprefix("/packages/"))
+            if data is None:
+                return Reply(404, body=b"Not Found", headers={"content-type": "text/plain"})
+            return Reply(200, body=data, headers={"content-type": "application/octet-stream"})
+        name = rest.removeprefix("/simple/")
+        if name and (not name.endswith("/") or pypi_names.normalize(name[:-1]) != name[:-1]):
+            target = f"{self.base('pypi')}/simple/{pypi_names.normalize(name.rstrip('/'))}/"
+            return Reply(301, headers={"location": target})
+        wants_json = _simple_json_wanted(accept)
+        if wants_json is None:
+            return Reply(406, body=b"Not Acceptable", headers={"content-type": "text/plain"})
+        if not name:
+            projects = sorted(self.pypi)
+            if wants_json:
+                body = {"meta": {"api-version": "1.0"}, "projects": [{"name": n} for n in projects]}
+                return Reply(200, json=body, headers={"content-type": _SIMPLE_JSON})
+            links = "".join(f'<a href="{n}/">{n}</a>\n' for n in projects)
+            return _html(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n")
+        doc = self.pypi.get(name[:-1])
+        files = [f for fs in (doc or {}).get("releases", {}).values() for f in fs]
+        if doc is None or not files:
+            return Reply(404, body=b"Not Found", headers={"content-type": "text/plain"})
+        if wants_json:
+            body = {
+                "meta": {"api-version": "1.0"},
+                "name": name[:-1],
+                "files": [
+                    {
+                        "filename": f["filename"],
+                        "url": f"../../packages/{f['filename']}",
+                        "hashes": {"sha256": f["digests"]["sha256"]},
+                        "requires-python": f["requires_python"],
+                        "yanked": f["yanked"],
+                    }
+                    for f in files
+                ],
+            }
+            return Reply(200, json=body, headers={"content-type": _SIMPLE_JSON})
+        anchors = "".join(
+            f'<a href="../../packages/{f["filename"]}#sha256={f["digests"]["sha256"]}">'
+            f"{f['filename']}</a><br/>\n"
+            for f in files
+        )
+        return _html(f"<!DOCTYPE html><html><body>\n{anchors}</body></html>\n")
 
     def _answer(self, builder: str, rest: str) -> tuple[int, bytes, str]:
         def js(obj: Any) -> tuple[int, bytes, str]:
@@ -209,6 +330,9 @@ class FakeEcosystems(FakeHTTPServer):
         if builder == "crates.io" and rest.startswith("/api/v1/crates/"):
             doc = self.crates.get(rest.removeprefix("/api/v1/crates/"))
             return js(doc) if doc else missing
+        if builder == "npm" and "/-/" in rest:
+            data = self.npm_files.get(rest)
+            return (200, data, "application/octet-stream") if data else missing
         if builder == "npm":
             doc = self.npm.get(rest.lstrip("/"))
             return js(doc) if doc else (404, b'{"error":"Not found"}', "application/json")
@@ -224,8 +348,15 @@ class FakeEcosystems(FakeHTTPServer):
                     "package": name,
                 }
             )
+        if builder == "pypi" and rest.count("/") == 4 and rest.startswith("/pypi/"):
+            _, _, project, version, tail = rest.split("/")
+            doc = self.pypi.get(pypi_names.normalize(project))
+            files = (doc or {}).get("releases", {}).get(version)
+            if tail != "json" or doc is None or files is None:
+                return 404, b'{"message": "Not Found"}', "application/json"
+            return js({**doc, "info": {**doc["info"], "version": version}, "urls": files})
         if builder == "pypi" and rest.startswith("/pypi/") and rest.endswith("/json"):
-            doc = self.pypi.get(rest[len("/pypi/") : -len("/json")])
+            doc = self.pypi.get(pypi_names.normalize(rest[len("/pypi/") : -len("/json")]))
             return js(doc) if doc else (404, b'{"message": "Not Found"}', "application/json")
         if builder == "rubygems":
             if rest.startswith("/api/v1/gems/") and rest.endswith(".json"):
@@ -248,9 +379,32 @@ class FakeEcosystems(FakeHTTPServer):
         return missing
 
 
+_SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
+_SIMPLE_HTML = ("application/vnd.pypi.simple.v1+html", "text/html", "*/*")
+
+
+def _simple_json_wanted(accept: str) -> bool | None:
+    """PEP 691 negotiation: True for JSON, False for HTML, None when the client takes
+    neither (PyPI answers 406). Without q-values the first listed type wins, as pip
+    lists its preference first."""
+    if not accept.strip():
+        return False
+    for part in accept.split(","):
+        media = part.split(";")[0].strip().lower()
+        if media == _SIMPLE_JSON:
+            return True
+        if media in _SIMPLE_HTML:
+            return False
+    return None
+
+
 def _identifies_itself(user_agent: str | None) -> bool:
     """crates.io wants a User-Agent naming the client, not just its HTTP library."""
     if not user_agent:
         return False
     bare = ("python-httpx/", "python-requests/", "python-urllib/", "curl/")
     return not user_agent.lower().startswith(bare)
+
+
+def _html(text: str) -> Reply:
+    return Reply(200, body=text.encode(), headers={"content-type": "text/html; charset=utf-8"})

@@ -104,8 +104,8 @@ def parse_source(source: str) -> str:
         text = rest.strip()
     elif sep:
         raise BadSource(
-            f"unknown source {source!r}: only GitHub releases are supported",
-            hint="Use --from github:owner/repo.",
+            f"unknown source {source!r}: GitHub releases, npm and PyPI are supported",
+            hint="Use --from github:owner/repo, npm:<package> or pypi:<project>.",
         )
     text = text.removeprefix("https://github.com/").rstrip("/")
     if not _REPO.match(text) or ".." in text:

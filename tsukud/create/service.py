@@ -15,18 +15,20 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from tsukud.create.errors import CreateError, RecipeExists
-from tsukud.errors import UsageError
+from tsukud.errors import TsukuError, UsageError
 
 if TYPE_CHECKING:
     from tsukud.clock import Clock
     from tsukud.config import Config
+    from tsukud.create.ecosystem_builders import EcosystemSource
     from tsukud.create.pipeline import CreateResult
     from tsukud.create.validate import Validator
     from tsukud.events.store import EventStore
@@ -127,6 +129,7 @@ class Creator:
         validator: Callable[[], Validator],
         sandbox: Callable[[], Sandbox] | None = None,
         confirmations: Confirmations | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         # Getters: a deterministic run never builds the LLM service, a run that skips
         # validation never opens the container runtime.
@@ -140,6 +143,9 @@ class Creator:
         self._validator = validator
         self._sandbox = sandbox
         self._confirmations = confirmations
+        # What an ecosystem package manager and a verify command see of the daemon's
+        # environment (PATH, HOME, locale: install.checks.verify_env).
+        self.env = dict(env or {})
 
     def target(self, tool: str, output: str | None) -> Path:
         """Where a recipe for ``tool`` goes: ``output`` (absolute) or ``recipes/``."""
@@ -173,11 +179,24 @@ class Creator:
         """Write a recipe for ``tool`` from ``source``'s GitHub releases (``written`` set
         when ``write``)."""
         from tsukud.create.context import parse_source
+        from tsukud.create.ecosystem_builders import parse_ecosystem_source
         from tsukud.create.pipeline import CreateRequest, Deps, run_create
-        from tsukud.fsutil import write_atomic
         from tsukud.install.registry import check_name
 
         tool = check_name(tool)
+        eco = parse_ecosystem_source(source)
+        if eco is not None:
+            return await self._create_from_registry(
+                tool,
+                eco,
+                progress=progress,
+                output=output,
+                write=write,
+                force=force,
+                check_target=check_target,
+                skip_validation=skip_validation,
+                version=version,
+            )
         repo = parse_source(source)
         target = self.target(tool, output)
         if check_target or write:
@@ -222,14 +241,190 @@ class Creator:
         )
         result = await run_create(req, deps, session=session)
         if write:
+            self._write(result, target, force, session)
+        return result
+
+    def _write(self, result: CreateResult, target: Path, force: bool, session: str) -> None:
+        from tsukud.fsutil import write_atomic
+
+        refuse_existing(target, force)
+        write_atomic(target, result.recipe)
+        result.written = str(target)
+        self.store.append_nowait(
+            "recipe.written",
+            {"tool": result.tool, "path": str(target), "sha256": recipe_sha256(result.recipe)},
+            session,
+        )
+
+    async def _create_from_registry(
+        self,
+        tool: str,
+        source: EcosystemSource,
+        *,
+        progress: Progress,
+        output: str | None,
+        write: bool,
+        force: bool,
+        check_target: bool,
+        skip_validation: bool,
+        version: str | None,
+    ) -> CreateResult:
+        """``--from npm:<package>`` / ``pypi:<project>``: the recipe from the registry's
+        metadata (no model, $0), validated by installing it into a throw-away prefix on
+        the host (``create/host_validation.py`` says why not in the container)."""
+        from tsukud.create.ecosystem_builders import DRAFTERS
+        from tsukud.create.errors import ValidationFailed
+        from tsukud.create.host_validation import IMAGE, validate_on_host
+        from tsukud.create.pipeline import CreateResult, ValidationSummary
+        from tsukud.install.ecosystem.actions import registry_urls
+        from tsukud.recipe import host_platform
+
+        target = self.target(tool, output)
+        if check_target or write:
             refuse_existing(target, force)
-            write_atomic(target, result.recipe)
-            result.written = str(target)
-            store.append_nowait(
-                "recipe.written",
-                {"tool": tool, "path": str(target), "sha256": recipe_sha256(result.recipe)},
+        session = "create-" + secrets.token_hex(6)
+        store = self.store
+        started = time.monotonic()
+        config = self._config()
+        base = registry_urls(lambda key: str(config[key] or ""))[source.version_source]
+        store.append_nowait(
+            "create.started",
+            {
+                "tool": tool,
+                "repo": str(source),
+                "deterministic_only": True,
+                "llm": False,
+                "skip_validation": skip_validation,
+            },
+            session,
+        )
+        await progress({"stage": "context", "message": f"reading {source} from {base}"})
+
+        async def failed(stage: str, exc: TsukuError) -> None:
+            ev = store.append_nowait(
+                "generation.failed",
+                {
+                    "tool": tool,
+                    "repo": str(source),
+                    "stage": stage,
+                    "error_code": exc.code,
+                    "message": exc.message,
+                    "repairs": 0,
+                    "run_cost_usd": 0.0,
+                },
                 session,
             )
+            await store.wait_durable(ev.id)
+
+        try:
+            draft = await DRAFTERS[source.prefix](self._http(), base, tool, source.package, version)
+        except TsukuError as exc:
+            await failed("context", exc)
+            raise
+        generated_by = f"{source.prefix} builder"
+        if skip_validation:
+            summary = ValidationSummary(
+                status="skipped", platform=str(host_platform().key), message="--skip-validation"
+            )
+            store.append_nowait("validation.skipped", {"reason": "--skip-validation"}, session)
+        else:
+            await progress(
+                {
+                    "stage": "validating",
+                    "message": f"installing {source}@{draft.tag} into a throw-away prefix",
+                }
+            )
+            store.append_nowait(
+                "validation.started",
+                {"attempt": 1, "platform": str(host_platform().key), "image": IMAGE},
+                session,
+            )
+            try:
+                summary, took = await validate_on_host(
+                    draft.recipe,
+                    draft.step,
+                    version=draft.version,
+                    tag=draft.tag,
+                    workdir=self.home / "validate",
+                    registry_url=base,
+                    env=self.env,
+                )
+            except TsukuError as exc:
+                await failed("validation", exc)
+                raise
+            store.append_nowait(
+                f"validation.{summary.status}",
+                {
+                    "attempt": 1,
+                    "status": summary.status,
+                    "stage": summary.stage or "verify",
+                    "platform": summary.platform,
+                    "image": IMAGE,
+                    "duration_ms": took,
+                    "command": summary.command,
+                    "message": summary.message,
+                },
+                session,
+            )
+            if summary.status != "passed":
+                refused = ValidationFailed(
+                    f"the {source} recipe did not validate: {summary.message}",
+                    hint=summary.hint
+                    or "Nothing was written. Check the package's executables and its "
+                    "--version output, or write the recipe by hand.",
+                )
+                await failed("validation", refused)
+                raise refused
+        step = draft.step
+        result = CreateResult(
+            session=session,
+            tool=tool,
+            repo=str(source),
+            tag=draft.tag,
+            version=draft.version,
+            recipe=draft.text,
+            generated_by=generated_by,
+            validation=summary,
+            preview={
+                "downloads": [
+                    {
+                        "platform": "any",
+                        "assets": [f"{source.package}@{draft.tag} from {base}"],
+                        "urls": [base],
+                    }
+                ],
+                "actions": [
+                    f"{step.action}: install {source.package}@{draft.tag} into the tool's "
+                    f"directory; link {', '.join(step.executables)} into bin/"
+                ],
+                "verify": draft.recipe.verify.command if draft.recipe.verify else None,
+                "verify_pattern": draft.recipe.verify.pattern if draft.recipe.verify else None,
+            },
+            duration_ms=round((time.monotonic() - started) * 1000),
+        )
+        ev = store.append_nowait(
+            "generation.completed",
+            {
+                "tool": tool,
+                "repo": str(source),
+                "tag": draft.tag,
+                "generated_by": generated_by,
+                "provider": None,
+                "model": None,
+                "validation": summary.status,
+                "repairs": 0,
+                "self_repairs": 0,
+                "turns": 0,
+                "run_input_tokens": 0,
+                "run_output_tokens": 0,
+                "run_cost_usd": 0.0,
+                "duration_ms": result.duration_ms,
+            },
+            session,
+        )
+        await store.wait_durable(ev.id)
+        if write:
+            self._write(result, target, force, session)
         return result
 
     async def save(

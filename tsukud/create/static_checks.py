@@ -42,6 +42,7 @@ from tsukud.recipe import (
     AmbiguousAsset,
     AssetNotFound,
     DownloadArchiveStep,
+    EcosystemStep,
     GenericStep,
     GitHubArchiveStep,
     GitHubFileStep,
@@ -177,7 +178,9 @@ def check_schema(recipe: Recipe) -> list[Finding]:
         and version.source == HTTP_JSON_SOURCE
         and bool(version.url and version.version_path)
     )
-    if not http_json and (version is None or not version.github_repo):
+    # An ecosystem step's versions come from its registry (no [version] needed).
+    ecosystem = bool(recipe.steps) and all(isinstance(s, EcosystemStep) for s in recipe.steps)
+    if not http_json and not ecosystem and (version is None or not version.github_repo):
         found.append(
             Finding(
                 category=SCHEMA,

@@ -1,13 +1,16 @@
 """Installing a tool that has no recipe: discover its source (or take ``--from``),
 write a recipe with the generator, install it.
 
-Discovery asks the user before trusting a source found by search. An ecosystem package
-(npm, PyPI, ...) is not installed: the error's hint is that ecosystem's own command. The
-recipe the generator writes is shown and accepted exactly as ``tsukuctl create`` shows
-it (the whole result goes to the client, which renders the same preview and
-``[v]iew/[i]nstall/[c]ancel``) before it is saved to ``$TSUKU_HOME/recipes`` and
-installed; ``--yes`` is that acceptance, and without a terminal or ``--yes`` nothing is
-saved (``confirmation_required``, exit 12, naming ``--yes``).
+Discovery asks the user before trusting a source found by search. A GitHub hit goes to
+the release generator; an npm or PyPI hit (a clear winner, or the one the user picked)
+to that registry's deterministic builder (``--from npm:<package>`` / ``pypi:<project>``
+too); a package of an ecosystem without a builder is not installed: the error's hint
+is that ecosystem's own command. The recipe the generator writes is shown and
+accepted exactly as ``tsukuctl create`` shows it (the whole result goes to the client,
+which renders the same preview and ``[v]iew/[i]nstall/[c]ancel``) before it is saved
+to ``$TSUKU_HOME/recipes`` and installed; ``--yes`` is that acceptance, and without a
+terminal or ``--yes`` nothing is saved (``confirmation_required``, exit 12, naming
+``--yes``).
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ class CreatedRecipe(msgspec.Struct, frozen=True, kw_only=True):
 
 class MissingToolInstalled(msgspec.Struct, frozen=True, kw_only=True):
     install: dict[str, Any]  # the installer's result
-    source: str  # owner/repo on GitHub
+    source: str  # owner/repo on GitHub, or the package (npm:<package>, pypi:<project>)
     discovery: Discovery | None  # None when the source was given (--from)
     created: CreatedRecipe
     tool_stats: tuple[dict[str, Any], ...] | None = None  # discovery's, then create's
@@ -80,19 +83,14 @@ class InstallMissing:
         name = normalize_name(name)
         found: Discovery | None = None
         if source:
-            try:
-                repo = github_source(source)
-            except BadSource as exc:
-                raise UsageError(
-                    f"--from {source!r}: {exc}", hint="Name the source as --from github:owner/repo."
-                ) from None
+            spec, repo = _given_source(source)
         else:
             found = await self._discover(
                 name, progress, yes, can_ask, search_provider, collect_tool_stats
             )
-            repo = found.source
+            spec, repo = _found_source(found)
         created, create_stats = await self._create(
-            name, repo, progress, yes=yes, can_ask=can_ask, collect_tool_stats=collect_tool_stats
+            name, spec, progress, yes=yes, can_ask=can_ask, collect_tool_stats=collect_tool_stats
         )
         result = await self.installer.install(name, version, force=force, progress=progress)
         stats = None
@@ -128,7 +126,7 @@ class InstallMissing:
                 hint=exc.hint,
                 **exc.data,
             ) from None
-        if found.builder != "github":
+        if found.builder != "github" and found.builder not in BUILDER_SOURCES:
             command = found.install_command
             raise DiscoveredElsewhere(
                 f"{name} has no tsuku recipe; it is a {found.builder} package ({found.source})",
@@ -145,36 +143,37 @@ class InstallMissing:
     async def _create(
         self,
         name: str,
-        repo: str,
+        spec: str,
         progress: Progress,
         *,
         yes: bool,
         can_ask: bool,
         collect_tool_stats: bool = False,
     ) -> tuple[CreatedRecipe, tuple[dict[str, Any], ...]]:
+        """Write the recipe from ``spec`` (``github:o/r``, ``npm:<package>``, ...)."""
         if self.creator is None:
             raise CreateUnavailable(
-                f"found github:{repo} for {name}, but this tsukud has no recipe generator",
-                hint=f"Write a recipe by hand: $TSUKU_HOME/recipes/{name}.toml (github:{repo}).",
-                source=repo,
+                f"found {spec} for {name}, but this tsukud has no recipe generator",
+                hint=f"Write a recipe by hand: $TSUKU_HOME/recipes/{name}.toml ({spec}).",
+                source=spec.removeprefix("github:"),
             )
         await progress(
             {
                 "stage": "discovery",
                 "step": "create",
-                "message": f"writing a recipe for {name} from github:{repo}",
+                "message": f"writing a recipe for {name} from {spec}",
             }
         )
         res = await self.creator.create(
             name,
-            f"github:{repo}",
+            spec,
             progress=progress,
             confirmed=yes,
             can_ask=can_ask,
             collect_tool_stats=collect_tool_stats,
         )
         if not yes:
-            await self._review(name, repo, res, progress, can_ask=can_ask)
+            await self._review(name, spec, res, progress, can_ask=can_ask)
         saved = await self.creator.save(name, res.recipe, session=res.session)
         status = res.validation.status
         await progress(
@@ -195,24 +194,24 @@ class InstallMissing:
         return created, tuple(msgspec.to_builtins(s) for s in res.tool_stats or ())
 
     async def _review(
-        self, name: str, repo: str, res: CreateResult, progress: Progress, *, can_ask: bool
+        self, name: str, spec: str, res: CreateResult, progress: Progress, *, can_ask: bool
     ) -> None:
         """A person sees the recipe and accepts it, as ``tsukuctl create`` asks, before
         anything is saved or installed."""
         from tsukud.create.service import recipe_sha256
 
         what = (
-            f"the recipe for {name} from github:{repo} (generated by {res.generated_by}; "
+            f"the recipe for {name} from {spec} (generated by {res.generated_by}; "
             f"validation {res.validation.status})"
         )
-        again = f"tsukuctl create {name} --from github:{repo}"
+        again = f"tsukuctl create {name} --from {spec}"
         if not can_ask or self.confirmations is None:
             raise ConfirmationRequired(
                 f"{what} must be reviewed before it is installed, and there is no terminal "
                 "to show it: nothing was saved or installed",
                 hint=f"Run it again with --yes to install it unseen, or review it with: {again}",
                 kind="recipe",
-                source=repo,
+                source=spec.removeprefix("github:"),
             )
         question = ConfirmationRequired(
             f"Review {what}",
@@ -230,10 +229,40 @@ class InstallMissing:
                 can_ask=True,
                 session=res.session,
                 question=question,
-                shown={"create": msgspec.to_builtins(res), "source": f"github:{repo}"},
+                shown={"create": msgspec.to_builtins(res), "source": spec},
             )
         except UserDeclined:
             raise UserDeclined(
                 f"the recipe for {name} was not accepted: nothing was saved or installed",
                 hint=f"`{again}` writes and shows it again without installing it.",
             ) from None
+
+
+# Discovery's builder name -> the ``--from`` prefix of the registry's recipe builder.
+BUILDER_SOURCES = {"npm": "npm", "pypi": "pypi"}
+_FROM_HINT = "Name the source as --from github:owner/repo, npm:<package> or pypi:<project>."
+
+
+def _given_source(source: str) -> tuple[str, str]:
+    """``--from``: (the create source, what the result reports as the source)."""
+    from tsukud.create.ecosystem_builders import parse_ecosystem_source
+    from tsukud.errors import TsukuError
+
+    try:
+        eco = parse_ecosystem_source(source)
+    except TsukuError as exc:
+        raise UsageError(f"--from {source!r}: {exc.message}", hint=_FROM_HINT) from None
+    if eco is not None:
+        return str(eco), str(eco)
+    try:
+        repo = github_source(source)
+    except BadSource as exc:
+        raise UsageError(f"--from {source!r}: {exc}", hint=_FROM_HINT) from None
+    return f"github:{repo}", repo
+
+
+def _found_source(found: Discovery) -> tuple[str, str]:
+    if found.builder == "github":
+        return f"github:{found.source}", found.source
+    spec = f"{BUILDER_SOURCES[found.builder]}:{found.source}"
+    return spec, spec

@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from tsukud.hooks.index import command_name
-from tsukud.recipe import GenericStep, GitHubArchiveStep, GitHubFileStep, Recipe, RecipeError
+from tsukud.recipe import (
+    EcosystemStep,
+    GenericStep,
+    GitHubArchiveStep,
+    GitHubFileStep,
+    Recipe,
+    RecipeError,
+)
 from tsukud.recipe.toml_io import load_recipe
 
 
@@ -33,6 +40,8 @@ def recipe_binaries(recipe: Recipe) -> list[str]:
             if step.binary:
                 names.append(command_name(step.binary))
             names += [command_name(b.dest or b.src) for b in step.binaries or ()]
+        elif isinstance(step, EcosystemStep):
+            names += [command_name(e) for e in step.executables]
         elif isinstance(step, GenericStep):
             names += _loose_binaries(step.params)
     names += [command_name(b) for b in recipe.metadata.binaries or ()]
@@ -57,8 +66,11 @@ def _satisfied(satisfies: Any) -> list[str]:
 
 
 def _loose_binaries(table: Mapping[str, Any]) -> list[str]:
-    """``binaries`` (paths or ``{src, dest}``) and ``binary`` from an untyped table."""
+    """``binaries`` (paths or ``{src, dest}``), ``binary`` and an ecosystem step's
+    ``executables`` from an untyped table."""
     out: list[str] = []
+    execs = table.get("executables")
+    out += [command_name(e) for e in execs if isinstance(e, str)] if isinstance(execs, list) else []
     raw = table.get("binaries")
     for item in raw if isinstance(raw, list) else ():
         if isinstance(item, str):

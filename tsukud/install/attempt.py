@@ -31,7 +31,7 @@ import contextlib
 import os
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,8 +58,10 @@ from tsukud.install.transaction import InstallTransaction
 from tsukud.install.versions import Resolution
 from tsukud.recipe import (
     ArchiveFormat,
+    EcosystemStep,
     RenderedStep,
     VerifyCheck,
+    ecosystem_step,
     render_recipe,
     render_verify,
     require_supported,
@@ -210,33 +212,33 @@ class InstallAttempt:
                 "recipe_source": loaded.source,
             },
         )
-        self.stage = "render"
-        assets = res.release.asset_names if res.release is not None else None
-        rendered = render_recipe(
-            recipe, res.resolved, inst.platform, assets=assets, github_url=inst.github_url()
-        )
         tools = layout.tools_dir(inst.home)
         tools.mkdir(parents=True, exist_ok=True)
         self.staging = tools / (
             f"{layout.STAGING_PREFIX}{self.name}-{res.version}-{secrets.token_hex(4)}"
         )
         self.staging.mkdir(mode=0o700)
-        root = self.staging / "root"
-        asset_records = []
-        for step in rendered:
-            asset_records.append(await self._fetch_and_unpack(step, res, loaded, root))
-            if step.commands:
-                await self._run_commands(step, loaded, final_dir)
-        self.stage = "install"
-        await self.progress("installing", version=res.version)
-        binaries = await trio.to_thread.run_sync(self._assemble, rendered, root)
-        conflicts = self._conflicts(binaries)
-        if conflicts and not force:
-            raise BinaryConflict(
-                "; ".join(conflicts),
-                hint="Remove the other tool first, or install with --force to take the names over.",
+        eco = ecosystem_step(recipe, inst.platform)
+        asset_records: list[dict[str, Any]] = []
+        if eco is not None:
+            self._refuse_conflicts(dict.fromkeys(eco.executables), force)
+            binaries = await self._run_ecosystem(eco, res, final_dir)
+        else:
+            self.stage = "render"
+            assets = res.release.asset_names if res.release is not None else None
+            rendered = render_recipe(
+                recipe, res.resolved, inst.platform, assets=assets, github_url=inst.github_url()
             )
-        self.tx.move_into_place(root, final_dir)
+            root = self.staging / "root"
+            for step in rendered:
+                asset_records.append(await self._fetch_and_unpack(step, res, loaded, root))
+                if step.commands:
+                    await self._run_commands(step, loaded, final_dir)
+            self.stage = "install"
+            await self.progress("installing", version=res.version)
+            binaries = await trio.to_thread.run_sync(self._assemble, rendered, root)
+            self._refuse_conflicts(binaries, force)
+            self.tx.move_into_place(root, final_dir)
         self.stage = "verify"
         checks = self._verify_checks(loaded, res.version, final_dir)
         output = None
@@ -290,6 +292,44 @@ class InstallAttempt:
         }
 
     # ---- steps -------------------------------------------------------------------------
+
+    def _refuse_conflicts(self, binaries: Mapping[str, Any], force: bool) -> None:
+        conflicts = self._conflicts(binaries)
+        if conflicts and not force:
+            raise BinaryConflict(
+                "; ".join(conflicts),
+                hint="Remove the other tool first, or install with --force to take the names over.",
+            )
+
+    async def _run_ecosystem(
+        self, step: EcosystemStep, res: Resolution, final_dir: Path
+    ) -> dict[str, dict[str, str]]:
+        """Install with the ecosystem's package manager, in place (``ecosystem/prefix.py``
+        says why): the toolchain is found first, so a missing one changes nothing."""
+        from tsukud.install.ecosystem.actions import action_for
+        from tsukud.install.ecosystem.prefix import Prefix, RunContext
+        from tsukud.install.ecosystem.toolchain import find
+
+        assert self.staging is not None
+        inst = self.inst
+        action = action_for(step)
+        assert action.runner is not None
+        self.stage = "toolchain"
+        program = find(action.toolchain, inst.env)
+        registry_url = inst.ecosystem_urls().get(action.version_source, "")
+        self.stage = "install"
+        await self.progress(
+            "installing",
+            version=res.version,
+            action=step.action,
+            package=step.package_name,
+            program=str(program),
+        )
+        self.tx.claim(final_dir)
+        prefix = Prefix(self.name, final_dir, self.staging / "scratch")
+        prefix.prepare()
+        ctx = RunContext(step, res.tag, prefix, program, registry_url, inst.env)
+        return await action.runner(ctx)
 
     async def _fetch_and_unpack(
         self, step: RenderedStep, res: Resolution, loaded: LoadedRecipe, root: Path
@@ -472,7 +512,7 @@ class InstallAttempt:
             binaries[bin_name] = {"path": path, "sha256": sha256_file(real)}
         return binaries
 
-    def _conflicts(self, binaries: dict[str, dict[str, str]]) -> list[str]:
+    def _conflicts(self, binaries: Mapping[str, Any]) -> list[str]:
         bins = layout.bin_dir(self.inst.home)
         tools = layout.tools_dir(self.inst.home)
         out = []

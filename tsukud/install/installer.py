@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,6 +62,7 @@ class Installer:
         platform: Platform | None = None,
         max_download_bytes: int = DEFAULT_MAX_BYTES,
         confirmations: Confirmations | None = None,
+        ecosystem_urls: Callable[[], Mapping[str, str]] = dict,
     ) -> None:
         self.home = home
         # Who asks the user (a run_command's yes); None: no one can be asked.
@@ -75,6 +76,8 @@ class Installer:
         self.env = env
         self.platform = platform or host_platform()
         self.max_download_bytes = max_download_bytes
+        # Version source (npm, pypi, ...) -> the registry its package manager uses.
+        self.ecosystem_urls = ecosystem_urls
         self._locks: dict[str, trio.Lock] = {}
         self._recovery = trio.Lock()
         self._recovered = False

@@ -38,6 +38,17 @@ class InstallTransaction:
         os.replace(root, final_dir)
         self.final_dir = final_dir
 
+    def claim(self, final_dir: Path) -> None:
+        """Make ``final_dir`` an empty directory the install builds in place (an
+        ecosystem's package manager: venvs and wrappers carry absolute paths); a copy
+        already there is moved aside until commit, as in :meth:`move_into_place`."""
+        if final_dir.exists() or final_dir.is_symlink():
+            aside = layout.aside_path(final_dir)
+            os.replace(final_dir, aside)
+            self.moved_aside = aside
+        final_dir.mkdir(mode=0o755)
+        self.final_dir = final_dir
+
     def switch_links(self, binaries: Mapping[str, Mapping[str, str]], final_dir: Path) -> None:
         """Point ``bin/<name>`` at each binary in ``final_dir``."""
         bins = layout.bin_dir(self.home)

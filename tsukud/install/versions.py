@@ -23,6 +23,7 @@ revalidates each API response with its ETag).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 
 import msgspec
 
@@ -30,6 +31,7 @@ from tsukud.clock import Clock, SystemClock
 from tsukud.errors import TsukuError
 from tsukud.github.client import GitHub, Release, ReleaseNotFound
 from tsukud.recipe import (
+    EcosystemStep,
     Recipe,
     RecipeError,
     ResolvedVersion,
@@ -65,9 +67,15 @@ class Resolution(msgspec.Struct, frozen=True, kw_only=True):
 
 class VersionResolver:
     def __init__(
-        self, github: GitHub, *, ttl: float = DEFAULT_TTL, clock: Clock | None = None
+        self,
+        github: GitHub,
+        *,
+        ttl: float = DEFAULT_TTL,
+        clock: Clock | None = None,
+        ecosystem_urls: Callable[[], Mapping[str, str]] = dict,
     ) -> None:
         self.github = github
+        self.ecosystem_urls = ecosystem_urls
         self.ttl = ttl
         self._clock = clock or SystemClock()
         self._cache: dict[tuple[str, str, str], tuple[float, Resolution]] = {}
@@ -79,6 +87,9 @@ class VersionResolver:
         requested = (requested or "").strip() or None
         if recipe.version is not None and recipe.version.source == HTTP_JSON_SOURCE:
             return await self._http_json(recipe, requested)
+        eco = _ecosystem_step(recipe)
+        if eco is not None:
+            return await self._ecosystem(eco, requested)
         source = version_source(recipe)
         stable = recipe.version.stable_qualifiers if recipe.version is not None else None
         key = (source.repo.lower(), source.tag_prefix or "", requested or "")
@@ -91,6 +102,25 @@ class VersionResolver:
         else:
             res = await self._specific(source.repo, source.tag_prefix, requested)
         check_version(res.resolved, source.repo)
+        self._cache[key] = (now + self.ttl, res)
+        return res
+
+    async def _ecosystem(self, step: EcosystemStep, requested: str | None) -> Resolution:
+        from tsukud.install.ecosystem import versions as eco_versions
+
+        base = self.ecosystem_urls().get(step.VERSION_SOURCE)
+        if not base:
+            raise RecipeError(
+                f"no registry URL is configured for {step.VERSION_SOURCE}",
+                hint="Set it with tsukuctl config set (the discover.*_url settings).",
+            )
+        key = (step.VERSION_SOURCE, f"{base} {step.package_name}", requested or "")
+        hit = self._cache.get(key)
+        now = self._clock.now()
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        resolved = await eco_versions.resolve(self.github.http, step, base, requested)
+        res = Resolution(resolved=resolved, repo="", requested=requested, how="registry")
         self._cache[key] = (now + self.ttl, res)
         return res
 
@@ -216,3 +246,17 @@ class VersionResolver:
         return Resolution(
             resolved=resolved, repo=repo, requested=requested, how="listed", release=release
         )
+
+
+def _ecosystem_step(recipe: Recipe) -> EcosystemStep | None:
+    """The recipe's ecosystem step when its versions come from that registry: no
+    ``[version]`` source (or the ecosystem's own) and no GitHub repository named."""
+    section = recipe.version
+    if section is not None and (section.github_repo or section.url):
+        return None
+    for step in recipe.steps:
+        if isinstance(step, EcosystemStep) and (
+            section is None or section.source in (None, step.VERSION_SOURCE)
+        ):
+            return step
+    return None

@@ -312,9 +312,83 @@ class RunCommandStep(_StepBase, frozen=True, kw_only=True):
     command: str
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
+class EcosystemStep(_StepBase, frozen=True, kw_only=True):
+    """An install by a language's package manager into the tool's own directory:
+    ``npm_install``, ``pipx_install``, ``cargo_install``, ``gem_install``,
+    ``go_install``. Each names its package under tsuku's key for it (``package``,
+    ``crate``, ``gem``, ``module``) and the ``executables`` it puts on PATH; the version
+    comes from that ecosystem's registry (``VERSION_SOURCE``) unless ``[version]`` says
+    otherwise."""
+
+    ACTION: ClassVar[str]
+    PACKAGE_KEY: ClassVar[str]
+    VERSION_SOURCE: ClassVar[str]
+    action: str
+    # Required to install (tsuku's runners need them too); a recipe without them still
+    # reads, so a registry's every recipe can be read.
+    executables: tuple[str, ...] = ()
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    @property
+    def package_name(self) -> str:
+        name: str = getattr(self, self.PACKAGE_KEY)
+        return name
+
+
+class NpmInstallStep(EcosystemStep, frozen=True, kw_only=True):
+    ACTION: ClassVar[str] = "npm_install"
+    PACKAGE_KEY: ClassVar[str] = "package"
+    VERSION_SOURCE: ClassVar[str] = "npm"
+    action: Literal["npm_install"] = "npm_install"
+    package: str
+
+
+class PipxInstallStep(EcosystemStep, frozen=True, kw_only=True):
+    ACTION: ClassVar[str] = "pipx_install"
+    PACKAGE_KEY: ClassVar[str] = "package"
+    VERSION_SOURCE: ClassVar[str] = "pypi"
+    action: Literal["pipx_install"] = "pipx_install"
+    package: str
+
+
+class CargoInstallStep(EcosystemStep, frozen=True, kw_only=True):
+    ACTION: ClassVar[str] = "cargo_install"
+    PACKAGE_KEY: ClassVar[str] = "crate"
+    VERSION_SOURCE: ClassVar[str] = "crates_io"
+    action: Literal["cargo_install"] = "cargo_install"
+    crate: str
+
+
+class GemInstallStep(EcosystemStep, frozen=True, kw_only=True):
+    ACTION: ClassVar[str] = "gem_install"
+    PACKAGE_KEY: ClassVar[str] = "gem"
+    VERSION_SOURCE: ClassVar[str] = "rubygems"
+    action: Literal["gem_install"] = "gem_install"
+    gem: str
+
+
+class GoInstallStep(EcosystemStep, frozen=True, kw_only=True):
+    ACTION: ClassVar[str] = "go_install"
+    PACKAGE_KEY: ClassVar[str] = "module"
+    VERSION_SOURCE: ClassVar[str] = "goproxy"
+    action: Literal["go_install"] = "go_install"
+    module: str
+
+
+ECOSYSTEM_STEPS: dict[str, type[EcosystemStep]] = {
+    t.ACTION: t
+    for t in (NpmInstallStep, PipxInstallStep, CargoInstallStep, GemInstallStep, GoInstallStep)
+}
+# The ecosystem actions whose runner exists (tsukud/install/ecosystem/actions.py; a
+# test holds the two to each other): the others parse and resolve versions, but are
+# reported as unsupported wherever support is judged.
+RUNNABLE_ECOSYSTEM_ACTIONS = frozenset({"npm_install", "pipx_install"})
+# [version] source names of the ecosystems' registries (tsuku's names).
+ECOSYSTEM_VERSION_SOURCES = tuple(t.VERSION_SOURCE for t in ECOSYSTEM_STEPS.values())
+
 
 class GenericStep(_StepBase, frozen=True, kw_only=True):
-    """Any other action (homebrew, npm_install, ...): kept verbatim so it round-trips."""
+    """Any other action (homebrew, apk_install, ...): kept verbatim so it round-trips."""
 
     action: str
     params: dict[str, Any] = msgspec.field(default_factory=dict)
@@ -330,7 +404,7 @@ UrlStep = (
     | InstallBinariesStep
     | RunCommandStep
 )
-SupportedStep = GitHubArchiveStep | GitHubFileStep | UrlStep
+SupportedStep = GitHubArchiveStep | GitHubFileStep | UrlStep | EcosystemStep
 Step = SupportedStep | GenericStep
 
 
@@ -413,7 +487,11 @@ class Recipe(msgspec.Struct, frozen=True, kw_only=True):
 # Version sources whose tags come from GitHub; anything else needs a provider we lack.
 GITHUB_VERSION_SOURCES = (None, "github", "github_releases", "github_tags")
 HTTP_JSON_SOURCE = "http_json"
-SUPPORTED_VERSION_SOURCES = (*GITHUB_VERSION_SOURCES, HTTP_JSON_SOURCE)
+SUPPORTED_VERSION_SOURCES = (
+    *GITHUB_VERSION_SOURCES,
+    HTTP_JSON_SOURCE,
+    *ECOSYSTEM_VERSION_SOURCES,
+)
 # Hash algorithms the download pump computes while streaming.
 CHECKSUM_ALGOS = ("sha256",)
 
@@ -460,6 +538,21 @@ def check_platform(recipe: Recipe, target: Platform) -> None:
 
 def _check_step(recipe_name: str, index: int, step: SupportedStep) -> None:
     where = f"{recipe_name}: steps[{index}]"
+    if isinstance(step, EcosystemStep) and step.action not in RUNNABLE_ECOSYSTEM_ACTIONS:
+        raise UnsupportedAction(
+            f"{where}: action {step.action} is not supported yet",
+            hint=f"Install {step.package_name} with its own package manager for now.",
+            recipe=recipe_name,
+            action=step.action,
+            step=index,
+        )
+    if isinstance(step, EcosystemStep) and not step.executables:
+        raise RecipeError(
+            f"{where}: {step.action} needs executables (the commands it puts on PATH)",
+            recipe=recipe_name,
+            action=step.action,
+            step=index,
+        )
     if step.extra:
         names = ", ".join(sorted(step.extra))
         raise UnsupportedFeature(
@@ -527,7 +620,51 @@ def require_supported(
         raise NoMatchingStep(
             f"{name}: no step installs on {target}{at}", recipe=name, platform=str(target)
         )
+    _check_ecosystem(name, source, selected)
     return selected
+
+
+def _check_ecosystem(
+    name: str, source: str | None, selected: list[tuple[int, SupportedStep]]
+) -> None:
+    """An ecosystem step is the whole install: its package manager owns the tool's
+    directory, so it stands alone, and its versions come from its own registry."""
+    eco = [(i, s) for i, s in selected if isinstance(s, EcosystemStep)]
+    if not eco:
+        if source in ECOSYSTEM_VERSION_SOURCES:
+            raise UnsupportedFeature(
+                f"{name}: version source {source} needs an ecosystem install step",
+                recipe=name,
+            )
+        return
+    index, step = eco[0]
+    if len(selected) > 1:
+        raise UnsupportedFeature(
+            f"{name}: steps[{index}]: {step.action} cannot be combined with other steps "
+            "on one platform yet",
+            recipe=name,
+            action=step.action,
+            step=index,
+        )
+    if source not in (None, step.VERSION_SOURCE):
+        raise UnsupportedFeature(
+            f"{name}: version source {source} cannot pin a {step.action} package "
+            f"(its versions come from {step.VERSION_SOURCE})",
+            recipe=name,
+            action=step.action,
+            step=index,
+        )
+
+
+def ecosystem_step(
+    recipe: Recipe, target: Platform, version: str | None = None
+) -> EcosystemStep | None:
+    """The ecosystem step that installs ``recipe`` on ``target``, if that is how it
+    installs (checked by :func:`require_supported`)."""
+    for _index, step in require_supported(recipe, target, version):
+        if isinstance(step, EcosystemStep):
+            return step
+    return None
 
 
 def unsupported_actions(recipe: Recipe) -> list[str]:
@@ -535,7 +672,9 @@ def unsupported_actions(recipe: Recipe) -> list[str]:
     in step order: what a registry coverage report counts, before any platform choice."""
     out: list[str] = []
     for step in recipe.steps:
-        if isinstance(step, GenericStep):
+        if isinstance(step, GenericStep) or (
+            isinstance(step, EcosystemStep) and step.action not in RUNNABLE_ECOSYSTEM_ACTIONS
+        ):
             found = [step.action]
         else:  # a parameter install refuses (requires_sudo, ...) makes the step unusable
             found = [f"{step.action} parameter {k}" for k in sorted(step.extra)]
@@ -569,4 +708,10 @@ def step_summary(step: SupportedStep) -> dict[str, Any]:
         return {"action": step.action, "repo": step.repo, "asset_pattern": step.asset_pattern}
     if isinstance(step, DownloadStep | DownloadArchiveStep):
         return {"action": step.action, "url": step.url}
+    if isinstance(step, EcosystemStep):
+        return {
+            "action": step.action,
+            step.PACKAGE_KEY: step.package_name,
+            "executables": list(step.executables),
+        }
     return {"action": step.action}

@@ -26,9 +26,11 @@ from typing import Any
 import msgspec
 
 from tsukud.recipe.model import (
+    RUNNABLE_ECOSYSTEM_ACTIONS,
     ChmodStep,
     DownloadArchiveStep,
     DownloadStep,
+    EcosystemStep,
     ExtractStep,
     GenericStep,
     GitHubArchiveStep,
@@ -286,6 +288,21 @@ def _run_command(step: RunCommandStep, index: int, ctx: PlanContext) -> list[Pla
     return [PlanStep(action="run_command", params=params)]
 
 
+def _ecosystem(step: EcosystemStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """One step: the package manager installs the pinned version (the registry's
+    spelling) into the tool's directory; nothing is downloaded by URL."""
+    if step.action not in RUNNABLE_ECOSYSTEM_ACTIONS:
+        raise RecipeError(f"action {step.action} is not supported yet")
+    if not step.executables:
+        raise RecipeError(f"{ctx.where(index)}: {step.action} needs executables")
+    params = {
+        step.PACKAGE_KEY: step.package_name,
+        "version": ctx.resolved.tag,
+        "executables": list(step.executables),
+    }
+    return [PlanStep(action=step.action, params=params)]
+
+
 #: action → its planner. Composite actions decompose into primitives here.
 PLANNERS: dict[str, StepPlanner] = {
     "github_archive": _github,
@@ -297,6 +314,11 @@ PLANNERS: dict[str, StepPlanner] = {
     "chmod": _chmod,
     "install_binaries": _install_binaries,
     "run_command": _run_command,
+    "npm_install": _ecosystem,
+    "pipx_install": _ecosystem,
+    "cargo_install": _ecosystem,
+    "gem_install": _ecosystem,
+    "go_install": _ecosystem,
 }
 
 

@@ -24,6 +24,7 @@ from tsukud.recipe.model import (
     ChmodStep,
     DownloadArchiveStep,
     DownloadStep,
+    EcosystemStep,
     ExtractStep,
     GitHubArchiveStep,
     GitHubFileStep,
@@ -581,6 +582,9 @@ def render_recipe(
                     recipe_name=name,
                 )
             )
+        elif isinstance(step, EcosystemStep):
+            # Nothing to download by URL: its package manager fetches it.
+            continue
         else:
             url_steps.append((index, step))
     if url_steps:

@@ -24,6 +24,7 @@ import tomli_w
 
 from tsukud.recipe.model import (
     ARCHIVE_FORMAT_ALIASES,
+    ECOSYSTEM_STEPS,
     INSTALL_MODES,
     Binary,
     ChmodStep,
@@ -47,6 +48,7 @@ from tsukud.recipe.model import (
 )
 from tsukud.recipe.platform import LIBCS
 from tsukud.recipe.version_range import parse_range
+from tsukud.registries import crates, goproxy, npm, pypi, rubygems
 
 # Keys every step may carry that are not action parameters (the reference's list).
 RESERVED_STEP_KEYS = ("action", "note", "description", "phase", "when", "dependencies")
@@ -447,6 +449,37 @@ _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
     "run_command": (RunCommandStep, _RUN_COMMAND, ("command",)),
 }
 _SIGNATURE_KEYS = ("signature_url", "signature_key_url", "signature_key_fingerprint")
+
+
+def _package(valid: Callable[[str], bool], what: str) -> Conv:
+    """A registry's package name: it becomes an argument of that registry's client, so
+    a URL, path or VCS spec (``git+https://…``, ``../x``, ``-flag``) is refused here."""
+
+    def conv(value: Any, path: str) -> str:
+        text = _nonempty(value, path)
+        if not valid(text):
+            _expected(path, what, value)
+        return text
+
+    return conv
+
+
+def _executables(value: Any, path: str) -> tuple[str, ...]:
+    names = _str_list(value, path)  # empty reads (installing says what is missing)
+    for i, name in enumerate(names):
+        if not name or "/" in name or "\\" in name or name in (".", "..") or name[0] == "-":
+            _expected(f"{path}[{i}]", "a command name (no '/')", name)
+    return names
+
+
+# action -> the key naming its package, and that key's converter
+_ECOSYSTEM: dict[str, Conv] = {
+    "npm_install": _package(npm.valid_name, "an npm package name"),
+    "pipx_install": _package(pypi.valid_name, "a PyPI project name"),
+    "cargo_install": _package(crates.valid_name, "a crate name"),
+    "gem_install": _package(rubygems.valid_name, "a gem name"),
+    "go_install": _package(goproxy.valid_module, "a Go package path (example.com/tool)"),
+}
 _VERIFY: dict[str, Conv] = {
     "command": _str,
     "pattern": _str,
@@ -511,6 +544,13 @@ def _step(value: Any, path: str) -> Step:
                 raise _Bad(path, f"{', '.join(_SIGNATURE_KEYS)} come together")
         step: Step = step_type(**common, **known, extra=extra)
         return step
+
+    if action in ECOSYSTEM_STEPS:
+        eco_type = ECOSYSTEM_STEPS[action]
+        key = eco_type.PACKAGE_KEY
+        known, extra = _split(params, path, {key: _ECOSYSTEM[action], "executables": _executables})
+        _require(known, path, key)
+        return eco_type(**common, **known, extra=extra)
 
     return GenericStep(action=action, params=params, **common)
 
@@ -624,6 +664,8 @@ def _step_dict(step: Step) -> dict[str, Any]:
         if key in body:
             head[key] = body.pop(key)
     deps = body.pop("dependencies", None)
+    if "executables" in body:  # after the package, as the registry writes it
+        body["executables"] = body.pop("executables")
     head.update(body)
     if deps is not None:
         head["dependencies"] = deps

@@ -398,7 +398,8 @@ def test_errors_carry_hints(home: Tsuku, fw: FakeGitHub) -> None:
     assert cp.returncode == ExitCode.NETWORK
     assert "not found on GitHub" in cp.stderr and "hint: Check the repository name" in cp.stderr
     cp = home.ctl("create", "stern", "--from", "gitlab:stern/stern", "--yes")
-    assert cp.returncode == ExitCode.USAGE and "hint: Use --from github:owner/repo." in cp.stderr
+    assert cp.returncode == ExitCode.USAGE
+    assert "hint: Use --from github:owner/repo, npm:<package> or pypi:<project>." in cp.stderr
     cp = home.ctl("create", "stern", "--from", "github:stern/stern", "--llm", "--yes")
     assert cp.returncode == ExitCode.PROVIDER_UNAVAILABLE
     assert (

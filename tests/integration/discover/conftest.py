@@ -51,6 +51,8 @@ def world(servers: World) -> Iterator[World]:
             w.eco.gem_versions,
             w.eco.go,
             w.eco.go_versions,
+            w.eco.npm_files,
+            w.eco.pypi_files,
             w.eco.delay,
             w.eco.fail,
         ):

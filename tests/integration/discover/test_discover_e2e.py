@@ -245,6 +245,57 @@ def test_ecosystem_package_prints_its_install_command(world: World, tk: Tsuku) -
     assert not world.claude.requests
 
 
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+def test_install_an_npm_package_without_a_recipe(world: World, tk: Tsuku) -> None:
+    """Discovery's ecosystem probe finds it on npm (the only match), the npm builder
+    writes the recipe, it is validated on the host and installed: runnable."""
+    from tsukud.testing.packages import npm_tarball
+
+    for v in ("0.9.0", "1.0.0", "1.1.0", "1.2.0", "1.3.0"):
+        world.eco.publish_npm(npm_tarball("prettyfmt", v, {"prettyfmt": f"prettyfmt {v}"}))
+    world.eco.npm_downloads["prettyfmt"] = 50_000
+    cp = tk.ctl("install", "prettyfmt", "--yes", timeout=180)
+    assert cp.returncode == 0, cp.stderr
+    assert "discovered prettyfmt: npm:prettyfmt" in cp.stdout
+    assert "installed prettyfmt 1.3.0 (prettyfmt)" in cp.stdout
+    out = subprocess.run(
+        [str(tk.home / "bin" / "prettyfmt"), "x"], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "prettyfmt 1.3.0 x"
+    recipe = (tk.home / "recipes" / "prettyfmt.toml").read_text()
+    assert 'action = "npm_install"' in recipe and 'package = "prettyfmt"' in recipe
+    assert not world.claude.requests  # no model: found by the probe, built from metadata
+    kinds = [e["type"] for e in ledger(tk, "validation.*")]
+    assert kinds == ["validation.started", "validation.passed"]
+
+
+def test_install_a_pypi_package_without_a_recipe(world: World, tk: Tsuku) -> None:
+    from tsukud.testing.packages import wheel
+
+    for v in ("0.1", "0.2", "1.0"):
+        world.eco.publish_wheel(wheel("pyfmt", v, {"pyfmt": f"pyfmt {v}"}))
+    cp = tk.ctl("install", "pyfmt", "--yes", timeout=180)
+    assert cp.returncode == 0, cp.stderr
+    assert "discovered pyfmt: pypi:pyfmt" in cp.stdout
+    out = subprocess.run(
+        [str(tk.home / "bin" / "pyfmt")], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "pyfmt 1.0"
+    assert not world.claude.requests
+
+
+def test_install_from_pypi_skips_discovery(world: World, tk: Tsuku) -> None:
+    from tsukud.testing.packages import wheel
+
+    world.eco.publish_wheel(wheel("pyfmt", "1.0", {"pyfmt": "pyfmt 1.0"}))
+    cp = tk.ctl("install", "pyfmt", "--from", "pypi:pyfmt", "--yes", timeout=180)
+    assert cp.returncode == 0, cp.stderr
+    assert (tk.home / "bin" / "pyfmt").exists()
+    assert not world.claude.requests
+    probes = ("/crates/", "/npm/", "/rubygems/", "/goproxy/")
+    assert not [p for p in world.eco.paths() if p.startswith(probes)]  # no discovery probe
+
+
 def test_discover_command_reports_without_installing(world: World, tk: Tsuku) -> None:
     claude_finds(world.claude)
     cp = tk.ctl("discover", "stripe-cli", "--yes")

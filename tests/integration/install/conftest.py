@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Tsuku, base_env, short_home
+from tests.fakes.ecosystems import FakeEcosystems
 from tests.fakes.github import FakeGitHub, fixture_world
 
 
@@ -48,6 +49,25 @@ def make_tsuku(fake: FakeGitHub, **extra: str) -> Tsuku:
 def inst(world: FakeGitHub) -> Iterator[Tsuku]:
     """A running tsukud whose GitHub, downloads and registry are the fake."""
     t = make_tsuku(world)
+    try:
+        t.start()
+        yield t
+    finally:
+        t.stop_all()
+        shutil.rmtree(t.home, ignore_errors=True)
+
+
+@pytest.fixture
+def eco() -> Iterator[FakeEcosystems]:
+    """Fake npm, PyPI, ... registries (tests publish real packages on them)."""
+    with FakeEcosystems() as fake:
+        yield fake
+
+
+@pytest.fixture
+def eco_inst(world: FakeGitHub, eco: FakeEcosystems) -> Iterator[Tsuku]:
+    """A running tsukud whose GitHub and package registries are the fakes."""
+    t = make_tsuku(world, **eco.env())
     try:
         t.start()
         yield t

@@ -16,6 +16,7 @@ NOT_RUN = (
     ("create",),
     ("discover",),
     ("install", "stripe-cli"),
+    ("install", "prettier"),  # from npm: needs a registry the fakes here do not serve
     ("llm", "test"),
     ("hook",),
     ("daemon",),

@@ -112,8 +112,8 @@ signature_key_url = "{host.url}/key.asc"
 signature_key_fingerprint = "{fpr}"
 
 [[steps]]
-action = "npm_install"
-package = "corepack"
+action = "apk_install"
+packages = ["corepack"]
 """,
         )
     )
@@ -133,9 +133,9 @@ package = "corepack"
     assert signed["params"]["signature_url"] == f"{host.url}/extra-22.1.0.zip.sig"
     assert p["unsupported"] == [
         {
-            "action": "npm_install",
+            "action": "apk_install",
             "platform": "linux/amd64 (glibc)",
-            "reason": "action npm_install is not supported yet",
+            "reason": "action apk_install is not supported yet",
             "index": 2,
         }
     ]
@@ -145,8 +145,8 @@ package = "corepack"
     text = inst.ctl("plan", str(recipe), "--version", "22.1.0", "--platform", "linux/amd64")
     assert text.returncode == 0, text.stderr
     assert (
-        "unsupported on linux/amd64 (glibc): steps[2] npm_install: "
-        "action npm_install is not supported yet"
+        "unsupported on linux/amd64 (glibc): steps[2] apk_install: "
+        "action apk_install is not supported yet"
     ) in text.stdout
 
 

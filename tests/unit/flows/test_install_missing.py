@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from tsukud.create.ecosystem_builders import NOT_YET
 from tsukud.create.pipeline import CreateResult, ValidationSummary
 from tsukud.create.service import SavedRecipe
 from tsukud.discover.errors import CreateUnavailable, DiscoveredElsewhere, DiscoveryNotFound
@@ -109,7 +110,9 @@ def discovery(builder: str = "github", source: str = "stripe/stripe-cli") -> Dis
         builder=builder,
         source=source,
         reason="in the discovery registry",
-        install_command="npm install -g stripe" if builder == "npm" else None,
+        install_command={"npm": "npm install -g stripe", "cask": "brew install --cask stripe"}.get(
+            builder
+        ),
     )
 
 
@@ -191,18 +194,51 @@ async def test_from_skips_discovery_and_bad_sources_are_usage_errors() -> None:
     f, log = flow()
     with pytest.raises(UsageError) as bad:
         await f.run("age", None, progress=log, source="gitlab:x/y")
-    assert bad.value.hint == "Name the source as --from github:owner/repo."
+    assert bad.value.hint == (
+        "Name the source as --from github:owner/repo, npm:<package> or pypi:<project>."
+    )
     assert log.calls == []
 
 
-async def test_an_ecosystem_package_is_not_installed() -> None:
-    found = discovery(builder="npm", source="stripe")
+async def test_an_ecosystem_package_without_a_builder_is_not_installed() -> None:
+    found = discovery(builder="cask", source="stripe")
     f, log = flow(found)
     with pytest.raises(DiscoveredElsewhere) as elsewhere:
         await f.run("stripe-cli", None, progress=log)
-    assert elsewhere.value.hint == "Install it with: npm install -g stripe"
+    assert elsewhere.value.hint == "Install it with: brew install --cask stripe"
     assert elsewhere.value.data["discovery"] == msgspec.to_builtins(found)
     assert [name for name, _ in log.calls] == ["discover"]
+
+
+async def test_an_npm_or_pypi_hit_goes_through_its_builder() -> None:
+    for builder, package, spec in (
+        ("npm", "stripe", "npm:stripe"),
+        ("pypi", "stripe-cli", "pypi:stripe-cli"),
+    ):
+        found = discovery(builder=builder, source=package)
+        f, log = flow(found)
+        done = await f.run("stripe-cli", None, progress=log, yes=True)
+        assert done.source == spec and done.discovery == found
+        assert [name for name, _ in log.calls] == ["discover", "create", "save", "install"]
+        assert log.calls[1][1]["source"] == spec
+        assert any(spec in str(p.get("message")) for p in log.progress)
+
+
+async def test_from_npm_or_pypi_skips_discovery() -> None:
+    f, log = flow()
+    done = await f.run("prettier", None, progress=log, source="npm:prettier", yes=True)
+    assert done.discovery is None and done.source == "npm:prettier"
+    assert log.calls[0] == ("create", log.calls[0][1]) and log.calls[0][1]["source"] == (
+        "npm:prettier"
+    )
+    f, log = flow()
+    for prefix in NOT_YET:  # registries whose builder has not landed
+        with pytest.raises(UsageError, match="not supported yet") as bad:
+            await f.run("rg", None, progress=log, source=f"{prefix}:ripgrep")
+        assert "npm:<package>" in (bad.value.hint or "")
+    with pytest.raises(UsageError):
+        await f.run("x", None, progress=log, source="npm:git+https://x")
+    assert log.calls == []
 
 
 async def test_nothing_found_says_there_is_no_recipe_either() -> None:

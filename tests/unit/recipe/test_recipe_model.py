@@ -86,7 +86,7 @@ def test_unsupported_action_only_where_selected() -> None:
 
 
 def test_no_matching_step() -> None:
-    recipe = parse_recipe(MIXED.replace('action = "homebrew"', 'action = "npm_install"'))
+    recipe = parse_recipe(MIXED.replace('action = "homebrew"', 'action = "apk_install"'))
     with pytest.raises(NoMatchingStep, match="mixed: no step installs on freebsd/amd64"):
         require_supported(recipe, Platform("freebsd", "amd64"))
     with pytest.raises(NoMatchingStep):
@@ -118,9 +118,12 @@ def test_unsupported_features(extra: str, message: str) -> None:
 
 
 def test_unsupported_version_source() -> None:
-    recipe = parse_recipe(MIXED + '\n[version]\nsource = "npm"\n')
-    with pytest.raises(UnsupportedFeature, match="version source npm is not supported yet"):
+    recipe = parse_recipe(MIXED + '\n[version]\nsource = "repology"\n')
+    with pytest.raises(UnsupportedFeature, match="version source repology is not supported yet"):
         require_supported(recipe, LINUX)
+    npm_source = parse_recipe(MIXED + '\n[version]\nsource = "npm"\n')
+    with pytest.raises(UnsupportedFeature, match="version source npm needs an ecosystem install"):
+        require_supported(npm_source, LINUX)
     ok = parse_recipe(MIXED + '\n[version]\nsource = "github_releases"\ngithub_repo = "o/r"\n')
     assert require_supported(ok, LINUX)
 

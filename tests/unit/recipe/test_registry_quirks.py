@@ -248,8 +248,8 @@ def test_run_command_folds_into_the_download_it_follows() -> None:
     with pytest.raises(UnsupportedFeature, match="parameter requires_sudo"):
         require_supported(parse_recipe(sudo), LINUX)
     assert unsupported_actions(parse_recipe(sudo)) == ["run_command parameter requires_sudo"]
-    other = KUBECTL + '\n[[steps]]\naction = "npm_install"\npackage = "x"\n'
-    with pytest.raises(UnsupportedAction, match="npm_install"):
+    other = KUBECTL + '\n[[steps]]\naction = "apk_install"\npackages = ["x"]\n'
+    with pytest.raises(UnsupportedAction, match="apk_install"):
         require_supported(parse_recipe(other), LINUX)
     assert isinstance(parse_recipe(KUBECTL).steps[0], DownloadStep)
 
@@ -277,16 +277,16 @@ def test_coverage_separates_parse_failures_from_unsupported_actions(tmp_path: Pa
     (tmp_path / "k").mkdir()
     (tmp_path / "k" / "kubectl.toml").write_text(KUBECTL)
     (tmp_path / "batch.toml").write_text(BATCH)
-    (tmp_path / "prettier.toml").write_text(
-        '[metadata]\nname = "prettier"\n[version]\nsource = "npm"\n'
-        '[[steps]]\naction = "npm_install"\npackage = "prettier"\n'
+    (tmp_path / "musl-tool.toml").write_text(
+        '[metadata]\nname = "musl-tool"\n[version]\nsource = "repology"\n'
+        '[[steps]]\naction = "apk_install"\npackages = ["musl-tool"]\n'
     )
     (tmp_path / "broken.toml").write_text(BATCH.replace('binaries = ["tool"]', "binaries = 3"))
     bench = _bench()
     report = bench.measure(sorted(tmp_path.rglob("*.toml")))
     lines = report.lines()
     assert lines[-1] == "parsed 3/4, supported 2/4"
-    assert report.unsupported == {"npm_install": 1, "version source npm": 1}
+    assert report.unsupported == {"apk_install": 1, "version source repology": 1}
     (kind,) = report.parse_failures
     assert "steps[].binaries" in kind
 

@@ -1,0 +1,98 @@
+"""``tsukuctl create <tool> --from npm:<package>`` / ``--from pypi:<project>`` write the
+recipe from the registry's metadata ($0, no model), validated by installing it into a
+throw-away prefix on the host with the real npm / venv + pip; the recipe then installs
+like any other. Registries are fakes on loopback serving packages built in the test."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.conftest import Tsuku
+from tests.fakes.ecosystems import FakeEcosystems
+from tests.integration.install.conftest import events, installed, tree
+from tsukud.errors import ExitCode
+from tsukud.recipe import NpmInstallStep, PipxInstallStep, load_recipe
+from tsukud.testing.packages import npm_tarball, wheel
+
+needs_npm = pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+
+
+@needs_npm
+def test_create_from_npm_writes_a_validated_recipe(eco_inst: Tsuku, eco: FakeEcosystems) -> None:
+    t = eco_inst
+    eco.publish_npm(
+        npm_tarball("@fake/greet", "1.2.0", {"greet": "greet 1.2.0"}, bin_as_string=True)
+    )
+    cp = t.ctl("create", "greet", "--from", "npm:@fake/greet", "--yes")
+    assert cp.returncode == 0, cp.stderr
+    assert "Validation: passed on" in cp.stdout and "host prefix" in cp.stdout
+    recipe = load_recipe(t.home / "recipes" / "greet.toml")
+    (step,) = recipe.steps
+    assert isinstance(step, NpmInstallStep)
+    assert (step.package, step.executables) == ("@fake/greet", ("greet",))  # string bin
+    assert recipe.version is None and recipe.verify is not None
+    assert (recipe.verify.command, recipe.verify.pattern) == ("greet --version", "{version}")
+    assert not (t.home / "validate").exists() or not any((t.home / "validate").iterdir())
+    kinds = [e["type"] for p in ("validation.", "generation.", "llm.") for e in events(t, p)]
+    assert "validation.passed" in kinds and "generation.completed" in kinds
+    assert not any(k.startswith("llm.") for k in kinds)
+
+    cp = t.ctl("install", "greet")
+    assert cp.returncode == 0, cp.stderr
+    assert installed(t)["greet"]["version"] == "1.2.0"
+
+
+def test_create_from_pypi_reads_console_scripts_from_the_wheel(
+    eco_inst: Tsuku, eco: FakeEcosystems
+) -> None:
+    t = eco_inst
+    eco.publish_wheel(wheel("hello", "1.0", {"hello": "hello 1.0"}))
+    eco.publish_wheel(wheel("hello", "2.0", {"hello": "hello 2.0", "hello-gui": "gui 2.0"}))
+    cp = t.ctl("create", "hello", "--from", "pypi:hello", "--json", "--version", "1.0")
+    assert cp.returncode == 0, cp.stderr
+    res = json.loads(cp.stdout)
+    assert (res["repo"], res["tag"], res["generated_by"]) == ("pypi:hello", "1.0", "pypi builder")
+    assert res["validation"]["status"] == "passed"
+    assert res.get("cost_usd", 0.0) == 0.0 and "provider" not in res  # no model asked
+    assert "/pypi-org/packages/hello-1.0-py3-none-any.whl" in eco.paths()
+
+    cp = t.ctl("create", "hello", "--from", "pypi:hello", "--yes")
+    assert cp.returncode == 0, cp.stderr
+    recipe = load_recipe(t.home / "recipes" / "hello.toml")
+    (step,) = recipe.steps
+    assert isinstance(step, PipxInstallStep)
+    assert step.executables == ("hello", "hello-gui")
+    assert tree(t.home) == []  # validation left nothing in the install tree
+
+
+def test_builder_refusals(eco_inst: Tsuku, eco: FakeEcosystems) -> None:
+    t = eco_inst
+    eco.publish_wheel(wheel("hello", "1.0", {}))  # a library: no console script
+    cp = t.ctl("create", "hello", "--from", "pypi:hello", "--yes")
+    assert cp.returncode == ExitCode.GENERAL, cp.stderr
+    assert "declares no console script" in cp.stderr
+    cp = t.ctl("create", "x", "--from", "npm:git+https://evil.example/x", "--yes")
+    assert cp.returncode == ExitCode.USAGE, cp.stderr
+    cp = t.ctl("create", "rg", "--from", "crates:ripgrep", "--yes")
+    assert cp.returncode == ExitCode.USAGE and "not supported yet" in cp.stderr
+    cp = t.ctl("create", "ghost", "--from", "pypi:ghost", "--yes")
+    assert cp.returncode == ExitCode.GENERAL and "pypi package ghost does not exist" in cp.stderr
+    assert not (t.home / "recipes").exists()
+
+
+def test_a_recipe_that_fails_on_the_host_is_not_written(
+    eco_inst: Tsuku, eco: FakeEcosystems
+) -> None:
+    """A tool whose --version does not print its version fails validation: exit 9-ish
+    validation_failed with the output, nothing written."""
+    t = eco_inst
+    eco.publish_wheel(wheel("quiet", "3.1", {"quiet": "no version here"}))
+    cp = t.ctl("create", "quiet", "--from", "pypi:quiet", "--yes")
+    assert cp.returncode != 0
+    assert "did not validate" in cp.stderr and "Missing: 3.1" in cp.stderr
+    assert not (t.home / "recipes" / "quiet.toml").exists()
+    kinds = [e["type"] for p in ("validation.", "generation.") for e in events(t, p)]
+    assert "validation.failed" in kinds and "generation.failed" in kinds

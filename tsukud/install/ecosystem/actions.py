@@ -1,0 +1,58 @@
+"""The ecosystem actions tsuku knows: one entry per action.
+
+Each entry names the toolchain it needs, the version source its package's versions
+come from (``install/ecosystem/versions.py``), the setting holding that registry's base
+URL (the same settings discovery's probes read, so one ``TSUKU_NPM_URL`` points both at
+a mirror) and its runner. A runner installs one pinned version into the tool's
+directory and returns the executables to link (``{name: {path, sha256}}``); an entry
+without a runner parses, plans and resolves versions, but does not install yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from tsukud.install.ecosystem import npm, pipx, toolchain
+from tsukud.install.ecosystem.prefix import RunContext
+from tsukud.install.ecosystem.toolchain import Toolchain
+from tsukud.recipe import EcosystemStep, UnsupportedAction
+
+Runner = Callable[[RunContext], Awaitable[dict[str, dict[str, str]]]]
+
+
+@dataclass(frozen=True)
+class EcosystemAction:
+    action: str
+    toolchain: Toolchain
+    version_source: str
+    url_setting: str
+    runner: Runner | None = None
+
+
+ACTIONS: dict[str, EcosystemAction] = {
+    a.action: a
+    for a in (
+        EcosystemAction("npm_install", toolchain.NPM, "npm", "discover.npm_url", npm.install),
+        EcosystemAction(
+            "pipx_install", toolchain.PYTHON, "pypi", "discover.pypi_url", pipx.install
+        ),
+        EcosystemAction("cargo_install", toolchain.CARGO, "crates_io", "discover.crates_url"),
+        EcosystemAction("gem_install", toolchain.GEM, "rubygems", "discover.rubygems_url"),
+        EcosystemAction("go_install", toolchain.GO, "goproxy", "discover.goproxy_url"),
+    )
+}
+
+
+def action_for(step: EcosystemStep) -> EcosystemAction:
+    """The step's entry; ``recipe.require_supported`` already refused an action without
+    a runner (``RUNNABLE_ECOSYSTEM_ACTIONS`` lists the ones with one)."""
+    entry = ACTIONS[step.action]
+    if entry.runner is None:
+        raise UnsupportedAction(f"{step.action} is not supported yet", action=step.action)
+    return entry
+
+
+def registry_urls(setting: Callable[[str], str]) -> dict[str, str]:
+    """Version source → base URL, read through ``setting`` (a config lookup)."""
+    return {a.version_source: setting(a.url_setting) for a in ACTIONS.values()}

@@ -1,0 +1,103 @@
+"""Versions of ecosystem packages, from each registry's API through the shared HTTP
+layer (its URL policy, cache and retries).
+
+* npm: the packument; latest = ``dist-tags.latest``;
+* PyPI: ``/pypi/<project>/json``; latest = ``info.version``; releases with a file
+  that is not yanked;
+* crates.io: ``/api/v1/crates/<crate>``; latest = ``max_stable_version``; versions
+  not yanked;
+* RubyGems: ``/api/v1/versions/<gem>.json``; latest = the newest non-pre-release;
+* Go proxy: ``/<module>/@v/list``; latest = the highest stable version listed,
+  ``@latest`` when the list is empty.
+
+A requested version must be one the registry lists, exactly (``1.2.3`` or ``v1.2.3``);
+otherwise :class:`VersionNotFound` names the nearest ones. The exact version found is
+what the runner pins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from tsukud.errors import TsukuError
+from tsukud.recipe import EcosystemStep, VersionNotFound
+from tsukud.recipe.version import ResolvedVersion, check_version, find_version, latest_version
+from tsukud.registries import crates, goproxy, npm, pypi, rubygems
+
+if TYPE_CHECKING:
+    from tsukud.net.http import Http
+
+# (versions listed, the registry's latest or None)
+Listing = tuple[list[str], str | None]
+Fetcher = Callable[["Http", str, str], Awaitable[Listing]]
+# What the JSON endpoints are asked for; npm's full packument whatever it is sent.
+_JSON = {"accept": "application/json"}
+_MAX_BYTES = 64 * 1024 * 1024  # large npm packuments (typescript: ~15 MB)
+
+
+async def _json(http: Http, url: str) -> Any:
+    return (await http.get(url, headers=_JSON, cache=True, max_bytes=_MAX_BYTES)).json()
+
+
+def _from_json(
+    url_of: Callable[[str, str], str],
+    versions_of: Callable[[Any], list[str]],
+    latest_of: Callable[[Any], str | None],
+) -> Fetcher:
+    """A fetcher for a registry whose one JSON document lists the versions."""
+
+    async def fetch(http: Http, base: str, name: str) -> Listing:
+        doc = await _json(http, url_of(base, name))
+        return versions_of(doc), latest_of(doc)
+
+    return fetch
+
+
+async def _goproxy(http: Http, base: str, module: str) -> Listing:
+    resp = await http.get(goproxy.list_url(base, module), cache=True)
+    listed = goproxy.versions(resp.body.decode("utf-8", "replace"))
+    if listed:
+        return listed, None
+    return [], goproxy.info_version(await _json(http, goproxy.latest_url(base, module)))
+
+
+FETCHERS: dict[str, Fetcher] = {
+    "npm": _from_json(npm.packument_url, npm.versions, npm.latest),
+    "pypi": _from_json(pypi.project_url, pypi.versions, pypi.latest),
+    "crates_io": _from_json(crates.crate_url, crates.versions, crates.latest),
+    "rubygems": _from_json(rubygems.versions_url, rubygems.versions, rubygems.latest),
+    "goproxy": _goproxy,
+}
+
+
+def choose(listing: Listing, requested: str | None, label: str) -> ResolvedVersion:
+    """The version to pin, from what the registry lists (pure)."""
+    listed, latest = listing
+    if requested is not None:
+        found = find_version(requested, listed, repo=label)
+        # The registry's own spelling is what its client accepts (go: v1.2.3).
+        return ResolvedVersion(found.version, found.tag)
+    if latest:
+        return ResolvedVersion(latest.removeprefix("v"), latest)
+    return latest_version(listed, repo=label)
+
+
+async def resolve(
+    http: Http, step: EcosystemStep, base_url: str, requested: str | None
+) -> ResolvedVersion:
+    """The exact version of ``step``'s package to install (``tag`` is the registry's
+    spelling, ``version`` the directory's)."""
+    label = f"{step.VERSION_SOURCE} package {step.package_name}"
+    try:
+        listing = await FETCHERS[step.VERSION_SOURCE](http, base_url, step.package_name)
+    except TsukuError as exc:
+        status = getattr(exc, "status", None)
+        if status in (404, 410):
+            raise VersionNotFound(
+                f"{label} does not exist at {base_url}",
+                hint="Check the recipe's package name; nothing was installed.",
+                package=step.package_name,
+            ) from None
+        raise
+    return check_version(choose(listing, requested, label), label)

@@ -1,0 +1,48 @@
+"""crates.io's web API (``/api/v1/crates/<name>``).
+
+``crate.max_stable_version`` is the highest version neither yanked nor a pre-release
+(null when there is none); each entry of ``versions`` has ``num``, ``yanked`` and, for
+crates analysed since 2024, ``bin_names`` (null means unknown, not "no binaries").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tsukud.registries._common import as_dict, as_str
+
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
+
+
+def valid_name(name: str) -> bool:
+    return _NAME.fullmatch(name) is not None
+
+
+def crate_url(base: str, name: str) -> str:
+    return f"{base.rstrip('/')}/api/v1/crates/{name}"
+
+
+def latest(crate: Any) -> str | None:
+    info = as_dict(as_dict(crate).get("crate"))
+    return as_str(info.get("max_stable_version")) or as_str(info.get("max_version"))
+
+
+def _entries(crate: Any) -> list[dict[str, Any]]:
+    entries = as_dict(crate).get("versions")
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+
+def versions(crate: Any) -> list[str]:
+    return [n for e in _entries(crate) if not e.get("yanked") and (n := as_str(e.get("num")))]
+
+
+def bin_names(crate: Any, version: str) -> list[str] | None:
+    """The binaries of ``version``, or None when crates.io does not know them."""
+    for entry in _entries(crate):
+        if entry.get("num") == version:
+            names = entry.get("bin_names")
+            if isinstance(names, list):
+                return [n for n in names if isinstance(n, str) and n]
+            return None
+    return None

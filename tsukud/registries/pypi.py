@@ -1,0 +1,84 @@
+"""PyPI: the JSON API (``/pypi/<project>/json``), the Simple index (``/simple/``) and
+the console scripts a wheel declares.
+
+The JSON API says which releases exist (``releases``, version → files) and which is the
+latest (``info.version``); pip itself reads only the Simple index. Console scripts are
+in no API: they are in the wheel's ``<dist>-<ver>.dist-info/entry_points.txt``.
+"""
+
+from __future__ import annotations
+
+import configparser
+import re
+from typing import Any
+
+from tsukud.registries._common import as_dict, as_str
+
+_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
+_SCRIPT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+
+
+def valid_name(name: str) -> bool:
+    """PEP 508's project names: no URL or path ever reaches `pip install`."""
+    return len(name) <= 200 and _NAME.fullmatch(name) is not None
+
+
+def normalize(name: str) -> str:
+    """PEP 503: lower case, each run of ``-_.`` one ``-``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def project_url(base: str, name: str) -> str:
+    return f"{base.rstrip('/')}/pypi/{normalize(name)}/json"
+
+
+def simple_url(base: str) -> str:
+    """The index pip is pointed at (``--index-url``)."""
+    return f"{base.rstrip('/')}/simple/"
+
+
+def latest(project: Any) -> str | None:
+    return as_str(as_dict(as_dict(project).get("info")).get("version"))
+
+
+def _installable(files: Any) -> bool:
+    return isinstance(files, list) and any(
+        isinstance(f, dict) and not f.get("yanked") for f in files
+    )
+
+
+def versions(project: Any) -> list[str]:
+    """Releases with at least one file that is not yanked."""
+    releases = as_dict(as_dict(project).get("releases"))
+    return [v for v, files in releases.items() if _installable(files)]
+
+
+def wheels(project: Any) -> list[dict[str, Any]]:
+    """The wheels of the release a JSON document describes (its ``urls``)."""
+    files = as_dict(project).get("urls")
+    if not isinstance(files, list):
+        return []
+    return [
+        f
+        for f in files
+        if isinstance(f, dict)
+        and f.get("packagetype") == "bdist_wheel"
+        and not f.get("yanked")
+        and isinstance(f.get("url"), str)
+        and isinstance(f.get("filename"), str)
+    ]
+
+
+def console_scripts(entry_points: str) -> list[str]:
+    """Names under ``[console_scripts]`` and ``[gui_scripts]`` of an entry_points.txt."""
+    parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    try:
+        parser.read_string(entry_points)
+    except configparser.Error:
+        return []
+    names: list[str] = []
+    for section in ("console_scripts", "gui_scripts"):
+        if parser.has_section(section):
+            names += [n for n in parser.options(section) if _SCRIPT.fullmatch(n)]
+    return list(dict.fromkeys(names))
