@@ -29,6 +29,8 @@ the demo); ``llm.record_dir`` records real calls.
 from __future__ import annotations
 
 import datetime as dt
+import importlib
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -63,6 +65,8 @@ if TYPE_CHECKING:
 
 PROVIDERS = ("claude", "gemini", "local")
 DEFAULT_ORDER = PROVIDERS
+# The adapters whose SDK import is slow enough to keep out of the event loop.
+ADAPTER_MODULES = {"claude": "tsukud.llm.claude", "gemini": "tsukud.llm.gemini"}
 
 # Worst-case input per turn when reserving: system prompt, repository context and tool
 # results. Generous on purpose: the unspent part is released when the run settles.
@@ -204,6 +208,14 @@ class LLM:
     def today(self) -> dt.date:
         """The UTC day on the daemon's clock: prices are valid by date."""
         return dt.datetime.fromtimestamp(self._clock.now(), dt.UTC).date()
+
+    async def ready(self, name: str) -> None:
+        """Import ``name``'s SDK in a worker thread the first time: the SDKs take a second
+        or more to import, which in the event loop would stall every other request (and
+        a discovery deadline could expire before the request was even sent)."""
+        module = ADAPTER_MODULES.get(name)
+        if module is not None and module not in sys.modules:
+            await trio.to_thread.run_sync(importlib.import_module, module)
 
     def provider(self, name: str) -> Provider:
         """The adapter for ``name`` as configured now: one built from another key, model
@@ -574,6 +586,7 @@ class Run:
         and accounted for however it ends."""
         self.llm.breakers.acquire(name, session=self.session)
         try:
+            await self.llm.ready(name)
             provider = self.llm.provider(name)
             worst = await self._within_ceiling(name, provider.model, request)
             self.calls += 1
