@@ -134,6 +134,12 @@ def test_kill_9_with_calls_in_flight_charges_served_and_cut_off_calls(world: Fak
             assert len(settled) == runs
             for s, total in settled.items():
                 assert total.quantize(CENT) == charged[s].quantize(CENT), s
+            # Each run's terminal event, written by the next start, carries that total.
+            ended = {e["session"]: e["payload"] for e in events if e["type"] == "generation.failed"}
+            assert set(ended) == set(settled)
+            for s, p in ended.items():
+                assert p["error_code"] == "abandoned", p
+                assert dec(p["run_cost_usd"]).quantize(CENT) == charged[s].quantize(CENT), s
             day = sum(charged.values(), Decimal(0))
             assert dec(budget["spent_usd"]).quantize(CENT) == day.quantize(CENT)
             assert served + sum(greedy.held, Decimal(0)) <= day <= BUDGET
