@@ -334,6 +334,25 @@ def test_hostile_frames_for_every_method(live: Tsuku, body: bytes) -> None:
         hostile.check_answer(body, exchange(live, body))
 
 
+# The slow set's share over the real socket (the bulk, 100,000 frames, goes through the
+# same server in process: tests/unit/rpc/test_hostile_frames.py). Methods that reach the
+# (closed) outside endpoints retry with seconds of backoff, so here they are only refused;
+# in process they run in full.
+SLOW_REFUSED = LIVE_REFUSED | {"install", "registry.update"}
+
+
+@pytest.mark.slow
+@settings(FUZZ, max_examples=2000)
+@given(
+    hostile.non_requests
+    | hostile.requests(LIVE_METHODS, SLOW_REFUSED)
+    | hostile.requests(LIVE_METHODS, SLOW_REFUSED)
+)
+def test_2000_hostile_frames_over_the_socket(live: Tsuku, body: bytes) -> None:
+    if hostile.sendable(body):
+        hostile.check_answer(body, exchange(live, body))
+
+
 def test_the_daemon_answers_status_after_all_of_it(live: Tsuku) -> None:
     first = live.procs[0]
     assert first.poll() is None
