@@ -245,7 +245,9 @@ def _after_brace(obj: Tree) -> Tree:
     return obj[1:]
 
 
-def requests(methods: dict[str, Method], refuse: frozenset[str] = ONLY_REFUSED) -> Fragment:
+def requests(
+    methods: dict[str, Method], refuse: frozenset[str] = ONLY_REFUSED
+) -> st.SearchStrategy[bytes]:
     return request_trees(methods, refuse).map(join)
 
 
@@ -280,7 +282,7 @@ non_request_trees = st.one_of(
         wrong | for_type(mi.type_info(dict[str, str])),
     ),
 )
-non_requests = non_request_trees.map(join)
+non_requests: st.SearchStrategy[bytes] = non_request_trees.map(join)
 
 
 def body_trees(methods: dict[str, Method]) -> Fragment:
