@@ -9,6 +9,10 @@ exactly one final frame that is not ``internal`` and goes on serving.
 
 Bodies are assembled from JSON fragments (bytes), most of them built once: generating
 an example must cost far less than serving it, or 100,000 cases would not fit in CI.
+The strategies build a *tree* of fragments (nested tuples that share the fragments)
+and :func:`join` makes the bytes outside hypothesis: hypothesis keeps every value drawn
+for every example it caches (thousands), and a body of up to a megabyte copied at each
+level of its assembly made a 100,000-case run grow to gigabytes and stall.
 """
 
 from __future__ import annotations
@@ -25,7 +29,28 @@ from tsukud.rpc.protocol import MAX_DEPTH, MAX_FRAME
 from tsukud.rpc.server import Method
 
 HEADER = struct.Struct(">I")
-Fragment = st.SearchStrategy[bytes]
+# A body in parts: bytes, or a tuple of parts, concatenated in order by ``join``.
+Tree = bytes | tuple["Tree", ...]
+Fragment = st.SearchStrategy[Tree]
+
+
+def join(tree: Tree) -> bytes:
+    out = bytearray()
+    stack = [tree]
+    while stack:
+        part = stack.pop()
+        if isinstance(part, bytes):
+            out += part
+        else:
+            stack.extend(reversed(part))
+    return bytes(out)
+
+
+def _list(items: list[Tree]) -> Tree:
+    parts: list[Tree] = [b"["]
+    for i, x in enumerate(items):
+        parts += [b",", x] if i else [x]
+    return (*parts, b"]")
 
 
 def frame(body: bytes) -> bytes:
@@ -156,11 +181,10 @@ def for_type(t: mi.Type) -> Fragment:
     if isinstance(t, mi.UnionType):
         return st.one_of([for_type(x) for x in t.types])
     if isinstance(t, mi.ListType):
-        items = st.lists(for_type(t.item_type), max_size=3)
-        return items.map(lambda xs: b"[" + b",".join(xs) + b"]")
+        return st.lists(for_type(t.item_type), max_size=3).map(_list)
     if isinstance(t, mi.DictType):
         pairs = st.lists(st.tuples(texts, for_type(t.value_type)), max_size=3)
-        return pairs.map(lambda kv: b"{" + b",".join(k + b":" + v for k, v in kv) + b"}")
+        return pairs.map(lambda kv: _members([(k, v) for k, v in kv]))
     if isinstance(t, mi.StructType):
         return params_for(t.cls)
     if isinstance(t, mi.LiteralType):
@@ -168,8 +192,15 @@ def for_type(t: mi.Type) -> Fragment:
     return wrong | texts | small_ints  # Any
 
 
-def _object(members: dict[str, bytes]) -> bytes:
-    return b"{" + b",".join(encode(k) + b":" + v for k, v in members.items()) + b"}"
+def _members(pairs: list[tuple[Tree, Tree]]) -> Tree:
+    parts: list[Tree] = [b"{"]
+    for i, (k, v) in enumerate(pairs):
+        parts += [b"," if i else b"", k, b":", v]
+    return (*parts, b"}")
+
+
+def _object(members: dict[str, Tree]) -> Tree:
+    return _members([(encode(k), v) for k, v in members.items()])
 
 
 def params_for(cls: type[msgspec.Struct]) -> Fragment:
@@ -195,16 +226,29 @@ def ids() -> Fragment:
 ONLY_REFUSED = frozenset({"daemon.stop"})
 
 
-def requests(methods: dict[str, Method], refuse: frozenset[str] = ONLY_REFUSED) -> Fragment:
+def request_trees(methods: dict[str, Method], refuse: frozenset[str] = ONLY_REFUSED) -> Fragment:
     def for_method(name: str) -> Fragment:
         params = params_for(methods[name].params)
         if name in refuse:
-            params = params.map(lambda p: b'{"\\u0000never a field":1,' + p[1:])
+            # The object's own "{" first, then a field no method has.
+            params = params.map(lambda p: (b'{"\\u0000never a field":1,', _after_brace(p)))
         head = b',"method":' + encode(name) + b',"params":'
-        return st.builds(lambda i, p: b'{"id":' + i + head + p + b"}", ids(), params)
+        return st.builds(lambda i, p: (b'{"id":', i, head, p, b"}"), ids(), params)
 
     # Built once per method (a flatmap would rebuild and re-validate them every draw).
     return st.one_of([for_method(name) for name in sorted(methods)])
+
+
+def _after_brace(obj: Tree) -> Tree:
+    """An object's tree without its opening brace (``_members`` puts it first)."""
+    assert isinstance(obj, tuple) and obj[0] == b"{"
+    return obj[1:]
+
+
+def requests(
+    methods: dict[str, Method], refuse: frozenset[str] = ONLY_REFUSED
+) -> st.SearchStrategy[bytes]:
+    return request_trees(methods, refuse).map(join)
 
 
 # ---- bodies that are not requests --------------------------------------------------------
@@ -213,7 +257,7 @@ INVALID_UTF8 = [b"\xff", b"\xc0\xaf", b"\xed\xa0\x80", b"\xed\xbf\xbf", b"\xf4\x
 INVALID_UTF8 += [b"\x80", b"\xe2\x82"]
 
 
-def _with_invalid_utf8(bad: bytes, where: int) -> bytes:
+def _with_invalid_utf8(bad: bytes, where: int) -> Tree:
     return [
         b'{"id":1,"method":"' + bad + b'"}',
         b'{"id":"' + bad + b'","method":"ping"}',
@@ -224,25 +268,27 @@ def _with_invalid_utf8(bad: bytes, where: int) -> bytes:
     ][where]
 
 
-non_requests = st.one_of(
+non_request_trees = st.one_of(
     st.binary(max_size=256),
     st.builds(_with_invalid_utf8, st.sampled_from(INVALID_UTF8), st.integers(0, 4)),
     wrong,
-    st.builds(lambda i: b'{"id":' + i + b',"method":"ping"}', ids()),
-    st.builds(lambda w: b'{"id":1,"method":' + w + b"}", wrong),
-    st.builds(lambda w: b'{"id":1,"method":"ping","params":' + w + b"}", wrong),
+    st.builds(lambda i: (b'{"id":', i, b',"method":"ping"}'), ids()),
+    st.builds(lambda w: (b'{"id":1,"method":', w, b"}"), wrong),
+    st.builds(lambda w: (b'{"id":1,"method":"ping","params":', w, b"}"), wrong),
     # The request's own fields beside params: the home it names, the caller's environment.
-    st.builds(lambda w: b'{"id":1,"method":"ping","home":' + w + b"}", wrong | texts),
+    st.builds(lambda w: (b'{"id":1,"method":"ping","home":', w, b"}"), wrong | texts),
     st.builds(
-        lambda w: b'{"id":1,"method":"status","env":' + w + b"}",
+        lambda w: (b'{"id":1,"method":"status","env":', w, b"}"),
         wrong | for_type(mi.type_info(dict[str, str])),
     ),
 )
+non_requests: st.SearchStrategy[bytes] = non_request_trees.map(join)
 
 
-def bodies(methods: dict[str, Method]) -> Fragment:
-    """Every kind of frame body, most of them requests to real methods."""
-    return st.one_of(non_requests, requests(methods), requests(methods), requests(methods))
+def body_trees(methods: dict[str, Method]) -> Fragment:
+    """Every kind of frame body, most of them requests to real methods (as trees)."""
+    reqs = request_trees(methods)
+    return st.one_of(non_request_trees, reqs, reqs, reqs)
 
 
 def sendable(body: bytes) -> bool:

@@ -229,7 +229,9 @@ class Daemon:
         together, at its ``llm.turn``/``llm.cut_off`` costs and paid searches, plus every
         ``llm.call_started`` that never got an answer: that request may have been billed
         and its usage is lost, so it is charged at its worst case as an estimated
-        ``llm.cut_off`` (the ledger never undercounts).
+        ``llm.cut_off`` (the ledger never undercounts). A create run the dead daemon
+        never finished gets its terminal ``generation.failed`` (``abandoned``) with
+        that total, as every run's last event carries what the run cost.
 
         ``left_open`` is taken before the server accepts anything: a request served
         while the start-up is still being recorded may already hold a reservation of its
@@ -273,6 +275,22 @@ class Daemon:
                 except NotFound:
                     continue  # settled by a client while this sweep added up its cost
             log.get().info("budget.abandoned_settled", reservation=first, actual_usd=float(actual))
+            if session is not None:
+                run = await self.store.read(functools.partial(_unfinished_create, session=session))
+                if run is not None:
+                    await self.store.append(
+                        "generation.failed",
+                        {
+                            **run,
+                            "stage": "unknown",
+                            "error_code": "abandoned",
+                            "message": "tsukud stopped during the run (killed or crashed); "
+                            "the next start settled what it had spent",
+                            "repairs": 0,
+                            "run_cost_usd": float(actual),
+                        },
+                        session,
+                    )
 
     async def run(
         self,
@@ -445,3 +463,20 @@ def _abandoned_costs(conn: sqlite3.Connection, first: str, session: str | None) 
             cut["cost_usd"] = started["worst_case_usd"]
         unanswered.append(cut)
     return _Abandoned(spent, unanswered)
+
+
+def _unfinished_create(conn: sqlite3.Connection, session: str) -> dict[str, Any] | None:
+    """The tool and repo of ``session``'s create run when it has no terminal event."""
+    ended = conn.execute(
+        "SELECT 1 FROM events WHERE session = ?"
+        " AND type IN ('generation.completed', 'generation.failed') LIMIT 1",
+        (session,),
+    ).fetchone()
+    row = conn.execute(
+        "SELECT payload FROM events WHERE session = ? AND type = 'create.started' LIMIT 1",
+        (session,),
+    ).fetchone()
+    if ended is not None or row is None:
+        return None
+    started = json.loads(row[0])
+    return {"tool": started["tool"], "repo": started["repo"]}

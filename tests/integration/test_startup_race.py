@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from tests.conftest import Tsuku, base_env, short_home
 from tsukuctl.client import Client
 from tsukud.errors import DaemonUnavailable
 from tsukud.launch import RemoteError
+from tsukud.paths import log_path
 
 RUNS = 20
 BUDGET = 3.0
@@ -122,6 +124,11 @@ def race_once(t: Tsuku) -> None:
         th.join(timeout=60)
 
     assert proc.poll() is None, "tsukud died during the start-up race"
+    # Nor did any connection or request die inside it (each would be logged).
+    text = Path(log_path(t.env)).read_text()
+    assert "daemon.started" in text
+    for sign in ("Traceback", "rpc.internal_error", "rpc.connection_error", "KeyError"):
+        assert sign not in text, text[-3000:]
     unexpected = {i: o for i, o in outcomes.items() if o not in ("ran", "budget_exceeded")}
     assert not unexpected and len(outcomes) == RUNS, outcomes
     # The abandoned reservation holds $1 until it is swept, then $0.25: either way exactly

@@ -14,54 +14,16 @@ from typing import Any
 import pytest
 
 from tests.conftest import Tsuku, base_env, short_home
-from tests.fakes import anthropic_server as anth
 from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.github import FakeGitHub, fixture_world
-from tests.integration.create.helpers import CLAUDE_KEY, STERN
+from tests.fakes.github import FakeGitHub
+from tests.integration.create.greedy import Greedy, create_args, greedy_world
+from tests.integration.create.helpers import CLAUDE_KEY
 from tsukud.errors import ExitCode
-from tsukud.testing.http import RecordedRequest, Reply
-
-FILES = [f"docs/big-{i}.md" for i in range(3)]
-SONNET_IN, SONNET_OUT = Decimal(2), Decimal(10)  # $ per Mtok, Claude Sonnet 5.5
-
-
-class Greedy:
-    """Reads the largest files it may, in parallel, on every turn; answers only when
-    forced. Bills a token per 4 bytes sent and 1,000 output tokens, and counts it."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.billed: list[Decimal] = []
-        self.ids = 0
-
-    def __call__(self, request: RecordedRequest) -> Reply:
-        body = request.json()
-        tokens_in, tokens_out = len(request.body) // 4, 1000
-        with self.lock:
-            self.billed.append((tokens_in * SONNET_IN + tokens_out * SONNET_OUT) / 1_000_000)
-            self.ids += 1
-            n = self.ids
-        if body.get("tool_choice", {}).get("type") == "tool":
-            content = [anth.tool_use(f"toolu_a{n}", "extract_pattern", STERN)]
-        else:
-            content = [
-                anth.tool_use(f"toolu_{n}_{i}", "fetch_file", {"path": path})
-                for i, path in enumerate(FILES)
-            ]
-        return Reply(
-            json=anth.message(content, "tool_use", usage_=anth.usage(tokens_in, tokens_out))
-        )
 
 
 @pytest.fixture
 def world() -> Iterator[FakeGitHub]:
-    with fixture_world() as fake:
-        repo = fake.repos["stern/stern"]
-        for i, path in enumerate(FILES):
-            repo.files[path] = (f"# part {i}\n" + "lorem ipsum dolor sit amet " * 1800).encode()[
-                :49_000
-            ]
-        yield fake
+    yield from greedy_world()
 
 
 def test_twenty_greedy_creates_never_pass_the_budget(world: FakeGitHub) -> None:
@@ -84,18 +46,7 @@ def test_twenty_greedy_creates_never_pass_the_budget(world: FakeGitHub) -> None:
             codes: list[int] = []
 
             def one(i: int) -> None:
-                cp = t.ctl(
-                    "create",
-                    f"stern{i}",
-                    "--from",
-                    "github:stern/stern",
-                    "--llm",
-                    "--yes",
-                    "--skip-validation",
-                    "--output",
-                    str(path / f"stern{i}.toml"),
-                    timeout=300,
-                )
+                cp = t.ctl(*create_args(t, i), timeout=300)
                 codes.append(cp.returncode)
 
             threads = [threading.Thread(target=one, args=(i,)) for i in range(20)]
