@@ -276,6 +276,7 @@ class Daemon:
                     continue  # settled by a client while this sweep added up its cost
             log.get().info("budget.abandoned_settled", reservation=first, actual_usd=float(actual))
             if session is not None:
+                await self._end_unfinished_discovery(session, actual)
                 run = await self.store.read(functools.partial(_unfinished_create, session=session))
                 if run is not None:
                     await self.store.append(
@@ -291,6 +292,26 @@ class Daemon:
                         },
                         session,
                     )
+
+    async def _end_unfinished_discovery(self, session: str, actual: Decimal) -> None:
+        """A discovery the daemon died in gets its terminal event, with what it spent."""
+        tool = await self.store.read(functools.partial(_unfinished_discovery, session=session))
+        if tool is None:
+            return
+        await self.store.append(
+            "discovery.failed",
+            {
+                "tool": tool,
+                "stage": "unknown",
+                "error_code": "abandoned",
+                "retryable": True,
+                "message": "tsukud stopped during discovery (killed or crashed); "
+                "the next start settled what it had spent",
+                "spent_usd": float(actual),
+                "ms": 0,
+            },
+            session,
+        )
 
     async def run(
         self,
@@ -463,6 +484,21 @@ def _abandoned_costs(conn: sqlite3.Connection, first: str, session: str | None) 
             cut["cost_usd"] = started["worst_case_usd"]
         unanswered.append(cut)
     return _Abandoned(spent, unanswered)
+
+
+def _unfinished_discovery(conn: sqlite3.Connection, session: str) -> str | None:
+    """The tool of ``session``'s discovery when it has no terminal event."""
+    ended = conn.execute(
+        "SELECT 1 FROM events WHERE session = ?"
+        " AND type IN ('discovery.completed', 'discovery.failed') LIMIT 1",
+        (session,),
+    ).fetchone()
+    row = conn.execute(
+        "SELECT json_extract(payload, '$.tool') FROM events"
+        " WHERE session = ? AND type = 'discovery.started' LIMIT 1",
+        (session,),
+    ).fetchone()
+    return None if ended is not None or row is None else str(row[0])
 
 
 def _unfinished_create(conn: sqlite3.Connection, session: str) -> dict[str, Any] | None:

@@ -94,6 +94,9 @@ def test_abandoned_reservation_is_settled_with_its_search_fees(tsuku: Tsuku) -> 
         d.open()
         async with trio.open_nursery() as nursery:
             await nursery.start(d.store.run)
+            started = {"tool": "stripe-cli", "requested": "stripe-cli", "yes": True}
+            started["can_ask"] = False
+            d.store.append_nowait("discovery.started", started, session)
             await d.budget.reserve(0.05, session=session, purpose="discovery", confirmed=True)
             ev = d.store.append_nowait(
                 "discovery.search",
@@ -115,6 +118,16 @@ def test_abandoned_reservation_is_settled_with_its_search_fees(tsuku: Tsuku) -> 
     (event,) = settled
     assert event["session"] == session
     assert event["payload"]["actual_usd"] == pytest.approx(0.008)
+    # The discovery the daemon died in has its terminal event, with what it spent.
+    ended: list[dict] = []  # type: ignore[type-arg]
+    while not ended and time.monotonic() < deadline:
+        out = tsuku.ctl("events", "--json", "--limit", "0", "--type", "discovery.failed").stdout
+        ended = [json.loads(line) for line in out.splitlines()]
+        time.sleep(0.05)
+    (failed,) = ended
+    assert failed["session"] == session
+    assert failed["payload"]["error_code"] == "abandoned"
+    assert failed["payload"]["spent_usd"] == pytest.approx(0.008)
 
 
 def test_a_wal_lost_after_kill_9_is_refused_at_start_with_what_was_lost(tsuku: Tsuku) -> None:
