@@ -334,6 +334,14 @@ CATALOGUE: dict[str, ErrorKind] = {
         "Podman) and run it again; --skip-validation accepts the recipe without proof.",
     ),
     "invalid_answer": ErrorKind(E.GENERAL),
+    "instructions_manual": ErrorKind(
+        E.RECIPE_NOT_FOUND,
+        "The install page asks you to run a command tsuku never runs for you (a script "
+        "piped into a shell, the system package manager); the message shows it.",
+    ),
+    "instructions_unavailable": ErrorKind(
+        E.GENERAL, "The install page could not be read; check its address and try again."
+    ),
     # ---- discovery
     "discovery_failed": ErrorKind(E.GENERAL, "If you know where the tool comes from, " + _FROM),
     "discovery_invalid_name": ErrorKind(

@@ -579,30 +579,7 @@ class _Run:
         return recipe, verdict
 
     def _verdict_event(self, verdict: Verdict, attempt: int) -> dict[str, Any]:
-        payload: dict[str, Any] = {
-            "attempt": attempt,
-            "status": verdict.status,
-            "stage": verdict.stage,
-            "platform": verdict.platform,
-            "image": verdict.image,
-            "duration_ms": verdict.duration_ms,
-        }
-        if verdict.command is not None:
-            payload.update(command=verdict.command, exit_code=verdict.exit_code)
-        if verdict.category:
-            payload["category"] = verdict.category
-        if verdict.failed or verdict.status == "skipped":
-            payload["message"] = self.clean(verdict.message[:500])
-        if verdict.assets:
-            payload["assets"] = [
-                {"name": a.name, "sha256": a.sha256, "size": a.size} for a in verdict.assets
-            ]
-        if verdict.platforms:
-            payload["platforms"] = [
-                {"platform": p.platform, "status": p.status, "how": p.how}
-                for p in verdict.platforms
-            ]
-        return payload
+        return verdict_event(verdict, attempt, self.clean)
 
     # ---- result --------------------------------------------------------------------
 
@@ -684,24 +661,7 @@ class _Run:
         return result
 
     def _summary(self, verdict: Verdict) -> ValidationSummary:
-        return ValidationSummary(
-            status=verdict.status,
-            platform=verdict.platform,
-            stage=verdict.stage,
-            image=verdict.image,
-            version=verdict.version,
-            message=self.clean(verdict.message) or None,
-            hint=verdict.hint,
-            command=verdict.command,
-            exit_code=verdict.exit_code,
-            output=self.clean(verdict.output[-500:]) or None,
-            assets=tuple(msgspec.to_builtins(a) for a in verdict.assets),
-            platforms=tuple(
-                {**msgspec.to_builtins(p), "message": self.clean(p.message)}
-                for p in verdict.platforms
-            ),
-            attempts=self.validations,
-        )
+        return validation_summary(verdict, self.validations, self.clean)
 
     def _preview(self, recipe: Recipe) -> dict[str, Any]:
         ctx = self.ctx
@@ -767,49 +727,117 @@ async def run_create(req: CreateRequest, deps: Deps, *, session: str) -> CreateR
     try:
         result = await run.run()
     except BaseException as exc:
-        from tsukud.errors import TsukuError
-
-        if isinstance(exc, TsukuError):
-            code, message = exc.code, exc.message
-        elif isinstance(exc, Exception):
-            code, message = "internal", f"{type(exc).__name__}: {exc}"
-        else:
-            code, message = "cancelled", "the run was cancelled"
         with trio.CancelScope(shield=True):
             await deps.emit(
                 "generation.failed",
-                {
-                    "tool": req.tool,
-                    "repo": req.repo,
-                    "stage": run.stage,
-                    "error_code": code,
-                    "message": message[:1000],
-                    "repairs": run.repairs,
-                    # run_*: totals of this run's llm.turn events. Only events that
-                    # spend carry cost_usd/input_tokens, so summaries never count twice.
-                    "run_cost_usd": run.spent,
-                },
+                failed_event(
+                    req.tool, req.repo, exc, stage=run.stage, repairs=run.repairs, spent=run.spent
+                ),
             )
         raise
-    await deps.emit(
-        "generation.completed",
-        {
-            "tool": req.tool,
-            "repo": result.repo,
-            "tag": result.tag,
-            "generated_by": result.generated_by,
-            "provider": result.provider,
-            "model": result.model,
-            "validation": result.validation.status,
-            "repairs": result.repairs,
-            "self_repairs": len(result.self_repairs),
-            "turns": result.turns,
-            # run_*: totals of this run's llm.turn events. Only events that spend carry
-            # cost_usd/input_tokens, so summaries never count twice.
-            "run_input_tokens": result.input_tokens,
-            "run_output_tokens": result.output_tokens,
-            "run_cost_usd": result.cost_usd,
-            "duration_ms": result.duration_ms,
-        },
-    )
+    await deps.emit("generation.completed", completed_event(req.tool, result))
     return result
+
+
+def failed_event(
+    tool: str,
+    repo: str,
+    exc: BaseException,
+    *,
+    stage: str,
+    repairs: int,
+    spent: float | None,
+    clean: Callable[[str], str] = str,
+) -> dict[str, Any]:
+    """The payload of ``generation.failed`` for whatever ended a run. ``run_cost_usd``:
+    the total of the run's ``llm.turn`` events (only events that spend carry
+    cost_usd/input_tokens, so summaries never count them twice)."""
+    from tsukud.errors import TsukuError
+
+    if isinstance(exc, TsukuError):
+        code, message = exc.code, exc.message
+    elif isinstance(exc, Exception):
+        code, message = "internal", f"{type(exc).__name__}: {exc}"
+    else:
+        code, message = "cancelled", "the run was cancelled"
+    return {
+        "tool": tool,
+        "repo": repo,
+        "stage": stage,
+        "error_code": code,
+        "message": clean(message)[:1000],
+        "repairs": repairs,
+        "run_cost_usd": spent,
+    }
+
+
+def completed_event(tool: str, result: CreateResult) -> dict[str, Any]:
+    """The payload of ``generation.completed``. ``run_*``: totals of the run's
+    ``llm.turn`` events; only events that spend carry cost_usd/input_tokens, so
+    summaries never count them twice."""
+    return {
+        "tool": tool,
+        "repo": result.repo,
+        "tag": result.tag,
+        "generated_by": result.generated_by,
+        "provider": result.provider,
+        "model": result.model,
+        "validation": result.validation.status,
+        "repairs": result.repairs,
+        "self_repairs": len(result.self_repairs),
+        "turns": result.turns,
+        "run_input_tokens": result.input_tokens,
+        "run_output_tokens": result.output_tokens,
+        "run_cost_usd": result.cost_usd,
+        "duration_ms": result.duration_ms,
+    }
+
+
+def verdict_event(verdict: Verdict, attempt: int, clean: Callable[[str], str]) -> dict[str, Any]:
+    """The payload of ``validation.passed|failed|skipped`` for one attempt."""
+    payload: dict[str, Any] = {
+        "attempt": attempt,
+        "status": verdict.status,
+        "stage": verdict.stage,
+        "platform": verdict.platform,
+        "image": verdict.image,
+        "duration_ms": verdict.duration_ms,
+    }
+    if verdict.command is not None:
+        payload.update(command=verdict.command, exit_code=verdict.exit_code)
+    if verdict.category:
+        payload["category"] = verdict.category
+    if verdict.failed or verdict.status == "skipped":
+        payload["message"] = clean(verdict.message[:500])
+    if verdict.assets:
+        payload["assets"] = [
+            {"name": a.name, "sha256": a.sha256, "size": a.size} for a in verdict.assets
+        ]
+    if verdict.platforms:
+        payload["platforms"] = [
+            {"platform": p.platform, "status": p.status, "how": p.how} for p in verdict.platforms
+        ]
+    return payload
+
+
+def validation_summary(
+    verdict: Verdict, attempts: int, clean: Callable[[str], str]
+) -> ValidationSummary:
+    """What a result says of its validation (output and messages cleaned)."""
+    return ValidationSummary(
+        status=verdict.status,
+        platform=verdict.platform,
+        stage=verdict.stage,
+        image=verdict.image,
+        version=verdict.version,
+        message=clean(verdict.message) or None,
+        hint=verdict.hint,
+        command=verdict.command,
+        exit_code=verdict.exit_code,
+        output=clean(verdict.output[-500:]) or None,
+        assets=tuple(msgspec.to_builtins(a) for a in verdict.assets),
+        platforms=tuple(
+            {**msgspec.to_builtins(p), "message": clean(p.message)} for p in verdict.platforms
+        ),
+        attempts=attempts,
+    )

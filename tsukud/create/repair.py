@@ -64,12 +64,13 @@ def validation_feedback(
     max_repairs: int,
     secrets: Iterable[str] = (),
     notes: Sequence[str] = (),
+    answer_tool: str = "extract_pattern",
 ) -> str:
-    """The user turn after a failed validation."""
+    """The user turn after a failed validation (``answer_tool``: the tool that answers)."""
     keys = tuple(secrets)
     where = f"{verdict.platform}" + (f" at release {verdict.tag}" if verdict.tag else "")
     lines = [
-        f"Repair {attempt} of {max_repairs}: the recipe from your last extract_pattern answer "
+        f"Repair {attempt} of {max_repairs}: the recipe from your last {answer_tool} answer "
         f"failed validation on {where}: {STAGE_TEXT.get(verdict.stage, verdict.stage)}.",
     ]
     lines += [f"Note: {n}" for n in notes]
@@ -101,6 +102,8 @@ def validation_feedback(
     lines.append(
         "Call extract_pattern again with a corrected answer; inspect_archive shows an "
         "archive's files if you need them."
+        if answer_tool == "extract_pattern"
+        else f"Call {answer_tool} again with a corrected answer."
     )
     return "\n\n".join(lines)
 

@@ -380,6 +380,35 @@ class RepairAttempted(Payload):
     command: str | None = None
 
 
+class InstructionsStarted(Payload):
+    """The instructions builder begins: ``came_from`` is ``discovery`` (a page found by
+    web search) or ``no_binary_assets`` (a repository whose releases have no build)."""
+
+    tool: str
+    url: str
+    came_from: str
+
+
+class InstructionsFetched(Payload, omit_defaults=True):
+    url: str
+    status: int
+    bytes: int
+    chars: int = 0  # of visible text, after stripping
+    origins: list[str] | None = None  # the sites the visible text names
+    shown: list[str] | None = None  # commands found that tsuku never runs
+
+
+class InstructionsAnswer(Payload, omit_defaults=True):
+    """One ``write_recipe`` answer after the code's checks."""
+
+    kind: str
+    ok: bool
+    attempt: int
+    origins: list[str] | None = None  # the sites its URLs use
+    refused: list[str] | None = None  # URLs on sites the page does not name
+    findings: list[str] | None = None
+
+
 class RecipeWritten(Payload):
     tool: str
     path: str
@@ -559,6 +588,9 @@ EVENTS: dict[str, type[Payload]] = {
     "validation.skipped": ValidationSkipped,
     "repair.attempted": RepairAttempted,
     "recipe.written": RecipeWritten,
+    "instructions.started": InstructionsStarted,
+    "instructions.fetched": InstructionsFetched,
+    "instructions.answer": InstructionsAnswer,
     "discovery.started": DiscoveryStarted,
     "discovery.warning": DiscoveryWarning,
     "discovery.stage": DiscoveryStage,

@@ -1,0 +1,371 @@
+"""The model's answer about an install page, and the recipe it becomes (pure).
+
+The model answers with one ``write_recipe`` call. Its ``kind`` is the closed vocabulary
+(docs/design/instructions-builder.md): ``download`` becomes a recipe of URL actions
+(``download_archive``, or ``download`` + ``chmod`` + ``install_binaries`` for a bare
+executable, one step per platform with ``when``) and a version source; ``ecosystem``
+names one of the ecosystem actions and the package; ``script`` and ``system_package``
+carry the command to show; ``none`` says the page has nothing usable. No field holds a
+shell command that tsuku would run.
+
+:func:`judge` is the code's check of the answer, whatever the model was told: every URL
+(download, checksum file, version source) must be on an origin the page names in its
+visible text, only ``{version}``/``{os}``/``{arch}`` may be filled in, and the recipe must
+pass create's checks on paper (schema, limits, no ``run_command``, a verify command
+without shell operators that runs what the recipe installs).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from typing import Any, Final, Literal
+
+import msgspec
+
+from tsukud.create.findings import SCHEMA, Finding, errors
+from tsukud.create.static_checks import check_on_paper
+from tsukud.instructions.page import origin_of
+from tsukud.recipe import (
+    STANDARD_PLATFORMS,
+    Binary,
+    ChmodStep,
+    DownloadArchiveStep,
+    DownloadStep,
+    InstallBinariesStep,
+    Metadata,
+    Recipe,
+    Step,
+    Verify,
+    VersionSection,
+    When,
+)
+
+WRITE_RECIPE: Final = "write_recipe"
+Kind = Literal["download", "ecosystem", "script", "system_package", "none"]
+KINDS: Final = ("download", "ecosystem", "script", "system_package", "none")
+ECOSYSTEM_ACTIONS: Final = {
+    "npm": "npm_install",
+    "pipx": "pipx_install",
+    "cargo": "cargo_install",
+    "go": "go_install",
+}
+ECOSYSTEM_COMMANDS: Final = {
+    "npm": "npm install -g {package}",
+    "pipx": "pipx install {package}",
+    "cargo": "cargo install {package}",
+    "go": "go install {package}@latest",
+}
+FORMATS: Final = ("tar.gz", "tgz", "tar.xz", "tar.bz2", "zip", "binary")
+OUTSIDE_PAGE: Final = "outside_page"
+SCRIPT: Final = "script"
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+_ALLOWED_PLACEHOLDERS = frozenset({"version", "os", "arch"})
+_PACKAGE = re.compile(r"^[A-Za-z0-9@][A-Za-z0-9@._/~-]{0,200}$")
+_BINARY = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._/-]{0,200}$")
+
+_STR = {"type": "string"}
+SCHEMA_JSON: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "kind": {
+            "type": "string",
+            "enum": list(KINDS),
+            "description": "download: the page names download URLs of builds; ecosystem: "
+            "it says npm install -g / pipx install / cargo install / go install; script: "
+            "it pipes a script into a shell (curl ... | sh); system_package: it needs "
+            "apt-get, dnf, brew or another system package manager; none: nothing usable.",
+        },
+        "summary": {"type": "string", "description": "What the page says, in one sentence."},
+        "version": {
+            "type": "object",
+            "description": "kind download: where the newest version comes from.",
+            "properties": {
+                "source": {"type": "string", "enum": ["http_json", "github"]},
+                "url": {**_STR, "description": "http_json: a JSON URL the page names"},
+                "version_path": {**_STR, "description": "http_json: dot path, e.g. version"},
+                "repo": {**_STR, "description": "github: owner/repo whose tags are versions"},
+                "tag_prefix": _STR,
+            },
+            "required": ["source"],
+        },
+        "builds": {
+            "type": "array",
+            "description": "kind download: one entry per platform build the page names.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "os": {"type": "string", "enum": ["linux", "darwin"]},
+                    "arch": {"type": "string", "enum": ["amd64", "arm64"]},
+                    "url": {
+                        **_STR,
+                        "description": "the download URL, with {version} where the "
+                        "version goes (no other placeholders but {os} and {arch})",
+                    },
+                    "format": {"type": "string", "enum": list(FORMATS)},
+                    "strip_dirs": {"type": "integer", "minimum": 0, "maximum": 3},
+                    "binaries": {
+                        "type": "array",
+                        "items": _STR,
+                        "description": "executables' paths inside the archive (format "
+                        "binary: the command's name)",
+                    },
+                    "checksum_url": _STR,
+                },
+                "required": ["os", "url", "format", "binaries"],
+            },
+        },
+        "verify": {
+            "type": "object",
+            "properties": {"command": _STR, "pattern": _STR},
+            "required": ["command"],
+        },
+        "ecosystem": {
+            "type": "object",
+            "properties": {
+                "manager": {"type": "string", "enum": list(ECOSYSTEM_ACTIONS)},
+                "package": _STR,
+            },
+            "required": ["manager", "package"],
+        },
+        "command": {
+            **_STR,
+            "description": "kind script or system_package: the page's exact command.",
+        },
+    },
+    "required": ["kind", "summary"],
+}
+DESCRIPTION: Final = (
+    "Answer with what the install page says, in tsuku's closed vocabulary. Never invent "
+    "URLs: use only URLs the page shows. Shell commands are never run; report them."
+)
+
+
+class Build(msgspec.Struct, frozen=True, kw_only=True):
+    os: Literal["linux", "darwin"]
+    url: str
+    format: str
+    binaries: tuple[str, ...]
+    arch: Literal["amd64", "arm64"] | None = None
+    strip_dirs: int = 0
+    checksum_url: str | None = None
+
+
+class VersionAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    source: Literal["http_json", "github"]
+    url: str | None = None
+    version_path: str | None = None
+    repo: str | None = None
+    tag_prefix: str | None = None
+
+
+class VerifyAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    command: str
+    pattern: str | None = None
+
+
+class EcosystemAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    manager: Literal["npm", "pipx", "cargo", "go"]
+    package: str
+
+
+class Answer(msgspec.Struct, frozen=True, kw_only=True):
+    kind: Kind
+    summary: str = ""
+    version: VersionAnswer | None = None
+    builds: tuple[Build, ...] = ()
+    verify: VerifyAnswer | None = None
+    ecosystem: EcosystemAnswer | None = None
+    command: str | None = None
+
+
+class Judged(msgspec.Struct, frozen=True, kw_only=True):
+    """An answer after the code's checks: usable when ``findings`` has no error."""
+
+    answer: Answer | None
+    recipe: Recipe | None = None
+    findings: tuple[Finding, ...] = ()
+    refused: tuple[str, ...] = ()  # URLs on origins the page does not name
+
+    @property
+    def ok(self) -> bool:
+        return self.answer is not None and not errors(self.findings)
+
+
+def _finding(message: str, category: str = SCHEMA) -> Finding:
+    return Finding(category=category, message=message)
+
+
+def parse(arguments: Any) -> Answer:
+    """Raise ``msgspec.ValidationError`` when the arguments do not fit the schema."""
+    return msgspec.convert(arguments, Answer)
+
+
+def _url_findings(
+    what: str, url: str, origins: Collection[str], refused: list[str]
+) -> list[Finding]:
+    found: list[Finding] = []
+    bad = [p for p in _PLACEHOLDER.findall(url) if p not in _ALLOWED_PLACEHOLDERS]
+    if bad:
+        found.append(_finding(f"{what}: only {{version}}, {{os}} and {{arch}} may be filled in"))
+    origin = origin_of(_PLACEHOLDER.sub("x", url))
+    if origin is None:
+        found.append(_finding(f"{what}: {url[:200]!r} is not an http(s) URL"))
+    elif origin not in origins:
+        refused.append(url[:300])
+        found.append(
+            _finding(
+                f"{what}: {origin} is not a site the page names in its visible text "
+                f"(it names: {', '.join(sorted(origins)) or 'none'}); use only URLs the "
+                "page shows",
+                OUTSIDE_PAGE,
+            )
+        )
+    return found
+
+
+def _when(build: Build) -> When:
+    return When(os=(build.os,), arch=(build.arch,) if build.arch else None)
+
+
+def _steps(build: Build) -> list[Step]:
+    when = _when(build)
+    if build.format == "binary":
+        name = build.binaries[0]
+        return [
+            DownloadStep(
+                url=build.url, dest=name, checksum_url=build.checksum_url or None, when=when
+            ),
+            ChmodStep(files=(name,), when=when),
+            InstallBinariesStep(binaries=(Binary(name),), when=when),
+        ]
+    return [
+        DownloadArchiveStep(
+            url=build.url,
+            archive_format=build.format,
+            strip_dirs=build.strip_dirs or None,
+            binaries=tuple(Binary(b) for b in build.binaries),
+            checksum_url=build.checksum_url or None,
+            when=when,
+        )
+    ]
+
+
+def _unsupported(builds: tuple[Build, ...]) -> tuple[str, ...]:
+    def covered(os: str, arch: str) -> bool:
+        return any(b.os == os and b.arch in (None, arch) for b in builds)
+
+    return tuple(p.key for p in STANDARD_PLATFORMS if not covered(p.os, p.arch))
+
+
+def to_recipe(answer: Answer, *, tool: str, page_url: str) -> Recipe:
+    assert answer.version is not None and answer.verify is not None
+    v = answer.version
+    if v.source == "http_json":
+        version = VersionSection(source="http_json", url=v.url, version_path=v.version_path)
+    else:
+        version = VersionSection(github_repo=v.repo, tag_prefix=v.tag_prefix or None)
+    unsupported = _unsupported(answer.builds)
+    steps = [s for b in answer.builds for s in _steps(b)]
+    return Recipe(
+        metadata=Metadata(
+            name=tool,
+            description=" ".join(answer.summary.split())[:200] or None,
+            homepage=page_url,
+            supported_os=tuple(sorted({b.os for b in answer.builds})),
+            unsupported_platforms=unsupported or None,
+            unsupported_reason="the install page offers no build for it" if unsupported else None,
+        ),
+        version=version,
+        steps=tuple(steps),
+        verify=Verify(command=answer.verify.command, pattern=answer.verify.pattern or None),
+    )
+
+
+def _download_findings(
+    answer: Answer, origins: Collection[str], refused: list[str]
+) -> list[Finding]:
+    found: list[Finding] = []
+    if not answer.builds:
+        found.append(_finding("kind download needs at least one entry in builds"))
+    if answer.verify is None or not answer.verify.command.strip():
+        found.append(_finding("kind download needs verify.command (e.g. foo --version)"))
+    v = answer.version
+    if v is None:
+        found.append(
+            _finding(
+                "kind download needs a version source: http_json with a JSON URL the page "
+                "names, or github tags of a repository; without one answer kind none"
+            )
+        )
+    elif v.source == "http_json":
+        if not v.url or not v.version_path:
+            found.append(_finding("version source http_json needs url and version_path"))
+        else:
+            found += _url_findings("version.url", v.url, origins, refused)
+    elif not v.repo or v.repo.count("/") != 1:
+        found.append(_finding("version source github needs repo as owner/repo"))
+    seen: set[tuple[str, str | None]] = set()
+    for i, b in enumerate(answer.builds):
+        where = f"builds[{i}]"
+        if (b.os, b.arch) in seen:
+            found.append(_finding(f"{where}: {b.os}/{b.arch or 'any'} is listed twice"))
+        seen.add((b.os, b.arch))
+        if not b.binaries or not all(_BINARY.match(x) and ".." not in x for x in b.binaries):
+            found.append(_finding(f"{where}: binaries must be relative paths inside the download"))
+        if b.format == "binary" and len(b.binaries) != 1:
+            found.append(_finding(f"{where}: format binary installs exactly one executable"))
+        found += _url_findings(f"{where}.url", b.url, origins, refused)
+        if b.checksum_url:
+            found += _url_findings(f"{where}.checksum_url", b.checksum_url, origins, refused)
+    return found
+
+
+def judge(
+    arguments: Any,
+    *,
+    tool: str,
+    page_url: str,
+    origins: Collection[str],
+    scripts: Collection[str] = (),
+) -> Judged:
+    """``scripts``: URLs the page pipes into a shell, never a download of a recipe."""
+    try:
+        answer = parse(arguments)
+    except msgspec.ValidationError as exc:
+        return Judged(answer=None, findings=(_finding(f"the answer does not fit: {exc}"),))
+    refused: list[str] = []
+    if answer.kind == "ecosystem":
+        eco = answer.ecosystem
+        if eco is None or not _PACKAGE.match(eco.package):
+            return Judged(
+                answer=answer,
+                findings=(_finding("kind ecosystem needs ecosystem.manager and a package name"),),
+            )
+        return Judged(answer=answer)
+    if answer.kind != "download":
+        return Judged(answer=answer)
+    found = _download_findings(answer, origins, refused)
+    found += [
+        _finding(
+            f"{b.url} is a script the page pipes into a shell: answer kind script instead "
+            "(tsuku shows it, never runs it)",
+            SCRIPT,
+        )
+        for b in answer.builds
+        if b.url in scripts
+    ]
+    if errors(found):
+        return Judged(answer=answer, findings=tuple(found), refused=tuple(refused))
+    recipe = to_recipe(answer, tool=tool, page_url=page_url)
+    found += check_on_paper(recipe)
+    return Judged(
+        answer=answer,
+        recipe=recipe if not errors(found) else None,
+        findings=tuple(found),
+        refused=tuple(refused),
+    )
+
+
+def ecosystem_command(eco: EcosystemAnswer) -> str:
+    return ECOSYSTEM_COMMANDS[eco.manager].format(package=eco.package)

@@ -1,0 +1,84 @@
+"""What an install page says, read by code before any model sees it (pure).
+
+* :func:`visible_text`: the page as a person sees it: discovery's HTML stripping
+  (scripts, styles, comments, hidden elements, invisible characters), size-capped.
+* :func:`named_origins`: the origins (scheme, host, port) of the URLs in that visible
+  text, the only places a recipe built from the page may download from, so a host that
+  only hidden text (or the model) names never qualifies.
+* :func:`shown_commands`: the instructions tsuku never runs, found whatever the model
+  says: a script piped into a shell (``curl … | sh``) and a system package manager
+  (``sudo apt-get install …``), to be shown to the user verbatim.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+import msgspec
+
+from tsukud.discover.sanitize_html import clip, strip_html
+
+# What a model reads of a page (the stripped text, not the HTML).
+PAGE_TEXT_LIMIT = 48_000
+# What the daemon downloads of a page before stripping it.
+PAGE_MAX_BYTES = 2 * 1024 * 1024
+
+_URL = re.compile(r"https?://[^\s\"'<>()\[\]`|]+", re.I)
+_PIPE_TO_SHELL = re.compile(
+    r"(?:curl|wget)\b[^|\n]{0,300}?(https?://[^\s\"'|]+)[^|\n]{0,200}?\|\s*(?:sudo\s+)?"
+    r"(?:ba|z|da|k)?sh\b(?:\s+-s\b)?",
+    re.I,
+)
+_SYSTEM_PACKAGE = re.compile(
+    r"(?:sudo\s+)?(?:apt-get|apt|dnf|yum|zypper|pacman|apk|brew)\s+"
+    r"(?:-[\w-]+\s+)*(?:install|add|-S)\b[\w .+@=:/-]{1,200}",
+    re.I,
+)
+_END = re.compile(r"\s(?:and|then|to|or|for|on|in|the)\s.*$", re.I)
+
+
+class ShownCommand(msgspec.Struct, frozen=True, kw_only=True):
+    """A command the page asks the reader to run that tsuku will not run for them."""
+
+    kind: str  # script | system_package
+    command: str
+    url: str | None = None  # the script's URL (kind script)
+
+
+def visible_text(html: str, *, limit: int = PAGE_TEXT_LIMIT) -> str:
+    return clip(strip_html(html), limit)
+
+
+def origin_of(url: str) -> str | None:
+    """``scheme://host[:port]`` in lowercase, the port only when the URL names one."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    host = (parts.hostname or "").lower().rstrip(".")
+    if parts.scheme.lower() not in ("http", "https") or not host:
+        return None
+    return f"{parts.scheme.lower()}://{host}" + (f":{port}" if port else "")
+
+
+def urls_in(text: str) -> list[str]:
+    return [m.group(0).rstrip(".,;:!?") for m in _URL.finditer(text)]
+
+
+def named_origins(text: str) -> frozenset[str]:
+    return frozenset(o for u in urls_in(text) if (o := origin_of(u)) is not None)
+
+
+def _tidy(command: str) -> str:
+    return " ".join(command.split()).rstrip(".,;:")
+
+
+def shown_commands(text: str) -> tuple[ShownCommand, ...]:
+    found: list[ShownCommand] = []
+    for m in _PIPE_TO_SHELL.finditer(text):
+        found.append(ShownCommand(kind="script", command=_tidy(m.group(0)), url=m.group(1)))
+    for m in _SYSTEM_PACKAGE.finditer(text):
+        found.append(ShownCommand(kind="system_package", command=_tidy(_END.sub("", m.group(0)))))
+    return tuple(dict.fromkeys(found))

@@ -1,0 +1,77 @@
+"""The instructions builder inside the daemon: its run with the daemon's real parts
+(the shared HTTP layer, the installer's version resolver, the LLM service with its
+money rules, the container validator, the ledger under the run's session)."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tsukud.clock import Clock
+    from tsukud.config import Config
+    from tsukud.create.pipeline import CreateResult
+    from tsukud.create.validate import Validator
+    from tsukud.events.store import EventStore
+    from tsukud.github.client import GitHub
+    from tsukud.llm.service import LLM
+
+Progress = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class InstructionsBuilder:
+    def __init__(
+        self,
+        *,
+        config: Callable[[], Config],
+        store: EventStore,
+        clock: Clock,
+        github: Callable[[], GitHub],
+        llm: Callable[[], LLM],
+        validator: Callable[[], Validator],
+    ) -> None:
+        self._config = config
+        self.store = store
+        self.clock = clock
+        self._github = github
+        self._llm = llm
+        self._validator = validator
+
+    async def build(
+        self,
+        tool: str,
+        url: str,
+        *,
+        came_from: str,
+        progress: Progress,
+        confirmed: bool = False,
+        can_ask: bool = False,
+    ) -> CreateResult:
+        """A validated recipe for ``tool`` read from the install page at ``url``."""
+        from tsukud.install.versions import VersionResolver
+        from tsukud.instructions.builder import Deps, InstructionsRequest, build
+
+        session = "instructions-" + secrets.token_hex(6)
+        store = self.store
+
+        async def emit(type_: str, payload: dict[str, Any]) -> None:
+            ev = store.append_nowait(type_, payload, session)
+            if type_.startswith("generation."):
+                await store.wait_durable(ev.id)
+
+        github = self._github()
+        deps = Deps(
+            http=github.http,
+            resolver=VersionResolver(github, clock=self.clock),
+            emit=emit,
+            progress=progress,
+            open_llm=self._llm().run,
+            validator=self._validator(),
+            secrets=tuple(self._config().secret_values()),
+            clock=self.clock,
+        )
+        req = InstructionsRequest(
+            tool=tool, url=url, came_from=came_from, confirmed=confirmed, can_ask=can_ask
+        )
+        return await build(req, deps, session=session)
