@@ -29,6 +29,21 @@ def summary(res: dict[str, Any]) -> str:
     tool, stage, builder, source = res["tool"], res["stage"], res["builder"], res["source"]
     if stage == "recipe":
         return f"{tool}: {source}\n  install it: tsukuctl install {tool}"
+    if builder == "instructions":  # a vendor's install page: read and validated at install
+        meta = res.get("metadata") or {}
+        lines = [
+            f"{tool}: install page {source} (found via web search; no GitHub release or "
+            f"package; for {meta.get('platform', 'this platform')})"
+        ]
+        if meta.get("page_text"):
+            lines.append(f"  the page says: {meta['page_text']}")
+        elif meta.get("page_error"):
+            lines.append(f"  the page could not be read: {meta['page_error']}")
+        lines.append(
+            f"  install it: tsukuctl install {tool} (reads the page into a recipe, "
+            "validates it and shows it first)"
+        )
+        return "\n".join(lines)
     if builder != "github":
         line = f"{tool}: {builder} package {source}"
         if res.get("install_command"):

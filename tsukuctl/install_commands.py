@@ -77,7 +77,10 @@ def cmd_install(args: argparse.Namespace) -> int:
             "trusted": "from the discovery registry",
         }.get(found.get("approval"), "named with --from")
         builder = found.get("builder") or "github"
-        out(f"discovered {res['tool']}: {builder}:{found.get('source')} ({how})")
+        where = f"{builder}:{found.get('source')}"
+        if builder == "instructions":  # a vendor's install page, read by an LLM
+            where, how = f"the install page {found.get('source')}", "recipe validated"
+        out(f"discovered {res['tool']}: {where} ({how})")
     if args.collect_tool_stats:
         from tsukuctl.tool_stats import print_tool_stats
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from tsukud.hooks.service import HookIndex
     from tsukud.install.installer import Installer
     from tsukud.install.registry import Registry
+    from tsukud.instructions.service import InstructionsBuilder
     from tsukud.llm.service import LLM
     from tsukud.net.http import Http
     from tsukud.sandbox.service import Sandbox
@@ -223,6 +224,19 @@ class Services:
         )
 
     @cached_property
+    def instructions(self) -> InstructionsBuilder:
+        from tsukud.instructions.service import InstructionsBuilder
+
+        return InstructionsBuilder(
+            config=self.config,
+            store=self.store,
+            clock=self.clock,
+            github=lambda: self.github,
+            llm=lambda: self.llm,
+            validator=lambda: self.validator,
+        )
+
+    @cached_property
     def discovery(self) -> DiscoveryService:
         from tsukud.discover.service import DiscoveryService
 
@@ -257,6 +271,7 @@ class Services:
             creator=self.creator,
             installer=self.installer,
             confirmations=self.confirmations,
+            instructions=self.instructions,
         )
 
     # ---- the daemon's start and stop --------------------------------------------------------

@@ -307,6 +307,10 @@ class _Chain:
                 raise
             # Web search found nothing usable: the same-name packages are all there is.
             return _Offer(list(self.st.eco_choices), f"web search found nothing ({exc.message})")
+        pages = [c for c in outcome.candidates if c.builder == "instructions"]
+        outcome.candidates = [c for c in outcome.candidates if c.builder != "instructions"]
+        if pages and not outcome.candidates:
+            return self._install_page(pages[0], outcome), None
         return await self._verify(outcome)
 
     async def _staged(self, stage: str, run: Callable[[], Awaitable[_T]]) -> _T:
@@ -550,6 +554,26 @@ class _Chain:
         if not outcome.candidates:
             raise self._llm_miss(outcome)
         return outcome
+
+    def _install_page(self, page: Candidate, outcome: Outcome) -> Discovery:
+        """No repository, an install page: the instructions builder reads it, and the
+        recipe it writes is validated and shown to a person before anything is
+        installed, so no question is asked here."""
+        return Discovery(
+            tool=self.tool,
+            session=self.req.session,
+            stage="llm",
+            builder="instructions",
+            source=page.source,
+            reason="an install page found by web search (no GitHub release, no package)",
+            confidence=page.confidence,
+            evidence=page.evidence,
+            provider=outcome.provider,
+            model=outcome.model,
+            spent_usd=None if self.st.unpriced else float(self.st.spent),
+            llm_turns=outcome.turns,
+            searches=outcome.searches,
+        )
 
     def _llm_miss(self, outcome: Outcome) -> TsukuError:
         if outcome.provider is None and outcome.provider_errors:

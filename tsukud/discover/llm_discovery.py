@@ -93,12 +93,15 @@ EXTRACT_SOURCE = Tool(
         "properties": {
             "builder": {
                 "type": "string",
-                "description": "The builder to use: 'github' for GitHub releases",
-                "enum": ["github"],
+                "description": "The builder to use: 'github' for GitHub releases; "
+                "'instructions' when the tool is installed only from its vendor's "
+                "download or install page (no GitHub releases, no package)",
+                "enum": ["github", "instructions"],
             },
             "source": {
                 "type": "string",
-                "description": "Builder-specific source (e.g., 'owner/repo' for github)",
+                "description": "Builder-specific source ('owner/repo' for github, the "
+                "install page's https URL for instructions)",
             },
             "confidence": {
                 "type": "integer",
@@ -190,21 +193,42 @@ def repos_in_text(text: str) -> set[str]:
     return out
 
 
+def page_url(text: str) -> str:
+    """An install page's URL: http(s), a host, no credentials, at most 500 characters."""
+    from urllib.parse import urlsplit
+
+    url = text.strip()
+    parts = urlsplit(url)
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or "@" in parts.netloc
+        or len(url) > 500
+        or any(c.isspace() or ord(c) < 32 for c in url)
+    ):
+        raise BadSource(f"{url[:80]!r} is not an install page's URL")
+    return url
+
+
 def parse_extract(
     arguments: Any, *, seen: set[str], provider: str | None = None, model: str | None = None
 ) -> Candidate:
     if not isinstance(arguments, dict):
         raise ExtractError("extract_source: arguments must be an object")
     builder = arguments.get("builder")
-    if builder != "github":
-        raise ExtractError(f"extract_source: builder must be 'github' (got {str(builder)[:40]!r})")
+    if builder not in ("github", "instructions"):
+        raise ExtractError(
+            "extract_source: builder must be 'github' or 'instructions' "
+            f"(got {str(builder)[:40]!r})"
+        )
     raw_source = arguments.get("source")
     if not isinstance(raw_source, str) or not raw_source.strip():
         raise ExtractError("extract_source: source is required (owner/repo)")
     try:
-        source = github_source(raw_source)
+        source = page_url(raw_source) if builder == "instructions" else github_source(raw_source)
     except BadSource as exc:
-        raise ExtractError(f"extract_source: {exc} (expected owner/repo)") from None
+        expected = "an http(s) URL" if builder == "instructions" else "owner/repo"
+        raise ExtractError(f"extract_source: {exc} (expected {expected})") from None
     confidence = arguments.get("confidence")
     if isinstance(confidence, bool) or not isinstance(confidence, int | float):
         raise ExtractError("extract_source: confidence must be a number from 0 to 100")
@@ -220,6 +244,7 @@ def parse_extract(
     reasoning = arguments.get("reasoning")
     return Candidate(
         source=source,
+        builder=builder,
         confidence=int(confidence),
         evidence=evidence,
         reasoning=clip(" ".join(remove_invisible(str(reasoning or "")).split()), REASONING_LIMIT),

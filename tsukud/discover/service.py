@@ -54,6 +54,7 @@ SEARCH_KEYS = {
     "brave": "discover.brave_url",
 }
 Progress = Any
+PAGE_EXCERPT = 2000  # characters of an install page's visible text in a report
 
 
 class DiscoveryService:
@@ -172,6 +173,12 @@ class DiscoveryService:
 
         return await check_release(self._github(), repo, host_platform())
 
+    async def homepage(self, repo: str) -> str | None:
+        """The repository's homepage as GitHub names it (an install page for a
+        repository without release builds); None when there is none."""
+        meta = await self._github_meta(repo)
+        return meta.homepage if meta.homepage and meta.homepage.startswith("http") else None
+
     def _providers(
         self, requested: str | None, *, only: bool | None = None
     ) -> Sequence[tuple[str, str]]:
@@ -284,4 +291,28 @@ class DiscoveryService:
             llm=llm,
             collect_tool_stats=collect_tool_stats,
         )
-        return await discover(req, deps)
+        found = await discover(req, deps)
+        if found.builder == "instructions":
+            await self._describe_page(found, read=not confirm)
+        return found
+
+    async def _describe_page(self, found: Discovery, *, read: bool) -> None:
+        """An ``instructions`` result says which platform it is for and, when only
+        reported (``tsukuctl discover``), what the page says as a person sees it; an
+        install reads the page itself, after its own checks."""
+        from tsukud.discover.sanitize_html import clean
+        from tsukud.errors import TsukuError
+        from tsukud.recipe import host_platform
+
+        found.metadata["platform"] = host_platform().key
+        if not read:
+            return
+        try:
+            resp = await self.web().get(found.source, cache=False)
+        except TsukuError as exc:
+            found.metadata["page_error"] = exc.message
+            return
+        if resp.status != 200:
+            found.metadata["page_error"] = f"HTTP {resp.status}"
+            return
+        found.metadata["page_text"] = clean(resp.text(), PAGE_EXCERPT)

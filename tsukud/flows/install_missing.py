@@ -11,6 +11,10 @@ which renders the same preview and ``[v]iew/[i]nstall/[c]ancel``) before it is s
 to ``$TSUKU_HOME/recipes`` and installed; ``--yes`` is that acceptance, and without a
 terminal or ``--yes`` nothing is saved (``confirmation_required``, exit 12, naming
 ``--yes``).
+
+An install page (discovery's ``instructions`` result, or the homepage of a repository
+whose releases carry no build) goes to the instructions builder; a recipe read from a
+page found by web search is always shown to a person (``--yes`` does not approve it).
 """
 
 from __future__ import annotations
@@ -20,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from tsukud.discover.errors import CreateUnavailable, DiscoveredElsewhere, DiscoveryNotFound
+from tsukud.create.errors import NoBinaryAssets
+from tsukud.discover.errors import (
+    CreateUnavailable,
+    DiscoveredElsewhere,
+    DiscoveryConfirmationRequired,
+    DiscoveryNotFound,
+)
 from tsukud.discover.model import Discovery
 from tsukud.discover.normalize import BadSource, github_source, normalize_name
 from tsukud.errors import ConfirmationRequired, UsageError, UserDeclined
@@ -30,6 +40,7 @@ if TYPE_CHECKING:
     from tsukud.create.service import Creator
     from tsukud.discover.service import DiscoveryService
     from tsukud.install.installer import Installer
+    from tsukud.instructions.service import InstructionsBuilder
     from tsukud.policy.confirm import Confirmations
 
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
@@ -47,7 +58,9 @@ class CreatedRecipe(msgspec.Struct, frozen=True, kw_only=True):
 
 class MissingToolInstalled(msgspec.Struct, frozen=True, kw_only=True):
     install: dict[str, Any]  # the installer's result
-    source: str  # owner/repo on GitHub, or the package (npm:<package>, pypi:<project>)
+    # owner/repo on GitHub, the package (npm:<package>, pypi:<project>), or the install
+    # page the recipe was read from
+    source: str
     discovery: Discovery | None  # None when the source was given (--from)
     created: CreatedRecipe
     tool_stats: tuple[dict[str, Any], ...] | None = None  # discovery's, then create's
@@ -61,8 +74,10 @@ class InstallMissing:
         creator: Creator | None,
         installer: Installer,
         confirmations: Confirmations | None = None,
+        instructions: InstructionsBuilder | None = None,
     ) -> None:
         self.discovery = discovery
+        self.instructions = instructions  # None: install pages are not read
         self.creator = creator  # None: this daemon has no recipe generator
         self.installer = installer
         self.confirmations = confirmations  # None: no one can be asked (only --yes)
@@ -88,10 +103,31 @@ class InstallMissing:
             found = await self._discover(
                 name, progress, yes, can_ask, search_provider, collect_tool_stats
             )
-            spec, repo = _found_source(found)
-        created, create_stats = await self._create(
-            name, spec, progress, yes=yes, can_ask=can_ask, collect_tool_stats=collect_tool_stats
-        )
+        if found is not None and found.builder == "instructions":
+            repo = found.source
+            if not can_ask or self.confirmations is None:
+                raise DiscoveryConfirmationRequired(
+                    f"found the install page {repo} for {name} by web search; a recipe read "
+                    "from a page found by search needs a person's review (--yes does not "
+                    "approve it) and there is no terminal: nothing was spent or installed",
+                    hint=f"Run `tsukuctl install {name}` on a terminal to review the recipe "
+                    "read from it.",
+                    source=repo,
+                )
+            created, create_stats = await self._from_page(
+                name, repo, "discovery", progress, yes=yes, can_ask=can_ask, review=True
+            )
+        else:
+            if found is not None:
+                spec, repo = _found_source(found)
+            created, create_stats = await self._create(
+                name,
+                spec,
+                progress,
+                yes=yes,
+                can_ask=can_ask,
+                collect_tool_stats=collect_tool_stats,
+            )
         result = await self.installer.install(name, version, force=force, progress=progress)
         stats = None
         if collect_tool_stats:
@@ -126,7 +162,7 @@ class InstallMissing:
                 hint=exc.hint,
                 **exc.data,
             ) from None
-        if found.builder != "github" and found.builder not in BUILDER_SOURCES:
+        if found.builder not in ("github", "instructions", *BUILDER_SOURCES):
             command = found.install_command
             raise DiscoveredElsewhere(
                 f"{name} has no tsuku recipe; it is a {found.builder} package ({found.source})",
@@ -164,14 +200,90 @@ class InstallMissing:
                 "message": f"writing a recipe for {name} from {spec}",
             }
         )
-        res = await self.creator.create(
-            name,
-            spec,
-            progress=progress,
-            confirmed=yes,
-            can_ask=can_ask,
-            collect_tool_stats=collect_tool_stats,
+        try:
+            res = await self.creator.create(
+                name,
+                spec,
+                progress=progress,
+                confirmed=yes,
+                can_ask=can_ask,
+                collect_tool_stats=collect_tool_stats,
+            )
+        except NoBinaryAssets as exc:
+            page = await self._install_page(spec)
+            if self.instructions is None or page is None:
+                raise
+            await progress(
+                {
+                    "stage": "discovery",
+                    "step": "instructions",
+                    "message": f"{spec} has no release build ({exc.message}); "
+                    f"reading its install page {page}",
+                }
+            )
+            return await self._from_page(
+                name, page, "no_binary_assets", progress, yes=yes, can_ask=can_ask
+            )
+        return await self._accept(name, spec, res, progress, yes=yes, can_ask=can_ask)
+
+    async def _install_page(self, spec: str) -> str | None:
+        """Where a repository without release builds says how to install it: its
+        homepage, when GitHub names one."""
+        from tsukud.errors import TsukuError
+
+        if not spec.startswith("github:"):
+            return None
+        try:
+            return await self.discovery.homepage(spec.removeprefix("github:"))
+        except TsukuError:  # no page is the answer: the original error stands
+            return None
+
+    async def _from_page(
+        self,
+        name: str,
+        url: str,
+        came_from: str,
+        progress: Progress,
+        *,
+        yes: bool,
+        can_ask: bool,
+        review: bool = False,
+    ) -> tuple[CreatedRecipe, tuple[dict[str, Any], ...]]:
+        """A recipe read from an install page by the instructions builder, then
+        accepted and saved exactly as a generated one. ``review``: a person must see it
+        even with ``--yes`` (a page found by web search has nothing like a repository's
+        verification to stand on); ``--yes`` still answers the money questions."""
+        if self.instructions is None or self.creator is None:
+            raise CreateUnavailable(
+                f"found the install page {url} for {name}, but this tsukud does not read "
+                "install pages",
+                hint=f"Read {url} and install {name} by hand.",
+                source=url,
+            )
+        await progress(
+            {
+                "stage": "discovery",
+                "step": "instructions",
+                "message": f"reading the install page {url} for {name} ({came_from})",
+            }
         )
+        res = await self.instructions.build(
+            name, url, came_from=came_from, progress=progress, confirmed=yes, can_ask=can_ask
+        )
+        return await self._accept(name, url, res, progress, yes=yes and not review, can_ask=can_ask)
+
+    async def _accept(
+        self,
+        name: str,
+        spec: str,
+        res: CreateResult,
+        progress: Progress,
+        *,
+        yes: bool,
+        can_ask: bool,
+    ) -> tuple[CreatedRecipe, tuple[dict[str, Any], ...]]:
+        """The recipe shown and accepted (unless ``yes``), saved, reported."""
+        assert self.creator is not None
         if not yes:
             await self._review(name, spec, res, progress, can_ask=can_ask)
         saved = await self.creator.save(name, res.recipe, session=res.session)
@@ -204,7 +316,12 @@ class InstallMissing:
             f"the recipe for {name} from {spec} (generated by {res.generated_by}; "
             f"validation {res.validation.status})"
         )
-        again = f"tsukuctl create {name} --from {spec}"
+        # An install page has no --from: install shows the recipe again.
+        again = (
+            f"tsukuctl install {name}"
+            if spec.startswith(("http://", "https://"))
+            else f"tsukuctl create {name} --from {spec}"
+        )
         if not can_ask or self.confirmations is None:
             raise ConfirmationRequired(
                 f"{what} must be reviewed before it is installed, and there is no terminal "

@@ -82,7 +82,8 @@ async def test_claude_server_search_finds_verifies_and_charges(world: World, hom
         assert tools["web_search"]["type"] == "web_search_20250305"
         assert tools["web_search"]["max_uses"] == 3
         assert tools["extract_source"]["input_schema"]["properties"]["builder"]["enum"] == [
-            "github"
+            "github",
+            "instructions",
         ]
         assert "untrusted web content" in body["system"]
 
