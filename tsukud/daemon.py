@@ -502,17 +502,19 @@ def _unfinished_discovery(conn: sqlite3.Connection, session: str) -> str | None:
 
 
 def _unfinished_create(conn: sqlite3.Connection, session: str) -> dict[str, Any] | None:
-    """The tool and repo of ``session``'s create run when it has no terminal event."""
+    """The tool and repo of ``session``'s create run (or the tool and page of its
+    instructions build) when it has no terminal event."""
     ended = conn.execute(
         "SELECT 1 FROM events WHERE session = ?"
         " AND type IN ('generation.completed', 'generation.failed') LIMIT 1",
         (session,),
     ).fetchone()
     row = conn.execute(
-        "SELECT payload FROM events WHERE session = ? AND type = 'create.started' LIMIT 1",
+        "SELECT payload FROM events WHERE session = ?"
+        " AND type IN ('create.started', 'instructions.started') LIMIT 1",
         (session,),
     ).fetchone()
     if ended is not None or row is None:
         return None
     started = json.loads(row[0])
-    return {"tool": started["tool"], "repo": started["repo"]}
+    return {"tool": started["tool"], "repo": started.get("repo") or started.get("url", "")}
