@@ -267,9 +267,26 @@ class InstallMissing:
                 "message": f"reading the install page {url} for {name} ({came_from})",
             }
         )
-        res = await self.instructions.build(
-            name, url, came_from=came_from, progress=progress, confirmed=yes, can_ask=can_ask
-        )
+        from tsukud.instructions.builder import InstructionsManual
+
+        try:
+            res = await self.instructions.build(
+                name, url, came_from=came_from, progress=progress, confirmed=yes, can_ask=can_ask
+            )
+        except InstructionsManual as exc:
+            spec = _page_package(exc.data)
+            if spec is None:
+                raise
+            # The page names a package of a registry tsuku has a builder for.
+            await progress(
+                {
+                    "stage": "discovery",
+                    "step": "instructions",
+                    "message": f"the install page {url} says `{exc.data['install_command']}`: "
+                    f"writing the recipe from {spec}",
+                }
+            )
+            return await self._create(name, spec, progress, yes=yes and not review, can_ask=can_ask)
         return await self._accept(name, url, res, progress, yes=yes and not review, can_ask=can_ask)
 
     async def _accept(
@@ -376,6 +393,20 @@ def _given_source(source: str) -> tuple[str, str]:
     except BadSource as exc:
         raise UsageError(f"--from {source!r}: {exc}", hint=_FROM_HINT) from None
     return f"github:{repo}", repo
+
+
+# An install page's ``npm install -g`` / ``pipx install``: the registry builder it goes to.
+PAGE_ECOSYSTEMS = {"npm": "npm", "pipx": "pypi"}
+
+
+def _page_package(data: dict[str, Any]) -> str | None:
+    """``npm:<package>`` / ``pypi:<project>`` for an install page whose instructions are
+    one of those registries' packages; None for anything else (shown, not run)."""
+    prefix = PAGE_ECOSYSTEMS.get(str(data.get("manager")))
+    package = data.get("package")
+    if data.get("kind") != "ecosystem" or prefix is None or not isinstance(package, str):
+        return None
+    return f"{prefix}:{package}"
 
 
 def _found_source(found: Discovery) -> tuple[str, str]:

@@ -448,6 +448,8 @@ class _Run:
                 f"{answer.ecosystem.manager}: {command}",
                 hint=f"Install it with: {command}",
                 kind="ecosystem",
+                manager=answer.ecosystem.manager,
+                package=answer.ecosystem.package,
                 action=ECOSYSTEM_ACTIONS[answer.ecosystem.manager],
                 install_command=command,
                 url=self.req.url,

@@ -362,3 +362,33 @@ def test_discover_reports_the_page_its_visible_text_and_the_platform(
     assert evil.url not in cp.stdout
     assert "install it: tsukuctl install foo" in cp.stdout
     assert ledger(tk, "instructions.started") == []  # a report: nothing is built
+
+
+def test_a_page_that_says_npm_install_goes_to_the_npm_builder(
+    world: World,
+    tk: Tsuku,  # noqa: F811
+    vendor: FakeDownloadHost,
+) -> None:
+    from tsukud.testing.packages import npm_tarball
+
+    world.eco.publish_npm(npm_tarball("@fake/foo", "2.0.0", {"foo": "foo 2.0.0"}))
+    page = vendor.add(
+        "/foo/install", b"<p>Install it with npm:</p><pre>npm install -g @fake/foo</pre>"
+    )
+    page_found(world, page)
+    answers(
+        world,
+        {
+            "kind": "ecosystem",
+            "summary": "an npm package",
+            "ecosystem": {"manager": "npm", "package": "@fake/foo"},
+        },
+    )
+    code, screen, stdout = on_a_terminal(tk, ["install", "foo"], [(REVIEW, b"i\n")], timeout=180)
+    assert code == 0, screen
+    assert "says `npm install -g @fake/foo`: writing the recipe from npm:@fake/foo" in screen
+    assert "installed foo 2.0.0 (foo)" in stdout
+    recipe = (tk.home / "recipes" / "foo.toml").read_text()
+    assert 'action = "npm_install"' in recipe and '"@fake/foo"' in recipe
+    (answer,) = ledger(tk, "instructions.answer")
+    assert answer["payload"]["kind"] == "ecosystem"
