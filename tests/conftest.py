@@ -61,6 +61,7 @@ def base_env(home: Path) -> dict[str, str]:
         for k, v in os.environ.items()
         if not k.startswith(("TSUKU_", "XDG_RUNTIME_DIR", "ANTHROPIC_", "GEMINI_", "GOOGLE_API"))
         and k not in ("GITHUB_TOKEN", "GH_TOKEN", "TAVILY_API_KEY", "BRAVE_API_KEY")
+        and k.lower() not in ("https_proxy", "http_proxy", "all_proxy", "no_proxy")
     }
     # No test talks to the internet: every external endpoint points at a closed loopback
     # port unless the test points it at its fake (connection refused, at once).

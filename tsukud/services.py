@@ -91,11 +91,13 @@ class Services:
     def http(self) -> Http:
         """The daemon's one HTTP client: pooling, cache and rate-limit memory shared."""
         from tsukud.net.http import Http, endpoint_hosts, github_credentials
+        from tsukud.net.proxy import proxies
 
         return Http(
             allowed_hosts=lambda: endpoint_hosts(self.config()),
             credentials=lambda: github_credentials(self.config()),
             clock=self.clock,
+            proxies=lambda: proxies(self.config()),
         )
 
     @cached_property

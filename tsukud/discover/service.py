@@ -102,8 +102,15 @@ class DiscoveryService:
         if self._web is None:
             from tsukud.discover.web import Web
             from tsukud.net.http import Http
+            from tsukud.net.proxy import proxies
 
-            self._web = Web(Http(allowed_hosts=self.allowed_hosts, clock=self.clock))
+            self._web = Web(
+                Http(
+                    allowed_hosts=self.allowed_hosts,
+                    clock=self.clock,
+                    proxies=lambda: proxies(self._config()),
+                )
+            )
         return self._web
 
     async def aclose(self) -> None:

@@ -26,6 +26,9 @@ Every outbound request of the daemon goes through :class:`Http`:
   (``tsukud.net.retry``); short rate-limit waits count as tries too. The error of the
   last try says how many were made. Opening a download is retried here; a body that
   breaks later is resumed by the downloader (``tsukud.install.download``).
+* **Proxies** are chosen per request (``tsukud.net.proxy``: the settings in force, so a
+  caller's ``HTTPS_PROXY`` counts for its request), one connection pool per proxy. The
+  URL policy above is about the target, and still applies through a proxy.
 
 It imports httpx2 at module level: import this module inside functions so the daemon
 starts without it.
@@ -51,6 +54,7 @@ import trio
 from tsukud import log
 from tsukud.clock import Clock, SystemClock
 from tsukud.errors import TsukuError
+from tsukud.net.proxy import Proxies, proxy_for
 from tsukud.net.retry import TRANSIENT_STATUSES, RetryPolicy, may_retry, next_delay
 
 if TYPE_CHECKING:
@@ -61,6 +65,7 @@ API_MAX_BYTES = 10 * MB
 USER_AGENT = "tsuku/0.1 (+https://github.com/tsukumogami/tsuku)"
 _REDIRECTS = (301, 302, 303, 307, 308)
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+MAX_PROXIES = 8  # connection pools kept for distinct proxy URLs
 _METADATA_NETS = (ipaddress.ip_network("169.254.0.0/16"), ipaddress.ip_network("fd00:ec2::/32"))
 
 
@@ -288,8 +293,19 @@ async def system_resolve(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
-def _transport_error(exc: httpx2.HTTPError, url: str) -> HttpError:
+def _transport_error(exc: httpx2.HTTPError, url: str, proxy: str | None = None) -> HttpError:
     shown = _display(url)
+    if proxy is not None and isinstance(exc, httpx2.ProxyError | httpx2.ConnectError):
+        # A proxy that refused the tunnel will refuse it again; one not reachable may not.
+        error = HttpError if isinstance(exc, httpx2.ProxyError) else TransientHttpError
+        through = origin(proxy)  # never its credentials
+        return error(
+            f"{shown}: through the proxy {through}: {exc or type(exc).__name__}",
+            url=shown,
+            proxy=through,
+            hint="Check the proxy settings (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY: "
+            "`tsukuctl status` shows where each came from).",
+        )
     if isinstance(exc, httpx2.TimeoutException):
         kind = "connect" if isinstance(exc, httpx2.ConnectTimeout) else "read"
         return TransientHttpError(f"{shown}: {kind} timed out", url=shown)
@@ -345,6 +361,7 @@ class Http:
         resolve: Resolver | None = None,
         client: httpx2.AsyncClient | None = None,
         rng: random.Random | None = None,
+        proxies: Callable[[], Proxies] = Proxies,
     ) -> None:
         self.settings = settings or Settings()
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not secrets; tests seed it
@@ -352,15 +369,10 @@ class Http:
         self._credentials = credentials
         self._clock = clock or SystemClock()
         self._resolve = resolve or system_resolve
-        s = self.settings
-        self._client = client or httpx2.AsyncClient(
-            timeout=httpx2.Timeout(
-                s.read_timeout, connect=s.connect_timeout, pool=s.connect_timeout
-            ),
-            follow_redirects=False,
-            trust_env=False,  # no proxy or netrc surprises; mirrors are configured explicitly
-            limits=httpx2.Limits(max_connections=32, max_keepalive_connections=16),
-        )
+        self._proxies = proxies
+        self._client = client or self._new_client(None)
+        # proxy URL -> its connection pool, the most recently used last
+        self._proxied: OrderedDict[str, httpx2.AsyncClient] = OrderedDict()
         self._cache: OrderedDict[tuple[str, str, bool], _CacheEntry] = OrderedDict()
         self._cache_bytes = 0
         # origin -> (until, status, what the refusal said: repeated to later callers)
@@ -368,13 +380,50 @@ class Http:
         self._dns: dict[tuple[str, int], tuple[float, bool]] = {}
         self.stats = {"requests": 0, "cache_hits": 0, "revalidated": 0}
 
+    def _new_client(self, proxy: str | None) -> httpx2.AsyncClient:
+        s = self.settings
+        return httpx2.AsyncClient(
+            timeout=httpx2.Timeout(
+                s.read_timeout, connect=s.connect_timeout, pool=s.connect_timeout
+            ),
+            follow_redirects=False,
+            # The proxies come from the settings (per request: ``tsukud.net.proxy``),
+            # never from the daemon's own environment behind their back; no netrc.
+            trust_env=False,
+            proxy=proxy,
+            limits=httpx2.Limits(max_connections=32, max_keepalive_connections=16),
+        )
+
+    async def _client_for(self, proxy: str | None) -> httpx2.AsyncClient:
+        """The connection pool for ``proxy`` (None: direct), kept for the next request
+        through it; past :data:`MAX_PROXIES` the least recently used one is closed."""
+        if proxy is None:
+            return self._client
+        client = self._proxied.get(proxy)
+        if client is not None:
+            self._proxied.move_to_end(proxy)
+            return client
+        client = self._proxied[proxy] = self._new_client(proxy)
+        if len(self._proxied) > MAX_PROXIES:
+            _url, oldest = self._proxied.popitem(last=False)
+            with trio.CancelScope(shield=True):
+                await oldest.aclose()
+        return client
+
     async def aclose(self) -> None:
         await self._client.aclose()
+        while self._proxied:
+            await self._proxied.popitem()[1].aclose()
 
     # ---- policy ------------------------------------------------------------------------
 
-    async def check_url(self, url: str) -> None:
-        """Refuse URLs the policy does not allow (see the module docstring)."""
+    async def check_url(self, url: str, *, proxied: bool = False) -> None:
+        """Refuse URLs the policy does not allow (see the module docstring).
+
+        Through a proxy (``proxied``) the same rules hold for the target; only a name
+        the daemon cannot resolve itself is left to the proxy, which resolves it (a
+        network where only the proxy sees the outside). A name that resolves here to
+        a private address is still refused."""
         parts = urlsplit(url)
         host = (parts.hostname or "").lower().rstrip(".")
         shown = _display(url)
@@ -397,12 +446,12 @@ class Http:
                     f"refusing {shown}: {host} is a private or local address", url=shown
                 )
             return
-        if loopback or not await self._resolves_public(host, parts.port or 443):
+        if loopback or not await self._resolves_public(host, parts.port or 443, proxied):
             raise BlockedURL(
                 f"refusing {shown}: {host} resolves to a private or local address", url=shown
             )
 
-    async def _resolves_public(self, host: str, port: int) -> bool:
+    async def _resolves_public(self, host: str, port: int, proxied: bool = False) -> bool:
         now = self._clock.now()
         cached = self._dns.get((host, port))
         if cached is not None and cached[0] > now:
@@ -410,6 +459,8 @@ class Http:
         try:
             addresses = await self._resolve(host, port)
         except OSError as exc:
+            if proxied:
+                return True  # the proxy resolves it (see check_url); not cached
             raise HttpError(f"cannot resolve {host}: {exc}", host=host) from None
         public = bool(addresses) and all(
             (a := _ip(address.split("%", 1)[0])) is not None and _is_public(a)
@@ -491,17 +542,18 @@ class Http:
     async def _open(
         self, method: str, url: str, headers: Mapping[str, str] | None
     ) -> httpx2.Response:
-        """One hop: policy check, then send with a streamed body."""
-        await self.check_url(url)
+        """One hop: policy check, then send with a streamed body (through the proxy
+        the settings name for this URL, if any)."""
+        proxy = proxy_for(url, self._proxies())
+        await self.check_url(url, proxied=proxy is not None)
         self._check_blocked(url)
-        request = self._client.build_request(
-            method, url, headers=self._request_headers(url, headers)
-        )
+        client = await self._client_for(proxy)
+        request = client.build_request(method, url, headers=self._request_headers(url, headers))
         self.stats["requests"] += 1
         try:
-            return await self._client.send(request, stream=True)
+            return await client.send(request, stream=True)
         except httpx2.HTTPError as exc:
-            raise _transport_error(exc, url) from None
+            raise _transport_error(exc, url, proxy) from None
 
     async def _follow(
         self, method: str, url: str, headers: Mapping[str, str] | None

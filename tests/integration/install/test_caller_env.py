@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 
 from tests.conftest import Tsuku
+from tests.fakes.proxy import ForwardingProxy
 from tsukud.testing.github import FakeGitHub
 
 
@@ -66,3 +67,49 @@ def test_the_rate_limit_hint_works_on_a_running_daemon(world: FakeGitHub, inst: 
     # Without the token, the anonymous limit still holds (refused locally or by GitHub).
     cp = inst.ctl("install", "kind")
     assert cp.returncode == 5 and "rate limit" in cp.stderr, cp.stderr
+
+
+def test_a_proxy_exported_after_the_daemon_started_carries_that_request(
+    world: FakeGitHub, inst: Tsuku
+) -> None:
+    """``HTTP_PROXY=… tsukuctl install`` through a daemon started without it: every
+    request of that install passes the proxy (the fakes speak plain http, so the http
+    variable is the one that applies; the https one is the same path, tests/unit/net)."""
+    assert not any(k.lower().endswith("_proxy") for k in inst.env)
+    with ForwardingProxy() as proxy:
+        before = len(world.requests_to("/repos/", role="api"))
+        cp = inst.ctl("install", "kind", shell_env={"HTTP_PROXY": proxy.url})
+        assert cp.returncode == 0, cp.stderr
+        api = world.requests_to("/repos/", role="api")[before:]
+        assets = world.requests_to("kind", role="assets")
+        assert api and assets
+        through = proxy.urls()
+        assert all(any(u.endswith(r.path) for u in through) for r in [*api, *assets])
+        assert all(u.startswith("http://127.0.0.1:") for u in through)
+
+        cp = inst.ctl("status", check=True, shell_env={"http_proxy": proxy.url})
+        line = next(x for x in cp.stdout.splitlines() if x.split()[:1] == ["net.http_proxy"])
+        assert "($http_proxy)" in line and proxy.url in line
+
+        # The next shell without it goes direct; NO_PROXY sends a listed host direct.
+        seen = len(proxy.requests)
+        cp = inst.ctl("install", "age@1.1.1")
+        assert cp.returncode == 0, cp.stderr
+        cp = inst.ctl(
+            "install",
+            "atlantis",
+            shell_env={"HTTP_PROXY": proxy.url, "NO_PROXY": "localhost,127.0.0.1"},
+        )
+        assert cp.returncode == 0, cp.stderr
+        assert len(proxy.requests) == seen
+
+
+def test_a_proxy_that_cannot_be_reached_or_used_is_named(inst: Tsuku) -> None:
+    from tests.conftest import CLOSED_PORT
+
+    cp = inst.ctl("install", "kind", shell_env={"HTTP_PROXY": CLOSED_PORT})
+    assert cp.returncode != 0
+    assert f"through the proxy {CLOSED_PORT}" in cp.stderr, cp.stderr
+    cp = inst.ctl("install", "kind", shell_env={"HTTPS_PROXY": "socks5://127.0.0.1:1080"})
+    assert cp.returncode != 0
+    assert "HTTPS_PROXY: 'socks5://127.0.0.1:1080' is not a proxy tsuku can use" in cp.stderr
