@@ -50,7 +50,12 @@ def check_daemon(args: argparse.Namespace, home: str) -> tuple[dict[str, str], A
     """The daemon's line and its ``sandbox.status`` (None when it does not answer)."""
     try:
         pid = rpc(args, "ping").get("pid")
-    except (TsukuError, RemoteError, OSError) as exc:
+    except RemoteError as exc:
+        if exc.remote_code == "wrong_daemon":
+            return another_homes_daemon(home, exc), None
+        first, hint = _failure(exc)
+        return line("daemon", FAIL, f"not reachable: {first}", hint), None
+    except (TsukuError, OSError) as exc:
         first, hint = _failure(exc)
         return line("daemon", FAIL, f"not reachable: {first}", hint), None
     sandbox = None
@@ -61,12 +66,27 @@ def check_daemon(args: argparse.Namespace, home: str) -> tuple[dict[str, str], A
         first, hint = _failure(exc)
         failed = f"running (pid {pid}), but status fails: {first}"
         return line("daemon", FAIL, failed, hint), sandbox
-    theirs = str(status.get("home", ""))
-    detail = f"running, version {status.get('version')}, pid {pid}, home {theirs}"
-    if theirs and os.path.realpath(theirs) != os.path.realpath(home):
-        fix = f"Stop it (`tsukuctl daemon stop`) or set TSUKU_HOME={theirs}."
-        return line("daemon", FAIL, f"{detail}: not this home ({home})", fix), sandbox
+    detail = f"running, version {status.get('version')}, pid {pid}, home {status.get('home')}"
     return line("daemon", OK, detail), sandbox
+
+
+def another_homes_daemon(home: str, exc: RemoteError) -> dict[str, str]:
+    """The socket this home uses is answered by a daemon of another home (it refuses
+    every request naming this one): say so plainly, and how to part them."""
+    theirs = str(exc.data.get("daemon_home") or "another home")
+    socket = paths.socket_path()
+    detail = (
+        f"another home's daemon answers on this socket ({socket}): "
+        f"it serves {theirs}, not {home}"
+    )
+    if os.environ.get("TSUKU_SOCKET"):
+        fix = (
+            "Unset TSUKU_SOCKET: each home then gets a daemon of its own (or stop that one: "
+            f"TSUKU_HOME={theirs} tsukuctl daemon stop)."
+        )
+    else:
+        fix = f"Stop that daemon (TSUKU_HOME={theirs} tsukuctl daemon stop), then run this again."
+    return line("daemon", FAIL, detail, fix)
 
 
 def check_home(home: str) -> dict[str, str]:

@@ -85,6 +85,30 @@ def test_a_client_never_talks_to_the_daemon_of_another_home(homes: list[Tsuku]) 
     assert cp.returncode == ExitCode.DAEMON_UNAVAILABLE
 
 
+def test_doctor_says_another_homes_daemon_answers_and_how_to_part_them(
+    homes: list[Tsuku],
+) -> None:
+    a, b = homes
+    pid = status(a)["pid"]
+    socket = str(a.home / "run" / "tsukud.sock")
+    b.env["TSUKU_SOCKET"] = socket  # a mix-up
+    cp = b.ctl("doctor", "--json")
+    assert cp.returncode == ExitCode.GENERAL, cp.stderr
+    checks = {c["check"]: c for c in json.loads(cp.stdout)["checks"]}
+    assert checks["daemon"] == {
+        "check": "daemon",
+        "state": "FAIL",
+        "detail": f"another home's daemon answers on this socket ({socket}): "
+        f"it serves {a.home}, not {b.home}",
+        "fix": "Unset TSUKU_SOCKET: each home then gets a daemon of its own (or stop that "
+        f"one: TSUKU_HOME={a.home} tsukuctl daemon stop).",
+    }
+    assert checks["sandbox"]["state"] == "skip"  # nothing asked of a stranger's daemon
+    human = b.ctl("doctor").stdout.splitlines()
+    assert human[0].startswith("FAIL") and "another home's daemon answers" in human[0]
+    assert status(a)["pid"] == pid
+
+
 def test_a_long_home_gets_a_short_socket(runtime: Path) -> None:
     base = short_home()
     home = base / ("long-home-" + "d" * 120)
