@@ -27,6 +27,7 @@ from tsukuctl import render
 from tsukuctl.command import add_provider_flags, ask_on_terminal, can_ask, err, out, rpc
 from tsukuctl.progress import Progress
 from tsukuctl.recipe_preview import money, review, validation_line
+from tsukud.errors import ExitCode
 from tsukud.terminal import terminal_safe
 
 TYPE_CHECKING = False
@@ -63,9 +64,26 @@ def _install(args: argparse.Namespace, tool: str) -> int:
     return 0
 
 
+def discarded(res: dict[str, Any]) -> str:
+    """The one line for a recipe the user did not keep: the run is over and paid for,
+    so it says what it spent, as the line for a run cancelled part-way does."""
+    line = "cancelled: nothing was written"
+    if res.get("provider") is None:
+        return line
+    cost = res.get("cost_usd")
+    if cost is None:
+        return f"{line}; what the run spent is unknown (a model without a price)"
+    return f"{line}; the run spent {render.money(cost)}" if cost else line
+
+
 def _interactive(args: argparse.Namespace, res: dict[str, Any], output: str | None) -> int:
-    if not review(res, args.source):
-        out("Canceled: nothing was written.")
+    try:
+        chosen = review(res, args.source)
+    except KeyboardInterrupt:  # Ctrl-C at the question: as anywhere else, exit 130
+        err(discarded(res))
+        return ExitCode.CANCELLED
+    if not chosen:
+        out(discarded(res))
         return 0
     saved = rpc(
         args,

@@ -80,12 +80,14 @@ def preview(res: dict[str, Any], source: str) -> str:
 
 
 def _ask(prompt: str, stream: Any = None) -> str | None:
+    """The answer, lower-cased; None at end of input. Ctrl-C is not an answer: it
+    reaches the caller, which cancels as Ctrl-C does everywhere (exit 130)."""
     stream = stream or sys.stdout
     stream.write(prompt)
     stream.flush()
     try:
         line = sys.stdin.readline()
-    except (OSError, KeyboardInterrupt):
+    except OSError:
         return None
     if not line:
         return None
@@ -94,8 +96,9 @@ def _ask(prompt: str, stream: Any = None) -> str | None:
 
 def review(res: dict[str, Any], source: str, *, to_stderr: bool = False) -> bool:
     """The preview, then ``[v]iew full recipe, [i]nstall, [c]ancel`` until an answer:
-    whether the user chose to install. ``tsukuctl install`` shows a recipe it had to
-    write the same way (on stderr, so stdout stays its answer)."""
+    whether the user chose to install (Ctrl-C raises ``KeyboardInterrupt``).
+    ``tsukuctl install`` shows a recipe it had to write the same way (on stderr, so
+    stdout stays its answer; there Ctrl-C cancels the request, as while it runs)."""
     say = err if to_stderr else out
     say(preview(res, source))
     say("")

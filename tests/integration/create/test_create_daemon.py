@@ -387,8 +387,35 @@ def test_interactive_cancel_writes_nothing(home: Tsuku) -> None:
     os.close(master)
     assert proc.returncode == 0
     assert "Validation: NOT validated" in stdout.decode()
-    assert "Canceled: nothing was written." in stdout.decode()
+    assert stdout.decode().endswith("cancelled: nothing was written\n")  # and spent nothing
     assert not (home.home / "recipes").exists()
+
+
+def test_ctrl_c_at_the_preview_says_what_the_run_spent_and_exits_130(
+    home: Tsuku, anthropic: FakeAnthropic
+) -> None:
+    """The run is over and paid for when the preview asks; Ctrl-C there is the same one
+    line as a Ctrl-C part-way (with what the run spent), on a real terminal."""
+    from tests.integration.install.test_install_terminal import PtyRun
+    from tsukuctl.render import money
+
+    script_stern(anthropic)
+    home.start()
+    run = PtyRun(home, "create", "stern", "--from", "github:stern/stern", "--llm")
+    try:
+        run.read_until(r"\[c\]ancel\? ", timeout=120)
+        run.type(b"\x03")  # what the terminal sends for Ctrl-C: SIGINT to the client
+        status = run.wait(timeout=20)
+    finally:
+        run.kill()
+    assert status == ExitCode.CANCELLED == 130, run.text
+    (done,) = events(home, "generation.completed")
+    spent = money(done["payload"]["run_cost_usd"])
+    assert spent == "$0.02"
+    after = run.text.rsplit("[c]ancel? ", 1)[1]  # the terminal echoes ^C itself
+    assert after == f"^Ccancelled: nothing was written; the run spent {spent}\r\n", repr(after)
+    assert "Traceback" not in run.text and "KeyboardInterrupt" not in run.text
+    assert not (home.home / "recipes" / "stern.toml").exists()
 
 
 def test_errors_carry_hints(home: Tsuku, fw: FakeGitHub) -> None:
