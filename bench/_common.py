@@ -228,14 +228,16 @@ def percentile(xs: Sequence[float], p: float) -> float:
     return float(s[max(1, min(len(s), rank)) - 1])
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time a process has used so far (Linux /proc; None elsewhere).
+def cpu_seconds(pid: int, thread: int | None = None) -> float | None:
+    """User + system CPU time a process (or one of its threads: ``thread``, the main
+    thread's id being the pid) has used so far (Linux /proc; None elsewhere).
 
     Less sensitive than wall time to other work on a shared machine: the figure to compare
     when the wall-clock ones are noisy. Resolution is one clock tick (usually 10 ms).
     """
+    path = f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat"
     try:
-        with open(f"/proc/{pid}/stat") as f:
+        with open(path) as f:
             fields = f.read().rsplit(")", 1)[1].split()
     except OSError:
         return None

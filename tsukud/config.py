@@ -369,7 +369,7 @@ def file_stamp(path: Path) -> tuple[int, int, int] | None:
     """What changes when the file does (inode, size, mtime): one ``stat`` per request
     tells the daemon whether to read the file again."""
     try:
-        st = path.stat()
+        st = os.stat(path)  # not Path.stat: this runs before every request
     except OSError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns)

@@ -94,6 +94,8 @@ class Daemon:
     def __post_init__(self) -> None:
         REDACTOR.update(self.config.secret_values())
         self._config_stamp = configmod.file_stamp(self.config.path)
+        # The settings as `status` shows them, for the last Config asked (they are immutable).
+        self._shown: tuple[configmod.Config, list[dict[str, Any]]] | None = None
         self.home = Path(paths.tsuku_home(self.env))
         self.store = EventStore(Path(paths.db_path(self.env)), clock=self.clock)
         self.state = State()
@@ -412,8 +414,15 @@ class Daemon:
             },
             "sandbox": {"slots": self.container_lock.slots, "busy": self.container_lock.busy},
             "connections": self.server.connections if self.server is not None else 0,
-            "settings": [_shown_source(s) for s in self.current().settings()],
+            "settings": self._shown_settings(self.current()),
         }
+
+    def _shown_settings(self, config: configmod.Config) -> list[dict[str, Any]]:
+        """Built once per configuration, not per ``status``: status is the request a
+        busy daemon must answer at once, and the settings are most of its work."""
+        if self._shown is None or self._shown[0] is not config:
+            self._shown = (config, [_shown_source(s) for s in config.settings()])
+        return self._shown[1]
 
 
 def _shown_source(s: configmod.Setting) -> dict[str, Any]:

@@ -127,3 +127,53 @@ def test_status_stays_quick_while_20_clients_run_heavy_summaries(tsuku: Tsuku) -
     )
     assert busy <= calm + EXTRA_MEDIAN_MS, report
     assert p90(loaded) <= p90(idle) + EXTRA_P90_MS, report
+
+
+def listing(c: Client, **params: Any) -> tuple[list[dict[str, Any]], int, int]:
+    """events.list's events, its count, and how many progress frames carried them."""
+    frames: list[Any] = []
+    result = c.call("events.list", params, on_progress=frames.append)
+    return [e for f in frames for e in f["events"]], result["count"], len(frames)
+
+
+def test_short_listings_in_one_read_say_what_streamed_listings_say(tsuku: Tsuku) -> None:
+    """A listing of up to 1000 events is read and encoded in one trip to a worker
+    thread; a longer one streams chunk by chunk. Both give the same events; a short
+    listing that would hold too much in memory (clients' large payloads) streams."""
+    write_ledger(tsuku.home / "tsuku.db", 3000)
+    tsuku.start()
+    with tsuku.client() as c:
+        usage = {"types": ["client.usage"]}  # not the daemon's own events, still arriving
+        short, count, _ = listing(c, limit=1000, filter=usage)
+        longer, count_longer, _ = listing(c, limit=1001, filter=usage)
+        assert count == len(short) == 1000 and count_longer == len(longer) == 1001
+        assert short == longer[1:]  # the newest, oldest first
+        assert [e["id"] for e in short] == list(range(2001, 3001))
+        assert short[0]["type"] == "client.usage" and "input_tokens" in short[0]["payload"]
+        few, n, frames = listing(c, limit=5, filter={"session": "s-3"})
+        assert n == 5 and frames == 1 and {e["session"] for e in few} == {"s-3"}
+        assert listing(c, limit=5, filter={"session": "none"}) == ([], 0, 0)
+
+        big = "x" * 700_000  # seven of these pass what a short listing keeps in memory
+        for k in range(7):
+            c.call(
+                "events.append",
+                {"events": [{"type": "client.note", "payload": {"k": k, "text": big}}]},
+            )
+        notes, n, frames = listing(c, limit=10, filter={"types": ["client.note"]})
+        assert n == 7 and frames == 7  # streamed: one frame each, under the frame cap
+        assert [e["payload"]["k"] for e in notes] == [0, 1, 2, 3, 4, 5, 6]
+        assert all(e["payload"]["text"] == big for e in notes)
+
+    # Which path those took: the short read gives up past its memory bound.
+    from tsukud.events.queries import EventFilter
+    from tsukud.rpc.methods import ListParams, _quick_list
+
+    notes_only = EventFilter(types=["client.note"])
+    conn = sqlite3.connect(f"file:{tsuku.home / 'tsuku.db'}?mode=ro", uri=True)
+    try:
+        assert _quick_list(ListParams(notes_only, limit=10), 1, conn) is None
+        three = _quick_list(ListParams(notes_only, limit=3), 1, conn)
+        assert three is not None and three[0] == 3 and len(three[1]) > 3 * 700_000
+    finally:
+        conn.close()

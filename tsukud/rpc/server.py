@@ -67,6 +67,11 @@ class Call:
     async def progress(self, body: Any) -> None:
         await self.conn.send(protocol.progress_frame(self.id, body))
 
+    async def progress_encoded(self, frames: bytes) -> None:
+        """Progress frames encoded elsewhere (a worker thread: the event loop, which
+        answers ``status``, then only moves the bytes), sent as they are."""
+        await self.conn.send_encoded(frames)
+
 
 Handler = Callable[[Any, Any, Call], Awaitable[Any]]
 
@@ -121,7 +126,9 @@ class Connection:
     async def send(self, frame: dict[str, Any]) -> None:
         if "error" in frame:
             frame = self._redactor.value(frame)
-        data = protocol.encode_frame(frame)
+        await self.send_encoded(protocol.encode_frame(frame))
+
+    async def send_encoded(self, data: bytes) -> None:
         async with self._send_lock:
             if self.closed:
                 return
