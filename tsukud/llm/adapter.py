@@ -44,6 +44,14 @@ Block = dict[str, Any]
 T = TypeVar("T")
 
 
+#: Every URL direct: overrides any proxy httpx would read from the environment.
+_DIRECT: dict[str, httpx2.AsyncBaseTransport | None] = {
+    "http://": None,
+    "https://": None,
+    "all://": None,
+}
+
+
 class HttpAdapter:
     key_hint: ClassVar[str]
     """Where the user sets this adapter's key, for the hint of an auth error."""
@@ -60,6 +68,7 @@ class HttpAdapter:
         timeout: float,
         connect_timeout: float,
         http_client: httpx2.AsyncClient | None,
+        proxy: str | None = None,
     ) -> None:
         self._name = name
         self._model = model
@@ -68,7 +77,12 @@ class HttpAdapter:
         self._secrets = (api_key,)
         self._http_timeout = httpx2.Timeout(timeout, connect=connect_timeout)
         self._owns_http = http_client is None
-        self._http = http_client or httpx2.AsyncClient(timeout=self._http_timeout)
+        # The proxy the settings chose for this provider's URL (``tsukud.net.proxy``),
+        # or explicitly none: the environment's proxy variables must not pick another
+        # behind the settings' back (a caller's NO_PROXY); its CA settings still count.
+        self._http = http_client or httpx2.AsyncClient(
+            timeout=self._http_timeout, proxy=proxy, mounts=None if proxy else _DIRECT
+        )
 
     @property
     def name(self) -> str:

@@ -66,8 +66,11 @@ class ClaudeProvider(HttpAdapter):
         web_search_tool_type: str = "web_search_20250305",
         name: str = "claude",
         http_client: httpx2.AsyncClient | None = None,
+        proxy: str | None = None,
     ) -> None:
-        super().__init__(name, model, base_url, api_key, timeout, connect_timeout, http_client)
+        super().__init__(
+            name, model, base_url, api_key, timeout, connect_timeout, http_client, proxy
+        )
         self._max_continuations = max_continuations
         self._web_search_type = web_search_tool_type
         self._client = anthropic.AsyncAnthropic(

@@ -73,8 +73,11 @@ class GeminiProvider(HttpAdapter):
         connect_timeout: float = 10.0,
         name: str = "gemini",
         http_client: httpx2.AsyncClient | None = None,
+        proxy: str | None = None,
     ) -> None:
-        super().__init__(name, model, base_url, api_key, timeout, connect_timeout, http_client)
+        super().__init__(
+            name, model, base_url, api_key, timeout, connect_timeout, http_client, proxy
+        )
         self._client = genai.Client(
             api_key=api_key,
             # Explicit, so GOOGLE_GENAI_USE_VERTEXAI / GOOGLE_GENAI_CLIENT_MODE in the

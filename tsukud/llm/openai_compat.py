@@ -50,6 +50,7 @@ class OpenAICompatProvider(HttpAdapter):
         connect_timeout: float = 5.0,
         name: str = "local",
         http_client: httpx2.AsyncClient | None = None,
+        proxy: str | None = None,
     ) -> None:
         super().__init__(
             name,
@@ -59,6 +60,7 @@ class OpenAICompatProvider(HttpAdapter):
             timeout,
             connect_timeout,
             http_client,
+            proxy,
         )
         self._headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
 

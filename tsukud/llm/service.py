@@ -243,7 +243,15 @@ class LLM:
             fingerprint,
             c["llm.replay_dir"],
             c["llm.record_dir"],
+            self._proxy(info) or "",
         )
+
+    def _proxy(self, info: ProviderInfo) -> str | None:
+        """The proxy the settings in force (a caller's ``HTTPS_PROXY`` too) name for
+        this provider's URL."""
+        from tsukud.net.proxy import proxies, proxy_for
+
+        return proxy_for(info.base_url, proxies(self._config()))
 
     def _build(self, info: ProviderInfo) -> Provider:
         c = self._config()
@@ -256,19 +264,28 @@ class LLM:
             from tsukud.llm.claude import ClaudeProvider
 
             inner = ClaudeProvider(
-                c["secrets.anthropic_api_key"], model=info.model, base_url=info.base_url
+                c["secrets.anthropic_api_key"],
+                model=info.model,
+                base_url=info.base_url,
+                proxy=self._proxy(info),
             )
         elif info.name == "gemini":
             from tsukud.llm.gemini import GeminiProvider
 
             inner = GeminiProvider(
-                c["secrets.google_api_key"], model=info.model, base_url=info.base_url
+                c["secrets.google_api_key"],
+                model=info.model,
+                base_url=info.base_url,
+                proxy=self._proxy(info),
             )
         else:
             from tsukud.llm.openai_compat import OpenAICompatProvider
 
             inner = OpenAICompatProvider(
-                info.base_url, model=info.model, api_key=c["secrets.openai_api_key"] or None
+                info.base_url,
+                model=info.model,
+                api_key=c["secrets.openai_api_key"] or None,
+                proxy=self._proxy(info),
             )
         if c["llm.record_dir"]:
             from tsukud.llm.replay import RecordingProvider

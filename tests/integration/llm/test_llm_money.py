@@ -390,3 +390,16 @@ def test_config_set_key_is_used_by_the_next_request(
         sent = anthropic_fake.requests[-1].headers
         # SDK 2.x sends the key as a bearer token (older SDKs: x-api-key).
         assert key in (sent.get("x-api-key"), sent.get("authorization", "")[7:])
+
+
+async def test_the_settings_proxy_carries_the_providers_calls(tmp_path: Path) -> None:
+    """The LLM service builds its adapters with the proxy the settings name for the
+    provider's URL (here the daemon's HTTP_PROXY; a caller's is the same setting)."""
+    from tests.fakes.proxy import ForwardingProxy
+
+    with FakeAnthropic() as fake, ForwardingProxy() as proxy:
+        fake.reply([anth.text("ok")], "end_turn")
+        async with service(tmp_path, {**claude_env(fake), "HTTP_PROXY": proxy.url}) as env:
+            response, _run = await one_call(env.llm)
+        assert response.text == "ok"
+        assert proxy.urls() == [f"{fake.url}/v1/messages"]
