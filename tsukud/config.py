@@ -254,6 +254,13 @@ KEYS: dict[str, Key] = {
             doc="price of one Brave Search API query, charged to the budget",
         ),
         Key("discover.crates_url", str, "https://crates.io", ("TSUKU_CRATES_URL",)),
+        Key(
+            "discover.crates_index_url",
+            str,
+            "https://index.crates.io/",
+            ("TSUKU_CRATES_INDEX_URL",),
+            doc="cargo's sparse index for cargo_install (crates.io's unless a mirror's)",
+        ),
         Key("discover.npm_url", str, "https://registry.npmjs.org", ("TSUKU_NPM_URL",)),
         Key(
             "discover.npm_downloads_url",

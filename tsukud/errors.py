@@ -189,7 +189,8 @@ CATALOGUE: dict[str, ErrorKind] = {
         E.INSTALL_FAILED,
         "Only github_archive, github_file, the URL actions (download, download_file, "
         "download_archive, extract, chmod, install_binaries, run_command) and the ecosystem "
-        "actions (npm_install, pipx_install) can be installed for now.",
+        "actions (npm_install, pipx_install, cargo_install, gem_install, go_install) can be "
+        "installed for now.",
     ),
     "recipe_unsupported_feature": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
     "recipe_unsupported_platform": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),

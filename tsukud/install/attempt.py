@@ -306,7 +306,7 @@ class InstallAttempt:
     ) -> dict[str, dict[str, str]]:
         """Install with the ecosystem's package manager, in place (``ecosystem/prefix.py``
         says why): the toolchain is found first, so a missing one changes nothing."""
-        from tsukud.install.ecosystem.actions import action_for
+        from tsukud.install.ecosystem.actions import action_for, index_key
         from tsukud.install.ecosystem.prefix import Prefix, RunContext
         from tsukud.install.ecosystem.toolchain import find
 
@@ -328,7 +328,10 @@ class InstallAttempt:
         self.tx.claim(final_dir)
         prefix = Prefix(self.name, final_dir, self.staging / "scratch")
         prefix.prepare()
-        ctx = RunContext(step, res.tag, prefix, program, registry_url, inst.env)
+        index_url = inst.ecosystem_urls().get(index_key(action.version_source), "")
+        ctx = RunContext(
+            step, res.tag, prefix, program, registry_url, inst.env, index_url=index_url
+        )
         return await action.runner(ctx)
 
     async def _fetch_and_unpack(

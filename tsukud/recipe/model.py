@@ -382,7 +382,9 @@ ECOSYSTEM_STEPS: dict[str, type[EcosystemStep]] = {
 # The ecosystem actions whose runner exists (tsukud/install/ecosystem/actions.py; a
 # test holds the two to each other): the others parse and resolve versions, but are
 # reported as unsupported wherever support is judged.
-RUNNABLE_ECOSYSTEM_ACTIONS = frozenset({"npm_install", "pipx_install"})
+RUNNABLE_ECOSYSTEM_ACTIONS = frozenset(
+    {"npm_install", "pipx_install", "cargo_install", "gem_install", "go_install"}
+)
 # [version] source names of the ecosystems' registries (tsuku's names).
 ECOSYSTEM_VERSION_SOURCES = tuple(t.VERSION_SOURCE for t in ECOSYSTEM_STEPS.values())
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from tsukud.install.ecosystem import npm, pipx, toolchain
+from tsukud.install.ecosystem import cargo, gem, golang, npm, pipx, toolchain
 from tsukud.install.ecosystem.prefix import RunContext
 from tsukud.install.ecosystem.toolchain import Toolchain
 from tsukud.recipe import EcosystemStep, UnsupportedAction
@@ -28,6 +28,7 @@ class EcosystemAction:
     version_source: str
     url_setting: str
     runner: Runner | None = None
+    index_setting: str | None = None  # a second URL the runner needs (cargo's index)
 
 
 ACTIONS: dict[str, EcosystemAction] = {
@@ -37,9 +38,20 @@ ACTIONS: dict[str, EcosystemAction] = {
         EcosystemAction(
             "pipx_install", toolchain.PYTHON, "pypi", "discover.pypi_url", pipx.install
         ),
-        EcosystemAction("cargo_install", toolchain.CARGO, "crates_io", "discover.crates_url"),
-        EcosystemAction("gem_install", toolchain.GEM, "rubygems", "discover.rubygems_url"),
-        EcosystemAction("go_install", toolchain.GO, "goproxy", "discover.goproxy_url"),
+        EcosystemAction(
+            "cargo_install",
+            toolchain.CARGO,
+            "crates_io",
+            "discover.crates_url",
+            cargo.install,
+            index_setting="discover.crates_index_url",
+        ),
+        EcosystemAction(
+            "gem_install", toolchain.GEM, "rubygems", "discover.rubygems_url", gem.install
+        ),
+        EcosystemAction(
+            "go_install", toolchain.GO, "goproxy", "discover.goproxy_url", golang.install
+        ),
     )
 }
 
@@ -54,5 +66,14 @@ def action_for(step: EcosystemStep) -> EcosystemAction:
 
 
 def registry_urls(setting: Callable[[str], str]) -> dict[str, str]:
-    """Version source → base URL, read through ``setting`` (a config lookup)."""
-    return {a.version_source: setting(a.url_setting) for a in ACTIONS.values()}
+    """Version source → base URL, read through ``setting`` (a config lookup), and
+    ``<source>.index`` → the index URL of an action that has one."""
+    urls = {a.version_source: setting(a.url_setting) for a in ACTIONS.values()}
+    for a in ACTIONS.values():
+        if a.index_setting is not None:
+            urls[index_key(a.version_source)] = setting(a.index_setting)
+    return urls
+
+
+def index_key(version_source: str) -> str:
+    return f"{version_source}.index"

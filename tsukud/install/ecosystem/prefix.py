@@ -73,6 +73,8 @@ class RunContext:
     program: Path
     registry_url: str
     env: Mapping[str, str]
+    # A second URL some registries need (cargo's sparse index beside the crates.io API).
+    index_url: str = ""
 
 
 def clean_env(

@@ -1,0 +1,230 @@
+"""``cargo_install``, ``gem_install`` and ``go_install`` recipes install, verify and
+remove through a real daemon, with the real ``cargo``, ``gem`` and ``go``, from fake
+registries on loopback (a sparse crates index, a RubyGems server, a Go module proxy)
+serving packages built in the test. Each compile is a tiny package without
+dependencies (cargo: ~2 s)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Tsuku
+from tests.fakes.github import FakeGitHub
+from tests.integration.install.conftest import events, installed, make_tsuku, tree
+from tests.integration.install.test_recipe_errors import local_recipe
+from tsukud.testing.crates import FakeCratesIo, crate
+from tsukud.testing.gems import FakeRubyGems, Gem, build_gem
+from tsukud.testing.goproxy import FakeGoProxy, go_module
+
+needs_cargo = pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
+needs_gem = pytest.mark.skipif(
+    shutil.which("gem") is None or shutil.which("ruby") is None, reason="ruby is not installed"
+)
+needs_go = pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
+
+
+@pytest.fixture
+def crates() -> Iterator[FakeCratesIo]:
+    with FakeCratesIo() as fake:
+        yield fake
+
+
+@pytest.fixture
+def gems() -> Iterator[FakeRubyGems]:
+    with FakeRubyGems() as fake:
+        yield fake
+
+
+@pytest.fixture
+def goproxy() -> Iterator[FakeGoProxy]:
+    with FakeGoProxy() as fake:
+        yield fake
+
+
+@pytest.fixture
+def inst(
+    world: FakeGitHub, crates: FakeCratesIo, gems: FakeRubyGems, goproxy: FakeGoProxy
+) -> Iterator[Tsuku]:
+    t = make_tsuku(world, **crates.env(), **gems.env(), **goproxy.env())
+    try:
+        t.start()
+        yield t
+    finally:
+        t.stop_all()
+        shutil.rmtree(t.home, ignore_errors=True)
+
+
+def run(path: Path, *args: str) -> str:
+    return subprocess.run([str(path), *args], capture_output=True, text=True, check=True).stdout
+
+
+def recipe(name: str, action: str, key: str, package: str, executables: list[str]) -> str:
+    return (
+        f'[metadata]\nname = "{name}"\ndescription = "{package} for tests"\n\n'
+        f'[[steps]]\naction = "{action}"\n{key} = "{package}"\n'
+        f"executables = {json.dumps(executables)}\n\n"
+        f'[verify]\ncommand = "{executables[0]}"\npattern = "{{version}}"\n'
+    )
+
+
+def completed(t: Tsuku) -> dict[str, object]:
+    payload: dict[str, object] = [e for e in events(t) if e["type"] == "install.completed"][-1][
+        "payload"
+    ]
+    return payload
+
+
+@needs_cargo
+def test_cargo_install_recipe_installs_verifies_and_removes(
+    inst: Tsuku, crates: FakeCratesIo
+) -> None:
+    crates.publish(crate("hello-rs", "0.1.0", {"hello-rs": "hello-rs 0.1.0"}))
+    crates.publish(crate("hello-rs", "0.2.0", {"hello-rs": "hello-rs 0.2.0", "hr": "hr 0.2.0"}))
+    local_recipe(
+        inst,
+        "hello-rs",
+        recipe("hello-rs", "cargo_install", "crate", "hello-rs", ["hello-rs", "hr"]),
+    )
+
+    cp = inst.ctl("install", "hello-rs")
+    assert cp.returncode == 0, cp.stderr
+    assert run(inst.home / "bin" / "hello-rs", "x").strip() == "hello-rs 0.2.0 x"
+    assert run(inst.home / "bin" / "hr").strip() == "hr 0.2.0"
+    row = installed(inst)["hello-rs"]
+    assert row["version"] == "0.2.0" and row["binaries"] == ["hello-rs", "hr"]
+    # cargo read the fake's sparse index and fetched the pinned version's .crate
+    assert "/index/he/ll/hello-rs" in crates.paths()
+    assert "/api/v1/crates/hello-rs/0.2.0/download" in crates.paths()
+    assert "/api/v1/crates/hello-rs/0.1.0/download" not in crates.paths()
+    binaries = completed(inst)["binaries"]
+    assert isinstance(binaries, dict) and binaries["hr"]["path"] == "bin/hr"
+    # the build happened in the scratch directory: no target/ in the tool's directory
+    tool_dir = inst.home / "tools" / "hello-rs-0.2.0"
+    assert sorted(p.name for p in tool_dir.iterdir()) == [".crates.toml", ".crates2.json", "bin"]
+
+    assert inst.ctl("verify", "hello-rs").returncode == 0
+    assert inst.ctl("remove", "hello-rs").returncode == 0
+    assert installed(inst) == {}
+    assert tree(inst.home) == []
+
+
+@needs_gem
+def test_gem_install_recipe_installs_verifies_and_removes(
+    inst: Tsuku, gems: FakeRubyGems, tmp_path: Path
+) -> None:
+    gems.publish(build_gem(tmp_path, "hello-gem", "1.0.0", {"hello": "hello 1.0.0"}))
+    gems.publish(
+        build_gem(tmp_path, "hello-gem", "1.2.0", {"hello": "hello 1.2.0", "hello-x": "x 1.2.0"})
+    )
+    local_recipe(
+        inst, "hello-gem", recipe("hello-gem", "gem_install", "gem", "hello-gem", ["hello"])
+    )
+
+    cp = inst.ctl("install", "hello-gem")
+    assert cp.returncode == 0, cp.stderr
+    # the wrapper finds its gem whatever GEM_HOME the caller has
+    out = subprocess.run(
+        [str(inst.home / "bin" / "hello"), "a", "b"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PATH": "/usr/bin:/bin", "GEM_HOME": "/nonexistent", "GEM_PATH": "/nonexistent"},
+    ).stdout
+    assert out.strip() == "hello 1.2.0 a b"
+    assert installed(inst)["hello-gem"]["version"] == "1.2.0"
+    tool_dir = inst.home / "tools" / "hello-gem-1.2.0"
+    assert (tool_dir / "gems" / "hello-gem-1.2.0" / "exe" / "hello").is_file()
+    assert (tool_dir / "gem-bin" / "hello-x").is_file()  # installed, but not linked
+    assert not (inst.home / "bin" / "hello-x").exists()
+    wrapper = (tool_dir / "bin" / "hello").read_text()
+    assert f"GEM_HOME={tool_dir}\n" in wrapper and f"GEM_PATH={tool_dir}\n" in wrapper
+    assert gems.paths()[-2:] == [
+        "GET /quick/Marshal.4.8/hello-gem-1.2.0.gemspec.rz",
+        "GET /gems/hello-gem-1.2.0.gem",
+    ]
+
+    assert inst.ctl("verify", "hello-gem").returncode == 0
+    cp = inst.ctl("install", "hello-gem@1.0.0")  # an exact older version replaces it
+    assert cp.returncode == 0, cp.stderr
+    assert run(inst.home / "bin" / "hello").strip() == "hello 1.0.0"
+    assert inst.ctl("remove", "hello-gem").returncode == 0
+    assert installed(inst) == {}
+    assert tree(inst.home) == []
+
+
+@needs_go
+def test_go_install_recipe_installs_verifies_and_removes(inst: Tsuku, goproxy: FakeGoProxy) -> None:
+    goproxy.publish(go_module("example.com/Fake/hellogo", "v1.0.0", "hellogo 1.0.0"))
+    goproxy.publish(go_module("example.com/Fake/hellogo", "v1.3.0", "hellogo 1.3.0"))
+    local_recipe(
+        inst,
+        "hellogo",
+        recipe("hellogo", "go_install", "module", "example.com/Fake/hellogo", ["hellogo"]),
+    )
+
+    cp = inst.ctl("install", "hellogo")
+    assert cp.returncode == 0, cp.stderr
+    assert run(inst.home / "bin" / "hellogo", "z").strip() == "hellogo 1.3.0 z"
+    row = installed(inst)["hellogo"]
+    assert row["version"] == "1.3.0" and row["binaries"] == ["hellogo"]
+    paths = goproxy.paths()
+    assert "/example.com/!fake/hellogo/@v/list" in paths  # the version, from the proxy
+    assert "/example.com/!fake/hellogo/@v/v1.3.0.zip" in paths
+    assert not any(p.startswith("/sumdb/") for p in paths)
+    tool_dir = inst.home / "tools" / "hellogo-1.3.0"
+    assert sorted(p.name for p in tool_dir.iterdir()) == ["bin"]  # caches stayed in scratch
+
+    assert inst.ctl("verify", "hellogo").returncode == 0
+    assert inst.ctl("remove", "hellogo").returncode == 0
+    assert installed(inst) == {}
+    assert tree(inst.home) == []
+
+
+def test_missing_toolchains_are_named_with_their_debian_packages(
+    world: FakeGitHub, crates: FakeCratesIo, gems: FakeRubyGems, goproxy: FakeGoProxy
+) -> None:
+    """A daemon whose PATH has none of cargo, gem, go: each recipe exits 34 naming the
+    program and its Debian package, nothing installed."""
+    import sys
+
+    crates.publish(crate("hello-rs", "0.1.0", {"hello-rs": "hello-rs 0.1.0"}))
+    goproxy.publish(go_module("example.com/fake/hellogo", "v1.0.0", "hellogo 1.0.0"))
+    # never downloaded: the toolchain is looked for before the package manager runs
+    gems.publish(Gem("hello-gem", "1.0.0", b"not fetched", b"not fetched", ("hello",)))
+    t = make_tsuku(world, **crates.env(), **gems.env(), **goproxy.env())
+    bare = t.home.parent / f"{t.home.name}-path"
+    bare.mkdir()
+    (bare / "python3").symlink_to(sys.executable)
+    t.env["PATH"] = str(bare)
+    t.env.pop("HOME", None)
+    try:
+        t.start()
+        local_recipe(t, "hello-rs", recipe("hello-rs", "cargo_install", "crate", "hello-rs", ["x"]))
+        local_recipe(
+            t,
+            "hellogo",
+            recipe("hellogo", "go_install", "module", "example.com/fake/hellogo", ["hellogo"]),
+        )
+        local_recipe(
+            t, "hello-gem", recipe("hello-gem", "gem_install", "gem", "hello-gem", ["hello"])
+        )
+        for tool, program, package in (
+            ("hello-rs", "cargo", "cargo"),
+            ("hellogo", "go", "golang-go"),
+            ("hello-gem", "gem", "ruby"),
+        ):
+            cp = t.ctl("install", tool)
+            assert cp.returncode == 34, cp.stderr
+            assert f"{program} is not on PATH" in cp.stderr
+            assert f"apt-get install {package}" in cp.stderr
+        assert tree(t.home) == []
+    finally:
+        t.stop_all()
+        shutil.rmtree(t.home, ignore_errors=True)
+        shutil.rmtree(bare, ignore_errors=True)
