@@ -257,9 +257,10 @@ KEYS: dict[str, Key] = {
         Key(
             "discover.crates_index_url",
             str,
-            "https://index.crates.io/",
+            "sparse+https://index.crates.io/",
             ("TSUKU_CRATES_INDEX_URL",),
-            doc="cargo's sparse index for cargo_install (crates.io's unless a mirror's)",
+            doc="cargo's index for cargo_install, in cargo's syntax (sparse+<url>/ or a "
+            "git URL): crates.io's unless a mirror's",
         ),
         Key("discover.npm_url", str, "https://registry.npmjs.org", ("TSUKU_NPM_URL",)),
         Key(

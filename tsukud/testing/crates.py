@@ -7,13 +7,18 @@ serving real crates built here, which the real ``cargo install`` builds and inst
   discovery read;
 * ``/index/config.json`` (``dl`` pointing back here) and ``/index/<xx>/<yy>/<name>``
   (one JSON line per version with its ``cksum``), what cargo reads;
-* ``/api/v1/crates/<name>/<version>/download``: the ``.crate`` bytes.
+* ``/api/v1/crates/<name>/<version>/download``: the ``.crate`` bytes;
+* ``/index.git/``: the same index as a git repository over git's "dumb" HTTP protocol
+  (plain files, made with the ``git`` CLI), for a cargo older than 1.68, which reads
+  no sparse index (Debian bookworm's); cargo fetches it with the git CLI
+  (``CARGO_NET_GIT_FETCH_WITH_CLI``), since its libgit2 speaks only the smart protocol.
 
 Anything else is a 404, so unexpected traffic shows in ``requests``.
 
     with FakeCratesIo() as crates:
         crates.publish(crate("hello-rs", "0.2.0", {"hello-rs": "hello 0.2.0"}))
-        env = crates.env()   # TSUKU_CRATES_URL, TSUKU_CRATES_INDEX_URL
+        env = crates.env()   # TSUKU_CRATES_URL, TSUKU_CRATES_INDEX_URL (sparse)
+        env = crates.env(git=True)   # the index as a git repository
 """
 
 from __future__ import annotations
@@ -21,8 +26,13 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import shutil
+import subprocess
 import tarfile
+import tempfile
+import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -109,13 +119,26 @@ class FakeCratesIo(FakeHTTPServer):
     def __init__(self) -> None:
         super().__init__(fallback=self._route, role="crates.io")
         self.published: dict[str, _Published] = {}
+        self._git_dir = Path(tempfile.mkdtemp(prefix="tsuku-fake-crates-"))
+        self._git_lock = threading.Lock()
+        self._git_built: str | None = None  # the index it holds (rebuilt when changed)
 
     @property
     def index_url(self) -> str:
-        return f"{self.url}/index/"
+        """The sparse index, in cargo's syntax."""
+        return f"sparse+{self.url}/index/"
 
-    def env(self) -> dict[str, str]:
-        return {"TSUKU_CRATES_URL": self.url, "TSUKU_CRATES_INDEX_URL": self.index_url}
+    @property
+    def git_index_url(self) -> str:
+        return f"{self.url}/index.git"
+
+    def env(self, *, git: bool = False) -> dict[str, str]:
+        index = self.git_index_url if git else self.index_url
+        return {"TSUKU_CRATES_URL": self.url, "TSUKU_CRATES_INDEX_URL": index}
+
+    def close(self) -> None:
+        super().close()
+        shutil.rmtree(self._git_dir, ignore_errors=True)
 
     def publish(
         self,
@@ -201,19 +224,64 @@ class FakeCratesIo(FakeHTTPServer):
         ]
         return "".join(json.dumps(line) + "\n" for line in lines)
 
+    def index_files(self) -> dict[str, str]:
+        """Every file of the index: ``config.json`` and one per crate."""
+        files = {"config.json": json.dumps({"dl": f"{self.url}/api/v1/crates", "api": self.url})}
+        for name in self.published:
+            files[index_path(name)] = self.index_file(name.lower()) or ""
+        return files
+
+    def _git_repo(self) -> Path:
+        """A bare repository with the index as its one commit, ready for dumb HTTP."""
+        files = self.index_files()
+        state = json.dumps(files, sort_keys=True)
+        bare = self._git_dir / "index.git"
+        with self._git_lock:
+            if self._git_built == state:
+                return bare
+            shutil.rmtree(self._git_dir / "work", ignore_errors=True)
+            shutil.rmtree(bare, ignore_errors=True)
+            work = self._git_dir / "work"
+            for rel, text in files.items():
+                (work / rel).parent.mkdir(parents=True, exist_ok=True)
+                (work / rel).write_text(text)
+            env = {
+                "PATH": "/usr/local/bin:/usr/bin:/bin",
+                "HOME": str(self._git_dir),
+                "GIT_CONFIG_NOSYSTEM": "1",
+                "GIT_AUTHOR_NAME": "fake crates.io",
+                "GIT_AUTHOR_EMAIL": "index@127.0.0.1",
+                "GIT_COMMITTER_NAME": "fake crates.io",
+                "GIT_COMMITTER_EMAIL": "index@127.0.0.1",
+            }
+            for argv in (
+                ["git", "init", "-q", "-b", "master", str(work)],
+                ["git", "-C", str(work), "add", "-A"],
+                ["git", "-C", str(work), "commit", "-q", "-m", "index"],
+                ["git", "clone", "-q", "--bare", str(work), str(bare)],
+                ["git", "-C", str(bare), "update-server-info"],
+            ):
+                subprocess.run(argv, env=env, check=True, capture_output=True)
+            self._git_built = state
+            return bare
+
     # ---- serving -----------------------------------------------------------------------
 
     def _route(self, request: RecordedRequest) -> Reply:
         path = unquote(request.route)
         if path == "/index/config.json":
-            return Reply(json={"dl": f"{self.url}/api/v1/crates", "api": self.url})
+            return _text(self.index_files()["config.json"])
+        if path.startswith("/index.git/"):
+            bare = self._git_repo()
+            file = (bare / path.removeprefix("/index.git/")).resolve()
+            if file.is_relative_to(bare) and file.is_file():
+                return Reply(body=file.read_bytes())
+            return _not_found()
         if path.startswith("/index/"):
             rest = path.removeprefix("/index/")
             name = rest.rsplit("/", 1)[-1]
             body = self.index_file(name) if index_path(name) == rest else None
-            if body is None:
-                return _not_found()
-            return Reply(body=body.encode(), headers={"content-type": "text/plain"})
+            return _not_found() if body is None else _text(body)
         if path.startswith("/api/v1/crates/"):
             parts = path.removeprefix("/api/v1/crates/").split("/")
             if len(parts) == 1:
@@ -225,6 +293,10 @@ class FakeCratesIo(FakeHTTPServer):
                 if found:
                     return Reply(body=found[0].data, headers={"content-type": "application/gzip"})
         return _not_found()
+
+
+def _text(body: str) -> Reply:
+    return Reply(body=body.encode(), headers={"content-type": "text/plain"})
 
 
 def _not_found() -> Reply:

@@ -2,14 +2,15 @@
 remove through a real daemon, with the real ``cargo``, ``gem`` and ``go``, from fake
 registries on loopback (a sparse crates index, a RubyGems server, a Go module proxy)
 serving packages built in the test. Each compile is a tiny package without
-dependencies (cargo: ~2 s)."""
+dependencies (cargo: ~2 s). cargo reads the fake's sparse index when it is 1.68 or
+newer, and its git index in any case (Debian bookworm's cargo is 1.65)."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from tests.conftest import Tsuku
 from tests.fakes.github import FakeGitHub
 from tests.integration.install.conftest import events, installed, make_tsuku, tree
 from tests.integration.install.test_recipe_errors import local_recipe
+from tsukud.install.ecosystem.cargo import SPARSE_SINCE, parse_version
 from tsukud.testing.crates import FakeCratesIo, crate
 from tsukud.testing.gems import FakeRubyGems, Gem, build_gem
 from tsukud.testing.goproxy import FakeGoProxy, go_module
@@ -27,6 +29,19 @@ needs_gem = pytest.mark.skipif(
     shutil.which("gem") is None or shutil.which("ruby") is None, reason="ruby is not installed"
 )
 needs_go = pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
+DEBIAN_CARGO = Path("/usr/bin/cargo")
+
+
+def cargo_version(program: str | Path) -> tuple[int, int] | None:
+    out = subprocess.run([str(program), "--version"], capture_output=True, text=True).stdout
+    return parse_version(out)
+
+
+def old_debian_cargo() -> bool:
+    if not DEBIAN_CARGO.exists():
+        return False
+    version = cargo_version(DEBIAN_CARGO)
+    return version is not None and version < SPARSE_SINCE
 
 
 @pytest.fixture
@@ -60,6 +75,25 @@ def inst(
         shutil.rmtree(t.home, ignore_errors=True)
 
 
+@pytest.fixture
+def cargo_daemon(world: FakeGitHub, crates: FakeCratesIo) -> Iterator[Callable[..., Tsuku]]:
+    """Start a daemon with the fake crates.io's git or sparse index (and a PATH)."""
+    started: list[Tsuku] = []
+
+    def start(*, git: bool, path: str | None = None) -> Tsuku:
+        t = make_tsuku(world, **crates.env(git=git))
+        if path is not None:
+            t.env["PATH"] = path
+        started.append(t)
+        t.start()
+        return t
+
+    yield start
+    for t in started:
+        t.stop_all()
+        shutil.rmtree(t.home, ignore_errors=True)
+
+
 def run(path: Path, *args: str) -> str:
     return subprocess.run([str(path), *args], capture_output=True, text=True, check=True).stdout
 
@@ -80,38 +114,81 @@ def completed(t: Tsuku) -> dict[str, object]:
     return payload
 
 
-@needs_cargo
-def test_cargo_install_recipe_installs_verifies_and_removes(
-    inst: Tsuku, crates: FakeCratesIo
-) -> None:
+def publish_hello_rs(crates: FakeCratesIo) -> None:
     crates.publish(crate("hello-rs", "0.1.0", {"hello-rs": "hello-rs 0.1.0"}))
     crates.publish(crate("hello-rs", "0.2.0", {"hello-rs": "hello-rs 0.2.0", "hr": "hr 0.2.0"}))
-    local_recipe(
-        inst,
-        "hello-rs",
-        recipe("hello-rs", "cargo_install", "crate", "hello-rs", ["hello-rs", "hr"]),
-    )
 
-    cp = inst.ctl("install", "hello-rs")
+
+HELLO_RS = recipe("hello-rs", "cargo_install", "crate", "hello-rs", ["hello-rs", "hr"])
+
+
+def check_cargo_install(t: Tsuku, crates: FakeCratesIo, index_file: str) -> None:
+    local_recipe(t, "hello-rs", HELLO_RS)
+    cp = t.ctl("install", "hello-rs")
     assert cp.returncode == 0, cp.stderr
-    assert run(inst.home / "bin" / "hello-rs", "x").strip() == "hello-rs 0.2.0 x"
-    assert run(inst.home / "bin" / "hr").strip() == "hr 0.2.0"
-    row = installed(inst)["hello-rs"]
+    assert run(t.home / "bin" / "hello-rs", "x").strip() == "hello-rs 0.2.0 x"
+    assert run(t.home / "bin" / "hr").strip() == "hr 0.2.0"
+    row = installed(t)["hello-rs"]
     assert row["version"] == "0.2.0" and row["binaries"] == ["hello-rs", "hr"]
-    # cargo read the fake's sparse index and fetched the pinned version's .crate
-    assert "/index/he/ll/hello-rs" in crates.paths()
+    # cargo read the fake's index and fetched the pinned version's .crate
+    assert index_file in crates.paths()
     assert "/api/v1/crates/hello-rs/0.2.0/download" in crates.paths()
     assert "/api/v1/crates/hello-rs/0.1.0/download" not in crates.paths()
-    binaries = completed(inst)["binaries"]
+    binaries = completed(t)["binaries"]
     assert isinstance(binaries, dict) and binaries["hr"]["path"] == "bin/hr"
     # the build happened in the scratch directory: no target/ in the tool's directory
-    tool_dir = inst.home / "tools" / "hello-rs-0.2.0"
+    tool_dir = t.home / "tools" / "hello-rs-0.2.0"
     assert sorted(p.name for p in tool_dir.iterdir()) == [".crates.toml", ".crates2.json", "bin"]
 
-    assert inst.ctl("verify", "hello-rs").returncode == 0
-    assert inst.ctl("remove", "hello-rs").returncode == 0
-    assert installed(inst) == {}
-    assert tree(inst.home) == []
+    assert t.ctl("verify", "hello-rs").returncode == 0
+    assert t.ctl("remove", "hello-rs").returncode == 0
+    assert installed(t) == {}
+    assert tree(t.home) == []
+
+
+@needs_cargo
+def test_cargo_install_from_a_sparse_index(
+    cargo_daemon: Callable[..., Tsuku], crates: FakeCratesIo
+) -> None:
+    """A cargo 1.68+ installs from the sparse index; an older one is refused up front,
+    naming rustup (exit 34), nothing installed."""
+    publish_hello_rs(crates)
+    t = cargo_daemon(git=False)
+    version = cargo_version(shutil.which("cargo") or "cargo")
+    if version is not None and version >= SPARSE_SINCE:
+        check_cargo_install(t, crates, "/index/he/ll/hello-rs")
+        return
+    local_recipe(t, "hello-rs", HELLO_RS)
+    cp = t.ctl("install", "hello-rs")
+    assert cp.returncode == 34, cp.stderr
+    assert "needs cargo 1.68 or newer" in cp.stderr and "rustup" in cp.stderr
+    assert tree(t.home) == []
+
+
+@needs_cargo
+def test_cargo_install_from_a_git_index(
+    cargo_daemon: Callable[..., Tsuku], crates: FakeCratesIo
+) -> None:
+    publish_hello_rs(crates)
+    t = cargo_daemon(git=True)
+    check_cargo_install(t, crates, "/index.git/info/refs")
+
+
+@pytest.mark.slow  # two daemons, a compile with Debian's rustc: ~11 s
+@pytest.mark.skipif(not old_debian_cargo(), reason="no Debian cargo older than 1.68")
+def test_debians_old_cargo_installs_from_git_and_refuses_sparse(
+    cargo_daemon: Callable[..., Tsuku], crates: FakeCratesIo
+) -> None:
+    """Debian bookworm's cargo (1.65, with its rustc) alone on PATH."""
+    publish_hello_rs(crates)
+    t = cargo_daemon(git=True, path="/usr/bin:/bin")
+    check_cargo_install(t, crates, "/index.git/info/refs")
+    sparse = cargo_daemon(git=False, path="/usr/bin:/bin")
+    local_recipe(sparse, "hello-rs", HELLO_RS)
+    cp = sparse.ctl("install", "hello-rs")
+    assert cp.returncode == 34, cp.stderr
+    assert "/usr/bin/cargo is cargo 1.65" in cp.stderr
+    assert tree(sparse.home) == []
 
 
 @needs_gem

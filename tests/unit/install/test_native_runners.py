@@ -27,7 +27,7 @@ def ctx(step: object, url: str, version: str = "1.0.0", index: str = "") -> RunC
 
 def test_cargo_pins_the_version_and_uses_a_sparse_index_unless_crates_io() -> None:
     step = CargoInstallStep(crate="hello-rs", executables=("hello-rs",))
-    argv = cargo.argv(ctx(step, "http://x", index="http://127.0.0.1:9/index"))
+    argv = cargo.argv(ctx(step, "http://x", index="sparse+http://127.0.0.1:9/index"))
     assert argv[1:] == [
         "install",
         "--root",
@@ -42,11 +42,17 @@ def test_cargo_pins_the_version_and_uses_a_sparse_index_unless_crates_io() -> No
     assert cargo.index_arg("https://index.crates.io/") == []
     assert cargo.index_arg("sparse+https://index.crates.io") == []
     assert cargo.index_arg("") == []
+    # a plain URL is a git index (cargo's syntax), for a cargo older than 1.68 too
+    git = "http://127.0.0.1:9/index.git"
+    assert cargo.index_arg(git) == ["--index", git] and not cargo.is_sparse(git)
+    assert cargo.is_sparse("sparse+http://127.0.0.1:9/index/")
+    assert not cargo.is_sparse("sparse+https://index.crates.io/")
     assert cargo.parse_version("cargo 1.95.0 (f2d3ce0bd 2026-03-21)") == (1, 95)
     assert cargo.parse_version("cargo 0.66.0") == (0, 66) < cargo.SPARSE_SINCE
     env = cargo.env_for(ctx(step, "http://x"))
     assert env["CARGO_HOME"].startswith(str(PREFIX.scratch))
     assert env["CARGO_TARGET_DIR"].startswith(str(PREFIX.scratch))
+    assert env["CARGO_NET_GIT_FETCH_WITH_CLI"] == "true"
     assert "ANTHROPIC_API_KEY" not in env
 
 

@@ -4,12 +4,15 @@ Cargo builds the crate from source and puts its binaries in ``<root>/bin``. Its 
 (index cache, downloads) and target directory live in the scratch directory, so
 nothing of the user's ``~/.cargo`` (config, credentials, caches) is read or left
 behind. The registry is crates.io itself unless ``discover.crates_index_url`` names
-another sparse index (a mirror, a test's fake), which is then passed as ``--index``.
+another index (a mirror, a test's fake), which is then passed as ``--index`` in
+cargo's own syntax: ``sparse+<url>/`` for a sparse index, a plain URL for a git one.
 
-Sparse indexes are stable since cargo 1.68: an older cargo (Debian bookworm's 0.66 is
-Rust 1.65) can still install from crates.io through its git index, but not from a
-sparse mirror, and is refused for one up front with a typed error rather than failing
-deep in cargo's output.
+Sparse indexes are stable since cargo 1.68. An older cargo (Debian bookworm's
+``cargo`` package is cargo 1.65) still installs from crates.io (its default source)
+and from a git index, which it fetches with the git CLI
+(``CARGO_NET_GIT_FETCH_WITH_CLI``: libgit2 speaks only git's smart HTTP protocol,
+the CLI also the dumb one that a static mirror serves); it is refused for a sparse
+mirror up front with a typed error rather than failing deep in cargo's output.
 
 A rustup install keeps its toolchains in ``RUSTUP_HOME`` (default ``~/.rustup``); with
 HOME moved to the scratch directory the ``cargo`` proxy would find none, so that one
@@ -30,18 +33,25 @@ from tsukud.install.ecosystem import toolchain
 from tsukud.install.ecosystem.prefix import RunContext, clean_env, record_executables, run
 
 BIN_SUBDIR = "bin"
-CRATES_IO_INDEX = "https://index.crates.io/"
+CRATES_IO_INDEX = "sparse+https://index.crates.io/"
 SPARSE_SINCE = (1, 68)
 _VERSION = re.compile(r"cargo (\d+)\.(\d+)")
 
 
 def index_arg(index_url: str) -> list[str]:
-    """``--index sparse+<url>/`` for a registry other than crates.io, else nothing
-    (cargo's own crates.io source)."""
-    url = index_url.strip().removeprefix("sparse+")
-    if not url or url.rstrip("/") + "/" == CRATES_IO_INDEX:
+    """``--index <url>`` for a registry other than crates.io, else nothing (cargo's
+    own crates.io source); a sparse URL gets the trailing ``/`` cargo requires."""
+    url = index_url.strip()
+    if url.startswith("sparse+"):
+        url = url.rstrip("/") + "/"
+    if not url or url in (CRATES_IO_INDEX, CRATES_IO_INDEX.removeprefix("sparse+")):
         return []
-    return ["--index", "sparse+" + url.rstrip("/") + "/"]
+    return ["--index", url]
+
+
+def is_sparse(index_url: str) -> bool:
+    """Whether cargo is pointed at a sparse index other than crates.io's."""
+    return bool(index_arg(index_url)) and index_url.strip().startswith("sparse+")
 
 
 def rustup_env(base: Mapping[str, str]) -> dict[str, str]:
@@ -66,6 +76,7 @@ def env_for(ctx: RunContext) -> dict[str, str]:
             "CARGO_TARGET_DIR": str(scratch / "target"),
             "CARGO_TERM_COLOR": "never",
             "CARGO_TERM_PROGRESS_WHEN": "never",
+            "CARGO_NET_GIT_FETCH_WITH_CLI": "true",
         },
     )
 
@@ -114,7 +125,7 @@ async def check_sparse(program: Path, env: Mapping[str, str], index_url: str) ->
 
 async def install(ctx: RunContext) -> dict[str, dict[str, str]]:
     env = env_for(ctx)
-    if index_arg(ctx.index_url):
+    if is_sparse(ctx.index_url):
         await check_sparse(ctx.program, env, ctx.index_url)
     for d in ("cargo-home", "target"):
         os.makedirs(ctx.prefix.scratch / d, exist_ok=True)
