@@ -157,7 +157,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "create",
         help="write a recipe for a tool from its GitHub releases (create <tool> --from "
-        "github:o/r) or its npm or PyPI package (--from npm:<package>, pypi:<project>)",
+        "github:o/r) or its package (--from npm:<package>, pypi:<project>, crates:<crate>, "
+        "rubygems:<gem>, go:<module>)",
     )
     p.add_argument("tool", help="the tool's name (the recipe's name)")
     p.add_argument(
@@ -165,7 +166,8 @@ def register(sub: Any) -> None:
         dest="source",
         required=True,
         metavar="SOURCE",
-        help="github:owner/repo, npm:<package> or pypi:<project>",
+        help="github:owner/repo, npm:<package>, pypi:<project>, crates:<crate>, "
+        "rubygems:<gem> or go:<module>",
     )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(

@@ -104,8 +104,10 @@ def parse_source(source: str) -> str:
         text = rest.strip()
     elif sep:
         raise BadSource(
-            f"unknown source {source!r}: GitHub releases, npm and PyPI are supported",
-            hint="Use --from github:owner/repo, npm:<package> or pypi:<project>.",
+            f"unknown source {source!r}: GitHub releases and npm, PyPI, crates.io, "
+            "RubyGems and Go packages are supported",
+            hint="Use --from github:owner/repo, npm:<package>, pypi:<project>, "
+            "crates:<crate>, rubygems:<gem> or go:<module>.",
         )
     text = text.removeprefix("https://github.com/").rstrip("/")
     if not _REPO.match(text) or ".." in text:

@@ -1,44 +1,73 @@
-"""Deterministic recipe builders for ecosystem packages: ``--from npm:<package>`` and
-``--from pypi:<project>``.
+"""Deterministic recipe builders for ecosystem packages: ``--from npm:<package>``,
+``pypi:<project>``, ``crates:<crate>``, ``rubygems:<gem>`` and ``go:<module>``.
 
 The registry's metadata says everything a recipe needs, so no model is asked and
 nothing is guessed: the executables are the ``bin`` of the version's npm manifest, or
 the console scripts in the wheel's ``entry_points.txt`` (PyPI's APIs do not list them;
-the wheel is read, never installed, here). The recipe is tsuku's registry style: one
-ecosystem step, no ``[version]`` (versions come from the registry), and ``<first
-executable> --version`` expected to print the version. ``host_validation`` then proves
-it by installing it.
+the wheel is read, never installed, here); a crate's ``bin_names`` from crates.io, or
+its Cargo.toml's ``[[bin]]`` targets and cargo's auto-discovered ones when crates.io
+does not know them; a gem's ``executables`` from the ``.gem``'s spec (no RubyGems API
+lists them); for Go, the module's root must be a main package, and its binary is the
+module path's last element (a ``/vN`` suffix skipped), as ``go install`` names it.
+The recipe is tsuku's registry style: one ecosystem step, no ``[version]`` (versions
+come from the registry), and ``<first executable> --version`` expected to print the
+version. ``host_validation`` then proves it by installing it.
 """
 
 from __future__ import annotations
 
+import gzip
 import io
+import tarfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tsukud.create.context import clean_description
 from tsukud.create.errors import BadSource, CreateError
+from tsukud.errors import TsukuError
 from tsukud.install.ecosystem.versions import choose
 from tsukud.recipe import Metadata, Recipe, Verify, dump_recipe
-from tsukud.recipe.model import EcosystemStep, NpmInstallStep, PipxInstallStep
+from tsukud.recipe.model import (
+    CargoInstallStep,
+    EcosystemStep,
+    GemInstallStep,
+    GoInstallStep,
+    NpmInstallStep,
+    PipxInstallStep,
+)
 from tsukud.recipe.version import check_version
-from tsukud.registries import npm, pypi
+from tsukud.registries import crates, goproxy, npm, pypi, rubygems
 
 if TYPE_CHECKING:
     from tsukud.net.http import Http
 
 # --from prefix -> the version source (and registry) it names
-SOURCES = {"npm": "npm", "pypi": "pypi"}
-# Recognised, not built yet: a clear refusal instead of "owner/repo expected".
-NOT_YET = {"crates": "cargo_install", "rubygems": "gem_install", "go": "go_install"}
+SOURCES = {
+    "npm": "npm",
+    "pypi": "pypi",
+    "crates": "crates_io",
+    "rubygems": "rubygems",
+    "go": "goproxy",
+}
+# --from prefix -> which names that registry can have (so no URL, path or flag reaches
+# its client), in words for the refusal
+VALID_NAMES: dict[str, tuple[Callable[[str], bool], str]] = {
+    "npm": (npm.valid_name, "an npm package name"),
+    "pypi": (pypi.valid_name, "a PyPI project name"),
+    "crates": (crates.valid_name, "a crate name"),
+    "rubygems": (rubygems.valid_name, "a gem name"),
+    "go": (goproxy.valid_module, "a Go module path"),
+}
 WHEEL_MAX_BYTES = 64 * 1024 * 1024
+PACKAGE_MAX_BYTES = 64 * 1024 * 1024  # a .crate, .gem or module zip read for its metadata
 _JSON = {"accept": "application/json"}
 
 
 @dataclass(frozen=True)
 class EcosystemSource:
-    prefix: str  # npm | pypi
+    prefix: str  # a key of SOURCES
     package: str
 
     @property
@@ -50,20 +79,15 @@ class EcosystemSource:
 
 
 def parse_ecosystem_source(source: str) -> EcosystemSource | None:
-    """``npm:<package>`` / ``pypi:<project>``; None for anything else (a GitHub
-    source); :class:`BadSource` for a registry prefix with a name it cannot have."""
+    """``npm:<package>``, ``pypi:<project>``, ``crates:<crate>``, ``rubygems:<gem>``,
+    ``go:<module>``; None for anything else (a GitHub source); :class:`BadSource` for
+    a registry prefix with a name it cannot have."""
     kind, sep, rest = source.strip().partition(":")
     kind, rest = kind.lower(), rest.strip()
-    if not sep or (kind not in SOURCES and kind not in NOT_YET):
+    if not sep or kind not in SOURCES:
         return None
-    if kind in NOT_YET:
-        raise BadSource(
-            f"--from {kind}: is not supported yet ({NOT_YET[kind]} has no builder)",
-            hint="Use --from npm:<package>, --from pypi:<project> or --from github:owner/repo.",
-        )
-    valid = npm.valid_name if kind == "npm" else pypi.valid_name
+    valid, what = VALID_NAMES[kind]
     if not valid(rest):
-        what = "an npm package name" if kind == "npm" else "a PyPI project name"
         raise BadSource(f"expected {kind}:<{what}>, got {source!r}")
     return EcosystemSource(kind, rest)
 
@@ -179,4 +203,111 @@ def _wheel_scripts(data: bytes) -> list[str]:
     return pypi.console_scripts(text)
 
 
-DRAFTERS = {"npm": draft_npm, "pypi": draft_pypi}
+def _no_executables(label: str, what: str) -> CreateError:
+    return CreateError(
+        f"{label} declares no {what}",
+        hint="It is a library, not a tool; nothing was written.",
+    )
+
+
+async def _package_bytes(http: Http, url: str) -> bytes:
+    return (await http.get(url, max_bytes=PACKAGE_MAX_BYTES)).body
+
+
+async def draft_crates(
+    http: Http, base: str, tool: str, crate: str, requested: str | None
+) -> Draft:
+    label = f"crates_io package {crate}"
+    doc = await _document(http, crates.crate_url(base, crate), label, base)
+    resolved = check_version(choose((crates.versions(doc), crates.latest(doc)), requested, label))
+    bins = crates.bin_names(doc, resolved.tag)
+    if bins is None:  # crates.io has not analysed it: read the published Cargo.toml
+        data = await _package_bytes(http, crates.download_url(base, crate, resolved.tag))
+        bins = _crate_bins(data, f"{crate}-{resolved.tag}/")
+    if not bins:
+        raise _no_executables(f"{label} {resolved.tag}", "binary (no [[bin]] target)")
+    step = CargoInstallStep(crate=crate, executables=tuple(bins))
+    info = _dict(doc.get("crate"))
+    recipe, text = _recipe(
+        tool, step, info.get("description"), info.get("homepage") or info.get("repository")
+    )
+    return Draft(recipe, step, resolved.version, resolved.tag, text)
+
+
+def _crate_bins(data: bytes, top: str) -> list[str]:
+    """The binaries of a ``.crate`` (a gzipped tar, everything under ``top``)."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            members = {m.name.removeprefix(top): m for m in tar.getmembers() if m.isfile()}
+            manifest = members.get("Cargo.toml")
+            f = tar.extractfile(manifest) if manifest is not None else None
+            text = f.read(1024 * 1024).decode("utf-8", "replace") if f is not None else ""
+    except (tarfile.TarError, OSError, EOFError):
+        raise CreateError("the .crate is not a readable gzipped tar file") from None
+    return crates.manifest_bins(text, list(members))
+
+
+async def draft_rubygems(
+    http: Http, base: str, tool: str, gem: str, requested: str | None
+) -> Draft:
+    label = f"rubygems package {gem}"
+    listing = await _document(http, rubygems.versions_url(base, gem), label, base)
+    resolved = check_version(
+        choose((rubygems.versions(listing), rubygems.latest(listing)), requested, label)
+    )
+    info = _dict(await _document(http, f"{base.rstrip('/')}/api/v1/gems/{gem}.json", label, base))
+    data = await _package_bytes(http, rubygems.gem_url(base, gem, resolved.tag))
+    executables = rubygems.gemspec_executables(_gem_metadata(data))
+    if not executables:
+        raise _no_executables(f"{label} {resolved.tag}", "executable")
+    step = GemInstallStep(gem=gem, executables=tuple(executables))
+    recipe, text = _recipe(
+        tool, step, info.get("info"), info.get("homepage_uri") or info.get("source_code_uri")
+    )
+    return Draft(recipe, step, resolved.version, resolved.tag, text)
+
+
+def _gem_metadata(data: bytes) -> str:
+    """The YAML spec in a ``.gem`` (a plain tar holding ``metadata.gz``)."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+            f = tar.extractfile("metadata.gz")
+            packed = f.read(16 * 1024 * 1024) if f is not None else b""
+        return gzip.decompress(packed).decode("utf-8", "replace")
+    except (tarfile.TarError, KeyError, OSError, EOFError):
+        raise CreateError("the .gem has no readable metadata.gz") from None
+
+
+async def draft_go(http: Http, base: str, tool: str, module: str, requested: str | None) -> Draft:
+    from tsukud.install.ecosystem.versions import FETCHERS
+
+    label = f"goproxy package {module}"
+    try:
+        listing = await FETCHERS["goproxy"](http, base, module)
+    except TsukuError as exc:
+        if getattr(exc, "status", None) not in (404, 410):
+            raise
+        raise CreateError(
+            f"{label} does not exist at {base}",
+            hint="Name the module path (its go.mod's module line); nothing was written.",
+        ) from None
+    resolved = check_version(choose(listing, requested, label))
+    data = await _package_bytes(http, goproxy.zip_url(base, module, resolved.tag))
+    if not goproxy.root_is_main(data, module, resolved.tag):
+        raise CreateError(
+            f"{label} {resolved.tag}: the module's root is not a main package",
+            hint="Its commands live in sub-packages (cmd/...): write the recipe by hand "
+            "with go_install; nothing was written.",
+        )
+    step = GoInstallStep(module=module, executables=(goproxy.binary_name(module),))
+    recipe, text = _recipe(tool, step, None, f"https://pkg.go.dev/{module}")
+    return Draft(recipe, step, resolved.version, resolved.tag, text)
+
+
+DRAFTERS = {
+    "npm": draft_npm,
+    "pypi": draft_pypi,
+    "crates": draft_crates,
+    "rubygems": draft_rubygems,
+    "go": draft_go,
+}

@@ -39,6 +39,7 @@ async def validate_on_host(
     tag: str,
     workdir: Path,
     registry_url: str,
+    index_url: str = "",
     env: Mapping[str, str],
 ) -> tuple[ValidationSummary, int]:
     """Install ``recipe`` at ``tag`` into a throw-away prefix and run its verify
@@ -54,7 +55,8 @@ async def validate_on_host(
     prefix = Prefix(recipe.metadata.name, root, scratch / "scratch")
     try:
         prefix.prepare()
-        binaries = await action.runner(RunContext(step, tag, prefix, program, registry_url, env))
+        ctx = RunContext(step, tag, prefix, program, registry_url, env, index_url=index_url)
+        binaries = await action.runner(ctx)
         rendered = render_verify(recipe.verify, version, str(root))
         output = ""
         if rendered is not None:

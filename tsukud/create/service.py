@@ -276,7 +276,7 @@ class Creator:
         from tsukud.create.errors import ValidationFailed
         from tsukud.create.host_validation import IMAGE, validate_on_host
         from tsukud.create.pipeline import CreateResult, ValidationSummary
-        from tsukud.install.ecosystem.actions import registry_urls
+        from tsukud.install.ecosystem.actions import index_key, registry_urls
         from tsukud.recipe import host_platform
 
         target = self.target(tool, output)
@@ -286,7 +286,8 @@ class Creator:
         store = self.store
         started = time.monotonic()
         config = self._config()
-        base = registry_urls(lambda key: str(config[key] or ""))[source.version_source]
+        urls = registry_urls(lambda key: str(config[key] or ""))
+        base = urls[source.version_source]
         store.append_nowait(
             "create.started",
             {
@@ -347,6 +348,7 @@ class Creator:
                     tag=draft.tag,
                     workdir=self.home / "validate",
                     registry_url=base,
+                    index_url=urls.get(index_key(source.version_source), ""),
                     env=self.env,
                 )
             except TsukuError as exc:

@@ -46,3 +46,39 @@ def bin_names(crate: Any, version: str) -> list[str] | None:
                 return [n for n in names if isinstance(n, str) and n]
             return None
     return None
+
+
+def download_url(base: str, name: str, version: str) -> str:
+    """The API host's download path (``dl_path``), which redirects to the static host."""
+    return f"{base.rstrip('/')}/api/v1/crates/{name}/{version}/download"
+
+
+def manifest_bins(cargo_toml: str, files: list[str]) -> list[str]:
+    """The binaries a published crate builds, from its Cargo.toml and its file list
+    (paths inside the package, ``src/main.rs``...): each ``[[bin]] name``, plus
+    cargo's auto-discovery unless ``autobins = false`` (``src/main.rs`` is named after
+    the package, ``src/bin/<name>.rs`` and ``src/bin/<name>/main.rs`` after the file
+    or directory). An unreadable manifest builds nothing we can name."""
+    import tomllib
+
+    try:
+        doc = tomllib.loads(cargo_toml)
+    except tomllib.TOMLDecodeError:
+        return []
+    package = as_dict(doc.get("package"))
+    names: list[str] = []
+    declared = doc.get("bin")
+    for entry in declared if isinstance(declared, list) else []:
+        name = as_str(as_dict(entry).get("name"))
+        if name:
+            names.append(name)
+    if package.get("autobins") is not False:
+        if "src/main.rs" in files and (pkg := as_str(package.get("name"))):
+            names.append(pkg)
+        for f in files:
+            parts = f.split("/")
+            if parts[:2] == ["src", "bin"] and len(parts) == 3 and parts[2].endswith(".rs"):
+                names.append(parts[2].removesuffix(".rs"))
+            elif parts[:2] == ["src", "bin"] and len(parts) == 4 and parts[3] == "main.rs":
+                names.append(parts[2])
+    return list(dict.fromkeys(n for n in names if _NAME.fullmatch(n)))

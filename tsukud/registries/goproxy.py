@@ -44,3 +44,40 @@ def versions(listing: str) -> list[str]:
 def info_version(info: Any) -> str | None:
     """``Version`` of an ``.info`` / ``@latest`` answer."""
     return as_str(as_dict(info).get("Version"))
+
+
+def zip_url(base: str, module: str, version: str) -> str:
+    return f"{base.rstrip('/')}/{escape(module)}/@v/{escape(version)}.zip"
+
+
+_MAJOR = re.compile(r"v[2-9][0-9]*|v[1-9][0-9]+")
+
+
+def binary_name(package: str) -> str:
+    """What ``go install`` names a package's binary: the last path element, a
+    trailing major-version element (``/v2``) skipped."""
+    parts = package.rstrip("/").split("/")
+    if len(parts) > 1 and _MAJOR.fullmatch(parts[-1]):
+        return parts[-2]
+    return parts[-1]
+
+
+def root_is_main(module_zip: bytes, module: str, version: str) -> bool:
+    """Whether the module's root directory is a ``main`` package (a non-test ``.go``
+    file there says ``package main``), read from its module zip."""
+    import io
+    import zipfile
+
+    top = f"{module}@{version}/"
+    try:
+        with zipfile.ZipFile(io.BytesIO(module_zip)) as zf:
+            for name in zf.namelist():
+                rel = name.removeprefix(top)
+                if rel == name or "/" in rel or not rel.endswith(".go") or rel.endswith("_test.go"):
+                    continue
+                text = zf.read(name)[:65536].decode("utf-8", "replace")
+                if re.search(r"^package\s+main\b", text, re.M):
+                    return True
+    except (zipfile.BadZipFile, OSError):
+        return False
+    return False

@@ -40,3 +40,26 @@ def latest(body: Any) -> str | None:
         if not entry.get("prerelease") and (number := as_str(entry.get("number"))):
             return number
     return None
+
+
+def gem_url(base: str, name: str, version: str) -> str:
+    return f"{base.rstrip('/')}/gems/{name}-{version}.gem"
+
+
+def gemspec_executables(metadata_yaml: str) -> list[str]:
+    """``executables`` of a ``.gem``'s ``metadata.gz`` (the YAML ``Gem::Specification``
+    RubyGems writes: a block list of plain or quoted names, or ``[]``). No YAML library:
+    only this key of RubyGems' own regular output is read."""
+    out: list[str] = []
+    lines = metadata_yaml.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith("executables:"):
+            continue
+        for item in lines[i + 1 :]:
+            if not item.startswith("- "):
+                break
+            name = item[2:].strip().strip("'\"")
+            if _NAME.fullmatch(name):
+                out.append(name)
+        break
+    return out

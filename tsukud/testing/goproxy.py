@@ -41,11 +41,19 @@ class GoModule:
         return {"Version": self.version, "Time": "2024-01-01T00:00:00Z"}
 
 
-def go_module(path: str, version: str, text: str, *, cmd: dict[str, str] | None = None) -> GoModule:
+def go_module(
+    path: str, version: str, text: str | None, *, cmd: dict[str, str] | None = None
+) -> GoModule:
     """A module without dependencies whose root is a main package printing ``text``
-    and its arguments; ``cmd`` adds main packages ``cmd/<name>`` printing theirs."""
+    and its arguments (``None``: a library package); ``cmd`` adds main packages
+    ``cmd/<name>`` printing theirs."""
     mod = f"module {path}\n\ngo {GO_LINE}\n"
-    files = {"go.mod": mod, "main.go": _main_go(text)}
+    files = {"go.mod": mod}
+    if text is None:
+        name = path.rsplit("/", 1)[-1].replace("-", "_")
+        files["lib.go"] = f"package {name}\n\n// Version of the library.\nconst Version = 1\n"
+    else:
+        files["main.go"] = _main_go(text)
     for name, cmd_text in (cmd or {}).items():
         files[f"cmd/{name}/main.go"] = _main_go(cmd_text)
     buf = io.BytesIO()

@@ -14,6 +14,9 @@ import pytest
 from tests.conftest import Tsuku, base_env, short_home
 from tests.fakes.ecosystems import FakeEcosystems
 from tests.fakes.github import FakeGitHub, fixture_world
+from tsukud.testing.crates import FakeCratesIo
+from tsukud.testing.gems import FakeRubyGems
+from tsukud.testing.goproxy import FakeGoProxy
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +106,35 @@ def tree(home: Path) -> list[str]:
                 f"{sub}/{p.name}" for p in sorted(d.iterdir()) if not p.name.startswith(".trash-")
             ]
     return out
+
+
+@pytest.fixture
+def crates() -> Iterator[FakeCratesIo]:
+    with FakeCratesIo() as fake:
+        yield fake
+
+
+@pytest.fixture
+def gems() -> Iterator[FakeRubyGems]:
+    with FakeRubyGems() as fake:
+        yield fake
+
+
+@pytest.fixture
+def goproxy() -> Iterator[FakeGoProxy]:
+    with FakeGoProxy() as fake:
+        yield fake
+
+
+@pytest.fixture
+def native_inst(
+    world: FakeGitHub, crates: FakeCratesIo, gems: FakeRubyGems, goproxy: FakeGoProxy
+) -> Iterator[Tsuku]:
+    """A running tsukud whose crates.io, RubyGems and Go proxy are the fakes."""
+    t = make_tsuku(world, **crates.env(), **gems.env(), **goproxy.env())
+    try:
+        t.start()
+        yield t
+    finally:
+        t.stop_all()
+        shutil.rmtree(t.home, ignore_errors=True)

@@ -76,8 +76,8 @@ def test_builder_refusals(eco_inst: Tsuku, eco: FakeEcosystems) -> None:
     assert "declares no console script" in cp.stderr
     cp = t.ctl("create", "x", "--from", "npm:git+https://evil.example/x", "--yes")
     assert cp.returncode == ExitCode.USAGE, cp.stderr
-    cp = t.ctl("create", "rg", "--from", "crates:ripgrep", "--yes")
-    assert cp.returncode == ExitCode.USAGE and "not supported yet" in cp.stderr
+    cp = t.ctl("create", "rg", "--from", "crates:../ripgrep", "--yes")
+    assert cp.returncode == ExitCode.USAGE and "expected crates:<a crate name>" in cp.stderr
     cp = t.ctl("create", "ghost", "--from", "pypi:ghost", "--yes")
     assert cp.returncode == ExitCode.GENERAL and "pypi package ghost does not exist" in cp.stderr
     assert not (t.home / "recipes").exists()

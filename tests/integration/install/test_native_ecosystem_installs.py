@@ -45,37 +45,6 @@ def old_debian_cargo() -> bool:
 
 
 @pytest.fixture
-def crates() -> Iterator[FakeCratesIo]:
-    with FakeCratesIo() as fake:
-        yield fake
-
-
-@pytest.fixture
-def gems() -> Iterator[FakeRubyGems]:
-    with FakeRubyGems() as fake:
-        yield fake
-
-
-@pytest.fixture
-def goproxy() -> Iterator[FakeGoProxy]:
-    with FakeGoProxy() as fake:
-        yield fake
-
-
-@pytest.fixture
-def inst(
-    world: FakeGitHub, crates: FakeCratesIo, gems: FakeRubyGems, goproxy: FakeGoProxy
-) -> Iterator[Tsuku]:
-    t = make_tsuku(world, **crates.env(), **gems.env(), **goproxy.env())
-    try:
-        t.start()
-        yield t
-    finally:
-        t.stop_all()
-        shutil.rmtree(t.home, ignore_errors=True)
-
-
-@pytest.fixture
 def cargo_daemon(world: FakeGitHub, crates: FakeCratesIo) -> Iterator[Callable[..., Tsuku]]:
     """Start a daemon with the fake crates.io's git or sparse index (and a PATH)."""
     started: list[Tsuku] = []
@@ -193,32 +162,32 @@ def test_debians_old_cargo_installs_from_git_and_refuses_sparse(
 
 @needs_gem
 def test_gem_install_recipe_installs_verifies_and_removes(
-    inst: Tsuku, gems: FakeRubyGems, tmp_path: Path
+    native_inst: Tsuku, gems: FakeRubyGems, tmp_path: Path
 ) -> None:
     gems.publish(build_gem(tmp_path, "hello-gem", "1.0.0", {"hello": "hello 1.0.0"}))
     gems.publish(
         build_gem(tmp_path, "hello-gem", "1.2.0", {"hello": "hello 1.2.0", "hello-x": "x 1.2.0"})
     )
     local_recipe(
-        inst, "hello-gem", recipe("hello-gem", "gem_install", "gem", "hello-gem", ["hello"])
+        native_inst, "hello-gem", recipe("hello-gem", "gem_install", "gem", "hello-gem", ["hello"])
     )
 
-    cp = inst.ctl("install", "hello-gem")
+    cp = native_inst.ctl("install", "hello-gem")
     assert cp.returncode == 0, cp.stderr
     # the wrapper finds its gem whatever GEM_HOME the caller has
     out = subprocess.run(
-        [str(inst.home / "bin" / "hello"), "a", "b"],
+        [str(native_inst.home / "bin" / "hello"), "a", "b"],
         capture_output=True,
         text=True,
         check=True,
         env={"PATH": "/usr/bin:/bin", "GEM_HOME": "/nonexistent", "GEM_PATH": "/nonexistent"},
     ).stdout
     assert out.strip() == "hello 1.2.0 a b"
-    assert installed(inst)["hello-gem"]["version"] == "1.2.0"
-    tool_dir = inst.home / "tools" / "hello-gem-1.2.0"
+    assert installed(native_inst)["hello-gem"]["version"] == "1.2.0"
+    tool_dir = native_inst.home / "tools" / "hello-gem-1.2.0"
     assert (tool_dir / "gems" / "hello-gem-1.2.0" / "exe" / "hello").is_file()
     assert (tool_dir / "gem-bin" / "hello-x").is_file()  # installed, but not linked
-    assert not (inst.home / "bin" / "hello-x").exists()
+    assert not (native_inst.home / "bin" / "hello-x").exists()
     wrapper = (tool_dir / "bin" / "hello").read_text()
     assert f"GEM_HOME={tool_dir}\n" in wrapper and f"GEM_PATH={tool_dir}\n" in wrapper
     assert gems.paths()[-2:] == [
@@ -226,41 +195,43 @@ def test_gem_install_recipe_installs_verifies_and_removes(
         "GET /gems/hello-gem-1.2.0.gem",
     ]
 
-    assert inst.ctl("verify", "hello-gem").returncode == 0
-    cp = inst.ctl("install", "hello-gem@1.0.0")  # an exact older version replaces it
+    assert native_inst.ctl("verify", "hello-gem").returncode == 0
+    cp = native_inst.ctl("install", "hello-gem@1.0.0")  # an exact older version replaces it
     assert cp.returncode == 0, cp.stderr
-    assert run(inst.home / "bin" / "hello").strip() == "hello 1.0.0"
-    assert inst.ctl("remove", "hello-gem").returncode == 0
-    assert installed(inst) == {}
-    assert tree(inst.home) == []
+    assert run(native_inst.home / "bin" / "hello").strip() == "hello 1.0.0"
+    assert native_inst.ctl("remove", "hello-gem").returncode == 0
+    assert installed(native_inst) == {}
+    assert tree(native_inst.home) == []
 
 
 @needs_go
-def test_go_install_recipe_installs_verifies_and_removes(inst: Tsuku, goproxy: FakeGoProxy) -> None:
+def test_go_install_recipe_installs_verifies_and_removes(
+    native_inst: Tsuku, goproxy: FakeGoProxy
+) -> None:
     goproxy.publish(go_module("example.com/Fake/hellogo", "v1.0.0", "hellogo 1.0.0"))
     goproxy.publish(go_module("example.com/Fake/hellogo", "v1.3.0", "hellogo 1.3.0"))
     local_recipe(
-        inst,
+        native_inst,
         "hellogo",
         recipe("hellogo", "go_install", "module", "example.com/Fake/hellogo", ["hellogo"]),
     )
 
-    cp = inst.ctl("install", "hellogo")
+    cp = native_inst.ctl("install", "hellogo")
     assert cp.returncode == 0, cp.stderr
-    assert run(inst.home / "bin" / "hellogo", "z").strip() == "hellogo 1.3.0 z"
-    row = installed(inst)["hellogo"]
+    assert run(native_inst.home / "bin" / "hellogo", "z").strip() == "hellogo 1.3.0 z"
+    row = installed(native_inst)["hellogo"]
     assert row["version"] == "1.3.0" and row["binaries"] == ["hellogo"]
     paths = goproxy.paths()
     assert "/example.com/!fake/hellogo/@v/list" in paths  # the version, from the proxy
     assert "/example.com/!fake/hellogo/@v/v1.3.0.zip" in paths
     assert not any(p.startswith("/sumdb/") for p in paths)
-    tool_dir = inst.home / "tools" / "hellogo-1.3.0"
+    tool_dir = native_inst.home / "tools" / "hellogo-1.3.0"
     assert sorted(p.name for p in tool_dir.iterdir()) == ["bin"]  # caches stayed in scratch
 
-    assert inst.ctl("verify", "hellogo").returncode == 0
-    assert inst.ctl("remove", "hellogo").returncode == 0
-    assert installed(inst) == {}
-    assert tree(inst.home) == []
+    assert native_inst.ctl("verify", "hellogo").returncode == 0
+    assert native_inst.ctl("remove", "hellogo").returncode == 0
+    assert installed(native_inst) == {}
+    assert tree(native_inst.home) == []
 
 
 def test_missing_toolchains_are_named_with_their_debian_packages(

@@ -1,0 +1,155 @@
+"""``tsukuctl create <tool> --from crates:<crate>`` / ``rubygems:<gem>`` / ``go:<module>``
+write the recipe from the registry's metadata ($0, no model), validated by installing
+it into a throw-away prefix on the host with the real cargo / gem / go; the recipe then
+installs like any other. Registries are fakes on loopback serving packages built in
+the test."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Tsuku
+from tests.integration.install.conftest import events, installed, tree
+from tsukud.errors import ExitCode
+from tsukud.recipe import load_recipe
+from tsukud.recipe.model import CargoInstallStep, GemInstallStep, GoInstallStep
+from tsukud.testing.crates import FakeCratesIo, crate
+from tsukud.testing.gems import FakeRubyGems, build_gem
+from tsukud.testing.goproxy import FakeGoProxy, go_module
+
+needs_cargo = pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
+needs_gem = pytest.mark.skipif(shutil.which("gem") is None, reason="ruby is not installed")
+needs_go = pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
+
+
+def run(path: Path, *args: str) -> str:
+    return subprocess.run([str(path), *args], capture_output=True, text=True, check=True).stdout
+
+
+def created(t: Tsuku, tool: str) -> list[str]:
+    kinds = [e["type"] for p in ("validation.", "generation.", "llm.") for e in events(t, p)]
+    assert "validation.passed" in kinds and "generation.completed" in kinds, kinds
+    assert not any(k.startswith("llm.") for k in kinds)
+    assert tree(t.home) == []  # validation left nothing in the install tree
+    return kinds
+
+
+@needs_cargo
+def test_create_from_crates_reads_bin_names_or_the_crates_manifest(
+    native_inst: Tsuku, crates: FakeCratesIo
+) -> None:
+    t = native_inst
+    crates.publish(
+        crate("hello-rs", "0.3.0", {"hello-rs": "hello-rs 0.3.0", "hr": "hr 0.3.0"}),
+        description="Says hello",
+        repository="https://github.com/fake/hello-rs",
+    )
+    cp = t.ctl("create", "hello-rs", "--from", "crates:hello-rs", "--yes")
+    assert cp.returncode == 0, cp.stderr
+    assert "Validation: passed on" in cp.stdout and "host prefix" in cp.stdout
+    recipe = load_recipe(t.home / "recipes" / "hello-rs.toml")
+    (step,) = recipe.steps
+    assert isinstance(step, CargoInstallStep)
+    assert (step.crate, step.executables) == ("hello-rs", ("hello-rs", "hr"))
+    assert recipe.version is None and recipe.verify is not None
+    assert recipe.verify.command == "hello-rs --version"
+    assert recipe.metadata.homepage == "https://github.com/fake/hello-rs"
+    created(t, "hello-rs")
+    # bin_names known: the .crate was downloaded once, by cargo in the validation
+    downloads = [p for p in crates.paths() if p.endswith("/download")]
+    assert downloads == ["/api/v1/crates/hello-rs/0.3.0/download"]
+
+    cp = t.ctl("install", "hello-rs")
+    assert cp.returncode == 0, cp.stderr
+    assert run(t.home / "bin" / "hr").strip() == "hr 0.3.0"
+
+    # crates.io has not analysed this one (bin_names null): auto-discovered binaries
+    # are read from the .crate's Cargo.toml and file list
+    crates.publish(
+        crate("auto-rs", "1.0.0", {"auto-rs": "auto-rs 1.0.0", "auto-two": "two"}, declared=False),
+        bin_names=False,
+    )
+    cp = t.ctl("create", "auto-rs", "--from", "crates:auto-rs", "--json", "--skip-validation")
+    assert cp.returncode == 0, cp.stderr
+    res = json.loads(cp.stdout)
+    assert (res["repo"], res["tag"], res["generated_by"]) == (
+        "crates:auto-rs",
+        "1.0.0",
+        "crates builder",
+    )
+    assert 'executables = ["auto-rs", "auto-two"]' in res["recipe"]
+
+
+@needs_gem
+def test_create_from_rubygems_reads_executables_from_the_gem(
+    native_inst: Tsuku, gems: FakeRubyGems, tmp_path: Path
+) -> None:
+    t = native_inst
+    gems.publish(build_gem(tmp_path, "hello-gem", "1.0.0", {"hello": "hello 1.0.0"}))
+    gems.publish(
+        build_gem(tmp_path, "hello-gem", "2.1.0", {"hello": "hello 2.1.0", "hi": "hi 2.1.0"})
+    )
+    cp = t.ctl("create", "hello", "--from", "rubygems:hello-gem", "--yes")
+    assert cp.returncode == 0, cp.stderr
+    recipe = load_recipe(t.home / "recipes" / "hello.toml")
+    (step,) = recipe.steps
+    assert isinstance(step, GemInstallStep)
+    assert (step.gem, step.executables) == ("hello-gem", ("hello", "hi"))
+    created(t, "hello")
+    assert "GET /gems/hello-gem-2.1.0.gem" in gems.paths()
+
+    cp = t.ctl("install", "hello")
+    assert cp.returncode == 0, cp.stderr
+    assert run(t.home / "bin" / "hi", "there").strip() == "hi 2.1.0 there"
+
+
+@needs_go
+def test_create_from_go_names_the_binary_after_the_module(
+    native_inst: Tsuku, goproxy: FakeGoProxy
+) -> None:
+    t = native_inst
+    goproxy.publish(go_module("example.com/Fake/hellogo/v2", "v2.0.1", "hellogo 2.0.1"))
+    cp = t.ctl("create", "hellogo", "--from", "go:example.com/Fake/hellogo/v2", "--yes")
+    assert cp.returncode == 0, cp.stderr
+    recipe = load_recipe(t.home / "recipes" / "hellogo.toml")
+    (step,) = recipe.steps
+    assert isinstance(step, GoInstallStep)
+    # /v2 is a major version, not the command: go install names it hellogo
+    assert (step.module, step.executables) == ("example.com/Fake/hellogo/v2", ("hellogo",))
+    created(t, "hellogo")
+
+    cp = t.ctl("install", "hellogo")
+    assert cp.returncode == 0, cp.stderr
+    assert installed(t)["hellogo"]["version"] == "2.0.1"
+    assert run(t.home / "bin" / "hellogo").strip() == "hellogo 2.0.1"
+
+
+def test_builder_refusals(native_inst: Tsuku, crates: FakeCratesIo, goproxy: FakeGoProxy) -> None:
+    """Names a registry cannot have (usage), packages that are not there or install
+    nothing runnable: refused, nothing written, nothing installed."""
+    t = native_inst
+    for source in ("crates:../x", "rubygems:-x", "go:not-a-path", "go:https://evil.example/x"):
+        cp = t.ctl("create", "x", "--from", source, "--yes")
+        assert cp.returncode == ExitCode.USAGE, (source, cp.stderr)
+    cp = t.ctl("create", "ghost", "--from", "crates:ghost", "--yes")
+    assert cp.returncode == ExitCode.GENERAL, cp.stderr
+    assert "crates_io package ghost does not exist" in cp.stderr
+    cp = t.ctl("create", "ghost", "--from", "go:example.com/ghost", "--yes")
+    assert cp.returncode == ExitCode.GENERAL, cp.stderr
+    assert "goproxy package example.com/ghost does not exist" in cp.stderr
+    # a library crate (no binary) and a module whose commands are in sub-packages
+    crates.publish(crate("libonly", "1.0.0", {}), bin_names=True)
+    cp = t.ctl("create", "libonly", "--from", "crates:libonly", "--yes")
+    assert cp.returncode == ExitCode.GENERAL and "declares no binary" in cp.stderr
+    lib = go_module("example.com/fake/tools", "v1.0.0", None, cmd={"tool-a": "a"})
+    goproxy.publish(lib)
+    cp = t.ctl("create", "tools", "--from", "go:example.com/fake/tools", "--yes")
+    assert cp.returncode == ExitCode.GENERAL, cp.stderr
+    assert "root is not a main package" in cp.stderr
+    assert not (t.home / "recipes").exists()
+    assert tree(t.home) == []
