@@ -75,7 +75,8 @@ def cmd_install(args: argparse.Namespace) -> int:
             "yes_flag": "approved by --yes",
             "user": "approved by you",
             "trusted": "from the discovery registry",
-        }.get(found.get("approval"), "named with --from")
+            "not_needed": "the only clear match",  # the default, left out of the result
+        }.get(found.get("approval") or "not_needed", "named with --from")
         builder = found.get("builder") or "github"
         where = f"{builder}:{found.get('source')}"
         if builder == "instructions":  # a vendor's install page, read by an LLM
@@ -197,7 +198,8 @@ def register(sub: Any) -> None:
         "--from",
         dest="source",
         metavar="SOURCE",
-        help="no recipe: github:owner/repo, npm:<package> or pypi:<project>",
+        help="no recipe: github:owner/repo, npm:<package>, pypi:<project>, crates:<crate>, "
+        "rubygems:<gem> or go:<module>",
     )
     p.add_argument("--search-provider", choices=("ddg", "tavily", "brave"), help="discovery")
     p.add_argument("--no-discover", action="store_true", help="no recipe: fail, do not search")

@@ -373,8 +373,17 @@ class InstallMissing:
 
 
 # Discovery's builder name -> the ``--from`` prefix of the registry's recipe builder.
-BUILDER_SOURCES = {"npm": "npm", "pypi": "pypi"}
-_FROM_HINT = "Name the source as --from github:owner/repo, npm:<package> or pypi:<project>."
+BUILDER_SOURCES = {
+    "npm": "npm",
+    "pypi": "pypi",
+    "crates.io": "crates",
+    "rubygems": "rubygems",
+    "go": "go",
+}
+_FROM_HINT = (
+    "Name the source as --from github:owner/repo, npm:<package>, pypi:<project>, "
+    "crates:<crate>, rubygems:<gem> or go:<module>."
+)
 
 
 def _given_source(source: str) -> tuple[str, str]:

@@ -236,13 +236,46 @@ def test_without_a_terminal_a_written_recipe_needs_yes(
     assert not (tk.home / "bin" / "stripe").exists()
 
 
-def test_ecosystem_package_prints_its_install_command(world: World, tk: Tsuku) -> None:
-    world.eco.add_crate("rgx", recent_downloads=5000, versions=9)
-    cp = tk.ctl("install", "rgx")
-    assert cp.returncode == 3, cp.stderr
-    assert "rgx has no tsuku recipe; it is a crates.io package" in cp.stderr
-    assert "hint: Install it with: cargo install rgx" in cp.stderr
-    assert not world.claude.requests
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
+def test_install_a_crate_without_a_recipe(world: World) -> None:
+    """``tsukuctl install rgx``: discovery's probe finds it on crates.io (the only
+    match), the crates builder writes the recipe from its bin_names, cargo builds it
+    in a throw-away prefix to validate it, then installs it: runnable. crates.io is a
+    fake serving a real crate (its API, a git index, the .crate)."""
+    from tsukud.testing.crates import FakeCratesIo, crate
+
+    with FakeCratesIo() as crates:
+        for v in ("0.1.0", "0.2.0", "1.0.0"):
+            crates.publish(
+                crate("rgx", v, {"rgx": f"rgx {v}"}),
+                recent_downloads=5000,
+                repository="https://github.com/fake/rgx",
+            )
+        home = short_home()
+        env = {**base_env(home), **world.env(home, "claude"), **crates.env(git=True)}
+        env["HOME"] = os.environ.get("HOME", str(home))
+        t = Tsuku(home, env)
+        try:
+            t.start()
+            cp = t.ctl("install", "rgx", "--yes", timeout=180)
+            assert cp.returncode == 0, cp.stderr
+            assert "discovered rgx: crates.io:rgx (the only clear match)" in cp.stdout
+            assert "installed rgx 1.0.0 (rgx)" in cp.stdout
+            out = subprocess.run(
+                [str(t.home / "bin" / "rgx"), "x"], capture_output=True, text=True, check=True
+            )
+            assert out.stdout.strip() == "rgx 1.0.0 x"
+            recipe = (t.home / "recipes" / "rgx.toml").read_text()
+            assert 'action = "cargo_install"' in recipe and 'crate = "rgx"' in recipe
+            assert not world.claude.requests
+            kinds = [e["type"] for e in ledger(t, "validation.*")]
+            assert kinds == ["validation.started", "validation.passed"]
+            # built twice (validation, install), each from the pinned .crate
+            downloads = [p for p in crates.paths() if p.endswith("/download")]
+            assert downloads == ["/api/v1/crates/rgx/1.0.0/download"] * 2
+        finally:
+            t.stop_all()
+            shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")

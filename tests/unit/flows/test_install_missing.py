@@ -14,7 +14,6 @@ from typing import Any
 import msgspec
 import pytest
 
-from tsukud.create.ecosystem_builders import NOT_YET
 from tsukud.create.pipeline import CreateResult, ValidationSummary
 from tsukud.create.service import SavedRecipe
 from tsukud.discover.errors import CreateUnavailable, DiscoveredElsewhere, DiscoveryNotFound
@@ -195,7 +194,8 @@ async def test_from_skips_discovery_and_bad_sources_are_usage_errors() -> None:
     with pytest.raises(UsageError) as bad:
         await f.run("age", None, progress=log, source="gitlab:x/y")
     assert bad.value.hint == (
-        "Name the source as --from github:owner/repo, npm:<package> or pypi:<project>."
+        "Name the source as --from github:owner/repo, npm:<package>, pypi:<project>, "
+        "crates:<crate>, rubygems:<gem> or go:<module>."
     )
     assert log.calls == []
 
@@ -210,10 +210,13 @@ async def test_an_ecosystem_package_without_a_builder_is_not_installed() -> None
     assert [name for name, _ in log.calls] == ["discover"]
 
 
-async def test_an_npm_or_pypi_hit_goes_through_its_builder() -> None:
+async def test_an_ecosystem_hit_goes_through_its_builder() -> None:
     for builder, package, spec in (
         ("npm", "stripe", "npm:stripe"),
         ("pypi", "stripe-cli", "pypi:stripe-cli"),
+        ("crates.io", "stripe-cli", "crates:stripe-cli"),
+        ("rubygems", "stripe", "rubygems:stripe"),
+        ("go", "example.com/stripe-cli", "go:example.com/stripe-cli"),
     ):
         found = discovery(builder=builder, source=package)
         f, log = flow(found)
@@ -232,13 +235,14 @@ async def test_from_npm_or_pypi_skips_discovery() -> None:
         "npm:prettier"
     )
     f, log = flow()
-    for prefix in NOT_YET:  # registries whose builder has not landed
-        with pytest.raises(UsageError, match="not supported yet") as bad:
-            await f.run("rg", None, progress=log, source=f"{prefix}:ripgrep")
-        assert "npm:<package>" in (bad.value.hint or "")
-    with pytest.raises(UsageError):
-        await f.run("x", None, progress=log, source="npm:git+https://x")
+    for bad_name in ("npm:git+https://x", "crates:../x", "rubygems:-x", "go:not-a-path"):
+        with pytest.raises(UsageError) as bad:
+            await f.run("x", None, progress=log, source=bad_name)
+        assert "crates:<crate>" in (bad.value.hint or "")
     assert log.calls == []
+    f, log = flow()
+    done = await f.run("rg", None, progress=log, source="crates:ripgrep", yes=True)
+    assert done.source == "crates:ripgrep" and log.calls[0][1]["source"] == "crates:ripgrep"
 
 
 async def test_nothing_found_says_there_is_no_recipe_either() -> None:
