@@ -37,7 +37,7 @@ from tsukud.recipe.model import (
     NpmInstallStep,
     PipxInstallStep,
 )
-from tsukud.recipe.version import check_version
+from tsukud.recipe.version import ResolvedVersion, check_version
 from tsukud.registries import crates, goproxy, npm, pypi, rubygems
 
 if TYPE_CHECKING:
@@ -129,6 +129,20 @@ async def _document(http: Http, url: str, label: str, base: str) -> Any:
     )
 
 
+async def _listed(
+    http: Http,
+    base: str,
+    label: str,
+    url: str,
+    listing: Callable[[Any], tuple[list[str], str | None]],
+    requested: str | None,
+) -> tuple[Any, ResolvedVersion]:
+    """A registry's JSON document that lists the versions, and the version to draft
+    (``requested``, else the registry's latest)."""
+    doc = await _document(http, url, label, base)
+    return doc, check_version(choose(listing(doc), requested, label))
+
+
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -162,8 +176,14 @@ async def draft_pypi(
     http: Http, base: str, tool: str, project: str, requested: str | None
 ) -> Draft:
     label = f"pypi package {project}"
-    doc = await _document(http, pypi.project_url(base, project), label, base)
-    resolved = check_version(choose((pypi.versions(doc), pypi.latest(doc)), requested, label))
+    doc, resolved = await _listed(
+        http,
+        base,
+        label,
+        pypi.project_url(base, project),
+        lambda d: (pypi.versions(d), pypi.latest(d)),
+        requested,
+    )
     if resolved.tag != pypi.latest(doc):
         url = f"{base.rstrip('/')}/pypi/{pypi.normalize(project)}/{resolved.tag}/json"
         release = await _document(http, url, f"{label} {resolved.tag}", base)
@@ -218,8 +238,14 @@ async def draft_crates(
     http: Http, base: str, tool: str, crate: str, requested: str | None
 ) -> Draft:
     label = f"crates_io package {crate}"
-    doc = await _document(http, crates.crate_url(base, crate), label, base)
-    resolved = check_version(choose((crates.versions(doc), crates.latest(doc)), requested, label))
+    doc, resolved = await _listed(
+        http,
+        base,
+        label,
+        crates.crate_url(base, crate),
+        lambda d: (crates.versions(d), crates.latest(d)),
+        requested,
+    )
     bins = crates.bin_names(doc, resolved.tag)
     if bins is None:  # crates.io has not analysed it: read the published Cargo.toml
         data = await _package_bytes(http, crates.download_url(base, crate, resolved.tag))
@@ -251,9 +277,13 @@ async def draft_rubygems(
     http: Http, base: str, tool: str, gem: str, requested: str | None
 ) -> Draft:
     label = f"rubygems package {gem}"
-    listing = await _document(http, rubygems.versions_url(base, gem), label, base)
-    resolved = check_version(
-        choose((rubygems.versions(listing), rubygems.latest(listing)), requested, label)
+    _doc, resolved = await _listed(
+        http,
+        base,
+        label,
+        rubygems.versions_url(base, gem),
+        lambda d: (rubygems.versions(d), rubygems.latest(d)),
+        requested,
     )
     info = _dict(await _document(http, f"{base.rstrip('/')}/api/v1/gems/{gem}.json", label, base))
     data = await _package_bytes(http, rubygems.gem_url(base, gem, resolved.tag))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,16 +49,29 @@ def make_tsuku(fake: FakeGitHub, **extra: str) -> Tsuku:
     return Tsuku(home, {**base_env(home), **fake.env(), **extra})
 
 
-@pytest.fixture
-def inst(world: FakeGitHub) -> Iterator[Tsuku]:
-    """A running tsukud whose GitHub, downloads and registry are the fake."""
-    t = make_tsuku(world)
+@contextmanager
+def running(t: Tsuku) -> Iterator[Tsuku]:
+    """``t``'s daemon started, and stopped with its TSUKU_HOME deleted afterwards."""
     try:
         t.start()
         yield t
     finally:
         t.stop_all()
         shutil.rmtree(t.home, ignore_errors=True)
+
+
+needs_cargo = pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
+needs_gem = pytest.mark.skipif(
+    shutil.which("gem") is None or shutil.which("ruby") is None, reason="ruby is not installed"
+)
+needs_go = pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
+
+
+@pytest.fixture
+def inst(world: FakeGitHub) -> Iterator[Tsuku]:
+    """A running tsukud whose GitHub, downloads and registry are the fake."""
+    with running(make_tsuku(world)) as t:
+        yield t
 
 
 @pytest.fixture
@@ -70,13 +84,8 @@ def eco() -> Iterator[FakeEcosystems]:
 @pytest.fixture
 def eco_inst(world: FakeGitHub, eco: FakeEcosystems) -> Iterator[Tsuku]:
     """A running tsukud whose GitHub and package registries are the fakes."""
-    t = make_tsuku(world, **eco.env())
-    try:
-        t.start()
+    with running(make_tsuku(world, **eco.env())) as t:
         yield t
-    finally:
-        t.stop_all()
-        shutil.rmtree(t.home, ignore_errors=True)
 
 
 def events(t: Tsuku, prefix: str = "install.") -> list[dict[str, Any]]:
@@ -131,10 +140,5 @@ def native_inst(
     world: FakeGitHub, crates: FakeCratesIo, gems: FakeRubyGems, goproxy: FakeGoProxy
 ) -> Iterator[Tsuku]:
     """A running tsukud whose crates.io, RubyGems and Go proxy are the fakes."""
-    t = make_tsuku(world, **crates.env(), **gems.env(), **goproxy.env())
-    try:
-        t.start()
+    with running(make_tsuku(world, **crates.env(), **gems.env(), **goproxy.env())) as t:
         yield t
-    finally:
-        t.stop_all()
-        shutil.rmtree(t.home, ignore_errors=True)

@@ -7,28 +7,24 @@ the test."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import Tsuku
-from tests.integration.install.conftest import events, installed, tree
+from tests.integration.install.conftest import (
+    events,
+    installed,
+    needs_cargo,
+    needs_gem,
+    needs_go,
+    tree,
+)
+from tests.integration.install.test_ecosystem_installs import run
 from tsukud.errors import ExitCode
 from tsukud.recipe import load_recipe
 from tsukud.recipe.model import CargoInstallStep, GemInstallStep, GoInstallStep
 from tsukud.testing.crates import FakeCratesIo, crate
 from tsukud.testing.gems import FakeRubyGems, build_gem
 from tsukud.testing.goproxy import FakeGoProxy, go_module
-
-needs_cargo = pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
-needs_gem = pytest.mark.skipif(shutil.which("gem") is None, reason="ruby is not installed")
-needs_go = pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
-
-
-def run(path: Path, *args: str) -> str:
-    return subprocess.run([str(path), *args], capture_output=True, text=True, check=True).stdout
 
 
 def created(t: Tsuku, tool: str) -> list[str]:

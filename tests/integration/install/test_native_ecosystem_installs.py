@@ -11,24 +11,30 @@ import json
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Tsuku
 from tests.fakes.github import FakeGitHub
-from tests.integration.install.conftest import events, installed, make_tsuku, tree
+from tests.integration.install.conftest import (
+    events,
+    installed,
+    make_tsuku,
+    needs_cargo,
+    needs_gem,
+    needs_go,
+    running,
+    tree,
+)
+from tests.integration.install.test_ecosystem_installs import run
 from tests.integration.install.test_recipe_errors import local_recipe
 from tsukud.install.ecosystem.cargo import SPARSE_SINCE, parse_version
 from tsukud.testing.crates import FakeCratesIo, crate
 from tsukud.testing.gems import FakeRubyGems, Gem, build_gem
 from tsukud.testing.goproxy import FakeGoProxy, go_module
 
-needs_cargo = pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
-needs_gem = pytest.mark.skipif(
-    shutil.which("gem") is None or shutil.which("ruby") is None, reason="ruby is not installed"
-)
-needs_go = pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
 DEBIAN_CARGO = Path("/usr/bin/cargo")
 
 
@@ -47,24 +53,15 @@ def old_debian_cargo() -> bool:
 @pytest.fixture
 def cargo_daemon(world: FakeGitHub, crates: FakeCratesIo) -> Iterator[Callable[..., Tsuku]]:
     """Start a daemon with the fake crates.io's git or sparse index (and a PATH)."""
-    started: list[Tsuku] = []
+    with ExitStack() as stack:
 
-    def start(*, git: bool, path: str | None = None) -> Tsuku:
-        t = make_tsuku(world, **crates.env(git=git))
-        if path is not None:
-            t.env["PATH"] = path
-        started.append(t)
-        t.start()
-        return t
+        def start(*, git: bool, path: str | None = None) -> Tsuku:
+            t = make_tsuku(world, **crates.env(git=git))
+            if path is not None:
+                t.env["PATH"] = path
+            return stack.enter_context(running(t))
 
-    yield start
-    for t in started:
-        t.stop_all()
-        shutil.rmtree(t.home, ignore_errors=True)
-
-
-def run(path: Path, *args: str) -> str:
-    return subprocess.run([str(path), *args], capture_output=True, text=True, check=True).stdout
+        yield start
 
 
 def recipe(name: str, action: str, key: str, package: str, executables: list[str]) -> str:
@@ -252,27 +249,27 @@ def test_missing_toolchains_are_named_with_their_debian_packages(
     t.env["PATH"] = str(bare)
     t.env.pop("HOME", None)
     try:
-        t.start()
-        local_recipe(t, "hello-rs", recipe("hello-rs", "cargo_install", "crate", "hello-rs", ["x"]))
-        local_recipe(
-            t,
-            "hellogo",
-            recipe("hellogo", "go_install", "module", "example.com/fake/hellogo", ["hellogo"]),
-        )
-        local_recipe(
-            t, "hello-gem", recipe("hello-gem", "gem_install", "gem", "hello-gem", ["hello"])
-        )
-        for tool, program, package in (
-            ("hello-rs", "cargo", "cargo"),
-            ("hellogo", "go", "golang-go"),
-            ("hello-gem", "gem", "ruby"),
-        ):
-            cp = t.ctl("install", tool)
-            assert cp.returncode == 34, cp.stderr
-            assert f"{program} is not on PATH" in cp.stderr
-            assert f"apt-get install {package}" in cp.stderr
-        assert tree(t.home) == []
+        with running(t):
+            local_recipe(
+                t, "hello-rs", recipe("hello-rs", "cargo_install", "crate", "hello-rs", ["x"])
+            )
+            local_recipe(
+                t,
+                "hellogo",
+                recipe("hellogo", "go_install", "module", "example.com/fake/hellogo", ["hellogo"]),
+            )
+            local_recipe(
+                t, "hello-gem", recipe("hello-gem", "gem_install", "gem", "hello-gem", ["hello"])
+            )
+            for tool, program, package in (
+                ("hello-rs", "cargo", "cargo"),
+                ("hellogo", "go", "golang-go"),
+                ("hello-gem", "gem", "ruby"),
+            ):
+                cp = t.ctl("install", tool)
+                assert cp.returncode == 34, cp.stderr
+                assert f"{program} is not on PATH" in cp.stderr
+                assert f"apt-get install {package}" in cp.stderr
+            assert tree(t.home) == []
     finally:
-        t.stop_all()
-        shutil.rmtree(t.home, ignore_errors=True)
         shutil.rmtree(bare, ignore_errors=True)
