@@ -34,7 +34,7 @@ class InstallParams(msgspec.Struct, forbid_unknown_fields=True):
     yes: bool = False  # confirmations: discovery's source question, generation cost
     can_ask: bool = False  # the client can put questions to a person (a terminal)
     discover: bool = False  # no recipe: discover the source, write a recipe, install it
-    source: str | None = None  # no recipe: take this source (github:o/r, npm:p, pypi:p) instead
+    source: str | None = None  # no recipe: this source (github:o/r, npm:p, crates:c, ...) instead
     search_provider: str | None = None  # discovery's web search for local models
     collect_tool_stats: bool = False  # no recipe: list discovery's and create's tool calls
 

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +27,7 @@ from tests.integration.discover.helpers import (
     set_repo,
 )
 from tests.integration.sandbox.conftest import docker_endpoint, image  # noqa: F401
+from tsukud.testing.http import FakeHTTPServer
 
 
 @contextmanager
@@ -236,46 +238,62 @@ def test_without_a_terminal_a_written_recipe_needs_yes(
     assert not (tk.home / "bin" / "stripe").exists()
 
 
-@pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
-def test_install_a_crate_without_a_recipe(world: World) -> None:
-    """``tsukuctl install rgx``: discovery's probe finds it on crates.io (the only
-    match), the crates builder writes the recipe from its bin_names, cargo builds it
-    in a throw-away prefix to validate it, then installs it: runnable. crates.io is a
-    fake serving a real crate (its API, a git index, the .crate)."""
+def _crates_world(tmp: Path) -> tuple[FakeHTTPServer, dict[str, str]]:
     from tsukud.testing.crates import FakeCratesIo, crate
 
-    with FakeCratesIo() as crates:
-        for v in ("0.1.0", "0.2.0", "1.0.0"):
-            crates.publish(
-                crate("rgx", v, {"rgx": f"rgx {v}"}),
-                recent_downloads=5000,
-                repository="https://github.com/fake/rgx",
-            )
-        home = short_home()
-        env = {**base_env(home), **world.env(home, "claude"), **crates.env(git=True)}
-        env["HOME"] = os.environ.get("HOME", str(home))
-        t = Tsuku(home, env)
-        try:
-            t.start()
-            cp = t.ctl("install", "rgx", "--yes", timeout=180)
-            assert cp.returncode == 0, cp.stderr
-            assert "discovered rgx: crates.io:rgx (the only clear match)" in cp.stdout
-            assert "installed rgx 1.0.0 (rgx)" in cp.stdout
-            out = subprocess.run(
-                [str(t.home / "bin" / "rgx"), "x"], capture_output=True, text=True, check=True
-            )
-            assert out.stdout.strip() == "rgx 1.0.0 x"
-            recipe = (t.home / "recipes" / "rgx.toml").read_text()
-            assert 'action = "cargo_install"' in recipe and 'crate = "rgx"' in recipe
-            assert not world.claude.requests
-            kinds = [e["type"] for e in ledger(t, "validation.*")]
-            assert kinds == ["validation.started", "validation.passed"]
-            # built twice (validation, install), each from the pinned .crate
-            downloads = [p for p in crates.paths() if p.endswith("/download")]
-            assert downloads == ["/api/v1/crates/rgx/1.0.0/download"] * 2
-        finally:
-            t.stop_all()
-            shutil.rmtree(home, ignore_errors=True)
+    crates = FakeCratesIo()
+    for v in ("0.1.0", "0.2.0", "1.0.0"):
+        crates.publish(
+            crate("rgx", v, {"rgx": f"rgx {v}"}),
+            recent_downloads=5000,
+            repository="https://github.com/fake/rgx",
+        )
+    return crates, crates.env(git=True)
+
+
+def _rubygems_world(tmp: Path) -> tuple[FakeHTTPServer, dict[str, str]]:
+    from tsukud.testing.gems import FakeRubyGems, build_gem
+
+    gems = FakeRubyGems()
+    for v in ("0.1.0", "0.2.0", "0.3.0", "0.4.0", "1.0.0"):
+        gems.publish(build_gem(tmp, "rgx", v, {"rgx": f"rgx {v}"}), downloads=5000)
+    return gems, gems.env()
+
+
+@pytest.mark.parametrize(
+    ("registry", "toolchain", "action", "fetched"),
+    [
+        ("crates.io", "cargo", "cargo_install", "/api/v1/crates/rgx/1.0.0/download"),
+        ("rubygems", "gem", "gem_install", "/gems/rgx-1.0.0.gem"),
+    ],
+)
+def test_install_a_crate_or_gem_without_a_recipe(
+    world: World, tmp_path: Path, registry: str, toolchain: str, action: str, fetched: str
+) -> None:
+    """``tsukuctl install rgx``: discovery's probe finds it on crates.io (or RubyGems),
+    the only match; the registry's builder writes the recipe from its metadata, the
+    real cargo (gem) installs it into a throw-away prefix to validate it, then for
+    good: runnable. The registry is a fake serving a real crate (gem)."""
+    if shutil.which(toolchain) is None:
+        pytest.skip(f"{toolchain} is not installed")
+    make = _crates_world if registry == "crates.io" else _rubygems_world
+    fake, fake_env = make(tmp_path)
+    with fake, daemon(world, **fake_env) as t:
+        cp = t.ctl("install", "rgx", "--yes", timeout=180)
+        assert cp.returncode == 0, cp.stderr
+        assert f"discovered rgx: {registry}:rgx (the only clear match)" in cp.stdout
+        assert "installed rgx 1.0.0 (rgx)" in cp.stdout
+        out = subprocess.run(
+            [str(t.home / "bin" / "rgx"), "x"], capture_output=True, text=True, check=True
+        )
+        assert out.stdout.strip() == "rgx 1.0.0 x"
+        recipe = (t.home / "recipes" / "rgx.toml").read_text()
+        assert f'action = "{action}"' in recipe
+        assert not world.claude.requests
+        kinds = [e["type"] for e in ledger(t, "validation.*")]
+        assert kinds == ["validation.started", "validation.passed"]
+        # the pinned package was fetched for the validation and for the install
+        assert fetched in [r.route for r in fake.requests]
 
 
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
