@@ -41,7 +41,7 @@ from tsukud.recipe import (
     tag_to_version,
     version_source,
 )
-from tsukud.recipe.model import HTTP_JSON_SOURCE
+from tsukud.recipe.model import HTTP_JSON_SOURCE, VersionSection
 from tsukud.recipe.version import candidate_tags, check_version, json_path_value, normalize_version
 
 DEFAULT_TTL = 600.0
@@ -89,7 +89,7 @@ class VersionResolver:
             return await self._http_json(recipe, requested)
         eco = _ecosystem_step(recipe)
         if eco is not None:
-            return await self._ecosystem(eco, requested)
+            return await self._ecosystem(eco, requested, recipe.version)
         source = version_source(recipe)
         stable = recipe.version.stable_qualifiers if recipe.version is not None else None
         key = (source.repo.lower(), source.tag_prefix or "", requested or "")
@@ -105,7 +105,9 @@ class VersionResolver:
         self._cache[key] = (now + self.ttl, res)
         return res
 
-    async def _ecosystem(self, step: EcosystemStep, requested: str | None) -> Resolution:
+    async def _ecosystem(
+        self, step: EcosystemStep, requested: str | None, section: VersionSection | None
+    ) -> Resolution:
         from tsukud.install.ecosystem import versions as eco_versions
 
         base = self.ecosystem_urls().get(step.VERSION_SOURCE)
@@ -114,12 +116,13 @@ class VersionResolver:
                 f"no registry URL is configured for {step.VERSION_SOURCE}",
                 hint="Set it with tsukuctl config set (the discover.*_url settings).",
             )
-        key = (step.VERSION_SOURCE, f"{base} {step.package_name}", requested or "")
+        package = eco_versions.version_package(step, section)
+        key = (step.VERSION_SOURCE, f"{base} {package}", requested or "")
         hit = self._cache.get(key)
         now = self._clock.now()
         if hit is not None and hit[0] > now:
             return hit[1]
-        resolved = await eco_versions.resolve(self.github.http, step, base, requested)
+        resolved = await eco_versions.resolve(self.github.http, step, base, requested, section)
         res = Resolution(resolved=resolved, repo="", requested=requested, how="registry")
         self._cache[key] = (now + self.ttl, res)
         return res

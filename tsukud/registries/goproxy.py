@@ -81,3 +81,18 @@ def root_is_main(module_zip: bytes, module: str, version: str) -> bool:
     except (zipfile.BadZipFile, OSError):
         return False
     return False
+
+
+def version_module(package: str, declared: str | None = None) -> str:
+    """The module whose versions a ``go_install`` of ``package`` (a package path)
+    installs, as tsuku reads it: the recipe's ``[version] module`` when it names one;
+    else ``github.com/<owner>/<repo>`` for a GitHub path, the part before ``/cmd/``,
+    or the path itself (a module whose root is the command)."""
+    if declared:
+        return declared
+    parts = package.split("/")
+    if parts[0] == "github.com" and len(parts) > 3:
+        return "/".join(parts[:3])
+    if "/cmd/" in package:
+        return package.split("/cmd/", 1)[0]
+    return package

@@ -42,11 +42,11 @@ class GoModule:
 
 
 def go_module(
-    path: str, version: str, text: str | None, *, cmd: dict[str, str] | None = None
+    path: str, version: str, text: str | None, *, mains: dict[str, str] | None = None
 ) -> GoModule:
     """A module without dependencies whose root is a main package printing ``text``
-    and its arguments (``None``: a library package); ``cmd`` adds main packages
-    ``cmd/<name>`` printing theirs."""
+    and its arguments (``None``: a library package); ``mains`` adds main packages in
+    directories below the root (``{"cmd/tool": text}``) printing theirs."""
     mod = f"module {path}\n\ngo {GO_LINE}\n"
     files = {"go.mod": mod}
     if text is None:
@@ -54,8 +54,8 @@ def go_module(
         files["lib.go"] = f"package {name}\n\n// Version of the library.\nconst Version = 1\n"
     else:
         files["main.go"] = _main_go(text)
-    for name, cmd_text in (cmd or {}).items():
-        files[f"cmd/{name}/main.go"] = _main_go(cmd_text)
+    for directory, main_text in (mains or {}).items():
+        files[f"{directory}/main.go"] = _main_go(main_text)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, body in sorted(files.items()):

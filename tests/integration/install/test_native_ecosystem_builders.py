@@ -142,7 +142,7 @@ def test_builder_refusals(native_inst: Tsuku, crates: FakeCratesIo, goproxy: Fak
     crates.publish(crate("libonly", "1.0.0", {}), bin_names=True)
     cp = t.ctl("create", "libonly", "--from", "crates:libonly", "--yes")
     assert cp.returncode == ExitCode.GENERAL and "declares no binary" in cp.stderr
-    lib = go_module("example.com/fake/tools", "v1.0.0", None, cmd={"tool-a": "a"})
+    lib = go_module("example.com/fake/tools", "v1.0.0", None, mains={"cmd/tool-a": "a"})
     goproxy.publish(lib)
     cp = t.ctl("create", "tools", "--from", "go:example.com/fake/tools", "--yes")
     assert cp.returncode == ExitCode.GENERAL, cp.stderr

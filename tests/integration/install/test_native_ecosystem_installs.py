@@ -231,6 +231,33 @@ def test_go_install_recipe_installs_verifies_and_removes(
     assert tree(native_inst.home) == []
 
 
+@needs_go
+def test_go_install_of_a_command_inside_a_module(native_inst: Tsuku, goproxy: FakeGoProxy) -> None:
+    """A package path inside a module: its versions are the module's (tsuku's /cmd/
+    inference, or the recipe's [version] module), and go install builds that command."""
+    for v in ("v0.9.0", "v1.1.0"):
+        mains = {"cmd/kit-a": f"kit-a {v}", "tools/kit-b": f"kit-b {v}"}
+        goproxy.publish(go_module("example.com/fake/kit", v, None, mains=mains))
+    inferred = recipe("kit-a", "go_install", "module", "example.com/fake/kit/cmd/kit-a", ["kit-a"])
+    local_recipe(native_inst, "kit-a", inferred)
+    cp = native_inst.ctl("install", "kit-a")
+    assert cp.returncode == 0, cp.stderr
+    assert run(native_inst.home / "bin" / "kit-a").strip() == "kit-a v1.1.0"
+    assert "/example.com/fake/kit/@v/list" in goproxy.paths()
+
+    # no /cmd/ in the path: only [version] module names the module
+    kit_b = recipe("kit-b", "go_install", "module", "example.com/fake/kit/tools/kit-b", ["kit-b"])
+    local_recipe(native_inst, "kit-b", kit_b)
+    cp = native_inst.ctl("install", "kit-b")
+    assert cp.returncode == 4, cp.stderr
+    assert "goproxy package example.com/fake/kit/tools/kit-b does not exist" in cp.stderr
+    declared = '[version]\nsource = "goproxy"\nmodule = "example.com/fake/kit"\n\n[[steps]]'
+    local_recipe(native_inst, "kit-b", kit_b.replace("[[steps]]", declared))
+    cp = native_inst.ctl("install", "kit-b@0.9.0")
+    assert cp.returncode == 0, cp.stderr
+    assert run(native_inst.home / "bin" / "kit-b").strip() == "kit-b v0.9.0"
+
+
 def test_missing_toolchains_are_named_with_their_debian_packages(
     world: FakeGitHub, crates: FakeCratesIo, gems: FakeRubyGems, goproxy: FakeGoProxy
 ) -> None:

@@ -48,6 +48,17 @@ def test_gemspec_executables_from_rubygems_yaml() -> None:
     assert _gem_metadata(buf.getvalue()) == spec
 
 
+def test_go_version_module_follows_tsukus_inference() -> None:
+    assert goproxy.version_module("github.com/go-delve/delve/cmd/dlv") == (
+        "github.com/go-delve/delve"
+    )
+    assert goproxy.version_module("honnef.co/go/tools/cmd/staticcheck") == "honnef.co/go/tools"
+    assert goproxy.version_module("mvdan.cc/gofumpt") == "mvdan.cc/gofumpt"
+    assert goproxy.version_module("github.com/a/b") == "github.com/a/b"
+    declared = "golang.org/x/tools"
+    assert goproxy.version_module("golang.org/x/tools/gopls/x", declared) == declared
+
+
 def test_go_binary_names_and_main_packages() -> None:
     assert goproxy.binary_name("example.com/Fake/hellogo") == "hellogo"
     assert goproxy.binary_name("example.com/tool/v2") == "tool"
@@ -55,7 +66,7 @@ def test_go_binary_names_and_main_packages() -> None:
     assert goproxy.binary_name("example.com/v1") == "v1"  # v1 is never a major suffix
     main = go_module("example.com/Fake/hellogo", "v1.0.0", "hi")
     assert goproxy.root_is_main(main.zip, main.path, main.version)
-    lib = go_module("example.com/fake/lib", "v1.0.0", None, cmd={"x": "x"})
+    lib = go_module("example.com/fake/lib", "v1.0.0", None, mains={"cmd/x": "x"})
     assert not goproxy.root_is_main(lib.zip, lib.path, lib.version)
     assert not goproxy.root_is_main(b"not a zip", lib.path, lib.version)
     assert goproxy.zip_url("http://p/", "example.com/Fake/x", "v1.0.0") == (

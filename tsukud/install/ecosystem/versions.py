@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from tsukud.errors import TsukuError
 from tsukud.recipe import EcosystemStep, VersionNotFound
+from tsukud.recipe.model import GoInstallStep, VersionSection
 from tsukud.recipe.version import ResolvedVersion, check_version, find_version, latest_version
 from tsukud.registries import crates, goproxy, npm, pypi, rubygems
 
@@ -83,21 +84,38 @@ def choose(listing: Listing, requested: str | None, label: str) -> ResolvedVersi
     return latest_version(listed, repo=label)
 
 
+def version_package(step: EcosystemStep, section: VersionSection | None) -> str:
+    """Whose versions ``step`` installs: its package, except for ``go_install``, whose
+    package path may lie inside a module (``goproxy.version_module``)."""
+    if not isinstance(step, GoInstallStep):
+        return step.package_name
+    declared = None
+    if section is not None and section.source == step.VERSION_SOURCE:
+        module = section.extra.get("module")
+        declared = module if isinstance(module, str) and goproxy.valid_module(module) else None
+    return goproxy.version_module(step.module, declared)
+
+
 async def resolve(
-    http: Http, step: EcosystemStep, base_url: str, requested: str | None
+    http: Http,
+    step: EcosystemStep,
+    base_url: str,
+    requested: str | None,
+    section: VersionSection | None = None,
 ) -> ResolvedVersion:
     """The exact version of ``step``'s package to install (``tag`` is the registry's
-    spelling, ``version`` the directory's)."""
-    label = f"{step.VERSION_SOURCE} package {step.package_name}"
+    spelling, ``version`` the directory's); ``section`` is the recipe's ``[version]``."""
+    package = version_package(step, section)
+    label = f"{step.VERSION_SOURCE} package {package}"
     try:
-        listing = await FETCHERS[step.VERSION_SOURCE](http, base_url, step.package_name)
+        listing = await FETCHERS[step.VERSION_SOURCE](http, base_url, package)
     except TsukuError as exc:
         status = getattr(exc, "status", None)
         if status in (404, 410):
             raise VersionNotFound(
                 f"{label} does not exist at {base_url}",
                 hint="Check the recipe's package name; nothing was installed.",
-                package=step.package_name,
+                package=package,
             ) from None
         raise
     return check_version(choose(listing, requested, label), label)
