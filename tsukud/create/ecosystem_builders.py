@@ -36,6 +36,7 @@ from tsukud.recipe.model import (
     GoInstallStep,
     NpmInstallStep,
     PipxInstallStep,
+    VersionSection,
 )
 from tsukud.recipe.version import ResolvedVersion, check_version
 from tsukud.registries import crates, goproxy, npm, pypi, rubygems
@@ -103,12 +104,19 @@ class Draft:
     text: str
 
 
-def _recipe(tool: str, step: EcosystemStep, description: Any, homepage: Any) -> tuple[Recipe, str]:
+def _recipe(
+    tool: str,
+    step: EcosystemStep,
+    description: Any,
+    homepage: Any,
+    version: VersionSection | None = None,
+) -> tuple[Recipe, str]:
     home = homepage if isinstance(homepage, str) and homepage.startswith("https://") else None
     recipe = Recipe(
         metadata=Metadata(
             name=tool, description=clean_description(_text(description)), homepage=home
         ),
+        version=version,
         steps=(step,),
         verify=Verify(command=f"{step.executables[0]} --version", pattern="{version}"),
     )
@@ -308,9 +316,13 @@ def _gem_metadata(data: bytes) -> str:
         raise CreateError("the .gem has no readable metadata.gz") from None
 
 
-async def draft_go(http: Http, base: str, tool: str, module: str, requested: str | None) -> Draft:
+async def draft_go(http: Http, base: str, tool: str, package: str, requested: str | None) -> Draft:
+    """A module whose root is its command, a package path inside a module (its
+    versions are the module's: ``goproxy.version_module``), or a module with exactly
+    one command in a sub-directory, which is then the package installed."""
     from tsukud.install.ecosystem.versions import FETCHERS
 
+    module = goproxy.version_module(package)
     label = f"goproxy package {module}"
     try:
         listing = await FETCHERS["goproxy"](http, base, module)
@@ -319,18 +331,27 @@ async def draft_go(http: Http, base: str, tool: str, module: str, requested: str
             raise
         raise CreateError(
             f"{label} does not exist at {base}",
-            hint="Name the module path (its go.mod's module line); nothing was written.",
+            hint="Name the module path (its go.mod's module line), or a command's package "
+            "path inside it; nothing was written.",
         ) from None
     resolved = check_version(choose(listing, requested, label))
     data = await _package_bytes(http, goproxy.zip_url(base, module, resolved.tag))
-    if not goproxy.root_is_main(data, module, resolved.tag):
+    mains = goproxy.main_packages(data, module, resolved.tag)
+    inside = package.removeprefix(module).strip("/")
+    if package == module and "" not in mains and len(mains) == 1:
+        inside = mains[0]
+        package = f"{module}/{inside}"
+    if inside not in mains:
+        listed = ", ".join(f"go:{module}/{m}".rstrip("/") for m in mains) or "none"
         raise CreateError(
-            f"{label} {resolved.tag}: the module's root is not a main package",
-            hint="Its commands live in sub-packages (cmd/...): write the recipe by hand "
-            "with go_install; nothing was written.",
+            f"{label} {resolved.tag}: {package} is not a main package (commands: {listed})",
+            hint="Name one command's package path with --from go:<path>; nothing was written.",
         )
-    step = GoInstallStep(module=module, executables=(goproxy.binary_name(module),))
-    recipe, text = _recipe(tool, step, None, f"https://pkg.go.dev/{module}")
+    step = GoInstallStep(module=package, executables=(goproxy.binary_name(package),))
+    version = None
+    if goproxy.version_module(package) != module:  # the installer could not infer it
+        version = VersionSection(source="goproxy", extra={"module": module})
+    recipe, text = _recipe(tool, step, None, f"https://pkg.go.dev/{package}", version)
     return Draft(recipe, step, resolved.version, resolved.tag, text)
 
 

@@ -62,25 +62,30 @@ def binary_name(package: str) -> str:
     return parts[-1]
 
 
-def root_is_main(module_zip: bytes, module: str, version: str) -> bool:
-    """Whether the module's root directory is a ``main`` package (a non-test ``.go``
-    file there says ``package main``), read from its module zip."""
+def main_packages(module_zip: bytes, module: str, version: str) -> list[str]:
+    """The directories (relative to the module's root, ``""`` for the root) that hold
+    a ``main`` package: a non-test ``.go`` file there says ``package main``. Read from
+    the module zip; an unreadable zip has none."""
     import io
     import zipfile
 
     top = f"{module}@{version}/"
+    found: list[str] = []
     try:
         with zipfile.ZipFile(io.BytesIO(module_zip)) as zf:
-            for name in zf.namelist():
+            for name in sorted(zf.namelist()):
                 rel = name.removeprefix(top)
-                if rel == name or "/" in rel or not rel.endswith(".go") or rel.endswith("_test.go"):
+                directory, _, file = rel.rpartition("/")
+                if rel == name or directory in found or "testdata" in directory.split("/"):
+                    continue
+                if not file.endswith(".go") or file.endswith("_test.go"):
                     continue
                 text = zf.read(name)[:65536].decode("utf-8", "replace")
                 if re.search(r"^package\s+main\b", text, re.M):
-                    return True
+                    found.append(directory)
     except (zipfile.BadZipFile, OSError):
-        return False
-    return False
+        return []
+    return sorted(found)
 
 
 def version_module(package: str, declared: str | None = None) -> str:

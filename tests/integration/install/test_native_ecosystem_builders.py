@@ -125,6 +125,35 @@ def test_create_from_go_names_the_binary_after_the_module(
     assert run(t.home / "bin" / "hellogo").strip() == "hellogo 2.0.1"
 
 
+@needs_go
+def test_create_from_go_finds_the_one_command_of_a_module(
+    native_inst: Tsuku, goproxy: FakeGoProxy
+) -> None:
+    """A module whose only command lives in a sub-directory the installer cannot infer
+    the module from: the recipe installs that package and names the module in
+    [version]; a command's package path names it directly."""
+    t = native_inst
+    goproxy.publish(
+        go_module("example.com/fake/kit", "v1.4.0", None, mains={"tools/kt": "kt 1.4.0"})
+    )
+    cp = t.ctl("create", "kt", "--from", "go:example.com/fake/kit", "--yes")
+    assert cp.returncode == 0, cp.stderr
+    recipe = load_recipe(t.home / "recipes" / "kt.toml")
+    (step,) = recipe.steps
+    assert isinstance(step, GoInstallStep)
+    assert (step.module, step.executables) == ("example.com/fake/kit/tools/kt", ("kt",))
+    assert recipe.version is not None and recipe.version.source == "goproxy"
+    assert recipe.version.extra == {"module": "example.com/fake/kit"}
+    cp = t.ctl("install", "kt")
+    assert cp.returncode == 0, cp.stderr
+    assert run(t.home / "bin" / "kt").strip() == "kt 1.4.0"
+
+    # without /cmd/ (or github.com/<owner>/<repo>) the path is taken for the module
+    cp = t.ctl("create", "kt2", "--from", "go:example.com/fake/kit/tools/kt", "-o", "-")
+    assert cp.returncode == ExitCode.GENERAL, cp.stderr
+    assert "goproxy package example.com/fake/kit/tools/kt does not exist" in cp.stderr
+
+
 def test_builder_refusals(native_inst: Tsuku, crates: FakeCratesIo, goproxy: FakeGoProxy) -> None:
     """Names a registry cannot have (usage), packages that are not there or install
     nothing runnable: refused, nothing written, nothing installed."""
@@ -142,10 +171,13 @@ def test_builder_refusals(native_inst: Tsuku, crates: FakeCratesIo, goproxy: Fak
     crates.publish(crate("libonly", "1.0.0", {}), bin_names=True)
     cp = t.ctl("create", "libonly", "--from", "crates:libonly", "--yes")
     assert cp.returncode == ExitCode.GENERAL and "declares no binary" in cp.stderr
-    lib = go_module("example.com/fake/tools", "v1.0.0", None, mains={"cmd/tool-a": "a"})
-    goproxy.publish(lib)
+    mains = {"cmd/tool-a": "a", "cmd/tool-b": "b"}
+    goproxy.publish(go_module("example.com/fake/tools", "v1.0.0", None, mains=mains))
     cp = t.ctl("create", "tools", "--from", "go:example.com/fake/tools", "--yes")
     assert cp.returncode == ExitCode.GENERAL, cp.stderr
-    assert "root is not a main package" in cp.stderr
+    assert "example.com/fake/tools is not a main package (commands: " in cp.stderr
+    assert "go:example.com/fake/tools/cmd/tool-a, go:example.com/fake/tools/cmd/tool-b" in (
+        cp.stderr
+    )
     assert not (t.home / "recipes").exists()
     assert tree(t.home) == []

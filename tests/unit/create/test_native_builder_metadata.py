@@ -64,11 +64,11 @@ def test_go_binary_names_and_main_packages() -> None:
     assert goproxy.binary_name("example.com/tool/v2") == "tool"
     assert goproxy.binary_name("example.com/tool/v2/cmd/tool-extra") == "tool-extra"
     assert goproxy.binary_name("example.com/v1") == "v1"  # v1 is never a major suffix
-    main = go_module("example.com/Fake/hellogo", "v1.0.0", "hi")
-    assert goproxy.root_is_main(main.zip, main.path, main.version)
-    lib = go_module("example.com/fake/lib", "v1.0.0", None, mains={"cmd/x": "x"})
-    assert not goproxy.root_is_main(lib.zip, lib.path, lib.version)
-    assert not goproxy.root_is_main(b"not a zip", lib.path, lib.version)
+    main = go_module("example.com/Fake/hellogo", "v1.0.0", "hi", mains={"cmd/x": "x"})
+    assert goproxy.main_packages(main.zip, main.path, main.version) == ["", "cmd/x"]
+    lib = go_module("example.com/fake/lib", "v1.0.0", None, mains={"a/b": "x"})
+    assert goproxy.main_packages(lib.zip, lib.path, lib.version) == ["a/b"]
+    assert goproxy.main_packages(b"not a zip", lib.path, lib.version) == []
     assert goproxy.zip_url("http://p/", "example.com/Fake/x", "v1.0.0") == (
         "http://p/example.com/!fake/x/@v/v1.0.0.zip"
     )
