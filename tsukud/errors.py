@@ -294,7 +294,9 @@ CATALOGUE: dict[str, ErrorKind] = {
     # ---- create
     "create_failed": ErrorKind(E.GENERAL),
     "create_bad_source": ErrorKind(
-        E.USAGE, "Name the source as --from github:owner/repo, npm:<package> or pypi:<project>."
+        E.USAGE,
+        "Name the source as --from github:owner/repo, npm:<package>, pypi:<project>, "
+        "crates:<crate>, rubygems:<gem> or go:<module>.",
     ),
     "recipe_exists": ErrorKind(
         E.GENERAL,

@@ -426,7 +426,10 @@ def test_errors_carry_hints(home: Tsuku, fw: FakeGitHub) -> None:
     assert "not found on GitHub" in cp.stderr and "hint: Check the repository name" in cp.stderr
     cp = home.ctl("create", "stern", "--from", "gitlab:stern/stern", "--yes")
     assert cp.returncode == ExitCode.USAGE
-    assert "hint: Use --from github:owner/repo, npm:<package> or pypi:<project>." in cp.stderr
+    assert (
+        "hint: Use --from github:owner/repo, npm:<package>, pypi:<project>, crates:<crate>, "
+        "rubygems:<gem> or go:<module>." in cp.stderr
+    )
     cp = home.ctl("create", "stern", "--from", "github:stern/stern", "--llm", "--yes")
     assert cp.returncode == ExitCode.PROVIDER_UNAVAILABLE
     assert (
