@@ -404,13 +404,15 @@ def _given_source(source: str) -> tuple[str, str]:
     return f"github:{repo}", repo
 
 
-# An install page's ``npm install -g`` / ``pipx install``: the registry builder it goes to.
-PAGE_ECOSYSTEMS = {"npm": "npm", "pipx": "pypi"}
+# An install page's ``npm install -g`` / ``pipx install`` / ``cargo install`` / ``go
+# install``: the registry builder it goes to.
+PAGE_ECOSYSTEMS = {"npm": "npm", "pipx": "pypi", "cargo": "crates", "go": "go"}
 
 
 def _page_package(data: dict[str, Any]) -> str | None:
-    """``npm:<package>`` / ``pypi:<project>`` for an install page whose instructions are
-    one of those registries' packages; None for anything else (shown, not run)."""
+    """``npm:<package>`` / ``pypi:<project>`` / ``crates:<crate>`` / ``go:<path>`` for an
+    install page whose instructions are one of those registries' packages; None for
+    anything else (shown, not run)."""
     prefix = PAGE_ECOSYSTEMS.get(str(data.get("manager")))
     package = data.get("package")
     if data.get("kind") != "ecosystem" or prefix is None or not isinstance(package, str):
