@@ -20,16 +20,11 @@ from typing import Any
 import pytest
 
 # Test node ids (or a prefix ending in "::" or "/") allowed to skip in CI, each with the
-# reason it can never run there. Nearly empty: everything the suite needs is installed by
+# reason it can never run there. Empty: everything the suite needs is installed by
 # `scripts/dev setup` (Docker, busybox-static, zsh, fish, shellcheck, systemd's tools,
 # timeout, the ecosystems' toolchains) and CI runs as root (the peer-uid tests drop to
 # nobody).
-ALLOWED_SKIPS: dict[str, str] = {
-    "tests/integration/install/test_native_ecosystem_installs.py::"
-    "test_debians_old_cargo_installs_from_git_and_refuses_sparse": "needs Debian's own cargo "
-    "(older than 1.68) beside the one on PATH; setup installs it only when no cargo is "
-    "on PATH, so a CI whose cargo comes from rustup has none",
-}
+ALLOWED_SKIPS: dict[str, str] = {}
 
 _CONVERTED_KEY = pytest.StashKey[list[str]]()
 
