@@ -177,6 +177,12 @@ class Services:
 
         return registry_urls(lambda key: self._setting(key)())
 
+    def _package_proxies(self) -> dict[str, str]:
+        """The proxy variables npm, pip, cargo, gem and go get for this request."""
+        from tsukud.install.ecosystem.prefix import proxy_env
+
+        return proxy_env(lambda key: str(self._setting(key)() or ""))
+
     @cached_property
     def installer(self) -> Installer:
         from tsukud.install import layout
@@ -198,6 +204,7 @@ class Services:
             max_download_bytes=self._max_download_bytes(),
             confirmations=self.confirmations,
             ecosystem_urls=self._ecosystem_urls,
+            package_proxies=self._package_proxies,
         )
         # Built on first use, before any install of this daemon has started: whatever a
         # crashed daemon left half-done can be repaired now.

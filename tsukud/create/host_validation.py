@@ -41,6 +41,7 @@ async def validate_on_host(
     registry_url: str,
     index_url: str = "",
     env: Mapping[str, str],
+    proxies: Mapping[str, str] | None = None,
 ) -> tuple[ValidationSummary, int]:
     """Install ``recipe`` at ``tag`` into a throw-away prefix and run its verify
     command; the summary (passed or failed, never raised) and the time it took (ms).
@@ -55,7 +56,16 @@ async def validate_on_host(
     prefix = Prefix(recipe.metadata.name, root, scratch / "scratch")
     try:
         prefix.prepare()
-        ctx = RunContext(step, tag, prefix, program, registry_url, env, index_url=index_url)
+        ctx = RunContext(
+            step,
+            tag,
+            prefix,
+            program,
+            registry_url,
+            env,
+            index_url=index_url,
+            proxies=proxies or {},
+        )
         binaries = await action.runner(ctx)
         rendered = render_verify(recipe.verify, version, str(root))
         output = ""

@@ -277,6 +277,7 @@ class Creator:
         from tsukud.create.host_validation import IMAGE, validate_on_host
         from tsukud.create.pipeline import CreateResult, ValidationSummary
         from tsukud.install.ecosystem.actions import index_key, registry_urls
+        from tsukud.install.ecosystem.prefix import proxy_env
         from tsukud.recipe import host_platform
 
         target = self.target(tool, output)
@@ -350,6 +351,7 @@ class Creator:
                     registry_url=base,
                     index_url=urls.get(index_key(source.version_source), ""),
                     env=self.env,
+                    proxies=proxy_env(lambda key: str(config[key] or "")),
                 )
             except TsukuError as exc:
                 await failed("validation", exc)

@@ -330,7 +330,14 @@ class InstallAttempt:
         prefix.prepare()
         index_url = inst.ecosystem_urls().get(index_key(action.version_source), "")
         ctx = RunContext(
-            step, res.tag, prefix, program, registry_url, inst.env, index_url=index_url
+            step,
+            res.tag,
+            prefix,
+            program,
+            registry_url,
+            inst.env,
+            index_url=index_url,
+            proxies=inst.package_proxies(),
         )
         return await action.runner(ctx)
 

@@ -63,6 +63,7 @@ class Installer:
         max_download_bytes: int = DEFAULT_MAX_BYTES,
         confirmations: Confirmations | None = None,
         ecosystem_urls: Callable[[], Mapping[str, str]] = dict,
+        package_proxies: Callable[[], Mapping[str, str]] = dict,
     ) -> None:
         self.home = home
         # Who asks the user (a run_command's yes); None: no one can be asked.
@@ -78,6 +79,8 @@ class Installer:
         self.max_download_bytes = max_download_bytes
         # Version source (npm, pypi, ...) -> the registry its package manager uses.
         self.ecosystem_urls = ecosystem_urls
+        # The proxy variables package managers get, read per request (prefix.proxy_env).
+        self.package_proxies = package_proxies
         self._locks: dict[str, trio.Lock] = {}
         self._recovery = trio.Lock()
         self._recovered = False

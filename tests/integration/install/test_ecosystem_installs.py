@@ -114,6 +114,25 @@ def test_pipx_install_recipe_installs_verifies_and_removes(
     assert tree(inst.home) == []
 
 
+
+def test_a_callers_proxy_carries_the_package_managers_requests(
+    inst: Tsuku, eco: FakeEcosystems
+) -> None:
+    """``HTTP_PROXY=… tsukuctl install`` (a daemon started without it): pip fetches the
+    index and the wheel through that proxy too, not only tsukud's own version lookup."""
+    from tests.fakes.proxy import ForwardingProxy
+
+    eco.publish_wheel(wheel("Hello_Py", "1.1", {"hello": "hello 1.1"}))
+    local_recipe(inst, "hello", recipe("pipx_install", "Hello_Py", ["hello"], "hello"))
+    with ForwardingProxy() as proxy:
+        cp = inst.ctl("install", "hello", shell_env={"HTTP_PROXY": proxy.url})
+        assert cp.returncode == 0, cp.stderr
+        through = proxy.urls()
+    assert any(u.endswith("/pypi-org/pypi/hello-py/json") for u in through)  # tsukud
+    assert any(u.endswith("/pypi-org/simple/hello-py/") for u in through)  # pip
+    assert any(u.endswith("/hello_py-1.1-py3-none-any.whl") for u in through)  # pip
+    assert run(inst.home / "bin" / "hello").strip() == "hello 1.1"
+
 def test_an_executable_the_package_lacks_fails_the_install_and_leaves_nothing(
     inst: Tsuku, eco: FakeEcosystems
 ) -> None:

@@ -78,6 +78,7 @@ def env_for(ctx: RunContext) -> dict[str, str]:
             "CARGO_TERM_PROGRESS_WHEN": "never",
             "CARGO_NET_GIT_FETCH_WITH_CLI": "true",
         },
+        ctx.proxies,
     )
 
 

@@ -91,6 +91,7 @@ async def install(ctx: RunContext) -> dict[str, dict[str, str]]:
             "GEM_PATH": root,
             "GEM_SPEC_CACHE": str(ctx.prefix.scratch / "cache" / "gem-specs"),
         },
+        ctx.proxies,
     )
     await run(argv(ctx), prefix=ctx.prefix, env=env, what="gem install")
     write_wrappers(ctx.prefix, ctx.step.executables)

@@ -37,7 +37,7 @@ def go_env(ctx: RunContext) -> dict[str, str]:
     }
     if proxy != GO_PROXY:
         settings["GOSUMDB"] = "off"
-    return clean_env(ctx.prefix, ctx.program, ctx.env, settings)
+    return clean_env(ctx.prefix, ctx.program, ctx.env, settings, ctx.proxies)
 
 
 def argv(ctx: RunContext) -> list[str]:

@@ -54,6 +54,6 @@ def argv(ctx: RunContext) -> list[str]:
 async def install(ctx: RunContext) -> dict[str, dict[str, str]]:
     for name in ("npmrc", "npmrc-global"):  # empty: no user or system settings
         (ctx.prefix.scratch / name).write_text("")
-    env = clean_env(ctx.prefix, ctx.program, ctx.env)
+    env = clean_env(ctx.prefix, ctx.program, ctx.env, proxies=ctx.proxies)
     await run(argv(ctx), prefix=ctx.prefix, env=env, what="npm install")
     return record_executables(ctx.prefix, ctx.step.executables, BIN_SUBDIR)

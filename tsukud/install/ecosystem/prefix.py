@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import trio
@@ -75,14 +75,42 @@ class RunContext:
     env: Mapping[str, str]
     # A second URL some registries need (cargo's sparse index beside the crates.io API).
     index_url: str = ""
+    # The proxy settings in force for the request (``proxy_env``): npm, pip, cargo, gem
+    # and go read the same variables, so they reach their registries the way tsukud does.
+    proxies: Mapping[str, str] = field(default_factory=dict)
+
+
+#: The ``net.*`` settings and the variables package managers read them from.
+PROXY_VARIABLES = {
+    "net.https_proxy": ("https_proxy", "HTTPS_PROXY"),
+    "net.http_proxy": ("http_proxy", "HTTP_PROXY"),
+    "net.all_proxy": ("all_proxy", "ALL_PROXY"),
+    "net.no_proxy": ("no_proxy", "NO_PROXY"),
+}
+
+
+def proxy_env(setting: Callable[[str], str]) -> dict[str, str]:
+    """The proxy variables for a package manager, from the ``net.*`` settings read
+    through ``setting`` (the request's configuration: flag > caller > daemon > file)."""
+    env: dict[str, str] = {}
+    for key, names in PROXY_VARIABLES.items():
+        value = setting(key)
+        if value:
+            env.update(dict.fromkeys(names, value))
+    return env
 
 
 def clean_env(
-    prefix: Prefix, program: Path, base: Mapping[str, str], extra: Mapping[str, str] = {}
+    prefix: Prefix,
+    program: Path,
+    base: Mapping[str, str],
+    extra: Mapping[str, str] = {},
+    proxies: Mapping[str, str] = {},
 ) -> dict[str, str]:
     """The package manager's whole environment: its own directory first on PATH (npm
     needs the ``node`` beside it), then the daemon's PATH; HOME and TMPDIR in the
-    scratch directory; ``extra`` (the runner's settings) last."""
+    scratch directory; the request's proxy variables; ``extra`` (the runner's
+    settings) last."""
     path = os.pathsep.join(
         dict.fromkeys([str(program.parent), *(base.get("PATH") or SYSTEM_PATH).split(":")])
     )
@@ -93,6 +121,7 @@ def clean_env(
         "LANG": base.get("LANG") or "C.UTF-8",
         "NO_COLOR": "1",
     }
+    env.update(proxies)
     env.update(extra)
     return env
 
