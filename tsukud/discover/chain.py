@@ -5,11 +5,13 @@ fakes as well as in the daemon (:mod:`.service` builds the real parts).
 
 1. Normalise the name (refuse non-ASCII / homoglyphs); warn on a likely typosquat.
 2. Stage 1: a recipe (unless the caller just looked), then a discovery entry.
-3. Stage 2: ecosystem probes; one good match, or a clear winner, is the answer; several
-   close ones are asked about on a terminal and refused otherwise. A same-name package
-   that does not fit (:func:`.ecosystem.misfit`) is only a candidate: the chain goes on.
-4. Stage 3: an LLM with web search extracts candidates (inside one budget reservation),
-   each is verified against GitHub and the decision is taken by :func:`.verify.decide`.
+3. Stage 2: ecosystem probes; one good match, or a clear winner, is the answer; a tie
+   of fitting packages is a numbered choice (never answered by ``--yes``). A same-name
+   package that does not fit (:func:`.ecosystem.misfit`) is only a candidate: the chain
+   goes on.
+4. Stage 3: an LLM with web search extracts candidates (inside one budget reservation):
+   repositories, verified against GitHub, and packages, verified by their registry's
+   probe (:func:`.verify.assess_package`); :func:`.verify.decide` takes the decision.
 5. Confirmation (outside the deadline: a person may take their time): the metadata,
    then ``Install <tool> from this source? [y/N]``. ``--yes`` answers it only for a
    verified, popular non-fork; forks and unverified sources always need a person.
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -85,13 +87,14 @@ from tsukud.discover.model import (
 from tsukud.discover.normalize import Typosquat, normalize_name, typosquat
 from tsukud.discover.registry_lookup import DiscoveryRegistry
 from tsukud.discover.search import Searcher
-from tsukud.discover.verify import Decision, assess, decide, merge
+from tsukud.discover.verify import Decision, assess, assess_package, decide, merge
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, TsukuError, UserDeclined
 from tsukud.events.catalogue import ToolCalled
 from tsukud.policy.confirm import pausing
 
 if TYPE_CHECKING:
     from tsukud.llm.service import Run
+    from tsukud.llm.types import Citation
 
 _T = TypeVar("_T")
 
@@ -132,6 +135,11 @@ async def _refuse_choice(question: ConfirmationRequired, _options: list[Any]) ->
 class Deps:
     probe: Callable[[str], Awaitable[ProbeReport]]
     github_meta: Callable[[str], Awaitable[RepoMeta]]
+    # One registry's answer for one package (builder, name): a model's ecosystem
+    # candidate (None: it cannot be verified, so it is never auto-approved).
+    probe_package: Callable[[str, str], Awaitable[ProbeReport]] | None = None
+    # Discovery's builder -> the ``--from`` prefix of its recipe builder (the hints).
+    from_prefixes: Mapping[str, str] = field(default_factory=dict)
     # The latest release's assets for this platform (None: not checked, e.g. in tests).
     release_check: Callable[[str], Awaitable[ReleaseCheck]] | None = None
     registry: DiscoveryRegistry | None = None
@@ -189,6 +197,7 @@ class _Offer:
     choices: list[Choice]
     reason: str  # why nothing was picked automatically
     outcome: Outcome | None = None  # the LLM stage's, when it ran
+    tie: bool = False  # fitting packages in several ecosystems, none clearly more used
 
 
 class _Chain:
@@ -272,7 +281,7 @@ class _Chain:
                 {"kind": "typosquat", "similar": squat.similar, "distance": squat.distance},
             )
             await self.progress("warning", f"warning: {squat.message()}", similar=squat.similar)
-        pending: tuple[Discovery, Decision | None] | list[Probe] | _Offer | None = None
+        pending: tuple[Discovery, Decision | None] | _Offer | None = None
         with self.deadline.limit(self.deps.timeout_s) as scope:
             pending = await self._resolve()
         if scope.cancelled_caught or pending is None:
@@ -280,23 +289,17 @@ class _Chain:
         self.st.stage = "confirm"
         if isinstance(pending, _Offer):
             return self.finish(await self._choose(pending))
-        if isinstance(pending, list):  # several close ecosystem matches: ask, no deadline
-            chosen = await self._disambiguate(pending)
-            found = self._ecosystem_result(chosen, pending, "chosen by the user", None)
-            found.approval = "user"
-            await self.progress("ecosystem", present.describe_ecosystem(found))
-            return self.finish(found)
         found, decision = pending
         if decision is not None:
             await self._approve(found, decision)
         return self.finish(found)
 
-    async def _resolve(self) -> tuple[Discovery, Decision | None] | list[Probe] | _Offer:
+    async def _resolve(self) -> tuple[Discovery, Decision | None] | _Offer:
         hit = await self._staged("registry", self._registry)
         if hit is not None:
             return hit, None
         eco = await self._ecosystems()
-        if isinstance(eco, list | _Offer):
+        if isinstance(eco, _Offer):
             return eco
         if eco is not None:
             return eco, None
@@ -377,7 +380,7 @@ class _Chain:
 
     # ---- stage 2 -----------------------------------------------------------------------
 
-    async def _ecosystems(self) -> Discovery | list[Probe] | _Offer | None:
+    async def _ecosystems(self) -> Discovery | _Offer | None:
         self.st.stage = "ecosystem"
         started = self.deps.clock.now()
         await self.progress("ecosystem", "probing crates.io, npm, PyPI, RubyGems and Go")
@@ -407,9 +410,19 @@ class _Chain:
             await self.stage_event("ecosystem", "typosquat", started, **detail)
             offered = [choicesmod.from_probe(p, why=near) for p in sel.ranked]
             return _Offer([*offered, *self.st.eco_choices], f"none is recommended: {near}")
-        if sel.chosen is None:  # ambiguous: the question is asked outside the deadline
+        if sel.chosen is None:  # a tie: a person picks, outside the deadline; --yes never
             await self.stage_event("ecosystem", "ambiguous", started, **detail)
-            return list(sel.ranked)
+            ties = [
+                choicesmod.from_probe(
+                    p, why=f"it fits {self.tool} and passes {p.builder}'s bar", recommended=True
+                )
+                for p in sel.ranked
+            ]
+            reason = (
+                f"{len(ties)} packages in different ecosystems fit, none used ten times more "
+                "than the others"
+            )
+            return _Offer([*ties, *self.st.eco_choices], reason, tie=True)
         await self.stage_event("ecosystem", "hit", started, selection=sel.kind, **detail)
         found = self._ecosystem_result(sel.chosen, list(sel.ranked), sel.kind, sel.ratio)
         await self.progress("ecosystem", present.describe_ecosystem(found))
@@ -441,34 +454,6 @@ class _Chain:
                 if v is not None
             },
             alternatives=tuple(_probe_summary(p) for p in ranked if p is not chosen),
-        )
-
-    async def _disambiguate(self, ranked: list[Probe]) -> Probe:
-        options = [_probe_summary(p) for p in ranked]
-        message = present.ambiguity(self.tool, options)
-        if not self.req.can_ask or self.req.yes:
-            lines = "\n".join(f"  {o['builder']}: {o['source']} ({o['summary']})" for o in options)
-            raise DiscoveryAmbiguous(
-                f"several packages are named {self.tool}, none clearly more used:\n{lines}",
-                hint="Install the one you mean with its own tool: "
-                + "; ".join(str(o["install_command"]) for o in options if o["install_command"]),
-                matches=options,
-            )
-        for i, (probe, option) in enumerate(zip(ranked, options, strict=True)):
-            question = ConfirmationRequired(
-                message if i == 0 else "",
-                question=f"Use {option['builder']}: {option['source']}?",
-                kind="discovery.disambiguation",
-                option=option,
-            )
-            try:
-                await self.deps.ask(question)
-            except UserDeclined:
-                continue
-            return probe
-        raise DiscoveryDenied(
-            f"none of the {len(options)} packages named {self.tool} was chosen",
-            hint=_hint(DiscoveryDenied.default_hint, self.tool),
         )
 
     # ---- stage 3 -----------------------------------------------------------------------
@@ -624,9 +609,14 @@ class _Chain:
         candidates = merge(outcome.candidates)
         await self.progress(
             "verify",
-            "checking " + ", ".join(f"github:{c.source}" for c in candidates) + " on GitHub",
+            "checking "
+            + ", ".join(
+                f"{c.builder}:{c.source}" + (" on GitHub" if c.builder == "github" else "")
+                for c in candidates
+            ),
         )
         metas: dict[str, tuple[RepoMeta | None, BaseException | None]] = {}
+        packages: dict[tuple[str, str], ProbeReport] = {}
 
         async def fetch(c: Candidate) -> None:
             try:
@@ -634,9 +624,12 @@ class _Chain:
             except TsukuError as exc:
                 metas[c.source] = (None, exc)
 
+        async def probe(c: Candidate) -> None:
+            packages[(c.builder, c.source)] = await self._probe_package(c.builder, c.source)
+
         async with trio.open_nursery() as nursery:
             for c in candidates:
-                nursery.start_soon(fetch, c)
+                nursery.start_soon(fetch if c.builder == "github" else probe, c)
         now = dt.datetime.fromtimestamp(self.deps.clock.now(), dt.UTC)
         verified = [
             assess(
@@ -646,6 +639,8 @@ class _Chain:
                 probes=self.st.probes,
                 had_search_results=bool(outcome.sources),
             )
+            if c.builder == "github"
+            else assess_package(c, packages[(c.builder, c.source)], tool=self.tool)
             for c in candidates
         ]
         verified = await self._check_releases(verified)
@@ -663,36 +658,43 @@ class _Chain:
             auto_approvable=decision.auto_approvable,
         )
         rejected = tuple(
-            {"source": r.source, "reason": r.reason or r.status} for r in decision.rejected
+            {"source": r.source, "reason": r.reason or r.status}
+            | ({} if r.builder == "github" else {"builder": r.builder})
+            for r in decision.rejected
         )
         offer = self._offer_after_search(decision, outcome)
         if offer is not None:
             return offer
         v = decision.selected
         if v is None:
-            reasons = "; ".join(f"github:{r['source']}: {r['reason']}" for r in rejected)
+            reasons = "; ".join(
+                f"{r.get('builder', 'github')}:{r['source']}: {r['reason']}" for r in rejected
+            )
             raise self._not_found(
                 f"web search suggested sources for {self.tool}, but none passed verification "
                 f"({reasons})",
                 rejected=list(rejected),
             )
         if v.status == "unverified" and self.req.confirm and not self.req.can_ask:
+            token = " Set GITHUB_TOKEN for a higher GitHub rate limit and try again," * (
+                v.builder == "github"
+            )
             raise DiscoveryUnverified(
-                f"github:{v.source} could not be verified: {v.reason}",
+                f"{v.spec} could not be verified: {v.reason}",
                 hint=(
-                    "Unverified sources are never approved automatically. Set GITHUB_TOKEN "
-                    "for a higher GitHub rate limit and try again, run it on a terminal to "
-                    "decide yourself, or " + FROM_HINT.format(tool=self.tool)
+                    f"Unverified sources are never approved automatically.{token} Run it on a "
+                    "terminal to decide yourself, or " + FROM_HINT.format(tool=self.tool)
                 ),
                 source=v.source,
             )
-        sources = [(c.url, c.title) for c in outcome.sources if v.source.lower() in repos_of(c)]
+        sources = [(c.url, c.title) for c in outcome.sources if _names(c, v)]
         found = Discovery(
             tool=self.tool,
             session=self.req.session,
             stage="llm",
-            builder="github",
+            builder=v.builder,
             source=v.source,
+            install_command=install_command(v.builder, v.source),
             confidence=v.candidate.confidence,
             reason=f"LLM discovery: {v.candidate.reasoning}"
             + (
@@ -715,6 +717,16 @@ class _Chain:
         self._sources = sources
         return found, decision
 
+    async def _probe_package(self, builder: str, package: str) -> ProbeReport:
+        """The registry's answer for a package a model named: the ecosystem stage's when
+        it asked for the same name, else one probe of that registry."""
+        known = [p for p in self.st.probes if p.builder == builder and p.source == package]
+        if known or (package.lower() == self.tool and builder not in self.st.unreachable):
+            return ProbeReport(matches=known)
+        if self.deps.probe_package is None:
+            return ProbeReport(errors={builder: "this daemon cannot ask the registry"})
+        return await self.deps.probe_package(builder, package)
+
     async def _check_releases(self, verified: list[Verified]) -> list[Verified]:
         """Whether each verified candidate's latest release has an asset for this
         platform; one that has none gets a warning and is never auto-approved."""
@@ -729,7 +741,7 @@ class _Chain:
 
         async with trio.open_nursery() as nursery:
             for v in verified:
-                if v.status == "verified":
+                if v.status == "verified" and v.builder == "github":
                     nursery.start_soon(one, v)
         out = []
         for v in verified:
@@ -739,6 +751,9 @@ class _Chain:
                 v = msgspec.structs.replace(v, release=rc, warnings=(*v.warnings, *extra))
             out.append(v)
         return out
+
+    def _naming(self, builder: str, source: str) -> str:
+        return choicesmod.naming(self.tool, builder, source, self.deps.from_prefixes)
 
     def _near_miss(self) -> str | None:
         squat = self.st.squat
@@ -788,16 +803,18 @@ class _Chain:
             for v in recommended
         ]
         choices += [choicesmod.from_verified(v, recommended=False, why=why_not(v)) for v in others]
-        return _Offer([*choices, *eco], reason, outcome)
+        named = {c.spec for c in choices}  # a same-name package the model named too: once
+        return _Offer([*choices, *(c for c in eco if c.spec not in named)], reason, outcome)
 
     async def _choose(self, offer: _Offer) -> Discovery:
         tool, choices = self.tool, offer.choices
         text = choicesmod.render(tool, offer.reason, choices)
         options = choicesmod.as_data(choices)
         if not self.req.can_ask:
-            raise DiscoveryConfirmationRequired(
+            refusal = DiscoveryAmbiguous if offer.tie else DiscoveryConfirmationRequired
+            raise refusal(
                 text,
-                hint=choicesmod.how_to_name(tool, choices),
+                hint=choicesmod.how_to_name(tool, choices, self.deps.from_prefixes),
                 choices=options,
             )
         question = ConfirmationRequired(
@@ -849,29 +866,32 @@ class _Chain:
         why_not = near or _why_not_auto(v, decision)
         if req.yes and decision.auto_approvable and near is None:
             found.approval = "yes_flag"
+            checked = (
+                "verified on GitHub, not a fork"
+                if v.builder == "github"
+                else f"found on {v.builder} and fits {self.tool}"
+            )
             await self.progress(
                 "found",
-                text + f"\nApproved by --yes: verified on GitHub, not a fork, {v.popularity}.",
+                text + f"\nApproved by --yes: {checked}, {v.popularity}.",
                 discovery=found.metadata,
             )
             return
         if not req.can_ask:
             await self.progress("found", text, discovery=found.metadata)
             if why_not:
+                parent = v.meta.parent if v.meta and v.meta.fork and v.meta.parent else None
+                way = self._naming(v.builder, parent or v.source)
                 raise DiscoveryConfirmationRequired(
-                    f"github:{v.source} needs a person's approval: {why_not}",
-                    hint=(
-                        "Run it on a terminal to decide, or name the source: tsukuctl install "
-                        f"{self.tool} --from github:"
-                        + (v.meta.parent if v.meta and v.meta.fork and v.meta.parent else v.source)
-                    ),
+                    f"{v.spec} needs a person's approval: {why_not}",
+                    hint=f"Run it on a terminal to decide, or name the source: {way}",
                     source=v.source,
                 )
             raise DiscoveryConfirmationRequired(
-                f"found github:{v.source} for {self.tool}, but there is no terminal to ask",
+                f"found {v.spec} for {self.tool}, but there is no terminal to ask",
                 hint=(
-                    f"Run it again with --yes to accept github:{v.source}, or name the source "
-                    f"yourself: tsukuctl install {self.tool} --from github:{v.source}"
+                    f"Run it again with --yes to accept {v.spec}, or name the source "
+                    f"yourself: {self._naming(v.builder, v.source)}"
                 ),
                 source=v.source,
             )
@@ -885,16 +905,24 @@ class _Chain:
             await self.deps.ask(question)
         except UserDeclined:
             raise DiscoveryDenied(
-                f"github:{v.source} was not approved: nothing was installed",
+                f"{v.spec} was not approved: nothing was installed",
                 hint="If you know the right source, " + FROM_HINT.format(tool=self.tool),
                 source=v.source,
             ) from None
         found.approval = "user"
 
 
+def _names(result: Citation, v: Verified) -> bool:
+    """Whether a search result names the candidate: links to the repository, or mentions
+    the package."""
+    if v.builder == "github":
+        return v.source.lower() in repos_of(result)
+    return v.source.lower() in f"{result.url} {result.title} {result.text}".lower()
+
+
 def _why_not_auto(v: Verified, decision: Decision) -> str:
     if v.status == "unverified":
-        return "GitHub could not verify it"
+        return "GitHub could not verify it" if v.builder == "github" else (v.reason or "")
     moved = v.owner_change
     if moved is not None:
         return f"its owner changed from {moved[0]} to {moved[1]} (transferred or redirected)"

@@ -1,15 +1,17 @@
 """Candidates as choices (pure): when discovery recommends no source, or several, a
 person picks one from a numbered list, or none.
 
-A choice is built from a verified GitHub candidate (:func:`from_verified`) or a
-same-name ecosystem package (:func:`from_probe`), and says why it is or is not
-recommended. Only candidates a person could sensibly pick are offered
-(:func:`offerable`): a repository that does not exist, is archived or could not be
-checked for another reason than a rate limit is not.
+A choice is built from a verified candidate of web search (:func:`from_verified`: a
+GitHub repository or a package a model named) or an ecosystem package of the same name
+(:func:`from_probe`), and says why it is or is not recommended. Only candidates a
+person could sensibly pick are offered (:func:`offerable`): a repository that does not
+exist, is archived or could not be checked for another reason than a rate limit is not,
+nor a package its registry does not know.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -21,13 +23,23 @@ from tsukud.terminal import terminal_safe
 
 
 def offerable(v: Verified) -> bool:
-    """Kept candidates, and those rejected only for their stars or the model's confidence."""
+    """Kept candidates, and those rejected only for their stars, the model's confidence
+    or (a package) not fitting the tool: a package that does not exist is not."""
     if v.status != "rejected":
         return True
+    if v.builder != "github":
+        return v.probe is not None
     return not (v.meta is None or v.meta.archived or v.meta.disabled)
 
 
 def from_verified(v: Verified, *, recommended: bool, why: str) -> Choice:
+    if v.builder != "github":  # a package a model named, as its registry describes it
+        probe = v.probe or Probe(builder=v.builder, source=v.source)  # unknown: unverified
+        return msgspec.structs.replace(
+            from_probe(probe, why=why, recommended=recommended),
+            found_by="llm",
+            confidence=v.candidate.confidence,
+        )
     m = v.meta
     return Choice(
         kind="github",
@@ -43,11 +55,11 @@ def from_verified(v: Verified, *, recommended: bool, why: str) -> Choice:
     )
 
 
-def from_probe(p: Probe, *, why: str) -> Choice:
+def from_probe(p: Probe, *, why: str, recommended: bool = False) -> Choice:
     return Choice(
         kind=p.builder,
         source=p.source,
-        recommended=False,
+        recommended=recommended,
         why=why,
         found_by="ecosystem",
         downloads=p.downloads,
@@ -78,7 +90,8 @@ def facts(c: Choice) -> str:
         downloads=c.downloads or 0,
         version_count=c.version_count or 0,
     )
-    return describe(probe).replace(", no repository", "")
+    usage = describe(probe).replace("no repository", "").strip(", ")
+    return usage or "usage unknown"
 
 
 def listing(choices: list[Choice]) -> list[str]:
@@ -98,15 +111,20 @@ def render(tool: str, reason: str, choices: list[Choice]) -> str:
     return "\n".join([head, *listing(choices)])
 
 
-def how_to_name(tool: str, choices: list[Choice]) -> str:
+def naming(tool: str, kind: str, source: str, from_prefixes: Mapping[str, str]) -> str:
+    """How a person names one source: ``tsukuctl install <tool> --from <prefix>:<source>``
+    for GitHub and every ecosystem with a recipe builder (``from_prefixes``: discovery's
+    builder -> the ``--from`` prefix), else that ecosystem's own install command."""
+    prefix = "github" if kind == "github" else from_prefixes.get(kind)
+    if prefix:
+        return f"tsukuctl install {tool} --from {prefix}:{source}"
+    return install_command(kind, source) or f"{kind}:{source}"
+
+
+def how_to_name(tool: str, choices: list[Choice], from_prefixes: Mapping[str, str]) -> str:
     """The hint of a choice nobody could make: the ``--from`` (or ecosystem command) for
     each one."""
-    ways = [
-        f"tsukuctl install {tool} --from {c.spec}"
-        if c.kind == "github"
-        else (c.install_command or c.spec)
-        for c in choices
-    ]
+    ways = [naming(tool, c.kind, c.source, from_prefixes) for c in choices]
     return "Run it on a terminal to choose, or name the one you mean: " + "; ".join(ways)
 
 

@@ -62,6 +62,21 @@ DEFAULT_URLS = {
 }
 
 
+def valid_package(builder: str, name: str) -> bool:
+    """Whether ``name`` is a name ``builder``'s registry can have (so no URL, path or
+    flag a model wrote reaches a registry client or a command line)."""
+    from tsukud.registries import crates, goproxy, npm, pypi, rubygems
+
+    valid = {
+        "crates.io": crates.valid_name,
+        "npm": npm.valid_name,
+        "pypi": pypi.valid_name,
+        "rubygems": rubygems.valid_name,
+        "go": goproxy.valid_module,
+    }.get(builder)
+    return valid is not None and valid(name)
+
+
 def install_command(builder: str, name: str) -> str | None:
     template = INSTALL_COMMANDS.get(builder)
     return template.format(name=name) if template else None

@@ -1,8 +1,10 @@
 """Stage 3: an LLM with web search extracts candidate sources; it decides nothing.
 
-Two tools: ``web_search`` (query → results) and ``extract_source`` (builder, source as
-``owner/repo``, confidence 0-100, evidence[], reasoning). Each provider searches the way
-it can:
+Two tools: ``web_search`` (query → results) and ``extract_source`` (builder, source,
+confidence 0-100, evidence[], reasoning): the builder is ``github`` with an
+``owner/repo``, or an ecosystem (``npm``, ``pypi``, ``crates.io``, ``rubygems``, ``go``)
+with the package name its registry allows, for a tool whose docs say ``npm install -g
+<package>`` and the like. Each provider searches the way it can:
 
 * **Claude**: its server-side web search tool (``web_search_20250305``, ``max_uses``
   bounded) next to ``extract_source`` in one request. The search results come back as
@@ -21,7 +23,8 @@ The loop stops at the first turn that yields a valid candidate. A provider that 
 (open circuit, outage, refused request) hands over to the next; a provider that
 answers without a source ends the stage (another model would cost money for the same
 web). Every candidate goes through :func:`parse_extract`: a source that is not a safe
-``owner/repo`` is answered with an error the model can correct.
+``owner/repo`` (or a package name of its ecosystem) is answered with an error the model
+can correct.
 
 Every tool call is recorded as create's are (a ``tool.called`` payload, kept for
 ``--collect-tool-stats``): ``extract_source`` and the client-side ``web_search`` with
@@ -39,6 +42,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from tsukud.discover.ecosystem import BUILDERS as ECOSYSTEMS
+from tsukud.discover.ecosystem import valid_package
 from tsukud.discover.errors import DiscoverySearchFailed
 from tsukud.discover.model import MIN_CONFIDENCE, Candidate
 from tsukud.discover.normalize import BadSource, github_source, repo_from_url
@@ -66,6 +71,7 @@ if TYPE_CHECKING:
     from tsukud.llm.service import Run
 
 MAX_TURNS = 5
+BUILDERS = ("github", "instructions", *ECOSYSTEMS)
 MAX_TOKENS = 1024
 MAX_EVIDENCE = 8
 EVIDENCE_LIMIT = 300
@@ -95,13 +101,17 @@ EXTRACT_SOURCE = Tool(
                 "type": "string",
                 "description": "The builder to use: 'github' for GitHub releases; "
                 "'instructions' when the tool is installed only from its vendor's "
-                "download or install page (no GitHub releases, no package)",
-                "enum": ["github", "instructions"],
+                "download or install page (no GitHub releases, no package); 'npm', "
+                "'pypi', 'crates.io', 'rubygems' or 'go' when the tool is installed as a "
+                "package of that ecosystem (npm install -g, pipx/pip install, cargo "
+                "install, gem install, go install)",
+                "enum": list(BUILDERS),
             },
             "source": {
                 "type": "string",
-                "description": "Builder-specific source ('owner/repo' for github, the "
-                "install page's https URL for instructions)",
+                "description": "Builder-specific source: 'owner/repo' for github, the "
+                "install page's https URL for instructions, the package name for npm, "
+                "pypi, crates.io and rubygems, the module path for go",
             },
             "confidence": {
                 "type": "integer",
@@ -139,6 +149,10 @@ Guidelines:
 
 The builder "github" expects source in "owner/repo" format.
 Example: for stripe-cli, the source would be "stripe/stripe-cli"
+When the official way to install the tool is a package manager (the docs say
+"npm install -g <package>", "pipx install <package>", "cargo install <crate>", "gem
+install <gem>" or "go install <module>@latest"), use that builder ("npm", "pypi",
+"crates.io", "rubygems", "go") with the package name (the module path for go) as source.
 """
 
 
@@ -216,19 +230,32 @@ def parse_extract(
     if not isinstance(arguments, dict):
         raise ExtractError("extract_source: arguments must be an object")
     builder = arguments.get("builder")
-    if builder not in ("github", "instructions"):
+    if builder not in BUILDERS:
         raise ExtractError(
-            "extract_source: builder must be 'github' or 'instructions' "
+            f"extract_source: builder must be one of {', '.join(BUILDERS)} "
             f"(got {str(builder)[:40]!r})"
         )
     raw_source = arguments.get("source")
     if not isinstance(raw_source, str) or not raw_source.strip():
-        raise ExtractError("extract_source: source is required (owner/repo)")
-    try:
-        source = page_url(raw_source) if builder == "instructions" else github_source(raw_source)
-    except BadSource as exc:
-        expected = "an http(s) URL" if builder == "instructions" else "owner/repo"
-        raise ExtractError(f"extract_source: {exc} (expected {expected})") from None
+        expected = {"github": "owner/repo", "instructions": "an http(s) URL"}
+        raise ExtractError(
+            f"extract_source: source is required ({expected.get(builder, 'the package name')})"
+        )
+    if builder in ("github", "instructions"):
+        try:
+            source = (
+                page_url(raw_source) if builder == "instructions" else github_source(raw_source)
+            )
+        except BadSource as exc:
+            expected_ = "an http(s) URL" if builder == "instructions" else "owner/repo"
+            raise ExtractError(f"extract_source: {exc} (expected {expected_})") from None
+    else:
+        source = raw_source.strip()
+        if not valid_package(builder, source):
+            raise ExtractError(
+                f"extract_source: {source[:100]!r} is not a {builder} package name "
+                "(give the name alone, no URL, version or command)"
+            )
     confidence = arguments.get("confidence")
     if isinstance(confidence, bool) or not isinstance(confidence, int | float):
         raise ExtractError("extract_source: confidence must be a number from 0 to 100")
@@ -250,7 +277,8 @@ def parse_extract(
         reasoning=clip(" ".join(remove_invisible(str(reasoning or "")).split()), REASONING_LIMIT),
         provider=provider,
         model=model,
-        seen_in_results=source.lower() in seen,
+        # An ecosystem package is checked against its registry, not the results' links.
+        seen_in_results=builder not in ECOSYSTEMS and source.lower() in seen,
     )
 
 
@@ -602,9 +630,11 @@ class LLMDiscovery:
         await self._record(
             ToolCalled(name=call.name, ok=True, duration_ms=_ms(started), query=candidate.source)
         )
+        spec = f"{candidate.builder}:{candidate.source}"
         await self._emit(
             "discovery.candidate",
             {
+                "builder": candidate.builder,
                 "source": candidate.source,
                 "confidence": candidate.confidence,
                 "evidence": list(candidate.evidence),
@@ -614,8 +644,7 @@ class LLMDiscovery:
             },
         )
         await self._progress(
-            f"{outcome.provider} suggests github:{candidate.source} "
-            f"(confidence {candidate.confidence})",
+            f"{outcome.provider} suggests {spec} (confidence {candidate.confidence})",
             {"source": candidate.source, "confidence": candidate.confidence},
         )
         note = (
@@ -623,9 +652,7 @@ class LLMDiscovery:
             if candidate.confidence >= MIN_CONFIDENCE
             else (f" (confidence below {MIN_CONFIDENCE}: it will not be used)")
         )
-        return ToolResult(
-            call.id, f"Recorded source: github:{candidate.source}{note}", name=call.name
-        )
+        return ToolResult(call.id, f"Recorded source: {spec}{note}", name=call.name)
 
     async def _search(self, call: ToolCall, outcome: Outcome) -> ToolResult:
         started = time.monotonic()

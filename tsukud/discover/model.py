@@ -31,11 +31,13 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 class Candidate(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A source an LLM extracted (``extract_source``); nothing here is trusted yet."""
 
-    source: str  # owner/repo, already through normalize.github_source
+    # owner/repo (already through normalize.github_source), or for an ecosystem builder
+    # the package name its registry allows
+    source: str
     confidence: int
     evidence: tuple[str, ...] = ()
     reasoning: str = ""
-    builder: str = "github"
+    builder: str = "github"  # github | crates.io | npm | pypi | rubygems | go
     provider: str | None = None
     model: str | None = None
     seen_in_results: bool = False  # the repo's URL appeared in the search results
@@ -70,11 +72,12 @@ class ReleaseCheck(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
 
 
 class Verified(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """A candidate after the GitHub check and the gate.
+    """A candidate after the GitHub check (or its ecosystem's probe) and the gate.
 
-    ``status``: ``verified`` (GitHub answered, usable), ``unverified`` (GitHub could not
-    be asked: rate limit or outage; never auto-approved) or ``rejected`` (not found,
-    archived, below the confidence or popularity gate).
+    ``status``: ``verified`` (GitHub or the registry answered, usable), ``unverified``
+    (it could not be asked: rate limit or outage; never auto-approved) or ``rejected``
+    (not found, archived, below the confidence or popularity gate, a package that does
+    not fit the tool).
     """
 
     candidate: Candidate
@@ -87,10 +90,20 @@ class Verified(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     reason: str | None = None  # why rejected / unverified
     warnings: tuple[str, ...] = ()
     release: ReleaseCheck | None = None  # None: not checked
+    probe: Probe | None = None  # an ecosystem candidate: its registry's answer
 
     @property
     def source(self) -> str:
         return self.meta.full_name if self.meta is not None else self.candidate.source
+
+    @property
+    def builder(self) -> str:
+        return self.candidate.builder
+
+    @property
+    def spec(self) -> str:
+        """``github:owner/repo`` or ``npm:<package>``: the candidate in one word."""
+        return f"{self.builder}:{self.source}"
 
     @property
     def owner_change(self) -> tuple[str, str] | None:
@@ -104,6 +117,8 @@ class Verified(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
     @property
     def auto_approvable(self) -> bool:
+        if self.builder != "github":  # its registry answered and it fits: ``popular`` says
+            return self.status == "verified" and self.probe is not None
         return (
             self.status == "verified"
             and self.meta is not None

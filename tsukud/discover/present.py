@@ -7,7 +7,8 @@ from typing import Any
 
 import msgspec
 
-from tsukud.discover.model import Discovery, Verified
+from tsukud.discover.ecosystem import install_command
+from tsukud.discover.model import Discovery, RepoMeta, Verified
 from tsukud.discover.verify import ago
 from tsukud.terminal import terminal_safe
 
@@ -20,6 +21,8 @@ def _stars(n: int) -> str:
 
 def metadata(v: Verified) -> dict[str, Any]:
     """The JSON form (confirm frames, results, events)."""
+    if v.builder != "github":
+        return _package_metadata(v)
     m = v.meta
     out: dict[str, Any] = {
         "repo": v.source,
@@ -55,6 +58,31 @@ def metadata(v: Verified) -> dict[str, Any]:
     return {k: val for k, val in out.items() if val is not None}
 
 
+def _package_metadata(v: Verified) -> dict[str, Any]:
+    p = v.probe
+    out: dict[str, Any] = {
+        "builder": v.builder,
+        "package": v.source,
+        "status": v.status,
+        "confidence": v.candidate.confidence,
+        "install_command": install_command(v.builder, v.source),
+        "popularity": v.popularity,
+        "reason": v.reason,
+    }
+    if p is not None:
+        out.update(
+            {
+                "description": p.description,
+                "downloads": p.downloads,
+                "version_count": p.version_count,
+                "latest": p.latest,
+                "repository": p.repository,
+                "executables": list(p.executables) if p.executables is not None else None,
+            }
+        )
+    return {k: val for k, val in out.items() if val is not None}
+
+
 def _shown(text: str) -> str:
     """A value from the model, a search result or GitHub, safe inside one line of a
     question: no escape sequence can repaint the prompt or hide a warning."""
@@ -65,25 +93,11 @@ def describe_llm(found: Discovery, v: Verified, sources: list[tuple[str, str]]) 
     m = v.meta
     via = found.provider or "an LLM"
     lines = [f"Found {found.tool} via web search ({via}):"]
-    lines.append(f"  Source:       github:{v.source}  (https://github.com/{v.source})")
-    if m is not None and m.description:
-        lines.append(f"  Description:  {_shown(m.description)}")
-    if m is not None:
-        lines.append(f"  Stars:        {_stars(m.stars)}")
-        created = (m.created_at or "")[:10]
-        lines.append(f"  Created:      {ago(v.age_days)}" + (f" ({created})" if created else ""))
-        lines.append(f"  Last push:    {ago(v.last_push_days)}")
-        owner = _shown(m.owner or "?")
-        kind = f" ({_shown(m.owner_type)})" if m.owner_type else ""
-        lines.append(f"  Owner:        {owner}{kind}")
-        moved = v.owner_change
-        if moved is not None:
-            lines.append(
-                f"  OWNER CHANGED: the search named {_shown(moved[0])}, "
-                f"GitHub now says {_shown(moved[1])}"
-            )
+    if v.builder != "github":
+        lines += _package_lines(v)
     else:
-        lines.append("  Stars, age, owner: NOT VERIFIED (GitHub could not be asked)")
+        lines.append(f"  Source:       github:{v.source}  (https://github.com/{v.source})")
+        lines += _repo_lines(v, m)
     lines.append(f"  Confidence:   {v.candidate.confidence}/100 (the model's own estimate)")
     if v.popularity and not v.popularity.endswith(" stars"):
         lines.append(f"  Popularity:   {v.popularity}")
@@ -105,6 +119,51 @@ def describe_llm(found: Discovery, v: Verified, sources: list[tuple[str, str]]) 
     return "\n".join(lines)
 
 
+def _package_lines(v: Verified) -> list[str]:
+    """A package a model named, as its registry describes it."""
+    p = v.probe
+    command = install_command(v.builder, v.source)
+    lines = [f"  Source:       {_shown(v.spec)}" + (f"  ({command})" if command else "")]
+    if p is None:
+        return [*lines, f"  Downloads, versions: NOT VERIFIED ({v.builder} could not be asked)"]
+    if p.description:
+        lines.append(f"  Description:  {_shown(p.description)}")
+    lines.append(
+        f"  Downloads:    {p.downloads:,}" if p.downloads else "  Downloads:    not reported"
+    )
+    lines.append(
+        f"  Versions:     {p.version_count}" + (f" (latest {_shown(p.latest)})" if p.latest else "")
+    )
+    if p.executables:
+        lines.append(f"  Executables:  {_shown(', '.join(p.executables))}")
+    if p.repository:
+        lines.append(f"  Repository:   https://github.com/{_shown(p.repository)}")
+    return lines
+
+
+def _repo_lines(v: Verified, m: RepoMeta | None) -> list[str]:
+    lines: list[str] = []
+    if m is not None and m.description:
+        lines.append(f"  Description:  {_shown(m.description)}")
+    if m is not None:
+        lines.append(f"  Stars:        {_stars(m.stars)}")
+        created = (m.created_at or "")[:10]
+        lines.append(f"  Created:      {ago(v.age_days)}" + (f" ({created})" if created else ""))
+        lines.append(f"  Last push:    {ago(v.last_push_days)}")
+        owner = _shown(m.owner or "?")
+        kind = f" ({_shown(m.owner_type)})" if m.owner_type else ""
+        lines.append(f"  Owner:        {owner}{kind}")
+        moved = v.owner_change
+        if moved is not None:
+            lines.append(
+                f"  OWNER CHANGED: the search named {_shown(moved[0])}, "
+                f"GitHub now says {_shown(moved[1])}"
+            )
+    else:
+        lines.append("  Stars, age, owner: NOT VERIFIED (GitHub could not be asked)")
+    return lines
+
+
 def describe_registry(found: Discovery) -> str:
     line = f"Found {found.tool} in the tsuku discovery registry: {found.builder}:{found.source}"
     desc = found.metadata.get("description")
@@ -118,13 +177,4 @@ def describe_ecosystem(found: Discovery) -> str:
             lines.append(f"  {label + ':':<13} {_shown(str(found.metadata[key]))}")
     if found.install_command:
         lines.append(f"  Install it with: {found.install_command}")
-    return "\n".join(lines)
-
-
-def ambiguity(tool: str, options: list[dict[str, Any]]) -> str:
-    lines = [f"Several packages are named {tool}:"]
-    for i, o in enumerate(options, 1):
-        lines.append(f"  {i}. {o['builder']}: {_shown(o['source'])} ({_shown(o['summary'])})")
-        if o.get("install_command"):
-            lines.append(f"     {o['install_command']}")
     return "\n".join(lines)

@@ -169,6 +169,19 @@ class DiscoveryService:
             self._get, name, urls=urls, within_s=float(self._cfg("discover.ecosystem_timeout_s"))
         )
 
+    async def _probe_package(self, builder: str, package: str) -> ProbeReport:
+        """One registry asked for a package a model named (verification)."""
+        from tsukud.discover.ecosystem import probe_all
+
+        urls = {k: str(self._cfg(key)) for k, key in ECOSYSTEM_KEYS.items()}
+        return await probe_all(
+            self._get,
+            package,
+            urls=urls,
+            within_s=float(self._cfg("discover.ecosystem_timeout_s")),
+            builders=(builder,),
+        )
+
     async def _github_meta(self, repo: str) -> RepoMeta:
         from tsukud.discover.verify import fetch_meta
 
@@ -264,6 +277,8 @@ class DiscoveryService:
 
         deps = Deps(
             probe=self._probe,
+            probe_package=self._probe_package,
+            from_prefixes=builder_sources(),
             github_meta=self._github_meta,
             release_check=self._release_check,
             registry=self.discovery_registry(),
@@ -323,3 +338,11 @@ class DiscoveryService:
             found.metadata["page_error"] = f"HTTP {resp.status}"
             return
         found.metadata["page_text"] = clean(resp.text(), PAGE_EXCERPT)
+
+
+def builder_sources() -> Mapping[str, str]:
+    """Discovery's builders that have a recipe builder, with their ``--from`` prefix
+    (install's table: the hints name what ``--from`` accepts)."""
+    from tsukud.flows.install_missing import BUILDER_SOURCES
+
+    return BUILDER_SOURCES

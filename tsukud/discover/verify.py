@@ -1,6 +1,8 @@
 """Verification and the decision: deterministic, whatever the model said.
 
-The model only *extracts* candidates. Each one is checked against GitHub's repository
+The model only *extracts* candidates. An ecosystem package is checked by its registry's
+probe (:func:`assess_package`: it exists, fits the tool, passes the registry's bar); a
+repository against GitHub's repository
 API (:func:`fetch_meta`: exists, archived, fork and parent, owner and type, stars,
 created and pushed dates) and judged by :func:`assess`:
 
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from tsukud.discover.ecosystem import describe, repository_support
+from tsukud.discover.ecosystem import ProbeReport, describe, misfit, quality, repository_support
 from tsukud.discover.model import (
     MIN_CONFIDENCE,
     MIN_STARS,
@@ -232,6 +234,51 @@ def _unverified_or_rejected(
     )
 
 
+def assess_package(candidate: Candidate, report: ProbeReport, *, tool: str) -> Verified:
+    """An ecosystem candidate judged by its registry's probe, as a same-name package is:
+    it exists, fits the tool (:func:`.ecosystem.misfit`) and passes its registry's bar.
+    A registry that could not be asked leaves it ``unverified`` (never auto-approved); a
+    package that does not fit is rejected, though a person may still pick it."""
+    builder = candidate.builder
+    probe = next((p for p in report.matches if p.builder == builder), None)
+    if candidate.confidence < MIN_CONFIDENCE:
+        return Verified(
+            candidate=candidate,
+            status="rejected",
+            probe=probe,
+            reason=f"confidence {candidate.confidence} is below {MIN_CONFIDENCE}",
+        )
+    if probe is None:
+        failure = report.errors.get(builder) or (
+            "no answer in time" if builder in report.late else None
+        )
+        if failure is None:
+            return Verified(
+                candidate=candidate,
+                status="rejected",
+                reason=f"there is no {builder} package named {candidate.source}",
+            )
+        return Verified(
+            candidate=candidate,
+            status="unverified",
+            reason=f"{builder} could not be asked: {failure}",
+            warnings=(
+                f"{builder} verification was SKIPPED ({failure}): whether "
+                f"{candidate.source} exists and is used could not be checked",
+            ),
+        )
+    why = misfit(probe, tool)
+    if why:
+        return Verified(candidate=candidate, status="rejected", probe=probe, reason="; ".join(why))
+    return Verified(
+        candidate=candidate,
+        status="verified",
+        probe=probe,
+        popular=quality(probe) is None,
+        popularity=f"{builder} package {probe.source} ({describe(probe)})",
+    )
+
+
 @dataclass(frozen=True)
 class Decision:
     selected: Verified | None
@@ -246,11 +293,11 @@ def _stars(v: Verified) -> int:
 
 
 def merge(candidates: list[Candidate]) -> list[Candidate]:
-    """One candidate per repository (case-insensitive): the highest confidence wins and
+    """One candidate per repository or package (case-insensitive): the highest confidence wins and
     the evidence of all is kept."""
     best: dict[str, Candidate] = {}
     for c in candidates:
-        key = c.source.lower()
+        key = f"{c.builder}:{c.source}".lower()
         prev = best.get(key)
         if prev is None:
             best[key] = c

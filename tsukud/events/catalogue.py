@@ -463,13 +463,16 @@ class DiscoveryStage(Payload):
 
 
 class DiscoveryVerified(Payload):
+    """A GitHub repository (``repo``, ``url``, stars...) or, with ``builder``, a package
+    a model named, as its registry's probe describes it (``package``, ``downloads``...)."""
+
     tool: str
     source: str
-    repo: str
-    url: str
     status: str
     confidence: int
     warnings: list[str]
+    repo: str | None = None
+    url: str | None = None
     stars: int | None = None
     created_at: str | None = None
     age_days: int | None = None
@@ -485,6 +488,14 @@ class DiscoveryVerified(Payload):
     reason: str | None = None
     previous_owner: str | None = None
     release: dict[str, Any] | None = None  # the latest release's assets for this platform
+    builder: str | None = None  # an ecosystem package: npm, pypi, crates.io, rubygems, go
+    package: str | None = None
+    install_command: str | None = None
+    downloads: int | None = None
+    version_count: int | None = None
+    latest: str | None = None
+    repository: str | None = None
+    executables: list[str] | None = None
 
 
 class DiscoveryCandidate(Payload):
@@ -495,6 +506,7 @@ class DiscoveryCandidate(Payload):
     seen_in_results: bool
     provider: str | None
     model: str | None
+    builder: str = "github"  # or the ecosystem of a package (source: its name)
 
 
 class DiscoveryCandidateRefused(Payload):

@@ -298,6 +298,7 @@ class World:
 class Sink:
     progress: list[dict[str, Any]] = field(default_factory=list)
     answers: list[bool] = field(default_factory=list)  # what the "user" answers, in order
+    picks: list[int] = field(default_factory=list)  # the numbers picked from choices, in order
     questions: list[dict[str, Any]] = field(default_factory=list)
 
     async def __call__(self, body: dict[str, Any]) -> None:
@@ -337,6 +338,10 @@ async def answering(d: Any, sink: Sink) -> Any:
         question = body.get("confirm")
         if isinstance(question, dict):
             sink.questions.append(question)
+            if isinstance(question.get("choose"), list):
+                picked = sink.picks.pop(0) if sink.picks else 0
+                confirmations.answer(question["token"], picked > 0, picked or None)
+                return
             yes = sink.answers.pop(0) if sink.answers else False
             confirmations.answer(question["token"], yes)
 

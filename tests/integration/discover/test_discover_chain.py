@@ -84,6 +84,11 @@ async def test_claude_server_search_finds_verifies_and_charges(world: World, hom
         assert tools["extract_source"]["input_schema"]["properties"]["builder"]["enum"] == [
             "github",
             "instructions",
+            "crates.io",
+            "pypi",
+            "npm",
+            "rubygems",
+            "go",
         ]
         assert "untrusted web content" in body["system"]
 
@@ -484,7 +489,7 @@ async def test_single_ecosystem_match_prints_its_install_command(world: World, h
         assert part in paths, part
 
 
-async def test_ambiguous_ecosystems_fail_without_a_terminal_and_ask_on_one(
+async def test_ecosystem_ties_are_a_numbered_choice_and_an_error_without_a_terminal(
     world: World, home: Path
 ) -> None:
     world.eco.add_crate("dup", recent_downloads=9000, versions=9)
@@ -493,17 +498,35 @@ async def test_ambiguous_ecosystems_fail_without_a_terminal_and_ask_on_one(
     )
     async with in_daemon(world.env(home, "claude")) as d:
         with pytest.raises(DiscoveryAmbiguous) as exc:
-            await run(d, "dup")
+            await run(d, "dup", yes=True)  # --yes never picks among ties
         assert exc.value.exit_code == 10
-        assert "cargo install dup" in exc.value.hint and "npm install -g dup" in exc.value.hint
+        assert "1. crates.io:dup  (9.0K downloads, 9 versions)" in exc.value.message
+        assert "2. npm:dup  (8.0K downloads, 20 versions)" in exc.value.message
+        for way in (
+            "--from crates:dup" if "crates.io" in _prefixes() else "cargo install dup",
+            "tsukuctl install dup --from npm:dup",
+        ):
+            assert way in exc.value.hint, way
+        assert [c["kind"] for c in exc.value.data["choices"]] == ["crates.io", "npm"]
 
         from tests.integration.discover.helpers import Sink
 
-        sink = Sink(answers=[False, True])
+        sink = Sink(picks=[2])
         found = await run(d, "dup", progress=await answering(d, sink), can_ask=True)
-        assert found.builder == "npm" and found.approval == "user"  # the second question
-        assert "Several packages are named dup" in sink.questions[0]["message"]
-        assert [q["question"] for q in sink.questions] == ["Use crates.io: dup?", "Use npm: dup?"]
+        assert (found.stage, found.builder, found.approval) == ("ecosystem", "npm", "user")
+        (question,) = sink.questions
+        assert (
+            "Discovery found 2 possible sources for dup; 2 packages in different"
+            in (question["message"])
+        )
+        assert question["question"] == "Which source should tsuku use for dup?"
+    assert not world.claude.requests  # ties are asked about, not searched further
+
+
+def _prefixes() -> dict[str, str]:
+    from tsukud.flows.install_missing import BUILDER_SOURCES
+
+    return BUILDER_SOURCES
 
 
 async def test_a_same_name_unrelated_npm_package_does_not_stop_web_search(
@@ -528,6 +551,69 @@ async def test_a_same_name_unrelated_npm_package_does_not_stop_web_search(
         assert stage["outcome"] == "miss" and stage["matches"] == ["npm:stripe-cli"]
         assert "it installs no executable" in stage["misfits"]["npm"]
     assert len(world.claude.requests) == 1  # web search ran
+
+
+def npm_extract(package: str = "prettyfmt", confidence: int = 92) -> dict[str, Any]:
+    return {
+        "builder": "npm",
+        "source": package,
+        "confidence": confidence,
+        "evidence": [f"https://prettyfmt.dev/install says: npm install -g {package}"],
+        "reasoning": "The project's install page installs the CLI from npm.",
+    }
+
+
+NPM_PAGE = [("https://prettyfmt.dev/install", "Install prettyfmt: npm install -g prettyfmt")]
+
+
+@pytest.mark.parametrize("provider", ["claude", "gemini"])
+async def test_a_model_names_an_npm_package_and_the_npm_probe_verifies_it(
+    world: World, home: Path, provider: str
+) -> None:
+    """Web search says ``npm install -g prettyfmt``; the model (through the real SDK)
+    calls extract_source with builder npm; npm's registry is asked about that package
+    and it passes: the answer is npm:prettyfmt, approved by --yes like a GitHub hit."""
+    world.eco.add_npm(
+        "prettyfmt",
+        weekly_downloads=40_000,
+        versions=12,
+        description="prettyfmt: a code formatter command",
+    )
+    if provider == "claude":
+        claude_finds(world.claude, npm_extract(), results=NPM_PAGE)
+    else:
+        gemini3_finds(world.gemini, npm_extract())
+    async with in_daemon(world.env(home, provider)) as d:
+        found = await run(d, "prettyfmt-cli", yes=True)
+        assert (found.stage, found.builder, found.source, found.approval) == (
+            "llm",
+            "npm",
+            "prettyfmt",
+            "yes_flag",
+        )
+        assert found.install_command == "npm install -g prettyfmt"
+        assert found.metadata["downloads"] == 40_000 and found.metadata["version_count"] == 12
+        (cand,) = [p for _t, p, _s in events(d, "discovery.candidate")]
+        assert (cand["builder"], cand["source"]) == ("npm", "prettyfmt")
+        stages = {p["stage"]: p["outcome"] for _t, p, _s in events(d, "discovery.stage")}
+        assert stages["ecosystem"] == "miss" and stages["verify"] == "selected"
+    assert "/npm/prettyfmt" in world.eco.paths()  # the probe of the package it named
+    assert not [p for p in world.eco.paths() if p.startswith("/github")]
+    fake = world.claude if provider == "claude" else world.gemini
+    (req,) = fake.requests
+    assert "npm" in json.dumps(req.json())  # the schema offered the ecosystem builders
+
+
+async def test_a_package_the_model_names_that_npm_does_not_know_is_not_used(
+    world: World, home: Path
+) -> None:
+    claude_finds(world.claude, npm_extract("prettyfmt-impostor"), results=NPM_PAGE)
+    async with in_daemon(world.env(home, "claude")) as d:
+        with pytest.raises(DiscoveryNotFound) as exc:
+            await run(d, "prettyfmt-cli", yes=True)
+    assert "npm:prettyfmt-impostor: there is no npm package named prettyfmt-impostor" in (
+        exc.value.message
+    )
 
 
 async def test_unreachable_ecosystems_are_named_when_nothing_is_found(
@@ -562,7 +648,7 @@ async def test_a_near_miss_package_is_never_recommended_after_the_typosquat_warn
         assert "not recommended: 'sterm' is 1 edit from the known tool 'stern'" in (
             exc.value.message
         )
-        assert "pipx install sterm" in exc.value.hint
+        assert "tsukuctl install sterm --from pypi:sterm" in exc.value.hint
     assert not world.claude.requests
 
 

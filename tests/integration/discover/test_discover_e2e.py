@@ -296,6 +296,16 @@ def test_install_a_crate_or_gem_without_a_recipe(
         assert fetched in [r.route for r in fake.requests]
 
 
+def prettyfmt_runs(tk: Tsuku, tool: str, version: str) -> None:
+    """The npm package prettyfmt is installed for ``tool`` by an npm_install recipe."""
+    out = subprocess.run(
+        [str(tk.home / "bin" / "prettyfmt"), "x"], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == f"prettyfmt {version} x"
+    recipe = (tk.home / "recipes" / f"{tool}.toml").read_text()
+    assert 'action = "npm_install"' in recipe and 'package = "prettyfmt"' in recipe
+
+
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
 def test_install_an_npm_package_without_a_recipe(world: World, tk: Tsuku) -> None:
     """Discovery's ecosystem probe finds it on npm (the only match), the npm builder
@@ -309,15 +319,49 @@ def test_install_an_npm_package_without_a_recipe(world: World, tk: Tsuku) -> Non
     assert cp.returncode == 0, cp.stderr
     assert "discovered prettyfmt: npm:prettyfmt" in cp.stdout
     assert "installed prettyfmt 1.3.0 (prettyfmt)" in cp.stdout
-    out = subprocess.run(
-        [str(tk.home / "bin" / "prettyfmt"), "x"], capture_output=True, text=True, check=True
-    )
-    assert out.stdout.strip() == "prettyfmt 1.3.0 x"
-    recipe = (tk.home / "recipes" / "prettyfmt.toml").read_text()
-    assert 'action = "npm_install"' in recipe and 'package = "prettyfmt"' in recipe
+    prettyfmt_runs(tk, "prettyfmt", "1.3.0")
     assert not world.claude.requests  # no model: found by the probe, built from metadata
     kinds = [e["type"] for e in ledger(tk, "validation.*")]
     assert kinds == ["validation.started", "validation.passed"]
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+def test_web_search_finds_an_npm_package_that_installs_through_the_npm_builder(
+    world: World, tk: Tsuku
+) -> None:
+    """No package is named prettyfmt-cli; the page web search finds says ``npm install -g
+    prettyfmt``; Claude (real SDK) calls extract_source with builder npm; the npm probe
+    verifies it; the npm builder writes the recipe, npm installs it: runnable."""
+    from tsukud.testing.packages import npm_tarball
+
+    for v in ("1.0.0", "1.1.0", "1.2.0"):
+        world.eco.publish_npm(npm_tarball("prettyfmt", v, {"prettyfmt": f"prettyfmt {v}"}))
+    world.eco.npm_downloads["prettyfmt"] = 30_000
+    claude_finds(
+        world.claude,
+        {
+            "builder": "npm",
+            "source": "prettyfmt",
+            "confidence": 90,
+            "evidence": ["https://prettyfmt.dev/install says: npm install -g prettyfmt"],
+            "reasoning": "The install page installs the CLI from npm.",
+        },
+        results=[("https://prettyfmt.dev/install", "Install: npm install -g prettyfmt")],
+    )
+    cp = tk.ctl("install", "prettyfmt-cli", "--yes", timeout=180)
+    assert cp.returncode == 0, cp.stderr
+    for part in (
+        "Found prettyfmt-cli via web search (claude):",
+        "Source:       npm:prettyfmt  (npm install -g prettyfmt)",
+        "Approved by --yes: found on npm and fits prettyfmt-cli, npm package prettyfmt",
+        "writing a recipe for prettyfmt-cli from npm:prettyfmt",
+    ):
+        assert part in cp.stderr, part
+    assert "discovered prettyfmt-cli: npm:prettyfmt (approved by --yes)" in cp.stdout
+    assert "installed prettyfmt-cli 1.2.0" in cp.stdout
+    prettyfmt_runs(tk, "prettyfmt-cli", "1.2.0")
+    (done,) = ledger(tk, "discovery.completed")
+    assert (done["payload"]["builder"], done["payload"]["stage"]) == ("npm", "llm")
 
 
 def test_install_a_pypi_package_without_a_recipe(world: World, tk: Tsuku) -> None:
@@ -435,6 +479,58 @@ def test_two_candidates_below_the_bar_are_a_numbered_choice_and_the_pick_install
     choice = ledger(tk, "confirmation.granted")[0]["payload"]
     assert choice["kind"] == "discovery.choice" and choice["choice"] == 2
     assert choice["offered"] == ["github:someone/stripe-cli", "github:stripe/stripe-cli"]
+
+
+def test_the_person_picks_the_second_of_several_ecosystem_matches_and_it_installs(
+    world: World, tk: Tsuku
+) -> None:
+    """fmtx is a package on npm and on PyPI, both fit and neither is clearly more used:
+    a numbered choice on the terminal; the person types 2 (PyPI) and the pypi builder's
+    recipe installs it."""
+    from tsukud.testing.packages import npm_tarball, wheel
+
+    for v in ("1.0.0", "1.1.0", "1.2.0"):
+        world.eco.publish_npm(npm_tarball("fmtx", v, {"fmtx": f"fmtx {v} (npm)"}))
+    world.eco.npm_downloads["fmtx"] = 20_000
+    for v in ("0.9", "1.0", "1.1"):
+        world.eco.publish_wheel(wheel("fmtx", v, {"fmtx": f"fmtx {v} (pypi)"}))
+    code, screen, stdout = on_a_terminal(
+        tk,
+        ["install", "fmtx"],
+        [(b"for none] ", b"2\n"), (REVIEW, b"i\n")],
+        timeout=180,
+    )
+    assert code == 0, screen
+    assert (
+        "Discovery found 2 possible sources for fmtx; 2 packages in different ecosystems fit"
+        in screen
+    )
+    assert "  1. npm:fmtx  (20.0K downloads, 3 versions)" in screen
+    assert "  2. pypi:fmtx  (3 versions)" in screen
+    assert "recommended: it fits fmtx and passes pypi's bar" in screen
+    assert "Which source should tsuku use for fmtx? [1-2, 0 or Enter for none]" in screen
+    assert "Use npm: fmtx?" not in screen  # no more one-at-a-time yes/no
+    assert "discovered fmtx: pypi:fmtx (approved by you)" in stdout
+    out = subprocess.run(
+        [str(tk.home / "bin" / "fmtx")], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "fmtx 1.1 (pypi)"
+    assert 'action = "pipx_install"' in (tk.home / "recipes" / "fmtx.toml").read_text()
+    choice = ledger(tk, "confirmation.granted")[0]["payload"]
+    assert choice["kind"] == "discovery.choice" and choice["choice"] == 2
+    assert choice["offered"] == ["npm:fmtx", "pypi:fmtx"]
+    assert not world.claude.requests
+
+
+def test_ecosystem_ties_without_a_terminal_name_each_from(world: World, tk: Tsuku) -> None:
+    world.eco.add_npm("fmtx", weekly_downloads=20_000, versions=6, description="fmtx CLI")
+    world.eco.add_pypi("fmtx", releases=4, summary="fmtx CLI")
+    cp = tk.ctl("install", "fmtx", "--yes")
+    assert cp.returncode == 10, cp.stderr
+    assert "1. npm:fmtx" in cp.stderr and "2. pypi:fmtx" in cp.stderr
+    for way in ("tsukuctl install fmtx --from npm:fmtx", "tsukuctl install fmtx --from pypi:fmtx"):
+        assert way in cp.stderr, way
+    assert not (tk.home / "recipes" / "fmtx.toml").exists()
 
 
 def test_without_a_terminal_the_choice_is_an_error_listing_the_from_to_use(

@@ -249,28 +249,53 @@ async def test_ten_times_the_downloads_is_a_clear_winner() -> None:
     assert [a["builder"] for a in found.alternatives] == ["npm"]
 
 
-async def test_close_matches_are_put_to_the_user_one_by_one() -> None:
-    world = World(probes=[probe("npm", 9_000), probe("pypi", 10_000)], replies=[False, True])
+async def test_close_matches_are_a_numbered_choice_and_the_pick_is_the_answer() -> None:
+    world = World(probes=[probe("npm", 9_000), probe("pypi", 10_000)], picks=[2])
     found = await discover(request(can_ask=True), world.deps())
-    assert (found.builder, found.approval) == ("npm", "user")
-    assert [q.data["kind"] for q in world.questions] == ["discovery.disambiguation"] * 2
-    assert [q.data["question"] for q in world.questions] == [
-        "Use pypi: stripe-cli?",
-        "Use npm: stripe-cli?",
-    ]
+    assert (found.stage, found.builder, found.source, found.approval) == (
+        "ecosystem",
+        "npm",
+        "stripe-cli",
+        "user",
+    )
+    (question, options) = world.choices[0]
+    assert question.data["kind"] == "discovery.choice"
+    assert question.data["offered"] == ["pypi:stripe-cli", "npm:stripe-cli"]
+    assert "2 packages in different ecosystems fit, none used ten times more" in question.message
+    assert "1. pypi:stripe-cli  (10.0K downloads, 5 versions)" in question.message
+    assert "2. npm:stripe-cli  (9.0K downloads, 5 versions)" in question.message
+    assert "recommended: it fits stripe-cli and passes npm's bar" in question.message
+    assert [o["number"] for o in options] == [1, 2]
+    assert not world.questions  # no y/N one at a time
 
 
-async def test_close_matches_without_a_terminal_are_ambiguous() -> None:
-    world = World(probes=[probe("npm", 9_000), probe("pypi", 10_000)])
+async def test_yes_never_picks_among_ties() -> None:
+    world = World(probes=[probe("npm", 9_000), probe("pypi", 10_000)], picks=[1])
+    found = await discover(request(can_ask=True, yes=True), world.deps())
+    assert (found.builder, found.approval) == ("pypi", "user")  # a person picked it
+    assert len(world.choices) == 1
+    with pytest.raises(DiscoveryAmbiguous):  # --yes without a terminal: nobody picks
+        await discover(request(yes=True), World(probes=world.probes).deps())
+
+
+async def test_close_matches_without_a_terminal_are_ambiguous_naming_each_from() -> None:
+    world = World(probes=[probe("npm", 9_000), probe("pypi", 10_000), probe("rubygems", 9_500)])
+    deps = world.deps(from_prefixes={"npm": "npm", "pypi": "pypi"})
     with pytest.raises(DiscoveryAmbiguous) as exc:
-        await discover(request(), world.deps())
+        await discover(request(), deps)
     assert exc.value.exit_code == ExitCode.AMBIGUOUS
-    assert [m["builder"] for m in exc.value.data["matches"]] == ["pypi", "npm"]
+    assert [c["kind"] for c in exc.value.data["choices"]] == ["pypi", "rubygems", "npm"]
+    assert exc.value.hint == (
+        "Run it on a terminal to choose, or name the one you mean: "
+        "tsukuctl install stripe-cli --from pypi:stripe-cli; "
+        "gem install stripe-cli; "  # no recipe builder for it here: its own command
+        "tsukuctl install stripe-cli --from npm:stripe-cli"
+    )
     assert world.last("discovery.failed")["error_code"] == "discovery_ambiguous"
 
 
 async def test_declining_every_close_match_is_denied() -> None:
-    world = World(probes=[probe("npm", 9_000), probe("pypi", 10_000)], replies=[False, False])
+    world = World(probes=[probe("npm", 9_000), probe("pypi", 10_000)], picks=[None])
     with pytest.raises(DiscoveryDenied):
         await discover(request(can_ask=True), world.deps())
 
