@@ -98,7 +98,7 @@ def test_extract_source_takes_a_package_of_each_ecosystem() -> None:
         ("npm", "https://registry.npmjs.org/prettyfmt", "is not a npm package name"),
         ("pypi", "black==24.1", "is not a pypi package name"),
         ("crates.io", "--git=https://evil.example/x", "is not a crates.io package name"),
-        ("homebrew", "prettyfmt", "builder must be one of github, crates.io"),
+        ("homebrew", "prettyfmt", "builder must be one of github, instructions, crates.io"),
         ("npm", " ", "source is required (the package name)"),
     ],
 )
