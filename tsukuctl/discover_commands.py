@@ -46,6 +46,9 @@ def summary(res: dict[str, Any]) -> str:
         return "\n".join(lines)
     if builder != "github":
         line = f"{tool}: {builder} package {source}"
+        if stage == "llm":  # named by a model, checked by its registry
+            via, conf = res.get("provider"), res.get("confidence")
+            line += f" (found via web search ({via}), confidence {conf})"
         if res.get("install_command"):
             line += f"\n  install it with: {res['install_command']}"
         return line

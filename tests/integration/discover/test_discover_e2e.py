@@ -337,16 +337,22 @@ def test_web_search_finds_an_npm_package_that_installs_through_the_npm_builder(
     for v in ("1.0.0", "1.1.0", "1.2.0"):
         world.eco.publish_npm(npm_tarball("prettyfmt", v, {"prettyfmt": f"prettyfmt {v}"}))
     world.eco.npm_downloads["prettyfmt"] = 30_000
-    claude_finds(
-        world.claude,
-        {
-            "builder": "npm",
-            "source": "prettyfmt",
-            "confidence": 90,
-            "evidence": ["https://prettyfmt.dev/install says: npm install -g prettyfmt"],
-            "reasoning": "The install page installs the CLI from npm.",
-        },
-        results=[("https://prettyfmt.dev/install", "Install: npm install -g prettyfmt")],
+    for _ in range(2):  # discover, then install
+        claude_finds(
+            world.claude,
+            {
+                "builder": "npm",
+                "source": "prettyfmt",
+                "confidence": 90,
+                "evidence": ["https://prettyfmt.dev/install says: npm install -g prettyfmt"],
+                "reasoning": "The install page installs the CLI from npm.",
+            },
+            results=[("https://prettyfmt.dev/install", "Install: npm install -g prettyfmt")],
+        )
+    cp = tk.ctl("discover", "prettyfmt-cli", "--yes", timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout.startswith(
+        "prettyfmt-cli: npm package prettyfmt (found via web search (claude), confidence 90)"
     )
     cp = tk.ctl("install", "prettyfmt-cli", "--yes", timeout=180)
     assert cp.returncode == 0, cp.stderr
@@ -360,8 +366,8 @@ def test_web_search_finds_an_npm_package_that_installs_through_the_npm_builder(
     assert "discovered prettyfmt-cli: npm:prettyfmt (approved by --yes)" in cp.stdout
     assert "installed prettyfmt-cli 1.2.0" in cp.stdout
     prettyfmt_runs(tk, "prettyfmt-cli", "1.2.0")
-    (done,) = ledger(tk, "discovery.completed")
-    assert (done["payload"]["builder"], done["payload"]["stage"]) == ("npm", "llm")
+    done = [e["payload"] for e in ledger(tk, "discovery.completed")]
+    assert [(d["builder"], d["stage"]) for d in done] == [("npm", "llm")] * 2
 
 
 def test_install_a_pypi_package_without_a_recipe(world: World, tk: Tsuku) -> None:
