@@ -752,6 +752,12 @@ class _Chain:
             out.append(v)
         return out
 
+    def _cleared(self, v: Verified) -> str:
+        """Why a candidate clears the bar for a recommendation."""
+        if v.builder == "github":
+            return f"verified on GitHub, not a fork, {v.popularity}"
+        return f"found on {v.builder} and fits {self.tool}, {v.popularity}"
+
     def _naming(self, builder: str, source: str) -> str:
         return choicesmod.naming(self.tool, builder, source, self.deps.from_prefixes)
 
@@ -797,9 +803,7 @@ class _Chain:
             return _why_not_auto(v, decision) or "it did not pass the checks"
 
         choices = [
-            choicesmod.from_verified(
-                v, recommended=True, why=f"verified on GitHub, not a fork, {v.popularity}"
-            )
+            choicesmod.from_verified(v, recommended=True, why=self._cleared(v))
             for v in recommended
         ]
         choices += [choicesmod.from_verified(v, recommended=False, why=why_not(v)) for v in others]
@@ -866,14 +870,9 @@ class _Chain:
         why_not = near or _why_not_auto(v, decision)
         if req.yes and decision.auto_approvable and near is None:
             found.approval = "yes_flag"
-            checked = (
-                "verified on GitHub, not a fork"
-                if v.builder == "github"
-                else f"found on {v.builder} and fits {self.tool}"
-            )
             await self.progress(
                 "found",
-                text + f"\nApproved by --yes: {checked}, {v.popularity}.",
+                text + f"\nApproved by --yes: {self._cleared(v)}.",
                 discovery=found.metadata,
             )
             return

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from tests.unit.discover.test_chain import World, request
@@ -19,7 +20,7 @@ from tsukud.discover.errors import (
     DiscoveryUnverified,
 )
 from tsukud.discover.llm_discovery import ExtractError, parse_extract
-from tsukud.discover.model import Candidate, Probe
+from tsukud.discover.model import Candidate, Probe, RepoMeta
 from tsukud.discover.verify import assess_package
 from tsukud.llm.types import AssistantMessage, Citation, Response, StopReason, ToolCall, Usage
 
@@ -245,3 +246,26 @@ async def test_a_package_named_like_the_tool_reuses_the_ecosystem_stages_answer(
     assert asked == []  # no second request to npm
     assert exc.value.message.count("npm:prettyfmt") == 1
     assert [c["found_by"] for c in exc.value.data["choices"]] == ["llm"]
+
+
+async def test_a_repository_and_a_package_that_both_clear_the_bar_are_a_choice() -> None:
+    repo_args = {**args("github", "acme/prettyfmt"), "evidence": ["github.com/acme/prettyfmt"]}
+    both = names("npm", "prettyfmt")
+    both = msgspec.structs.replace(
+        both,
+        message=AssistantMessage(
+            parts=(*both.message.parts, ToolCall("call-2", "extract_source", repo_args))
+        ),
+    )
+    world, _asked = world_with(ProbeReport(matches=[FITS]), picks=[2])
+    world.answers = [both]
+    world.repos = {"acme/prettyfmt": RepoMeta(full_name="acme/prettyfmt", stars=900)}
+    found = await discover(request(TOOL, can_ask=True), deps(world))
+    (question, _options) = world.choices[0]
+    assert "2 clear the bar for a recommendation" in question.message
+    assert "recommended: verified on GitHub, not a fork, 900 stars" in question.message
+    assert "recommended: found on npm and fits prettyfmt-cli, npm package prettyfmt" in (
+        question.message
+    )
+    assert question.data["offered"] == ["github:acme/prettyfmt", "npm:prettyfmt"]
+    assert (found.builder, found.source, found.approval) == ("npm", "prettyfmt", "user")
