@@ -49,7 +49,11 @@ def summary(res: dict[str, Any]) -> str:
         if stage == "llm":  # named by a model, checked by its registry
             via, conf = res.get("provider"), res.get("confidence")
             line += f" (found via web search ({via}), confidence {conf})"
-        if res.get("install_command"):
+        if res.get("tsuku_command"):
+            line += f"\n  install it with: {res['tsuku_command']}"
+            if res.get("install_command"):
+                line += f" (or without tsuku: {res['install_command']})"
+        elif res.get("install_command"):
             line += f"\n  install it with: {res['install_command']}"
         return line
     meta = res.get("metadata") or {}

@@ -44,4 +44,10 @@ async def discover(d: Daemon, p: DiscoverParams, call: Call) -> dict[str, Any]:
         llm=not p.no_llm,
         collect_tool_stats=p.collect_tool_stats,
     )
-    return msgspec.to_builtins(found)  # type: ignore[no-any-return]
+    from tsukud.discover.service import builder_sources
+
+    result: dict[str, Any] = msgspec.to_builtins(found)
+    prefix = builder_sources().get(found.builder)
+    if prefix is not None:  # a package tsuku itself can turn into a recipe and install
+        result["tsuku_command"] = f"tsukuctl install {found.tool} --from {prefix}:{found.source}"
+    return result

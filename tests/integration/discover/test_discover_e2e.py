@@ -354,6 +354,10 @@ def test_web_search_finds_an_npm_package_that_installs_through_the_npm_builder(
     assert cp.stdout.startswith(
         "prettyfmt-cli: npm package prettyfmt (found via web search (claude), confidence 90)"
     )
+    assert (
+        "install it with: tsukuctl install prettyfmt-cli --from npm:prettyfmt"
+        " (or without tsuku: npm install -g prettyfmt)" in cp.stdout
+    )
     cp = tk.ctl("install", "prettyfmt-cli", "--yes", timeout=180)
     assert cp.returncode == 0, cp.stderr
     for part in (
