@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -41,8 +42,12 @@ from tsukud.recipe import (
     tag_to_version,
     version_source,
 )
+from tsukud.recipe.homebrew import formula_of
 from tsukud.recipe.model import HTTP_JSON_SOURCE
 from tsukud.recipe.version import candidate_tags, check_version, json_path_value, normalize_version
+
+if TYPE_CHECKING:
+    from tsukud.install.homebrew.client import HomebrewClient
 
 DEFAULT_TTL = 600.0
 
@@ -73,9 +78,11 @@ class VersionResolver:
         ttl: float = DEFAULT_TTL,
         clock: Clock | None = None,
         ecosystem_urls: Callable[[], Mapping[str, str]] = dict,
+        homebrew: HomebrewClient | None = None,
     ) -> None:
         self.github = github
         self.ecosystem_urls = ecosystem_urls
+        self.homebrew = homebrew
         self.ttl = ttl
         self._clock = clock or SystemClock()
         self._cache: dict[tuple[str, str, str], tuple[float, Resolution]] = {}
@@ -90,6 +97,11 @@ class VersionResolver:
         eco = _ecosystem_step(recipe)
         if eco is not None:
             return await self._ecosystem(eco, requested)
+        formula = formula_of(recipe)
+        if formula is not None and self.homebrew is not None:
+            # The formulae API answers with its own cache headers; no second cache here.
+            resolved = await self.homebrew.resolve(formula, requested)
+            return Resolution(resolved=resolved, repo="", requested=requested, how="homebrew")
         source = version_source(recipe)
         stable = recipe.version.stable_qualifiers if recipe.version is not None else None
         key = (source.repo.lower(), source.tag_prefix or "", requested or "")
