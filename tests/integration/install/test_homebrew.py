@@ -7,6 +7,7 @@ while the tool needs it; a tampered blob and a platform without a bottle are ref
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -166,3 +167,31 @@ def test_missing_and_cyclic_dependencies_are_clear_errors(t: Tsuku, brew: FakeHo
     assert cp.returncode == 8, cp.stderr
     assert "cycle: hello → libgreet → hello" in cp.stderr
     assert installed(t) == {}
+
+
+def test_plan_shows_the_bottle_url_digest_and_relocation(
+    t: Tsuku, brew: FakeHomebrew, built: bottles.Built
+) -> None:
+    publish(brew, built)
+    cp = t.ctl("plan", "hello", "--json")
+    assert cp.returncode == 0, cp.stderr
+    plan = json.loads(cp.stdout)
+    digest = hashlib.sha256(bottles.hello_bottle(built, "2.0", "2.0_1")).hexdigest()
+    fetch, unpack, relocate, binaries = plan["steps"]
+    assert fetch["url"] == f"{brew.registry.url}/v2/homebrew/core/hello/blobs/sha256:{digest}"
+    assert fetch["checksum"] == f"sha256:{digest}"
+    assert unpack["params"] == {
+        "archive": f"hello--2.0_1.{HOST_TAG}.bottle.tar.gz",
+        "format": "tar.gz",
+        "strip_dirs": 2,
+    }
+    assert relocate["action"] == "homebrew_relocate"
+    assert relocate["params"]["runtime_dependencies"] == ["libgreet"]
+    assert binaries["action"] == "install_binaries" and plan["unsupported"] == []
+    text = t.ctl("plan", "hello")
+    assert text.returncode == 0 and digest in text.stdout and "homebrew_relocate" in text.stdout
+
+    other = json.loads(t.ctl("plan", "hello", "--platform", "linux/arm64", "--json").stdout)
+    (why,) = other["unsupported"]
+    assert "bottles exist for: arm64_sonoma, x86_64_linux" in why["reason"]
+    assert brew.blob_requests() == []  # a plan downloads nothing

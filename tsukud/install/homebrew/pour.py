@@ -14,8 +14,9 @@ from tsukud.install.homebrew.client import Bottle, HomebrewClient
 from tsukud.install.homebrew.deps import dependency_graph, install_order
 from tsukud.install.homebrew.errors import HomebrewError
 from tsukud.install.homebrew.relocate import Report, relocate_keg
-from tsukud.recipe import HomebrewStep, Platform, Recipe, require_supported
+from tsukud.recipe import HomebrewStep, Platform, Recipe
 from tsukud.recipe.homebrew import formula_of
+from tsukud.recipe.model import matching_steps
 from tsukud.recipe.version import ResolvedVersion
 
 InstallFn = Callable[[str], Awaitable[dict[str, Any]]]
@@ -48,7 +49,7 @@ async def find_bottles(
     """The bottle of each ``homebrew`` step selected for ``target``, by step index."""
     steps = [
         (i, s)
-        for i, s in require_supported(recipe, target, resolved.version)
+        for i, s in matching_steps(recipe, target, resolved.version)
         if isinstance(s, HomebrewStep)
     ]
     if not steps:
