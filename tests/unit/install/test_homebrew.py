@@ -274,3 +274,53 @@ def test_relocation_makes_the_bottle_run_and_leaves_binary_data_alone(tmp_path: 
     assert "@@HOMEBREW" not in dynamic
     assert (tool / "share" / "hello" / "blob.bin").read_bytes() == bottles.BLOB
     assert (tool / "bin" / "hello").stat().st_mode == mode
+
+
+HTOP = """[metadata]
+  name = "htop"
+  runtime_dependencies = ["ncurses"]
+  supported_os = ["darwin", "linux"]
+
+[[steps]]
+  action = "homebrew"
+  formula = "htop"
+
+[[steps]]
+  action = "install_binaries"
+  binaries = ["bin/htop"]
+
+[verify]
+  command = "htop --version"
+  pattern = "htop {version}"
+"""
+NCURSES = """[metadata]
+name = "ncurses"
+type = "library"
+
+[version]
+source = "homebrew"
+formula = "ncurses"
+
+[[steps]]
+action = "homebrew"
+formula = "ncurses"
+when = { os = ["linux"], libc = ["glibc"] }
+"""
+
+
+def test_registry_coverage_counts_homebrew_recipes_as_supported(tmp_path: Path) -> None:
+    from tests.unit.recipe.test_registry_quirks import _bench
+
+    (tmp_path / "htop.toml").write_text(HTOP)
+    (tmp_path / "ncurses.toml").write_text(NCURSES)
+    report = _bench().measure(sorted(tmp_path.glob("*.toml")))
+    assert report.lines()[-1] == "parsed 2/2, supported 2/2"
+    assert report.unsupported == {}
+
+
+def test_static_checks_accept_a_homebrew_recipe() -> None:
+    from tsukud.create.static_checks import binary_paths, check_on_paper
+
+    htop = parse_recipe(HTOP)
+    assert binary_paths(htop) == {"bin/htop"}
+    assert check_on_paper(htop) == []
