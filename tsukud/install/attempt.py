@@ -1,7 +1,8 @@
 """One install attempt: from the recipe to a committed ``install.completed``.
 
 1. loads the recipe (``$TSUKU_HOME/recipes``, then the registry) and checks it can
-   install on this platform;
+   install on this platform; installs its runtime dependencies first
+   (``homebrew/pour.py``);
 2. resolves the version (GitHub releases or ``http_json``; see ``versions.py``) and
    renders each selected step into an asset name and URL, matched against the
    release's asset list (URL actions render to the same shape, one per file they

@@ -11,6 +11,9 @@
   GET of the URL through the shared HTTP layer (its URL policy and cache); the value
   at ``version_path`` is the tag and its normalised form the version. The source
   lists no history, so a requested version is taken as given.
+* **homebrew** (``[version] source = "homebrew"``, or a recipe whose downloads are
+  all ``homebrew`` steps): the formula's version from the formulae API, a requested
+  one from the bottle registry's tags (``install/homebrew/client.py``).
 * **A specific version** (``tool@1.2.3``): the likely tags (``v1.2.3``, ``1.2.3``, or
   ``<prefix>1.2.3``) are fetched directly; if none exists, releases and tags are listed
   and matched with the reference's rules (``find_version``), so ``Release_1_2_3`` or a
