@@ -147,7 +147,7 @@ def register(sub: Any) -> None:
         dest="source",
         required=True,
         metavar="SOURCE",
-        help="github:owner/repo, npm:<package> or pypi:<project>",
+        help="github:owner/repo, npm:<package>, pypi:<project> or homebrew:<formula>",
     )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(

@@ -180,10 +180,21 @@ class Creator:
         when ``write``)."""
         from tsukud.create.context import parse_source
         from tsukud.create.ecosystem_builders import parse_ecosystem_source
+        from tsukud.create.homebrew_builder import formula_name
         from tsukud.create.pipeline import CreateRequest, Deps, run_create
         from tsukud.install.registry import check_name
 
         tool = check_name(tool)
+        formula = formula_name(source)  # homebrew:<formula>: no model, no container
+        if formula is not None:
+            target = self.target(tool, output)
+            if check_target or write:
+                refuse_existing(target, force)
+            session = "create-" + secrets.token_hex(6)
+            result = await self._from_homebrew(tool, formula, session, version)
+            if write:
+                self._write(result, target, force, session)
+            return result
         eco = parse_ecosystem_source(source)
         if eco is not None:
             return await self._create_from_registry(
@@ -254,6 +265,38 @@ class Creator:
             "recipe.written",
             {"tool": result.tool, "path": str(target), "sha256": recipe_sha256(result.recipe)},
             session,
+        )
+
+    async def _from_homebrew(
+        self, tool: str, formula: str, session: str, version: str | None
+    ) -> CreateResult:
+        """``--from homebrew:<formula>``: ``create/homebrew_builder.py``."""
+        from tsukud.create.homebrew_builder import build_from_homebrew
+        from tsukud.install.homebrew.client import HomebrewClient
+        from tsukud.recipe import host_platform
+
+        config = self._config()
+        client = HomebrewClient(
+            self._http(),
+            api_url=lambda: str(config["homebrew.api_url"]),
+            registry_url=lambda: str(config["homebrew.registry_url"]),
+        )
+        store = self.store
+
+        async def emit(type_: str, payload: dict[str, Any]) -> None:
+            ev = store.append_nowait(type_, payload, session)
+            if type_.startswith("generation."):
+                await store.wait_durable(ev.id)
+
+        return await build_from_homebrew(
+            tool,
+            formula,
+            client,
+            host_platform(),
+            emit=emit,
+            session=session,
+            check=checked_recipe_text,
+            version=version,
         )
 
     async def _create_from_registry(

@@ -79,6 +79,22 @@ def bottle_tarball(formula: str, pkg: str, members: Mapping[str, bytes | Member]
     return gzip.compress(buf.getvalue(), mtime=0)
 
 
+def _path_exec_files(tarball: bytes) -> list[str]:
+    """What ``brew bottle`` records as ``sh.brew.path_exec_files``: the executables in
+    the keg's ``bin/`` and ``sbin/`` (none for bytes that are not a bottle)."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(tarball), mode="r:gz") as tar:
+            members = tar.getmembers()
+    except (tarfile.TarError, OSError):
+        return []
+    out = []
+    for m in members:
+        parts = m.name.split("/", 3)
+        if len(parts) == 4 and parts[2] in ("bin", "sbin") and m.isfile() and m.mode & 0o111:
+            out.append(f"{parts[2]}/{parts[3]}")
+    return sorted(out)
+
+
 @dataclass
 class _Image:
     indexes: dict[str, bytes] = field(default_factory=dict)  # tag → index JSON
@@ -179,6 +195,7 @@ class FakeHomebrew:
             ).encode()
             image.manifests[_digest(manifest)] = manifest
             ref = f"{pkg}.{bottle_tag}" + (f".{rebuild}" if rebuild else "")
+            exec_files = _path_exec_files(tarball)
             entry: dict[str, Any] = {
                 "mediaType": MANIFEST_MEDIA_TYPE,
                 "digest": _digest(manifest),
@@ -189,6 +206,8 @@ class FakeHomebrew:
                     "sh.brew.bottle.size": str(len(tarball)),
                 },
             }
+            if exec_files:
+                entry["annotations"]["sh.brew.path_exec_files"] = ",".join(exec_files)
             if bottle_tag in _PLATFORMS:
                 entry["platform"] = _PLATFORMS[bottle_tag]
             entries.append(entry)

@@ -176,15 +176,13 @@ class HomebrewClient:
 
     # ---- bottles -----------------------------------------------------------------------
 
-    async def bottle(self, formula: str, tag: str, target: Platform) -> Bottle:
-        """The bottle of ``formula`` at registry tag ``tag`` this platform can run."""
+    async def entries(self, formula: str, tag: str) -> tuple[str, dict[str, dict[str, Any]]]:
+        """(pull token, the image index's entries at ``tag`` by bottle tag)."""
         token = await self.token(formula)
-        auth = _bearer(token)
-        v2 = self._v2(formula)
         status, index, _ = await self._json(
-            f"{v2}/manifests/{tag}",
+            f"{self._v2(formula)}/manifests/{tag}",
             f"the bottle index of {formula} {tag}",
-            headers={**auth, "accept": INDEX_MEDIA_TYPE},
+            headers={**_bearer(token), "accept": INDEX_MEDIA_TYPE},
         )
         if status == 404 or not isinstance(index, dict):
             raise VersionNotFound(
@@ -193,7 +191,14 @@ class HomebrewClient:
                 tag=tag,
             )
         pkg, rebuild = split_oci_tag(tag)
-        entries = index_entries(index, pkg, rebuild)
+        return token, index_entries(index, pkg, rebuild)
+
+    async def bottle(self, formula: str, tag: str, target: Platform) -> Bottle:
+        """The bottle of ``formula`` at registry tag ``tag`` this platform can run."""
+        token, entries = await self.entries(formula, tag)
+        auth = _bearer(token)
+        v2 = self._v2(formula)
+        pkg, _rebuild = split_oci_tag(tag)
         wanted = platform_tags(target, self.macos() if target.os == "darwin" else None)
         chosen = choose_tag(list(entries), wanted)
         if chosen is None:

@@ -195,3 +195,32 @@ def test_plan_shows_the_bottle_url_digest_and_relocation(
     (why,) = other["unsupported"]
     assert "bottles exist for: arm64_sonoma, x86_64_linux" in why["reason"]
     assert brew.blob_requests() == []  # a plan downloads nothing
+
+
+def test_create_from_homebrew_writes_a_recipe_that_installs(
+    t: Tsuku, brew: FakeHomebrew, built: bottles.Built
+) -> None:
+    publish(brew, built)
+    (t.home / "recipes" / "hello.toml").unlink()
+    printed = t.ctl("create", "hello", "--from", "homebrew:hello", "-o", "-")
+    assert printed.returncode == 0, printed.stderr
+    again = t.ctl("create", "hello", "--from", "homebrew:hello", "-o", "-")
+    assert again.stdout == printed.stdout  # deterministic
+    recipe = printed.stdout
+    assert 'action = "homebrew"\nformula = "hello"' in recipe
+    assert 'binaries = ["bin/hello", "bin/hello-config"]' in recipe
+    assert 'runtime_dependencies = ["libgreet"]' in recipe
+    assert 'unsupported_platforms = ["linux/arm64"' in recipe  # no arm64_linux bottle
+    assert '"darwin/arm64"' not in recipe  # arm64_sonoma serves it
+
+    cp = t.ctl("create", "hello", "--from", "homebrew:hello", "--yes")
+    assert cp.returncode == 0, cp.stderr
+    assert (t.home / "recipes" / "hello.toml").read_text() == recipe
+    cp = t.ctl("install", "hello")
+    assert cp.returncode == 0, cp.stderr
+    assert run(t.home / "bin" / "hello").stdout.startswith(bottles.GREETING)
+    started = [e for e in events(t, "create.") if e["type"] == "create.started"]
+    assert started[-1]["payload"]["repo"] == "homebrew:hello"
+
+    missing = t.ctl("create", "nope", "--from", "homebrew:nope", "-o", "-")
+    assert missing.returncode == 4 and "Homebrew has no formula named nope" in missing.stderr

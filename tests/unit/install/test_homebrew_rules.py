@@ -324,3 +324,31 @@ def test_static_checks_accept_a_homebrew_recipe() -> None:
     htop = parse_recipe(HTOP)
     assert binary_paths(htop) == {"bin/htop"}
     assert check_on_paper(htop) == []
+
+
+def test_the_builder_writes_the_recipe_from_the_formula_and_its_index() -> None:
+    from tsukud.create.errors import CreateError
+    from tsukud.create.homebrew_builder import formula_name, recipe_from_formula
+
+    formula = {
+        "name": "wget",
+        "desc": "Internet file retriever",
+        "homepage": "https://www.gnu.org/software/wget/",
+        "dependencies": ["libidn2", "openssl@3", "gettext"],
+        "variations": {"x86_64_linux": {"dependencies": ["libidn2", "openssl@3"]}},
+    }
+    exec_files = {"annotations": {"sh.brew.path_exec_files": "bin/wget,share/x,bin/a"}}
+    entries = {"x86_64_linux": exec_files, "arm64_sonoma": exec_files}
+    text = recipe_from_formula("wget", formula, entries, LINUX)
+    recipe = parse_recipe(text)
+    assert recipe.metadata.runtime_dependencies == ("libidn2", "openssl@3")
+    assert recipe.metadata.unsupported_platforms == ("linux/arm64", "darwin/amd64")
+    assert [b.src for b in recipe.steps[1].binaries] == ["bin/a", "bin/wget"]  # type: ignore[union-attr]
+    assert recipe.verify is not None and recipe.verify.command == "wget --version"
+    assert recipe_from_formula("wget", formula, entries, LINUX) == text
+    with pytest.raises(CreateError, match="list no commands"):
+        recipe_from_formula("ncurses", {"name": "ncurses"}, {"x86_64_linux": {}}, LINUX)
+    assert formula_name("homebrew:openssl@3") == "openssl@3"
+    assert formula_name("github:o/r") is None
+    with pytest.raises(CreateError):
+        formula_name("homebrew:../x y")
