@@ -28,7 +28,7 @@ import secrets
 import tarfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from tsukud.recipe.homebrew import (
@@ -41,7 +41,7 @@ from tsukud.recipe.homebrew import (
     pkg_version,
     repository,
 )
-from tsukud.testing.http import FakeHTTPServer, RecordedRequest, Reply, Violation, leave
+from tsukud.testing.http import FakeGroup, FakeHTTPServer, RecordedRequest, Reply
 
 _V2 = re.compile(r"^/v2/homebrew/core/(?P<image>.+)/(?P<kind>manifests|blobs|tags)/(?P<ref>.+)$")
 _PLATFORMS = {
@@ -109,7 +109,7 @@ def _oci_error(status: int, code: str, message: str) -> Reply:
     return Reply(status, json={"errors": [{"code": code, "message": message, "detail": None}]})
 
 
-class FakeHomebrew:
+class FakeHomebrew(FakeGroup):
     def __init__(self) -> None:
         self.api = FakeHTTPServer(self._api_route, role="formulae-api")
         self.registry = FakeHTTPServer(self._registry_route, role="ghcr")
@@ -129,24 +129,6 @@ class FakeHomebrew:
             "TSUKU_HOMEBREW_API_URL": self.api.url,
             "TSUKU_HOMEBREW_REGISTRY_URL": self.registry.url,
         }
-
-    def start(self) -> Self:
-        for server in self._servers:
-            server.start()
-        return self
-
-    def close(self) -> None:
-        for server in self._servers:
-            server.close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
-        leave(self, failed=exc_type is not None)
-
-    def take_violations(self) -> list[Violation]:
-        return [v for server in self._servers for v in server.take_violations()]
 
     # ---- content -----------------------------------------------------------------------
 
