@@ -728,4 +728,6 @@ def step_summary(step: SupportedStep) -> dict[str, Any]:
             step.PACKAGE_KEY: step.package_name,
             "executables": list(step.executables),
         }
+    if isinstance(step, HomebrewStep):
+        return {"action": step.action, "formula": step.formula}
     return {"action": step.action}

@@ -352,3 +352,9 @@ def test_the_builder_writes_the_recipe_from_the_formula_and_its_index() -> None:
     assert formula_name("github:o/r") is None
     with pytest.raises(CreateError):
         formula_name("homebrew:../x y")
+
+
+def test_info_shows_a_bottle_steps_formula() -> None:
+    from tsukud.recipe import HomebrewStep, step_summary
+
+    assert step_summary(HomebrewStep(formula="htop")) == {"action": "homebrew", "formula": "htop"}
