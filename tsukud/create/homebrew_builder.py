@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tsukud.create.errors import CreateError
-from tsukud.create.pipeline import CreateResult, ValidationSummary
+from tsukud.create.pipeline import CreateResult, ValidationSummary, builder_completed
 from tsukud.create.tools import Emit
 from tsukud.errors import TsukuError
 from tsukud.install.homebrew.client import HomebrewClient
@@ -159,27 +159,7 @@ async def build_from_homebrew(
         message="written from the formula's JSON and bottle index; the bottle is checked "
         "against its manifest digest when installed",
     )
-    duration = int((time.monotonic() - started) * 1000)
-    await emit(
-        "generation.completed",
-        {
-            "tool": tool,
-            "repo": repo,
-            "tag": resolved.tag,
-            "generated_by": GENERATED_BY,
-            "provider": None,
-            "model": None,
-            "validation": validation.status,
-            "repairs": 0,
-            "self_repairs": 0,
-            "turns": 0,
-            "run_input_tokens": 0,
-            "run_output_tokens": 0,
-            "run_cost_usd": 0.0,
-            "duration_ms": duration,
-        },
-    )
-    return CreateResult(
+    result = CreateResult(
         session=session,
         tool=tool,
         repo=repo,
@@ -188,5 +168,7 @@ async def build_from_homebrew(
         recipe=text,
         generated_by=GENERATED_BY,
         validation=validation,
-        duration_ms=duration,
+        duration_ms=int((time.monotonic() - started) * 1000),
     )
+    await emit("generation.completed", builder_completed(result))
+    return result

@@ -318,7 +318,7 @@ class Creator:
         from tsukud.create.ecosystem_builders import DRAFTERS
         from tsukud.create.errors import ValidationFailed
         from tsukud.create.host_validation import IMAGE, validate_on_host
-        from tsukud.create.pipeline import CreateResult, ValidationSummary
+        from tsukud.create.pipeline import CreateResult, ValidationSummary, builder_completed
         from tsukud.install.ecosystem.actions import registry_urls
         from tsukud.recipe import host_platform
 
@@ -445,26 +445,7 @@ class Creator:
             },
             duration_ms=round((time.monotonic() - started) * 1000),
         )
-        ev = store.append_nowait(
-            "generation.completed",
-            {
-                "tool": tool,
-                "repo": str(source),
-                "tag": draft.tag,
-                "generated_by": generated_by,
-                "provider": None,
-                "model": None,
-                "validation": summary.status,
-                "repairs": 0,
-                "self_repairs": 0,
-                "turns": 0,
-                "run_input_tokens": 0,
-                "run_output_tokens": 0,
-                "run_cost_usd": 0.0,
-                "duration_ms": result.duration_ms,
-            },
-            session,
-        )
+        ev = store.append_nowait("generation.completed", builder_completed(result), session)
         await store.wait_durable(ev.id)
         if write:
             self._write(result, target, force, session)
