@@ -167,7 +167,7 @@ def register(sub: Any) -> None:
         required=True,
         metavar="SOURCE",
         help="github:owner/repo, npm:<package>, pypi:<project>, crates:<crate>, "
-        "rubygems:<gem> or go:<module>",
+        "rubygems:<gem>, go:<module> or homebrew:<formula>",
     )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(

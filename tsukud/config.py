@@ -168,6 +168,20 @@ KEYS: dict[str, Key] = {
         Key("github.url", str, "https://github.com", ("TSUKU_GITHUB_URL",)),
         Key("registry.url", str, "", ("TSUKU_REGISTRY_URL",)),
         Key(
+            "homebrew.api_url",
+            str,
+            "https://formulae.brew.sh",
+            ("TSUKU_HOMEBREW_API_URL",),
+            doc="the Homebrew formulae JSON API (versions of homebrew recipes)",
+        ),
+        Key(
+            "homebrew.registry_url",
+            str,
+            "https://ghcr.io",
+            ("TSUKU_HOMEBREW_REGISTRY_URL",),
+            doc="the registry serving Homebrew bottles (token, index, manifests, blobs)",
+        ),
+        Key(
             "registry.manifest_url",
             str,
             "",

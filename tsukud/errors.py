@@ -187,10 +187,10 @@ CATALOGUE: dict[str, ErrorKind] = {
     "recipe_parse_error": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
     "recipe_unsupported_action": ErrorKind(
         E.INSTALL_FAILED,
-        "Only github_archive, github_file, the URL actions (download, download_file, "
-        "download_archive, extract, chmod, install_binaries, run_command) and the ecosystem "
-        "actions (npm_install, pipx_install, cargo_install, gem_install, go_install) can be "
-        "installed for now.",
+        "Only github_archive, github_file, homebrew, the URL actions (download, "
+        "download_file, download_archive, extract, chmod, install_binaries, run_command) and "
+        "the ecosystem actions (npm_install, pipx_install, cargo_install, gem_install, "
+        "go_install) can be installed for now.",
     ),
     "recipe_unsupported_feature": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
     "recipe_unsupported_platform": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
@@ -265,6 +265,23 @@ CATALOGUE: dict[str, ErrorKind] = {
     ),
     "ecosystem_install_failed": ErrorKind(E.INSTALL_FAILED, _NOTHING_INSTALLED),
     "not_installed": ErrorKind(E.GENERAL, "`tsukuctl list` shows the installed tools."),
+    # ---- Homebrew bottles and runtime dependencies
+    "homebrew_error": ErrorKind(
+        E.NETWORK,
+        "The Homebrew formulae API or bottle registry did not answer as expected "
+        "(homebrew.api_url, homebrew.registry_url); try again later.",
+        retryable=True,
+    ),
+    "relocation_failed": ErrorKind(E.INSTALL_FAILED, _NOTHING_INSTALLED),
+    "dependency_missing": ErrorKind(
+        E.DEPENDENCY_FAILED,
+        "A runtime dependency has no recipe (in $TSUKU_HOME/recipes or the registry); "
+        "nothing was installed.",
+    ),
+    "dependency_cycle": ErrorKind(E.DEPENDENCY_FAILED, _FIX_RECIPE),
+    "dependency_in_use": ErrorKind(
+        E.GENERAL, "Remove the tools that need it first (the message names them)."
+    ),
     # ---- sandbox
     "sandbox": ErrorKind(E.SANDBOX),
     "sandbox_unavailable": ErrorKind(

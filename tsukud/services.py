@@ -187,14 +187,23 @@ class Services:
     def installer(self) -> Installer:
         from tsukud.install import layout
         from tsukud.install.checks import verify_env
+        from tsukud.install.homebrew.client import HomebrewClient
         from tsukud.install.installer import Installer
         from tsukud.install.versions import VersionResolver
 
+        homebrew = HomebrewClient(
+            self.http,
+            api_url=self._setting("homebrew.api_url"),
+            registry_url=self._setting("homebrew.registry_url"),
+        )
         installer = Installer(
             home=self.home,
             registry=self.registry(),
             resolver=VersionResolver(
-                self.github, clock=self.clock, ecosystem_urls=self._ecosystem_urls
+                self.github,
+                clock=self.clock,
+                ecosystem_urls=self._ecosystem_urls,
+                homebrew=homebrew,
             ),
             http=self.http,
             store=self.store,
@@ -205,6 +214,7 @@ class Services:
             confirmations=self.confirmations,
             ecosystem_urls=self._ecosystem_urls,
             package_proxies=self._package_proxies,
+            homebrew=homebrew,
         )
         # Built on first use, before any install of this daemon has started: whatever a
         # crashed daemon left half-done can be repaired now.

@@ -165,6 +165,27 @@ class CreateResult(msgspec.Struct, kw_only=True, omit_defaults=True):
     written: str | None = None
 
 
+def builder_completed(result: CreateResult) -> dict[str, Any]:
+    """The ``generation.completed`` payload of a run with no model (a registry's or
+    Homebrew's builder): no turns, no tokens, no money."""
+    return {
+        "tool": result.tool,
+        "repo": result.repo,
+        "tag": result.tag,
+        "generated_by": result.generated_by,
+        "provider": None,
+        "model": None,
+        "validation": result.validation.status,
+        "repairs": 0,
+        "self_repairs": 0,
+        "turns": 0,
+        "run_input_tokens": 0,
+        "run_output_tokens": 0,
+        "run_cost_usd": 0.0,
+        "duration_ms": result.duration_ms,
+    }
+
+
 @dataclass
 class Deps:
     github: GitHub

@@ -180,10 +180,21 @@ class Creator:
         when ``write``)."""
         from tsukud.create.context import parse_source
         from tsukud.create.ecosystem_builders import parse_ecosystem_source
+        from tsukud.create.homebrew_builder import formula_name
         from tsukud.create.pipeline import CreateRequest, Deps, run_create
         from tsukud.install.registry import check_name
 
         tool = check_name(tool)
+        formula = formula_name(source)  # homebrew:<formula>: no model, no container
+        if formula is not None:
+            target = self.target(tool, output)
+            if check_target or write:
+                refuse_existing(target, force)
+            session = "create-" + secrets.token_hex(6)
+            result = await self._from_homebrew(tool, formula, session, version)
+            if write:
+                self._write(result, target, force, session)
+            return result
         eco = parse_ecosystem_source(source)
         if eco is not None:
             return await self._create_from_registry(
@@ -256,6 +267,38 @@ class Creator:
             session,
         )
 
+    async def _from_homebrew(
+        self, tool: str, formula: str, session: str, version: str | None
+    ) -> CreateResult:
+        """``--from homebrew:<formula>``: ``create/homebrew_builder.py``."""
+        from tsukud.create.homebrew_builder import build_from_homebrew
+        from tsukud.install.homebrew.client import HomebrewClient
+        from tsukud.recipe import host_platform
+
+        config = self._config()
+        client = HomebrewClient(
+            self._http(),
+            api_url=lambda: str(config["homebrew.api_url"]),
+            registry_url=lambda: str(config["homebrew.registry_url"]),
+        )
+        store = self.store
+
+        async def emit(type_: str, payload: dict[str, Any]) -> None:
+            ev = store.append_nowait(type_, payload, session)
+            if type_.startswith("generation."):
+                await store.wait_durable(ev.id)
+
+        return await build_from_homebrew(
+            tool,
+            formula,
+            client,
+            host_platform(),
+            emit=emit,
+            session=session,
+            check=checked_recipe_text,
+            version=version,
+        )
+
     async def _create_from_registry(
         self,
         tool: str,
@@ -275,7 +318,7 @@ class Creator:
         from tsukud.create.ecosystem_builders import DRAFTERS
         from tsukud.create.errors import ValidationFailed
         from tsukud.create.host_validation import IMAGE, validate_on_host
-        from tsukud.create.pipeline import CreateResult, ValidationSummary
+        from tsukud.create.pipeline import CreateResult, ValidationSummary, builder_completed
         from tsukud.install.ecosystem.actions import index_key, registry_urls
         from tsukud.install.ecosystem.prefix import proxy_env
         from tsukud.recipe import host_platform
@@ -406,26 +449,7 @@ class Creator:
             },
             duration_ms=round((time.monotonic() - started) * 1000),
         )
-        ev = store.append_nowait(
-            "generation.completed",
-            {
-                "tool": tool,
-                "repo": str(source),
-                "tag": draft.tag,
-                "generated_by": generated_by,
-                "provider": None,
-                "model": None,
-                "validation": summary.status,
-                "repairs": 0,
-                "self_repairs": 0,
-                "turns": 0,
-                "run_input_tokens": 0,
-                "run_output_tokens": 0,
-                "run_cost_usd": 0.0,
-                "duration_ms": result.duration_ms,
-            },
-            session,
-        )
+        ev = store.append_nowait("generation.completed", builder_completed(result), session)
         await store.wait_durable(ev.id)
         if write:
             self._write(result, target, force, session)

@@ -61,6 +61,7 @@ from tsukud.recipe import (
     tag_to_version,
     version_source,
 )
+from tsukud.recipe.homebrew import formula_of
 from tsukud.recipe.model import HTTP_JSON_SOURCE
 from tsukud.recipe.version_range import compare_versions, parse_range, sort_key
 
@@ -178,9 +179,16 @@ def check_schema(recipe: Recipe) -> list[Finding]:
         and version.source == HTTP_JSON_SOURCE
         and bool(version.url and version.version_path)
     )
-    # An ecosystem step's versions come from its registry (no [version] needed).
+    # An ecosystem step's versions come from its registry (no [version] needed), a
+    # bottle's from the formulae API.
     ecosystem = bool(recipe.steps) and all(isinstance(s, EcosystemStep) for s in recipe.steps)
-    if not http_json and not ecosystem and (version is None or not version.github_repo):
+    homebrew = formula_of(recipe) is not None
+    if (
+        not http_json
+        and not ecosystem
+        and not homebrew
+        and (version is None or not version.github_repo)
+    ):
         found.append(
             Finding(
                 category=SCHEMA,

@@ -261,6 +261,8 @@ class InstallCompleted(Payload):
     assets: list[dict[str, Any]] | None = None
     install_dir: str | None = None
     verify_checks: list[dict[str, Any]] | None = None
+    # Tools this one needs at run time (``remove`` refuses them while it is installed).
+    runtime_dependencies: list[str] | None = None
 
 
 class InstallFailed(Payload):

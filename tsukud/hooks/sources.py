@@ -24,6 +24,7 @@ from tsukud.recipe import (
     GenericStep,
     GitHubArchiveStep,
     GitHubFileStep,
+    HomebrewStep,
     Recipe,
     RecipeError,
 )
@@ -44,6 +45,8 @@ def recipe_binaries(recipe: Recipe) -> list[str]:
             names += [command_name(e) for e in step.executables]
         elif isinstance(step, GenericStep):
             names += _loose_binaries(step.params)
+        elif isinstance(step, HomebrewStep):  # binaries some registry recipes put here
+            names += _loose_binaries(step.extra)
     names += [command_name(b) for b in recipe.metadata.binaries or ()]
     return list(dict.fromkeys(n for n in names if n))
 

@@ -1,7 +1,8 @@
 """One install attempt: from the recipe to a committed ``install.completed``.
 
 1. loads the recipe (``$TSUKU_HOME/recipes``, then the registry) and checks it can
-   install on this platform;
+   install on this platform; installs its runtime dependencies first
+   (``homebrew/pour.py``);
 2. resolves the version (GitHub releases or ``http_json``; see ``versions.py``) and
    renders each selected step into an asset name and URL, matched against the
    release's asset list (URL actions render to the same shape, one per file they
@@ -52,6 +53,8 @@ from tsukud.install.download import (
 )
 from tsukud.install.errors import BinaryConflict, BinaryNotInArchive, no_space
 from tsukud.install.extract import ExtractLimits, extract
+from tsukud.install.homebrew import pour
+from tsukud.install.homebrew.client import Bottle
 from tsukud.install.openpgp import SignatureInvalid, verify_detached
 from tsukud.install.registry import LoadedRecipe
 from tsukud.install.transaction import InstallTransaction
@@ -59,6 +62,7 @@ from tsukud.install.versions import Resolution
 from tsukud.recipe import (
     ArchiveFormat,
     EcosystemStep,
+    Recipe,
     RenderedStep,
     VerifyCheck,
     ecosystem_step,
@@ -112,6 +116,8 @@ class InstallAttempt:
         self.version: str | None = None
         self.staging: Path | None = None
         self.tx = InstallTransaction(inst.home)
+        self.bottles: dict[int, Bottle] = {}  # a homebrew step's bottle, by index
+        self.deps: dict[str, Path] = {}  # runtime dependency → its tool directory
 
     @property
     def stage(self) -> str:
@@ -183,6 +189,9 @@ class InstallAttempt:
         inst = self.inst
         recipe = loaded.recipe
         require_supported(recipe, inst.platform)
+        # Runtime dependencies first: a missing recipe or a cycle is refused before
+        # anything is fetched, and the bottle is relocated against their directories.
+        self.deps = await self._install_dependencies(recipe)
         self.stage = "resolve"
         res = await inst.resolver.resolve(recipe, self.requested)
         self.version = res.version
@@ -226,12 +235,23 @@ class InstallAttempt:
         else:
             self.stage = "render"
             assets = res.release.asset_names if res.release is not None else None
+            self.bottles = await pour.find_bottles(
+                inst.homebrew, recipe, res.resolved, inst.platform
+            )
             rendered = render_recipe(
-                recipe, res.resolved, inst.platform, assets=assets, github_url=inst.github_url()
+                recipe,
+                res.resolved,
+                inst.platform,
+                assets=assets,
+                github_url=inst.github_url(),
+                bottles={i: b.ref for i, b in self.bottles.items()},
             )
             root = self.staging / "root"
             for step in rendered:
                 asset_records.append(await self._fetch_and_unpack(step, res, loaded, root))
+                bottle = self.bottles.get(step.index)
+                if bottle is not None:
+                    await self._relocate(step, bottle, final_dir)
                 if step.commands:
                     await self._run_commands(step, loaded, final_dir)
             self.stage = "install"
@@ -262,6 +282,7 @@ class InstallAttempt:
             "assets": asset_records,
             "binaries": binaries,
             "install_dir": str(final_dir),
+            "runtime_dependencies": list(recipe.metadata.runtime_dependencies or ()),
             "verify_checks": [
                 {"command": c.command, "patterns": list(c.patterns), "exit_code": c.exit_code}
                 for c in checks
@@ -375,6 +396,7 @@ class InstallAttempt:
                 consume,
                 max_bytes=inst.max_download_bytes,
                 on_progress=on_progress,
+                headers=self._headers(step),
             )
         else:
             dest = downloads / f"{step.index}-{local_name}"
@@ -384,6 +406,7 @@ class InstallAttempt:
                 dest,
                 max_bytes=inst.max_download_bytes,
                 on_progress=on_progress,
+                headers=self._headers(step),
             )
         self.stage = "checksum"
         checked = await self._check(step, res, loaded, result)
@@ -416,6 +439,35 @@ class InstallAttempt:
         if signed_by is not None:
             record["signed_by"] = signed_by
         return record
+
+    async def _relocate(self, step: RenderedStep, bottle: Bottle, final_dir: Path) -> None:
+        """The unpacked keg rewritten for where it will live (``homebrew/relocate.py``)."""
+        assert self.staging is not None
+        self.stage = "relocate"
+        await self.progress("relocating", file=step.asset_name)
+        await pour.relocate(bottle, self.staging / f"x{step.index}", final_dir, self.deps)
+
+    def _headers(self, step: RenderedStep) -> dict[str, str] | None:
+        """A bottle's blob needs its registry's pull token (never recorded)."""
+        bottle = self.bottles.get(step.index)
+        return bottle.headers if bottle is not None else None
+
+    async def _install_dependencies(self, recipe: Recipe) -> dict[str, Path]:
+        """The recipe's runtime dependencies, installed first (each as its own tool,
+        its own session) unless already there; name → tool directory."""
+        if not recipe.metadata.runtime_dependencies:
+            return {}
+        inst = self.inst
+        self.stage = "dependencies"
+
+        async def load(name: str) -> Recipe:
+            return (await inst.registry.load(name)).recipe
+
+        async def install(name: str) -> dict[str, Any]:
+            await self.progress("installing_dependency", dependency=name)
+            return await inst.install(name, progress=self._progress, can_ask=self.can_ask)
+
+        return await pour.install_dependencies(recipe, load, inst.installed, install)
 
     async def _run_commands(
         self, step: RenderedStep, loaded: LoadedRecipe, final_dir: Path
@@ -478,7 +530,11 @@ class InstallAttempt:
         if asset is not None and asset.sha256:
             check_sha256(step.asset_name, result.sha256, asset.sha256, "GitHub's asset digest")
             checked.append("github_digest")
-        if step.checksum:
+        if step.checksum and step.index in self.bottles:
+            source = "the bottle's manifest digest"
+            check_sha256(step.asset_name, result.sha256, step.checksum, source)
+            checked.append("bottle_digest")
+        elif step.checksum:
             check_sha256(step.asset_name, result.sha256, step.checksum, "the recipe's checksum")
             checked.append("recipe_checksum")
         meta = loaded.recipe.metadata

@@ -25,7 +25,7 @@ import re
 import select
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -185,8 +185,9 @@ def _download_errors() -> Iterator[None]:
 class _Transfer:
     """One download across its tries: how far it got, what the first answer said."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, headers: Mapping[str, str] | None = None) -> None:
         self.url = url
+        self.headers = dict(headers or {})  # the caller's (a registry's bearer)
         self.final_url = url
         self.done = 0  # bytes handed to the consumer
         self.total: int | None = None  # the whole body's declared size
@@ -256,7 +257,7 @@ async def _transfer(
         in_body = False
         try:
             async with http.stream(
-                t.url, max_bytes=max_bytes, headers=range_headers(t.done, t.guard)
+                t.url, max_bytes=max_bytes, headers={**t.headers, **range_headers(t.done, t.guard)}
             ) as resp:
                 if t.tries == 1:
                     t.total, t.final_url = resp.content_length, resp.url
@@ -303,12 +304,13 @@ async def download(
     on_progress: Progress | None = None,
     progress_interval: float = 0.1,
     rng: random.Random | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> DownloadResult:
     """Stream ``url`` into the new file ``dest``, resuming a body that breaks part-way.
     On error ``dest`` may hold partial data; the caller owns the (staging) directory
     and removes it."""
     sink = _Sink(dest)
-    t = _Transfer(url)
+    t = _Transfer(url, headers)
     try:
         with _download_errors():
             send, recv = trio.open_memory_channel[list[bytes] | None](4)
@@ -418,6 +420,7 @@ async def download_streaming(
     on_progress: Progress | None = None,
     progress_interval: float = 0.1,
     rng: random.Random | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> tuple[DownloadResult, Unpacked[T]]:
     """Download ``url`` while ``consume(link, content_length)`` reads it, in a worker
     thread, from the path ``link`` (named like the asset, for messages). Nothing is
@@ -430,7 +433,7 @@ async def download_streaming(
     """
     pipe = _Pipe(link)
     unpacked: Unpacked[T] = Unpacked()
-    t = _Transfer(url)
+    t = _Transfer(url, headers)
     try:
         with _download_errors():
 

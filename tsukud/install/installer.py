@@ -25,6 +25,7 @@ from tsukud.install.attempt import InstallAttempt, ProgressFn
 from tsukud.install.checks import integrity_problems, run_checks
 from tsukud.install.download import DEFAULT_MAX_BYTES
 from tsukud.install.errors import NotInstalled
+from tsukud.install.homebrew.errors import DependencyInUse
 from tsukud.install.registry import Registry, check_name
 from tsukud.install.versions import VersionResolver
 from tsukud.recipe import (
@@ -39,6 +40,7 @@ from tsukud.recipe import (
 
 if TYPE_CHECKING:
     from tsukud.events.store import EventStore
+    from tsukud.install.homebrew.client import HomebrewClient
     from tsukud.net.http import Http
     from tsukud.policy.confirm import Confirmations
 
@@ -64,8 +66,11 @@ class Installer:
         confirmations: Confirmations | None = None,
         ecosystem_urls: Callable[[], Mapping[str, str]] = dict,
         package_proxies: Callable[[], Mapping[str, str]] = dict,
+        homebrew: HomebrewClient | None = None,
     ) -> None:
         self.home = home
+        # The formulae API and bottle registry (None: homebrew steps cannot install).
+        self.homebrew = homebrew
         # Who asks the user (a run_command's yes); None: no one can be asked.
         self.confirmations = confirmations
         self.registry = registry
@@ -205,6 +210,7 @@ class Installer:
         name = check_name(name)
         session = "remove-" + secrets.token_hex(6)
         async with self._holding(name) as (rec, install_dir):
+            self._check_unneeded(name)
             links = self._unlink_binaries(rec)
             ev = self.store.append_nowait(
                 "install.removed", {"tool": name, "version": rec.get("version")}, session
@@ -218,6 +224,22 @@ class Installer:
                 "install_dir": str(install_dir),
                 "session": session,
             }
+
+    def _check_unneeded(self, name: str) -> None:
+        """:class:`DependencyInUse` while another installed tool needs ``name`` at run
+        time (its binaries load ``name``'s libraries)."""
+        needed_by = sorted(
+            tool
+            for tool, rec in self.installed().items()
+            if tool != name and name in (rec.get("runtime_dependencies") or ())
+        )
+        if needed_by:
+            raise DependencyInUse(
+                f"{name} is needed by {', '.join(needed_by)}",
+                hint=f"Remove {', '.join(needed_by)} first; {name} stays installed.",
+                tool=name,
+                needed_by=needed_by,
+            )
 
     def _unlink_binaries(self, rec: dict[str, Any]) -> list[str]:
         removed = []

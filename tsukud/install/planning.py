@@ -14,6 +14,8 @@ import msgspec
 
 from tsukud.errors import UsageError
 from tsukud.install import layout
+from tsukud.install.homebrew.errors import HomebrewError
+from tsukud.install.homebrew.pour import find_bottles
 from tsukud.recipe import (
     Platform,
     Recipe,
@@ -22,6 +24,7 @@ from tsukud.recipe import (
     parse_platform,
     parse_recipe,
 )
+from tsukud.recipe.homebrew import BottleRef
 from tsukud.recipe.model import VersionNotFound
 from tsukud.recipe.plan import plan_recipe
 
@@ -36,6 +39,18 @@ def _target(platform: str | None, host: Platform) -> Platform:
         return parse_platform(platform)
     except ValueError as exc:
         raise UsageError(str(exc), hint="Write --platform os/arch, e.g. linux/arm64.") from None
+
+
+async def _bottles(
+    inst: Installer, recipe: Recipe, resolved: ResolvedVersion, target: Platform
+) -> tuple[dict[int, BottleRef], str | None]:
+    """The homebrew steps' bottles for ``target`` (token, index and manifest are read;
+    no blob), or why there is none: a plan lists that as unsupported, not as a failure."""
+    try:
+        found = await find_bottles(inst.homebrew, recipe, resolved, target)
+    except (RecipeError, HomebrewError) as exc:
+        return {}, exc.message
+    return {i: b.ref for i, b in found.items()}, None
 
 
 async def plan_tool(
@@ -66,6 +81,7 @@ async def plan_tool(
         resolved, release = ResolvedVersion(version.removeprefix("v"), version), None
     else:
         resolved, release = res.resolved, res.release
+    bottles, problem = await _bottles(inst, recipe, resolved, target)
     plan = plan_recipe(
         recipe,
         resolved,
@@ -74,6 +90,8 @@ async def plan_tool(
         assets=release.asset_names if release is not None else None,
         digests={a.name: a.sha256 for a in release.assets if a.sha256} if release else None,
         github_url=inst.github_url(),
+        bottles=bottles,
+        bottle_problem=problem,
     )
     out: dict[str, Any] = msgspec.to_builtins(plan)
     out["recipe_source"] = source

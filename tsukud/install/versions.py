@@ -11,6 +11,9 @@
   GET of the URL through the shared HTTP layer (its URL policy and cache); the value
   at ``version_path`` is the tag and its normalised form the version. The source
   lists no history, so a requested version is taken as given.
+* **homebrew** (``[version] source = "homebrew"``, or a recipe whose downloads are
+  all ``homebrew`` steps): the formula's version from the formulae API, a requested
+  one from the bottle registry's tags (``install/homebrew/client.py``).
 * **A specific version** (``tool@1.2.3``): the likely tags (``v1.2.3``, ``1.2.3``, or
   ``<prefix>1.2.3``) are fetched directly; if none exists, releases and tags are listed
   and matched with the reference's rules (``find_version``), so ``Release_1_2_3`` or a
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -41,8 +45,12 @@ from tsukud.recipe import (
     tag_to_version,
     version_source,
 )
+from tsukud.recipe.homebrew import formula_of
 from tsukud.recipe.model import HTTP_JSON_SOURCE, VersionSection
 from tsukud.recipe.version import candidate_tags, check_version, json_path_value, normalize_version
+
+if TYPE_CHECKING:
+    from tsukud.install.homebrew.client import HomebrewClient
 
 DEFAULT_TTL = 600.0
 
@@ -73,9 +81,11 @@ class VersionResolver:
         ttl: float = DEFAULT_TTL,
         clock: Clock | None = None,
         ecosystem_urls: Callable[[], Mapping[str, str]] = dict,
+        homebrew: HomebrewClient | None = None,
     ) -> None:
         self.github = github
         self.ecosystem_urls = ecosystem_urls
+        self.homebrew = homebrew
         self.ttl = ttl
         self._clock = clock or SystemClock()
         self._cache: dict[tuple[str, str, str], tuple[float, Resolution]] = {}
@@ -90,6 +100,11 @@ class VersionResolver:
         eco = _ecosystem_step(recipe)
         if eco is not None:
             return await self._ecosystem(eco, requested, recipe.version)
+        formula = formula_of(recipe)
+        if formula is not None and self.homebrew is not None:
+            # The formulae API answers with its own cache headers; no second cache here.
+            resolved = await self.homebrew.resolve(formula, requested)
+            return Resolution(resolved=resolved, repo="", requested=requested, how="homebrew")
         source = version_source(recipe)
         stable = recipe.version.stable_qualifiers if recipe.version is not None else None
         key = (source.repo.lower(), source.tag_prefix or "", requested or "")

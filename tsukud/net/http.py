@@ -570,6 +570,10 @@ class Http:
             log.get().debug("http.redirect", frm=_display(current), to=_display(nxt))
             if resp.status_code == 303:
                 method = "GET"
+            if headers and "authorization" in headers and origin(nxt) != origin(url):
+                # A caller's credentials (a registry's bearer) are for its origin only:
+                # ghcr sends blobs on to a signed storage URL on another host.
+                headers = {k: v for k, v in headers.items() if k != "authorization"}
             current = nxt
         raise TooManyRedirects(
             f"{_display(url)}: more than {self.settings.max_redirects} redirects",
@@ -828,7 +832,14 @@ def _replace(r: Response, **changes: Any) -> Response:
 
 def endpoint_hosts(config: Config) -> list[str]:
     """Hosts of the configured endpoints: the only ones allowed to be private."""
-    keys = ("github.api_url", "github.url", "registry.url", "registry.manifest_url")
+    keys = (
+        "github.api_url",
+        "github.url",
+        "registry.url",
+        "registry.manifest_url",
+        "homebrew.api_url",
+        "homebrew.registry_url",
+    )
     urls = [config[k] for k in keys]
     return [host_of(u) for u in urls if u]
 

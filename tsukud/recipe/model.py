@@ -389,8 +389,19 @@ RUNNABLE_ECOSYSTEM_ACTIONS = frozenset(
 ECOSYSTEM_VERSION_SOURCES = tuple(t.VERSION_SOURCE for t in ECOSYSTEM_STEPS.values())
 
 
+class HomebrewStep(_StepBase, frozen=True, kw_only=True):
+    """``homebrew``: pour the Homebrew bottle of ``formula`` (the whole keg) into the
+    work directory; an ``install_binaries`` after it names the tool's commands. The
+    bottle is found at install time (``install/homebrew/``), so rendering needs it given."""
+
+    ACTION: ClassVar[str] = "homebrew"
+    action: Literal["homebrew"] = "homebrew"
+    formula: str
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
 class GenericStep(_StepBase, frozen=True, kw_only=True):
-    """Any other action (homebrew, apk_install, ...): kept verbatim so it round-trips."""
+    """Any other action (apk_install, nix_install, ...): kept verbatim so it round-trips."""
 
     action: str
     params: dict[str, Any] = msgspec.field(default_factory=dict)
@@ -405,6 +416,7 @@ UrlStep = (
     | ChmodStep
     | InstallBinariesStep
     | RunCommandStep
+    | HomebrewStep
 )
 SupportedStep = GitHubArchiveStep | GitHubFileStep | UrlStep | EcosystemStep
 Step = SupportedStep | GenericStep
@@ -489,10 +501,12 @@ class Recipe(msgspec.Struct, frozen=True, kw_only=True):
 # Version sources whose tags come from GitHub; anything else needs a provider we lack.
 GITHUB_VERSION_SOURCES = (None, "github", "github_releases", "github_tags")
 HTTP_JSON_SOURCE = "http_json"
+HOMEBREW_SOURCE = "homebrew"  # the formula's version from the Homebrew formulae API
 SUPPORTED_VERSION_SOURCES = (
     *GITHUB_VERSION_SOURCES,
     HTTP_JSON_SOURCE,
     *ECOSYSTEM_VERSION_SOURCES,
+    HOMEBREW_SOURCE,
 )
 # Hash algorithms the download pump computes while streaming.
 CHECKSUM_ALGOS = ("sha256",)
@@ -716,4 +730,6 @@ def step_summary(step: SupportedStep) -> dict[str, Any]:
             step.PACKAGE_KEY: step.package_name,
             "executables": list(step.executables),
         }
+    if isinstance(step, HomebrewStep):
+        return {"action": step.action, "formula": step.formula}
     return {"action": step.action}

@@ -25,6 +25,7 @@ from typing import Any
 
 import msgspec
 
+from tsukud.recipe.homebrew import BottleRef
 from tsukud.recipe.model import (
     RUNNABLE_ECOSYSTEM_ACTIONS,
     ChmodStep,
@@ -35,6 +36,7 @@ from tsukud.recipe.model import (
     GenericStep,
     GitHubArchiveStep,
     GitHubFileStep,
+    HomebrewStep,
     InstallBinariesStep,
     Recipe,
     RecipeError,
@@ -117,6 +119,10 @@ class PlanContext(msgspec.Struct, frozen=True, kw_only=True):
     digests: Mapping[str, str] = msgspec.field(default_factory=dict)
     github_url: str = DEFAULT_GITHUB_URL
     install_dir: str = "{install_dir}"
+    # The bottle of each homebrew step (by index) the caller looked up, or why not.
+    bottles: Mapping[int, BottleRef] = msgspec.field(default_factory=dict)
+    bottle_problem: str | None = None
+    runtime_dependencies: tuple[str, ...] = ()
 
     def where(self, index: int) -> str:
         return f"{self.recipe_name}: steps[{index}]"
@@ -303,6 +309,34 @@ def _ecosystem(step: EcosystemStep, index: int, ctx: PlanContext) -> list[PlanSt
     return [PlanStep(action=step.action, params=params)]
 
 
+def _homebrew(step: HomebrewStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """A bottle: its blob (URL and the manifest's digest), unpacked without its
+    ``<formula>/<version>/`` directories, then relocated (docs/install.md)."""
+    bottle = ctx.bottles.get(index)
+    if bottle is None:
+        raise RecipeError(ctx.bottle_problem or f"the bottle of {step.formula} was not looked up")
+    checksum = _sha256(bottle.sha256)
+    return [
+        _download_file(bottle.url, bottle.asset_name, checksum),
+        PlanStep(
+            action="extract",
+            params={"archive": bottle.asset_name, "format": "tar.gz", "strip_dirs": 2},
+        ),
+        PlanStep(
+            action="homebrew_relocate",
+            params={
+                "formula": bottle.formula,
+                "pkg_version": bottle.pkg_version,
+                "bottle_tag": bottle.platform_tag,
+                "install_dir": ctx.install_dir,
+                "runtime_dependencies": list(ctx.runtime_dependencies),
+                "text": "@@HOMEBREW_*@@ placeholders → the tool's and dependencies' dirs",
+                "elf": "placeholder RPATH → $ORIGIN-relative DT_RPATH; interpreter → system loader",
+            },
+        ),
+    ]
+
+
 #: action → its planner. Composite actions decompose into primitives here.
 PLANNERS: dict[str, StepPlanner] = {
     "github_archive": _github,
@@ -319,6 +353,7 @@ PLANNERS: dict[str, StepPlanner] = {
     "cargo_install": _ecosystem,
     "gem_install": _ecosystem,
     "go_install": _ecosystem,
+    "homebrew": _homebrew,
 }
 
 
@@ -355,6 +390,8 @@ def plan_recipe(
     assets: Sequence[str] | None = None,
     digests: Mapping[str, str] | None = None,
     github_url: str = DEFAULT_GITHUB_URL,
+    bottles: Mapping[int, BottleRef] | None = None,
+    bottle_problem: str | None = None,
 ) -> Plan:
     """The plan for ``recipe`` at ``resolved`` on ``target``. ``install_dir`` fills
     ``{install_dir}`` in the verify command (where the tool would be installed)."""
@@ -367,6 +404,9 @@ def plan_recipe(
         digests=dict(digests or {}),
         github_url=github_url,
         install_dir=install_dir,
+        bottles=dict(bottles or {}),
+        bottle_problem=bottle_problem,
+        runtime_dependencies=tuple(recipe.metadata.runtime_dependencies or ()),
     )
     steps: list[PlanStep] = []
     unsupported: list[UnsupportedStep] = []

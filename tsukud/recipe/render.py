@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from urllib.parse import quote, unquote, urlsplit
 
 import msgspec
 
+from tsukud.recipe.homebrew import BottleRef
 from tsukud.recipe.model import (
     ARCHIVE_FORMAT_ALIASES,
     AmbiguousAsset,
@@ -28,6 +29,7 @@ from tsukud.recipe.model import (
     ExtractStep,
     GitHubArchiveStep,
     GitHubFileStep,
+    HomebrewStep,
     InstallBinariesStep,
     InstallStep,
     Recipe,
@@ -423,6 +425,7 @@ def _fold_url_steps(
     resolved: ResolvedVersion,
     target: Platform,
     recipe_name: str,
+    bottles: Mapping[int, BottleRef] | None = None,
 ) -> list[_WorkFile]:
     """Replay the URL steps over one work directory, as tsuku runs them: downloads
     name files, ``extract``/``chmod`` act on them, ``install_binaries`` takes the tool
@@ -432,6 +435,23 @@ def _fold_url_steps(
     version = resolved.version
     for index, step in steps:
         where = f"{recipe_name}: steps[{index}]" if recipe_name else f"steps[{index}]"
+        if isinstance(step, HomebrewStep):
+            bottle = (bottles or {}).get(index)
+            if bottle is None:
+                raise RecipeError(f"{where}: the bottle of {step.formula} was not looked up")
+            # The whole keg is the tool (its lib/ beside bin/): directory mode, with
+            # the bottle's <formula>/<version>/ stripped.
+            files[bottle.asset_name] = _WorkFile(
+                index=index,
+                action=step.action,
+                name=bottle.asset_name,
+                url=bottle.url,
+                checksum=bottle.sha256,
+                format=ArchiveFormat.TAR_GZ,
+                strip_dirs=2,
+                install_mode="directory",
+            )
+            continue
         if isinstance(step, DownloadStep | DownloadArchiveStep):
             os_name, arch = mapped(step, target)
             url = expand_url(step.url, resolved, os_name, arch)
@@ -508,14 +528,17 @@ def _fold_url_steps(
             )
             raise _unsupported(where, what)
         work = pending[0]
-        work.install_mode = (step.install_mode or "binaries").lower()
+        if work.action != HomebrewStep.ACTION:
+            work.install_mode = (step.install_mode or "binaries").lower()
         work.binaries = _install_binaries(
             step.binaries,
             directory=work.install_mode == "directory",
             version=version,
             target=target,
         )
-    return [w for w in files.values() if w.binaries is not None]
+    # A bottle is installed whole even when no install_binaries names a command in
+    # it (a library such as ncurses).
+    return [w for w in files.values() if w.binaries is not None or w.action == HomebrewStep.ACTION]
 
 
 def render_url_steps(
@@ -524,10 +547,12 @@ def render_url_steps(
     target: Platform,
     *,
     recipe_name: str = "",
+    bottles: Mapping[int, BottleRef] | None = None,
 ) -> list[RenderedStep]:
     """The URL steps selected for ``target``, one :class:`RenderedStep` per file that
-    an ``install_binaries`` (or ``download_archive``) installs from."""
-    works = _fold_url_steps(steps, resolved, target, recipe_name)
+    an ``install_binaries`` (or ``download_archive``, or a ``homebrew`` bottle, whose
+    ``bottles`` the caller looked up) installs from."""
+    works = _fold_url_steps(steps, resolved, target, recipe_name, bottles)
     if not works:
         where = f"{recipe_name}: " if recipe_name else ""
         raise RecipeError(f"{where}no install_binaries step installs what the recipe downloads")
@@ -564,8 +589,10 @@ def render_recipe(
     *,
     assets: Sequence[str] | None = None,
     github_url: str = DEFAULT_GITHUB_URL,
+    bottles: Mapping[int, BottleRef] | None = None,
 ) -> list[RenderedStep]:
-    """All steps selected for ``target``; raises if any of them cannot be installed."""
+    """All steps selected for ``target``; raises if any of them cannot be installed.
+    ``bottles``: the looked-up bottle of each ``homebrew`` step, by step index."""
     name = recipe.metadata.name
     out: list[RenderedStep] = []
     url_steps: list[tuple[int, UrlStep]] = []
@@ -588,7 +615,7 @@ def render_recipe(
         else:
             url_steps.append((index, step))
     if url_steps:
-        out.extend(render_url_steps(url_steps, resolved, target, recipe_name=name))
+        out.extend(render_url_steps(url_steps, resolved, target, recipe_name=name, bottles=bottles))
         out.sort(key=lambda r: r.index)
     return out
 

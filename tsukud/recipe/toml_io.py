@@ -34,6 +34,7 @@ from tsukud.recipe.model import (
     GenericStep,
     GitHubArchiveStep,
     GitHubFileStep,
+    HomebrewStep,
     InstallBinariesStep,
     Metadata,
     Recipe,
@@ -438,6 +439,7 @@ _EXTRACT: dict[str, Conv] = {
 _CHMOD: dict[str, Conv] = {"files": _str_list}
 _INSTALL_BINARIES: dict[str, Conv] = {"binaries": _binaries, "install_mode": _install_mode}
 _RUN_COMMAND: dict[str, Conv] = {"command": _nonempty}
+_HOMEBREW: dict[str, Conv] = {"formula": _nonempty}
 # action -> (step type, parameter spec, required parameters)
 _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
     "download": (DownloadStep, _DOWNLOAD, ("url",)),
@@ -447,6 +449,7 @@ _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
     "chmod": (ChmodStep, _CHMOD, ("files",)),
     "install_binaries": (InstallBinariesStep, _INSTALL_BINARIES, ("binaries",)),
     "run_command": (RunCommandStep, _RUN_COMMAND, ("command",)),
+    "homebrew": (HomebrewStep, _HOMEBREW, ("formula",)),
 }
 _SIGNATURE_KEYS = ("signature_url", "signature_key_url", "signature_key_fingerprint")
 

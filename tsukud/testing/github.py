@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from tsukud.testing.http import FakeHTTPServer, RecordedRequest, Reply, Violation, leave
+from tsukud.testing.http import FakeGroup, FakeHTTPServer, RecordedRequest, Reply
 from tsukud.testing.releases import FakeAsset, FakeRelease, FakeRepo
 
 RATE_LIMIT_BODY = {
@@ -121,7 +121,7 @@ def _text(status: int, body: bytes, content_type: str = "text/plain") -> Reply:
     return Reply(status, body=body, headers={"content-type": content_type})
 
 
-class FakeGitHub:
+class FakeGitHub(FakeGroup):
     def __init__(self, *, tokens: set[str] | None = None) -> None:
         self.repos: dict[str, FakeRepo] = {}
         self.aliases: dict[str, str] = {}  # old full name (lower) -> canonical full name
@@ -176,31 +176,7 @@ class FakeGitHub:
             "TSUKU_MANIFEST_URL": self.manifest_url,
         }
 
-    def start(self) -> FakeGitHub:
-        for server in self._servers:
-            server.start()
-        return self
-
-    def close(self) -> None:
-        for server in self._servers:
-            server.close()
-
-    def __enter__(self) -> FakeGitHub:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
-        leave(self, failed=exc_type is not None)
-
-    # ---- strictness ------------------------------------------------------------------
-
-    @property
-    def violations(self) -> list[Violation]:
-        return [v for server in self._servers for v in server.violations]
-
-    def take_violations(self) -> list[Violation]:
-        """The refusals recorded so far (forgotten here): a test that provokes one on
-        purpose claims it with this."""
-        return [v for server in self._servers for v in server.take_violations()]
+    # ---- strictness (start, close, violations: FakeGroup) -----------------------------
 
     def reset_quota(self) -> None:
         """Start a new primary rate-limit window (an hour has passed)."""

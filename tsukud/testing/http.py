@@ -314,6 +314,37 @@ class Strict(Protocol):
     def take_violations(self) -> list[Violation]: ...
 
 
+class FakeGroup:
+    """Several fakes that make one service (an API, a web origin, an asset host): they
+    start, stop and report their refusals together. Subclasses set ``_servers``."""
+
+    _servers: tuple[FakeHTTPServer, ...] = ()
+
+    def start(self) -> Self:
+        for server in self._servers:
+            server.start()
+        return self
+
+    def close(self) -> None:
+        for server in self._servers:
+            server.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        leave(self, failed=exc_type is not None)
+
+    @property
+    def violations(self) -> list[Violation]:
+        return [v for server in self._servers for v in server.violations]
+
+    def take_violations(self) -> list[Violation]:
+        """The refusals recorded so far (forgotten here): a test that provokes one on
+        purpose claims it with this."""
+        return [v for server in self._servers for v in server.take_violations()]
+
+
 def leave(fake: Strict, *, failed: bool) -> None:
     """Close ``fake``; unless the block already ``failed``, fail on unclaimed refusals."""
     fake.close()

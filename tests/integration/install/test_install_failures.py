@@ -189,10 +189,10 @@ def test_unsupported_recipes(inst: Tsuku) -> None:
     local_recipe(
         inst,
         "brewed",
-        '[metadata]\nname = "brewed"\n\n[[steps]]\naction = "homebrew"\nformula = "brewed"\n',
+        '[metadata]\nname = "brewed"\n\n[[steps]]\naction = "pkgsrc_install"\nname = "brewed"\n',
     )
     cp = inst.ctl("install", "brewed")
-    assert cp.returncode == 6 and "action homebrew is not supported yet" in cp.stderr
+    assert cp.returncode == 6 and "action pkgsrc_install is not supported yet" in cp.stderr
 
 
 def test_not_found(inst: Tsuku) -> None:

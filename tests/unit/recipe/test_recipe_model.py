@@ -61,7 +61,7 @@ MIXED = """\
 name = "mixed"
 
 [[steps]]
-action = "homebrew"
+action = "pkgsrc_install"
 formula = "mixed"
 when = { os = ["darwin"] }
 
@@ -79,14 +79,14 @@ def test_unsupported_action_only_where_selected() -> None:
     assert [i for i, _ in require_supported(recipe, LINUX)] == [1]
     with pytest.raises(UnsupportedAction) as info:
         require_supported(recipe, MAC)
-    assert info.value.message == "mixed: steps[0]: action homebrew is not supported yet"
+    assert info.value.message == "mixed: steps[0]: action pkgsrc_install is not supported yet"
     assert info.value.data["recipe"] == "mixed"
     assert exit_code_for(info.value.code) == ExitCode.INSTALL_FAILED
     assert isinstance(recipe.steps[0], GenericStep)
 
 
 def test_no_matching_step() -> None:
-    recipe = parse_recipe(MIXED.replace('action = "homebrew"', 'action = "apk_install"'))
+    recipe = parse_recipe(MIXED.replace('action = "pkgsrc_install"', 'action = "apk_install"'))
     with pytest.raises(NoMatchingStep, match="mixed: no step installs on freebsd/amd64"):
         require_supported(recipe, Platform("freebsd", "amd64"))
     with pytest.raises(NoMatchingStep):

@@ -20,6 +20,7 @@ from tsukud.recipe import (
     GenericStep,
     GitHubArchiveStep,
     GitHubFileStep,
+    HomebrewStep,
     InstallBinariesStep,
     Metadata,
     Recipe,
@@ -151,11 +152,9 @@ def test_unknown_keys_survive_a_round_trip() -> None:
         extra={"timeline_tag": "release"},
     )
     brew, archive = recipe.steps
-    assert isinstance(brew, GenericStep)
-    assert brew.params == {
-        "formula": "tool",
-        "options": {"head": True, "args": ["--with-x", {"deep": [1, 2.5]}]},
-    }
+    assert isinstance(brew, HomebrewStep)
+    assert brew.formula == "tool"
+    assert brew.extra == {"options": {"head": True, "args": ["--with-x", {"deep": [1, 2.5]}]}}
     assert brew.when == When(os=("darwin",), gpu=("nvidia",))
     assert isinstance(archive, GitHubArchiveStep)
     assert archive.extra == {"install_subpath": "sub"}
@@ -527,7 +526,7 @@ generic_steps = st.builds(
                 "download_file",
                 "download_archive",
             )
-            and a not in ("extract", "chmod", "install_binaries")
+            and a not in ("extract", "chmod", "install_binaries", "homebrew")
         )
     ),
     params=extras(set(RESERVED_STEP_KEYS)),

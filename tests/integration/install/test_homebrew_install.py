@@ -1,0 +1,226 @@
+"""Homebrew recipes install through a real daemon from the fake formulae API and bottle
+registry, as a new user runs them: bottles compiled in the test (a real executable
+linked against a library from a dependency bottle, placeholder RPATH and interpreter),
+relocated so the tool runs; the dependency is installed first and cannot be removed
+while the tool needs it; a tampered blob and a platform without a bottle are refused."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Tsuku
+from tests.fakes import bottles
+from tests.fakes.github import FakeGitHub
+from tests.integration.install.conftest import events, installed, make_tsuku
+from tests.integration.install.test_recipe_errors import local_recipe
+from tsukud.recipe import host_platform
+from tsukud.recipe.homebrew import platform_tags
+from tsukud.testing.homebrew import FakeHomebrew
+
+HOST_TAG = platform_tags(host_platform())[0]
+pytestmark = pytest.mark.skipif(
+    host_platform().os != "linux" or not bottles.have_gcc(), reason="needs Linux and gcc"
+)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> bottles.Built:
+    return bottles.build(tmp_path_factory.mktemp("bottles"))
+
+
+@pytest.fixture
+def brew() -> Iterator[FakeHomebrew]:
+    with FakeHomebrew() as fake:
+        yield fake
+
+
+@pytest.fixture
+def t(world: FakeGitHub, brew: FakeHomebrew) -> Iterator[Tsuku]:
+    tsuku = make_tsuku(world, **brew.env())
+    try:
+        tsuku.start()
+        local_recipe(tsuku, "libgreet", bottles.libgreet_recipe())
+        local_recipe(tsuku, "hello", bottles.hello_recipe())
+        yield tsuku
+    finally:
+        tsuku.stop_all()
+        shutil.rmtree(tsuku.home, ignore_errors=True)
+
+
+def publish(brew: FakeHomebrew, built: bottles.Built) -> None:
+    brew.publish("libgreet", bottles.LIB_VERSION, {HOST_TAG: bottles.libgreet_bottle(built)})
+    brew.publish("hello", "1.5", {HOST_TAG: bottles.hello_bottle(built, "1.5")}, current=False)
+    brew.publish(
+        "hello",
+        "2.0",
+        {HOST_TAG: bottles.hello_bottle(built, "2.0", "2.0_1"), "arm64_sonoma": b"mac"},
+        revision=1,
+        dependencies=["libgreet"],
+    )
+
+
+def run(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(path), *args], capture_output=True, text=True, check=False)
+
+
+def test_a_bottle_with_a_dependency_installs_runs_verifies_and_guards_its_dependency(
+    t: Tsuku, brew: FakeHomebrew, built: bottles.Built
+) -> None:
+    publish(brew, built)
+    cp = t.ctl("install", "hello")
+    assert cp.returncode == 0, cp.stderr
+
+    rows = installed(t)
+    assert rows["hello"]["version"] == "2.0" and rows["libgreet"]["version"] == "1.0"
+    ran = run(t.home / "bin" / "hello")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith(f"{bottles.GREETING} (2.0)")
+    tool = Path(rows["hello"]["install_dir"])
+    lib = Path(rows["libgreet"]["install_dir"])
+    # Text placeholders point at the tools' own directories; the binary blob is intact.
+    assert (tool / "bin" / "hello-config").read_text() == f"#!/bin/sh\necho {tool}/share/hello\n"
+    assert (lib / "lib" / "pkgconfig" / "greet.pc").read_text().startswith(f"prefix={lib}\n")
+    assert (tool / "share" / "hello" / "blob.bin").read_bytes() == bottles.BLOB
+    assert (lib / "lib" / "libgreet.so").is_symlink()
+
+    done = {
+        e["payload"]["tool"]: e["payload"] for e in events(t) if e["type"] == "install.completed"
+    }
+    assert done["hello"]["runtime_dependencies"] == ["libgreet"]
+    (asset,) = done["hello"]["assets"]
+    tarball = bottles.hello_bottle(built, "2.0", "2.0_1")
+    assert asset["sha256"] == hashlib.sha256(tarball).hexdigest()
+    assert asset["checked_against"] == ["bottle_digest"]
+    assert asset["name"] == f"hello--2.0_1.{HOST_TAG}.bottle.tar.gz"
+    assert all(r.headers.get("authorization") is None for r in brew.blob_requests())
+
+    assert t.ctl("verify", "hello").returncode == 0
+
+    refused = t.ctl("remove", "libgreet")
+    assert refused.returncode == 1, refused.stderr
+    assert "libgreet is needed by hello" in refused.stderr
+    assert run(t.home / "bin" / "hello").returncode == 0
+
+    assert t.ctl("remove", "hello").returncode == 0
+    assert t.ctl("remove", "libgreet").returncode == 0, "nothing needs it any more"
+    assert installed(t) == {}
+
+
+def test_an_older_version_installs_when_its_bottle_exists(
+    t: Tsuku, brew: FakeHomebrew, built: bottles.Built
+) -> None:
+    publish(brew, built)
+    cp = t.ctl("install", "hello@1.5")
+    assert cp.returncode == 0, cp.stderr
+    assert run(t.home / "bin" / "hello", "--version").stdout == "hello 1.5\n"
+
+    missing = t.ctl("install", "hello@0.9")
+    assert missing.returncode != 0
+    assert "there is no Homebrew bottle of hello 0.9; the registry has: 1.5, 2.0" in (
+        missing.stderr
+    )
+
+
+def test_a_tampered_blob_is_refused_with_the_digest_mismatch(
+    t: Tsuku, brew: FakeHomebrew, built: bottles.Built
+) -> None:
+    publish(brew, built)
+    good = hashlib.sha256(bottles.hello_bottle(built, "2.0", "2.0_1")).hexdigest()
+    brew.tamper(good, bottles.hello_bottle(built, "1.5", "2.0_1"))
+    cp = t.ctl("install", "hello")
+    assert cp.returncode == 6, cp.stderr
+    assert f"the bottle's manifest digest says sha256 {good}" in cp.stderr
+    assert "hello" not in installed(t)
+    assert not (t.home / "bin" / "hello").exists()
+
+
+def test_a_platform_without_a_bottle_names_the_platforms_that_have_one(
+    t: Tsuku, brew: FakeHomebrew, built: bottles.Built
+) -> None:
+    brew.publish("libgreet", bottles.LIB_VERSION, {HOST_TAG: bottles.libgreet_bottle(built)})
+    brew.publish("hello", "2.0", {"arm64_sonoma": b"mac", "sonoma": b"intel mac"})
+    cp = t.ctl("install", "hello")
+    assert cp.returncode == 6, cp.stderr
+    assert f"hello 2.0 has no bottle for {host_platform()}" in cp.stderr
+    assert "bottles exist for: arm64_sonoma, sonoma" in cp.stderr
+
+
+def test_missing_and_cyclic_dependencies_are_clear_errors(t: Tsuku, brew: FakeHomebrew) -> None:
+    local_recipe(t, "hello", bottles.hello_recipe(deps='["nosuchlib"]'))
+    cp = t.ctl("install", "hello")
+    assert cp.returncode == 8, cp.stderr
+    assert "hello needs nosuchlib, which has no recipe" in cp.stderr
+
+    local_recipe(t, "hello", bottles.hello_recipe(deps='["libgreet"]'))
+    cyclic = bottles.libgreet_recipe().replace(
+        'type = "library"', 'type = "library"\nruntime_dependencies = ["hello"]'
+    )
+    local_recipe(t, "libgreet", cyclic)
+    cp = t.ctl("install", "hello")
+    assert cp.returncode == 8, cp.stderr
+    assert "cycle: hello → libgreet → hello" in cp.stderr
+    assert installed(t) == {}
+
+
+def test_plan_shows_the_bottle_url_digest_and_relocation(
+    t: Tsuku, brew: FakeHomebrew, built: bottles.Built
+) -> None:
+    publish(brew, built)
+    cp = t.ctl("plan", "hello", "--json")
+    assert cp.returncode == 0, cp.stderr
+    plan = json.loads(cp.stdout)
+    digest = hashlib.sha256(bottles.hello_bottle(built, "2.0", "2.0_1")).hexdigest()
+    fetch, unpack, relocate, binaries = plan["steps"]
+    assert fetch["url"] == f"{brew.registry.url}/v2/homebrew/core/hello/blobs/sha256:{digest}"
+    assert fetch["checksum"] == f"sha256:{digest}"
+    assert unpack["params"] == {
+        "archive": f"hello--2.0_1.{HOST_TAG}.bottle.tar.gz",
+        "format": "tar.gz",
+        "strip_dirs": 2,
+    }
+    assert relocate["action"] == "homebrew_relocate"
+    assert relocate["params"]["runtime_dependencies"] == ["libgreet"]
+    assert binaries["action"] == "install_binaries" and plan["unsupported"] == []
+    text = t.ctl("plan", "hello")
+    assert text.returncode == 0 and digest in text.stdout and "homebrew_relocate" in text.stdout
+
+    other = json.loads(t.ctl("plan", "hello", "--platform", "linux/arm64", "--json").stdout)
+    (why,) = other["unsupported"]
+    assert "bottles exist for: arm64_sonoma, x86_64_linux" in why["reason"]
+    assert brew.blob_requests() == []  # a plan downloads nothing
+
+
+def test_create_from_homebrew_writes_a_recipe_that_installs(
+    t: Tsuku, brew: FakeHomebrew, built: bottles.Built
+) -> None:
+    publish(brew, built)
+    (t.home / "recipes" / "hello.toml").unlink()
+    printed = t.ctl("create", "hello", "--from", "homebrew:hello", "-o", "-")
+    assert printed.returncode == 0, printed.stderr
+    again = t.ctl("create", "hello", "--from", "homebrew:hello", "-o", "-")
+    assert again.stdout == printed.stdout  # deterministic
+    recipe = printed.stdout
+    assert 'action = "homebrew"\nformula = "hello"' in recipe
+    assert 'binaries = ["bin/hello", "bin/hello-config"]' in recipe
+    assert 'runtime_dependencies = ["libgreet"]' in recipe
+    assert 'unsupported_platforms = ["linux/arm64"' in recipe  # no arm64_linux bottle
+    assert '"darwin/arm64"' not in recipe  # arm64_sonoma serves it
+
+    cp = t.ctl("create", "hello", "--from", "homebrew:hello", "--yes")
+    assert cp.returncode == 0, cp.stderr
+    assert (t.home / "recipes" / "hello.toml").read_text() == recipe
+    cp = t.ctl("install", "hello")
+    assert cp.returncode == 0, cp.stderr
+    assert run(t.home / "bin" / "hello").stdout.startswith(bottles.GREETING)
+    started = [e for e in events(t, "create.") if e["type"] == "create.started"]
+    assert started[-1]["payload"]["repo"] == "homebrew:hello"
+
+    missing = t.ctl("create", "nope", "--from", "homebrew:nope", "-o", "-")
+    assert missing.returncode == 4 and "Homebrew has no formula named nope" in missing.stderr

