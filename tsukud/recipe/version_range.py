@@ -33,7 +33,10 @@ def _pre_release(rest: str) -> tuple[Identifier, ...]:
 def sort_key(version: str) -> tuple[tuple[int, ...], int, tuple[Identifier, ...]]:
     """Semver precedence, extended to any number of numeric parts (trailing zeros do not
     count: ``1.2`` = ``1.2.0``): the numbers, then a release above its pre-releases, then
-    the pre-release identifiers left to right (a longer list wins a tie)."""
+    the pre-release identifiers left to right (a longer list wins a tie). A tag's leading
+    ``v``/``V`` (``v1.2.3``) is not part of the version."""
+    if version[:1] in ("v", "V") and version[1:2].isdigit():
+        version = version[1:]
     match = _CORE.match(version)
     if match is None:
         return ((), 0, ((1, 0, version),))
@@ -49,7 +52,7 @@ def sort_key(version: str) -> tuple[tuple[int, ...], int, tuple[Identifier, ...]
 def compare_versions(a: str, b: str) -> int:
     """-1, 0 or 1. Numeric dotted cores compare as numbers (``1.10`` > ``1.9``), and so do
     numeric pre-release parts (``1.2.3-rc10`` > ``1.2.3-rc9``); a release is newer than
-    its pre-releases."""
+    its pre-releases; ``v1.2.3`` = ``1.2.3``."""
     ka, kb = sort_key(a), sort_key(b)
     return (ka > kb) - (ka < kb)
 
@@ -72,7 +75,7 @@ def parse_range(text: str) -> tuple[tuple[str, str], ...]:
 def in_range(version: str, text: str) -> bool:
     """Whether ``version`` satisfies every clause of the range ``text``."""
     for op, bound in parse_range(text):
-        c = compare_versions(version.removeprefix("v"), bound)
+        c = compare_versions(version, bound)
         ok = {
             ">=": c >= 0,
             "<=": c <= 0,

@@ -73,6 +73,16 @@ def test_numeric_pre_release_parts_compare_as_numbers(
     assert compare_versions(f"{release}-{label}{m}", f"{release}-{label}{n}") == expected
 
 
+@given(version, version, st.sampled_from(["", "v", "V"]), st.sampled_from(["", "v", "V"]))
+def test_a_leading_v_is_not_part_of_the_version(a: str, b: str, pa: str, pb: str) -> None:
+    assert compare_versions(pa + a, pb + b) == compare_versions(a, b)
+
+
+def test_a_leading_v_keeps_numeric_pre_release_order() -> None:
+    assert compare_versions("v1.2.3-rc10", "v1.2.3-rc9") == 1
+    assert compare_versions("V1.10.0", "v1.9.9") == 1
+
+
 @given(st.lists(version, min_size=1, max_size=8))
 def test_sorting_agrees_with_pairwise_comparison(versions: list[str]) -> None:
     ordered = sorted(versions, key=sort_key)
