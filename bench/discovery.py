@@ -9,10 +9,12 @@ that each run a server web search and report (``pause_turn``), then the
 ``extract_source`` call. Each turn answers after the time the real model would take
 (:func:`turn_seconds`): time to first token, plus its output tokens at the provider's
 output throughput, plus the server search. The output tokens are taken from the size
-of the turn's own content as scripted from the recorded fixtures (about 4 characters a
-token); the throughput figures are the providers' published orders of magnitude for a
-Sonnet-class model, printed with the result. Each round asks the daemon ``discover``
-over the socket for a new name and records the wall time:
+of the turn's own content (about 4 characters a token), and that content is hand-written
+test content (``tests/integration/discover/helpers.py``: a one-line text, the search
+call, the ``extract_source`` arguments), not a recorded model turn: a real model writes
+more, so the model's time here is a floor. The throughput figures are the providers'
+published orders of magnitude for a Sonnet-class model, printed with the result. Each
+round asks the daemon ``discover`` over the socket for a new name and records the wall time:
 
     overhead = wall time - the model's time (the sum of its turns)
 
@@ -155,8 +157,9 @@ def main() -> int:
         NAME,
         f"median of {rounds} discoveries over the socket after 1 warm-up; fake Claude plays "
         f"{SEARCH_TURNS} search turns (pause_turn) and an extract_source turn, each after "
-        f"TTFT {TTFT_S * 1000:.0f} ms + its output tokens (its content's characters / "
-        f"{CHARS_PER_TOKEN}) at {OUTPUT_TPS:.0f} tokens/s + {SEARCH_S * 1000:.0f} ms per "
+        f"TTFT {TTFT_S * 1000:.0f} ms + its output tokens (the characters of its "
+        f"hand-written test content / {CHARS_PER_TOKEN}, not a recorded turn) at "
+        f"{OUTPUT_TPS:.0f} tokens/s + {SEARCH_S * 1000:.0f} ms per "
         "server search (published orders of magnitude for a Sonnet-class model); fake "
         "GitHub, registries and search engines on loopback; a new tool name each round",
     )
