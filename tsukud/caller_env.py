@@ -51,6 +51,10 @@ NAMES: tuple[str, ...] = (
 
 _NAMES = frozenset(NAMES)
 
+#: ``TSUKU_*`` variables tsukud reads from its own environment only (not per request):
+#: a detached start keeps them, as a request could not bring them.
+DAEMON_ONLY = frozenset({"TSUKU_DEBIAN_MIRROR", "TSUKU_LAUNCHD"})
+
 #: Longest value accepted for one variable: far beyond any token, URL or number.
 MAX_VALUE = 4096
 
@@ -64,6 +68,17 @@ def collect(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The allowed variables set (non-empty) in ``environ`` (default: ours)."""
     environ = os.environ if environ is None else environ
     return {name: value for name, value in environ.items() if value and allowed(name)}
+
+
+def daemon_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment to start a detached daemon with: ``environ`` (default: ours) less
+    the per-request names. A daemon outlives the command that started it; a one-off
+    ``TSUKU_LLM_DAILY_BUDGET=1 tsukuctl status`` or an exported token must not become
+    every later request's. The starting request loses nothing: it carries them itself."""
+    environ = os.environ if environ is None else environ
+    return {
+        name: value for name, value in environ.items() if not allowed(name) or name in DAEMON_ONLY
+    }
 
 
 def accept(sent: Mapping[str, str]) -> dict[str, str]:

@@ -2,8 +2,8 @@
 
 Both ``tsukud`` (without ``--foreground``) and ``tsukuctl`` (on demand) start the daemon
 this way, so it lives on the daemon's side and imports only the standard library plus
-``paths`` and ``errors``: ``tsukuctl`` runs from the shell's command-not-found hook, where
-every millisecond of start-up is felt. The protocol is schema/rpc.md.
+``paths``, ``caller_env`` and ``errors``: ``tsukuctl`` runs from the shell's
+command-not-found hook, where every millisecond of start-up is felt. The protocol is schema/rpc.md.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import struct
 import sys
 import time
 
-from tsukud import paths
+from tsukud import caller_env, paths
 from tsukud.errors import (
     DaemonUnavailable,
     DiskFull,
@@ -119,7 +119,9 @@ def start_daemon(path: StrPath | None = None, timeout: float = START_TIMEOUT_S) 
     """Start tsukud detached and wait until it accepts. Returns the daemon's pid.
 
     Two clients racing here both spawn a daemon; the single-instance lock lets one win
-    and the other exits at once, and both clients simply wait for the socket.
+    and the other exits at once, and both clients simply wait for the socket. The daemon
+    gets our environment less what requests carry (``caller_env.daemon_environ``): it
+    would otherwise keep this one caller's settings and keys for every later request.
     """
     import subprocess
 
@@ -134,6 +136,7 @@ def start_daemon(path: StrPath | None = None, timeout: float = START_TIMEOUT_S) 
             stdout=err,
             stderr=err,
             cwd="/",
+            env=caller_env.daemon_environ(),
             start_new_session=True,
             close_fds=True,
         )

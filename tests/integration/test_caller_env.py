@@ -12,6 +12,7 @@ import secrets
 import signal
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -127,3 +128,33 @@ def test_callers_keys_are_used_and_never_logged_evented_or_stored(
             assert canary not in text
         for p in written:
             assert canary.encode() not in p.read_bytes(), f"{canary[:16]}… found in {p}"
+
+
+def test_an_auto_started_daemon_keeps_no_one_off_callers_environment(tsuku: Tsuku) -> None:
+    token = "ghcanary" + secrets.token_hex(16)
+    one_off = {"TSUKU_LLM_DAILY_BUDGET": "1", "GITHUB_TOKEN": token}
+    cp = tsuku.ctl("status", shell_env=one_off)  # no daemon yet: this starts it
+    assert cp.returncode == 0, cp.stderr
+    assert "of $1.00 today" in cp.stdout  # the starting request has them all the same
+    pid = tsuku.daemon_pid()
+    try:
+        # Another shell, without them: the default budget and no token.
+        plain = json.loads(tsuku.ctl("status", "--json", check=True).stdout)
+        assert plain["budget"]["daily_budget_usd"] == 5.0
+        (budget,) = [s for s in plain["settings"] if s["key"] == "llm.daily_budget"]
+        assert budget["source"] == "default"
+        cp = tsuku.ctl("status", check=True)
+        assert "of $5.00 today" in cp.stdout and "tsukud's environment" not in cp.stdout, cp.stdout
+        environ = dict(
+            item.split("=", 1)
+            for item in Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0")
+            if "=" in item
+        )
+        assert "TSUKU_LLM_DAILY_BUDGET" not in environ and "GITHUB_TOKEN" not in environ
+        assert token not in json.dumps(environ)
+        # What it needs to run, and where it is, stays.
+        assert environ["TSUKU_HOME"] == tsuku.env["TSUKU_HOME"]
+        assert environ["TSUKU_SOCKET"] == tsuku.env["TSUKU_SOCKET"]
+        assert environ["PATH"] == tsuku.env["PATH"]
+    finally:
+        os.kill(pid, signal.SIGTERM)
