@@ -324,8 +324,11 @@ def key(name: str) -> Key:
     try:
         return KEYS[ALIASES.get(name, name)]
     except KeyError:
+        import difflib
+
+        near = difflib.get_close_matches(name, [*KEYS, *ALIASES], n=1)
         raise UsageError(
-            f"unknown setting {name!r}",
+            f"unknown setting {name!r}" + (f" (did you mean {near[0]}?)" if near else ""),
             hint="`tsukuctl config list` shows every setting.",
         ) from None
 
@@ -341,6 +344,57 @@ def _shown_raw(raw: Any) -> str:
     except ValueError:  # an int too long for str()
         return f"a {type(raw).__name__} too large to show"
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def kind_of(k: Key) -> tuple[str, str, str]:
+    """What a value of ``k`` is, in words a user knows, examples of it, and one value to
+    show in a command (``config set``'s messages; the daemon's too)."""
+    if k.kind is bool:
+        return "true or false", "(or yes/no, on/off, 1/0)", "true"
+    if k.kind is int:
+        return "a whole number", "(e.g. 10)", "10"
+    if k.kind is float:
+        if "USD" in k.doc or k.name.endswith("_usd") or k.name == "llm.daily_budget":
+            return "a number of dollars", "(e.g. 5 or 2.50)", "2.50"
+        if "seconds" in k.name or k.name.endswith("_timeout_s"):
+            return "a number of seconds", "(e.g. 30 or 2.5)", "30"
+        return "a number", "(e.g. 3 or 2.5)", "3"
+    if k.name.endswith("_url"):
+        return "a URL in quotes", '(e.g. "https://example.com")', "https://example.com"
+    if k.name.endswith(("_dir", "_file")):
+        return "a path in quotes", '(e.g. "~/tsuku/files")', "~/tsuku/files"
+    return "text in quotes", '(e.g. "value")', "value"
+
+
+def _too_large(k: Key, raw: Any) -> str:
+    """A number past ``MAX_NUMBER`` is refused for its size, not its type: say so."""
+    if k.kind not in (int, float) or isinstance(raw, bool):
+        return ""
+    try:
+        number = float(raw)
+    except (TypeError, ValueError, OverflowError):
+        return ""
+    return f" of at most {MAX_NUMBER:.0e}" if abs(number) > MAX_NUMBER else ""
+
+
+def _where(origin: str) -> str:
+    """The value's origin before a message; none for the value a command was just given."""
+    return "" if origin == "value" else f"{origin}: "
+
+
+def _fix(k: Key, origin: str) -> str:
+    """The fix for a bad value, where it came from: the command, the variable, the file."""
+    what, _, example = kind_of(k)
+    if origin == "value":
+        return f"Give {what}, e.g. `tsukuctl config set {k.name} {example}`."
+    if origin.startswith("$"):
+        return f"Set {origin} to {what} (e.g. {example}), or unset it."
+    if origin == "flag":
+        return f"Pass {what} (e.g. {example})."
+    return (
+        f"Edit it with `tsukuctl config edit`, or run `tsukuctl config set {k.name} "
+        f"{example}` (or `tsukuctl config unset {k.name}` for the default)."
+    )
 
 
 def coerce(k: Key, raw: Any, origin: str) -> Any:
@@ -373,16 +427,18 @@ def coerce(k: Key, raw: Any, origin: str) -> Any:
             value = raw
     except (TypeError, ValueError, OverflowError):
         shown = "(hidden)" if k.secret else _shown_raw(raw)
+        what, examples, _ = kind_of(k)
         raise ConfigError(
-            f"{origin}: {k.name} must be {k.kind.__name__}"
-            + (f" of at most {MAX_NUMBER:.0e} in size" if k.kind in (int, float) else "")
-            + f", got {shown}",
-            hint=f"Fix it with `tsukuctl config set {k.name} <value>`.",
+            f"{_where(origin)}{k.name} must be {what}{_too_large(k, raw)} {examples}, "
+            f"got {shown}",
+            hint=_fix(k, origin),
         ) from None
     if k.minimum is not None and value < k.minimum:
+        what, examples, _ = kind_of(k)
         raise ConfigError(
-            f"{origin}: {k.name} must be at least {k.minimum}, got {value}",
-            hint=f"Fix it with `tsukuctl config set {k.name} <value>`.",
+            f"{_where(origin)}{k.name} must be {what} of at least {k.minimum:g} {examples}, "
+            f"got {value}",
+            hint=_fix(k, origin),
         )
     return value
 

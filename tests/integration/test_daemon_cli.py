@@ -140,7 +140,8 @@ def test_config_set_get_list_and_secrets_from_stdin_only(daemon: Tsuku) -> None:
     assert "sk-ant-from-stdin-123" in cfg.read_text()
 
     bad = daemon.ctl("config", "set", "llm.hourly_limit", "many")
-    assert bad.returncode == ExitCode.CONFIG and "must be int" in bad.stderr
+    assert bad.returncode == ExitCode.CONFIG
+    assert "must be a whole number (e.g. 10), got 'many'" in bad.stderr
     unknown = daemon.ctl("config", "get", "llm.nope")
     assert unknown.returncode == ExitCode.USAGE
 

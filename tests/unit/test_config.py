@@ -52,10 +52,15 @@ def test_missing_file_is_defaults(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "needle", "line", "spoiled"),
     [
-        ("[llm]\ndaily_budget = 'lots'\n", "llm.daily_budget must be float", 2, "llm.daily_budget"),
+        (
+            "[llm]\ndaily_budget = 'lots'\n",
+            "llm.daily_budget must be a number of dollars",
+            2,
+            "llm.daily_budget",
+        ),
         (
             "# mine\n[llm]\nhourly_limit = 1.5\n",
-            "llm.hourly_limit must be int",
+            "llm.hourly_limit must be a whole number",
             3,
             "llm.hourly_limit",
         ),
@@ -143,6 +148,64 @@ def test_a_value_is_checked_before_anything_is_written(tmp_path: Path) -> None:
     assert f.read_text() == "# keep\n"
 
 
+@pytest.mark.parametrize(
+    ("name", "raw", "message", "hint"),
+    [
+        (
+            "llm.daily_budget",
+            "abc",
+            "llm.daily_budget must be a number of dollars (e.g. 5 or 2.50), got 'abc'",
+            "Give a number of dollars, e.g. `tsukuctl config set llm.daily_budget 2.50`.",
+        ),
+        (
+            "llm.hourly_limit",
+            "1.5",
+            "llm.hourly_limit must be a whole number (e.g. 10), got '1.5'",
+            "Give a whole number, e.g. `tsukuctl config set llm.hourly_limit 10`.",
+        ),
+        (
+            "llm.only_provider",
+            "maybe",
+            "llm.only_provider must be true or false (or yes/no, on/off, 1/0), got 'maybe'",
+            "Give true or false, e.g. `tsukuctl config set llm.only_provider true`.",
+        ),
+        (
+            "breaker.reset_seconds",
+            "-1",
+            "breaker.reset_seconds must be a number of seconds of at least 0 (e.g. 30 or 2.5)"
+            ", got -1.0",
+            "Give a number of seconds, e.g. `tsukuctl config set breaker.reset_seconds 30`.",
+        ),
+        (
+            "llm.daily_budget",
+            "1e20",
+            "llm.daily_budget must be a number of dollars of at most 1e+15 (e.g. 5 or 2.50), "
+            "got '1e20'",
+            "Give a number of dollars, e.g. `tsukuctl config set llm.daily_budget 2.50`.",
+        ),
+    ],
+)
+def test_a_bad_value_says_what_the_setting_takes_and_a_real_fix(
+    tmp_path: Path, name: str, raw: str, message: str, hint: str
+) -> None:
+    with pytest.raises(ConfigError) as e:
+        config.write_value(tmp_path / "config.toml", name, raw)
+    assert (e.value.message, e.value.hint) == (message, hint)
+
+
+def test_a_bad_file_value_names_the_file_and_the_edit() -> None:
+    with pytest.raises(ConfigError) as e:
+        config.coerce(config.KEYS["github.api_url"], 5, "/h/config.toml")
+    assert e.value.message == (
+        '/h/config.toml: github.api_url must be a URL in quotes (e.g. "https://example.com"), got 5'
+    )
+    assert "tsukuctl config edit" in e.value.hint
+    assert "tsukuctl config set github.api_url https://example.com" in e.value.hint
+    with pytest.raises(ConfigError) as e:
+        config.coerce(config.KEYS["llm.hourly_limit"], "x", "$TSUKU_LLM_HOURLY_LIMIT")
+    assert e.value.hint == "Set $TSUKU_LLM_HOURLY_LIMIT to a whole number (e.g. 10), or unset it."
+
+
 def test_a_file_with_a_syntax_error_is_not_edited_blindly(tmp_path: Path) -> None:
     f = write(tmp_path / "config.toml", "[llm]\ndaily_budget = \n")
     with pytest.raises(ConfigError) as e:
@@ -167,6 +230,15 @@ def test_write_value_is_atomic_0600_and_roundtrips(tmp_path: Path) -> None:
 def test_unknown_key_is_a_usage_error() -> None:
     with pytest.raises(UsageError):
         config.key("llm.nope")
+
+
+def test_a_mistyped_key_gets_the_setting_it_is_near() -> None:
+    with pytest.raises(UsageError) as e:
+        config.write_value(Path("/nonexistent/config.toml"), "llm.daily_budgt", "3")
+    assert e.value.message == "unknown setting 'llm.daily_budgt' (did you mean llm.daily_budget?)"
+    with pytest.raises(UsageError) as e:
+        config.key("zzz.qqq")
+    assert "did you mean" not in e.value.message
 
 
 def test_secret_env_aliases() -> None:

@@ -539,7 +539,7 @@ def test_a_secret_is_read_from_standard_input(
     ("text", "line", "needle"),
     [
         ("[llm]\nhourly_limit = 2\ndaily_budjet = 1\n", 3, "did you mean llm.daily_budget?"),
-        ("[llm]\ndaily_budget = 'lots'\n", 2, "llm.daily_budget must be float"),
+        ("[llm]\ndaily_budget = 'lots'\n", 2, "llm.daily_budget must be a number of dollars"),
         ("[llm]\ndaily_budget = \n", 2, "not valid TOML"),
     ],
 )
