@@ -171,7 +171,9 @@ def check_sandbox(sandbox: Mapping[str, Any] | None) -> list[dict[str, str]]:
 
 
 def check_hooks(home: str, env: Mapping[str, str]) -> dict[str, str]:
-    from tsukuctl.hook_commands import SHELLS, detect_shell, has_line, rc_path
+    """Reports the file the managed rc line really sources: it may name another home's
+    hook than this command's ``TSUKU_HOME`` (one exported for a while, a second home)."""
+    from tsukuctl.hook_commands import SHELLS, current_line, detect_shell, rc_path, sourced_file
 
     try:
         shells: tuple[str, ...] = (detect_shell(env),)
@@ -181,16 +183,20 @@ def check_hooks(home: str, env: Mapping[str, str]) -> dict[str, str]:
         rc = rc_path(shell, env)
         try:
             with open(rc, encoding="utf-8", errors="replace") as f:
-                hooked = has_line(f.read())
+                managed = current_line(f.read())
         except OSError:
-            hooked = False
-        script = os.path.join(paths.hooks_dir(home), f"tsuku.{shell}")
-        if hooked and os.path.exists(script):
-            return line("hooks", OK, f"{shell}: {rc} sources {script}")
-        if hooked:
+            managed = None
+        if managed is None:
+            continue
+        ours = os.path.join(paths.hooks_dir(home), f"tsuku.{shell}")
+        script = sourced_file(managed, env) or ours
+        if not os.path.exists(script):
             return line(
                 "hooks", FAIL, f"{rc} sources {script}, which is missing", "tsukuctl hook install"
             )
+        if os.path.realpath(script) != os.path.realpath(ours):
+            return line("hooks", OK, f"{shell}: {rc} sources {script} (not this home's {ours})")
+        return line("hooks", OK, f"{shell}: {rc} sources {script}")
     return line("hooks", WARN, f"not installed for {', '.join(shells)}", "tsukuctl hook install")
 
 

@@ -118,6 +118,28 @@ def has_line(text: str) -> bool:
     return any(_ours(x) for x in _lines(text))
 
 
+def sourced_file(line: str, env: Mapping[str, str]) -> str | None:
+    """The file a managed rc line sources (``. FILE`` / ``source FILE``), unquoted as the
+    shell would and with ``$HOME`` expanded; None when the line sources nothing we can read.
+    The line may have been written for another home than this command's."""
+    import re
+
+    found = re.search(r"""(?:^|[;\s])(?:\.|source)\s+("(?:[^"\\]|\\.)*"|'[^']*'|[^\s;]+)""", line)
+    if found is None:
+        return None
+    word = found.group(1)
+    if word.startswith("'"):
+        return word[1:-1]
+    if word.startswith('"'):
+        word = word[1:-1]
+    home = env.get("HOME") or ""
+    return re.sub(
+        r"\\(.)|\$\{?HOME\}?(?![A-Za-z0-9_])",
+        lambda m: m.group(1) if m.group(1) is not None else home,
+        word,
+    )
+
+
 def current_line(text: str) -> str | None:
     for x in _lines(text):
         if _ours(x):
