@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from tsukuctl import render
-from tsukuctl.command import out, rpc
+from tsukuctl.command import err, out, rpc
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:
@@ -46,6 +46,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         lines.append("             disk full: writes are refused until there is space")
     lines += settings_lines(st.get("settings", []))
     out("\n".join(lines))
+    for p in st.get("problems", []):  # on stderr, as `config list` reports them
+        err(f"problem: {p['message']}")
+        if p["hint"]:
+            err(f"  hint: {p['hint']}")
     return 0
 
 

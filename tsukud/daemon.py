@@ -28,7 +28,7 @@ from tsukud import __version__, log, paths
 from tsukud import config as configmod
 from tsukud.caller_env import accept
 from tsukud.clock import Clock, SystemClock
-from tsukud.errors import DiskFull, LedgerCorrupt, NotFound, WrongDaemon
+from tsukud.errors import ConfigError, DiskFull, LedgerCorrupt, NotFound, WrongDaemon
 from tsukud.events import integrity
 from tsukud.events.projections import State, rebuild
 from tsukud.events.store import EventStore
@@ -395,6 +395,28 @@ class Daemon:
                 self.request_stop()
 
     def status(self) -> dict[str, Any]:
+        """The daemon's state. A setting the config file spoils (a typo, a bad value)
+        shows its default here and the file's problem is listed: status is where a user
+        looks first, so it must answer. A bad value in the caller's own environment
+        still fails, as for every command."""
+        cfg = self.current()
+        problems = [p.error for p in cfg.problems]
+
+        def read(name: str) -> Any:
+            try:
+                return cfg[name]
+            except ConfigError as e:
+                if not any(e is p for p in problems):
+                    raise  # not the file's: the caller's shell gave it
+                return cfg.value_or_default(name)
+
+        budget = self.budget.snapshot(
+            BudgetLimits(read("llm.daily_budget"), read("llm.confirm_threshold"))
+        )
+        generations = self.generations.snapshot(int(read("llm.hourly_limit")))
+        breakers = self.breakers.snapshot(
+            BreakerSettings(read("breaker.failure_threshold"), read("breaker.reset_seconds"))
+        )
         return {
             "version": __version__,
             "pid": os.getpid(),
@@ -404,9 +426,9 @@ class Daemon:
             "activation": self.activation,
             "home": str(self.home),
             "database": str(self.store.path),
-            "budget": self.budget.snapshot(),
-            "generations": self.generations.snapshot(),
-            "breakers": self.breakers.snapshot(),
+            "budget": budget,
+            "generations": generations,
+            "breakers": breakers,
             "events": {
                 "count": self.store.last_id,
                 "durable": self.store.durable_id,
@@ -414,7 +436,8 @@ class Daemon:
             },
             "sandbox": {"slots": self.container_lock.slots, "busy": self.container_lock.busy},
             "connections": self.server.connections if self.server is not None else 0,
-            "settings": self._shown_settings(self.current()),
+            "settings": self._shown_settings(cfg),
+            "problems": [{"message": e.message, "hint": e.hint} for e in problems],
         }
 
     def _shown_settings(self, config: configmod.Config) -> list[dict[str, Any]]:

@@ -46,17 +46,19 @@ class CircuitBreakers:
         self._settings = settings
         self._probing: set[str] = set()
 
-    def retry_at(self, provider: str) -> float | None:
+    def retry_at(self, provider: str, settings: BreakerSettings | None = None) -> float | None:
         st = self._b.get(provider)
         if st.state == "open" and st.opened_at is not None:
-            return st.opened_at + self._settings().reset_seconds
+            return st.opened_at + (settings or self._settings()).reset_seconds
         return None
 
-    def snapshot(self) -> list[dict[str, Any]]:
+    def snapshot(self, settings: BreakerSettings | None = None) -> list[dict[str, Any]]:
+        """``settings`` stand in for the settings' when those cannot be read (as for
+        Budget)."""
         out = []
         for name in sorted(self._b.states):
             st = self._b.states[name]
-            at = self.retry_at(name)
+            at = self.retry_at(name, settings)
             out.append(
                 {
                     "provider": name,

@@ -45,9 +45,11 @@ class Budget:
     def today(self) -> str:
         return utc_day(self._clock.now())
 
-    def snapshot(self) -> dict[str, float | str]:
+    def snapshot(self, limits: BudgetLimits | None = None) -> dict[str, float | str]:
+        """``limits`` stand in for the settings' when those cannot be read (``status``
+        shows the state of a daemon whose config file has a problem)."""
         day = self.today()
-        lim = self._limits()
+        lim = self._limits() if limits is None else limits
         return {
             "day": day,
             "spent_usd": to_usd(self._spend.spent(day)),

@@ -20,9 +20,11 @@ class GenerationLimit:
         self._clock = clock
         self._limit = limit
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self, limit: int | None = None) -> dict[str, Any]:
+        """``limit`` stands in for the setting when it cannot be read (as for Budget)."""
         now = self._clock.now()
-        return {"count": self._window.count(now), "limit": self._limit()}
+        limit = self._limit() if limit is None else limit
+        return {"count": self._window.count(now), "limit": limit}
 
     async def check(self, *, session: str, tool: str) -> None:
         """Refuse with ``ratelimit.denied`` when the hour is full; take no slot."""
