@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import stat
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -514,6 +514,87 @@ def _meant(name: str) -> str | None:
     return close[0] if close else None
 
 
+#: Syntax errors read past, one line (or table) each, before the file counts as unreadable.
+MAX_SYNTAX_ERRORS = 10
+
+
+def _unparsable(
+    path: Path, line: int | None, reason: str, problems: list[Problem] | None = None
+) -> FileSettings:
+    """A file no setting can be read from: one problem, spoiling every file setting."""
+    error = ConfigError(
+        f"{_at(path, line)}: the file cannot be read at all: {reason}",
+        hint="Edit it with `tsukuctl config edit`; until then no setting is read from the file.",
+    )
+    return FileSettings({}, {}, [*(problems or []), Problem(error, (EVERY_FILE_SETTING,))])
+
+
+def _skip_bad_line(text: str, n: int) -> tuple[str, Callable[[str, str], Problem]] | None:
+    """A TOML syntax error at line ``n`` spoils only what that line sets: the line
+    blanked (a table header: the table, up to the next header), and the problem to
+    report, with the key and a fix. None when the line sets nothing we can name (the
+    file is then unreadable as a whole). Lines keep their numbers."""
+    import re
+
+    lines = text.split("\n")
+    if not 0 < n <= len(lines):
+        return None
+    table, drop = "", [n - 1]
+    for raw in lines[: n - 1]:
+        header = re.match(r"\s*\[\[?([^\]]*)\]", raw)
+        if header:
+            table = re.sub(r"[\s\"']", "", header.group(1))
+    bad = lines[n - 1].strip()
+    assign = re.match(r"([A-Za-z0-9_.\-\"' ]+?)\s*=", bad)
+    if bad.startswith("["):
+        named = re.match(r"\[+\s*([A-Za-z0-9_.\-]+)", bad)
+        if named is None:
+            return None
+        table = named.group(1)
+        drop += [i for i in range(n, len(lines)) if not lines[i].lstrip().startswith("[")]
+        nxt = next((i for i in range(n, len(lines)) if lines[i].lstrip().startswith("[")), None)
+        drop = [i for i in drop if nxt is None or i < nxt]
+        spoils = tuple(k for k in KEYS if k.startswith(table + "."))
+
+        def header_problem(where: str, reason: str) -> Problem:
+            return Problem(
+                ConfigError(
+                    f"{where}: the table header {bad!r} is not valid TOML ({reason})",
+                    hint="Edit it with `tsukuctl config edit` (a header reads like [llm]); "
+                    "until then nothing under it is read from the file.",
+                ),
+                spoils,
+            )
+
+        problem = header_problem
+    elif assign is not None:
+        leaf = re.sub(r"[\s\"']", "", assign.group(1))
+        dotted = f"{table}.{leaf}" if table else leaf
+        name = ALIASES.get(dotted, dotted)
+        meant = name if name in KEYS else _meant(dotted)
+
+        def key_problem(where: str, reason: str) -> Problem:
+            fix = "Edit it with `tsukuctl config edit`"
+            if meant is not None:
+                what, _, example = kind_of(KEYS[meant])
+                shown = example if KEYS[meant].kind in (int, float, bool) else f'"{example}"'
+                fix += f": {meant} takes {what}, e.g. `{leaf} = {shown}`"
+            return Problem(
+                ConfigError(
+                    f"{where}: {dotted} is not valid TOML ({reason})",
+                    hint=f"{fix}. Until then {dotted} is not read from the file.",
+                ),
+                (meant,) if meant else (),
+            )
+
+        problem = key_problem
+    else:
+        return None
+    for i in drop:
+        lines[i] = ""
+    return "\n".join(lines), problem
+
+
 @dataclass
 class FileSettings:
     values: dict[str, Any]  # known settings the file sets, already coerced
@@ -537,20 +618,28 @@ def parse_file(data: bytes, path: Path) -> FileSettings:
     edited copy before it replaces the file); ``path`` names the file in messages."""
     try:
         text = data.decode("utf-8")
-        doc = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        import re
-
-        found = re.search(r"at line (\d+)", str(e))
-        where = _at(path, int(found.group(1)) if found else None)
-        error = ConfigError(
-            f"{where}: not valid TOML: {e}",
-            hint="Fix it with `tsukuctl config edit`; until then no setting is read from "
-            "the file.",
-        )
-        return FileSettings({}, {}, [Problem(error, (EVERY_FILE_SETTING,))])
-    flat: dict[str, Any] = {}
+    except UnicodeDecodeError as e:
+        return _unparsable(path, None, f"not UTF-8 text: {e}")
     problems: list[Problem] = []
+    readable = text
+    for _ in range(MAX_SYNTAX_ERRORS):
+        try:
+            doc = tomllib.loads(readable)
+            break
+        except tomllib.TOMLDecodeError as e:
+            import re
+
+            found = re.search(r"at line (\d+)", str(e))
+            reason = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", str(e))
+            n = int(found.group(1)) if found else None
+            skipped = _skip_bad_line(readable, n) if n else None
+            if skipped is None:
+                return _unparsable(path, n, f"not valid TOML ({reason})", problems)
+            readable, problem = skipped
+            problems.append(problem(_at(path, n), reason))
+    else:
+        return _unparsable(path, None, "not valid TOML (too many errors)")
+    flat: dict[str, Any] = {}
     for section, body in doc.items():
         if not isinstance(body, dict):
             meant = _meant(section)

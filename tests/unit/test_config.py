@@ -74,7 +74,20 @@ def test_missing_file_is_defaults(tmp_path: Path) -> None:
             "llm.daily_budget",
         ),
         ("\nbudget = 3\n", "must be a table", 2, None),
-        ("[sandbox]\nmax_concurrent = 2\n[llm\n", "not valid TOML", 3, "sandbox.max_concurrent"),
+        # A syntax error spoils what its line sets: a table header, the table.
+        (
+            "[sandbox]\nmax_concurrent = 2\n[llm\n",
+            "'[llm' is not valid TOML",
+            3,
+            "llm.daily_budget",
+        ),
+        # A value, that setting (the rest of the file reads as usual).
+        (
+            "[llm]\ndaily_budget = \nhourly_limit = 4\n",
+            "llm.daily_budget is not valid TOML",
+            2,
+            "llm.daily_budget",
+        ),
     ],
 )
 def test_a_bad_file_spoils_only_what_it_gets_wrong(
@@ -95,11 +108,39 @@ def test_a_bad_file_spoils_only_what_it_gets_wrong(
         assert e.value is problem.error
         assert c.value_or_default(spoiled) == config.KEYS[spoiled].default
     assert c["log.level"] == "debug"  # from the environment
-    if "not valid TOML" in needle:
+    if "'[llm'" in needle:
         with pytest.raises(ConfigError):
             c["llm.confirm_threshold"]
+        assert c["sandbox.max_concurrent"] == 2
     else:
         assert c["llm.confirm_threshold"] == 0.5
+
+
+def test_a_file_that_cannot_be_parsed_at_all_says_so_once_and_spoils_every_file_setting(
+    tmp_path: Path,
+) -> None:
+    f = write(tmp_path / "config.toml", "[llm]\nhourly_limit = 4\n= 3\n")
+    c = config.resolve(env={"TSUKU_LOG_LEVEL": "debug"}, path=f)
+    [problem] = c.problems
+    assert problem.error.message.startswith(f"{f}, line 3: the file cannot be read at all")
+    assert problem.error.hint.startswith("Edit it with `tsukuctl config edit`")
+    for name in ("llm.hourly_limit", "llm.daily_budget"):
+        with pytest.raises(ConfigError) as e:
+            c[name]
+        assert e.value is problem.error
+    assert c["log.level"] == "debug"  # the environment still counts
+
+
+def test_a_syntax_error_names_the_key_and_a_concrete_fix(tmp_path: Path) -> None:
+    f = write(tmp_path / "config.toml", "[llm]\nhourly_limit = 4\ndaily_budget = \n")
+    [problem] = config.resolve(env={}, path=f).problems
+    assert (
+        problem.error.message == f"{f}, line 3: llm.daily_budget is not valid TOML (Invalid value)"
+    )
+    assert problem.error.hint == (
+        "Edit it with `tsukuctl config edit`: llm.daily_budget takes a number of dollars, "
+        "e.g. `daily_budget = 2.50`. Until then llm.daily_budget is not read from the file."
+    )
 
 
 def test_bad_secret_value_is_not_echoed(tmp_path: Path) -> None:

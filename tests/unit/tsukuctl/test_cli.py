@@ -540,7 +540,7 @@ def test_a_secret_is_read_from_standard_input(
     [
         ("[llm]\nhourly_limit = 2\ndaily_budjet = 1\n", 3, "did you mean llm.daily_budget?"),
         ("[llm]\ndaily_budget = 'lots'\n", 2, "llm.daily_budget must be a number of dollars"),
-        ("[llm]\ndaily_budget = \n", 2, "not valid TOML"),
+        ("[llm]\ndaily_budget = \n", 2, "llm.daily_budget is not valid TOML"),
     ],
 )
 def test_a_bad_file_is_one_error_and_config_can_fix_it(
@@ -556,6 +556,23 @@ def test_a_bad_file_is_one_error_and_config_can_fix_it(
     assert code == 0 and "llm.daily_budget" in out
     assert err.count(needle) == 1 and f"line {line}" in err
     assert run(capsys, "config", "path")[0] == 0
+
+
+def test_a_syntax_error_leaves_the_rest_of_the_file_and_the_defaults_as_they_are(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = _config_file(home, "[llm]\nhourly_limit = 4\ndaily_budget = \n")
+    assert run(capsys, "config", "get", "llm.hourly_limit") == (0, "4\n", "")
+    assert run(capsys, "config", "get", "llm.confirm_threshold") == (0, "0.5\n", "")
+    code, out, err = run(capsys, "config", "get", "llm.daily_budget")
+    assert code == ExitCode.CONFIG and "line 3: llm.daily_budget is not valid TOML" in err
+    code, out, err = run(capsys, "config", "list")
+    assert code == 0 and err.count("problem:") == 1 and f"{f}, line 3" in err
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:] if line.strip()}
+    assert rows["llm.hourly_limit"] == ["4", "file"]
+    assert rows["llm.confirm_threshold"] == ["0.5", "default"]
+    assert rows["llm.daily_budget"] == ["5.0", "file", "(invalid)"]
+    assert sum("(invalid)" in line for line in out.splitlines()) == 1
 
 
 def test_config_edit_replaces_the_file_only_when_it_reads_cleanly(
