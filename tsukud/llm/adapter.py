@@ -157,13 +157,20 @@ class HttpAdapter:
         self, exc: BaseException, *, timeout: bool = False
     ) -> ProviderTransientError:
         """No complete answer: a timeout, or a connection refused or broken (also
-        half-way through the body). Retryable either way."""
+        half-way through the body). Retryable either way. Only a failure to connect
+        proves the request was never sent; anything later may have been billed, so
+        the error keeps its ``unanswered`` reason for the ledger."""
+        err: ProviderTransientError
         if timeout or isinstance(exc, httpx2.TimeoutException):
-            return ProviderTimeout(f"{self._name}: request timed out", provider=self._name)
-        return ProviderConnectionError(
-            f"{self._name}: connection to {self._url} failed: {self._clean(exc)}",
-            provider=self._name,
-        )
+            err = ProviderTimeout(f"{self._name}: request timed out", provider=self._name)
+        else:
+            err = ProviderConnectionError(
+                f"{self._name}: connection to {self._url} failed: {self._clean(exc)}",
+                provider=self._name,
+            )
+        if never_sent(exc):
+            err.unanswered = None
+        return err
 
     def _json_object(self, content: bytes | str | None, request_id: str | None) -> dict[str, Any]:
         """The reply's JSON object. A 200 that is not one (a proxy's page, a truncated
@@ -173,12 +180,31 @@ class HttpAdapter:
         except msgspec.DecodeError:
             body = None
         if not isinstance(body, dict):
-            raise ProviderServerError(
+            err = ProviderServerError(
                 f"{self._name}: response is not a JSON object",
                 provider=self._name,
                 request_id=request_id,
             )
+            err.unanswered = "unreadable_answer"  # processed, maybe billed, usage unknown
+            raise err
         return body
+
+
+#: Transport failures that happen before a byte of the request is written.
+_BEFORE_SENDING = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout)
+
+
+def never_sent(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what an SDK wrapped in it) proves the request never left:
+    the connection was never made."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, _BEFORE_SENDING):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def count(value: Any) -> int:

@@ -54,6 +54,11 @@ class ProviderError(TsukuError):
     """Base of every error an LLM provider adapter raises."""
 
     code = "provider_error"
+    #: Why the request may have reached the provider although no usage came back
+    #: (``timeout``, ``connection_broken``, ``unreadable_answer``), or ``None`` when it
+    #: certainly did not (never connected) or the provider answered. The caller
+    #: charges a call with a reason at its worst case: a provider may bill it.
+    unanswered: str | None = None
 
     def __init__(
         self,
@@ -105,9 +110,13 @@ class ProviderServerError(ProviderTransientError):
 class ProviderTimeout(ProviderTransientError):
     """No (complete) answer within the client's timeout."""
 
+    unanswered: str | None = "timeout"
+
 
 class ProviderConnectionError(ProviderTransientError):
     """Could not connect, or the connection broke before an answer."""
+
+    unanswered: str | None = "connection_broken"
 
 
 class ProviderAuthError(ProviderError):

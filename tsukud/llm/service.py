@@ -49,7 +49,6 @@ from tsukud.llm.provider import (
     Provider,
     ProviderAuthError,
     ProviderError,
-    ProviderTimeout,
 )
 from tsukud.llm.types import Request, Response
 from tsukud.policy.breaker import CircuitOpen
@@ -633,9 +632,10 @@ class Run:
             )
             raise
         except ProviderError as e:
-            if isinstance(e, ProviderTimeout):
-                # Sent, and no usage came back: what it may have cost.
-                await self._cut_off(name, provider.model, call, worst, e.code, started)
+            if e.unanswered is not None:
+                # Maybe sent, and no usage came back (timed out, body cut, connection
+                # broken after writing, unreadable answer): what it may have cost.
+                await self._cut_off(name, provider.model, call, worst, e.unanswered, started)
             ev = self.llm.breakers.failed(
                 name,
                 e.code,

@@ -24,7 +24,7 @@ from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.gemini_server import FakeGemini
 from tsukud import config as configmod
 from tsukud.clock import TrioClock
-from tsukud.errors import BudgetExceeded, UserDeclined
+from tsukud.errors import BudgetExceeded, ProviderUnavailable, UserDeclined
 from tsukud.events.projections import State, rebuild
 from tsukud.events.store import EventStore
 from tsukud.llm.service import LLM, Run
@@ -277,6 +277,57 @@ async def test_a_cut_off_call_is_charged_at_its_worst_case(
         assert cut["cost_usd"] == ahead["worst_case_usd"] > 0
         (settled,) = await env.rows("budget.settled")
         assert settled["actual_usd"] == pytest.approx(cut["cost_usd"])
+
+
+async def _no_wait(_seconds: float) -> None:
+    await trio.lowlevel.checkpoint()
+
+
+@pytest.mark.parametrize("provider", ["claude", "gemini"])
+async def test_an_answer_cut_mid_body_is_charged_at_its_worst_case_never_zero(
+    tmp_path: Path, anthropic_fake: FakeAnthropic, gemini_fake: FakeGemini, provider: str
+) -> None:
+    """A 200 whose body breaks off after 20 bytes went through the real SDK: the provider
+    may bill it, so each such call is charged at its worst case, marked estimated."""
+    if provider == "claude":
+        fake: Any = anthropic_fake
+        body = anth.message([anth.text("cut")], usage_=anth.usage(10, 5))
+        env_vars = claude_env(anthropic_fake)
+    else:
+        fake = gemini_fake
+        body = gem.response([gem.text("cut")])
+        env_vars = {"GOOGLE_API_KEY": GEMINI_KEY, "TSUKU_GEMINI_BASE_URL": gemini_fake.url}
+    fake.push(*[Reply(json=body, cut_after=20) for _ in range(10)])
+    async with service(tmp_path, env_vars, sleep=_no_wait) as env:
+        with pytest.raises(ProviderUnavailable):
+            await one_call(env.llm)
+        sent = len(fake.requests)
+        cuts = await env.rows("llm.cut_off")
+        ahead = await env.rows("llm.call_started")
+        assert sent >= 1 and len(cuts) == len(ahead) == sent  # every request is charged
+        assert await env.rows("llm.turn") == []
+        for cut, started in zip(cuts, ahead, strict=True):
+            assert cut["estimated"] is True and cut["provider"] == provider
+            assert cut["reason"] == "connection_broken"
+            assert cut["cost_usd"] == started["worst_case_usd"] > 0
+        settled = sum(r["actual_usd"] for r in await env.rows("budget.settled"))
+        assert settled > 0  # across the run's extensions
+        assert settled == pytest.approx(sum(c["cost_usd"] for c in cuts), abs=1e-5)  # micro-$
+
+
+async def test_a_refused_connection_is_not_charged(tmp_path: Path) -> None:
+    """Nothing listens: the request certainly never left, so nothing is charged."""
+    with trio.socket.socket() as probe:
+        await probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env_vars = {"ANTHROPIC_API_KEY": CLAUDE_KEY, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}"}
+    async with service(tmp_path, env_vars, sleep=_no_wait) as env:
+        with pytest.raises(ProviderUnavailable):
+            await one_call(env.llm)
+        assert len(await env.rows("llm.call_started")) >= 1
+        assert await env.rows("llm.cut_off") == []
+        (settled,) = await env.rows("budget.settled")
+        assert settled["actual_usd"] == 0
 
 
 async def test_a_refused_run_takes_no_hourly_slot(
