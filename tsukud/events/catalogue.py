@@ -57,6 +57,7 @@ class LedgerAdopted(Payload):
     last_id: int
     head: str
     reason: str
+    missing: int | None = None  # ids without a row the user accepted with this adoption
 
 
 class ConfigChanged(Payload):

@@ -41,7 +41,15 @@ from tsukud import log
 from tsukud.clock import Clock, iso
 from tsukud.errors import InvalidParams, LedgerCorrupt
 from tsukud.events import catalogue, integrity, rollups
-from tsukud.events.chain import GENESIS, Anchor, VerifyReport, check_chain, link
+from tsukud.events.chain import (
+    GENESIS,
+    Anchor,
+    Damage,
+    VerifyReport,
+    anchor_damage,
+    check_chain,
+    link,
+)
 from tsukud.events.readers import ReadPool
 from tsukud.fsutil import disk_full
 from tsukud.secrets import REDACTOR, Redactor
@@ -147,6 +155,11 @@ class EventStore:
                 anchor = integrity.check_head(
                     conn, db=self.path, checkpoint=self.checkpoint_path, last_id=self.last_id
                 )
+                if anchor is not None:
+                    integrity.check_rows(
+                        conn, db=self.path, checkpoint=self.checkpoint_path, last_id=self.last_id
+                    )
+                gaps = integrity.missing_rows(conn, self.last_id) if anchor is None else 0
                 folded = self._catch_up_rollups(conn)
         except sqlite3.Error as e:
             conn.close()
@@ -167,15 +180,15 @@ class EventStore:
             # committed (which writes the checkpoint) a crash just adopts again.
             self.adopted = True
             log.get().warning("ledger.adopted", last_id=self.last_id, head=self.last_hash)
-            self.append_nowait(
-                "ledger.adopted",
-                {
-                    "last_id": self.last_id,
-                    "head": self.last_hash,
-                    "reason": "no checkpoint: a ledger from an earlier version, or its "
-                    "checkpoint was moved aside",
-                },
-            )
+            adopted: dict[str, Any] = {
+                "last_id": self.last_id,
+                "head": self.last_hash,
+                "reason": "no checkpoint: a ledger from an earlier version, or its "
+                "checkpoint was moved aside",
+            }
+            if gaps > 0:
+                adopted["missing"] = gaps  # accepted: later starts expect this many gaps
+            self.append_nowait("ledger.adopted", adopted)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The single writer. Returns after ``close()`` once everything is on disk (or,
@@ -203,6 +216,10 @@ class EventStore:
                     # so an id that was handed out is either on disk or the process died.
                     with trio.CancelScope(shield=True):
                         stale = await trio.to_thread.run_sync(self._write, batch, counts)
+                except LedgerCorrupt as e:
+                    self._failure = e.message
+                    log.get().error("ledger.write_refused", error=e.message)
+                    return
                 except (sqlite3.Error, OSError) as e:
                     what = f"events {batch[0][0]}-{self.last_id}"
                     if integrity.is_disk_full(e, self.path):
@@ -290,6 +307,7 @@ class EventStore:
         sums = rollups.add_up(counts)
         conn.execute("BEGIN IMMEDIATE")
         try:
+            self._check_predecessor(conn, rows[0][0] - 1)
             conn.executemany(_INSERT, rows)
             if self._rollups_current:
                 rollups.upsert(conn, sums, rows[-1][0])
@@ -305,6 +323,23 @@ class EventStore:
         except OSError as e:
             return str(e)
         return None
+
+    def _check_predecessor(self, conn: sqlite3.Connection, prev_id: int) -> None:
+        """Refuse to chain a batch onto a ledger changed under the running daemon: the
+        newest row must still be the one this writer committed last (one indexed lookup
+        per batch). Rows deleted from the middle are caught at the next start."""
+        row = conn.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
+        found = (0, GENESIS) if row is None else (int(row[0]), str(row[1]))
+        if found == (prev_id, self.durable_hash):
+            return
+        anchor = Anchor(prev_id, self.durable_hash, "the daemon's last commit")
+        row = conn.execute("SELECT hash FROM events WHERE id = ?", (prev_id,)).fetchone()
+        damage = anchor_damage(anchor, found[0], None if row is None else str(row[0]))
+        damage = damage or Damage(
+            f"events after {prev_id} were added by something other than this daemon",
+            prev_id + 1,
+        )
+        raise integrity.damaged(damage, db=self.path, checkpoint=self.checkpoint_path)
 
     # ---- appending -------------------------------------------------------------------
 

@@ -277,3 +277,55 @@ async def test_a_crash_between_commit_and_checkpoint_only_lags(tmp_path: Path) -
     async with writing(db) as store:
         assert store.last_id == 6 and not store.adopted
         await trio.lowlevel.checkpoint()
+
+
+async def test_rows_deleted_under_a_running_daemon_are_refused_at_the_next_start(
+    tmp_path: Path,
+) -> None:
+    """The head and the checkpoint still agree after a middle deletion: only counting
+    the rows shows it, and a start must not pass it."""
+    db = tmp_path / "t.db"
+    async with writing(db) as store:
+        for i in range(10):
+            store.append_nowait("client.test", {"i": i})
+        await store.wait_durable(store.last_id)
+        sql(db, "DROP TRIGGER events_no_delete", "DELETE FROM events WHERE id IN (3, 4)")
+        for i in range(5):  # the daemon keeps appending after the deletion
+            store.append_nowait("client.test", {"i": i})
+        await store.wait_durable(store.last_id)
+    e = refused(db)
+    assert "2 events are missing" in e.message and "3-4" in e.message
+    assert e.data["lost_from"] == 3 and e.data["lost_to"] == 4
+    # Accepting the loss (moving the checkpoint aside) records the gap once...
+    cp = checkpoint_path_for(db)
+    cp.rename(cp.with_name("ledger.head.lost"))
+    async with writing(db) as store:
+        assert store.adopted
+        await store.wait_durable(store.last_id)
+    conn = connect(db, readonly=True)
+    (payload,) = conn.execute(
+        "SELECT payload FROM events WHERE type = 'ledger.adopted'"
+    ).fetchone()
+    conn.close()
+    assert json.loads(payload)["missing"] == 2
+    async with writing(db) as again:  # ...and later starts expect it
+        assert not again.adopted
+    sql(db, "DROP TRIGGER events_no_delete", "DELETE FROM events WHERE id = 7")  # a new gap
+    assert "1 event is missing" in refused(db).message
+
+
+async def test_the_writer_refuses_to_chain_onto_rows_removed_under_it(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    async with writing(db) as store:
+        for i in range(6):
+            store.append_nowait("client.test", {"i": i})
+        await store.wait_durable(store.last_id)
+        sql(db, "DROP TRIGGER events_no_delete", "DELETE FROM events WHERE id > 4")
+        late = store.append_nowait("client.test", {"i": "late"})
+        with pytest.raises(LedgerCorrupt) as info:
+            await store.wait_durable(late.id)
+        assert info.value.exit_code == ExitCode.LEDGER_CORRUPT
+        assert "events 5-6 are missing" in (store.failure or "")
+        with pytest.raises(LedgerCorrupt):
+            store.append_nowait("client.test", {"i": "refused"})
+    assert [i for i, _t in rows(db)] == [1, 2, 3, 4]  # nothing chained onto the gap
