@@ -516,6 +516,7 @@ class _Chain:
                 finally:
                     self.st.spent = run.spent
                     self.st.unpriced = run.unpriced_turns > 0
+                    self.st.warnings.extend(run.warnings)  # e.g. a rejected key failed over
         except BudgetExceeded as exc:
             await self.stage_event("llm", "error", started, error_code=exc.code)
             raise DiscoveryBudgetExceeded(

@@ -447,7 +447,7 @@ class LLMDiscovery:
     async def discover(self, providers: Sequence[tuple[str, str]]) -> Outcome:
         """Try ``(name, model)`` in order until one completes its session."""
         from tsukud.errors import ProviderUnavailable
-        from tsukud.llm.provider import ProviderError
+        from tsukud.llm.provider import ProviderAuthError, ProviderError
 
         errors: list[str] = []
         for name, model in providers:
@@ -467,6 +467,8 @@ class LLMDiscovery:
                     await self._loop(name, outcome, client_search=kind == "client")
             except (ProviderError, ProviderUnavailable) as exc:
                 errors.append(f"{name}: {exc.message}")
+                if isinstance(exc, ProviderAuthError):
+                    self.run.keep_hint(exc)  # the next provider may answer: keep the hint
                 await self._emit(
                     "discovery.provider_failed",
                     {"provider": name, "error_code": exc.code, "message": exc.message[:300]},

@@ -522,6 +522,11 @@ class Run:
         for (rid, _amount), share in zip(held, shares, strict=True):
             await self.llm.budget.settle(rid, float(share), session=self.session)
 
+    def keep_hint(self, e: ProviderError) -> None:
+        """Remember why a provider was passed over (a rejected key) for the result: the
+        run succeeded elsewhere, but the user still has a key to fix."""
+        self.warnings.append(f"{e.message} ({e.hint})" if e.hint else e.message)
+
     async def complete(self, request: Request, *, only: str | None = None) -> Response:
         """One model call, failing over along the run's providers.
 
@@ -551,7 +556,7 @@ class Run:
                 except ProviderAuthError as e:
                     if nxt is None:
                         raise
-                    self.warnings.append(f"{e.message} ({e.hint})" if e.hint else e.message)
+                    self.keep_hint(e)
                     errors.append(f"{name}: {e.message}")
                     await self._failover(name, nxt, e.code)
                     break

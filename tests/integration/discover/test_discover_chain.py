@@ -911,6 +911,17 @@ async def test_a_failing_provider_hands_over_to_the_next(world: World, home: Pat
         assert stage["provider_errors"] and stage["provider_errors"][0].startswith("claude:")
 
 
+async def test_a_rejected_key_fails_over_and_discovery_keeps_the_key_hint(
+    world: World, home: Path
+) -> None:
+    world.claude.error(401, "authentication_error", "invalid x-api-key")
+    gemini3_finds(world.gemini)
+    async with in_daemon(world.env(home, "claude", "gemini")) as d:
+        found = await run(d, yes=True)
+        assert found.provider == "gemini" and found.source == "stripe/stripe-cli"
+        assert any("ANTHROPIC_API_KEY" in w for w in found.warnings), found.warnings
+
+
 async def test_claude_search_failure_is_a_search_error(world: World, home: Path) -> None:
     from tests.fakes import anthropic_server as anth
 

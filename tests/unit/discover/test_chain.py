@@ -100,6 +100,7 @@ class FakeRun:
     spent: Decimal = Decimal(0)
     unpriced_turns: int = 0
     requests: list[tuple[LLMRequest, str | None]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     async def complete(self, request: LLMRequest, *, only: str | None = None) -> Response:
         self.requests.append((request, only))
