@@ -13,7 +13,7 @@ import os
 import sys
 
 from tsukuctl import render
-from tsukuctl.command import ask_on_terminal, can_ask, err, out, rpc
+from tsukuctl.command import add_provider_flags, ask_on_terminal, can_ask, err, out, rpc
 from tsukuctl.progress import Progress
 
 TYPE_CHECKING = False
@@ -58,6 +58,7 @@ def cmd_install(args: argparse.Namespace) -> int:
         if not args.no_discover:  # no recipe: discover, create, install (tsukuctl discover)
             params.update(discover=True)
             params.update(source=args.source, search_provider=args.search_provider)
+            params.update(provider=args.provider, only_provider=args.only_provider)
         if args.collect_tool_stats:
             params["collect_tool_stats"] = True
         res = rpc(args, "install", params, on_progress=progress, on_confirm=answer)
@@ -202,6 +203,7 @@ def register(sub: Any) -> None:
         "rubygems:<gem> or go:<module>",
     )
     p.add_argument("--search-provider", choices=("ddg", "tavily", "brave"), help="discovery")
+    add_provider_flags(p)  # no recipe: discovery's and create's LLM
     p.add_argument("--no-discover", action="store_true", help="no recipe: fail, do not search")
     p.add_argument(
         "--collect-tool-stats",

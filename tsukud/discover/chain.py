@@ -566,7 +566,9 @@ class _Chain:
             return DiscoveryLLMUnavailable(
                 "every LLM provider failed during web search discovery: "
                 + "; ".join(outcome.provider_errors),
-                hint="Try again later, or " + FROM_HINT.format(tool=self.tool),
+                hint=" ".join(h for h in dict.fromkeys(outcome.key_hints) if h)
+                + (" Or " if outcome.key_hints else "Try again later, or ")
+                + FROM_HINT.format(tool=self.tool),
             )
         if outcome.search_errors and not outcome.sources:
             server_side = outcome.provider in ("claude", "gemini")

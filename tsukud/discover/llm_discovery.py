@@ -356,6 +356,7 @@ class Outcome:
     searches: int = 0  # server-side and client-side
     search_errors: list[str] = field(default_factory=list)
     provider_errors: list[str] = field(default_factory=list)
+    key_hints: list[str] = field(default_factory=list)  # providers that refused the key
     answer: str = ""  # the model's last words when it found nothing
 
     def add_source(self, source: Citation) -> None:
@@ -450,8 +451,11 @@ class LLMDiscovery:
         from tsukud.llm.provider import ProviderAuthError, ProviderError
 
         errors: list[str] = []
+        key_hints: list[str] = []
         for name, model in providers:
-            outcome = Outcome(provider=name, model=model, provider_errors=errors)
+            outcome = Outcome(
+                provider=name, model=model, provider_errors=errors, key_hints=key_hints
+            )
             kind = strategy_for(name, model)
             if kind == "client" and self.searcher is None:
                 errors.append(f"{name}: no web search available for a local model")
@@ -469,13 +473,14 @@ class LLMDiscovery:
                 errors.append(f"{name}: {exc.message}")
                 if isinstance(exc, ProviderAuthError):
                     self.run.keep_hint(exc)  # the next provider may answer: keep the hint
+                    key_hints.append(exc.hint or "")
                 await self._emit(
                     "discovery.provider_failed",
                     {"provider": name, "error_code": exc.code, "message": exc.message[:300]},
                 )
                 continue
             return outcome
-        return Outcome(provider_errors=errors)
+        return Outcome(provider_errors=errors, key_hints=key_hints)
 
     # ---- one provider ---------------------------------------------------------------
 

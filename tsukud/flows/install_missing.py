@@ -56,6 +56,14 @@ class CreatedRecipe(msgspec.Struct, frozen=True, kw_only=True):
     cost_usd: float | None  # None: some LLM turn had no known price
 
 
+class LlmChoice(msgspec.Struct, frozen=True, kw_only=True):
+    """Which LLM providers the user asked for (``--provider``, ``--only-provider``):
+    the same for discovery, create and the instructions builder of one install."""
+
+    providers: str | None = None
+    only_provider: bool | None = None
+
+
 class MissingToolInstalled(msgspec.Struct, frozen=True, kw_only=True):
     install: dict[str, Any]  # the installer's result
     # owner/repo on GitHub, the package (npm:<package>, pypi:<project>), or the install
@@ -94,14 +102,16 @@ class InstallMissing:
         search_provider: str | None = None,
         source: str | None = None,
         collect_tool_stats: bool = False,
+        llm: LlmChoice | None = None,
     ) -> MissingToolInstalled:
         name = normalize_name(name)
+        llm = llm or LlmChoice()
         found: Discovery | None = None
         if source:
             spec, repo = _given_source(source)
         else:
             found = await self._discover(
-                name, progress, yes, can_ask, search_provider, collect_tool_stats
+                name, progress, yes, can_ask, search_provider, collect_tool_stats, llm
             )
         if found is not None and found.builder == "instructions":
             repo = found.source
@@ -115,7 +125,7 @@ class InstallMissing:
                     source=repo,
                 )
             created, create_stats = await self._from_page(
-                name, repo, "discovery", progress, yes=yes, can_ask=can_ask, review=True
+                name, repo, "discovery", progress, yes=yes, can_ask=can_ask, llm=llm, review=True
             )
         else:
             if found is not None:
@@ -126,6 +136,7 @@ class InstallMissing:
                 progress,
                 yes=yes,
                 can_ask=can_ask,
+                llm=llm,
                 collect_tool_stats=collect_tool_stats,
             )
         result = await self.installer.install(name, version, force=force, progress=progress)
@@ -144,7 +155,9 @@ class InstallMissing:
         can_ask: bool,
         search_provider: str | None,
         collect_tool_stats: bool = False,
+        llm: LlmChoice | None = None,
     ) -> Discovery:
+        llm = llm or LlmChoice()
         try:
             found = await self.discovery.discover(
                 name,
@@ -154,6 +167,8 @@ class InstallMissing:
                 confirm=True,
                 check_recipes=False,  # install has just looked
                 search_provider=search_provider,
+                providers=llm.providers,
+                only_provider=llm.only_provider,
                 collect_tool_stats=collect_tool_stats,
             )
         except DiscoveryNotFound as exc:
@@ -184,6 +199,7 @@ class InstallMissing:
         *,
         yes: bool,
         can_ask: bool,
+        llm: LlmChoice,
         collect_tool_stats: bool = False,
     ) -> tuple[CreatedRecipe, tuple[dict[str, Any], ...]]:
         """Write the recipe from ``spec`` (``github:o/r``, ``npm:<package>``, ...)."""
@@ -207,6 +223,8 @@ class InstallMissing:
                 progress=progress,
                 confirmed=yes,
                 can_ask=can_ask,
+                providers=llm.providers,
+                only_provider=llm.only_provider,
                 collect_tool_stats=collect_tool_stats,
             )
         except NoBinaryAssets as exc:
@@ -222,7 +240,7 @@ class InstallMissing:
                 }
             )
             return await self._from_page(
-                name, page, "no_binary_assets", progress, yes=yes, can_ask=can_ask
+                name, page, "no_binary_assets", progress, yes=yes, can_ask=can_ask, llm=llm
             )
         return await self._accept(name, spec, res, progress, yes=yes, can_ask=can_ask)
 
@@ -247,6 +265,7 @@ class InstallMissing:
         *,
         yes: bool,
         can_ask: bool,
+        llm: LlmChoice,
         review: bool = False,
     ) -> tuple[CreatedRecipe, tuple[dict[str, Any], ...]]:
         """A recipe read from an install page by the instructions builder, then
@@ -271,7 +290,14 @@ class InstallMissing:
 
         try:
             res = await self.instructions.build(
-                name, url, came_from=came_from, progress=progress, confirmed=yes, can_ask=can_ask
+                name,
+                url,
+                came_from=came_from,
+                progress=progress,
+                confirmed=yes,
+                can_ask=can_ask,
+                providers=llm.providers,
+                only_provider=llm.only_provider,
             )
         except InstructionsManual as exc:
             spec = _page_package(exc.data)
@@ -286,7 +312,9 @@ class InstallMissing:
                     f"writing the recipe from {spec}",
                 }
             )
-            return await self._create(name, spec, progress, yes=yes and not review, can_ask=can_ask)
+            return await self._create(
+                name, spec, progress, yes=yes and not review, can_ask=can_ask, llm=llm
+            )
         return await self._accept(name, url, res, progress, yes=yes and not review, can_ask=can_ask)
 
     async def _accept(

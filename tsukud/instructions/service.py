@@ -47,6 +47,8 @@ class InstructionsBuilder:
         progress: Progress,
         confirmed: bool = False,
         can_ask: bool = False,
+        providers: str | None = None,
+        only_provider: bool | None = None,
     ) -> CreateResult:
         """A validated recipe for ``tool`` read from the install page at ``url``."""
         from tsukud.install.versions import VersionResolver
@@ -72,6 +74,12 @@ class InstructionsBuilder:
             clock=self.clock,
         )
         req = InstructionsRequest(
-            tool=tool, url=url, came_from=came_from, confirmed=confirmed, can_ask=can_ask
+            tool=tool,
+            url=url,
+            came_from=came_from,
+            confirmed=confirmed,
+            can_ask=can_ask,
+            providers=providers,
+            only_provider=only_provider,
         )
         return await build(req, deps, session=session)

@@ -13,6 +13,7 @@ import msgspec
 
 from tsukud.daemon import Daemon
 from tsukud.errors import UsageError
+from tsukud.flows.install_missing import LlmChoice
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
 
@@ -37,6 +38,8 @@ class InstallParams(msgspec.Struct, forbid_unknown_fields=True):
     source: str | None = None  # no recipe: this source (github:o/r, npm:p, crates:c, ...) instead
     search_provider: str | None = None  # discovery's web search for local models
     collect_tool_stats: bool = False  # no recipe: list discovery's and create's tool calls
+    provider: str | None = None  # no recipe: LLM provider(s) to try first, "gemini,claude"
+    only_provider: bool | None = None  # no recipe: only those, never fail over to others
 
 
 @method("install", InstallParams)
@@ -64,6 +67,7 @@ async def install(d: Daemon, p: InstallParams, call: Call) -> dict[str, Any]:
         search_provider=p.search_provider,
         source=p.source,
         collect_tool_stats=p.collect_tool_stats,
+        llm=LlmChoice(providers=p.provider, only_provider=p.only_provider),
     )
     discovery = (
         msgspec.to_builtins(done.discovery)

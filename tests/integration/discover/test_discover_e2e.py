@@ -577,3 +577,25 @@ def test_install_collect_tool_stats_prints_discoverys_tool_calls(
         tk.ctl("install", "stripe-cli", "--json", "--collect-tool-stats", check=True).stdout
     )
     assert res["already_installed"] and res["tool_stats"] == []  # a recipe: no model asked
+
+
+def test_install_only_provider_asks_that_provider_alone_and_keeps_the_key_hint(
+    world: World,
+) -> None:
+    """``--provider gemini --only-provider`` reaches discovery: Claude (configured first)
+    is never asked, and Gemini's 401 ends the run with the hint about its key."""
+    world.gemini.error(401, "UNAUTHENTICATED", "API key not valid. Please pass a valid API key.")
+    home = short_home()
+    env = {**base_env(home), **world.env(home, "claude", "gemini")}
+    env["HOME"] = os.environ.get("HOME", str(home))
+    t = Tsuku(home, env)
+    try:
+        t.start()
+        cp = t.ctl("install", "stripe-cli", "--yes", "--provider", "gemini", "--only-provider")
+    finally:
+        t.stop_all()
+        shutil.rmtree(home, ignore_errors=True)
+    assert cp.returncode != 0
+    assert world.claude.requests == [] and len(world.gemini.requests) == 1
+    assert "401" in cp.stderr and "GOOGLE_API_KEY" in cp.stderr, cp.stderr
+    assert "Try again later" not in cp.stderr  # waiting will not fix a key

@@ -156,6 +156,8 @@ async def test_a_discovered_github_source_is_created_then_installed() -> None:
         "confirm": True,  # install asks before trusting a found source
         "check_recipes": False,
         "search_provider": None,
+        "providers": None,
+        "only_provider": None,
         "collect_tool_stats": False,
     }
     assert log.calls[1][1] == {
@@ -164,6 +166,8 @@ async def test_a_discovered_github_source_is_created_then_installed() -> None:
         "progress": log,
         "confirmed": True,
         "can_ask": True,
+        "providers": None,
+        "only_provider": None,
         "collect_tool_stats": False,
     }
     assert log.calls[2][1] == {
