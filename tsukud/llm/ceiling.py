@@ -6,11 +6,15 @@ worst case is taken from the request actually about to be sent (the whole histor
 every tool result the model asked for), so a conversation that grows with each turn,
 or a model that reads large files, is caught before it is paid for, not after.
 
-Tokens are bounded from bytes: no tokenizer counts fewer than one token per
-``BYTES_PER_TOKEN`` bytes of text we have seen in practice (English prose runs at about
-four, source code and JSON at about three, CJK text at about three bytes a token), so
-the bound holds without the providers' tokenizers, at the price of reserving more than
-is spent; the surplus is released when the run settles.
+Tokens are bounded from bytes, one token per byte (``BYTES_PER_TOKEN``). English prose
+runs at about four bytes a token and source code at about three, but digit runs, hex,
+base64 and rare Unicode tokenize at about one byte a token (Gemini splits numbers into
+one token per digit), and fetched files are full of them; byte-level tokenizers (BPE
+with byte fallback, SentencePiece with byte fallback) never emit more than one token per
+byte, so this bound holds for any content without the providers' tokenizers. The price
+is a worst case about three times the usual spend for prose, reserved and then released
+when the run settles. What it does not cover: tokens a provider adds that are not in the
+request (covered by the per-message and tools overheads below, estimates too).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from tsukud.llm.types import (
     WebSearch,
 )
 
-BYTES_PER_TOKEN = 2
+BYTES_PER_TOKEN = 1
 # Framing the providers add per message and part (roles, block types, ids).
 MESSAGE_OVERHEAD_TOKENS = 8
 # Claude's tool-use system prompt (a few hundred tokens when tools are offered).
