@@ -243,6 +243,7 @@ def _run_foreground(args: argparse.Namespace) -> int:
                     daemon,
                     before_request=daemon.refresh_config,
                     scope=daemon.request_scope,
+                    idle_timeout_s=config.value_or_default("rpc.idle_timeout_seconds"),
                 )
                 await daemon.run(server, listeners)
 

@@ -133,6 +133,14 @@ KEYS: dict[str, Key] = {
         ),
         Key("breaker.failure_threshold", int, 3, ("TSUKU_BREAKER_FAILURES",), minimum=1),
         Key("breaker.reset_seconds", float, 60.0, ("TSUKU_BREAKER_RESET_SECONDS",), minimum=0),
+        Key(
+            "rpc.idle_timeout_seconds",
+            float,
+            300.0,
+            ("TSUKU_RPC_IDLE_TIMEOUT",),
+            minimum=0,
+            doc="close a client connection idle this long with nothing running (0: never)",
+        ),
         Key("sandbox.max_concurrent", int, 1, ("TSUKU_SANDBOX_MAX_CONCURRENT",), minimum=1),
         Key("sandbox.image", str, "tsuku/validate-debian:local", ("TSUKU_SANDBOX_IMAGE",)),
         Key(

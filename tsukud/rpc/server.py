@@ -53,6 +53,9 @@ def _no_scope(req: protocol.Request) -> AbstractContextManager[object]:
 # A frame that has started must finish within this time; idle between frames is fine.
 FRAME_TIMEOUT_S = 30.0
 MAX_CONNECTIONS = 512
+# A connection with nothing running on it and no byte received for this long is closed,
+# so idle clients cannot hold every one of the MAX_CONNECTIONS slots (``busy`` for all).
+IDLE_TIMEOUT_S = 300.0
 _RECV = 65536
 
 
@@ -97,6 +100,7 @@ class Connection:
         self._redactor = redactor
         self.closed = False
         self.running: dict[protocol.RequestId, trio.CancelScope] = {}
+        self.last_heard = trio.current_time()
 
     def cancel(self, rid: protocol.RequestId) -> bool:
         """Cancel the request ``rid`` still running on this connection; False if none."""
@@ -111,7 +115,20 @@ class Connection:
             chunk = await self.stream.receive_some(_RECV)
             if not chunk:
                 raise ConnectionClosed
+            self.last_heard = trio.current_time()
             self._buf += chunk
+
+    async def close_when_idle(self, idle_s: float, stop: trio.CancelScope) -> None:
+        """Cancel ``stop`` (the connection's reading) once nothing has run on it and
+        nothing came from it for ``idle_s``. One timer per connection, not a cancel
+        scope per frame. A request still running (a long create) is not idleness."""
+        while True:
+            await trio.sleep_until(self.last_heard + idle_s)
+            if self.running:
+                self.last_heard = trio.current_time()  # busy: count again from now
+            elif trio.current_time() >= self.last_heard + idle_s:
+                stop.cancel()
+                return
 
     async def read_frame(self) -> bytes:
         await self._fill(4)  # idle wait: no timeout
@@ -148,6 +165,7 @@ class RpcServer:
         redactor: Redactor = REDACTOR,
         peer: PeerCheck | None = None,
         max_connections: int = MAX_CONNECTIONS,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
         before_request: Callable[[], None] | None = None,
         scope: RequestScope = _no_scope,
     ) -> None:
@@ -162,6 +180,7 @@ class RpcServer:
         self.stopping = False
         self._limiter = trio.CapacityLimiter(max_connections)
         self.max_connections = max_connections
+        self.idle_timeout_s = idle_timeout_s
         self.connections = 0
 
     async def serve(self, listeners: list[trio.SocketListener]) -> None:
@@ -207,36 +226,46 @@ class RpcServer:
 
     async def _serve_connection(self, conn: Connection) -> None:
         async with trio.open_nursery() as nursery:
+            reading = trio.CancelScope()
+            if self.idle_timeout_s > 0:
+                nursery.start_soon(conn.close_when_idle, self.idle_timeout_s, reading)
             try:
-                while True:
-                    try:
-                        body = await conn.read_frame()
-                    except ConnectionClosed:
-                        break
-                    except trio.TooSlowError:
-                        await conn.send(
-                            protocol.error_frame(None, ProtocolError("frame body timed out"))
-                        )
-                        break
-                    except TsukuError as e:  # oversize length prefix
-                        await conn.send(protocol.error_frame(None, e))
-                        break
-                    try:
-                        req = protocol.decode_request(body)
-                    except protocol.BadRequest as bad:
-                        await conn.send(protocol.error_frame(bad.request_id, bad.error))
-                        continue
-                    method = self.methods.get(req.method)
-                    # Tracked before the task starts: a ``cancel`` right behind it finds it.
-                    scope = conn.running[req.id] = trio.CancelScope()
-                    if method is None or method.inline:
-                        await self._run(conn, method, req, scope)
-                    else:
-                        nursery.start_soon(self._run, conn, method, req, scope)
+                with reading:
+                    await self._read_requests(conn, nursery)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
-            # The client is gone (or broke the protocol): cancel what it asked for.
+            if reading.cancelled_caught:
+                log.get().info("rpc.idle_closed", idle_s=self.idle_timeout_s)
+            # The client is gone (or broke the protocol, or idled): cancel what it asked for.
             nursery.cancel_scope.cancel()
+
+    async def _read_requests(self, conn: Connection, nursery: trio.Nursery) -> None:
+        """Frames in, requests started, until the client goes away or breaks the protocol."""
+        while True:
+            try:
+                body = await conn.read_frame()
+            except ConnectionClosed:
+                break
+            except trio.TooSlowError:
+                await conn.send(
+                    protocol.error_frame(None, ProtocolError("frame body timed out"))
+                )
+                break
+            except TsukuError as e:  # oversize length prefix
+                await conn.send(protocol.error_frame(None, e))
+                break
+            try:
+                req = protocol.decode_request(body)
+            except protocol.BadRequest as bad:
+                await conn.send(protocol.error_frame(bad.request_id, bad.error))
+                continue
+            method = self.methods.get(req.method)
+            # Tracked before the task starts: a ``cancel`` right behind it finds it.
+            scope = conn.running[req.id] = trio.CancelScope()
+            if method is None or method.inline:
+                await self._run(conn, method, req, scope)
+            else:
+                nursery.start_soon(self._run, conn, method, req, scope)
 
     async def _run(
         self,

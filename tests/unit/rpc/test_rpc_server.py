@@ -18,7 +18,7 @@ from tsukud.errors import NotFound
 from tsukud.policy import spent
 from tsukud.rpc.methods import CancelParams, cancel
 from tsukud.rpc.protocol import MAX_FRAME
-from tsukud.rpc.server import Call, Method, RpcServer
+from tsukud.rpc.server import IDLE_TIMEOUT_S, Call, Method, RpcServer
 from tsukud.secrets import Redactor
 
 HEADER = struct.Struct(">I")
@@ -147,6 +147,7 @@ async def serving(
     peer: Callable[[trio.abc.Stream], int | None] = lambda _s: None,
     max_connections: int = 8,
     uid: int = 1000,
+    idle_timeout_s: float = IDLE_TIMEOUT_S,
 ) -> AsyncIterator[tuple[RpcServer, World, Callable[[], Any]]]:
     world = World()
     server = RpcServer(
@@ -156,6 +157,7 @@ async def serving(
         redactor=Redactor([SECRET]),
         peer=peer,
         max_connections=max_connections,
+        idle_timeout_s=idle_timeout_s,
     )
     async with trio.open_nursery() as nursery:
 
@@ -348,6 +350,23 @@ async def test_past_the_connection_limit_a_client_is_told_and_closed() -> None:
         assert (await fourth.final(2))["result"] == {"text": "room"}
         world.gate("hold").set()
         assert (await first.final(1))["result"] == {"name": "hold"}
+
+
+async def test_idle_clients_are_closed_so_they_cannot_hold_every_slot() -> None:
+    async with serving(max_connections=2, idle_timeout_s=0.3) as (server, world, connect):
+        idle, busy = await connect(), await connect()
+        await idle.send(1, "echo", text="once")
+        assert (await idle.final(1))["result"] == {"text": "once"}
+        await busy.send(2, "wait", name="long")  # a long request is not idleness
+        await trio.sleep(0.9)
+        assert await idle.closed_by_server()
+        assert server.connections == 1
+        newcomer = await connect()  # the idle one's slot is free again
+        await newcomer.send(3, "echo", text="room")
+        assert (await newcomer.final(3))["result"] == {"text": "room"}
+        world.gate("long").set()
+        assert (await busy.final(2))["result"] == {"name": "long"}
+        assert world.cancelled == []
 
 
 @pytest.mark.parametrize("stopping", [True, False])
