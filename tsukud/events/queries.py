@@ -6,6 +6,7 @@ database and the benchmark can run the very same SQL "raw" as its baseline.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -21,11 +22,31 @@ MAX_TYPES = 100
 MAX_LIMIT = 2**63 - 1
 
 
+# The ledger's time format, or a leading part of it ('2027-01-16', '2027-01-16T08'):
+# compared as text with ``ts``, so anything else would silently match the wrong events.
+_LEDGER_TIME = re.compile(
+    r"\d{4}(-\d{2}(-\d{2}(T\d{2}(:\d{2}(:\d{2}(\.\d{1,6})?)?)?)?Z?)?)?", re.ASCII
+)
+
+
 class EventFilter(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     since: str | None = None  # ISO UTC, inclusive
     until: str | None = None  # ISO UTC, exclusive
     types: list[str] = []  # exact types, or prefixes ending in '.' / '.*'
     session: str | None = None
+
+
+
+def check_times(f: EventFilter) -> None:
+    """A caller's ``since``/``until`` must be ledger times (the summary's own part-hour
+    filters use bounds that are not): anything else is refused, not compared."""
+    for name, value in (("since", f.since), ("until", f.until)):
+        if value and not _LEDGER_TIME.fullmatch(value):
+            raise InvalidParams(
+                f"filter.{name} must be a UTC time like 2027-01-16T08:00:00.000000Z "
+                f"(or a leading part of one), got {value[:40]!r}",
+                hint="tsukuctl events takes --since 7d, 12h or 2026-11-01 (also --until).",
+            )
 
 
 def where(f: EventFilter) -> tuple[str, list[Any]]:

@@ -80,6 +80,7 @@ class ListParams(msgspec.Struct, forbid_unknown_fields=True):
 @method("events.list", ListParams)
 async def events_list(d: Daemon, p: ListParams, call: Call) -> dict[str, Any]:
     """Stream matching events as progress frames of ``{"events": [...]}``; result is the count."""
+    queries.check_times(p.filter)
     queries.list_sql(p.filter, p.limit)  # validate before going to a thread
     if 0 < p.limit <= QUICK_LIST_LIMIT:
         quick = await d.store.read(partial(_quick_list, p, call.id))
@@ -165,6 +166,7 @@ class SummaryParams(msgspec.Struct, forbid_unknown_fields=True):
 async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw:
     """Counts, tokens and cost (the estimated part apart) per day, hour, provider, model,
     session or type; from the rollups where the filter allows (``events/summary.py``)."""
+    queries.check_times(p.filter)
     queries.summary_sql(p.filter, p.by)  # validate before going to a thread
 
     def summarise(conn: Any) -> msgspec.Raw:

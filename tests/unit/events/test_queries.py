@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 
@@ -15,6 +16,7 @@ from tsukud.clock import FixedClock, iso
 from tsukud.errors import InvalidParams
 from tsukud.events.queries import (
     EventFilter,
+    check_times,
     iter_list,
     list_sql,
     run_summary,
@@ -146,3 +148,16 @@ def test_listed_events_come_in_runs_that_fit_a_frame() -> None:
         listed = [dict(zip(keys, r, strict=True)) for r in run]
         assert len(json.dumps({"id": 1, "progress": {"events": listed}})) <= 1_000_000
     assert list(within_bytes([], 10)) == []
+
+
+@pytest.mark.parametrize("bad", ["\x00not a date", "yesterday", "2027-01-16 08:00", "2027-1-6"])
+@pytest.mark.parametrize("field", ["since", "until"])
+def test_a_time_that_is_not_a_ledger_time_is_refused_not_compared(field: str, bad: str) -> None:
+    """As text, '\\x00not a date' sorts before every time: it would list everything."""
+    with pytest.raises(InvalidParams, match=f"filter.{field} must be a UTC time"):
+        check_times(msgspec.convert({field: bad}, EventFilter))
+
+
+@pytest.mark.parametrize("good", ["2027-01-16", "2027-01-16T08", "2027-01-16T08:15:00.000000Z"])
+def test_ledger_times_and_their_leading_parts_are_accepted(good: str) -> None:
+    check_times(EventFilter(since=good, until=good))
