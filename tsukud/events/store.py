@@ -175,6 +175,9 @@ class EventStore:
             log.get().info("ledger.rollups_caught_up", events=folded, last_id=self.last_id)
         with contextlib.suppress(OSError):
             self.path.chmod(0o600)
+        # An empty ledger without a checkpoint is a new home: nothing is adopted, so no
+        # event (every first start would record one). The limit, documented in
+        # docs/events.md: a database *and* checkpoint both removed look the same.
         if anchor is None and self.last_id > 0:
             # Recorded rather than written to the checkpoint here: until this event is
             # committed (which writes the checkpoint) a crash just adopts again.
