@@ -176,6 +176,13 @@ def container_platform(host: Platform | None = None) -> Platform:
     return Platform("linux", h.arch, h.libc if h.os == "linux" and h.libc else "glibc")
 
 
+def container_output(text: str, env: Mapping[str, str]) -> str:
+    """A validation run's output as the model may read it (repair feedback): secrets
+    redacted, and whatever the container was handed in its environment too, except the
+    values this stage sets itself and that say nothing secret (``PUBLIC_ENV``)."""
+    return redact(text, (v for k, v in env.items() if k not in PUBLIC_ENV))
+
+
 def _tail(text: str, keep: int = OUTPUT_KEEP) -> str:
     text = text.strip()
     return text if len(text) <= keep else "…" + text[-keep:]
@@ -270,9 +277,7 @@ class Prepared:
             )
         return RunOutcome(
             exit_code=res.exit_code,
-            # Whatever the container was handed is not the model's to read back, except the
-            # values this stage sets itself and that say nothing secret.
-            output=redact(res.text, (v for k, v in spec.env.items() if k not in PUBLIC_ENV)),
+            output=container_output(res.text, spec.env),
             timed_out=res.timed_out,
             duration_ms=round(res.duration_s * 1000),
         )
@@ -629,7 +634,7 @@ class ValidationRun:
                 return "skipped", exc.message, exc.hint
             if res.timed_out or res.exit_code != 0:
                 why = "timed out" if res.timed_out else f"exited with {res.exit_code}"
-                output = redact(res.text)
+                output = container_output(res.text, spec.env)
                 return "failed", f"run_command {why}: {command}\nOutput: {_tail(output)}", None
         return None
 
