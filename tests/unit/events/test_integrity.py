@@ -24,12 +24,16 @@ from tsukud.events.store import EventStore, connect
 NOW = 1_800_000_000.0
 
 
+async def append_durably(store: EventStore, n: int) -> None:
+    for i in range(n):
+        store.append_nowait("client.test", {"i": i})
+    await store.wait_durable(store.last_id)
+
+
 async def fill(db: Path, n: int) -> str:
     """``n`` client events through a real writer; returns the head hash."""
     async with writing(db) as store:
-        for i in range(n):
-            store.append_nowait("client.test", {"i": i})
-        await store.wait_durable(store.last_id)
+        await append_durably(store, n)
         return store.last_hash
 
 
@@ -286,13 +290,9 @@ async def test_rows_deleted_under_a_running_daemon_are_refused_at_the_next_start
     the rows shows it, and a start must not pass it."""
     db = tmp_path / "t.db"
     async with writing(db) as store:
-        for i in range(10):
-            store.append_nowait("client.test", {"i": i})
-        await store.wait_durable(store.last_id)
+        await append_durably(store, 10)
         sql(db, "DROP TRIGGER events_no_delete", "DELETE FROM events WHERE id IN (3, 4)")
-        for i in range(5):  # the daemon keeps appending after the deletion
-            store.append_nowait("client.test", {"i": i})
-        await store.wait_durable(store.last_id)
+        await append_durably(store, 5)  # the daemon keeps appending after the deletion
     e = refused(db)
     assert "2 events are missing" in e.message and "3-4" in e.message
     assert e.data["lost_from"] == 3 and e.data["lost_to"] == 4
@@ -317,9 +317,7 @@ async def test_rows_deleted_under_a_running_daemon_are_refused_at_the_next_start
 async def test_the_writer_refuses_to_chain_onto_rows_removed_under_it(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
     async with writing(db) as store:
-        for i in range(6):
-            store.append_nowait("client.test", {"i": i})
-        await store.wait_durable(store.last_id)
+        await append_durably(store, 6)
         sql(db, "DROP TRIGGER events_no_delete", "DELETE FROM events WHERE id > 4")
         late = store.append_nowait("client.test", {"i": "late"})
         with pytest.raises(LedgerCorrupt) as info:
