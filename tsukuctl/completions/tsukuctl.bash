@@ -26,7 +26,7 @@ _tsukuctl() {
             " config") words="-h --help --json -q --quiet -v --verbose" ;;
             " sandbox") words="-h --help --force --busybox --json -q --quiet -v --verbose" ;;
             " llm") words="-h --help --provider --yes --json -q --quiet -v --verbose" ;;
-            " install") words="-h --help --force -y --yes --json --from --search-provider --no-discover --collect-tool-stats -q --quiet -v --verbose" ;;
+            " install") words="-h --help --force -y --yes --json --from --search-provider --provider --only-provider --no-discover --collect-tool-stats -q --quiet -v --verbose" ;;
             " list") words="-h --help --json -q --quiet -v --verbose" ;;
             " remove") words="-h --help --json -q --quiet -v --verbose" ;;
             " uninstall") words="-h --help --json -q --quiet -v --verbose" ;;

@@ -55,7 +55,7 @@ function __tsukuctl_complete
                 printf '%s\n' -h --help --provider --yes --json -q --quiet -v --verbose
                 return
             case " install"
-                printf '%s\n' -h --help --force -y --yes --json --from --search-provider --no-discover --collect-tool-stats -q --quiet -v --verbose
+                printf '%s\n' -h --help --force -y --yes --json --from --search-provider --provider --only-provider --no-discover --collect-tool-stats -q --quiet -v --verbose
                 return
             case " list"
                 printf '%s\n' -h --help --json -q --quiet -v --verbose

@@ -27,7 +27,7 @@ _tsukuctl() {
             (" config") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" sandbox") cands=(-h --help --force --busybox --json -q --quiet -v --verbose) ;;
             (" llm") cands=(-h --help --provider --yes --json -q --quiet -v --verbose) ;;
-            (" install") cands=(-h --help --force -y --yes --json --from --search-provider --no-discover --collect-tool-stats -q --quiet -v --verbose) ;;
+            (" install") cands=(-h --help --force -y --yes --json --from --search-provider --provider --only-provider --no-discover --collect-tool-stats -q --quiet -v --verbose) ;;
             (" list") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" remove") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" uninstall") cands=(-h --help --json -q --quiet -v --verbose) ;;
