@@ -34,6 +34,17 @@ from tsukud.discover.normalize import repo_from_url
 
 BUILDERS = ("crates.io", "pypi", "npm", "rubygems", "go")
 
+
+# Discovery's builder name -> the ``--from`` prefix of the registry's recipe builder:
+# the hints and the install flow name what ``--from`` accepts from this one table.
+BUILDER_SOURCES: Mapping[str, str] = {
+    "npm": "npm",
+    "pypi": "pypi",
+    "crates.io": "crates",
+    "rubygems": "rubygems",
+    "go": "go",
+}
+
 # builder: (min downloads, min versions); a match passes with either (0 = not used).
 THRESHOLDS: dict[str, tuple[int, int]] = {
     "crates.io": (100, 5),

@@ -343,6 +343,6 @@ class DiscoveryService:
 def builder_sources() -> Mapping[str, str]:
     """Discovery's builders that have a recipe builder, with their ``--from`` prefix
     (install's table: the hints name what ``--from`` accepts)."""
-    from tsukud.flows.install_missing import BUILDER_SOURCES
+    from tsukud.discover.ecosystem import BUILDER_SOURCES
 
     return BUILDER_SOURCES

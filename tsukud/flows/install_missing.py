@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from tsukud.create.errors import NoBinaryAssets
+from tsukud.discover.ecosystem import BUILDER_SOURCES
 from tsukud.discover.errors import (
     CreateUnavailable,
     DiscoveredElsewhere,
@@ -400,14 +401,6 @@ class InstallMissing:
             ) from None
 
 
-# Discovery's builder name -> the ``--from`` prefix of the registry's recipe builder.
-BUILDER_SOURCES = {
-    "npm": "npm",
-    "pypi": "pypi",
-    "crates.io": "crates",
-    "rubygems": "rubygems",
-    "go": "go",
-}
 _FROM_HINT = (
     "Name the source as --from github:owner/repo, npm:<package>, pypi:<project>, "
     "crates:<crate>, rubygems:<gem> or go:<module>."
