@@ -58,8 +58,7 @@ def cmd_config(args: argparse.Namespace) -> int:
                         "settings": [s.shown() for s in cfg.settings()],
                         "path": str(path),
                         "problems": [
-                            {"message": p.error.message, "hint": p.error.hint}
-                            for p in cfg.problems
+                            {"message": p.error.message, "hint": p.error.hint} for p in cfg.problems
                         ],
                     }
                 )

@@ -76,8 +76,7 @@ def another_homes_daemon(home: str, exc: RemoteError) -> dict[str, str]:
     theirs = str(exc.data.get("daemon_home") or "another home")
     socket = paths.socket_path()
     detail = (
-        f"another home's daemon answers on this socket ({socket}): "
-        f"it serves {theirs}, not {home}"
+        f"another home's daemon answers on this socket ({socket}): it serves {theirs}, not {home}"
     )
     if os.environ.get("TSUKU_SOCKET"):
         fix = (

@@ -437,8 +437,7 @@ def coerce(k: Key, raw: Any, origin: str) -> Any:
         shown = "(hidden)" if k.secret else _shown_raw(raw)
         what, examples, _ = kind_of(k)
         raise ConfigError(
-            f"{_where(origin)}{k.name} must be {what}{_too_large(k, raw)} {examples}, "
-            f"got {shown}",
+            f"{_where(origin)}{k.name} must be {what}{_too_large(k, raw)} {examples}, got {shown}",
             hint=_fix(k, origin),
         ) from None
     if k.minimum is not None and value < k.minimum:
@@ -685,8 +684,7 @@ def parse_file(data: bytes, path: Path) -> FileSettings:
                         f"Rename it with `tsukuctl config edit`, or {fix} and "
                         f"`tsukuctl config set {meant} <value>`."
                         if meant
-                        else f"Remove it with {fix}; `tsukuctl config list` shows every "
-                        "setting."
+                        else f"Remove it with {fix}; `tsukuctl config list` shows every setting."
                     ),
                 ),
                 # A typo of a setting the file does not set spoils that setting: using

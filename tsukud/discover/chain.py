@@ -806,8 +806,7 @@ class _Chain:
             return _why_not_auto(v, decision) or "it did not pass the checks"
 
         choices = [
-            choicesmod.from_verified(v, recommended=True, why=self._cleared(v))
-            for v in recommended
+            choicesmod.from_verified(v, recommended=True, why=self._cleared(v)) for v in recommended
         ]
         choices += [choicesmod.from_verified(v, recommended=False, why=why_not(v)) for v in others]
         named = {c.spec for c in choices}  # a same-name package the model named too: once

@@ -36,7 +36,6 @@ class EventFilter(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     session: str | None = None
 
 
-
 def check_times(f: EventFilter) -> None:
     """A caller's ``since``/``until`` must be ledger times (the summary's own part-hour
     filters use bounds that are not): anything else is refused, not compared."""

@@ -312,6 +312,7 @@ class RunCommandStep(_StepBase, frozen=True, kw_only=True):
     command: str
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
+
 class EcosystemStep(_StepBase, frozen=True, kw_only=True):
     """An install by a language's package manager into the tool's own directory:
     ``npm_install``, ``pipx_install``, ``cargo_install``, ``gem_install``,

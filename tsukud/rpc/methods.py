@@ -117,9 +117,7 @@ async def events_list(d: Daemon, p: ListParams, call: Call) -> dict[str, Any]:
     return {"count": total}
 
 
-def _quick_list(
-    p: ListParams, rid: protocol.RequestId, conn: Any
-) -> tuple[int, bytes] | None:
+def _quick_list(p: ListParams, rid: protocol.RequestId, conn: Any) -> tuple[int, bytes] | None:
     """A short listing (the usual one) whole, in one trip to a worker thread that reads
     the rows and encodes the progress frames: the event loop takes a few steps for it,
     not a channel round trip per chunk. None when the frames outgrow

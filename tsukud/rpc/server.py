@@ -247,9 +247,7 @@ class RpcServer:
             except ConnectionClosed:
                 break
             except trio.TooSlowError:
-                await conn.send(
-                    protocol.error_frame(None, ProtocolError("frame body timed out"))
-                )
+                await conn.send(protocol.error_frame(None, ProtocolError("frame body timed out")))
                 break
             except TsukuError as e:  # oversize length prefix
                 await conn.send(protocol.error_frame(None, e))

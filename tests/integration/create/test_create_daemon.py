@@ -25,7 +25,6 @@ from tsukud.errors import ExitCode
 pytestmark = pytest.mark.docker
 
 
-
 @pytest.fixture(scope="module")
 def fw() -> Iterator[FakeGitHub]:
     with fixture_world() as fake:

@@ -49,9 +49,7 @@ def user(world: FakeGitHub, tmp_path: Path) -> Iterator[ShellHome]:
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-def test_ctrl_c_in_a_hook_install_says_cancelled_and_keeps_130(
-    user: ShellHome, shell: str
-) -> None:
+def test_ctrl_c_in_a_hook_install_says_cancelled_and_keeps_130(user: ShellHome, shell: str) -> None:
     need_shell(shell)
     user.write_rc(shell)
     user.ctl("hook", "install", "--shell", shell)

@@ -114,7 +114,6 @@ def test_pipx_install_recipe_installs_verifies_and_removes(
     assert tree(inst.home) == []
 
 
-
 def test_a_callers_proxy_carries_the_package_managers_requests(
     inst: Tsuku, eco: FakeEcosystems
 ) -> None:
@@ -132,6 +131,7 @@ def test_a_callers_proxy_carries_the_package_managers_requests(
     assert any(u.endswith("/pypi-org/simple/hello-py/") for u in through)  # pip
     assert any(u.endswith("/hello_py-1.1-py3-none-any.whl") for u in through)  # pip
     assert run(inst.home / "bin" / "hello").strip() == "hello 1.1"
+
 
 def test_an_executable_the_package_lacks_fails_the_install_and_leaves_nothing(
     inst: Tsuku, eco: FakeEcosystems

@@ -303,9 +303,7 @@ async def test_rows_deleted_under_a_running_daemon_are_refused_at_the_next_start
         assert store.adopted
         await store.wait_durable(store.last_id)
     conn = connect(db, readonly=True)
-    (payload,) = conn.execute(
-        "SELECT payload FROM events WHERE type = 'ledger.adopted'"
-    ).fetchone()
+    (payload,) = conn.execute("SELECT payload FROM events WHERE type = 'ledger.adopted'").fetchone()
     conn.close()
     assert json.loads(payload)["missing"] == 2
     async with writing(db) as again:  # ...and later starts expect it

@@ -35,9 +35,7 @@ def pip_argv(ctx: RunContext) -> list[str]:
 
 
 async def install(ctx: RunContext) -> dict[str, dict[str, str]]:
-    env = clean_env(
-        ctx.prefix, ctx.program, ctx.env, {"PIP_CONFIG_FILE": "/dev/null"}, ctx.proxies
-    )
+    env = clean_env(ctx.prefix, ctx.program, ctx.env, {"PIP_CONFIG_FILE": "/dev/null"}, ctx.proxies)
     await toolchain.check_works(toolchain.PYTHON, ctx.program, env)
     venv = str(ctx.prefix.root / VENV)
     await run([str(ctx.program), "-m", "venv", venv], prefix=ctx.prefix, env=env, what="venv")
