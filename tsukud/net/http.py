@@ -627,6 +627,41 @@ class Http:
             self._store(key, response)
         return response
 
+    async def post(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        content: bytes = b"",
+        max_bytes: int | None = None,
+        time_limit: float | None = None,
+    ) -> Response:
+        """One POST (search providers), answered whatever its status: the URL policy, the
+        credentials and the proxy of this request as for a GET, so a caller's
+        ``HTTPS_PROXY`` carries its searches too. No redirect is followed and nothing is
+        retried here: a POST is not idempotent, and callers retry by their own policy.
+        ``time_limit`` bounds the whole exchange (default: the settings' total timeout)."""
+        limit = self.settings.api_max_bytes if max_bytes is None else max_bytes
+        proxy = proxy_for(url, self._proxies())
+        await self.check_url(url, proxied=proxy is not None)
+        client = await self._client_for(proxy)
+        request = client.build_request(
+            "POST", url, headers=self._request_headers(url, headers), content=content
+        )
+        self.stats["requests"] += 1
+        with trio.move_on_after(time_limit or self.settings.total_timeout) as scope:
+            try:
+                resp = await client.send(request, stream=True)
+            except httpx2.HTTPError as exc:
+                raise _transport_error(exc, url, proxy) from None
+            try:
+                body = await self._read_capped(resp, url, limit)
+            finally:
+                await resp.aclose()
+        if scope.cancelled_caught:
+            raise TransientHttpError(f"{_display(url)}: timed out", url=_display(url))
+        return Response(resp.status_code, _headers(resp.headers), body, url)
+
     def _policy(self, method: str, *, retry: bool = True) -> RetryPolicy:
         """The configured policy for idempotent methods; one try for the others."""
         return self.settings.retry if retry and may_retry(method) else RetryPolicy(max_tries=1)

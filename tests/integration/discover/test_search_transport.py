@@ -26,7 +26,7 @@ PATHS = {"ddg": "/html/", "tavily": "/tavily/search", "brave": "/brave/res/v1/we
 LABELS = {"ddg": "DuckDuckGo", "tavily": "Tavily", "brave": "Brave"}
 # Brave GETs through the shared Http layer, the others POST through Web's own client,
 # and the two name a refused connection differently.
-REFUSED = {"ddg": "ConnectError", "tavily": "ConnectError", "brave": "cannot connect"}
+REFUSED = {"ddg": "cannot connect", "tavily": "cannot connect", "brave": "cannot connect"}
 
 
 @pytest.fixture

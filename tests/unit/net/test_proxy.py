@@ -156,6 +156,32 @@ async def test_requests_go_through_the_proxy_in_force_for_each(
     assert len(target.requests) == 4
 
 
+async def test_a_search_providers_post_goes_through_the_proxy_too(
+    routed: tuple[Http, Settable], proxy: ForwardingProxy
+) -> None:
+    """Tavily, Brave and DuckDuckGo POST: a caller's HTTPS_PROXY carries its searches as it
+    carries its GETs (they once had a client of their own that knew no proxy)."""
+    from tsukud.discover.search import Tavily
+    from tsukud.discover.web import Web
+
+    found = {"results": [{"title": "stern", "url": "https://github.com/stern/stern"}]}
+    http, chosen = routed
+    with FakeHTTPServer(fallback=Reply(json=found)) as search:
+        tavily = Tavily(Web(http), f"{search.url}/search", "tvly-test-key", max_retries=0)
+        chosen.now = Proxies(http=proxy.url)
+        results = await tavily.search("stern kubernetes logs")
+        assert [r.url for r in results.results] == ["https://github.com/stern/stern"]
+        assert proxy.urls() == [f"{search.url}/search"]
+        assert [r.method for r in proxy.requests] == ["POST"]
+        (arrived,) = search.requests  # forwarded with its body and key
+        assert b"stern kubernetes logs" in arrived.body
+        assert arrived.headers["authorization"] == "Bearer tvly-test-key"
+
+        chosen.now = Proxies(http=proxy.url, no_proxy="127.0.0.1")
+        await tavily.search("again")
+        assert len(proxy.requests) == 1 and len(search.requests) == 2  # direct this time
+
+
 async def test_an_https_target_asks_the_proxy_for_a_tunnel(
     routed: tuple[Http, Settable], proxy: ForwardingProxy
 ) -> None:
