@@ -137,23 +137,32 @@ def test_failover_timeline_and_breaker_recovery(
         assert CLAUDE_KEY.encode() not in data and GEMINI_KEY.encode() not in data
 
 
-def test_broken_replies_fail_over_and_cost_nothing(
+def test_broken_replies_fail_over_and_are_charged_at_their_worst_case(
     tsuku: Tsuku, claude: FakeAnthropic, gemini: FakeGemini
 ) -> None:
     """Claude's 200s break: the body cut off mid-way, then a page that is not JSON. Each
-    is an outage for the breaker and a reason to fail over, and neither is a turn
-    (nothing usable came back, so there is no usage to bill); only Gemini's answers
-    are paid."""
+    is an outage for the breaker and a reason to fail over, and neither is a turn (no
+    usage came back). The request was sent, so the provider may bill it: each is an
+    ``llm.cut_off`` charged at the call's worst case, marked estimated, and the run's
+    cost is Gemini's answer plus that, never less than what may have been billed."""
     with_providers(tsuku, claude, gemini).start()
     truncated_body(claude)
     html_body(claude)
     for _ in range(2):
         gemini.reply([gem.text("OK")], usage_=gem.usage(1000, 100))
-    for _ in range(2):
+    run_costs = []
+    for n in range(2):
         out = json.loads(tsuku.ctl("llm", "test", "--json", check=True).stdout)
         assert out["provider"] == "gemini"
+        run_costs.append(out["cost_usd"])
+        cut = events(tsuku, "llm.cut_off")
+        assert len(cut) == n + 1
+        charged = cut[-1]["payload"]
+        assert charged["provider"] == "claude" and charged["estimated"] is True
+        assert charged["reason"] == ("connection_broken", "unreadable_answer")[n]
+        assert charged["cost_usd"] > 0
         # 1000 in at $0.75/M + 100 out at $3.75/M (Gemini 3.8 Flash until 2026-12-31)
-        assert out["cost_usd"] == pytest.approx(0.001125)
+        assert out["cost_usd"] == pytest.approx(0.001125 + charged["cost_usd"])
     failed = [e["payload"] for e in events(tsuku, "llm.failed")]
     assert [(f["provider"], f["error_type"], f["breaker"]) for f in failed] == [
         ("claude", "provider_unavailable", True)
@@ -163,8 +172,10 @@ def test_broken_replies_fail_over_and_cost_nothing(
     st = json.loads(tsuku.ctl("status", "--json").stdout)
     (cb,) = [b for b in st["breakers"] if b["provider"] == "claude"]
     assert cb["state"] == "closed" and cb["consecutive_failures"] == 2
+    # Each run settles its reservations (one per provider it may fail over to) at
+    # shares of what it spent: together, exactly the runs' costs.
     settled = [e["payload"]["actual_usd"] for e in events(tsuku, "budget.settled")]
-    assert settled == [pytest.approx(0.001125)] * 2
+    assert sum(settled) == pytest.approx(sum(run_costs))
 
 
 def test_all_providers_down_says_when_the_first_is_retried(
