@@ -240,6 +240,7 @@ class Services:
             sandbox=lambda: self.sandbox,
             confirmations=self.confirmations,
             env=verify_env(self.env),
+            recipes=self.registry,
         )
 
     @cached_property

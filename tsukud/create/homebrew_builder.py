@@ -6,13 +6,15 @@ the bottle's own list of executables on PATH (the index's ``sh.brew.path_exec_fi
 annotation, entries under ``bin/``); the runtime dependencies are the formula's
 ``dependencies`` as this machine's bottle tag sees them (``variations`` merged over
 the top level, as the API documents); platforms without a bottle are listed in
-``unsupported_platforms``. The recipe then passes the same static checks as any.
+``unsupported_platforms``. The recipe then passes the same static checks as any,
+and is validated like any (``create/bottle_validation.py``: the bottles poured, the
+verify command run in the container) unless the user skips it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from tsukud.create.errors import CreateError
@@ -32,10 +34,13 @@ from tsukud.recipe import (
 )
 from tsukud.recipe.homebrew import choose_tag, platform_tags
 from tsukud.recipe.platform import STANDARD_PLATFORMS
+from tsukud.recipe.version import ResolvedVersion
 
 EXEC_FILES = "sh.brew.path_exec_files"
 SOURCE_PREFIX = "homebrew:"
 GENERATED_BY = "homebrew-builder"
+
+Validate = Callable[[str, ResolvedVersion], Awaitable[ValidationSummary]]
 
 
 def formula_name(source: str) -> str | None:
@@ -116,11 +121,14 @@ async def build_from_homebrew(
     emit: Emit,
     session: str,
     check: Callable[[str, str], None],
+    validate: Validate,
+    skip_validation: bool = False,
     version: str | None = None,
 ) -> CreateResult:
     """The recipe for ``tool`` from ``formula``, passed through ``check`` (the static
-    checks every saved recipe passes), with the run's ``create.started`` and
-    ``generation.completed`` events (no model, no money)."""
+    checks every saved recipe passes) and ``validate`` (which emits the
+    ``validation.*`` events and raises when the recipe is refused), with the run's
+    ``create.started`` and ``generation.completed`` events (no model, no money)."""
     started = time.monotonic()
     repo = SOURCE_PREFIX + formula
     await emit(
@@ -130,21 +138,24 @@ async def build_from_homebrew(
             "repo": repo,
             "deterministic_only": True,
             "llm": False,
-            "skip_validation": True,
+            "skip_validation": skip_validation,
         },
     )
+    stage = "homebrew"
     try:
         resolved = await client.resolve(formula, version)
         _token, entries = await client.entries(formula, resolved.tag)
         text = recipe_from_formula(tool, await client.formula(formula), entries, host)
         check(tool, text)
+        stage = "validation"
+        validation = await validate(text, resolved)
     except TsukuError as exc:
         await emit(
             "generation.failed",
             {
                 "tool": tool,
                 "repo": repo,
-                "stage": "homebrew",
+                "stage": stage,
                 "error_code": exc.code,
                 "message": exc.message[:1000],
                 "repairs": 0,
@@ -152,13 +163,6 @@ async def build_from_homebrew(
             },
         )
         raise
-    validation = ValidationSummary(
-        status="skipped",
-        platform=str(host),
-        version=resolved.version,
-        message="written from the formula's JSON and bottle index; the bottle is checked "
-        "against its manifest digest when installed",
-    )
     result = CreateResult(
         session=session,
         tool=tool,

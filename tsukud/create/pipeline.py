@@ -494,19 +494,7 @@ class _Run:
     async def _unavailable(self, reason: str, code: str | None, *, emit: bool = True) -> NoReturn:
         if emit:
             await self.emit("validation.skipped", {"reason": self.clean(reason)})
-        if code == "sandbox_image_missing":
-            fix = "Build the validation image with `tsukuctl sandbox prepare`"
-        else:
-            fix = (
-                "Start Docker or Podman (or point DOCKER_HOST at its socket); if the "
-                "validation image is missing too, `tsukuctl sandbox prepare` builds it"
-            )
-        raise ValidationUnavailable(
-            f"validation cannot run, so the recipe was not accepted: {self.clean(reason)}",
-            hint=f"{fix}, then run it again; or pass --skip-validation to accept the recipe "
-            "without proof (the recipe records that it was not validated).",
-            reason=code or "no_runtime",
-        )
+        raise validation_unavailable(self.clean(reason), code)
 
     async def _validate(
         self, recipe: Recipe, *, expected: dict[str, str] | None = None
@@ -812,6 +800,24 @@ def completed_event(tool: str, result: CreateResult) -> dict[str, Any]:
         "run_cost_usd": result.cost_usd,
         "duration_ms": result.duration_ms,
     }
+
+
+def validation_unavailable(reason: str, code: str | None) -> ValidationUnavailable:
+    """The error for a run whose validation cannot happen (no runtime, no image):
+    ``reason`` already cleaned of secrets."""
+    if code == "sandbox_image_missing":
+        fix = "Build the validation image with `tsukuctl sandbox prepare`"
+    else:
+        fix = (
+            "Start Docker or Podman (or point DOCKER_HOST at its socket); if the "
+            "validation image is missing too, `tsukuctl sandbox prepare` builds it"
+        )
+    return ValidationUnavailable(
+        f"validation cannot run, so the recipe was not accepted: {reason}",
+        hint=f"{fix}, then run it again; or pass --skip-validation to accept the recipe "
+        "without proof (the recipe records that it was not validated).",
+        reason=code or "no_runtime",
+    )
 
 
 def verdict_event(verdict: Verdict, attempt: int, clean: Callable[[str], str]) -> dict[str, Any]:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from tsukud.create.validate import Validator
     from tsukud.events.store import EventStore
     from tsukud.github.client import GitHub
+    from tsukud.install.registry import Registry
     from tsukud.llm.service import LLM
     from tsukud.net.http import Http
     from tsukud.policy.confirm import Confirmations
@@ -130,6 +131,7 @@ class Creator:
         sandbox: Callable[[], Sandbox] | None = None,
         confirmations: Confirmations | None = None,
         env: Mapping[str, str] | None = None,
+        recipes: Callable[[], Registry] | None = None,
     ) -> None:
         # Getters: a deterministic run never builds the LLM service, a run that skips
         # validation never opens the container runtime.
@@ -146,6 +148,9 @@ class Creator:
         # What an ecosystem package manager and a verify command see of the daemon's
         # environment (PATH, HOME, locale: install.checks.verify_env).
         self.env = dict(env or {})
+        # Where a homebrew recipe's runtime dependencies are read from (local recipes,
+        # then the registry), as the installer reads them.
+        self._recipes = recipes
 
     def target(self, tool: str, output: str | None) -> Path:
         """Where a recipe for ``tool`` goes: ``output`` (absolute) or ``recipes/``."""
@@ -185,13 +190,23 @@ class Creator:
         from tsukud.install.registry import check_name
 
         tool = check_name(tool)
-        formula = formula_name(source)  # homebrew:<formula>: no model, no container
+        formula = formula_name(source)  # homebrew:<formula>: no model
         if formula is not None:
             target = self.target(tool, output)
             if check_target or write:
                 refuse_existing(target, force)
             session = "create-" + secrets.token_hex(6)
-            result = await self._from_homebrew(tool, formula, session, version)
+            if (
+                not skip_validation
+                and self._sandbox is not None
+                and self._confirmations is not None
+            ):
+                await offer_image(
+                    self._sandbox(), self._confirmations, progress, can_ask=can_ask, session=session
+                )
+            result = await self._from_homebrew(
+                tool, formula, session, version, progress=progress, skip_validation=skip_validation
+            )
             if write:
                 self._write(result, target, force, session)
             return result
@@ -268,12 +283,22 @@ class Creator:
         )
 
     async def _from_homebrew(
-        self, tool: str, formula: str, session: str, version: str | None
+        self,
+        tool: str,
+        formula: str,
+        session: str,
+        version: str | None,
+        *,
+        progress: Progress,
+        skip_validation: bool,
     ) -> CreateResult:
-        """``--from homebrew:<formula>``: ``create/homebrew_builder.py``."""
+        """``--from homebrew:<formula>``: ``create/homebrew_builder.py``, validated by
+        ``create/bottle_validation.py``."""
+        from tsukud.create.bottle_validation import BottleValidation
         from tsukud.create.homebrew_builder import build_from_homebrew
         from tsukud.install.homebrew.client import HomebrewClient
-        from tsukud.recipe import host_platform
+        from tsukud.recipe import Recipe, host_platform
+        from tsukud.secrets import redact
 
         config = self._config()
         client = HomebrewClient(
@@ -288,6 +313,22 @@ class Creator:
             if type_.startswith("generation."):
                 await store.wait_durable(ev.id)
 
+        async def load(name: str) -> Recipe:
+            if self._recipes is None:
+                raise CreateError("no recipe registry is configured for runtime dependencies")
+            return (await self._recipes().load(name)).recipe
+
+        known = tuple(config.secret_values())
+        validate = BottleValidation(
+            validator=self._validator,
+            client=client,
+            load=load,
+            emit=emit,
+            progress=progress,
+            session=session,
+            clean=lambda text: redact(text, known),
+            skip=skip_validation,
+        )
         return await build_from_homebrew(
             tool,
             formula,
@@ -296,6 +337,8 @@ class Creator:
             emit=emit,
             session=session,
             check=checked_recipe_text,
+            validate=validate,
+            skip_validation=skip_validation,
             version=version,
         )
 

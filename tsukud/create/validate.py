@@ -62,6 +62,8 @@ from tsukud.install.download import (
 )
 from tsukud.install.errors import BinaryNotInArchive, InstallError
 from tsukud.install.extract import ExtractError, extract
+from tsukud.install.homebrew.errors import RelocationFailed
+from tsukud.install.homebrew.pour import relocate as relocate_bottle
 from tsukud.net.http import HttpError
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
@@ -87,6 +89,7 @@ from tsukud.secrets import redact
 
 if TYPE_CHECKING:
     from tsukud.create.assets import Release
+    from tsukud.install.homebrew.client import Bottle
     from tsukud.net.http import Http
     from tsukud.sandbox.runtime import ContainerRuntime
 
@@ -119,7 +122,8 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     :func:`tsukud.create.sanitize.categorize` or a stage-specific one."""
 
     status: Status
-    stage: str  # render | download | extract | run_command | layout | verify | runtime | skipped
+    # render | download | extract | relocate | run_command | layout | verify | runtime | skipped
+    stage: str
     platform: str
     message: str = ""
     category: str | None = None
@@ -198,6 +202,24 @@ def _open_tree(root: Path) -> None:
                 os.chmod(p, 0o755)  # noqa: S103
 
 
+@dataclass(frozen=True)
+class Pour:
+    """How a ``homebrew`` recipe's bottles go into a validation tree, as the installer
+    pours them: the bottle of each ``homebrew`` step by index (looked up by
+    ``install/homebrew/pour.py``), the version ``{version}`` means (a bottle's registry
+    tag is not a GitHub tag), and the container paths the keg and its runtime
+    dependencies will be seen at, which relocation writes into it."""
+
+    version: str
+    bottles: Mapping[int, Bottle]
+    placed_at: str = CONTAINER_DIR
+    deps: Mapping[str, str] = field(default_factory=dict)
+
+    async def relocate(self, bottle: Bottle, keg: Path) -> None:
+        deps = {name: Path(path) for name, path in self.deps.items()}
+        await relocate_bottle(bottle, keg, Path(self.placed_at), deps)
+
+
 @dataclass
 class Prepared:
     """A recipe installed into a staging tree, ready for verify commands (or the
@@ -211,6 +233,9 @@ class Prepared:
     binaries: dict[str, str] = field(default_factory=dict)  # name -> path inside the tree
     assets: tuple[ValidatedAsset, ...] = ()
     failure: Verdict | None = None
+    # Other trees the verify command needs beside this one (a bottle's dependencies):
+    # (host directory, container path), mounted read-only.
+    mounts: tuple[tuple[Path, str], ...] = ()
 
     def verdict(self, status: Status, stage: str, **kw: Any) -> Verdict:
         """A verdict on this recipe at this release, for this platform."""
@@ -256,7 +281,7 @@ class Prepared:
         spec = RunSpec(
             image=v.image,
             command=["/bin/sh", "-c", command],
-            mounts=[(self.root, CONTAINER_DIR, True)],
+            mounts=[(self.root, CONTAINER_DIR, True), *((p, c, True) for p, c in self.mounts)],
             env={"PATH": self._path(), "HOME": "/tmp", "TSUKU_VALIDATION": "1"},  # noqa: S108
             workdir="/tmp",  # noqa: S108
             timeout_s=v.timeout_s,
@@ -461,7 +486,10 @@ class ValidationRun:
         return d
 
     async def _download(
-        self, step: RenderedStep, digests: Mapping[str, str]
+        self,
+        step: RenderedStep,
+        digests: Mapping[str, str],
+        headers: dict[str, str] | None = None,
     ) -> tuple[Path, ValidatedAsset]:
         cached = self._downloads.get(step.asset_name)
         if cached is None:
@@ -481,6 +509,7 @@ class ValidationRun:
                 dest,
                 max_bytes=self.validator.max_download_bytes or DEFAULT_MAX_BYTES,
                 on_progress=on_progress,
+                headers=headers,
             )
             expected = digests.get(step.asset_name)
             if expected:
@@ -497,14 +526,22 @@ class ValidationRun:
         )
 
     async def prepare(
-        self, recipe: Recipe, release: Release, platform: Platform | None = None
+        self,
+        recipe: Recipe,
+        release: Release,
+        platform: Platform | None = None,
+        *,
+        pour: Pour | None = None,
     ) -> Prepared:
         """Render, download, unpack and assemble ``recipe`` at ``release`` for
-        ``platform`` (the container's by default). Failures that are the recipe's fault
+        ``platform`` (the container's by default); a ``homebrew`` recipe's bottles are
+        poured and relocated as ``pour`` says. Failures that are the recipe's fault
         come back in ``Prepared.failure`` (a URL step's static ``checksum`` that the
         served file does not match is one, category ``checksum_mismatch``); a mismatch
-        with GitHub's digest (the file is not what GitHub published) is raised."""
-        version, tag = release.version, release.tag
+        with GitHub's digest or a bottle's manifest digest (the file is not what was
+        published) is raised."""
+        version, tag = (pour.version if pour else release.version), release.tag
+        bottles = pour.bottles if pour is not None else {}
         target = platform or self.platform
         assets: list[ValidatedAsset] = []
 
@@ -522,6 +559,7 @@ class ValidationRun:
                 target,
                 assets=release.assets,
                 github_url=self.validator.github_url,
+                bottles={i: b.ref for i, b in bottles.items()},
             )
         except UnsupportedPlatform as exc:
             where = "the container's platform" if target == self.platform else "a platform"
@@ -536,8 +574,11 @@ class ValidationRun:
             return failed("failed", "render", message=exc.message)
         tree = TreeAssembler(self._new_dir("tree") / "root", recipe.metadata.name)
         for step in steps:
+            bottle = bottles.get(step.index)
             try:
-                path, asset = await self._download(step, release.digests)
+                path, asset = await self._download(
+                    step, release.digests, bottle.headers if bottle is not None else None
+                )
             except (DownloadError, HttpError) as exc:
                 missing = isinstance(exc, AssetMissing)
                 return failed(
@@ -547,7 +588,11 @@ class ValidationRun:
                     category=DOWNLOAD_404 if missing else DOWNLOAD_FAILED,
                 )
             assets.append(asset)
-            if step.checksum:  # the recipe's own: a wrong one is the recipe's fault
+            if step.checksum and bottle is not None:  # not the recipe's fault: raised
+                check_sha256(
+                    step.asset_name, asset.sha256, step.checksum, "the bottle's manifest digest"
+                )
+            elif step.checksum:  # the recipe's own: a wrong one is the recipe's fault
                 try:
                     check_sha256(
                         step.asset_name, asset.sha256, step.checksum, "the recipe's checksum"
@@ -561,6 +606,11 @@ class ValidationRun:
                 await self._extract(path, unpacked, step)
             except ExtractError as exc:
                 return failed("failed", "extract", message=exc.message, category=EXTRACTION)
+            if pour is not None and bottle is not None:
+                try:
+                    await pour.relocate(bottle, unpacked)
+                except RelocationFailed as exc:
+                    return failed("failed", "relocate", message=exc.message, hint=exc.hint)
             if step.commands:
                 problem = await self._run_commands(step, unpacked, target)
                 if problem is not None:

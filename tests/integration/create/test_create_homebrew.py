@@ -1,0 +1,218 @@
+"""``tsukuctl create <tool> --from homebrew:<formula>`` validates the recipe like any
+recipe, against a real tsukud, the fake formulae API and bottle registry and real
+Docker: the bottle and its dependency's bottle (compiled in the test, the executable
+linked against the dependency's library) are poured, relocated for the container and
+the verify command runs there. A bottle whose binary does not run is refused with what
+ran and what it printed, and nothing is written."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.conftest import Tsuku
+from tests.fakes import bottles
+from tests.fakes.github import FakeGitHub, fixture_world
+from tests.integration.install.conftest import make_tsuku
+from tests.integration.install.test_recipe_errors import local_recipe
+from tsukud.errors import ExitCode
+from tsukud.recipe import host_platform
+from tsukud.recipe.homebrew import platform_tags
+from tsukud.testing.homebrew import FakeHomebrew
+
+HOST_TAG = platform_tags(host_platform())[0]
+IMAGE = "tsuku/validate-debian:local"
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.skipif(
+        host_platform().os != "linux" or not bottles.have_gcc(), reason="needs Linux and gcc"
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> bottles.Built:
+    return bottles.build(tmp_path_factory.mktemp("bottles"))
+
+
+@pytest.fixture(scope="module")
+def fw() -> Iterator[FakeGitHub]:
+    with fixture_world() as fake:
+        yield fake
+
+
+@pytest.fixture
+def brew() -> Iterator[FakeHomebrew]:
+    with FakeHomebrew() as fake:
+        yield fake
+
+
+@pytest.fixture
+def t(fw: FakeGitHub, brew: FakeHomebrew, docker_endpoint: str, image: str) -> Iterator[Tsuku]:
+    """A daemon with the libgreet recipe (hello's runtime dependency), not hello's."""
+    tsuku = make_tsuku(fw, **brew.env())
+    try:
+        tsuku.start()
+        local_recipe(tsuku, "libgreet", bottles.libgreet_recipe())
+        yield tsuku
+    finally:
+        tsuku.stop_all()
+        shutil.rmtree(tsuku.home, ignore_errors=True)
+
+
+def publish(
+    brew: FakeHomebrew, built: bottles.Built, *, binary: str = "2.0", deps: bool = True
+) -> str:
+    """libgreet 1.0 and hello 2.0_1 (whose binary says ``binary``); hello's blob sha256."""
+    brew.publish("libgreet", bottles.LIB_VERSION, {HOST_TAG: bottles.libgreet_bottle(built)})
+    tarball = bottles.hello_bottle(built, binary, "2.0_1")
+    brew.publish(
+        "hello",
+        "2.0",
+        {HOST_TAG: tarball},
+        revision=1,
+        dependencies=["libgreet"] if deps else [],
+    )
+    return hashlib.sha256(tarball).hexdigest()
+
+
+def events(t: Tsuku, *types: str) -> list[dict[str, Any]]:
+    args = ["events", "--json", "--limit", "0"]
+    for ty in types:
+        args += ["--type", ty]
+    return [json.loads(x) for x in t.ctl(*args, check=True).stdout.splitlines()]
+
+
+def kinds(t: Tsuku) -> list[str]:
+    return [e["type"] for e in events(t) if e["type"].split(".")[0] in ("create", "validation")]
+
+
+def test_the_bottle_and_its_dependency_are_poured_and_verified_before_saving(
+    t: Tsuku, brew: FakeHomebrew, built: bottles.Built
+) -> None:
+    digest = publish(brew, built)
+    cp = t.ctl("create", "hello", "--from", "homebrew:hello", "--yes")
+    assert cp.returncode == 0, cp.stderr
+    saved = t.home / "recipes" / "hello.toml"
+    assert cp.stdout.splitlines()[0] == f"Recipe created: {saved}"
+    assert f"Validation: passed on {host_platform().key} in {IMAGE}: " in cp.stdout
+    assert f"hello--2.0_1.{HOST_TAG}.bottle.tar.gz (sha256 {digest[:12]}…)" in cp.stdout
+    assert 'runtime_dependencies = ["libgreet"]' in saved.read_text()
+
+    assert kinds(t) == ["create.started", "validation.started", "validation.passed"]
+    (started,) = events(t, "create.started")
+    assert started["payload"]["skip_validation"] is False
+    (passed,) = events(t, "validation.passed")
+    p = passed["payload"]
+    assert (p["stage"], p["platform"], p["image"]) == ("verify", host_platform().key, IMAGE)
+    assert (p["command"], p["exit_code"]) == ("hello --version", 0)
+    # Both bottles were downloaded and checked against their manifest digests.
+    libgreet = hashlib.sha256(bottles.libgreet_bottle(built)).hexdigest()
+    assert [(a["name"], a["sha256"]) for a in p["assets"]] == [
+        (f"hello--2.0_1.{HOST_TAG}.bottle.tar.gz", digest),
+        (f"libgreet--1.0.{HOST_TAG}.bottle.tar.gz", libgreet),
+    ]
+    assert all(r.headers.get("authorization") is None for r in brew.blob_requests())
+    (done,) = events(t, "generation.completed")
+    assert done["payload"]["validation"] == "passed"
+    (written,) = events(t, "recipe.written")
+    assert written["payload"]["path"] == str(saved)
+    assert events(t, "sandbox.lock_acquired"), "the verify command ran in a container"
+    assert not list((t.home / "validate").glob("run-*")), "the throw-away trees are gone"
+
+    # The validated recipe installs and runs against its dependency.
+    assert t.ctl("install", "hello").returncode == 0
+
+
+def test_a_binary_that_cannot_find_its_library_is_refused_and_nothing_is_written(
+    t: Tsuku, brew: FakeHomebrew, built: bottles.Built
+) -> None:
+    # The formula forgets its dependency: the recipe names none, so the relocated
+    # binary has no path to libgreet and the loader refuses to start it.
+    publish(brew, built, deps=False)
+    cp = t.ctl("create", "hello", "--from", "homebrew:hello", "--yes")
+    assert cp.returncode == ExitCode.VERIFY_FAILED, cp.stderr
+    assert "the recipe for hello did not validate: `hello --version` in the container" in (
+        cp.stderr
+    )
+    assert "libgreet.so.1: cannot open shared object file" in cp.stderr
+    assert not (t.home / "recipes" / "hello.toml").exists()
+    assert kinds(t) == ["create.started", "validation.started", "validation.failed"]
+    (failed,) = events(t, "validation.failed")
+    assert failed["payload"]["command"] == "hello --version"
+    assert failed["payload"]["exit_code"] == 127
+    (gen,) = events(t, "generation.failed")
+    assert (gen["payload"]["stage"], gen["payload"]["error_code"]) == (
+        "validation",
+        "validation_failed",
+    )
+    assert events(t, "recipe.written") == []
+
+
+def test_a_binary_printing_another_version_is_refused(
+    t: Tsuku, brew: FakeHomebrew, built: bottles.Built
+) -> None:
+    publish(brew, built, binary="1.5")  # the 2.0 bottle holds a binary saying 1.5
+    cp = t.ctl("create", "hello", "--from", "homebrew:hello", "-o", "-")
+    assert cp.returncode == ExitCode.VERIFY_FAILED, cp.stderr
+    assert cp.stdout == ""
+    assert "`hello --version` in the container exited with 0 and printed:\nhello 1.5" in (cp.stderr)
+    (failed,) = events(t, "validation.failed")
+    assert failed["payload"]["category"] == "version_mismatch"
+
+
+def test_skip_validation_saves_without_a_container_and_says_so(
+    t: Tsuku, brew: FakeHomebrew, built: bottles.Built
+) -> None:
+    publish(brew, built, binary="1.5")  # would fail validation
+    cp = t.ctl("create", "hello", "--from", "homebrew:hello", "--yes", "--skip-validation")
+    assert cp.returncode == 0, cp.stderr
+    assert (t.home / "recipes" / "hello.toml").exists()
+    assert "Validation: NOT validated (--skip-validation: the bottle was NOT poured" in (cp.stdout)
+    assert kinds(t) == ["create.started", "validation.skipped"]
+    (started,) = events(t, "create.started")
+    assert started["payload"]["skip_validation"] is True
+    assert events(t, "sandbox.lock_acquired") == []
+    assert brew.blob_requests() == []  # nothing was poured
+
+
+def test_a_tampered_bottle_or_a_dependency_without_a_recipe_is_the_installs_error(
+    t: Tsuku, brew: FakeHomebrew, built: bottles.Built
+) -> None:
+    digest = publish(brew, built)
+    brew.tamper(digest, bottles.hello_bottle(built, "1.5", "2.0_1"))
+    cp = t.ctl("create", "hello", "--from", "homebrew:hello", "--yes")
+    assert cp.returncode == ExitCode.INSTALL_FAILED, cp.stderr
+    assert f"the bottle's manifest digest says sha256 {digest}" in cp.stderr
+    assert not (t.home / "recipes" / "hello.toml").exists()
+    (failed,) = events(t, "validation.failed")
+    assert failed["payload"]["category"] == "checksum_mismatch"
+
+    brew.served.clear()
+    (t.home / "recipes" / "libgreet.toml").unlink()
+    cp = t.ctl("create", "hello", "--from", "homebrew:hello", "--yes")
+    assert cp.returncode == ExitCode.DEPENDENCY_FAILED, cp.stderr
+    assert "hello needs libgreet, which has no recipe" in cp.stderr
+    assert not (t.home / "recipes" / "hello.toml").exists()
+
+
+def test_without_the_image_the_recipe_is_refused_like_any(
+    t: Tsuku, brew: FakeHomebrew, built: bottles.Built
+) -> None:
+    publish(brew, built)
+    t.stop_all()
+    t.env["TSUKU_SANDBOX_IMAGE"] = "tsuku/validate-absent:never-built"
+    t.start()
+    cp = t.ctl("create", "hello", "--from", "homebrew:hello", "--yes")
+    assert cp.returncode == ExitCode.SANDBOX, cp.stderr
+    assert "validation cannot run, so the recipe was not accepted" in cp.stderr
+    assert "--skip-validation" in cp.stderr
+    assert not (t.home / "recipes" / "hello.toml").exists()
+    assert brew.blob_requests() == []
+    (gen,) = events(t, "generation.failed")
+    assert gen["payload"]["error_code"] == "validation_unavailable"
