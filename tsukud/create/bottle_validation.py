@@ -123,9 +123,13 @@ class BottleValidation:
             )
             await self.emit("validation.failed", verdict_event(failed, 1, self.clean))
             raise
-        await self.emit(f"validation.{verdict.status}", verdict_event(verdict, 1, self.clean))
-        if verdict.status == "skipped" and verdict.stage == "runtime":  # it went away
-            raise validation_unavailable(self.clean(verdict.message), None)
+        if verdict.status == "skipped":  # no runtime after all, or no bottle for it
+            reason = self.clean(verdict.message)
+            await self.emit("validation.skipped", {"reason": reason})
+            if verdict.stage == "runtime":  # it went away
+                raise validation_unavailable(reason, None)
+        else:
+            await self.emit(f"validation.{verdict.status}", verdict_event(verdict, 1, self.clean))
         if verdict.failed:
             raise refused(recipe, verdict, self.clean)
         return validation_summary(verdict, 1, self.clean)
@@ -196,9 +200,7 @@ class BottleValidation:
             prepared = Prepared(
                 vrun, root=None, version=resolved.version, tag=resolved.tag, platform=platform
             )
-            prepared.failure = prepared.verdict(
-                "skipped", "render", message=f"no bottle for {platform.key}: {exc.message}"
-            )
+            prepared.failure = prepared.verdict("skipped", "render", message=exc.message)
             return prepared
         pour = Pour(version=resolved.version, bottles=bottles, placed_at=at, deps=deps)
         return await vrun.prepare(recipe, Release(tag=resolved.tag, assets=()), pour=pour)

@@ -181,6 +181,19 @@ def test_skip_validation_saves_without_a_container_and_says_so(
     assert brew.blob_requests() == []  # nothing was poured
 
 
+def test_a_formula_without_a_bottle_for_the_container_is_written_not_validated(
+    t: Tsuku, brew: FakeHomebrew, built: bottles.Built
+) -> None:
+    brew.publish("hello", "2.0", {"arm64_sonoma": bottles.hello_bottle(built, "2.0")})
+    cp = t.ctl("create", "hello", "--from", "homebrew:hello", "--yes")
+    assert cp.returncode == 0, cp.stderr
+    assert "Validation: NOT validated (" in cp.stdout
+    assert f"hello 2.0 has no bottle for {host_platform()}" in cp.stdout
+    assert "bottles exist for: arm64_sonoma" in cp.stdout
+    assert kinds(t) == ["create.started", "validation.started", "validation.skipped"]
+    assert brew.blob_requests() == []
+
+
 def test_a_tampered_bottle_or_a_dependency_without_a_recipe_is_the_installs_error(
     t: Tsuku, brew: FakeHomebrew, built: bottles.Built
 ) -> None:
