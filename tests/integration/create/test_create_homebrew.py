@@ -8,16 +8,15 @@ ran and what it printed, and nothing is written."""
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from tests.conftest import Tsuku
 from tests.fakes import bottles
 from tests.fakes.github import FakeGitHub, fixture_world
+from tests.integration.create.test_create_daemon import events
 from tests.integration.install.conftest import make_tsuku
 from tests.integration.install.test_recipe_errors import local_recipe
 from tsukud.errors import ExitCode
@@ -79,13 +78,6 @@ def publish(
         dependencies=["libgreet"] if deps else [],
     )
     return hashlib.sha256(tarball).hexdigest()
-
-
-def events(t: Tsuku, *types: str) -> list[dict[str, Any]]:
-    args = ["events", "--json", "--limit", "0"]
-    for ty in types:
-        args += ["--type", ty]
-    return [json.loads(x) for x in t.ctl(*args, check=True).stdout.splitlines()]
 
 
 def kinds(t: Tsuku) -> list[str]:
