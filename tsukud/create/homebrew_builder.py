@@ -1,5 +1,6 @@
 """``tsukuctl create <tool> --from homebrew:<formula>``: a recipe written from the
-formula's JSON and its bottle index, with no model and no download.
+formula's JSON and its bottle index, with no model (the bottles are downloaded only
+to validate it).
 
 Deterministic: the same formula JSON and index give the same text. The commands are
 the bottle's own list of executables on PATH (the index's ``sh.brew.path_exec_files``
