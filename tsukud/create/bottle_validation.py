@@ -38,6 +38,7 @@ from tsukud.create.validate import (
     ValidationRun,
     Validator,
     Verdict,
+    container_platform,
 )
 from tsukud.errors import SandboxError, TsukuError
 from tsukud.install.homebrew.client import HomebrewClient
@@ -84,9 +85,8 @@ class BottleValidation:
         :class:`ValidationFailed` naming the command and what it printed."""
         if self.skip:
             await self.emit("validation.skipped", {"reason": SKIPPED})
-            validator = self._validator()
             return ValidationSummary(
-                status="skipped", platform=validator.platform.key, message=SKIPPED
+                status="skipped", platform=container_platform().key, message=SKIPPED
             )
         recipe = parse_recipe(text)
         validator = self._validator()

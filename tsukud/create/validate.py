@@ -64,6 +64,7 @@ from tsukud.install.errors import BinaryNotInArchive, InstallError
 from tsukud.install.extract import ExtractError, extract
 from tsukud.install.homebrew.errors import RelocationFailed
 from tsukud.install.homebrew.pour import relocate as relocate_bottle
+from tsukud.install.homebrew.relocate import LOADERS
 from tsukud.net.http import HttpError
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
@@ -215,9 +216,11 @@ class Pour:
     placed_at: str = CONTAINER_DIR
     deps: Mapping[str, str] = field(default_factory=dict)
 
-    async def relocate(self, bottle: Bottle, keg: Path) -> None:
+    async def relocate(self, bottle: Bottle, keg: Path, target: Platform) -> None:
+        """Relocate for the container: its paths, and its loader (the host may be a Mac)."""
         deps = {name: Path(path) for name, path in self.deps.items()}
-        await relocate_bottle(bottle, keg, Path(self.placed_at), deps)
+        loader = LOADERS.get(_QEMU_ARCH.get(target.arch, target.arch))  # uname's names
+        await relocate_bottle(bottle, keg, Path(self.placed_at), deps, loader=loader)
 
 
 @dataclass
@@ -608,7 +611,7 @@ class ValidationRun:
                 return failed("failed", "extract", message=exc.message, category=EXTRACTION)
             if pour is not None and bottle is not None:
                 try:
-                    await pour.relocate(bottle, unpacked)
+                    await pour.relocate(bottle, unpacked, target)
                 except RelocationFailed as exc:
                     return failed("failed", "relocate", message=exc.message, hint=exc.hint)
             if step.commands:

@@ -66,12 +66,25 @@ async def find_bottles(
     return out
 
 
-async def relocate(bottle: Bottle, keg: Path, tool_dir: Path, deps: dict[str, Path]) -> Report:
+async def relocate(
+    bottle: Bottle,
+    keg: Path,
+    tool_dir: Path,
+    deps: dict[str, Path],
+    *,
+    loader: str | None = None,
+) -> Report:
     """Relocate the unpacked ``keg`` for its final place ``tool_dir`` (in a worker
-    thread: it reads every file and runs patchelf)."""
+    thread: it reads every file and runs patchelf). ``loader``: the dynamic loader of
+    the system the keg will run on (this one's by default; validation's container's)."""
     ref = bottle.ref
     return await trio.to_thread.run_sync(
         lambda: relocate_keg(
-            keg, tool_dir, formula=ref.formula, pkg_version=ref.pkg_version, deps=deps
+            keg,
+            tool_dir,
+            formula=ref.formula,
+            pkg_version=ref.pkg_version,
+            deps=deps,
+            loader=loader,
         )
     )
