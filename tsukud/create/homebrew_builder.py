@@ -32,8 +32,9 @@ from tsukud.recipe import (
     Recipe,
     Verify,
     dump_recipe,
+    parse_recipe,
 )
-from tsukud.recipe.homebrew import choose_tag, platform_tags
+from tsukud.recipe.homebrew import choose_tag, platform_tags, split_oci_tag
 from tsukud.recipe.platform import STANDARD_PLATFORMS
 from tsukud.recipe.version import ResolvedVersion
 
@@ -70,6 +71,40 @@ def commands(entries: Mapping[str, Mapping[str, Any]]) -> list[str]:
         if isinstance(listed, str):
             found.update(p.strip() for p in listed.split(",") if p.strip().startswith("bin/"))
     return sorted(found)
+
+
+def preview(formula: str, tag: str, entries: Mapping[str, Any], recipe: Recipe) -> dict[str, Any]:
+    """What the terminal preview shows: the bottle each standard platform would pour
+    (from the index: nothing is downloaded for it), the actions and the verify."""
+    pkg = split_oci_tag(tag)[0]
+    downloads: list[dict[str, Any]] = []
+    for p in STANDARD_PLATFORMS:
+        chosen = choose_tag(list(entries), platform_tags(p))
+        if chosen is None:
+            downloads.append({"platform": p.key, "unsupported": True})
+        else:
+            downloads.append(
+                {"platform": p.key, "assets": [f"{formula}--{pkg}.{chosen}.bottle.tar.gz"]}
+            )
+    deps = ", ".join(recipe.metadata.runtime_dependencies or ()) or "none"
+    bins = [
+        b.dest or b.src
+        for s in recipe.steps
+        if isinstance(s, InstallBinariesStep)
+        for b in s.binaries
+    ]
+    verify = recipe.verify
+    return {
+        "downloads": downloads,
+        "actions": [
+            f"runtime dependencies first: {deps}",
+            f"homebrew: pour the {formula} {pkg} bottle (sha256 checked against its "
+            "manifest) and relocate it into the tool's directory",
+            f"install_binaries: link {', '.join(bins)}",
+        ],
+        "verify": verify.command if verify else None,
+        "verify_pattern": verify.pattern if verify else None,
+    }
 
 
 def unsupported(entries: Sequence[str]) -> list[str]:
@@ -148,6 +183,7 @@ async def build_from_homebrew(
         _token, entries = await client.entries(formula, resolved.tag)
         text = recipe_from_formula(tool, await client.formula(formula), entries, host)
         check(tool, text)
+        shown = preview(formula, resolved.tag, entries, parse_recipe(text))
         stage = "validation"
         validation = await validate(text, resolved)
     except TsukuError as exc:
@@ -173,6 +209,7 @@ async def build_from_homebrew(
         recipe=text,
         generated_by=GENERATED_BY,
         validation=validation,
+        preview=shown,
         duration_ms=int((time.monotonic() - started) * 1000),
     )
     await emit("generation.completed", builder_completed(result))

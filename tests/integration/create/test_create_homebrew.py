@@ -8,6 +8,7 @@ ran and what it printed, and nothing is written."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from collections.abc import Iterator
 
@@ -162,13 +163,26 @@ def test_skip_validation_saves_without_a_container_and_says_so(
     t: Tsuku, brew: FakeHomebrew, built: bottles.Built
 ) -> None:
     publish(brew, built, binary="1.5")  # would fail validation
+    shown = t.ctl("create", "hello", "--from", "homebrew:hello", "--skip-validation", "--json")
+    assert shown.returncode == 0, shown.stderr
+    res = json.loads(shown.stdout)
+    assert res["validation"]["status"] == "skipped"
+    preview = res["preview"]  # what the terminal's review shows
+    assert {
+        "platform": host_platform().key,
+        "assets": [f"hello--2.0_1.{HOST_TAG}.bottle.tar.gz"],
+    } in (preview["downloads"])
+    assert preview["actions"][0] == "runtime dependencies first: libgreet"
+    assert preview["actions"][2] == "install_binaries: link bin/hello, bin/hello-config"
+    assert (preview["verify"], preview["verify_pattern"]) == ("hello --version", "{version}")
+    assert not (t.home / "recipes" / "hello.toml").exists()  # --json alone writes nothing
+
     cp = t.ctl("create", "hello", "--from", "homebrew:hello", "--yes", "--skip-validation")
     assert cp.returncode == 0, cp.stderr
     assert (t.home / "recipes" / "hello.toml").exists()
     assert "Validation: NOT validated (--skip-validation: the bottle was NOT poured" in (cp.stdout)
-    assert kinds(t) == ["create.started", "validation.skipped"]
-    (started,) = events(t, "create.started")
-    assert started["payload"]["skip_validation"] is True
+    assert kinds(t) == ["create.started", "validation.skipped"] * 2
+    assert all(e["payload"]["skip_validation"] for e in events(t, "create.started"))
     assert events(t, "sandbox.lock_acquired") == []
     assert brew.blob_requests() == []  # nothing was poured
 
