@@ -16,8 +16,8 @@ import pytest
 
 from tests.conftest import Tsuku
 from tests.fakes import bottles
-from tests.fakes.github import FakeGitHub, fixture_world
-from tests.integration.create.test_create_daemon import events
+from tests.fakes.github import FakeGitHub
+from tests.integration.create import test_create_daemon as daemon
 from tests.integration.install.conftest import make_tsuku
 from tests.integration.install.test_recipe_errors import local_recipe
 from tsukud.errors import ExitCode
@@ -35,15 +35,14 @@ pytestmark = [
 ]
 
 
+# test_create_daemon's fake GitHub world (the recipe registry) and its events reader.
+fw = daemon.fw
+events = daemon.events
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> bottles.Built:
     return bottles.build(tmp_path_factory.mktemp("bottles"))
-
-
-@pytest.fixture(scope="module")
-def fw() -> Iterator[FakeGitHub]:
-    with fixture_world() as fake:
-        yield fake
 
 
 @pytest.fixture
