@@ -18,6 +18,7 @@ from tests.conftest import Tsuku
 from tests.fakes import bottles
 from tests.fakes.github import FakeGitHub
 from tests.integration.create import test_create_daemon as daemon
+from tests.integration.install import test_homebrew_install as installs
 from tests.integration.install.conftest import make_tsuku
 from tests.integration.install.test_recipe_errors import local_recipe
 from tsukud.errors import ExitCode
@@ -35,20 +36,12 @@ pytestmark = [
 ]
 
 
-# test_create_daemon's fake GitHub world (the recipe registry) and its events reader.
+# test_create_daemon's fake GitHub world (the recipe registry) and its events reader;
+# the install tests' compiled bottles and fake Homebrew.
 fw = daemon.fw
 events = daemon.events
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> bottles.Built:
-    return bottles.build(tmp_path_factory.mktemp("bottles"))
-
-
-@pytest.fixture
-def brew() -> Iterator[FakeHomebrew]:
-    with FakeHomebrew() as fake:
-        yield fake
+built = installs.built
+brew = installs.brew
 
 
 @pytest.fixture
