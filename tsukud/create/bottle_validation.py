@@ -123,13 +123,9 @@ class BottleValidation:
             )
             await self.emit("validation.failed", verdict_event(failed, 1, self.clean))
             raise
-        if verdict.status == "skipped":  # no runtime after all, or no bottle for it
-            reason = self.clean(verdict.message)
-            await self.emit("validation.skipped", {"reason": reason})
-            if verdict.stage == "runtime":  # it went away
-                raise validation_unavailable(reason, None)
-        else:
-            await self.emit(f"validation.{verdict.status}", verdict_event(verdict, 1, self.clean))
+        await self.emit(f"validation.{verdict.status}", verdict_event(verdict, 1, self.clean))
+        if verdict.status == "skipped" and verdict.stage == "runtime":  # it went away
+            raise validation_unavailable(self.clean(verdict.message), None)
         if verdict.failed:
             raise refused(recipe, verdict, self.clean)
         return validation_summary(verdict, 1, self.clean)

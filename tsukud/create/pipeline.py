@@ -836,6 +836,8 @@ def verdict_event(verdict: Verdict, attempt: int, clean: Callable[[str], str]) -
         payload["category"] = verdict.category
     if verdict.failed or verdict.status == "skipped":
         payload["message"] = clean(verdict.message[:500])
+    if verdict.status == "skipped":
+        payload["reason"] = payload["message"] or "validation could not finish"
     if verdict.assets:
         payload["assets"] = [
             {"name": a.name, "sha256": a.sha256, "size": a.size} for a in verdict.assets

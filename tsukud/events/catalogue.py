@@ -368,7 +368,23 @@ class ValidationFinished(Payload):
 
 
 class ValidationSkipped(Payload):
+    """``reason`` always. A validation that began and could not finish (the container
+    runtime went away mid-run, the recipe does not install on the container's platform)
+    also carries its attempt's verdict fields, as ``validation.failed`` does."""
+
     reason: str
+    attempt: int | None = None
+    status: str | None = None
+    stage: str | None = None
+    platform: str | None = None
+    image: str | None = None
+    duration_ms: int | None = None
+    command: str | None = None
+    exit_code: int | None = None
+    category: str | None = None
+    message: str | None = None
+    assets: list[dict[str, Any]] | None = None
+    platforms: list[dict[str, Any]] | None = None
 
 
 class RepairAttempted(Payload):

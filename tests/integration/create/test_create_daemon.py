@@ -18,6 +18,7 @@ import pytest
 from tests.conftest import Tsuku, base_env, short_home
 from tests.fakes import anthropic_server as anth
 from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.docker_cut import CuttableDocker
 from tests.fakes.github import FakeGitHub, fixture_world
 from tests.integration.create.helpers import CLAUDE_KEY, STERN
 from tsukud.errors import ExitCode
@@ -589,5 +590,33 @@ def test_without_the_image_an_llm_recipe_is_refused_before_any_money(
     assert "--skip-validation" in cp.stderr
     assert anthropic.requests == []  # nothing asked, nothing paid
     assert not (home.home / "recipes").exists()  # nothing saved
+    (failed,) = events(home, "generation.failed")
+    assert failed["payload"]["error_code"] == "validation_unavailable"
+
+
+def test_docker_dying_mid_validation_is_validation_unavailable_not_a_crash(
+    home: Tsuku, fw: FakeGitHub, docker_endpoint: str
+) -> None:
+    """dockerd goes away after the readiness checks, as the container is created: the
+    run ends as validation_unavailable (exit 27) with a recorded ``validation.skipped``
+    naming the attempt, nothing saved; not an internal error (the skipped verdict once
+    did not fit its event)."""
+    fw.reset_quota()
+    with CuttableDocker(docker_endpoint) as docker:
+        home.env["DOCKER_HOST"] = docker.endpoint
+        home.start()
+        cp = home.ctl(
+            "create", "stern", "--from", "github:stern/stern", "--deterministic-only", "--yes"
+        )
+        assert docker.cut.is_set(), "the forwarder never saw a container being created"
+    assert cp.returncode == ExitCode.SANDBOX, cp.stderr
+    assert "internal error" not in cp.stderr
+    assert "validation cannot run, so the recipe was not accepted" in cp.stderr
+    assert not (home.home / "recipes" / "stern.toml").exists()
+    (started,) = events(home, "validation.started")
+    (skipped,) = events(home, "validation.skipped")
+    p = skipped["payload"]
+    assert p["stage"] == "runtime" and p["attempt"] == started["payload"]["attempt"]
+    assert p["reason"] and p["reason"] == p["message"]
     (failed,) = events(home, "generation.failed")
     assert failed["payload"]["error_code"] == "validation_unavailable"
