@@ -6,7 +6,9 @@ It refuses what such hosts refuse: anything but ``GET``/``HEAD`` (405) and a req
 with credentials (a download host has no use for them, and sending one is a leak).
 Like a CDN it serves byte ranges (``Range: bytes=N-``, guarded by ``If-Range`` with
 the file's ETag) unless built with ``ranges=False``; :meth:`FakeDownloadHost.cut_once`
-breaks the next download of a file part-way, as a flaky network does.
+breaks the next download of a file part-way, as a flaky network does, and
+:meth:`FakeDownloadHost.stall_once` makes it hang part-way (a connection that stays open
+and sends nothing more, which only the client's read timeout ends).
 """
 
 from __future__ import annotations
@@ -28,6 +30,12 @@ class FakeDownloadHost(FakeHTTPServer):
         self.ranges = ranges
         self.rate: float | None = None  # bytes per second for files (a slow link)
         self._cuts: dict[str, int] = {}
+        self._stalls: dict[str, int] = {}
+
+    def stall_once(self, path: str, after: int) -> None:
+        """The next download of ``path`` sends ``after`` bytes of its body, then nothing
+        more while the connection stays open."""
+        self._stalls[path] = after
 
     def cut_once(self, path: str, after: int) -> None:
         """The next download of ``path`` stops after ``after`` bytes of its body (the
@@ -73,4 +81,7 @@ class FakeDownloadHost(FakeHTTPServer):
                 headers["content-range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
                 status, data = 206, data[start:]
         cut = self._cuts.pop(request.route, None)
-        return Reply(status, body=data, headers=headers, cut_after=cut, rate=self.rate)
+        stall = self._stalls.pop(request.route, None)
+        return Reply(
+            status, body=data, headers=headers, cut_after=cut, stall_after=stall, rate=self.rate
+        )

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import trio
 
 from tests.fakes.http import FakeHTTPServer, Reply
 from tsukud.install.download import DownloadError, download, download_streaming
@@ -73,6 +74,35 @@ async def test_a_cut_body_is_resumed_with_a_range_request(
     dones = [d for d, _t in reports]
     assert dones == sorted(dones) and reports[-1] == (len(DATA), len(DATA))
     assert all(t == len(DATA) for _d, t in reports)
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["to-file", "streamed-into-tar"])
+async def test_a_body_that_stalls_is_given_up_on_by_the_read_timeout_and_resumed(
+    host: FakeDownloadHost, tmp_path: Path, streamed: bool
+) -> None:
+    """The connection stays open and sends nothing more (a stuck CDN node): only the
+    read timeout ends the wait, and the next try asks for the rest, whether the body
+    goes to a file or straight into the extractor (a tar read as it arrives)."""
+    stall_aware = Settings(
+        read_timeout=0.3, retry=RetryPolicy(max_tries=3, base_delay=0.01, max_delay=0.02)
+    )
+    http = Http(settings=stall_aware, allowed_hosts=lambda: {"127.0.0.1"})
+    host.stall_once("/tool-1.0.tar.gz", CUT)
+    url, target, seen = host.url + "/tool-1.0.tar.gz", tmp_path / "tool-1.0.tar.gz", []
+    try:
+        with trio.fail_after(10):  # the stall itself is never waited out
+            if streamed:
+                res, _ = await download_streaming(http, url, target, reader(seen))
+            else:
+                res = await download(http, url, target)
+                seen.append(target.read_bytes())
+    finally:
+        await http.aclose()
+    assert seen == [DATA]  # one whole body, nothing spliced twice
+    assert res.sha256 == hashlib.sha256(DATA).hexdigest()
+    first, second = host.requests
+    assert "range" not in first.headers
+    assert second.headers["range"] == f"bytes={CUT}-"
 
 
 async def test_a_cut_body_starts_over_when_the_host_serves_no_ranges(
