@@ -450,14 +450,15 @@ def coerce(k: Key, raw: Any, origin: str) -> Any:
     return value
 
 
-def file_stamp(path: Path) -> tuple[int, int, int] | None:
-    """What changes when the file does (inode, size, mtime): one ``stat`` per request
-    tells the daemon whether to read the file again."""
+def file_stamp(path: Path) -> tuple[int, int, int, int] | None:
+    """What changes when the file does (inode, size, mtime, mode): one ``stat`` per
+    request tells the daemon whether to read the file again. The mode is part of it
+    because a ``chmod 600`` (the fix for a file others can read) changes nothing else."""
     try:
         st = os.stat(path)  # not Path.stat: this runs before every request
     except OSError:
         return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)
 
 
 def changed_settings(old: Config, new: Config) -> list[Setting]:

@@ -178,8 +178,12 @@ class Daemon:
     # ---- configuration ---------------------------------------------------------------
 
     def reload_config(self) -> None:
-        self._config_stamp = configmod.file_stamp(self.config.path)
+        # The stamp is taken first but kept only once the file was read: a file refused
+        # whole (readable by others) is refused again at every request until it is
+        # fixed, instead of the old settings being served silently from the second on.
+        stamp = configmod.file_stamp(self.config.path)
         self.config = configmod.resolve(env=self.env, path=self.config.path)
+        self._config_stamp = stamp
         REDACTOR.update(self.config.secret_values())
 
     def refresh_config(self) -> None:

@@ -175,6 +175,22 @@ def test_world_readable_config_refuses_to_start_with_fix(tsuku: Tsuku) -> None:
     assert cp.stderr.count(f"chmod 600 {cfg}") == 1  # the start-up hint, printed once
 
 
+def test_a_running_daemon_refuses_a_readable_config_until_chmod_600(daemon: Tsuku) -> None:
+    """An editor that writes config.toml 0644 under a running daemon: every request is
+    refused with the chmod hint (not only the first, then the old settings silently),
+    and the hint's own fix, which changes only the mode, is picked up at once."""
+    cfg = daemon.home / "config.toml"
+    cfg.write_text("[llm]\ndaily_budget = 1.5\n")
+    os.chmod(cfg, 0o644)
+    for _ in range(2):
+        cp = daemon.ctl("status")
+        assert cp.returncode == ExitCode.CONFIG, cp.stdout
+        assert f"chmod 600 {cfg}" in cp.stderr
+    os.chmod(cfg, 0o600)
+    st = json.loads(daemon.ctl("status", "--json", check=True).stdout)
+    assert st["budget"]["daily_budget_usd"] == 1.5
+
+
 def test_a_typo_in_the_config_locks_nothing_out_and_a_fix_is_picked_up_live(
     tsuku: Tsuku,
 ) -> None:
