@@ -31,26 +31,37 @@ MIN_SECRET_LENGTH = 8
 
 # A credential-like name *ends* in one of these words, so ``GITHUB_TOKEN``,
 # ``client_secret`` and ``x-api-key`` are secret and ``max_tokens``, ``token_count`` or
-# ``secrets`` are not. ``token`` and ``pwd`` count only as a whole word or after a
-# separator (``mytoken`` is not a credential, ``PWD`` and ``OLDPWD`` are directories).
+# ``secrets`` are not. ``token`` counts only as a whole word or after a separator
+# (``mytoken`` is not a credential); ``pwd`` and ``pass`` only after a separator
+# (``PWD`` and ``OLDPWD`` are directories, "pass: 3" a test count; ``DB_PASS`` is not).
 _WORD_OR_SUFFIX = "token"
-_SUFFIX_ONLY = "pwd"
+_SUFFIX_ONLY = "pwd|pass"
 _WORDS = (
     r"api[_-]?key|apikey|secret|secret[_-]?key|passw(?:or)?d|passphrase|authorization"
     r"|credentials?|access[_-]?key|private[_-]?key|session[_-]?id|cookie"
 )
 _SECRET_NAME = re.compile(
-    rf"(?:[\w.-]*[_.-])?{_WORD_OR_SUFFIX}|[\w.-]*[_.-]{_SUFFIX_ONLY}|[\w.-]*(?:{_WORDS})", re.I
+    rf"(?:[\w.-]*[_.-])?{_WORD_OR_SUFFIX}|[\w.-]*[_.-](?:{_SUFFIX_ONLY})|[\w.-]*(?:{_WORDS})", re.I
 )
 
 # ``key=value``, ``key: value`` and JSON/YAML ``"key": "value"`` with a credential-like
-# key. A quoted value is taken whole (spaces and all); a bare one runs to whitespace or
-# a delimiter. The match starts at the word, not the whole key: scanning every prefix
-# of every word made this the slowest pattern by far.
+# key. A quoted value is taken whole (spaces and all). A bare one after ``=`` runs to
+# whitespace or a delimiter (``A_TOKEN=x B=y`` is two words of a shell line); after
+# ``:`` it runs to the end of the line or a delimiter, as YAML and headers read it
+# (``passphrase: correct horse battery`` is one value). The match starts at the word,
+# not the whole key: scanning every prefix of every word made this the slowest pattern
+# by far.
+_PAIR_HEAD = (
+    rf"(?i)(?P<head>(?:(?:(?<![\w.-])|(?<=[_.-])){_WORD_OR_SUFFIX}|(?<=[_.-])(?:{_SUFFIX_ONLY})"
+    rf"|{_WORDS})[\"']?[ \t]*"
+)
+_QUOTED = r"\"[^\"\r\n]*\"|'[^'\r\n]*'"
 _PAIR = re.compile(
-    rf"(?i)(?P<head>(?:(?:(?<![\w.-])|(?<=[_.-])){_WORD_OR_SUFFIX}|(?<=[_.-]){_SUFFIX_ONLY}|{_WORDS})"
-    r"[\"']?[ \t]*[=:][ \t]*)"
-    rf"(?!{re.escape(REDACTED)})(?P<value>\"[^\"\r\n]*\"|'[^'\r\n]*'|[^\s\"',;&)\]}}]+)"
+    rf"{_PAIR_HEAD}=[ \t]*)(?!{re.escape(REDACTED)})(?P<value>{_QUOTED}|[^\s\"',;&)\]}}]+)"
+)
+_COLON_PAIR = re.compile(
+    rf"{_PAIR_HEAD}:[ \t]*)(?!{re.escape(REDACTED)})"
+    rf"(?P<value>{_QUOTED}|[^\s\"',;&)\]}}](?:[^\r\n\"',;&)\]}}]*[^\s\"',;&)\]}}])?)"
 )
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+(?::[^/\s@]*)?@")
 _AUTH_HEADER = re.compile(r"(?im)\b((?:proxy-)?authorization\s*[:=]\s*)(?![\"'])[^\r\n]+")
@@ -117,7 +128,7 @@ def _scrub(text: str, known: tuple[str, ...]) -> str:
     text = _AUTH_HEADER.sub(rf"\1{REDACTED}", text)
     text = _BEARER.sub(rf"\1 {REDACTED}", text)
     text = _TOKEN_SHAPES.sub(REDACTED, text)
-    return _PAIR.sub(_pair, text)
+    return _COLON_PAIR.sub(_pair, _PAIR.sub(_pair, text))
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:

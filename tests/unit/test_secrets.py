@@ -26,6 +26,11 @@ from tsukud.secrets import MIN_SECRET_LENGTH, REDACTED, Redactor, is_secret_name
         ("token: 9999999999", "9999999999"),
         ("export GITHUB_TOKEN=0000", "0000"),
         ("db_pwd = hunter2", "hunter2"),
+        ("DB_PASS=s3cr3t OTHER=1", "s3cr3t"),
+        ("smtp.pass: s3cr3t", "s3cr3t"),
+        # After ':' a bare value runs to the end of the line (YAML, headers).
+        ("passphrase: correct horse battery", "horse battery"),
+        ("password: two words\nnext line", "two words"),
         ('{"api_key": "has spaces in it"}', "has spaces in it"),
         ("client_secret: 'quoted value'", "quoted value"),
         ("x-api-key: abc", "abc"),
@@ -55,6 +60,9 @@ def test_secrets_are_redacted(text: str, leaked: str) -> None:
         "input_tokens=12, token_count=3",
         "secrets: 3",
         "PWD=/tmp OLDPWD=/root",
+        "pass: 3, fail: 0",
+        "compass: north bypass: yes",
+        "DB_PASS=s3cr3t OTHER=1".replace("s3cr3t", REDACTED),
         "mytoken=abc",
         "error: token expired",
         "ripgrep 14.1.0 (rev 1a2b3c)",
@@ -66,7 +74,9 @@ def test_ordinary_text_is_kept(text: str) -> None:
 
 def test_secret_names() -> None:
     secret = ["GITHUB_TOKEN", "token", "x-api-key", "client_secret", "Authorization", "db_pwd"]
+    secret += ["DB_PASS", "smtp.pass"]
     plain = ["max_tokens", "token_count", "secrets", "PWD", "mytoken", "session", "key"]
+    plain += ["pass", "compass", "bypass"]
     assert all(is_secret_name(n) for n in secret)
     assert not any(is_secret_name(n) for n in plain)
 
