@@ -50,7 +50,8 @@ class Client:
     @classmethod
     def connect(cls, path: StrPath | None = None, *, autostart: bool = True) -> Client:
         if path is None:
-            return cls._connect(paths.socket_path(), autostart, caller_env.collect())
+            sent = caller_env.collect(extra=caller_env.key_env_names(paths.config_path()))
+            return cls._connect(paths.socket_path(), autostart, sent)
         return cls._connect(path, autostart, None)
 
     @classmethod

@@ -59,33 +59,74 @@ DAEMON_ONLY = frozenset({"TSUKU_DEBIAN_MIRROR", "TSUKU_LAUNCHD"})
 MAX_VALUE = 4096
 
 
-def allowed(name: str) -> bool:
-    """Whether a request may carry the variable ``name``."""
-    return name in _NAMES or (name.startswith(PREFIX) and name not in NOT_SENT)
+#: The settings that name a variable holding a provider's key (``[llm.claude]
+#: api_key_env = "WORK_KEY"``): that variable travels like ``ANTHROPIC_API_KEY``.
+KEY_ENV_SETTINGS: tuple[tuple[str, str], ...] = (("llm", "claude"), ("llm", "gemini"))
 
 
-def collect(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def allowed(name: str, extra: frozenset[str] = frozenset()) -> bool:
+    """Whether a request may carry the variable ``name`` (``extra``: the key variables
+    the config file names)."""
+    return name in _NAMES or name in extra or (name.startswith(PREFIX) and name not in NOT_SENT)
+
+
+def key_env_names(config_file: str) -> frozenset[str]:
+    """The variables ``config_file`` names with ``api_key_env``. The client reads them
+    itself, since only it knows its shell: a file that never mentions ``api_key_env``
+    costs one read and no TOML parse; a file it cannot read names none (the daemon
+    reports what is wrong with it)."""
+    try:
+        with open(config_file, "rb") as f:
+            data = f.read()
+    except OSError:
+        return frozenset()
+    if b"api_key_env" not in data:
+        return frozenset()
+    import tomllib
+
+    try:
+        doc = tomllib.loads(data.decode())
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return frozenset()
+    names: set[str] = set()
+    for table, provider in KEY_ENV_SETTINGS:
+        section = doc.get(table, {})
+        section = section.get(provider, {}) if isinstance(section, dict) else {}
+        name = section.get("api_key_env") if isinstance(section, dict) else None
+        if isinstance(name, str) and name:
+            names.add(name)
+    return frozenset(names)
+
+
+def collect(
+    environ: Mapping[str, str] | None = None, extra: frozenset[str] = frozenset()
+) -> dict[str, str]:
     """The allowed variables set (non-empty) in ``environ`` (default: ours)."""
     environ = os.environ if environ is None else environ
-    return {name: value for name, value in environ.items() if value and allowed(name)}
+    return {name: value for name, value in environ.items() if value and allowed(name, extra)}
 
 
-def daemon_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def daemon_environ(
+    environ: Mapping[str, str] | None = None, extra: frozenset[str] = frozenset()
+) -> dict[str, str]:
     """The environment to start a detached daemon with: ``environ`` (default: ours) less
     the per-request names. A daemon outlives the command that started it; a one-off
     ``TSUKU_LLM_DAILY_BUDGET=1 tsukuctl status`` or an exported token must not become
     every later request's. The starting request loses nothing: it carries them itself."""
     environ = os.environ if environ is None else environ
     return {
-        name: value for name, value in environ.items() if not allowed(name) or name in DAEMON_ONLY
+        name: value
+        for name, value in environ.items()
+        if not allowed(name, extra) or name in DAEMON_ONLY
     }
 
 
-def accept(sent: Mapping[str, str]) -> dict[str, str]:
-    """What the daemon takes of a request's ``env``: allowed names with values of a
-    sane length; anything else is ignored (a newer client may send more)."""
+def accept(sent: Mapping[str, str], extra: frozenset[str] = frozenset()) -> dict[str, str]:
+    """What the daemon takes of a request's ``env``: allowed names (``extra``: the key
+    variables its config names) with values of a sane length; anything else is ignored
+    (a newer client may send more)."""
     return {
         name: value
         for name, value in sent.items()
-        if value and len(value) <= MAX_VALUE and allowed(name)
+        if value and len(value) <= MAX_VALUE and allowed(name, extra)
     }

@@ -775,6 +775,10 @@ class Config:
     def secret_values(self) -> list[str]:
         return [s.value for s in self._settings.values() if s.key.secret and s.value]
 
+    def key_env_names(self) -> frozenset[str]:
+        """The variables ``api_key_env`` settings name: a request may carry them."""
+        return frozenset(v for n in KEY_ENV_SETTINGS.values() if (v := self._settings[n].value))
+
     def with_caller_env(self, caller_env: Mapping[str, str]) -> Config:
         """These settings with a request's caller environment on top: above the
         daemon's environment, the file and the defaults, below flags (source
@@ -782,7 +786,11 @@ class Config:
         settings = dict(self._settings)
         broken = dict(self._broken)
         for name, s in settings.items():
-            env_name = next((e for e in s.key.env if caller_env.get(e)), None)
+            envs = s.key.env
+            named_by = KEY_ENV_SETTINGS.get(name)
+            if named_by is not None and settings[named_by].value:
+                envs = (settings[named_by].value, *envs)  # as in resolve: named one first
+            env_name = next((e for e in envs if caller_env.get(e)), None)
             if env_name is None or s.source == "flag":
                 continue
             broken.pop(name, None)  # above the file: its error about this one no longer counts

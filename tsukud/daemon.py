@@ -164,13 +164,15 @@ class Daemon:
                 f"not {req.home}",
                 daemon_home=str(self.home),
             )
-        sent = accept(req.env)
+        key_envs = self.config.key_env_names()
+        sent = accept(req.env, key_envs)
         if not sent:
             yield
             return
         token = CALLER_ENV.set(sent)
         try:
-            with REDACTOR.scoped(sent[n] for n in configmod.SECRET_ENV if n in sent):
+            secret_names = configmod.SECRET_ENV | key_envs
+            with REDACTOR.scoped(sent[n] for n in secret_names if n in sent):
                 yield
         finally:
             CALLER_ENV.reset(token)

@@ -136,7 +136,7 @@ def start_daemon(path: StrPath | None = None, timeout: float = START_TIMEOUT_S) 
             stdout=err,
             stderr=err,
             cwd="/",
-            env=caller_env.daemon_environ(),
+            env=caller_env.daemon_environ(extra=caller_env.key_env_names(paths.config_path())),
             start_new_session=True,
             close_fds=True,
         )

@@ -158,3 +158,36 @@ def test_an_auto_started_daemon_keeps_no_one_off_callers_environment(tsuku: Tsuk
         assert environ["PATH"] == tsuku.env["PATH"]
     finally:
         os.kill(pid, signal.SIGTERM)
+
+
+def test_the_variable_api_key_env_names_travels_like_anthropic_api_key(
+    tsuku: Tsuku, claude: FakeAnthropic
+) -> None:
+    """The design's ``[llm.claude] api_key_env``: the variable it names is the caller's,
+    sent per request like ANTHROPIC_API_KEY (and used before it), and an auto-started
+    daemon keeps none of it."""
+    cfg = tsuku.home / "config.toml"
+    tsuku.home.mkdir(parents=True, exist_ok=True)
+    cfg.write_text('[llm.claude]\napi_key_env = "WORK_CLAUDE_KEY"\n')
+    os.chmod(cfg, 0o600)
+    tsuku.env["ANTHROPIC_BASE_URL"] = claude.url
+    key = "workcanary" + secrets.token_hex(16)
+    shell = {"WORK_CLAUDE_KEY": key, "ANTHROPIC_API_KEY": "sk-ant-api03-not-this-one-0000"}
+    cp = tsuku.ctl("llm", "status", shell_env=shell)  # no daemon yet: this starts it
+    assert cp.returncode == 0, cp.stderr
+    assert claude_row(cp.stdout)[3:5] == ["(set)", "yes"]
+    pid = tsuku.daemon_pid()
+    try:
+        claude.reply([anth.text("OK")])
+        tsuku.ctl("llm", "test", shell_env=shell, check=True)
+        sent = claude.requests[-1].headers
+        assert key in (sent.get("x-api-key"), sent.get("authorization", "")[7:])
+        # Another shell, without it: the daemon did not keep it.
+        cp = tsuku.ctl("llm", "status", check=True)
+        assert claude_row(cp.stdout)[3:5] == ["(not", "set)"]
+        environ = Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace")
+        assert "WORK_CLAUDE_KEY" not in environ and key not in environ
+        log = (tsuku.home / "logs" / "tsukud.log").read_text()
+        assert key not in log
+    finally:
+        os.kill(pid, signal.SIGTERM)

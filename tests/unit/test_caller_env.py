@@ -43,6 +43,27 @@ def test_collect_and_accept_keep_only_the_allowed_names() -> None:
     assert caller_env.accept(sent) == {"GITHUB_TOKEN": "t0ken"}
 
 
+def test_the_key_variables_the_config_names_travel_too(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.toml"
+    assert caller_env.key_env_names(str(cfg)) == frozenset()  # no file
+    cfg.write_text('[llm]\ndaily_budget = 2\n\n[llm.claude]\napi_key_env = "WORK_KEY"\n')
+    cfg.chmod(0o600)
+    names = caller_env.key_env_names(str(cfg))
+    assert names == {"WORK_KEY"}
+    assert caller_env.key_env_names(str(cfg)) == config.resolve(env={}, path=cfg).key_env_names()
+    shell = {"WORK_KEY": "k1", "OTHER_KEY": "k2", "PATH": "/bin"}
+    assert caller_env.collect(shell, extra=names) == {"WORK_KEY": "k1"}
+    assert caller_env.accept(shell) == {}  # a daemon whose config names none takes none
+    assert "WORK_KEY" not in caller_env.daemon_environ(shell, extra=names)
+    # The caller's named variable comes first, as in the daemon's own environment.
+    cfg_ = config.resolve(env={}, path=cfg)
+    mine = cfg_.with_caller_env({"WORK_KEY": "k1", "ANTHROPIC_API_KEY": "k0"})
+    assert mine["secrets.anthropic_api_key"] == "k1"
+    assert mine.setting("secrets.anthropic_api_key").source == "caller:WORK_KEY"
+    cfg.write_text("[llm\napi_key_env = 1\n")  # broken: names nothing, the daemon says why
+    assert caller_env.key_env_names(str(cfg)) == frozenset()
+
+
 def test_caller_env_sits_between_flags_and_the_daemons_env(tmp_path: Path) -> None:
     f = tmp_path / "config.toml"
     f.write_text("[llm]\ndaily_budget = 2.0\nhourly_limit = 4\n")
