@@ -3,11 +3,12 @@
 :func:`strip_html` keeps the visible text of an HTML fragment: ``script``, ``style``,
 ``noscript``, ``template`` (with everything inside), comments and every element a browser
 would not show (:func:`hidden`: the ``hidden`` attribute, ``aria-hidden="true"``, an
-inline ``display:none`` or ``visibility:hidden``) become a single space, because a page
-can hide instructions for a model where its human reader never looks; entities are
-decoded, invisible characters that can smuggle instructions past a human reader
-(zero-width, bidi controls, soft hyphens, tag characters) are removed and whitespace is
-collapsed. :func:`clip` truncates on a character boundary with an ellipsis.
+inline ``display:none``, ``visibility:hidden``, ``opacity:0`` or ``font-size:0``)
+become a single space, because a page can hide instructions for a model where its
+human reader never looks; entities are decoded, invisible characters that can smuggle
+instructions past a human reader (zero-width, bidi controls, soft hyphens, tag
+characters) are removed and whitespace is collapsed. :func:`clip` truncates on a
+character boundary with an ellipsis.
 """
 
 from __future__ import annotations
@@ -29,7 +30,15 @@ _INVISIBLE = re.compile(
     "[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
 )
 _SPACE = re.compile(r"\s+")
-_HIDING_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\b", re.I)
+# Inline styles that hide an element from a reader: not displayed, invisible, fully
+# transparent, or text of size zero (the last two are the usual tricks for text a model
+# reads and a person does not see).
+_ZERO = r"(?:0+(?:\.0*)?|\.0+)"
+_HIDING_STYLE = re.compile(
+    r"(?:^|;)\s*(?:display\s*:\s*none\b|(?:content-)?visibility\s*:\s*(?:hidden|collapse)\b"
+    rf"|opacity\s*:\s*{_ZERO}\s*(?=;|!|$)|font-size\s*:\s*{_ZERO}(?:px|em|rem|pt|%)?\s*(?=;|!|$))",
+    re.I,
+)
 
 
 def hidden(tag: str, attrs: list[tuple[str, str | None]]) -> bool:
