@@ -115,4 +115,21 @@ def count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if n < 0:
         raise argparse.ArgumentTypeError(f"{text} is negative: give 0 or more")
+    if n > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"{text} is too large: give at most {MAX_COUNT}")
     return n
+
+
+#: The largest count the daemon takes (SQLite's largest integer).
+MAX_COUNT = 2**63 - 1
+
+
+def head_hash(text: str) -> str:
+    """An argparse ``type``: a ledger head as ``events verify`` prints it (16 to 64 hex
+    digits, the daemon's rule), so a mistyped one is a usage error, not a protocol one."""
+    head = text.strip().lower()
+    if not 16 <= len(head) <= 64 or head.strip("0123456789abcdef"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a head: give the 16 to 64 hex digits `events verify` printed"
+        )
+    return head

@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from tsukuctl import render
-from tsukuctl.command import count, out, rpc
+from tsukuctl.command import count, head_hash, out, rpc
 from tsukud.errors import UsageError
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
@@ -195,6 +195,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--head",
         metavar="HASH",
+        type=head_hash,
         help="verify: a head printed earlier (16+ hex digits) that the ledger must still contain",
     )
     g = p.add_mutually_exclusive_group()

@@ -65,7 +65,11 @@ def test_verify_head_catches_a_rewrite_of_database_and_checkpoint(tsuku: Tsuku) 
     ok = tsuku.ctl("events", "verify", "--head", noted["head"][:16], check=True)
     assert "the head you gave is event 11" in ok.stdout
     bad = tsuku.ctl("events", "verify", "--head", "not-hex-at-all!!")
-    assert bad.returncode == ExitCode.PROTOCOL and "hex digits" in bad.stderr
+    assert bad.returncode == ExitCode.USAGE and "hex digits" in bad.stderr  # the user's typo
+    # A client that skips that check still gets the daemon's own refusal.
+    with pytest.raises(RemoteError) as refused:
+        tsuku.call("events.verify", {"head": "not-hex-at-all!!"})
+    assert refused.value.remote_code == "invalid_params" and "hex digits" in refused.value.message
     stop(tsuku)
 
     # Same uid: delete the newest rows and write the checkpoint to match.

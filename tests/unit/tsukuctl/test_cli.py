@@ -214,15 +214,26 @@ def test_uninstall_and_rm_are_remove(
     assert daemon.requests == [("tools.remove", {"tool": "kind"})]
 
 
-@pytest.mark.parametrize("value", ["-5", "x", "1.5"])
-def test_a_bad_count_is_a_usage_error_before_any_call(
-    value: str, daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--limit", "-5"),
+        ("--limit", "x"),
+        ("--limit", "1.5"),
+        ("--limit", str(2**63)),  # past SQLite's integers: was the daemon's invalid_params
+        ("--head", "zz"),
+        ("--head", "0" * 15),
+        ("--head", "g" * 64),
+    ],
+)
+def test_a_bad_count_or_head_is_a_usage_error_before_any_call(
+    flag: str, value: str, daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as exc:
-        cli.main(["--no-start", "events", "--limit", value])
+        cli.main(["--no-start", "events", "verify" if flag == "--head" else "list", flag, value])
     assert exc.value.code == ExitCode.USAGE
     err = capsys.readouterr().err
-    assert err.startswith("usage: tsukuctl events ") and "argument --limit:" in err
+    assert err.startswith("usage: tsukuctl events ") and f"argument {flag}:" in err
     assert daemon.requests == []
 
 
