@@ -131,6 +131,11 @@ async def _refuse_choice(question: ConfirmationRequired, _options: list[Any]) ->
     raise question
 
 
+class RecipeRegistryUnreachable(Exception):
+    """``recipe_lookup`` could not ask the recipe registry (and had nothing cached): not
+    a hit, so discovery goes on, but it must not claim the registry lacks the tool."""
+
+
 @dataclass
 class Deps:
     probe: Callable[[str], Awaitable[ProbeReport]]
@@ -187,6 +192,7 @@ class _State:
     squat: Typosquat | None = None
     eco_choices: list[Choice] = field(default_factory=list)  # same-name misfits
     unreachable: list[str] = field(default_factory=list)  # ecosystems that erred or were late
+    registry_down: str | None = None  # why the recipe registry could not be asked
     tool_calls: list[ToolCalled] = field(default_factory=list)
 
 
@@ -332,7 +338,10 @@ class _Chain:
         started = self.deps.clock.now()
         await self.progress("registry", f"checking the registry for {self.tool}")
         if self.req.check_recipes and self.deps.recipe_lookup is not None:
-            where = await self.deps.recipe_lookup(self.tool)
+            try:
+                where = await self.deps.recipe_lookup(self.tool)
+            except RecipeRegistryUnreachable as e:
+                where, self.st.registry_down = None, str(e)
             if where is not None:
                 await self.stage_event("registry", "hit", started, kind="recipe")
                 return Discovery(
@@ -585,7 +594,11 @@ class _Chain:
         return self._not_found(f"web search found no source for {self.tool}{said}")
 
     def _not_found(self, detail: str | None = None, **data: Any) -> DiscoveryNotFound:
-        message = detail or f"could not find {self.tool} in the registry or any ecosystem"
+        where = "any ecosystem" if self.st.registry_down else "the registry or any ecosystem"
+        message = detail or f"could not find {self.tool} in {where}"
+        if self.st.registry_down:
+            message += f" (the recipe registry could not be asked: {self.st.registry_down})"
+            data.setdefault("registry_unreachable", self.st.registry_down)
         if self.st.unreachable:
             message += (
                 f" ({', '.join(self.st.unreachable)} could not be reached, so "

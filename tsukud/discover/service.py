@@ -144,8 +144,11 @@ class DiscoveryService:
             return None
         except ManifestInvalid:
             raise  # a registry answering garbage is its fault, never a reason to search
-        except TsukuError:
-            return None  # registry unreachable and nothing cached: not a hit
+        except TsukuError as e:
+            # Unreachable and nothing cached: not a hit, and discovery says so.
+            from tsukud.discover.chain import RecipeRegistryUnreachable
+
+            raise RecipeRegistryUnreachable(e.message) from None
         return f"{loaded.source} recipe {loaded.path}"
 
     def known_names(self) -> Iterable[str]:

@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from tsukud.clock import FixedClock, TrioClock
-from tsukud.discover.chain import Deps, Request, discover
+from tsukud.discover.chain import Deps, RecipeRegistryUnreachable, Request, discover
 from tsukud.discover.ecosystem import ProbeReport
 from tsukud.discover.errors import (
     DiscoveryAmbiguous,
@@ -524,6 +524,21 @@ async def test_no_llm_configured_is_not_found_with_the_reason() -> None:
         "discovery_not_found",
         False,
     )
+
+
+async def test_an_unreachable_recipe_registry_is_said_not_passed_off_as_a_miss() -> None:
+    world = World()
+
+    async def down(_tool: str) -> str | None:
+        raise RecipeRegistryUnreachable("cannot fetch the recipe manifest: HTTP 404")
+
+    with pytest.raises(DiscoveryNotFound) as exc:
+        await discover(request(), world.deps(recipe_lookup=down))
+    msg = exc.value.message
+    assert "in the registry" not in msg and "could not find stripe-cli in any ecosystem" in msg
+    assert "the recipe registry could not be asked: cannot fetch the recipe manifest" in msg
+    assert exc.value.data["registry_unreachable"].endswith("HTTP 404")
+    assert "no LLM is available" in msg  # the rest of the story is still told
 
 
 async def test_no_llm_flag_stops_before_the_llm() -> None:
