@@ -59,11 +59,6 @@ DAEMON_ONLY = frozenset({"TSUKU_DEBIAN_MIRROR", "TSUKU_LAUNCHD"})
 MAX_VALUE = 4096
 
 
-#: The settings that name a variable holding a provider's key (``[llm.claude]
-#: api_key_env = "WORK_KEY"``): that variable travels like ``ANTHROPIC_API_KEY``.
-KEY_ENV_SETTINGS: tuple[tuple[str, str], ...] = (("llm", "claude"), ("llm", "gemini"))
-
-
 def allowed(name: str, extra: frozenset[str] = frozenset()) -> bool:
     """Whether a request may carry the variable ``name`` (``extra``: the key variables
     the config file names)."""
@@ -72,9 +67,11 @@ def allowed(name: str, extra: frozenset[str] = frozenset()) -> bool:
 
 def key_env_names(config_file: str) -> frozenset[str]:
     """The variables ``config_file`` names with ``api_key_env``. The client reads them
-    itself, since only it knows its shell: a file that never mentions ``api_key_env``
-    costs one read and no TOML parse; a file it cannot read names none (the daemon
-    reports what is wrong with it)."""
+    itself, since only it knows its shell. Read line by line, not with tomllib (whose
+    import costs more than the rest of ``tsukuctl status``): every ``…api_key_env =
+    "NAME"`` line counts, whatever its table, because sending more is harmless: the
+    daemon takes only the names its own settings give. A file it cannot read names
+    none (the daemon reports what is wrong with it)."""
     try:
         with open(config_file, "rb") as f:
             data = f.read()
@@ -82,18 +79,15 @@ def key_env_names(config_file: str) -> frozenset[str]:
         return frozenset()
     if b"api_key_env" not in data:
         return frozenset()
-    import tomllib
-
-    try:
-        doc = tomllib.loads(data.decode())
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return frozenset()
     names: set[str] = set()
-    for table, provider in KEY_ENV_SETTINGS:
-        section = doc.get(table, {})
-        section = section.get(provider, {}) if isinstance(section, dict) else {}
-        name = section.get("api_key_env") if isinstance(section, dict) else None
-        if isinstance(name, str) and name:
+    for line in data.decode(errors="replace").splitlines():
+        key, eq, value = line.partition("=")
+        key = key.strip().strip("\"'")
+        if not eq or "#" in key or not key.endswith("api_key_env"):
+            continue
+        value = value.split("#", 1)[0].strip()
+        name = value[1:-1] if len(value) > 2 and value[0] == value[-1] in "\"'" else ""
+        if name.isascii() and name.replace("_", "").isalnum():
             names.add(name)
     return frozenset(names)
 

@@ -62,6 +62,13 @@ def test_the_key_variables_the_config_names_travel_too(tmp_path: Path) -> None:
     assert mine.setting("secrets.anthropic_api_key").source == "caller:WORK_KEY"
     cfg.write_text("[llm\napi_key_env = 1\n")  # broken: names nothing, the daemon says why
     assert caller_env.key_env_names(str(cfg)) == frozenset()
+    cfg.write_text(
+        '[llm]\nclaude.api_key_env = "A_KEY"  # dotted\n'
+        '# api_key_env = "COMMENTED"\n'
+        "[llm.gemini]\n\"api_key_env\" = 'B_KEY'\n"
+        '[llm.other]\napi_key_env = "PATH; rm"\n'
+    )
+    assert caller_env.key_env_names(str(cfg)) == {"A_KEY", "B_KEY"}
 
 
 def test_caller_env_sits_between_flags_and_the_daemons_env(tmp_path: Path) -> None:
