@@ -15,6 +15,7 @@ import sys
 from tsukuctl import render
 from tsukuctl.command import add_provider_flags, ask_on_terminal, can_ask, err, out, rpc
 from tsukuctl.progress import Progress
+from tsukud.errors import UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,7 +34,9 @@ def answer(question: dict[str, Any]) -> bool | int:
 
 
 def _split(spec: str) -> tuple[str, str | None]:
-    name, _, version = spec.partition("@")
+    name, at, version = spec.partition("@")
+    if at and not version:  # a typo, not "the newest": the daemon's rule, before a request
+        raise UsageError(f"{spec!r}: nothing after '@'", hint="Write tool@1.2.3 or just tool.")
     return name, version or None
 
 

@@ -237,6 +237,14 @@ def test_a_bad_count_or_head_is_a_usage_error_before_any_call(
     assert daemon.requests == []
 
 
+def test_an_empty_version_is_a_usage_error_before_any_call(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["--no-start", "install", "age@"]) == ExitCode.USAGE
+    assert "nothing after '@'" in capsys.readouterr().err
+    assert daemon.requests == []  # not an install of the newest age
+
+
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         cli.main(["--version"])
