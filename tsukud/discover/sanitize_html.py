@@ -30,6 +30,19 @@ _INVISIBLE = re.compile(
     "[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
 )
 _SPACE = re.compile(r"\s+")
+# An open element a start tag ends without an end tag (HTML's implied end tags, the
+# common cases): a hidden ``<p>`` left open must not hide the rest of the page.
+_P_ENDERS = frozenset(
+    {"p", "div", "ul", "ol", "dl", "table", "pre", "blockquote", "form", "hr", "section"}
+    | {"h1", "h2", "h3", "h4", "h5", "h6", "header", "footer", "nav", "article", "main"}
+)
+_IMPLIED_END: dict[str, frozenset[str]] = {
+    "p": _P_ENDERS,
+    "li": frozenset({"li"}),
+    "dt": frozenset({"dt", "dd"}),
+    "dd": frozenset({"dt", "dd"}),
+    "option": frozenset({"option"}),
+}
 # Inline styles that hide an element from a reader: not displayed, invisible, fully
 # transparent, or text of size zero (the last two are the usual tricks for text a model
 # reads and a person does not see).
@@ -69,6 +82,8 @@ class HiddenElements:
 
     def start(self, tag: str, attrs: list[tuple[str, str | None]]) -> bool:
         """Note a start tag; True when it is (inside) a hidden element."""
+        if self._open and tag in _IMPLIED_END.get(self._open[-1], ()):
+            self._open.pop()  # as a browser ends an unclosed <p> or <li> here
         if tag in _VOID:
             return self.inside or hidden(tag, attrs)
         if self._open or hidden(tag, attrs):

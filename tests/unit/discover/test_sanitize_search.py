@@ -163,6 +163,20 @@ def test_strip_html_drops_hidden_elements_with_everything_inside(element: str) -
     assert text == "Stripe CLI the official tool"
 
 
+@pytest.mark.parametrize(
+    ("html", "text"),
+    [
+        ('<p style="display:none">hidden<p>shown</p>tail', "shown tail"),
+        ("<ul><li hidden>hidden<li>shown</li></ul>tail", "shown tail"),
+        ("<p hidden>hidden<div>a div ends the p: shown</div>", "a div ends the p: shown"),
+        # Inside a hidden element, nested paragraphs end nothing that is hidden.
+        ("<div hidden><p>one<p>two</div>shown", "shown"),
+    ],
+)
+def test_a_hidden_element_left_open_ends_where_a_browser_ends_it(html: str, text: str) -> None:
+    assert strip_html(html) == text
+
+
 def test_visible_lookalikes_are_kept() -> None:
     html = '<span style="display:block" aria-hidden="false">shown</span> <i data-hidden="x">too</i>'
     assert strip_html(html) == "shown too"
