@@ -248,14 +248,22 @@ def quality(probe: Probe) -> str | None:
 # Words a command-line tool's description uses; one of them, or the tool's own name, in a
 # package's description is enough to call it related.
 _TOOL_WORDS = re.compile(
-    r"\b(cli|command|commands|command-line|commandline|terminal|tool|tools|shell|console|"
-    r"binary|executable|utility|utilities|program)\b",
+    r"\b(cli|command|commands|command-line|commandline|terminal|tool|tools|toolkit|shell|"
+    r"console|binary|executable|utility|utilities|program|app|"
+    r"linter|formatter|compiler|interpreter|debugger|profiler|server|client|manager|"
+    r"runner|launcher|installer|checker|generator|viewer|editor|watcher|scanner|"
+    r"downloader|converter|daemon|tui|repl|prompt)s?\b",
     re.I,
 )
 
 
 def misfit(probe: Probe, tool: str) -> list[str]:
-    """Why a same-name package does not look like the tool (empty: it fits)."""
+    """Why a same-name package does not look like the tool (empty: it fits).
+
+    The description must say it is something one runs (a command, a CLI, a linter,
+    a server...), unless the registry lists the executables it installs. Mentioning the
+    tool's name proves nothing: a package of that name nearly always does (PyPI's
+    ``stern``, "The stern module wants to show...", is not the Kubernetes log tailer)."""
     why: list[str] = []
     low = quality(probe)
     if low is not None:
@@ -263,10 +271,8 @@ def misfit(probe: Probe, tool: str) -> list[str]:
     if probe.executables == ():
         why.append("it installs no executable")
     desc = probe.description
-    if desc and not _TOOL_WORDS.search(desc):
-        words = [w for w in re.split(r"[-_.]", tool) if len(w) >= 3] or [tool]
-        if not any(w.lower() in desc.lower() for w in words):
-            why.append(f"its description is about something else ({desc[:80]!r})")
+    if not probe.executables and desc and not _TOOL_WORDS.search(desc):
+        why.append(f"its description is about something else ({desc[:80]!r})")
     return why
 
 

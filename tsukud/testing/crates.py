@@ -153,7 +153,9 @@ class FakeCratesIo(FakeHTTPServer):
         entry = self.published.setdefault(c.name, _Published())
         entry.crates.append(c)
         entry.repository = repository or entry.repository
-        entry.description = description or entry.description or f"{c.name} for tests"
+        entry.description = (
+            description or entry.description or f"{c.name}: a command-line tool for tests"
+        )
         entry.recent_downloads = max(entry.recent_downloads, recent_downloads)
         entry.bin_names = bin_names
         if yanked:

@@ -66,7 +66,7 @@ def build_gem(work: Path, name: str, version: str, executables: dict[str, str]) 
         "Gem::Specification.new do |s|\n"
         f"  s.name = {json.dumps(name)}\n"
         f"  s.version = {json.dumps(version)}\n"
-        f'  s.summary = "{name} for tests"\n'
+        f'  s.summary = "{name}: a command-line tool for tests"\n'
         '  s.authors = ["tsuku tests"]\n'
         '  s.license = "MIT"\n'
         f"  s.files = [{files}]\n"
@@ -120,7 +120,7 @@ class FakeRubyGems(FakeHTTPServer):
             "version": latest.version,
             "platform": "ruby",
             "downloads": self.downloads.get(name, 0),
-            "info": f"{name} for tests",
+            "info": f"{name}: a command-line tool for tests",
             "sha": latest.sha256,
             "gem_uri": f"{self.url}/gems/{latest.file_name}",
             "source_code_uri": self.source_code.get(name),

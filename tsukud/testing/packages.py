@@ -72,7 +72,7 @@ def npm_tarball(
     manifest: dict[str, Any] = {
         "name": name,
         "version": version,
-        "description": f"{name} for tests",
+        "description": f"{name}: a command-line tool for tests",
         "license": "MIT",
         "bin": next(iter(bins.values())) if bin_as_string else bins,
     }
@@ -113,7 +113,7 @@ def wheel(project: str, version: str, scripts: dict[str, str]) -> Wheel:
         f"{module}/__init__.py": f"import sys\n\n\n{funcs}".encode(),
         f"{info}/METADATA": (
             f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n"
-            f"Summary: {project} for tests\n"
+            f"Summary: {project}: a command-line tool for tests\n"
         ).encode(),
         f"{info}/WHEEL": (
             b"Wheel-Version: 1.0\nGenerator: tsuku-tests\nRoot-Is-Purelib: true\n"

@@ -11,6 +11,7 @@ from tests.fakes.ecosystems import FakeEcosystems
 from tsukud.discover.ecosystem import (
     go_escape,
     install_command,
+    misfit,
     parse_crates,
     parse_go,
     parse_npm,
@@ -70,6 +71,38 @@ def test_quality_thresholds_use_or() -> None:
     assert quality(p("pypi", 0, 3)) is None and quality(p("pypi", 10**9, 2)) is not None
     assert quality(p("go", 0, 2)) == "version count 2 < 3"
     assert quality(p("homebrew", 0, 0)) is None  # unknown builders are accepted
+
+
+def test_a_same_name_package_fits_only_when_it_says_it_is_something_one_runs() -> None:
+    def pypi(desc: str, executables: tuple[str, ...] | None = None) -> Probe:
+        return Probe(
+            builder="pypi",
+            source="x",
+            downloads=50_000,
+            version_count=30,
+            description=desc,
+            executables=executables,
+        )
+
+    # PyPI's real "stern" names itself, as nearly every package does: that is no fit.
+    library = pypi("The stern module wants to show how a stern library can be written.")
+    assert misfit(library, "stern") == [
+        "its description is about something else "
+        "('The stern module wants to show how a stern library can be written.')"
+    ]
+    for desc in (
+        "An extremely fast Python linter and code formatter, written in Rust.",
+        "HTTPie: modern, user-friendly command-line HTTP client for the API era.",
+        "Multi-pod and container log tailing for Kubernetes (CLI)",
+        "A terminal UI for git commands",
+    ):
+        assert misfit(pypi(desc), "x") == [], desc
+    # A registry that lists what it installs (npm's bin, crates' bin_names) settles it.
+    assert misfit(pypi("Fast regexes", executables=("rgx",)), "rgx") == []
+    assert misfit(pypi("Fast regexes", executables=()), "rgx") == [
+        "it installs no executable",
+        "its description is about something else ('Fast regexes')",
+    ]
 
 
 def test_select_single_clear_winner_and_ambiguous() -> None:
