@@ -53,7 +53,10 @@ def _describe(step: dict[str, Any]) -> str:
 def plan_lines(plan: dict[str, Any]) -> list[str]:
     platform = plan["platform"]
     where = f"{platform['os']}/{platform['arch']}"
-    lines = [f"{plan['tool']} {plan['version']} for {where} (tag {plan.get('tag')})"]
+    if plan["version"]:
+        lines = [f"{plan['tool']} {plan['version']} for {where} (tag {plan.get('tag')})"]
+    else:
+        lines = [f"{plan['tool']} (no version resolved) for {where}"]
     width = max((len(s["action"]) for s in plan["steps"]), default=0)
     for n, step in enumerate(plan["steps"], 1):
         lines.append(f"  {n:2d}. {step['action']:<{width}}  {_describe(step)}")

@@ -25,8 +25,14 @@ from tsukud.recipe import (
     parse_recipe,
 )
 from tsukud.recipe.homebrew import BottleRef
-from tsukud.recipe.model import VersionNotFound
-from tsukud.recipe.plan import plan_recipe
+from tsukud.recipe.model import UnsupportedVersionSource, VersionNotFound
+from tsukud.recipe.plan import (
+    PLAN_FORMAT_VERSION,
+    Plan,
+    PlanPlatform,
+    UnsupportedStep,
+    plan_recipe,
+)
 
 if TYPE_CHECKING:
     from tsukud.install.installer import Installer
@@ -74,6 +80,10 @@ async def plan_tool(
         res = await inst.resolver.resolve(recipe, version)
     except VersionNotFound:
         raise
+    except UnsupportedVersionSource as exc:
+        if not version:  # a report, not a failure: say which source, plan no steps
+            return _unresolved_plan(recipe, target, exc, source, path)
+        resolved, release = ResolvedVersion(version.removeprefix("v"), version), None
     except RecipeError:
         # A version source tsuku cannot query yet: an explicit version still plans.
         if not version:
@@ -97,4 +107,27 @@ async def plan_tool(
     out["recipe_source"] = source
     out["recipe_path"] = path
     out["tag"] = resolved.tag
+    return out
+
+
+def _unresolved_plan(
+    recipe: Recipe, target: Platform, exc: UnsupportedVersionSource, source: str, path: str | None
+) -> dict[str, Any]:
+    """No version to plan at: the plan is that one honest line (the steps need one)."""
+    gap = UnsupportedStep(
+        action="version",
+        platform=str(target),
+        reason=f"{exc.message}, so no version can be looked up; name one (--version V) "
+        "to plan the steps",
+    )
+    plan = Plan(
+        format_version=PLAN_FORMAT_VERSION,
+        tool=recipe.metadata.name,
+        version="",
+        platform=PlanPlatform(os=target.os, arch=target.arch, libc=target.libc),
+        steps=(),
+        unsupported=(gap,),
+    )
+    out: dict[str, Any] = msgspec.to_builtins(plan)
+    out.update(recipe_source=source, recipe_path=path, tag=None)
     return out

@@ -42,6 +42,21 @@ class UnsupportedFeature(RecipeError):
     code = "recipe_unsupported_feature"
 
 
+class UnsupportedVersionSource(UnsupportedFeature):
+    """``[version] source`` names a source tsuku cannot query yet: neither its newest
+    version can be looked up nor the recipe installed; a plan at a named version still
+    shows the steps."""
+
+    def __init__(self, recipe: str, source: str) -> None:
+        super().__init__(
+            f"{recipe}: version source {source!r} is not supported yet",
+            hint=f"`tsukuctl plan {recipe} --version <version>` shows what an install "
+            "would do; installing it needs tsuku to learn that source.",
+            recipe=recipe,
+        )
+        self.source = source
+
+
 class UnsupportedPlatform(RecipeError):
     code = "recipe_unsupported_platform"
 
@@ -618,9 +633,7 @@ def require_supported(
     check_platform(recipe, target)
     source = recipe.version.source if recipe.version is not None else None
     if source not in SUPPORTED_VERSION_SOURCES:
-        raise UnsupportedFeature(
-            f"{name}: version source {source} is not supported yet", recipe=name
-        )
+        raise UnsupportedVersionSource(name, str(source))
     selected: list[tuple[int, SupportedStep]] = []
     for index, step in matching_steps(recipe, target, version):
         if isinstance(step, GenericStep):

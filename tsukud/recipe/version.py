@@ -21,10 +21,12 @@ from typing import Any
 import msgspec
 
 from tsukud.recipe.model import (
+    GITHUB_VERSION_SOURCES,
     GitHubArchiveStep,
     GitHubFileStep,
     Recipe,
     RecipeError,
+    UnsupportedVersionSource,
     VersionNotFound,
 )
 from tsukud.recipe.version_range import compare_versions as compare_versions
@@ -216,6 +218,8 @@ def version_source(recipe: Recipe) -> VersionSource:
     for step in recipe.steps:
         if isinstance(step, GitHubArchiveStep | GitHubFileStep):
             return VersionSource(step.repo)
+    if section is not None and section.source not in GITHUB_VERSION_SOURCES:
+        raise UnsupportedVersionSource(recipe.metadata.name, str(section.source))
     raise RecipeError(
         f"{recipe.metadata.name}: no GitHub repository to resolve versions from "
         "(set [version] github_repo or use a github_archive/github_file step)"

@@ -158,3 +158,40 @@ def test_a_platform_the_recipe_excludes_is_named(inst: Tsuku, host: FakeDownload
     assert "unsupported on windows/amd64" in cp.stdout and "supported_os" in cp.stdout
     bad = inst.ctl("plan", "kubectl", "--platform", "linux")
     assert bad.returncode == 2 and "linux/amd64" in bad.stderr
+
+
+def test_a_version_source_tsuku_cannot_query_is_named(inst: Tsuku, host: FakeDownloadHost) -> None:
+    """``[version] source = "nixpkgs"``: plan says so by name (exit 0, a report); with a
+    version named it plans the steps; install refuses, naming the source and the plan
+    that still works."""
+    odd = f"""
+[metadata]
+name = "oddtool"
+description = "a tool whose versions come from a source tsuku does not know"
+
+[version]
+source = "nixpkgs"
+
+[[steps]]
+action = "download"
+url = "{host.url}/oddtool-{{version}}.tar.gz"
+
+[verify]
+command = "oddtool --version"
+"""
+    local_recipe(inst, "oddtool", odd)
+    cp = inst.ctl("plan", "oddtool")
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout.startswith("oddtool (no version resolved) for ")
+    assert "version: oddtool: version source 'nixpkgs' is not supported yet" in cp.stdout
+    assert "--version V" in cp.stdout
+    p = plan(inst, "oddtool")
+    assert p["steps"] == [] and p["unsupported"][0]["action"] == "version"
+    named = plan(inst, "oddtool", "--version", "2.1.0")
+    assert named["version"] == "2.1.0" and not named["unsupported"]
+    assert named["steps"][0]["url"] == f"{host.url}/oddtool-2.1.0.tar.gz"
+    cp = inst.ctl("install", "oddtool")
+    assert cp.returncode == 6, cp.stderr
+    assert "oddtool: version source 'nixpkgs' is not supported yet" in cp.stderr
+    assert "hint: `tsukuctl plan oddtool --version <version>` shows what" in cp.stderr
+    assert host.requests == []  # nothing fetched for either

@@ -119,7 +119,7 @@ def test_unsupported_features(extra: str, message: str) -> None:
 
 def test_unsupported_version_source() -> None:
     recipe = parse_recipe(MIXED + '\n[version]\nsource = "repology"\n')
-    with pytest.raises(UnsupportedFeature, match="version source repology is not supported yet"):
+    with pytest.raises(UnsupportedFeature, match="version source 'repology' is not supported yet"):
         require_supported(recipe, LINUX)
     npm_source = parse_recipe(MIXED + '\n[version]\nsource = "npm"\n')
     with pytest.raises(UnsupportedFeature, match="version source npm needs an ecosystem install"):
