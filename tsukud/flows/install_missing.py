@@ -231,7 +231,14 @@ class InstallMissing:
         except NoBinaryAssets as exc:
             page = await self._install_page(spec)
             if self.instructions is None or page is None:
-                raise
+                why = "no install page to read" if page is None else "no instructions builder"
+                raise NoBinaryAssets(
+                    f"{exc.message} ({why})",
+                    hint="Name a package source if it has one: --from npm:<package>, "
+                    "pypi:<project>, crates:<crate>, rubygems:<gem>, go:<module> or "
+                    "homebrew:<formula>.",
+                    **exc.data,
+                ) from None
             await progress(
                 {
                     "stage": "discovery",

@@ -22,6 +22,7 @@ from tests.integration.discover.helpers import CANARIES, World, claude_finds
 from tests.integration.discover.test_discover_e2e import ledger, on_a_terminal, tk  # noqa: F401
 from tests.integration.install.test_url_actions import tar_gz
 from tests.integration.sandbox.conftest import docker_endpoint, image  # noqa: F401
+from tsukud.errors import ExitCode
 from tsukud.recipe import host_platform
 from tsukud.testing.download_host import FakeDownloadHost
 
@@ -252,6 +253,13 @@ def test_a_repository_without_release_builds_is_read_from_its_homepage_and_repai
     fixed["builds"][0]["strip_dirs"] = 1
     answers(world, unstripped, fixed)  # the first misses the top directory: one repair
 
+    # create alone cannot read a page; it says which command does, and that one works.
+    asked = len(world.claude.requests)
+    cp = tk.ctl("create", "foo", "--from", "github:acme/foo", "--yes", timeout=60)
+    assert cp.returncode == ExitCode.RECIPE_NOT_FOUND, cp.stderr
+    assert "acme/foo v1.4.2: no release asset is a build for linux or darwin" in cp.stderr
+    assert "hint: `tsukuctl install foo --from github:acme/foo` reads the project's" in cp.stderr
+    assert len(world.claude.requests) == asked  # no model asked, nothing paid
     cp = tk.ctl("install", "foo", "--from", "github:acme/foo", "--yes", timeout=180)
     assert cp.returncode == 0, cp.stderr
     assert "github:acme/foo has no release build" in cp.stderr
@@ -392,3 +400,22 @@ def test_a_page_that_says_npm_install_goes_to_the_npm_builder(
     assert 'action = "npm_install"' in recipe and '"@fake/foo"' in recipe
     (answer,) = ledger(tk, "instructions.answer")
     assert answer["payload"]["kind"] == "ecosystem"
+
+
+def test_a_repository_without_release_builds_or_a_homepage_says_what_is_left(
+    world: World,
+    tk: Tsuku,  # noqa: F811
+) -> None:
+    from tests.fakes.releases import FakeAsset, FakeRelease, FakeRepo
+
+    if "acme/bar" not in world.github.repos:
+        zip_only = FakeAsset("bar-2.0.0-windows-amd64.zip", b"PK\x05\x06" + b"\0" * 18)
+        world.github.add_repo(FakeRepo("acme/bar", releases=[FakeRelease("v2.0.0", [zip_only])]))
+    cp = tk.ctl("install", "bar", "--from", "github:acme/bar", "--yes", timeout=60)
+    assert cp.returncode == ExitCode.RECIPE_NOT_FOUND, cp.stderr
+    assert "no release asset is a build for linux or darwin (no install page to read)" in (
+        cp.stderr
+    )
+    assert "hint: Name a package source if it has one: --from npm:<package>" in cp.stderr
+    assert "tsukuctl install bar --from github:acme/bar" not in cp.stderr  # not itself
+    assert world.claude.requests == []
