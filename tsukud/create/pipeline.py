@@ -286,9 +286,10 @@ class _Run:
         if not match.candidates and not match.unplaced:
             raise NoBinaryAssets(
                 f"{ctx.repo} {ctx.tag}: no release asset is a build for linux or darwin",
-                hint=f"`tsukuctl install {req.tool} --from github:{ctx.repo}` reads the "
-                "project's install page instead (the instructions builder); a package "
-                "source works too: --from npm:, pypi:, crates:, rubygems:, go: or homebrew:.",
+                hint="The tool may need to be built from source, or installed another "
+                f"way: `tsukuctl install {req.tool} --from github:{ctx.repo}` reads the "
+                "project's install page (the instructions builder); a package source "
+                "works too: --from npm:, pypi:, crates:, rubygems:, go: or homebrew:.",
                 tag=ctx.tag,
             )
         async with contextlib.AsyncExitStack() as stack:

@@ -258,7 +258,7 @@ def test_a_repository_without_release_builds_is_read_from_its_homepage_and_repai
     cp = tk.ctl("create", "foo", "--from", "github:acme/foo", "--yes", timeout=60)
     assert cp.returncode == ExitCode.RECIPE_NOT_FOUND, cp.stderr
     assert "acme/foo v1.4.2: no release asset is a build for linux or darwin" in cp.stderr
-    assert "hint: `tsukuctl install foo --from github:acme/foo` reads the project's" in cp.stderr
+    assert "`tsukuctl install foo --from github:acme/foo` reads the project's" in cp.stderr
     assert len(world.claude.requests) == asked  # no model asked, nothing paid
     cp = tk.ctl("install", "foo", "--from", "github:acme/foo", "--yes", timeout=180)
     assert cp.returncode == 0, cp.stderr
