@@ -263,3 +263,84 @@ def test_download_archive_in_directory_mode_keeps_the_tree(
     tool = Path(row["install_dir"])
     assert (tool / "lib" / "node_modules" / "npm" / "package.json").is_file()
     assert "v22.1.0" in run(inst.home / "bin" / "node")
+
+
+def branching_recipe(host: FakeDownloadHost) -> str:
+    """One download per platform, chosen by ``when`` (os, arch, the platform form and a
+    version range), as registry recipes for tools without a uniform asset scheme do."""
+    return f"""[metadata]
+name = "forked"
+description = "a tool with a different download per platform"
+supported_os = ["linux", "darwin"]
+unsupported_platforms = ["linux/arm64/musl"]
+
+[version]
+source = "http_json"
+url = "{host.url}/forked/latest.json"
+version_path = "version"
+
+[[steps]]
+action = "download"
+url = "{host.url}/forked/{{version}}/linux-x64/forked"
+when = {{ os = ["linux"], arch = "amd64" }}
+
+[[steps]]
+action = "download"
+url = "{host.url}/forked/{{version}}/linux-aarch64/forked"
+when = {{ platform = ["linux/arm64"] }}
+
+[[steps]]
+action = "download"
+url = "{host.url}/forked/{{version}}/macos/forked"
+when = {{ os = ["darwin"] }}
+
+[[steps]]
+action = "download"
+url = "{host.url}/forked/{{version}}/old-layout/forked"
+when = {{ version = "<2.0" }}
+
+[[steps]]
+action = "chmod"
+files = ["forked"]
+
+[[steps]]
+action = "install_binaries"
+binaries = ["forked"]
+
+[verify]
+command = "forked --version"
+pattern = "{{version}}"
+"""
+
+
+def test_the_step_for_this_platform_runs_and_no_other(inst: Tsuku, host: FakeDownloadHost) -> None:
+    host.add_json("/forked/latest.json", {"version": "2.3.0"})
+    mine = {"amd64": "linux-x64", "arm64": "linux-aarch64"}[HOST.arch]
+    for where in ("linux-x64", "linux-aarch64", "macos", "old-layout"):
+        host.add(f"/forked/2.3.0/{where}/forked", script(f"forked 2.3.0 ({where})"))
+    local_recipe(inst, "forked", branching_recipe(host))
+
+    cp = inst.ctl("install", "forked")
+    assert cp.returncode == 0, cp.stderr
+    assert run(inst.home / "bin" / "forked", "--version") == f"forked 2.3.0 ({mine})\n"
+    downloads = [p for p in host.fetched() if p.endswith("/forked")]
+    assert downloads == [f"/forked/2.3.0/{mine}/forked"]  # the others never fetched
+
+    for platform, expected in (
+        ("linux/amd64", "linux-x64"),
+        ("linux/arm64", "linux-aarch64"),
+        ("darwin/arm64", "macos"),
+    ):
+        cp = inst.ctl("plan", "forked", "--platform", platform)
+        assert cp.returncode == 0, cp.stderr
+        urls = [w for w in cp.stdout.split() if w.startswith(host.url)]
+        assert urls == [f"{host.url}/forked/2.3.0/{expected}/forked"], (platform, cp.stdout)
+    # A release the range names takes its own step too (1.x shipped another layout).
+    cp = inst.ctl("plan", "forked", "--version", "1.9.0", "--platform", "linux/amd64")
+    assert f"{host.url}/forked/1.9.0/old-layout/forked" in cp.stdout
+    # A platform the recipe excludes is refused with the reason, before any download.
+    before = len(host.requests)
+    cp = inst.ctl("plan", "forked", "--platform", "windows/amd64")
+    assert cp.returncode == 0 and "unsupported on windows/amd64" in cp.stdout
+    assert "supported_os" in cp.stdout
+    assert not [p for p in host.fetched()[before:] if p.endswith("/forked")]
