@@ -203,7 +203,7 @@ def register(sub: Any) -> None:
         dest="source",
         metavar="SOURCE",
         help="no recipe: github:owner/repo, npm:<package>, pypi:<project>, crates:<crate>, "
-        "rubygems:<gem> or go:<module>",
+        "rubygems:<gem>, go:<module> or homebrew:<formula>",
     )
     p.add_argument("--search-provider", choices=("ddg", "tavily", "brave"), help="discovery")
     add_provider_flags(p)  # no recipe: discovery's and create's LLM

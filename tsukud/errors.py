@@ -313,7 +313,7 @@ CATALOGUE: dict[str, ErrorKind] = {
     "create_bad_source": ErrorKind(
         E.USAGE,
         "Name the source as --from github:owner/repo, npm:<package>, pypi:<project>, "
-        "crates:<crate>, rubygems:<gem> or go:<module>.",
+        "crates:<crate>, rubygems:<gem>, go:<module> or homebrew:<formula>.",
     ),
     "recipe_exists": ErrorKind(
         E.GENERAL,

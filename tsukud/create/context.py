@@ -105,9 +105,9 @@ def parse_source(source: str) -> str:
     elif sep:
         raise BadSource(
             f"unknown source {source!r}: GitHub releases and npm, PyPI, crates.io, "
-            "RubyGems and Go packages are supported",
+            "RubyGems and Go packages and Homebrew formulae are supported",
             hint="Use --from github:owner/repo, npm:<package>, pypi:<project>, "
-            "crates:<crate>, rubygems:<gem> or go:<module>.",
+            "crates:<crate>, rubygems:<gem>, go:<module> or homebrew:<formula>.",
         )
     text = text.removeprefix("https://github.com/").rstrip("/")
     if not _REPO.match(text) or ".." in text:

@@ -109,7 +109,7 @@ class InstallMissing:
         llm = llm or LlmChoice()
         found: Discovery | None = None
         if source:
-            spec, repo = _given_source(source)
+            spec, repo = given_source(source)
         else:
             found = await self._discover(
                 name, progress, yes, can_ask, search_provider, collect_tool_stats, llm
@@ -410,21 +410,25 @@ class InstallMissing:
 
 _FROM_HINT = (
     "Name the source as --from github:owner/repo, npm:<package>, pypi:<project>, "
-    "crates:<crate>, rubygems:<gem> or go:<module>."
+    "crates:<crate>, rubygems:<gem>, go:<module> or homebrew:<formula>."
 )
 
 
-def _given_source(source: str) -> tuple[str, str]:
+def given_source(source: str) -> tuple[str, str]:
     """``--from``: (the create source, what the result reports as the source)."""
     from tsukud.create.ecosystem_builders import parse_ecosystem_source
+    from tsukud.create.homebrew_builder import formula_name
     from tsukud.errors import TsukuError
 
     try:
         eco = parse_ecosystem_source(source)
+        formula = formula_name(source)
     except TsukuError as exc:
         raise UsageError(f"--from {source!r}: {exc.message}", hint=_FROM_HINT) from None
     if eco is not None:
         return str(eco), str(eco)
+    if formula is not None:
+        return f"homebrew:{formula}", f"homebrew:{formula}"
     try:
         repo = github_source(source)
     except BadSource as exc:

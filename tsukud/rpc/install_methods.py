@@ -19,13 +19,17 @@ from tsukud.rpc.server import Call
 
 
 def split_spec(tool: str, version: str | None) -> tuple[str, str | None]:
-    """``age@1.2.0`` → ("age", "1.2.0"); an explicit ``version`` param must agree."""
+    """``age@1.2.0`` → ("age", "1.2.0"); an explicit ``version`` param must agree.
+    ``latest`` (either way, any case) means the newest, as in npm, mise and uv."""
     name, at, spec_version = tool.partition("@")
     if at and not spec_version:
         raise UsageError(f"{tool!r}: nothing after '@'", hint="Write tool@1.2.3 or just tool.")
     if at and version and version != spec_version:
         raise UsageError(f"{tool!r} and version {version!r} disagree")
-    return name.strip(), (spec_version or version or None)
+    wanted = spec_version or version or None
+    if wanted is not None and wanted.strip().lower() == "latest":
+        wanted = None
+    return name.strip(), wanted
 
 
 class InstallParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -48,6 +52,11 @@ async def install(d: Daemon, p: InstallParams, call: Call) -> dict[str, Any]:
     from tsukud.install.registry import RecipeNotFound
 
     name, version = split_spec(p.tool, p.version)
+    if p.source is not None:
+        from tsukud.flows.install_missing import given_source
+
+        given_source(p.source)  # a malformed --from is a usage error whatever follows
+        await _note_unused_source(d, name, p.source, call)
     try:
         res = await d.services.installer.install(
             name, version, force=p.force, progress=call.progress, can_ask=p.can_ask
@@ -77,6 +86,27 @@ async def install(d: Daemon, p: InstallParams, call: Call) -> dict[str, Any]:
     stats = {} if done.tool_stats is None else {"tool_stats": list(done.tool_stats)}
     created = msgspec.to_builtins(done.created)
     return {**done.install, "discovery": discovery, "created": created, **stats}
+
+
+async def _note_unused_source(d: Daemon, name: str, source: str, call: Call) -> None:
+    """A recipe exists, so ``--from`` has nothing to do: say so rather than ignore it
+    (a second run of the same ``install --from`` line installs from the recipe the
+    first one wrote; a user who wants another source replaces the recipe)."""
+    from tsukud.errors import TsukuError
+    from tsukud.install.registry import RecipeNotFound
+
+    try:
+        loaded = await d.services.installer.registry.load(name)
+    except (RecipeNotFound, TsukuError):  # none, or broken: the install reports that
+        return
+    await call.progress(
+        {
+            "stage": "note",
+            "tool": name,
+            "message": f"a recipe for {name} exists ({loaded.source}), so --from {source} "
+            f"is not used; `tsukuctl create {name} --from {source} --force` replaces it",
+        }
+    )
 
 
 @method("tools.list", NoParams)

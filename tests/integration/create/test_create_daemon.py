@@ -428,7 +428,7 @@ def test_errors_carry_hints(home: Tsuku, fw: FakeGitHub) -> None:
     assert cp.returncode == ExitCode.USAGE
     assert (
         "hint: Use --from github:owner/repo, npm:<package>, pypi:<project>, crates:<crate>, "
-        "rubygems:<gem> or go:<module>." in cp.stderr
+        "rubygems:<gem>, go:<module> or homebrew:<formula>." in cp.stderr
     )
     cp = home.ctl("create", "stern", "--from", "github:stern/stern", "--llm", "--yes")
     assert cp.returncode == ExitCode.PROVIDER_UNAVAILABLE

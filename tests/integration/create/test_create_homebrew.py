@@ -227,3 +227,28 @@ def test_without_the_image_the_recipe_is_refused_like_any(
     assert brew.blob_requests() == []
     (gen,) = events(t, "generation.failed")
     assert gen["payload"]["error_code"] == "validation_unavailable"
+
+
+def test_install_from_homebrew_writes_validates_and_installs_then_notes_the_recipe(
+    t: Tsuku, brew: FakeHomebrew, built: bottles.Built
+) -> None:
+    """``install --from homebrew:<formula>`` as for the other sources; the same line run
+    again installs from the recipe the first wrote and says --from is not used; a
+    malformed --from is a usage error even with a recipe there."""
+    publish(brew, built)
+    cp = t.ctl("install", "hello", "--from", "homebrew:hello", "--yes", timeout=180)
+    assert cp.returncode == 0, cp.stderr
+    assert "writing a recipe for hello from homebrew:hello" in cp.stderr
+    assert events(t, "validation.passed"), "validated before it was installed"
+    assert (t.home / "recipes" / "hello.toml").exists()
+
+    again = t.ctl("install", "hello", "--from", "homebrew:hello", "--force", "--yes")
+    assert again.returncode == 0, again.stderr
+    assert (
+        "a recipe for hello exists (local), so --from homebrew:hello is not used; "
+        "`tsukuctl create hello --from homebrew:hello --force` replaces it"
+    ) in again.stderr
+    assert len(events(t, "create.started")) == 1  # nothing written the second time
+
+    bad = t.ctl("install", "hello", "--from", "github:only-an-owner")
+    assert bad.returncode == 2 and "--from 'github:only-an-owner'" in bad.stderr

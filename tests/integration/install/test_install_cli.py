@@ -123,6 +123,10 @@ def test_upgrade_replaces_the_old_version(inst: Tsuku) -> None:
     cp = inst.ctl("install", "age@1.2.0", check=True)  # downgrade works the same way
     assert run_bin(inst, "age") == "age v1.2.0"
     assert installed(inst)["age"]["version"] == "1.2.0"
+    cp = inst.ctl("install", "age@latest", check=True)  # as npm, mise and uv read it
+    assert "installed age 1.2.1" in cp.stdout and "replacing 1.2.0" in cp.stdout
+    plan = inst.ctl("plan", "age@LATEST", check=True)
+    assert plan.stdout.startswith("age 1.2.1 for ")
 
 
 def test_concurrent_installs_of_one_tool_are_serialised(inst: Tsuku, world: FakeGitHub) -> None:

@@ -199,7 +199,7 @@ async def test_from_skips_discovery_and_bad_sources_are_usage_errors() -> None:
         await f.run("age", None, progress=log, source="gitlab:x/y")
     assert bad.value.hint == (
         "Name the source as --from github:owner/repo, npm:<package>, pypi:<project>, "
-        "crates:<crate>, rubygems:<gem> or go:<module>."
+        "crates:<crate>, rubygems:<gem>, go:<module> or homebrew:<formula>."
     )
     assert log.calls == []
 
