@@ -199,12 +199,17 @@ def check_hooks(home: str, env: Mapping[str, str]) -> dict[str, str]:
     return line("hooks", WARN, f"not installed for {', '.join(shells)}", "tsukuctl hook install")
 
 
-def check_path(home: str, env: Mapping[str, str]) -> dict[str, str]:
+def check_path(home: str, env: Mapping[str, str], hooks: dict[str, str]) -> dict[str, str]:
+    """``hooks``: the hooks line; when the hook is in place, a shell opened before it
+    (this one) is all that lacks the PATH entry, and a new shell is the fix."""
     bin_dir = os.path.join(home, "bin")
     entries = [os.path.realpath(p) for p in env.get("PATH", "").split(os.pathsep) if p]
     if os.path.realpath(bin_dir) in entries:
         return line("PATH", OK, f"contains {bin_dir}")
-    fix = f'export PATH="{bin_dir}:$PATH" (or `tsukuctl hook install`)'
+    if hooks.get("state") == OK:
+        fix = f'open a new shell (the hook adds it), or export PATH="{bin_dir}:$PATH"'
+    else:
+        fix = f'export PATH="{bin_dir}:$PATH" (or `tsukuctl hook install`)'
     return line("PATH", FAIL, f"{bin_dir} is not on PATH: installed tools will not be found", fix)
 
 
@@ -214,14 +219,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     home_line = check_home(home)  # before a daemon start could repair it
     found = read_config()
     daemon, sandbox = check_daemon(args, home)
+    hooks = check_hooks(home, env)
     lines = [
         daemon,
         home_line,
         check_config(found),
         check_keys(found),
         *check_sandbox(sandbox),
-        check_hooks(home, env),
-        check_path(home, env),
+        hooks,
+        check_path(home, env, hooks),
     ]
     failed = any(x["state"] == FAIL for x in lines)
     if args.json:

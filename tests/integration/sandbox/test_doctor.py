@@ -174,7 +174,12 @@ def test_bin_not_on_path(tsuku: Tsuku) -> None:
     rc, checks, _ = doctor(t)
     assert rc == ExitCode.GENERAL
     assert checks["PATH"]["state"] == "FAIL"
+    # The hook is in place: only this shell predates it, and a new one is the fix.
+    assert checks["PATH"]["fix"].startswith("open a new shell (the hook adds it)")
+    Path(t.env["HOME"], ".bashrc").write_text("# nothing of ours\n")
+    rc, checks, _ = doctor(t)
     assert checks["PATH"]["fix"].startswith(f'export PATH="{t.home / "bin"}:$PATH"')
+    assert "tsukuctl hook install" in checks["PATH"]["fix"]
 
 
 def test_config_check_reports_secrets_without_values(tsuku: Tsuku) -> None:
