@@ -53,6 +53,11 @@ CSV_COLUMNS = (
 
 def cmd_events(args: argparse.Namespace) -> int:
     action = args.action or "list"
+    if args.head and action != "verify":  # would be ignored: say so, do not guess
+        raise UsageError(
+            f"--head is for `tsukuctl events verify`, not events {action}",
+            hint=f"tsukuctl events verify --head {args.head}",
+        )
     if action == "summary":
         return _events_summary(args)
     if action == "verify":

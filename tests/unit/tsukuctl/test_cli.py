@@ -237,6 +237,18 @@ def test_a_bad_count_or_head_is_a_usage_error_before_any_call(
     assert daemon.requests == []
 
 
+@pytest.mark.parametrize("action", ["list", "summary"])
+def test_head_outside_verify_is_a_usage_error_not_ignored(
+    action: str, daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    head = "0123456789abcdef"
+    assert cli.main(["--no-start", "events", action, "--head", head]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert f"--head is for `tsukuctl events verify`, not events {action}" in err
+    assert f"hint: tsukuctl events verify --head {head}" in err
+    assert daemon.requests == []
+
+
 def test_an_empty_version_is_a_usage_error_before_any_call(
     daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
 ) -> None:
