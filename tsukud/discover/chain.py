@@ -301,7 +301,7 @@ class _Chain:
         return self.finish(found)
 
     async def _resolve(self) -> tuple[Discovery, Decision | None] | _Offer:
-        hit = await self._staged("registry", self._registry)
+        hit = await self._registry_within_budget()
         if hit is not None:
             return hit, None
         eco = await self._ecosystems()
@@ -332,6 +332,20 @@ class _Chain:
         raise self.late(stage, seconds)
 
     # ---- stage 1 -----------------------------------------------------------------------
+
+    async def _registry_within_budget(self) -> Discovery | None:
+        """The registries are a shortcut: one that does not answer within the stage's
+        budget (refused connections retried, a hung server) is passed by, said as such,
+        and the ecosystem and web stages go on; only the whole deadline ends discovery."""
+        seconds = self.deps.stage_timeouts.get("registry")
+        if seconds is None:
+            return await self._registry()
+        started = self.deps.clock.now()
+        with self.deadline.limit(seconds):
+            return await self._registry()
+        self.st.registry_down = f"no answer within {seconds:g} s ({self.st.doing})"
+        await self.stage_event("registry", "timeout", started, reason=self.st.registry_down)
+        return None
 
     async def _registry(self) -> Discovery | None:
         self.st.stage = "registry"

@@ -578,6 +578,31 @@ async def test_the_deadline_names_the_stage_it_cut(autojump_clock: trio.abc.Cloc
     assert world.last("discovery.failed")["stage"] == "ecosystem"
 
 
+async def test_a_registry_that_does_not_answer_in_its_budget_is_passed_by(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """Refused connections retried past the registry's 5 s, or a hung server: the
+    registry is a shortcut, so discovery says so and goes on to the web search."""
+    world = World(answers=[extract("stripe/stripe-cli")], repos={"stripe/stripe-cli": STRIPE})
+
+    async def hangs(_tool: str) -> str | None:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    deps = world.deps(recipe_lookup=hangs, timeout_s=60.0, stage_timeouts={"registry": 5.0})
+    found = await discover(request(yes=True), deps)
+    assert (found.stage, found.source) == ("llm", "stripe/stripe-cli")
+    stage = [p for t, p in world.events if t == "discovery.stage" and p["stage"] == "registry"]
+    assert stage[0]["outcome"] == "timeout"
+    assert stage[0]["reason"].startswith("no answer within 5 s (")
+
+    # Found nowhere: the message says the registry was not asked, not that it lacks it.
+    world = World()
+    with pytest.raises(DiscoveryNotFound) as exc:
+        await discover(request(), world.deps(recipe_lookup=hangs, stage_timeouts={"registry": 5.0}))
+    assert "the recipe registry could not be asked: no answer within 5 s" in exc.value.message
+
+
 @dataclass
 class Ledger:
     """What ``Confirmations`` records (the questions' answers)."""
