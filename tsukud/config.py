@@ -695,8 +695,11 @@ def parse_file(data: bytes, path: Path) -> FileSettings:
         )
     for name in sorted(flat):
         as_written = aliased.get(name, name)
+        where = _at(path, _line_of(text, as_written))
+        if as_written != name:  # the design's name: say which setting it is read as
+            where += f" ({as_written} is read as {name})"
         try:
-            flat[name] = coerce(KEYS[name], flat[name], _at(path, _line_of(text, as_written)))
+            flat[name] = coerce(KEYS[name], flat[name], where)
         except ConfigError as e:
             flat.pop(name)
             problems.append(Problem(e, (name,)))

@@ -143,6 +143,15 @@ def test_a_syntax_error_names_the_key_and_a_concrete_fix(tmp_path: Path) -> None
     )
 
 
+def test_a_bad_value_under_the_designs_name_says_which_setting_it_is(tmp_path: Path) -> None:
+    f = write(tmp_path / "config.toml", "[llm]\nrequire_confirmation = true\n")
+    [problem] = config.resolve(env={}, path=f).problems
+    assert problem.error.message.startswith(
+        f"{f}, line 2 (llm.require_confirmation is read as llm.confirm_threshold): "
+        "llm.confirm_threshold must be a number of dollars"
+    )
+
+
 def test_bad_secret_value_is_not_echoed(tmp_path: Path) -> None:
     f = write(tmp_path / "config.toml", "[secrets]\nanthropic_api_key = 12345678\n")
     with pytest.raises(ConfigError) as e:
