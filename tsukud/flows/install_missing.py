@@ -248,7 +248,14 @@ class InstallMissing:
                 }
             )
             return await self._from_page(
-                name, page, "no_binary_assets", progress, yes=yes, can_ask=can_ask, llm=llm
+                name,
+                page,
+                "no_binary_assets",
+                progress,
+                yes=yes,
+                can_ask=can_ask,
+                llm=llm,
+                repo=spec.removeprefix("github:"),
             )
         return await self._accept(name, spec, res, progress, yes=yes, can_ask=can_ask)
 
@@ -275,6 +282,7 @@ class InstallMissing:
         can_ask: bool,
         llm: LlmChoice,
         review: bool = False,
+        repo: str | None = None,
     ) -> tuple[CreatedRecipe, tuple[dict[str, Any], ...]]:
         """A recipe read from an install page by the instructions builder, then
         accepted and saved exactly as a generated one. ``review``: a person must see it
@@ -306,6 +314,7 @@ class InstallMissing:
                 can_ask=can_ask,
                 providers=llm.providers,
                 only_provider=llm.only_provider,
+                repo=repo,
             )
         except InstructionsManual as exc:
             spec = _page_package(exc.data)

@@ -12,7 +12,10 @@ shell command that tsuku would run.
 (download, checksum file, version source) must be on an origin the page names in its
 visible text, only ``{version}``/``{os}``/``{arch}`` may be filled in, and the recipe must
 pass create's checks on paper (schema, limits, no ``run_command``, a verify command
-without shell operators that runs what the recipe installs).
+without shell operators that runs what the recipe installs). The same rule holds for
+what is not a URL: an ecosystem package and its package manager, and a GitHub repository
+used as the version source, must be named in the visible text (or be the repository the
+user's request already verified), so hidden text cannot choose what gets installed.
 """
 
 from __future__ import annotations
@@ -63,6 +66,14 @@ _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _ALLOWED_PLACEHOLDERS = frozenset({"version", "os", "arch"})
 _PACKAGE = re.compile(r"^[A-Za-z0-9@][A-Za-z0-9@._/~-]{0,200}$")
 _BINARY = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._/-]{0,200}$")
+# The words a page uses for each manager's install command (pipx packages are often
+# shown as ``pip install``; npm ones as ``npx``, ``yarn global add`` or ``pnpm add -g``).
+MANAGER_WORDS: Final = {
+    "npm": ("npm", "npx", "yarn", "pnpm"),
+    "pipx": ("pipx", "pip", "pip3", "uv", "uvx"),
+    "cargo": ("cargo",),
+    "go": ("go",),
+}
 
 _STR = {"type": "string"}
 SCHEMA_JSON: Final[dict[str, Any]] = {
@@ -224,6 +235,50 @@ def _url_findings(
     return found
 
 
+def named_in(text: str, word: str) -> bool:
+    """Whether ``word`` stands on its own in ``text`` (not inside a longer name):
+    ``foo`` is named by ``npm i -g foo@2`` or "install foo.", not by ``foobar``,
+    ``@x/foo`` or ``foo.js``."""
+    pattern = r"(?<![\w@/.-])" + re.escape(word) + r"(?![\w/-]|\.\w)"
+    return re.search(pattern, text, re.I) is not None
+
+
+def _ecosystem_findings(eco: EcosystemAnswer, page_text: str) -> list[Finding]:
+    found: list[Finding] = []
+    if not named_in(page_text, eco.package):
+        found.append(
+            _finding(
+                f"ecosystem.package: {eco.package!r} is not a package the page names in its "
+                "visible text; answer only with what the page shows",
+                OUTSIDE_PAGE,
+            )
+        )
+    words = MANAGER_WORDS[eco.manager]
+    if not any(named_in(page_text, w) for w in words):
+        found.append(
+            _finding(
+                f"ecosystem.manager: the page's visible text never mentions {eco.manager} "
+                f"({', '.join(words)})",
+                OUTSIDE_PAGE,
+            )
+        )
+    return found
+
+
+def _repo_findings(repo: str, page_text: str, known_repos: Collection[str]) -> list[Finding]:
+    if repo.lower() in {r.lower() for r in known_repos}:
+        return []
+    if re.search(r"github\.com/" + re.escape(repo) + r"(?![\w.-])", page_text, re.I):
+        return []
+    return [
+        _finding(
+            f"version.repo: github.com/{repo} is not named in the page's visible text; use "
+            "a version source the page shows",
+            OUTSIDE_PAGE,
+        )
+    ]
+
+
 def _when(build: Build) -> When:
     return When(os=(build.os,), arch=(build.arch,) if build.arch else None)
 
@@ -283,7 +338,11 @@ def to_recipe(answer: Answer, *, tool: str, page_url: str) -> Recipe:
 
 
 def _download_findings(
-    answer: Answer, origins: Collection[str], refused: list[str]
+    answer: Answer,
+    origins: Collection[str],
+    refused: list[str],
+    page_text: str,
+    known_repos: Collection[str],
 ) -> list[Finding]:
     found: list[Finding] = []
     if not answer.builds:
@@ -305,6 +364,8 @@ def _download_findings(
             found += _url_findings("version.url", v.url, origins, refused)
     elif not v.repo or v.repo.count("/") != 1:
         found.append(_finding("version source github needs repo as owner/repo"))
+    else:
+        found += _repo_findings(v.repo, page_text, known_repos)
     seen: set[tuple[str, str | None]] = set()
     for i, b in enumerate(answer.builds):
         where = f"builds[{i}]"
@@ -327,9 +388,15 @@ def judge(
     tool: str,
     page_url: str,
     origins: Collection[str],
+    page_text: str,
     scripts: Collection[str] = (),
+    known_repos: Collection[str] = (),
 ) -> Judged:
-    """``scripts``: URLs the page pipes into a shell, never a download of a recipe."""
+    """``page_text``: the page's visible text, which must name every package and
+    repository the answer uses (``origins`` are the URLs' counterpart, taken from it).
+    ``scripts``: URLs the page pipes into a shell, never a download of a recipe.
+    ``known_repos``: a repository the request already verified (its homepage is the
+    page), which may be the version source without the page naming it."""
     try:
         answer = parse(arguments)
     except msgspec.ValidationError as exc:
@@ -342,10 +409,10 @@ def judge(
                 answer=answer,
                 findings=(_finding("kind ecosystem needs ecosystem.manager and a package name"),),
             )
-        return Judged(answer=answer)
+        return Judged(answer=answer, findings=tuple(_ecosystem_findings(eco, page_text)))
     if answer.kind != "download":
         return Judged(answer=answer)
-    found = _download_findings(answer, origins, refused)
+    found = _download_findings(answer, origins, refused, page_text, known_repos)
     found += [
         _finding(
             f"{b.url} is a script the page pipes into a shell: answer kind script instead "

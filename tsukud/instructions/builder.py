@@ -137,6 +137,9 @@ class InstructionsRequest(msgspec.Struct, frozen=True, kw_only=True):
     confirmed: bool = False
     can_ask: bool = False
     max_repairs: int = MAX_REPAIRS
+    # owner/repo whose homepage the page is (came_from no_binary_assets): verified by
+    # discovery, so it may be the version source without the page naming it.
+    repo: str | None = None
 
 
 @dataclass
@@ -186,6 +189,7 @@ class _Run:
     origins: frozenset[str] = frozenset()
     forbidden: frozenset[str] = frozenset()
     shown: tuple[ShownCommand, ...] = ()
+    text: str = ""
     warnings: list[str] = field(default_factory=list)
     attempts: int = 0
 
@@ -221,6 +225,7 @@ class _Run:
                 f"the install page {url} answered HTTP {resp.status}", url=url
             )
         text = visible_text(resp.body.decode("utf-8", "replace"))
+        self.text = text
         self.origins = named_origins(text)
         self.shown = shown_commands(text)
         # A script piped into a shell is never a download of the recipe either.
@@ -246,7 +251,9 @@ class _Run:
             tool=self.req.tool,
             page_url=self.req.url,
             origins=self.origins,
+            page_text=self.text,
             scripts=self.forbidden,
+            known_repos=(self.req.repo,) if self.req.repo else (),
         )
 
     async def _answer(

@@ -49,6 +49,7 @@ class InstructionsBuilder:
         can_ask: bool = False,
         providers: str | None = None,
         only_provider: bool | None = None,
+        repo: str | None = None,
     ) -> CreateResult:
         """A validated recipe for ``tool`` read from the install page at ``url``."""
         from tsukud.install.versions import VersionResolver
@@ -81,5 +82,6 @@ class InstructionsBuilder:
             can_ask=can_ask,
             providers=providers,
             only_provider=only_provider,
+            repo=repo,
         )
         return await build(req, deps, session=session)
