@@ -6,7 +6,8 @@
   text, the only places a recipe built from the page may download from, so a host that
   only hidden text (or the model) names never qualifies.
 * :func:`shown_commands`: the instructions tsuku never runs, found whatever the model
-  says: a script piped into a shell (``curl … | sh``) and a system package manager
+  says: a script piped into a shell (``curl … | sh``, ``sh -c "$(curl …)"``,
+  ``bash <(curl …)``) and a system package manager
   (``sudo apt-get install …``), to be shown to the user verbatim.
 """
 
@@ -26,8 +27,15 @@ PAGE_MAX_BYTES = 2 * 1024 * 1024
 
 _URL = re.compile(r"https?://[^\s\"'<>()\[\]`|]+", re.I)
 _PIPE_TO_SHELL = re.compile(
-    r"(?:curl|wget)\b[^|\n]{0,300}?(https?://[^\s\"'|]+)[^|\n]{0,200}?\|\s*(?:sudo\s+)?"
-    r"(?:ba|z|da|k)?sh\b(?:\s+-s\b)?",
+    r"(?:curl|wget)\b[^|\n]{0,300}?(https?://[^\s\"'|]+)[^|\n]{0,200}?\|\s*"
+    r"(?:sudo\s+(?:-\w+\s+)*)?(?:ba|z|da|k)?sh\b(?:\s+-s\b)?",
+    re.I,
+)
+# The same script run by a shell from a command substitution or process substitution:
+# ``sh -c "$(curl -fsSL URL)"``, ``bash <(curl -s URL)``.
+_SUBSTITUTED_TO_SHELL = re.compile(
+    r"(?:sudo\s+(?:-\w+\s+)*)?(?:ba|z|da|k)?sh\s+(?:-c\s+)?[\"']?(?:\$|<)\(\s*"
+    r"(?:curl|wget)\b[^)\n]{0,300}?(https?://[^\s\"')]+)[^)\n]{0,200}?\)[\"']?",
     re.I,
 )
 _SYSTEM_PACKAGE = re.compile(
@@ -77,8 +85,9 @@ def _tidy(command: str) -> str:
 
 def shown_commands(text: str) -> tuple[ShownCommand, ...]:
     found: list[ShownCommand] = []
-    for m in _PIPE_TO_SHELL.finditer(text):
-        found.append(ShownCommand(kind="script", command=_tidy(m.group(0)), url=m.group(1)))
+    for pattern in (_PIPE_TO_SHELL, _SUBSTITUTED_TO_SHELL):
+        for m in pattern.finditer(text):
+            found.append(ShownCommand(kind="script", command=_tidy(m.group(0)), url=m.group(1)))
     for m in _SYSTEM_PACKAGE.finditer(text):
         found.append(ShownCommand(kind="system_package", command=_tidy(_END.sub("", m.group(0)))))
     return tuple(dict.fromkeys(found))

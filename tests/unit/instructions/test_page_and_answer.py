@@ -255,3 +255,17 @@ def test_a_github_version_source_the_page_does_not_name_is_refused() -> None:
         known_repos=("Evil/Foo",),
     )
     assert known.ok, known.findings
+
+
+def test_every_common_way_of_running_a_fetched_script_is_found() -> None:
+    forms = {
+        'sh -c "$(curl -fsSL https://get.example.test/i.sh)"': "https://get.example.test/i.sh",
+        "bash <(curl -s https://get.example.test/b.sh)": "https://get.example.test/b.sh",
+        "curl -sL https://get.example.test/c.sh | sudo -E bash -": "https://get.example.test/c.sh",
+        "wget -qO- https://get.example.test/d.sh | zsh": "https://get.example.test/d.sh",
+    }
+    for command, url in forms.items():
+        (shown,) = shown_commands(f"To install, run: {command}\nThen foo --help.")
+        assert (shown.kind, shown.url) == ("script", url), command
+        assert url in shown.command
+    assert shown_commands("Download https://get.example.test/foo.tar.gz and extract it.") == ()
