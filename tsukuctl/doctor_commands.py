@@ -135,14 +135,32 @@ def check_config(found: Mapping[str, Any]) -> dict[str, str]:
     return line("config", OK, f"{path} valid")
 
 
-def check_keys(found: Mapping[str, Any]) -> dict[str, str]:
-    secrets: dict[str, dict[str, Any]] | None = found.get("secrets")
+def daemon_secrets(args: argparse.Namespace) -> dict[str, dict[str, Any]] | None:
+    """The keys as the daemon resolves them for this caller (its own environment, as a
+    service unit's ``Environment=`` sets it, included), or None when it does not answer:
+    a key only tsukud's environment holds is invisible to this process."""
+    try:
+        settings = rpc(args, "config.list").get("settings") or []
+    except (TsukuError, RemoteError, OSError):
+        return None
+    return {
+        s["key"]: {"set": s["value"] == "(set)", "source": s["source"]}
+        for s in settings
+        if s.get("secret")
+    }
+
+
+def check_keys(
+    found: Mapping[str, Any], daemon: dict[str, dict[str, Any]] | None = None
+) -> dict[str, str]:
+    secrets: dict[str, dict[str, Any]] | None = daemon or found.get("secrets")
     if secrets is None:
         return line("keys", SKIP, "not checked: the configuration could not be read")
     parts = []
     for name, info in sorted(secrets.items()):
         short = name.removeprefix("secrets.")
-        parts.append(f"{short} set ({info['source']})" if info["set"] else f"{short} not set")
+        where = render.source_text(info["source"])
+        parts.append(f"{short} set ({where})" if info["set"] else f"{short} not set")
     if not any(secrets.get(k, {}).get("set") for k in LLM_KEYS):
         fix = (
             "create and discovery need an LLM key: export ANTHROPIC_API_KEY=... (or GEMINI_API_KEY)"
@@ -224,7 +242,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         daemon,
         home_line,
         check_config(found),
-        check_keys(found),
+        check_keys(found, daemon_secrets(args) if daemon["state"] == OK else None),
         *check_sandbox(sandbox),
         hooks,
         check_path(home, env, hooks),

@@ -76,3 +76,16 @@ def csv_text(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def jsonl(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def source_text(source: str) -> str:
+    """A setting's source in words: flag, your environment, tsukud's environment (the
+    one it was started with), the config file, or the default."""
+    kind, _, name = source.partition(":")
+    if kind == "caller":
+        return f"your environment (${name})"
+    if kind == "env":
+        return f"tsukud's environment (${name})"
+    if kind.startswith("file"):
+        return "config file" + kind[4:]
+    return kind

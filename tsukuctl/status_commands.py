@@ -53,19 +53,6 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def source_text(source: str) -> str:
-    """A setting's source in words: flag, your environment, tsukud's environment (the
-    one it was started with), the config file, or the default."""
-    kind, _, name = source.partition(":")
-    if kind == "caller":
-        return f"your environment (${name})"
-    if kind == "env":
-        return f"tsukud's environment (${name})"
-    if kind.startswith("file"):
-        return "config file" + kind[4:]
-    return kind
-
-
 def settings_lines(settings: list[dict[str, Any]]) -> list[str]:
     """Every setting that is not at its default, and every key (set or not, never its
     value), each with where it came from."""
@@ -77,7 +64,7 @@ def settings_lines(settings: list[dict[str, Any]]) -> list[str]:
     for s in shown:
         # A key is only ever set or not; other values as TOML would spell them.
         value = ("set" if s["set"] else "not set") if s["secret"] else render.jsonl(s["value"])
-        where = "" if s["secret"] and not s["set"] else f"  from {source_text(s['source'])}"
+        where = "" if s["secret"] and not s["set"] else f"  from {render.source_text(s['source'])}"
         lines.append(f"  {s['key']:<{width}}  {value}{where}")
     return lines
 

@@ -55,7 +55,10 @@ def test_a_healthy_setup(tsuku: Tsuku, image: str) -> None:
     assert checks["daemon"]["detail"].startswith("running, version ")
     assert str(t.home) in checks["daemon"]["detail"]
     assert checks["home"]["detail"] == f"{t.home} writable, 700"
-    assert "anthropic_api_key set (env:ANTHROPIC_API_KEY)" in checks["keys"]["detail"]
+    assert (
+        "anthropic_api_key set (tsukud's environment ($ANTHROPIC_API_KEY))"
+        in (checks["keys"]["detail"])
+    )
     assert "github_token not set" in checks["keys"]["detail"]
     assert checks["image"]["detail"] == f"{image} present"
     assert checks["hooks"]["detail"].startswith("bash: ")
@@ -131,6 +134,23 @@ def test_no_llm_key_is_a_warning(tsuku: Tsuku, image: str) -> None:
     rc, checks, _ = doctor(t)
     assert rc == 0
     assert checks["keys"]["state"] == "warn" and "ANTHROPIC_API_KEY" in checks["keys"]["fix"]
+
+
+def test_a_key_only_the_daemons_environment_holds_counts(tsuku: Tsuku, image: str) -> None:
+    """A service unit's ``Environment=`` gives tsukud a key this shell never sees:
+    doctor asks the daemon, so the key is set, and says where it lives."""
+    t = healthy(tsuku)
+    t.env["ANTHROPIC_API_KEY"] = CANARY
+    t.start()
+    del t.env["ANTHROPIC_API_KEY"]
+    rc, checks, human = doctor(t)
+    assert rc == 0, human
+    assert checks["keys"]["state"] == "ok", human
+    assert (
+        "anthropic_api_key set (tsukud's environment ($ANTHROPIC_API_KEY))"
+        in (checks["keys"]["detail"])
+    )
+    assert CANARY not in human
 
 
 def test_unreachable_container_runtime(tsuku: Tsuku) -> None:
