@@ -126,7 +126,15 @@ class InstallMissing:
                     source=repo,
                 )
             created, create_stats = await self._from_page(
-                name, repo, "discovery", progress, yes=yes, can_ask=can_ask, llm=llm, review=True
+                name,
+                repo,
+                "discovery",
+                progress,
+                yes=yes,
+                can_ask=can_ask,
+                llm=llm,
+                review=True,
+                collect_tool_stats=collect_tool_stats,
             )
         else:
             if found is not None:
@@ -256,6 +264,7 @@ class InstallMissing:
                 can_ask=can_ask,
                 llm=llm,
                 repo=spec.removeprefix("github:"),
+                collect_tool_stats=collect_tool_stats,
             )
         return await self._accept(name, spec, res, progress, yes=yes, can_ask=can_ask)
 
@@ -283,6 +292,7 @@ class InstallMissing:
         llm: LlmChoice,
         review: bool = False,
         repo: str | None = None,
+        collect_tool_stats: bool = False,
     ) -> tuple[CreatedRecipe, tuple[dict[str, Any], ...]]:
         """A recipe read from an install page by the instructions builder, then
         accepted and saved exactly as a generated one. ``review``: a person must see it
@@ -315,6 +325,7 @@ class InstallMissing:
                 providers=llm.providers,
                 only_provider=llm.only_provider,
                 repo=repo,
+                collect_tool_stats=collect_tool_stats,
             )
         except InstructionsManual as exc:
             spec = _page_package(exc.data)
@@ -330,7 +341,13 @@ class InstallMissing:
                 }
             )
             return await self._create(
-                name, spec, progress, yes=yes and not review, can_ask=can_ask, llm=llm
+                name,
+                spec,
+                progress,
+                yes=yes and not review,
+                can_ask=can_ask,
+                llm=llm,
+                collect_tool_stats=collect_tool_stats,
             )
         return await self._accept(name, url, res, progress, yes=yes and not review, can_ask=can_ask)
 

@@ -48,6 +48,7 @@ from tsukud.create.repair import validation_feedback
 from tsukud.create.sanitize import redact
 from tsukud.create.session import MALFORMED
 from tsukud.errors import ProviderUnavailable, SandboxError, TsukuError
+from tsukud.events.catalogue import ToolCalled
 from tsukud.instructions.answer import (
     DESCRIPTION,
     ECOSYSTEM_ACTIONS,
@@ -140,6 +141,7 @@ class InstructionsRequest(msgspec.Struct, frozen=True, kw_only=True):
     # owner/repo whose homepage the page is (came_from no_binary_assets): verified by
     # discovery, so it may be the version source without the page naming it.
     repo: str | None = None
+    collect_tool_stats: bool = False  # the result lists the model's write_recipe calls
 
 
 @dataclass
@@ -190,6 +192,7 @@ class _Run:
     forbidden: frozenset[str] = frozenset()
     shown: tuple[ShownCommand, ...] = ()
     text: str = ""
+    tool_calls: list[ToolCalled] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     attempts: int = 0
 
@@ -319,15 +322,14 @@ class _Run:
     async def _record(self, judged: Judged, started: float) -> None:
         answer = judged.answer
         ms = round((time.monotonic() - started) * 1000)
-        await self.emit(
-            "tool.called",
-            {
-                "name": WRITE_RECIPE,
-                "ok": judged.ok,
-                "duration_ms": ms,
-                **({} if judged.ok else {"error_type": "invalid_answer"}),
-            },
+        call = ToolCalled(
+            name=WRITE_RECIPE,
+            ok=judged.ok,
+            duration_ms=ms,
+            error_type=None if judged.ok else "invalid_answer",
         )
+        self.tool_calls.append(call)
+        await self.emit("tool.called", msgspec.to_builtins(call))
         used = sorted({o for b in (answer.builds if answer else ()) if (o := origin_of(b.url))})
         payload: dict[str, Any] = {
             "kind": answer.kind if answer else "invalid",
@@ -581,6 +583,7 @@ class _Run:
             preview=preview(recipe, version, verdict.tag or version),
             warnings=tuple(self.warnings),
             duration_ms=round((self.deps.clock.now() - started) * 1000),
+            tool_stats=tuple(self.tool_calls) if self.req.collect_tool_stats else None,
         )
 
     def _summary(self, verdict: Verdict) -> ValidationSummary:

@@ -50,6 +50,7 @@ class InstructionsBuilder:
         providers: str | None = None,
         only_provider: bool | None = None,
         repo: str | None = None,
+        collect_tool_stats: bool = False,
     ) -> CreateResult:
         """A validated recipe for ``tool`` read from the install page at ``url``."""
         from tsukud.install.versions import VersionResolver
@@ -83,5 +84,6 @@ class InstructionsBuilder:
             providers=providers,
             only_provider=only_provider,
             repo=repo,
+            collect_tool_stats=collect_tool_stats,
         )
         return await build(req, deps, session=session)

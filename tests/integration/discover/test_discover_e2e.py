@@ -124,7 +124,7 @@ def on_a_terminal(
 ) -> tuple[int, str, str]:
     """``tsukuctl *args`` with stdin and stderr on a pty (stdout a pipe), answering each
     prompt in turn once it shows (``thinking[prompt]`` seconds after it shows, like a
-    person reading); the exit code, the screen (newlines as written) and stdout."""
+    person reading); the exit code, the whole screen (newlines as written) and stdout."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tsukuctl", *args],
@@ -150,6 +150,14 @@ def on_a_terminal(
             time.sleep((thinking or {}).get(prompt, 0.0))
             os.write(master, reply)
         code = proc.wait(timeout=timeout)
+        while select.select([master], [], [], 0.2)[0]:  # what it wrote after the last prompt
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the client closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
     finally:
         os.close(master)
         assert proc.stdout is not None
@@ -197,7 +205,8 @@ def test_hostile_text_cannot_repaint_the_question(world: World, tk: Tsuku) -> No
     assert "evil.example" not in screen  # the hyperlink's hidden target is gone
     assert "Approved by --yesofficial etats" in screen  # its visible text stays, inert
     assert "! this repository is a FORK of stripe/stripe-cli" in screen
-    assert screen.rstrip().endswith("Install stripe-cli from this source? [y/N]")
+    asked = screen[: screen.index("[y/N]") + len("[y/N]")]
+    assert asked.endswith("Install stripe-cli from this source? [y/N]")  # nothing repainted it
 
 
 def test_a_recipe_written_by_install_is_previewed_like_create(

@@ -133,9 +133,17 @@ def test_a_download_page_ends_installed_and_verified_and_hidden_hosts_stay_out(
     bad = download_answer(f"{evil.url}/x", f"{vendor.url}/foo/latest.json")
     answers(world, bad, download_answer(template, f"{vendor.url}/foo/latest.json"))
 
-    code, screen, stdout = on_a_terminal(tk, ["install", "foo"], [(REVIEW, b"i\n")], timeout=180)
+    code, screen, stdout = on_a_terminal(
+        tk, ["install", "foo", "--collect-tool-stats"], [(REVIEW, b"i\n")], timeout=180
+    )
     assert code == 0, screen
     assert f"discovered foo: the install page {page}" in stdout
+    # --collect-tool-stats lists discovery's calls and then the builder's two answers.
+    rows = [line.split() for line in screen.splitlines()]
+    written = [r for r in rows if r and r[0] == "write_recipe"]
+    assert len(written) == 2, screen
+    assert "invalid_answer" in written[0] and "ok" in written[1]
+    assert any(r and r[0] == "web_search" for r in rows), screen
     assert "installed foo 1.4.2 (foo)" in stdout
     out = subprocess.run(
         [str(tk.home / "bin" / "foo"), "--version"], capture_output=True, text=True, check=True
