@@ -24,6 +24,7 @@ from tsukud.install.homebrew.deps import (
     unneeded,
 )
 from tsukud.install.homebrew.errors import DependencyCycle, DependencyInUse, HomebrewError
+from tsukud.install.homebrew.pour import merge_summaries
 from tsukud.install.homebrew.relocate import relocate_keg, replacements
 from tsukud.net.http import Http
 from tsukud.recipe import ArchiveFormat, Platform, UnsupportedPlatform, VersionNotFound
@@ -163,6 +164,18 @@ def test_dependencies_nothing_needs_after_a_remove() -> None:
     assert unneeded(without_hola, "hello", ["libgreet"]) == unneeded(
         {k: v for k, v in without_hola.items() if k != "hello"}, "hello", ["libgreet"]
     )
+
+
+def test_two_bottles_make_one_relocation_record() -> None:
+    one = {"text_files": 1, "elf_files": 2, "macho_files": 0, "left_alone": [{"file": "a"}]}
+    two = {"text_files": 3, "elf_files": 0, "macho_files": 1, "left_alone": [{"file": "b"}]}
+    assert merge_summaries(None, one) == one
+    assert merge_summaries(one, two) == {
+        "text_files": 4,
+        "elf_files": 2,
+        "macho_files": 1,
+        "left_alone": [{"file": "a"}, {"file": "b"}],
+    }
 
 
 def test_placeholders_longest_first() -> None:
@@ -338,15 +351,7 @@ def test_relocation_makes_the_bottle_run_and_leaves_binary_data_alone(tmp_path: 
     assert report.elf_files == ["bin/hello"] and report.text_files == ["bin/hello-config"]
     # Relocated, but its C string still names the prefix: reported, like the data file.
     assert report.left_alone == ["bin/hello", "share/hello/blob.bin"]
-    assert report.summary() == {
-        "text_files": 1,
-        "elf_files": 1,
-        "macho_files": 0,
-        "left_alone": [
-            {"file": "bin/hello", "placeholders": ["@@HOMEBREW_PREFIX@@"]},
-            {"file": "share/hello/blob.bin", "placeholders": ["@@HOMEBREW_PREFIX@@"]},
-        ],
-    }
+    assert report.summary() == bottles.HELLO_RELOCATION
     ran = subprocess.run([str(tool / "bin" / "hello")], capture_output=True, text=True, check=True)
     assert ran.stdout.startswith(bottles.GREETING)
     # The C string keeps its placeholder (length 23 + 10): only the loader's paths moved.

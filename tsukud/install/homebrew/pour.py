@@ -90,9 +90,7 @@ async def relocate(
     )
 
 
-def merge_summaries(
-    before: dict[str, Any] | None, summary: dict[str, Any]
-) -> dict[str, Any]:
+def merge_summaries(before: dict[str, Any] | None, summary: dict[str, Any]) -> dict[str, Any]:
     """One ``relocation`` record for an install with several bottles (counts added,
     files left alone listed one after the other)."""
     if before is None:
