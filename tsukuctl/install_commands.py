@@ -126,6 +126,8 @@ def cmd_remove(args: argparse.Namespace) -> int:
         out(render.jsonl(res))
         return 0
     out(f"removed {res['tool']} {res['version']}")
+    for dep in res.get("unneeded_dependencies") or []:
+        err(f"{dep} is no longer needed by any tool: tsukuctl remove {dep}")
     return 0
 
 

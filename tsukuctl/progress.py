@@ -190,6 +190,21 @@ def download_text(name: str, done: int, total: int | None, rate: Rate) -> str:
 
 # ---- the daemon's frames ---------------------------------------------------------------
 
+
+def left_alone_text(tool: str, p: Mapping[str, Any]) -> str:
+    """One warning line: how many of a bottle's files keep a Homebrew placeholder, the
+    first of them and which placeholders (the install record lists them all)."""
+    count = int(p.get("count") or 0)
+    files = [str(f) for f in p.get("files") or []]
+    shown = ", ".join(files) + (", …" if count > len(files) else "")
+    which = ", ".join(str(x) for x in p.get("placeholders") or [])
+    noun = "file keeps" if count == 1 else "files keep"
+    return (
+        f"warning: {tool}: {count} {noun} a Homebrew placeholder that could not be "
+        f"rewritten ({which}): {shown}"
+    )
+
+
 _AGAINST = {
     "github_digest": "GitHub's digest",
     "recipe": "the recipe",
@@ -248,6 +263,8 @@ class Progress:
             line(f"installing {tool} {p.get('version', '')}…")
         elif stage == "verifying":
             line(f"verifying: {p.get('command', '')}")
+        elif stage == "relocation_left_alone":
+            line(left_alone_text(tool, p), "warn")
         elif p.get("message"):  # create's stages, discovery (no recipe yet)
             message = str(p["message"])
             line(f"{message}…" if self.ellipsis else message)

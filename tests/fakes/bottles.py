@@ -16,6 +16,18 @@ from tsukud.testing.homebrew import Member, bottle_tarball
 LIB_VERSION = "1.0"
 GREETING = "greetings from libgreet"
 BLOB = b"\x00\x01binary@@HOMEBREW_PREFIX@@/share\x00\xff" * 4
+# What relocating hello's bottle reports: its script rewritten, its RPATH and
+# interpreter rewritten, and two files that keep the prefix (the C string in HELLO_C,
+# the data in BLOB), which cannot be rewritten without corrupting them.
+HELLO_RELOCATION = {
+    "text_files": 1,
+    "elf_files": 1,
+    "macho_files": 0,
+    "left_alone": [
+        {"file": "bin/hello", "placeholders": ["@@HOMEBREW_PREFIX@@"]},
+        {"file": "share/hello/blob.bin", "placeholders": ["@@HOMEBREW_PREFIX@@"]},
+    ],
+}
 
 LIB_C = f"""
 const char *greet(void) {{ return "{GREETING}"; }}
@@ -73,15 +85,15 @@ def build(work: Path, versions: tuple[str, ...] = ("2.0", "1.5")) -> Built:
     return Built(libgreet=lib.read_bytes(), hello=hello)
 
 
-def libgreet_bottle(built: Built) -> bytes:
+def libgreet_bottle(built: Built, version: str = LIB_VERSION) -> bytes:
     return bottle_tarball(
         "libgreet",
-        LIB_VERSION,
+        version,
         {
             "lib/libgreet.so.1": Member(built.libgreet, mode=0o555),
             "lib/libgreet.so": Member(link="libgreet.so.1"),
             "lib/pkgconfig/greet.pc": (
-                b"prefix=@@HOMEBREW_CELLAR@@/libgreet/" + LIB_VERSION.encode() + b"\n"
+                b"prefix=@@HOMEBREW_CELLAR@@/libgreet/" + version.encode() + b"\n"
                 b"libdir=${prefix}/lib\nName: greet\nLibs: -L${libdir} -lgreet\n"
             ),
         },
@@ -103,6 +115,16 @@ def hello_bottle(built: Built, version: str, pkg: str | None = None) -> bytes:
     )
 
 
+def hola_bottle(built: Built) -> bytes:
+    """A second tool linked against libgreet (the same executable, another name)."""
+    return bottle_tarball("hola", "1.0", {"bin/hola": Member(built.hello["2.0"], mode=0o555)})
+
+
+def hola_recipe() -> str:
+    """No verify: the executable is hello's and says so."""
+    return hello_recipe(name="hola", verify=False)
+
+
 def libgreet_recipe() -> str:
     return """[metadata]
 name = "libgreet"
@@ -119,21 +141,18 @@ formula = "libgreet"
 """
 
 
-def hello_recipe(*, deps: str = '["libgreet"]') -> str:
+def hello_recipe(*, deps: str = '["libgreet"]', name: str = "hello", verify: bool = True) -> str:
+    check = f'\n[verify]\ncommand = "{name} --version"\npattern = "hello {{version}}"\n'
     return f"""[metadata]
-name = "hello"
+name = "{name}"
 description = "says hello through libgreet"
 runtime_dependencies = {deps}
 
 [[steps]]
 action = "homebrew"
-formula = "hello"
+formula = "{name}"
 
 [[steps]]
 action = "install_binaries"
-binaries = ["bin/hello"]
-
-[verify]
-command = "hello --version"
-pattern = "hello {{version}}"
-"""
+binaries = ["bin/{name}"]
+""" + (check if verify else "")

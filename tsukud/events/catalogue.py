@@ -264,6 +264,9 @@ class InstallCompleted(Payload):
     verify_checks: list[dict[str, Any]] | None = None
     # Tools this one needs at run time (``remove`` refuses them while it is installed).
     runtime_dependencies: list[str] | None = None
+    # A Homebrew bottle's relocation: {text_files, elf_files, macho_files: counts,
+    # left_alone: [{file, placeholders}]} (files that still hold a placeholder).
+    relocation: dict[str, Any] | None = None
 
 
 class InstallFailed(Payload):

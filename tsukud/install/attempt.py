@@ -55,6 +55,7 @@ from tsukud.install.errors import BinaryConflict, BinaryNotInArchive, no_space
 from tsukud.install.extract import ExtractLimits, extract
 from tsukud.install.homebrew import pour
 from tsukud.install.homebrew.client import Bottle
+from tsukud.install.homebrew.deps import refuse_version_change
 from tsukud.install.openpgp import SignatureInvalid, verify_detached
 from tsukud.install.registry import LoadedRecipe
 from tsukud.install.transaction import InstallTransaction
@@ -118,6 +119,8 @@ class InstallAttempt:
         self.tx = InstallTransaction(inst.home)
         self.bottles: dict[int, Bottle] = {}  # a homebrew step's bottle, by index
         self.deps: dict[str, Path] = {}  # runtime dependency → its tool directory
+        # What relocating the bottles did (install.completed's ``relocation``).
+        self.relocation: dict[str, Any] | None = None
 
     @property
     def stage(self) -> str:
@@ -195,6 +198,8 @@ class InstallAttempt:
         self.stage = "resolve"
         res = await inst.resolver.resolve(recipe, self.requested)
         self.version = res.version
+        # Another version would delete the directory its dependents' RPATH names.
+        refuse_version_change(inst.installed(), self.name, res.version)
         current = inst.installed().get(self.name)
         final_dir = layout.tool_dir(inst.home, self.name, res.version)
         if (
@@ -283,6 +288,7 @@ class InstallAttempt:
             "binaries": binaries,
             "install_dir": str(final_dir),
             "runtime_dependencies": list(recipe.metadata.runtime_dependencies or ()),
+            "relocation": self.relocation,
             "verify_checks": [
                 {"command": c.command, "patterns": list(c.patterns), "exit_code": c.exit_code}
                 for c in checks
@@ -308,6 +314,7 @@ class InstallAttempt:
             "assets": asset_records,
             "verify_output": output,
             "replaced": current.get("version") if current is not None else None,
+            "relocation": self.relocation,
             "session": self.session,
             "timings_ms": self.timings_ms,
         }
@@ -445,7 +452,19 @@ class InstallAttempt:
         assert self.staging is not None
         self.stage = "relocate"
         await self.progress("relocating", file=step.asset_name)
-        await pour.relocate(bottle, self.staging / f"x{step.index}", final_dir, self.deps)
+        keg = self.staging / f"x{step.index}"
+        summary = (await pour.relocate(bottle, keg, final_dir, self.deps)).summary()
+        self.relocation = pour.merge_summaries(self.relocation, summary)
+        left = summary["left_alone"]
+        if left:
+            # Said once per bottle, before the install goes on: the files are kept as
+            # they are (rewriting binary data would corrupt it), and the user should know.
+            await self.progress(
+                "relocation_left_alone",
+                count=len(left),
+                files=[e["file"] for e in left[:3]],
+                placeholders=sorted({p for e in left for p in e["placeholders"]}),
+            )
 
     def _headers(self, step: RenderedStep) -> dict[str, str] | None:
         """A bottle's blob needs its registry's pull token (never recorded)."""

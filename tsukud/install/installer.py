@@ -25,6 +25,7 @@ from tsukud.install.attempt import InstallAttempt, ProgressFn
 from tsukud.install.checks import integrity_problems, run_checks
 from tsukud.install.download import DEFAULT_MAX_BYTES
 from tsukud.install.errors import NotInstalled
+from tsukud.install.homebrew.deps import dependents, unneeded
 from tsukud.install.homebrew.errors import DependencyInUse
 from tsukud.install.registry import Registry, check_name
 from tsukud.install.versions import VersionResolver
@@ -223,16 +224,17 @@ class Installer:
                 "removed_links": links,
                 "install_dir": str(install_dir),
                 "session": session,
+                # Its dependencies nothing else needs now: named, not removed (the user
+                # may use them directly; `tsukuctl remove <dep>` is one line).
+                "unneeded_dependencies": unneeded(
+                    self.installed(), name, list(rec.get("runtime_dependencies") or ())
+                ),
             }
 
     def _check_unneeded(self, name: str) -> None:
         """:class:`DependencyInUse` while another installed tool needs ``name`` at run
         time (its binaries load ``name``'s libraries)."""
-        needed_by = sorted(
-            tool
-            for tool, rec in self.installed().items()
-            if tool != name and name in (rec.get("runtime_dependencies") or ())
-        )
+        needed_by = dependents(self.installed(), name)
         if needed_by:
             raise DependencyInUse(
                 f"{name} is needed by {', '.join(needed_by)}",

@@ -94,6 +94,14 @@ def test_a_bottle_with_a_dependency_installs_runs_verifies_and_guards_its_depend
         e["payload"]["tool"]: e["payload"] for e in events(t) if e["type"] == "install.completed"
     }
     assert done["hello"]["runtime_dependencies"] == ["libgreet"]
+    # Placeholders relocation could not rewrite are recorded and said, not dropped.
+    assert done["hello"]["relocation"] == bottles.HELLO_RELOCATION
+    assert done["libgreet"]["relocation"]["left_alone"] == []
+    warnings = [line for line in cp.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: hello: 2 files keep a Homebrew placeholder that could not be rewritten "
+        "(@@HOMEBREW_PREFIX@@): bin/hello, share/hello/blob.bin"
+    ]
     (asset,) = done["hello"]["assets"]
     tarball = bottles.hello_bottle(built, "2.0", "2.0_1")
     assert asset["sha256"] == hashlib.sha256(tarball).hexdigest()
@@ -108,8 +116,79 @@ def test_a_bottle_with_a_dependency_installs_runs_verifies_and_guards_its_depend
     assert "libgreet is needed by hello" in refused.stderr
     assert run(t.home / "bin" / "hello").returncode == 0
 
-    assert t.ctl("remove", "hello").returncode == 0
+    removed = t.ctl("remove", "hello")
+    assert removed.returncode == 0
+    assert "libgreet is no longer needed by any tool: tsukuctl remove libgreet" in removed.stderr
     assert t.ctl("remove", "libgreet").returncode == 0, "nothing needs it any more"
+    assert installed(t) == {}
+
+
+def test_a_dependency_cannot_move_to_another_version_under_the_tools_that_need_it(
+    t: Tsuku, brew: FakeHomebrew, built: bottles.Built
+) -> None:
+    publish(brew, built)  # libgreet 1.0, hello 2.0 needing it
+    brew.publish("libgreet", "1.1", {HOST_TAG: bottles.libgreet_bottle(built, "1.1")})
+    assert t.ctl("install", "libgreet@1.0").returncode == 0
+    assert t.ctl("install", "hello").returncode == 0  # reuses the installed 1.0
+    old_dir = Path(installed(t)["libgreet"]["install_dir"])
+
+    refused = t.ctl("install", "libgreet@1.1")
+    assert refused.returncode == 1, refused.stderr
+    assert "libgreet 1.0 is needed by hello" in refused.stderr
+    assert "installing libgreet 1.1 would delete it" in refused.stderr
+    assert "tsukuctl remove hello" in refused.stderr  # how to proceed
+    forced = t.ctl("install", "--force", "libgreet@1.1")
+    assert forced.returncode == 1 and "needed by hello" in forced.stderr
+    upgrade = t.ctl("upgrade", "libgreet")
+    assert upgrade.returncode == 1, upgrade.stderr
+    assert "libgreet was not upgraded: libgreet 1.0 is needed by hello" in upgrade.stderr
+    assert installed(t)["libgreet"]["version"] == "1.0" and old_dir.is_dir()
+    ran = run(t.home / "bin" / "hello")
+    assert ran.returncode == 0 and ran.stdout.startswith(bottles.GREETING), ran.stderr
+    failed = [e["payload"] for e in events(t) if e["type"] == "install.failed"]
+    assert [f["error_code"] for f in failed] == ["dependency_in_use"] * 3
+    # A reinstall of the same version keeps the path the RPATH names: allowed.
+    assert t.ctl("install", "--force", "libgreet@1.0").returncode == 0
+    assert run(t.home / "bin" / "hello").returncode == 0
+
+    # The way the hint gives: remove the dependent, move the dependency, reinstall.
+    removed = t.ctl("remove", "hello")
+    assert removed.returncode == 0, removed.stderr
+    assert "libgreet is no longer needed by any tool: tsukuctl remove libgreet" in removed.stderr
+    assert t.ctl("upgrade", "libgreet").returncode == 0
+    assert not old_dir.exists()
+    assert t.ctl("install", "hello").returncode == 0
+    ran = run(t.home / "bin" / "hello")
+    assert ran.returncode == 0 and ran.stdout.startswith(bottles.GREETING), ran.stderr
+    assert installed(t)["libgreet"]["version"] == "1.1"
+
+
+def test_two_tools_share_a_dependency_until_neither_needs_it(
+    t: Tsuku, brew: FakeHomebrew, built: bottles.Built
+) -> None:
+    publish(brew, built)
+    brew.publish("hola", "1.0", {HOST_TAG: bottles.hola_bottle(built)}, dependencies=["libgreet"])
+    local_recipe(t, "hola", bottles.hola_recipe())
+    assert t.ctl("install", "hello").returncode == 0
+    assert t.ctl("install", "hola").returncode == 0
+    lib_installs = [
+        e
+        for e in events(t)
+        if e["type"] == "install.completed" and e["payload"]["tool"] == "libgreet"
+    ]
+    assert len(lib_installs) == 1  # shared, installed once
+
+    removed = t.ctl("remove", "hello")
+    assert removed.returncode == 0, removed.stderr
+    assert "no longer needed" not in removed.stderr  # hola still needs it
+    ran = run(t.home / "bin" / "hola")
+    assert ran.returncode == 0 and ran.stdout.startswith(bottles.GREETING), ran.stderr
+    refused = t.ctl("remove", "libgreet")
+    assert refused.returncode == 1 and "libgreet is needed by hola" in refused.stderr
+
+    removed = t.ctl("remove", "hola", "--json")
+    assert json.loads(removed.stdout)["unneeded_dependencies"] == ["libgreet"]
+    assert t.ctl("remove", "libgreet").returncode == 0
     assert installed(t) == {}
 
 

@@ -17,8 +17,14 @@ from tests.fakes import bottles
 from tsukud.install.download import download
 from tsukud.install.extract import extract
 from tsukud.install.homebrew.client import HomebrewClient
-from tsukud.install.homebrew.deps import install_order
-from tsukud.install.homebrew.errors import DependencyCycle, HomebrewError
+from tsukud.install.homebrew.deps import (
+    dependents,
+    install_order,
+    refuse_version_change,
+    unneeded,
+)
+from tsukud.install.homebrew.errors import DependencyCycle, DependencyInUse, HomebrewError
+from tsukud.install.homebrew.pour import merge_summaries
 from tsukud.install.homebrew.relocate import relocate_keg, replacements
 from tsukud.net.http import Http
 from tsukud.recipe import ArchiveFormat, Platform, UnsupportedPlatform, VersionNotFound
@@ -123,12 +129,92 @@ def test_dependencies_install_deepest_first_and_cycles_are_named() -> None:
         install_order("a", {"a": ("b",), "b": ("c",), "c": ("a",)})
 
 
+INSTALLED = {
+    "libgreet": {"version": "1.0", "install_dir": "/t/libgreet-1.0"},
+    "hello": {"version": "2.0", "runtime_dependencies": ["libgreet"]},
+    "hola": {"version": "1.0", "runtime_dependencies": ["libgreet", "gone"]},
+    "age": {"version": "1.2.0"},
+}
+
+
+def test_a_dependency_keeps_its_version_while_tools_need_it() -> None:
+    assert dependents(INSTALLED, "libgreet") == ["hello", "hola"]
+    assert dependents(INSTALLED, "age") == []
+    with pytest.raises(DependencyInUse) as caught:
+        refuse_version_change(INSTALLED, "libgreet", "1.1")
+    exc = caught.value
+    assert exc.code == "dependency_in_use"
+    assert exc.message.startswith("libgreet 1.0 is needed by hello, hola")
+    assert "/t/libgreet-1.0" in exc.message and "installing libgreet 1.1" in exc.message
+    assert exc.hint is not None and "tsukuctl remove hello" in exc.hint
+    assert "then install hello, hola again" in exc.hint
+    # The same version (a --force reinstall keeps the path), a tool nothing needs, and
+    # a first install are not refused.
+    refuse_version_change(INSTALLED, "libgreet", "1.0")
+    refuse_version_change(INSTALLED, "age", "1.3.0")
+    refuse_version_change(INSTALLED, "newtool", "1.0")
+
+
+def test_dependencies_nothing_needs_after_a_remove() -> None:
+    assert unneeded(INSTALLED, "hello", ["libgreet"]) == []  # hola still needs it
+    without_hola = {k: v for k, v in INSTALLED.items() if k != "hola"}
+    assert unneeded(without_hola, "hello", ["libgreet"]) == ["libgreet"]
+    assert unneeded(INSTALLED, "hola", ["libgreet", "gone"]) == []  # gone: not installed
+    # The removed tool's own record (still in a stale view) does not count as a need.
+    assert unneeded(without_hola, "hello", ["libgreet"]) == unneeded(
+        {k: v for k, v in without_hola.items() if k != "hello"}, "hello", ["libgreet"]
+    )
+
+
+def test_two_bottles_make_one_relocation_record() -> None:
+    one = {"text_files": 1, "elf_files": 2, "macho_files": 0, "left_alone": [{"file": "a"}]}
+    two = {"text_files": 3, "elf_files": 0, "macho_files": 1, "left_alone": [{"file": "b"}]}
+    assert merge_summaries(None, one) == one
+    assert merge_summaries(one, two) == {
+        "text_files": 4,
+        "elf_files": 2,
+        "macho_files": 1,
+        "left_alone": [{"file": "a"}, {"file": "b"}],
+    }
+
+
 def test_placeholders_longest_first() -> None:
     table = replacements("hello", "2.0_1", Path("/t/hello-2.0"), {"libgreet": Path("/t/lg-1")})
     keys = [k for k, _ in table]
     assert keys.index("@@HOMEBREW_CELLAR@@/hello/2.0_1") < keys.index("@@HOMEBREW_CELLAR@@")
     assert dict(table)["@@HOMEBREW_PREFIX@@/opt/libgreet"] == "/t/lg-1"
     assert dict(table)["@@HOMEBREW_CELLAR@@"] == "/t"
+    assert dict(table)["@@HOMEBREW_PERL@@"] == "/usr/bin/perl"
+    with_perl = replacements("git", "2.0", Path("/t/git-2.0"), {"perl": Path("/t/perl-5.40")})
+    assert dict(with_perl)["@@HOMEBREW_PERL@@"] == "/t/perl-5.40/bin/perl"
+
+
+def test_perl_is_replaced_and_unknown_placeholders_are_reported_not_hidden(
+    tmp_path: Path,
+) -> None:
+    keg = tmp_path / "git-2.0"
+    (keg / "bin").mkdir(parents=True)
+    (keg / "libexec").mkdir()
+    script = keg / "bin" / "git-send-email"
+    script.write_text("#!@@HOMEBREW_PERL@@\nuse lib '@@HOMEBREW_PREFIX@@/share/perl5';\n")
+    java = keg / "libexec" / "run-java"
+    java.write_text("#!/bin/sh\nexec @@HOMEBREW_JAVA@@/bin/java -cp @@HOMEBREW_PREFIX@@/x\n")
+    odd = keg / "libexec" / "odd.cfg"
+    odd.write_text("home=@@HOMEBREW_SOMETHING_NEW@@\n")
+    clean = keg / "README"
+    clean.write_text("no placeholders here\n")
+
+    report = relocate_keg(keg, keg, formula="git", pkg_version="2.0", deps={})
+
+    assert script.read_text() == f"#!/usr/bin/perl\nuse lib '{keg}/share/perl5';\n"
+    # What could be replaced was; what could not stays, and the report names it.
+    assert java.read_text() == f"#!/bin/sh\nexec @@HOMEBREW_JAVA@@/bin/java -cp {keg}/x\n"
+    assert odd.read_text() == "home=@@HOMEBREW_SOMETHING_NEW@@\n"
+    assert report.text_files == ["bin/git-send-email", "libexec/run-java"]
+    assert report.summary()["left_alone"] == [
+        {"file": "libexec/odd.cfg", "placeholders": ["@@HOMEBREW_SOMETHING_NEW@@"]},
+        {"file": "libexec/run-java", "placeholders": ["@@HOMEBREW_JAVA@@"]},
+    ]
 
 
 # ---- the fake registry's rules ---------------------------------------------------------
@@ -263,7 +349,9 @@ def test_relocation_makes_the_bottle_run_and_leaves_binary_data_alone(tmp_path: 
     mode = (tool / "bin" / "hello").stat().st_mode
     report = relocate_keg(tool, tool, formula="hello", pkg_version="2.0", deps={"libgreet": lib})
     assert report.elf_files == ["bin/hello"] and report.text_files == ["bin/hello-config"]
-    assert report.left_alone == ["share/hello/blob.bin"]
+    # Relocated, but its C string still names the prefix: reported, like the data file.
+    assert report.left_alone == ["bin/hello", "share/hello/blob.bin"]
+    assert report.summary() == bottles.HELLO_RELOCATION
     ran = subprocess.run([str(tool / "bin" / "hello")], capture_output=True, text=True, check=True)
     assert ran.stdout.startswith(bottles.GREETING)
     # The C string keeps its placeholder (length 23 + 10): only the loader's paths moved.

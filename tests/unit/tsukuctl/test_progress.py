@@ -119,3 +119,23 @@ def test_quiet_shows_nothing() -> None:
     progress({"stage": "downloading", "file": "x", "bytes": 1, "total": 1})
     progress.close()
     assert pipe.getvalue() == ""
+
+
+def test_placeholders_left_in_a_bottle_are_one_warning_line() -> None:
+    pipe = io.StringIO()
+    progress = Progress(display=Display(pipe, env={}))
+    frame = {
+        "stage": "relocation_left_alone",
+        "tool": "git",
+        "count": 5,
+        "files": ["bin/a", "bin/b", "libexec/c"],
+        "placeholders": ["@@HOMEBREW_JAVA@@", "@@HOMEBREW_PREFIX@@"],
+    }
+    progress(frame)
+    progress({**frame, "tool": "hello", "count": 1, "files": ["share/blob.bin"]})
+    assert pipe.getvalue().splitlines() == [
+        "warning: git: 5 files keep a Homebrew placeholder that could not be rewritten "
+        "(@@HOMEBREW_JAVA@@, @@HOMEBREW_PREFIX@@): bin/a, bin/b, libexec/c, …",
+        "warning: hello: 1 file keeps a Homebrew placeholder that could not be rewritten "
+        "(@@HOMEBREW_JAVA@@, @@HOMEBREW_PREFIX@@): share/blob.bin",
+    ]

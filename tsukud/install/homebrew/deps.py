@@ -9,9 +9,10 @@ or a cycle is refused with nothing changed.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from tsukud.errors import TsukuError
-from tsukud.install.homebrew.errors import DependencyCycle, DependencyMissing
+from tsukud.install.homebrew.errors import DependencyCycle, DependencyInUse, DependencyMissing
 from tsukud.recipe import Recipe
 
 
@@ -71,3 +72,53 @@ async def dependency_graph(
         graph[dep] = runtime_dependencies(recipe)
         pending += [(d, dep) for d in graph[dep]]
     return graph
+
+
+def dependents(installed: Mapping[str, Mapping[str, Any]], name: str) -> list[str]:
+    """The installed tools (other than ``name``) whose record lists ``name`` as a
+    runtime dependency, sorted: their binaries load its libraries."""
+    return sorted(
+        tool
+        for tool, rec in installed.items()
+        if tool != name and name in (rec.get("runtime_dependencies") or ())
+    )
+
+
+def unneeded(
+    installed: Mapping[str, Mapping[str, Any]], removed: str, deps: Sequence[str]
+) -> list[str]:
+    """Which of ``removed``'s runtime dependencies are installed and needed by no other
+    installed tool once it is gone (``remove`` says so; it removes nothing itself)."""
+    left = {tool: rec for tool, rec in installed.items() if tool != removed}
+    return sorted({dep for dep in deps if dep in left and not dependents(left, dep)})
+
+
+def refuse_version_change(
+    installed: Mapping[str, Mapping[str, Any]], name: str, version: str
+) -> None:
+    """:class:`DependencyInUse` when installing ``name`` at ``version`` would replace
+    (and so delete) the installed version other tools were relocated against.
+
+    A dependent's RPATH names ``tools/<name>-<old version>/lib``; the install of
+    another version deletes that directory once it is active, and the dependent would
+    stop loading. Refusing is the honest choice (docs/install.md says why not keep the
+    old directory); a reinstall of the same version keeps the path and is allowed."""
+    current = installed.get(name)
+    if current is None or str(current.get("version")) == version:
+        return
+    needed_by = dependents(installed, name)
+    if not needed_by:
+        return
+    old = current.get("version")
+    who = ", ".join(needed_by)
+    raise DependencyInUse(
+        f"{name} {old} is needed by {who} (their binaries load its libraries from "
+        f"{current.get('install_dir')}); installing {name} {version} would delete it",
+        hint=f"Remove {who} first (`tsukuctl remove {needed_by[0]}`), install {name}@{version}, "
+        f"then install {who} again: they are relocated against the new {name}. "
+        f"{name} {old} stays installed meanwhile.",
+        tool=name,
+        needed_by=needed_by,
+        version=old,
+        requested=version,
+    )

@@ -88,3 +88,14 @@ async def relocate(
             loader=loader,
         )
     )
+
+
+def merge_summaries(before: dict[str, Any] | None, summary: dict[str, Any]) -> dict[str, Any]:
+    """One ``relocation`` record for an install with several bottles (counts added,
+    files left alone listed one after the other)."""
+    if before is None:
+        return summary
+    return {
+        key: before[key] + summary[key]
+        for key in ("text_files", "elf_files", "macho_files", "left_alone")
+    }

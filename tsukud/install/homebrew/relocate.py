@@ -17,6 +17,13 @@ A bottle is built under Homebrew's prefix and packed with placeholders
 * **Other binary files** (and placeholders elsewhere in an ELF, such as C strings) are
   left byte-identical: a path of another length cannot be written into them without
   corrupting them, and brew's own CI pins any bottle that needs it.
+* ``@@HOMEBREW_PERL@@`` (in scripts' ``#!`` lines) becomes the ``perl`` runtime
+  dependency's ``bin/perl``, else the system's ``/usr/bin/perl``, as brew does on Linux
+  without a perl dependency. ``@@HOMEBREW_JAVA@@`` and any other placeholder we do not
+  know stay as they are.
+* Every file that still holds a placeholder afterwards is in :attr:`Report.left_alone`
+  with the placeholders it holds, so the install can say so rather than leave a script
+  pointing at ``@@HOMEBREW_JAVA@@`` silently.
 
 * **Mach-O files** (macOS bottles): placeholder install names and run paths in the load
   commands are rewritten and the ad-hoc code signature's page hashes recomputed
@@ -33,12 +40,14 @@ works on Linux, where no ``install_name_tool`` exists.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from tsukud.install.homebrew import macho
 from tsukud.install.homebrew.errors import RelocationFailed
@@ -48,9 +57,12 @@ PREFIX = "@@HOMEBREW_PREFIX@@"
 CELLAR = "@@HOMEBREW_CELLAR@@"
 REPOSITORY = "@@HOMEBREW_REPOSITORY@@"
 LIBRARY = "@@HOMEBREW_LIBRARY@@"
+PERL = "@@HOMEBREW_PERL@@"
+SYSTEM_PERL = "/usr/bin/perl"
 MARKER = b"@@HOMEBREW_"
 ELF_MAGIC = b"\x7fELF"
 TEXT_SNIFF = 8192
+PLACEHOLDER = re.compile(rb"@@HOMEBREW_[A-Z0-9_]+@@")
 # The system loaders a Linux bottle's interpreter is pointed at, by machine.
 LOADERS = {
     "x86_64": "/lib64/ld-linux-x86-64.so.2",
@@ -71,6 +83,7 @@ def replacements(
         PREFIX: str(tool_dir),
         REPOSITORY: str(tool_dir),
         LIBRARY: str(tool_dir / "Library"),
+        PERL: str(deps["perl"] / "bin" / "perl") if "perl" in deps else SYSTEM_PERL,
     }
     for name, path in deps.items():
         table[f"{PREFIX}/opt/{name}"] = str(path)
@@ -91,6 +104,11 @@ def system_loader() -> str:
     return loader
 
 
+def placeholders_in(data: bytes) -> list[str]:
+    """The distinct ``@@HOMEBREW_*@@`` placeholders ``data`` holds, sorted."""
+    return sorted({m.decode() for m in PLACEHOLDER.findall(data)})
+
+
 class Report:
     """What relocation changed, for the install's progress and tests."""
 
@@ -98,7 +116,28 @@ class Report:
         self.text_files: list[str] = []
         self.elf_files: list[str] = []
         self.macho_files: list[str] = []
-        self.left_alone: list[str] = []  # binary files with a placeholder, untouched
+        # Files that still hold a placeholder (binary data we may not rewrite, or one we
+        # cannot resolve, such as @@HOMEBREW_JAVA@@), sorted; with the placeholders held.
+        self.left_alone: list[str] = []
+        self.placeholders: dict[str, list[str]] = {}
+
+    def keep(self, rel: str, path: Path) -> None:
+        """Note ``rel`` if ``path`` still holds a placeholder after relocation."""
+        found = placeholders_in(path.read_bytes())
+        if found:
+            self.left_alone.append(rel)
+            self.placeholders[rel] = found
+
+    def summary(self) -> dict[str, Any]:
+        """The install record's ``relocation``: counts, and each file left alone."""
+        return {
+            "text_files": len(self.text_files),
+            "elf_files": len(self.elf_files),
+            "macho_files": len(self.macho_files),
+            "left_alone": [
+                {"file": rel, "placeholders": self.placeholders[rel]} for rel in self.left_alone
+            ],
+        }
 
 
 def relocate_keg(
@@ -116,7 +155,8 @@ def relocate_keg(
     report = Report()
     table = replacements(formula, pkg_version, tool_dir, deps)
     seen: set[tuple[int, int]] = set()
-    for dirpath, _dirs, names in os.walk(keg):
+    for dirpath, dirs, names in os.walk(keg):
+        dirs.sort()  # the report in one order, whatever the file system's
         for name in sorted(names):
             path = Path(dirpath) / name
             st = path.lstat()
@@ -129,18 +169,12 @@ def relocate_keg(
             if head.startswith(ELF_MAGIC):
                 if _relocate_elf(path, tool_dir / rel, tool_dir, deps, patchelf, loader):
                     report.elf_files.append(rel)
-                elif MARKER in path.read_bytes():
-                    report.left_alone.append(rel)
             elif is_macho(head):
                 if _relocate_macho(path, tool_dir / rel, table):
                     report.macho_files.append(rel)
-                elif MARKER in path.read_bytes():
-                    report.left_alone.append(rel)
-            elif b"\x00" in head:
-                if MARKER in path.read_bytes():
-                    report.left_alone.append(rel)
-            elif _relocate_text(path, table):
+            elif b"\x00" not in head and _relocate_text(path, table):
                 report.text_files.append(rel)
+            report.keep(rel, path)
     return report
 
 
