@@ -237,8 +237,10 @@ class Daemon:
         together, at its ``llm.turn``/``llm.cut_off`` costs and paid searches, plus every
         ``llm.call_started`` that never got an answer: that request may have been billed
         and its usage is lost, so it is charged at its worst case as an estimated
-        ``llm.cut_off`` (the ledger never undercounts). A create run the dead daemon
-        never finished gets its terminal ``generation.failed`` (``abandoned``) with
+        ``llm.cut_off`` (the ledger never undercounts). A paid search's
+        ``discovery.search_started`` without its ``discovery.search`` is charged its fee
+        the same way, as an estimated ``discovery.search`` (``abandoned``). A create run
+        the dead daemon never finished gets its terminal ``generation.failed`` (``abandoned``) with
         that total, as every run's last event carries what the run cost.
 
         ``left_open`` is taken before the server accepts anything: a request served
@@ -272,8 +274,14 @@ class Daemon:
             for call in found.unanswered:
                 payload = {**call, "reason": "abandoned", "estimated": True}
                 await self.store.append("llm.cut_off", payload, session)
+            for search in found.unanswered_searches:
+                await self.store.append("discovery.search", search, session)
             actual = found.spent + sum(
-                (Decimal(str(c["cost_usd"])) for c in found.unanswered if "cost_usd" in c),
+                (
+                    Decimal(str(c["cost_usd"]))
+                    for c in (*found.unanswered, *found.unanswered_searches)
+                    if "cost_usd" in c
+                ),
                 Decimal(0),
             )
             amounts = [Decimal(r.amount) / 1_000_000 for r in held.values()]
@@ -470,6 +478,8 @@ def _shown_source(s: configmod.Setting) -> dict[str, Any]:
 class _Abandoned:
     spent: Decimal  # what the run's turns, cut-offs and paid searches cost
     unanswered: list[dict[str, Any]]  # llm.cut_off payloads for calls without an answer
+    # discovery.search payloads for paid searches sent and never answered
+    unanswered_searches: list[dict[str, Any]]
 
 
 def _abandoned_costs(conn: sqlite3.Connection, first: str, session: str | None) -> _Abandoned:
@@ -495,24 +505,8 @@ def _abandoned_costs(conn: sqlite3.Connection, first: str, session: str | None) 
                 ).fetchone()[0]
             )
         )
-    answered = {
-        row[0]
-        for row in conn.execute(
-            "SELECT json_extract(payload, '$.call') FROM events"
-            " WHERE type IN ('llm.turn', 'llm.failed', 'llm.cut_off')"
-            " AND json_extract(payload, '$.reservation') = ?",
-            (first,),
-        )
-    }
     unanswered = []
-    for (raw,) in conn.execute(
-        "SELECT payload FROM events WHERE type = 'llm.call_started'"
-        " AND json_extract(payload, '$.reservation') = ? ORDER BY id",
-        (first,),
-    ):
-        started = json.loads(raw)
-        if started["call"] in answered:
-            continue
+    for started in _unanswered(conn, first, "llm.call_started", "call"):
         cut: dict[str, Any] = {
             k: started[k]
             for k in ("provider", "model", "purpose", "reservation", "call")
@@ -521,7 +515,61 @@ def _abandoned_costs(conn: sqlite3.Connection, first: str, session: str | None) 
         if started.get("worst_case_usd") is not None:
             cut["cost_usd"] = started["worst_case_usd"]
         unanswered.append(cut)
-    return _Abandoned(spent, unanswered)
+    return _Abandoned(spent, unanswered, _abandoned_searches(conn, first))
+
+
+def _abandoned_searches(conn: sqlite3.Connection, first: str) -> list[dict[str, Any]]:
+    """``discovery.search`` payloads for the paid searches of the run (first reservation
+    ``first``) that were written ahead and never answered: charged their fee, estimated."""
+    found = []
+    for started in _unanswered(conn, first, "discovery.search_started", "search"):
+        found.append(
+            {
+                "tool": started["tool"],
+                "provider": started["provider"],
+                "reservation": first,
+                "search": started["search"],
+                "ok": False,
+                "error": "tsukud stopped before the search answered",
+                "reason": "abandoned",
+                "estimated": True,
+                "cost_usd": started["worst_case_usd"],
+            }
+        )
+    return found
+
+
+#: What answers each write-ahead event: the types that end it, by the same number.
+_ANSWERED_BY = {
+    "llm.call_started": ("llm.turn", "llm.failed", "llm.cut_off"),
+    "discovery.search_started": ("discovery.search",),
+}
+
+
+def _unanswered(
+    conn: sqlite3.Connection, first: str, ahead: str, number: str
+) -> list[dict[str, Any]]:
+    """The ``ahead`` write-ahead payloads of the run (first reservation ``first``) that no
+    event of :data:`_ANSWERED_BY` with the same ``number`` field ended, in order."""
+    answers = _ANSWERED_BY[ahead]
+    marks = ", ".join("?" * len(answers))
+    answered = {
+        row[0]
+        for row in conn.execute(
+            f"SELECT json_extract(payload, '$.{number}') FROM events"  # noqa: S608 - our names
+            f" WHERE type IN ({marks}) AND json_extract(payload, '$.reservation') = ?",
+            (*answers, first),
+        )
+    }
+    return [
+        started
+        for (raw,) in conn.execute(
+            "SELECT payload FROM events WHERE type = ?"
+            " AND json_extract(payload, '$.reservation') = ? ORDER BY id",
+            (ahead, first),
+        )
+        if (started := json.loads(raw))[number] not in answered
+    ]
 
 
 def _unfinished_discovery(conn: sqlite3.Connection, session: str) -> str | None:

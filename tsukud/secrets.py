@@ -8,7 +8,10 @@ this module, so there is one marker, one length threshold and one idea of a secr
   validation container), replaced wherever they appear, because an upstream error or
   a URL can echo a key under any name;
 - the value of any credential-like key (``password=…``, ``token: …``, ``"api_key":
-  "…"``), whatever its characters: a numeric password is still a password;
+  "…"``, ``STRIPE_KEY=…``, ``NPM_AUTH=…``), whatever its characters: a numeric password
+  is still a password;
+- the value after a credential flag on a command line (``--password VALUE``,
+  ``--token VALUE``, ``--api-key VALUE``), as a shell line or a process listing shows it;
 - ``Authorization`` headers, bearer/basic credentials, ``user:pass@`` in URLs and
   private key blocks;
 - the shapes of well-known tokens (``ghp_``, ``sk-ant-``, ``AIza``, …), in case one
@@ -25,23 +28,32 @@ from typing import Any
 
 REDACTED = "[REDACTED]"
 
-# Registered values shorter than this are not scrubbed: replacing "1" everywhere would
-# destroy the text without protecting anything real.
-MIN_SECRET_LENGTH = 8
+# Registered values shorter than this are not scrubbed: replacing "1" or "on" everywhere
+# would destroy the text without protecting anything real. A registered value is known to
+# be a secret (not a guess), so anything from four characters on goes: a short
+# validation password is still the password.
+MIN_SECRET_LENGTH = 4
 
 # A credential-like name *ends* in one of these words, so ``GITHUB_TOKEN``,
 # ``client_secret`` and ``x-api-key`` are secret and ``max_tokens``, ``token_count`` or
 # ``secrets`` are not. ``token`` counts only as a whole word or after a separator
 # (``mytoken`` is not a credential); ``pwd`` and ``pass`` only after a separator
 # (``PWD`` and ``OLDPWD`` are directories, "pass: 3" a test count; ``DB_PASS`` is not).
-_WORD_OR_SUFFIX = "token"
+# ``auth`` is like ``token`` (``auth``, ``NPM_AUTH``; not ``author`` or ``oauth``).
+# ``key`` counts only after ``_`` or ``-`` (``STRIPE_KEY``, ``signing-key``): a bare
+# ``key`` is how tsuku names a setting ("unknown key: llm.foo") and ``server.key`` a
+# file, and ``monkey``/``keyboard`` are words.
+_WORD_OR_SUFFIX = "token|auth"
 _SUFFIX_ONLY = "pwd|pass"
+_KEY_SUFFIX = "key"
 _WORDS = (
     r"api[_-]?key|apikey|secret|secret[_-]?key|passw(?:or)?d|passphrase|authorization"
-    r"|credentials?|access[_-]?key|private[_-]?key|session[_-]?id|cookie"
+    r"|credentials?|access[_-]?key|private[_-]?key|session[_-]?id|cookie|auth[_-]?token"
 )
 _SECRET_NAME = re.compile(
-    rf"(?:[\w.-]*[_.-])?{_WORD_OR_SUFFIX}|[\w.-]*[_.-](?:{_SUFFIX_ONLY})|[\w.-]*(?:{_WORDS})", re.I
+    rf"(?:[\w.-]*[_.-])?(?:{_WORD_OR_SUFFIX})|[\w.-]*[_.-](?:{_SUFFIX_ONLY})"
+    rf"|[\w.-]*[_-]{_KEY_SUFFIX}|[\w.-]*(?:{_WORDS})",
+    re.I,
 )
 
 # ``key=value``, ``key: value`` and JSON/YAML ``"key": "value"`` with a credential-like
@@ -52,8 +64,8 @@ _SECRET_NAME = re.compile(
 # not the whole key: scanning every prefix of every word made this the slowest pattern
 # by far.
 _PAIR_HEAD = (
-    rf"(?i)(?P<head>(?:(?:(?<![\w.-])|(?<=[_.-])){_WORD_OR_SUFFIX}|(?<=[_.-])(?:{_SUFFIX_ONLY})"
-    rf"|{_WORDS})[\"']?[ \t]*"
+    rf"(?i)(?P<head>(?:(?:(?<![\w.-])|(?<=[_.-]))(?:{_WORD_OR_SUFFIX})|(?<=[_.-])(?:{_SUFFIX_ONLY})"
+    rf"|(?<=[_-]){_KEY_SUFFIX}|{_WORDS})[\"']?[ \t]*"
 )
 _QUOTED = r"\"[^\"\r\n]*\"|'[^'\r\n]*'"
 _PAIR = re.compile(
@@ -62,6 +74,13 @@ _PAIR = re.compile(
 _COLON_PAIR = re.compile(
     rf"{_PAIR_HEAD}:[ \t]*)(?!{re.escape(REDACTED)})"
     rf"(?P<value>{_QUOTED}|[^\s\"',;&)\]}}](?:[^\r\n\"',;&)\]}}]*[^\s\"',;&)\]}}])?)"
+)
+# ``--password VALUE``, ``--github-token VALUE``: a credential flag and the word after
+# it, unless that word is the next flag. ``--token=x`` is a pair above; ``--max-tokens 9``
+# and ``--password-stdin`` do not end in a credential word.
+_CLI_FLAG = re.compile(
+    r"(?i)(?<![\w-])(?P<head>--(?:[a-z0-9]+-)*(?:password|passwd|token|secret|api-?key|auth)"
+    rf"[ \t]+)(?!{re.escape(REDACTED)})(?P<value>{_QUOTED}|(?!-)[^\s\"']+)"
 )
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+(?::[^/\s@]*)?@")
 _AUTH_HEADER = re.compile(r"(?im)\b((?:proxy-)?authorization\s*[:=]\s*)(?![\"'])[^\r\n]+")
@@ -128,7 +147,7 @@ def _scrub(text: str, known: tuple[str, ...]) -> str:
     text = _AUTH_HEADER.sub(rf"\1{REDACTED}", text)
     text = _BEARER.sub(rf"\1 {REDACTED}", text)
     text = _TOKEN_SHAPES.sub(REDACTED, text)
-    return _COLON_PAIR.sub(_pair, _PAIR.sub(_pair, text))
+    return _CLI_FLAG.sub(_pair, _COLON_PAIR.sub(_pair, _PAIR.sub(_pair, text)))
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:

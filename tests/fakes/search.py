@@ -93,7 +93,7 @@ class FakeSearch(FakeHTTPServer):
         self.brave_body: bytes = fixture("brave_success.json")
         self.tavily_statuses: list[int] = []
         self.brave_statuses: list[int] = []
-        self.delay = 0.0
+        self.delay = 0.0  # seconds every provider holds its answer (a search in flight)
 
     def env(self) -> dict[str, str]:
         return {
@@ -132,11 +132,17 @@ class FakeSearch(FakeHTTPServer):
                 return self.reject(request, "Tavily needs Authorization: Bearer <key>", TAVILY_401)
             if self.tavily_statuses:
                 return Reply(self.tavily_statuses.pop(0), json={"detail": {"error": "busy"}})
-            return Reply(body=self.tavily_body, headers={"content-type": "application/json"})
+            return Reply(
+                body=self.tavily_body,
+                headers={"content-type": "application/json"},
+                delay=self.delay,
+            )
         if path == "/brave/res/v1/web/search" and request.method == "GET":
             if not request.headers.get("x-subscription-token", "").strip():
                 return self.reject(request, "Brave needs X-Subscription-Token", BRAVE_422)
             if self.brave_statuses:
                 return Reply(self.brave_statuses.pop(0), json={"type": "ErrorResponse"})
-            return Reply(body=self.brave_body, headers={"content-type": "application/json"})
+            return Reply(
+                body=self.brave_body, headers={"content-type": "application/json"}, delay=self.delay
+            )
         return Reply(404, body=b"not found")

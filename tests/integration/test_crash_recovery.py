@@ -7,6 +7,8 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -79,52 +81,67 @@ def test_kill_9_during_streaming_loses_no_acknowledged_event(tsuku: Tsuku) -> No
     assert len(started) == rounds + 1
 
 
-def test_abandoned_reservation_is_settled_with_its_search_fees(tsuku: Tsuku) -> None:
-    """A discovery whose daemon died after a paid search: the next daemon settles the
-    reservation at the search's cost, not at the (zero) cost of its llm.turn events."""
+def _events_once_written(tsuku: Tsuku, type_: str, timeout: float = 10) -> list[Any]:
+    """The ``type_`` events, once there are any (the start-up sweep writes them soon
+    after the daemon serves), or none after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out = tsuku.ctl("events", "--json", "--limit", "0", "--type", type_).stdout
+        found = [json.loads(line) for line in out.splitlines()]
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+def _die_after(tsuku: Tsuku, write: Callable[[Any], Awaitable[None]]) -> None:
+    """A daemon in this process that records what ``write`` does to it and then "dies":
+    its store closed, nothing settled, as a kill -9 leaves the ledger."""
     import trio
 
     from tsukud import config as configmod
     from tsukud.daemon import Daemon
 
-    session = "discover-0123456789ab"
-
-    async def die_mid_discovery() -> None:
+    async def run() -> None:
         d = Daemon(config=configmod.resolve(env=tsuku.env), env=tsuku.env)
         d.open()
         async with trio.open_nursery() as nursery:
             await nursery.start(d.store.run)
-            started = {"tool": "stripe-cli", "requested": "stripe-cli", "yes": True}
-            started["can_ask"] = False
-            d.store.append_nowait("discovery.started", started, session)
-            await d.budget.reserve(0.05, session=session, purpose="discovery", confirmed=True)
-            ev = d.store.append_nowait(
-                "discovery.search",
-                {"tool": "stripe-cli", "provider": "tavily", "ok": True, "cost_usd": 0.008},
-                session,
-            )
-            await d.store.wait_durable(ev.id)
-            d.store.close()  # no settlement: the process "dies" here
+            await write(d)
+            d.store.close()
         d.store.close_connection()
 
-    trio.run(die_mid_discovery)
+    trio.run(run)
+
+
+async def _discovery_begun(d: Any, session: str) -> str:
+    """A discovery of stripe-cli started and its reservation taken: the reservation."""
+    started = {"tool": "stripe-cli", "requested": "stripe-cli", "yes": True, "can_ask": False}
+    d.store.append_nowait("discovery.started", started, session)
+    grant = await d.budget.reserve(0.05, session=session, purpose="discovery", confirmed=True)
+    return str(grant.reservation)
+
+
+def test_abandoned_reservation_is_settled_with_its_search_fees(tsuku: Tsuku) -> None:
+    """A discovery whose daemon died after a paid search: the next daemon settles the
+    reservation at the search's cost, not at the (zero) cost of its llm.turn events."""
+    session = "discover-0123456789ab"
+
+    async def paid_search(d: Any) -> None:
+        await _discovery_begun(d, session)
+        ev = d.store.append_nowait(
+            "discovery.search",
+            {"tool": "stripe-cli", "provider": "tavily", "ok": True, "cost_usd": 0.008},
+            session,
+        )
+        await d.store.wait_durable(ev.id)
+
+    _die_after(tsuku, paid_search)
     tsuku.start()
-    deadline = time.monotonic() + 10
-    settled: list[dict] = []  # type: ignore[type-arg]
-    while not settled and time.monotonic() < deadline:
-        out = tsuku.ctl("events", "--json", "--limit", "0", "--type", "budget.settled").stdout
-        settled = [json.loads(line) for line in out.splitlines()]
-        time.sleep(0.05)
-    (event,) = settled
+    (event,) = _events_once_written(tsuku, "budget.settled")
     assert event["session"] == session
     assert event["payload"]["actual_usd"] == pytest.approx(0.008)
     # The discovery the daemon died in has its terminal event, with what it spent.
-    ended: list[dict] = []  # type: ignore[type-arg]
-    while not ended and time.monotonic() < deadline:
-        out = tsuku.ctl("events", "--json", "--limit", "0", "--type", "discovery.failed").stdout
-        ended = [json.loads(line) for line in out.splitlines()]
-        time.sleep(0.05)
-    (failed,) = ended
+    (failed,) = _events_once_written(tsuku, "discovery.failed")
     assert failed["session"] == session
     assert failed["payload"]["error_code"] == "abandoned"
     assert failed["payload"]["spent_usd"] == pytest.approx(0.008)
@@ -156,6 +173,54 @@ def test_a_wal_lost_after_kill_9_is_refused_at_start_with_what_was_lost(tsuku: T
     cp = tsuku.ctl("events", "verify")
     assert cp.returncode == ExitCode.LEDGER_CORRUPT, cp.stderr
     assert "are missing" in cp.stderr and "Traceback" not in cp.stderr
+
+
+def test_an_abandoned_paid_search_is_charged_its_fee(tsuku: Tsuku) -> None:
+    """A discovery died with a paid search in flight (its discovery.search_started has no
+    discovery.search): the next daemon charges that search its fee as an estimated
+    discovery.search, and the settlement and the terminal event carry it with the
+    answered search, the failed one and the model call."""
+    session = "discover-0123456789cd"
+
+    async def search_in_flight(d: Any) -> None:
+        rid = await _discovery_begun(d, session)
+        search = {"tool": "stripe-cli", "provider": "tavily", "reservation": rid}
+        fee = {"worst_case_usd": 0.008}
+        call = {"provider": "local", "reservation": rid, "call": 1}
+        for type_, payload in (
+            ("llm.call_started", {**call, "worst_case_usd": 0.0}),
+            ("llm.turn", {**call, "cost_usd": 0.0}),
+            ("discovery.search_started", {**search, "search": 1, **fee}),
+            ("discovery.search", {**search, "search": 1, "ok": True, "cost_usd": 0.008}),
+            ("discovery.search_started", {**search, "search": 2, **fee}),
+            (
+                "discovery.search",
+                {**search, "search": 2, "ok": False, "estimated": True, "cost_usd": 0.008},
+            ),
+            ("discovery.search_started", {**search, "search": 3, **fee}),  # in flight
+        ):
+            ev = d.store.append_nowait(type_, payload, session)
+        await d.store.wait_durable(ev.id)
+
+    _die_after(tsuku, search_in_flight)
+    tsuku.start()
+    (failed,) = _events_once_written(tsuku, "discovery.failed")
+    assert failed["payload"]["error_code"] == "abandoned"
+    assert failed["payload"]["spent_usd"] == pytest.approx(3 * 0.008)
+    out = tsuku.ctl("events", "--json", "--limit", "0", "--type", "budget.settled").stdout
+    (settled,) = [json.loads(line)["payload"] for line in out.splitlines()]
+    assert settled["actual_usd"] == pytest.approx(3 * 0.008)
+    out = tsuku.ctl("events", "--json", "--limit", "0", "--type", "discovery.search").stdout
+    searches = [json.loads(line) for line in out.splitlines()]
+    abandoned = [e["payload"] for e in searches if e["payload"].get("reason") == "abandoned"]
+    assert [a["search"] for a in abandoned] == [3]  # only the unanswered one
+    assert abandoned[0]["estimated"] is True and abandoned[0]["cost_usd"] == pytest.approx(0.008)
+    assert all(e["session"] == session for e in searches)
+    # The summary counts the two estimated fees apart, and the total with them.
+    summary = tsuku.call("events.summary", {"filter": {"session": session}, "by": "type"})
+    totals = summary["totals"]
+    assert totals["cost_usd"] == pytest.approx(3 * 0.008), summary
+    assert totals["cost_estimated_usd"] == pytest.approx(2 * 0.008), summary
 
 
 def test_abandoned_call_is_settled_at_its_worst_case(tsuku: Tsuku) -> None:

@@ -30,18 +30,18 @@ def test_json_lines_rotate_and_scrub_secrets(tmp_path: Path) -> None:
 
 
 def test_redactor_names_and_values() -> None:
-    r = Redactor(["ghp_0123456789abcdef", "short"])
+    r = Redactor(["ghp_0123456789abcdef", "abc"])  # under the threshold
     out = r.value(
         {
             "github_token": "x-anything",
             "input_tokens": 12,
             "nested": ["ghp_0123456789abcdef!"],
-            "note": "short is fine",
+            "note": "abc is fine",
         }
     )
     assert out == {
         "github_token": REDACTED,
         "input_tokens": 12,
         "nested": [f"{REDACTED}!"],
-        "note": "short is fine",
+        "note": "abc is fine",
     }

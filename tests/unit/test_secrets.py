@@ -72,11 +72,65 @@ def test_ordinary_text_is_kept(text: str) -> None:
     assert redact(text) == text
 
 
+@pytest.mark.parametrize(
+    ("text", "leaked"),
+    [
+        # A ``_KEY``/``-key`` suffix names a key, whatever comes before it.
+        ("STRIPE_KEY=abc123def", "abc123def"),
+        ("SIGNING_KEY: k3y-material", "k3y-material"),
+        ("signing-key = zz9plural", "zz9plural"),
+        ('{"deploy_key": "dk-1"}', "dk-1"),
+        # ``auth`` as a word or after a separator, and npm's ``_authToken``.
+        ("NPM_AUTH=bnBtOnNlY3JldA", "bnBtOnNlY3JldA"),
+        ("auth: user:pw1", "user:pw1"),
+        ("//registry.npmjs.org/:_authToken=npm_abcd", "npm_abcd"),
+        # Credential flags on a command line, the value a separate word.
+        ("mysql --password hunter2xyz -h db", "hunter2xyz"),
+        ("gh --token abcdefgh123", "abcdefgh123"),
+        ("tool --passwd p4ss --verbose", "p4ss"),
+        ("vault --secret 's p a c e d'", "s p a c e d"),
+        ("cli --api-key AK1234", "AK1234"),
+        ("cli --apikey AK1234", "AK1234"),
+        ("ci --github-token 0000", "0000"),
+        ("npm --auth zzyzx", "zzyzx"),
+    ],
+)
+def test_more_credential_names_and_flags_are_redacted(text: str, leaked: str) -> None:
+    out = redact(text)
+    assert leaked not in out and REDACTED in out, out
+    assert redact(out) == out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Words that merely contain ``key`` or ``auth``.
+        "keyboard=us monkey=3 turkey: roast donkey=1",
+        "author=jane authority: root authors: 3 oauth=enabled",
+        # A bare ``key`` is how tsuku names a setting; ``.key`` is a file.
+        "unknown key: llm.foo",
+        "key=llm.provider",
+        "server.key: no such file",
+        # Flags that are not followed by a credential.
+        "--max-tokens 4096",
+        "docker login --password-stdin",
+        "--token-file /run/token --verbose",
+        "--token --verbose",
+        "--password",
+        "passwords are hashed; authentication failed",
+    ],
+)
+def test_ordinary_words_and_flags_are_kept(text: str) -> None:
+    assert redact(text) == text
+
+
 def test_secret_names() -> None:
     secret = ["GITHUB_TOKEN", "token", "x-api-key", "client_secret", "Authorization", "db_pwd"]
-    secret += ["DB_PASS", "smtp.pass"]
+    secret += ["DB_PASS", "smtp.pass", "STRIPE_KEY", "signing-key", "auth", "NPM_AUTH"]
+    secret += ["_authToken", "tavily_key"]
     plain = ["max_tokens", "token_count", "secrets", "PWD", "mytoken", "session", "key"]
-    plain += ["pass", "compass", "bypass"]
+    plain += ["pass", "compass", "bypass", "monkey", "keyboard", "author", "authority"]
+    plain += ["oauth", "server.key", "keys"]
     assert all(is_secret_name(n) for n in secret)
     assert not any(is_secret_name(n) for n in plain)
 
@@ -89,6 +143,20 @@ def test_one_threshold_for_registered_values() -> None:
     assert r.text(f"a {short} b {long} c") == f"a {short} b {REDACTED} c"
     # The longer of two overlapping values is replaced whole.
     assert redact("x abcdefghij y", ["abcdefgh", "abcdefghij"]) == f"x {REDACTED} y"
+
+
+def test_short_registered_values_down_to_the_threshold_are_redacted() -> None:
+    """A registered value is known to be a secret, so a short one goes too; only values
+    under the one threshold stay, or "1" would be replaced everywhere."""
+    assert MIN_SECRET_LENGTH == 4
+    env = {"DB_PASSWORD": "pw12", "PIN": "7391", "FLAG": "1", "MODE": "on"}
+    out = redact("pw12 then 7391 then 1 then on, version 1.0", env.values())
+    assert "pw12" not in out and "7391" not in out
+    assert out == f"{REDACTED} then {REDACTED} then 1 then on, version 1.0"
+    r = Redactor()
+    with r.scoped(["abcd", "xyz"]):
+        assert r.values == ("abcd",)
+        assert r.suspect("abcd") and r.text("an abcd xyz") == f"an {REDACTED} xyz"
 
 
 def test_scoped_values_are_redacted_only_inside_the_block() -> None:

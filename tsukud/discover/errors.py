@@ -55,7 +55,12 @@ class DiscoveryUnverified(DiscoveryError):
 
 
 class DiscoverySearchFailed(DiscoveryError):
+    """A web search that gave no results. ``sent`` says whether one of its attempts may
+    have reached the provider (a paid provider bills a query it received, answered or
+    not); false only when every attempt failed before a byte was sent."""
+
     code = "discovery_search_failed"
+    sent: bool = True
 
 
 class DiscoveryLLMUnavailable(DiscoveryError):

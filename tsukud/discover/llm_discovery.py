@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+import trio
+
 from tsukud.discover.ecosystem import BUILDERS as ECOSYSTEMS
 from tsukud.discover.ecosystem import valid_package
 from tsukud.discover.errors import DiscoverySearchFailed
@@ -444,6 +446,7 @@ class LLMDiscovery:
         self.max_searches = max_searches
         self._progress = progress
         self._emit = emit
+        self._sent = 0  # client-side searches asked of the searcher, all providers
 
     async def discover(self, providers: Sequence[tuple[str, str]]) -> Outcome:
         """Try ``(name, model)`` in order until one completes its session."""
@@ -699,28 +702,72 @@ class LLMDiscovery:
             f"searching {self.searcher.name}: {query}",
             {"query": query, "search": self.searcher.name},
         )
+        ahead = await self._search_started()
         try:
             response: SearchResponse = await self.searcher.search(query)
         except DiscoverySearchFailed as exc:
             outcome.search_errors.append(exc.message)
-            await self._emit(
-                "discovery.search",
-                {"provider": self.searcher.name, "ok": False, "error": exc.message[:300]},
-            )
+            failed_payload: dict[str, Any] = {"ok": False, "error": exc.message[:300]}
+            if exc.sent:
+                failed_payload |= self._charged("failed")
+            await self._emit("discovery.search", {**ahead, **failed_payload})
             failed = ToolResult(
                 call.id, f"Error: web_search failed: {exc.message}", True, call.name
             )
             return failed, "search_failed"
+        except BaseException as exc:
+            # Cut off (the deadline, the client left) or broken: the query may have been
+            # received and billed, and no answer will say so.
+            reason = "cancelled" if isinstance(exc, trio.Cancelled) else "error"
+            cut = {"ok": False, "error": f"the search was cut off ({reason})"}
+            with trio.CancelScope(shield=True):
+                await self._emit("discovery.search", {**ahead, **cut, **self._charged(reason)})
+            raise
         payload: dict[str, Any] = {
-            "provider": self.searcher.name,
+            **ahead,
             "ok": True,
             "results": len(response.results),
             "attempts": response.attempts,
         }
-        if self.search_fee is not None and self.search_fee > 0:
-            self.run.spent += self.search_fee
-            payload["cost_usd"] = float(self.search_fee)
+        if self._paid():
+            payload |= self._charged(None)
         await self._emit("discovery.search", payload)
         for r in response.results:
             outcome.add_source(Citation(r.url, r.title))
         return ToolResult(call.id, format_for_llm(response), name=call.name), None
+
+    def _paid(self) -> bool:
+        return self.search_fee is not None and self.search_fee > 0
+
+    async def _search_started(self) -> dict[str, Any]:
+        """Number this search and, when it is paid for, write its fee ahead of the request
+        (``discovery.search_started``, durable before any money moves, as
+        ``llm.call_started`` is for a model call): if the daemon dies before the answer,
+        the next start charges it (:func:`tsukud.daemon._abandoned_costs`). Returns the
+        fields that tie the search's ``discovery.search`` to it."""
+        assert self.searcher is not None
+        self._sent += 1
+        ahead: dict[str, Any] = {
+            "provider": self.searcher.name,
+            "reservation": self.run.reservation,
+            "search": self._sent,
+        }
+        if self._paid():
+            assert self.search_fee is not None
+            await self._emit(
+                "discovery.search_started", {**ahead, "worst_case_usd": float(self.search_fee)}
+            )
+        return ahead
+
+    def _charged(self, reason: str | None) -> dict[str, Any]:
+        """The fee of a search that reached a paid provider, added to the run's spend.
+        ``reason`` set: no answer told us it was billed (it failed after it was sent, or
+        was cut off), so it is charged anyway and marked estimated, never as $0."""
+        if not self._paid():
+            return {}
+        assert self.search_fee is not None
+        self.run.spent += self.search_fee
+        charged: dict[str, Any] = {"cost_usd": float(self.search_fee)}
+        if reason is not None:
+            charged |= {"estimated": True, "reason": reason}
+        return charged

@@ -302,25 +302,28 @@ class _Retrying:
         return {"ddg": "DuckDuckGo", "tavily": "Tavily", "brave": "Brave"}[self.name]
 
     async def search(self, query: str) -> SearchResponse:
+        """The results, or :class:`DiscoverySearchFailed` saying whether any attempt may
+        have reached the provider (``sent``: the ledger charges a paid query then)."""
         from tsukud.net.http import HttpError, HttpRateLimited
 
         last = ""
+        sent = False
         for attempt in range(self.max_retries + 1):
             if attempt:
                 await self._sleep(backoff(attempt, self.backoff_base, self._rng))
             try:
                 resp = await self._once(query)
             except HttpRateLimited as exc:
-                raise DiscoverySearchFailed(
-                    f"{self._label()} search is rate limited: {exc.message}",
-                    provider=self.name,
+                raise _failed(
+                    f"{self._label()} search is rate limited: {exc.message}", True, self.name
                 ) from None
             except HttpError as exc:
                 last = exc.message
+                sent = sent or not exc.never_sent
                 if getattr(exc, "retryable", True):
                     continue
-                raise DiscoverySearchFailed(
-                    f"{self._label()} search failed: {exc.message}", provider=self.name
+                raise _failed(
+                    f"{self._label()} search failed: {exc.message}", sent, self.name
                 ) from None
             if resp.status == 200:
                 return SearchResponse(
@@ -329,18 +332,26 @@ class _Retrying:
                     results=tuple(self._parse(resp)),
                     attempts=attempt + 1,
                 )
+            sent = True  # the provider answered: it had the query
             last = self._status_message(resp)
             if not self._retry(resp):
-                raise DiscoverySearchFailed(
-                    f"{self._label()} search failed: {last}", provider=self.name, status=resp.status
+                raise _failed(
+                    f"{self._label()} search failed: {last}", sent, self.name, status=resp.status
                 )
-        raise DiscoverySearchFailed(
+        raise _failed(
             f"{self._label()} search failed after {self.max_retries} retries: {last}",
-            provider=self.name,
+            sent,
+            self.name,
         )
 
     def _status_message(self, resp: WebResponse) -> str:
         return f"HTTP {resp.status}"
+
+
+def _failed(message: str, sent: bool, provider: str, **data: Any) -> DiscoverySearchFailed:
+    error = DiscoverySearchFailed(message, provider=provider, **data)
+    error.sent = sent
+    return error
 
 
 class DuckDuckGo(_Retrying):

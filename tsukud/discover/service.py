@@ -264,8 +264,10 @@ class DiscoveryService:
 
         async def emit(type_: str, payload: dict[str, Any]) -> None:
             ev = store.append_nowait(type_, payload, session)
-            # Money (a paid search) is on disk before the run goes on, like llm.turn.
-            if type_ in ("discovery.completed", "discovery.failed") or "cost_usd" in payload:
+            # Money (a paid search, and its write-ahead before the query is sent) is on
+            # disk before the run goes on, like llm.call_started and llm.turn.
+            durable = "cost_usd" in payload or "worst_case_usd" in payload
+            if type_ in ("discovery.completed", "discovery.failed") or durable:
                 await store.wait_durable(ev.id)
 
         async def ask(question: Any) -> None:

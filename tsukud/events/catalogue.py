@@ -544,8 +544,22 @@ class DiscoveryProviderFailed(Payload):
     message: str
 
 
+class DiscoverySearchStarted(Payload):
+    """Write-ahead for a paid web search (Tavily, Brave): durable before the query is
+    sent. One with no ``discovery.search`` of the same reservation and number was
+    abandoned by a crash and is charged at ``worst_case_usd`` (the fee) at the next start."""
+
+    tool: str
+    provider: str
+    reservation: str
+    search: int
+    worst_case_usd: float
+
+
 class DiscoverySearch(Payload):
-    """A web search; ``cost_usd`` only when it was paid for."""
+    """A web search; ``cost_usd`` only when it was paid for. ``estimated``: no answer
+    said it was billed (it failed after it was sent, was cut off, or was abandoned by a
+    crash; ``reason``), so the fee is charged anyway."""
 
     tool: str
     provider: str
@@ -553,6 +567,10 @@ class DiscoverySearch(Payload):
     results: int | None = None
     attempts: int | None = None
     error: str | None = None
+    reservation: str | None = None
+    search: int | None = None  # the run's discovery.search_started this answers
+    reason: str | None = None
+    estimated: bool | None = None
     cost_usd: float | None = None
 
 
@@ -632,6 +650,7 @@ EVENTS: dict[str, type[Payload]] = {
     "discovery.candidate": DiscoveryCandidate,
     "discovery.candidate_refused": DiscoveryCandidateRefused,
     "discovery.provider_failed": DiscoveryProviderFailed,
+    "discovery.search_started": DiscoverySearchStarted,
     "discovery.search": DiscoverySearch,
     "discovery.completed": DiscoveryCompleted,
     "discovery.failed": DiscoveryFailed,

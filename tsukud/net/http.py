@@ -73,9 +73,14 @@ _METADATA_NETS = (ipaddress.ip_network("169.254.0.0/16"), ipaddress.ip_network("
 
 
 class HttpError(TsukuError):
-    """A request failed: connection, timeout, protocol or an unexpected status."""
+    """A request failed: connection, timeout, protocol or an unexpected status.
+
+    ``never_sent`` is true only when the failure proves no byte of the request left
+    (refused by the URL policy, a name that does not resolve, no connection made): a
+    paid API cannot have billed it. Anything later may have reached the server."""
 
     code = "network_error"
+    never_sent: bool = False
 
 
 class TransientHttpError(HttpError):
@@ -96,6 +101,7 @@ class BlockedURL(HttpError):
     """The URL policy refused a request (scheme, or a private address)."""
 
     code = "url_refused"
+    never_sent = True
 
 
 class ResponseTooLarge(HttpError):
@@ -293,7 +299,22 @@ async def system_resolve(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
+#: Transport failures that happen before a byte of the request is written.
+_BEFORE_SENDING = (
+    httpx2.ConnectError,
+    httpx2.ConnectTimeout,
+    httpx2.PoolTimeout,
+    httpx2.ProxyError,
+)
+
+
 def _transport_error(exc: httpx2.HTTPError, url: str, proxy: str | None = None) -> HttpError:
+    error = _transport_error_for(exc, url, proxy)
+    error.never_sent = isinstance(exc, _BEFORE_SENDING)
+    return error
+
+
+def _transport_error_for(exc: httpx2.HTTPError, url: str, proxy: str | None) -> HttpError:
     shown = _display(url)
     if proxy is not None and isinstance(exc, httpx2.ProxyError | httpx2.ConnectError):
         # A proxy that refused the tunnel will refuse it again; one not reachable may not.
@@ -461,7 +482,9 @@ class Http:
         except OSError as exc:
             if proxied:
                 return True  # the proxy resolves it (see check_url); not cached
-            raise HttpError(f"cannot resolve {host}: {exc}", host=host) from None
+            unresolved = HttpError(f"cannot resolve {host}: {exc}", host=host)
+            unresolved.never_sent = True
+            raise unresolved from None
         public = bool(addresses) and all(
             (a := _ip(address.split("%", 1)[0])) is not None and _is_public(a)
             for address in addresses

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -199,14 +200,17 @@ async def test_local_model_searches_duckduckgo_through_rate_limits(
     async with in_daemon(world.env(home, "local")) as d:
         found = await run(d, yes=True)
         assert found.source == "stripe/stripe-cli" and found.searches == 1
-        (search,) = [p for t, p, _s in events(d, "discovery.search")]
-        assert search == {
+        (search,) = [p for t, p, _s in events(d, "discovery.search") if t == "discovery.search"]
+        reservation = search.pop("reservation")
+        assert reservation and search == {
             "tool": "stripe-cli",
             "provider": "ddg",
             "ok": True,
             "results": 3,
             "attempts": 3,
+            "search": 1,
         }
+        assert not events(d, "discovery.search_started")  # a free search needs no write-ahead
     posts = world.search.searches("ddg")
     assert len(posts) == 3 and all(r.method == "POST" for r in posts)
     assert posts[0].headers["user-agent"].startswith("Mozilla/5.0")
@@ -244,9 +248,14 @@ async def test_keyed_search_providers_are_charged(world: World, home: Path, prov
     async with in_daemon(world.env(home, "local", **keys)) as d:
         found = await run(d, yes=True, search_provider=provider)
         assert found.source == "stripe/stripe-cli"
-        (search,) = [p for t, p, _s in events(d, "discovery.search")]
+        (ahead,) = [p for t, p, _s in events(d, "discovery.search_started")]
+        (search,) = [p for t, p, _s in events(d, "discovery.search") if t == "discovery.search"]
         fee = 0.008 if provider == "tavily" else 0.005
         assert search["provider"] == provider and search["cost_usd"] == pytest.approx(fee)
+        assert "estimated" not in search  # answered: billed, not a guess
+        # Written ahead with its fee, and answered under the same reservation and number.
+        assert ahead["worst_case_usd"] == pytest.approx(fee) and ahead["provider"] == provider
+        assert (ahead["reservation"], ahead["search"]) == (search["reservation"], 1)
         (settled,) = [p for t, p, _s in events(d, "budget.settled")]
         assert settled["actual_usd"] == pytest.approx(fee)  # local tokens are free
         no_secrets(d, home)
@@ -257,6 +266,89 @@ async def test_keyed_search_providers_are_charged(world: World, home: Path, prov
     else:
         assert req.headers["x-subscription-token"] == BRAVE_KEY
         assert "q=stripe-cli+github" in req.path
+
+
+def paid_search_events(d: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The one paid search's write-ahead and its outcome, in that order in the ledger."""
+    rows = [(t, p) for t, p, _s in events(d, "discovery.search")]
+    assert [t for t, _p in rows] == ["discovery.search_started", "discovery.search"], rows
+    (_t1, ahead), (_t2, search) = rows
+    assert (ahead["reservation"], ahead["search"]) == (search["reservation"], search["search"])
+    return ahead, search
+
+
+def money_of_the_run(d: Any) -> tuple[float, float]:
+    """The run's terminal ``spent_usd`` and its reservation's settlement."""
+    (failed,) = [p for t, p, _s in events(d, "discovery.failed")]
+    (settled,) = [p for t, p, _s in events(d, "budget.settled")]
+    return failed["spent_usd"], settled["actual_usd"]
+
+
+async def test_a_paid_search_that_fails_after_it_was_sent_is_charged_estimated(
+    world: World, home: Path
+) -> None:
+    from tests.integration.discover.helpers import TAVILY_KEY
+
+    world.search.tavily_statuses[:] = [500] * 4  # every attempt reaches Tavily and fails
+    world.local.reply(
+        None, [oai.tool_call("c1", "web_search", {"query": "stripe-cli"})], "tool_calls"
+    )
+    world.local.reply("I could not search the web, so I cannot tell.")
+    async with in_daemon(world.env(home, "local", TAVILY_API_KEY=TAVILY_KEY)) as d:
+        with pytest.raises(DiscoverySearchFailed):
+            await run(d, yes=True, search_provider="tavily")
+        ahead, search = paid_search_events(d)
+        assert ahead["worst_case_usd"] == pytest.approx(0.008)
+        assert search["ok"] is False and "HTTP 500" in search["error"]
+        # Sent, so possibly billed, and no answer said so: the fee, marked estimated.
+        # One search is one fee, however many attempts its retries took.
+        assert search["estimated"] is True and search["reason"] == "failed"
+        assert search["cost_usd"] == pytest.approx(0.008)
+        assert money_of_the_run(d) == (pytest.approx(0.008), pytest.approx(0.008))
+    assert len(world.search.searches("tavily")) == 4
+
+
+async def test_a_paid_search_that_never_left_is_not_charged(world: World, home: Path) -> None:
+    from tests.integration.discover.helpers import TAVILY_KEY
+
+    with socket.socket() as s:  # a loopback port nothing listens on: no connection
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}/search"
+    world.local.reply(
+        None, [oai.tool_call("c1", "web_search", {"query": "stripe-cli"})], "tool_calls"
+    )
+    world.local.reply("I could not search the web, so I cannot tell.")
+    env = world.env(home, "local", TAVILY_API_KEY=TAVILY_KEY, TSUKU_TAVILY_URL=closed)
+    async with in_daemon(env) as d:
+        with pytest.raises(DiscoverySearchFailed):
+            await run(d, yes=True, search_provider="tavily")
+        ahead, search = paid_search_events(d)
+        assert ahead["worst_case_usd"] == pytest.approx(0.008)  # the fee was held for it
+        assert search["ok"] is False and "cost_usd" not in search and "estimated" not in search
+        assert money_of_the_run(d) == (0.0, 0.0)
+
+
+async def test_a_paid_search_cut_off_by_the_deadline_is_charged_estimated(
+    world: World, home: Path
+) -> None:
+    from tests.integration.discover.helpers import TAVILY_KEY
+
+    importlib.import_module("tsukud.llm.openai_compat")  # its import is not the deadline's
+    world.search.delay = 30.0  # Tavily holds its answer past the deadline
+    local_searches_then_finds(world.local)
+    env = world.env(home, "local", TAVILY_API_KEY=TAVILY_KEY, TSUKU_DISCOVER_TIMEOUT="4")
+    async with in_daemon(env) as d:
+        with pytest.raises(DiscoveryTimeout):
+            await run(d, yes=True, search_provider="tavily")
+        assert len(world.search.searches("tavily")) == 1  # the query was sent
+        ahead, search = paid_search_events(d)
+        assert search["ok"] is False and search["reason"] == "cancelled"
+        assert search["estimated"] is True and search["cost_usd"] == pytest.approx(0.008)
+        assert ahead["worst_case_usd"] == pytest.approx(0.008)
+        # The run's terminal event and its settlement carry the fee.
+        assert money_of_the_run(d) == (pytest.approx(0.008), pytest.approx(0.008))
+        (failed,) = [p for t, p, _s in events(d, "discovery.failed")]
+        assert failed["error_code"] == "discovery_timeout"
 
 
 # ---------------------------------------------------------------- injection and the gate
@@ -995,7 +1087,11 @@ async def test_twenty_concurrent_discoveries_never_overspend_with_search_fees(
                     nursery.start_soon(one)
             reserved = [p["amount_usd"] for t, p, _s in events(d, "budget.reserved")]
             settled = [p["actual_usd"] for t, p, _s in events(d, "budget.settled")]
-            fees = [p["cost_usd"] for t, p, _s in events(d, "discovery.search")]
+            fees = [
+                p["cost_usd"]
+                for t, p, _s in events(d, "discovery.search")
+                if t == "discovery.search"
+            ]
     finally:
         world.local.fallback = None
     assert len(found) == 3 and len(refused) == 17
