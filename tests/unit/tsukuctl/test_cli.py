@@ -698,3 +698,20 @@ def test_a_cancelled_run_that_spent_says_what_it_spent(
     daemon.replies["create"] = cancelled(0.0123)
     assert cli.main(["create", "greet", "--from", "github:a/b", "--yes"]) == 130
     assert capsys.readouterr().err == f"cancelled: the run spent {render.money(0.0123)}\n"
+
+
+def test_create_shows_the_repair_phase_line(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The daemon's ``repairing n/m`` stage reaches stderr as its own line (pipes: one
+    line per stage), before the run's end."""
+    failed = {"code": "generation_failed", "message": "no recipe", "hint": "", "exit_code": 9}
+    daemon.replies["create"] = lambda _params: [
+        {"progress": {"stage": "llm", "message": "asking claude"}},
+        {"progress": {"stage": "repairing", "message": "repairing 1/2 (verify: exit_code)", "attempt": 1}},
+        {"error": failed},
+    ]  # fmt: skip
+    assert cli.main(["create", "picky", "--from", "github:acme/picky", "--yes"]) == 9
+    lines = capsys.readouterr().err.splitlines()
+    assert "repairing 1/2 (verify: exit_code)…" in lines, lines
+    assert lines.index("repairing 1/2 (verify: exit_code)…") > lines.index("asking claude…")
