@@ -3,7 +3,8 @@ RubyGems and the Go module proxy, each under its own path prefix of one server.
 
 Shapes follow the real APIs (abridged to the fields discovery reads, plus a few it
 ignores). Tests script packages with ``add_crate``/``add_npm``/... and can make one
-registry slow (``delay``, or ``file_delay`` for its package files) or broken (``fail``); ``requests`` records what was asked.
+registry slow (``delay``, or ``file_delay`` for its package files) or broken
+(``fail``); ``requests`` records what was asked.
 Built on :class:`~tsukud.testing.http.FakeHTTPServer`; crates.io refuses (and records
 as a violation) requests without an identifying ``User-Agent``, as the real one does.
 

@@ -24,7 +24,7 @@ import msgspec
 import trio
 
 from tsukud.create.errors import CreateError, RecipeExists
-from tsukud.errors import TsukuError, UsageError
+from tsukud.errors import UsageError
 
 if TYPE_CHECKING:
     from tsukud.clock import Clock

@@ -674,7 +674,11 @@ def cancelled(spent: float) -> Any:
     ("argv", "method", "line"),
     [
         (["install", "kubectl"], "install", "cancelled: nothing was installed"),
-        (["create", "greet", "--from", "npm:greet", "--yes"], "create", "cancelled: nothing was written"),
+        (
+            ["create", "greet", "--from", "npm:greet", "--yes"],
+            "create",
+            "cancelled: nothing was written",
+        ),
         (["upgrade", "--all"], "tools.upgrade", "cancelled"),  # some may have finished
         (["discover", "stern"], "discover", "cancelled"),
     ],
@@ -706,12 +710,13 @@ def test_create_shows_the_repair_phase_line(
     """The daemon's ``repairing n/m`` stage reaches stderr as its own line (pipes: one
     line per stage), before the run's end."""
     failed = {"code": "generation_failed", "message": "no recipe", "hint": "", "exit_code": 9}
+    repairing = "repairing 1/2 (verify: exit_code)"
     daemon.replies["create"] = lambda _params: [
         {"progress": {"stage": "llm", "message": "asking claude"}},
-        {"progress": {"stage": "repairing", "message": "repairing 1/2 (verify: exit_code)", "attempt": 1}},
+        {"progress": {"stage": "repairing", "message": repairing, "attempt": 1}},
         {"error": failed},
-    ]  # fmt: skip
+    ]
     assert cli.main(["create", "picky", "--from", "github:acme/picky", "--yes"]) == 9
     lines = capsys.readouterr().err.splitlines()
-    assert "repairing 1/2 (verify: exit_code)…" in lines, lines
-    assert lines.index("repairing 1/2 (verify: exit_code)…") > lines.index("asking claude…")
+    assert f"{repairing}…" in lines, lines
+    assert lines.index(f"{repairing}…") > lines.index("asking claude…")
