@@ -49,6 +49,31 @@ def command_lines() -> list[DocLine]:
     return found
 
 
+_INLINE = re.compile(r"(?<!`)`([^`]+)`(?!`)")
+
+
+def inline_commands() -> list[DocLine]:
+    """The inline spans outside fenced blocks that start ``tsukuctl `` (a reader pastes
+    them too), a span broken over lines joined with one space."""
+    found = []
+    for path in doc_files():
+        text = path.read_text()
+        prose = _FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+        for span in _INLINE.finditer(prose):
+            words = " ".join(span.group(1).split())
+            if words.startswith("tsukuctl "):
+                line = prose[: span.start()].count("\n") + 1
+                found.append(DocLine(path.relative_to(REPO).as_posix(), line, words))
+    return found
+
+
+def globs(text: str) -> bool:
+    """Whether an unquoted word holds a glob character (zsh and fish refuse a glob that
+    matches nothing: ``[--json]``, ``llm.*``)."""
+    unquoted = re.sub(r"'[^']*'|\"[^\"]*\"", "", text)
+    return any(c in unquoted for c in "[*?")
+
+
 def _lines(file: str, first: int, lang: str, body: str) -> list[DocLine]:
     out: list[DocLine] = []
     pending: tuple[int, str] | None = None

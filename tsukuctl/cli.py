@@ -156,14 +156,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.fn(args))
     except RemoteError as e:
         if e.remote_code == "cancelled":
-            return _cancelled(e.data)
+            return _cancelled(e.data, args.command)
         _print_error(e.message, e.hint)
         return e.exit_status
     except TsukuError as e:
         _print_error(e.message, e.hint)
         return e.exit_code
     except KeyboardInterrupt:
-        return _cancelled(None)
+        return _cancelled(None, args.command)
     except BrokenPipeError:
         # `tsukuctl events | head`: the reader left; that is not an error.
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -198,20 +198,32 @@ def _unknown_arguments(
     owner.error(message)
 
 
-def _cancelled(data: dict[str, Any] | None) -> int:
-    """Ctrl-C: one line saying what it cost (the daemon's ``cancelled`` answer carries
-    what the run spent), then exit 130 as shells expect."""
-    from tsukuctl.command import err
+# What a cancelled request leaves behind, for the commands where that is certain: an
+# install is undone as any failure is, and create writes its recipe only once the run
+# is over. Elsewhere (an upgrade of several tools may have finished some) the line
+# claims nothing.
+NOTHING_DONE = {"install": "nothing was installed", "create": "nothing was written"}
 
+
+def cancelled_line(data: dict[str, Any] | None, command: str | None) -> str:
+    """The one line for Ctrl-C: what the run spent (the daemon's ``cancelled`` answer
+    carries it), else what was left undone when the daemon confirmed the cancel."""
     spent = (data or {}).get("spent_usd")
     if isinstance(spent, int | float) and spent > 0:
         from tsukuctl.render import money
 
-        err(f"cancelled: the run spent {money(spent)}")
-    elif data is not None:
-        err("cancelled: nothing was installed")
-    else:  # interrupted before the daemon could answer (or while it was not asked)
-        err("cancelled")
+        return f"cancelled: the run spent {money(spent)}"
+    if data is not None and command in NOTHING_DONE:
+        return f"cancelled: {NOTHING_DONE[command]}"
+    # Interrupted before the daemon could answer (or while it was not asked).
+    return "cancelled"
+
+
+def _cancelled(data: dict[str, Any] | None, command: str | None) -> int:
+    """Ctrl-C: one line, then exit 130 as shells expect."""
+    from tsukuctl.command import err
+
+    err(cancelled_line(data, command))
     return ExitCode.CANCELLED
 
 

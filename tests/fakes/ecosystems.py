@@ -3,7 +3,8 @@ RubyGems and the Go module proxy, each under its own path prefix of one server.
 
 Shapes follow the real APIs (abridged to the fields discovery reads, plus a few it
 ignores). Tests script packages with ``add_crate``/``add_npm``/... and can make one
-registry slow (``delay``) or broken (``fail``); ``requests`` records what was asked.
+registry slow (``delay``, or ``file_delay`` for its package files) or broken
+(``fail``); ``requests`` records what was asked.
 Built on :class:`~tsukud.testing.http.FakeHTTPServer`; crates.io refuses (and records
 as a violation) requests without an identifying ``User-Agent``, as the real one does.
 
@@ -68,6 +69,9 @@ class FakeEcosystems(FakeHTTPServer):
         self.npm_files: dict[str, bytes] = {}  # "/<name>/-/<file>.tgz" -> bytes
         self.pypi_files: dict[str, bytes] = {}  # wheel file name -> bytes
         self.delay: dict[str, float] = {}  # builder -> seconds
+        # builder -> seconds for its package files alone (npm tarballs): the metadata
+        # answers at once, an install (or create's validation) waits on the download.
+        self.file_delay: dict[str, float] = {}
         self.fail: dict[str, int] = {}  # builder -> HTTP status
 
     def base(self, builder: str) -> str:
@@ -264,12 +268,10 @@ class FakeEcosystems(FakeHTTPServer):
         status, body, ctype = self._answer(builder, rest)
         if builder in self.fail:
             status, body, ctype = self.fail[builder], b"upstream error", "text/plain"
-        return Reply(
-            status,
-            body=body,
-            headers={"content-type": ctype},
-            delay=self.delay.get(builder, 0.0),
-        )
+        delay = self.delay.get(builder, 0.0)
+        if builder == "npm" and "/-/" in rest:
+            delay = self.file_delay.get(builder, delay)
+        return Reply(status, body=body, headers={"content-type": ctype}, delay=delay)
 
     def _pypi_files(self, rest: str, accept: str) -> Reply:
         if rest.startswith("/packages/"):

@@ -6,7 +6,8 @@ Each line parses in all three shells; each starts only programs that exist (no
 by a function that records its words, which must come out the same in every shell (an
 unquoted ``llm.*`` or ``[--json]`` is a glob zsh and fish refuse) and be accepted by
 tsukuctl's parser. ``tests/integration/install/test_docs_run.py`` runs them against a
-daemon.
+daemon. Inline ``tsukuctl …`` spans in the prose are pasted too: they must read as one
+command (placeholders as words, ``TOOL``, not ``<tool>``, ``a|b`` or ``[--json]``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs_blocks import DocLine, command_lines, commands, programs
+from tests.docs_blocks import (
+    DocLine,
+    command_lines,
+    commands,
+    globs,
+    inline_commands,
+    programs,
+    redirects,
+)
 from tests.integration.hooks.conftest import need_shell
 from tsukuctl import cli
 
@@ -124,3 +133,28 @@ def test_the_check_catches_what_the_issue_found(tmp_path: Path) -> None:
     assert calls == [] and "No matches" in stderr
     calls, stderr = recorded("fish", "tsukuctl events --type 'llm.*'", tmp_path)
     assert calls == [["events", "--type", "llm.*"]] and stderr == ""
+
+
+INLINE = inline_commands()
+
+
+def test_the_docs_have_inline_commands() -> None:
+    assert len(INLINE) > 40
+    assert "tsukuctl shell-init fish | source" in {line.text for line in INLINE}
+
+
+@pytest.mark.parametrize("line", INLINE, ids=str)
+def test_an_inline_command_pastes_as_one(line: DocLine) -> None:
+    """An inline ``tsukuctl …`` span is pasted too: placeholders are words (``TOOL``),
+    never ``<tool>`` (a redirection), ``a|b`` (a pipe) or ``[--json]`` (a glob)."""
+    unknown = [p for p in programs(line.text) if p not in KNOWN_PROGRAMS | {"source"}]
+    assert not unknown, f"{line}: {unknown} read as programs (a pipe?)"
+    assert not redirects(line.text), f"{line}: read as a redirection"
+    assert not globs(line.text), f"{line}: an unquoted glob"
+
+
+def test_the_inline_check_catches_what_the_audit_found() -> None:
+    assert programs("tsukuctl shell-init bash|zsh|fish")[1:] == ["zsh", "fish"]
+    assert redirects("tsukuctl plan <tool|recipe.toml> [--version V]")
+    assert redirects("tsukuctl install <tool>")
+    assert globs("tsukuctl hook status [--json]") and not globs("tsukuctl events --type 'llm.*'")

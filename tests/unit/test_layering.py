@@ -292,20 +292,52 @@ def test_every_listed_violation_still_exists() -> None:
     )
 
 
+# Not used by the client, and slow enough to show in ``tsukuctl status``'s wall time
+# (``sqlite3``, ``tomllib`` and ``hashlib`` are standard but cost milliseconds to load;
+# ``paths`` imports ``hashlib`` only for a home too long for a socket path).
+CLIENT_HEAVY = (
+    "trio",
+    "msgspec",
+    "structlog",
+    "anthropic",
+    "httpx2",
+    "sqlite3",
+    "typing",
+    "tomllib",
+    "hashlib",
+)
+
+
 def test_the_client_loads_no_heavy_module() -> None:
     """What the static rule cannot see: what importing the client and every command
-    module pulls in, transitively (``sqlite3`` is standard but slow to load)."""
+    module pulls in, transitively."""
     from tsukuctl.cli import COMMAND_MODULES
 
     code = (
         "import sys; before = set(sys.modules); import tsukuctl.cli, tsukuctl.client; "
         f"[__import__(m) for m in {list(COMMAND_MODULES)!r}]; "
         "new = set(sys.modules) - before; "
-        "heavy = ('trio', 'msgspec', 'structlog', 'anthropic', 'httpx2', 'sqlite3', 'typing'); "
-        "print(sorted(m for m in new if m.split('.')[0] in heavy))"
+        f"print(sorted(m for m in new if m.split('.')[0] in {CLIENT_HEAVY!r}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_status_run_loads_no_heavy_module(tmp_path: Path) -> None:
+    """``tsukuctl --no-start status`` run through (parser, socket path, connect, the
+    error and its hint) with no daemon: what the run imports, not only the modules."""
+    code = (
+        "import sys; before = set(sys.modules); from tsukuctl import cli; "
+        "rc = cli.main(['--no-start', 'status']); "
+        "new = set(sys.modules) - before; "
+        f"print(rc, sorted(m for m in new if m.split('.')[0] in {CLIENT_HEAVY!r}))"
+    )
+    env = {"PATH": "/usr/bin:/bin", "TSUKU_HOME": str(tmp_path / "home")}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO
+    )
+    assert out.stdout.strip() == "20 []", out.stderr
+    assert "no tsukud answers" in out.stderr
 
 
 def test_the_walk_sees_function_level_imports_and_skips_type_checking() -> None:

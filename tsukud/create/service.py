@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+import trio
 
 from tsukud.create.errors import CreateError, RecipeExists
-from tsukud.errors import TsukuError, UsageError
+from tsukud.errors import UsageError
 
 if TYPE_CHECKING:
     from tsukud.clock import Clock
@@ -361,7 +362,12 @@ class Creator:
         from tsukud.create.ecosystem_builders import DRAFTERS
         from tsukud.create.errors import ValidationFailed
         from tsukud.create.host_validation import IMAGE, validate_on_host
-        from tsukud.create.pipeline import CreateResult, ValidationSummary, builder_completed
+        from tsukud.create.pipeline import (
+            CreateResult,
+            ValidationSummary,
+            builder_completed,
+            failed_event,
+        )
         from tsukud.install.ecosystem.actions import index_key, registry_urls
         from tsukud.install.ecosystem.prefix import proxy_env
         from tsukud.recipe import host_platform
@@ -388,25 +394,17 @@ class Creator:
         )
         await progress({"stage": "context", "message": f"reading {source} from {base}"})
 
-        async def failed(stage: str, exc: TsukuError) -> None:
-            ev = store.append_nowait(
-                "generation.failed",
-                {
-                    "tool": tool,
-                    "repo": str(source),
-                    "stage": stage,
-                    "error_code": exc.code,
-                    "message": exc.message,
-                    "repairs": 0,
-                    "run_cost_usd": 0.0,
-                },
-                session,
-            )
-            await store.wait_durable(ev.id)
+        async def failed(stage: str, exc: BaseException) -> None:
+            # Whatever ended the run, Ctrl-C included, is its last event, as for a
+            # model's run (shielded: a cancelled run still records why it ended).
+            payload = failed_event(tool, str(source), exc, stage=stage, repairs=0, spent=0.0)
+            with trio.CancelScope(shield=True):
+                ev = store.append_nowait("generation.failed", payload, session)
+                await store.wait_durable(ev.id)
 
         try:
             draft = await DRAFTERS[source.prefix](self._http(), base, tool, source.package, version)
-        except TsukuError as exc:
+        except BaseException as exc:
             await failed("context", exc)
             raise
         generated_by = f"{source.prefix} builder"
@@ -439,7 +437,7 @@ class Creator:
                     env=self.env,
                     proxies=proxy_env(lambda key: str(config[key] or "")),
                 )
-            except TsukuError as exc:
+            except BaseException as exc:
                 await failed("validation", exc)
                 raise
             store.append_nowait(

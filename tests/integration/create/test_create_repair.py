@@ -227,6 +227,10 @@ async def test_verify_failure_goes_back_to_the_model_sanitised(
     ]
     (llm_repair,) = [e for e in sink.of("repair.attempted") if e["kind"] == "llm"]
     assert llm_repair["stage"] == "verify"
+    # The live line the client shows while the model repairs (n of the run's maximum).
+    (repairing,) = [p for p in sink.progress if p.get("stage") == "repairing"]
+    assert repairing["message"] == f"repairing 1/2 (verify: {llm_repair['category']})"
+    assert repairing["attempt"] == 1
 
 
 @pytest.mark.parametrize("exit_code", [2, 0])

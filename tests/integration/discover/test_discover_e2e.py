@@ -588,6 +588,36 @@ def test_install_collect_tool_stats_prints_discoverys_tool_calls(
     assert res["already_installed"] and res["tool_stats"] == []  # a recipe: no model asked
 
 
+def test_discover_collect_tool_stats_prints_the_models_tool_calls(world: World, tk: Tsuku) -> None:
+    """``discover --collect-tool-stats``: the table on stderr (the summary stays on
+    stdout), and ``tool_stats`` in ``--json``; without the flag, neither."""
+    claude_finds(world.claude)
+    cp = tk.ctl("discover", "stripe-cli", "--collect-tool-stats")
+    assert cp.returncode == 0, cp.stderr
+    lines = cp.stderr.splitlines()
+    header = next(line for line in lines if line.startswith("TOOL"))
+    assert header.split() == ["TOOL", "ARGUMENT", "MS", "RESULT", "BYTES"]
+    rows = [line.split() for line in lines[lines.index(header) + 1 :]]
+    assert ["web_search", "stripe-cli", "github", "0", "ok"] in rows  # Claude's own search
+    assert any(r[:2] == ["extract_source", "stripe/stripe-cli"] and "ok" in r for r in rows)
+    assert "TOOL" not in cp.stdout and "stripe/stripe-cli" in cp.stdout
+
+    claude_finds(world.claude)
+    res = json.loads(
+        tk.ctl("discover", "stripe-cli", "--json", "--collect-tool-stats", check=True).stdout
+    )
+    names = [s["name"] for s in res["tool_stats"]]
+    assert names[:2] == ["web_search", "extract_source"]
+    assert all(s["ok"] for s in res["tool_stats"])
+
+    claude_finds(world.claude)
+    plain = tk.ctl("discover", "stripe-cli", check=True)
+    assert "TOOL" not in plain.stderr and "tool calls" not in plain.stderr
+    claude_finds(world.claude)
+    res = json.loads(tk.ctl("discover", "stripe-cli", "--json", check=True).stdout)
+    assert not res.get("tool_stats")
+
+
 def test_install_only_provider_asks_that_provider_alone_and_keeps_the_key_hint(
     world: World,
 ) -> None:

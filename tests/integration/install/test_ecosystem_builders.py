@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -96,3 +100,48 @@ def test_a_recipe_that_fails_on_the_host_is_not_written(
     assert not (t.home / "recipes" / "quiet.toml").exists()
     kinds = [e["type"] for p in ("validation.", "generation.") for e in events(t, p)]
     assert "validation.failed" in kinds and "generation.failed" in kinds
+
+
+@needs_npm
+def test_ctrl_c_during_validation_says_nothing_was_written(
+    eco_inst: Tsuku, eco: FakeEcosystems
+) -> None:
+    """A $0 create interrupted while it validates (npm waits on the tarball): the run is
+    cancelled in the daemon, one line says nothing was written (not "installed"), 130."""
+    t = eco_inst
+    eco.publish_npm(npm_tarball("@fake/greet", "1.2.0", {"greet": "greet 1.2.0"}))
+    eco.file_delay["npm"] = 30.0
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tsukuctl", "create", "greet", "--from", "npm:@fake/greet",
+         "--yes"],
+        env=t.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        said = []
+        for line in proc.stderr:
+            said.append(line)
+            if line.startswith("installing npm:@fake/greet@1.2.0 into a throw-away prefix"):
+                break
+        else:
+            raise AssertionError(f"create ended before validating: {''.join(said)}")
+        deadline = time.monotonic() + 20
+        while not any("/-/" in p for p in eco.paths()) and time.monotonic() < deadline:
+            time.sleep(0.05)  # npm is waiting on the tarball
+        proc.send_signal(signal.SIGINT)
+        out, rest = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == ExitCode.CANCELLED == 130, rest
+    assert rest.splitlines()[-1:] == ["cancelled: nothing was written"], rest
+    assert out == ""
+    assert not (t.home / "recipes" / "greet.toml").exists()
+    # The run's last event says why it ended, as a model's run does.
+    (failed,) = events(t, "generation.")
+    assert failed["type"] == "generation.failed"
+    assert failed["payload"]["error_code"] == "cancelled"
+    assert failed["payload"]["stage"] == "validation"
+    assert failed["payload"]["run_cost_usd"] == 0.0

@@ -187,7 +187,13 @@ def test_a_missing_toolchain_is_named_with_its_package(
         shutil.rmtree(t.home, ignore_errors=True)
 
 
-def test_plan_names_an_ecosystem_action_without_a_runner(inst: Tsuku, eco: FakeEcosystems) -> None:
+def test_plan_gives_a_gem_install_step_the_rubygems_version(
+    inst: Tsuku, eco: FakeEcosystems
+) -> None:
+    """Every ecosystem action has a runner, so its plan is one step, never an
+    ``unsupported`` line; an action tsuku does not run (``apk_install``) is one
+    (``test_plan.py::test_download_archive_and_a_signed_download_decompose``)."""
+    assert {"gem_install", "cargo_install", "go_install"} <= RUNNABLE_ECOSYSTEM_ACTIONS
     eco.add_gem("rubocop", versions=3)
     local_recipe(
         inst,
@@ -199,13 +205,13 @@ def test_plan_names_an_ecosystem_action_without_a_runner(inst: Tsuku, eco: FakeE
     assert cp.returncode == 0, cp.stderr
     plan = json.loads(cp.stdout)
     assert plan["version"] == "1.2.0"  # from RubyGems' versions API
-    if "gem_install" in RUNNABLE_ECOSYSTEM_ACTIONS:  # once its runner lands
-        assert [s["action"] for s in plan["steps"]] == ["gem_install"]
-        return
-    assert plan["steps"] == []
-    (missing,) = plan["unsupported"]
-    assert missing["action"] == "gem_install"
-    assert "not supported yet" in missing["reason"]
+    assert plan["unsupported"] == []
+    assert plan["steps"] == [
+        {
+            "action": "gem_install",
+            "params": {"gem": "rubocop", "version": "1.2.0", "executables": ["rubocop"]},
+        }
+    ]
 
 
 @needs_npm

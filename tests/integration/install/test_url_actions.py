@@ -1,8 +1,9 @@
 """Recipes in the registry's URL style (kubectl, terraform, helm, node) install through
-the daemon from a plain download host on loopback, exactly as a new user runs them:
-``download`` + ``checksum_url``, ``download`` + ``extract``, ``download_archive`` in
-directory mode, versions from ``http_json``; a wrong checksum is refused (signed
-downloads: ``test_signed_download.py``; ``run_command``: ``test_run_command.py``)."""
+the daemon from a plain download host on loopback, then verify and remove, exactly as
+a new user runs them: ``download`` + ``checksum_url``, ``download`` + ``extract``,
+``download_archive`` in directory mode, versions from ``http_json``; a wrong checksum is
+refused (signed downloads: ``test_signed_download.py``; ``run_command``:
+``test_run_command.py``)."""
 
 from __future__ import annotations
 
@@ -91,6 +92,25 @@ pattern = "{{version}}"
 """
 
 
+def verify_then_remove(inst: Tsuku, tool: str, printed: str) -> None:
+    """``tsukuctl verify`` (the recorded sha256 and the verify command, run again outside
+    the install), then ``tsukuctl remove``: the tool's directory and its links are gone
+    and the tree is empty, as a new user would see it."""
+    row = installed(inst)[tool]
+    tool_dir = Path(row["install_dir"])
+    links = [inst.home / "bin" / name for name in row["binaries"]]
+    assert links and all(link.is_symlink() for link in links)
+    cp = inst.ctl("verify", tool)
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout.startswith(f"{tool} {row['version']} ok: ") and printed in cp.stdout
+    cp = inst.ctl("remove", tool)
+    assert cp.returncode == 0, cp.stderr
+    assert installed(inst) == {}
+    assert not tool_dir.exists()
+    assert not any(link.exists() or link.is_symlink() for link in links)
+    assert tree(inst.home) == []
+
+
 def test_kubectl_like_download_with_checksum_url(inst: Tsuku, host: FakeDownloadHost) -> None:
     host.add_json("/release/stable.json", {"version": "v1.30.2"})
     body = script("Client Version: v1.30.2")
@@ -175,6 +195,7 @@ pattern = "v{{version}}"
     assert "Terraform v1.9.0" in run(inst.home / "bin" / "terraform")
     done = [e for e in events(inst) if e["type"] == "install.completed"][-1]["payload"]
     assert done["assets"][0]["checked_against"] == ["recipe_checksum"]
+    verify_then_remove(inst, "terraform", "Terraform v1.9.0")
 
 
 def test_helm_like_download_extract_with_strip_dirs_and_os_mapping(
@@ -219,6 +240,7 @@ pattern = "{{version}}"
     assert cp.returncode == 0, cp.stderr
     assert installed(inst)["helm"]["version"] == "3.15.1"
     assert "v3.15.1" in run(inst.home / "bin" / "helm")
+    verify_then_remove(inst, "helm", "v3.15.1+gabc")
 
 
 def node_recipe(host: FakeDownloadHost, more_steps: str = "") -> str:
@@ -263,6 +285,7 @@ def test_download_archive_in_directory_mode_keeps_the_tree(
     tool = Path(row["install_dir"])
     assert (tool / "lib" / "node_modules" / "npm" / "package.json").is_file()
     assert "v22.1.0" in run(inst.home / "bin" / "node")
+    verify_then_remove(inst, "node", "v22.1.0")  # {install_dir} filled in again
 
 
 def branching_recipe(host: FakeDownloadHost) -> str:

@@ -656,3 +656,67 @@ def test_daemon_logs_shows_the_last_lines(home: Path, capsys: pytest.CaptureFixt
     (home / "logs").mkdir()
     (home / "logs" / "tsukud.log").write_text("".join(f"line {i}\n" for i in range(10)))
     assert run(capsys, "daemon", "logs", "-n", "2") == (0, "line 8\nline 9\n", "")
+
+
+def cancelled(spent: float) -> Any:
+    """The daemon's answer to a request its client cancelled (``RequestCancelled``)."""
+    frame = {
+        "code": "cancelled",
+        "message": "cancelled",
+        "hint": "",
+        "exit_code": 130,
+        "data": {"spent_usd": spent},
+    }
+    return lambda _params: [{"error": frame}]
+
+
+@pytest.mark.parametrize(
+    ("argv", "method", "line"),
+    [
+        (["install", "kubectl"], "install", "cancelled: nothing was installed"),
+        (
+            ["create", "greet", "--from", "npm:greet", "--yes"],
+            "create",
+            "cancelled: nothing was written",
+        ),
+        (["upgrade", "--all"], "tools.upgrade", "cancelled"),  # some may have finished
+        (["discover", "stern"], "discover", "cancelled"),
+    ],
+)
+def test_a_cancelled_request_says_only_what_is_true_of_its_command(
+    argv: list[str],
+    method: str,
+    line: str,
+    daemon: DaemonDouble,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    daemon.replies[method] = cancelled(0.0)
+    assert cli.main(argv) == ExitCode.CANCELLED == 130
+    assert daemon.methods()[-1] == method
+    assert capsys.readouterr().err == line + "\n"
+
+
+def test_a_cancelled_run_that_spent_says_what_it_spent(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    daemon.replies["create"] = cancelled(0.0123)
+    assert cli.main(["create", "greet", "--from", "github:a/b", "--yes"]) == 130
+    assert capsys.readouterr().err == f"cancelled: the run spent {render.money(0.0123)}\n"
+
+
+def test_create_shows_the_repair_phase_line(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The daemon's ``repairing n/m`` stage reaches stderr as its own line (pipes: one
+    line per stage), before the run's end."""
+    failed = {"code": "generation_failed", "message": "no recipe", "hint": "", "exit_code": 9}
+    repairing = "repairing 1/2 (verify: exit_code)"
+    daemon.replies["create"] = lambda _params: [
+        {"progress": {"stage": "llm", "message": "asking claude"}},
+        {"progress": {"stage": "repairing", "message": repairing, "attempt": 1}},
+        {"error": failed},
+    ]
+    assert cli.main(["create", "picky", "--from", "github:acme/picky", "--yes"]) == 9
+    lines = capsys.readouterr().err.splitlines()
+    assert f"{repairing}…" in lines, lines
+    assert lines.index(f"{repairing}…") > lines.index("asking claude…")
