@@ -9,6 +9,7 @@ in ``extra``/``params``. ``schema/recipe.md`` documents the format; ``toml_io`` 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 import msgspec
@@ -275,7 +276,9 @@ class DownloadArchiveStep(_StepBase, frozen=True, kw_only=True):
     url: str
     archive_format: str | None = None
     strip_dirs: int | None = None
-    binaries: tuple[Binary, ...]
+    # Empty only in directory mode: the whole tree is the tool, no command is linked
+    # (nvm's shell scripts).
+    binaries: tuple[Binary, ...] = ()
     install_mode: str | None = None
     checksum_url: str | None = None
     os_mapping: dict[str, str] | None = None
@@ -309,8 +312,12 @@ class InstallBinariesStep(_StepBase, frozen=True, kw_only=True):
 
     ACTION: ClassVar[str] = "install_binaries"
     action: Literal["install_binaries"] = "install_binaries"
-    binaries: tuple[Binary, ...]
+    binaries: tuple[Binary, ...] = ()
     install_mode: str | None = None
+    # tsuku's newer spelling (``outputs = ["bin/tmux"]``): what the step exports, an
+    # entry under ``bin/`` being a command. Read, ``binaries`` is those commands (the
+    # rest lives in the tool's directory in directory mode); written back as it was.
+    outputs: tuple[str, ...] | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
@@ -707,7 +714,7 @@ def unsupported_actions(recipe: Recipe) -> list[str]:
         ):
             found = [step.action]
         else:  # a parameter install refuses (requires_sudo, ...) makes the step unusable
-            found = [f"{step.action} parameter {k}" for k in sorted(step.extra)]
+            found = [f"{step.action} parameter {k}" for k in sorted(_set_keys(step.extra))]
         out += [what for what in found if what not in out]
     source = recipe.version.source if recipe.version is not None else None
     if source not in SUPPORTED_VERSION_SOURCES:
@@ -718,18 +725,26 @@ def unsupported_actions(recipe: Recipe) -> list[str]:
 def unknown_keys(recipe: Recipe) -> list[str]:
     """Paths of keys the format does not model (kept in ``extra``, written back as they
     were): reported so a registry's new keys are seen, never fatal when reading."""
-    out = [f"metadata.{k}" for k in recipe.metadata.extra]
+    out = [f"metadata.{k}" for k in _set_keys(recipe.metadata.extra)]
     if recipe.version is not None:
-        out += [f"version.{k}" for k in recipe.version.extra]
+        out += [f"version.{k}" for k in _set_keys(recipe.version.extra)]
     for i, step in enumerate(recipe.steps):
         if step.when is not None:
-            out += [f"steps[{i}].when.{k}" for k in step.when.extra]
+            out += [f"steps[{i}].when.{k}" for k in _set_keys(step.when.extra)]
         if not isinstance(step, GenericStep):
-            out += [f"steps[{i}].{k}" for k in step.extra]
+            out += [f"steps[{i}].{k}" for k in _set_keys(step.extra)]
     if recipe.verify is not None:
-        out += [f"verify.{k}" for k in recipe.verify.extra]
-    out += list(recipe.extra)
+        out += [f"verify.{k}" for k in _set_keys(recipe.verify.extra)]
+    out += _set_keys(recipe.extra)
     return out
+
+
+def _set_keys(extra: Mapping[str, Any]) -> list[str]:
+    """The unmodelled keys that carry a value. ``""`` is unset, as for modelled keys:
+    tsuku's batch generator writes every key it has no value for that way
+    (``module = ""``, ``cask = ""``), so such a key is neither news nor a parameter
+    install would have to honour. It stays in ``extra`` and is written back."""
+    return [k for k, v in extra.items() if v != ""]
 
 
 def step_summary(step: SupportedStep) -> dict[str, Any]:

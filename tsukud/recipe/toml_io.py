@@ -306,6 +306,32 @@ def _binaries(value: Any, path: str) -> tuple[Binary, ...]:
     return tuple(_binary(item, f"{path}[{i}]") for i, item in enumerate(value))
 
 
+def _outputs(value: Any, path: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value:
+        _expected(path, "a non-empty array of paths", value)
+    return tuple(_file_path(item, f"{path}[{i}]") for i, item in enumerate(value))
+
+
+def commands_of_outputs(outputs: tuple[str, ...]) -> tuple[Binary, ...]:
+    """tsuku infers which outputs are commands from the path: those under ``bin/``."""
+    return tuple(Binary(o) for o in outputs if o.replace("\\", "/").startswith("bin/"))
+
+
+def _binaries_or_outputs(known: dict[str, Any], table: Mapping[str, Any], path: str) -> None:
+    """``install_binaries`` names its files as ``binaries`` or (tsuku's newer spelling)
+    ``outputs``; ``download_archive`` may name none only in directory mode."""
+    action = table.get("action")
+    if action == InstallBinariesStep.ACTION:
+        if "binaries" not in known:
+            if "outputs" not in known:
+                raise _Bad(f"{path}.binaries", "required (or outputs)")
+            known["binaries"] = commands_of_outputs(known["outputs"])
+    elif action == DownloadArchiveStep.ACTION and "binaries" not in known:
+        directory = (known.get("install_mode") or "").lower() == "directory"
+        if not directory:
+            raise _Bad(f"{path}.binaries", 'required (unless install_mode = "directory")')
+
+
 def _split(
     table: Mapping[str, Any], path: str, spec: Mapping[str, Conv]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -437,17 +463,21 @@ _EXTRACT: dict[str, Conv] = {
     "strip_dirs": _count,
 }
 _CHMOD: dict[str, Conv] = {"files": _str_list}
-_INSTALL_BINARIES: dict[str, Conv] = {"binaries": _binaries, "install_mode": _install_mode}
+_INSTALL_BINARIES: dict[str, Conv] = {
+    "binaries": _binaries,
+    "install_mode": _install_mode,
+    "outputs": _outputs,
+}
 _RUN_COMMAND: dict[str, Conv] = {"command": _nonempty}
 _HOMEBREW: dict[str, Conv] = {"formula": _nonempty}
 # action -> (step type, parameter spec, required parameters)
 _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
     "download": (DownloadStep, _DOWNLOAD, ("url",)),
     "download_file": (DownloadStep, _DOWNLOAD, ("url",)),
-    "download_archive": (DownloadArchiveStep, _DOWNLOAD_ARCHIVE, ("url", "binaries")),
+    "download_archive": (DownloadArchiveStep, _DOWNLOAD_ARCHIVE, ("url",)),
     "extract": (ExtractStep, _EXTRACT, ("archive",)),
     "chmod": (ChmodStep, _CHMOD, ("files",)),
-    "install_binaries": (InstallBinariesStep, _INSTALL_BINARIES, ("binaries",)),
+    "install_binaries": (InstallBinariesStep, _INSTALL_BINARIES, ()),
     "run_command": (RunCommandStep, _RUN_COMMAND, ("command",)),
     "homebrew": (HomebrewStep, _HOMEBREW, ("formula",)),
 }
@@ -540,6 +570,7 @@ def _step(value: Any, path: str) -> Step:
         step_type, spec, required = _URL_ACTIONS[action]
         known, extra = _split(params, path, spec)
         _require(known, path, *required)
+        _binaries_or_outputs(known, table, path)
         if step_type is DownloadStep:
             known["action"] = action
             signed = [k for k in _SIGNATURE_KEYS if k in known]
@@ -659,6 +690,14 @@ def _plain(value: Any) -> Any:
 
 def _step_dict(step: Step) -> dict[str, Any]:
     body = _plain(step)
+    from_outputs = (
+        isinstance(step, InstallBinariesStep)
+        and step.outputs is not None
+        and step.binaries == commands_of_outputs(step.outputs)
+    )
+    empty = isinstance(step, DownloadArchiveStep | InstallBinariesStep) and not step.binaries
+    if from_outputs or empty:  # read from outputs, or none: not written
+        body.pop("binaries", None)
     arch = body.get("when", {}).get("arch")
     if arch is not None and len(arch) == 1:  # the registry's usual spelling
         body["when"]["arch"] = arch[0]
