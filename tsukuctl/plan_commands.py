@@ -69,6 +69,9 @@ def plan_lines(plan: dict[str, Any]) -> list[str]:
         lines.append(f"unsupported on {gap['platform']}: {at}{gap['action']}: {gap['reason']}")
     if not plan["steps"] and not plan.get("unsupported"):
         lines.append("  (no steps)")
+    unknown = plan.get("unknown_keys") or []
+    if unknown:
+        lines.append(f"unknown keys (kept, not used): {', '.join(unknown)}")
     return lines
 
 

@@ -4,6 +4,8 @@ without downloading or installing anything (the pure planner is ``recipe/plan.py
 The recipe comes from the registry (a tool's name) or from the caller (a recipe file's
 text, ``tsukuctl plan recipe.toml``); the version is resolved like an install resolves
 it, so the plan names the same tag, URLs and GitHub digests an install would use.
+Keys of the recipe the format does not model are listed (``unknown_keys``): they are
+kept, never fatal, and a plan is where an author sees that tsuku ignored them.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from tsukud.recipe import (
     ResolvedVersion,
     parse_platform,
     parse_recipe,
+    unknown_keys,
 )
 from tsukud.recipe.homebrew import BottleRef
 from tsukud.recipe.model import UnsupportedVersionSource, VersionNotFound
@@ -107,6 +110,7 @@ async def plan_tool(
     out["recipe_source"] = source
     out["recipe_path"] = path
     out["tag"] = resolved.tag
+    out["unknown_keys"] = unknown_keys(recipe)
     return out
 
 
@@ -130,4 +134,5 @@ def _unresolved_plan(
     )
     out: dict[str, Any] = msgspec.to_builtins(plan)
     out.update(recipe_source=source, recipe_path=path, tag=None)
+    out["unknown_keys"] = unknown_keys(recipe)
     return out

@@ -195,3 +195,26 @@ command = "oddtool --version"
     assert "oddtool: version source 'nixpkgs' is not supported yet" in cp.stderr
     assert "hint: `tsukuctl plan oddtool --version <version>` shows what" in cp.stderr
     assert host.requests == []  # nothing fetched for either
+
+
+def test_unknown_keys_are_listed_in_the_plan_and_empty_ones_are_not(
+    inst: Tsuku, host: FakeDownloadHost, tmp_path: Path
+) -> None:
+    """The parser keeps keys it does not model; the plan is where an author sees them
+    (JSON ``unknown_keys`` and one text line). ``= ""`` is the registry's unset."""
+    host.add_json("/release/stable.json", {"version": "v1.30.2"})
+    text = kubectl_recipe(host).replace(
+        "[metadata]\n", '[metadata]\nextra_dependencies = ["zig"]\nshiny = ""\n', 1
+    )
+    assert "extra_dependencies" in text
+    path = tmp_path / "kubectl.toml"
+    path.write_text(text, encoding="utf-8")
+    p = plan(inst, str(path), "--platform", "linux/amd64")
+    assert p["unknown_keys"] == ["metadata.extra_dependencies"]
+    assert p["unsupported"] == [] and p["steps"]
+    cp = inst.ctl("plan", str(path), "--platform", "linux/amd64")
+    assert cp.returncode == 0, cp.stderr
+    last = cp.stdout.splitlines()[-1]
+    assert last == "unknown keys (kept, not used): metadata.extra_dependencies"
+    local_recipe(inst, "kubectl", kubectl_recipe(host))
+    assert plan(inst, "kubectl", "--platform", "linux/amd64")["unknown_keys"] == []
