@@ -567,14 +567,19 @@ class _Chain:
     def _install_page(self, page: Candidate, outcome: Outcome) -> Discovery:
         """No repository, an install page: the instructions builder reads it, and the
         recipe it writes is validated and shown to a person before anything is
-        installed, so no question is asked here."""
+        installed, so no question is asked here. A name a letter or two from a known
+        tool is said in the reason and ``metadata.near_miss``, so the person reviewing
+        the recipe knows to check it is the tool they meant."""
+        reason = "an install page found by web search (no GitHub release, no package)"
+        near = self._near_miss()
         return Discovery(
             tool=self.tool,
             session=self.req.session,
             stage="llm",
             builder="instructions",
             source=page.source,
-            reason="an install page found by web search (no GitHub release, no package)",
+            reason=reason + (f"; {near}: check it is the tool you meant" if near else ""),
+            metadata={"near_miss": near} if near else {},
             confidence=page.confidence,
             evidence=page.evidence,
             provider=outcome.provider,

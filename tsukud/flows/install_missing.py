@@ -125,6 +125,15 @@ class InstallMissing:
                     "read from it.",
                     source=repo,
                 )
+            if near := found.metadata.get("near_miss"):
+                await progress(
+                    {
+                        "stage": "discovery",
+                        "step": "near_miss",
+                        "message": f"warning: {near}; the recipe read from {repo} is shown "
+                        "for your review: check it is the tool you meant",
+                    }
+                )
             created, create_stats = await self._from_page(
                 name,
                 repo,

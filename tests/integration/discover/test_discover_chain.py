@@ -991,6 +991,32 @@ async def test_typosquat_warning(world: World, home: Path) -> None:
         }
 
 
+async def test_an_install_page_for_a_near_miss_name_says_so(world: World, home: Path) -> None:
+    """An install page found for ``sterm`` while ``stern`` is known: the page is still
+    only ever used after a person reviews the recipe read from it, and that review
+    is told the name is a near miss."""
+    (home / "recipes").mkdir()
+    (home / "recipes" / "stern.toml").write_text("[metadata]\nname = 'stern'\n")
+    page = "https://sterm.example.test/install"
+    claude_finds(
+        world.claude,
+        {
+            "builder": "instructions",
+            "source": page,
+            "confidence": 90,
+            "evidence": [f"{page} is sterm's download page"],
+            "reasoning": "sterm has no GitHub releases; its vendor documents a download.",
+        },
+        results=[(page, "Download sterm")],
+    )
+    async with in_daemon(world.env(home, "claude")) as d:
+        found = await run(d, "sterm", yes=True, confirm=False)
+        assert (found.builder, found.source) == ("instructions", page)
+        near = "'sterm' is 1 edit from the known tool 'stern'"
+        assert found.metadata["near_miss"] == near
+        assert f"{near}: check it is the tool you meant" in found.reason
+
+
 async def test_a_failing_provider_hands_over_to_the_next(world: World, home: Path) -> None:
     world.claude.error(529, "overloaded_error", "Overloaded")
     gemini3_finds(world.gemini)
