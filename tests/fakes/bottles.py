@@ -94,8 +94,8 @@ def libgreet_bottle(built: Built, version: str = LIB_VERSION, formula: str = "li
             "lib/libgreet.so.1": Member(built.libgreet, mode=0o555),
             "lib/libgreet.so": Member(link="libgreet.so.1"),
             "lib/pkgconfig/greet.pc": (
-                f"prefix=@@HOMEBREW_CELLAR@@/{formula}/{version}\n".encode() +
-                b"libdir=${prefix}/lib\nName: greet\nLibs: -L${libdir} -lgreet\n"
+                f"prefix=@@HOMEBREW_CELLAR@@/{formula}/{version}\n".encode()
+                + b"libdir=${prefix}/lib\nName: greet\nLibs: -L${libdir} -lgreet\n"
             ),
         },
     )

@@ -28,7 +28,7 @@ from tsukud.install.homebrew.errors import DependencyCycle, DependencyInUse, Hom
 from tsukud.install.homebrew.pour import install_dependencies, merge_summaries
 from tsukud.install.homebrew.relocate import relocate_keg, replacements
 from tsukud.net.http import Http
-from tsukud.recipe import ArchiveFormat, Recipe, Platform, UnsupportedPlatform, VersionNotFound
+from tsukud.recipe import ArchiveFormat, Platform, Recipe, UnsupportedPlatform, VersionNotFound
 from tsukud.recipe.homebrew import (
     formula_of,
     image_name,
