@@ -85,22 +85,26 @@ def build(work: Path, versions: tuple[str, ...] = ("2.0", "1.5")) -> Built:
     return Built(libgreet=lib.read_bytes(), hello=hello)
 
 
-def libgreet_bottle(built: Built, version: str = LIB_VERSION) -> bytes:
+def libgreet_bottle(built: Built, version: str = LIB_VERSION, formula: str = "libgreet") -> bytes:
+    """``formula``: the name the bottle is poured as (``libgreet@1``, as ``openssl@3``)."""
     return bottle_tarball(
-        "libgreet",
+        formula,
         version,
         {
             "lib/libgreet.so.1": Member(built.libgreet, mode=0o555),
             "lib/libgreet.so": Member(link="libgreet.so.1"),
             "lib/pkgconfig/greet.pc": (
-                b"prefix=@@HOMEBREW_CELLAR@@/libgreet/" + version.encode() + b"\n"
-                b"libdir=${prefix}/lib\nName: greet\nLibs: -L${libdir} -lgreet\n"
+                f"prefix=@@HOMEBREW_CELLAR@@/{formula}/{version}\n".encode()
+                + b"libdir=${prefix}/lib\nName: greet\nLibs: -L${libdir} -lgreet\n"
             ),
         },
     )
 
 
-def hello_bottle(built: Built, version: str, pkg: str | None = None) -> bytes:
+def hello_bottle(
+    built: Built, version: str, pkg: str | None = None, extra: dict[str, bytes] | None = None
+) -> bytes:
+    """``extra``: more files in the keg (path → contents)."""
     return bottle_tarball(
         "hello",
         pkg or version,
@@ -111,6 +115,7 @@ def hello_bottle(built: Built, version: str, pkg: str | None = None) -> bytes:
             ),
             "share/hello/blob.bin": BLOB,
             ".brew/hello.rb": b"class Hello < Formula\nend\n",
+            **(extra or {}),
         },
     )
 

@@ -136,6 +136,7 @@ class BottleValidation:
         name = recipe.metadata.name
         graph = await dependency_graph(recipe, self.load)
         placed: dict[str, str] = {}  # dependency → its container directory
+        formulas: dict[str, str] = {}  # dependency → the formula its recipe installs
         mounts = []
         poured: list[ValidatedAsset] = []  # the dependencies' bottles
         for dep in install_order(name, graph):
@@ -152,11 +153,12 @@ class BottleValidation:
                     "validation pours bottles only",
                 )
             await self.progress({"stage": "validating", "message": f"pouring {dep}"})
-            own = {d: placed[d] for d in install_order(dep, graph)}
+            below = install_order(dep, graph)
+            own = {d: placed[d] for d in below}
             at = f"{DEPS_DIR}/{dep}"
-            prepared = await self._pour(
-                vrun, dep_recipe, await self.client.resolve(formula, None), at, own
-            )
+            resolved_dep = await self.client.resolve(formula, None)
+            own_formulas = {d: formulas[d] for d in below}
+            prepared = await self._pour(vrun, dep_recipe, resolved_dep, at, own, own_formulas)
             if prepared.failure is not None:  # the tool cannot install without it
                 f = prepared.failure
                 return Verdict(
@@ -171,9 +173,10 @@ class BottleValidation:
                 )
             assert prepared.root is not None
             placed[dep] = at
+            formulas[dep] = formula
             mounts.append((prepared.root, at))
             poured.extend(prepared.assets)
-        prepared = await self._pour(vrun, recipe, resolved, CONTAINER_DIR, placed)
+        prepared = await self._pour(vrun, recipe, resolved, CONTAINER_DIR, placed, formulas)
         if prepared.failure is not None:
             return prepared.failure
         prepared.mounts = tuple(mounts)
@@ -187,8 +190,10 @@ class BottleValidation:
         resolved: ResolvedVersion,
         at: str,
         deps: dict[str, str],
+        formulas: dict[str, str],
     ) -> Prepared:
-        """One recipe's bottles poured into a tree of the run, relocated for ``at``."""
+        """One recipe's bottles poured into a tree of the run, relocated for ``at``
+        against its dependencies at ``deps`` installing ``formulas``."""
         platform = vrun.platform
         try:
             bottles = await find_bottles(self.client, recipe, resolved, platform)
@@ -198,7 +203,9 @@ class BottleValidation:
             )
             prepared.failure = prepared.verdict("skipped", "render", message=exc.message)
             return prepared
-        pour = Pour(version=resolved.version, bottles=bottles, placed_at=at, deps=deps)
+        pour = Pour(
+            version=resolved.version, bottles=bottles, placed_at=at, deps=deps, formulas=formulas
+        )
         return await vrun.prepare(recipe, Release(tag=resolved.tag, assets=()), pour=pour)
 
 

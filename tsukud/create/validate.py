@@ -215,12 +215,15 @@ class Pour:
     bottles: Mapping[int, Bottle]
     placed_at: str = CONTAINER_DIR
     deps: Mapping[str, str] = field(default_factory=dict)
+    formulas: Mapping[str, str] = field(default_factory=dict)  # dependency → its formula
 
     async def relocate(self, bottle: Bottle, keg: Path, target: Platform) -> None:
         """Relocate for the container: its paths, and its loader (the host may be a Mac)."""
         deps = {name: Path(path) for name, path in self.deps.items()}
         loader = LOADERS.get(_QEMU_ARCH.get(target.arch, target.arch))  # uname's names
-        await relocate_bottle(bottle, keg, Path(self.placed_at), deps, loader=loader)
+        await relocate_bottle(
+            bottle, keg, Path(self.placed_at), deps, formulas=self.formulas, loader=loader
+        )
 
 
 @dataclass

@@ -118,7 +118,7 @@ class InstallAttempt:
         self.staging: Path | None = None
         self.tx = InstallTransaction(inst.home)
         self.bottles: dict[int, Bottle] = {}  # a homebrew step's bottle, by index
-        self.deps: dict[str, Path] = {}  # runtime dependency → its tool directory
+        self.deps = pour.Dependencies()  # runtime dependencies: directories, formulas
         # What relocating the bottles did (install.completed's ``relocation``).
         self.relocation: dict[str, Any] | None = None
 
@@ -453,7 +453,9 @@ class InstallAttempt:
         self.stage = "relocate"
         await self.progress("relocating", file=step.asset_name)
         keg = self.staging / f"x{step.index}"
-        summary = (await pour.relocate(bottle, keg, final_dir, self.deps)).summary()
+        deps = self.deps
+        report = await pour.relocate(bottle, keg, final_dir, deps.dirs, formulas=deps.formulas)
+        summary = report.summary()
         self.relocation = pour.merge_summaries(self.relocation, summary)
         left = summary["left_alone"]
         if left:
@@ -471,11 +473,11 @@ class InstallAttempt:
         bottle = self.bottles.get(step.index)
         return bottle.headers if bottle is not None else None
 
-    async def _install_dependencies(self, recipe: Recipe) -> dict[str, Path]:
+    async def _install_dependencies(self, recipe: Recipe) -> pour.Dependencies:
         """The recipe's runtime dependencies, installed first (each as its own tool,
-        its own session) unless already there; name → tool directory."""
+        its own session) unless already there; their directories and formulas."""
         if not recipe.metadata.runtime_dependencies:
-            return {}
+            return pour.Dependencies()
         inst = self.inst
         self.stage = "dependencies"
 

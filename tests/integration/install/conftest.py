@@ -3,9 +3,10 @@ tsukud pointed at it in an isolated TSUKU_HOME."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,29 @@ def eco_inst(world: FakeGitHub, eco: FakeEcosystems) -> Iterator[Tsuku]:
     """A running tsukud whose GitHub and package registries are the fakes."""
     with running(make_tsuku(world, **eco.env())) as t:
         yield t
+
+
+@pytest.fixture
+def registry(world: FakeGitHub) -> Iterator[Callable[[str, str], None]]:
+    """Publish a recipe on the fake recipe registry for one test, where tsuku's public
+    registry serves it to a new user: ``registry(name, toml_text)``. The registry is the
+    module's shared fake, so what it held before is put back afterwards."""
+    before = dict(world.recipes)
+    yield world.add_recipe
+    world.recipes.clear()
+    world.recipes.update(before)
+
+
+def from_the_registry(t: Tsuku, world: FakeGitHub, name: str, text: str) -> None:
+    """``name`` was installed from the registry's recipe, as a new user gets it: no
+    local recipe file, the registry asked for it, and the install recorded that recipe
+    (its source and the sha256 of the registry's text)."""
+    assert not (t.home / "recipes" / f"{name}.toml").exists()
+    assert world.requests_to(f"/registry/recipes/{name[0]}/{name}.toml")
+    done = [e for e in events(t) if e["type"] == "install.completed"]
+    payload = [e["payload"] for e in done if e["payload"]["tool"] == name][-1]
+    assert payload["recipe_source"] == "registry"
+    assert payload["recipe_sha256"] == hashlib.sha256(text.encode()).hexdigest()
 
 
 def events(t: Tsuku, prefix: str = "install.") -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,13 @@ import pytest
 from tests.conftest import Tsuku
 from tests.fakes.ecosystems import FakeEcosystems
 from tests.fakes.github import FakeGitHub
-from tests.integration.install.conftest import events, installed, make_tsuku, tree
+from tests.integration.install.conftest import (
+    events,
+    from_the_registry,
+    installed,
+    make_tsuku,
+    tree,
+)
 from tests.integration.install.test_recipe_errors import local_recipe
 from tsukud.recipe.model import RUNNABLE_ECOSYSTEM_ACTIONS
 from tsukud.testing.packages import npm_tarball, wheel
@@ -79,6 +86,40 @@ def test_npm_install_recipe_installs_verifies_and_removes(inst: Tsuku, eco: Fake
     assert run(inst.home / "bin" / "greet").strip() == "greet 1.0.0"
     assert inst.ctl("remove", "greet").returncode == 0
     assert installed(inst) == {}
+    assert tree(inst.home) == []
+
+
+@needs_npm
+def test_a_new_user_installs_an_npm_tool_from_the_registrys_recipe(
+    inst: Tsuku,
+    world: FakeGitHub,
+    registry: Callable[[str, str], None],
+    eco: FakeEcosystems,
+) -> None:
+    """``tsukuctl install greet`` with no recipe of one's own: the ``npm_install``
+    recipe comes from the registry, the package from the npm registry."""
+    eco.publish_npm(npm_tarball("@fake/greet", "3.1.0", {"greet": "greet 3.1.0"}))
+    text = recipe("npm_install", "@fake/greet", ["greet"], "greet")
+    registry("greet", text)
+    assert not (inst.home / "recipes" / "greet.toml").exists()
+
+    cp = inst.ctl("install", "greet")
+    assert cp.returncode == 0, cp.stderr
+    from_the_registry(inst, world, "greet", text)
+    assert run(inst.home / "bin" / "greet", "hi").strip() == "greet 3.1.0 hi"
+    row = installed(inst)["greet"]
+    assert row["version"] == "3.1.0" and row["binaries"] == ["greet"]
+    tool_dir = Path(row["install_dir"])
+    assert (tool_dir / "node_modules" / "@fake" / "greet" / "package.json").is_file()
+
+    verified = inst.ctl("verify", "greet")
+    assert verified.returncode == 0, verified.stderr
+    assert verified.stdout.startswith("greet 3.1.0 ok: ")
+    assert inst.ctl("remove", "greet").returncode == 0
+    assert installed(inst) == {}
+    assert not tool_dir.exists()
+    link = inst.home / "bin" / "greet"
+    assert not (link.exists() or link.is_symlink())
     assert tree(inst.home) == []
 
 

@@ -10,7 +10,7 @@ import hashlib
 import json
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,14 @@ import pytest
 from tests.conftest import Tsuku
 from tests.fakes import bottles
 from tests.fakes.github import FakeGitHub
-from tests.integration.install.conftest import events, installed, make_tsuku
+from tests.integration.install.conftest import (
+    events,
+    from_the_registry,
+    installed,
+    make_tsuku,
+    running,
+    tree,
+)
 from tests.integration.install.test_recipe_errors import local_recipe
 from tsukud.recipe import host_platform
 from tsukud.recipe.homebrew import platform_tags
@@ -52,6 +59,13 @@ def t(world: FakeGitHub, brew: FakeHomebrew) -> Iterator[Tsuku]:
     finally:
         tsuku.stop_all()
         shutil.rmtree(tsuku.home, ignore_errors=True)
+
+
+@pytest.fixture
+def new_user(world: FakeGitHub, brew: FakeHomebrew) -> Iterator[Tsuku]:
+    """A daemon with no recipe of its own: every recipe comes from the registry."""
+    with running(make_tsuku(world, **brew.env())) as t:
+        yield t
 
 
 def publish(brew: FakeHomebrew, built: bottles.Built) -> None:
@@ -121,6 +135,116 @@ def test_a_bottle_with_a_dependency_installs_runs_verifies_and_guards_its_depend
     assert "libgreet is no longer needed by any tool: tsukuctl remove libgreet" in removed.stderr
     assert t.ctl("remove", "libgreet").returncode == 0, "nothing needs it any more"
     assert installed(t) == {}
+
+
+def removed_cleanly(t: Tsuku, tools: list[str]) -> None:
+    """``tsukuctl remove`` of each tool in turn: its directory and its bin links are gone,
+    and the install tree is empty at the end."""
+    rows = installed(t)
+    for tool in tools:
+        tool_dir = Path(rows[tool]["install_dir"])
+        links = [t.home / "bin" / name for name in rows[tool]["binaries"]]
+        cp = t.ctl("remove", tool)
+        assert cp.returncode == 0, cp.stderr
+        assert not tool_dir.exists()
+        assert not any(link.exists() or link.is_symlink() for link in links)
+    assert installed(t) == {}
+    assert tree(t.home) == []
+
+
+def test_a_new_user_installs_a_bottle_and_its_dependency_both_from_the_registry(
+    new_user: Tsuku,
+    world: FakeGitHub,
+    registry: Callable[[str, str], None],
+    brew: FakeHomebrew,
+    built: bottles.Built,
+) -> None:
+    """``tsukuctl install hello`` with nothing but the registry: hello's recipe names
+    libgreet, whose recipe is fetched from the registry too, installed first, and
+    hello's binary loads its library."""
+    t = new_user
+    publish(brew, built)
+    registry("hello", bottles.hello_recipe())
+    registry("libgreet", bottles.libgreet_recipe())
+    assert not (t.home / "recipes").exists() or not any((t.home / "recipes").iterdir())
+
+    cp = t.ctl("install", "hello")
+    assert cp.returncode == 0, cp.stderr
+    from_the_registry(t, world, "hello", bottles.hello_recipe())
+    from_the_registry(t, world, "libgreet", bottles.libgreet_recipe())
+    rows = installed(t)
+    assert rows["hello"]["version"] == "2.0" and rows["libgreet"]["version"] == "1.0"
+    ran = run(t.home / "bin" / "hello")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith(f"{bottles.GREETING} (2.0)")
+
+    verified = t.ctl("verify", "hello")
+    assert verified.returncode == 0, verified.stderr
+    assert verified.stdout.startswith("hello 2.0 ok: ")
+    assert t.ctl("verify", "libgreet").returncode == 0
+    removed_cleanly(t, ["hello", "libgreet"])
+
+
+def test_a_formula_with_an_at_sign_installs_from_its_image_and_is_found_under_opt(
+    new_user: Tsuku,
+    world: FakeGitHub,
+    registry: Callable[[str, str], None],
+    brew: FakeHomebrew,
+    built: bottles.Built,
+) -> None:
+    """A dependency recipe ``libgreet`` whose formula is ``libgreet@1`` (as tsuku's
+    ``openssl`` installs ``openssl@3``): its bottle comes from the image
+    ``homebrew/core/libgreet/1`` (Homebrew's ``@`` → ``/``), and the tool's text files
+    naming ``opt/libgreet@1`` (Homebrew's key) or ``opt/libgreet`` point at it."""
+    t = new_user
+    brew.publish(
+        "libgreet@1",
+        bottles.LIB_VERSION,
+        {HOST_TAG: bottles.libgreet_bottle(built, formula="libgreet@1")},
+    )
+    paths = (
+        b"formula=@@HOMEBREW_PREFIX@@/opt/libgreet@1/lib\n"
+        b"recipe=@@HOMEBREW_PREFIX@@/opt/libgreet/lib\n"
+    )
+    tarball = bottles.hello_bottle(built, "2.0", extra={"share/hello/greet.paths": paths})
+    brew.publish("hello", "2.0", {HOST_TAG: tarball}, dependencies=["libgreet@1"])
+    lib_recipe = bottles.libgreet_recipe().replace(
+        '[version]\nsource = "homebrew"\nformula = "libgreet"\n\n', ""
+    )
+    lib_recipe = lib_recipe.replace('formula = "libgreet"', 'formula = "libgreet@1"')
+    assert 'formula = "libgreet@1"' in lib_recipe and "[version]" not in lib_recipe
+    registry("hello", bottles.hello_recipe())
+    registry("libgreet", lib_recipe)
+
+    cp = t.ctl("install", "hello")
+    assert cp.returncode == 0, cp.stderr
+    from_the_registry(t, world, "libgreet", lib_recipe)
+    rows = installed(t)
+    assert rows["libgreet"]["version"] == "1.0"
+    lib = Path(rows["libgreet"]["install_dir"])
+    tool = Path(rows["hello"]["install_dir"])
+    ran = run(t.home / "bin" / "hello")
+    assert ran.returncode == 0 and ran.stdout.startswith(bottles.GREETING), ran.stderr
+    assert (tool / "share" / "hello" / "greet.paths").read_text() == (
+        f"formula={lib}/lib\nrecipe={lib}/lib\n"
+    )
+    assert (lib / "lib" / "pkgconfig" / "greet.pc").read_text().startswith(f"prefix={lib}\n")
+    # The image path is Homebrew's, written out here rather than through image_name.
+    routes = [r.route for r in brew.registry.requests]
+    assert "/v2/homebrew/core/libgreet/1/manifests/1.0" in routes
+    scopes = [r.query.get("scope") for r in brew.registry.requests if r.route == "/token"]
+    assert ["repository:homebrew/core/libgreet/1:pull"] in scopes
+    assert "/api/formula/libgreet@1.json" in [r.route for r in brew.api.requests]
+    lib_done = [
+        e["payload"]
+        for e in events(t)
+        if e["type"] == "install.completed" and e["payload"]["tool"] == "libgreet"
+    ]
+    assert lib_done[-1]["assets"][0]["name"] == f"libgreet@1--1.0.{HOST_TAG}.bottle.tar.gz"
+
+    assert t.ctl("verify", "hello").returncode == 0
+    assert t.ctl("verify", "libgreet").returncode == 0
+    removed_cleanly(t, ["hello", "libgreet"])
 
 
 def test_a_dependency_cannot_move_to_another_version_under_the_tools_that_need_it(

@@ -12,13 +12,14 @@ import io
 import subprocess
 import tarfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Tsuku
-from tests.integration.install.conftest import events, installed, tree
+from tests.fakes.github import FakeGitHub
+from tests.integration.install.conftest import events, from_the_registry, installed, tree
 from tests.integration.install.test_recipe_errors import local_recipe
 from tsukud.recipe import host_platform
 from tsukud.testing.download_host import FakeDownloadHost
@@ -134,6 +135,31 @@ def test_kubectl_like_download_with_checksum_url(inst: Tsuku, host: FakeDownload
     assert inst.ctl("remove", "kubectl").returncode == 0
     assert installed(inst) == {}
     assert tree(inst.home) == []
+
+
+def test_a_new_user_installs_kubectl_from_the_registrys_recipe(
+    inst: Tsuku,
+    world: FakeGitHub,
+    registry: Callable[[str, str], None],
+    host: FakeDownloadHost,
+) -> None:
+    """``tsukuctl install kubectl`` with no recipe of one's own: the recipe comes from
+    the registry, its binary from the download host, checked against its ``.sha256``."""
+    host.add_json("/release/stable.json", {"version": "v1.31.0"})
+    body = script("Client Version: v1.31.0")
+    host.add(f"/release/v1.31.0/bin/{HOST.os}/{HOST.arch}/kubectl", body)
+    text = kubectl_recipe(host)
+    registry("kubectl", text)
+    assert not (inst.home / "recipes" / "kubectl.toml").exists()
+
+    cp = inst.ctl("install", "kubectl")
+    assert cp.returncode == 0, cp.stderr
+    from_the_registry(inst, world, "kubectl", text)
+    assert "Client Version: v1.31.0" in run(inst.home / "bin" / "kubectl", "version")
+    done = [e for e in events(inst) if e["type"] == "install.completed"][-1]["payload"]
+    assert done["version"] == "1.31.0"
+    assert done["assets"][0]["checked_against"] == ["checksum_file"]
+    verify_then_remove(inst, "kubectl", "Client Version: v1.31.0")
 
 
 def test_a_wrong_checksum_is_refused_and_nothing_installed(

@@ -10,6 +10,7 @@ import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,10 +25,10 @@ from tsukud.install.homebrew.deps import (
     unneeded,
 )
 from tsukud.install.homebrew.errors import DependencyCycle, DependencyInUse, HomebrewError
-from tsukud.install.homebrew.pour import merge_summaries
+from tsukud.install.homebrew.pour import install_dependencies, merge_summaries
 from tsukud.install.homebrew.relocate import relocate_keg, replacements
 from tsukud.net.http import Http
-from tsukud.recipe import ArchiveFormat, Platform, UnsupportedPlatform, VersionNotFound
+from tsukud.recipe import ArchiveFormat, Platform, Recipe, UnsupportedPlatform, VersionNotFound
 from tsukud.recipe.homebrew import (
     formula_of,
     image_name,
@@ -187,6 +188,74 @@ def test_placeholders_longest_first() -> None:
     assert dict(table)["@@HOMEBREW_PERL@@"] == "/usr/bin/perl"
     with_perl = replacements("git", "2.0", Path("/t/git-2.0"), {"perl": Path("/t/perl-5.40")})
     assert dict(with_perl)["@@HOMEBREW_PERL@@"] == "/t/perl-5.40/bin/perl"
+
+
+OPENSSL = """[metadata]
+name = "openssl"
+type = "library"
+
+[[steps]]
+action = "homebrew"
+formula = "openssl@3"
+"""
+
+
+async def test_a_dependency_is_found_under_its_formula_not_only_its_recipe_name(
+    tmp_path: Path,
+) -> None:
+    """Homebrew keys ``opt/`` by formula: curl's bottle names ``opt/openssl@3``, while
+    tsuku's recipe for it is ``openssl``. Keyed by the recipe name alone, the text
+    ``opt/openssl@3/lib`` would become ``<openssl's dir>@3/lib``."""
+    ssl_dir = tmp_path / "tools" / "openssl-3.3.1"
+    curl = parse_recipe(
+        '[metadata]\nname = "curl"\nruntime_dependencies = ["openssl"]\n\n'
+        '[[steps]]\naction = "homebrew"\nformula = "curl"\n'
+    )
+
+    async def load(name: str) -> Recipe:
+        assert name == "openssl"
+        return parse_recipe(OPENSSL)
+
+    async def install(name: str) -> dict[str, Any]:
+        return {"install_dir": str(ssl_dir)}
+
+    deps = await install_dependencies(curl, load, dict, install)
+    assert deps.dirs == {"openssl": ssl_dir}
+    assert deps.formulas == {"openssl": "openssl@3"}
+
+    keg = tmp_path / "curl-8.10"
+    (keg / "bin").mkdir(parents=True)
+    config = keg / "bin" / "curl-config"
+    config.write_text(
+        "#!/bin/sh\n"
+        "ssl=@@HOMEBREW_PREFIX@@/opt/openssl@3/lib\n"
+        "old=@@HOMEBREW_PREFIX@@/opt/openssl/lib\n"
+        "own=@@HOMEBREW_PREFIX@@/opt/curl/bin\n"
+    )
+    report = relocate_keg(
+        keg, keg, formula="curl", pkg_version="8.10", deps=deps.dirs, formulas=deps.formulas
+    )
+    assert config.read_text() == (
+        f"#!/bin/sh\nssl={ssl_dir}/lib\nold={ssl_dir}/lib\nown={keg}/bin\n"
+    )
+    assert report.text_files == ["bin/curl-config"] and report.left_alone == []
+
+    # A formula is Homebrew's key: it wins over another dependency's recipe name.
+    table = dict(
+        replacements(
+            "curl",
+            "8.10",
+            keg,
+            {"libssl": Path("/t/a"), "openssl": Path("/t/b")},
+            {"libssl": "openssl", "openssl": "openssl@3"},
+        )
+    )
+    assert table["@@HOMEBREW_PREFIX@@/opt/openssl"] == "/t/a"
+    assert table["@@HOMEBREW_PREFIX@@/opt/openssl@3"] == "/t/b"
+    assert table["@@HOMEBREW_PREFIX@@/opt/libssl"] == "/t/a"
+    # The perl runtime dependency is found by its formula too.
+    perl = replacements("git", "2.0", keg, {"perl5": Path("/t/p")}, {"perl5": "perl"})
+    assert dict(perl)["@@HOMEBREW_PERL@@"] == "/t/p/bin/perl"
 
 
 def test_perl_is_replaced_and_unknown_placeholders_are_reported_not_hidden(

@@ -4,10 +4,11 @@ the tool's tree is assembled (``attempt.py`` calls these; other recipes skip the
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import trio
 
 from tsukud.install.homebrew.client import Bottle, HomebrewClient
@@ -22,22 +23,41 @@ from tsukud.recipe.version import ResolvedVersion
 InstallFn = Callable[[str], Awaitable[dict[str, Any]]]
 
 
+class Dependencies(msgspec.Struct, frozen=True, kw_only=True):
+    """A tool's runtime dependencies as relocation needs them: each one's tool
+    directory (recipe name → dir, deepest first), and the Homebrew formula each
+    recipe installs (recipe name → formula), since bottles name a dependency by its
+    formula (``@@HOMEBREW_PREFIX@@/opt/openssl@3``), not by tsuku's recipe name."""
+
+    dirs: dict[str, Path] = msgspec.field(default_factory=dict)
+    formulas: dict[str, str] = msgspec.field(default_factory=dict)
+
+
 async def install_dependencies(
     recipe: Recipe,
     load: Callable[[str], Awaitable[Recipe]],
     installed: Callable[[], dict[str, dict[str, Any]]],
     install: InstallFn,
-) -> dict[str, Path]:
+) -> Dependencies:
     """Install what ``recipe`` needs at run time and is not installed yet, deepest
-    first; returns every dependency's tool directory (name → dir), in that order."""
-    graph = await dependency_graph(recipe, load)
-    dirs: dict[str, Path] = {}
+    first; returns every dependency's tool directory, in that order, and formula."""
+    recipes: dict[str, Recipe] = {}
+
+    async def remember(name: str) -> Recipe:
+        recipes[name] = await load(name)
+        return recipes[name]
+
+    graph = await dependency_graph(recipe, remember)
+    out = Dependencies()
     for name in install_order(recipe.metadata.name, graph):
         record = installed().get(name)
         if record is None:  # installed ones stay: remove refuses what a tool needs
             record = await install(name)
-        dirs[name] = Path(str(record["install_dir"]))
-    return dirs
+        out.dirs[name] = Path(str(record["install_dir"]))
+        formula = formula_of(recipes[name])
+        if formula is not None:
+            out.formulas[name] = formula
+    return out
 
 
 async def find_bottles(
@@ -70,13 +90,16 @@ async def relocate(
     bottle: Bottle,
     keg: Path,
     tool_dir: Path,
-    deps: dict[str, Path],
+    deps: Mapping[str, Path],
     *,
+    formulas: Mapping[str, str] | None = None,
     loader: str | None = None,
 ) -> Report:
     """Relocate the unpacked ``keg`` for its final place ``tool_dir`` (in a worker
-    thread: it reads every file and runs patchelf). ``loader``: the dynamic loader of
-    the system the keg will run on (this one's by default; validation's container's)."""
+    thread: it reads every file and runs patchelf), its runtime dependencies at
+    ``deps`` installing ``formulas`` (both by recipe name). ``loader``: the dynamic
+    loader of the system the keg will run on (this one's by default; validation's
+    container's)."""
     ref = bottle.ref
     return await trio.to_thread.run_sync(
         lambda: relocate_keg(
@@ -85,6 +108,7 @@ async def relocate(
             formula=ref.formula,
             pkg_version=ref.pkg_version,
             deps=deps,
+            formulas=formulas,
             loader=loader,
         )
     )

@@ -7,7 +7,9 @@ A bottle is built under Homebrew's prefix and packed with placeholders
 
 * **Text files** (no NUL in the first 8 KiB): the keg's own Cellar and ``opt`` paths and
   the bare prefix become the tool's directory, a dependency's ``opt`` path its
-  directory, longest placeholder first. Any length is fine in text.
+  directory, longest placeholder first. Any length is fine in text. Homebrew names
+  ``opt/`` by formula (``opt/openssl@3``), so a dependency is found there by its
+  recipe's formula, and by the recipe's own name (``openssl``) too when that differs.
 * **ELF files** (executables and shared libraries with a dynamic section): an RPATH or
   RUNPATH naming a placeholder becomes ``$ORIGIN``-relative paths to the keg's own
   ``lib`` and each runtime dependency's ``lib``, written as DT_RPATH
@@ -70,11 +72,31 @@ LOADERS = {
 }
 
 
+def opt_names(deps: Mapping[str, Path], formulas: Mapping[str, str]) -> dict[str, Path]:
+    """Each runtime dependency's directory under the names ``@@HOMEBREW_PREFIX@@/opt/``
+    may spell it: its formula, the name Homebrew keys ``opt/`` by (``opt/openssl@3``),
+    and its recipe's name when that differs (``openssl``), which tsuku's own bottles
+    and older relocations used. ``formulas``: dependency recipe → formula; a formula
+    wins over another dependency's recipe name of the same spelling."""
+    out = dict(deps)
+    for name, path in deps.items():
+        formula = formulas.get(name)
+        if formula:
+            out[formula] = path
+    return out
+
+
 def replacements(
-    formula: str, pkg_version: str, tool_dir: Path, deps: Mapping[str, Path]
+    formula: str,
+    pkg_version: str,
+    tool_dir: Path,
+    deps: Mapping[str, Path],
+    formulas: Mapping[str, str] | None = None,
 ) -> list[tuple[str, str]]:
     """Placeholder → path, longest placeholder first (so a keg's own Cellar path wins
-    over the bare prefix)."""
+    over the bare prefix, and ``opt/openssl@3`` over ``opt/openssl``). ``deps``: each
+    runtime dependency recipe's tool directory; ``formulas``: its Homebrew formula."""
+    opt = opt_names(deps, formulas or {})
     table = {
         f"{CELLAR}/{formula}/{pkg_version}": str(tool_dir),
         f"{PREFIX}/Cellar/{formula}/{pkg_version}": str(tool_dir),
@@ -83,9 +105,9 @@ def replacements(
         PREFIX: str(tool_dir),
         REPOSITORY: str(tool_dir),
         LIBRARY: str(tool_dir / "Library"),
-        PERL: str(deps["perl"] / "bin" / "perl") if "perl" in deps else SYSTEM_PERL,
+        PERL: str(opt["perl"] / "bin" / "perl") if "perl" in opt else SYSTEM_PERL,
     }
-    for name, path in deps.items():
+    for name, path in opt.items():
         table[f"{PREFIX}/opt/{name}"] = str(path)
     return sorted(table.items(), key=lambda kv: -len(kv[0]))
 
@@ -147,13 +169,15 @@ def relocate_keg(
     formula: str,
     pkg_version: str,
     deps: Mapping[str, Path],
+    formulas: Mapping[str, str] | None = None,
     patchelf: str | None = None,
     loader: str | None = None,
 ) -> Report:
     """Relocate the unpacked keg ``keg`` (it will become ``tool_dir``), whose runtime
-    dependencies are installed at ``deps`` (name → tool directory)."""
+    dependencies are installed at ``deps`` (recipe name → tool directory) and install
+    the Homebrew formulas ``formulas`` (recipe name → formula)."""
     report = Report()
-    table = replacements(formula, pkg_version, tool_dir, deps)
+    table = replacements(formula, pkg_version, tool_dir, deps, formulas)
     seen: set[tuple[int, int]] = set()
     for dirpath, dirs, names in os.walk(keg):
         dirs.sort()  # the report in one order, whatever the file system's
