@@ -294,3 +294,27 @@ def user(hooked_tsuku: Tsuku, tmp_path: Path) -> Iterator[ShellHome]:
         u.close()
         (hooked_tsuku.home / "bin" / "stern").unlink(missing_ok=True)
         (hooked_tsuku.home / "share" / "hooks" / "mode").unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def real_client_user(world_env: dict[str, str], tmp_path: Path) -> Iterator[ShellHome]:
+    """A user whose PATH has the real ``tsukuctl`` (as ``scripts/dev`` links it), a
+    running daemon against ``world_env``'s fakes, and stern in the registry."""
+    import sys
+
+    home = short_home()
+    t = Tsuku(home, {**base_env(home), **world_env})
+    (home / "registry" / "s").mkdir(parents=True)
+    (home / "registry" / "s" / "stern.toml").write_text(STERN)
+    u = ShellHome(t, tmp_path / "home", tmp_path / "unused.log")
+    (u.home / "stubs").mkdir(parents=True)
+    real = u.home / "stubs" / "tsukuctl"
+    real.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m tsukuctl "$@"\n')
+    real.chmod(0o755)
+    try:
+        t.start()
+        yield u
+    finally:
+        u.close()
+        t.stop_all()
+        shutil.rmtree(home, ignore_errors=True)

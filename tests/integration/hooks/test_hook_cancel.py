@@ -7,17 +7,14 @@ after 64 bytes), so the Ctrl-C always lands in the middle of the work.
 
 from __future__ import annotations
 
-import shutil
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Tsuku, base_env, short_home
 from tests.fakes.github import FakeGitHub, fixture_world
-from tests.integration.hooks.conftest import SHELLS, STERN, ShellHome, need_shell
+from tests.integration.hooks.conftest import SHELLS, ShellHome, need_shell, real_client_user
 
 
 @pytest.fixture(scope="module")
@@ -29,23 +26,9 @@ def world() -> Iterator[FakeGitHub]:
 
 @pytest.fixture
 def user(world: FakeGitHub, tmp_path: Path) -> Iterator[ShellHome]:
-    home = short_home()
-    t = Tsuku(home, {**base_env(home), **world.env()})
-    (home / "registry" / "s").mkdir(parents=True)
-    (home / "registry" / "s" / "stern.toml").write_text(STERN)
-    u = ShellHome(t, tmp_path / "home", tmp_path / "unused.log")
-    (u.home / "stubs").mkdir(parents=True)
-    real = u.home / "stubs" / "tsukuctl"  # the real client, as `scripts/dev` links it
-    real.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m tsukuctl "$@"\n')
-    real.chmod(0o755)
-    try:
-        t.start()
-        assert t.call("hooks.reindex")["commands"] == 1
+    with real_client_user(world.env(), tmp_path) as u:
+        assert u.tsuku.call("hooks.reindex")["commands"] == 1
         yield u
-    finally:
-        u.close()
-        t.stop_all()
-        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.mark.parametrize("shell", SHELLS)
