@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from tsukud.create.service import Creator
     from tsukud.create.validate import Validator
     from tsukud.discover.service import DiscoveryService
+    from tsukud.flows.create_recipe import CreateRecipe
     from tsukud.flows.install_missing import InstallMissing
     from tsukud.github.client import GitHub
     from tsukud.hooks.service import HookIndex
@@ -291,6 +292,16 @@ class Services:
             creator=self.creator,
             installer=self.installer,
             confirmations=self.confirmations,
+            instructions=self.instructions,
+        )
+
+    @cached_property
+    def create_recipe(self) -> CreateRecipe:
+        from tsukud.flows.create_recipe import CreateRecipe
+
+        return CreateRecipe(
+            creator=self.creator,
+            homepage=self.discovery.homepage,
             instructions=self.instructions,
         )
 

@@ -287,9 +287,11 @@ class _Run:
             raise NoBinaryAssets(
                 f"{ctx.repo} {ctx.tag}: no release asset is a build for linux or darwin",
                 hint="The tool may need to be built from source, or installed another "
-                f"way: `tsukuctl install {req.tool} --from github:{ctx.repo}` reads the "
-                "project's install page (the instructions builder); a package source "
-                "works too: --from npm:, pypi:, crates:, rubygems:, go: or homebrew:.",
+                f"way: `tsukuctl create {req.tool} --from github:{ctx.repo}` (with a model "
+                "and validation: not --deterministic-only or --skip-validation) and "
+                "`tsukuctl install` read the project's install page (the instructions "
+                "builder); a package source works too: --from npm:, pypi:, crates:, "
+                "rubygems:, go: or homebrew:.",
                 tag=ctx.tag,
             )
         async with contextlib.AsyncExitStack() as stack:

@@ -34,7 +34,7 @@ from tsukud.discover.errors import (
 )
 from tsukud.discover.model import Discovery
 from tsukud.discover.normalize import BadSource, github_source, normalize_name
-from tsukud.errors import ConfirmationRequired, UsageError, UserDeclined
+from tsukud.errors import ConfirmationRequired, TsukuError, UsageError, UserDeclined
 
 if TYPE_CHECKING:
     from tsukud.create.pipeline import CreateResult
@@ -337,7 +337,7 @@ class InstallMissing:
                 collect_tool_stats=collect_tool_stats,
             )
         except InstructionsManual as exc:
-            spec = _page_package(exc.data)
+            spec = page_package(exc.data)
             if spec is None:
                 raise
             # The page names a package of a registry tsuku has a builder for.
@@ -345,8 +345,7 @@ class InstallMissing:
                 {
                     "stage": "discovery",
                     "step": "instructions",
-                    "message": f"the install page {url} says `{exc.data['install_command']}`: "
-                    f"writing the recipe from {spec}",
+                    "message": page_says(url, exc, spec),
                 }
             )
             return await self._create(
@@ -476,7 +475,14 @@ def given_source(source: str) -> tuple[str, str]:
 PAGE_ECOSYSTEMS = {"npm": "npm", "pipx": "pypi", "cargo": "crates", "go": "go"}
 
 
-def _page_package(data: dict[str, Any]) -> str | None:
+def page_says(url: str, manual: TsukuError, spec: str) -> str:
+    return (
+        f"the install page {url} says `{manual.data['install_command']}`: writing the "
+        f"recipe from {spec}"
+    )
+
+
+def page_package(data: dict[str, Any]) -> str | None:
     """``npm:<package>`` / ``pypi:<project>`` / ``crates:<crate>`` / ``go:<path>`` for an
     install page whose instructions are one of those registries' packages; None for
     anything else (shown, not run)."""

@@ -48,8 +48,9 @@ class SaveParams(msgspec.Struct, forbid_unknown_fields=True):
 
 @method("create", CreateParams)
 async def create(d: Daemon, p: CreateParams, call: Call) -> dict[str, Any]:
-    """Write a recipe for ``tool`` from ``source``'s GitHub releases."""
-    result = await d.services.creator.create(
+    """Write a recipe for ``tool`` from ``source`` (a repository without release builds:
+    from its install page, ``flows/create_recipe.py``)."""
+    result = await d.services.create_recipe.create(
         p.tool,
         p.source,
         progress=call.progress,

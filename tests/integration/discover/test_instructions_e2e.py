@@ -261,18 +261,27 @@ def test_a_repository_without_release_builds_is_read_from_its_homepage_and_repai
     fixed["builds"][0]["strip_dirs"] = 1
     answers(world, unstripped, fixed)  # the first misses the top directory: one repair
 
-    # create alone cannot read a page; it says which command does, and that one works.
+    # Without a model, create cannot read the page; it says what does, at no cost.
     asked = len(world.claude.requests)
-    cp = tk.ctl("create", "foo", "--from", "github:acme/foo", "--yes", timeout=60)
+    cp = tk.ctl(
+        "create", "foo", "--from", "github:acme/foo", "--deterministic-only", "--yes", timeout=60
+    )
     assert cp.returncode == ExitCode.RECIPE_NOT_FOUND, cp.stderr
     assert "acme/foo v1.4.2: no release asset is a build for linux or darwin" in cp.stderr
-    assert "`tsukuctl install foo --from github:acme/foo` reads the project's" in cp.stderr
+    assert "`tsukuctl create foo --from github:acme/foo` (with a model" in cp.stderr
     assert len(world.claude.requests) == asked  # no model asked, nothing paid
-    cp = tk.ctl("install", "foo", "--from", "github:acme/foo", "--yes", timeout=180)
+    # With one, create reads the homepage and writes the validated recipe; install uses it.
+    cp = tk.ctl("create", "foo", "--from", "github:acme/foo", "--yes", timeout=180)
     assert cp.returncode == 0, cp.stderr
     assert "github:acme/foo has no release build" in cp.stderr
     assert f"reading its install page {page}" in cp.stderr
+    recipe = (tk.home / "recipes" / "foo.toml").read_text()
+    assert template in recipe and "strip_dirs = 1" in recipe
+    asked = len(world.claude.requests)
+    cp = tk.ctl("install", "foo", timeout=180)
+    assert cp.returncode == 0, cp.stderr
     assert "installed foo 1.4.2 (foo)" in cp.stdout
+    assert len(world.claude.requests) == asked  # the written recipe, no model
     (started,) = ledger(tk, "instructions.started")
     assert started["payload"] == {"tool": "foo", "url": page, "came_from": "no_binary_assets"}
     session = started["session"]
@@ -426,6 +435,9 @@ def test_a_repository_without_release_builds_or_a_homepage_says_what_is_left(
     )
     assert "hint: Name a package source if it has one: --from npm:<package>" in cp.stderr
     assert "tsukuctl install bar --from github:acme/bar" not in cp.stderr  # not itself
+    cp = tk.ctl("create", "bar", "--from", "github:acme/bar", "--yes", timeout=60)
+    assert cp.returncode == ExitCode.RECIPE_NOT_FOUND, cp.stderr
+    assert "(no install page to read: GitHub names no homepage)" in cp.stderr
     assert world.claude.requests == []
 
 
