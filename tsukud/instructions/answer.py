@@ -3,7 +3,9 @@
 The model answers with one ``write_recipe`` call. Its ``kind`` is the closed vocabulary
 (docs/design/instructions-builder.md): ``download`` becomes a recipe of URL actions
 (``download_archive``, or ``download`` + ``chmod`` + ``install_binaries`` for a bare
-executable, one step per platform with ``when``) and a version source; ``ecosystem``
+executable, one step per platform with ``when``) and a version source, or, for a page
+with fixed URLs and no feed, the ``page`` version it states (a pinned recipe: no
+``[version]``, the version spelled out, see :func:`to_recipe`); ``ecosystem``
 names one of the ecosystem actions and the package; ``script`` and ``system_package``
 carry the command to show; ``none`` says the page has nothing usable. No field holds a
 shell command that tsuku would run.

@@ -654,13 +654,14 @@ def test_the_cost_question_and_the_budget_stop_an_instructions_run_before_any_ca
     from tests.integration.discover.test_discover_e2e import daemon
 
     _template, page, _archive = vendor_site(vendor)
-    if "acme/foo" not in world.github.repos:
-        zip_only = FakeAsset("foo-1.4.2-windows-amd64.zip", b"PK\x05\x06" + b"\0" * 18)
-        world.github.add_repo(
-            FakeRepo("acme/foo", releases=[FakeRelease("v1.4.2", [zip_only])], homepage=page)
-        )
+    # Its own repository: the module's fake GitHub keeps repositories between tests, and
+    # this one's homepage is this test's vendor host.
+    zip_only = FakeAsset("foo-1.4.2-windows-amd64.zip", b"PK\x05\x06" + b"\0" * 18)
+    world.github.add_repo(
+        FakeRepo("acme/costly", releases=[FakeRelease("v1.4.2", [zip_only])], homepage=page)
+    )
     with daemon(world, TSUKU_LLM_CONFIRM_THRESHOLD="0.0001") as t:
-        args = ["install", "foo", "--from", "github:acme/foo"]
+        args = ["install", "foo", "--from", "github:acme/costly"]
         code, screen, _ = on_a_terminal(t, args, [(b"[y/N] ", b"n\n")], timeout=120)
         assert code == ExitCode.USER_DECLINED, screen
         assert "above the confirmation threshold of $0.00" in screen
