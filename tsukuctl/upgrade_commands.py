@@ -29,25 +29,34 @@ def cmd_outdated(args: argparse.Namespace) -> int:
     if not rows:
         out("no tools installed")
         return 0
-    table = [
-        [
-            r["tool"],
-            r["installed"],
-            r.get("newest") or "?",
-            "upgrade available" if r["outdated"] else ("unknown" if r.get("error") else "current"),
-        ]
-        for r in rows
-    ]
+    table = [[r["tool"], r["installed"], r.get("newest") or "?", _state(r)] for r in rows]
     out(render.table(("TOOL", "INSTALLED", "NEWEST", "STATE"), table))
     for r in rows:
         if r.get("error"):
             err(f"{r['tool']}: {r['error']}")
+        elif r.get("pinned"):
+            out(_pinned(r["tool"], r.get("newest") or r["installed"]))
     behind = [r["tool"] for r in rows if r["outdated"]]
     if behind:
         out(f"{len(behind)} outdated: `tsukuctl upgrade {' '.join(behind)}` (or --all)")
-    elif not any(r.get("error") for r in rows):
+    elif not any(r.get("error") or r.get("pinned") for r in rows):
         out("every installed tool is current")
     return 0
+
+
+def _state(row: dict[str, Any]) -> str:
+    if row["outdated"]:
+        return "upgrade available"
+    if row.get("error"):
+        return "unknown"
+    return "pinned" if row.get("pinned") else "current"
+
+
+def _pinned(tool: str, version: str) -> str:
+    return (
+        f"{tool}: pinned at {version} by its recipe, which has no version source "
+        "(its URLs name that version): no newer release can be looked up"
+    )
 
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
@@ -75,8 +84,14 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
             out(f"upgraded {done['tool']} {done['from']} → {done['to']}")
         for f in failed:
             err(f"tsukuctl: {f['tool']} was not upgraded: {f['message']}")
-        if not res["upgraded"] and not failed:
+        pinned = [c for c in res["current"] if c.get("pinned")]
+        for c in pinned:
+            out(_pinned(c["tool"], c["version"]))
+        others = len(res["current"]) - len(pinned)
+        if not res["upgraded"] and not failed and not pinned:
             out("nothing to upgrade: every tool named is current")
+        elif not res["upgraded"] and not failed and others:
+            out("nothing else to upgrade: the other tools named are current")
     return ExitCode.GENERAL if failed else 0
 
 

@@ -57,6 +57,7 @@ from tsukud.recipe import (
     UnsupportedPlatform,
     dump_recipe,
     parse_recipe,
+    pinned_version,
     render_recipe,
     tag_to_version,
     version_source,
@@ -183,10 +184,13 @@ def check_schema(recipe: Recipe) -> list[Finding]:
     # bottle's from the formulae API.
     ecosystem = bool(recipe.steps) and all(isinstance(s, EcosystemStep) for s in recipe.steps)
     homebrew = formula_of(recipe) is not None
+    # A recipe read from an install page may name one version (no source, literal URLs).
+    pinned = pinned_version(recipe) is not None
     if (
         not http_json
         and not ecosystem
         and not homebrew
+        and not pinned
         and (version is None or not version.github_repo)
     ):
         found.append(

@@ -6,6 +6,9 @@ layer below it revalidates with ETags), so asking again within minutes costs no 
 quota. A tool whose recipe or release cannot be read is reported with its error rather
 than failing the whole list: one unreachable repository must not hide the others.
 
+A tool whose recipe has no version source (a page's fixed URLs: ``pinned``) has no
+newer release to find; both say so rather than calling it current.
+
 ``upgrade`` installs the newest release of each outdated tool through the installer,
 so an upgrade is an install like any other: its own session and ``install.*`` events,
 and the old version stays installed and linked until the new one has been verified
@@ -39,6 +42,9 @@ class ToolStatus(msgspec.Struct, frozen=True, kw_only=True):
     outdated: bool = False
     error: str | None = None
     error_code: str | None = None
+    # The recipe has no version source (its URLs name one version, e.g. read from an
+    # install page): ``newest`` is that version, not a release anyone looked up.
+    pinned: bool = False
 
 
 def compare(tool: str, installed: str, newest: str) -> ToolStatus:
@@ -73,7 +79,8 @@ async def newest_status(inst: Installer, tool: str, installed: str) -> ToolStatu
         res = await inst.resolver.resolve(loaded.recipe, None)
     except TsukuError as exc:
         return ToolStatus(tool=tool, installed=installed, error=exc.message, error_code=exc.code)
-    return compare(tool, installed, res.version)
+    status = compare(tool, installed, res.version)
+    return msgspec.structs.replace(status, pinned=True) if res.how == "pinned" else status
 
 
 async def outdated(inst: Installer, names: list[str]) -> list[ToolStatus]:
@@ -97,7 +104,10 @@ async def upgrade(
         if status.error is not None:
             failed.append(_failure(status.tool, status.error_code, status.error))
         elif not status.outdated:
-            current.append({"tool": status.tool, "version": status.installed})
+            entry: dict[str, Any] = {"tool": status.tool, "version": status.installed}
+            if status.pinned:
+                entry["pinned"] = True
+            current.append(entry)
         else:
             try:
                 done = await inst.install(status.tool, None, progress=progress)

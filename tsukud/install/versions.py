@@ -42,6 +42,7 @@ from tsukud.recipe import (
     VersionNotFound,
     find_version,
     latest_version,
+    pinned_version,
     tag_to_version,
     version_source,
 )
@@ -61,7 +62,9 @@ class Resolution(msgspec.Struct, frozen=True, kw_only=True):
     resolved: ResolvedVersion
     repo: str
     requested: str | None
-    how: str  # latest-release | latest-listed | latest-tag | tag | listed
+    # latest-release | latest-listed | latest-tag | tag | listed | requested | registry |
+    # homebrew | pinned (the recipe has no version source: it names one version)
+    how: str
     release: Release | None = None
 
     @property
@@ -95,6 +98,9 @@ class VersionResolver:
 
     async def resolve(self, recipe: Recipe, requested: str | None = None) -> Resolution:
         requested = (requested or "").strip() or None
+        pinned = pinned_version(recipe)
+        if pinned is not None:
+            return _pinned(recipe.metadata.name, pinned, requested)
         if recipe.version is not None and recipe.version.source == HTTP_JSON_SOURCE:
             return await self._http_json(recipe, requested)
         eco = _ecosystem_step(recipe)
@@ -264,6 +270,20 @@ class VersionResolver:
         return Resolution(
             resolved=resolved, repo=repo, requested=requested, how="listed", release=release
         )
+
+
+def _pinned(name: str, pinned: str, requested: str | None) -> Resolution:
+    """A recipe with no version source installs its one version; another is not there."""
+    if requested is not None and normalize_version(requested) != normalize_version(pinned):
+        raise VersionNotFound(
+            f"{name}: its recipe is pinned at {pinned} (no version source: its URLs name "
+            f"that version), so {requested} cannot be installed from it",
+            hint=f"Install {name}@{pinned}, or write a recipe with a [version] source.",
+            requested=requested,
+            available=[pinned],
+        )
+    resolved = ResolvedVersion(pinned, pinned)
+    return Resolution(resolved=resolved, repo="", requested=requested, how="pinned")
 
 
 def _ecosystem_step(recipe: Recipe) -> EcosystemStep | None:

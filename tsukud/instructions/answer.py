@@ -3,7 +3,9 @@
 The model answers with one ``write_recipe`` call. Its ``kind`` is the closed vocabulary
 (docs/design/instructions-builder.md): ``download`` becomes a recipe of URL actions
 (``download_archive``, or ``download`` + ``chmod`` + ``install_binaries`` for a bare
-executable, one step per platform with ``when``) and a version source; ``ecosystem``
+executable, one step per platform with ``when``) and a version source, or, for a page
+with fixed URLs and no feed, the ``page`` version it states (a pinned recipe: no
+``[version]``, the version spelled out, see :func:`to_recipe`); ``ecosystem``
 names one of the ecosystem actions and the package; ``script`` and ``system_package``
 carry the command to show; ``none`` says the page has nothing usable. No field holds a
 shell command that tsuku would run.
@@ -65,6 +67,9 @@ SCRIPT: Final = "script"
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _ALLOWED_PLACEHOLDERS = frozenset({"version", "os", "arch"})
 _PACKAGE = re.compile(r"^[A-Za-z0-9@][A-Za-z0-9@._/~-]{0,200}$")
+# A version a page states: digits first, no spaces or path characters (``1.4.2``,
+# ``v2.0.1-rc1``, ``2024.05.1``); "latest" is not a version.
+_PAGE_VERSION = re.compile(r"^v?\d+(?:\.\d+)*(?:[-+][0-9A-Za-z][0-9A-Za-z.]*)?$")
 _BINARY = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._/-]{0,200}$")
 # The words a page uses for each manager's install command (pipx packages are often
 # shown as ``pip install``; npm ones as ``npx``, ``yarn global add`` or ``pnpm add -g``).
@@ -90,9 +95,16 @@ SCHEMA_JSON: Final[dict[str, Any]] = {
         "summary": {"type": "string", "description": "What the page says, in one sentence."},
         "version": {
             "type": "object",
-            "description": "kind download: where the newest version comes from.",
+            "description": "kind download: where the newest version comes from; or, when "
+            "the page names no feed or repository to ask, source page with the one version "
+            "its visible text states (the recipe is pinned to it and never upgrades).",
             "properties": {
-                "source": {"type": "string", "enum": ["http_json", "github"]},
+                "source": {"type": "string", "enum": ["http_json", "github", "page"]},
+                "version": {
+                    **_STR,
+                    "description": "page: the version the page states, e.g. 1.4.2; every "
+                    "build URL must contain it (or {version})",
+                },
                 "url": {**_STR, "description": "http_json: a JSON URL the page names"},
                 "version_path": {**_STR, "description": "http_json: dot path, e.g. version"},
                 "repo": {**_STR, "description": "github: owner/repo whose tags are versions"},
@@ -163,7 +175,8 @@ class Build(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class VersionAnswer(msgspec.Struct, frozen=True, kw_only=True):
-    source: Literal["http_json", "github"]
+    source: Literal["http_json", "github", "page"]
+    version: str | None = None  # source page: the one version the page states
     url: str | None = None
     version_path: str | None = None
     repo: str | None = None
@@ -279,6 +292,46 @@ def _repo_findings(repo: str, page_text: str, known_repos: Collection[str]) -> l
     ]
 
 
+def stated_in(text: str, version: str) -> bool:
+    """Whether ``version`` is written in ``text`` as a whole version: ``1.4.2`` is
+    stated by "foo 1.4.2", "v1.4.2" or ``/foo/1.4.2/``, not by ``11.4.2`` or ``1.4.21``."""
+    pattern = r"(?<![\d.])" + re.escape(version) + r"(?![\w]|\.\d)"
+    return re.search(pattern, text) is not None
+
+
+def _page_version_findings(
+    version: str, builds: tuple[Build, ...], page_text: str
+) -> list[Finding]:
+    """A pinned version must be one the page states, and every build must be that
+    version's: its URL spells the version out (or fills in {version}). A "latest" URL is
+    not pinned: its bytes change with each release, so the pinned sha256 would break."""
+    if not _PAGE_VERSION.match(version) or len(version) > 64:
+        return [
+            _finding(
+                f"version source page needs version: the version number the page states "
+                f"(e.g. 1.4.2), not {version[:80]!r}"
+            )
+        ]
+    bare = version.removeprefix("v")
+    if not stated_in(page_text, bare):
+        return [
+            _finding(
+                f"version.version: {version} is not stated in the page's visible text; "
+                "give the version the page shows",
+                OUTSIDE_PAGE,
+            )
+        ]
+    return [
+        _finding(
+            f"builds[{i}].url: {b.url[:200]} does not contain version {bare} (nor "
+            "{version}); a pinned recipe downloads that version's files, not a "
+            "'latest' URL whose bytes change"
+        )
+        for i, b in enumerate(builds)
+        if "{version}" not in b.url and not stated_in(b.url, bare)
+    ]
+
+
 def _when(build: Build) -> When:
     return When(os=(build.os,), arch=(build.arch,) if build.arch else None)
 
@@ -313,13 +366,50 @@ def _unsupported(builds: tuple[Build, ...]) -> tuple[str, ...]:
     return tuple(p.key for p in STANDARD_PLATFORMS if not covered(p.os, p.arch))
 
 
+def pin(answer: Answer, version: str) -> Answer:
+    """The answer with ``{version}`` spelled out everywhere, for a recipe that has no
+    version source: tsuku reads such a recipe as version ``dev``, so a placeholder left
+    in a URL or the verify pattern would not name these files for it."""
+
+    def fill(text: str) -> str:
+        return text.replace("{version}", version)
+
+    builds = tuple(
+        msgspec.structs.replace(
+            b,
+            url=fill(b.url),
+            checksum_url=fill(b.checksum_url) if b.checksum_url else b.checksum_url,
+            binaries=tuple(fill(x) for x in b.binaries),
+        )
+        for b in answer.builds
+    )
+    verify = answer.verify
+    if verify is not None:
+        verify = VerifyAnswer(
+            command=fill(verify.command),
+            pattern=fill(verify.pattern) if verify.pattern else verify.pattern,
+        )
+    return msgspec.structs.replace(answer, builds=builds, verify=verify)
+
+
 def to_recipe(answer: Answer, *, tool: str, page_url: str) -> Recipe:
+    """The recipe in tsuku's format. A ``page`` version becomes no ``[version]`` section,
+    URLs with the literal version and ``validated_version`` set to it: the shape tsuku
+    reads (as version ``dev``) and this daemon installs as that one pinned version
+    (``recipe.pinned_version``)."""
     assert answer.version is not None and answer.verify is not None
     v = answer.version
-    if v.source == "http_json":
+    pinned: str | None = None
+    version: VersionSection | None
+    if v.source == "page":
+        pinned = (v.version or "").removeprefix("v")
+        answer = pin(answer, pinned)
+        version = None
+    elif v.source == "http_json":
         version = VersionSection(source="http_json", url=v.url, version_path=v.version_path)
     else:
         version = VersionSection(github_repo=v.repo, tag_prefix=v.tag_prefix or None)
+    assert answer.verify is not None
     unsupported = _unsupported(answer.builds)
     steps = [s for b in answer.builds for s in _steps(b)]
     return Recipe(
@@ -330,6 +420,7 @@ def to_recipe(answer: Answer, *, tool: str, page_url: str) -> Recipe:
             supported_os=tuple(sorted({b.os for b in answer.builds})),
             unsupported_platforms=unsupported or None,
             unsupported_reason="the install page offers no build for it" if unsupported else None,
+            validated_version=pinned,
         ),
         version=version,
         steps=tuple(steps),
@@ -354,9 +445,12 @@ def _download_findings(
         found.append(
             _finding(
                 "kind download needs a version source: http_json with a JSON URL the page "
-                "names, or github tags of a repository; without one answer kind none"
+                "names, github tags of a repository, or page with the one version the page "
+                "states and its URLs contain; without one answer kind none"
             )
         )
+    elif v.source == "page":
+        found += _page_version_findings(v.version or "", answer.builds, page_text)
     elif v.source == "http_json":
         if not v.url or not v.version_path:
             found.append(_finding("version source http_json needs url and version_path"))

@@ -78,7 +78,14 @@ from tsukud.llm.types import (
     Usage,
     UserMessage,
 )
-from tsukud.recipe import STANDARD_PLATFORMS, Recipe, RecipeError, dump_recipe, render_recipe
+from tsukud.recipe import (
+    STANDARD_PLATFORMS,
+    Recipe,
+    RecipeError,
+    dump_recipe,
+    pinned_version,
+    render_recipe,
+)
 
 if TYPE_CHECKING:
     from tsukud.create.validate import ValidationRun, Validator, Verdict
@@ -104,7 +111,10 @@ arm64), the URL with {version} where the version number goes, the archive format
 strip_dirs when everything sits under one top directory, and the executables' paths \
 inside the archive. Give the version source (http_json: a JSON URL the page shows and \
 the dot path to the version; github: owner/repo whose tags are versions) and a verify \
-command that prints the version (e.g. foo --version).
+command that prints the version (e.g. foo --version). When the page names no such \
+source but fixed URLs of one version it states (.../foo/1.4.2/foo-linux-amd64.tar.gz), \
+give source page with that version: tsuku pins the recipe to it. A "latest" URL with no \
+version in it is not enough.
 - kind ecosystem: the page says npm install -g, pipx install, cargo install or go \
 install: name the manager and the package.
 - kind script: the page pipes a downloaded script into a shell (curl ... | sh): give \
@@ -562,6 +572,12 @@ class _Run:
         )
         recipe = msgspec.structs.replace(recipe, metadata=meta)
         version = verdict.version or ""
+        if pinned_version(recipe) is not None:
+            self.warnings.append(
+                f"pinned at {version}: the install page names no version source, so tsuku "
+                "cannot look for a newer release (`outdated` says pinned; a newer one needs "
+                "a new recipe)"
+            )
         u = self.usage
         return CreateResult(
             session=self.session,

@@ -83,6 +83,7 @@ from tsukud.recipe.version import (
     find_version,
     latest_version,
     normalize_version,
+    pinned_version,
     tag_to_version,
     version_source,
 )
@@ -147,6 +148,7 @@ __all__ = [
     "normalize_version",
     "parse_platform",
     "parse_recipe",
+    "pinned_version",
     "platform_listed",
     "recipe_from_dict",
     "recipe_to_dict",

@@ -22,8 +22,11 @@ import msgspec
 
 from tsukud.recipe.model import (
     GITHUB_VERSION_SOURCES,
+    EcosystemStep,
+    GenericStep,
     GitHubArchiveStep,
     GitHubFileStep,
+    HomebrewStep,
     Recipe,
     RecipeError,
     UnsupportedVersionSource,
@@ -224,6 +227,32 @@ def version_source(recipe: Recipe) -> VersionSource:
         f"{recipe.metadata.name}: no GitHub repository to resolve versions from "
         "(set [version] github_repo or use a github_archive/github_file step)"
     )
+
+
+def pinned_version(recipe: Recipe) -> str | None:
+    """The one version a recipe with no version source installs, or None when it has a
+    source.
+
+    A recipe of plain URL actions with no ``[version]`` section (nothing that names a
+    repository, a registry or a formula) has nowhere to ask for a newer release: its URLs
+    spell one version out. tsuku itself installs such a recipe as version ``dev``; here
+    ``metadata.validated_version`` (which a generated recipe always carries, with the
+    sha256 of that version's files) names it, so the install is recorded under its
+    real version and ``outdated`` can say it is pinned instead of failing. A recipe of
+    that shape without ``validated_version`` is not pinned: it fails as before, asking
+    for a version source."""
+    section = recipe.version
+    if section is not None and (
+        section.source
+        or section.github_repo
+        or section.url
+        or any(v not in ("", None) for v in section.extra.values())
+    ):
+        return None
+    sourced = (GitHubArchiveStep, GitHubFileStep, EcosystemStep, HomebrewStep, GenericStep)
+    if any(isinstance(step, sourced) for step in recipe.steps):
+        return None
+    return recipe.metadata.validated_version or None
 
 
 def json_path_value(data: Any, path: str) -> str | None:

@@ -11,6 +11,7 @@ import os
 import pty
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from typing import Any
 
@@ -482,3 +483,210 @@ def test_a_package_only_hidden_text_names_is_never_installed_even_with_yes(
     # The model was told why: the package is not named in the page's visible text.
     told = json.dumps(json.loads(world.claude.requests[-1].body)["messages"][-1])
     assert "evil-pkg" in told and "outside_page" in told
+
+
+def test_a_page_with_one_fixed_version_and_no_feed_installs_pinned_and_says_so(
+    world: World,
+    tk: Tsuku,  # noqa: F811
+    vendor: FakeDownloadHost,
+    image: str,  # noqa: F811
+) -> None:
+    """The common vendor page: a fixed versioned URL, no JSON feed, no repository. The
+    recipe is pinned to the version the page states (no [version], the literal URL, the
+    sha256 pinned) and ``outdated``/``upgrade`` say it cannot look for a newer one."""
+    archive = tar_gz({"foo": b"#!/bin/sh\necho 'foo 1.4.2'\n"})
+    url = vendor.add(f"/foo/1.4.2/foo-linux-{ARCH}.tar.gz", archive, sha256_file=False)
+    page = vendor.add(
+        "/foo/install",
+        (
+            "<h1>foo 1.4.2</h1>"
+            f"<p>Download {url}, extract it and put <code>foo</code> on your PATH.</p>"
+        ).encode(),
+        sha256_file=False,
+    )
+    page_found(world, page)
+    feedless = download_answer(url, "")
+    feedless["version"] = {"source": "page", "version": "1.4.2"}
+    answers(world, feedless)
+
+    code, screen, stdout = on_a_terminal(tk, ["install", "foo"], [(REVIEW, b"i\n")], timeout=180)
+    assert code == 0, screen
+    assert "Warning: pinned at 1.4.2: the install page names no version source" in screen
+    assert "installed foo 1.4.2 (foo)" in stdout
+    recipe_text = (tk.home / "recipes" / "foo.toml").read_text()
+    recipe = tomllib.loads(recipe_text)
+    assert "version" not in recipe  # the shape tsuku reads: no source, literal URLs
+    assert "{version}" not in recipe_text
+    assert recipe["steps"][0]["url"] == url
+    assert recipe["metadata"]["validated_version"] == "1.4.2"
+    assert recipe["metadata"]["asset_sha256"] == {
+        f"foo-linux-{ARCH}.tar.gz": hashlib.sha256(archive).hexdigest()
+    }
+
+    cp = tk.ctl("outdated")
+    assert cp.returncode == 0, cp.stderr
+    (row,) = [line.split() for line in cp.stdout.splitlines() if line.startswith("foo ")]
+    assert row == ["foo", "1.4.2", "1.4.2", "pinned"]
+    assert "foo: pinned at 1.4.2 by its recipe, which has no version source" in cp.stdout
+    assert "every installed tool is current" not in cp.stdout
+    (status,) = json.loads(tk.ctl("outdated", "--json", check=True).stdout)["tools"]
+    assert (status["pinned"], status["outdated"]) == (True, False)
+    cp = tk.ctl("upgrade", "foo")
+    assert cp.returncode == 0, cp.stderr
+    assert "no newer release can be looked up" in cp.stdout
+    assert "every tool named is current" not in cp.stdout
+    cp = tk.ctl("install", "foo@1.5.0")
+    assert cp.returncode == ExitCode.VERSION_NOT_FOUND, cp.stderr
+    assert "pinned at 1.4.2" in cp.stderr
+
+
+def test_linux_amd64_arm64_and_darwin_builds_from_one_page_are_each_proven(
+    world: World,
+    tk: Tsuku,  # noqa: F811
+    vendor: FakeDownloadHost,
+    image: str,  # noqa: F811
+) -> None:
+    """Three builds named on the page: linux/amd64 runs in the container, linux/arm64
+    runs there under qemu-user (Debian's arm64 busybox), darwin/arm64 is checked by its
+    Mach-O header; darwin/amd64, which the page does not offer, is declared unsupported."""
+    from tests.integration.sandbox.conftest import unavailable
+    from tests.integration.sandbox.test_validate_platforms import (
+        ARM64_BUSYBOX,
+        CPU_ARM64,
+        host_busybox,
+        macho,
+    )
+    from tsukud.create.validate import binfmt_handler_registered
+    from tsukud.testing.releases import tar_gz as tar_gz_modes
+
+    if ARCH != "amd64":
+        unavailable("the emulation test expects an amd64 host (arm64 runs under qemu-user)")
+    if not ARM64_BUSYBOX.is_file():
+        unavailable(f"{ARM64_BUSYBOX} missing: `bash scripts/dev setup` fetches it")
+    if not binfmt_handler_registered("arm64"):
+        unavailable("no qemu-user binfmt handler for arm64 (apt-get install qemu-user-static)")
+    amd64, version = host_busybox()
+    builds = {
+        "linux-amd64": amd64,
+        "linux-arm64": ARM64_BUSYBOX.read_bytes(),
+        "darwin-arm64": macho(CPU_ARM64),
+    }
+    for key, binary in builds.items():
+        archive = tar_gz_modes({"busybox": (binary, 0o755)})
+        vendor.add(f"/bb/{version}/bb-{key}.tar.gz", archive, sha256_file=False)
+    vendor.add_json("/bb/latest.json", {"version": version})
+    template = f"{vendor.url}/bb/{{version}}/bb-{{os}}-{{arch}}.tar.gz"
+    page = vendor.add(
+        "/bb/install",
+        (
+            "<h1>Install foo</h1><ul>"
+            + "".join(
+                f"<li>{key}: {vendor.url}/bb/{{version}}/bb-{key}.tar.gz</li>" for key in builds
+            )
+            + f"</ul><p>Current version: {vendor.url}/bb/latest.json</p>"
+        ).encode(),
+        sha256_file=False,
+    )
+    page_found(world, page)
+    answer = download_answer(template, f"{vendor.url}/bb/latest.json")
+    answer["builds"] = [
+        {"os": os_, "arch": arch, "url": template, "format": "tar.gz", "binaries": ["busybox"]}
+        for os_, arch in (("linux", "amd64"), ("linux", "arm64"), ("darwin", "arm64"))
+    ]
+    answer["verify"] = {"command": "busybox --help", "pattern": "BusyBox v{version}"}
+    answers(world, answer)
+
+    code, screen, stdout = on_a_terminal(tk, ["install", "foo"], [(REVIEW, b"i\n")], timeout=240)
+    assert code == 0, screen
+    assert f"installed foo {version} (busybox)" in stdout
+    (passed,) = ledger(tk, "validation.passed")
+    by_platform = {
+        p["platform"]: (p["status"], p.get("how")) for p in passed["payload"]["platforms"]
+    }
+    assert by_platform == {
+        "linux/amd64": ("passed", "run"),
+        "linux/arm64": ("passed", "emulated"),
+        "darwin/amd64": ("unsupported", ""),
+        "darwin/arm64": ("passed", "inspected"),
+    }
+    recipe = tomllib.loads((tk.home / "recipes" / "foo.toml").read_text())
+    meta = recipe["metadata"]
+    assert meta["unsupported_platforms"] == ["darwin/amd64"]
+    assert sorted(meta["asset_sha256"]) == sorted(f"bb-{key}.tar.gz" for key in builds)
+    whens = [(s["when"]["os"], s["when"].get("arch")) for s in recipe["steps"]]
+    assert whens == [(["linux"], "amd64"), (["linux"], "arm64"), (["darwin"], "arm64")]
+
+
+def test_a_private_address_the_page_names_is_refused_by_the_http_policy(
+    world: World,
+    tk: Tsuku,  # noqa: F811
+    vendor: FakeDownloadHost,
+    image: str,  # noqa: F811
+) -> None:
+    """The page itself names a build on a private address: the origin is named, so the
+    answer passes the page check, and the shared HTTP layer's URL policy refuses the
+    download; the model is told, answers nothing usable, and nothing is saved."""
+    private = f"https://10.0.0.1/foo/{{version}}/foo-linux-{ARCH}.tar.gz"
+    vendor.add_json("/foo/latest.json", {"version": "1.4.2"})
+    page = vendor.add(
+        "/foo/install",
+        f"<p>Download {private}. Version: {vendor.url}/foo/latest.json</p>".encode(),
+        sha256_file=False,
+    )
+    page_found(world, page)
+    answers(
+        world,
+        download_answer(private, f"{vendor.url}/foo/latest.json"),
+        {"kind": "none", "summary": "the only build is on an address tsuku refuses"},
+    )
+    code, screen = on_a_terminal_to_the_end(tk, ["install", "foo"], timeout=180)
+    assert code == 3, screen
+    (fetched,) = ledger(tk, "instructions.fetched")
+    assert "https://10.0.0.1" in fetched["payload"]["origins"]
+    (failed,) = [e["payload"] for e in ledger(tk, "validation.failed")]
+    assert failed["stage"] == "download"
+    # The ledger's messages mask addresses; the policy's refusal is what they say.
+    assert "refusing https://" in failed["message"]
+    assert failed["message"].endswith("is a private or local address")
+    told = json.dumps(json.loads(world.claude.requests[-1].body)["messages"][-1])
+    assert "is a private or local address" in told
+    assert not (tk.home / "recipes" / "foo.toml").exists()
+    (done,) = ledger(tk, "generation.failed")
+    assert done["payload"]["error_code"] == "instructions_manual"
+
+
+def test_the_cost_question_and_the_budget_stop_an_instructions_run_before_any_call(
+    world: World,
+    vendor: FakeDownloadHost,
+    image: str,  # noqa: F811
+) -> None:
+    """Above ``llm.confirm_threshold`` a person is asked, and a no costs nothing; with
+    ``--yes`` past the daily budget the run is refused (23): the model is never called."""
+    from tests.fakes.releases import FakeAsset, FakeRelease, FakeRepo
+    from tests.integration.discover.test_discover_e2e import daemon
+
+    _template, page, _archive = vendor_site(vendor)
+    # Its own repository: the module's fake GitHub keeps repositories between tests, and
+    # this one's homepage is this test's vendor host.
+    zip_only = FakeAsset("foo-1.4.2-windows-amd64.zip", b"PK\x05\x06" + b"\0" * 18)
+    world.github.add_repo(
+        FakeRepo("acme/costly", releases=[FakeRelease("v1.4.2", [zip_only])], homepage=page)
+    )
+    with daemon(world, TSUKU_LLM_CONFIRM_THRESHOLD="0.0001") as t:
+        args = ["install", "foo", "--from", "github:acme/costly"]
+        code, screen, _ = on_a_terminal(t, args, [(b"[y/N] ", b"n\n")], timeout=120)
+        assert code == ExitCode.USER_DECLINED, screen
+        assert "above the confirmation threshold of $0.00" in screen
+        t.ctl("config", "set", "llm.daily_budget", "0.0001", check=True)
+        cp = t.ctl(*args, "--yes", timeout=120)
+        assert cp.returncode == ExitCode.BUDGET, cp.stderr
+        assert "daily LLM budget exceeded" in cp.stderr
+        assert world.claude.requests == []  # neither run called the model
+        codes = [
+            e["payload"]["error_code"]
+            for e in ledger(t, "generation.failed")
+            if e["session"].startswith("instructions-")
+        ]
+        assert codes == ["declined", "budget_exceeded"]  # each instructions run's end
+        assert len(ledger(t, "budget.denied")) == 1
+        assert ledger(t, "llm.turn") == [] and not (t.home / "bin" / "foo").exists()

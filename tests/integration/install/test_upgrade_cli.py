@@ -44,6 +44,7 @@ def test_outdated_table_json_and_cache(inst: Tsuku, world: FakeGitHub) -> None:
                 "outdated": True,
                 "error": None,
                 "error_code": None,
+                "pinned": False,  # its recipe has a version source
             }
         ]
     }
