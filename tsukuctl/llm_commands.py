@@ -48,6 +48,11 @@ def _status(args: argparse.Namespace) -> int:
             shown = "unknown"
         else:
             shown = f"${price['input_per_mtok']:g}/${price['output_per_mtok']:g} per Mtok"
+            if price.get("above_tokens"):
+                shown += (
+                    f" (${price['input_above_per_mtok']:g}/${price['output_above_per_mtok']:g}"
+                    f" above {price['above_tokens']:,} prompt tokens)"
+                )
             if price["valid_until"]:
                 shown += f" (until {price['valid_until']})"
         b = p["breaker"]

@@ -157,7 +157,8 @@ class FakeGemini(StrictFake):
         def answer(request: RecordedRequest) -> Reply:
             model = requested_model(request) or MODEL
             sent = signed(parts) if enforces_thought_signatures(model) else parts
-            body = response(sent, finish_reason, usage_=usage_, grounding=grounding)
+            # Google answers with the version of the model asked for (its price row).
+            body = response(sent, finish_reason, usage_=usage_, model=model, grounding=grounding)
             return Reply(json=body, delay=delay)
 
         self.push(answer)

@@ -43,6 +43,11 @@ TOOLS_OVERHEAD_TOKENS = 512
 # What one server-side web search may add to the input: its results are read by the
 # model in the same call (Claude documents results of several thousand tokens).
 SEARCH_RESULT_TOKENS = 12_000
+# The search queries one Gemini request grounded with Google Search is assumed to run at
+# most. Google documents no maximum and its GoogleSearch tool has no field to set one
+# (Gemini 3 bills each query), so this is an assumption, not a guarantee: a call that
+# reports more queries is still recorded at what it reports.
+GROUNDED_QUERIES_BOUND = 10
 _MILLION = Decimal(1_000_000)
 
 
@@ -84,17 +89,39 @@ def searches(request: Request) -> int:
 
 def call_worst_case(price: Price, request: Request, *, grounded: bool) -> Decimal | None:
     """The most ``request`` may cost at ``price``; ``None`` when a fee it may incur is
-    unpriced (never counted as zero). ``grounded``: the provider charges a grounded
-    prompt (Gemini with Google Search) rather than per search."""
-    tokens = worst_input_tokens(request) * price.input + request.max_tokens * price.output
-    fees = Decimal(0)
-    n = searches(request)
-    if n:
-        fee = price.per_grounded_prompt if grounded else price.per_search
-        if fee is None:
-            return None
-        fees = fee if grounded else n * fee
-    return tokens / _MILLION + fees
+    unpriced (never counted as zero). ``grounded``: the provider grounds the request
+    with Google Search (Gemini), where ``max_uses`` is not enforced.
+
+    The tier is the one of the prompt's bound: when that bound passes the row's
+    ``above_tokens`` the call could cross the threshold, so the dearer rates are taken
+    for everything. Input is priced at the dearer of the input and cache-read rates
+    (cache reads are never dearer today; cache writes are left out because tsuku's
+    requests set no cache breakpoint, which ``tests/unit/llm/test_ceiling.py`` pins).
+    Output covers ``max_tokens``, which holds thinking tokens too on both providers.
+    """
+    prompt = worst_input_tokens(request)
+    r = price.rates(prompt)
+    tokens = prompt * max(r.input, r.cache_read) + request.max_tokens * r.output
+    fees = search_fees(price, searches=searches(request), grounded=grounded)
+    return None if fees is None else tokens / _MILLION + fees
+
+
+def search_fees(price: Price, *, searches: int, grounded: bool) -> Decimal | None:
+    """The most the searches of one request allowing ``searches`` may cost in fees.
+
+    Claude bills each search (``per_search``) and stops at ``max_uses``. Gemini bills a
+    grounded request per prompt (``per_grounded_prompt``, Gemini 2.5) and per search
+    query it runs (``per_search``, Gemini 3: Google's pricing page, read through
+    shared/notes/llm-2026.md section 3), and no request field caps the queries, so a
+    grounded request is bounded by :data:`GROUNDED_QUERIES_BOUND` queries (or more when
+    ``max_uses`` asks). ``None`` when a fee that may apply is unpriced."""
+    if not searches:
+        return Decimal(0)
+    if not grounded:
+        return None if price.per_search is None else searches * price.per_search
+    if price.per_grounded_prompt is None or price.per_search is None:
+        return None
+    return price.per_grounded_prompt + max(searches, GROUNDED_QUERIES_BOUND) * price.per_search
 
 
 def allocate(total: Decimal, amounts: Sequence[Decimal]) -> list[Decimal]:

@@ -23,8 +23,33 @@ _PER_TOKEN = Decimal(1_000_000)
 _DATE_SUFFIX = re.compile(r"-(?:\d{8}|latest|\d{3})$")
 
 
+class Rates(msgspec.Struct, frozen=True):
+    """USD per 1M tokens of one price tier (a model's rates for one prompt size)."""
+
+    input: Decimal
+    output: Decimal
+    cache_read: Decimal
+    cache_write: Decimal
+    cache_write_1h: Decimal
+
+
+def prompt_tokens(usage: Usage) -> int:
+    """The prompt size a tiered price is chosen by: every input-side token, cached or
+    not (Gemini counts ``promptTokenCount``, which includes the cached part; Anthropic
+    counts input plus cache reads and writes). Gemini's tool-use prompt tokens are in
+    ``input_tokens`` too; counting them can only pick the dearer tier, never undercount."""
+    return usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+
+
 class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """One row of ``prices.toml``: USD per 1M tokens; fees USD per unit."""
+    """One row of ``prices.toml``: USD per 1M tokens; fees USD per unit.
+
+    A long-context tier (``above_tokens`` with the ``*_above`` rates) bills the whole
+    call, input and output, at the higher rates once its prompt has more than
+    ``above_tokens`` tokens, as Google prices gemini-2.5-pro and the Pro previews and
+    Anthropic prices its long-context models. Higher rates are required to be at least
+    the base ones, so the worst case may always take the dearer tier when unsure.
+    """
 
     model: str
     input: Decimal
@@ -35,15 +60,71 @@ class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     cache_write_1h: Decimal | None = None
     per_search: Decimal | None = None
     per_grounded_prompt: Decimal | None = None
+    above_tokens: int | None = None
+    input_above: Decimal | None = None
+    output_above: Decimal | None = None
+    cache_read_above: Decimal | None = None
+    cache_write_above: Decimal | None = None
+    cache_write_1h_above: Decimal | None = None
     since: dt.date | None = None
     until: dt.date | None = None
+
+    def __post_init__(self) -> None:
+        # Refused when the table loads (a bad llm.prices_file is a ConfigError), not
+        # discovered as an undercount on the day a long prompt is sent.
+        above = (
+            self.input_above,
+            self.output_above,
+            self.cache_read_above,
+            self.cache_write_above,
+            self.cache_write_1h_above,
+        )
+        if self.above_tokens is None:
+            if any(r is not None for r in above):
+                raise ValueError(f"{self.model}: *_above rates need above_tokens")
+            return
+        if self.above_tokens < 1:
+            raise ValueError(f"{self.model}: above_tokens must be at least 1")
+        if self.input_above is None or self.output_above is None:
+            raise ValueError(f"{self.model}: above_tokens needs input_above and output_above")
+        low, high = self.rates(0), self.rates(self.above_tokens + 1)
+        for field in Rates.__struct_fields__:
+            if getattr(high, field) < getattr(low, field):
+                raise ValueError(f"{self.model}: {field} above {self.above_tokens} tokens is lower")
 
     def valid_on(self, day: dt.date) -> bool:
         return (self.since is None or self.since <= day) and (
             self.until is None or day <= self.until
         )
 
+    def rates(self, prompt: int) -> Rates:
+        """The rates a call whose prompt has ``prompt`` tokens is billed at. A cache rate
+        the row leaves out is the input rate of the same tier (never a lower guess)."""
+        if self.above_tokens is not None and prompt > self.above_tokens:
+            assert self.input_above is not None and self.output_above is not None
+            inp, out = self.input_above, self.output_above
+            read, write, write_1h = (
+                self.cache_read_above,
+                self.cache_write_above,
+                self.cache_write_1h_above,
+            )
+        else:
+            inp, out = self.input, self.output
+            read, write, write_1h = self.cache_read, self.cache_write, self.cache_write_1h
+        write = write if write is not None else inp
+        return Rates(
+            input=inp,
+            output=out,
+            cache_read=read if read is not None else inp,
+            cache_write=write,
+            cache_write_1h=write_1h if write_1h is not None else write,
+        )
+
     def cost(self, usage: Usage) -> Decimal | None:
+        """What one call with ``usage`` cost (``None`` when it used an unpriced fee).
+
+        One call: a tier is chosen by this call's prompt, so a sum of several calls'
+        usage would be priced wrongly (too high, never too low)."""
         fees = Decimal(0)
         for count, fee in (
             (usage.web_search_requests, self.per_search),
@@ -53,16 +134,14 @@ class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
                 if fee is None:
                     return None
                 fees += count * fee
-        cache_read = self.cache_read if self.cache_read is not None else self.input
-        write_5m = self.cache_write if self.cache_write is not None else self.input
-        write_1h = self.cache_write_1h if self.cache_write_1h is not None else write_5m
+        r = self.rates(prompt_tokens(usage))
         one_hour = min(usage.cache_write_1h_tokens, usage.cache_write_tokens)
         tokens = (
-            usage.input_tokens * self.input
-            + (usage.output_tokens + usage.thoughts_tokens) * self.output
-            + usage.cache_read_tokens * cache_read
-            + (usage.cache_write_tokens - one_hour) * write_5m
-            + one_hour * write_1h
+            usage.input_tokens * r.input
+            + (usage.output_tokens + usage.thoughts_tokens) * r.output
+            + usage.cache_read_tokens * r.cache_read
+            + (usage.cache_write_tokens - one_hour) * r.cache_write
+            + one_hour * r.cache_write_1h
         )
         return tokens / _PER_TOKEN + fees
 

@@ -330,10 +330,10 @@ class LLM:
                 continue  # self-hosted: no per-token price
             p = self.price(n)
             assert p is not None
-            per_turn = (input_tokens * p.input + max_tokens * p.output) / Decimal(1_000_000)
-            search_fee = p.per_search or Decimal(0)  # unknown fees were refused above
-            grounding_fee = p.per_grounded_prompt or Decimal(0)
-            fees = searches * search_fee + grounded_prompts * grounding_fee
+            r = p.rates(input_tokens)
+            per_turn = (input_tokens * r.input + max_tokens * r.output) / Decimal(1_000_000)
+            fees = _fees(n, p, searches=searches, grounded_prompts=grounded_prompts)
+            assert fees is not None  # unknown fees were refused above
             costs.append(per_turn * max_turns + fees)
         worst = sum(costs, Decimal(0)) if restart_on_failover else max(costs)
         return worst + external_search_usd
@@ -351,6 +351,10 @@ class LLM:
             p = self.price(n)
             if p is None:
                 unknown.append(model)
+                continue
+            if n == "gemini":
+                if _fees(n, p, searches=0, grounded_prompts=grounded_prompts) is None:
+                    unknown.append(f"{model} grounded prompts")
                 continue
             if searches and p.per_search is None:
                 unknown.append(f"{model} web searches")
@@ -434,6 +438,24 @@ class LLM:
 
 async def _noop_progress(_body: dict[str, Any]) -> None:
     return None
+
+
+def _fees(name: str, price: Price, *, searches: int, grounded_prompts: int) -> Decimal | None:
+    """The most a run's search fees may come to on provider ``name``: Claude's
+    ``searches`` at its per-search fee, or Gemini's ``grounded_prompts`` each at the
+    bound of one grounded request (per prompt plus per query); ``None`` when unpriced."""
+    from tsukud.llm.ceiling import search_fees
+
+    if name == "gemini":
+        one = search_fees(price, searches=1 if grounded_prompts else 0, grounded=True)
+        return None if one is None else grounded_prompts * one
+    fees = Decimal(0)
+    for count, fee in ((searches, price.per_search), (grounded_prompts, price.per_grounded_prompt)):
+        if count:
+            if fee is None:
+                return None
+            fees += count * fee
+    return fees
 
 
 def _secret_key(name: str) -> str:

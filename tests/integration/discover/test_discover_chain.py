@@ -165,10 +165,13 @@ async def test_gemini_grounding_sources_are_shown_as_seen_in_search_results(
         },
     )
     async with in_daemon(world.env(home, "gemini")) as d:
-        sink = Sink(answers=[True])
+        # first the cost (Gemini 3's per-query search fees take the worst case past the
+        # question threshold), then the source
+        sink = Sink(answers=[True, True])
         found = await run(d, progress=await answering(d, sink), can_ask=True)
     assert found.provider == "gemini" and found.sources == (redirect + "1",)
-    (q,) = sink.questions
+    cost, q = sink.questions
+    assert "$" in cost["message"] and "Seen in search results" not in cost["message"]
     assert f"Seen in search results:\n    - {redirect}1  (github.com)\n" in q["message"]
     assert "stripe.com" not in q["message"]  # grounds nothing that names the repository
     assert "none of the search results" not in q["message"]
@@ -1129,7 +1132,9 @@ async def test_twenty_concurrent_discoveries_never_overspend_with_search_fees(
 
 
 CLAUDE_WORST = 5 * (20_000 * 2 + 1024 * 10) / 1e6 + 7 * 0.01  # claude-sonnet-5-5
-GEMINI_WORST = 5 * (20_000 * 0.75 + 1024 * 3.75) / 1e6 + 5 * 0.035  # gemini-3.8-flash
+# gemini-3.8-flash: Gemini 3 bills each search query ($0.014); a grounded request is
+# bounded at GROUNDED_QUERIES_BOUND (10) queries, since nothing caps them.
+GEMINI_WORST = 5 * (20_000 * 0.75 + 1024 * 3.75) / 1e6 + 5 * 10 * 0.014
 
 
 @pytest.mark.parametrize(
@@ -1144,8 +1149,8 @@ async def test_reservation_covers_search_and_grounding_fees_on_every_provider(
     world: World, home: Path, providers: tuple[str, ...], expected: float
 ) -> None:
     """Claude: 5 turns and every search it may make (max_uses stays >= 1, so 3 + 4);
-    Gemini 3: 5 turns and 5 grounded prompts; both: the sum, since a failover starts the
-    discovery over on the next provider."""
+    Gemini 3: 5 turns and 5 grounded prompts of at most 10 billed queries each; both:
+    the sum, since a failover starts the discovery over on the next provider."""
     if providers[0] == "claude":
         claude_finds(world.claude)
     else:

@@ -62,6 +62,17 @@ def test_status_and_test_without_keys_say_what_is_missing(tsuku: Tsuku) -> None:
     assert "no LLM provider is configured" in cp.stderr and "hint:" in cp.stderr
 
 
+def test_status_shows_a_long_context_tier(tsuku: Tsuku) -> None:
+    tsuku.env["TSUKU_GEMINI_MODEL"] = "gemini-2.5-pro"
+    st = tsuku.ctl("llm", "status", check=True).stdout
+    assert "$1.25/$10 per Mtok ($2.5/$15 above 200,000 prompt tokens)" in st
+    assert "$2/$10 per Mtok\n" in st  # Sonnet 5.5: one tier, nothing added
+    status = json.loads(tsuku.ctl("llm", "status", "--json", check=True).stdout)
+    (gem,) = [p for p in status["providers"] if p["name"] == "gemini"]
+    assert gem["price"]["above_tokens"] == 200_000
+    assert gem["price"]["input_above_per_mtok"] == 2.5
+
+
 def test_llm_test_records_a_priced_turn(tsuku: Tsuku, claude: FakeAnthropic) -> None:
     with_providers(tsuku, claude, None).start()
     claude.reply([anth.text("OK")], usage_=anth.usage(1000, 200))

@@ -7,6 +7,7 @@ import base64
 import datetime as dt
 from decimal import Decimal
 
+import msgspec
 import pytest
 import sniffio
 
@@ -168,7 +169,11 @@ async def test_grounding_only_request_and_usage(
     assert "toolConfig" not in body  # grounding-only requests must omit functionCallingConfig
     assert (response.usage.grounded_prompts, response.usage.web_search_requests) == (1, 2)
     cost = pricing.cost(response.model, response.usage, on=dt.date(2026, 11, 22))
-    assert cost is not None and cost > Decimal("0.035")
+    # Gemini 3 bills each of the two search queries ($14 per 1,000), not the prompt.
+    assert cost is not None and cost > 2 * Decimal("0.014")
+    day = dt.date(2026, 11, 22)
+    tokens_only = msgspec.structs.replace(response.usage, web_search_requests=0)
+    assert cost - 2 * Decimal("0.014") == pricing.cost(response.model, tokens_only, on=day)
 
 
 async def test_grounding_chunks_become_citations(

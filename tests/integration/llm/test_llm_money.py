@@ -4,9 +4,11 @@ key change through the real daemon."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -67,6 +69,7 @@ async def service(
     daily: float = 5.0,
     threshold: float = 0.5,
     sleep: Any = trio.sleep,
+    hourly: int = 100,
 ) -> AsyncIterator[Env]:
     clock = TrioClock()
     store = EventStore(tmp_path / "t.db", clock=clock)
@@ -78,7 +81,7 @@ async def service(
         config=lambda: cfg,
         store=store,
         budget=Budget(store, state.spend, clock, lambda: BudgetLimits(daily, threshold)),
-        generations=GenerationLimit(store, state.generations, clock, lambda: 100),
+        generations=GenerationLimit(store, state.generations, clock, lambda: hourly),
         breakers=CircuitBreakers(store, state.breakers, clock, lambda: BreakerSettings(3, 60)),
         confirmations=Confirmations(store),
         clock=clock,
@@ -386,6 +389,138 @@ async def test_rejected_key_fails_over_to_the_next_provider(
         assert any("ANTHROPIC_API_KEY" in w for w in run.warnings)  # the key's hint is kept
         (failover,) = await env.rows("provider.failover")
         assert failover == {"from": "claude", "to": "gemini", "reason": "provider_auth"}
+
+
+def both_env(claude: FakeAnthropic, gemini: FakeGemini) -> dict[str, str]:
+    return {**claude_env(claude), "GOOGLE_API_KEY": GEMINI_KEY, "TSUKU_GEMINI_BASE_URL": gemini.url}
+
+
+@pytest.mark.parametrize("first", ["claude", "gemini"])
+async def test_permission_denied_fails_over_to_the_next_provider_and_keeps_the_key_hint(
+    tmp_path: Path, anthropic_fake: FakeAnthropic, gemini_fake: FakeGemini, first: str
+) -> None:
+    """A 403 (Anthropic ``permission_error``, Google ``PERMISSION_DENIED``) from the
+    provider tried first: the next one answers, the first is asked once (a 403 does
+    not get better by retrying), and the result says which key to check."""
+    if first == "claude":
+        anthropic_fake.error(
+            403, "permission_error", "Your API key does not have permission to use this model."
+        )
+        gemini_fake.reply([gem.text("OK")])
+        hint, denied, other = "ANTHROPIC_API_KEY", anthropic_fake, "gemini"
+    else:
+        gemini_fake.error(403, "PERMISSION_DENIED", "The caller does not have permission")
+        anthropic_fake.reply([anth.text("OK")])
+        hint, denied, other = "GOOGLE_API_KEY", gemini_fake, "claude"
+    async with service(tmp_path, both_env(anthropic_fake, gemini_fake)) as env:
+        async with env.llm.run(
+            session="s", purpose="llm.test", providers=first, max_turns=1, max_tokens=16
+        ) as run:
+            response = await run.complete(Request(messages=(UserMessage("hi"),), max_tokens=16))
+        assert response.provider == other and response.text == "OK"
+        assert len(denied.requests) == 1
+        (warning,) = run.warnings
+        assert "HTTP 403" in warning and "permission denied" in warning and hint in warning
+        (failover,) = await env.rows("provider.failover")
+        assert failover == {"from": first, "to": other, "reason": "provider_auth"}
+        assert await env.rows("provider.retry") == []
+        assert await env.rows("llm.cut_off") == []  # a refusal is an answer: not charged
+        (turn,) = await env.rows("llm.turn")
+        assert turn["model"].startswith(other)
+
+
+def _timed(arrivals: list[float], reply: Reply) -> Any:
+    """A fake's answer that notes when the request arrived (monotonic seconds)."""
+
+    def answer(_request: RecordedRequest) -> Reply:
+        arrivals.append(time.monotonic())
+        return reply
+
+    return answer
+
+
+@pytest.mark.parametrize("provider", ["claude", "gemini"])
+async def test_a_lone_provider_rate_limited_waits_as_told_then_succeeds(
+    tmp_path: Path, anthropic_fake: FakeAnthropic, gemini_fake: FakeGemini, provider: str
+) -> None:
+    """429 twice, then an answer, with the only provider: the daemon really sleeps
+    what the provider said (Anthropic's ``retry-after`` header; Google's
+    ``RetryInfo.retryDelay``), not its own backoff (1 s, then 2 s), and each retry is a
+    durable ``provider.retry`` event before the wait."""
+    told = 0.7
+    arrivals: list[float] = []
+    if provider == "claude":
+        limited = Reply(
+            429,
+            json=anth.error_body("rate_limit_error", "Number of request tokens has exceeded"),
+            headers={"retry-after": str(told)},
+        )
+        ok = Reply(json=anth.message([anth.text("OK")]), headers={"request-id": "req_ok"})
+        fake: Any = anthropic_fake
+        env_vars = claude_env(anthropic_fake)
+    else:
+        limited = Reply(
+            429,
+            json=gem.error_body(
+                429, "RESOURCE_EXHAUSTED", "Quota exceeded", retry_delay=f"{told}s"
+            ),
+        )
+        ok = Reply(json=gem.response([gem.text("OK")]))
+        fake = gemini_fake
+        env_vars = {"GOOGLE_API_KEY": GEMINI_KEY, "TSUKU_GEMINI_BASE_URL": gemini_fake.url}
+    fake.push(_timed(arrivals, limited), _timed(arrivals, limited), _timed(arrivals, ok))
+    async with service(tmp_path, env_vars) as env:  # trio.sleep: the real wait
+        response, _run = await one_call(env.llm)
+        assert response.text == "OK" and response.provider == provider
+        assert len(arrivals) == 3
+        gaps = [b - a for a, b in itertools.pairwise(arrivals)]
+        assert all(gap >= told for gap in gaps), gaps
+        retries = await env.rows("provider.retry")
+        assert [(r["provider"], r["attempt"], r["wait_s"], r["reason"]) for r in retries] == [
+            (provider, 1, told, "provider_unavailable"),
+            (provider, 2, told, "provider_unavailable"),
+        ]
+        assert await env.rows("provider.failover") == []
+        assert len(await env.rows("llm.call_started")) == 3  # every attempt announced
+        assert len(await env.rows("llm.turn")) == 1 and await env.rows("llm.cut_off") == []
+
+
+async def test_a_declined_cost_question_takes_no_hourly_slot(
+    tmp_path: Path, anthropic_fake: FakeAnthropic
+) -> None:
+    """One generation an hour; a run whose cost question is answered no is never
+    admitted: no ``generation.started``, no reservation, nothing sent, and the slot is
+    still there for the next run."""
+    asked: list[dict[str, Any]] = []
+    async with service(tmp_path, claude_env(anthropic_fake), threshold=0.0001, hourly=1) as env:
+
+        async def no(body: dict[str, Any]) -> None:
+            question = body.get("confirm")
+            if question is not None:
+                asked.append(question)
+                env.llm.confirmations.answer(question["token"], False)
+
+        kwargs: dict[str, Any] = {
+            "session": "s",
+            "purpose": "create",
+            "max_turns": 5,
+            "max_tokens": 2048,
+            "generation_tool": "tool",
+        }
+        with pytest.raises(UserDeclined):
+            async with env.llm.run(**kwargs, can_ask=True, progress=no):
+                pytest.fail("a declined run must not start")
+        assert len(asked) == 1
+        assert await env.rows("generation.started") == []
+        assert await env.rows("budget.reserved") == []
+        assert len(await env.rows("confirmation.declined")) == 1
+        assert anthropic_fake.requests == []
+
+        async with env.llm.run(**{**kwargs, "session": "s2"}, confirmed=True):
+            pass  # admitted: the hour's only slot was still free
+        (started,) = await env.rows("generation.started")
+        assert started["tool"] == "tool"
+        assert len(await env.rows("budget.reserved")) == 1
 
 
 async def test_a_chosen_provider_comes_first_and_only_provider_keeps_it_alone(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -29,7 +30,9 @@ def test_defaults_and_required_rows_are_priced() -> None:
         "gemini-2.5-flash-lite": ("0.10", "0.40"),
     }
     for model, (inp, out) in expected.items():
-        assert pricing.cost(model, Usage(input_tokens=M), on=DAY) == Decimal(inp), model
+        # 100k tokens: under every long-context threshold (gemini-2.5-pro's is 200k)
+        small = pricing.cost(model, Usage(input_tokens=M // 10), on=DAY)
+        assert small is not None and small * 10 == Decimal(inp), model
         assert pricing.cost(model, Usage(output_tokens=M), on=DAY) == Decimal(out), model
 
 
@@ -89,7 +92,10 @@ def test_gemini_thoughts_billed_as_output_and_grounding_fee() -> None:
     usage = Usage(
         output_tokens=M, thoughts_tokens=M, grounded_prompts=1000, web_search_requests=3000
     )
+    # Gemini 2.5: $35 per 1,000 grounded prompts, whatever queries they ran.
     assert pricing.cost("gemini-2.5-flash", usage, on=DAY) == Decimal("2.50") * 2 + 35
+    # Gemini 3: $14 per 1,000 search queries, no per-prompt fee.
+    assert pricing.cost("gemini-3.8-flash", usage, on=DAY) == Decimal("3.75") * 2 + 42
 
 
 def test_fee_unknown_makes_cost_unknown() -> None:
@@ -119,3 +125,75 @@ def test_cost_is_additive_and_never_negative(a: int, b: int, c: int, d: int, e: 
         both = pricing.cost(model, one + two, on=DAY)
         assert x is not None and y is not None and both is not None
         assert x >= 0 and y >= 0 and both == x + y
+
+
+# ---------------------------------------------------------------- long-context tiers
+
+PRO = "gemini-2.5-pro"  # $1.25 / $10 up to 200k prompt tokens, $2.50 / $15 above
+
+
+def test_a_turn_at_the_threshold_is_billed_at_the_lower_tier() -> None:
+    usage = Usage(input_tokens=200_000, output_tokens=1_000)
+    assert pricing.cost(PRO, usage, on=DAY) == (
+        200_000 * Decimal("1.25") + 1_000 * Decimal(10)
+    ) / Decimal(M)
+
+
+def test_a_turn_just_above_the_threshold_is_billed_entirely_at_the_higher_tier() -> None:
+    usage = Usage(input_tokens=200_001, output_tokens=1_000, thoughts_tokens=500)
+    assert pricing.cost(PRO, usage, on=DAY) == (
+        200_001 * Decimal("2.50") + 1_500 * Decimal(15)
+    ) / Decimal(M)
+
+
+def test_cached_tokens_count_toward_the_prompt_that_picks_the_tier() -> None:
+    """Google's threshold is on promptTokenCount, which includes the cached part: 150k
+    fresh + 60k cached is a 210k prompt, billed above (cache read at the input rate of
+    that tier, since the row gives no cheaper one)."""
+    usage = Usage(input_tokens=150_000, cache_read_tokens=60_000)
+    assert pricing.cost(PRO, usage, on=DAY) == 210_000 * Decimal("2.50") / Decimal(M)
+
+
+def test_a_tier_row_in_a_prices_file_prices_its_cache_above_too() -> None:
+    table = PriceTable.from_toml(
+        """
+[[price]]
+model = "m"
+input = "2"
+output = "12"
+cache_read = "0.20"
+above_tokens = 200000
+input_above = "4"
+output_above = "18"
+cache_read_above = "0.40"
+"""
+    )
+    below = Usage(input_tokens=100_000, cache_read_tokens=100_000, output_tokens=M)
+    above = Usage(input_tokens=100_001, cache_read_tokens=100_000, output_tokens=M)
+    assert table.cost("m", below, on=DAY) == Decimal("0.2") + Decimal("0.02") + 12
+    assert table.cost("m", above, on=DAY) == Decimal("0.400004") + Decimal("0.04") + 18
+
+
+@pytest.mark.parametrize(
+    ("row", "complaint"),
+    [
+        ('above_tokens = 1000\ninput_above = "0.5"\noutput_above = "2"', "input above"),
+        ('above_tokens = 1000\ninput_above = "2"\noutput_above = "0.5"', "output above"),
+        ('above_tokens = 1000\ninput_above = "2"', "needs input_above and output_above"),
+        ('input_above = "2"\noutput_above = "2"', "need above_tokens"),
+        ('above_tokens = 0\ninput_above = "2"\noutput_above = "2"', "at least 1"),
+        (
+            'cache_read = "0.5"\nabove_tokens = 9\ninput_above = "2"\noutput_above = "2"\n'
+            'cache_read_above = "0.1"',
+            "cache_read above",
+        ),
+    ],
+)
+def test_a_tier_that_could_undercount_is_refused_when_the_table_loads(
+    row: str, complaint: str
+) -> None:
+    """A dearer tier cheaper than the base one would make "take the dearer tier when
+    unsure" an undercount; a half-given tier would silently price at the base rates."""
+    text = f'[[price]]\nmodel = "m"\ninput = "1"\noutput = "1"\n{row}\n'
+    with pytest.raises(ValueError, match=complaint):
+        PriceTable.from_toml(text)
