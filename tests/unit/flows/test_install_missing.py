@@ -331,8 +331,8 @@ async def test_tool_stats_are_discoverys_then_creates() -> None:
     assert plain.tool_stats is None
 
 
-def test_an_install_page_package_goes_to_its_registrys_builder() -> None:
-    from tsukud.flows.install_missing import _page_package
+def test_an_installpage_package_goes_to_its_registrys_builder() -> None:
+    from tsukud.flows.install_missing import page_package
 
     for manager, package, spec in (
         ("npm", "@fake/foo", "npm:@fake/foo"),
@@ -341,6 +341,6 @@ def test_an_install_page_package_goes_to_its_registrys_builder() -> None:
         ("go", "golang.org/x/tools/cmd/goimports", "go:golang.org/x/tools/cmd/goimports"),
     ):
         data = {"kind": "ecosystem", "manager": manager, "package": package}
-        assert _page_package(data) == spec
-    assert _page_package({"kind": "script", "manager": "npm", "package": "x"}) is None
-    assert _page_package({"kind": "ecosystem", "manager": "brew", "package": "x"}) is None
+        assert page_package(data) == spec
+    assert page_package({"kind": "script", "manager": "npm", "package": "x"}) is None
+    assert page_package({"kind": "ecosystem", "manager": "brew", "package": "x"}) is None
