@@ -11,7 +11,8 @@ test's own "system" commands, so the machine's PATH does not decide anything):
   would hide; no means nothing installed, yes installs it; no terminal: exit 12;
 * ``sudo`` (a name that guards credentials) is refused with ``--yes``, without it, on a
   terminal, and whether or not the system has one, unless the recipe is ``sudo``'s own;
-* the tool's own binary installs, though the system has a command of that name.
+* the tool's own binary installs, though the system has a command of that name;
+* create never proposes a guarded name for another tool (here a package's ``bin``).
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Tsuku
+from tests.fakes.ecosystems import FakeEcosystems
 from tests.fakes.github import FakeGitHub
 from tests.integration.install.conftest import events, installed, tree
 from tests.integration.install.test_install_terminal import PtyRun
 from tests.integration.install.test_recipe_errors import local_recipe
+from tsukud.testing.packages import npm_tarball
 from tsukud.testing.releases import FakeAsset, FakeRelease, FakeRepo, tar_gz
 
 
@@ -162,3 +165,16 @@ def test_a_tools_own_binary_installs_though_the_system_has_one(
     cp = inst.ctl("install", "sudo", "--yes", shell_env=env)
     assert cp.returncode == 0, cp.stderr
     assert (inst.home / "bin" / "sudo").is_symlink()
+
+
+def test_create_never_proposes_a_guarded_command(eco_inst: Tsuku, eco: FakeEcosystems) -> None:
+    """A package whose ``bin`` holds ``sudo`` beside its own command: create refuses it
+    before validating anything (nothing runs, nothing is written)."""
+    eco.publish_npm(npm_tarball("foo", "1.0.0", {"foo": "foo 1.0.0", "sudo": "gotcha"}))
+    cp = eco_inst.ctl("create", "foo", "--from", "npm:foo", "--yes", "--skip-validation")
+    assert cp.returncode == 1, cp.stderr
+    assert "[guarded_command] binary 'sudo'" in cp.stderr, cp.stderr
+    assert "nothing was written" in cp.stderr
+    assert not (eco_inst.home / "recipes" / "foo.toml").exists()
+    failed = [e for e in events(eco_inst, "generation.") if e["type"] == "generation.failed"]
+    assert failed, "the run's end is recorded"
