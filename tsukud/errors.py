@@ -388,6 +388,9 @@ CATALOGUE: dict[str, ErrorKind] = {
     "discovery_elsewhere": ErrorKind(
         E.RECIPE_NOT_FOUND, "Install it with that ecosystem's own tool."
     ),
+    "recipe_alias_ambiguous": ErrorKind(
+        E.AMBIGUOUS, "Install the recipe you mean by its name; nothing was installed."
+    ),
     "discovery_ambiguous": ErrorKind(
         E.AMBIGUOUS, "Run it on a terminal to choose, or install the package you mean directly."
     ),

@@ -93,3 +93,17 @@ def test_auto_mode_installs_the_recipe_named_after_the_command_never_a_claimant(
     assert "a-kube" not in out, out
     assert user.stub_log.read_text() == "install k9s|hook_active=1\n", out
     assert "fake k9s ran with: --help" in out, out
+
+
+def test_install_by_a_name_several_recipes_claim_picks_none(user: ShellHome) -> None:
+    """What the hook lists, `tsukuctl install kx` does not settle by the manifest's order
+    either: exit 10, both claimants named, nothing installed."""
+    t = user.tsuku
+    try:
+        cp = t.ctl("install", "kx", "--no-discover")
+        assert cp.returncode == 10, cp.stderr
+        assert "several recipes claim it: a-kube, b-kube" in cp.stderr, cp.stderr
+        assert "tsukuctl install a-kube or b-kube" in cp.stderr, cp.stderr
+        assert not (t.home / "tools").exists() or not any((t.home / "tools").iterdir())
+    finally:
+        t.ctl("daemon", "stop")
