@@ -260,6 +260,16 @@ CATALOGUE: dict[str, ErrorKind] = {
         "The recipe's binaries (or strip_dirs) do not match the archive's layout.",
     ),
     "binary_conflict": ErrorKind(E.INSTALL_FAILED, _NOTHING_INSTALLED),
+    "guarded_command_refused": ErrorKind(
+        E.FORBIDDEN,
+        "Only the recipe named after a command that guards credentials or privileges "
+        "(sudo, ssh, gpg, ...) may install it; nothing was installed.",
+    ),
+    "command_shadowing_refused": ErrorKind(
+        E.FORBIDDEN,
+        "--yes never lets a tool shadow a command already on your PATH: run the install "
+        "from a terminal without --yes to be asked; nothing was installed.",
+    ),
     "toolchain_missing": ErrorKind(
         E.TOOLCHAIN_MISSING, "Install the named toolchain, then run the command again."
     ),
@@ -377,6 +387,9 @@ CATALOGUE: dict[str, ErrorKind] = {
     ),
     "discovery_elsewhere": ErrorKind(
         E.RECIPE_NOT_FOUND, "Install it with that ecosystem's own tool."
+    ),
+    "recipe_alias_ambiguous": ErrorKind(
+        E.AMBIGUOUS, "Install the recipe you mean by its name; nothing was installed."
     ),
     "discovery_ambiguous": ErrorKind(
         E.AMBIGUOUS, "Run it on a terminal to choose, or install the package you mean directly."

@@ -157,7 +157,9 @@ class InstallMissing:
                 llm=llm,
                 collect_tool_stats=collect_tool_stats,
             )
-        result = await self.installer.install(name, version, force=force, progress=progress)
+        result = await self.installer.install(
+            name, version, force=force, progress=progress, can_ask=can_ask, yes=yes
+        )
         stats = None
         if collect_tool_stats:
             stats = (*((found.tool_stats or ()) if found else ()), *create_stats)

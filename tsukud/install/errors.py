@@ -26,6 +26,20 @@ class BinaryConflict(InstallError):
     code = "binary_conflict"
 
 
+class GuardedCommandRefused(InstallError):
+    """A binary named like a command that guards credentials or privileges (``sudo``,
+    ``ssh``, ``gpg`` …) in a recipe for another tool (``shadowing.py``)."""
+
+    code = "guarded_command_refused"
+
+
+class ShadowingRefused(InstallError):
+    """A binary that would shadow a command on the caller's PATH, under ``--yes``
+    (which never answers that question)."""
+
+    code = "command_shadowing_refused"
+
+
 class NotInstalled(NotFound):
     code = "not_installed"
 

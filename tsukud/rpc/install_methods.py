@@ -36,7 +36,7 @@ class InstallParams(msgspec.Struct, forbid_unknown_fields=True):
     tool: str
     version: str | None = None
     force: bool = False
-    yes: bool = False  # confirmations: discovery's source question, generation cost
+    yes: bool = False  # discovery's source question, generation cost; never shadowing
     can_ask: bool = False  # the client can put questions to a person (a terminal)
     discover: bool = False  # no recipe: discover the source, write a recipe, install it
     source: str | None = None  # no recipe: this source (github:o/r, npm:p, crates:c, ...) instead
@@ -59,7 +59,7 @@ async def install(d: Daemon, p: InstallParams, call: Call) -> dict[str, Any]:
         await _note_unused_source(d, name, p.source, call)
     try:
         res = await d.services.installer.install(
-            name, version, force=p.force, progress=call.progress, can_ask=p.can_ask
+            name, version, force=p.force, progress=call.progress, can_ask=p.can_ask, yes=p.yes
         )
         # A recipe existed: no model was asked, so there is no tool call to list.
         return {**res, "tool_stats": []} if p.collect_tool_stats else res

@@ -61,6 +61,12 @@ def running(t: Tsuku) -> Iterator[Tsuku]:
         shutil.rmtree(t.home, ignore_errors=True)
 
 
+#: The caller's PATH for installs whose binaries a test machine may also have (java,
+#: aws): a shell with no commands, so whether the shadowing question is asked
+#: (docs/install.md) never depends on what this machine happens to have installed.
+NO_SYSTEM_COMMANDS = {"PATH": "/nonexistent/tsuku-test-bin"}
+
+
 needs_cargo = pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
 needs_gem = pytest.mark.skipif(
     shutil.which("gem") is None or shutil.which("ruby") is None, reason="ruby is not installed"
