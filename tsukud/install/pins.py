@@ -17,7 +17,8 @@ trust: any release it resolves, checked against GitHub's digest and its checksum
 from __future__ import annotations
 
 from tsukud.install.errors import VersionNotValidated
-from tsukud.recipe import Recipe, RecipeError, normalize_version, version_source
+from tsukud.recipe import EcosystemStep, Recipe, RecipeError, normalize_version, version_source
+from tsukud.recipe.homebrew import formula_of
 
 
 def validated_version(recipe: Recipe) -> str | None:
@@ -31,14 +32,34 @@ def is_validated(recipe: Recipe, version: str) -> bool:
     return validated is None or normalize_version(validated) == normalize_version(version)
 
 
+# ``create --from`` prefixes by the registry an ecosystem step's versions come from.
+_FROM = {
+    "npm": "npm",
+    "pypi": "pypi",
+    "crates_io": "crates",
+    "rubygems": "rubygems",
+    "goproxy": "go",
+}
+
+
+def create_source(recipe: Recipe) -> str:
+    """The ``create --from`` source ``recipe`` was most likely generated from."""
+    for step in recipe.steps:
+        if isinstance(step, EcosystemStep) and step.VERSION_SOURCE in _FROM:
+            return f"{_FROM[step.VERSION_SOURCE]}:{step.package_name}"
+    formula = formula_of(recipe)
+    if formula is not None:
+        return f"homebrew:{formula}"
+    try:
+        return f"github:{version_source(recipe).repo}"
+    except RecipeError:
+        return "<its source>"
+
+
 def revalidate_command(recipe: Recipe, version: str) -> str:
     """The command that validates ``version`` in the container and pins it."""
     name = recipe.metadata.name
-    try:
-        source = f"github:{version_source(recipe).repo}"
-    except RecipeError:
-        source = "<its source>"
-    return f"tsukuctl create {name} --from {source} --version {version} --force"
+    return f"tsukuctl create {name} --from {create_source(recipe)} --version {version} --force"
 
 
 def require_validated(recipe: Recipe, version: str) -> None:

@@ -68,3 +68,24 @@ def test_only_pinned_files_install() -> None:
         require_pinned_asset(GENERATED, "1.9.0", "foo_1.9.0_darwin_arm64.tar.gz")
     with pytest.raises(VersionNotValidated, match=re.escape("foo 2.0.0 was never validated")):
         require_pinned_asset(GENERATED, "2.0.0", "foo_2.0.0_linux_amd64.tar.gz")
+
+
+@pytest.mark.parametrize(
+    ("steps", "source"),
+    [
+        ('action = "npm_install"\npackage = "@acme/foo"\nexecutables = ["foo"]', "npm:@acme/foo"),
+        ('action = "cargo_install"\ncrate = "foo"\nexecutables = ["foo"]', "crates:foo"),
+        ('action = "homebrew"\nformula = "foo"', "homebrew:foo"),
+        (
+            'action = "github_file"\nrepo = "acme/foo"\nasset_pattern = "foo"\nbinary = "foo"',
+            "github:acme/foo",
+        ),
+    ],
+)
+def test_the_hint_names_the_source_to_validate_from(steps: str, source: str) -> None:
+    r = parse_recipe(
+        f'[metadata]\nname = "foo"\nvalidated_version = "1.0.0"\n\n[[steps]]\n{steps}\n'
+    )
+    with pytest.raises(VersionNotValidated) as info:
+        require_validated(r, "2.0.0")
+    assert f"`tsukuctl create foo --from {source} --version 2.0.0 --force`" in info.value.hint
