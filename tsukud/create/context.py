@@ -215,8 +215,15 @@ async def gather(
         tag = published[0].tag_name if published else ""
     else:
         tag = latest_of([to_release(r) for r in published], None) or ""
-    if not published or not tag:
+    if not published:
         raise NoReleases(f"{canonical} has no published releases")
+    if not tag:
+        raise NoReleases(
+            f"{canonical} has no published release whose tag is a version "
+            f"(newest: {published[0].tag_name[:60]!r})",
+            hint="tsuku installs releases by version; give one with --version if a "
+            "release has one, or write the recipe by hand.",
+        )
     kept = published[:max_releases]
     if all(r.tag_name != tag for r in kept):  # newer ones were all pre-releases
         kept = [*kept[: max_releases - 1], next(r for r in published if r.tag_name == tag)]

@@ -11,7 +11,8 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from tsukud.clock import FixedClock
-from tsukud.create.context import latest_of, to_release
+from tsukud.create.context import gather, latest_of, to_release
+from tsukud.create.errors import NoReleases
 from tsukud.github.client import GitHub
 from tsukud.install.versions import VersionResolver
 from tsukud.net.http import Http
@@ -133,3 +134,21 @@ async def test_create_validates_what_install_installs(github: GitHub, i: int) ->
             assert (await VersionResolver(github).resolve(recipe)).how == "latest-tag"
     else:
         assert (await VersionResolver(github).resolve(recipe)).tag == validated
+
+
+async def test_create_refuses_a_repository_without_a_version_tag(
+    fake: FakeGitHub, github: GitHub
+) -> None:
+    fake.add_repo(FakeRepo("acme/continuous", [FakeRelease("continuous", [])]))
+    with pytest.raises(NoReleases, match="no published release whose tag is a version"):
+        await gather(github, "acme/continuous")
+
+
+async def test_create_keeps_the_chosen_release_behind_newer_pre_releases(
+    fake: FakeGitHub, github: GitHub
+) -> None:
+    betas = [FakeRelease(f"v2.0.0-beta.{n}", []) for n in range(9, 0, -1)]
+    fake.add_repo(FakeRepo("acme/betas", [*betas, FakeRelease("v1.0.0", [])]))
+    ctx = await gather(github, "acme/betas")
+    assert (ctx.tag, ctx.version) == ("v1.0.0", "1.0.0")
+    assert [r.tag for r in ctx.releases][-1] == "v1.0.0" and len(ctx.releases) == 5
