@@ -139,3 +139,32 @@ def test_a_newer_stable_release_needs_validation_before_upgrade(
     assert cp.returncode == ExitCode.FORBIDDEN and "foo 2.0.0 was never validated" in cp.stderr
     assert not mark.exists()
     assert not fake.requests_to("/foo_2.0.0_")
+
+
+def test_one_install_command_creates_and_installs_the_same_release(
+    home: Tsuku, world: tuple[FakeGitHub, Path]
+) -> None:
+    fake, mark = world
+    home.start()
+    cp = home.ctl("install", "foo", "--from", f"github:{REPO}", "--yes", "--json")
+    assert cp.returncode == 0, cp.stderr
+    done = json.loads(cp.stdout)
+    meta = tomllib.loads((home.home / "recipes" / "foo.toml").read_text())["metadata"]
+    assert done["version"] == meta["validated_version"] == "1.9.0"
+    assert done["created"]
+    assert not mark.exists()
+    assert not fake.requests_to("/foo_2.0.0-beta.1_")
+
+
+def test_a_pre_release_asked_for_is_validated_at_that_release(
+    home: Tsuku, world: tuple[FakeGitHub, Path]
+) -> None:
+    """``install foo@2.0.0-beta.1`` with no recipe: the recipe is created and validated
+    at the release asked for, so the beta installs as the person asked."""
+    _fake, _mark = world
+    home.start()
+    cp = home.ctl("install", "foo@2.0.0-beta.1", "--from", f"github:{REPO}", "--yes", "--json")
+    assert cp.returncode == 0, cp.stderr
+    meta = tomllib.loads((home.home / "recipes" / "foo.toml").read_text())["metadata"]
+    assert json.loads(cp.stdout)["version"] == meta["validated_version"]
+    assert meta["validated_version"] == "2.0.0-beta.1"
