@@ -242,6 +242,12 @@ CATALOGUE: dict[str, ErrorKind] = {
     "run_command_failed": ErrorKind(
         E.INSTALL_FAILED, "The recipe's run_command failed; nothing was installed."
     ),
+    "version_not_validated": ErrorKind(
+        E.FORBIDDEN,
+        "A generated recipe installs only the release it was validated and pinned at; "
+        "install that version, or validate the other one with `tsukuctl create <tool> "
+        "--from <source> --version <version> --force`. Nothing was downloaded.",
+    ),
     "extract_failed": ErrorKind(E.INSTALL_FAILED),
     "archive_corrupt": ErrorKind(
         E.INSTALL_FAILED, "The download may be truncated or not the format the recipe says."

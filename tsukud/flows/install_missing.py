@@ -156,6 +156,7 @@ class InstallMissing:
                 can_ask=can_ask,
                 llm=llm,
                 collect_tool_stats=collect_tool_stats,
+                version=version,
             )
         result = await self.installer.install(
             name, version, force=force, progress=progress, can_ask=can_ask, yes=yes
@@ -221,8 +222,11 @@ class InstallMissing:
         can_ask: bool,
         llm: LlmChoice,
         collect_tool_stats: bool = False,
+        version: str | None = None,
     ) -> tuple[CreatedRecipe, tuple[dict[str, Any], ...]]:
-        """Write the recipe from ``spec`` (``github:o/r``, ``npm:<package>``, ...)."""
+        """Write the recipe from ``spec`` (``github:o/r``, ``npm:<package>``, ...),
+        validated at ``version`` when one was asked for (``install tool@1.2.3``): the
+        installer installs a generated recipe only at the version it validated."""
         if self.creator is None:
             raise CreateUnavailable(
                 f"found {spec} for {name}, but this tsukud has no recipe generator",
@@ -246,6 +250,7 @@ class InstallMissing:
                 providers=llm.providers,
                 only_provider=llm.only_provider,
                 collect_tool_stats=collect_tool_stats,
+                version=version,
             )
         except NoBinaryAssets as exc:
             page = await self._install_page(spec)

@@ -9,7 +9,8 @@
    install from; ``recipe/render.py``);
 3. in a private staging directory ``tools/.staging-<name>-*``: downloads each asset
    (sha256 computed while streaming; checked against GitHub's ``digest``, the recipe's
-   ``asset_sha256`` or ``checksum`` and a ``checksum_asset``/``checksum_url`` file when
+   ``asset_sha256`` (a generated recipe installs only its validated version and the
+   files it pins: ``pins.py``) or ``checksum`` and a ``checksum_asset``/``checksum_url`` file when
    present; a ``download`` with ``signature_url`` also has its detached OpenPGP
    signature checked by GnuPG against the key the recipe pins, ``openpgp.py``),
    extracts it with the safe extractor, runs the recipe's ``run_command``s in it
@@ -65,6 +66,7 @@ from tsukud.install.homebrew import pour
 from tsukud.install.homebrew.client import Bottle
 from tsukud.install.homebrew.deps import refuse_version_change
 from tsukud.install.openpgp import SignatureInvalid, verify_detached
+from tsukud.install.pins import require_pinned_asset, require_validated
 from tsukud.install.registry import LoadedRecipe
 from tsukud.install.shadowing import shadowing, system_dirs
 from tsukud.install.transaction import InstallTransaction
@@ -209,6 +211,8 @@ class InstallAttempt:
         self.stage = "resolve"
         res = await inst.resolver.resolve(recipe, self.requested)
         self.version = res.version
+        # A generated recipe installs only the release it validated (pins.py).
+        require_validated(recipe, res.version)
         # Another version would delete the directory its dependents' RPATH names.
         refuse_version_change(inst.installed(), self.name, res.version)
         current = inst.installed().get(self.name)
@@ -437,6 +441,7 @@ class InstallAttempt:
         inst = self.inst
         assert self.staging is not None
         self.stage = "download"
+        require_pinned_asset(loaded.recipe, res.version, step.asset_name)  # before fetching
         downloads = self.staging / "downloads"
         downloads.mkdir(exist_ok=True)
         local_name = step.asset_name.replace("/", "_") or "asset"
@@ -622,9 +627,8 @@ class InstallAttempt:
         elif step.checksum:
             check_sha256(step.asset_name, result.sha256, step.checksum, "the recipe's checksum")
             checked.append("recipe_checksum")
-        meta = loaded.recipe.metadata
-        pinned = (meta.asset_sha256 or {}).get(step.asset_name)
-        if pinned and (meta.validated_version in (None, res.version)):
+        pinned = require_pinned_asset(loaded.recipe, res.version, step.asset_name)
+        if pinned:
             check_sha256(step.asset_name, result.sha256, pinned, "the recipe's asset_sha256")
             checked.append("recipe")
         if step.checksum_url:

@@ -53,3 +53,9 @@ def no_space(exc: BaseException, where: Path, what: str) -> DiskFull | None:
     if not isinstance(exc, OSError) or exc.errno not in NO_SPACE:
         return None
     return disk_full(where, what, then="then run the command again (nothing was installed).")
+
+
+class VersionNotValidated(InstallError):
+    """A generated recipe asked for a version (or a file) it was not validated at."""
+
+    code = "version_not_validated"

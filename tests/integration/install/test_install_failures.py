@@ -17,6 +17,7 @@ from tests.fakes.releases import FakeAsset, FakeRelease, FakeRepo, raw_tar, scri
 from tests.integration.install.conftest import events, installed, make_tsuku, tree
 from tests.shared import recipe_text
 from tsukuctl.client import RemoteError
+from tsukud.errors import ExitCode
 
 
 def local_recipe(t: Tsuku, name: str, text: str) -> None:
@@ -249,9 +250,32 @@ def test_recipe_checksum_mismatch(inst: Tsuku, world: FakeGitHub) -> None:
     )
     assert real in cp.stderr
     assert_nothing_installed(inst)
-    # The pin applies to validated_version only; another version installs (digest-checked).
-    res = inst.ctl("install", "stern@1.31.0", "--json", check=True)
-    assert '"checked_against":["github_digest"]' in res.stdout
+    # A recipe pinned at validated_version installs no other version (pins.py): 1.31.0
+    # was never validated, so it is refused before anything is downloaded.
+    downloads = len(world.requests_to("/stern_1.31.0_"))
+    cp = inst.ctl("install", "stern@1.31.0")
+    assert cp.returncode == ExitCode.FORBIDDEN, cp.stderr
+    assert "stern 1.31.0 was never validated" in cp.stderr
+    assert "--version 1.31.0 --force" in cp.stderr
+    assert len(world.requests_to("/stern_1.31.0_")) == downloads
+    assert_nothing_installed(inst)
+
+
+def test_a_generated_recipe_installs_only_files_it_pins(inst: Tsuku, world: FakeGitHub) -> None:
+    """At its validated version, a generated recipe's file for this platform that it
+    does not pin (validated elsewhere only) is refused before it is fetched (pins.py)."""
+    other = "stern_1.32.0_darwin_arm64.tar.gz"
+    real = world.release_asset("stern/stern", "v1.32.0", other).sha256
+    pins = f'validated_version = "1.32.0"\n\n[metadata.asset_sha256]\n"{other}" = "{real}"\n'
+    text = recipe_text("s/stern.toml").replace("curated = true\n", "curated = true\n" + pins, 1)
+    local_recipe(inst, "stern", text)
+    fetched = len(world.requests_to("/stern_1.32.0_linux_amd64"))
+    cp = inst.ctl("install", "stern")
+    assert cp.returncode == ExitCode.FORBIDDEN, cp.stderr
+    assert "stern_1.32.0_linux_amd64.tar.gz was never validated: the recipe pins " in cp.stderr
+    assert other in cp.stderr and "hint: " in cp.stderr
+    assert len(world.requests_to("/stern_1.32.0_linux_amd64")) == fetched
+    assert_nothing_installed(inst)
 
 
 def test_checksum_file_from_the_release(inst: Tsuku, world: FakeGitHub) -> None:

@@ -169,6 +169,7 @@ async def test_a_discovered_github_source_is_created_then_installed() -> None:
         "providers": None,
         "only_provider": None,
         "collect_tool_stats": False,
+        "version": "1.2.0",  # validated at the version asked for (install stripe-cli@1.2.0)
     }
     assert log.calls[2][1] == {
         "tool": "stripe-cli",
