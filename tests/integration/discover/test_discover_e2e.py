@@ -265,7 +265,11 @@ def _rubygems_world(tmp: Path) -> tuple[FakeHTTPServer, dict[str, str]]:
 
     gems = FakeRubyGems()
     for v in ("0.1.0", "0.2.0", "0.3.0", "0.4.0", "1.0.0"):
-        gems.publish(build_gem(tmp, "rgx", v, {"rgx": f"rgx {v}"}), downloads=5000)
+        gems.publish(
+            build_gem(tmp, "rgx", v, {"rgx": f"rgx {v}"}),
+            downloads=5000,
+            source_code_uri="https://github.com/fake/rgx",
+        )
     return gems, gems.env()
 
 
@@ -290,7 +294,8 @@ def test_install_a_crate_or_gem_without_a_recipe(
     with fake, daemon(world, **fake_env) as t:
         cp = t.ctl("install", "rgx", "--yes", timeout=180)
         assert cp.returncode == 0, cp.stderr
-        assert f"discovered rgx: {registry}:rgx (the only clear match)" in cp.stdout
+        assert f"discovered rgx: {registry}:rgx (approved by --yes)" in cp.stdout
+        assert "the only clear match" not in cp.stdout + cp.stderr
         assert "installed rgx 1.0.0 (rgx)" in cp.stdout
         out = subprocess.run(
             [str(t.home / "bin" / "rgx"), "x"], capture_output=True, text=True, check=True
@@ -324,6 +329,7 @@ def test_install_an_npm_package_without_a_recipe(world: World, tk: Tsuku) -> Non
     for v in ("0.9.0", "1.0.0", "1.1.0", "1.2.0", "1.3.0"):
         world.eco.publish_npm(npm_tarball("prettyfmt", v, {"prettyfmt": f"prettyfmt {v}"}))
     world.eco.npm_downloads["prettyfmt"] = 50_000
+    world.eco.npm["prettyfmt"]["repository"] = {"url": "git+https://github.com/fmt/prettyfmt.git"}
     cp = tk.ctl("install", "prettyfmt", "--yes", timeout=180)
     assert cp.returncode == 0, cp.stderr
     assert "discovered prettyfmt: npm:prettyfmt" in cp.stdout
