@@ -596,13 +596,13 @@ async def test_ecosystem_ties_are_a_numbered_choice_and_an_error_without_a_termi
             await run(d, "dup", yes=True)  # --yes never picks among ties
         assert exc.value.exit_code == 10
         assert (
-            "1. crates.io:dup  (9.0K downloads in 90 days, 9 versions, first published 2020-01-01, NO repository)"
-            in exc.value.message
-        )  # noqa: E501
+            "1. crates.io:dup  (9.0K downloads in 90 days, 9 versions, first published "
+            "2020-01-01, NO repository)" in exc.value.message
+        )
         assert (
-            "2. npm:dup  (8.0K weekly downloads, 20 versions, first published 2024-01-01, repository x/dup, by someone)"
-            in exc.value.message
-        )  # noqa: E501
+            "2. npm:dup  (8.0K weekly downloads, 20 versions, first published 2024-01-01, "
+            "repository x/dup, by someone)" in exc.value.message
+        )
         for way in (
             "--from crates:dup" if "crates.io" in _prefixes() else "cargo install dup",
             "tsukuctl install dup --from npm:dup",

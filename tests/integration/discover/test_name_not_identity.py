@@ -12,13 +12,13 @@ import shutil
 
 import pytest
 
+from tests.conftest import Tsuku
 from tests.integration.discover.helpers import World
 from tests.integration.discover.test_discover_e2e import (  # noqa: F401
     ledger,
     on_a_terminal,
     tk,
 )
-from tests.conftest import Tsuku
 from tsukud.testing.packages import npm_tarball
 
 TARBALL = "/npm/fmtq/-/fmtq-1.4.0.tgz"
@@ -43,7 +43,10 @@ def nothing_fetched_or_installed(world: World, t: Tsuku) -> None:
     assert not ledger(t, "validation.*")
 
 
-def test_yes_never_takes_a_package_found_by_its_name_alone(world: World, tk: Tsuku) -> None:
+def test_yes_never_takes_a_package_found_by_its_name_alone(
+    world: World,
+    tk: Tsuku,  # noqa: F811
+) -> None:
     publish_fmtq(world)
     cp = tk.ctl("install", "fmtq", "--yes", timeout=120)
     assert cp.returncode == 12, (cp.stdout, cp.stderr)
@@ -65,7 +68,9 @@ def test_yes_never_takes_a_package_found_by_its_name_alone(world: World, tk: Tsu
 
 @pytest.mark.parametrize("yes", [False, True])
 def test_on_a_terminal_it_is_a_choice_shown_with_its_evidence(
-    world: World, tk: Tsuku, yes: bool
+    world: World,
+    tk: Tsuku,  # noqa: F811
+    yes: bool,
 ) -> None:
     """Not "the only clear match": a numbered choice of one, recommended by nothing, with
     its evidence; picking none installs nothing. ``--yes`` does not answer it."""
@@ -86,7 +91,8 @@ def test_on_a_terminal_it_is_a_choice_shown_with_its_evidence(
 
 
 def test_a_popular_same_name_tool_with_a_repository_is_a_candidate_a_yes_accepts(
-    world: World, tk: Tsuku
+    world: World,
+    tk: Tsuku,  # noqa: F811
 ) -> None:
     """The question shows the evidence; a person's no installs nothing (and ``--yes``
     accepts it: ``test_install_an_npm_package_without_a_recipe``)."""
@@ -116,7 +122,10 @@ def test_a_popular_same_name_tool_with_a_repository_is_a_candidate_a_yes_accepts
 
 
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
-def test_from_is_the_explicit_choice_and_is_not_called_discovered(world: World, tk: Tsuku) -> None:
+def test_from_is_the_explicit_choice_and_is_not_called_discovered(
+    world: World,
+    tk: Tsuku,  # noqa: F811
+) -> None:
     publish_fmtq(world)
     cp = tk.ctl("install", "fmtq", "--from", "npm:fmtq", "--yes", timeout=180)
     assert cp.returncode == 0, cp.stderr
