@@ -19,6 +19,7 @@ from tsukud.create.errors import NoBinaryAssets
 from tsukud.errors import TsukuError
 from tsukud.flows.install_missing import page_package, page_says
 from tsukud.instructions.builder import InstructionsManual
+from tsukud.policy import spent
 
 if TYPE_CHECKING:
     from tsukud.create.pipeline import CreateResult
@@ -43,7 +44,15 @@ class CreateRecipe:
     async def create(
         self, tool: str, source: str, *, progress: Progress, **options: Any
     ) -> CreateResult:
-        """``options``: :meth:`Creator.create`'s keyword arguments."""
+        """``options``: :meth:`Creator.create`'s keyword arguments. The result carries
+        what the whole command spent (an install page read first included), so the
+        preview's cost line counts every paid call."""
+        result = await self._create(tool, source, progress=progress, **options)
+        return with_command_cost(result)
+
+    async def _create(
+        self, tool: str, source: str, *, progress: Progress, **options: Any
+    ) -> CreateResult:
         try:
             return await self.creator.create(tool, source, progress=progress, **options)
         except NoBinaryAssets as exc:
@@ -99,3 +108,12 @@ class CreateRecipe:
                 )
                 result.written = saved.path
             return result
+
+
+def with_command_cost(result: CreateResult) -> CreateResult:
+    """``result`` with what its request's runs have settled so far (every paid call of
+    the command: discovery, an install page's reading, the generation itself)."""
+    command = spent.current()
+    if command is not None and result.cost_usd is not None:
+        result.command_cost_usd = float(command.usd)
+    return result

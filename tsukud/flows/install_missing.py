@@ -371,8 +371,10 @@ class InstallMissing:
     ) -> tuple[CreatedRecipe, tuple[dict[str, Any], ...]]:
         """The recipe shown and accepted (unless ``yes``), saved, reported."""
         assert self.creator is not None
+        from tsukud.flows.create_recipe import with_command_cost
+
         if not yes:
-            await self._review(name, spec, res, progress, can_ask=can_ask)
+            await self._review(name, spec, with_command_cost(res), progress, can_ask=can_ask)
         saved = await self.creator.save(name, res.recipe, session=res.session)
         status = res.validation.status
         await progress(

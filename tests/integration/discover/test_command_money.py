@@ -5,11 +5,22 @@ does not, so the person is asked once, shown the command's total."""
 
 from __future__ import annotations
 
+import shutil
 from decimal import Decimal
 
+import pytest
+
+from tests.conftest import Tsuku
 from tests.fakes import anthropic_server as anth
 from tests.integration.discover.helpers import World, claude_finds
-from tests.integration.discover.test_discover_e2e import daemon, ledger, on_a_terminal
+from tests.integration.discover.test_discover_e2e import (  # noqa: F401
+    daemon,
+    ledger,
+    on_a_terminal,
+    tk,
+)
+from tests.integration.discover.test_instructions_e2e import REVIEW, answers, page_found
+from tsukuctl import render
 from tsukud.errors import ExitCode
 from tsukud.testing.download_host import FakeDownloadHost
 
@@ -57,3 +68,38 @@ def test_discovery_then_the_instructions_builder_is_asked_once_with_the_commands
             assert len(world.claude.requests) == 1  # the builder's model was never called
             assert not (t.home / "bin" / "foo").exists()
             assert "installed" not in stdout
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+def test_the_preview_cost_line_counts_every_paid_call(
+    world: World,
+    tk: Tsuku,  # noqa: F811
+) -> None:
+    """Discovery's search and the page-reading call cost money; the recipe is then
+    written by npm's deterministic builder: the preview's cost line is not "$0"."""
+    from tsukud.testing.packages import npm_tarball
+
+    with FakeDownloadHost() as vendor:
+        world.eco.publish_npm(npm_tarball("@fake/foo", "2.0.0", {"foo": "foo 2.0.0"}))
+        page = vendor.add(
+            "/foo/install", b"<p>Install it with npm:</p><pre>npm install -g @fake/foo</pre>"
+        )
+        page_found(world, page)
+        answers(
+            world,
+            {
+                "kind": "ecosystem",
+                "summary": "an npm package",
+                "ecosystem": {"manager": "npm", "package": "@fake/foo"},
+            },
+        )
+        code, screen, _ = on_a_terminal(tk, ["install", "foo"], [(REVIEW, b"c\n")], timeout=180)
+        assert code == ExitCode.USER_DECLINED, screen
+        settled = [Decimal(str(e["payload"]["actual_usd"])) for e in ledger(tk, "budget.settled")]
+        assert len(settled) == 2 and all(settled)  # discovery's and the page reading's
+        total = render.money(float(sum(settled)))
+        assert (
+            f"cost {total} in all for this command's paid calls (the recipe itself: "
+            "deterministic matcher, no LLM)" in screen
+        ), screen
+        assert "cost $0 (deterministic matcher, no LLM)" not in screen
