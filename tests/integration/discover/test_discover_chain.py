@@ -679,6 +679,7 @@ async def test_a_model_names_an_npm_package_and_the_npm_probe_verifies_it(
         weekly_downloads=40_000,
         versions=12,
         description="prettyfmt: a code formatter command",
+        repository="https://github.com/fmt/prettyfmt",
     )
     if provider == "claude":
         claude_finds(world.claude, npm_extract(), results=NPM_PAGE)
@@ -703,6 +704,21 @@ async def test_a_model_names_an_npm_package_and_the_npm_probe_verifies_it(
     fake = world.claude if provider == "claude" else world.gemini
     (req,) = fake.requests
     assert "npm" in json.dumps(req.json())  # the schema offered the ecosystem builders
+
+
+async def test_a_package_the_model_names_with_no_repository_or_use_is_never_taken_by_yes(
+    world: World, home: Path
+) -> None:
+    """A model (one that obeys injected text, say) naming a package is no more an
+    identity than the typed name: ``fmtq``, five versions, no downloads, no repository,
+    is shown with its evidence and needs a person; ``--yes`` does not take it."""
+    world.eco.add_npm("fmtq", weekly_downloads=0, versions=5, description="a formatter CLI")
+    claude_finds(world.claude, npm_extract("fmtq"), results=NPM_PAGE)
+    async with in_daemon(world.env(home, "claude")) as d:
+        with pytest.raises(DiscoveryConfirmationRequired) as exc:
+            await run(d, "prettyfmt-cli", yes=True)
+        assert "npm:fmtq" in exc.value.message
+        assert "--from npm:fmtq" in exc.value.hint
 
 
 async def test_a_package_the_model_names_that_npm_does_not_know_is_not_used(
