@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from tsukud.create.errors import NoBinaryAssets
 from tsukud.errors import TsukuError
-from tsukud.flows.install_missing import page_package, page_says
+from tsukud.flows.install_missing import page_package, page_says, with_command_cost
 from tsukud.instructions.builder import InstructionsManual
-from tsukud.policy import spent
 
 if TYPE_CHECKING:
     from tsukud.create.pipeline import CreateResult
@@ -108,12 +107,3 @@ class CreateRecipe:
                 )
                 result.written = saved.path
             return result
-
-
-def with_command_cost(result: CreateResult) -> CreateResult:
-    """``result`` with what its request's runs have settled so far (every paid call of
-    the command: discovery, an install page's reading, the generation itself)."""
-    command = spent.current()
-    if command is not None and result.cost_usd is not None:
-        result.command_cost_usd = float(command.usd)
-    return result
