@@ -440,16 +440,7 @@ class _Chain:
             return _Offer([*offered, *self.st.eco_choices], f"none is recommended: {near}")
         if sel.chosen is None:  # a tie: a person picks, outside the deadline; --yes never
             await self.stage_event("ecosystem", "ambiguous", started, **detail)
-            ties = [
-                choicesmod.from_probe(
-                    p,
-                    why=f"it fits {self.tool} and passes {p.builder}'s bar"
-                    if not unvouched(p)
-                    else "found by its name alone: " + "; ".join(unvouched(p)),
-                    recommended=not unvouched(p),
-                )
-                for p in sel.ranked
-            ]
+            ties = [self._tie(p) for p in sel.ranked]
             reason = (
                 f"{len(ties)} packages in different ecosystems fit, none used ten times more "
                 "than the others"
@@ -479,8 +470,18 @@ class _Chain:
                 f"found by its name alone ({'; '.join(why)}): installing it needs an "
                 f"explicit choice: {way}",
             )
-        await self.progress("ecosystem", present.describe_ecosystem(found, chosen))
+        if not self.req.confirm:  # a report; else the confirmation shows it
+            await self.progress("ecosystem", present.describe_ecosystem(found, chosen))
         return found
+
+    def _tie(self, p: Probe) -> Choice:
+        """One of several fitting same-name packages: recommended only when more than
+        its name speaks for it."""
+        bare = unvouched(p)
+        if bare:
+            return choicesmod.from_probe(p, why="found by its name alone: " + "; ".join(bare))
+        why = f"it fits {self.tool} and passes {p.builder}'s bar"
+        return choicesmod.from_probe(p, why=why, recommended=True)
 
     def _ecosystem_result(
         self, chosen: Probe, ranked: list[Probe], reason: str, ratio: float | None
