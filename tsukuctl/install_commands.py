@@ -74,13 +74,14 @@ def cmd_install(args: argparse.Namespace) -> int:
         out(f"{res['tool']} {res['version']} is already installed (--force reinstalls it)")
         return 0
     found = res.get("discovery")
-    if found:
+    if found and found.get("stage") == "from":  # the person named it: nothing discovered
+        out(f"source of {res['tool']}: {found.get('source')} (named with --from)")
+    elif found:
         how = {
             "yes_flag": "approved by --yes",
             "user": "approved by you",
             "trusted": "from the discovery registry",
-            "not_needed": "the only clear match",  # the default, left out of the result
-        }.get(found.get("approval") or "not_needed", "named with --from")
+        }.get(found.get("approval") or "", "no approval was asked")
         builder = found.get("builder") or "github"
         where = f"{builder}:{found.get('source')}"
         if builder == "instructions":  # a vendor's install page, read by an LLM

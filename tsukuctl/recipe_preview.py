@@ -19,14 +19,25 @@ if TYPE_CHECKING:
 
 
 def money(res: dict[str, Any]) -> str:
+    """This recipe's cost, and the command's when its other paid calls (discovery,
+    reading an install page) cost more: every paid call is in the line."""
+    total = res.get("command_cost_usd")
     if res.get("provider") is None:
+        if total:
+            return (
+                f"{render.money(total)} in all for this command's paid calls (the recipe "
+                "itself: deterministic matcher, no LLM)"
+            )
         return "$0 (deterministic matcher, no LLM)"
     cost = res.get("cost_usd")
     shown = render.money(cost) if cost is not None else "unknown (a model without a price)"
-    return (
+    line = (
         f"{shown} ({res.get('input_tokens', 0)} in / {res.get('output_tokens', 0)} out tokens, "
         f"{res.get('turns', 0)} turns, {res.get('provider')}:{res.get('model')})"
     )
+    if total and cost is not None and total > cost:
+        line += f"; {render.money(total)} in all for this command's paid calls"
+    return line
 
 
 # How each platform was proven; anything else (unproven, unsupported) says so loudly.

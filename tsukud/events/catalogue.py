@@ -472,6 +472,8 @@ class DiscoveryStage(Payload):
     matches: list[str] | None = None
     rejected: Any = None
     misfits: Any = None  # ecosystem: builder -> why a same-name package does not fit
+    # ecosystem: why the package found by its name needs an explicit choice (empty: none)
+    unvouched: list[str] | None = None
     errors: Any = None
     late: Any = None
     provider: str | None = None

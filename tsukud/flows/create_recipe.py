@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tsukud.create.errors import NoBinaryAssets
 from tsukud.errors import TsukuError
-from tsukud.flows.install_missing import page_package, page_says
+from tsukud.flows.install_missing import page_package, page_says, with_command_cost
 from tsukud.instructions.builder import InstructionsManual
 
 if TYPE_CHECKING:
@@ -43,7 +43,15 @@ class CreateRecipe:
     async def create(
         self, tool: str, source: str, *, progress: Progress, **options: Any
     ) -> CreateResult:
-        """``options``: :meth:`Creator.create`'s keyword arguments."""
+        """``options``: :meth:`Creator.create`'s keyword arguments. The result carries
+        what the whole command spent (an install page read first included), so the
+        preview's cost line counts every paid call."""
+        result = await self._create(tool, source, progress=progress, **options)
+        return with_command_cost(result)
+
+    async def _create(
+        self, tool: str, source: str, *, progress: Progress, **options: Any
+    ) -> CreateResult:
         try:
             return await self.creator.create(tool, source, progress=progress, **options)
         except NoBinaryAssets as exc:

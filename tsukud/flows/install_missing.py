@@ -35,6 +35,7 @@ from tsukud.discover.errors import (
 from tsukud.discover.model import Discovery
 from tsukud.discover.normalize import BadSource, github_source, normalize_name
 from tsukud.errors import ConfirmationRequired, TsukuError, UsageError, UserDeclined
+from tsukud.policy import spent
 
 if TYPE_CHECKING:
     from tsukud.create.pipeline import CreateResult
@@ -379,7 +380,7 @@ class InstallMissing:
         """The recipe shown and accepted (unless ``yes``), saved, reported."""
         assert self.creator is not None
         if not yes:
-            await self._review(name, spec, res, progress, can_ask=can_ask)
+            await self._review(name, spec, with_command_cost(res), progress, can_ask=can_ask)
         saved = await self.creator.save(name, res.recipe, session=res.session)
         status = res.validation.status
         await progress(
@@ -505,3 +506,12 @@ def _found_source(found: Discovery) -> tuple[str, str]:
         return f"github:{found.source}", found.source
     spec = f"{BUILDER_SOURCES[found.builder]}:{found.source}"
     return spec, spec
+
+
+def with_command_cost(result: CreateResult) -> CreateResult:
+    """``result`` with what its request's runs have settled so far (every paid call of
+    the command: discovery, an install page's reading, the generation itself)."""
+    command = spent.current()
+    if command is not None and result.cost_usd is not None:
+        result.command_cost_usd = float(command.usd)
+    return result
