@@ -64,8 +64,8 @@ from tsukud.instructions.page import (
     ShownCommand,
     named_origins,
     origin_of,
+    render_visible_text,
     shown_commands,
-    visible_text,
 )
 from tsukud.llm.provider import MalformedToolArguments
 from tsukud.llm.types import (
@@ -164,6 +164,9 @@ class Deps:
     validator: Validator | None
     secrets: Sequence[str] = ()
     clock: Clock = field(default_factory=SystemClock)
+    # The browser engine that decides the page's visible text ("": found on PATH).
+    chromium: str = ""
+    render_timeout_s: float = 20.0
 
 
 def shown_text(shown: Sequence[ShownCommand]) -> str:
@@ -237,7 +240,15 @@ class _Run:
             raise InstructionsUnavailable(
                 f"the install page {url} answered HTTP {resp.status}", url=url
             )
-        text = visible_text(resp.body.decode("utf-8", "replace"))
+        page = await render_visible_text(
+            resp.body.decode("utf-8", "replace"),
+            chromium=self.deps.chromium,
+            time_limit=self.deps.render_timeout_s,
+        )
+        if page.warning:
+            self.warnings.append(page.warning)
+            await self.progress("reading", f"warning: {page.warning}")
+        text = page.text
         self.text = text
         self.origins = named_origins(text)
         self.shown = shown_commands(text)
@@ -252,6 +263,8 @@ class _Run:
                 "chars": len(text),
                 "origins": sorted(self.origins),
                 "shown": [c.command[:300] for c in self.shown],
+                "engine": page.engine,
+                "render_ms": page.ms,
             },
         )
         return text

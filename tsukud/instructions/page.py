@@ -1,7 +1,8 @@
 """What an install page says, read by code before any model sees it (pure).
 
-* :func:`visible_text`: the page as a person sees it: discovery's HTML stripping
-  (scripts, styles, comments, hidden elements, invisible characters), size-capped.
+* :func:`render_visible_text`: the page as a person sees it, laid out by a browser engine
+  when one is installed (:mod:`tsukud.discover.render_page`), else by discovery's HTML
+  stripping with a warning, size-capped; :func:`visible_text` is the stripping alone.
 * :func:`named_origins`: the origins (scheme, host, port) of the URLs in that visible
   text, the only places a recipe built from the page may download from, so a host that
   only hidden text (or the model) names never qualifies.
@@ -18,6 +19,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from tsukud.discover.render_page import DEFAULT_TIMEOUT_S, PageText, read_visible_text
 from tsukud.discover.sanitize_html import clip, strip_html
 
 # What a model reads of a page (the stripped text, not the HTML).
@@ -55,7 +57,21 @@ class ShownCommand(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def visible_text(html: str, *, limit: int = PAGE_TEXT_LIMIT) -> str:
+    """The stripper's visible text (no browser engine), size-capped."""
     return clip(strip_html(html), limit)
+
+
+async def render_visible_text(
+    html: str,
+    *,
+    chromium: str = "",
+    time_limit: float = DEFAULT_TIMEOUT_S,
+    limit: int = PAGE_TEXT_LIMIT,
+) -> PageText:
+    """The visible text a browser engine decides (the stripper's, with a warning, when
+    there is none), size-capped; ``engine`` says which decided it."""
+    page = await read_visible_text(html, chromium=chromium, time_limit=time_limit)
+    return msgspec.structs.replace(page, text=clip(page.text, limit))
 
 
 def origin_of(url: str) -> str | None:
