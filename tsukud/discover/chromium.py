@@ -50,6 +50,12 @@ FLAGS = (
     "--disable-extensions",
     "--disable-dev-shm-usage",
     "--mute-audio",
+    # No request leaves the browser, whatever asks (a frame, a refresh, a preload):
+    # every name fails to resolve and everything, loopback too, goes to a proxy that is
+    # not there. Network.setBlockedURLs refuses them earlier still, per page.
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--proxy-server=http://127.0.0.1:1",
+    "--proxy-bypass-list=<-loopback>",
     "--remote-debugging-address=127.0.0.1",
     "--remote-debugging-port=0",
 )

@@ -12,13 +12,14 @@ it fails, it falls back to :func:`.sanitize_html.strip_html` and says so in
 
 from __future__ import annotations
 
+import functools
 import time
 from importlib.resources import files
 
 import msgspec
 import trio
 
-from tsukud.discover.chromium import BrowserError, find_chromium, open_browser
+from tsukud.discover.chromium import Browser, BrowserError, find_chromium, open_browser
 from tsukud.discover.sanitize_html import remove_invisible, strip_html
 
 ENGINE_CHROMIUM = "chromium"
@@ -40,6 +41,7 @@ class PageText(msgspec.Struct, frozen=True, kw_only=True):
     warning: str | None = None  # set when the stripper stood in for the engine
 
 
+@functools.cache
 def _script() -> str:
     return files("tsukud.discover").joinpath("visible.js").read_text(encoding="utf-8")
 
@@ -49,14 +51,20 @@ def tidy(text: str) -> str:
     return " ".join(remove_invisible(text).split())
 
 
-async def render_with(executable: str, html: str, *, time_limit: float = DEFAULT_TIMEOUT_S) -> str:
-    """The visible text of ``html`` laid out by the Chromium at ``executable`` (raises
-    :class:`BrowserError`, :class:`OSError` or :class:`trio.TooSlowError`)."""
-    async with open_browser(executable, time_limit=time_limit) as browser:
-        value = await browser.evaluate_page(html, _script())
+async def visible_in(browser: Browser, html: str) -> str:
+    """The visible text of ``html`` laid out in a running browser."""
+    value = await browser.evaluate_page(html, _script())
     if not isinstance(value, str):
         raise BrowserError(f"the visibility script answered {type(value).__name__}")
     return tidy(value)
+
+
+async def render_with(executable: str, html: str, *, time_limit: float = DEFAULT_TIMEOUT_S) -> str:
+    """The visible text of ``html`` laid out by the Chromium at ``executable``, started for
+    this page alone (raises :class:`BrowserError`, :class:`OSError` or
+    :class:`trio.TooSlowError`)."""
+    async with open_browser(executable, time_limit=time_limit) as browser:
+        return await visible_in(browser, html)
 
 
 def stripped(html: str, started: float, warning: str) -> PageText:
