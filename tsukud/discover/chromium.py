@@ -8,9 +8,11 @@ a temporary directory, a DevTools port chosen by the kernel on loopback (read fr
 network or run page code turned off:
 
 * pages are written into ``about:blank`` with ``Page.setDocumentContent`` (never
-  navigated to), with page scripts disabled (``Emulation.setScriptExecutionDisabled``),
-  and every request they would make (images, stylesheets, fonts, frames, refreshes) is
-  refused by ``Network.setBlockedURLs``;
+  navigated to), with page scripts disabled (``Emulation.setScriptExecutionDisabled``);
+  every request they would make (images, stylesheets, fonts, frames, refreshes) is
+  intercepted (``Fetch.enable``) and answered ``204`` from here, and the process is
+  started with every host name unresolvable and a proxy that is not there, so nothing
+  that escapes interception (a frame in another process) leaves either;
 * the process is killed when the ``async with`` ends, on error, on cancellation and when
   its lifetime (``time_limit``) runs out; its profile directory is removed.
 
@@ -52,7 +54,7 @@ FLAGS = (
     "--mute-audio",
     # No request leaves the browser, whatever asks (a frame, a refresh, a preload):
     # every name fails to resolve and everything, loopback too, goes to a proxy that is
-    # not there. Network.setBlockedURLs refuses them earlier still, per page.
+    # not there. Fetch interception answers them earlier still, per page.
     "--host-resolver-rules=MAP * ~NOTFOUND",
     "--proxy-server=http://127.0.0.1:1",
     "--proxy-bypass-list=<-loopback>",
@@ -92,13 +94,30 @@ class Session:
         self._waiting: dict[int, trio.MemorySendChannel[dict[str, Any]]] = {}
 
     async def pump(self) -> None:
-        """Route answers to the commands waiting for them (run in the browser's nursery)."""
+        """Route answers to the commands waiting for them, and answer every request a
+        page makes (run in the browser's nursery)."""
         while True:
             raw = await self._ws.get_message()
             message = json.loads(raw)
+            if message.get("method") == "Fetch.requestPaused":
+                await self._refuse(message)
+                continue
             waiter = self._waiting.pop(message.get("id", -1), None)
             if waiter is not None:
                 waiter.send_nowait(message)
+
+    async def _refuse(self, paused: dict[str, Any]) -> None:
+        """Answer a page's request with an empty ``204 No Content`` from here: nothing is
+        sent, and a navigation (a refresh, a frame) answered so never commits, not even
+        as an error page, so the page read stays the page written. The answer to this
+        command is not waited for (the pump that would route it is the caller)."""
+        frame = {
+            "id": next(self._ids),
+            "method": "Fetch.fulfillRequest",
+            "params": {"requestId": paused["params"]["requestId"], "responseCode": 204},
+            "sessionId": paused.get("sessionId"),
+        }
+        await self._ws.send_message(json.dumps(frame))
 
     async def send(
         self, method: str, params: dict[str, Any] | None = None, *, session: str | None = None
@@ -138,8 +157,8 @@ class Browser:
                 "sessionId"
             ]
             await s.send("Emulation.setScriptExecutionDisabled", {"value": True}, session=sid)
-            await s.send("Network.enable", {}, session=sid)
-            await s.send("Network.setBlockedURLs", {"urls": ["*"]}, session=sid)
+            # Every request the page makes is answered by :meth:`Session._refuse`.
+            await s.send("Fetch.enable", {"patterns": [{"urlPattern": "*"}]}, session=sid)
             await s.send("Emulation.setDeviceMetricsOverride", VIEWPORT, session=sid)
             await s.send("Page.enable", {}, session=sid)
             frame = (await s.send("Page.getFrameTree", {}, session=sid))["frameTree"]["frame"]["id"]

@@ -14,6 +14,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -106,6 +107,7 @@ def test_what_a_reader_sees_stays_visible_to_chromium(browser: BrowserThread, co
         # A colour that only -webkit-text-fill-color makes match the background.
         f'<p style="color:#000;-webkit-text-fill-color:#fff">{INJECTION}</p>',
         f'<h2 style="text-indent:-9999px">{INJECTION}</h2>',
+        f'<span style="position:absolute;clip:rect(0,0,0,0)">{INJECTION}</span>',
         f'<div style="width:0;height:40px;overflow:hidden;white-space:nowrap">{INJECTION}</div>',
         f'<div style="position:fixed;top:-400px">{INJECTION}</div>',
         f"<details><summary>More</summary>{INJECTION}</details>",
@@ -129,23 +131,63 @@ def test_page_scripts_never_run(browser: BrowserThread) -> None:
     assert "static" in text and "evil" not in text, text
 
 
-def test_the_page_reaches_no_network(browser: BrowserThread) -> None:
+def _reaching_page(base: str) -> str:
+    """A page that asks for everything a page can ask for, from ``base``."""
+    return (
+        f'<html><head><meta http-equiv="refresh" content="0;url={base}/r">'
+        f'<link rel="stylesheet" href="{base}/s.css"><link rel="preload" href="{base}/p.js" '
+        f'as="script"><script src="{base}/x.js"></script>'
+        f"<style>@font-face{{font-family:f;src:url({base}/font.woff)}} "
+        f"body{{font-family:f;background:url({base}/bg.png)}}</style></head>"
+        f'<body><p>hello</p><img src="{base}/a.png"><iframe src="{base}/f.html"></iframe>'
+        f'<object data="{base}/o.html"></object><video poster="{base}/v.png"></video>'
+        "</body></html>"
+    )
+
+
+def test_the_page_reaches_no_network_and_stays_the_page(browser: BrowserThread) -> None:
     """Everything a page could load (images, styles, frames, fonts, refreshes, scripts) is
-    refused before it leaves the browser: the host it names, on loopback, sees nothing."""
+    answered inside the browser: the host it names, on loopback, sees nothing, and a
+    refresh never replaces the page being read."""
     with FakeDownloadHost() as host:
-        for path in ("/a.png", "/s.css", "/f.html", "/x.js", "/font.woff", "/bg.png", "/r"):
-            host.add(path, b"x")
-        u = host.url
-        html = (
-            f'<html><head><meta http-equiv="refresh" content="0;url={u}/r">'
-            f'<link rel="stylesheet" href="{u}/s.css"><script src="{u}/x.js"></script>'
-            f"<style>@font-face{{font-family:f;src:url({u}/font.woff)}} "
-            f"body{{font-family:f;background:url({u}/bg.png)}}</style></head>"
-            f'<body><p>hello</p><img src="{u}/a.png"><iframe src="{u}/f.html"></iframe>'
-            "</body></html>"
-        )
-        assert "hello" in browser.text(html)
-        assert "hello" in browser.text(html)  # and again, once anything had time to start
+        for base in (host.url, host.url.replace("127.0.0.1", "localhost")):
+            for _ in range(3):
+                assert "hello" in browser.text(_reaching_page(base))
+        assert host.fetched() == [], host.fetched()
+
+
+# Each way out is closed three times over; each layer alone must hold.
+_LAYER_FLAGS = {"resolver": "--host-resolver-rules", "proxy": "--proxy-"}
+
+
+@pytest.mark.parametrize("layer", ["interception", "resolver", "proxy"])
+async def test_each_network_layer_alone_keeps_the_page_off_the_network(
+    layer: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    others = tuple(v for k, v in _LAYER_FLAGS.items() if k != layer)
+    monkeypatch.setattr(
+        chromium_module,
+        "FLAGS",
+        tuple(f for f in chromium_module.FLAGS if not f.startswith(others)),
+    )
+    if layer != "interception":
+        send = chromium_module.Session.send
+
+        async def without_interception(
+            self: chromium_module.Session, method: str, *args: Any, **kw: Any
+        ) -> dict[str, Any]:
+            return {} if method == "Fetch.enable" else await send(self, method, *args, **kw)
+
+        monkeypatch.setattr(chromium_module.Session, "send", without_interception)
+    assert CHROMIUM is not None
+    with FakeDownloadHost() as host:
+        async with open_browser(CHROMIUM, time_limit=60) as b:
+            for base in (host.url, host.url.replace("127.0.0.1", "localhost")):
+                try:
+                    await visible_in(b, _reaching_page(base))
+                except chromium_module.BrowserError:
+                    pass  # without interception a refresh may replace the page: not the point
+            await trio.sleep(1)  # anything started has had time to arrive
         assert host.fetched() == [], host.fetched()
 
 
