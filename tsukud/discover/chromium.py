@@ -152,6 +152,7 @@ class Browser:
         could not have changed what it calls) over ``html`` as Chromium lays it out."""
         s = self.session
         target = (await s.send("Target.createTarget", {"url": "about:blank"}))["targetId"]
+        sid: str | None = None
         try:
             sid = (await s.send("Target.attachToTarget", {"targetId": target, "flatten": True}))[
                 "sessionId"
@@ -177,6 +178,11 @@ class Browser:
             )
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(2):
+                # The page goes first, with anything it scheduled (a refresh): closing
+                # the tab ends the interception, and a request made then would be sent.
+                if sid is not None:
+                    with trio.move_on_after(1):
+                        await s.send("Page.navigate", {"url": "about:blank"}, session=sid)
                 await s.send("Target.closeTarget", {"targetId": target})
         if "exceptionDetails" in answer:
             details = answer["exceptionDetails"]
