@@ -8,7 +8,7 @@
 // 1px text go); of real opacity (the product over its ancestors >= MIN_OPACITY, colour
 // alpha included); of a colour distinct from the background it sits on (contrast ratio
 // >= MIN_CONTRAST, -webkit-text-fill-color counted); and not inside a closed <details>
-// or anything else the engine does not render (checkVisibility).
+// or anything else the engine does not render (checkVisibility), nor under aria-hidden.
 (() => {
   const MIN_PX = 6, MIN_OPACITY = 0.1, MIN_CONTRAST = 1.5;
   const root = document.documentElement;
@@ -54,6 +54,8 @@
     let v = null;
     const chain = ancestors(el);
     const ok = (() => {
+      // Hidden from a screen reader's user is hidden from a reader too (the stripper agrees).
+      if (el.closest('[aria-hidden="true" i]')) return false;
       if (el.checkVisibility && !el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true, contentVisibilityAuto: true, opacityProperty: true, visibilityProperty: true })) return false;
       for (const a of chain) {
         if (a.parentElement && a.parentElement.localName === "details" && !a.parentElement.open) {
