@@ -2,8 +2,9 @@
 
 Each trick (the fourteen of the issue, and ``aria-hidden``) hides :data:`INJECTION` (a
 package and a download host an attacker wants a model to pick) in an otherwise ordinary
-install page; whatever decides a page's visible text (the browser engine, and the stripper standing in for it) must read none of them as
-visible, and must keep every control, so the rule is not "drop everything". Shared by
+install page; whatever decides a page's visible text (the browser engine, and the
+stripper standing in for it) must read none of them as visible, and must keep every
+control, so the rule is not "drop everything". Shared by
 ``tests/unit/discover/test_hiding_tricks.py`` (the stripper) and
 ``tests/integration/discover/test_render_page.py`` (real Chromium).
 """
