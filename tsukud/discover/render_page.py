@@ -2,11 +2,12 @@
 
 What a page *shows* decides which hosts a recipe may download from and which packages it
 may install, so "visible" must mean what a person sees, not what a list of hiding tricks
-misses. :func:`read_visible_text` lays the page out in headless Chromium
-(:mod:`.chromium`: no scripts, no network) and keeps the text of boxes that pass the
-rules of ``visible.js`` (on screen, unclipped, readable size, real opacity, a colour
-distinct from the background, not in a closed ``<details>``). Without an engine, or when
-it fails, it falls back to :func:`.sanitize_html.strip_html` and says so in
+misses. :func:`read_visible_text` writes the page's external stylesheets into it
+(:mod:`.stylesheets`), lays it out in headless Chromium (:mod:`.chromium`: no scripts,
+no network) and keeps the text of boxes that pass the rules of ``visible.js`` (on screen,
+unclipped, readable size, real opacity, a colour distinct from the background, not in a
+closed ``<details>``, ``<noscript>`` or ``aria-hidden``). Without an engine, or when it
+fails, it falls back to :func:`.sanitize_html.strip_html` and says so in
 :attr:`PageText.warning`, which callers show to the person and record.
 """
 
@@ -21,6 +22,7 @@ import trio
 
 from tsukud.discover.chromium import Browser, BrowserError, find_chromium, open_browser
 from tsukud.discover.sanitize_html import remove_invisible, strip_html
+from tsukud.discover.stylesheets import FetchText, with_stylesheets
 
 ENGINE_CHROMIUM = "chromium"
 ENGINE_STRIPPER = "stripper"
@@ -38,7 +40,7 @@ class PageText(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     engine: str  # chromium | stripper
     ms: int = 0  # time to decide it
-    warning: str | None = None  # set when the stripper stood in for the engine
+    warning: str | None = None  # the stripper stood in, or a stylesheet could not be read
 
 
 @functools.cache
@@ -78,25 +80,39 @@ def stripped(html: str, started: float, warning: str) -> PageText:
 
 
 async def read_visible_text(
-    html: str, *, chromium: str = "", time_limit: float = DEFAULT_TIMEOUT_S
+    html: str,
+    *,
+    chromium: str = "",
+    time_limit: float = DEFAULT_TIMEOUT_S,
+    page_url: str = "",
+    fetch: FetchText | None = None,
 ) -> PageText:
     """The page as a person sees it: Chromium's rendering when ``chromium`` (a path or a
     name on ``PATH``; empty: the usual names) finds one, else the stripper with a warning
-    (also when the engine fails or runs out of time)."""
+    (also when the engine fails or runs out of time). Given the page's URL and a way to
+    ``fetch`` text, its external stylesheets are read and applied first."""
     started = time.monotonic()
+    notes: list[str] = []
+    if fetch is not None and page_url:
+        html, unread = await with_stylesheets(html, page_url, fetch)
+        if unread:
+            notes.append(
+                f"{len(unread)} of the page's stylesheets could not be read ({unread[0]}"
+                + (", …" if len(unread) > 1 else "")
+                + "): text only they hide counts as visible"
+            )
     executable = find_chromium(chromium)
     if executable is None:
         why = f"the configured browser {chromium!r} is not there; " if chromium else ""
-        return stripped(html, started, why + NO_ENGINE)
+        return stripped(html, started, "; ".join([why + NO_ENGINE, *notes]))
     try:
         text = await render_with(executable, html, time_limit=time_limit)
     except (BrowserError, OSError, trio.TooSlowError) as exc:
         reason = str(exc) or type(exc).__name__
-        return stripped(
-            html,
-            started,
+        failed = (
             f"the browser engine failed ({reason[:200]}): the page's visible text was "
-            "guessed by stripping its HTML instead",
+            "guessed by stripping its HTML instead"
         )
+        return stripped(html, started, "; ".join([failed, *notes]))
     ms = int((time.monotonic() - started) * 1000)
-    return PageText(text=text, engine=ENGINE_CHROMIUM, ms=ms)
+    return PageText(text=text, engine=ENGINE_CHROMIUM, ms=ms, warning="; ".join(notes) or None)

@@ -345,8 +345,21 @@ class DiscoveryService:
             found.metadata["page_error"] = f"HTTP {resp.status}"
             return
         c = self._config()
+        web = self.web()
+
+        async def stylesheet(url: str) -> str | None:
+            try:
+                sheet = await web.get(url, cache=False)
+            except TsukuError:
+                return None
+            return sheet.text() if sheet.status == 200 else None
+
         page = await read_visible_text(
-            resp.text(), chromium=str(c["render.chromium"]), time_limit=float(c["render.timeout_s"])
+            resp.text(),
+            chromium=str(c["render.chromium"]),
+            time_limit=float(c["render.timeout_s"]),
+            page_url=resp.url,
+            fetch=stylesheet,
         )
         found.metadata["page_text"] = clip(page.text, PAGE_EXCERPT)
         found.metadata["page_engine"] = page.engine

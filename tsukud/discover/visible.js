@@ -56,6 +56,8 @@
     const ok = (() => {
       // Hidden from a screen reader's user is hidden from a reader too (the stripper agrees).
       if (el.closest('[aria-hidden="true" i]')) return false;
+      // Shown only where scripts are off (here), not to a person browsing with them on.
+      if (el.closest("noscript")) return false;
       if (el.checkVisibility && !el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true, contentVisibilityAuto: true, opacityProperty: true, visibilityProperty: true })) return false;
       for (const a of chain) {
         if (a.parentElement && a.parentElement.localName === "details" && !a.parentElement.open) {

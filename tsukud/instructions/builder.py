@@ -47,6 +47,7 @@ from tsukud.create.pipeline import (
 from tsukud.create.repair import validation_feedback
 from tsukud.create.sanitize import redact
 from tsukud.create.session import MALFORMED
+from tsukud.discover.stylesheets import MAX_BYTES as STYLESHEET_MAX_BYTES
 from tsukud.errors import ProviderUnavailable, SandboxError, TsukuError
 from tsukud.events.catalogue import ToolCalled
 from tsukud.instructions.answer import (
@@ -244,6 +245,8 @@ class _Run:
             resp.body.decode("utf-8", "replace"),
             chromium=self.deps.chromium,
             time_limit=self.deps.render_timeout_s,
+            page_url=resp.url,
+            fetch=self._stylesheet,
         )
         if page.warning:
             self.warnings.append(page.warning)
@@ -268,6 +271,19 @@ class _Run:
             },
         )
         return text
+
+    async def _stylesheet(self, url: str) -> str | None:
+        """A stylesheet the page links (through the same HTTP layer and URL policy as
+        the page); None when it cannot be read."""
+        from tsukud.net.http import HttpError
+
+        try:
+            resp = await self.deps.http.get(
+                url, max_bytes=STYLESHEET_MAX_BYTES, cache=False, accept_status=range(400, 600)
+            )
+        except HttpError:
+            return None
+        return resp.body.decode("utf-8", "replace") if resp.status == 200 else None
 
     # ---- the conversation ---------------------------------------------------------
 

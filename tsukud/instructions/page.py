@@ -21,6 +21,7 @@ import msgspec
 
 from tsukud.discover.render_page import DEFAULT_TIMEOUT_S, PageText, read_visible_text
 from tsukud.discover.sanitize_html import clip, strip_html
+from tsukud.discover.stylesheets import FetchText
 
 # What a model reads of a page (the stripped text, not the HTML).
 PAGE_TEXT_LIMIT = 48_000
@@ -67,10 +68,15 @@ async def render_visible_text(
     chromium: str = "",
     time_limit: float = DEFAULT_TIMEOUT_S,
     limit: int = PAGE_TEXT_LIMIT,
+    page_url: str = "",
+    fetch: FetchText | None = None,
 ) -> PageText:
     """The visible text a browser engine decides (the stripper's, with a warning, when
-    there is none), size-capped; ``engine`` says which decided it."""
-    page = await read_visible_text(html, chromium=chromium, time_limit=time_limit)
+    there is none), size-capped; ``engine`` says which decided it. With the page's URL
+    and ``fetch``, its external stylesheets count too."""
+    page = await read_visible_text(
+        html, chromium=chromium, time_limit=time_limit, page_url=page_url, fetch=fetch
+    )
     return msgspec.structs.replace(page, text=clip(page.text, limit))
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.hiding_tricks import HIDDEN, INJECTION, SHOWN, VISIBLE, page
+from tests.hiding_tricks import HIDDEN, INJECTION, SHOWN, STYLESHEET, VISIBLE, page, served
 from tsukud.discover import chromium as chromium_module
 from tsukud.discover.chromium import Browser, find_chromium, open_browser
 from tsukud.discover.render_page import (
@@ -85,7 +85,7 @@ def browser() -> Iterator[BrowserThread]:
 
 @pytest.mark.parametrize("trick", sorted(HIDDEN))
 def test_no_hiding_trick_reads_as_visible_to_chromium(browser: BrowserThread, trick: str) -> None:
-    text = browser.text(page(*HIDDEN[trick]))
+    text = browser.text(served(*HIDDEN[trick]))
     assert "evil" not in text, text
     assert "Download https://dl.vendor.test/foo.tar.gz" in text
     assert text.endswith("Then run foo.")
@@ -94,7 +94,7 @@ def test_no_hiding_trick_reads_as_visible_to_chromium(browser: BrowserThread, tr
 
 @pytest.mark.parametrize("control", sorted(VISIBLE))
 def test_what_a_reader_sees_stays_visible_to_chromium(browser: BrowserThread, control: str) -> None:
-    text = browser.text(page(*VISIBLE[control]))
+    text = browser.text(served(*VISIBLE[control]))
     assert SHOWN in text, text
     assert "https://mirror.vendor.test" in named_origins(text)
 
@@ -265,3 +265,29 @@ def test_the_engine_is_found_by_setting_or_on_path(
     assert find_chromium("my-chrome") == str(fake)
     assert chromium_module.CANDIDATES == ("chromium", "chromium-browser", "google-chrome")
     assert os.access(fake, os.X_OK)
+
+
+async def test_a_rule_in_an_external_stylesheet_hides_and_an_unread_sheet_is_warned_of() -> None:
+    head, body = HIDDEN["class_hidden_by_external_stylesheet"]
+    html = page(head, body)
+    asked: list[str] = []
+
+    async def fetch(url: str) -> str | None:
+        asked.append(url)
+        await trio.lowlevel.checkpoint()
+        return STYLESHEET
+
+    url = "https://www.vendor.test/foo/install"
+    read = await read_visible_text(html, page_url=url, fetch=fetch)
+    assert asked == ["https://www.vendor.test/assets/site.css"]
+    assert read.engine == ENGINE_CHROMIUM and read.warning is None
+    assert "evil" not in read.text and read.text.endswith("Then run foo.")
+
+    async def unreadable(url: str) -> str | None:
+        await trio.lowlevel.checkpoint()
+        return None
+
+    read = await read_visible_text(html, page_url=url, fetch=unreadable)
+    assert read.warning is not None
+    assert "1 of the page's stylesheets could not be read" in read.warning
+    assert "https://www.vendor.test/assets/site.css" in read.warning

@@ -6,24 +6,24 @@ from __future__ import annotations
 
 import pytest
 
-from tests.hiding_tricks import HIDDEN, SHOWN, VISIBLE, page
+from tests.hiding_tricks import HIDDEN, SHOWN, VISIBLE, served
 from tsukud.discover.sanitize_html import strip_html
 from tsukud.instructions.page import named_origins, visible_text
 
 
 @pytest.mark.parametrize("trick", sorted(HIDDEN))
 def test_no_hiding_trick_reads_as_visible_to_the_stripper(trick: str) -> None:
-    text = strip_html(page(*HIDDEN[trick]))
+    text = strip_html(served(*HIDDEN[trick]))
     assert "evil" not in text, text
     # The rest of the page is still read: the trick hid only its own element.
     assert "Download https://dl.vendor.test/foo.tar.gz" in text
     assert text.endswith("Then run foo.")
-    assert named_origins(visible_text(page(*HIDDEN[trick]))) == {"https://dl.vendor.test"}
+    assert named_origins(visible_text(served(*HIDDEN[trick]))) == {"https://dl.vendor.test"}
 
 
 @pytest.mark.parametrize("control", sorted(VISIBLE))
 def test_what_a_reader_sees_stays_visible_to_the_stripper(control: str) -> None:
-    text = strip_html(page(*VISIBLE[control]))
+    text = strip_html(served(*VISIBLE[control]))
     assert SHOWN in text, text
     assert "https://mirror.vendor.test" in named_origins(text)
 
