@@ -36,7 +36,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
-from trio_websocket import WebSocketConnection, open_websocket_url
+from trio_websocket import ConnectionClosed, WebSocketConnection, open_websocket_url
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
 FLAGS = (
@@ -97,7 +97,10 @@ class Session:
         """Route answers to the commands waiting for them, and answer every request a
         page makes (run in the browser's nursery)."""
         while True:
-            raw = await self._ws.get_message()
+            try:
+                raw = await self._ws.get_message()
+            except ConnectionClosed as exc:
+                raise BrowserError(f"chromium closed its DevTools connection ({exc})") from None
             message = json.loads(raw)
             if message.get("method") == "Fetch.requestPaused":
                 await self._refuse(message)

@@ -63,8 +63,8 @@ async def visible_in(browser: Browser, html: str) -> str:
 
 async def render_with(executable: str, html: str, *, time_limit: float = DEFAULT_TIMEOUT_S) -> str:
     """The visible text of ``html`` laid out by the Chromium at ``executable``, started for
-    this page alone (raises :class:`BrowserError`, :class:`OSError` or
-    :class:`trio.TooSlowError`)."""
+    this page alone (raises what went wrong, :class:`trio.TooSlowError` after
+    ``time_limit``, possibly inside exception groups)."""
     async with open_browser(executable, time_limit=time_limit) as browser:
         return await visible_in(browser, html)
 
@@ -77,6 +77,15 @@ def stripped(html: str, started: float, warning: str) -> PageText:
         ms=int((time.monotonic() - started) * 1000),
         warning=warning,
     )
+
+
+def _reason(exc: BaseException) -> str:
+    """What went wrong, from the first failure inside nested exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, trio.TooSlowError):
+        return "it ran out of time"
+    return str(exc) or type(exc).__name__
 
 
 async def read_visible_text(
@@ -107,8 +116,10 @@ async def read_visible_text(
         return stripped(html, started, "; ".join([why + NO_ENGINE, *notes]))
     try:
         text = await render_with(executable, html, time_limit=time_limit)
-    except (BrowserError, OSError, trio.TooSlowError) as exc:
-        reason = str(exc) or type(exc).__name__
+    except Exception as exc:
+        # Any failure of the optional engine falls back to the stripper (a cancellation
+        # is not an Exception: it still ends the read).
+        reason = _reason(exc)
         failed = (
             f"the browser engine failed ({reason[:200]}): the page's visible text was "
             "guessed by stripping its HTML instead"

@@ -291,3 +291,27 @@ async def test_a_rule_in_an_external_stylesheet_hides_and_an_unread_sheet_is_war
     assert read.warning is not None
     assert "1 of the page's stylesheets could not be read" in read.warning
     assert "https://www.vendor.test/assets/site.css" in read.warning
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "exit 3",  # dies before it listens
+        # says it listens where nothing does
+        "echo 'DevTools listening on ws://127.0.0.1:1/devtools/browser/x' >&2; sleep 30",
+        # listens, then closes the connection at once
+        'python3 -c \'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1",0)); '
+        's.listen(); print("DevTools listening on ws://127.0.0.1:%d/devtools/browser/x" '
+        "% s.getsockname()[1], file=sys.stderr, flush=True); c,_=s.accept(); c.close()'",
+    ],
+)
+async def test_a_browser_that_fails_falls_back_to_the_stripper(tmp_path: Path, script: str) -> None:
+    broken = tmp_path / "chromium"
+    broken.write_text(f"#!/bin/sh\n{script}\n")
+    broken.chmod(0o755)
+    result = await read_visible_text(
+        page(*HIDDEN["clip_path_inset"]), chromium=str(broken), time_limit=10
+    )
+    assert result.engine == ENGINE_STRIPPER
+    assert result.warning is not None and "browser engine failed" in result.warning
+    assert "evil" not in result.text
