@@ -63,6 +63,7 @@ from tsukud.instructions.answer import (
 from tsukud.instructions.page import (
     PAGE_MAX_BYTES,
     ShownCommand,
+    lookalike_warnings,
     named_origins,
     origin_of,
     render_visible_text,
@@ -254,6 +255,9 @@ class _Run:
         text = page.text
         self.text = text
         self.origins = named_origins(text)
+        for warning in lookalike_warnings(self.origins):
+            self.warnings.append(warning)
+            await self.progress("reading", f"warning: {warning}")
         self.shown = shown_commands(text)
         # A script piped into a shell is never a download of the recipe either.
         self.forbidden = frozenset(c.url for c in self.shown if c.url)

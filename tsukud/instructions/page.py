@@ -3,9 +3,10 @@
 * :func:`render_visible_text`: the page as a person sees it, laid out by a browser engine
   when one is installed (:mod:`tsukud.discover.render_page`), else by discovery's HTML
   stripping with a warning, size-capped; :func:`visible_text` is the stripping alone.
-* :func:`named_origins`: the origins (scheme, host, port) of the URLs in that visible
-  text, the only places a recipe built from the page may download from, so a host that
-  only hidden text (or the model) names never qualifies.
+* :func:`named_origins`: the origins (scheme, host in ASCII, port) of the URLs in that
+  visible text, the only places a recipe built from the page may download from, so a
+  host that only hidden text (or the model) names never qualifies;
+  :func:`lookalike_warnings` flags the internationalised (punycode) ones.
 * :func:`shown_commands`: the instructions tsuku never runs, found whatever the model
   says: a script piped into a shell (``curl … | sh``, ``sh -c "$(curl …)"``,
   ``bash <(curl …)``) and a system package manager
@@ -15,6 +16,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 import msgspec
@@ -80,17 +82,48 @@ async def render_visible_text(
     return msgspec.structs.replace(page, text=clip(page.text, limit))
 
 
+def ascii_host(host: str) -> str | None:
+    """The host as DNS spells it (an internationalised name in punycode, ``xn--…``), so a
+    look-alike of a familiar site is shown for what it is; None when it is no valid name."""
+    host = host.lower().rstrip(".")
+    if host.isascii():
+        return host
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return None
+
+
 def origin_of(url: str) -> str | None:
-    """``scheme://host[:port]`` in lowercase, the port only when the URL names one."""
+    """``scheme://host[:port]`` in lowercase ASCII (:func:`ascii_host`), the port only
+    when the URL names one."""
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
         return None
-    host = (parts.hostname or "").lower().rstrip(".")
+    host = ascii_host(parts.hostname or "")
     if parts.scheme.lower() not in ("http", "https") or not host:
         return None
     return f"{parts.scheme.lower()}://{host}" + (f":{port}" if port else "")
+
+
+def lookalike_warnings(origins: Iterable[str]) -> list[str]:
+    """A warning for each origin whose host is internationalised (punycode): letters of
+    another alphabet can imitate a familiar name (``github.com`` with a Cyrillic ``i``)."""
+    warnings = []
+    for origin in sorted(origins):
+        host = urlsplit(origin).hostname or ""
+        if any(label.startswith("xn--") for label in host.split(".")):
+            try:
+                shown = host.encode("ascii").decode("idna")
+            except UnicodeError:
+                shown = "?"
+            warnings.append(
+                f"the page names {origin}, an internationalised name (written {shown!a} on "
+                "the page): letters from another alphabet can imitate a familiar site"
+            )
+    return warnings
 
 
 def urls_in(text: str) -> list[str]:

@@ -61,7 +61,10 @@ def test_a_hidden_package_is_never_installed(
         )
     homepage = vendor.add(
         f"/{tool}/",
-        (f"<h1>{tool}</h1><p>Build {tool} from source: see CONTRIBUTING.md.</p>" + hidden).encode(),
+        (
+            f"<h1>{tool}</h1><p>Build {tool} from source: see CONTRIBUTING.md.</p>"
+            "<p>Mirror: https://g\u0456thub.com/acme/mirror</p>" + hidden  # a Cyrillic i
+        ).encode(),
     )
     repo = f"acme/{tool}"
     if repo not in world.github.repos:
@@ -91,6 +94,8 @@ def test_a_hidden_package_is_never_installed(
     # The model was shown the page as a person sees it: the hidden box is not in it.
     shown = json.dumps(json.loads(world.claude.requests[0].body)["messages"][0])
     assert "Build" in shown and pkg not in shown
+    # A look-alike host the page shows is named in ASCII and flagged.
+    assert "the page names https://xn--gthub-n2e.com, an internationalised name" in cp.stderr
     warned = "no browser engine is installed" in cp.stderr
     assert warned == (engine == "stripper"), cp.stderr
 
