@@ -418,6 +418,8 @@ class InstructionsFetched(Payload, omit_defaults=True):
     chars: int = 0  # of visible text, after stripping
     origins: list[str] | None = None  # the sites the visible text names
     shown: list[str] | None = None  # commands found that tsuku never runs
+    engine: str | None = None  # what decided the visible text: chromium | stripper
+    render_ms: int | None = None  # how long deciding it took
 
 
 class InstructionsAnswer(Payload, omit_defaults=True):

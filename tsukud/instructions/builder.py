@@ -47,6 +47,7 @@ from tsukud.create.pipeline import (
 from tsukud.create.repair import validation_feedback
 from tsukud.create.sanitize import redact
 from tsukud.create.session import MALFORMED
+from tsukud.discover.stylesheets import MAX_BYTES as STYLESHEET_MAX_BYTES
 from tsukud.errors import ProviderUnavailable, SandboxError, TsukuError
 from tsukud.events.catalogue import ToolCalled
 from tsukud.instructions.answer import (
@@ -62,10 +63,11 @@ from tsukud.instructions.answer import (
 from tsukud.instructions.page import (
     PAGE_MAX_BYTES,
     ShownCommand,
+    lookalike_warnings,
     named_origins,
     origin_of,
+    render_visible_text,
     shown_commands,
-    visible_text,
 )
 from tsukud.llm.provider import MalformedToolArguments
 from tsukud.llm.types import (
@@ -164,6 +166,9 @@ class Deps:
     validator: Validator | None
     secrets: Sequence[str] = ()
     clock: Clock = field(default_factory=SystemClock)
+    # The browser engine that decides the page's visible text ("": found on PATH).
+    chromium: str = ""
+    render_timeout_s: float = 20.0
 
 
 def shown_text(shown: Sequence[ShownCommand]) -> str:
@@ -237,9 +242,22 @@ class _Run:
             raise InstructionsUnavailable(
                 f"the install page {url} answered HTTP {resp.status}", url=url
             )
-        text = visible_text(resp.body.decode("utf-8", "replace"))
+        page = await render_visible_text(
+            resp.body.decode("utf-8", "replace"),
+            chromium=self.deps.chromium,
+            time_limit=self.deps.render_timeout_s,
+            page_url=resp.url,
+            fetch=self._stylesheet,
+        )
+        if page.warning:
+            self.warnings.append(page.warning)
+            await self.progress("reading", f"warning: {page.warning}")
+        text = page.text
         self.text = text
         self.origins = named_origins(text)
+        for warning in lookalike_warnings(self.origins):
+            self.warnings.append(warning)
+            await self.progress("reading", f"warning: {warning}")
         self.shown = shown_commands(text)
         # A script piped into a shell is never a download of the recipe either.
         self.forbidden = frozenset(c.url for c in self.shown if c.url)
@@ -252,9 +270,24 @@ class _Run:
                 "chars": len(text),
                 "origins": sorted(self.origins),
                 "shown": [c.command[:300] for c in self.shown],
+                "engine": page.engine,
+                "render_ms": page.ms,
             },
         )
         return text
+
+    async def _stylesheet(self, url: str) -> str | None:
+        """A stylesheet the page links (through the same HTTP layer and URL policy as
+        the page); None when it cannot be read."""
+        from tsukud.net.http import HttpError
+
+        try:
+            resp = await self.deps.http.get(
+                url, max_bytes=STYLESHEET_MAX_BYTES, cache=False, accept_status=range(400, 600)
+            )
+        except HttpError:
+            return None
+        return resp.body.decode("utf-8", "replace") if resp.status == 200 else None
 
     # ---- the conversation ---------------------------------------------------------
 

@@ -65,6 +65,7 @@ class InstructionsBuilder:
                 await store.wait_durable(ev.id)
 
         github = self._github()
+        config = self._config()
         deps = Deps(
             http=github.http,
             resolver=VersionResolver(github, clock=self.clock),
@@ -74,6 +75,8 @@ class InstructionsBuilder:
             validator=self._validator(),
             secrets=tuple(self._config().secret_values()),
             clock=self.clock,
+            chromium=str(config["render.chromium"]),
+            render_timeout_s=float(config["render.timeout_s"]),
         )
         req = InstructionsRequest(
             tool=tool,
