@@ -447,7 +447,7 @@ class _Run:
                 self.manual(answer)
             strangers = foreign(self.uses(answer))
             if strangers and self.req.refuse_strangers:
-                raise refusal(self.req.tool, self.req.url, strangers, "on a terminal")
+                raise refusal(self.req.tool, self.req.url, strangers, "run it without --yes")
             assert judged.recipe is not None
             recipe, verdict = await self._validate(judged.recipe, vrun)
             if verdict.passed:

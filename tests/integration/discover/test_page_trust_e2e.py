@@ -138,14 +138,12 @@ def test_yes_alone_refuses_a_host_the_repository_does_not_name(
     cp = tk.ctl("install", "foo", "--from", "github:acme/mr1", "--yes", timeout=180)
     assert cp.returncode == ExitCode.NOT_INTERACTIVE, cp.stderr
     assert f"host {mirror.url}: NOT the repository's" in cp.stderr
-    assert f"found on the page: …Download foo from our mirror: {mirror.url}" in cp.stderr or (
-        f"found on the page: Download foo from our mirror: {mirror.url}" in cp.stderr
-    )
+    assert f"found on the page: foo Download foo from our mirror: {mirror.url}" in cp.stderr
     assert "--trust-page-hosts" in cp.stderr  # the hint names the flag
     assert not (tk.home / "bin" / "foo").exists()
     assert not any(p.endswith(".tar.gz") for p in mirror.fetched())  # refused before download
-    (failed,) = ledger(tk, "generation.failed")
-    assert failed["payload"]["error_code"] == "page_not_trusted"
+    codes = [e["payload"]["error_code"] for e in ledger(tk, "generation.failed")]
+    assert codes[-1] == "page_not_trusted", codes  # the instructions run's end
     # The same with create --yes: nothing is written where install would find it.
     answers(world, download(template, feed))
     cp = tk.ctl("create", "foo", "--from", "github:acme/mr1", "--yes", timeout=180)
@@ -193,7 +191,7 @@ def test_a_person_who_saw_the_host_listed_accepts_it_even_under_yes(
     assert code == 0, screen
     assert "From the install page (what it downloads from or installs):" in screen
     assert f"host {mirror.url}: NOT the repository's" in screen
-    assert f"found on the page: Download foo from our mirror: {mirror.url}" in screen
+    assert f"found on the page: foo Download foo from our mirror: {mirror.url}" in screen
     assert "installed foo 1.4.2 (foo)" in stdout
     (granted,) = ledger(tk, "confirmation.granted")
     assert granted["payload"]["kind"] == "recipe"
@@ -234,7 +232,7 @@ def test_a_package_the_repository_does_not_name_is_refused_under_yes_and_asked_o
     assert cp.returncode == ExitCode.NOT_INTERACTIVE, cp.stderr
     assert "package npm:foo-helper: NOT the repository's" in cp.stderr
     assert "the repository acme/pk does not name it" in cp.stderr
-    assert "found on the page: Install foo with npm: npm install -g foo-helper" in cp.stderr
+    assert "found on the page: foo Install foo with npm: npm install -g foo-helper" in cp.stderr
     assert not any("foo-helper" in p for p in world.eco.paths())  # npm never asked
     assert not (tk.home / "recipes" / "foo.toml").exists()
 
