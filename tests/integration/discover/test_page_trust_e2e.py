@@ -18,12 +18,7 @@ import pytest
 from tests.conftest import Tsuku
 from tests.integration.discover.helpers import World
 from tests.integration.discover.test_discover_e2e import ledger, on_a_terminal, tk  # noqa: F401
-from tests.integration.discover.test_instructions_e2e import (
-    ARCH,
-    REVIEW,
-    answers,
-    on_a_terminal_to_the_end,
-)
+from tests.integration.discover.test_instructions_e2e import ARCH, REVIEW, answers
 from tests.integration.install.test_url_actions import tar_gz
 from tests.integration.sandbox.conftest import docker_endpoint, image  # noqa: F401
 from tsukud.errors import ExitCode
@@ -237,13 +232,17 @@ def test_a_package_the_repository_does_not_name_is_refused_under_yes_and_asked_o
     assert not (tk.home / "recipes" / "foo.toml").exists()
 
     answers(world, npm_answer("foo-helper"))
-    code, screen = on_a_terminal_to_the_end(
-        tk, ["install", "foo", "--from", "github:acme/pk", "--yes"]
+    code, screen, _ = on_a_terminal(
+        tk,
+        ["install", "foo", "--from", "github:acme/pk", "--yes"],
+        [(b"Use npm:foo-helper for foo? [y/N] ", b"n\n")],
+        timeout=120,
     )
-    # Nobody answers the question on this terminal: declined, nothing fetched.
+    # --yes on a terminal still asks; the person says no: declined, nothing fetched.
     assert "uses what its repository does not name" in screen, screen
-    assert "Use npm:foo-helper for foo? [y/N]" in screen
-    assert code != 0, screen
+    assert "found on the page: foo Install foo with npm: npm install -g foo-helper" in screen
+    assert code == ExitCode.USER_DECLINED, screen
+    assert "npm:foo-helper not accepted: nothing was fetched" in screen
     assert not any("foo-helper" in p for p in world.eco.paths())
     assert not (tk.home / "bin" / "foo").exists()
 
