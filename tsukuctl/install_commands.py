@@ -13,7 +13,15 @@ import os
 import sys
 
 from tsukuctl import render
-from tsukuctl.command import add_provider_flags, ask_on_terminal, can_ask, err, out, rpc
+from tsukuctl.command import (
+    add_provider_flags,
+    add_trust_page_hosts,
+    ask_on_terminal,
+    can_ask,
+    err,
+    out,
+    rpc,
+)
 from tsukuctl.progress import Progress
 from tsukud.errors import UsageError
 
@@ -62,6 +70,8 @@ def cmd_install(args: argparse.Namespace) -> int:
             params.update(discover=True)
             params.update(source=args.source, search_provider=args.search_provider)
             params.update(provider=args.provider, only_provider=args.only_provider)
+            if args.trust_page_hosts:
+                params["trust_page_hosts"] = True
         if args.collect_tool_stats:
             params["collect_tool_stats"] = True
         res = rpc(args, "install", params, on_progress=progress, on_confirm=answer)
@@ -211,6 +221,7 @@ def register(sub: Any) -> None:
     p.add_argument("--search-provider", choices=("ddg", "tavily", "brave"), help="discovery")
     add_provider_flags(p)  # no recipe: discovery's and create's LLM
     p.add_argument("--no-discover", action="store_true", help="no recipe: fail, do not search")
+    add_trust_page_hosts(p)
     p.add_argument(
         "--collect-tool-stats",
         action="store_true",

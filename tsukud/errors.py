@@ -378,6 +378,11 @@ CATALOGUE: dict[str, ErrorKind] = {
     "instructions_unavailable": ErrorKind(
         E.GENERAL, "The install page could not be read; check its address and try again."
     ),
+    "page_not_trusted": ErrorKind(
+        E.NOT_INTERACTIVE,
+        "Review the recipe on a terminal (without --yes), or accept the page's hosts and "
+        "packages unseen with --trust-page-hosts.",
+    ),
     # ---- discovery
     "discovery_failed": ErrorKind(E.GENERAL, "If you know where the tool comes from, " + _FROM),
     "discovery_invalid_name": ErrorKind(

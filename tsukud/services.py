@@ -307,6 +307,7 @@ class Services:
             creator=self.creator,
             homepage=self.discovery.homepage,
             instructions=self.instructions,
+            confirmations=self.confirmations,
         )
 
     # ---- the daemon's start and stop --------------------------------------------------------

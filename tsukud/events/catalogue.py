@@ -112,6 +112,9 @@ class ConfirmationAnswered(Payload):
     recipe: dict[str, Any] | None = None  # a recipe written during install: tool, sha256
     choice: int | None = None  # a numbered choice: the number picked
     offered: list[str] | None = None  # a numbered choice: its sources, in order
+    # hosts and packages of a recipe read from a page that its repository does not name:
+    # tool, url and each one's ASCII name (`uses`), shown to the person before the answer
+    page: dict[str, Any] | None = None
 
 
 class GenerationStarted(Payload):

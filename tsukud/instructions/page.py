@@ -8,15 +8,18 @@
   host that only hidden text (or the model) names never qualifies;
   :func:`lookalike_warnings` flags the internationalised (punycode) ones.
 * :func:`shown_commands`: the instructions tsuku never runs, found whatever the model
-  says: a script piped into a shell (``curl … | sh``, ``sh -c "$(curl …)"``,
-  ``bash <(curl …)``) and a system package manager
-  (``sudo apt-get install …``), to be shown to the user verbatim.
+  says: a script run from the network in each common shape (:data:`SCRIPT_SHAPES`:
+  piped into a shell or interpreter, through ``tee`` too, ``sh -c "$(curl …)"``,
+  ``bash <(curl …)``, PowerShell's ``iwr … | iex``, saved then run) and a system
+  package manager (``sudo apt-get install …``), to be shown to the user verbatim.
+* :func:`context`: where on the page a host or package stands, for the preview.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Final
 from urllib.parse import urlsplit
 
 import msgspec
@@ -31,17 +34,55 @@ PAGE_TEXT_LIMIT = 48_000
 PAGE_MAX_BYTES = 2 * 1024 * 1024
 
 _URL = re.compile(r"https?://[^\s\"'<>()\[\]`|]+", re.I)
-_PIPE_TO_SHELL = re.compile(
-    r"(?:curl|wget)\b[^|\n]{0,300}?(https?://[^\s\"'|]+)[^|\n]{0,200}?\|\s*"
-    r"(?:sudo\s+(?:-\w+\s+)*)?(?:ba|z|da|k)?sh\b(?:\s+-s\b)?",
+# The pieces of a script run from the network, in every common shape (sh, PowerShell):
+_FETCH = r"(?<![\w-])(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod)\b"
+_SCRIPT_URL = r"(?P<url>https?://[^\s\"'|)]+)"
+_SUDO = r"(?:sudo\s+(?:-\w+\s+)*)?"
+# A program that runs a script it is given: the shells and the usual interpreters.
+_RUNNER = r"(?:(?:ba|z|da|k|fi)?sh|python[23]?(?:\.\d+)?|perl|ruby|node|pwsh|powershell)"
+_SCRIPT_NAME = r"[\w.-]+\.(?:sh|bash|zsh|ps1|py|pl|rb)\b"
+# ``curl URL | sh``, ``wget -qO- URL | sudo bash -s --``, ``curl URL | python3 -``,
+# ``curl URL | tee f | sh``, ``iwr URL | iex``.
+_PIPED = re.compile(
+    rf"{_FETCH}[^|]{{0,300}}?{_SCRIPT_URL}[^|]{{0,200}}?(?:\|\s*tee\b[^|]{{0,120}})*"
+    rf"\|\s*(?:{_SUDO}{_RUNNER}|iex|invoke-expression)\b(?:[ \t]+-\S*)*",
     re.I,
 )
-# The same script run by a shell from a command substitution or process substitution:
-# ``sh -c "$(curl -fsSL URL)"``, ``bash <(curl -s URL)``.
-_SUBSTITUTED_TO_SHELL = re.compile(
-    r"(?:sudo\s+(?:-\w+\s+)*)?(?:ba|z|da|k)?sh\s+(?:-c\s+)?[\"']?(?:\$|<)\(\s*"
-    r"(?:curl|wget)\b[^)\n]{0,300}?(https?://[^\s\"')]+)[^)\n]{0,200}?\)[\"']?",
+# The same script run from a command or process substitution: ``sh -c "$(curl URL)"``,
+# ``bash <(curl -s URL)``, ``python3 -c "$(wget -qO- URL)"``, ``eval "$(curl URL)"``.
+_SUBSTITUTED = re.compile(
+    rf"{_SUDO}(?<![\w-])(?:{_RUNNER}|eval|source|\.)\s+(?:-\w+\s+)*[\"']?(?:\$|<)\(\s*"
+    rf"{_FETCH}[^)]{{0,300}}?{_SCRIPT_URL}[^)]{{0,200}}?\)[\"']?",
     re.I,
+)
+# PowerShell's own: ``iex (irm URL)``, ``iex ((New-Object Net.WebClient).DownloadString(
+# 'URL'))``, ``& ([scriptblock]::Create((irm URL)))``.
+_EXPRESSION = re.compile(
+    r"(?:(?<![\w-])(?:iex|invoke-expression)\b|\[scriptblock\]::create)\s*[(\s]*"
+    rf"(?:{_FETCH}|new-object\b).{{0,300}}?{_SCRIPT_URL}['\"]?(?:\s*\))*",
+    re.I,
+)
+# Downloaded to a file, then run: ``curl -o i.sh URL && sh i.sh``, ``wget URL;
+# chmod +x i.sh; ./i.sh``, ``iwr URL -OutFile i.ps1; .\\i.ps1``.
+_SAVED_THEN_RUN = re.compile(
+    rf"{_FETCH}[^|;&]{{0,300}}?{_SCRIPT_URL}[^|;&]{{0,200}}?(?:&&|;)\s*"
+    r"(?:chmod\s+(?:\+x|[0-7]{3,4})\s+\S+\s*(?:&&|;)\s*)?"
+    rf"(?:{_SUDO}{_RUNNER}\s+(?:-\w+\s+)*\S+|{_SUDO}(?:&\s*)?\.{{1,2}}[\\/]{_SCRIPT_NAME})",
+    re.I,
+)
+SCRIPT_SHAPES: Final = (_PIPED, _SUBSTITUTED, _EXPRESSION, _SAVED_THEN_RUN)
+# What a downloaded script's name ends with: never the binary of a recipe.
+SCRIPT_SUFFIXES: Final = (
+    ".sh",
+    ".bash",
+    ".zsh",
+    ".ps1",
+    ".psm1",
+    ".py",
+    ".pl",
+    ".rb",
+    ".bat",
+    ".cmd",
 )
 _SYSTEM_PACKAGE = re.compile(
     r"(?:sudo\s+)?(?:apt-get|apt|dnf|yum|zypper|pacman|apk|brew)\s+"
@@ -139,10 +180,48 @@ def _tidy(command: str) -> str:
 
 
 def shown_commands(text: str) -> tuple[ShownCommand, ...]:
-    found: list[ShownCommand] = []
-    for pattern in (_PIPE_TO_SHELL, _SUBSTITUTED_TO_SHELL):
+    """Every script run from the network (:data:`SCRIPT_SHAPES`) and every system
+    package install, in page order; a stretch of text two shapes both match is one
+    command."""
+    spans: list[tuple[int, int, ShownCommand]] = []
+    for pattern in SCRIPT_SHAPES:
         for m in pattern.finditer(text):
-            found.append(ShownCommand(kind="script", command=_tidy(m.group(0)), url=m.group(1)))
+            url = m.group("url").rstrip(".,;:!?'\"")
+            spans.append(
+                (
+                    m.start(),
+                    m.end(),
+                    ShownCommand(kind="script", command=_tidy(m.group(0)), url=url),
+                )
+            )
     for m in _SYSTEM_PACKAGE.finditer(text):
-        found.append(ShownCommand(kind="system_package", command=_tidy(_END.sub("", m.group(0)))))
+        cmd = ShownCommand(kind="system_package", command=_tidy(_END.sub("", m.group(0))))
+        spans.append((m.start(), m.end(), cmd))
+    found: list[ShownCommand] = []
+    taken: list[tuple[int, int]] = []
+    for start, end, cmd in sorted(spans, key=lambda s: (s[0], -s[1])):
+        if any(start < e and s < end for s, e in taken):
+            continue
+        taken.append((start, end))
+        found.append(cmd)
     return tuple(dict.fromkeys(found))
+
+
+def is_script_name(path: str) -> bool:
+    """Whether a URL's path or a file's name says it is a script (``install.sh``)."""
+    name = urlsplit(path).path if "://" in path else path
+    return name.lower().rstrip("/").endswith(SCRIPT_SUFFIXES)
+
+
+CONTEXT_CHARS: Final = 60
+
+
+def context(text: str, needle: str, *, start: int | None = None) -> str | None:
+    """Where ``needle`` stands in the page's visible text: it and up to
+    :data:`CONTEXT_CHARS` characters either side, or None when the text does not have
+    it (case-insensitive). ``start``: the match's offset when the caller found it."""
+    at = text.lower().find(needle.lower()) if start is None else start
+    if at < 0:
+        return None
+    lo, hi = max(0, at - CONTEXT_CHARS), min(len(text), at + len(needle) + CONTEXT_CHARS)
+    return ("…" if lo else "") + text[lo:hi].strip() + ("…" if hi < len(text) else "")

@@ -44,6 +44,9 @@ class InstallParams(msgspec.Struct, forbid_unknown_fields=True):
     collect_tool_stats: bool = False  # no recipe: list discovery's and create's tool calls
     provider: str | None = None  # no recipe: LLM provider(s) to try first, "gemini,claude"
     only_provider: bool | None = None  # no recipe: only those, never fail over to others
+    # no recipe: a recipe read from a page may use hosts/packages its repository does not
+    # name without a person's yes (--trust-page-hosts)
+    trust_page_hosts: bool = False
 
 
 @method("install", InstallParams)
@@ -77,6 +80,7 @@ async def install(d: Daemon, p: InstallParams, call: Call) -> dict[str, Any]:
         source=p.source,
         collect_tool_stats=p.collect_tool_stats,
         llm=LlmChoice(providers=p.provider, only_provider=p.only_provider),
+        trust_page_hosts=p.trust_page_hosts,
     )
     discovery = (
         msgspec.to_builtins(done.discovery)

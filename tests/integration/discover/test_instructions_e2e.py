@@ -410,8 +410,16 @@ def test_a_page_that_says_npm_install_goes_to_the_npm_builder(
             "ecosystem": {"manager": "npm", "package": "@fake/foo"},
         },
     )
-    code, screen, stdout = on_a_terminal(tk, ["install", "foo"], [(REVIEW, b"i\n")], timeout=180)
+    # A page found by search: no repository names the package, so the person is asked
+    # about it (seeing where the page says it) before npm is asked anything.
+    code, screen, stdout = on_a_terminal(
+        tk,
+        ["install", "foo"],
+        [(b"Use npm:@fake/foo for foo? [y/N] ", b"y\n"), (REVIEW, b"i\n")],
+        timeout=180,
+    )
     assert code == 0, screen
+    assert "found on the page: Install it with npm: npm install -g @fake/foo" in screen
     assert "says `npm install -g @fake/foo`: writing the recipe from npm:@fake/foo" in screen
     assert "installed foo 2.0.0 (foo)" in stdout
     recipe = (tk.home / "recipes" / "foo.toml").read_text()
