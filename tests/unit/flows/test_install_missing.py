@@ -181,6 +181,8 @@ async def test_a_discovered_github_source_is_created_then_installed() -> None:
         "version": "1.2.0",
         "force": True,
         "progress": log,
+        "can_ask": True,
+        "yes": True,
     }
     assert [p["step"] for p in log.progress] == ["create", "created"]
     assert log.progress[1]["message"] == (
