@@ -6,6 +6,7 @@ homes live in short directories under /tmp.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -20,12 +21,16 @@ from typing import Any
 
 import pytest
 
+from tests import ctl_runner
 from tests.skip_policy import (  # noqa: F401  (hooks: in CI a skip is a failure)
     in_ci,
-    pytest_make_collect_report,
+    pytest_collectreport,
+    pytest_configure,
+    pytest_runtest_logreport,
     pytest_runtest_makereport,
     pytest_sessionfinish,
     pytest_terminal_summary,
+    pytest_unconfigure,
 )
 from tsukuctl.client import Client
 from tsukud.testing.http import take_violations, unclaimed
@@ -33,6 +38,17 @@ from tsukud.testing.http import take_violations, unclaimed
 pytest_plugins = ["pytester"]  # tests of the fixtures below run pytest in-process
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+# Command words whose subject is processes (they start, stop or run daemons and
+# clients themselves): always a real tsukuctl.
+SPAWNING_COMMANDS = frozenset({"daemon", "demo"})
+
+
+def ctl_spawns_everywhere() -> bool:
+    """``TSUKU_CTL_SPAWN=1``: every ``ctl`` call a real process, the suite as it was
+    before calls ran in-process (to check that both ways agree)."""
+    return os.environ.get("TSUKU_CTL_SPAWN") == "1"
 
 
 CLOSED_PORT = "http://127.0.0.1:9"
@@ -95,20 +111,45 @@ class Tsuku:
         check: bool = False,
         timeout: float = 60,
         shell_env: dict[str, str] | None = None,
+        spawn: bool = False,
     ) -> subprocess.CompletedProcess[str]:
         """``tsukuctl`` in this home; ``shell_env`` adds to the environment of this run
-        only (a variable exported in the user's shell after the daemon started)."""
-        cp = subprocess.run(
-            [sys.executable, "-m", "tsukuctl", *args],
-            env={**self.env, **(shell_env or {})},
-            input=input,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        only (a variable exported in the user's shell after the daemon started).
+
+        The command runs in this process (tests/ctl_runner.py: same environment, stdin,
+        output and exit code as a child would have) when a daemon this fixture started is
+        running, so nothing but the command is exercised; it is a real ``python -m
+        tsukuctl`` process with ``spawn=True``, in a test marked ``ctl_process``, for the
+        commands that manage processes (:data:`SPAWNING_COMMANDS`), when no daemon of
+        ours runs (the call would auto-start one), off the main thread, and for every
+        call under ``TSUKU_CTL_SPAWN=1``."""
+        env = {**self.env, **(shell_env or {})}
+        if self._in_process(args, spawn):
+            cp = ctl_runner.run(args, env, input=input, timeout=timeout)
+        else:
+            cp = subprocess.run(
+                [sys.executable, "-m", "tsukuctl", *args],
+                env=env,
+                input=input,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
         if check and cp.returncode != 0:
             raise AssertionError(f"tsukuctl {' '.join(args)} failed:\n{cp.stdout}\n{cp.stderr}")
         return cp
+
+    def _in_process(self, args: tuple[str, ...], spawn: bool) -> bool:
+        if spawn or ctl_runner.spawn_in_this_test or ctl_spawns_everywhere():
+            return False
+        if not ctl_runner.can_run_here():
+            return False
+        words = [a for a in args if not a.startswith("-")]
+        if words and words[0] in SPAWNING_COMMANDS:
+            return False
+        # Only against a daemon we started and that still runs: a client that finds
+        # none starts one itself, and that daemon's parent must not be this process.
+        return any(p.poll() is None for p in self.procs)
 
     def start(self, *extra: str, wait: bool = True) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(
@@ -176,10 +217,18 @@ class Tsuku:
                 try:
                     os.kill(int(pid_text), signal.SIGTERM)
                     for _ in range(500):
+                        reap(int(pid_text))
                         os.kill(int(pid_text), 0)
                         time.sleep(0.01)
                 except (ProcessLookupError, PermissionError):
                     pass
+
+
+def reap(pid: int) -> None:
+    """Collect ``pid`` if it is an exited child of this process (a daemon auto-started
+    by an in-process ``tsukuctl``), so it does not linger as a zombie."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
 
 
 @pytest.fixture(autouse=True)
@@ -197,6 +246,15 @@ def fakes_saw_no_refused_request() -> Iterator[None]:
 
 def short_home() -> Path:
     return Path(tempfile.mkdtemp(prefix="tk-", dir="/tmp"))
+
+
+@pytest.fixture(autouse=True)
+def ctl_process_marker(request: pytest.FixtureRequest) -> Iterator[None]:
+    """``@pytest.mark.ctl_process``: every ``Tsuku.ctl`` of this test is a real process,
+    whichever fixture or helper made its ``Tsuku``."""
+    ctl_runner.spawn_in_this_test = request.node.get_closest_marker("ctl_process") is not None
+    yield
+    ctl_runner.spawn_in_this_test = False
 
 
 @pytest.fixture
