@@ -21,21 +21,19 @@ from typing import Any
 
 import pytest
 
-from tests import ctl_runner
-from tests.skip_policy import (  # noqa: F401  (hooks: in CI a skip is a failure)
-    in_ci,
-    pytest_collectreport,
-    pytest_configure,
-    pytest_runtest_logreport,
-    pytest_runtest_makereport,
-    pytest_sessionfinish,
-    pytest_terminal_summary,
-    pytest_unconfigure,
-)
-from tsukuctl.client import Client
-from tsukud.testing.http import take_violations, unclaimed
+# The plugins below (pytest_plugins) are imported here first: rewrite their asserts too.
+pytest.register_assert_rewrite("tests.skip_policy", "tests.collect_floor")
 
-pytest_plugins = ["pytester"]  # tests of the fixtures below run pytest in-process
+from tests import ctl_runner  # noqa: E402
+from tests.skip_policy import in_ci  # noqa: E402, F401  (imported from here by tests)
+from tsukuctl.client import Client  # noqa: E402
+from tsukud.testing.http import take_violations, unclaimed  # noqa: E402
+
+pytest_plugins = [
+    "pytester",  # tests of the fixtures below run pytest in-process
+    "tests.skip_policy",  # in CI a skip is a failure
+    "tests.collect_floor",  # a full run collects no fewer tests than the floor
+]
 
 REPO = Path(__file__).resolve().parents[1]
 
