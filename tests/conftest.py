@@ -24,10 +24,12 @@ import pytest
 # The plugins below (pytest_plugins) are imported here first: rewrite their asserts too.
 pytest.register_assert_rewrite("tests.skip_policy", "tests.collect_floor")
 
-from tests import ctl_runner  # noqa: E402
+from tests import ctl_runner, hypothesis_profiles  # noqa: E402
 from tests.skip_policy import in_ci  # noqa: E402, F401  (imported from here by tests)
 from tsukuctl.client import Client  # noqa: E402
 from tsukud.testing.http import take_violations, unclaimed  # noqa: E402
+
+hypothesis_profiles.load()  # before any test module makes its settings
 
 pytest_plugins = [
     "pytester",  # tests of the fixtures below run pytest in-process

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tests import hostile_rpc as hostile
 from tests.conftest import Tsuku, base_env, short_home
+from tests.hypothesis_profiles import examples
 from tsukud.rpc.protocol import MAX_FRAME
 from tsukud.rpc.registry import load_methods
 
@@ -33,7 +34,7 @@ METHODS = [
     "config.list",
 ]
 FUZZ = settings(
-    max_examples=150,
+    max_examples=examples(150),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -345,7 +346,7 @@ def test_hostile_frames_for_every_method(live: Tsuku, body: bytes) -> None:
 
 
 @pytest.mark.slow
-@settings(FUZZ, max_examples=2000)
+@settings(FUZZ, max_examples=examples(2000))
 @given(hostile_bodies(SLOW_REFUSED))
 def test_2000_hostile_frames_over_the_socket(live: Tsuku, body: bytes) -> None:
     answered(live, body)

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from tests import hostile_rpc as hostile
 from tests.conftest import base_env, short_home
+from tests.hypothesis_profiles import examples
 from tsukud import config as configmod
 from tsukud.daemon import Daemon
 from tsukud.net.http import Settings
@@ -200,7 +201,7 @@ def hit(ds: Daemons, *bodies: bytes) -> None:
 
 
 FAST = settings(
-    max_examples=400,
+    max_examples=examples(400),
     deadline=None,
     suppress_health_check=list(HealthCheck),
 )
