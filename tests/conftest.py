@@ -231,6 +231,13 @@ def reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The slow set first (stable otherwise: integration before the many short unit
+    tests). Under pytest-xdist the longest tests then start at once and the short ones
+    fill the workers at the end, instead of a 5-minute test starting last."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def fakes_saw_no_refused_request() -> Iterator[None]:
     """Fail the test if a fake service recorded a request the real service would have

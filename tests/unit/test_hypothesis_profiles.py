@@ -55,5 +55,7 @@ def test_the_slow_set_still_sends_100k_hostile_frames() -> None:
     """The profile never touches the slow set's bar (only TSUKU_HOSTILE_CASES lowers it,
     for a quick run by hand)."""
     m = test_hostile_frames
-    assert m.CASES == int(os.environ.get("TSUKU_HOSTILE_CASES", "100000"))
-    assert m.MANY.max_examples * m.BATCH >= m.CASES
+    bar = int(os.environ.get("TSUKU_HOSTILE_CASES", "100000"))
+    assert bar == m.CASES
+    assert m.SHARD_CASES * m.SHARDS >= m.CASES
+    assert m.MANY.max_examples * m.BATCH >= m.SHARD_CASES
