@@ -231,6 +231,15 @@ def reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: a worker per CPU and one more. Integration tests spend much of their
+    time waiting (a container's start, a package manager, a daemon's timeout), and the
+    extra worker runs while they wait; more would only add CPU contention to tests
+    with deadlines."""
+    return len(os.sched_getaffinity(0)) + 1
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The slow set first (stable otherwise: integration before the many short unit
     tests). Under pytest-xdist the longest tests then start at once and the short ones

@@ -17,6 +17,8 @@ from tests.waiting import wait_until
 from tsukuctl.client import Client
 from tsukud.errors import ExitCode
 
+pytestmark = pytest.mark.ctl_process  # kill -9: real processes, and a client cut off mid-stream
+
 
 @pytest.mark.slow
 def test_kill_9_during_streaming_loses_no_acknowledged_event(tsuku: Tsuku) -> None:
