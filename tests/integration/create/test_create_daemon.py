@@ -459,6 +459,8 @@ def test_budget_and_deprecated_model(home: Tsuku, anthropic: FakeAnthropic) -> N
     assert "warning: claude-sonnet-4-5-20250929 is deprecated" in cp.stderr
 
 
+# Among the slowest tests (issue 26): a create with validation in a real container and two
+# LLM SDKs imported by the daemon.
 def test_failover_to_gemini_mid_run(home: Tsuku, anthropic: FakeAnthropic) -> None:
     """Claude fails after the first turn; the same conversation continues on Gemini 3
     (its function call without an id, signed as Gemini 3 signs), and the recipe says who
@@ -533,6 +535,8 @@ def create_waiting_for_claude(
     return proc
 
 
+# Among the slowest tests (issue 26): a create killed mid-run and the daemon's settling of
+# it, with validation in a real container.
 def test_client_gone_cancels_the_run_and_settles(
     home: Tsuku, anthropic: FakeAnthropic, fw: FakeGitHub
 ) -> None:

@@ -383,6 +383,8 @@ def test_web_search_finds_an_npm_package_that_installs_through_the_npm_builder(
     assert [(d["builder"], d["stage"]) for d in done] == [("npm", "llm")] * 2
 
 
+# Among the slowest tests (issue 26): pip creates a real venv and installs from the fake
+# index (seconds of pip per install; the package manager is the subject).
 def test_install_a_pypi_package_without_a_recipe(world: World, tk: Tsuku) -> None:
     from tsukud.testing.packages import wheel
 
@@ -398,6 +400,8 @@ def test_install_a_pypi_package_without_a_recipe(world: World, tk: Tsuku) -> Non
     assert not world.claude.requests
 
 
+# Among the slowest tests (issue 26): pip creates a real venv and installs from the fake
+# index (seconds of pip per install; the package manager is the subject).
 def test_install_from_pypi_skips_discovery(world: World, tk: Tsuku) -> None:
     from tsukud.testing.packages import wheel
 
@@ -439,6 +443,8 @@ def test_from_skips_discovery(world: World, tk: Tsuku, image: str) -> None:  # n
 REVIEW = b"[v]iew full recipe, [i]nstall, [c]ancel? "
 
 
+# Among the slowest tests (issue 26): the deadline is real machine time (scaled to 4 s) and
+# the person is 5 s slower on purpose.
 def test_a_person_slower_than_the_deadline_still_gets_the_install(
     world: World,
     image: str,  # noqa: F811
@@ -468,6 +474,8 @@ def test_a_person_slower_than_the_deadline_still_gets_the_install(
         assert kinds == ["answered", "answered", "answered"]
 
 
+# Among the slowest tests (issue 26): a real package manager (npm/pip/gem) installs from the
+# fake registries, and the recipe is validated in a real container.
 def test_two_candidates_below_the_bar_are_a_numbered_choice_and_the_pick_installs(
     world: World,
     tk: Tsuku,
@@ -500,6 +508,8 @@ def test_two_candidates_below_the_bar_are_a_numbered_choice_and_the_pick_install
     assert choice["offered"] == ["github:someone/stripe-cli", "github:stripe/stripe-cli"]
 
 
+# Among the slowest tests (issue 26): a real package manager (npm/pip/gem) installs from the
+# fake registries, and the recipe is validated in a real container.
 def test_the_person_picks_the_second_of_several_ecosystem_matches_and_it_installs(
     world: World, tk: Tsuku
 ) -> None:

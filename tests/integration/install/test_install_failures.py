@@ -292,6 +292,8 @@ def test_wildcard_patterns_use_the_release_asset_list(inst: Tsuku) -> None:
     assert '"name":"jid_linux_amd64.zip"' in res.stdout
 
 
+# Among the slowest tests (issue 26): the download is retried with the product's own backoff
+# before it fails (real time; the retry policy is what gives exit 5).
 def test_download_breaking_mid_body_leaves_the_previous_version(
     inst: Tsuku, world: FakeGitHub
 ) -> None:
