@@ -15,7 +15,8 @@ from tests.collect_floor import FLOOR_FILE
 from tests.conftest import REPO
 
 PLUGIN = ["-p", "tests.collect_floor"]
-RUNNERS = {"serial": [], "xdist": ["-n", "2"]}
+# No plugin autoloading (the child starts in a fraction of the time); xdist named.
+RUNNERS = {"serial": [], "xdist": ["-p", "xdist.plugin", "-n", "2"]}
 THREE = "def test_a():\n    pass\n\ndef test_b():\n    pass\n\ndef test_c():\n    pass\n"
 
 
@@ -28,7 +29,7 @@ def _project(tmp_path: Path, floor: int) -> Path:
 
 
 def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *PLUGIN, *args],
         capture_output=True,
