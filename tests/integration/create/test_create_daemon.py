@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import pty
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -15,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Tsuku, base_env, short_home
+from tests.conftest import RETIRING, Tsuku, base_env, short_home
 from tests.fakes import anthropic_server as anth
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.docker_cut import CuttableDocker
@@ -53,8 +52,7 @@ def home(fw: FakeGitHub, anthropic: FakeAnthropic, docker_endpoint: str) -> Iter
     try:
         yield t
     finally:
-        t.stop_all()
-        shutil.rmtree(path, ignore_errors=True)
+        RETIRING.retire(t)  # stopped and removed in the background (tests/conftest.py)
 
 
 def events(t: Tsuku, *types: str) -> list[dict[str, Any]]:

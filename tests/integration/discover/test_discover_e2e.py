@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Tsuku, base_env, short_home
+from tests.conftest import RETIRING, Tsuku, base_env, short_home
 from tests.integration.discover.helpers import (
     CANARIES,
     World,
@@ -41,8 +41,7 @@ def daemon(world: World, **extra: str) -> Iterator[Tsuku]:
         t.start()
         yield t
     finally:
-        t.stop_all()
-        shutil.rmtree(home, ignore_errors=True)
+        RETIRING.retire(t)  # stopped and removed in the background (tests/conftest.py)
 
 
 @pytest.fixture
