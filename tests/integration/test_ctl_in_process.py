@@ -66,10 +66,11 @@ def test_the_test_process_is_left_as_it_was(daemon: Tsuku) -> None:
     assert (dict(os.environ), sys.stdin, sys.stdout, sys.stderr, list(sys.argv)) == before
 
 
-def test_which_calls_spawn(tsuku: Tsuku) -> None:
+def test_which_calls_spawn(tsuku: Tsuku, monkeypatch: pytest.MonkeyPatch) -> None:
     """No daemon of ours running: the client would start one, so a real process runs
     (its daemon must not be this test process's child). The same for the commands that
     manage processes, off the main thread, and when asked."""
+    monkeypatch.delenv("TSUKU_CTL_SPAWN", raising=False)
     assert not tsuku._in_process(("status",), spawn=False)
     tsuku.start()
     assert tsuku._in_process(("status",), spawn=False)
@@ -81,6 +82,8 @@ def test_which_calls_spawn(tsuku: Tsuku) -> None:
     thread.start()
     thread.join()
     assert seen == [False] and ctl_runner.can_run_here()
+    monkeypatch.setenv("TSUKU_CTL_SPAWN", "1")  # the whole suite the old way
+    assert not tsuku._in_process(("status",), spawn=False)
 
 
 @pytest.mark.ctl_process
