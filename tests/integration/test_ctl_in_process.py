@@ -27,7 +27,7 @@ CASES = [
     ("config", "set", "llm.daily_budget", "-5"),
     ("-q", "config", "get", "no.such.key"),  # quiet: the error is still printed
     ("events", "list", "--type", "nothing.matches", "--json"),
-    ("info", "ghost"),
+    ("list", "--json"),
     ("remove", "ghost"),
     ("list",),
 ]

@@ -339,6 +339,8 @@ def answered(live: Tsuku, body: bytes) -> None:
         hostile.check_answer(body, exchange(live, body))
 
 
+# Among the slowest tests (issue 26): hostile frames over the real socket to a real tsukud,
+# each on its own connection (examples() counts).
 @FUZZ
 @given(hostile_bodies(LIVE_REFUSED))
 def test_hostile_frames_for_every_method(live: Tsuku, body: bytes) -> None:
@@ -350,6 +352,7 @@ def test_hostile_frames_for_every_method(live: Tsuku, body: bytes) -> None:
 SHARDS = 4
 
 
+# Among the slowest tests (issue 26): the slow set's 2,000 socket frames, in four shards.
 @pytest.mark.slow
 @pytest.mark.parametrize("shard", range(SHARDS))
 @settings(FUZZ, max_examples=examples(2000 // SHARDS))

@@ -159,6 +159,8 @@ def test_clients_racing_a_starting_daemon_never_overspend() -> None:
     race(3)
 
 
+# Among the slowest tests (issue 26): 50 real daemon starts raced by real clients, in five
+# shards.
 @pytest.mark.slow
 @pytest.mark.parametrize("shard", range(5))
 def test_clients_racing_a_starting_daemon_never_overspend_50_times(shard: int) -> None:

@@ -583,6 +583,8 @@ recipes = st.builds(
 )
 
 
+# Among the slowest tests (issue 26): 300 generated recipes through the real TOML writer and
+# reader (examples(300)).
 @settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(recipes)
 def test_generated_recipes_round_trip(recipe: Recipe) -> None:
