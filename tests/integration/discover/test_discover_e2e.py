@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Tsuku, base_env, short_home
+from tests.conftest import RETIRING, Tsuku, base_env, short_home
 from tests.integration.discover.helpers import (
     CANARIES,
     World,
@@ -41,8 +41,7 @@ def daemon(world: World, **extra: str) -> Iterator[Tsuku]:
         t.start()
         yield t
     finally:
-        t.stop_all()
-        shutil.rmtree(home, ignore_errors=True)
+        RETIRING.retire(t)  # stopped and removed in the background (tests/conftest.py)
 
 
 @pytest.fixture
@@ -390,6 +389,8 @@ def test_web_search_finds_an_npm_package_that_installs_through_the_npm_builder(
     assert [(d["builder"], d["stage"]) for d in done] == [("npm", "llm")] * 2
 
 
+# Among the slowest tests (issue 26): pip creates a real venv and installs from the fake
+# index (seconds of pip per install; the package manager is the subject).
 def test_install_a_pypi_package_without_a_recipe(world: World, tk: Tsuku) -> None:
     """PyPI reports no downloads, so a same-name project is found by its name alone:
     ``--yes`` does not take it; a person's pick on a terminal does."""
@@ -413,6 +414,8 @@ def test_install_a_pypi_package_without_a_recipe(world: World, tk: Tsuku) -> Non
     assert not world.claude.requests
 
 
+# Among the slowest tests (issue 26): pip creates a real venv and installs from the fake
+# index (seconds of pip per install; the package manager is the subject).
 def test_install_from_pypi_skips_discovery(world: World, tk: Tsuku) -> None:
     from tsukud.testing.packages import wheel
 
@@ -454,6 +457,8 @@ def test_from_skips_discovery(world: World, tk: Tsuku, image: str) -> None:  # n
 REVIEW = b"[v]iew full recipe, [i]nstall, [c]ancel? "
 
 
+# Among the slowest tests (issue 26): the deadline is real machine time (scaled to 4 s) and
+# the person is 5 s slower on purpose.
 def test_a_person_slower_than_the_deadline_still_gets_the_install(
     world: World,
     image: str,  # noqa: F811
@@ -483,6 +488,8 @@ def test_a_person_slower_than_the_deadline_still_gets_the_install(
         assert kinds == ["answered", "answered", "answered"]
 
 
+# Among the slowest tests (issue 26): a real package manager (npm/pip/gem) installs from the
+# fake registries, and the recipe is validated in a real container.
 def test_two_candidates_below_the_bar_are_a_numbered_choice_and_the_pick_installs(
     world: World,
     tk: Tsuku,
@@ -515,6 +522,8 @@ def test_two_candidates_below_the_bar_are_a_numbered_choice_and_the_pick_install
     assert choice["offered"] == ["github:someone/stripe-cli", "github:stripe/stripe-cli"]
 
 
+# Among the slowest tests (issue 26): a real package manager (npm/pip/gem) installs from the
+# fake registries, and the recipe is validated in a real container.
 def test_the_person_picks_the_second_of_several_ecosystem_matches_and_it_installs(
     world: World, tk: Tsuku
 ) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Tsuku, base_env, short_home
+from tests.conftest import RETIRING, Tsuku, base_env, short_home
 from tests.fakes.ecosystems import FakeEcosystems
 from tests.fakes.github import FakeGitHub, fixture_world
 from tsukud.testing.crates import FakeCratesIo
@@ -57,8 +57,7 @@ def running(t: Tsuku) -> Iterator[Tsuku]:
         t.start()
         yield t
     finally:
-        t.stop_all()
-        shutil.rmtree(t.home, ignore_errors=True)
+        RETIRING.retire(t)  # stopped and removed in the background (tests/conftest.py)
 
 
 #: The caller's PATH for installs whose binaries a test machine may also have (java,
