@@ -93,7 +93,11 @@ def test_the_preview_cost_line_counts_every_paid_call(
                 "ecosystem": {"manager": "npm", "package": "@fake/foo"},
             },
         )
-        code, screen, _ = on_a_terminal(tk, ["install", "foo"], [(REVIEW, b"c\n")], timeout=180)
+        # A page found by web search names a package no repository names: the person
+        # accepts it first (issue 33 item 3), then sees the review with the cost line.
+        code, screen, _ = on_a_terminal(
+            tk, ["install", "foo"], [(b"? [y/N] ", b"y\n"), (REVIEW, b"c\n")], timeout=180
+        )
         assert code == ExitCode.USER_DECLINED, screen
         settled = [Decimal(str(e["payload"]["actual_usd"])) for e in ledger(tk, "budget.settled")]
         assert len(settled) == 2 and all(settled)  # discovery's and the page reading's

@@ -614,7 +614,14 @@ def test_linux_amd64_arm64_and_darwin_builds_from_one_page_are_each_proven(
     answer["verify"] = {"command": "busybox --help", "pattern": "BusyBox v{version}"}
     answers(world, answer)
 
-    code, screen, stdout = on_a_terminal(tk, ["install", "foo"], [(REVIEW, b"i\n")], timeout=240)
+    # The tool's binary is busybox, which this machine has on PATH too: after the review
+    # the person is asked about shadowing it (issue 33 item 5) and says yes.
+    code, screen, stdout = on_a_terminal(
+        tk,
+        ["install", "foo"],
+        [(REVIEW, b"i\n"), (b"Install them anyway? [y/N] ", b"y\n")],
+        timeout=240,
+    )
     assert code == 0, screen
     assert f"installed foo {version} (busybox)" in stdout
     (passed,) = ledger(tk, "validation.passed")
