@@ -133,14 +133,16 @@ async def run(
     env: Mapping[str, str],
     what: str,
     timeout_s: float = RUN_TIMEOUT_S,
+    cwd: Path | None = None,
 ) -> str:
-    """Run one package-manager command in the tool's directory; its combined output,
-    or :class:`EcosystemInstallFailed` with the output's tail (redacted)."""
+    """Run one package-manager command in the tool's directory (or ``cwd``); its
+    combined output, or :class:`EcosystemInstallFailed` with the output's tail
+    (redacted)."""
     with trio.move_on_after(timeout_s) as scope:
         try:
             proc = await trio.run_process(
                 list(argv),
-                cwd=str(prefix.root),
+                cwd=str(cwd or prefix.root),
                 env=dict(env),
                 stdin=subprocess.DEVNULL,
                 capture_stdout=True,
