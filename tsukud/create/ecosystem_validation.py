@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import shutil
 import stat
 import tempfile
@@ -64,7 +65,7 @@ from tsukud.install.ecosystem.prefix import (
 )
 from tsukud.recipe import Recipe
 from tsukud.recipe.model import EcosystemStep
-from tsukud.registries import pypi
+from tsukud.registries import pypi, rubygems
 from tsukud.sandbox.runtime import ImageMissing, RunSpec, RuntimeUnavailable
 from tsukud.secrets import redact
 
@@ -79,7 +80,7 @@ TOOLCHAIN_MOUNTS: tuple[tuple[str, str], ...] = (
 )
 SYSTEM_BIN = Path("/usr/bin")
 PYTHON_WHEELS = Path("/usr/share/python-wheels")
-SDIST_MAX_BYTES = 64 * 1024 * 1024
+PACKAGE_MAX_BYTES = 64 * 1024 * 1024  # a source package or .gem fetched as bytes
 TOOL = CONTAINER_DIR
 WORK = CONTAINER_WORK_DIR
 
@@ -191,6 +192,7 @@ async def _fetch_cargo(ctx: RunContext, stage: Stage) -> Build:
             str(ctx.program),
             "vendor",
             "--versioned-dirs",
+            "--respect-source-config",  # the configured registry, not crates.io
             "--manifest-path",
             str(fetch / "Cargo.toml"),
             str(stage.work / "vendor"),
@@ -216,42 +218,20 @@ async def _fetch_cargo(ctx: RunContext, stage: Stage) -> Build:
     return Build(script, cargo.BIN_SUBDIR, build_env, needs="cargo")
 
 
-async def _fetch_gem(ctx: RunContext, stage: Stage) -> Build:
+async def _fetch_gem(ctx: RunContext, stage: Stage, http: Http) -> Build:
+    """The ``.gem`` itself over HTTP (RubyGems' own ``gem fetch`` needs the legacy
+    specs index that mirrors and the compact-index-only servers lack); no extension is
+    built here."""
     gems = stage.work / "gems"
     gems.mkdir()
-    (stage.scratch / "gemrc").write_text("--- {}\n")
-    env = clean_env(
-        ctx.prefix,
-        ctx.program,
-        ctx.env,
-        {
-            "GEM_HOME": str(stage.scratch / "gem-home"),
-            "GEM_SPEC_CACHE": str(stage.scratch / "cache" / "gem-specs"),
-        },
-        ctx.proxies,
-    )
     name = ctx.step.package_name
-    await run(
-        [
-            str(ctx.program),
-            "fetch",
-            name,
-            "--version",
-            ctx.version,
-            "--clear-sources",
-            "--source",
-            gem.source_url(ctx.registry_url),
-            "--config-file",
-            str(stage.scratch / "gemrc"),
-        ],
-        prefix=ctx.prefix,
-        env=env,
-        what="gem fetch",
-        cwd=gems,
-    )
+    url = rubygems.gem_url(ctx.registry_url, name, ctx.version)
+    file_name = f"{name}-{ctx.version}.gem"
+    data = (await http.get(url, max_bytes=PACKAGE_MAX_BYTES)).body
+    (gems / file_name).write_bytes(data)
     (stage.work / "gemrc").write_text("--- {}\n")
     script = (
-        f"cd {WORK}/gems && gem install --local {name} --version {ctx.version} "
+        f"cd {WORK}/gems && gem install --local ./{shlex.quote(file_name)} "
         f"--install-dir {TOOL} --bindir {TOOL}/{gem.BINSTUB_SUBDIR} --no-document "
         f"--no-user-install --config-file {WORK}/gemrc"
     )
@@ -332,7 +312,7 @@ async def _download_sdist(http: Http, ctx: RunContext, dist: Path) -> None:
     name = str(entry.get("filename") or "")
     if "/" in name or not name or name.startswith("."):
         raise EcosystemInstallFailed(f"{project}: a source package named {name!r}")
-    data = (await http.get(str(entry["url"]), max_bytes=SDIST_MAX_BYTES)).body
+    data = (await http.get(str(entry["url"]), max_bytes=PACKAGE_MAX_BYTES)).body
     want = (entry.get("digests") or {}).get("sha256")
     if not want or hashlib.sha256(data).hexdigest() != want:
         raise EcosystemInstallFailed(
@@ -358,7 +338,7 @@ async def fetch(ctx: RunContext, stage: Stage, http: Http) -> Build:
     if ctx.step.action == "cargo_install":
         return await _fetch_cargo(ctx, stage)
     if ctx.step.action == "gem_install":
-        return await _fetch_gem(ctx, stage)
+        return await _fetch_gem(ctx, stage, http)
     if ctx.step.action == "pipx_install":
         return await _fetch_pipx(ctx, stage, http)
     return await _fetch_go(ctx, stage)
@@ -369,6 +349,7 @@ def _gem_wrappers(stage: Stage, tool: str, names: tuple[str, ...]) -> None:
     seen_as = Prefix(tool, Path(TOOL), Path(WORK))
     bin_dir = stage.tool / gem.BIN_SUBDIR
     bin_dir.mkdir(exist_ok=True)
+    os.chmod(bin_dir, 0o755)  # noqa: S103 - read by the container's uid 65534
     for name in names:
         if (stage.tool / gem.BINSTUB_SUBDIR / name).is_file():
             path = bin_dir / name
