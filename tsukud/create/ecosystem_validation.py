@@ -135,7 +135,7 @@ def share(root: Path) -> None:
             st = os.lstat(p)
             if stat.S_ISREG(st.st_mode):
                 executable = 0o111 if st.st_mode & stat.S_IXUSR else 0
-                os.chmod(p, st.st_mode | 0o666 | executable)
+                os.chmod(p, st.st_mode | 0o666 | executable)  # noqa: S103 - see above
             elif stat.S_ISDIR(st.st_mode):
                 os.chmod(p, 0o777)  # noqa: S103
 
@@ -173,7 +173,7 @@ async def _fetch_cargo(ctx: RunContext, stage: Stage) -> Build:
     if cargo.is_sparse(ctx.index_url):
         await cargo.check_sparse(ctx.program, env, ctx.index_url)
     home = Path(env["CARGO_HOME"])
-    home.mkdir(parents=True, exist_ok=True)
+    os.makedirs(home, exist_ok=True)
     index = cargo.index_arg(ctx.index_url)
     if index:  # the configured registry replaces crates.io for the fetch
         (home / "config.toml").write_text(
@@ -206,9 +206,7 @@ async def _fetch_cargo(ctx: RunContext, stage: Stage) -> Build:
         '[source.crates-io]\nreplace-with = "vendored"\n\n'
         f'[source.vendored]\ndirectory = "{WORK}/vendor"\n\n[net]\noffline = true\n'
     )
-    script = (
-        f"cargo install --offline --root {TOOL} --path {WORK}/vendor/{crate}-{ctx.version}"
-    )
+    script = f"cargo install --offline --root {TOOL} --path {WORK}/vendor/{crate}-{ctx.version}"
     build_env = {
         "CARGO_HOME": f"{WORK}/cargo-home",
         "CARGO_TARGET_DIR": f"{WORK}/target",
@@ -389,7 +387,7 @@ async def _build_in_container(
         env={
             "PATH": path,
             "HOME": f"{WORK}/home",
-            "TMPDIR": f"{WORK}/tmp",
+            "TMPDIR": f"{WORK}/tmp",  # noqa: S108 - the container's, in the staged tree
             "LANG": "C.UTF-8",
             "TSUKU_VALIDATION": "1",
             **build.env,
@@ -433,7 +431,9 @@ async def validate_in_container(
     stage = new_stage()
     tool = recipe.metadata.name
 
-    def failed(stage_name: str, message: str, hint: str | None = None, **kw: Any) -> ValidationSummary:
+    def failed(
+        stage_name: str, message: str, hint: str | None = None, **kw: Any
+    ) -> ValidationSummary:
         return ValidationSummary(
             status="failed",
             platform=str(platform.key),
@@ -472,9 +472,7 @@ async def validate_in_container(
         async with validator.session(session) as vrun:
             if build.script is not None:
                 try:
-                    code, output, timed_out = await _build_in_container(
-                        vrun, stage, build, session
-                    )
+                    code, output, timed_out = await _build_in_container(vrun, stage, build, session)
                 except (RuntimeUnavailable, ImageMissing) as exc:
                     raise unavailable(redact(exc.message)) from None
                 if code != 0 or timed_out:

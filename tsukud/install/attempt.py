@@ -31,13 +31,16 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
+import tempfile
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
 
+from tsukud import log
 from tsukud.errors import TsukuError
 from tsukud.install import layout
 from tsukud.install.assemble import TreeAssembler, resolve_inside
@@ -51,6 +54,7 @@ from tsukud.install.download import (
     download_streaming,
     parse_checksum_file,
 )
+from tsukud.install.ecosystem import confine
 from tsukud.install.errors import BinaryConflict, BinaryNotInArchive, no_space
 from tsukud.install.extract import ExtractLimits, extract
 from tsukud.install.homebrew import pour
@@ -121,6 +125,7 @@ class InstallAttempt:
         self.deps = pour.Dependencies()  # runtime dependencies: directories, formulas
         # What relocating the bottles did (install.completed's ``relocation``).
         self.relocation: dict[str, Any] | None = None
+        self.strays: list[str] = []  # what install scripts left in bin/ (removed)
 
     @property
     def stage(self) -> str:
@@ -315,6 +320,7 @@ class InstallAttempt:
             "verify_output": output,
             "replaced": current.get("version") if current is not None else None,
             "relocation": self.relocation,
+            "removed_strays": self.strays,
             "session": self.session,
             "timings_ms": self.timings_ms,
         }
@@ -344,6 +350,8 @@ class InstallAttempt:
         assert action.runner is not None
         self.stage = "toolchain"
         program = find(action.toolchain, inst.env)
+        if confine.available():
+            program = confine.toolchain_for_nobody(action.toolchain, program)
         registry_url = inst.ecosystem_urls().get(action.version_source, "")
         self.stage = "install"
         await self.progress(
@@ -354,7 +362,19 @@ class InstallAttempt:
             program=str(program),
         )
         self.tx.claim(final_dir)
-        prefix = Prefix(self.name, final_dir, self.staging / "scratch")
+        # The package manager's home, caches and config: outside $TSUKU_HOME.
+        scratch = Path(tempfile.mkdtemp(prefix="tsuku-install-"))
+        confined = confine.available()
+        wrap = None
+        if confined:
+            os.chown(scratch, confine.NOBODY, confine.NOBODY)
+            hold = scratch / "hold"
+            hold.mkdir()
+
+            def wrap(argv: Sequence[str]) -> list[str]:
+                return confine.wrap(argv, prefix=final_dir, home=inst.home, hold=hold)
+
+        prefix = Prefix(self.name, final_dir, scratch / "work", wrap=wrap)
         prefix.prepare()
         index_url = inst.ecosystem_urls().get(index_key(action.version_source), "")
         ctx = RunContext(
@@ -367,7 +387,33 @@ class InstallAttempt:
             index_url=index_url,
             proxies=inst.package_proxies(),
         )
-        return await action.runner(ctx)
+        bin_dir = layout.bin_dir(inst.home)
+        before = {p.name for p in bin_dir.iterdir()} if bin_dir.is_dir() else set()
+        try:
+            binaries = await action.runner(ctx)
+        finally:
+            with trio.CancelScope(shield=True):
+                if confined:  # the tool's directory back to the daemon's user
+                    await trio.to_thread.run_sync(
+                        confine.chown_tree, final_dir, os.getuid(), os.getgid()
+                    )
+                await trio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
+        await self._remove_strays(bin_dir, before)
+        return binaries
+
+    async def _remove_strays(self, bin_dir: Path, before: set[str]) -> None:
+        """What the install's scripts put in ``bin/`` (first on PATH with the hook) is
+        removed and reported: an install leaves only what it declares."""
+        strays = confine.stray_entries(bin_dir, before, layout.tools_dir(self.inst.home))
+        for entry in strays:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+        if strays:
+            names = ", ".join(sorted(e.name for e in strays))
+            log.get().warning("install.strays_removed", tool=self.name, removed=names)
+            self.strays = sorted(str(e) for e in strays)
 
     async def _fetch_and_unpack(
         self, step: RenderedStep, res: Resolution, loaded: LoadedRecipe, root: Path

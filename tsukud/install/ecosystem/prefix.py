@@ -50,6 +50,9 @@ class Prefix:
     tool: str
     root: Path
     scratch: Path
+    # Confinement (``confine.py``): each command's argv wrapped to run as nobody in a
+    # mount namespace that shows only this tool's directory of $TSUKU_HOME.
+    wrap: Callable[[Sequence[str]], list[str]] | None = None
 
     @property
     def home(self) -> Path:
@@ -138,10 +141,18 @@ async def run(
     """Run one package-manager command in the tool's directory (or ``cwd``); its
     combined output, or :class:`EcosystemInstallFailed` with the output's tail
     (redacted)."""
+    command = list(argv)
+    if prefix.wrap is not None:
+        from tsukud.install.ecosystem.confine import NOBODY, chown_tree
+
+        # What root wrote for the package manager (npmrc, gemrc) is nobody's to read.
+        for d in (prefix.root, prefix.scratch):
+            await trio.to_thread.run_sync(chown_tree, d, NOBODY, NOBODY)
+        command = prefix.wrap(argv)
     with trio.move_on_after(timeout_s) as scope:
         try:
             proc = await trio.run_process(
-                list(argv),
+                command,
                 cwd=str(cwd or prefix.root),
                 env=dict(env),
                 stdin=subprocess.DEVNULL,
