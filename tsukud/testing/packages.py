@@ -53,12 +53,22 @@ def _tar_gz(members: dict[str, tuple[bytes, int]]) -> bytes:
 
 
 def npm_tarball(
-    name: str, version: str, commands: dict[str, str], *, bin_as_string: bool = False
+    name: str,
+    version: str,
+    commands: dict[str, str],
+    *,
+    bin_as_string: bool = False,
+    scripts: dict[str, str] | None = None,
+    files: dict[str, str] | None = None,
 ) -> NpmTarball:
     """A package whose ``bin`` maps each command to a node script printing
     ``"<command> <version>"`` and its arguments (``bin_as_string``: npm's one-command
-    string form, the command then named after the package without its scope)."""
-    members: dict[str, tuple[bytes, int]] = {}
+    string form, the command then named after the package without its scope);
+    ``scripts`` are its package.json's lifecycle scripts (``postinstall``...), ``files``
+    more files in the package (path relative to it: text)."""
+    members: dict[str, tuple[bytes, int]] = {
+        f"package/{path}": (text.encode(), 0o644) for path, text in (files or {}).items()
+    }
     bins: dict[str, str] = {}
     for command in commands:
         path = f"bin/{command}.js"
@@ -76,6 +86,8 @@ def npm_tarball(
         "license": "MIT",
         "bin": next(iter(bins.values())) if bin_as_string else bins,
     }
+    if scripts:
+        manifest["scripts"] = dict(scripts)
     members["package/package.json"] = (json.dumps(manifest, indent=2).encode(), 0o644)
     return NpmTarball(name, version, _tar_gz(members), manifest)
 
