@@ -34,7 +34,7 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -365,16 +365,12 @@ class InstallAttempt:
         # The package manager's home, caches and config: outside $TSUKU_HOME.
         scratch = Path(tempfile.mkdtemp(prefix="tsuku-install-"))
         confined = confine.available()
-        wrap = None
+        confinement = None
         if confined:
             os.chown(scratch, confine.NOBODY, confine.NOBODY)
-            hold = scratch / "hold"
-            hold.mkdir()
-
-            def wrap(argv: Sequence[str]) -> list[str]:
-                return confine.wrap(argv, prefix=final_dir, home=inst.home, hold=hold)
-
-        prefix = Prefix(self.name, final_dir, scratch / "work", wrap=wrap)
+            (scratch / "hold").mkdir()
+            confinement = confine.Confined(inst.home, scratch / "hold")
+        prefix = Prefix(self.name, final_dir, scratch / "work", confined=confinement)
         prefix.prepare()
         index_url = inst.ecosystem_urls().get(index_key(action.version_source), "")
         ctx = RunContext(

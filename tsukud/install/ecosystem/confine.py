@@ -26,9 +26,12 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from tsukud.install.ecosystem.prefix import SYSTEM_PATH
+import trio
+
+from tsukud.install.ecosystem.prefix import SYSTEM_PATH, Prefix
 from tsukud.install.ecosystem.toolchain import Toolchain, ToolchainMissing, find
 
 NOBODY = 65534
@@ -132,6 +135,21 @@ def wrap(argv: Sequence[str], *, prefix: Path, home: Path, hold: Path) -> list[s
         str(cover),
         *argv,
     ]
+
+
+@dataclass(frozen=True)
+class Confined:
+    """The confinement of one install: ``home`` covered but the prefix, ``hold`` an
+    empty directory outside the cover."""
+
+    home: Path
+    hold: Path
+
+    async def command(self, prefix: Prefix, argv: Sequence[str]) -> list[str]:
+        # What root wrote for the package manager (npmrc, gemrc) is nobody's to read.
+        for d in (prefix.root, prefix.scratch):
+            await trio.to_thread.run_sync(chown_tree, d, NOBODY, NOBODY)
+        return wrap(argv, prefix=prefix.root, home=self.home, hold=self.hold)
 
 
 def chown_tree(root: Path, uid: int, gid: int) -> None:

@@ -22,6 +22,7 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import trio
 
@@ -40,6 +41,12 @@ class EcosystemInstallFailed(TsukuError):
     code = "ecosystem_install_failed"
 
 
+class Confinement(Protocol):
+    """How a command runs confined (``confine.Confined``)."""
+
+    async def command(self, prefix: Prefix, argv: Sequence[str]) -> list[str]: ...
+
+
 @dataclass(frozen=True)
 class Prefix:
     """Where one ecosystem install happens.
@@ -52,7 +59,7 @@ class Prefix:
     scratch: Path
     # Confinement (``confine.py``): each command's argv wrapped to run as nobody in a
     # mount namespace that shows only this tool's directory of $TSUKU_HOME.
-    wrap: Callable[[Sequence[str]], list[str]] | None = None
+    confined: Confinement | None = None
 
     @property
     def home(self) -> Path:
@@ -142,13 +149,8 @@ async def run(
     combined output, or :class:`EcosystemInstallFailed` with the output's tail
     (redacted)."""
     command = list(argv)
-    if prefix.wrap is not None:
-        from tsukud.install.ecosystem.confine import NOBODY, chown_tree
-
-        # What root wrote for the package manager (npmrc, gemrc) is nobody's to read.
-        for d in (prefix.root, prefix.scratch):
-            await trio.to_thread.run_sync(chown_tree, d, NOBODY, NOBODY)
-        command = prefix.wrap(argv)
+    if prefix.confined is not None:
+        command = await prefix.confined.command(prefix, argv)
     with trio.move_on_after(timeout_s) as scope:
         try:
             proc = await trio.run_process(
