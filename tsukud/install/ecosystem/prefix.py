@@ -12,7 +12,8 @@ The package manager runs with a clean environment: the toolchain's directory and
 system's on PATH, ``HOME``, caches and config files in a throw-away scratch directory,
 and nothing else of the daemon's environment, so no API key or token reaches a
 package's install script, and no user config (a ``~/.npmrc`` registry, ``PIP_*``)
-changes where packages come from.
+changes where packages come from; with a :class:`Confinement` each command runs as
+``confine.py`` says (as nobody, seeing only the tool's directory of ``$TSUKU_HOME``).
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ class Prefix:
     """Where one ecosystem install happens.
 
     ``root`` is the tool's directory (it stays); ``scratch`` is the package manager's
-    HOME, cache and config (deleted with the install's staging directory)."""
+    HOME, cache and config, in the system's temporary directory (never under
+    ``$TSUKU_HOME``), deleted after the install."""
 
     tool: str
     root: Path
