@@ -55,6 +55,7 @@ from tsukud.install.download import (
     parse_checksum_file,
 )
 from tsukud.install.ecosystem import confine
+from tsukud.install.ecosystem.cargo import rustup_env
 from tsukud.install.errors import BinaryConflict, BinaryNotInArchive, no_space
 from tsukud.install.extract import ExtractLimits, extract
 from tsukud.install.homebrew import pour
@@ -350,8 +351,11 @@ class InstallAttempt:
         assert action.runner is not None
         self.stage = "toolchain"
         program = find(action.toolchain, inst.env)
-        if confine.available():
-            program = confine.toolchain_for_nobody(action.toolchain, program)
+        keep: tuple[Path, ...] = ()
+        if confine.available():  # a rustup under /root: its directories bound back
+            rustup_home = rustup_env(inst.env).get("RUSTUP_HOME", "")
+            chosen = confine.toolchain_for_nobody(action.toolchain, program, [rustup_home])
+            program, keep = chosen.program, chosen.keep
         registry_url = inst.ecosystem_urls().get(action.version_source, "")
         self.stage = "install"
         await self.progress(
@@ -369,7 +373,7 @@ class InstallAttempt:
         if confined:
             os.chown(scratch, confine.NOBODY, confine.NOBODY)
             (scratch / "hold").mkdir()
-            confinement = confine.Confined(inst.home, scratch / "hold")
+            confinement = confine.Confined(inst.home, scratch / "hold", keep)
         prefix = Prefix(self.name, final_dir, scratch / "work", confined=confinement)
         prefix.prepare()
         index_url = inst.ecosystem_urls().get(index_key(action.version_source), "")

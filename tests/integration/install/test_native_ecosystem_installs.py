@@ -124,7 +124,7 @@ def test_cargo_install_from_a_sparse_index(
     t = cargo_daemon(git=False)
     program = Path(shutil.which("cargo") or "cargo")
     if confine.available():
-        program = confine.toolchain_for_nobody(toolchain.CARGO, program)
+        program = confine.toolchain_for_nobody(toolchain.CARGO, program).program
     version = cargo_version(program)
     if version is not None and version >= SPARSE_SINCE:
         check_cargo_install(t, crates, "/index/he/ll/hello-rs")

@@ -8,7 +8,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from tsukud.install.ecosystem import confine
+from tsukud.install.ecosystem import confine, toolchain
 from tsukud.registries import pypi
 
 
@@ -80,3 +80,37 @@ def test_console_scripts_are_read_from_a_static_pyproject_only() -> None:
     assert pypi.pyproject_scripts(dynamic) is None
     assert pypi.pyproject_scripts("[project]\nname = 'x'\n") is None
     assert pypi.pyproject_scripts("not = [toml") is None
+
+
+def test_a_toolchain_under_a_closed_directory_is_bound_back_for_nobody() -> None:
+    """A rustup under /root (0700): ``~/.cargo`` and RUSTUP_HOME are kept (bound back
+    read-only under the tmpfs that covers /root); the script covers both homes."""
+    base = Path(tempfile.mkdtemp())
+    try:
+        os.chmod(base, 0o755)
+        root = base / "root"
+        cargo_bin = root / ".cargo" / "bin"
+        cargo_bin.mkdir(parents=True)
+        (root / ".rustup").mkdir()
+        os.chmod(root, 0o700)
+        for d in (root / ".cargo", cargo_bin, root / ".rustup"):
+            os.chmod(d, 0o755)
+        program = cargo_bin / "cargo"
+        program.write_text("#!/bin/sh\n")
+        os.chmod(program, 0o755)
+        chosen = confine.toolchain_for_nobody(toolchain.CARGO, program, [str(root / ".rustup")])
+        assert chosen.program == program
+        assert chosen.keep == (root / ".cargo", root / ".rustup")
+        home = base / "home"
+        home.mkdir(mode=0o700)
+        text = confine.script(home / "tools" / "x-1", home, base / "hold", chosen.keep)
+        assert f"tsuku-confined {home}\n" in text and f"tsuku-confined {root}\n" in text
+        assert f"mount -o remount,bind,ro {root / '.rustup'}" in text
+        os.chmod(cargo_bin, 0o700)  # not readable below the cover: the system's instead
+        try:
+            other = confine.toolchain_for_nobody(toolchain.CARGO, program).program
+        except toolchain.ToolchainMissing:
+            other = None  # no cargo on the system's PATH either
+        assert other != program
+    finally:
+        shutil.rmtree(base)
