@@ -1,8 +1,8 @@
 """``tsukuctl create <tool> --from crates:<crate>`` / ``rubygems:<gem>`` / ``go:<module>``
 write the recipe from the registry's metadata ($0, no model), validated by installing
 it in the validation container (fetched on the host with scripts off) with the real
-cargo / gem / go; the recipe then installs like any other. Registries are fakes on loopback serving packages built in
-the test."""
+cargo / gem / go; the recipe then installs like any other. Registries are fakes on
+loopback serving packages built in the test."""
 
 from __future__ import annotations
 
