@@ -6,12 +6,14 @@ homes live in short directories under /tmp.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,19 +22,34 @@ from typing import Any
 
 import pytest
 
-from tests.skip_policy import (  # noqa: F401  (hooks: in CI a skip is a failure)
-    in_ci,
-    pytest_make_collect_report,
-    pytest_runtest_makereport,
-    pytest_sessionfinish,
-    pytest_terminal_summary,
-)
-from tsukuctl.client import Client
-from tsukud.testing.http import take_violations, unclaimed
+# The plugins below (pytest_plugins) are imported here first: rewrite their asserts too.
+pytest.register_assert_rewrite("tests.skip_policy", "tests.collect_floor")
 
-pytest_plugins = ["pytester"]  # tests of the fixtures below run pytest in-process
+from tests import ctl_runner, hypothesis_profiles  # noqa: E402
+from tests.skip_policy import in_ci  # noqa: E402, F401  (imported from here by tests)
+from tsukuctl.client import Client  # noqa: E402
+from tsukud.testing.http import take_violations, unclaimed  # noqa: E402
+
+hypothesis_profiles.load()  # before any test module makes its settings
+
+pytest_plugins = [
+    "pytester",  # tests of the fixtures below run pytest in-process
+    "tests.skip_policy",  # in CI a skip is a failure
+    "tests.collect_floor",  # a full run collects no fewer tests than the floor
+]
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+# Command words whose subject is processes (they start, stop or run daemons and
+# clients themselves): always a real tsukuctl.
+SPAWNING_COMMANDS = frozenset({"daemon", "demo"})
+
+
+def ctl_spawns_everywhere() -> bool:
+    """``TSUKU_CTL_SPAWN=1``: every ``ctl`` call a real process, the suite as it was
+    before calls ran in-process (to check that both ways agree)."""
+    return os.environ.get("TSUKU_CTL_SPAWN") == "1"
 
 
 CLOSED_PORT = "http://127.0.0.1:9"
@@ -95,20 +112,45 @@ class Tsuku:
         check: bool = False,
         timeout: float = 60,
         shell_env: dict[str, str] | None = None,
+        spawn: bool = False,
     ) -> subprocess.CompletedProcess[str]:
         """``tsukuctl`` in this home; ``shell_env`` adds to the environment of this run
-        only (a variable exported in the user's shell after the daemon started)."""
-        cp = subprocess.run(
-            [sys.executable, "-m", "tsukuctl", *args],
-            env={**self.env, **(shell_env or {})},
-            input=input,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        only (a variable exported in the user's shell after the daemon started).
+
+        The command runs in this process (tests/ctl_runner.py: same environment, stdin,
+        output and exit code as a child would have) when a daemon this fixture started is
+        running, so nothing but the command is exercised; it is a real ``python -m
+        tsukuctl`` process with ``spawn=True``, in a test marked ``ctl_process``, for the
+        commands that manage processes (:data:`SPAWNING_COMMANDS`), when no daemon of
+        ours runs (the call would auto-start one), off the main thread, and for every
+        call under ``TSUKU_CTL_SPAWN=1``."""
+        env = {**self.env, **(shell_env or {})}
+        if self._in_process(args, spawn):
+            cp = ctl_runner.run(args, env, input=input, timeout=timeout)
+        else:
+            cp = subprocess.run(
+                [sys.executable, "-m", "tsukuctl", *args],
+                env=env,
+                input=input,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
         if check and cp.returncode != 0:
             raise AssertionError(f"tsukuctl {' '.join(args)} failed:\n{cp.stdout}\n{cp.stderr}")
         return cp
+
+    def _in_process(self, args: tuple[str, ...], spawn: bool) -> bool:
+        if spawn or ctl_runner.spawn_in_this_test or ctl_spawns_everywhere():
+            return False
+        if not ctl_runner.can_run_here():
+            return False
+        words = [a for a in args if not a.startswith("-")]
+        if words and words[0] in SPAWNING_COMMANDS:
+            return False
+        # Only against a daemon we started and that still runs: a client that finds
+        # none starts one itself, and that daemon's parent must not be this process.
+        return any(p.poll() is None for p in self.procs)
 
     def start(self, *extra: str, wait: bool = True) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(
@@ -176,10 +218,34 @@ class Tsuku:
                 try:
                     os.kill(int(pid_text), signal.SIGTERM)
                     for _ in range(500):
+                        reap(int(pid_text))
                         os.kill(int(pid_text), 0)
                         time.sleep(0.01)
                 except (ProcessLookupError, PermissionError):
                     pass
+
+
+def reap(pid: int) -> None:
+    """Collect ``pid`` if it is an exited child of this process (a daemon auto-started
+    by an in-process ``tsukuctl``), so it does not linger as a zombie."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: a worker per CPU and one more. Integration tests spend much of their
+    time waiting (a container's start, a package manager, a daemon's timeout), and the
+    extra worker runs while they wait; more would only add CPU contention to tests
+    with deadlines."""
+    return len(os.sched_getaffinity(0)) + 1
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The slow set first (stable otherwise: integration before the many short unit
+    tests). Under pytest-xdist the longest tests then start at once and the short ones
+    fill the workers at the end, instead of a 5-minute test starting last."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)
@@ -199,6 +265,54 @@ def short_home() -> Path:
     return Path(tempfile.mkdtemp(prefix="tk-", dir="/tmp"))
 
 
+@pytest.fixture(autouse=True)
+def ctl_process_marker(request: pytest.FixtureRequest) -> Iterator[None]:
+    """``@pytest.mark.ctl_process``: every ``Tsuku.ctl`` of this test is a real process,
+    whichever fixture or helper made its ``Tsuku``."""
+    ctl_runner.spawn_in_this_test = request.node.get_closest_marker("ctl_process") is not None
+    yield
+    ctl_runner.spawn_in_this_test = False
+
+
+class Retiring:
+    """Daemons of finished tests, stopped and their homes removed in the background.
+
+    A daemon's orderly stop takes from 0.2 s to over a second (more once it has loaded
+    the LLM SDKs), time in which the next test can already run. A test's daemons get
+    SIGTERM at its teardown (so they stop serving at once); a thread waits for them
+    (SIGKILL after 10 s, as ``stop_all`` does) and then removes the home. The session
+    waits for all of them at its end, so none outlives the run.
+    """
+
+    def __init__(self) -> None:
+        self._threads: list[threading.Thread] = []
+
+    def retire(self, t: Tsuku) -> None:
+        for p in t.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        thread = threading.Thread(target=self._finish, args=(t,), daemon=True)
+        thread.start()
+        self._threads = [th for th in self._threads if th.is_alive()] + [thread]
+
+    @staticmethod
+    def _finish(t: Tsuku) -> None:
+        t.stop_all()
+        shutil.rmtree(t.home, ignore_errors=True)
+
+    def wait(self) -> None:
+        for thread in self._threads:
+            thread.join()
+        self._threads.clear()
+
+
+RETIRING = Retiring()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    RETIRING.wait()
+
+
 @pytest.fixture
 def tsuku() -> Iterator[Tsuku]:
     home = short_home()
@@ -206,8 +320,7 @@ def tsuku() -> Iterator[Tsuku]:
     try:
         yield t
     finally:
-        t.stop_all()
-        shutil.rmtree(home, ignore_errors=True)
+        RETIRING.retire(t)
 
 
 @pytest.fixture

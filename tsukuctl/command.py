@@ -106,6 +106,18 @@ def add_provider_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_trust_page_hosts(p: argparse.ArgumentParser) -> None:
+    """``--trust-page-hosts``: what ``--yes`` alone never accepts for a recipe read from
+    an install page (docs/discovery.md, "What a page may decide")."""
+    p.add_argument(
+        "--trust-page-hosts",
+        action="store_true",
+        help="a recipe read from an install page may download from hosts and install "
+        "packages its repository does not name, without showing them first (--yes alone "
+        "accepts only the repository's own)",
+    )
+
+
 def count(text: str) -> int:
     """An argparse ``type``: a whole number, 0 or more. A bad one is a usage error (exit
     2, with the command's usage) before anything reaches the daemon."""

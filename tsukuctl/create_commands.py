@@ -24,7 +24,15 @@ import os
 import sys
 
 from tsukuctl import render
-from tsukuctl.command import add_provider_flags, ask_on_terminal, can_ask, err, out, rpc
+from tsukuctl.command import (
+    add_provider_flags,
+    add_trust_page_hosts,
+    ask_on_terminal,
+    can_ask,
+    err,
+    out,
+    rpc,
+)
 from tsukuctl.progress import Progress
 from tsukuctl.recipe_preview import money, review, validation_line
 from tsukud.errors import ExitCode
@@ -125,6 +133,7 @@ def cmd_create(args: argparse.Namespace) -> int:
         "can_ask": can_ask() and not args.json,
         "collect_tool_stats": args.collect_tool_stats,
         "version": args.version,
+        "trust_page_hosts": args.trust_page_hosts,
     }
     progress = Progress(quiet=args.json or args.quiet, ellipsis=True)
     try:
@@ -188,6 +197,7 @@ def register(sub: Any) -> None:
         help="do not install and verify the recipe in a container (recorded in the recipe)",
     )
     p.add_argument("-y", "--yes", action="store_true", help="no preview, no questions: write it")
+    add_trust_page_hosts(p)
     p.add_argument("-o", "--output", help="write the recipe here (- prints it)")
     p.add_argument("--force", action="store_true", help="overwrite an existing recipe")
     p.add_argument("--json", action="store_true", help="the result as one JSON object")

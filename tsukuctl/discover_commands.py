@@ -37,6 +37,8 @@ def summary(res: dict[str, Any]) -> str:
         ]
         if meta.get("page_text"):
             lines.append(f"  the page says: {meta['page_text']}")
+            if meta.get("page_warning"):
+                lines.append(f"  warning: {meta['page_warning']}")
         elif meta.get("page_error"):
             lines.append(f"  the page could not be read: {meta['page_error']}")
         lines.append(

@@ -217,6 +217,22 @@ def check_hooks(home: str, env: Mapping[str, str]) -> dict[str, str]:
     return line("hooks", WARN, f"not installed for {', '.join(shells)}", "tsukuctl hook install")
 
 
+def check_claims(home: str) -> list[dict[str, str]]:
+    """A line when the command index ignored an alias claim on a command another recipe
+    provides under its own name (a registry entry reaching for a popular command)."""
+    import time
+
+    from tsukuctl.hook_commands import claim_warning, index_info
+
+    claims = index_info(home, time.time()).get("ignored_claims") or []
+    if not claims:
+        return []
+    detail = "; ".join(claim_warning(c) for c in claims[:3])
+    more = f" (and {len(claims) - 3} more: tsukuctl hook status)" if len(claims) > 3 else ""
+    fix = "none needed; if the claiming recipe is yours, rename the alias"
+    return [line("claims", WARN, detail + more, fix)]
+
+
 def check_path(home: str, env: Mapping[str, str], hooks: dict[str, str]) -> dict[str, str]:
     """``hooks``: the hooks line; when the hook is in place, a shell opened before it
     (this one) is all that lacks the PATH entry, and a new shell is the fix."""
@@ -245,6 +261,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         check_keys(found, daemon_secrets(args) if daemon["state"] == OK else None),
         *check_sandbox(sandbox),
         hooks,
+        *check_claims(home),
         check_path(home, env, hooks),
     ]
     failed = any(x["state"] == FAIL for x in lines)

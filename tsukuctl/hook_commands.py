@@ -277,15 +277,21 @@ def set_mode(tsuku_home: str, mode: str) -> str:
     return path
 
 
+#: The index's comment line for an alias claim it dropped (tsukud/hooks/index.py).
+IGNORED = "#ignored\t"
+
+
 def index_info(tsuku_home: str, now: float) -> dict[str, Any]:
 
     path = paths.index_path(tsuku_home)
     try:
         st = os.stat(path)
         with open(path, encoding="utf-8", errors="replace") as f:
-            rows = [x.split("\t", 1)[0] for x in f if x.strip() and not x.startswith("#")]
+            lines = [x.rstrip("\n") for x in f if x.strip()]
     except OSError:
         return {"path": path, "present": False}
+    rows = [x.split("\t", 1)[0] for x in lines if not x.startswith("#")]
+    ignored = [x.split("\t")[1:] for x in lines if x.startswith(IGNORED)]
     return {
         "path": path,
         "present": True,
@@ -294,7 +300,19 @@ def index_info(tsuku_home: str, now: float) -> dict[str, Any]:
         "bytes": st.st_size,
         "modified": st.st_mtime,
         "age_s": round(max(0.0, now - st.st_mtime), 1),
+        "ignored_claims": [
+            {"command": x[0], "tool": x[1], "source": x[2]} for x in ignored if len(x) == 3
+        ],
     }
+
+
+def claim_warning(claim: Mapping[str, Any]) -> str:
+    """One line about an alias claim the index ignored."""
+    cmd, tool = claim["command"], claim["tool"]
+    return (
+        f"{tool} ({claim['source']}) claims the command {cmd}, which the recipe {cmd} "
+        f"provides under its own name: the claim is ignored, the hook offers {cmd}"
+    )
 
 
 # ---- commands -----------------------------------------------------------------------------
@@ -376,6 +394,8 @@ def _install(args: argparse.Namespace, home: str) -> int:
             f"{'index':<13} {res['path']}: {_n(res['commands'], 'command')}"
             f" from {_n(res['tools'], 'tool')}"
         )
+        for claim in res.get("ignored_claims") or []:
+            err("warning: " + claim_warning(claim))
         if str(res.get("manifest", "")).startswith("unavailable"):
             err(
                 f"warning: the registry's recipe list could not be fetched ({res['manifest']});"
@@ -455,6 +475,8 @@ def _status(args: argparse.Namespace, home: str) -> int:
             f" {index['bytes']} bytes,"
             f" updated {_age(index['age_s'])}"
         )
+        for claim in index["ignored_claims"]:
+            out(f"claim  {claim_warning(claim)}")
     else:
         out(f"index  {index['path']}: missing (tsukuctl hook install builds it)")
     if any(s == "outdated" for s in scripts.values()):

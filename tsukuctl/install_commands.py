@@ -13,7 +13,15 @@ import os
 import sys
 
 from tsukuctl import render
-from tsukuctl.command import add_provider_flags, ask_on_terminal, can_ask, err, out, rpc
+from tsukuctl.command import (
+    add_provider_flags,
+    add_trust_page_hosts,
+    ask_on_terminal,
+    can_ask,
+    err,
+    out,
+    rpc,
+)
 from tsukuctl.progress import Progress
 from tsukud.errors import UsageError
 
@@ -62,6 +70,8 @@ def cmd_install(args: argparse.Namespace) -> int:
             params.update(discover=True)
             params.update(source=args.source, search_provider=args.search_provider)
             params.update(provider=args.provider, only_provider=args.only_provider)
+            if args.trust_page_hosts:
+                params["trust_page_hosts"] = True
         if args.collect_tool_stats:
             params["collect_tool_stats"] = True
         res = rpc(args, "install", params, on_progress=progress, on_confirm=answer)
@@ -74,13 +84,14 @@ def cmd_install(args: argparse.Namespace) -> int:
         out(f"{res['tool']} {res['version']} is already installed (--force reinstalls it)")
         return 0
     found = res.get("discovery")
-    if found:
+    if found and found.get("stage") == "from":  # the person named it: nothing discovered
+        out(f"source of {res['tool']}: {found.get('source')} (named with --from)")
+    elif found:
         how = {
             "yes_flag": "approved by --yes",
             "user": "approved by you",
             "trusted": "from the discovery registry",
-            "not_needed": "the only clear match",  # the default, left out of the result
-        }.get(found.get("approval") or "not_needed", "named with --from")
+        }.get(found.get("approval") or "", "no approval was asked")
         builder = found.get("builder") or "github"
         where = f"{builder}:{found.get('source')}"
         if builder == "instructions":  # a vendor's install page, read by an LLM
@@ -210,6 +221,7 @@ def register(sub: Any) -> None:
     p.add_argument("--search-provider", choices=("ddg", "tavily", "brave"), help="discovery")
     add_provider_flags(p)  # no recipe: discovery's and create's LLM
     p.add_argument("--no-discover", action="store_true", help="no recipe: fail, do not search")
+    add_trust_page_hosts(p)
     p.add_argument(
         "--collect-tool-stats",
         action="store_true",

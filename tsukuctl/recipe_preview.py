@@ -19,14 +19,25 @@ if TYPE_CHECKING:
 
 
 def money(res: dict[str, Any]) -> str:
+    """This recipe's cost, and the command's when its other paid calls (discovery,
+    reading an install page) cost more: every paid call is in the line."""
+    total = res.get("command_cost_usd")
     if res.get("provider") is None:
+        if total:
+            return (
+                f"{render.money(total)} in all for this command's paid calls (the recipe "
+                "itself: deterministic matcher, no LLM)"
+            )
         return "$0 (deterministic matcher, no LLM)"
     cost = res.get("cost_usd")
     shown = render.money(cost) if cost is not None else "unknown (a model without a price)"
-    return (
+    line = (
         f"{shown} ({res.get('input_tokens', 0)} in / {res.get('output_tokens', 0)} out tokens, "
         f"{res.get('turns', 0)} turns, {res.get('provider')}:{res.get('model')})"
     )
+    if total and cost is not None and total > cost:
+        line += f"; {render.money(total)} in all for this command's paid calls"
+    return line
 
 
 # How each platform was proven; anything else (unproven, unsupported) says so loudly.
@@ -65,6 +76,7 @@ def preview(res: dict[str, Any], source: str) -> str:
             lines.append(f"    {d['platform']:<13} {', '.join(d['assets'])}")
     lines += ["", "  Actions:"]
     lines += [f"    {i}. {a}" for i, a in enumerate(p.get("actions") or [], 1)]
+    lines += uses_lines(p.get("uses") or [])
     pattern = p.get("verify_pattern")
     expects = f'  (output must contain "{pattern}")' if pattern else ""
     lines += ["", f"  Verification: {p.get('verify')}{expects}", ""]
@@ -77,6 +89,23 @@ def preview(res: dict[str, Any], source: str) -> str:
     for w in res.get("warnings") or []:
         lines.append(f"  Warning: {w}")
     return "\n".join(lines)
+
+
+def uses_lines(uses: list[dict[str, Any]]) -> list[str]:
+    """A page-derived recipe's hosts and packages: each in ASCII, whether its repository
+    names it, look-alike flags, and where the page names it."""
+    if not uses:
+        return []
+    lines = ["", "  From the install page (what it downloads from or installs):"]
+    for u in uses:
+        name, ascii_ = str(u.get("name", "")), str(u.get("ascii", ""))
+        shown = ascii_ if ascii_ == name else f"{ascii_} (written {name})"
+        mark = "the repository's own" if u.get("own") else "NOT the repository's"
+        lines.append(f"    {u.get('kind')} {shown}: {mark} ({u.get('why')})")
+        lines += [f"      LOOK-ALIKE: {flag}" for flag in u.get("lookalike") or []]
+        if u.get("found"):
+            lines.append(f"      found on the page: {u['found']}")
+    return lines
 
 
 def _ask(prompt: str, stream: Any = None) -> str | None:

@@ -36,15 +36,22 @@ def cmd_outdated(args: argparse.Namespace) -> int:
             err(f"{r['tool']}: {r['error']}")
         elif r.get("pinned"):
             out(_pinned(r["tool"], r.get("newest") or r["installed"]))
-    behind = [r["tool"] for r in rows if r["outdated"]]
+        elif r.get("needs_validation"):
+            out(
+                f"{r['tool']}: {r['newest']} was never validated (its recipe is pinned at "
+                f"{r['validated']}). {r.get('hint') or ''}".rstrip()
+            )
+    behind = [r["tool"] for r in rows if r["outdated"] and not r.get("needs_validation")]
     if behind:
         out(f"{len(behind)} outdated: `tsukuctl upgrade {' '.join(behind)}` (or --all)")
-    elif not any(r.get("error") or r.get("pinned") for r in rows):
+    elif not any(r.get("error") or r.get("pinned") or r.get("outdated") for r in rows):
         out("every installed tool is current")
     return 0
 
 
 def _state(row: dict[str, Any]) -> str:
+    if row.get("needs_validation"):
+        return "validate first"
     if row["outdated"]:
         return "upgrade available"
     if row.get("error"):
@@ -84,6 +91,8 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
             out(f"upgraded {done['tool']} {done['from']} → {done['to']}")
         for f in failed:
             err(f"tsukuctl: {f['tool']} was not upgraded: {f['message']}")
+            if f.get("hint"):
+                err(f"hint: {f['hint']}")
         pinned = [c for c in res["current"] if c.get("pinned")]
         for c in pinned:
             out(_pinned(c["tool"], c["version"]))

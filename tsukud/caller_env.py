@@ -5,8 +5,13 @@ A daemon keeps the environment it was started with; the user's shell moves on
 So ``tsukuctl`` sends the variables below with every request and the daemon applies
 them to that request only, above the config file and its own environment. Only these
 names are sent and only these are read: nothing else of the caller's environment
-(``PATH``, ``LD_PRELOAD``, ``HOME``) can reach the daemon this way. The home itself is
+(``LD_PRELOAD``, ``HOME``) can reach the daemon this way. The home itself is
 not a setting: it picks the daemon (``paths.socket_path``) and each request names it.
+
+``PATH`` travels too, but as a fact about the caller, never a setting: the daemon runs
+nothing by it (its own PATH finds toolchains and programs), it only asks which system
+commands a new binary in ``$TSUKU_HOME/bin`` would shadow in the caller's shell
+(``install/shadowing.py``).
 
 Stdlib only and tiny: the client builds this on every call, on the hook's hot path.
 """
@@ -51,18 +56,29 @@ NAMES: tuple[str, ...] = (
 
 _NAMES = frozenset(NAMES)
 
+#: Facts about the caller that are no setting (:func:`allowed` is false for them, so a
+#: detached start keeps the daemon's own): which commands its shell finds.
+FACTS = frozenset({"PATH"})
+
 #: ``TSUKU_*`` variables tsukud reads from its own environment only (not per request):
 #: a detached start keeps them, as a request could not bring them.
 DAEMON_ONLY = frozenset({"TSUKU_DEBIAN_MIRROR", "TSUKU_LAUNCHD"})
 
 #: Longest value accepted for one variable: far beyond any token, URL or number.
 MAX_VALUE = 4096
+#: A PATH may be longer (Nix profiles, many SDKs).
+MAX_FACT_VALUE = 65536
 
 
 def allowed(name: str, extra: frozenset[str] = frozenset()) -> bool:
     """Whether a request may carry the variable ``name`` (``extra``: the key variables
     the config file names)."""
     return name in _NAMES or name in extra or (name.startswith(PREFIX) and name not in NOT_SENT)
+
+
+def carried(name: str, extra: frozenset[str] = frozenset()) -> bool:
+    """Whether a request carries ``name``: an allowed setting variable or a fact."""
+    return name in FACTS or allowed(name, extra)
 
 
 def key_env_names(config_file: str) -> frozenset[str]:
@@ -95,9 +111,9 @@ def key_env_names(config_file: str) -> frozenset[str]:
 def collect(
     environ: Mapping[str, str] | None = None, extra: frozenset[str] = frozenset()
 ) -> dict[str, str]:
-    """The allowed variables set (non-empty) in ``environ`` (default: ours)."""
+    """The carried variables set (non-empty) in ``environ`` (default: ours)."""
     environ = os.environ if environ is None else environ
-    return {name: value for name, value in environ.items() if value and allowed(name, extra)}
+    return {name: value for name, value in environ.items() if value and carried(name, extra)}
 
 
 def daemon_environ(
@@ -117,10 +133,12 @@ def daemon_environ(
 
 def accept(sent: Mapping[str, str], extra: frozenset[str] = frozenset()) -> dict[str, str]:
     """What the daemon takes of a request's ``env``: allowed names (``extra``: the key
-    variables its config names) with values of a sane length; anything else is ignored
-    (a newer client may send more)."""
+    variables its config names) and facts, with values of a sane length; anything else
+    is ignored (a newer client may send more)."""
     return {
         name: value
         for name, value in sent.items()
-        if value and len(value) <= MAX_VALUE and allowed(name, extra)
+        if value
+        and len(value) <= (MAX_FACT_VALUE if name in FACTS else MAX_VALUE)
+        and carried(name, extra)
     }

@@ -205,6 +205,22 @@ KEYS: dict[str, Key] = {
             doc="largest asset a download may be",
         ),
         Key(
+            "render.chromium",
+            str,
+            "",
+            ("TSUKU_CHROMIUM",),
+            doc="browser engine that decides a page's visible text (default: chromium, "
+            "chromium-browser or google-chrome on PATH)",
+        ),
+        Key(
+            "render.timeout_s",
+            float,
+            20.0,
+            ("TSUKU_RENDER_TIMEOUT",),
+            minimum=0.5,
+            doc="longest one page's rendering may take before the HTML stripper stands in",
+        ),
+        Key(
             "discover.timeout_s",
             float,
             90.0,

@@ -143,6 +143,7 @@ class Daemon:
             breakers=self.breakers,
             container_lock=self.container_lock,
             nursery=lambda: self.nursery,
+            caller_path=self.caller_path,
         )
 
     def current(self) -> configmod.Config:
@@ -152,6 +153,12 @@ class Daemon:
         if not sent:
             return self.config
         return self._callers.get(self.config, sent)
+
+    def caller_path(self) -> str:
+        """The PATH of the shell whose request is being served (``caller_env.FACTS``),
+        else the daemon's own: where the caller's commands are found."""
+        sent = CALLER_ENV.get() or {}
+        return sent.get("PATH") or self.env.get("PATH") or os.defpath
 
     @contextlib.contextmanager
     def request_scope(self, req: Request) -> Iterator[None]:

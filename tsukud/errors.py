@@ -242,6 +242,12 @@ CATALOGUE: dict[str, ErrorKind] = {
     "run_command_failed": ErrorKind(
         E.INSTALL_FAILED, "The recipe's run_command failed; nothing was installed."
     ),
+    "version_not_validated": ErrorKind(
+        E.FORBIDDEN,
+        "A generated recipe installs only the release it was validated and pinned at; "
+        "install that version, or validate the other one with `tsukuctl create <tool> "
+        "--from <source> --version <version> --force`. Nothing was downloaded.",
+    ),
     "extract_failed": ErrorKind(E.INSTALL_FAILED),
     "archive_corrupt": ErrorKind(
         E.INSTALL_FAILED, "The download may be truncated or not the format the recipe says."
@@ -260,6 +266,16 @@ CATALOGUE: dict[str, ErrorKind] = {
         "The recipe's binaries (or strip_dirs) do not match the archive's layout.",
     ),
     "binary_conflict": ErrorKind(E.INSTALL_FAILED, _NOTHING_INSTALLED),
+    "guarded_command_refused": ErrorKind(
+        E.FORBIDDEN,
+        "Only the recipe named after a command that guards credentials or privileges "
+        "(sudo, ssh, gpg, ...) may install it; nothing was installed.",
+    ),
+    "command_shadowing_refused": ErrorKind(
+        E.FORBIDDEN,
+        "--yes never lets a tool shadow a command already on your PATH: run the install "
+        "from a terminal without --yes to be asked; nothing was installed.",
+    ),
     "toolchain_missing": ErrorKind(
         E.TOOLCHAIN_MISSING, "Install the named toolchain, then run the command again."
     ),
@@ -362,6 +378,11 @@ CATALOGUE: dict[str, ErrorKind] = {
     "instructions_unavailable": ErrorKind(
         E.GENERAL, "The install page could not be read; check its address and try again."
     ),
+    "page_not_trusted": ErrorKind(
+        E.NOT_INTERACTIVE,
+        "Review the recipe on a terminal (without --yes), or accept the page's hosts and "
+        "packages unseen with --trust-page-hosts.",
+    ),
     # ---- discovery
     "discovery_failed": ErrorKind(E.GENERAL, "If you know where the tool comes from, " + _FROM),
     "discovery_invalid_name": ErrorKind(
@@ -377,6 +398,9 @@ CATALOGUE: dict[str, ErrorKind] = {
     ),
     "discovery_elsewhere": ErrorKind(
         E.RECIPE_NOT_FOUND, "Install it with that ecosystem's own tool."
+    ),
+    "recipe_alias_ambiguous": ErrorKind(
+        E.AMBIGUOUS, "Install the recipe you mean by its name; nothing was installed."
     ),
     "discovery_ambiguous": ErrorKind(
         E.AMBIGUOUS, "Run it on a terminal to choose, or install the package you mean directly."

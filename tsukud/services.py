@@ -57,6 +57,7 @@ class Services:
         breakers: CircuitBreakers,
         container_lock: ContainerLock,
         nursery: Callable[[], trio.Nursery | None],
+        caller_path: Callable[[], str] | None = None,
     ) -> None:
         self.home = home
         self.env = env
@@ -69,6 +70,8 @@ class Services:
         self.breakers = breakers
         self.container_lock = container_lock
         self._nursery = nursery  # the daemon's services nursery, once it is serving
+        # The PATH of the request's caller (what an install must not shadow).
+        self.caller_path = caller_path or (lambda: str(self.env.get("PATH") or ""))
         self.confirmations = Confirmations(store)
 
     def _services_nursery(self) -> trio.Nursery:
@@ -216,6 +219,7 @@ class Services:
             ecosystem_urls=self._ecosystem_urls,
             package_proxies=self._package_proxies,
             homebrew=homebrew,
+            caller_path=self.caller_path,
         )
         # Built on first use, before any install of this daemon has started: whatever a
         # crashed daemon left half-done can be repaired now.
@@ -303,6 +307,7 @@ class Services:
             creator=self.creator,
             homepage=self.discovery.homepage,
             instructions=self.instructions,
+            confirmations=self.confirmations,
         )
 
     # ---- the daemon's start and stop --------------------------------------------------------

@@ -129,6 +129,8 @@ class FakeEcosystems(FakeHTTPServer):
         repository: str | None = None,
         description: str = "",
         bin: bool = True,  # npm's own name: the package installs a command
+        maintainers: tuple[str, ...] = ("someone",),
+        created: str = "2024-01-01T00:00:00.000Z",
     ) -> None:
         nums = [f"1.{i}.0" for i in range(versions)]
         command = {"bin": {name: "bin/cli.js"}} if bin else {}
@@ -138,7 +140,12 @@ class FakeEcosystems(FakeHTTPServer):
             "description": description,
             "dist-tags": {"latest": nums[-1] if nums else "0.0.0"},
             "versions": {n: {"name": name, "version": n, **command} for n in nums},
-            "time": {n: "2024-01-01T00:00:00.000Z" for n in nums},
+            "time": {
+                "created": created,
+                "modified": "2024-01-01T00:00:00.000Z",
+                **{n: "2024-01-01T00:00:00.000Z" for n in nums},
+            },
+            "maintainers": [{"name": m, "email": f"{m}@example.invalid"} for m in maintainers],
         }
         if repository:
             doc["repository"] = {"type": "git", "url": f"git+{repository}.git"}

@@ -77,6 +77,8 @@ def p90(xs: list[float]) -> float:
     return sorted(xs)[int(len(xs) * 0.9)]
 
 
+# Among the slowest tests (issue 26): twenty clients' heavy summaries over a large ledger
+# (the load is the subject).
 def test_status_stays_quick_while_20_clients_run_heavy_summaries(tsuku: Tsuku) -> None:
     write_ledger(tsuku.home / "tsuku.db", EVENTS)
     tsuku.start()

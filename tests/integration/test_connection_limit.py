@@ -6,10 +6,14 @@ from __future__ import annotations
 import socket
 import time
 
+import pytest
+
 from tests.conftest import Tsuku
 from tests.hostile_rpc import encode, frame
 from tsukud.launch import FrameReader
 from tsukud.rpc.server import MAX_CONNECTIONS
+
+pytestmark = pytest.mark.ctl_process  # clients holding connections: real processes
 
 
 def test_the_client_past_the_limit_gets_busy_and_exit_30(daemon: Tsuku) -> None:

@@ -13,8 +13,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import Tsuku
+from tests.waiting import wait_until
 from tsukuctl.client import Client
 from tsukud.errors import ExitCode
+
+pytestmark = pytest.mark.ctl_process  # kill -9: real processes, and a client cut off mid-stream
 
 
 @pytest.mark.slow
@@ -56,9 +59,12 @@ def test_kill_9_during_streaming_loses_no_acknowledged_event(tsuku: Tsuku) -> No
                     seq += 20
 
         threads = [threading.Thread(target=stream, args=(w,)) for w in range(8)]
+        before = len(acked)
         for t in threads:
             t.start()
-        time.sleep(1.0)
+        # Killed while every writer is mid-stream: once each has had batches
+        # acknowledged (8 writers x 20 events, a few times over), not after a guess.
+        wait_until(lambda n=before: len(acked) >= n + 8 * 20 * 3, "acknowledged batches")
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         stop.set()

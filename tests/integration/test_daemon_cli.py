@@ -20,6 +20,8 @@ import pytest
 from tests.conftest import Tsuku
 from tsukud.errors import ExitCode
 
+pytestmark = pytest.mark.ctl_process  # the daemon's life (auto-start, stop, logs): real processes
+
 
 def test_autostart_status_and_socket_permissions(tsuku: Tsuku) -> None:
     cp = tsuku.ctl("status", check=True)

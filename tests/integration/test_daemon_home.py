@@ -15,6 +15,8 @@ from tests.conftest import Tsuku, base_env, short_home
 from tsukud import paths
 from tsukud.errors import ExitCode
 
+pytestmark = pytest.mark.ctl_process  # which daemon a client finds and starts: real processes
+
 
 def without_socket(home: Path, runtime: Path | None) -> Tsuku:
     """A home whose socket tsuku picks itself (no TSUKU_SOCKET), as a user's would."""

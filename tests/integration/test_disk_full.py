@@ -21,6 +21,8 @@ from tests.conftest import Tsuku, base_env, short_home
 from tsukud.errors import ExitCode
 from tsukud.launch import RemoteError
 
+pytestmark = pytest.mark.ctl_process  # a full disk is met by real processes
+
 
 @pytest.fixture
 def small_disk() -> Iterator[Tsuku]:

@@ -7,7 +7,11 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from tests.conftest import Tsuku
+
+pytestmark = pytest.mark.ctl_process  # a crash mid-run: real processes
 
 
 def test_an_abandoned_instructions_build_gets_its_generation_failed(tsuku: Tsuku) -> None:

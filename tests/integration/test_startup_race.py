@@ -159,6 +159,11 @@ def test_clients_racing_a_starting_daemon_never_overspend() -> None:
     race(3)
 
 
+# Among the slowest tests (issue 26): 50 real daemon starts raced by real clients, in five
+# shards.
 @pytest.mark.slow
-def test_clients_racing_a_starting_daemon_never_overspend_50_times() -> None:
-    race(50)
+@pytest.mark.parametrize("shard", range(5))
+def test_clients_racing_a_starting_daemon_never_overspend_50_times(shard: int) -> None:
+    """50 races in five shards of ten (each race in a home of its own), so parallel
+    workers share them."""
+    race(10)

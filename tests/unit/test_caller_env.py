@@ -32,7 +32,10 @@ def test_collect_and_accept_keep_only_the_allowed_names() -> None:
         "TSUKU_HOME": "/h",
         "X": "y",
     }
-    assert caller_env.collect(shell) == {"GITHUB_TOKEN": "t0ken"}
+    # PATH travels as a fact about the caller (which commands its shell finds), never
+    # as a setting: it is not "allowed", so a detached daemon keeps its own.
+    assert caller_env.collect(shell) == {"GITHUB_TOKEN": "t0ken", "PATH": "/bin"}
+    assert caller_env.daemon_environ(shell)["PATH"] == "/bin"
     sent = {
         "GITHUB_TOKEN": "t0ken",
         "LD_PRELOAD": "/tmp/evil.so",
@@ -41,6 +44,9 @@ def test_collect_and_accept_keep_only_the_allowed_names() -> None:
         "NO_PROXY": "",
     }
     assert caller_env.accept(sent) == {"GITHUB_TOKEN": "t0ken"}
+    long_path = "/opt/sdk/bin:" * 1000  # longer than a setting may be, as a PATH can be
+    assert caller_env.accept({"PATH": long_path}) == {"PATH": long_path}
+    assert caller_env.accept({"PATH": "x" * (caller_env.MAX_FACT_VALUE + 1)}) == {}
 
 
 def test_the_key_variables_the_config_names_travel_too(tmp_path: Path) -> None:
@@ -51,7 +57,7 @@ def test_the_key_variables_the_config_names_travel_too(tmp_path: Path) -> None:
     names = caller_env.key_env_names(str(cfg))
     assert names == {"WORK_KEY"}
     assert caller_env.key_env_names(str(cfg)) == config.resolve(env={}, path=cfg).key_env_names()
-    shell = {"WORK_KEY": "k1", "OTHER_KEY": "k2", "PATH": "/bin"}
+    shell = {"WORK_KEY": "k1", "OTHER_KEY": "k2", "HOME": "/h"}
     assert caller_env.collect(shell, extra=names) == {"WORK_KEY": "k1"}
     assert caller_env.accept(shell) == {}  # a daemon whose config names none takes none
     assert "WORK_KEY" not in caller_env.daemon_environ(shell, extra=names)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from decimal import Decimal
 from functools import partial
 from pathlib import Path
@@ -27,7 +27,7 @@ from tsukud.policy.ratelimit import GenerationLimit
 class Ledger:
     def __init__(self, store: EventStore, state: State, clock: Clock) -> None:
         self.store, self.state, self.clock = store, state, clock
-        self.budget = Budget(store, state.spend, clock, lambda: BudgetLimits(1.0, 0.5))
+        self.budget = Budget(store, state.spend, clock, lambda: BudgetLimits(1.0, 0.45))
         self.gen = GenerationLimit(store, state.generations, clock, lambda: 3)
         self.breakers = CircuitBreakers(
             store, state.breakers, clock, lambda: BreakerSettings(3, 60)
@@ -112,6 +112,47 @@ async def test_over_threshold_needs_confirmation(tmp_path: Path) -> None:
         assert e.value.data["estimate_usd"] == 0.75
         assert "confirmation.requested" in (await lg.types())
         await lg.budget.reserve(0.75, session="s", purpose="p", confirmed=True)
+
+
+async def test_an_extension_under_the_threshold_is_asked_when_its_run_crosses_it(
+    tmp_path: Path,
+) -> None:
+    """Issue 26 item 6: the threshold applies to the run's new total (what it holds plus
+    the extension), not to the extension alone; in a request and outside one."""
+    async with ledger(tmp_path / "t.db", TrioClock()) as lg:
+        for request in (spent.tally(), nullcontext()):
+            with request:
+                first = await lg.budget.reserve(0.30, session="s", purpose="p")
+                with pytest.raises(ConfirmationRequired) as e:
+                    await lg.budget.reserve(
+                        0.25, session="s", purpose="p", extends=first.reservation, prior_usd=0.30
+                    )
+                assert "this run has reserved $0.30 and needs $0.25 more" in e.value.message
+                assert e.value.data["estimate_usd"] == 0.55
+                await lg.budget.settle(first.reservation, 0.0, session="s")
+
+
+async def test_the_threshold_is_one_commands_and_asked_once(tmp_path: Path) -> None:
+    """Issue 33 item 10: runs of one request add up (what earlier runs spent, what open
+    ones hold); a yes covers the command's later runs; another request starts afresh."""
+    async with ledger(tmp_path / "t.db", TrioClock()) as lg:
+        with spent.tally() as command:
+            discovery = await lg.budget.reserve(0.32, session="d", purpose="discovery")
+            await lg.budget.settle(discovery.reservation, 0.28, session="d")
+            with pytest.raises(ConfirmationRequired) as e:
+                await lg.budget.reserve(0.21, session="i", purpose="instructions")
+            assert e.value.data["estimate_usd"] == 0.49  # 0.28 spent + 0.21 asked
+            assert "its earlier steps spent or hold $0.2800" in e.value.message
+            assert "this command may cost up to $0.49 in all" in e.value.message
+            builder = await lg.budget.reserve(
+                0.21, session="i", purpose="instructions", confirmed=True
+            )
+            assert command.accepted
+            await lg.budget.reserve(0.10, session="r", purpose="repair")  # not asked again
+            await lg.budget.settle(builder.reservation, 0.0, session="i")
+        with spent.tally():
+            await lg.budget.reserve(0.21, session="n", purpose="instructions")  # afresh
+        assert (await lg.types()).count("confirmation.requested") == 1
 
 
 async def test_budget_resets_on_the_next_utc_day(

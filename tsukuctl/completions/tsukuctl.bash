@@ -26,7 +26,7 @@ _tsukuctl() {
             " config") words="-h --help --json -q --quiet -v --verbose" ;;
             " sandbox") words="-h --help --force --busybox --json -q --quiet -v --verbose" ;;
             " llm") words="-h --help --provider --yes --json -q --quiet -v --verbose" ;;
-            " install") words="-h --help --force -y --yes --json --from --search-provider --provider --only-provider --no-discover --collect-tool-stats -q --quiet -v --verbose" ;;
+            " install") words="-h --help --force -y --yes --json --from --search-provider --provider --only-provider --no-discover --trust-page-hosts --collect-tool-stats -q --quiet -v --verbose" ;;
             " list") words="-h --help --json -q --quiet -v --verbose" ;;
             " remove") words="-h --help --json -q --quiet -v --verbose" ;;
             " uninstall") words="-h --help --json -q --quiet -v --verbose" ;;
@@ -37,7 +37,7 @@ _tsukuctl() {
             " plan") words="-h --help --version --platform --json -q --quiet -v --verbose" ;;
             " outdated") words="-h --help --json -q --quiet -v --verbose" ;;
             " upgrade") words="-h --help --all --json -q --quiet -v --verbose" ;;
-            " create") words="-h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation -y --yes -o --output --force --json --collect-tool-stats -q --quiet -v --verbose" ;;
+            " create") words="-h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation -y --yes --trust-page-hosts -o --output --force --json --collect-tool-stats -q --quiet -v --verbose" ;;
             " hook") words="-h --help --shell --rc --mode --json -q --quiet -v --verbose" ;;
             " shell-init") words="-h --help -q --quiet -v --verbose" ;;
             " demo") words="-h --help --keep -q --quiet -v --verbose" ;;

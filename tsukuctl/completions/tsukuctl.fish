@@ -55,7 +55,7 @@ function __tsukuctl_complete
                 printf '%s\n' -h --help --provider --yes --json -q --quiet -v --verbose
                 return
             case " install"
-                printf '%s\n' -h --help --force -y --yes --json --from --search-provider --provider --only-provider --no-discover --collect-tool-stats -q --quiet -v --verbose
+                printf '%s\n' -h --help --force -y --yes --json --from --search-provider --provider --only-provider --no-discover --trust-page-hosts --collect-tool-stats -q --quiet -v --verbose
                 return
             case " list"
                 printf '%s\n' -h --help --json -q --quiet -v --verbose
@@ -88,7 +88,7 @@ function __tsukuctl_complete
                 printf '%s\n' -h --help --all --json -q --quiet -v --verbose
                 return
             case " create"
-                printf '%s\n' -h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation -y --yes -o --output --force --json --collect-tool-stats -q --quiet -v --verbose
+                printf '%s\n' -h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation -y --yes --trust-page-hosts -o --output --force --json --collect-tool-stats -q --quiet -v --verbose
                 return
             case " hook"
                 printf '%s\n' -h --help --shell --rc --mode --json -q --quiet -v --verbose

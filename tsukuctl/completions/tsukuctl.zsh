@@ -27,7 +27,7 @@ _tsukuctl() {
             (" config") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" sandbox") cands=(-h --help --force --busybox --json -q --quiet -v --verbose) ;;
             (" llm") cands=(-h --help --provider --yes --json -q --quiet -v --verbose) ;;
-            (" install") cands=(-h --help --force -y --yes --json --from --search-provider --provider --only-provider --no-discover --collect-tool-stats -q --quiet -v --verbose) ;;
+            (" install") cands=(-h --help --force -y --yes --json --from --search-provider --provider --only-provider --no-discover --trust-page-hosts --collect-tool-stats -q --quiet -v --verbose) ;;
             (" list") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" remove") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" uninstall") cands=(-h --help --json -q --quiet -v --verbose) ;;
@@ -38,7 +38,7 @@ _tsukuctl() {
             (" plan") cands=(-h --help --version --platform --json -q --quiet -v --verbose) ;;
             (" outdated") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" upgrade") cands=(-h --help --all --json -q --quiet -v --verbose) ;;
-            (" create") cands=(-h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation -y --yes -o --output --force --json --collect-tool-stats -q --quiet -v --verbose) ;;
+            (" create") cands=(-h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation -y --yes --trust-page-hosts -o --output --force --json --collect-tool-stats -q --quiet -v --verbose) ;;
             (" hook") cands=(-h --help --shell --rc --mode --json -q --quiet -v --verbose) ;;
             (" shell-init") cands=(-h --help -q --quiet -v --verbose) ;;
             (" demo") cands=(-h --help --keep -q --quiet -v --verbose) ;;

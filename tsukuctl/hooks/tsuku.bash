@@ -12,6 +12,8 @@
 #   suggest  (default) print which tool provides the command and how to install it
 #   confirm  ask, then run `tsukuctl install <tool>` and re-run the command
 #   auto     install without asking (saying so), then re-run the command
+# A command several tools claim, none of them named after it, is never installed by the
+# hook: every mode lists the claimants and leaves the choice to the person.
 # An existing command_not_found_handle is kept and still called; the exit status stays
 # 127 unless a command was installed and re-run.
 
@@ -47,7 +49,7 @@ __tsuku_fallback() {
     return 127
 }
 
-# Sets __tsuku_tool and __tsuku_src from the first index line for $1. The read gives up
+# Sets __tsuku_tool, __tsuku_src and __tsuku_others from the first index line for $1. The read gives up
 # after 100 ms (a hung file system, a FIFO in the index's place): the shell never hangs.
 __tsuku_lookup() {
     local idx=$__tsuku_home/share/binary-index.tsv line='' last=${!:-}
@@ -65,6 +67,12 @@ __tsuku_lookup() {
     line=${line#*	}
     __tsuku_tool=${line%%	*}
     __tsuku_src=${line#*	}
+    # A fourth field: several tools claim the command and none is named after it.
+    __tsuku_others=
+    if [[ $__tsuku_src == *'	'* ]]; then
+        __tsuku_others=${__tsuku_src#*	}
+        __tsuku_src=${__tsuku_src%%	*}
+    fi
     [[ -n $__tsuku_tool ]]
 }
 
@@ -114,7 +122,7 @@ __tsuku_install_and_run() {
 }
 
 command_not_found_handle() {
-    local __tsuku_tool __tsuku_src __tsuku_m answer status
+    local __tsuku_tool __tsuku_src __tsuku_others __tsuku_m answer status
     # No lookup in a non-interactive context, inside our own install, for tsuku itself,
     # or for names no tool has (paths, globs: they would need escaping).
     if [[ $- != *i* || -n ${TSUKU_HOOK_ACTIVE:-} || $1 == tsukuctl || $1 == tsukud ]] ||
@@ -129,6 +137,17 @@ command_not_found_handle() {
         # shellcheck disable=SC2016 # a literal $PATH, for the user to paste
         printf '%s is installed by tsuku (%s) in %s, which is not on PATH. Add it: PATH="%s:$PATH"\n' \
             "$1" "$__tsuku_tool" "$__tsuku_home/bin" "$__tsuku_home/bin" >&2
+        return "$status"
+    fi
+    if [[ -n $__tsuku_others ]]; then
+        # Several claimants, none named after the command: name them all, install none
+        # (whatever the mode): the person picks.
+        __tsuku_fallback "$@"
+        status=$?
+        if [[ $status == 127 ]]; then
+            printf '%s is claimed by several tools, none named %s: %s, %s. Install the one you mean with: tsukuctl install <tool>\n' \
+                "$1" "$1" "$__tsuku_tool" "${__tsuku_others//,/, }" >&2
+        fi
         return "$status"
     fi
     __tsuku_mode

@@ -11,6 +11,8 @@
 #   suggest  (default) print which tool provides the command and how to install it
 #   confirm  ask, then run `tsukuctl install <tool>` and re-run the command
 #   auto     install without asking (saying so), then re-run the command
+# A command several tools claim, none of them named after it, is never installed by the
+# hook: every mode lists the claimants and leaves the choice to the person.
 # An existing fish_command_not_found is kept and still called. fish itself sets $status
 # to 127 after an unknown command, whatever the handler does.
 
@@ -40,7 +42,7 @@ function __tsuku_fallback
     end
 end
 
-# Prints "tool<TAB>source" of the first index line for $argv[1].
+# Prints "tool<TAB>source[<TAB>other claimants]" of the first index line for $argv[1].
 function __tsuku_lookup
     set -l idx $__tsuku_home/share/binary-index.tsv
     test -f $idx -a -r $idx; or return 1
@@ -120,6 +122,13 @@ function __tsuku_cnf
     if test "$fields[2]" = installed
         __tsuku_fallback $argv
         printf '%s is installed by tsuku (%s) in %s, which is not on PATH. Add it: fish_add_path %s\n' $name $tool $__tsuku_home/bin $__tsuku_home/bin >&2
+        return 127
+    end
+    if test -n "$fields[3]"
+        # Several claimants, none named after the command: name them all, install none
+        # (whatever the mode): the person picks.
+        __tsuku_fallback $argv
+        printf '%s is claimed by several tools, none named %s: %s, %s. Install the one you mean with: tsukuctl install <tool>\n' $name $name $tool (string replace -a -- , ', ' $fields[3]) >&2
         return 127
     end
     set -l mode (__tsuku_mode)

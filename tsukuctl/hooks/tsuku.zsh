@@ -10,6 +10,8 @@
 #   suggest  (default) print which tool provides the command and how to install it
 #   confirm  ask, then run `tsukuctl install <tool>` and re-run the command
 #   auto     install without asking (saying so), then re-run the command
+# A command several tools claim, none of them named after it, is never installed by the
+# hook: every mode lists the claimants and leaves the choice to the person.
 # An existing command_not_found_handler is kept and still called; the exit status stays
 # 127 unless a command was installed and re-run.
 
@@ -40,7 +42,8 @@ __tsuku_fallback() {
     return 127
 }
 
-# Sets __tsuku_tool and __tsuku_src from the first index line for $1; the read gives up
+# Sets __tsuku_tool, __tsuku_src and __tsuku_others from the first index line for $1;
+# the read gives up
 # after 100 ms, so a hung file system cannot hang the shell.
 __tsuku_lookup() {
     emulate -L zsh
@@ -59,6 +62,12 @@ __tsuku_lookup() {
     line=${line#*$'\t'}
     __tsuku_tool=${line%%$'\t'*}
     __tsuku_src=${line#*$'\t'}
+    # A fourth field: several tools claim the command and none is named after it.
+    __tsuku_others=
+    if [[ $__tsuku_src == *$'\t'* ]]; then
+        __tsuku_others=${__tsuku_src#*$'\t'}
+        __tsuku_src=${__tsuku_src%%$'\t'*}
+    fi
     [[ -n $__tsuku_tool ]]
 }
 
@@ -112,7 +121,7 @@ __tsuku_install_and_run() {
 
 command_not_found_handler() {
     emulate -L zsh
-    local __tsuku_tool __tsuku_src __tsuku_m answer st
+    local __tsuku_tool __tsuku_src __tsuku_others __tsuku_m answer st
     # No lookup in a non-interactive context, inside our own install, for tsuku itself,
     # or for names no tool has (paths, globs: they would need escaping).
     if [[ ! -o interactive || -n ${TSUKU_HOOK_ACTIVE:-} || $1 == (tsukuctl|tsukud) ]] ||
@@ -125,6 +134,16 @@ command_not_found_handler() {
         __tsuku_fallback "$@"
         st=$?
         print -ru2 -- "$1 is installed by tsuku ($__tsuku_tool) in $__tsuku_home/bin, which is not on PATH. Add it: PATH=\"$__tsuku_home/bin:\$PATH\""
+        return $st
+    fi
+    if [[ -n $__tsuku_others ]]; then
+        # Several claimants, none named after the command: name them all, install none
+        # (whatever the mode): the person picks.
+        __tsuku_fallback "$@"
+        st=$?
+        if (( st == 127 )); then
+            print -ru2 -- "$1 is claimed by several tools, none named $1: $__tsuku_tool, ${__tsuku_others//,/, }. Install the one you mean with: tsukuctl install <tool>"
+        fi
         return $st
     fi
     __tsuku_mode

@@ -3,9 +3,13 @@
 One round of GitHub requests: the repository (description, homepage, canonical name
 after a rename), its recent releases, the file names at the root of the release tag and
 the README there. The releases are the five newest published ones (drafts are never
-used); the version the recipe is checked and validated at is the newest *stable* one,
-falling back to the newest prerelease only when nothing else exists (the reference used
-whatever came first, prereleases included).
+used); the version the recipe is checked, validated and pinned at is chosen from the
+first page of releases by the installer's own rule
+(:func:`~tsukud.recipe.version.newest_release`): the newest release that is not a
+pre-release, by GitHub's flag or by its tag (``v2.0.0-beta.1`` is one whatever the flag
+says), the newest pre-release only when nothing else exists (the reference used whatever
+came first, prereleases included). One rule, so ``install`` later installs the release
+validated here.
 
 Everything here is untrusted text from strangers. Asset names are filtered later
 (``tsukud.create.assets``); the description and homepage are cleaned here before they
@@ -15,14 +19,16 @@ can reach a prompt or a recipe.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import msgspec
 import trio
 
-from tsukud.create.assets import Release, strip_invisible, usable_releases, with_tag_prefix
+from tsukud.create.assets import Release, strip_invisible, with_tag_prefix
 from tsukud.create.errors import BadSource, NoReleases
 from tsukud.errors import TsukuError
+from tsukud.github.client import LATEST_PAGE
 
 if TYPE_CHECKING:
     from tsukud.github.client import GitHub
@@ -75,10 +81,10 @@ class RepoContext(msgspec.Struct, frozen=True, kw_only=True):
             if prefix and not self.releases[0].tag.startswith(prefix):
                 return self
             return msgspec.structs.replace(self, tag_prefix=prefix or None)
-        scoped = usable_releases(with_tag_prefix(self.releases, prefix))
-        if not scoped:
+        chosen = latest_of(self.releases, prefix)
+        if chosen is None:
             return self
-        return msgspec.structs.replace(self, tag=scoped[0].tag, tag_prefix=prefix or None)
+        return msgspec.structs.replace(self, tag=chosen, tag_prefix=prefix or None)
 
     def for_recipe(self, recipe: Recipe) -> RepoContext:
         """:meth:`for_tag_prefix` with the prefix the installer honours for ``recipe``."""
@@ -136,6 +142,18 @@ def clean_homepage(url: str | None) -> str | None:
     return url
 
 
+def latest_of(releases: Iterable[Release], prefix: str | None) -> str | None:
+    """The tag of the release a recipe is validated at: the installer's rule
+    (:func:`~tsukud.recipe.version.newest_release`), so the release installed later is
+    the release validated now."""
+    from tsukud.recipe.version import PublishedRelease, newest_release
+
+    chosen = newest_release(
+        (PublishedRelease(r.tag, r.draft, r.prerelease) for r in releases), tag_prefix=prefix
+    )
+    return chosen.tag if chosen is not None else None
+
+
 def to_release(api: ApiRelease) -> Release:
     digests = {a.name: a.sha256 for a in api.assets if a.sha256}
     return Release(
@@ -179,7 +197,8 @@ async def gather(
 
     async def get_releases() -> None:
         try:
-            listed.append(await github.releases(repo, per_page=max_releases * 2, max_pages=1))
+            page = max(LATEST_PAGE, max_releases)
+            listed.append(await github.releases(repo, per_page=page, max_pages=1))
         except TsukuError as exc:
             failed["releases"] = exc
 
@@ -193,11 +212,23 @@ async def gather(
     published = [r for r in listed[0] if not r.draft and r.tag_name]
     if version is not None:
         published = await _from_version(github, canonical, published, version)
-    published = published[:max_releases]
+        tag = published[0].tag_name if published else ""
+    else:
+        tag = latest_of([to_release(r) for r in published], None) or ""
     if not published:
         raise NoReleases(f"{canonical} has no published releases")
+    if not tag:
+        raise NoReleases(
+            f"{canonical} has no published release whose tag is a version "
+            f"(newest: {published[0].tag_name[:60]!r})",
+            hint="tsuku installs releases by version; give one with --version if a "
+            "release has one, or write the recipe by hand.",
+        )
+    kept = published[:max_releases]
+    if all(r.tag_name != tag for r in kept):  # newer ones were all pre-releases
+        kept = [*kept[: max_releases - 1], next(r for r in published if r.tag_name == tag)]
+    published = kept
     releases = tuple(to_release(r) for r in published)
-    tag = releases[0].tag if version is not None else usable_releases(releases)[0].tag
     files, readme, readme_name = await _readme(github, canonical, tag)
     return RepoContext(
         repo=canonical,

@@ -21,6 +21,7 @@ REPLAY = "replay"
 INTENT = "intent"
 WRONG_PLATFORM = "wrong_platform"
 UNSUPPORTED = "unsupported_platform"
+GUARDED_COMMAND = "guarded_command"
 
 Severity = Literal["error", "warning"]
 

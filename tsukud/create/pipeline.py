@@ -163,6 +163,9 @@ class CreateResult(msgspec.Struct, kw_only=True, omit_defaults=True):
     tool_stats: tuple[ToolCallRecord, ...] | None = None
     duration_ms: int = 0
     written: str | None = None
+    # Every paid call of the command that showed this recipe (discovery, reading an
+    # install page, this run): what the preview's cost line says it cost in all.
+    command_cost_usd: float | None = None
 
 
 def builder_completed(result: CreateResult) -> dict[str, Any]:

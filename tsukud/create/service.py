@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from tsukud.llm.service import LLM
     from tsukud.net.http import Http
     from tsukud.policy.confirm import Confirmations
+    from tsukud.recipe import Recipe
     from tsukud.sandbox.service import Sandbox
 
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
@@ -68,6 +69,23 @@ def checked_recipe_text(tool: str, text: str) -> None:
     found = errors(check_on_paper(recipe))
     if found:
         raise CreateError("the recipe fails the static checks:\n" + format_findings(found))
+
+
+def refuse_guarded(recipe: Recipe, source: str) -> None:
+    """A package whose executables include ``sudo``, ``ssh``, ``gpg`` … (and is not that
+    command's own) is refused before anything is fetched or validated: the install
+    would refuse it too (``install/shadowing.py``)."""
+    from tsukud.create.findings import format_findings
+    from tsukud.create.static_checks import guarded_findings
+
+    found = guarded_findings(recipe)
+    if found:
+        raise CreateError(
+            f"{source} would install commands only their own recipes may install:\n"
+            + format_findings(found),
+            hint="A package that ships sudo, ssh, gpg or the like under another name is "
+            "not installed as a tool; nothing was written.",
+        )
 
 
 async def offer_image(
@@ -298,7 +316,7 @@ class Creator:
         from tsukud.create.bottle_validation import BottleValidation
         from tsukud.create.homebrew_builder import build_from_homebrew
         from tsukud.install.homebrew.client import HomebrewClient
-        from tsukud.recipe import Recipe, host_platform
+        from tsukud.recipe import host_platform
         from tsukud.secrets import redact
 
         config = self._config()
@@ -404,6 +422,7 @@ class Creator:
 
         try:
             draft = await DRAFTERS[source.prefix](self._http(), base, tool, source.package, version)
+            refuse_guarded(draft.recipe, str(source))
         except BaseException as exc:
             await failed("context", exc)
             raise

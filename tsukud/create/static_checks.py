@@ -26,6 +26,7 @@ from tsukud.create.assets import (
 )
 from tsukud.create.findings import (
     BINARY_PATH,
+    GUARDED_COMMAND,
     INTENT,
     LIMITS,
     LITERAL_VERSION,
@@ -37,6 +38,7 @@ from tsukud.create.findings import (
     Finding,
 )
 from tsukud.create.tokens import UNIVERSAL, parse_asset
+from tsukud.install.shadowing import is_guarded
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
     AmbiguousAsset,
@@ -279,7 +281,28 @@ def check_binaries(recipe: Recipe) -> list[Finding]:
                 found += binary_path_findings(entry.src, where=f"{where}.binaries[{i}]")
                 if entry.dest is not None:
                     found += binary_path_findings(entry.dest, where=f"{where}.binaries[{i}].dest")
-    return found
+    return found + guarded_findings(recipe)
+
+
+def guarded_findings(recipe: Recipe) -> list[Finding]:
+    """A command that guards credentials or privileges (``sudo``, ``ssh``, ``gpg`` …) is
+    never proposed by a recipe for another tool: the installer would refuse it anyway
+    (``install/shadowing.py``), and a generator that writes one is following an
+    injected instruction, not the project."""
+    tool = recipe.metadata.name.lower()
+    names = set(binary_names(recipe))
+    for step in recipe.steps:
+        if isinstance(step, EcosystemStep):
+            names.update(posixpath.basename(e) for e in step.executables)
+    return [
+        Finding(
+            category=GUARDED_COMMAND,
+            message=f"binary {name!r} is named like a command that guards credentials or "
+            f"privileges; only the recipe for {name} may install it: leave it out",
+        )
+        for name in sorted(names)
+        if name.lower() != tool and is_guarded(name)
+    ]
 
 
 def check_literal_versions(recipe: Recipe, versions: Sequence[str]) -> list[Finding]:

@@ -51,9 +51,11 @@ from tsukud.discover.deadline import Deadline
 from tsukud.discover.ecosystem import (
     ProbeReport,
     describe,
+    evidence_line,
     install_command,
     misfit,
     select,
+    unvouched,
 )
 from tsukud.discover.errors import (
     FROM_HINT,
@@ -191,6 +193,7 @@ class _State:
     llm_note: str | None = None
     squat: Typosquat | None = None
     eco_choices: list[Choice] = field(default_factory=list)  # same-name misfits
+    package: Probe | None = None  # the same-name package the ecosystem stage found
     unreachable: list[str] = field(default_factory=list)  # ecosystems that erred or were late
     registry_down: str | None = None  # why the recipe registry could not be asked
     tool_calls: list[ToolCalled] = field(default_factory=list)
@@ -298,6 +301,8 @@ class _Chain:
         found, decision = pending
         if decision is not None:
             await self._approve(found, decision)
+        elif found.stage == "ecosystem" and self.st.package is not None and self.req.confirm:
+            await self._approve_package(found, self.st.package)
         return self.finish(found)
 
     async def _resolve(self) -> tuple[Discovery, Decision | None] | _Offer:
@@ -435,21 +440,48 @@ class _Chain:
             return _Offer([*offered, *self.st.eco_choices], f"none is recommended: {near}")
         if sel.chosen is None:  # a tie: a person picks, outside the deadline; --yes never
             await self.stage_event("ecosystem", "ambiguous", started, **detail)
-            ties = [
-                choicesmod.from_probe(
-                    p, why=f"it fits {self.tool} and passes {p.builder}'s bar", recommended=True
-                )
-                for p in sel.ranked
-            ]
+            ties = [self._tie(p) for p in sel.ranked]
             reason = (
                 f"{len(ties)} packages in different ecosystems fit, none used ten times more "
                 "than the others"
             )
             return _Offer([*ties, *self.st.eco_choices], reason, tie=True)
-        await self.stage_event("ecosystem", "hit", started, selection=sel.kind, **detail)
-        found = self._ecosystem_result(sel.chosen, list(sel.ranked), sel.kind, sel.ratio)
-        await self.progress("ecosystem", present.describe_ecosystem(found))
+        chosen = sel.chosen
+        why = unvouched(chosen)
+        await self.stage_event(
+            "ecosystem", "hit", started, selection=sel.kind, unvouched=why, **detail
+        )
+        found = self._ecosystem_result(chosen, list(sel.ranked), sel.kind, sel.ratio)
+        self.st.package = chosen
+        if why and self.req.confirm:
+            # Nothing but the name speaks for it: only a person's explicit pick takes it.
+            return _Offer(
+                [
+                    choicesmod.from_probe(chosen, why="found by its name alone: " + "; ".join(why)),
+                    *self.st.eco_choices,
+                ],
+                f"{chosen.builder}:{chosen.source} has the name {self.tool}, and nothing "
+                "else speaks for it",
+            )
+        if why:
+            way = self._naming(chosen.builder, chosen.source)
+            found.warnings = (
+                *found.warnings,
+                f"found by its name alone ({'; '.join(why)}): installing it needs an "
+                f"explicit choice: {way}",
+            )
+        if not self.req.confirm:  # a report; else the confirmation shows it
+            await self.progress("ecosystem", present.describe_ecosystem(found, chosen))
         return found
+
+    def _tie(self, p: Probe) -> Choice:
+        """One of several fitting same-name packages: recommended only when more than
+        its name speaks for it."""
+        bare = unvouched(p)
+        if bare:
+            return choicesmod.from_probe(p, why="found by its name alone: " + "; ".join(bare))
+        why = f"it fits {self.tool} and passes {p.builder}'s bar"
+        return choicesmod.from_probe(p, why=why, recommended=True)
 
     def _ecosystem_result(
         self, chosen: Probe, ranked: list[Probe], reason: str, ratio: float | None
@@ -460,7 +492,7 @@ class _Chain:
             stage="ecosystem",
             builder=chosen.builder,
             source=chosen.source,
-            reason=f"found in {chosen.builder} ecosystem ({reason})",
+            reason=f"a package named {self.tool} in the {chosen.builder} ecosystem ({reason})",
             install_command=install_command(chosen.builder, chosen.source),
             metadata={
                 k: v
@@ -473,6 +505,10 @@ class _Chain:
                     "popularity": describe(chosen),
                     "selection": reason,
                     "downloads_ratio": ratio,
+                    "first_published": chosen.first_published,
+                    "maintainers": list(chosen.maintainers) or None,
+                    "has_repository": chosen.has_repository,
+                    "vouched": not unvouched(chosen),
                 }.items()
                 if v is not None
             },
@@ -890,6 +926,46 @@ class _Chain:
         )
 
     # ---- confirmation -----------------------------------------------------------------
+
+    async def _approve_package(self, found: Discovery, probe: Probe) -> None:
+        """A same-name package with a repository and real use: a candidate, shown with
+        its evidence; a person's yes (or ``--yes``) accepts it. (One with neither never
+        gets here: it is a numbered choice, :meth:`_ecosystems`.)"""
+        spec = f"{probe.builder}:{probe.source}"
+        text = present.describe_ecosystem(found, probe)
+        if self.req.yes:
+            found.approval = "yes_flag"
+            await self.progress(
+                "found",
+                text + f"\nApproved by --yes: it names its repository and {spec} is used "
+                "(its registry's counts above).",
+                discovery=found.metadata,
+            )
+            return
+        way = self._naming(probe.builder, probe.source)
+        if not self.req.can_ask:
+            raise DiscoveryConfirmationRequired(
+                f"found {spec} for {self.tool} by its name; a package found by its name "
+                "needs a person's approval, and there is no terminal to ask",
+                hint=f"Run it again with --yes to accept {spec} (its evidence: "
+                f"{evidence_line(probe)}), or name the source yourself: {way}",
+                source=probe.source,
+            )
+        question = ConfirmationRequired(
+            text,
+            question=f"Install {self.tool} from this source?",
+            kind="discovery",
+            discovery={"tool": self.tool, **found.metadata},
+        )
+        try:
+            await self.deps.ask(question)
+        except UserDeclined:
+            raise DiscoveryDenied(
+                f"{spec} was not approved: nothing was installed",
+                hint="If you know the right source, " + FROM_HINT.format(tool=self.tool),
+                source=probe.source,
+            ) from None
+        found.approval = "user"
 
     async def _approve(self, found: Discovery, decision: Decision) -> None:
         v = decision.selected

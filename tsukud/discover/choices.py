@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from tsukud.discover.ecosystem import describe, install_command
+from tsukud.discover.ecosystem import describe, evidence_line, install_command
 from tsukud.discover.model import Choice, Probe, Verified
 from tsukud.discover.verify import ago
 from tsukud.terminal import terminal_safe
@@ -39,6 +39,8 @@ def from_verified(v: Verified, *, recommended: bool, why: str) -> Choice:
             from_probe(probe, why=why, recommended=recommended),
             found_by="llm",
             confidence=v.candidate.confidence,
+            # unknown to its registry: no evidence to show, not "no repository"
+            has_repository=None if v.probe is None else v.probe.has_repository,
         )
     m = v.meta
     return Choice(
@@ -66,6 +68,10 @@ def from_probe(p: Probe, *, why: str, recommended: bool = False) -> Choice:
         version_count=p.version_count,
         description=p.description,
         install_command=install_command(p.builder, p.source),
+        repository=p.repository,
+        has_repository=p.has_repository,
+        first_published=p.first_published,
+        maintainers=p.maintainers,
     )
 
 
@@ -89,7 +95,13 @@ def facts(c: Choice) -> str:
         source=c.source,
         downloads=c.downloads or 0,
         version_count=c.version_count or 0,
+        has_repository=bool(c.has_repository),
+        repository=c.repository,
+        first_published=c.first_published,
+        maintainers=c.maintainers,
     )
+    if c.has_repository is not None:  # what its registry said: all of the evidence
+        return _shown(evidence_line(probe))
     usage = describe(probe).replace("no repository", "").strip(", ")
     return usage or "usage unknown"
 

@@ -123,6 +123,32 @@ def _bins(value: Any) -> tuple[str, ...] | None:
     return None
 
 
+def _date(value: Any) -> str | None:
+    """The ``YYYY-MM-DD`` of an ISO timestamp a registry gave, else None."""
+    text = _str(value)
+    return text[:10] if text and re.match(r"\d{4}-\d\d-\d\d", text) else None
+
+
+def _earliest(values: Any) -> str | None:
+    dates = [d for v in values if (d := _date(v))]
+    return min(dates) if dates else None
+
+
+def _people(*values: Any) -> tuple[str, ...]:
+    """Names from a registry's people fields: a string (``"A, B"``), ``{"name"}`` or
+    ``{"login"}`` objects, or lists of those; in order, once each."""
+    names: list[str] = []
+    for value in values:
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, dict):
+                item = item.get("name") or item.get("login")
+            text = _str(item)
+            if text:
+                names += [n.strip() for n in text.split(",") if n.strip()]
+    return tuple(dict.fromkeys(n[:80] for n in names))[:5]
+
+
 def parse_crates(name: str, body: Any) -> Probe | None:
     crate = _dict(_dict(body).get("crate"))
     if not _same(crate.get("name") or crate.get("id"), name):
@@ -141,6 +167,10 @@ def parse_crates(name: str, body: Any) -> Probe | None:
         description=_str(crate.get("description")),
         latest=_str(crate.get("max_stable_version")) or _str(crate.get("max_version")),
         executables=_bins(newest.get("bin_names")) if "bin_names" in newest else None,
+        first_published=_date(crate.get("created_at")),
+        maintainers=_people(
+            [_dict(v).get("published_by") for v in versions] if isinstance(versions, list) else []
+        ),
     )
 
 
@@ -164,6 +194,9 @@ def parse_npm(name: str, packument: Any, downloads: Any) -> Probe | None:
         latest=latest,
         # A published version's manifest without ``bin`` installs no command.
         executables=(_bins(manifest.get("bin")) or ()) if manifest.get("version") else None,
+        first_published=_date(_dict(doc.get("time")).get("created"))
+        or _earliest(v for k, v in _dict(doc.get("time")).items() if k != "modified"),
+        maintainers=_people(doc.get("author"), doc.get("maintainers")),
     )
 
 
@@ -183,6 +216,13 @@ def parse_pypi(name: str, body: Any) -> Probe | None:
         repository=repo,
         description=_str(info.get("summary")),
         latest=_str(info.get("version")),
+        first_published=_earliest(
+            _dict(f).get("upload_time_iso_8601")
+            for files in (releases.values() if isinstance(releases, dict) else ())
+            if isinstance(files, list)
+            for f in files
+        ),
+        maintainers=_people(info.get("author"), info.get("maintainer")),
     )
 
 
@@ -202,6 +242,10 @@ def parse_rubygems(name: str, gem: Any, versions: Any) -> Probe | None:
         repository=repo,
         description=_str(doc.get("info")),
         latest=_str(doc.get("version")),
+        first_published=_earliest(
+            _dict(v).get("created_at") for v in (versions if isinstance(versions, list) else ())
+        ),
+        maintainers=_people(doc.get("authors")),
     )
 
 
@@ -274,6 +318,74 @@ def misfit(probe: Probe, tool: str) -> list[str]:
     if not probe.executables and desc and not _TOOL_WORDS.search(desc):
         why.append(f"its description is about something else ({desc[:80]!r})")
     return why
+
+
+# What a registry's download count counts (the registries without one: unknown use).
+DOWNLOADS_COUNTED = {
+    "npm": "weekly downloads",
+    "crates.io": "downloads in 90 days",
+    "rubygems": "downloads in all",
+}
+
+
+def unvouched(probe: Probe) -> list[str]:
+    """Why a package found only because its name is the typed name needs a person's
+    explicit choice (empty: a person's yes, or ``--yes``, may accept it).
+
+    A name is not an identity: anyone can publish ``fmtq`` on npm. What speaks for a
+    package is a source repository it names and real use (downloads at the registry's
+    bar); without either, nothing but the name does. A registry that does not report use
+    (PyPI, the Go proxy) leaves its use unknown, which is not evidence either."""
+    why: list[str] = []
+    if not probe.has_repository:
+        why.append("it names no source repository")
+    counted = DOWNLOADS_COUNTED.get(probe.builder)
+    least = THRESHOLDS.get(probe.builder, (0, 0))[0]
+    if counted is None:
+        why.append(f"{probe.builder} does not report how much it is used")
+    elif probe.downloads < least:
+        why.append(f"negligible use ({probe.downloads:,} {counted}, under {least:,})")
+    return why
+
+
+def evidence(probe: Probe) -> list[tuple[str, str]]:
+    """(label, value) lines of what the registry says about a package, for a person."""
+    counted = DOWNLOADS_COUNTED.get(probe.builder)
+    rows = [
+        (
+            "Downloads",
+            f"{probe.downloads:,} {counted}" if counted else "not reported by the registry",
+        ),
+        (
+            "Versions",
+            f"{probe.version_count}" + (f" (latest {probe.latest})" if probe.latest else ""),
+        ),
+        ("First published", probe.first_published or "unknown"),
+        (
+            "Repository",
+            (f"https://github.com/{probe.repository}" if probe.repository else "named (not GitHub)")
+            if probe.has_repository
+            else "NONE",
+        ),
+        ("Published by", ", ".join(probe.maintainers) if probe.maintainers else "unknown"),
+    ]
+    return rows
+
+
+def evidence_line(probe: Probe) -> str:
+    """:func:`evidence` in one line (a numbered choice)."""
+    counted = DOWNLOADS_COUNTED.get(probe.builder)
+    bits = [
+        f"{_count(probe.downloads)} {counted}" if counted else "use not reported",
+        f"{probe.version_count} versions",
+        f"first published {probe.first_published}" if probe.first_published else "age unknown",
+        f"repository {probe.repository}"
+        if probe.repository
+        else ("has repository" if probe.has_repository else "NO repository"),
+    ]
+    if probe.maintainers:
+        bits.append("by " + ", ".join(probe.maintainers))
+    return ", ".join(bits)
 
 
 def rank(matches: list[Probe]) -> list[Probe]:

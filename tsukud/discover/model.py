@@ -26,6 +26,11 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     description: str | None = None
     latest: str | None = None
     executables: tuple[str, ...] | None = None  # None: the registry does not say
+    # The evidence a person weighs before trusting a package found by its name: when it
+    # was first published (ISO date, None: the registry does not say) and who publishes
+    # it (npm's maintainers, a gem's authors, PyPI's author, a crate's publisher).
+    first_published: str | None = None
+    maintainers: tuple[str, ...] = ()
 
 
 class Candidate(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -149,6 +154,11 @@ class Choice(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     description: str | None = None
     confidence: int | None = None
     install_command: str | None = None  # ecosystem packages: how to install them there
+    # an ecosystem package's evidence (see Probe)
+    repository: str | None = None
+    has_repository: bool | None = None
+    first_published: str | None = None
+    maintainers: tuple[str, ...] = ()
 
     @property
     def spec(self) -> str:

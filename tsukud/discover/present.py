@@ -7,12 +7,16 @@ from typing import Any
 
 import msgspec
 
-from tsukud.discover.ecosystem import install_command
-from tsukud.discover.model import Discovery, RepoMeta, Verified
+from tsukud.discover.ecosystem import evidence, install_command
+from tsukud.discover.model import Discovery, Probe, RepoMeta, Verified
 from tsukud.discover.verify import ago
 from tsukud.terminal import terminal_safe
 
 LLM_WARNING = "this source was found by an LLM's web search: make sure it is the tool you mean"
+NAME_WARNING = (
+    "this package was found because its name is the name you typed; anyone can publish "
+    "a package under any free name: make sure it is the tool you mean"
+)
 
 
 def _stars(n: int) -> str:
@@ -170,11 +174,15 @@ def describe_registry(found: Discovery) -> str:
     return line + (f"\n  Description:  {_shown(str(desc))}" if desc else "")
 
 
-def describe_ecosystem(found: Discovery) -> str:
-    lines = [f"Found {found.tool} on {found.builder}: {found.source}"]
-    for key, label in (("description", "Description"), ("popularity", "Popularity")):
-        if found.metadata.get(key):
-            lines.append(f"  {label + ':':<13} {_shown(str(found.metadata[key]))}")
+def describe_ecosystem(found: Discovery, probe: Probe) -> str:
+    """A same-name package as a candidate: its evidence as its registry gives it (a
+    name proves nothing: anyone can publish one)."""
+    lines = [f"Found a package named {found.tool} on {found.builder}: {_shown(found.source)}"]
+    if probe.description:
+        lines.append(f"  {'Description:':<16} {_shown(probe.description)}")
+    lines += [f"  {label + ':':<16} {_shown(value)}" for label, value in evidence(probe)]
     if found.install_command:
         lines.append(f"  Install it with: {found.install_command}")
+    lines.append("  Warnings:")
+    lines += [f"    ! {_shown(w)}" for w in (*found.warnings, NAME_WARNING)]
     return "\n".join(lines)

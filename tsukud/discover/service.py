@@ -325,9 +325,11 @@ class DiscoveryService:
 
     async def _describe_page(self, found: Discovery, *, read: bool) -> None:
         """An ``instructions`` result says which platform it is for and, when only
-        reported (``tsukuctl discover``), what the page says as a person sees it; an
+        reported (``tsukuctl discover``), what the page says as a person sees it (as a
+        browser engine lays it out, or the stripper's guess with a warning); an
         install reads the page itself, after its own checks."""
-        from tsukud.discover.sanitize_html import clean
+        from tsukud.discover.render_page import read_visible_text
+        from tsukud.discover.sanitize_html import clip
         from tsukud.errors import TsukuError
         from tsukud.recipe import host_platform
 
@@ -342,7 +344,27 @@ class DiscoveryService:
         if resp.status != 200:
             found.metadata["page_error"] = f"HTTP {resp.status}"
             return
-        found.metadata["page_text"] = clean(resp.text(), PAGE_EXCERPT)
+        c = self._config()
+        web = self.web()
+
+        async def stylesheet(url: str) -> str | None:
+            try:
+                sheet = await web.get(url, cache=False)
+            except TsukuError:
+                return None
+            return sheet.text() if sheet.status == 200 else None
+
+        page = await read_visible_text(
+            resp.text(),
+            chromium=str(c["render.chromium"]),
+            time_limit=float(c["render.timeout_s"]),
+            page_url=resp.url,
+            fetch=stylesheet,
+        )
+        found.metadata["page_text"] = clip(page.text, PAGE_EXCERPT)
+        found.metadata["page_engine"] = page.engine
+        if page.warning:
+            found.metadata["page_warning"] = page.warning
 
 
 def builder_sources() -> Mapping[str, str]:

@@ -30,7 +30,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from tsukud.discover.ecosystem import ProbeReport, describe, misfit, quality, repository_support
+from tsukud.discover.ecosystem import (
+    ProbeReport,
+    describe,
+    misfit,
+    quality,
+    repository_support,
+    unvouched,
+)
 from tsukud.discover.model import (
     MIN_CONFIDENCE,
     MIN_STARS,
@@ -270,12 +277,16 @@ def assess_package(candidate: Candidate, report: ProbeReport, *, tool: str) -> V
     why = misfit(probe, tool)
     if why:
         return Verified(candidate=candidate, status="rejected", probe=probe, reason="; ".join(why))
+    # A model naming a package is no more an identity than the typed name is: with no
+    # repository or negligible use, only a person takes it (``--yes`` never does).
+    bare = unvouched(probe)
     return Verified(
         candidate=candidate,
         status="verified",
         probe=probe,
-        popular=quality(probe) is None,
+        popular=quality(probe) is None and not bare,
         popularity=f"{builder} package {probe.source} ({describe(probe)})",
+        warnings=(f"nothing but its name speaks for it: {'; '.join(bare)}",) if bare else (),
     )
 
 

@@ -112,6 +112,9 @@ class ConfirmationAnswered(Payload):
     recipe: dict[str, Any] | None = None  # a recipe written during install: tool, sha256
     choice: int | None = None  # a numbered choice: the number picked
     offered: list[str] | None = None  # a numbered choice: its sources, in order
+    # hosts and packages of a recipe read from a page that its repository does not name:
+    # tool, url and each one's ASCII name (`uses`), shown to the person before the answer
+    page: dict[str, Any] | None = None
 
 
 class GenerationStarted(Payload):
@@ -418,6 +421,8 @@ class InstructionsFetched(Payload, omit_defaults=True):
     chars: int = 0  # of visible text, after stripping
     origins: list[str] | None = None  # the sites the visible text names
     shown: list[str] | None = None  # commands found that tsuku never runs
+    engine: str | None = None  # what decided the visible text: chromium | stripper
+    render_ms: int | None = None  # how long deciding it took
 
 
 class InstructionsAnswer(Payload, omit_defaults=True):
@@ -472,6 +477,8 @@ class DiscoveryStage(Payload):
     matches: list[str] | None = None
     rejected: Any = None
     misfits: Any = None  # ecosystem: builder -> why a same-name package does not fit
+    # ecosystem: why the package found by its name needs an explicit choice (empty: none)
+    unvouched: list[str] | None = None
     errors: Any = None
     late: Any = None
     provider: str | None = None

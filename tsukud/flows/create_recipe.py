@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from tsukud.create.errors import NoBinaryAssets
 from tsukud.errors import TsukuError
-from tsukud.flows.install_missing import page_package, page_says
+from tsukud.flows.install_missing import page_consent, page_package, page_says, with_command_cost
 from tsukud.instructions.builder import InstructionsManual
+from tsukud.instructions.trust import decode_uses
 
 if TYPE_CHECKING:
     from tsukud.create.pipeline import CreateResult
     from tsukud.create.service import Creator
     from tsukud.instructions.service import InstructionsBuilder
+    from tsukud.policy.confirm import Confirmations
 
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -35,7 +37,9 @@ class CreateRecipe:
         creator: Creator,
         homepage: Callable[[str], Awaitable[str | None]],
         instructions: InstructionsBuilder | None,
+        confirmations: Confirmations | None = None,
     ) -> None:
+        self.confirmations = confirmations  # None: no one can be asked
         self.creator = creator
         self.homepage = homepage  # owner/repo -> its homepage URL, or None
         self.instructions = instructions
@@ -43,7 +47,21 @@ class CreateRecipe:
     async def create(
         self, tool: str, source: str, *, progress: Progress, **options: Any
     ) -> CreateResult:
-        """``options``: :meth:`Creator.create`'s keyword arguments."""
+        """``options``: :meth:`Creator.create`'s keyword arguments, and
+        ``trust_page_hosts`` (``--trust-page-hosts``): a recipe read from the homepage
+        may use hosts and packages the repository does not name without a person's
+        yes. Without it, such a recipe is written by ``--yes`` only after the person
+        saw them listed and said yes (a terminal), and a page's package is not fetched
+        before that; the preview (no ``--yes``) lists them for the person's [i]. The
+        result carries what the whole command spent (an install page read first
+        included), so the preview's cost line counts every paid call."""
+        result = await self._create(tool, source, progress=progress, **options)
+        return with_command_cost(result)
+
+    async def _create(
+        self, tool: str, source: str, *, progress: Progress, **options: Any
+    ) -> CreateResult:
+        trust = bool(options.pop("trust_page_hosts", False))
         try:
             return await self.creator.create(tool, source, progress=progress, **options)
         except NoBinaryAssets as exc:
@@ -80,15 +98,44 @@ class CreateRecipe:
                     came_from="no_binary_assets",
                     progress=progress,
                     repo=repo,
+                    refuse_strangers=not trust
+                    and bool(options.get("write"))
+                    and options.get("output") is None
+                    and not options.get("can_ask"),
                     **{k: options[k] for k in asked if k in options},
                 )
             except InstructionsManual as manual:
                 spec = page_package(manual.data)
                 if spec is None:
                     raise
-                # The page names a package of a registry tsuku has a builder for.
+                # The page names a package of a registry tsuku has a builder for: the
+                # person accepts it (unless the repository names it) before any fetch.
                 await progress({"stage": "instructions", "message": page_says(page, manual, spec)})
+                await page_consent(
+                    self.confirmations,
+                    progress,
+                    tool=tool,
+                    url=page,
+                    uses=decode_uses(manual.data.get("uses")),
+                    can_ask=bool(options.get("can_ask")),
+                    trust=trust,
+                    again=f"tsukuctl create {tool} --from {source}",
+                )
                 return await self.creator.create(tool, spec, progress=progress, **options)
+            if options.get("write") and options.get("output") is None:
+                # Written where install finds it, with no preview: the person must have
+                # seen what the repository does not name.
+                await page_consent(
+                    self.confirmations,
+                    progress,
+                    tool=tool,
+                    url=page,
+                    uses=decode_uses(result.preview.get("uses")),
+                    can_ask=bool(options.get("can_ask")),
+                    trust=trust,
+                    again=f"tsukuctl create {tool} --from {source} without --yes",
+                    session=result.session,
+                )
             if options.get("write"):
                 saved = await self.creator.save(
                     tool,

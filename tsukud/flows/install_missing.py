@@ -19,7 +19,7 @@ page found by web search is always shown to a person (``--yes`` does not approve
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -35,6 +35,15 @@ from tsukud.discover.errors import (
 from tsukud.discover.model import Discovery
 from tsukud.discover.normalize import BadSource, github_source, normalize_name
 from tsukud.errors import ConfirmationRequired, TsukuError, UsageError, UserDeclined
+from tsukud.instructions.trust import (
+    TRUST_FLAG,
+    PageUse,
+    decode_uses,
+    foreign,
+    listing,
+    refusal,
+)
+from tsukud.policy import spent
 
 if TYPE_CHECKING:
     from tsukud.create.pipeline import CreateResult
@@ -104,7 +113,10 @@ class InstallMissing:
         source: str | None = None,
         collect_tool_stats: bool = False,
         llm: LlmChoice | None = None,
+        trust_page_hosts: bool = False,
     ) -> MissingToolInstalled:
+        """``trust_page_hosts``: ``--trust-page-hosts``, a recipe read from a page may
+        use hosts and packages its repository does not name without a person's yes."""
         name = normalize_name(name)
         llm = llm or LlmChoice()
         found: Discovery | None = None
@@ -144,6 +156,7 @@ class InstallMissing:
                 llm=llm,
                 review=True,
                 collect_tool_stats=collect_tool_stats,
+                trust_page_hosts=trust_page_hosts,
             )
         else:
             if found is not None:
@@ -156,8 +169,12 @@ class InstallMissing:
                 can_ask=can_ask,
                 llm=llm,
                 collect_tool_stats=collect_tool_stats,
+                version=version,
+                trust_page_hosts=trust_page_hosts,
             )
-        result = await self.installer.install(name, version, force=force, progress=progress)
+        result = await self.installer.install(
+            name, version, force=force, progress=progress, can_ask=can_ask, yes=yes
+        )
         stats = None
         if collect_tool_stats:
             stats = (*((found.tool_stats or ()) if found else ()), *create_stats)
@@ -219,8 +236,12 @@ class InstallMissing:
         can_ask: bool,
         llm: LlmChoice,
         collect_tool_stats: bool = False,
+        version: str | None = None,
+        trust_page_hosts: bool = False,
     ) -> tuple[CreatedRecipe, tuple[dict[str, Any], ...]]:
-        """Write the recipe from ``spec`` (``github:o/r``, ``npm:<package>``, ...)."""
+        """Write the recipe from ``spec`` (``github:o/r``, ``npm:<package>``, ...),
+        validated at ``version`` when one was asked for (``install tool@1.2.3``): the
+        installer installs a generated recipe only at the version it validated."""
         if self.creator is None:
             raise CreateUnavailable(
                 f"found {spec} for {name}, but this tsukud has no recipe generator",
@@ -244,6 +265,7 @@ class InstallMissing:
                 providers=llm.providers,
                 only_provider=llm.only_provider,
                 collect_tool_stats=collect_tool_stats,
+                version=version,
             )
         except NoBinaryAssets as exc:
             page = await self._install_page(spec)
@@ -274,6 +296,7 @@ class InstallMissing:
                 llm=llm,
                 repo=spec.removeprefix("github:"),
                 collect_tool_stats=collect_tool_stats,
+                trust_page_hosts=trust_page_hosts,
             )
         return await self._accept(name, spec, res, progress, yes=yes, can_ask=can_ask)
 
@@ -302,11 +325,16 @@ class InstallMissing:
         review: bool = False,
         repo: str | None = None,
         collect_tool_stats: bool = False,
+        trust_page_hosts: bool = False,
     ) -> tuple[CreatedRecipe, tuple[dict[str, Any], ...]]:
         """A recipe read from an install page by the instructions builder, then
         accepted and saved exactly as a generated one. ``review``: a person must see it
         even with ``--yes`` (a page found by web search has nothing like a repository's
-        verification to stand on); ``--yes`` still answers the money questions."""
+        verification to stand on); ``--yes`` still answers the money questions. A host
+        or package the repository does not name (instructions/trust.py) is never
+        accepted by ``--yes`` alone: the person sees it listed (the recipe's review, or
+        a question before a page's package is fetched), or ``--trust-page-hosts``
+        accepts it; with neither, :class:`PageNotTrusted`."""
         if self.instructions is None or self.creator is None:
             raise CreateUnavailable(
                 f"found the install page {url} for {name}, but this tsukud does not read "
@@ -335,18 +363,31 @@ class InstallMissing:
                 only_provider=llm.only_provider,
                 repo=repo,
                 collect_tool_stats=collect_tool_stats,
+                refuse_strangers=not trust_page_hosts
+                and (not can_ask or self.confirmations is None),
             )
         except InstructionsManual as exc:
             spec = page_package(exc.data)
             if spec is None:
                 raise
-            # The page names a package of a registry tsuku has a builder for.
+            # The page names a package of a registry tsuku has a builder for; nothing is
+            # fetched from that registry before the package is accepted.
             await progress(
                 {
                     "stage": "discovery",
                     "step": "instructions",
                     "message": page_says(url, exc, spec),
                 }
+            )
+            await page_consent(
+                self.confirmations,
+                progress,
+                tool=name,
+                url=url,
+                uses=decode_uses(exc.data.get("uses")),
+                can_ask=can_ask,
+                trust=trust_page_hosts,
+                again=f"tsukuctl install {name}" + (f" --from github:{repo}" if repo else ""),
             )
             return await self._create(
                 name,
@@ -357,6 +398,11 @@ class InstallMissing:
                 llm=llm,
                 collect_tool_stats=collect_tool_stats,
             )
+        strangers = foreign(decode_uses(res.preview.get("uses")))
+        if strangers and not trust_page_hosts:
+            if not can_ask or self.confirmations is None:
+                raise refusal(name, url, strangers, f"tsukuctl install {name} without --yes")
+            review = True  # the review lists them: the person's [i] accepts them
         return await self._accept(name, url, res, progress, yes=yes and not review, can_ask=can_ask)
 
     async def _accept(
@@ -372,7 +418,7 @@ class InstallMissing:
         """The recipe shown and accepted (unless ``yes``), saved, reported."""
         assert self.creator is not None
         if not yes:
-            await self._review(name, spec, res, progress, can_ask=can_ask)
+            await self._review(name, spec, with_command_cost(res), progress, can_ask=can_ask)
         saved = await self.creator.save(name, res.recipe, session=res.session)
         status = res.validation.status
         await progress(
@@ -498,3 +544,50 @@ def _found_source(found: Discovery) -> tuple[str, str]:
         return f"github:{found.source}", found.source
     spec = f"{BUILDER_SOURCES[found.builder]}:{found.source}"
     return spec, spec
+
+
+def with_command_cost(result: CreateResult) -> CreateResult:
+    """``result`` with what its request's runs have settled so far (every paid call of
+    the command: discovery, an install page's reading, the generation itself)."""
+    command = spent.current()
+    if command is not None and result.cost_usd is not None:
+        result.command_cost_usd = float(command.usd)
+    return result
+
+
+async def page_consent(
+    confirmations: Confirmations | None,
+    progress: Progress,
+    *,
+    tool: str,
+    url: str,
+    uses: Sequence[PageUse],
+    can_ask: bool,
+    trust: bool,
+    again: str,
+    session: str | None = None,
+) -> None:
+    """Return when a page-derived recipe may use ``uses``: each is the repository's own,
+    or ``trust`` (``--trust-page-hosts``), or a person said yes after seeing each listed
+    with where the page names it. Otherwise :class:`PageNotTrusted` (nobody to ask) or
+    ``UserDeclined``."""
+    strangers = foreign(uses)
+    if not strangers or trust:
+        return
+    if not can_ask or confirmations is None:
+        raise refusal(tool, url, strangers, again)
+    question = ConfirmationRequired(
+        f"The recipe for {tool} read from {url} uses what its repository does not name "
+        f"(hidden or injected text can put a host or package on a page):\n{listing(uses)}",
+        question=f"Use {', '.join(u.ascii for u in strangers)} for {tool}?",
+        kind="page_uses",
+        page={"tool": tool, "url": url, "uses": [u.ascii for u in strangers]},
+    )
+    try:
+        await confirmations.ask(progress, can_ask=True, session=session, question=question)
+    except UserDeclined:
+        raise UserDeclined(
+            f"{', '.join(u.ascii for u in strangers)} not accepted: nothing was fetched, "
+            "saved or installed",
+            hint=f"Name the source yourself with --from, or accept them with {TRUST_FLAG}.",
+        ) from None

@@ -94,6 +94,12 @@ def rate_limit_hint(token_set: bool, retry_at: str | None) -> str:
 # ------------------------------------------------------------------------------ values
 
 
+# The page of releases "the latest release" is chosen from, by ``create`` (the release it
+# validates and pins) and by the installer (the release it installs) alike: the same
+# rule over the same page gives the same answer, and the HTTP cache shares the request.
+LATEST_PAGE = 10
+
+
 class Asset(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     size: int = 0

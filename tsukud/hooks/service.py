@@ -24,7 +24,7 @@ import trio
 
 from tsukud import log
 from tsukud.clock import Clock, SystemClock
-from tsukud.hooks.index import SOURCES, build_index, parse_index, write_index
+from tsukud.hooks.index import SOURCES, parse_index, plan_index, render_index, write_index
 from tsukud.hooks.sources import RecipeReader, installed_binaries
 
 if TYPE_CHECKING:
@@ -88,18 +88,26 @@ class HookIndex:
         self.last = stats
         log.get().info(
             "hooks.index_built",
-            **{k: v for k, v in stats.items() if k != "recipe_errors"},
+            **{k: v for k, v in stats.items() if k not in ("recipe_errors", "ignored_claims")},
             recipe_errors=len(stats["recipe_errors"]),
+            ignored_claims=len(stats["ignored_claims"]),
         )
         return stats
 
     def _build_sync(self, installed: dict[str, list[str]]) -> dict[str, Any]:
         t0 = self._clock.now()
         recipes = self._reader.scan(self.home)
-        text = build_index(recipes, installed)
+        plan = plan_index(recipes, installed)
+        text = render_index(plan)
         path = write_index(str(self.home), text)
         rows = parse_index(text)
         return {
+            # Alias claims on a command another tool provides under its own name:
+            # dropped, and reported (`hook install`, `doctor`).
+            "ignored_claims": [
+                {"command": b, "tool": t, "source": src, "owner": b} for b, t, src in plan.ignored
+            ],
+            "ambiguous": sum(1 for r in plan.rows if r[3]),
             "path": path,
             "entries": len(rows),
             "commands": len({b for b, _, _ in rows}),

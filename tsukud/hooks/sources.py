@@ -3,7 +3,8 @@
 Recipe files are read through ``tsukud.recipe`` so the commands are the ones the
 installer will link (the basename of each binary's ``dest``, else its ``src``). The
 names a recipe ``satisfies`` (``hx`` for helix), from the recipe or the registry's
-manifest, are indexed as its commands too: they are what a user types. A recipe
+manifest, are indexed as its claims on those commands: they are what a user types,
+but a claim never displaces the recipe named after the command. A recipe
 our model refuses (an action parameter it does not know yet, a newer format) still
 names its commands: the raw TOML is read leniently instead, because a suggestion for a
 tool we cannot install yet is still better than the shell's bare "command not found".
@@ -51,13 +52,11 @@ def recipe_binaries(recipe: Recipe) -> list[str]:
     return list(dict.fromkeys(n for n in names if n))
 
 
-def with_aliases(tool: str, binaries: list[str], aliases: Iterable[str]) -> list[str]:
-    """The commands to index for a tool: its binaries (its own name when it names none)
-    and the names it satisfies."""
-    extra = [a.lower() for a in aliases if a]
-    if not extra:
-        return binaries
-    return list(dict.fromkeys([*(binaries or [tool]), *extra]))
+def aliases(names: Iterable[str]) -> list[str]:
+    """The names a tool ``satisfies``, as the index keeps them: lower case, once each.
+    They are claims, kept apart from its binaries: the index drops one that another
+    recipe provides under its own name (``index.plan_index``)."""
+    return list(dict.fromkeys(a.lower() for a in names if a))
 
 
 def _satisfied(satisfies: Any) -> list[str]:
@@ -87,13 +86,17 @@ def _loose_binaries(table: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _lenient_binaries(path: Path) -> list[str] | None:
+Commands = tuple[list[str], list[str]]  # (binaries, aliases it satisfies)
+
+
+def _lenient_binaries(path: Path) -> Commands | None:
     """Commands from a recipe the typed model refused; None when it is not even TOML."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
     names: list[str] = []
+    claimed: list[str] = []
     steps = data.get("steps")
     for step in steps if isinstance(steps, list) else ():
         if isinstance(step, dict):
@@ -101,8 +104,8 @@ def _lenient_binaries(path: Path) -> list[str] | None:
     meta = data.get("metadata")
     if isinstance(meta, dict):
         names += _loose_binaries(meta)
-        names = with_aliases(path.stem.lower(), names, _satisfied(meta.get("satisfies")))
-    return list(dict.fromkeys(n for n in names if n))
+        claimed = aliases(_satisfied(meta.get("satisfies")))
+    return list(dict.fromkeys(n for n in names if n)), claimed
 
 
 class RecipeReader:
@@ -110,11 +113,12 @@ class RecipeReader:
     install does not re-parse every cached recipe."""
 
     def __init__(self) -> None:
-        self._cache: dict[str, tuple[tuple[int, int], list[str] | None]] = {}
+        self._cache: dict[str, tuple[tuple[int, int], Commands | None]] = {}
         self.errors: dict[str, str] = {}
 
-    def binaries(self, path: Path) -> list[str] | None:
-        """The recipe's commands (maybe empty: index it under its name); None if unreadable."""
+    def commands(self, path: Path) -> Commands | None:
+        """The recipe's binaries (maybe none: index it under its name) and the names it
+        satisfies; None if unreadable."""
         try:
             st = path.stat()
         except OSError:
@@ -123,39 +127,39 @@ class RecipeReader:
         hit = self._cache.get(str(path))
         if hit is not None and hit[0] == key:
             return hit[1]
+        found: Commands | None
         try:
             recipe = load_recipe(path)
-            names: list[str] | None = with_aliases(
-                path.stem.lower(), recipe_binaries(recipe), _satisfied(recipe.metadata.satisfies)
-            )
+            found = recipe_binaries(recipe), aliases(_satisfied(recipe.metadata.satisfies))
             self.errors.pop(str(path), None)
         except (RecipeError, OSError) as exc:
-            names = _lenient_binaries(path)
+            found = _lenient_binaries(path)
             self.errors[str(path)] = str(exc)
-        self._cache[str(path)] = (key, names)
-        return names
+        self._cache[str(path)] = (key, found)
+        return found
 
-    def scan(self, home: Path) -> list[tuple[str, str, list[str]]]:
-        """``(tool, source, binaries)`` for local recipes, cached registry recipes, and
-        the names in the cached registry manifest (indexed under their own name)."""
+    def scan(self, home: Path) -> list[tuple[str, str, list[str], list[str]]]:
+        """``(tool, source, binaries, aliases)`` for local recipes, cached registry
+        recipes, and the names in the cached registry manifest (indexed under their own
+        name, with the aliases the manifest lists)."""
         seen_paths: set[str] = set()
-        out: list[tuple[str, str, list[str]]] = []
+        out: list[tuple[str, str, list[str], list[str]]] = []
         for source, files in (
             ("local", _toml_files(home / "recipes", recursive=False)),
             ("registry", _toml_files(home / "registry", recursive=True)),
         ):
             for path in files:
                 seen_paths.add(str(path))
-                names = self.binaries(path)
-                if names is not None:
-                    out.append((path.stem.lower(), source, names))
-        registry = {tool: i for i, (tool, source, _) in enumerate(out) if source == "registry"}
-        for name, aliases in manifest_entries(home / "registry" / "manifest.json").items():
+                found = self.commands(path)
+                if found is not None:
+                    out.append((path.stem.lower(), source, found[0], found[1]))
+        registry = {tool: i for i, (tool, source, _, _) in enumerate(out) if source == "registry"}
+        for name, claimed in manifest_entries(home / "registry" / "manifest.json").items():
             if name in registry:
-                tool, source, names = out[registry[name]]
-                out[registry[name]] = (tool, source, with_aliases(tool, names, aliases))
+                tool, source, names, own = out[registry[name]]
+                out[registry[name]] = (tool, source, names, aliases([*own, *claimed]))
             else:
-                out.append((name, "registry", with_aliases(name, [], aliases)))
+                out.append((name, "registry", [], aliases(claimed)))
         for stale in set(self._cache) - seen_paths:
             del self._cache[stale]
             self.errors.pop(stale, None)

@@ -9,12 +9,15 @@
    install from; ``recipe/render.py``);
 3. in a private staging directory ``tools/.staging-<name>-*``: downloads each asset
    (sha256 computed while streaming; checked against GitHub's ``digest``, the recipe's
-   ``asset_sha256`` or ``checksum`` and a ``checksum_asset``/``checksum_url`` file when
+   ``asset_sha256`` (a generated recipe installs only its validated version and the
+   files it pins: ``pins.py``) or ``checksum`` and a ``checksum_asset``/``checksum_url`` file when
    present; a ``download`` with ``signature_url`` also has its detached OpenPGP
    signature checked by GnuPG against the key the recipe pins, ``openpgp.py``),
    extracts it with the safe extractor, runs the recipe's ``run_command``s in it
    (only after a person said yes to each exact command: ``commands.py``), and
-   assembles the tool's tree (``assemble.py``);
+   assembles the tool's tree (``assemble.py``); a binary that would shadow a system
+   command or is named like one guarding credentials is refused or asked about before
+   anything is linked or run (``shadowing.py``);
 4. renames the tree to ``tools/<name>-<version>`` (atomic), runs the verify command
    there and checks its patterns;
 5. points ``bin/<binary>`` at it (each link made as a temporary link renamed into
@@ -34,14 +37,14 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from tsukud import log
-from tsukud.errors import TsukuError
+from tsukud.errors import ConfirmationRequired, TsukuError
 from tsukud.install import layout
 from tsukud.install.assemble import TreeAssembler, resolve_inside
 from tsukud.install.checks import run_checks, sha256_file
@@ -56,13 +59,21 @@ from tsukud.install.download import (
 )
 from tsukud.install.ecosystem import confine
 from tsukud.install.ecosystem.cargo import rustup_env
-from tsukud.install.errors import BinaryConflict, BinaryNotInArchive, no_space
+from tsukud.install.errors import (
+    BinaryConflict,
+    BinaryNotInArchive,
+    GuardedCommandRefused,
+    ShadowingRefused,
+    no_space,
+)
 from tsukud.install.extract import ExtractLimits, extract
 from tsukud.install.homebrew import pour
 from tsukud.install.homebrew.client import Bottle
 from tsukud.install.homebrew.deps import refuse_version_change
 from tsukud.install.openpgp import SignatureInvalid, verify_detached
+from tsukud.install.pins import require_pinned_asset, require_validated
 from tsukud.install.registry import LoadedRecipe
+from tsukud.install.shadowing import shadowing, system_dirs
 from tsukud.install.transaction import InstallTransaction
 from tsukud.install.versions import Resolution
 from tsukud.recipe import (
@@ -109,9 +120,11 @@ class InstallAttempt:
         progress: ProgressFn,
         *,
         can_ask: bool = False,
+        yes: bool = False,
     ) -> None:
         self.inst = inst
         self.can_ask = can_ask  # a person can be asked (a run_command's yes)
+        self.yes = yes  # --yes: refuse what would need a person's yes (shadowing)
         self.name = name
         self.requested = version
         self.session = session
@@ -204,6 +217,8 @@ class InstallAttempt:
         self.stage = "resolve"
         res = await inst.resolver.resolve(recipe, self.requested)
         self.version = res.version
+        # A generated recipe installs only the release it validated (pins.py).
+        require_validated(recipe, res.version)
         # Another version would delete the directory its dependents' RPATH names.
         refuse_version_change(inst.installed(), self.name, res.version)
         current = inst.installed().get(self.name)
@@ -242,7 +257,10 @@ class InstallAttempt:
         asset_records: list[dict[str, Any]] = []
         if eco is not None:
             self._refuse_conflicts(dict.fromkeys(eco.executables), force)
+            await self._refuse_shadowing(eco.executables)
             binaries = await self._run_ecosystem(eco, res, final_dir)
+            # What it produced beyond what the recipe declared is judged too.
+            await self._refuse_shadowing(set(binaries) - set(eco.executables))
         else:
             self.stage = "render"
             assets = res.release.asset_names if res.release is not None else None
@@ -269,6 +287,7 @@ class InstallAttempt:
             await self.progress("installing", version=res.version)
             binaries = await trio.to_thread.run_sync(self._assemble, rendered, root)
             self._refuse_conflicts(binaries, force)
+            await self._refuse_shadowing(binaries)
             self.tx.move_into_place(root, final_dir)
         self.stage = "verify"
         checks = self._verify_checks(loaded, res.version, final_dir)
@@ -335,6 +354,53 @@ class InstallAttempt:
                 "; ".join(conflicts),
                 hint="Remove the other tool first, or install with --force to take the names over.",
             )
+
+    async def _refuse_shadowing(self, binaries: Iterable[str]) -> None:
+        """Before anything is linked (or verified on the host): a guarded name in a
+        recipe for another tool is refused; a binary that would shadow a command on
+        the caller's PATH is refused under ``--yes`` and asked about otherwise, naming
+        the command it would hide (``shadowing.py`` says why)."""
+        inst = self.inst
+        current = inst.installed().get(self.name) or {}
+        dirs = system_dirs(inst.caller_path(), layout.bin_dir(inst.home))
+        found = shadowing(self.name, binaries, dirs, accepted=current.get("binaries") or ())
+        if found.guarded:
+            names = ", ".join(found.guarded)
+            raise GuardedCommandRefused(
+                f"{self.name}: the recipe would install {names} into "
+                f"{layout.bin_dir(inst.home)}, first on PATH; {names} guards credentials "
+                "or privileges and only its own recipe may install it",
+                tool=self.name,
+                binaries=list(found.guarded),
+            )
+        if not found.shadows:
+            return
+        lines = "\n".join(
+            f"    {name}  would run instead of {path}" for name, path in found.shadows.items()
+        )
+        where = layout.bin_dir(inst.home)
+        if self.yes:
+            raise ShadowingRefused(
+                f"{self.name}: the recipe would install commands your shell already has, "
+                f"into {where} (first on PATH):\n{lines}\n--yes does not accept that",
+                tool=self.name,
+                shadows=found.shadows,
+            )
+        ask = ConfirmationRequired(
+            f"The recipe for {self.name} installs commands your shell already has, into "
+            f"{where} (first on PATH once the hook is installed):\n{lines}\n",
+            hint="A binary that shadows a command on your PATH is installed only after you "
+            f"said yes to it; --yes does not cover it. Run `tsukuctl install {self.name}` "
+            "from a terminal to be asked.",
+            question="Install them anyway?",
+            kind="shadowing",
+            option={"tool": self.name, "shadows": found.shadows},
+        )
+        if inst.confirmations is None:
+            raise ask
+        await inst.confirmations.ask(
+            self._progress, can_ask=self.can_ask, session=self.session, question=ask
+        )
 
     async def _run_ecosystem(
         self, step: EcosystemStep, res: Resolution, final_dir: Path
@@ -421,6 +487,7 @@ class InstallAttempt:
         inst = self.inst
         assert self.staging is not None
         self.stage = "download"
+        require_pinned_asset(loaded.recipe, res.version, step.asset_name)  # before fetching
         downloads = self.staging / "downloads"
         downloads.mkdir(exist_ok=True)
         local_name = step.asset_name.replace("/", "_") or "asset"
@@ -532,7 +599,9 @@ class InstallAttempt:
 
         async def install(name: str) -> dict[str, Any]:
             await self.progress("installing_dependency", dependency=name)
-            return await inst.install(name, progress=self._progress, can_ask=self.can_ask)
+            return await inst.install(
+                name, progress=self._progress, can_ask=self.can_ask, yes=self.yes
+            )
 
         return await pour.install_dependencies(recipe, load, inst.installed, install)
 
@@ -604,9 +673,8 @@ class InstallAttempt:
         elif step.checksum:
             check_sha256(step.asset_name, result.sha256, step.checksum, "the recipe's checksum")
             checked.append("recipe_checksum")
-        meta = loaded.recipe.metadata
-        pinned = (meta.asset_sha256 or {}).get(step.asset_name)
-        if pinned and (meta.validated_version in (None, res.version)):
+        pinned = require_pinned_asset(loaded.recipe, res.version, step.asset_name)
+        if pinned:
             check_sha256(step.asset_name, result.sha256, pinned, "the recipe's asset_sha256")
             checked.append("recipe")
         if step.checksum_url:

@@ -26,6 +26,20 @@ class BinaryConflict(InstallError):
     code = "binary_conflict"
 
 
+class GuardedCommandRefused(InstallError):
+    """A binary named like a command that guards credentials or privileges (``sudo``,
+    ``ssh``, ``gpg`` …) in a recipe for another tool (``shadowing.py``)."""
+
+    code = "guarded_command_refused"
+
+
+class ShadowingRefused(InstallError):
+    """A binary that would shadow a command on the caller's PATH, under ``--yes``
+    (which never answers that question)."""
+
+    code = "command_shadowing_refused"
+
+
 class NotInstalled(NotFound):
     code = "not_installed"
 
@@ -39,3 +53,9 @@ def no_space(exc: BaseException, where: Path, what: str) -> DiskFull | None:
     if not isinstance(exc, OSError) or exc.errno not in NO_SPACE:
         return None
     return disk_full(where, what, then="then run the command again (nothing was installed).")
+
+
+class VersionNotValidated(InstallError):
+    """A generated recipe asked for a version (or a file) it was not validated at."""
+
+    code = "version_not_validated"

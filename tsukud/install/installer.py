@@ -68,8 +68,12 @@ class Installer:
         ecosystem_urls: Callable[[], Mapping[str, str]] = dict,
         package_proxies: Callable[[], Mapping[str, str]] = dict,
         homebrew: HomebrewClient | None = None,
+        caller_path: Callable[[], str] | None = None,
     ) -> None:
         self.home = home
+        # The PATH of the request's caller: the system commands a binary must not
+        # shadow unasked (``shadowing.py``).
+        self.caller_path = caller_path or (lambda: env.get("PATH", ""))
         # The formulae API and bottle registry (None: homebrew steps cannot install).
         self.homebrew = homebrew
         # Who asks the user (a run_command's yes); None: no one can be asked.
@@ -173,11 +177,14 @@ class Installer:
         force: bool = False,
         progress: ProgressFn = _no_progress,
         can_ask: bool = False,
+        yes: bool = False,
     ) -> dict[str, Any]:
+        """``yes``: the request said ``--yes``, which never lets a binary shadow a
+        system command (such an install is refused rather than asked)."""
         name = check_name(name)
         await self.close_interrupted()
         session = "install-" + secrets.token_hex(6)
-        attempt = InstallAttempt(self, name, version, session, progress, can_ask=can_ask)
+        attempt = InstallAttempt(self, name, version, session, progress, can_ask=can_ask, yes=yes)
         return await attempt.execute(force=force)
 
     async def close_interrupted(self) -> list[str]:

@@ -42,6 +42,12 @@ class RecipeNotFound(TsukuError):
     code = "recipe_not_found"
 
 
+class AmbiguousAlias(TsukuError):
+    """A name no recipe has that several recipes ``satisfy``."""
+
+    code = "recipe_alias_ambiguous"
+
+
 class RegistryUnavailable(TsukuError):
     code = "registry_unavailable"
 
@@ -71,12 +77,14 @@ class Manifest(msgspec.Struct, frozen=True, kw_only=True):
     def names(self) -> set[str]:
         return {r.name.lower() for r in self.recipes}
 
-    def alias(self, name: str) -> str | None:
+    def claimants(self, name: str) -> list[str]:
+        """The recipes that ``satisfy`` ``name`` (an alias: ``hx`` → helix), in order."""
+        out: list[str] = []
         for r in self.recipes:
             for names in (r.satisfies or {}).values():
-                if name in (n.lower() for n in names):
-                    return r.name
-        return None
+                if name in (n.lower() for n in names) and r.name not in out:
+                    out.append(r.name)
+        return out
 
 
 class LoadedRecipe(msgspec.Struct, frozen=True, kw_only=True):
@@ -245,9 +253,20 @@ class Registry:
             )
         manifest, fresh = await self.manifest()
         if manifest is not None and fresh and name not in manifest.names():
-            target = manifest.alias(name)
-            if target is not None and target != name:
-                return await self.load(target)
+            claimants = manifest.claimants(name)
+            if len(claimants) > 1:
+                # Which one is meant is the person's to say, not the manifest's order's.
+                raise AmbiguousAlias(
+                    f"{name} is no recipe's name, and several recipes claim it: "
+                    + ", ".join(claimants),
+                    hint="Install the one you mean by its name: tsukuctl install "
+                    + " or ".join(claimants)
+                    + "; nothing was installed.",
+                    tool=name,
+                    claimants=claimants,
+                )
+            if claimants and claimants[0] != name:
+                return await self.load(claimants[0])
             if not cache.is_file():
                 raise self._not_found(name)
         return await self._fetch(name, cache)

@@ -7,7 +7,11 @@ quota. A tool whose recipe or release cannot be read is reported with its error 
 than failing the whole list: one unreachable repository must not hide the others.
 
 A tool whose recipe has no version source (a page's fixed URLs: ``pinned``) has no
-newer release to find; both say so rather than calling it current.
+newer release to find; both say so rather than calling it current. A generated recipe
+installs only the release it was validated at (``pins.py``): a newer release is shown
+(``needs_validation``, with the command that validates and pins it) and ``upgrade``
+refuses it without downloading anything. The newest release is found by the resolver's
+one rule, the one ``create`` validates with, so a tool just created is current.
 
 ``upgrade`` installs the newest release of each outdated tool through the installer,
 so an upgrade is an install like any other: its own session and ``install.*`` events,
@@ -23,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from tsukud.errors import TsukuError, UsageError
-from tsukud.install.errors import NotInstalled
+from tsukud.install.errors import NotInstalled, VersionNotValidated
+from tsukud.install.pins import require_validated, validated_version
 from tsukud.install.registry import check_name
 from tsukud.recipe.version_range import compare_versions
 
@@ -45,6 +50,12 @@ class ToolStatus(msgspec.Struct, frozen=True, kw_only=True):
     # The recipe has no version source (its URLs name one version, e.g. read from an
     # install page): ``newest`` is that version, not a release anyone looked up.
     pinned: bool = False
+    # A generated recipe: the one version it was validated and pinned at (pins.py).
+    validated: str | None = None
+    # ``newest`` is newer but was never validated: upgrade refuses it, ``hint`` says how
+    # to validate and pin it.
+    needs_validation: bool = False
+    hint: str | None = None
 
 
 def compare(tool: str, installed: str, newest: str) -> ToolStatus:
@@ -80,7 +91,18 @@ async def newest_status(inst: Installer, tool: str, installed: str) -> ToolStatu
     except TsukuError as exc:
         return ToolStatus(tool=tool, installed=installed, error=exc.message, error_code=exc.code)
     status = compare(tool, installed, res.version)
-    return msgspec.structs.replace(status, pinned=True) if res.how == "pinned" else status
+    if res.how == "pinned":
+        status = msgspec.structs.replace(status, pinned=True)
+    validated = validated_version(loaded.recipe)
+    if validated is None:
+        return status
+    status = msgspec.structs.replace(status, validated=validated)
+    try:
+        require_validated(loaded.recipe, res.version)
+    except VersionNotValidated as exc:
+        if status.outdated:
+            return msgspec.structs.replace(status, needs_validation=True, hint=exc.hint)
+    return status
 
 
 async def outdated(inst: Installer, names: list[str]) -> list[ToolStatus]:
@@ -103,6 +125,16 @@ async def upgrade(
     for status in await outdated(inst, [] if every else names):
         if status.error is not None:
             failed.append(_failure(status.tool, status.error_code, status.error))
+        elif status.needs_validation:
+            failed.append(
+                _failure(
+                    status.tool,
+                    VersionNotValidated.code,
+                    f"{status.newest} was never validated: its recipe was generated, "
+                    f"validated and pinned at {status.validated}",
+                    status.hint,
+                )
+            )
         elif not status.outdated:
             entry: dict[str, Any] = {"tool": status.tool, "version": status.installed}
             if status.pinned:
@@ -125,5 +157,8 @@ async def upgrade(
     return {"upgraded": upgraded, "current": current, "failed": failed}
 
 
-def _failure(tool: str, code: str | None, message: str | None) -> dict[str, Any]:
-    return {"tool": tool, "error_code": code, "message": message}
+def _failure(
+    tool: str, code: str | None, message: str | None, hint: str | None = None
+) -> dict[str, Any]:
+    out = {"tool": tool, "error_code": code, "message": message}
+    return {**out, "hint": hint} if hint else out

@@ -1,12 +1,14 @@
 """Which release a recipe installs: the latest, or the version a user asked for.
 
-* **Latest** (no ``tag_prefix``): GitHub's ``releases/latest`` (newest non-draft,
-  non-prerelease release; one request that also brings the asset list and digests).
-  When the repository has no release (404), the tags are listed instead and the highest
-  stable version wins (``tsukud.recipe.version.latest_version``).
-* **Latest with a tag prefix** (monorepos, ``[version] github_repo`` + ``tag_prefix``):
-  the releases are listed (drafts and prereleases skipped) and filtered by prefix; tags
-  again as the fallback.
+* **Latest**: the first page of releases (the page ``create`` reads: one request that
+  also brings the asset lists and digests) and the one rule create validates with,
+  ``tsukud.recipe.version.newest_release``: the newest release that is neither a draft
+  nor a pre-release, a tag such as ``v2.0.0-beta.1`` counting as a pre-release whatever
+  GitHub's flag says (GitHub's ``releases/latest`` trusts the flag alone, so it is not
+  used). With a tag prefix (monorepos, ``[version] github_repo`` + ``tag_prefix``) up to
+  three pages are read and only tags with the prefix count. When no release qualifies,
+  the tags are listed and the highest stable version wins
+  (``tsukud.recipe.version.latest_version``).
 * **http_json** (``[version] source = "http_json"``, ``url``, ``version_path``): one
   GET of the URL through the shared HTTP layer (its URL policy and cache); the value
   at ``version_path`` is the tag and its normalised form the version. The source
@@ -33,7 +35,7 @@ import msgspec
 
 from tsukud.clock import Clock, SystemClock
 from tsukud.errors import TsukuError
-from tsukud.github.client import GitHub, Release, ReleaseNotFound
+from tsukud.github.client import LATEST_PAGE, GitHub, Release, ReleaseNotFound
 from tsukud.recipe import (
     EcosystemStep,
     Recipe,
@@ -48,7 +50,14 @@ from tsukud.recipe import (
 )
 from tsukud.recipe.homebrew import formula_of
 from tsukud.recipe.model import HTTP_JSON_SOURCE, VersionSection
-from tsukud.recipe.version import candidate_tags, check_version, json_path_value, normalize_version
+from tsukud.recipe.version import (
+    PublishedRelease,
+    candidate_tags,
+    check_version,
+    json_path_value,
+    newest_release,
+    normalize_version,
+)
 
 if TYPE_CHECKING:
     from tsukud.install.homebrew.client import HomebrewClient
@@ -204,37 +213,26 @@ class VersionResolver:
     async def _latest(
         self, repo: str, prefix: str | None, stable: tuple[str, ...] | None
     ) -> Resolution:
-        if not prefix:
-            try:
-                release = await self.github.latest_release(repo)
-            except ReleaseNotFound:
-                pass
-            else:
-                version = tag_to_version(release.tag_name) or release.tag_name
-                return Resolution(
-                    resolved=ResolvedVersion(version, release.tag_name),
-                    repo=repo,
-                    requested=None,
-                    how="latest-release",
-                    release=release,
-                )
+        """The newest release by the one rule create validates with
+        (:func:`~tsukud.recipe.version.newest_release`), over the same page create
+        reads; tags when no release qualifies."""
+        if prefix:
+            listed = await self.github.releases(repo)
         else:
-            releases = [
-                r for r in await self.github.releases(repo) if not r.draft and not r.prerelease
-            ]
-            tags = [r.tag_name for r in releases]
-            if any(tag_to_version(t, prefix) is not None for t in tags):
-                resolved = latest_version(
-                    tags, tag_prefix=prefix, stable_qualifiers=stable, repo=repo
-                )
-                release = next(r for r in releases if r.tag_name == resolved.tag)
-                return Resolution(
-                    resolved=resolved,
-                    repo=repo,
-                    requested=None,
-                    how="latest-listed",
-                    release=release,
-                )
+            listed = await self.github.releases(repo, per_page=LATEST_PAGE, max_pages=1)
+        resolved = newest_release(
+            (PublishedRelease(r.tag_name, r.draft, r.prerelease) for r in listed),
+            tag_prefix=prefix,
+            stable_qualifiers=stable,
+        )
+        if resolved is not None:
+            return Resolution(
+                resolved=resolved,
+                repo=repo,
+                requested=None,
+                how="latest-listed" if prefix else "latest-release",
+                release=next(r for r in listed if r.tag_name == resolved.tag),
+            )
         tags = await self.github.tags(repo)
         resolved = latest_version(tags, tag_prefix=prefix, stable_qualifiers=stable, repo=repo)
         return Resolution(

@@ -30,7 +30,7 @@ import msgspec
 
 from tsukud.create.findings import SCHEMA, Finding, errors
 from tsukud.create.static_checks import check_on_paper
-from tsukud.instructions.page import origin_of
+from tsukud.instructions.page import is_script_name, origin_of
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
     Binary,
@@ -248,12 +248,17 @@ def _url_findings(
     return found
 
 
-def named_in(text: str, word: str) -> bool:
-    """Whether ``word`` stands on its own in ``text`` (not inside a longer name):
+def named_at(text: str, word: str) -> int | None:
+    """Where ``word`` stands on its own in ``text`` (not inside a longer name), or None:
     ``foo`` is named by ``npm i -g foo@2`` or "install foo.", not by ``foobar``,
     ``@x/foo`` or ``foo.js``."""
     pattern = r"(?<![\w@/.-])" + re.escape(word) + r"(?![\w/-]|\.\w)"
-    return re.search(pattern, text, re.I) is not None
+    m = re.search(pattern, text, re.I)
+    return m.start() if m else None
+
+
+def named_in(text: str, word: str) -> bool:
+    return named_at(text, word) is not None
 
 
 def _ecosystem_findings(eco: EcosystemAnswer, page_text: str) -> list[Finding]:
@@ -515,6 +520,19 @@ def judge(
         )
         for b in answer.builds
         if b.url in scripts
+    ]
+    found += [
+        _finding(
+            f"{b.url}: {name} is a script by its name, not the tool's program: a script "
+            "the page offers is an installer tsuku shows and never runs (answer kind "
+            "script with the page's command)",
+            SCRIPT,
+        )
+        for b in answer.builds
+        for name in (
+            *(x for x in b.binaries if is_script_name(x)),
+            *((b.url,) if b.format == "binary" and is_script_name(b.url) else ()),
+        )
     ]
     if errors(found):
         return Judged(answer=answer, findings=tuple(found), refused=tuple(refused))

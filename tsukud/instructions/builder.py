@@ -47,12 +47,14 @@ from tsukud.create.pipeline import (
 from tsukud.create.repair import validation_feedback
 from tsukud.create.sanitize import redact
 from tsukud.create.session import MALFORMED
+from tsukud.discover.stylesheets import MAX_BYTES as STYLESHEET_MAX_BYTES
 from tsukud.errors import ProviderUnavailable, SandboxError, TsukuError
 from tsukud.events.catalogue import ToolCalled
 from tsukud.instructions.answer import (
     DESCRIPTION,
     ECOSYSTEM_ACTIONS,
     SCHEMA_JSON,
+    SCRIPT,
     WRITE_RECIPE,
     Answer,
     Judged,
@@ -62,11 +64,13 @@ from tsukud.instructions.answer import (
 from tsukud.instructions.page import (
     PAGE_MAX_BYTES,
     ShownCommand,
+    lookalike_warnings,
     named_origins,
     origin_of,
+    render_visible_text,
     shown_commands,
-    visible_text,
 )
+from tsukud.instructions.trust import Owner, PageUse, foreign, host_uses, package_use, refusal
 from tsukud.llm.provider import MalformedToolArguments
 from tsukud.llm.types import (
     Request,
@@ -80,6 +84,7 @@ from tsukud.llm.types import (
 )
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
+    DownloadStep,
     Recipe,
     RecipeError,
     dump_recipe,
@@ -88,7 +93,7 @@ from tsukud.recipe import (
 )
 
 if TYPE_CHECKING:
-    from tsukud.create.validate import ValidationRun, Validator, Verdict
+    from tsukud.create.validate import Prepared, ValidationRun, Validator, Verdict
     from tsukud.install.versions import VersionResolver
     from tsukud.llm.types import Message
     from tsukud.net.http import Http
@@ -151,6 +156,12 @@ class InstructionsRequest(msgspec.Struct, frozen=True, kw_only=True):
     # owner/repo whose homepage the page is (came_from no_binary_assets): verified by
     # discovery, so it may be the version source without the page naming it.
     repo: str | None = None
+    # What the repository says itself (its GitHub description and README.md): a package
+    # it names is its own (instructions/trust.py).
+    repo_text: str = ""
+    # No person can be asked and --trust-page-hosts was not given: a download answer
+    # using a host the repository does not name ends the run before any download.
+    refuse_strangers: bool = False
     collect_tool_stats: bool = False  # the result lists the model's write_recipe calls
 
 
@@ -164,6 +175,9 @@ class Deps:
     validator: Validator | None
     secrets: Sequence[str] = ()
     clock: Clock = field(default_factory=SystemClock)
+    # The browser engine that decides the page's visible text ("": found on PATH).
+    chromium: str = ""
+    render_timeout_s: float = 20.0
 
 
 def shown_text(shown: Sequence[ShownCommand]) -> str:
@@ -205,6 +219,27 @@ class _Run:
     tool_calls: list[ToolCalled] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     attempts: int = 0
+    answer: Answer | None = None  # the accepted answer the recipe came from
+
+    @property
+    def owner(self) -> Owner:
+        """What vouches for the page: the repository whose homepage it is, if any."""
+        req = self.req
+        if req.repo is None:
+            return Owner()
+        return Owner(repo=req.repo, homepage=req.url, text=req.repo_text)
+
+    def uses(self, answer: Answer) -> tuple[PageUse, ...]:
+        """The hosts and packages ``answer`` uses, each with where the page names it."""
+        if answer.kind == "ecosystem" and answer.ecosystem is not None:
+            eco = answer.ecosystem
+            return (package_use(eco.manager, eco.package, self.text, self.owner),)
+        urls = [u for b in answer.builds for u in (b.url, b.checksum_url) if u]
+        if answer.version is not None and answer.version.url:
+            urls.append(answer.version.url)
+        validator = self.deps.validator
+        github = validator.github_url if validator is not None else "https://github.com"
+        return host_uses(urls, self.text, self.owner, github_url=github)
 
     def clean(self, text: str) -> str:
         return redact(text, self.deps.secrets)
@@ -237,9 +272,22 @@ class _Run:
             raise InstructionsUnavailable(
                 f"the install page {url} answered HTTP {resp.status}", url=url
             )
-        text = visible_text(resp.body.decode("utf-8", "replace"))
+        page = await render_visible_text(
+            resp.body.decode("utf-8", "replace"),
+            chromium=self.deps.chromium,
+            time_limit=self.deps.render_timeout_s,
+            page_url=resp.url,
+            fetch=self._stylesheet,
+        )
+        if page.warning:
+            self.warnings.append(page.warning)
+            await self.progress("reading", f"warning: {page.warning}")
+        text = page.text
         self.text = text
         self.origins = named_origins(text)
+        for warning in lookalike_warnings(self.origins):
+            self.warnings.append(warning)
+            await self.progress("reading", f"warning: {warning}")
         self.shown = shown_commands(text)
         # A script piped into a shell is never a download of the recipe either.
         self.forbidden = frozenset(c.url for c in self.shown if c.url)
@@ -252,9 +300,24 @@ class _Run:
                 "chars": len(text),
                 "origins": sorted(self.origins),
                 "shown": [c.command[:300] for c in self.shown],
+                "engine": page.engine,
+                "render_ms": page.ms,
             },
         )
         return text
+
+    async def _stylesheet(self, url: str) -> str | None:
+        """A stylesheet the page links (through the same HTTP layer and URL policy as
+        the page); None when it cannot be read."""
+        from tsukud.net.http import HttpError
+
+        try:
+            resp = await self.deps.http.get(
+                url, max_bytes=STYLESHEET_MAX_BYTES, cache=False, accept_status=range(400, 600)
+            )
+        except HttpError:
+            return None
+        return resp.body.decode("utf-8", "replace") if resp.status == 200 else None
 
     # ---- the conversation ---------------------------------------------------------
 
@@ -412,8 +475,12 @@ class _Run:
                 )
             answer = judged.answer
             assert answer is not None
+            self.answer = answer
             if answer.kind != "download":
                 self.manual(answer)
+            strangers = foreign(self.uses(answer))
+            if strangers and self.req.refuse_strangers:
+                raise refusal(self.req.tool, self.req.url, strangers, "run it without --yes")
             assert judged.recipe is not None
             recipe, verdict = await self._validate(judged.recipe, vrun)
             if verdict.passed:
@@ -473,6 +540,7 @@ class _Run:
                 install_command=command,
                 url=self.req.url,
                 shown=[msgspec.to_builtins(c) for c in shown],
+                uses=[msgspec.to_builtins(u) for u in self.uses(answer)],
             )
         if answer.command and not any(c.command == answer.command for c in shown):
             kind = "system_package" if answer.kind == "system_package" else "script"
@@ -543,6 +611,12 @@ class _Run:
             {"attempt": attempt, "platform": vrun.platform.key, "image": vrun.validator.image},
         )
         prepared = await vrun.prepare(recipe, release)
+        script = await trio.to_thread.run_sync(downloaded_script, recipe, prepared)
+        if script is not None:
+            verdict = prepared.verdict("failed", "layout", message=script, category=SCRIPT)
+            verdict = msgspec.structs.replace(verdict, version=resolution.version)
+            await self.emit("validation.failed", verdict_event(verdict, attempt, self.clean))
+            return recipe, verdict
         verdict = await prepared.verify(recipe.verify)
         verdict = await vrun.prove_platforms(recipe, release, verdict)
         verdict = msgspec.structs.replace(verdict, version=resolution.version)
@@ -596,7 +670,12 @@ class _Run:
             turns=self.turns,
             repairs=self.repairs,
             max_repairs=self.req.max_repairs,
-            preview=preview(recipe, version, verdict.tag or version),
+            preview={
+                **preview(recipe, version, verdict.tag or version),
+                "uses": [msgspec.to_builtins(u) for u in self.uses(self.answer)]
+                if self.answer is not None
+                else [],
+            },
             warnings=tuple(self.warnings),
             duration_ms=round((self.deps.clock.now() - started) * 1000),
             tool_stats=tuple(self.tool_calls) if self.req.collect_tool_stats else None,
@@ -604,6 +683,35 @@ class _Run:
 
     def _summary(self, verdict: Verdict) -> ValidationSummary:
         return validation_summary(verdict, self.validations, self.clean)
+
+
+def downloaded_script(recipe: Recipe, prepared: Prepared) -> str | None:
+    """Why a bare download the recipe installs as a binary is a script, not a program
+    (None when each is an ELF, Mach-O or PE executable): an ``install.sh`` the page
+    offers is shown, never installed as the tool, whatever its URL is called."""
+    from tsukud.binfmt import HEAD_BYTES, inspect
+
+    if prepared.root is None or prepared.failure is not None:
+        return None
+    bare = {s.dest for s in recipe.steps if isinstance(s, DownloadStep)}
+    for name, rel in prepared.binaries.items():
+        if name not in bare and rel.rsplit("/", 1)[-1] not in bare:
+            continue
+        try:
+            with (prepared.root / rel).open("rb") as f:
+                head = f.read(HEAD_BYTES)
+        except OSError:
+            continue
+        kind = inspect(head).kind
+        if kind in ("elf", "macho") or head[:2] == b"MZ":
+            continue
+        what = "a script (#!)" if kind == "script" else "not an executable program"
+        return (
+            f"{name}: the downloaded file is {what}, not a program: a script the page "
+            "offers is an installer that tsuku shows and never runs; answer kind script "
+            "with the page's command, or give the URL of the build itself"
+        )
+    return None
 
 
 def preview(recipe: Recipe, version: str, tag: str) -> dict[str, Any]:

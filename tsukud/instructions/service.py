@@ -4,6 +4,7 @@ money rules, the container validator, the ledger under the run's session)."""
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,7 @@ class InstructionsBuilder:
         only_provider: bool | None = None,
         repo: str | None = None,
         collect_tool_stats: bool = False,
+        refuse_strangers: bool = False,
     ) -> CreateResult:
         """A validated recipe for ``tool`` read from the install page at ``url``."""
         from tsukud.install.versions import VersionResolver
@@ -65,6 +67,8 @@ class InstructionsBuilder:
                 await store.wait_durable(ev.id)
 
         github = self._github()
+        config = self._config()
+        repo_text = await _repo_text(github, repo) if repo else ""
         deps = Deps(
             http=github.http,
             resolver=VersionResolver(github, clock=self.clock),
@@ -74,6 +78,8 @@ class InstructionsBuilder:
             validator=self._validator(),
             secrets=tuple(self._config().secret_values()),
             clock=self.clock,
+            chromium=str(config["render.chromium"]),
+            render_timeout_s=float(config["render.timeout_s"]),
         )
         req = InstructionsRequest(
             tool=tool,
@@ -84,6 +90,32 @@ class InstructionsBuilder:
             providers=providers,
             only_provider=only_provider,
             repo=repo,
+            repo_text=repo_text,
+            refuse_strangers=refuse_strangers,
             collect_tool_stats=collect_tool_stats,
         )
         return await build(req, deps, session=session)
+
+
+README_MAX_CHARS = 200_000
+
+
+async def _repo_text(github: GitHub, repo: str) -> str:
+    """What the repository says itself on GitHub: its description and root README.md
+    (HTML comments and hidden elements dropped, as a reader of the rendered README
+    would see it). Empty when GitHub does not answer: then it names nothing."""
+    from tsukud.errors import TsukuError
+    from tsukud.github.client import ContentFile
+    from tsukud.instructions.page import visible_text
+
+    parts: list[str] = []
+    with contextlib.suppress(TsukuError):
+        parts.append((await github.repo(repo)).description or "")
+    try:
+        readme = await github.contents(repo, "README.md")
+    except TsukuError:
+        readme = None
+    if isinstance(readme, ContentFile) and readme.content:
+        text = readme.content.decode("utf-8", "replace")
+        parts.append(visible_text(text, limit=README_MAX_CHARS))
+    return "\n".join(p for p in parts if p)

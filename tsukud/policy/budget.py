@@ -72,7 +72,10 @@ class Budget:
 
         ``extends``: the run's first reservation, when a run that reached its ceiling
         reserves more; ``prior_usd`` is what it holds already, so the confirmation
-        threshold applies to the run's new total, not to the extension alone.
+        threshold applies to the run's new total, not to the extension alone. Inside a
+        request, what the command's other runs spent or hold (:mod:`.spent`) counts too:
+        the threshold is one command's, however many runs it starts; a yes (or
+        ``--yes``) to that question covers the command's later runs.
         """
         if (
             not (isinstance(amount_usd, int | float) and math.isfinite(amount_usd))
@@ -93,8 +96,12 @@ class Budget:
             "daily_budget_usd": lim.daily_usd,
             "purpose": purpose,
         }
-        total = amount + to_micro(prior_usd)
-        if total > to_micro(lim.confirm_threshold_usd) and not confirmed:
+        command = spent.current()
+        others = to_micro(float(command.others(extends))) if command is not None else 0
+        total = amount + to_micro(prior_usd) + others
+        above = total > to_micro(lim.confirm_threshold_usd)
+        confirmed = confirmed or (command is not None and command.accepted)
+        if above and not confirmed:
             ev = self._store.append_nowait(
                 "confirmation.requested",
                 {**numbers, "threshold_usd": lim.confirm_threshold_usd},
@@ -106,12 +113,20 @@ class Budget:
                 if extends
                 else ""
             )
+            earlier = (
+                f"its earlier steps spent or hold ${to_usd(others):.4f} and this {purpose} "
+                f"run needs up to ${to_usd(amount + to_micro(prior_usd)):.4f}: "
+                if others
+                else ""
+            )
             raise ConfirmationRequired(
-                f"{more}this run may cost up to ${to_usd(total):.2f}, above the confirmation "
-                f"threshold of ${lim.confirm_threshold_usd:.2f}",
+                f"{more}{earlier}this command may cost up to ${to_usd(total):.2f} in all, "
+                f"above the confirmation threshold of ${lim.confirm_threshold_usd:.2f}",
                 estimate_usd=to_usd(total),
                 threshold_usd=lim.confirm_threshold_usd,
             )
+        if above and command is not None:
+            command.accepted = True  # asked once per command: this yes covers the rest
         if committed + amount > budget:
             ev = self._store.append_nowait("budget.denied", numbers, session)
             await self._store.wait_durable(ev.id)
@@ -131,6 +146,7 @@ class Budget:
         if extends:
             reserved["extends"] = extends
         ev = self._store.append_nowait("budget.reserved", reserved, session)
+        spent.reserved(rid, extends or rid, to_usd(amount))
         await self._store.wait_durable(ev.id)
         return Grant(rid, to_usd(amount), day, to_usd(budget - committed - amount))
 
@@ -140,7 +156,7 @@ class Budget:
         if not math.isfinite(actual_usd) or actual_usd < 0:
             raise InvalidParams(f"actual cost must be a finite USD amount ≥ 0, got {actual_usd!r}")
         r = self._spend.open[reservation]
-        spent.record(actual_usd)
+        spent.record(actual_usd, reservation)
         ev = self._store.append_nowait(
             "budget.settled",
             {

@@ -36,7 +36,9 @@ from tsukud.recipe.version_range import compare_versions as compare_versions
 from tsukud.recipe.version_range import sort_key as _sort_key
 
 DEFAULT_STABLE_QUALIFIERS = ("release", "final", "lts", "ga", "stable")
-_UNSTABLE_WORDS = ("alpha", "beta", "rc", "preview", "snapshot", "nightly", "dev")
+_UNSTABLE_WORDS = ("alpha", "beta", "rc", "preview", "snapshot", "nightly", "dev", "weekly")
+# PEP 440's short pre-release spellings: 1.0.0a1, 2.1b3 (rc is caught by the words).
+_PEP440_PRE = re.compile(r"\d(?:a|b)\d+(?:\.|$)")
 _SAFE_VERSION = re.compile(r"(?!.*\.\.)[A-Za-z0-9._+~-]{1,128}")
 
 
@@ -107,13 +109,63 @@ def check_version(resolved: ResolvedVersion, repo: str = "") -> ResolvedVersion:
 
 def is_stable_version(version: str, stable_qualifiers: Iterable[str] | None = None) -> bool:
     """Prerelease detection: a ``-suffix`` is unstable unless it is a stable qualifier
-    (``1.0-lts``); without one, words like ``beta``/``rc``/``nightly`` mark it unstable."""
+    (``1.0-lts``); without one, words like ``beta``/``rc``/``nightly``/``dev`` and PEP 440's
+    ``1.0a1``/``1.0b2`` mark it unstable."""
     qualifiers = {q.lower() for q in (stable_qualifiers or DEFAULT_STABLE_QUALIFIERS)}
     lowered = version.lower()
     _core, dash, suffix = lowered.partition("-")
     if dash:
         return suffix in qualifiers
-    return not any(word in lowered for word in _UNSTABLE_WORDS)
+    return not any(word in lowered for word in _UNSTABLE_WORDS) and not _PEP440_PRE.search(lowered)
+
+
+class PublishedRelease(msgspec.Struct, frozen=True):
+    """What the choice of "the latest release" reads of a GitHub release: its tag and
+    the two flags its publisher set."""
+
+    tag: str
+    draft: bool = False
+    prerelease: bool = False
+
+
+def is_prerelease(
+    version: str, *, flagged: bool = False, stable_qualifiers: Iterable[str] | None = None
+) -> bool:
+    """A pre-release by GitHub's flag *or* by its version's shape (``2.0.0-beta.1``,
+    ``1.2.3-rc1``, ``1.0.0a1``, ``1.2.3.dev0``, ``nightly``): the flag is the
+    publisher's to set or forget, so an unflagged ``-beta`` tag is still a beta."""
+    return flagged or not is_stable_version(version, stable_qualifiers)
+
+
+def newest_release(
+    releases: Iterable[PublishedRelease],
+    *,
+    tag_prefix: str | None = None,
+    stable_qualifiers: Iterable[str] | None = None,
+) -> ResolvedVersion | None:
+    """The release "latest" means, for ``create`` (the version it validates and pins)
+    and ``install``/``outdated``/``upgrade`` (the version they install) alike: one rule,
+    so the release installed is the release validated.
+
+    ``releases`` newest first, as GitHub lists them. Drafts never count, nor tags
+    without ``tag_prefix`` or whose version could not name a directory. The first
+    release that is not a pre-release (:func:`is_prerelease`: flagged, or a pre-release
+    by its tag whatever the flag says) wins; a pre-release is taken only when the
+    repository has published nothing else (as pip does), and any pre-release can be
+    asked for by its version (``tool@2.0.0-beta.1``). None when nothing qualifies.
+    GitHub's own ``releases/latest`` is not used: it trusts the flag alone.
+    """
+    qualifiers = tuple(stable_qualifiers) if stable_qualifiers else None
+    first: ResolvedVersion | None = None
+    for release in releases:
+        version = tag_to_version(release.tag, tag_prefix) if release.tag else None
+        if release.draft or version is None or not is_valid_version(version):
+            continue
+        found = ResolvedVersion(version, release.tag)
+        if not is_prerelease(version, flagged=release.prerelease, stable_qualifiers=qualifiers):
+            return found
+        first = first or found
+    return first
 
 
 def _candidates(tags: Iterable[str], tag_prefix: str | None) -> list[ResolvedVersion]:

@@ -36,6 +36,9 @@ class CreateParams(msgspec.Struct, forbid_unknown_fields=True):
     can_ask: bool = False
     collect_tool_stats: bool = False
     version: str | None = None  # build and validate for this release, not the newest
+    # a recipe read from the homepage may use hosts/packages the repository does not name
+    # without a person's yes (--trust-page-hosts)
+    trust_page_hosts: bool = False
 
 
 class SaveParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -67,6 +70,7 @@ async def create(d: Daemon, p: CreateParams, call: Call) -> dict[str, Any]:
         can_ask=p.can_ask,
         collect_tool_stats=p.collect_tool_stats,
         version=p.version,
+        trust_page_hosts=p.trust_page_hosts,
     )
     return msgspec.to_builtins(result)  # type: ignore[no-any-return]
 

@@ -36,7 +36,7 @@ class InstallParams(msgspec.Struct, forbid_unknown_fields=True):
     tool: str
     version: str | None = None
     force: bool = False
-    yes: bool = False  # confirmations: discovery's source question, generation cost
+    yes: bool = False  # discovery's source question, generation cost; never shadowing
     can_ask: bool = False  # the client can put questions to a person (a terminal)
     discover: bool = False  # no recipe: discover the source, write a recipe, install it
     source: str | None = None  # no recipe: this source (github:o/r, npm:p, crates:c, ...) instead
@@ -44,6 +44,9 @@ class InstallParams(msgspec.Struct, forbid_unknown_fields=True):
     collect_tool_stats: bool = False  # no recipe: list discovery's and create's tool calls
     provider: str | None = None  # no recipe: LLM provider(s) to try first, "gemini,claude"
     only_provider: bool | None = None  # no recipe: only those, never fail over to others
+    # no recipe: a recipe read from a page may use hosts/packages its repository does not
+    # name without a person's yes (--trust-page-hosts)
+    trust_page_hosts: bool = False
 
 
 @method("install", InstallParams)
@@ -59,7 +62,7 @@ async def install(d: Daemon, p: InstallParams, call: Call) -> dict[str, Any]:
         await _note_unused_source(d, name, p.source, call)
     try:
         res = await d.services.installer.install(
-            name, version, force=p.force, progress=call.progress, can_ask=p.can_ask
+            name, version, force=p.force, progress=call.progress, can_ask=p.can_ask, yes=p.yes
         )
         # A recipe existed: no model was asked, so there is no tool call to list.
         return {**res, "tool_stats": []} if p.collect_tool_stats else res
@@ -77,6 +80,7 @@ async def install(d: Daemon, p: InstallParams, call: Call) -> dict[str, Any]:
         source=p.source,
         collect_tool_stats=p.collect_tool_stats,
         llm=LlmChoice(providers=p.provider, only_provider=p.only_provider),
+        trust_page_hosts=p.trust_page_hosts,
     )
     discovery = (
         msgspec.to_builtins(done.discovery)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import pty
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -15,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Tsuku, base_env, short_home
+from tests.conftest import RETIRING, Tsuku, base_env, short_home
 from tests.fakes import anthropic_server as anth
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.docker_cut import CuttableDocker
@@ -53,8 +52,7 @@ def home(fw: FakeGitHub, anthropic: FakeAnthropic, docker_endpoint: str) -> Iter
     try:
         yield t
     finally:
-        t.stop_all()
-        shutil.rmtree(path, ignore_errors=True)
+        RETIRING.retire(t)  # stopped and removed in the background (tests/conftest.py)
 
 
 def events(t: Tsuku, *types: str) -> list[dict[str, Any]]:
@@ -459,6 +457,8 @@ def test_budget_and_deprecated_model(home: Tsuku, anthropic: FakeAnthropic) -> N
     assert "warning: claude-sonnet-4-5-20250929 is deprecated" in cp.stderr
 
 
+# Among the slowest tests (issue 26): a create with validation in a real container and two
+# LLM SDKs imported by the daemon.
 def test_failover_to_gemini_mid_run(home: Tsuku, anthropic: FakeAnthropic) -> None:
     """Claude fails after the first turn; the same conversation continues on Gemini 3
     (its function call without an id, signed as Gemini 3 signs), and the recipe says who
@@ -533,6 +533,8 @@ def create_waiting_for_claude(
     return proc
 
 
+# Among the slowest tests (issue 26): a create killed mid-run and the daemon's settling of
+# it, with validation in a real container.
 def test_client_gone_cancels_the_run_and_settles(
     home: Tsuku, anthropic: FakeAnthropic, fw: FakeGitHub
 ) -> None:

@@ -92,6 +92,8 @@ def wait_settled(t: Tsuku, timeout: float = 30) -> dict[str, Any]:
         time.sleep(0.1)
 
 
+# Among the slowest tests (issue 26): kill -9 with calls in flight, a restart and the
+# abandoned runs' settling (processes are the subject).
 def test_kill_9_with_calls_in_flight_charges_served_and_cut_off_calls(world: FakeGitHub) -> None:
     runs = 3
     greedy = Greedy(hold_from_call=3)  # two answered calls per run, the third in flight
@@ -149,6 +151,8 @@ def test_kill_9_with_calls_in_flight_charges_served_and_cut_off_calls(world: Fak
             shutil.rmtree(t.home, ignore_errors=True)
 
 
+# Among the slowest tests (issue 26): a real SIGINT with an LLM call in flight, then the
+# run's settling (signals and time are the subject).
 def test_ctrl_c_with_a_call_in_flight_ends_the_run_at_its_true_total(world: FakeGitHub) -> None:
     greedy = Greedy(hold_from_call=2)
     with FakeAnthropic(fallback=greedy) as claude:

@@ -26,6 +26,8 @@ def world() -> Iterator[FakeGitHub]:
     yield from greedy_world()
 
 
+# Among the slowest tests (issue 26): twenty concurrent creates against one budget (the race
+# is the subject).
 def test_twenty_greedy_creates_never_pass_the_budget(world: FakeGitHub) -> None:
     greedy = Greedy()
     path = short_home()

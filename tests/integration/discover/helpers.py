@@ -183,8 +183,10 @@ def claude_finds(
     *extractions: dict[str, Any],
     results: list[tuple[str, str]] | None = None,
     delay: float = 0.0,
+    usage: dict[str, Any] | None = None,
 ) -> None:
-    """One Claude turn: a server web search, a cited text block, extract_source call(s)."""
+    """One Claude turn: a server web search, a cited text block, extract_source call(s);
+    ``usage``: what the turn reports it used (default: a small turn)."""
     found = results if results is not None else [(STRIPE_URL, "Stripe CLI - GitHub")]
     content = claude_search_blocks(found)
     content.append(
@@ -203,7 +205,8 @@ def claude_finds(
     )
     for i, args in enumerate(extractions or (extract_args("stripe/stripe-cli"),)):
         content.append(anth.tool_use(f"toolu_0{i + 1}", "extract_source", args))
-    fake.reply(content, "tool_use", usage_=anth.usage(2400, 180, web_searches=1), delay=delay)
+    used = usage or anth.usage(2400, 180, web_searches=1)
+    fake.reply(content, "tool_use", usage_=used, delay=delay)
 
 
 def gemini3_finds(fake: FakeGemini, args: dict[str, Any] | None = None) -> None:

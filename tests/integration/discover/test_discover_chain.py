@@ -562,7 +562,7 @@ async def test_single_ecosystem_match_prints_its_install_command(world: World, h
     )
     world.eco.add_npm("rgx", weekly_downloads=3, versions=1)  # below npm's bar
     async with in_daemon(world.env(home, "claude")) as d:
-        found = await run(d, "rgx")
+        found = await run(d, "rgx", yes=True)
         assert (found.stage, found.builder, found.install_command) == (
             "ecosystem",
             "crates.io",
@@ -595,8 +595,14 @@ async def test_ecosystem_ties_are_a_numbered_choice_and_an_error_without_a_termi
         with pytest.raises(DiscoveryAmbiguous) as exc:
             await run(d, "dup", yes=True)  # --yes never picks among ties
         assert exc.value.exit_code == 10
-        assert "1. crates.io:dup  (9.0K downloads, 9 versions)" in exc.value.message
-        assert "2. npm:dup  (8.0K downloads, 20 versions)" in exc.value.message
+        assert (
+            "1. crates.io:dup  (9.0K downloads in 90 days, 9 versions, first published "
+            "2020-01-01, NO repository)" in exc.value.message
+        )
+        assert (
+            "2. npm:dup  (8.0K weekly downloads, 20 versions, first published 2024-01-01, "
+            "repository x/dup, by someone)" in exc.value.message
+        )
         for way in (
             "--from crates:dup" if "crates.io" in _prefixes() else "cargo install dup",
             "tsukuctl install dup --from npm:dup",
@@ -673,6 +679,7 @@ async def test_a_model_names_an_npm_package_and_the_npm_probe_verifies_it(
         weekly_downloads=40_000,
         versions=12,
         description="prettyfmt: a code formatter command",
+        repository="https://github.com/fmt/prettyfmt",
     )
     if provider == "claude":
         claude_finds(world.claude, npm_extract(), results=NPM_PAGE)
@@ -697,6 +704,21 @@ async def test_a_model_names_an_npm_package_and_the_npm_probe_verifies_it(
     fake = world.claude if provider == "claude" else world.gemini
     (req,) = fake.requests
     assert "npm" in json.dumps(req.json())  # the schema offered the ecosystem builders
+
+
+async def test_a_package_the_model_names_with_no_repository_or_use_is_never_taken_by_yes(
+    world: World, home: Path
+) -> None:
+    """A model (one that obeys injected text, say) naming a package is no more an
+    identity than the typed name: ``fmtq``, five versions, no downloads, no repository,
+    is shown with its evidence and needs a person; ``--yes`` does not take it."""
+    world.eco.add_npm("fmtq", weekly_downloads=0, versions=5, description="a formatter CLI")
+    claude_finds(world.claude, npm_extract("fmtq"), results=NPM_PAGE)
+    async with in_daemon(world.env(home, "claude")) as d:
+        with pytest.raises(DiscoveryConfirmationRequired) as exc:
+            await run(d, "prettyfmt-cli", yes=True)
+        assert "npm:fmtq" in exc.value.message
+        assert "--from npm:fmtq" in exc.value.hint
 
 
 async def test_a_package_the_model_names_that_npm_does_not_know_is_not_used(
@@ -753,9 +775,11 @@ async def test_a_slow_registry_does_not_hold_the_others(world: World, home: Path
     env = world.env(home, "claude", TSUKU_DISCOVER_ECOSYSTEM_TIMEOUT="0.5")
     async with in_daemon(env) as d:
         started = time.monotonic()
-        found = await run(d, "slowpoke")
+        found = await run(d, "slowpoke", confirm=False)  # a report: no one is asked
         assert time.monotonic() - started < 2.0
         assert found.builder == "pypi" and found.install_command == "pipx install slowpoke"
+        # PyPI reports no downloads and slowpoke names no repository: only a name
+        assert any("found by its name alone" in w for w in found.warnings)
         (stage,) = [p for t, p, _s in events(d, "discovery.stage") if p["stage"] == "ecosystem"]
         assert stage["late"] == ["crates.io"]
 

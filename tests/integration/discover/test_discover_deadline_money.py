@@ -47,6 +47,8 @@ class Held:
         return Reply(json=anth.message(content, "tool_use", usage_=usage))
 
 
+# Among the slowest tests (issue 26): waits out a real deadline with an LLM call in flight
+# (time is the subject).
 def test_deadline_with_a_call_in_flight_ends_the_run_at_its_true_total(world: World) -> None:
     held = Held()
     home = short_home()

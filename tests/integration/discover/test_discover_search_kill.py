@@ -21,6 +21,8 @@ from tests.conftest import Tsuku, base_env, short_home
 from tests.integration.discover.helpers import TAVILY_KEY, World, local_searches_then_finds
 from tsukud.errors import ExitCode
 
+pytestmark = pytest.mark.ctl_process  # a client killed mid-search: real processes
+
 FEE = 0.008  # discover.tavily_search_usd's default
 TAVILY = ("--search-provider", "tavily")
 

@@ -364,6 +364,8 @@ def test_yes_without_a_terminal_does_not_approve_a_page_found_by_search(
     assert "/foo/install" not in vendor.fetched()
 
 
+# Among the slowest tests (issue 26): each candidate recipe is validated in a real container
+# (the sandbox is the subject).
 def test_discover_reports_the_page_its_visible_text_and_the_platform(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -390,6 +392,8 @@ def test_discover_reports_the_page_its_visible_text_and_the_platform(
     assert ledger(tk, "instructions.started") == []  # a report: nothing is built
 
 
+# Among the slowest tests (issue 26): a real package manager (npm/pip/gem) installs from the
+# fake registries, and the recipe is validated in a real container.
 def test_a_page_that_says_npm_install_goes_to_the_npm_builder(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -410,8 +414,16 @@ def test_a_page_that_says_npm_install_goes_to_the_npm_builder(
             "ecosystem": {"manager": "npm", "package": "@fake/foo"},
         },
     )
-    code, screen, stdout = on_a_terminal(tk, ["install", "foo"], [(REVIEW, b"i\n")], timeout=180)
+    # A page found by search: no repository names the package, so the person is asked
+    # about it (seeing where the page says it) before npm is asked anything.
+    code, screen, stdout = on_a_terminal(
+        tk,
+        ["install", "foo"],
+        [(b"Use npm:@fake/foo for foo? [y/N] ", b"y\n"), (REVIEW, b"i\n")],
+        timeout=180,
+    )
     assert code == 0, screen
+    assert "found on the page: Install it with npm: npm install -g @fake/foo" in screen
     assert "says `npm install -g @fake/foo`: writing the recipe from npm:@fake/foo" in screen
     assert "installed foo 2.0.0 (foo)" in stdout
     recipe = (tk.home / "recipes" / "foo.toml").read_text()
@@ -442,6 +454,8 @@ def test_a_repository_without_release_builds_or_a_homepage_says_what_is_left(
     assert world.claude.requests == []
 
 
+# Among the slowest tests (issue 26): each candidate recipe is validated in a real container
+# (the sandbox is the subject).
 def test_a_package_only_hidden_text_names_is_never_installed_even_with_yes(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -485,6 +499,8 @@ def test_a_package_only_hidden_text_names_is_never_installed_even_with_yes(
     assert "evil-pkg" in told and "outside_page" in told
 
 
+# Among the slowest tests (issue 26): each candidate recipe is validated in a real container
+# (the sandbox is the subject).
 def test_a_page_with_one_fixed_version_and_no_feed_installs_pinned_and_says_so(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -540,6 +556,8 @@ def test_a_page_with_one_fixed_version_and_no_feed_installs_pinned_and_says_so(
     assert "pinned at 1.4.2" in cp.stderr
 
 
+# Among the slowest tests (issue 26): four builds each validated in a real container, arm64
+# under qemu-user emulation.
 def test_linux_amd64_arm64_and_darwin_builds_from_one_page_are_each_proven(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -617,6 +635,8 @@ def test_linux_amd64_arm64_and_darwin_builds_from_one_page_are_each_proven(
     assert whens == [(["linux"], "amd64"), (["linux"], "arm64"), (["darwin"], "arm64")]
 
 
+# Among the slowest tests (issue 26): each candidate recipe is validated in a real container
+# (the sandbox is the subject).
 def test_a_private_address_the_page_names_is_refused_by_the_http_policy(
     world: World,
     tk: Tsuku,  # noqa: F811

@@ -20,9 +20,10 @@ import select
 import shutil
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -282,18 +283,56 @@ def hooked_tsuku() -> Iterator[Tsuku]:
         shutil.rmtree(home, ignore_errors=True)
 
 
-@pytest.fixture
-def user(hooked_tsuku: Tsuku, tmp_path: Path) -> Iterator[ShellHome]:
+@contextlib.contextmanager
+def stub_user(t: Tsuku, tmp_path: Path, installs: Iterable[str]) -> Iterator[ShellHome]:
+    """A user with a fresh HOME and the stub ``tsukuctl`` on ``t``'s TSUKU_HOME; what
+    the stub may have "installed" (``installs``) and the hook mode go afterwards."""
     home = tmp_path / "home"
     home.mkdir()
     write_stub_tsukuctl(home)
-    u = ShellHome(hooked_tsuku, home, tmp_path / "stub.log")
+    u = ShellHome(t, home, tmp_path / "stub.log")
     try:
         yield u
     finally:
         u.close()
-        (hooked_tsuku.home / "bin" / "stern").unlink(missing_ok=True)
-        (hooked_tsuku.home / "share" / "hooks" / "mode").unlink(missing_ok=True)
+        for name in installs:
+            (t.home / "bin" / name).unlink(missing_ok=True)
+        (t.home / "share" / "hooks" / "mode").unlink(missing_ok=True)
+
+
+@pytest.fixture
+def user(hooked_tsuku: Tsuku, tmp_path: Path) -> Iterator[ShellHome]:
+    with stub_user(hooked_tsuku, tmp_path, ["stern"]) as u:
+        yield u
+
+
+@contextlib.contextmanager
+def hook_installed_from(
+    recipes: Mapping[str, tuple[str, Mapping[str, Any]]],
+) -> Iterator[tuple[ShellHome, str]]:
+    """From an empty TSUKU_HOME and no daemon, the fake registry serving ``recipes``
+    (name → (text, extra manifest fields)): ``tsukuctl hook install --shell bash``
+    starts the daemon, which fetches the manifest and builds the index; the daemon is
+    stopped again (the hook never needs it). Yields the user and what it printed."""
+    from tsukud.testing.github import FakeGitHub
+
+    home = short_home()
+    with FakeGitHub() as gh:
+        for name, (text, manifest) in recipes.items():
+            gh.add_recipe(name, text, **manifest)
+        t = Tsuku(home, {**base_env(home), **gh.env()})
+        user = ShellHome(t, home / "user", home / "stub.log")
+        user.home.mkdir()
+        try:
+            user.write_rc("bash")
+            out = user.ctl("hook", "install", "--shell", "bash")
+            assert (home / "registry" / "manifest.json").is_file(), out
+            assert user.ctl("daemon", "stop").startswith("tsukud stopped")
+            yield user, out
+        finally:
+            user.close()
+            t.stop_all()
+            shutil.rmtree(home, ignore_errors=True)
 
 
 @contextlib.contextmanager

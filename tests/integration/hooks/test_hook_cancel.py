@@ -7,7 +7,6 @@ after 64 bytes), so the Ctrl-C always lands in the middle of the work.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 
 from tests.fakes.github import FakeGitHub, fixture_world
 from tests.integration.hooks.conftest import SHELLS, ShellHome, need_shell, real_client_user
+from tests.waiting import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -32,15 +32,20 @@ def user(world: FakeGitHub, tmp_path: Path) -> Iterator[ShellHome]:
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-def test_ctrl_c_in_a_hook_install_says_cancelled_and_keeps_130(user: ShellHome, shell: str) -> None:
+def test_ctrl_c_in_a_hook_install_says_cancelled_and_keeps_130(
+    world: FakeGitHub, user: ShellHome, shell: str
+) -> None:
     need_shell(shell)
     user.write_rc(shell)
     user.ctl("hook", "install", "--shell", shell)
     sh = user.spawn(shell, TSUKU_AUTO_INSTALL="auto", PYTHONPATH=str(Path.cwd()))
+    before = len(world.requests_to("/releases/download/"))
     start = sh.pos
     sh.send(f'stern --version; echo "__RC_{sh.status_var}"__\n')
     sh.expect(r"resolving stern…")
-    time.sleep(1.5)  # into the download, which hangs
+    # Into the download, which hangs: the asset host has been asked for it.
+    asked = lambda: len(world.requests_to("/releases/download/")) > before  # noqa: E731
+    wait_until(asked, "the asset request")
     sh.send("\x03")  # Ctrl-C, as the terminal sends it
     m = sh.expect(r"__RC_(\d+)__", timeout=20)
     out, status = sh.text[start : m.start()], int(m.group(1))

@@ -7,17 +7,21 @@ fresh ``hook install`` fetches the registry's recipe list so the hook knows comm
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Tsuku, base_env, short_home
-from tests.integration.hooks.conftest import SHELLS, STERN, ShellHome, need_shell
+from tests.conftest import base_env
+from tests.integration.hooks.conftest import (
+    SHELLS,
+    STERN,
+    ShellHome,
+    hook_installed_from,
+    need_shell,
+)
 from tsukuctl.hook_commands import rc_path
-from tsukud.testing.github import FakeGitHub
 
 BARE_PATH = "/usr/bin:/bin"  # neither $TSUKU_HOME/bin nor the stub tsukuctl
 SOURCE = {"bash": ". ~/.bashrc", "zsh": ". ~/.zshrc", "fish": "source {rc}"}
@@ -92,30 +96,16 @@ def test_a_fresh_hook_install_fetches_the_registry_list_and_suggests_aliases() -
     """From an empty TSUKU_HOME: `hook install` starts the daemon, which fetches the
     manifest (progress on stderr) and indexes every listed recipe and its aliases."""
     need_shell("bash")
-    home = short_home()
-    with FakeGitHub() as gh:
-        gh.add_recipe("helix", HELIX)
-        gh.add_recipe("stern", STERN)
-        t = Tsuku(home, {**base_env(home), **gh.env()})
-        user = ShellHome(t, home / "user", home / "stub.log")
-        user.home.mkdir()
-        try:
-            user.write_rc("bash")
-            out = user.ctl("hook", "install", "--shell", "bash")
-            assert "fetching the registry's recipe list" in out, out
-            assert "3 commands from 2 tools" in out, out  # helix, hx, stern
-            assert (home / "registry" / "manifest.json").is_file()
-            assert user.ctl("daemon", "stop").startswith("tsukud stopped")
-            sh = user.spawn("bash")
-            out, status = sh.run("hx")
-            assert "hx is provided by helix. Install it with: tsukuctl install helix" in out
-            assert status == 127, out
-            out, status = sh.run("stern")
-            assert "stern is provided by stern" in out and status == 127, out
-        finally:
-            user.close()
-            t.stop_all()
-            shutil.rmtree(home, ignore_errors=True)
+    recipes = {"helix": (HELIX, {}), "stern": (STERN, {})}
+    with hook_installed_from(recipes) as (user, out):
+        assert "fetching the registry's recipe list" in out, out
+        assert "3 commands from 2 tools" in out, out  # helix, hx, stern
+        sh = user.spawn("bash")
+        out, status = sh.run("hx")
+        assert "hx is provided by helix. Install it with: tsukuctl install helix" in out
+        assert status == 127, out
+        out, status = sh.run("stern")
+        assert "stern is provided by stern" in out and status == 127, out
 
 
 def test_an_unreachable_registry_is_a_warning_not_a_failure(user: ShellHome) -> None:

@@ -9,7 +9,6 @@ that nothing about a shell between the user and tsukuctl changes it.)
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 
 from tests.fakes.github import FakeGitHub, fixture_world
 from tests.integration.hooks.conftest import SHELLS, ShellHome, need_shell, real_client_user
+from tests.waiting import wait_until
 
 REDRAW = b"\r\x1b[K"
 COLOUR = re.compile(rb"\x1b\[[0-9;]*m")
@@ -66,10 +66,13 @@ def test_ctrl_c_at_the_prompt_cancels_with_one_line_and_130(
     sh = user.spawn(shell, TERM="xterm", PYTHONPATH=str(Path.cwd()))
     world.stall_after = 64  # the asset host sends 64 bytes, then hangs
     try:
+        before = len(world.requests_to("/releases/download/"))
         start = sh.pos
         sh.send(f'tsukuctl install stern; echo "__RC_{sh.status_var}"__\n')
         sh.expect(r"downloading stern")
-        time.sleep(1.0)  # into the download, which hangs
+        # Into the download, which hangs: the asset host has been asked for it.
+        asked = lambda: len(world.requests_to("/releases/download/")) > before  # noqa: E731
+        wait_until(asked, "the asset request")
         sh.send("\x03")  # Ctrl-C, as the terminal sends it
         m = sh.expect(r"__RC_(\d+)__", timeout=20)
     finally:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Tsuku, base_env, short_home
+from tests.conftest import RETIRING, Tsuku, base_env, short_home
 from tests.fakes.ecosystems import FakeEcosystems
 from tests.fakes.github import FakeGitHub, fixture_world
 from tsukud.testing.crates import FakeCratesIo
@@ -57,8 +57,13 @@ def running(t: Tsuku) -> Iterator[Tsuku]:
         t.start()
         yield t
     finally:
-        t.stop_all()
-        shutil.rmtree(t.home, ignore_errors=True)
+        RETIRING.retire(t)  # stopped and removed in the background (tests/conftest.py)
+
+
+#: The caller's PATH for installs whose binaries a test machine may also have (java,
+#: aws): a shell with no commands, so whether the shadowing question is asked
+#: (docs/install.md) never depends on what this machine happens to have installed.
+NO_SYSTEM_COMMANDS = {"PATH": "/nonexistent/tsuku-test-bin"}
 
 
 needs_cargo = pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")

@@ -104,6 +104,8 @@ def test_a_proxy_exported_after_the_daemon_started_carries_that_request(
         assert len(proxy.requests) == seen
 
 
+# Among the slowest tests (issue 26): the unreachable proxy is retried with the product's
+# own backoff before the install fails (real time; the retry policy is the product's).
 def test_a_proxy_that_cannot_be_reached_or_used_is_named(inst: Tsuku) -> None:
     from tests.conftest import CLOSED_PORT
 

@@ -51,6 +51,9 @@ def test_create_from_npm_writes_a_validated_recipe(eco_inst: Tsuku, eco: FakeEco
     assert installed(t)["greet"]["version"] == "1.2.0"
 
 
+# Among the slowest tests (issue 26): two creates, each validated by a real pipx install in
+# the container (pip creates a real venv and installs from the fake index (seconds of pip
+# per install; the package manager is the subject)).
 def test_create_from_pypi_reads_console_scripts_from_the_wheel(
     eco_inst: Tsuku, eco: FakeEcosystems
 ) -> None:
@@ -89,6 +92,9 @@ def test_builder_refusals(eco_inst: Tsuku, eco: FakeEcosystems) -> None:
     assert not (t.home / "recipes").exists()
 
 
+# Among the slowest tests (issue 26): validation by a real pipx install in the container
+# (pip creates a real venv and installs from the fake index (seconds of pip per install; the
+# package manager is the subject)).
 def test_a_recipe_that_fails_on_the_host_is_not_written(
     eco_inst: Tsuku, eco: FakeEcosystems
 ) -> None:

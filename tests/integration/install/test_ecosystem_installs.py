@@ -123,6 +123,8 @@ def test_a_new_user_installs_an_npm_tool_from_the_registrys_recipe(
     assert tree(inst.home) == []
 
 
+# Among the slowest tests (issue 26): pip creates a real venv and installs from the fake
+# index (seconds of pip per install; the package manager is the subject).
 def test_pipx_install_recipe_installs_verifies_and_removes(
     inst: Tsuku, eco: FakeEcosystems
 ) -> None:
@@ -155,6 +157,9 @@ def test_pipx_install_recipe_installs_verifies_and_removes(
     assert tree(inst.home) == []
 
 
+# Among the slowest tests (issue 26): a real pip install through a real forwarding proxy
+# (pip creates a real venv and installs from the fake index (seconds of pip per install; the
+# package manager is the subject)).
 def test_a_callers_proxy_carries_the_package_managers_requests(
     inst: Tsuku, eco: FakeEcosystems
 ) -> None:
@@ -174,6 +179,8 @@ def test_a_callers_proxy_carries_the_package_managers_requests(
     assert run(inst.home / "bin" / "hello").strip() == "hello 1.1"
 
 
+# Among the slowest tests (issue 26): pip creates a real venv and installs from the fake
+# index (seconds of pip per install; the package manager is the subject).
 def test_an_executable_the_package_lacks_fails_the_install_and_leaves_nothing(
     inst: Tsuku, eco: FakeEcosystems
 ) -> None:
@@ -255,6 +262,8 @@ def test_plan_gives_a_gem_install_step_the_rubygems_version(
     ]
 
 
+# Among the slowest tests (issue 26): real npm and pip each download and refuse the tampered
+# bytes (the clients' own checks are the subject).
 @needs_npm
 def test_a_tampered_package_is_refused_by_the_clients_own_checks(
     inst: Tsuku, eco: FakeEcosystems
@@ -281,6 +290,9 @@ def test_a_tampered_package_is_refused_by_the_clients_own_checks(
     assert tree(inst.home) == []
 
 
+# Among the slowest tests (issue 26): two real pip installs into fresh venvs (pip creates a
+# real venv and installs from the fake index (seconds of pip per install; the package
+# manager is the subject)).
 def test_a_forced_reinstall_of_the_same_version_replaces_it_in_place(
     inst: Tsuku, eco: FakeEcosystems
 ) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import Tsuku
 from tests.fakes.github import FakeGitHub, fixture_recipe_paths
-from tests.integration.install.conftest import make_tsuku
+from tests.integration.install.conftest import NO_SYSTEM_COMMANDS, make_tsuku
 from tsukud.recipe import host_platform, load_recipe, require_supported
 
 RECORDED_RECIPES = {
@@ -53,7 +53,7 @@ def shared_daemon(gh: FakeGitHub) -> Iterator[Tsuku]:
 
 def _cycle(t: Tsuku, spec: str) -> dict[str, object]:
     name = spec.split("@")[0]
-    cp = t.ctl("install", spec, "--json")
+    cp = t.ctl("install", spec, "--json", shell_env=NO_SYSTEM_COMMANDS)
     assert cp.returncode == 0, f"install {spec} failed:\n{cp.stderr}"
     res = json.loads(cp.stdout)
     assert res["already_installed"] is False

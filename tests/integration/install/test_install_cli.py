@@ -179,6 +179,8 @@ def test_info(inst: Tsuku) -> None:
     assert "supported" in cp.stdout
 
 
+# Among the slowest tests (issue 26): installs, a registry refresh, and an install against a
+# registry that answers 503 (retried with the product's backoff).
 def test_update_registry_and_offline_cache(inst: Tsuku, world: FakeGitHub) -> None:
     inst.ctl("install", "gobuster", check=True)
     cp = inst.ctl("update-registry", check=True)

@@ -9,9 +9,13 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.conftest import Tsuku
 from tests.fakes.github import FakeGitHub
 from tests.integration.install.conftest import events, installed, tree
+
+pytestmark = pytest.mark.ctl_process  # kill -9 during a download: real processes
 
 
 def wait_for(pred: object, timeout: float = 10.0) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import Tsuku
 from tests.fakes.openpgp import SigningKey
-from tests.integration.install.conftest import events, installed, tree
+from tests.integration.install.conftest import NO_SYSTEM_COMMANDS, events, installed, tree
 from tests.integration.install.test_recipe_errors import local_recipe
 from tests.integration.install.test_url_actions import HOST, host, run, script, zip_of
 from tsukud.testing.download_host import FakeDownloadHost
@@ -83,7 +83,7 @@ def test_an_awscli_like_signed_download_installs(
     serve(host, aws, aws)
     local_recipe(inst, "awscli", awscli_recipe(host, aws.fingerprint))
 
-    cp = inst.ctl("install", "awscli")
+    cp = inst.ctl("install", "awscli", shell_env=NO_SYSTEM_COMMANDS)
     assert cp.returncode == 0, cp.stderr
     assert "aws-cli/2.17.0" in run(inst.home / "bin" / "aws")
     done = [e for e in events(inst) if e["type"] == "install.completed"][-1]["payload"]

@@ -303,6 +303,8 @@ def test_price_table_override_and_unknown_price(tsuku: Tsuku, claude: FakeAnthro
     assert out["cost_usd"] == pytest.approx(1.0)
 
 
+# Among the slowest tests (issue 26): two daemons in a row, each importing the LLM SDKs on
+# its first call (seconds of CPU each).
 def test_record_then_replay_without_network_or_keys(tsuku: Tsuku, claude: FakeAnthropic) -> None:
     rec = tsuku.home / "recordings"
     tsuku.env["TSUKU_LLM_RECORD_DIR"] = str(rec)

@@ -13,6 +13,7 @@ from typing import NoReturn
 import pytest
 import trio
 
+from tests.machine_lock import exclusive
 from tsukud.errors import SandboxError
 from tsukud.sandbox.image import prepare_busybox_image, prepare_debian_image
 from tsukud.sandbox.runtime import (
@@ -61,7 +62,10 @@ def _ensure(
             await prepare(rt, name)
 
     try:
-        trio.run(run)
+        # Workers (and other runs) share the engine: one builds a missing image, the
+        # others wait and then only check it.
+        with exclusive(f"image-{name}"):
+            trio.run(run)
     except (SandboxError, FileNotFoundError) as exc:
         unavailable(f"validation image {name} missing and cannot be built: {exc}")
     return name

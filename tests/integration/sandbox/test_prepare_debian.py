@@ -16,6 +16,8 @@ from tsukud.sandbox.runtime import ContainerRuntime, RunSpec
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
+# Among the slowest tests (issue 26): debootstrap builds a whole Debian userland and imports
+# it into Docker; slow set, scheduled first.
 async def test_prepare_builds_a_glibc_userland_with_progress(runtime: ContainerRuntime) -> None:
     if os.geteuid() != 0 or shutil.which("debootstrap") is None:
         unavailable("debootstrap and root are needed (bash scripts/dev setup installs it)")

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from tsukud.create.assets import Release
 from tsukud.create.findings import (
     BINARY_PATH,
+    GUARDED_COMMAND,
     INTENT,
     LIMITS,
     LITERAL_VERSION,
@@ -77,6 +78,21 @@ def _recipe(text: str = GOOD, **replace: str) -> Recipe:
 
 def test_good_recipe_passes() -> None:
     assert check_recipe(_recipe(), RELEASES) == []
+
+
+def test_a_guarded_command_for_another_tool_is_an_error_the_model_is_told() -> None:
+    """What an injected page asks a model for: ``sudo`` beside the tool (issue 33)."""
+    bad = _recipe(**{'binaries = ["foo"]': 'binaries = ["foo", "bin/sudo", "git-credential-x"]'})
+    found = [f for f in check_recipe(bad, RELEASES) if f.category == GUARDED_COMMAND]
+    assert [f.severity for f in found] == ["error", "error"]
+    text = format_findings(found)
+    assert "binary 'sudo'" in text and "binary 'git-credential-x'" in text
+    assert "only the recipe for sudo may install it" in text
+    # The command's own recipe may ship it; a name that merely shadows is the installer's.
+    own = _recipe(**{'name = "foo"': 'name = "sudo"', 'binaries = ["foo"]': 'binaries = ["sudo"]'})
+    assert [f for f in check_recipe(own, RELEASES) if f.category == GUARDED_COMMAND] == []
+    git = _recipe(**{'binaries = ["foo"]': 'binaries = ["foo", "git"]'})
+    assert [f for f in check_recipe(git, RELEASES) if f.category == GUARDED_COMMAND] == []
 
 
 def test_wrong_arch_mapping_is_caught_by_replay_with_a_useful_message() -> None:

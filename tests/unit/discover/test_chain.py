@@ -235,23 +235,39 @@ async def test_a_discovery_entry_names_the_source_and_how_to_install_it() -> Non
 # ---- stage 2: ecosystems ---------------------------------------------------------------------
 
 
-async def test_one_ecosystem_match_is_the_answer() -> None:
+async def test_one_ecosystem_match_is_a_candidate_a_yes_accepts() -> None:
     world = World(probes=[probe("crates.io", 50_000)])
-    found = await discover(request(), world.deps())
-    assert (found.stage, found.builder) == ("ecosystem", "crates.io")
+    found = await discover(request(yes=True), world.deps())
+    assert (found.stage, found.builder, found.approval) == ("ecosystem", "crates.io", "yes_flag")
     assert found.metadata["selection"] == "single_match"
+    # a name is not an identity: without a yes and a terminal, nobody accepted it
+    with pytest.raises(DiscoveryConfirmationRequired) as exc:
+        await discover(request(), World(probes=world.probes).deps())
+    assert "Run it again with --yes to accept crates.io:stripe-cli" in exc.value.hint
+
+
+async def test_one_package_with_no_repository_or_no_use_is_never_taken_by_yes() -> None:
+    for bare in (probe("npm", 50_000, repo=False), probe("npm", 0, versions=40)):
+        world = World(probes=[bare])
+        with pytest.raises(DiscoveryConfirmationRequired) as exc:
+            await discover(request(yes=True), world.deps(from_prefixes={"npm": "npm"}))
+        assert "found by its name alone" in exc.value.message
+        assert "tsukuctl install stripe-cli --from npm:stripe-cli" in exc.value.hint
+        world = World(probes=[bare], picks=[1])  # a person's explicit pick takes it
+        found = await discover(request(yes=True, can_ask=True), world.deps())
+        assert (found.builder, found.approval) == ("npm", "user")
 
 
 async def test_ten_times_the_downloads_is_a_clear_winner() -> None:
-    world = World(probes=[probe("npm", 2_000), probe("pypi", 20_000)])
-    found = await discover(request(), world.deps())
-    assert (found.builder, found.metadata["selection"]) == ("pypi", "10x_popularity_gap")
+    world = World(probes=[probe("npm", 2_000), probe("crates.io", 20_000)])
+    found = await discover(request(yes=True), world.deps())
+    assert (found.builder, found.metadata["selection"]) == ("crates.io", "10x_popularity_gap")
     assert found.metadata["downloads_ratio"] == 10.0
     assert [a["builder"] for a in found.alternatives] == ["npm"]
 
 
 async def test_close_matches_are_a_numbered_choice_and_the_pick_is_the_answer() -> None:
-    world = World(probes=[probe("npm", 9_000), probe("pypi", 10_000)], picks=[2])
+    world = World(probes=[probe("npm", 9_000), probe("crates.io", 10_000)], picks=[2])
     found = await discover(request(can_ask=True), world.deps())
     assert (found.stage, found.builder, found.source, found.approval) == (
         "ecosystem",
@@ -261,10 +277,16 @@ async def test_close_matches_are_a_numbered_choice_and_the_pick_is_the_answer() 
     )
     (question, options) = world.choices[0]
     assert question.data["kind"] == "discovery.choice"
-    assert question.data["offered"] == ["pypi:stripe-cli", "npm:stripe-cli"]
+    assert question.data["offered"] == ["crates.io:stripe-cli", "npm:stripe-cli"]
     assert "2 packages in different ecosystems fit, none used ten times more" in question.message
-    assert "1. pypi:stripe-cli  (10.0K downloads, 5 versions)" in question.message
-    assert "2. npm:stripe-cli  (9.0K downloads, 5 versions)" in question.message
+    assert (
+        "1. crates.io:stripe-cli  (10.0K downloads in 90 days, 5 versions, age unknown, "
+        "has repository)" in question.message
+    )
+    assert (
+        "2. npm:stripe-cli  (9.0K weekly downloads, 5 versions, age unknown, has repository)"
+        in question.message
+    )
     assert "recommended: it fits stripe-cli and passes npm's bar" in question.message
     assert [o["number"] for o in options] == [1, 2]
     assert not world.questions  # no y/N one at a time

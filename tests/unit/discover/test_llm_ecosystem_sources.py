@@ -224,7 +224,7 @@ async def test_a_package_that_does_not_fit_is_only_a_choice_never_yes() -> None:
     world, _asked = world_with(ProbeReport(matches=[NO_BIN]))
     with pytest.raises(DiscoveryConfirmationRequired) as exc:
         await discover(request(TOOL, yes=True), deps(world))
-    assert "1. npm:prettyfmt  (50.0K downloads, 5 versions" in exc.value.message
+    assert "1. npm:prettyfmt  (50.0K weekly downloads, 5 versions" in exc.value.message
     assert "not recommended: it installs no executable" in exc.value.message
     assert "tsukuctl install prettyfmt-cli --from npm:prettyfmt" in (exc.value.hint or "")
 

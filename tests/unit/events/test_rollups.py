@@ -17,6 +17,7 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.hypothesis_profiles import examples
 from tsukud.clock import FixedClock
 from tsukud.events import rollups
 from tsukud.events.queries import GROUP_KEYS, EventFilter, group_row, run_summary
@@ -148,7 +149,7 @@ def assert_same(conn: sqlite3.Connection, f: EventFilter, by: str) -> None:
 LEDGERS = st.lists(st.lists(events(), min_size=1, max_size=12), min_size=1, max_size=4)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=LEDGERS, filters=st.lists(FILTERS, min_size=1, max_size=6))
 def test_rollups_answer_what_the_raw_events_answer(
     tmp_path_factory: pytest.TempPathFactory,
@@ -172,7 +173,7 @@ def rollup_rows(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
     )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=LEDGERS, cut=st.integers(0, 48))
 def test_catch_up_folds_what_the_writer_folds(
     tmp_path_factory: pytest.TempPathFactory,

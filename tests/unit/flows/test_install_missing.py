@@ -169,6 +169,7 @@ async def test_a_discovered_github_source_is_created_then_installed() -> None:
         "providers": None,
         "only_provider": None,
         "collect_tool_stats": False,
+        "version": "1.2.0",  # validated at the version asked for (install stripe-cli@1.2.0)
     }
     assert log.calls[2][1] == {
         "tool": "stripe-cli",
@@ -180,6 +181,8 @@ async def test_a_discovered_github_source_is_created_then_installed() -> None:
         "version": "1.2.0",
         "force": True,
         "progress": log,
+        "can_ask": True,
+        "yes": True,
     }
     assert [p["step"] for p in log.progress] == ["create", "created"]
     assert log.progress[1]["message"] == (

@@ -15,6 +15,8 @@ from tsukud.hooks.index import (
     index_path,
     lookup,
     parse_index,
+    plan_index,
+    render_index,
     write_index,
 )
 from tsukud.hooks.sources import (
@@ -166,9 +168,9 @@ def test_reader_scans_local_registry_and_manifest(tmp_path: Path) -> None:
     reader = RecipeReader()
     found = reader.scan(tmp_path)
     assert sorted(found) == [
-        ("k9s", "registry", []),  # only in the manifest: indexed under its name
-        ("ripgrep", "registry", ["rg"]),  # cached recipe: its real command, not "ripgrep"
-        ("stern", "local", ["stern"]),
+        ("k9s", "registry", [], []),  # only in the manifest: indexed under its name
+        ("ripgrep", "registry", ["rg"], []),  # cached recipe: its real command, not "ripgrep"
+        ("stern", "local", ["stern"], []),
     ]
     text = build_index(found, {})
     assert lookup(text, "rg") == ("ripgrep", "registry")
@@ -183,7 +185,7 @@ def test_reader_falls_back_to_raw_toml_and_skips_garbage(tmp_path: Path) -> None
     )
     (tmp_path / "recipes" / "broken.toml").write_text("this is [ not toml")
     reader = RecipeReader()
-    assert reader.scan(tmp_path) == [("odd", "local", ["oddc"])]
+    assert reader.scan(tmp_path) == [("odd", "local", ["oddc"], [])]
     assert set(reader.errors) == {
         str(tmp_path / "recipes" / "broken.toml"),
         str(tmp_path / "recipes" / "odd.toml"),
@@ -195,9 +197,9 @@ def test_reader_rereads_only_changed_files(tmp_path: Path) -> None:
     f = tmp_path / "recipes" / "stern.toml"
     f.write_text(STERN)
     reader = RecipeReader()
-    assert reader.scan(tmp_path) == [("stern", "local", ["stern"])]
+    assert reader.scan(tmp_path) == [("stern", "local", ["stern"], [])]
     f.write_text(STERN.replace('binaries = ["stern"]', 'binaries = ["stern2"]', 1))
-    assert reader.scan(tmp_path) == [("stern", "local", ["stern2", "stern"])]
+    assert reader.scan(tmp_path) == [("stern", "local", ["stern2", "stern"], [])]
     f.unlink()
     assert reader.scan(tmp_path) == []
     assert reader._cache == {}
@@ -220,9 +222,9 @@ def test_names_a_recipe_satisfies_are_its_commands(tmp_path: Path) -> None:
     )
     found = sorted(RecipeReader().scan(tmp_path))
     assert found == [
-        ("bat", "registry", ["bat", "batcat", "bat-extras"]),
-        ("helix", "registry", ["helix", "hx"]),
-        ("jq", "registry", []),
+        ("bat", "registry", ["bat"], ["batcat", "bat-extras"]),
+        ("helix", "registry", [], ["hx"]),
+        ("jq", "registry", [], []),
     ]
     text = build_index(found, {})
     assert lookup(text, "hx") == ("helix", "registry")
@@ -246,3 +248,40 @@ def test_installed_payload_shapes() -> None:
             "none": {},
         }
     ) == {"ripgrep": ["rg"], "old": ["oldtool"], "none": []}
+
+
+def test_an_alias_claim_never_displaces_the_recipe_named_after_the_command() -> None:
+    """Issue 33: a registry entry `a-kube` satisfying `k9s` beside the real k9s recipe
+    sorted first by name; now the claim is dropped and listed, whatever the sources."""
+    plan = plan_index(
+        [
+            ("a-kube", "registry", [], ["k9s", "kube-a"]),
+            ("k9s", "registry", []),
+            ("0-local", "local", ["x"], ["k9s"]),  # a better source does not help either
+        ],
+        {},
+    )
+    text = render_index(plan)
+    assert lookup(text, "k9s") == ("k9s", "registry")
+    assert [r for r in parse_index(text) if r[0] == "k9s"] == [("k9s", "k9s", "registry")]
+    assert plan.ignored == [("k9s", "0-local", "local"), ("k9s", "a-kube", "registry")]
+    assert "#ignored\tk9s\ta-kube\tregistry\n" in text
+    assert lookup(text, "kube-a") == ("a-kube", "registry")  # an unclaimed alias still works
+    # A tool that provides the command as a real binary is no alias claim: kept, but the
+    # recipe named after the command comes first at the same source.
+    text = build_index([("aa", "registry", ["k9s"]), ("k9s", "registry", [])], {})
+    assert parse_index(text) == [("k9s", "k9s", "registry"), ("k9s", "aa", "registry")]
+
+
+def test_several_claimants_none_named_after_the_command_are_marked_ambiguous() -> None:
+    text = build_index([("a-kube", "registry", [], ["kx"]), ("b-kube", "registry", [], ["kx"])], {})
+    assert "kx\ta-kube\tregistry\tb-kube\n" in text  # the hooks list them, install none
+    assert lookup(text, "kx") == ("a-kube", "registry")
+    # One claimant, the recipe named after it, or an installed tool: one clear answer.
+    for recipes, installed in (
+        ([("a-kube", "registry", [], ["kx"])], {}),
+        ([("a-kube", "registry", [], ["kx"]), ("kx", "registry", [])], {}),
+        ([("a-kube", "registry", [], ["kx"])], {"b-kube": ["kx"]}),
+    ):
+        rows = [x for x in build_index(recipes, installed).splitlines() if x[0] != "#"]
+        assert all(len(x.split("\t")) == 3 for x in rows), (recipes, rows)

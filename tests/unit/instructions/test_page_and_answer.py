@@ -269,3 +269,19 @@ def test_every_common_way_of_running_a_fetched_script_is_found() -> None:
         assert (shown.kind, shown.url) == ("script", url), command
         assert url in shown.command
     assert shown_commands("Download https://get.example.test/foo.tar.gz and extract it.") == ()
+
+
+def test_internationalised_hosts_are_shown_in_ascii_and_flagged() -> None:
+    from tsukud.instructions.page import ascii_host, lookalike_warnings
+
+    lookalike = "https://g\u0456thub.com/acme/foo/releases"  # a Cyrillic i
+    assert origin_of(lookalike) == "https://xn--gthub-n2e.com"
+    assert origin_of("https://GitHub.com./x") == "https://github.com"
+    assert ascii_host("b\u00fccher.example") == "xn--bcher-kva.example"
+    assert ascii_host("a..b\u00fc") is None and origin_of("https://a..b\u00fc/") is None
+    text = f"Get it from {lookalike} or https://dl.vendor.test/foo.tgz"
+    origins = named_origins(text)
+    assert origins == {"https://xn--gthub-n2e.com", "https://dl.vendor.test"}
+    (warning,) = lookalike_warnings(origins)
+    assert "https://xn--gthub-n2e.com" in warning and "'g\\u0456thub.com'" in warning
+    assert lookalike_warnings({"https://dl.vendor.test"}) == []

@@ -13,6 +13,7 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.hypothesis_profiles import examples
 from tsukud.llm import ceiling
 from tsukud.llm.ceiling import GROUNDED_QUERIES_BOUND, call_worst_case, worst_input_tokens
 from tsukud.llm.claude import build_params
@@ -176,7 +177,7 @@ def call_and_usage(draw: st.DrawFn) -> tuple[Price, Request, bool, Usage]:
     return price, request, grounded, usage
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(call_and_usage())
 def test_the_worst_case_is_never_below_the_actual_cost(
     case: tuple[Price, Request, bool, Usage],

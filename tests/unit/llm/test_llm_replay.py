@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.hypothesis_profiles import examples
 from tsukud.llm.provider import Provider, ReplayMiss
 from tsukud.llm.replay import RecordingProvider, ReplayProvider, request_key
 from tsukud.llm.types import (
@@ -106,7 +107,7 @@ async def test_miss_points_at_closest(tmp_path: Path) -> None:
     assert "darwin" in info.value.message and "similarity" in info.value.message
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.text(max_size=50), st.integers(min_value=1, max_value=10_000), st.text(max_size=20))
 def test_key_is_stable_across_serialisation(text: str, max_tokens: int, system: str) -> None:
     request = ask(text, max_tokens=max_tokens, system=system)

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.hypothesis_profiles import examples
 from tsukud.recipe import (
     Binary,
     ChmodStep,
@@ -582,7 +583,9 @@ recipes = st.builds(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Among the slowest tests (issue 26): 300 generated recipes through the real TOML writer and
+# reader (examples(300)).
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(recipes)
 def test_generated_recipes_round_trip(recipe: Recipe) -> None:
     text = dump_recipe(recipe)

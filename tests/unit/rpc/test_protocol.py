@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.hostile_rpc import nested
+from tests.hypothesis_profiles import examples
 from tsukud.rpc.protocol import MAX_DEPTH, BadRequest, _nests_deeper_than, decode_request
 
 
@@ -95,14 +96,14 @@ json_trees = st.recursive(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(json_trees, st.integers(1, 12))
 def test_nesting_check_agrees_with_the_decoded_depth(tree: Any, limit: int) -> None:
     body = json.dumps(tree).encode()
     assert _nests_deeper_than(body, limit) == (depth(tree) > limit)
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=examples(2000), deadline=None)
 @given(st.binary(max_size=512))
 def test_any_bytes_are_a_request_or_a_bad_request(body: bytes) -> None:
     try:
