@@ -23,13 +23,14 @@ neither, a 301 to the normalised name and the trailing ``/``) and the wheel. The
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 from urllib.parse import unquote
 
 from tsukud.registries import pypi as pypi_names
 from tsukud.testing.http import FakeHTTPServer, RecordedRequest, Reply
-from tsukud.testing.packages import NpmTarball, Wheel
+from tsukud.testing.packages import NpmTarball, Sdist, Wheel
 
 PREFIXES = {
     "crates.io": "/crates",
@@ -224,14 +225,37 @@ class FakeEcosystems(FakeHTTPServer):
     def publish_wheel(self, wheel: Wheel, *, latest: bool = True, summary: str = "") -> None:
         """Serve a real wheel: a release in the JSON API and the Simple index, and the
         file under ``/packages/``."""
-        key = pypi_names.normalize(wheel.project)
+        self._publish_file(
+            wheel.project, wheel.version, wheel.file_name, wheel.data, "bdist_wheel",
+            latest=latest, summary=summary,
+        )  # fmt: skip
+
+    def publish_sdist(self, package: Sdist, *, latest: bool = True) -> None:
+        """Serve a source package beside (or instead of) the release's wheels."""
+        self._publish_file(
+            package.project, package.version, package.file_name, package.data, "sdist",
+            latest=latest,
+        )  # fmt: skip
+
+    def _publish_file(
+        self,
+        project: str,
+        version: str,
+        file_name: str,
+        data: bytes,
+        packagetype: str,
+        *,
+        latest: bool,
+        summary: str = "",
+    ) -> None:
+        key = pypi_names.normalize(project)
         doc = self.pypi.setdefault(
             key,
             {
                 "info": {
-                    "name": wheel.project,
+                    "name": project,
                     "summary": summary,
-                    "version": wheel.version,
+                    "version": version,
                     "home_page": "",
                     "project_urls": None,
                 },
@@ -240,20 +264,21 @@ class FakeEcosystems(FakeHTTPServer):
             },
         )
         entry = {
-            "filename": wheel.file_name,
-            "url": f"{self.base('pypi')}/packages/{wheel.file_name}",
-            "packagetype": "bdist_wheel",
-            "digests": {"sha256": wheel.sha256},
+            "filename": file_name,
+            "url": f"{self.base('pypi')}/packages/{file_name}",
+            "packagetype": packagetype,
+            "digests": {"sha256": hashlib.sha256(data).hexdigest()},
             "requires_python": None,
             "yanked": False,
-            "size": len(wheel.data),
+            "size": len(data),
             "upload_time_iso_8601": "2024-01-01T00:00:00.000000Z",
         }
-        doc["releases"].setdefault(wheel.version, []).append(entry)
+        files = doc["releases"].setdefault(version, [])
+        files.append(entry)
         if latest:
-            doc["info"]["version"] = wheel.version
-            doc["urls"] = [entry]
-        self.pypi_files[wheel.file_name] = wheel.data
+            doc["info"]["version"] = version
+            doc["urls"] = list(files)
+        self.pypi_files[file_name] = data
 
     # ---- serving -----------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from tsukud.create.context import clean_description
 from tsukud.create.errors import BadSource, CreateError
 from tsukud.errors import TsukuError
 from tsukud.install.ecosystem.versions import choose
-from tsukud.recipe import Metadata, Recipe, Verify, dump_recipe
+from tsukud.recipe import Metadata, Recipe, Verify, dump_recipe, host_platform
 from tsukud.recipe.model import (
     CargoInstallStep,
     EcosystemStep,
@@ -197,15 +197,31 @@ async def draft_pypi(
         release = await _document(http, url, f"{label} {resolved.tag}", base)
     else:
         release = doc
-    wheels = pypi.wheels(release)
-    if not wheels:
+    host = host_platform()
+    # Only a wheel this host would install says what gets installed here: a
+    # Windows-only wheel's entry points are not the source package's.
+    wheels = [w for w in pypi.wheels(release) if pypi.wheel_fits(w["filename"], host.os, host.arch)]
+    sdists = pypi.sdists(release)
+    if wheels:
+        data = (await http.get(wheels[0]["url"], max_bytes=WHEEL_MAX_BYTES)).body
+        scripts = _wheel_scripts(data)
+    elif sdists:
+        data = (await http.get(sdists[0]["url"], max_bytes=WHEEL_MAX_BYTES)).body
+        found = _sdist_scripts(data)
+        if found is None:
+            raise CreateError(
+                f"{label} {resolved.tag} has no wheel for {host.os}/{host.arch}, and its "
+                "source package does not list its console scripts in pyproject.toml: they "
+                "cannot be read without building it",
+                hint="Write the recipe by hand (pipx_install with its executables).",
+            )
+        scripts = found
+    else:
         raise CreateError(
-            f"{label} {resolved.tag} has no wheel: its console scripts cannot be read "
-            "without building it",
+            f"{label} {resolved.tag} has no wheel for {host.os}/{host.arch}: its console "
+            "scripts cannot be read without building it",
             hint="Write the recipe by hand (pipx_install with its executables).",
         )
-    data = (await http.get(wheels[0]["url"], max_bytes=WHEEL_MAX_BYTES)).body
-    scripts = _wheel_scripts(data)
     if not scripts:
         raise CreateError(
             f"{label} {resolved.tag} declares no console script",
@@ -229,6 +245,23 @@ def _wheel_scripts(data: bytes) -> list[str]:
     except (zipfile.BadZipFile, OSError):
         raise CreateError("the wheel is not a readable zip file") from None
     return pypi.console_scripts(text)
+
+
+def _sdist_scripts(data: bytes) -> list[str] | None:
+    """``[project.scripts]`` of a source package's top-level pyproject.toml (read as
+    text: nothing of it runs); None when it does not list them statically."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            top = [
+                m
+                for m in tar.getmembers()
+                if m.isfile() and m.name.count("/") == 1 and m.name.endswith("/pyproject.toml")
+            ]
+            f = tar.extractfile(top[0]) if len(top) == 1 else None
+            text = f.read(1024 * 1024).decode("utf-8", "replace") if f is not None else ""
+    except (tarfile.TarError, OSError, EOFError):
+        raise CreateError("the source package is not a readable gzipped tar file") from None
+    return pypi.pyproject_scripts(text) if text else None
 
 
 def _no_executables(label: str, what: str) -> CreateError:

@@ -375,11 +375,11 @@ class Creator:
         version: str | None,
     ) -> CreateResult:
         """``--from npm:<package>`` / ``pypi:<project>``: the recipe from the registry's
-        metadata (no model, $0), validated by installing it into a throw-away prefix on
-        the host (``create/host_validation.py`` says why not in the container)."""
+        metadata (no model, $0), fetched on the host with its scripts off and built and
+        verified in the validation container (``create/ecosystem_validation.py``)."""
         from tsukud.create.ecosystem_builders import DRAFTERS
+        from tsukud.create.ecosystem_validation import validate_in_container
         from tsukud.create.errors import ValidationFailed
-        from tsukud.create.host_validation import IMAGE, validate_on_host
         from tsukud.create.pipeline import (
             CreateResult,
             ValidationSummary,
@@ -436,21 +436,26 @@ class Creator:
             await progress(
                 {
                     "stage": "validating",
-                    "message": f"installing {source}@{draft.tag} into a throw-away prefix",
+                    "message": f"fetching {source}@{draft.tag} with its scripts off; its "
+                    "install and verify run in a container",
                 }
             )
+            validator = self._validator()
             store.append_nowait(
                 "validation.started",
-                {"attempt": 1, "platform": str(host_platform().key), "image": IMAGE},
+                {"attempt": 1, "platform": str(host_platform().key), "image": validator.image},
                 session,
             )
+            validating = time.monotonic()
             try:
-                summary, took = await validate_on_host(
+                summary = await validate_in_container(
                     draft.recipe,
                     draft.step,
                     version=draft.version,
                     tag=draft.tag,
-                    workdir=self.home / "validate",
+                    validator=validator,
+                    http=self._http(),
+                    session=session,
                     registry_url=base,
                     index_url=urls.get(index_key(source.version_source), ""),
                     env=self.env,
@@ -459,6 +464,7 @@ class Creator:
             except BaseException as exc:
                 await failed("validation", exc)
                 raise
+            took = round((time.monotonic() - validating) * 1000)
             store.append_nowait(
                 f"validation.{summary.status}",
                 {
@@ -466,7 +472,7 @@ class Creator:
                     "status": summary.status,
                     "stage": summary.stage or "verify",
                     "platform": summary.platform,
-                    "image": IMAGE,
+                    "image": validator.image,
                     "duration_ms": took,
                     "command": summary.command,
                     "message": summary.message,

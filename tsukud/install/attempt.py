@@ -34,6 +34,8 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
@@ -41,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from tsukud import log
 from tsukud.errors import ConfirmationRequired, TsukuError
 from tsukud.install import layout
 from tsukud.install.assemble import TreeAssembler, resolve_inside
@@ -54,6 +57,8 @@ from tsukud.install.download import (
     download_streaming,
     parse_checksum_file,
 )
+from tsukud.install.ecosystem import confine
+from tsukud.install.ecosystem.cargo import rustup_env
 from tsukud.install.errors import (
     BinaryConflict,
     BinaryNotInArchive,
@@ -134,6 +139,7 @@ class InstallAttempt:
         self.deps = pour.Dependencies()  # runtime dependencies: directories, formulas
         # What relocating the bottles did (install.completed's ``relocation``).
         self.relocation: dict[str, Any] | None = None
+        self.strays: list[str] = []  # what install scripts left in bin/ (removed)
 
     @property
     def stage(self) -> str:
@@ -334,6 +340,7 @@ class InstallAttempt:
             "verify_output": output,
             "replaced": current.get("version") if current is not None else None,
             "relocation": self.relocation,
+            "removed_strays": self.strays,
             "session": self.session,
             "timings_ms": self.timings_ms,
         }
@@ -410,6 +417,11 @@ class InstallAttempt:
         assert action.runner is not None
         self.stage = "toolchain"
         program = find(action.toolchain, inst.env)
+        keep: tuple[Path, ...] = ()
+        if confine.available():  # a rustup under /root: its directories bound back
+            rustup_home = rustup_env(inst.env).get("RUSTUP_HOME", "")
+            chosen = confine.toolchain_for_nobody(action.toolchain, program, [rustup_home])
+            program, keep = chosen.program, chosen.keep
         registry_url = inst.ecosystem_urls().get(action.version_source, "")
         self.stage = "install"
         await self.progress(
@@ -420,7 +432,15 @@ class InstallAttempt:
             program=str(program),
         )
         self.tx.claim(final_dir)
-        prefix = Prefix(self.name, final_dir, self.staging / "scratch")
+        # The package manager's home, caches and config: outside $TSUKU_HOME.
+        scratch = Path(tempfile.mkdtemp(prefix="tsuku-install-"))
+        confined = confine.available()
+        confinement = None
+        if confined:
+            os.chown(scratch, confine.NOBODY, confine.NOBODY)
+            (scratch / "hold").mkdir()
+            confinement = confine.Confined(inst.home, scratch / "hold", keep)
+        prefix = Prefix(self.name, final_dir, scratch / "work", confined=confinement)
         prefix.prepare()
         index_url = inst.ecosystem_urls().get(index_key(action.version_source), "")
         ctx = RunContext(
@@ -433,7 +453,33 @@ class InstallAttempt:
             index_url=index_url,
             proxies=inst.package_proxies(),
         )
-        return await action.runner(ctx)
+        bin_dir = layout.bin_dir(inst.home)
+        before = {p.name for p in bin_dir.iterdir()} if bin_dir.is_dir() else set()
+        try:
+            binaries = await action.runner(ctx)
+        finally:
+            with trio.CancelScope(shield=True):
+                if confined:  # the tool's directory back to the daemon's user
+                    await trio.to_thread.run_sync(
+                        confine.chown_tree, final_dir, os.getuid(), os.getgid()
+                    )
+                await trio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
+        await self._remove_strays(bin_dir, before)
+        return binaries
+
+    async def _remove_strays(self, bin_dir: Path, before: set[str]) -> None:
+        """What the install's scripts put in ``bin/`` (first on PATH with the hook) is
+        removed and reported: an install leaves only what it declares."""
+        strays = confine.stray_entries(bin_dir, before, layout.tools_dir(self.inst.home))
+        for entry in strays:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+        if strays:
+            names = ", ".join(sorted(e.name for e in strays))
+            log.get().warning("install.strays_removed", tool=self.name, removed=names)
+            self.strays = sorted(str(e) for e in strays)
 
     async def _fetch_and_unpack(
         self, step: RenderedStep, res: Resolution, loaded: LoadedRecipe, root: Path

@@ -82,3 +82,61 @@ def console_scripts(entry_points: str) -> list[str]:
         if parser.has_section(section):
             names += [n for n in parser.options(section) if _SCRIPT.fullmatch(n)]
     return list(dict.fromkeys(names))
+
+
+# uname-style machine names in wheel platform tags, by tsuku's arch names
+_WHEEL_ARCH = {"amd64": ("x86_64",), "arm64": ("aarch64", "arm64", "universal2")}
+
+
+def wheel_fits(filename: str, os_name: str, arch: str) -> bool:
+    """Whether a wheel's platform tag (the file name's last part, PEP 427; several
+    joined by ``.``) is for ``os_name``/``arch``: ``any``, a (many/musl)linux tag
+    ending in the machine, or a macosx one. A Windows-only wheel fits no Linux host."""
+    stem = filename.removesuffix(".whl")
+    parts = stem.split("-")
+    if len(parts) < 5:
+        return False
+    machines = _WHEEL_ARCH.get(arch, (arch,))
+    for tag in parts[-1].split("."):
+        if tag == "any":
+            return True
+        linux = tag.startswith(("manylinux", "musllinux", "linux_")) and tag.endswith(machines)
+        mac = tag.startswith("macosx_") and tag.endswith((*machines, "universal2"))
+        if (os_name == "linux" and linux) or (os_name == "darwin" and mac):
+            return True
+    return False
+
+
+def sdists(project: Any) -> list[dict[str, Any]]:
+    """The source packages of the release a JSON document describes (its ``urls``)."""
+    files = as_dict(project).get("urls")
+    if not isinstance(files, list):
+        return []
+    return [
+        f
+        for f in files
+        if isinstance(f, dict)
+        and f.get("packagetype") == "sdist"
+        and not f.get("yanked")
+        and isinstance(f.get("url"), str)
+        and isinstance(f.get("filename"), str)
+    ]
+
+
+def pyproject_scripts(text: str) -> list[str] | None:
+    """``[project.scripts]`` of a pyproject.toml (PEP 621), read, never built; None when
+    they are not static (``dynamic`` names them, or the table is not there)."""
+    import tomllib
+
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return None
+    project = as_dict(doc.get("project"))
+    dynamic = project.get("dynamic")
+    if isinstance(dynamic, list) and "scripts" in dynamic:
+        return None
+    scripts = project.get("scripts")
+    if not isinstance(scripts, dict):
+        return None
+    return [name for name in scripts if isinstance(name, str) and _SCRIPT.fullmatch(name)]

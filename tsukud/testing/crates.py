@@ -62,7 +62,14 @@ def _main_rs(text: str) -> str:
     )
 
 
-def crate(name: str, version: str, bins: dict[str, str], *, declared: bool = True) -> Crate:
+def crate(
+    name: str,
+    version: str,
+    bins: dict[str, str],
+    *,
+    declared: bool = True,
+    build_rs: str | None = None,
+) -> Crate:
     """A crate without dependencies whose binaries print the text given for each and
     their arguments. ``declared``: the Cargo.toml lists every ``[[bin]]`` (as cargo
     1.78+ publishes it); otherwise the first binary is ``src/main.rs`` (named after the
@@ -73,6 +80,9 @@ def crate(name: str, version: str, bins: dict[str, str], *, declared: bool = Tru
     top = f"{name}-{version}"
     toml = f'[package]\nname = "{name}"\nversion = "{version}"\nedition = "2021"\n'
     files: dict[str, str] = {}
+    if build_rs is not None:  # cargo runs it before compiling the crate
+        toml += 'build = "build.rs"\n'
+        files["build.rs"] = build_rs
     if declared:
         toml += "autobins = false\n"
         for b in names:

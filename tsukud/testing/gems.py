@@ -50,17 +50,34 @@ class Gem:
         return f"{self.name}-{self.version}.gem"
 
 
-def build_gem(work: Path, name: str, version: str, executables: dict[str, str]) -> Gem:
+def build_gem(
+    work: Path,
+    name: str,
+    version: str,
+    executables: dict[str, str],
+    *,
+    extconf: str | None = None,
+) -> Gem:
     """``gem build`` of a gem without dependencies whose executables (in ``exe/``)
-    print the text given for each and their arguments; built under ``work``."""
+    print the text given for each and their arguments; built under ``work``.
+    ``extconf``: the Ruby of a native extension's ``ext/<name>/extconf.rb``, which
+    ``gem install`` runs (it must leave a ``Makefile``)."""
     src = work / f"gem-src-{name}-{version}"
     (src / "exe").mkdir(parents=True)
+    extension = ""
+    if extconf is not None:
+        (src / "ext" / name).mkdir(parents=True)
+        (src / "ext" / name / "extconf.rb").write_text(extconf)
+        extension = f"  s.extensions = [{json.dumps(f'ext/{name}/extconf.rb')}]\n"
     for exe, text in executables.items():
         (src / "exe" / exe).write_text(
             f"#!/usr/bin/env ruby\nputs ([{json.dumps(text)}] + ARGV).join(' ')\n"
         )
         (src / "exe" / exe).chmod(0o755)
-    files = ", ".join(json.dumps(f"exe/{e}") for e in executables)
+    paths = [f"exe/{e}" for e in executables]
+    if extconf is not None:
+        paths.append(f"ext/{name}/extconf.rb")
+    files = ", ".join(json.dumps(p) for p in paths)
     exes = ", ".join(json.dumps(e) for e in executables)
     (src / f"{name}.gemspec").write_text(
         "Gem::Specification.new do |s|\n"
@@ -72,6 +89,7 @@ def build_gem(work: Path, name: str, version: str, executables: dict[str, str]) 
         f"  s.files = [{files}]\n"
         '  s.bindir = "exe"\n'
         f"  s.executables = [{exes}]\n"
+        f"{extension}"
         "end\n"
     )
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(src), "LANG": "C.UTF-8"}

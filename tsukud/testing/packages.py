@@ -53,12 +53,22 @@ def _tar_gz(members: dict[str, tuple[bytes, int]]) -> bytes:
 
 
 def npm_tarball(
-    name: str, version: str, commands: dict[str, str], *, bin_as_string: bool = False
+    name: str,
+    version: str,
+    commands: dict[str, str],
+    *,
+    bin_as_string: bool = False,
+    scripts: dict[str, str] | None = None,
+    files: dict[str, str] | None = None,
 ) -> NpmTarball:
     """A package whose ``bin`` maps each command to a node script printing
     ``"<command> <version>"`` and its arguments (``bin_as_string``: npm's one-command
-    string form, the command then named after the package without its scope)."""
-    members: dict[str, tuple[bytes, int]] = {}
+    string form, the command then named after the package without its scope);
+    ``scripts`` are its package.json's lifecycle scripts (``postinstall``...), ``files``
+    more files in the package (path relative to it: text)."""
+    members: dict[str, tuple[bytes, int]] = {
+        f"package/{path}": (text.encode(), 0o644) for path, text in (files or {}).items()
+    }
     bins: dict[str, str] = {}
     for command in commands:
         path = f"bin/{command}.js"
@@ -76,6 +86,8 @@ def npm_tarball(
         "license": "MIT",
         "bin": next(iter(bins.values())) if bin_as_string else bins,
     }
+    if scripts:
+        manifest["scripts"] = dict(scripts)
     members["package/package.json"] = (json.dumps(manifest, indent=2).encode(), 0o644)
     return NpmTarball(name, version, _tar_gz(members), manifest)
 
@@ -134,3 +146,48 @@ def wheel(project: str, version: str, scripts: dict[str, str]) -> Wheel:
 
 def _func(script: str) -> str:
     return "main_" + "".join(c if c.isalnum() else "_" for c in script)
+
+
+@dataclass(frozen=True)
+class Sdist:
+    project: str
+    version: str
+    file_name: str
+    data: bytes
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+
+def sdist(project: str, version: str, scripts: dict[str, str], *, prelude: str = "") -> Sdist:
+    """A source package with an in-tree build backend (PEP 517 ``backend-path``) that
+    builds the wheel :func:`wheel` makes; ``prelude`` is Python the backend runs when
+    it is imported (a malicious package's code). Its pyproject.toml lists the console
+    scripts statically (``[project.scripts]``)."""
+    built = wheel(project, version, scripts)
+    dist = pypi.normalize(project).replace("-", "_")
+    top = f"{dist}-{version}"
+    entries = "".join(f'"{s}" = "{dist}_cli:{_func(s)}"\n' for s in scripts)
+    pyproject = (
+        '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n\n'
+        f'[project]\nname = "{project}"\nversion = "{version}"\n\n[project.scripts]\n{entries}'
+    )
+    backend = (
+        f"{prelude}\n"
+        "import base64\nimport os\n\n"
+        f"_WHEEL = base64.b64decode({base64.b64encode(built.data).decode()!r})\n"
+        f"_NAME = {built.file_name!r}\n\n\n"
+        "def get_requires_for_build_wheel(config_settings=None):\n    return []\n\n\n"
+        "def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):\n"
+        "    with open(os.path.join(wheel_directory, _NAME), 'wb') as f:\n"
+        "        f.write(_WHEEL)\n"
+        "    return _NAME\n"
+    )
+    pkg_info = f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n"
+    members = {
+        f"{top}/pyproject.toml": (pyproject.encode(), 0o644),
+        f"{top}/backend.py": (backend.encode(), 0o644),
+        f"{top}/PKG-INFO": (pkg_info.encode(), 0o644),
+    }
+    return Sdist(project, version, f"{top}.tar.gz", _tar_gz(members))

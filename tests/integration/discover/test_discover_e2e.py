@@ -284,7 +284,7 @@ def test_install_a_crate_or_gem_without_a_recipe(
 ) -> None:
     """``tsukuctl install rgx``: discovery's probe finds it on crates.io (or RubyGems),
     the only match; the registry's builder writes the recipe from its metadata, the
-    real cargo (gem) installs it into a throw-away prefix to validate it, then for
+    real cargo (gem) installs it in the validation container to validate it, then for
     good: runnable. The registry is a fake serving a real crate (gem)."""
     if shutil.which(toolchain) is None:
         pytest.skip(f"{toolchain} is not installed")
@@ -322,7 +322,7 @@ def prettyfmt_runs(tk: Tsuku, tool: str, version: str) -> None:
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
 def test_install_an_npm_package_without_a_recipe(world: World, tk: Tsuku) -> None:
     """Discovery's ecosystem probe finds it on npm (the only match), the npm builder
-    writes the recipe, it is validated on the host and installed: runnable."""
+    writes the recipe, it is validated in the container and installed: runnable."""
     from tsukud.testing.packages import npm_tarball
 
     for v in ("0.9.0", "1.0.0", "1.1.0", "1.2.0", "1.3.0"):

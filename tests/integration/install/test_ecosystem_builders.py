@@ -1,7 +1,8 @@
 """``tsukuctl create <tool> --from npm:<package>`` / ``--from pypi:<project>`` write the
-recipe from the registry's metadata ($0, no model), validated by installing it into a
-throw-away prefix on the host with the real npm / venv + pip; the recipe then installs
-like any other. Registries are fakes on loopback serving packages built in the test."""
+recipe from the registry's metadata ($0, no model), validated by installing it in the
+validation container (fetched on the host with scripts off) with the real npm / venv +
+pip; the recipe then installs like any other. Registries are fakes on loopback serving
+packages built in the test."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def test_create_from_npm_writes_a_validated_recipe(eco_inst: Tsuku, eco: FakeEco
     )
     cp = t.ctl("create", "greet", "--from", "npm:@fake/greet", "--yes")
     assert cp.returncode == 0, cp.stderr
-    assert "Validation: passed on" in cp.stdout and "host prefix" in cp.stdout
+    assert "Validation: passed on" in cp.stdout and "in a container" in cp.stdout
+    assert "host prefix" not in cp.stdout
     recipe = load_recipe(t.home / "recipes" / "greet.toml")
     (step,) = recipe.steps
     assert isinstance(step, NpmInstallStep)
@@ -130,7 +132,7 @@ def test_ctrl_c_during_validation_says_nothing_was_written(
         said = []
         for line in proc.stderr:
             said.append(line)
-            if line.startswith("installing npm:@fake/greet@1.2.0 into a throw-away prefix"):
+            if line.startswith("fetching npm:@fake/greet@1.2.0 with its scripts off"):
                 break
         else:
             raise AssertionError(f"create ended before validating: {''.join(said)}")

@@ -1,8 +1,8 @@
 """``tsukuctl create <tool> --from crates:<crate>`` / ``rubygems:<gem>`` / ``go:<module>``
 write the recipe from the registry's metadata ($0, no model), validated by installing
-it into a throw-away prefix on the host with the real cargo / gem / go; the recipe then
-installs like any other. Registries are fakes on loopback serving packages built in
-the test."""
+it in the validation container (fetched on the host with scripts off) with the real
+cargo / gem / go; the recipe then installs like any other. Registries are fakes on
+loopback serving packages built in the test."""
 
 from __future__ import annotations
 
@@ -47,7 +47,8 @@ def test_create_from_crates_reads_bin_names_or_the_crates_manifest(
     )
     cp = t.ctl("create", "hello-rs", "--from", "crates:hello-rs", "--yes")
     assert cp.returncode == 0, cp.stderr
-    assert "Validation: passed on" in cp.stdout and "host prefix" in cp.stdout
+    assert "Validation: passed on" in cp.stdout and "in a container" in cp.stdout
+    assert "host prefix" not in cp.stdout
     recipe = load_recipe(t.home / "recipes" / "hello-rs.toml")
     (step,) = recipe.steps
     assert isinstance(step, CargoInstallStep)

@@ -30,6 +30,7 @@ from tests.integration.install.conftest import (
 )
 from tests.integration.install.test_ecosystem_installs import run
 from tests.integration.install.test_recipe_errors import local_recipe
+from tsukud.install.ecosystem import confine, toolchain
 from tsukud.install.ecosystem.cargo import SPARSE_SINCE, parse_version
 from tsukud.testing.crates import FakeCratesIo, crate
 from tsukud.testing.gems import FakeRubyGems, Gem, build_gem
@@ -117,10 +118,14 @@ def test_cargo_install_from_a_sparse_index(
     cargo_daemon: Callable[..., Tsuku], crates: FakeCratesIo
 ) -> None:
     """A cargo 1.68+ installs from the sparse index; an older one is refused up front,
-    naming rustup (exit 34), nothing installed."""
+    naming rustup (exit 34), nothing installed. The cargo is the one the install runs:
+    as root, one that nobody can run (a rustup under /root is not: /usr/bin's then)."""
     publish_hello_rs(crates)
     t = cargo_daemon(git=False)
-    version = cargo_version(shutil.which("cargo") or "cargo")
+    program = Path(shutil.which("cargo") or "cargo")
+    if confine.available():
+        program = confine.toolchain_for_nobody(toolchain.CARGO, program).program
+    version = cargo_version(program)
     if version is not None and version >= SPARSE_SINCE:
         check_cargo_install(t, crates, "/index/he/ll/hello-rs")
         return

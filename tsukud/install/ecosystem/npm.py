@@ -7,10 +7,12 @@ npmrc are replaced by an empty file, the cache lives in the scratch directory, a
 audit, fund and the update notifier are off, so npm talks to that registry only.
 
 Install scripts run (npm's default): packages such as esbuild fetch their binary in
-``postinstall`` and would install broken without it, and a script gains nothing the
-tool itself will not have when the user runs it. They run with the clean environment
-of ``prefix.clean_env`` (no secrets of the daemon's), and a recipe a model wrote is
-validated before it is installed (docs/create.md).
+``postinstall`` and would install broken without it. By then a person approved the
+recipe, which was validated with its scripts run in the container only
+(``create/ecosystem_validation.py``, which reuses :func:`argv` with
+``--ignore-scripts`` to fetch); here they run with the clean environment of
+``prefix.clean_env`` (no secrets of the daemon's), confined to the tool's directory
+(``confine.py``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ The package manager runs with a clean environment: the toolchain's directory and
 system's on PATH, ``HOME``, caches and config files in a throw-away scratch directory,
 and nothing else of the daemon's environment, so no API key or token reaches a
 package's install script, and no user config (a ``~/.npmrc`` registry, ``PIP_*``)
-changes where packages come from.
+changes where packages come from; with a :class:`Confinement` each command runs as
+``confine.py`` says (as nobody, seeing only the tool's directory of ``$TSUKU_HOME``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import trio
 
@@ -40,16 +42,26 @@ class EcosystemInstallFailed(TsukuError):
     code = "ecosystem_install_failed"
 
 
+class Confinement(Protocol):
+    """How a command runs confined (``confine.Confined``)."""
+
+    async def command(self, prefix: Prefix, argv: Sequence[str]) -> list[str]: ...
+
+
 @dataclass(frozen=True)
 class Prefix:
     """Where one ecosystem install happens.
 
     ``root`` is the tool's directory (it stays); ``scratch`` is the package manager's
-    HOME, cache and config (deleted with the install's staging directory)."""
+    HOME, cache and config, in the system's temporary directory (never under
+    ``$TSUKU_HOME``), deleted after the install."""
 
     tool: str
     root: Path
     scratch: Path
+    # Confinement (``confine.py``): each command's argv wrapped to run as nobody in a
+    # mount namespace that shows only this tool's directory of $TSUKU_HOME.
+    confined: Confinement | None = None
 
     @property
     def home(self) -> Path:
@@ -133,14 +145,19 @@ async def run(
     env: Mapping[str, str],
     what: str,
     timeout_s: float = RUN_TIMEOUT_S,
+    cwd: Path | None = None,
 ) -> str:
-    """Run one package-manager command in the tool's directory; its combined output,
-    or :class:`EcosystemInstallFailed` with the output's tail (redacted)."""
+    """Run one package-manager command in the tool's directory (or ``cwd``); its
+    combined output, or :class:`EcosystemInstallFailed` with the output's tail
+    (redacted)."""
+    command = list(argv)
+    if prefix.confined is not None:
+        command = await prefix.confined.command(prefix, argv)
     with trio.move_on_after(timeout_s) as scope:
         try:
             proc = await trio.run_process(
-                list(argv),
-                cwd=str(prefix.root),
+                command,
+                cwd=str(cwd or prefix.root),
                 env=dict(env),
                 stdin=subprocess.DEVNULL,
                 capture_stdout=True,
