@@ -11,7 +11,8 @@ lists them); for Go, the module's root must be a main package, and its binary is
 module path's last element (a ``/vN`` suffix skipped), as ``go install`` names it.
 The recipe is tsuku's registry style: one ecosystem step, no ``[version]`` (versions
 come from the registry), and ``<first executable> --version`` expected to print the
-version. ``host_validation`` then proves it by installing it.
+version. ``ecosystem_validation`` then proves it: the package is fetched on the host with
+its scripts off and installed and verified in the validation container.
 """
 
 from __future__ import annotations

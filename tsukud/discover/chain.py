@@ -951,21 +951,7 @@ class _Chain:
                 f"{evidence_line(probe)}), or name the source yourself: {way}",
                 source=probe.source,
             )
-        question = ConfirmationRequired(
-            text,
-            question=f"Install {self.tool} from this source?",
-            kind="discovery",
-            discovery={"tool": self.tool, **found.metadata},
-        )
-        try:
-            await self.deps.ask(question)
-        except UserDeclined:
-            raise DiscoveryDenied(
-                f"{spec} was not approved: nothing was installed",
-                hint="If you know the right source, " + FROM_HINT.format(tool=self.tool),
-                source=probe.source,
-            ) from None
-        found.approval = "user"
+        await self._ask_person(found, text, spec, probe.source)
 
     async def _approve(self, found: Discovery, decision: Decision) -> None:
         v = decision.selected
@@ -1004,8 +990,14 @@ class _Chain:
                 ),
                 source=v.source,
             )
+        text += f"\nNot approved automatically: {why_not}." if why_not and req.yes else ""
+        await self._ask_person(found, text, v.spec, v.source)
+
+    async def _ask_person(self, found: Discovery, text: str, spec: str, source: str) -> None:
+        """Ask whether ``spec`` is the source the person means (``text`` says why it
+        was found); a no is :class:`DiscoveryDenied`, and nothing is installed."""
         question = ConfirmationRequired(
-            text + (f"\nNot approved automatically: {why_not}." if why_not and req.yes else ""),
+            text,
             question=f"Install {self.tool} from this source?",
             kind="discovery",
             discovery={"tool": self.tool, **found.metadata},
@@ -1014,9 +1006,9 @@ class _Chain:
             await self.deps.ask(question)
         except UserDeclined:
             raise DiscoveryDenied(
-                f"{v.spec} was not approved: nothing was installed",
+                f"{spec} was not approved: nothing was installed",
                 hint="If you know the right source, " + FROM_HINT.format(tool=self.tool),
-                source=v.source,
+                source=source,
             ) from None
         found.approval = "user"
 

@@ -55,6 +55,12 @@ def versions(project: Any) -> list[str]:
 
 def wheels(project: Any) -> list[dict[str, Any]]:
     """The wheels of the release a JSON document describes (its ``urls``)."""
+    return _release_files(project, "bdist_wheel")
+
+
+def _release_files(project: Any, packagetype: str) -> list[dict[str, Any]]:
+    """The release's files of one ``packagetype`` that are not yanked and name their
+    URL and file name (what the JSON API's ``urls`` lists)."""
     files = as_dict(project).get("urls")
     if not isinstance(files, list):
         return []
@@ -62,7 +68,7 @@ def wheels(project: Any) -> list[dict[str, Any]]:
         f
         for f in files
         if isinstance(f, dict)
-        and f.get("packagetype") == "bdist_wheel"
+        and f.get("packagetype") == packagetype
         and not f.get("yanked")
         and isinstance(f.get("url"), str)
         and isinstance(f.get("filename"), str)
@@ -109,18 +115,7 @@ def wheel_fits(filename: str, os_name: str, arch: str) -> bool:
 
 def sdists(project: Any) -> list[dict[str, Any]]:
     """The source packages of the release a JSON document describes (its ``urls``)."""
-    files = as_dict(project).get("urls")
-    if not isinstance(files, list):
-        return []
-    return [
-        f
-        for f in files
-        if isinstance(f, dict)
-        and f.get("packagetype") == "sdist"
-        and not f.get("yanked")
-        and isinstance(f.get("url"), str)
-        and isinstance(f.get("filename"), str)
-    ]
+    return _release_files(project, "sdist")
 
 
 def pyproject_scripts(text: str) -> list[str] | None:
