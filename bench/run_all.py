@@ -38,6 +38,8 @@ GOALS: dict[str, tuple[str, ...]] = {
     "validation_overhead": ("validation_overhead",),
     "discovery": ("discovery",),
     "command_not_found": ("command_not_found",),
+    # a page's visible text: headless Chromium per page vs its own start (issue 33)
+    "page_render": ("page_render",),
     # recipe accuracy (no daemon: the matcher over recorded release lists)
     "matcher_accuracy": ("matcher_accuracy.newest", "matcher_accuracy.all"),
     # what share of a recipe registry parses and installs (no goal: a measure to follow)
