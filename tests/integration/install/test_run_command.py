@@ -19,6 +19,7 @@ from tests.integration.install.test_recipe_errors import local_recipe
 from tests.integration.install.test_signed_download import awscli_recipe
 from tests.integration.install.test_signed_download import serve as serve_signed
 from tests.integration.install.test_url_actions import host, run, script
+from tests.waiting import wait_until
 from tsukuctl.client import RemoteError
 from tsukud.testing.download_host import FakeDownloadHost
 
@@ -137,7 +138,9 @@ def test_no_means_nothing_installed(
     assert caught.value.remote_code == "declined", caught.value.message
     assert len(asked) == 1
     assert installed(inst) == {}
-    assert list((inst.home / "tools").iterdir()) == []
+    # The staging directory is renamed to .trash-* and emptied in the background.
+    tools = inst.home / "tools"
+    wait_until(lambda: not any(tools.iterdir()), "the staging trash emptied", timeout=10)
     failed = [e for e in events(inst) if e["type"] == "install.failed"][-1]["payload"]
     assert failed["stage"] == "run_command"
 
