@@ -30,7 +30,8 @@ case ${BASH_SOURCE[0]} in
 esac
 
 # read -t takes fractions of a second from bash 4 on; macOS's bash 3.2 gets 1 s.
-__tsuku_deadline=0.1
+# TSUKU_HOOK_DEADLINE (seconds) lengthens it on a slow or loaded machine.
+__tsuku_deadline=${TSUKU_HOOK_DEADLINE:-0.1}
 ((BASH_VERSINFO[0] >= 4)) || __tsuku_deadline=1
 
 if declare -F command_not_found_handle >/dev/null 2>&1; then

@@ -30,7 +30,10 @@ if test "$__tsuku_home" = (status filename); or test -z "$__tsuku_home"
 end
 # A hard deadline on the lookup needs timeout(1): fish's read has no timeout.
 set -g __tsuku_timeout
-command -q timeout; and set __tsuku_timeout timeout 0.1
+# TSUKU_HOOK_DEADLINE (seconds, 0.1 unless set) lengthens it on a slow or loaded machine.
+set -g __tsuku_deadline 0.1
+test -n "$TSUKU_HOOK_DEADLINE"; and set __tsuku_deadline $TSUKU_HOOK_DEADLINE
+command -q timeout; and set __tsuku_timeout timeout $__tsuku_deadline
 
 
 # What fish would have done without this hook.

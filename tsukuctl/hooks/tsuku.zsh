@@ -55,7 +55,7 @@ __tsuku_lookup() {
     # not: open the pipe on its own fd instead, and kill grep if it has not answered.
     exec {fd}< <(LC_ALL=C exec grep -m1 -e "^${1//./\\.}"$'\t' -- "$idx" 2>/dev/null)
     pid=${sysparams[procsubstpid]:-}
-    IFS= read -r -t 0.1 -u $fd line
+    IFS= read -r -t ${TSUKU_HOOK_DEADLINE:-0.1} -u $fd line
     [[ -z $line && -n $pid ]] && kill $pid 2>/dev/null
     exec {fd}<&-
     [[ -n $line ]] || return 1

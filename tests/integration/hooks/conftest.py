@@ -230,6 +230,10 @@ class ShellHome:
         path = need_shell(shell)
         argv = {"bash": [path, "-i"], "zsh": [path, "-d", "-i"], "fish": [path, "-i"]}[shell]
         # zsh -d: no /etc/zsh/zshrc (Debian's may bring its own prompt and handlers).
+        # The hook's 100 ms lookup deadline is lengthened for tests that are not about
+        # it: under a parallel suite on two cores a grep can miss 100 ms. A test of the
+        # deadline itself passes TSUKU_HOOK_DEADLINE="" (the hook's own default).
+        env = {"TSUKU_HOOK_DEADLINE": "5", **env}
         sh = PtyShell(argv, {**self.env, **env}, self.home)
         self.shells.append(sh)
         sh.ready()
