@@ -420,6 +420,16 @@ class EventStore:
                 raise self._broken(f"event {id_} was not written")
             await self._flushed.wait()
 
+    async def caught_up(self) -> None:
+        """Wait until every event sequenced before this call is on disk, so a read that
+        follows sees it: a listing right after a start shows its ``ledger.adopted``, a
+        listing right after a call shows the call's events. Returns at once on a full disk
+        or a gone writer: the read then shows what is on disk rather than waiting forever
+        (those states are reported by the appends and by ``status``)."""
+        target = self.last_id
+        while self.durable_id < target and not self._disk_full and not self._writer_gone:
+            await self._flushed.wait()
+
     async def append(
         self,
         type_: str,

@@ -82,6 +82,7 @@ async def events_list(d: Daemon, p: ListParams, call: Call) -> dict[str, Any]:
     """Stream matching events as progress frames of ``{"events": [...]}``; result is the count."""
     queries.check_times(p.filter)
     queries.list_sql(p.filter, p.limit)  # validate before going to a thread
+    await d.store.caught_up()  # what was appended before this request is listed
     if 0 < p.limit <= QUICK_LIST_LIMIT:
         quick = await d.store.read(partial(_quick_list, p, call.id))
         if quick is not None:

@@ -209,3 +209,23 @@ async def test_listeners_see_each_event_as_it_is_sequenced(tmp_path: Path) -> No
         assert seen == [(1, "breaker.closed")]  # synchronously, before any commit
         await store.wait_durable(1)
         assert store.durable_id == 1
+
+
+async def test_caught_up_waits_for_what_was_sequenced_and_not_for_a_full_disk(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "t.db"
+    async with writing(db) as store:
+        store.append_nowait("client.a", {})
+        store.append_nowait("client.b", {})
+        assert store.durable_id == 0  # sequenced, not yet committed
+        await store.caught_up()
+        assert store.durable_id == 2 and rows(db)[-1] == (2, "client.b")
+
+        store.retry_s = 0.05
+        fill_disk(store)
+        store.append_nowait("client.big", {"blob": "x" * 200_000})
+        with trio.fail_after(5):  # a read shows what is on disk rather than hang
+            await store.caught_up()
+        assert store.durable_id == 2
+        free_disk(store)

@@ -1,0 +1,76 @@
+"""``events.list`` over the real RPC server and a real ledger: a listing shows every event
+sequenced before it was asked for, even one its writer has not committed yet (the
+``ledger.adopted`` of a start, listed at once, went missing in a CI run)."""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+import trio.testing
+
+from tsukud.clock import FixedClock
+from tsukud.events.store import EventStore
+from tsukud.rpc.registry import load_methods
+from tsukud.rpc.server import RpcServer
+from tsukud.secrets import Redactor
+
+HEADER = struct.Struct(">I")
+
+
+@dataclass
+class Ledgered:
+    """What ``events.list`` needs of the daemon: its store."""
+
+    store: EventStore
+
+
+async def read_frame(stream: trio.abc.Stream, buf: bytearray) -> dict[str, object]:
+    while True:
+        if len(buf) >= 4:
+            (n,) = HEADER.unpack(buf[:4])
+            if len(buf) >= 4 + n:
+                body = bytes(buf[4 : 4 + n])
+                del buf[: 4 + n]
+                out: dict[str, object] = json.loads(body)
+                return out
+        chunk = await stream.receive_some(65536)
+        assert chunk, "the server closed the connection"
+        buf += chunk
+
+
+async def test_a_listing_includes_an_event_its_writer_has_not_committed_yet(
+    tmp_path: Path,
+) -> None:
+    store = EventStore(tmp_path / "t.db", clock=FixedClock(1_800_000_000.0))
+    store.open()
+    try:
+        store.append_nowait("client.sequenced", {"i": 1})  # the writer is not running yet
+        server = RpcServer(load_methods(), Ledgered(store), uid=1000, redactor=Redactor([]))
+        async with trio.open_nursery() as nursery:
+            client, daemon_end = trio.testing.memory_stream_pair()
+            nursery.start_soon(server.handle, daemon_end)
+            body = json.dumps({"id": 1, "method": "events.list", "params": {}}).encode()
+            await client.send_all(HEADER.pack(len(body)) + body)
+            await trio.sleep(0.2)  # a listing that did not wait has read the empty ledger
+            await nursery.start(store.run)
+            events: list[str] = []
+            buf = bytearray()
+            with trio.fail_after(10):
+                while True:
+                    frame = await read_frame(client, buf)
+                    if "progress" in frame:
+                        progress = frame["progress"]
+                        assert isinstance(progress, dict)
+                        events += [e["type"] for e in progress["events"]]
+                        continue
+                    assert frame.get("result") == {"count": 1}, frame
+                    break
+            assert events == ["client.sequenced"]
+            store.close()
+            nursery.cancel_scope.cancel()
+    finally:
+        store.close_connection()
