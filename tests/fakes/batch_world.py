@@ -106,6 +106,12 @@ class BatchWorld:
             "GITHUB_TOKEN": TOKEN,
         }
 
+    def set_latency(self, seconds: float) -> None:
+        """Every answer of every fake waits ``seconds``: registries across the internet."""
+        servers = [self.ecosystems, *self.github.servers, *self.homebrew.servers]
+        for server in servers:
+            server.latency = seconds
+
     def queue_text(self) -> str:
         return "".join(f"{s.tool} {s.source}\n" for s in self.sources)
 

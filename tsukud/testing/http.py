@@ -139,6 +139,9 @@ class FakeHTTPServer:
         self.role = role
         self.requests: list[RecordedRequest] = [] if journal is None else journal
         self.violations: list[Violation] = []
+        # Seconds every answer waits, as a registry across the internet would: a
+        # benchmark's I/O-bound world (bench/batch.py), not a failure (``Reply.delay``).
+        self.latency = 0.0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._server.block_on_close = False
@@ -248,7 +251,8 @@ class FakeHTTPServer:
                     role=fake.role,
                 )
                 reply = fake._receive(request)
-                if reply.delay and fake._closing.wait(reply.delay):
+                delay = max(reply.delay, fake.latency)
+                if delay and fake._closing.wait(delay):
                     self.close_connection = True
                     return
                 if reply.disconnect:
@@ -319,6 +323,10 @@ class FakeGroup:
     start, stop and report their refusals together. Subclasses set ``_servers``."""
 
     _servers: tuple[FakeHTTPServer, ...] = ()
+
+    @property
+    def servers(self) -> tuple[FakeHTTPServer, ...]:
+        return self._servers
 
     def start(self) -> Self:
         for server in self._servers:
