@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import trio
+import trio.lowlevel
 import trio.testing
 
 from tests.unit.test_policy import ledger
@@ -81,7 +82,7 @@ async def test_exactly_one_probe_among_many_callers_and_its_success_closes(
         admitted: list[int] = []
 
         async def job(i: int) -> None:
-            await trio.sleep(0)
+            await trio.lowlevel.checkpoint()
             if b.admit(NPM):
                 admitted.append(i)
                 await trio.sleep(5)  # the probe's requests take a while
