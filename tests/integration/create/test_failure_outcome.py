@@ -106,6 +106,20 @@ async def test_a_closed_port_is_transport(quick_http: Http) -> None:
     assert "cannot connect" in f.message
 
 
+async def test_a_registry_that_stops_answering_is_transport(registry: FakeEcosystems) -> None:
+    registry.add_npm("prettier")
+    registry.delay["npm"] = 2.0
+    http = Http(
+        settings=Settings(read_timeout=0.2, retry=QUICK.retry), allowed_hosts=lambda: ["127.0.0.1"]
+    )
+    try:
+        f = await failure_of(draft(http, registry, "npm:prettier"), "npm:prettier")
+    finally:
+        await http.aclose()
+    assert (f.category, f.transport, f.retryable) == ("transport", True, True)
+    assert "timed out" in f.message
+
+
 async def test_an_unknown_package_is_not_transport(
     quick_http: Http, registry: FakeEcosystems
 ) -> None:
