@@ -245,6 +245,8 @@ def _category(exc: BaseException) -> str:
         return BAD_RESPONSE
     if exc.data.get("stage") == "static_checks":
         return STATIC_CHECK
+    if _status(exc) in (404, 410):
+        return NOT_FOUND  # a builder's own "does not exist", from the registry's answer
     if exc.code.startswith(("provider_", "llm_")) or exc.code in (
         "circuit_open",
         "discovery_llm_unavailable",

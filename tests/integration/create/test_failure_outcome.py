@@ -127,7 +127,7 @@ async def test_an_unknown_package_is_not_transport(
     assert f == Failure("not_found", f.message, False, "npm", False)
     # a 404 from a registry read through create's own "does not exist" answer
     f = await failure_of(draft(quick_http, registry, "pypi:nosuch"), "pypi:nosuch")
-    assert (f.transport, f.retryable) == (False, False)
+    assert f == Failure("not_found", f.message, False, "pypi", False)
     assert "does not exist" in f.message
 
 
