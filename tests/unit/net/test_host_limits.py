@@ -90,10 +90,8 @@ async def test_each_host_has_its_own_cap(capped: Http, server: CountingServer) -
 async def test_the_defaults_do_not_slow_a_handful(server: CountingServer) -> None:
     http = client()
     try:
-        started = time.monotonic()
         await fire(http, server.url, 6)
-        assert server.peak == 6
-        assert time.monotonic() - started < 2 * SERVE_S
+        assert server.peak == 6  # all six were served at once: none waited for a slot
     finally:
         await http.aclose()
     resolved = config.resolve(env={})
