@@ -122,8 +122,10 @@ async def test_the_interval_spaces_the_starts(server: CountingServer) -> None:
         await fire(http, server.url, 4)
     finally:
         await http.aclose()
-    gaps = [b - a for a, b in zip(server.starts, server.starts[1:], strict=False)]
-    assert len(gaps) == 3 and min(gaps) >= 0.18, gaps
+    # Four starts 0.2 s apart span 0.6 s (without the interval: a few ms); the margin
+    # is for a request that reaches the server late on a loaded machine.
+    assert len(server.starts) == 4
+    assert server.starts[-1] - server.starts[0] >= 0.45, server.starts
 
 
 async def test_a_short_retry_after_is_waited_out_by_every_request() -> None:
