@@ -76,6 +76,9 @@ def cmd_config(args: argparse.Namespace) -> int:
     if args.action == "get":
         shown = config.resolve(path=path).setting(args.key).shown()
         out(render.jsonl(shown) if args.json else str(shown["value"]))
+        if not args.json and shown["source"].startswith("derived"):
+            # stdout stays the bare value for scripts; a person learns where it came from
+            err(f"note: {shown['source']}; `tsukuctl config set {shown['key']} N` overrides it")
         return 0
     if args.action == "unset":
         config.write_value(path, args.key, None)

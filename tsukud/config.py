@@ -21,6 +21,46 @@ from tsukud.errors import ConfigError, UsageError
 from tsukud.fsutil import write_atomic
 
 _MISSING = object()
+GiB = 1024**3
+
+#: What one validation container may take: its hard memory limit and its CPU ceiling.
+#: The sandbox applies them (``sandbox/runtime.py``'s ``RunSpec``) and the default of
+#: ``sandbox.max_concurrent`` is derived from them, so they are written here once.
+CONTAINER_MEMORY_BYTES = 2 * GiB
+CONTAINER_CPUS = 2
+
+
+def host_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, else the machine's)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def host_memory_bytes() -> int | None:
+    """Physical memory, or None when the system does not say."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def derive_max_concurrent(cpus: int, memory_bytes: int | None) -> tuple[int, str]:
+    """How many validation containers may run at once, and why, when no one said.
+
+    ``max(1, min(cpus, memory // 2 GiB))``. Memory is the hard bound: a container is
+    killed when it passes its 2 GiB, so no more run than the memory holds at their
+    limit. CPUs bound them at one container per CPU, not per two: the 2-CPU limit is a
+    ceiling, not a reservation, and a validation spends much of its time waiting
+    (starting the container, downloading, extracting, the tool's ``--version``), so
+    on 2 cores two validations overlap where one would leave a core idle, and the
+    kernel shares the cores when both are busy. Never fewer than one.
+    """
+    by_memory = cpus if memory_bytes is None else memory_bytes // CONTAINER_MEMORY_BYTES
+    value = max(1, min(cpus, by_memory))
+    memory = "memory unknown" if memory_bytes is None else f"{memory_bytes / GiB:.1f} GiB memory"
+    return value, f"derived ({cpus} CPUs, {memory})"
 
 
 @dataclass(frozen=True)
@@ -32,6 +72,13 @@ class Key:
     secret: bool = False
     doc: str = ""
     minimum: float | None = None
+    # A default that depends on the machine: (value, source) computed when the settings
+    # are resolved and shown with that source; ``default`` stays the documented floor.
+    derive: Callable[[], tuple[Any, str]] | None = None
+
+    def default_setting(self) -> tuple[Any, str]:
+        """The default value and its source: ``default``, or the derivation's."""
+        return self.derive() if self.derive is not None else (self.default, "default")
 
 
 KEYS: dict[str, Key] = {
@@ -141,7 +188,15 @@ KEYS: dict[str, Key] = {
             minimum=0,
             doc="close a client connection idle this long with nothing running (0: never)",
         ),
-        Key("sandbox.max_concurrent", int, 1, ("TSUKU_SANDBOX_MAX_CONCURRENT",), minimum=1),
+        Key(
+            "sandbox.max_concurrent",
+            int,
+            1,
+            ("TSUKU_SANDBOX_MAX_CONCURRENT",),
+            minimum=1,
+            doc="container validations at once (default: derived from CPUs and memory)",
+            derive=lambda: derive_max_concurrent(host_cpus(), host_memory_bytes()),
+        ),
         Key("sandbox.image", str, "tsuku/validate-debian:local", ("TSUKU_SANDBOX_IMAGE",)),
         Key(
             "sandbox.docker_host",
@@ -171,6 +226,22 @@ KEYS: dict[str, Key] = {
             "",
             ("no_proxy", "NO_PROXY"),
             doc="hosts that go direct: names (and their subdomains), IPs, CIDRs, *",
+        ),
+        Key(
+            "net.per_host_concurrency",
+            int,
+            8,
+            ("TSUKU_NET_PER_HOST_CONCURRENCY",),
+            minimum=1,
+            doc="requests in flight to one host at once",
+        ),
+        Key(
+            "net.per_host_interval_ms",
+            int,
+            0,
+            ("TSUKU_NET_PER_HOST_INTERVAL_MS",),
+            minimum=0,
+            doc="least time between the starts of two requests to one host (0: none)",
         ),
         Key("github.api_url", str, "https://api.github.com", ("TSUKU_GITHUB_API_URL",)),
         Key("github.url", str, "https://github.com", ("TSUKU_GITHUB_URL",)),
@@ -785,7 +856,9 @@ class Config:
         """The value, or the default when the file spoils it: for start-up settings
         (the log's) that must not keep the daemon, and so every command, from starting."""
         name = key(name).name
-        return KEYS[name].default if name in self._broken else self._settings[name].value
+        if name in self._broken:
+            return KEYS[name].default_setting()[0]
+        return self._settings[name].value
 
     def settings(self) -> list[Setting]:
         """Every setting; a spoiled one shows its default with source ``file (invalid)``."""
@@ -860,10 +933,10 @@ def resolve(
             source = f"file (as {aliased[name]})" if name in aliased else "file"
             out[name] = Setting(k, coerce(k, file_values[name], str(path)), source)
         elif name in spoiled or unreadable is not None:
-            out[name] = Setting(k, k.default, INVALID)
+            out[name] = Setting(k, k.default_setting()[0], INVALID)
             broken[name] = spoiled.get(name) or unreadable  # type: ignore[assignment]
         else:
-            out[name] = Setting(k, k.default, "default")
+            out[name] = Setting(k, *k.default_setting())
     return Config(out, path, tuple(read.problems), broken)
 
 

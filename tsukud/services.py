@@ -94,14 +94,22 @@ class Services:
     @cached_property
     def http(self) -> Http:
         """The daemon's one HTTP client: pooling, cache and rate-limit memory shared."""
+        from tsukud.net.hosts import HostLimits
         from tsukud.net.http import Http, endpoint_hosts, github_credentials
         from tsukud.net.proxy import proxies
+
+        def host_limits() -> HostLimits:
+            cfg = self.config()
+            return HostLimits(
+                int(cfg["net.per_host_concurrency"]), int(cfg["net.per_host_interval_ms"]) / 1000
+            )
 
         return Http(
             allowed_hosts=lambda: endpoint_hosts(self.config()),
             credentials=lambda: github_credentials(self.config()),
             clock=self.clock,
             proxies=lambda: proxies(self.config()),
+            host_limits=host_limits,
         )
 
     @cached_property

@@ -102,11 +102,15 @@ class RepoContext(msgspec.Struct, frozen=True, kw_only=True):
         return self.api_releases[self.tag]
 
 
+#: The prefix of a GitHub source (``github:owner/repo``); a source without one is GitHub's.
+GITHUB_PREFIX = "github"
+
+
 def parse_source(source: str) -> str:
     """``github:owner/repo`` (or a bare ``owner/repo``) → ``owner/repo``."""
     text = source.strip()
     kind, sep, rest = text.partition(":")
-    if sep and kind.lower() == "github":
+    if sep and kind.lower() == GITHUB_PREFIX:
         text = rest.strip()
     elif sep:
         raise BadSource(

@@ -132,9 +132,11 @@ async def _document(http: Http, url: str, label: str, base: str) -> Any:
     except HttpStatusError as exc:
         if exc.status not in (404, 410):
             raise
+        status = exc.status
     raise CreateError(
         f"{label} does not exist at {base}",
         hint="Check the name (and the registry URL setting); nothing was written.",
+        status=status,  # what the registry said: a batch tells "no such package" by it
     )
 
 

@@ -420,6 +420,7 @@ class _Run:
                                 f"no answer passed the static checks after {self.repairs} "
                                 f"repairs:\n{format_findings(outcome.findings)}",
                                 repairs=self.repairs,
+                                stage="static_checks",
                             )
                         await self._repair("static_check", outcome.findings[0].category)
                         conv.add_user(
@@ -627,7 +628,8 @@ class _Run:
         final = errors(check_recipe(recipe, ctx.releases))
         if final:  # a deterministic fix must never produce what the checks refuse
             raise GenerationFailed(
-                "the final recipe fails the static checks:\n" + format_findings(final)
+                "the final recipe fails the static checks:\n" + format_findings(final),
+                stage="static_checks",
             )
         conv = self.conv
         provider = model = None

@@ -68,7 +68,9 @@ def checked_recipe_text(tool: str, text: str) -> None:
         raise CreateError(f"the recipe is for {recipe.metadata.name!r}, not {tool!r}")
     found = errors(check_on_paper(recipe))
     if found:
-        raise CreateError("the recipe fails the static checks:\n" + format_findings(found))
+        raise CreateError(
+            "the recipe fails the static checks:\n" + format_findings(found), stage="static_checks"
+        )
 
 
 def refuse_guarded(recipe: Recipe, source: str) -> None:

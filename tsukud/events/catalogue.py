@@ -201,15 +201,33 @@ class ProviderRetry(Payload):
     wait_s: float
 
 
-class BreakerOpened(Payload):
-    provider: str
+class BreakerEvent(Payload):
+    """A breaker's events name their ``scope``: an LLM provider's name (``claude``,
+    which they also write as ``provider``, as every event before scopes did) or a
+    remote service's (``registry:npm``). Old rows have ``provider`` only."""
+
+    scope: str | None = None
+    provider: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.scope or self.provider or ""
+
+
+class BreakerOpened(BreakerEvent, kw_only=True):
     failures: int
 
 
-class BreakerChanged(Payload):
-    """``breaker.half_opened`` / ``breaker.closed``."""
+class BreakerChanged(BreakerEvent):
+    """``breaker.half_opened`` / ``breaker.closed`` / ``breaker.streak_ended``."""
 
-    provider: str
+
+class BreakerFailure(BreakerEvent, kw_only=True):
+    """A counted (transport) failure of a scope that is not an LLM provider's (those
+    count through ``llm.failed``)."""
+
+    category: str
+    message: str
 
 
 class ProviderFailover(Payload):
@@ -627,6 +645,8 @@ EVENTS: dict[str, type[Payload]] = {
     "breaker.opened": BreakerOpened,
     "breaker.half_opened": BreakerChanged,
     "breaker.closed": BreakerChanged,
+    "breaker.failure": BreakerFailure,
+    "breaker.streak_ended": BreakerChanged,
     "provider.failover": ProviderFailover,
     "sandbox.lock_acquired": SandboxLockAcquired,
     "sandbox.lock_released": SandboxLockReleased,

@@ -19,6 +19,7 @@ import msgspec
 from tsukud.clock import iso, parse_iso, utc_day
 from tsukud.events.catalogue import (
     BreakerChanged,
+    BreakerFailure,
     BreakerOpened,
     BudgetReserved,
     BudgetSettled,
@@ -119,7 +120,7 @@ class GenerationWindow:
 
 @dataclass
 class BreakerState:
-    provider: str
+    scope: str  # an LLM provider ("claude") or a remote service ("registry:npm")
     state: str = "closed"  # closed | open | half_open
     failures: int = 0  # consecutive
     opened_at: float | None = None
@@ -128,20 +129,32 @@ class BreakerState:
 
 @dataclass
 class Breakers:
-    """Per-provider circuit state. Streaks older than a day are forgotten on restart."""
+    """Per-scope circuit state. Streaks older than a day are forgotten on restart.
+
+    An LLM provider's streak is counted from ``llm.turn`` / ``llm.failed``; any other
+    scope's from ``breaker.failure`` / ``breaker.streak_ended``. The transitions are the
+    same events for both, keyed by ``scope`` (old rows: ``provider``)."""
 
     types: frozenset[str] = frozenset(
-        {"llm.turn", "llm.failed", "breaker.opened", "breaker.half_opened", "breaker.closed"}
+        {
+            "llm.turn",
+            "llm.failed",
+            "breaker.failure",
+            "breaker.streak_ended",
+            "breaker.opened",
+            "breaker.half_opened",
+            "breaker.closed",
+        }
     )
     states: dict[str, BreakerState] = field(default_factory=dict)
 
     def horizon(self, now: float) -> float | None:
         return now - DAY
 
-    def get(self, provider: str) -> BreakerState:
-        st = self.states.get(provider)
+    def get(self, scope: str) -> BreakerState:
+        st = self.states.get(scope)
         if st is None:
-            st = self.states[provider] = BreakerState(provider)
+            st = self.states[scope] = BreakerState(scope)
         return st
 
     def apply(self, ev: Event) -> None:
@@ -155,13 +168,20 @@ class Breakers:
             if failed.breaker:
                 st.failures += 1
             st.last_error = failed.error_type or "error"
+        elif ev.type == "breaker.failure":
+            failure = read(ev.payload, BreakerFailure)
+            st = self.get(failure.key)
+            st.failures += 1
+            st.last_error = failure.category
+        elif ev.type == "breaker.streak_ended":
+            self.get(read(ev.payload, BreakerChanged).key).failures = 0
         elif ev.type == "breaker.opened":
-            st = self.get(read(ev.payload, BreakerOpened).provider)
+            st = self.get(read(ev.payload, BreakerOpened).key)
             st.state, st.opened_at = "open", parse_iso(ev.ts)
         elif ev.type == "breaker.half_opened":
-            self.get(read(ev.payload, BreakerChanged).provider).state = "half_open"
+            self.get(read(ev.payload, BreakerChanged).key).state = "half_open"
         elif ev.type == "breaker.closed":
-            st = self.get(read(ev.payload, BreakerChanged).provider)
+            st = self.get(read(ev.payload, BreakerChanged).key)
             st.state, st.failures, st.opened_at = "closed", 0, None
 
 

@@ -21,6 +21,12 @@ Every outbound request of the daemon goes through :class:`Http`:
   downloads from its asset host). Short waits (``max_wait``) are slept and the request
   retried once; longer ones raise :class:`HttpRateLimited` at once, also for later
   requests to that origin, without spending the quota.
+* **Per-host limits** (``tsukud.net.hosts``): each request holds one of its host's
+  slots while it runs (``net.per_host_concurrency``), and with
+  ``net.per_host_interval_ms`` set no two start closer together, so a batch of
+  thousands does not crowd a registry into 429s. A host marked busy by a short
+  ``retry-after`` makes later requests to it wait that out (up to ``max_wait``)
+  instead of failing.
 * **Transient failures** (5xx, a refused or reset connection, a timeout) of idempotent
   requests are tried again with growing, jittered waits, bounded in count and time
   (``tsukud.net.retry``); short rate-limit waits count as tries too. The error of the
@@ -54,6 +60,7 @@ import trio
 from tsukud import log
 from tsukud.clock import Clock, SystemClock
 from tsukud.errors import TsukuError
+from tsukud.net.hosts import HostGate, HostLimits
 from tsukud.net.proxy import Proxies, proxy_for
 from tsukud.net.retry import TRANSIENT_STATUSES, RetryPolicy, may_retry, next_delay
 
@@ -383,6 +390,7 @@ class Http:
         client: httpx2.AsyncClient | None = None,
         rng: random.Random | None = None,
         proxies: Callable[[], Proxies] = Proxies,
+        host_limits: Callable[[], HostLimits] = HostLimits,
     ) -> None:
         self.settings = settings or Settings()
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not secrets; tests seed it
@@ -391,6 +399,7 @@ class Http:
         self._clock = clock or SystemClock()
         self._resolve = resolve or system_resolve
         self._proxies = proxies
+        self.hosts = HostGate(host_limits, self._clock)
         self._client = client or self._new_client(None)
         # proxy URL -> its connection pool, the most recently used last
         self._proxied: OrderedDict[str, httpx2.AsyncClient] = OrderedDict()
@@ -513,6 +522,17 @@ class Http:
 
         return f"{key} as {hashlib.sha256(auth.encode()).hexdigest()[:16]}"
 
+    async def _wait_if_briefly_blocked(self, url: str) -> None:
+        """A host that asked for a short pause (``retry-after`` up to ``max_wait``) is
+        given it by every request, not only the one that was told: concurrent requests
+        wait it out rather than fail (``_check_blocked`` refuses the long ones)."""
+        blocked = self._blocked.get(self._limit_key(url))
+        if blocked is None:
+            return
+        wait = blocked[0] - self._clock.now()
+        if 0 < wait <= self.settings.max_wait:
+            await trio.sleep(wait)
+
     def _check_blocked(self, url: str) -> None:
         key = self._limit_key(url)
         blocked = self._blocked.get(key)
@@ -569,6 +589,7 @@ class Http:
         the settings name for this URL, if any)."""
         proxy = proxy_for(url, self._proxies())
         await self.check_url(url, proxied=proxy is not None)
+        await self._wait_if_briefly_blocked(url)
         self._check_blocked(url)
         client = await self._client_for(proxy)
         request = client.build_request(method, url, headers=self._request_headers(url, headers))
@@ -673,14 +694,15 @@ class Http:
         )
         self.stats["requests"] += 1
         with trio.move_on_after(time_limit or self.settings.total_timeout) as scope:
-            try:
-                resp = await client.send(request, stream=True)
-            except httpx2.HTTPError as exc:
-                raise _transport_error(exc, url, proxy) from None
-            try:
-                body = await self._read_capped(resp, url, limit)
-            finally:
-                await resp.aclose()
+            async with self.hosts.slot(origin(url)):
+                try:
+                    resp = await client.send(request, stream=True)
+                except httpx2.HTTPError as exc:
+                    raise _transport_error(exc, url, proxy) from None
+                try:
+                    body = await self._read_capped(resp, url, limit)
+                finally:
+                    await resp.aclose()
         if scope.cancelled_caught:
             raise TransientHttpError(f"{_display(url)}: timed out", url=_display(url))
         return Response(resp.status_code, _headers(resp.headers), body, url)
@@ -737,11 +759,12 @@ class Http:
     ) -> Response:
         with trio.move_on_after(self.settings.total_timeout) as scope:
             try:
-                resp, final = await self._follow("GET", url, headers)
-                try:
-                    body = await self._read_capped(resp, final, limit)
-                finally:
-                    await resp.aclose()
+                async with self.hosts.slot(origin(url)):
+                    resp, final = await self._follow("GET", url, headers)
+                    try:
+                        body = await self._read_capped(resp, final, limit)
+                    finally:
+                        await resp.aclose()
             except TransientHttpError as exc:
                 raise _TryAgain(exc) from None
         if scope.cancelled_caught:
@@ -827,14 +850,15 @@ class Http:
         """Open a download. Raises :class:`HttpStatusError` for non-2xx answers and
         :class:`ResponseTooLarge` when ``content-length`` is over ``max_bytes``."""
         send = {"accept-encoding": "identity", **{k.lower(): v for k, v in (headers or {}).items()}}
-        resp, final, hdrs, length = await self._retrying(
-            url, lambda: self._open_stream(url, send, max_bytes), self._policy("GET")
-        )
-        try:
-            yield Stream(resp.status_code, hdrs, final, length, resp, max_bytes)
-        finally:
-            with trio.CancelScope(shield=True):
-                await resp.aclose()
+        async with self.hosts.slot(origin(url)):  # the whole download holds its slot
+            resp, final, hdrs, length = await self._retrying(
+                url, lambda: self._open_stream(url, send, max_bytes), self._policy("GET")
+            )
+            try:
+                yield Stream(resp.status_code, hdrs, final, length, resp, max_bytes)
+            finally:
+                with trio.CancelScope(shield=True):
+                    await resp.aclose()
 
     async def _open_stream(
         self, url: str, send: Mapping[str, str], max_bytes: int

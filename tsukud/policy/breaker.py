@@ -1,9 +1,28 @@
-"""Per-provider circuit breakers.
+"""Circuit breakers, one per scope: an LLM provider (``claude``) or a remote service
+a batch depends on (``registry:npm``, see :func:`registry_scope`).
 
 closed → (N consecutive counted failures) → open → (cool-down) → half_open, where exactly
-one probe call is let through → closed on success, open again on failure. Transitions
-are events, so a restarted daemon does not hammer a provider it had given up on.
-The probe in flight is the one piece of memory-only state: it dies with the process,
+one probe call is let through → closed on success, open again on failure. One machine
+serves every scope; only what feeds it differs. An LLM provider's calls are recorded as
+``llm.turn`` / ``llm.failed`` (``succeeded`` / ``failed`` / ``guard``, counting what the
+error catalogue calls retryable); any other scope's outcome is given to ``record``,
+which counts only transport failures (the service said it is unwell:
+``tsukud.batch.outcome``'s ``Failure.transport``) as ``breaker.failure`` events, so a
+source that does not exist or a recipe that does not validate never opens a breaker.
+
+For the batch run loop::
+
+    if not breakers.admit(scope):       # open, or its probe is out: defer the job
+        ...
+    try:
+        ...                             # the job's requests to that service
+    except BaseException as exc:
+        breakers.record(scope, classify(exc, source=...))   # or release() on Ctrl-C
+    else:
+        breakers.record(scope, None)
+
+Transitions are events, so a restarted daemon does not hammer a service it had given up
+on. The probe in flight is the one piece of memory-only state: it dies with the process,
 and after a restart a half-open breaker simply lets a new probe through.
 """
 
@@ -12,7 +31,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
@@ -32,6 +51,33 @@ class CircuitOpen(ProviderUnavailable):
     code = "circuit_open"
 
 
+class Outcome(Protocol):
+    """What ``record`` needs of a failure (``tsukud.batch.outcome.Failure`` fits)."""
+
+    @property
+    def category(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def transport(self) -> bool: ...
+
+
+#: Scopes of remote services are ``kind:name``; an LLM provider's scope is its bare name.
+REGISTRY = "registry"
+
+
+def registry_scope(ecosystem: str) -> str:
+    """The breaker scope of an ecosystem's service (``npm`` → ``registry:npm``; GitHub's
+    releases and Homebrew's bottles count as registries too)."""
+    return f"{REGISTRY}:{ecosystem}"
+
+
+def _names(scope: str) -> dict[str, str]:
+    """A breaker event's scope; an LLM provider's also as ``provider``, as before scopes
+    (summaries group by ``provider``: a registry is not one)."""
+    return {"scope": scope} if ":" in scope else {"scope": scope, "provider": scope}
+
+
 class CircuitBreakers:
     def __init__(
         self,
@@ -46,21 +92,26 @@ class CircuitBreakers:
         self._settings = settings
         self._probing: set[str] = set()
 
-    def retry_at(self, provider: str, settings: BreakerSettings | None = None) -> float | None:
-        st = self._b.get(provider)
+    def retry_at(self, scope: str, settings: BreakerSettings | None = None) -> float | None:
+        st = self._b.get(scope)
         if st.state == "open" and st.opened_at is not None:
             return st.opened_at + (settings or self._settings()).reset_seconds
         return None
 
+    def state(self, scope: str) -> str:
+        """``closed``, ``open`` or ``half_open``."""
+        return self._b.get(scope).state
+
     def snapshot(self, settings: BreakerSettings | None = None) -> list[dict[str, Any]]:
         """``settings`` stand in for the settings' when those cannot be read (as for
-        Budget)."""
+        Budget). ``provider`` is the scope's name, for readers from before scopes."""
         out = []
         for name in sorted(self._b.states):
             st = self._b.states[name]
             at = self.retry_at(name, settings)
             out.append(
                 {
+                    "scope": name,
                     "provider": name,
                     "state": st.state,
                     "consecutive_failures": st.failures,
@@ -70,44 +121,99 @@ class CircuitBreakers:
             )
         return out
 
-    def acquire(self, provider: str, *, session: str | None = None) -> bool:
+    # ---- the machine ---------------------------------------------------------------------
+
+    def acquire(self, scope: str, *, session: str | None = None) -> bool:
         """Admit one call or raise ``CircuitOpen``. Returns True when it is the probe."""
-        st = self._b.get(provider)
+        st = self._b.get(scope)
         now = self._clock.now()
         if st.state == "open":
-            at = self.retry_at(provider)
+            at = self.retry_at(scope)
             if at is not None and now < at:
                 raise CircuitOpen(
-                    f"{provider} is failing; its circuit is open until {iso(at)}",
+                    f"{scope} is failing; its circuit is open until {iso(at)}",
                     hint="tsuku will try it again then; other providers are used meanwhile.",
-                    provider=provider,
+                    provider=scope,
                     retry_at=iso(at),
                 )
-            self._store.append_nowait("breaker.half_opened", {"provider": provider}, session)
+            self._store.append_nowait("breaker.half_opened", _names(scope), session)
         if st.state == "half_open":
-            if provider in self._probing:
+            if scope in self._probing:
                 raise CircuitOpen(
-                    f"{provider} is being probed after failures; try again shortly",
-                    provider=provider,
+                    f"{scope} is being probed after failures; try again shortly",
+                    provider=scope,
                     retry_at=None,
                 )
-            self._probing.add(provider)
+            self._probing.add(scope)
             return True
         return False
 
-    def release(self, provider: str) -> None:
+    def release(self, scope: str) -> None:
         """Forget a probe that ended without a verdict (e.g. the caller was cancelled)."""
-        self._probing.discard(provider)
+        self._probing.discard(scope)
+
+    def _answered(self, scope: str, session: str | None) -> Event | None:
+        """The service answered: a half-open (or open) circuit closes."""
+        self._probing.discard(scope)
+        if self._b.get(scope).state != "closed":
+            return self._store.append_nowait("breaker.closed", _names(scope), session)
+        return None
+
+    def _counted(
+        self, scope: str, counts: bool, was_probe: bool, session: str | None
+    ) -> Event | None:
+        """After a failure was recorded: open on the N-th counted one or a failed probe."""
+        st = self._b.get(scope)
+        threshold = self._settings().failure_threshold
+        probe_failed = st.state == "half_open" and (counts or was_probe)
+        streak_full = st.state == "closed" and st.failures >= threshold
+        if probe_failed or streak_full:
+            return self._store.append_nowait(
+                "breaker.opened", {**_names(scope), "failures": st.failures}, session
+            )
+        return None
+
+    # ---- any scope (the batch's registries) ---------------------------------------------
+
+    def admit(self, scope: str, *, session: str | None = None) -> bool:
+        """May a job that needs ``scope`` start now? False while the circuit is open or
+        its one probe is out: the caller defers the job (it has not failed). True admits
+        it, as the probe when the cool-down has passed; its outcome must reach
+        ``record`` (or ``release``, when it ended without one)."""
+        try:
+            self.acquire(scope, session=session)
+        except CircuitOpen:
+            return False
+        return True
+
+    def record(
+        self, scope: str, failure: Outcome | None, *, session: str | None = None
+    ) -> Event | None:
+        """The admitted job's outcome: None for success. Only a transport failure
+        counts (and a probe that ends in one opens the circuit again); any other
+        failure means the service answered, as a success does."""
+        if failure is None or not failure.transport:
+            closed = self._answered(scope, session)
+            if closed is None and self._b.get(scope).failures:
+                return self._store.append_nowait("breaker.streak_ended", _names(scope), session)
+            return closed
+        was_probe = scope in self._probing
+        self._probing.discard(scope)
+        ev = self._store.append_nowait(
+            "breaker.failure",
+            {"scope": scope, "category": failure.category, "message": failure.message},
+            session,
+        )
+        return self._counted(scope, True, was_probe, session) or ev
+
+    # ---- LLM providers ------------------------------------------------------------------
 
     def succeeded(
         self, provider: str, turn: dict[str, Any] | None = None, *, session: str | None = None
     ) -> Event:
         """Record a successful call (its ``llm.turn`` event) and close a half-open circuit."""
-        self._probing.discard(provider)
         ev = self._store.append_nowait("llm.turn", {**(turn or {}), "provider": provider}, session)
-        if self._b.get(provider).state != "closed":
-            ev = self._store.append_nowait("breaker.closed", {"provider": provider}, session)
-        return ev
+        return self._answered(provider, session) or ev
 
     def failed(
         self,
@@ -126,15 +232,7 @@ class CircuitBreakers:
             {**(details or {}), "provider": provider, "error_type": error_type, "breaker": counts},
             session,
         )
-        st = self._b.get(provider)
-        threshold = self._settings().failure_threshold
-        probe_failed = st.state == "half_open" and (counts or was_probe)
-        streak_full = st.state == "closed" and st.failures >= threshold
-        if probe_failed or streak_full:
-            ev = self._store.append_nowait(
-                "breaker.opened", {"provider": provider, "failures": st.failures}, session
-            )
-        return ev
+        return self._counted(provider, counts, was_probe, session) or ev
 
     @asynccontextmanager
     async def guard(self, provider: str, *, session: str | None = None) -> AsyncIterator[None]:

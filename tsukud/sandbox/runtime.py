@@ -35,6 +35,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import trio
 
+from tsukud.config import CONTAINER_CPUS, CONTAINER_MEMORY_BYTES
 from tsukud.errors import SandboxError
 from tsukud.groups import single_leaf
 
@@ -61,7 +62,6 @@ __all__ = [
 P = ParamSpec("P")
 T = TypeVar("T")
 
-GiB = 1024**3
 MiB = 1024**2
 
 #: Label every tsuku validation container carries (orphans are found by it).
@@ -135,8 +135,8 @@ class RunSpec:
     user: str = "65534:65534"
     cap_drop: Sequence[str] = ("ALL",)
     security_opt: Sequence[str] = ("no-new-privileges",)
-    memory_bytes: int = 2 * GiB
-    nano_cpus: int = 2_000_000_000
+    memory_bytes: int = CONTAINER_MEMORY_BYTES
+    nano_cpus: int = CONTAINER_CPUS * 1_000_000_000
     pids_limit: int = 256
     timeout_s: float = 300.0
     env: Mapping[str, str] = field(default_factory=dict)

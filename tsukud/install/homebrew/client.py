@@ -100,7 +100,8 @@ class HomebrewClient:
                 url, headers=headers, max_bytes=JSON_MAX, accept_status=(404,)
             )
         except TsukuError as exc:
-            raise HomebrewError(f"cannot read {what}: {exc.message}", url=url) from None
+            # Chained: a batch tells the bottle host's outage (a 503) from a bad formula.
+            raise HomebrewError(f"cannot read {what}: {exc.message}", url=url) from exc
         if resp.status == 404:
             return 404, None, resp.body
         try:

@@ -1,0 +1,1 @@
+"""Batch generation: drain a queue of sources through create and validation."""
