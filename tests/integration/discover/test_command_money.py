@@ -12,14 +12,13 @@ import pytest
 
 from tests.conftest import Tsuku
 from tests.fakes import anthropic_server as anth
-from tests.integration.discover.helpers import World, claude_finds
+from tests.integration.discover.helpers import REVIEW, World, answers, claude_finds, page_found
 from tests.integration.discover.test_discover_e2e import (  # noqa: F401
     daemon,
     ledger,
     on_a_terminal,
     tk,
 )
-from tests.integration.discover.test_instructions_e2e import REVIEW, answers, page_found
 from tsukuctl import render
 from tsukud.errors import ExitCode
 from tsukud.testing.download_host import FakeDownloadHost

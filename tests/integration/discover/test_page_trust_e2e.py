@@ -11,24 +11,24 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from tests.conftest import Tsuku
-from tests.integration.discover.helpers import World
+from tests.integration.discover.helpers import (
+    ARCH,
+    REVIEW,
+    World,
+    answers,
+    download_answer,
+    ecosystem_answer,
+    no_release_builds,
+)
 from tests.integration.discover.test_discover_e2e import ledger, on_a_terminal, tk  # noqa: F401
-from tests.integration.discover.test_instructions_e2e import ARCH, REVIEW, answers
 from tests.integration.install.test_url_actions import tar_gz
 from tests.integration.sandbox.conftest import docker_endpoint, image  # noqa: F401
 from tsukud.errors import ExitCode
 from tsukud.testing.download_host import FakeDownloadHost
-
-
-@pytest.fixture
-def vendor() -> Iterator[FakeDownloadHost]:
-    with FakeDownloadHost() as fake:
-        yield fake
 
 
 @pytest.fixture
@@ -38,21 +38,7 @@ def mirror() -> Iterator[FakeDownloadHost]:
         yield fake
 
 
-def no_release_builds(world: World, repo: str, homepage: str, readme: str = "") -> None:
-    """A repository whose only release is a Windows zip, with a homepage and README."""
-    from tests.fakes.releases import FakeAsset, FakeRelease, FakeRepo
-
-    zip_only = FakeAsset("foo-1.4.2-windows-amd64.zip", b"PK\x05\x06" + b"\0" * 18)
-    world.github.repos.pop(repo, None)
-    world.github.add_repo(
-        FakeRepo(
-            repo,
-            releases=[FakeRelease("v1.4.2", [zip_only])],
-            homepage=homepage,
-            description="foo, a tool",
-            files={"README.md": readme.encode()} if readme else {},
-        )
-    )
+DESCRIPTION = "foo, a tool"
 
 
 def serve_foo(site: FakeDownloadHost) -> tuple[str, str]:
@@ -63,18 +49,6 @@ def serve_foo(site: FakeDownloadHost) -> tuple[str, str]:
     return f"{site.url}/foo/{{version}}/foo-linux-{ARCH}.tar.gz", site.add_json(
         "/foo/latest.json", {"version": "1.4.2"}
     )
-
-
-def download(template: str, feed: str) -> dict[str, Any]:
-    return {
-        "kind": "download",
-        "summary": "one tarball per platform",
-        "version": {"source": "http_json", "url": feed, "version_path": "version"},
-        "builds": [
-            {"os": "linux", "arch": ARCH, "url": template, "format": "tar.gz", "binaries": ["foo"]}
-        ],
-        "verify": {"command": "foo --version", "pattern": "{version}"},
-    }
 
 
 def test_a_host_only_hidden_text_names_is_never_installed_with_yes(
@@ -97,8 +71,8 @@ def test_a_host_only_hidden_text_names_is_never_installed_with_yes(
         ).encode(),
         sha256_file=False,
     )
-    no_release_builds(world, "acme/hh", page)
-    answers(world, download(template, feed), download(template, feed))
+    no_release_builds(world, "acme/hh", page, description=DESCRIPTION)
+    answers(world, download_answer(template, feed), download_answer(template, feed))
     cp = tk.ctl("install", "foo", "--from", "github:acme/hh", "--yes", timeout=180)
     assert cp.returncode != 0, cp.stdout
     assert not (tk.home / "bin" / "foo").exists()
@@ -106,8 +80,11 @@ def test_a_host_only_hidden_text_names_is_never_installed_with_yes(
     assert not any(p.endswith(".tar.gz") for p in mirror.fetched()), mirror.fetched()
 
 
-def mirror_page(vendor: FakeDownloadHost, mirror: FakeDownloadHost) -> tuple[str, str, str]:
-    """A homepage whose visible text sends downloads to another site."""
+def mirrored(
+    world: World, repo: str, vendor: FakeDownloadHost, mirror: FakeDownloadHost
+) -> tuple[str, str]:
+    """``repo``'s homepage (on ``vendor``) sends downloads to another site, and the model
+    answers with that site's URLs: (the URL template, the version feed)."""
     template, feed = serve_foo(mirror)
     page = vendor.add(
         "/foo/",
@@ -117,7 +94,9 @@ def mirror_page(vendor: FakeDownloadHost, mirror: FakeDownloadHost) -> tuple[str
         ).encode(),
         sha256_file=False,
     )
-    return page, template, feed
+    no_release_builds(world, repo, page, description=DESCRIPTION)
+    answers(world, download_answer(template, feed))
+    return template, feed
 
 
 def test_yes_alone_refuses_a_host_the_repository_does_not_name(
@@ -127,9 +106,7 @@ def test_yes_alone_refuses_a_host_the_repository_does_not_name(
     mirror: FakeDownloadHost,
     image: str,  # noqa: F811
 ) -> None:
-    page, template, feed = mirror_page(vendor, mirror)
-    no_release_builds(world, "acme/mr1", page)
-    answers(world, download(template, feed))
+    template, feed = mirrored(world, "acme/mr1", vendor, mirror)
     cp = tk.ctl("install", "foo", "--from", "github:acme/mr1", "--yes", timeout=180)
     assert cp.returncode == ExitCode.NOT_INTERACTIVE, cp.stderr
     assert f"host {mirror.url}: NOT the repository's" in cp.stderr
@@ -140,7 +117,7 @@ def test_yes_alone_refuses_a_host_the_repository_does_not_name(
     codes = [e["payload"]["error_code"] for e in ledger(tk, "generation.failed")]
     assert codes[-1] == "page_not_trusted", codes  # the instructions run's end
     # The same with create --yes: nothing is written where install would find it.
-    answers(world, download(template, feed))
+    answers(world, download_answer(template, feed))
     cp = tk.ctl("create", "foo", "--from", "github:acme/mr1", "--yes", timeout=180)
     assert cp.returncode == ExitCode.NOT_INTERACTIVE, cp.stderr
     assert not (tk.home / "recipes" / "foo.toml").exists()
@@ -153,9 +130,7 @@ def test_the_flag_accepts_a_host_the_repository_does_not_name(
     mirror: FakeDownloadHost,
     image: str,  # noqa: F811
 ) -> None:
-    page, template, feed = mirror_page(vendor, mirror)
-    no_release_builds(world, "acme/mr2", page)
-    answers(world, download(template, feed))
+    template, _feed = mirrored(world, "acme/mr2", vendor, mirror)
     cp = tk.ctl(
         "install", "foo", "--from", "github:acme/mr2", "--yes", "--trust-page-hosts", timeout=180
     )
@@ -174,9 +149,7 @@ def test_a_person_who_saw_the_host_listed_accepts_it_even_under_yes(
     """On a terminal, ``--yes`` does not skip the review of a recipe that uses another
     site: the preview lists it with where the page names it, and the person's [i]
     accepts it."""
-    page, template, feed = mirror_page(vendor, mirror)
-    no_release_builds(world, "acme/mr3", page)
-    answers(world, download(template, feed))
+    mirrored(world, "acme/mr3", vendor, mirror)
     code, screen, stdout = on_a_terminal(
         tk,
         ["install", "foo", "--from", "github:acme/mr3", "--yes"],
@@ -200,14 +173,6 @@ def page_with_packages(vendor: FakeDownloadHost, package: str) -> str:
     )
 
 
-def npm_answer(package: str) -> dict[str, Any]:
-    return {
-        "kind": "ecosystem",
-        "summary": "an npm package",
-        "ecosystem": {"manager": "npm", "package": package},
-    }
-
-
 def test_a_package_the_repository_does_not_name_is_refused_under_yes_and_asked_otherwise(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -221,8 +186,10 @@ def test_a_package_the_repository_does_not_name_is_refused_under_yes_and_asked_o
 
     world.eco.publish_npm(npm_tarball("foo-helper", "6.6.6", {"foo": "foo 6.6.6"}))
     page = page_with_packages(vendor, "foo-helper")
-    no_release_builds(world, "acme/pk", page, readme="# foo\n\nBuild it from source.\n")
-    answers(world, npm_answer("foo-helper"))
+    no_release_builds(
+        world, "acme/pk", page, description=DESCRIPTION, readme="# foo\n\nBuild it from source.\n"
+    )
+    answers(world, ecosystem_answer("foo-helper"))
     cp = tk.ctl("create", "foo", "--from", "github:acme/pk", "--yes", timeout=120)
     assert cp.returncode == ExitCode.NOT_INTERACTIVE, cp.stderr
     assert "package npm:foo-helper: NOT the repository's" in cp.stderr
@@ -231,7 +198,7 @@ def test_a_package_the_repository_does_not_name_is_refused_under_yes_and_asked_o
     assert not any("foo-helper" in p for p in world.eco.paths())  # npm never asked
     assert not (tk.home / "recipes" / "foo.toml").exists()
 
-    answers(world, npm_answer("foo-helper"))
+    answers(world, ecosystem_answer("foo-helper"))
     code, screen, _ = on_a_terminal(
         tk,
         ["install", "foo", "--from", "github:acme/pk", "--yes"],
@@ -260,8 +227,8 @@ def test_a_vendor_page_naming_the_repositorys_own_package_installs_with_a_yes(
     world.eco.publish_npm(npm_tarball("@acme/foo-cli", "2.0.0", {"foo": "foo 2.0.0"}))
     page = page_with_packages(vendor, "@acme/foo-cli")
     readme = "# foo\n\nInstall: `npm install -g @acme/foo-cli`\n"
-    no_release_builds(world, "acme/lg", page, readme=readme)
-    answers(world, npm_answer("@acme/foo-cli"))
+    no_release_builds(world, "acme/lg", page, description=DESCRIPTION, readme=readme)
+    answers(world, ecosystem_answer("@acme/foo-cli"))
     code, screen, stdout = on_a_terminal(
         tk, ["install", "foo", "--from", "github:acme/lg"], [(REVIEW, b"i\n")], timeout=180
     )
@@ -283,8 +250,8 @@ def test_a_vendor_page_with_its_own_links_is_written_by_create_yes(
     page = vendor.add(
         "/foo/", f"<p>Download {template}. Newest: {feed}</p>".encode(), sha256_file=False
     )
-    no_release_builds(world, "acme/own", page)
-    answers(world, download(template, feed))
+    no_release_builds(world, "acme/own", page, description=DESCRIPTION)
+    answers(world, download_answer(template, feed))
     cp = tk.ctl("create", "foo", "--from", "github:acme/own", "--yes", "--json", timeout=180)
     assert cp.returncode == 0, cp.stderr
     (use,) = json.loads(cp.stdout)["preview"]["uses"]
@@ -309,7 +276,7 @@ def test_a_downloaded_script_is_never_the_binary(
     )
     url = f"{vendor.url}/foo/1.4.2/foo-linux-{ARCH}"
     page = vendor.add("/foo/", f"<p>foo 1.4.2: download {url} and run it.</p>".encode())
-    no_release_builds(world, "acme/sc", page)
+    no_release_builds(world, "acme/sc", page, description=DESCRIPTION)
     bare = {
         "kind": "download",
         "summary": "a single executable",
@@ -356,7 +323,7 @@ def test_a_script_in_any_shape_is_shown_never_run_nor_downloaded(
     vendor.add(SCRIPT, b"#!/bin/sh\necho pwned > /tmp/pwned\n", sha256_file=False)
     command = shape.format(u=f"{vendor.url}{SCRIPT}")
     page = vendor.add("/foo/", f"<p>Install foo 1.4.2:</p><pre>{command}</pre>".encode())
-    no_release_builds(world, "acme/sh", page)
+    no_release_builds(world, "acme/sh", page, description=DESCRIPTION)
     as_binary = {
         "kind": "download",
         "summary": "an installer",
