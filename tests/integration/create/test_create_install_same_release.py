@@ -127,6 +127,7 @@ def test_install_installs_the_release_create_validated(
     assert [(r["tool"], r["newest"], r["outdated"]) for r in rows] == [("foo", "1.9.0", False)]
 
 
+@pytest.mark.slow  # two daemons, two container validations; its siblings here stay
 def test_a_newer_stable_release_needs_validation_before_upgrade(
     home: Tsuku, world: tuple[FakeGitHub, Path]
 ) -> None:

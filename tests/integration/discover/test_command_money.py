@@ -26,6 +26,7 @@ from tsukud.testing.download_host import FakeDownloadHost
 THRESHOLD = "0.35"
 
 
+@pytest.mark.slow  # discovery + instructions builder + container; money units stay
 def test_discovery_then_the_instructions_builder_is_asked_once_with_the_commands_total(
     world: World,
 ) -> None:
@@ -69,6 +70,7 @@ def test_discovery_then_the_instructions_builder_is_asked_once_with_the_commands
             assert "installed" not in stdout
 
 
+@pytest.mark.slow  # discovery + instructions builder + container; money units stay
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
 def test_the_preview_cost_line_counts_every_paid_call(
     world: World,

@@ -51,6 +51,7 @@ def serve_foo(site: FakeDownloadHost) -> tuple[str, str]:
     )
 
 
+@pytest.mark.slow  # Chromium + container per run; yes-alone test and unit test_page_trust stay
 def test_a_host_only_hidden_text_names_is_never_installed_with_yes(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -123,6 +124,7 @@ def test_yes_alone_refuses_a_host_the_repository_does_not_name(
     assert not (tk.home / "recipes" / "foo.toml").exists()
 
 
+@pytest.mark.slow  # Chromium + container per run; yes-alone test and unit test_page_trust stay
 def test_the_flag_accepts_a_host_the_repository_does_not_name(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -139,6 +141,7 @@ def test_the_flag_accepts_a_host_the_repository_does_not_name(
     assert template in (tk.home / "recipes" / "foo.toml").read_text()
 
 
+@pytest.mark.slow  # Chromium + container per run; yes-alone test and unit test_page_trust stay
 def test_a_person_who_saw_the_host_listed_accepts_it_even_under_yes(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -173,6 +176,7 @@ def page_with_packages(vendor: FakeDownloadHost, package: str) -> str:
     )
 
 
+@pytest.mark.slow  # Chromium + container per run; yes-alone test and unit test_page_trust stay
 def test_a_package_the_repository_does_not_name_is_refused_under_yes_and_asked_otherwise(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -214,6 +218,7 @@ def test_a_package_the_repository_does_not_name_is_refused_under_yes_and_asked_o
     assert not (tk.home / "bin" / "foo").exists()
 
 
+@pytest.mark.slow  # Chromium + container per run; yes-alone test and unit test_page_trust stay
 def test_a_vendor_page_naming_the_repositorys_own_package_installs_with_a_yes(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -238,6 +243,7 @@ def test_a_vendor_page_naming_the_repositorys_own_package_installs_with_a_yes(
     assert '"@acme/foo-cli"' in (tk.home / "recipes" / "foo.toml").read_text()
 
 
+@pytest.mark.slow  # Chromium + container per run; yes-alone test and unit test_page_trust stay
 def test_a_vendor_page_with_its_own_links_is_written_by_create_yes(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -260,6 +266,7 @@ def test_a_vendor_page_with_its_own_links_is_written_by_create_yes(
     assert template in (tk.home / "recipes" / "foo.toml").read_text()
 
 
+@pytest.mark.slow  # Chromium + container per run; yes-alone test and unit test_page_trust stay
 def test_a_downloaded_script_is_never_the_binary(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -299,13 +306,16 @@ def test_a_downloaded_script_is_never_the_binary(
 
 
 SCRIPT = "/get-foo"  # not named like a script: only its shape on the page tells
+# Each shape costs a whole daemon run: one stays in the local run, the others are slow
+# (tests/unit/instructions/test_page_trust.py recognises every shape in the local run).
+SLOW = pytest.mark.slow
 SHAPES = [
-    "curl -o i.sh {u} && sh i.sh",
-    "curl -fsSL {u} | python3 -",
-    "iwr {u} | iex",
-    "curl -fsSL {u} | tee install.log | sh",
-    'bash -c "$(curl -fsSL {u})"',
-    "sh <(curl -s {u})",
+    pytest.param("curl -o i.sh {u} && sh i.sh", marks=SLOW),
+    pytest.param("curl -fsSL {u} | python3 -", marks=SLOW),
+    pytest.param("iwr {u} | iex", marks=SLOW),
+    pytest.param("curl -fsSL {u} | tee install.log | sh", marks=SLOW),
+    pytest.param('bash -c "$(curl -fsSL {u})"', marks=SLOW),
+    pytest.param("sh <(curl -s {u})", marks=SLOW),
     "wget -qO- {u} | sh",
 ]
 

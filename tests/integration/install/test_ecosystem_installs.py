@@ -89,6 +89,7 @@ def test_npm_install_recipe_installs_verifies_and_removes(inst: Tsuku, eco: Fake
     assert tree(inst.home) == []
 
 
+@pytest.mark.slow  # real pip venvs / npm installs; the tampered-package test stays
 @needs_npm
 def test_a_new_user_installs_an_npm_tool_from_the_registrys_recipe(
     inst: Tsuku,
@@ -125,6 +126,7 @@ def test_a_new_user_installs_an_npm_tool_from_the_registrys_recipe(
 
 # Among the slowest tests (issue 26): pip creates a real venv and installs from the fake
 # index (seconds of pip per install; the package manager is the subject).
+@pytest.mark.slow  # real pip venvs / npm installs; the tampered-package test stays
 def test_pipx_install_recipe_installs_verifies_and_removes(
     inst: Tsuku, eco: FakeEcosystems
 ) -> None:
@@ -160,6 +162,7 @@ def test_pipx_install_recipe_installs_verifies_and_removes(
 # Among the slowest tests (issue 26): a real pip install through a real forwarding proxy
 # (pip creates a real venv and installs from the fake index (seconds of pip per install; the
 # package manager is the subject)).
+@pytest.mark.slow  # real pip venvs / npm installs; the tampered-package test stays
 def test_a_callers_proxy_carries_the_package_managers_requests(
     inst: Tsuku, eco: FakeEcosystems
 ) -> None:
@@ -181,6 +184,7 @@ def test_a_callers_proxy_carries_the_package_managers_requests(
 
 # Among the slowest tests (issue 26): pip creates a real venv and installs from the fake
 # index (seconds of pip per install; the package manager is the subject).
+@pytest.mark.slow  # real pip venvs / npm installs; the tampered-package test stays
 def test_an_executable_the_package_lacks_fails_the_install_and_leaves_nothing(
     inst: Tsuku, eco: FakeEcosystems
 ) -> None:
@@ -293,6 +297,7 @@ def test_a_tampered_package_is_refused_by_the_clients_own_checks(
 # Among the slowest tests (issue 26): two real pip installs into fresh venvs (pip creates a
 # real venv and installs from the fake index (seconds of pip per install; the package
 # manager is the subject)).
+@pytest.mark.slow  # real pip venvs / npm installs; the tampered-package test stays
 def test_a_forced_reinstall_of_the_same_version_replaces_it_in_place(
     inst: Tsuku, eco: FakeEcosystems
 ) -> None:
