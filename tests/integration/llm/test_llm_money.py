@@ -563,7 +563,7 @@ def test_design_config_example_loads(tmp_path: Path) -> None:
     assert "[llm.claude]" in path.read_text()
 
 
-@pytest.mark.slow  # restarts a daemon with the LLM SDKs; the other money tests stay
+@pytest.mark.slow  # a daemon, two llm test turns through the SDK; the other money tests stay
 def test_config_set_key_is_used_by_the_next_request(
     tsuku: Tsuku, anthropic_fake: FakeAnthropic
 ) -> None:
