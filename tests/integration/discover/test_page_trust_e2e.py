@@ -168,6 +168,30 @@ def test_a_person_who_saw_the_host_listed_accepts_it_even_under_yes(
     assert granted["payload"]["kind"] == "recipe"
 
 
+def test_create_yes_on_a_terminal_asks_before_writing_a_host_the_repository_does_not_name(
+    world: World,
+    tk: Tsuku,  # noqa: F811
+    vendor: FakeDownloadHost,
+    mirror: FakeDownloadHost,
+    image: str,  # noqa: F811
+) -> None:
+    """``create --yes`` writes the recipe where install finds it, with no preview; on a
+    terminal the person is first asked about the other site (listed with where the page
+    names it), and a no writes nothing."""
+    mirrored(world, "acme/mr4", vendor, mirror)
+    code, screen, _ = on_a_terminal(
+        tk,
+        ["create", "foo", "--from", "github:acme/mr4", "--yes"],
+        [(f"Use {mirror.url} for foo? [y/N] ".encode(), b"n\n")],
+        timeout=180,
+    )
+    assert code == ExitCode.USER_DECLINED, screen
+    assert f"host {mirror.url}: NOT the repository's" in screen
+    assert f"found on the page: foo Download foo from our mirror: {mirror.url}" in screen
+    assert f"{mirror.url} not accepted: nothing was fetched, saved or installed" in screen
+    assert not (tk.home / "recipes" / "foo.toml").exists()
+
+
 def page_with_packages(vendor: FakeDownloadHost, package: str) -> str:
     return vendor.add(
         "/foo/",
