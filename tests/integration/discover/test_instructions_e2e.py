@@ -70,7 +70,7 @@ def on_a_terminal_to_the_end(
     return proc.wait(timeout=timeout), seen.decode().replace("\r\n", "\n")
 
 
-@pytest.mark.slow  # Chromium + container per page; the hidden-package test stays
+@pytest.mark.slow  # Chromium per page, most with a container; the hidden-package test stays
 def test_a_download_page_ends_installed_and_verified_and_hidden_hosts_stay_out(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -141,7 +141,7 @@ def test_a_download_page_ends_installed_and_verified_and_hidden_hosts_stay_out(
         assert not any(k.encode() in f.read_bytes() for k in CANARIES)
 
 
-@pytest.mark.slow  # Chromium + container per page; the hidden-package test stays
+@pytest.mark.slow  # Chromium per page, most with a container; the hidden-package test stays
 def test_a_piped_script_is_shown_not_run(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -168,7 +168,7 @@ def test_a_piped_script_is_shown_not_run(
     assert failed["payload"]["error_code"] == "instructions_manual"
 
 
-@pytest.mark.slow  # Chromium + container per page; the hidden-package test stays
+@pytest.mark.slow  # Chromium per page, most with a container; the hidden-package test stays
 def test_a_system_package_is_reported_with_its_command(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -209,7 +209,7 @@ def vendor_site(vendor: FakeDownloadHost) -> tuple[str, str, bytes]:
     return template, page, archive
 
 
-@pytest.mark.slow  # Chromium + container per page; the hidden-package test stays
+@pytest.mark.slow  # Chromium per page, most with a container; the hidden-package test stays
 def test_a_repository_without_release_builds_is_read_from_its_homepage_and_repaired(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -260,7 +260,7 @@ def test_a_repository_without_release_builds_is_read_from_its_homepage_and_repai
     assert "Call write_recipe again" in json.dumps(repair_request["messages"][-1])
 
 
-@pytest.mark.slow  # Chromium + container per page; the hidden-package test stays
+@pytest.mark.slow  # Chromium per page, most with a container; the hidden-package test stays
 def test_a_recipe_that_never_validates_leaves_nothing_behind(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -286,7 +286,7 @@ def test_a_recipe_that_never_validates_leaves_nothing_behind(
     assert len(ledger(tk, "repair.attempted")) == 2
 
 
-@pytest.mark.slow  # Chromium + container per page; the hidden-package test stays
+@pytest.mark.slow  # Chromium per page, most with a container; the hidden-package test stays
 def test_on_a_terminal_the_recipe_is_previewed_with_its_page_and_urls(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -329,7 +329,7 @@ def test_yes_without_a_terminal_does_not_approve_a_page_found_by_search(
 
 # Among the slowest tests (issue 26): each candidate recipe is validated in a real container
 # (the sandbox is the subject).
-@pytest.mark.slow  # Chromium + container per page; the hidden-package test stays
+@pytest.mark.slow  # Chromium per page, most with a container; the hidden-package test stays
 def test_discover_reports_the_page_its_visible_text_and_the_platform(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -358,7 +358,7 @@ def test_discover_reports_the_page_its_visible_text_and_the_platform(
 
 # Among the slowest tests (issue 26): a real package manager (npm/pip/gem) installs from the
 # fake registries, and the recipe is validated in a real container.
-@pytest.mark.slow  # Chromium + container per page; the hidden-package test stays
+@pytest.mark.slow  # Chromium per page, most with a container; the hidden-package test stays
 def test_a_page_that_says_npm_install_goes_to_the_npm_builder(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -446,7 +446,7 @@ def test_a_package_only_hidden_text_names_is_never_installed_even_with_yes(
 
 # Among the slowest tests (issue 26): each candidate recipe is validated in a real container
 # (the sandbox is the subject).
-@pytest.mark.slow  # Chromium + container per page; the hidden-package test stays
+@pytest.mark.slow  # Chromium per page, most with a container; the hidden-package test stays
 def test_a_page_with_one_fixed_version_and_no_feed_installs_pinned_and_says_so(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -504,7 +504,7 @@ def test_a_page_with_one_fixed_version_and_no_feed_installs_pinned_and_says_so(
 
 # Among the slowest tests (issue 26): four builds each validated in a real container, arm64
 # under qemu-user emulation.
-@pytest.mark.slow  # Chromium + container per page; the hidden-package test stays
+@pytest.mark.slow  # Chromium per page, most with a container; the hidden-package test stays
 def test_linux_amd64_arm64_and_darwin_builds_from_one_page_are_each_proven(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -591,7 +591,7 @@ def test_linux_amd64_arm64_and_darwin_builds_from_one_page_are_each_proven(
 
 # Among the slowest tests (issue 26): each candidate recipe is validated in a real container
 # (the sandbox is the subject).
-@pytest.mark.slow  # Chromium + container per page; the hidden-package test stays
+@pytest.mark.slow  # Chromium per page, most with a container; the hidden-package test stays
 def test_a_private_address_the_page_names_is_refused_by_the_http_policy(
     world: World,
     tk: Tsuku,  # noqa: F811
@@ -630,7 +630,7 @@ def test_a_private_address_the_page_names_is_refused_by_the_http_policy(
     assert done["payload"]["error_code"] == "instructions_manual"
 
 
-@pytest.mark.slow  # Chromium + container per page; the hidden-package test stays
+@pytest.mark.slow  # Chromium per page, most with a container; the hidden-package test stays
 def test_the_cost_question_and_the_budget_stop_an_instructions_run_before_any_call(
     world: World,
     vendor: FakeDownloadHost,
