@@ -11,11 +11,14 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import base_env, in_ci, short_home
 
 
 # Among the slowest tests (issue 26): the demo runs the whole pipeline (its own daemon,
 # fakes, a container validation) as a user would.
+@pytest.mark.slow  # the whole offline demo: daemon, container validation, install
 def test_demo_runs_the_whole_pipeline_offline() -> None:
     home = short_home()  # only for a clean env; the demo makes its own home
     env = base_env(home)

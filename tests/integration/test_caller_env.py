@@ -32,6 +32,7 @@ def claude_row(text: str) -> list[str]:
     return next(line.split() for line in text.splitlines() if "claude" in line)
 
 
+@pytest.mark.slow  # a daemon loading the LLM SDKs; the keys-never-logged test stays
 def test_llm_status_sees_the_key_of_the_shell_that_asks(daemon: Tsuku) -> None:
     assert "ANTHROPIC_API_KEY" not in daemon.env
     key = "sk-ant-api03-callerStatus" + secrets.token_hex(8)
@@ -160,6 +161,7 @@ def test_an_auto_started_daemon_keeps_no_one_off_callers_environment(tsuku: Tsuk
         os.kill(pid, signal.SIGTERM)
 
 
+@pytest.mark.slow  # a daemon loading the LLM SDKs; the keys-never-logged test stays
 def test_the_variable_api_key_env_names_travels_like_anthropic_api_key(
     tsuku: Tsuku, claude: FakeAnthropic
 ) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 
 from tests.conftest import Tsuku
 from tsukuctl.client import Client
@@ -79,6 +80,7 @@ def p90(xs: list[float]) -> float:
 
 # Among the slowest tests (issue 26): twenty clients' heavy summaries over a large ledger
 # (the load is the subject).
+@pytest.mark.slow  # 20 clients running heavy summaries; its sibling stays
 def test_status_stays_quick_while_20_clients_run_heavy_summaries(tsuku: Tsuku) -> None:
     write_ledger(tsuku.home / "tsuku.db", EVENTS)
     tsuku.start()

@@ -305,6 +305,7 @@ def test_in_flight_request_gets_shutting_down(tsuku: Tsuku) -> None:
     assert final["error"]["code"] == "shutting_down", final
 
 
+@pytest.mark.slow  # real daemon stop/restart processes; the other daemon CLI tests stay
 def test_daemon_stop_and_restart_commands(tsuku: Tsuku) -> None:
     tsuku.ctl("daemon", "start", check=True)
     pid = tsuku.daemon_pid()

@@ -51,6 +51,7 @@ def status(t: Tsuku) -> dict:  # type: ignore[type-arg]
     return json.loads(t.ctl("status", "--json", check=True).stdout)  # type: ignore[no-any-return]
 
 
+@pytest.mark.slow  # two homes, two daemons auto-started; its siblings stay
 def test_two_homes_two_daemons_side_by_side(homes: list[Tsuku], runtime: Path) -> None:
     a, b = homes
     sa, sb = status(a), status(b)  # each starts its own daemon on demand
@@ -87,6 +88,7 @@ def test_a_client_never_talks_to_the_daemon_of_another_home(homes: list[Tsuku]) 
     assert cp.returncode == ExitCode.DAEMON_UNAVAILABLE
 
 
+@pytest.mark.slow  # two homes, two daemons auto-started; its siblings stay
 def test_doctor_says_another_homes_daemon_answers_and_how_to_part_them(
     homes: list[Tsuku],
 ) -> None:
@@ -111,6 +113,7 @@ def test_doctor_says_another_homes_daemon_answers_and_how_to_part_them(
     assert status(a)["pid"] == pid
 
 
+@pytest.mark.slow  # a daemon auto-started by a real client; its siblings stay
 def test_a_long_home_gets_a_short_socket(runtime: Path) -> None:
     base = short_home()
     home = base / ("long-home-" + "d" * 120)

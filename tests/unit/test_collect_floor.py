@@ -4,19 +4,15 @@ runs a real child pytest with the plugin loaded, in a project of its own."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.collect_floor import FLOOR_FILE
 from tests.conftest import REPO
+from tests.unit.child_pytest import RUNNERS, child_pytest
 
-PLUGIN = ["-p", "tests.collect_floor"]
-# No plugin autoloading (the child starts in a fraction of the time); xdist named.
-RUNNERS = {"serial": [], "xdist": ["-p", "xdist.plugin", "-n", "2"]}
 THREE = "def test_a():\n    pass\n\ndef test_b():\n    pass\n\ndef test_c():\n    pass\n"
 
 
@@ -29,15 +25,7 @@ def _project(tmp_path: Path, floor: int) -> Path:
 
 
 def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *PLUGIN, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=project,
-        timeout=120,
-    )
+    return child_pytest(project, "tests.collect_floor", *args)
 
 
 @pytest.mark.parametrize("runner", list(RUNNERS.values()), ids=list(RUNNERS))

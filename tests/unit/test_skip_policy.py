@@ -3,14 +3,12 @@ stays a skip. Each case runs a real child pytest with the policy loaded as a plu
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.unit.child_pytest import RUNNERS, child_pytest
 
 CASES = """
 import pytest
@@ -44,11 +42,6 @@ def test_xfail():
 MODULE_SKIP = 'import pytest\npytest.skip("whole module away", allow_module_level=True)\n'
 
 
-# Serially, and under pytest-xdist (the hooks run in the workers and the controller).
-# No plugin autoloading (the child starts in a fraction of the time); xdist named.
-RUNNERS = {"serial": [], "xdist": ["-p", "xdist.plugin", "-n", "2"]}
-
-
 def _run(
     tmp_path: Path, ci: str | None, runner: list[str] | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -58,30 +51,15 @@ def _run(
 
 
 def _child(tmp_path: Path, ci: str | None, runner: list[str]) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "CI"}
-    if ci is not None:
-        env["CI"] = ci
-    env["PYTHONPATH"] = str(REPO)
-    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    plugins = ["-p", "no:cacheprovider", "-p", "tests.skip_policy"]
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-rA",
-            *plugins,
-            *runner,
-            "--rootdir",
-            str(tmp_path),
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
+    return child_pytest(
+        tmp_path,
+        "tests.skip_policy",
+        "-rA",
+        *runner,
+        "--rootdir",
+        str(tmp_path),
+        str(tmp_path),
+        ci=ci,
     )
 
 

@@ -90,6 +90,23 @@ class CreateRecipe:
                     f"install page {page}",
                 }
             )
+            url: str = page
+
+            async def consent(uses: object, again: str, session: str | None = None) -> None:
+                """The person's yes to what the page's recipe uses that the repository
+                does not name (or ``--trust-page-hosts``); see :func:`page_consent`."""
+                await page_consent(
+                    self.confirmations,
+                    progress,
+                    tool=tool,
+                    url=url,
+                    uses=decode_uses(uses),
+                    can_ask=bool(options.get("can_ask")),
+                    trust=trust,
+                    again=again,
+                    session=session,
+                )
+
             asked = ("confirmed", "can_ask", "providers", "only_provider", "collect_tool_stats")
             try:
                 result = await self.instructions.build(
@@ -111,29 +128,14 @@ class CreateRecipe:
                 # The page names a package of a registry tsuku has a builder for: the
                 # person accepts it (unless the repository names it) before any fetch.
                 await progress({"stage": "instructions", "message": page_says(page, manual, spec)})
-                await page_consent(
-                    self.confirmations,
-                    progress,
-                    tool=tool,
-                    url=page,
-                    uses=decode_uses(manual.data.get("uses")),
-                    can_ask=bool(options.get("can_ask")),
-                    trust=trust,
-                    again=f"tsukuctl create {tool} --from {source}",
-                )
+                await consent(manual.data.get("uses"), f"tsukuctl create {tool} --from {source}")
                 return await self.creator.create(tool, spec, progress=progress, **options)
             if options.get("write") and options.get("output") is None:
                 # Written where install finds it, with no preview: the person must have
                 # seen what the repository does not name.
-                await page_consent(
-                    self.confirmations,
-                    progress,
-                    tool=tool,
-                    url=page,
-                    uses=decode_uses(result.preview.get("uses")),
-                    can_ask=bool(options.get("can_ask")),
-                    trust=trust,
-                    again=f"tsukuctl create {tool} --from {source} without --yes",
+                await consent(
+                    result.preview.get("uses"),
+                    f"tsukuctl create {tool} --from {source} without --yes",
                     session=result.session,
                 )
             if options.get("write"):

@@ -169,6 +169,7 @@ def test_done_when_deterministic(home: Tsuku, anthropic: FakeAnthropic) -> None:
     assert installed["payload"]["recipe_source"] == "local"
 
 
+@pytest.mark.slow  # a daemon loading the LLM SDKs and a multi-turn scripted create run
 def test_done_when_scripted_llm(home: Tsuku, anthropic: FakeAnthropic) -> None:
     script_stern(anthropic)
     home.start()
@@ -218,6 +219,7 @@ def test_done_when_scripted_llm(home: Tsuku, anthropic: FakeAnthropic) -> None:
     no_secrets(home, cp.stdout, cp.stderr, cp2.stdout, cp2.stderr)
 
 
+@pytest.mark.slow  # a daemon loading the LLM SDKs and a multi-turn scripted create run
 def test_malformed_tool_arguments_are_paid_for_and_fed_back(
     home: Tsuku, anthropic: FakeAnthropic
 ) -> None:
@@ -389,6 +391,7 @@ def test_interactive_cancel_writes_nothing(home: Tsuku) -> None:
     assert not (home.home / "recipes").exists()
 
 
+@pytest.mark.slow  # a daemon loading the LLM SDKs and a multi-turn scripted create run
 def test_ctrl_c_at_the_preview_says_what_the_run_spent_and_exits_130(
     home: Tsuku, anthropic: FakeAnthropic
 ) -> None:
@@ -440,6 +443,7 @@ def test_errors_carry_hints(home: Tsuku, fw: FakeGitHub) -> None:
     ]
 
 
+@pytest.mark.slow  # a daemon loading the LLM SDKs and a multi-turn scripted create run
 def test_budget_and_deprecated_model(home: Tsuku, anthropic: FakeAnthropic) -> None:
     home.env["TSUKU_LLM_DAILY_BUDGET"] = "0.01"
     home.env["TSUKU_CLAUDE_MODEL"] = "claude-sonnet-4-5-20250929"
@@ -459,6 +463,7 @@ def test_budget_and_deprecated_model(home: Tsuku, anthropic: FakeAnthropic) -> N
 
 # Among the slowest tests (issue 26): a create with validation in a real container and two
 # LLM SDKs imported by the daemon.
+@pytest.mark.slow  # a daemon loading the LLM SDKs and a multi-turn scripted create run
 def test_failover_to_gemini_mid_run(home: Tsuku, anthropic: FakeAnthropic) -> None:
     """Claude fails after the first turn; the same conversation continues on Gemini 3
     (its function call without an id, signed as Gemini 3 signs), and the recipe says who
@@ -535,6 +540,7 @@ def create_waiting_for_claude(
 
 # Among the slowest tests (issue 26): a create killed mid-run and the daemon's settling of
 # it, with validation in a real container.
+@pytest.mark.slow  # a daemon loading the LLM SDKs and a multi-turn scripted create run
 def test_client_gone_cancels_the_run_and_settles(
     home: Tsuku, anthropic: FakeAnthropic, fw: FakeGitHub
 ) -> None:
@@ -558,6 +564,7 @@ def test_client_gone_cancels_the_run_and_settles(
     assert not list((home.home / "validate").glob("run-*"))
 
 
+@pytest.mark.slow  # a daemon loading the LLM SDKs and a multi-turn scripted create run
 def test_ctrl_c_says_what_the_run_spent_and_exits_130(
     home: Tsuku, anthropic: FakeAnthropic, fw: FakeGitHub
 ) -> None:

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,23 +68,36 @@ def world(tmp_path: Path) -> Iterator[tuple[FakeGitHub, Path]]:
 
 @pytest.fixture
 def home(world: tuple[FakeGitHub, Path], docker_endpoint: str) -> Iterator[Tsuku]:
+    """A fresh home with its daemon started, reading the fake GitHub."""
     path = short_home()
     t = Tsuku(path, {**base_env(path), **world[0].env()})
     try:
+        t.start()
         yield t
     finally:
         t.stop_all()
         shutil.rmtree(path, ignore_errors=True)
 
 
+def create(home: Tsuku) -> subprocess.CompletedProcess[str]:
+    """``create foo`` from the repository, by the matcher alone, with ``--yes``."""
+    return home.ctl("create", "foo", "--from", f"github:{REPO}", "--deterministic-only", "--yes")
+
+
+def pinned(home: Tsuku) -> dict[str, Any]:
+    """The written recipe's metadata: the version validated and its assets' sha256."""
+    recipe = tomllib.loads((home.home / "recipes" / "foo.toml").read_text())
+    meta: dict[str, Any] = recipe["metadata"]
+    return meta
+
+
 def test_install_installs_the_release_create_validated(
     home: Tsuku, world: tuple[FakeGitHub, Path]
 ) -> None:
     fake, mark = world
-    home.start()
-    cp = home.ctl("create", "foo", "--from", f"github:{REPO}", "--deterministic-only", "--yes")
+    cp = create(home)
     assert cp.returncode == 0, cp.stderr
-    meta = tomllib.loads((home.home / "recipes" / "foo.toml").read_text())["metadata"]
+    meta = pinned(home)
     assert meta["validated_version"] == "1.9.0"
     assert all("1.9.0" in name for name in meta["asset_sha256"])
 
@@ -112,13 +127,12 @@ def test_install_installs_the_release_create_validated(
     assert [(r["tool"], r["newest"], r["outdated"]) for r in rows] == [("foo", "1.9.0", False)]
 
 
+@pytest.mark.slow  # two daemons, two container validations; its siblings here stay
 def test_a_newer_stable_release_needs_validation_before_upgrade(
     home: Tsuku, world: tuple[FakeGitHub, Path]
 ) -> None:
     fake, mark = world
-    home.start()
-    base = ("create", "foo", "--from", f"github:{REPO}", "--deterministic-only", "--yes")
-    assert home.ctl(*base).returncode == 0
+    assert create(home).returncode == 0
     home.ctl("install", "foo", check=True)
     # The publisher ships 2.0.0 (stable, flagged or not, it was never validated).
     fake.repos[REPO].releases.insert(0, release("2.0.0", marking("2.0.0", mark)))
@@ -145,26 +159,21 @@ def test_one_install_command_creates_and_installs_the_same_release(
     home: Tsuku, world: tuple[FakeGitHub, Path]
 ) -> None:
     fake, mark = world
-    home.start()
     cp = home.ctl("install", "foo", "--from", f"github:{REPO}", "--yes", "--json")
     assert cp.returncode == 0, cp.stderr
     done = json.loads(cp.stdout)
-    meta = tomllib.loads((home.home / "recipes" / "foo.toml").read_text())["metadata"]
+    meta = pinned(home)
     assert done["version"] == meta["validated_version"] == "1.9.0"
     assert done["created"]
     assert not mark.exists()
     assert not fake.requests_to("/foo_2.0.0-beta.1_")
 
 
-def test_a_pre_release_asked_for_is_validated_at_that_release(
-    home: Tsuku, world: tuple[FakeGitHub, Path]
-) -> None:
+def test_a_pre_release_asked_for_is_validated_at_that_release(home: Tsuku) -> None:
     """``install foo@2.0.0-beta.1`` with no recipe: the recipe is created and validated
     at the release asked for, so the beta installs as the person asked."""
-    _fake, _mark = world
-    home.start()
     cp = home.ctl("install", "foo@2.0.0-beta.1", "--from", f"github:{REPO}", "--yes", "--json")
     assert cp.returncode == 0, cp.stderr
-    meta = tomllib.loads((home.home / "recipes" / "foo.toml").read_text())["metadata"]
+    meta = pinned(home)
     assert json.loads(cp.stdout)["version"] == meta["validated_version"]
     assert meta["validated_version"] == "2.0.0-beta.1"

@@ -153,6 +153,7 @@ def test_kill_9_with_calls_in_flight_charges_served_and_cut_off_calls(world: Fak
 
 # Among the slowest tests (issue 26): a real SIGINT with an LLM call in flight, then the
 # run's settling (signals and time are the subject).
+@pytest.mark.slow  # a run cut off in flight; test_kill_9_with_calls_in_flight_* stays
 def test_ctrl_c_with_a_call_in_flight_ends_the_run_at_its_true_total(world: FakeGitHub) -> None:
     greedy = Greedy(hold_from_call=2)
     with FakeAnthropic(fallback=greedy) as claude:

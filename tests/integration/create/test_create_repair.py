@@ -308,6 +308,7 @@ async def test_download_404_is_feedback_not_an_abort(
     assert failed["stage"] == "download" and failed["category"] == "download_404"
 
 
+@pytest.mark.slow  # every repair turn is validated in a container
 async def test_repairs_are_bounded(
     gh: FakeGitHub,
     github: GitHub,

@@ -17,6 +17,7 @@ from tests.fakes.github import FakeGitHub
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.search import FakeSearch, fixture
 from tests.integration.discover.helpers import World, set_repo, stripe_world
+from tsukud.testing.download_host import FakeDownloadHost
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +81,10 @@ def home() -> Iterator[Path]:
     path = short_home()
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def vendor() -> Iterator[FakeDownloadHost]:
+    """A vendor's site on loopback: its install page, downloads and version feed."""
+    with FakeDownloadHost() as fake:
+        yield fake

@@ -24,6 +24,7 @@ from tests.fakes.github import FakeGitHub
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.releases import recipe_repo
 from tests.fakes.search import FakeSearch
+from tsukud.recipe import host_platform
 
 CLAUDE_KEY = "sk-ant-api03-DISCOVERCANARY0123456789abcdef"
 GEMINI_KEY = "AIzaDISCOVERCANARY0123456789abcdef"
@@ -207,6 +208,86 @@ def claude_finds(
         content.append(anth.tool_use(f"toolu_0{i + 1}", "extract_source", args))
     used = usage or anth.usage(2400, 180, web_searches=1)
     fake.reply(content, "tool_use", usage_=used, delay=delay)
+
+
+# ---- install pages: the scripted model answers and repositories the page tests share
+
+ARCH = host_platform().arch
+REVIEW = b"[v]iew full recipe, [i]nstall, [c]ancel? "
+
+
+def page_found(world: World, url: str) -> None:
+    """Discovery's model finds the vendor's install page, no repository."""
+    claude_finds(
+        world.claude,
+        {
+            "builder": "instructions",
+            "source": url,
+            "confidence": 90,
+            "evidence": [f"{url} is foo's official download page"],
+            "reasoning": "foo has no GitHub releases; its vendor documents a download.",
+        },
+        results=[(url, "Download foo")],
+    )
+
+
+def answers(world: World, *arguments: dict[str, Any]) -> None:
+    """The instructions builder's model answers ``write_recipe`` with each in turn."""
+    for i, args in enumerate(arguments):
+        world.claude.reply(
+            [anth.tool_use(f"toolu_w{i}", "write_recipe", args)],
+            "tool_use",
+            usage_=anth.usage(1800, 220),
+        )
+
+
+def download_answer(url: str, version_url: str) -> dict[str, Any]:
+    """A ``download`` answer: foo from ``url`` (a template), its version from a JSON feed."""
+    return {
+        "kind": "download",
+        "summary": "foo is a single binary in a tarball per platform.",
+        "version": {"source": "http_json", "url": version_url, "version_path": "version"},
+        "builds": [
+            {"os": "linux", "arch": ARCH, "url": url, "format": "tar.gz", "binaries": ["foo"]}
+        ],
+        "verify": {"command": "foo --version", "pattern": "{version}"},
+    }
+
+
+def ecosystem_answer(package: str, manager: str = "npm") -> dict[str, Any]:
+    """An ``ecosystem`` answer: the tool is ``package`` of ``manager``."""
+    return {
+        "kind": "ecosystem",
+        "summary": f"an {manager} package",
+        "ecosystem": {"manager": manager, "package": package},
+    }
+
+
+def no_release_builds(
+    world: World,
+    repo: str,
+    homepage: str | None = None,
+    *,
+    readme: str = "",
+    tool: str = "foo",
+    version: str = "1.4.2",
+    description: str | None = None,
+) -> None:
+    """``repo`` on the fake GitHub (replacing one a test before left there): its only
+    release is a Windows zip, so create turns to its homepage (if it names one)."""
+    from tests.fakes.releases import FakeAsset, FakeRelease, FakeRepo
+
+    zip_only = FakeAsset(f"{tool}-{version}-windows-amd64.zip", b"PK\x05\x06" + b"\0" * 18)
+    world.github.repos.pop(repo, None)
+    world.github.add_repo(
+        FakeRepo(
+            repo,
+            releases=[FakeRelease(f"v{version}", [zip_only])],
+            homepage=homepage,
+            description=description,
+            files={"README.md": readme.encode()} if readme else {},
+        )
+    )
 
 
 def gemini3_finds(fake: FakeGemini, args: dict[str, Any] | None = None) -> None:

@@ -12,14 +12,13 @@ import pytest
 
 from tests.conftest import Tsuku
 from tests.fakes import anthropic_server as anth
-from tests.integration.discover.helpers import World, claude_finds
+from tests.integration.discover.helpers import REVIEW, World, answers, claude_finds, page_found
 from tests.integration.discover.test_discover_e2e import (  # noqa: F401
     daemon,
     ledger,
     on_a_terminal,
     tk,
 )
-from tests.integration.discover.test_instructions_e2e import REVIEW, answers, page_found
 from tsukuctl import render
 from tsukud.errors import ExitCode
 from tsukud.testing.download_host import FakeDownloadHost
@@ -27,6 +26,7 @@ from tsukud.testing.download_host import FakeDownloadHost
 THRESHOLD = "0.35"
 
 
+@pytest.mark.slow  # discovery + instructions builder + container; money units stay
 def test_discovery_then_the_instructions_builder_is_asked_once_with_the_commands_total(
     world: World,
 ) -> None:
@@ -70,6 +70,7 @@ def test_discovery_then_the_instructions_builder_is_asked_once_with_the_commands
             assert "installed" not in stdout
 
 
+@pytest.mark.slow  # discovery + instructions builder + container; money units stay
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
 def test_the_preview_cost_line_counts_every_paid_call(
     world: World,

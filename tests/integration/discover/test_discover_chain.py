@@ -331,6 +331,7 @@ async def test_a_paid_search_that_never_left_is_not_charged(world: World, home: 
         assert money_of_the_run(d) == (0.0, 0.0)
 
 
+@pytest.mark.slow  # real-time deadlines; the other chain tests stay
 async def test_a_paid_search_cut_off_by_the_deadline_is_charged_estimated(
     world: World, home: Path
 ) -> None:
@@ -860,6 +861,7 @@ def test_default_budgets_fit_a_real_web_search_conversation() -> None:
     assert c["discover.timeout_s"] >= stages + c["discover.registry_timeout_s"]
 
 
+@pytest.mark.slow  # real-time deadlines; the other chain tests stay
 async def test_the_cost_question_inside_the_llm_stage_pauses_the_deadline(
     world: World, home: Path
 ) -> None:

@@ -49,6 +49,7 @@ class Held:
 
 # Among the slowest tests (issue 26): waits out a real deadline with an LLM call in flight
 # (time is the subject).
+@pytest.mark.slow  # real-time deadline with a call in flight; test_discover_chain stays
 def test_deadline_with_a_call_in_flight_ends_the_run_at_its_true_total(world: World) -> None:
     held = Held()
     home = short_home()

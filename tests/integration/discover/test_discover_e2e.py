@@ -57,6 +57,7 @@ def ledger(t: Tsuku, *types: str) -> list[dict]:  # type: ignore[type-arg]
     return [json.loads(x) for x in t.ctl(*args, check=True).stdout.splitlines()]
 
 
+@pytest.mark.slow  # a real package manager or container per run; injected-fork test stays
 def test_install_stripe_cli_yes_discovers_verifies_creates_installs(
     world: World,
     tk: Tsuku,
@@ -93,6 +94,7 @@ def test_install_stripe_cli_yes_discovers_verifies_creates_installs(
         assert not any(k.encode() in data for k in CANARIES)
 
 
+@pytest.mark.slow  # a real package manager or container per run; injected-fork test stays
 def test_no_terminal_and_no_yes_is_an_error_naming_both_ways_out(world: World, tk: Tsuku) -> None:
     claude_finds(world.claude)
     cp = tk.ctl("install", "stripe-cli")
@@ -165,6 +167,7 @@ def on_a_terminal(
     return code, seen.decode().replace("\r\n", "\n"), stdout
 
 
+@pytest.mark.slow  # a real package manager or container per run; injected-fork test stays
 def test_the_question_on_a_terminal(world: World, tk: Tsuku) -> None:
     claude_finds(world.claude)
     code, text, _ = on_a_terminal(tk, ["install", "stripe-cli"], [(b"[y/N]", b"n\n")])
@@ -272,6 +275,7 @@ def _rubygems_world(tmp: Path) -> tuple[FakeHTTPServer, dict[str, str]]:
     return gems, gems.env()
 
 
+@pytest.mark.slow  # a real package manager or container per run; injected-fork test stays
 @pytest.mark.parametrize(
     ("registry", "toolchain", "action", "fetched"),
     [
@@ -319,6 +323,7 @@ def prettyfmt_runs(tk: Tsuku, tool: str, version: str) -> None:
     assert 'action = "npm_install"' in recipe and 'package = "prettyfmt"' in recipe
 
 
+@pytest.mark.slow  # a real package manager or container per run; injected-fork test stays
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
 def test_install_an_npm_package_without_a_recipe(world: World, tk: Tsuku) -> None:
     """Discovery's ecosystem probe finds it on npm (the only match), the npm builder
@@ -339,6 +344,7 @@ def test_install_an_npm_package_without_a_recipe(world: World, tk: Tsuku) -> Non
     assert kinds == ["validation.started", "validation.passed"]
 
 
+@pytest.mark.slow  # a real package manager or container per run; injected-fork test stays
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
 def test_web_search_finds_an_npm_package_that_installs_through_the_npm_builder(
     world: World, tk: Tsuku
@@ -391,6 +397,7 @@ def test_web_search_finds_an_npm_package_that_installs_through_the_npm_builder(
 
 # Among the slowest tests (issue 26): pip creates a real venv and installs from the fake
 # index (seconds of pip per install; the package manager is the subject).
+@pytest.mark.slow  # a real package manager or container per run; injected-fork test stays
 def test_install_a_pypi_package_without_a_recipe(world: World, tk: Tsuku) -> None:
     """PyPI reports no downloads, so a same-name project is found by its name alone:
     ``--yes`` does not take it; a person's pick on a terminal does."""
@@ -416,6 +423,7 @@ def test_install_a_pypi_package_without_a_recipe(world: World, tk: Tsuku) -> Non
 
 # Among the slowest tests (issue 26): pip creates a real venv and installs from the fake
 # index (seconds of pip per install; the package manager is the subject).
+@pytest.mark.slow  # a real package manager or container per run; injected-fork test stays
 def test_install_from_pypi_skips_discovery(world: World, tk: Tsuku) -> None:
     from tsukud.testing.packages import wheel
 
@@ -428,6 +436,7 @@ def test_install_from_pypi_skips_discovery(world: World, tk: Tsuku) -> None:
     assert not [p for p in world.eco.paths() if p.startswith(probes)]  # no discovery probe
 
 
+@pytest.mark.slow  # a real package manager or container per run; injected-fork test stays
 def test_discover_command_reports_without_installing(world: World, tk: Tsuku) -> None:
     claude_finds(world.claude)
     cp = tk.ctl("discover", "stripe-cli", "--yes")
@@ -459,6 +468,7 @@ REVIEW = b"[v]iew full recipe, [i]nstall, [c]ancel? "
 
 # Among the slowest tests (issue 26): the deadline is real machine time (scaled to 4 s) and
 # the person is 5 s slower on purpose.
+@pytest.mark.slow  # a real package manager or container per run; injected-fork test stays
 def test_a_person_slower_than_the_deadline_still_gets_the_install(
     world: World,
     image: str,  # noqa: F811
@@ -490,6 +500,7 @@ def test_a_person_slower_than_the_deadline_still_gets_the_install(
 
 # Among the slowest tests (issue 26): a real package manager (npm/pip/gem) installs from the
 # fake registries, and the recipe is validated in a real container.
+@pytest.mark.slow  # a real package manager or container per run; injected-fork test stays
 def test_two_candidates_below_the_bar_are_a_numbered_choice_and_the_pick_installs(
     world: World,
     tk: Tsuku,
@@ -524,6 +535,7 @@ def test_two_candidates_below_the_bar_are_a_numbered_choice_and_the_pick_install
 
 # Among the slowest tests (issue 26): a real package manager (npm/pip/gem) installs from the
 # fake registries, and the recipe is validated in a real container.
+@pytest.mark.slow  # a real package manager or container per run; injected-fork test stays
 def test_the_person_picks_the_second_of_several_ecosystem_matches_and_it_installs(
     world: World, tk: Tsuku
 ) -> None:
@@ -585,6 +597,7 @@ def test_ecosystem_ties_without_a_terminal_name_each_from(world: World, tk: Tsuk
     assert not (tk.home / "recipes" / "fmtx.toml").exists()
 
 
+@pytest.mark.slow  # a real package manager or container per run; injected-fork test stays
 def test_without_a_terminal_the_choice_is_an_error_listing_the_from_to_use(
     world: World, tk: Tsuku
 ) -> None:
@@ -599,6 +612,7 @@ def test_without_a_terminal_the_choice_is_an_error_listing_the_from_to_use(
     assert not (tk.home / "recipes" / "stripe-cli.toml").exists()
 
 
+@pytest.mark.slow  # a real package manager or container per run; injected-fork test stays
 def test_install_collect_tool_stats_prints_discoverys_tool_calls(
     world: World,
     tk: Tsuku,
@@ -621,6 +635,7 @@ def test_install_collect_tool_stats_prints_discoverys_tool_calls(
     assert res["already_installed"] and res["tool_stats"] == []  # a recipe: no model asked
 
 
+@pytest.mark.slow  # a real package manager or container per run; injected-fork test stays
 def test_discover_collect_tool_stats_prints_the_models_tool_calls(world: World, tk: Tsuku) -> None:
     """``discover --collect-tool-stats``: the table on stderr (the summary stays on
     stdout), and ``tool_stats`` in ``--json``; without the flag, neither."""
@@ -651,6 +666,7 @@ def test_discover_collect_tool_stats_prints_the_models_tool_calls(world: World, 
     assert not res.get("tool_stats")
 
 
+@pytest.mark.slow  # a real package manager or container per run; injected-fork test stays
 def test_install_only_provider_asks_that_provider_alone_and_keeps_the_key_hint(
     world: World,
 ) -> None:

@@ -5,7 +5,7 @@ refused with a message that says so, before any model or money is involved."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -17,12 +17,6 @@ from tsukud.instructions.builder import Deps, InstructionsRequest, InstructionsU
 from tsukud.instructions.page import PAGE_MAX_BYTES, PAGE_TEXT_LIMIT
 from tsukud.net.http import Http
 from tsukud.testing.download_host import FakeDownloadHost
-
-
-@pytest.fixture
-def vendor() -> Iterator[FakeDownloadHost]:
-    with FakeDownloadHost() as fake:
-        yield fake
 
 
 @pytest.fixture

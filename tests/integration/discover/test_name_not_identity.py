@@ -121,6 +121,7 @@ def test_a_popular_same_name_tool_with_a_repository_is_a_candidate_a_yes_accepts
     assert declined["payload"]["discovery"]["repository"] == "fmt/prettyfmt"
 
 
+@pytest.mark.slow  # a real npm install; its siblings here stay
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
 def test_from_is_the_explicit_choice_and_is_not_called_discovered(
     world: World,

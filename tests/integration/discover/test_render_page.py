@@ -161,7 +161,16 @@ def test_the_page_reaches_no_network_and_stays_the_page(browser: BrowserThread) 
 _LAYER_FLAGS = {"resolver": "--host-resolver-rules", "proxy": "--proxy-"}
 
 
-@pytest.mark.parametrize("layer", ["interception", "resolver", "proxy"])
+# A browser per layer: interception stays in the local run (and the test above, all layers
+# at once); the other two layers are slow.
+@pytest.mark.parametrize(
+    "layer",
+    [
+        "interception",
+        pytest.param("resolver", marks=pytest.mark.slow),
+        pytest.param("proxy", marks=pytest.mark.slow),
+    ],
+)
 async def test_each_network_layer_alone_keeps_the_page_off_the_network(
     layer: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -299,10 +308,14 @@ async def test_a_rule_in_an_external_stylesheet_hides_and_an_unread_sheet_is_war
         "exit 3",  # dies before it listens
         # says it listens where nothing does
         "echo 'DevTools listening on ws://127.0.0.1:1/devtools/browser/x' >&2; sleep 30",
-        # listens, then closes the connection at once
-        'python3 -c \'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1",0)); '
-        's.listen(); print("DevTools listening on ws://127.0.0.1:%d/devtools/browser/x" '
-        "% s.getsockname()[1], file=sys.stderr, flush=True); c,_=s.accept(); c.close()'",
+        # listens, then closes the connection at once (slow: ~10 s before the fallback; the
+        # two above fall back in the local run)
+        pytest.param(
+            'python3 -c \'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1",0)); '
+            's.listen(); print("DevTools listening on ws://127.0.0.1:%d/devtools/browser/x" '
+            "% s.getsockname()[1], file=sys.stderr, flush=True); c,_=s.accept(); c.close()'",
+            marks=pytest.mark.slow,
+        ),
     ],
 )
 async def test_a_browser_that_fails_falls_back_to_the_stripper(tmp_path: Path, script: str) -> None:

@@ -59,6 +59,7 @@ def user(claimed: tuple[Tsuku, str], tmp_path: Path) -> Iterator[ShellHome]:
         yield u
 
 
+@pytest.mark.slow  # real shells and a doctor run; the other claim tests stay
 def test_hook_install_status_and_doctor_report_the_ignored_claim(
     claimed: tuple[Tsuku, str], user: ShellHome
 ) -> None:

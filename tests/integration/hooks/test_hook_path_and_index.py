@@ -92,6 +92,7 @@ HELIX = (
 )
 
 
+@pytest.mark.slow  # a real shell waiting out a registry fetch; the other hook tests stay
 def test_a_fresh_hook_install_fetches_the_registry_list_and_suggests_aliases() -> None:
     """From an empty TSUKU_HOME: `hook install` starts the daemon, which fetches the
     manifest (progress on stderr) and indexes every listed recipe and its aliases."""
@@ -108,6 +109,7 @@ def test_a_fresh_hook_install_fetches_the_registry_list_and_suggests_aliases() -
         assert "stern is provided by stern" in out and status == 127, out
 
 
+@pytest.mark.slow  # a real shell waiting out a registry fetch; the other hook tests stay
 def test_an_unreachable_registry_is_a_warning_not_a_failure(user: ShellHome) -> None:
     """The registry's list cannot be fetched (closed port): the index is still built
     from what is on disk, and the user is told why it knows no more."""

@@ -166,6 +166,7 @@ def test_no_lookup_inside_our_own_install(user: ShellHome) -> None:
 
 # Among the slowest tests (issue 26): a real bash on a pty runs the hook, which installs
 # through a real daemon.
+@pytest.mark.slow  # a whole bash session on a pty; the other shell tests stay
 def test_done_when_hook_install_in_bash_then_stern() -> None:
     """The issue's acceptance test: from an empty TSUKU_HOME and no daemon, `tsukuctl
     hook install` (which starts the daemon to build the index) and then `stern`."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import secrets
 
+import pytest
+
 from tests.conftest import Tsuku
 from tests.fakes.proxy import ForwardingProxy
 from tsukud.testing.github import FakeGitHub
@@ -106,6 +108,7 @@ def test_a_proxy_exported_after_the_daemon_started_carries_that_request(
 
 # Among the slowest tests (issue 26): the unreachable proxy is retried with the product's
 # own backoff before the install fails (real time; the retry policy is the product's).
+@pytest.mark.slow  # waits out proxy connection failures in real time
 def test_a_proxy_that_cannot_be_reached_or_used_is_named(inst: Tsuku) -> None:
     from tests.conftest import CLOSED_PORT
 

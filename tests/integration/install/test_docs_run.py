@@ -9,6 +9,8 @@ set`` lines run (they edit the file and need no daemon), secrets given on stdin.
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import Tsuku
 from tests.docs_blocks import command_lines, commands, programs, redirects
 from tests.fakes.github import FakeGitHub
@@ -55,6 +57,7 @@ def runnable_lines() -> list[list[str]]:
     return found
 
 
+@pytest.mark.slow  # every documented command against a daemon
 def test_doc_lines_run_against_the_daemon(inst: Tsuku, world: FakeGitHub) -> None:
     world.add_token(SECRET)  # the token the docs' ``config set`` lines store
     lines = runnable_lines()

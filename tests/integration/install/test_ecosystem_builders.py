@@ -25,6 +25,7 @@ from tsukud.testing.packages import npm_tarball, wheel
 needs_npm = pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
 
 
+@pytest.mark.slow  # real pip/npm builds validated in a container
 @needs_npm
 def test_create_from_npm_writes_a_validated_recipe(eco_inst: Tsuku, eco: FakeEcosystems) -> None:
     t = eco_inst
@@ -54,6 +55,7 @@ def test_create_from_npm_writes_a_validated_recipe(eco_inst: Tsuku, eco: FakeEco
 # Among the slowest tests (issue 26): two creates, each validated by a real pipx install in
 # the container (pip creates a real venv and installs from the fake index (seconds of pip
 # per install; the package manager is the subject)).
+@pytest.mark.slow  # real pip/npm builds validated in a container
 def test_create_from_pypi_reads_console_scripts_from_the_wheel(
     eco_inst: Tsuku, eco: FakeEcosystems
 ) -> None:
@@ -95,6 +97,7 @@ def test_builder_refusals(eco_inst: Tsuku, eco: FakeEcosystems) -> None:
 # Among the slowest tests (issue 26): validation by a real pipx install in the container
 # (pip creates a real venv and installs from the fake index (seconds of pip per install; the
 # package manager is the subject)).
+@pytest.mark.slow  # real pip/npm builds validated in a container
 def test_a_recipe_that_fails_on_the_host_is_not_written(
     eco_inst: Tsuku, eco: FakeEcosystems
 ) -> None:
@@ -110,6 +113,7 @@ def test_a_recipe_that_fails_on_the_host_is_not_written(
     assert "validation.failed" in kinds and "generation.failed" in kinds
 
 
+@pytest.mark.slow  # real pip/npm builds validated in a container
 @needs_npm
 def test_ctrl_c_during_validation_says_nothing_was_written(
     eco_inst: Tsuku, eco: FakeEcosystems

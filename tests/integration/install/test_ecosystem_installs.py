@@ -89,6 +89,7 @@ def test_npm_install_recipe_installs_verifies_and_removes(inst: Tsuku, eco: Fake
     assert tree(inst.home) == []
 
 
+@pytest.mark.slow  # real pip venvs / npm installs; the tampered-package test stays
 @needs_npm
 def test_a_new_user_installs_an_npm_tool_from_the_registrys_recipe(
     inst: Tsuku,
@@ -125,6 +126,7 @@ def test_a_new_user_installs_an_npm_tool_from_the_registrys_recipe(
 
 # Among the slowest tests (issue 26): pip creates a real venv and installs from the fake
 # index (seconds of pip per install; the package manager is the subject).
+@pytest.mark.slow  # real pip venvs / npm installs; the tampered-package test stays
 def test_pipx_install_recipe_installs_verifies_and_removes(
     inst: Tsuku, eco: FakeEcosystems
 ) -> None:
@@ -160,6 +162,7 @@ def test_pipx_install_recipe_installs_verifies_and_removes(
 # Among the slowest tests (issue 26): a real pip install through a real forwarding proxy
 # (pip creates a real venv and installs from the fake index (seconds of pip per install; the
 # package manager is the subject)).
+@pytest.mark.slow  # real pip venvs / npm installs; the tampered-package test stays
 def test_a_callers_proxy_carries_the_package_managers_requests(
     inst: Tsuku, eco: FakeEcosystems
 ) -> None:
@@ -181,6 +184,7 @@ def test_a_callers_proxy_carries_the_package_managers_requests(
 
 # Among the slowest tests (issue 26): pip creates a real venv and installs from the fake
 # index (seconds of pip per install; the package manager is the subject).
+@pytest.mark.slow  # real pip venvs / npm installs; the tampered-package test stays
 def test_an_executable_the_package_lacks_fails_the_install_and_leaves_nothing(
     inst: Tsuku, eco: FakeEcosystems
 ) -> None:
@@ -262,14 +266,13 @@ def test_plan_gives_a_gem_install_step_the_rubygems_version(
     ]
 
 
-# Among the slowest tests (issue 26): real npm and pip each download and refuse the tampered
-# bytes (the clients' own checks are the subject).
+# Real npm downloads and refuses the tampered bytes (the client's own check is the subject).
 @needs_npm
 def test_a_tampered_package_is_refused_by_the_clients_own_checks(
     inst: Tsuku, eco: FakeEcosystems
 ) -> None:
     """The fakes publish the digests of the bytes they serve; served other bytes, npm
-    (integrity) and pip (the index's sha256) refuse them, and nothing is installed."""
+    (integrity) refuses them, and nothing is installed (pip: the test below)."""
     good = npm_tarball("greet", "1.0.0", {"greet": "greet 1.0.0"})
     eco.publish_npm(good)
     other = npm_tarball("greet", "1.0.0", {"greet": "evil"})
@@ -278,7 +281,14 @@ def test_a_tampered_package_is_refused_by_the_clients_own_checks(
     cp = inst.ctl("install", "greet")
     assert cp.returncode == 6, cp.stderr
     assert "EINTEGRITY" in cp.stderr or "integrity" in cp.stderr.lower()
+    assert installed(inst) == {}
+    assert tree(inst.home) == []
 
+
+@pytest.mark.slow  # pip makes a real venv first; npm's tampered-package test above stays
+def test_a_tampered_wheel_is_refused_by_pips_own_check(inst: Tsuku, eco: FakeEcosystems) -> None:
+    """Served other bytes than the index's sha256 names, pip refuses them, and nothing
+    is installed."""
     whl = wheel("hello", "1.0", {"hello": "hello 1.0"})
     eco.publish_wheel(whl)
     eco.pypi_files[whl.file_name] = wheel("hello", "1.0", {"hello": "evil"}).data
@@ -293,6 +303,7 @@ def test_a_tampered_package_is_refused_by_the_clients_own_checks(
 # Among the slowest tests (issue 26): two real pip installs into fresh venvs (pip creates a
 # real venv and installs from the fake index (seconds of pip per install; the package
 # manager is the subject)).
+@pytest.mark.slow  # real pip venvs / npm installs; the tampered-package test stays
 def test_a_forced_reinstall_of_the_same_version_replaces_it_in_place(
     inst: Tsuku, eco: FakeEcosystems
 ) -> None:

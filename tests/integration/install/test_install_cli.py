@@ -181,6 +181,7 @@ def test_info(inst: Tsuku) -> None:
 
 # Among the slowest tests (issue 26): installs, a registry refresh, and an install against a
 # registry that answers 503 (retried with the product's backoff).
+@pytest.mark.slow  # installs, a registry refresh, a 503 retried with the backoff
 def test_update_registry_and_offline_cache(inst: Tsuku, world: FakeGitHub) -> None:
     inst.ctl("install", "gobuster", check=True)
     cp = inst.ctl("update-registry", check=True)

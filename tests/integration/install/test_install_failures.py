@@ -198,6 +198,7 @@ def test_unsupported_recipes(inst: Tsuku) -> None:
     assert cp.returncode == 6 and "action pkgsrc_install is not supported yet" in cp.stderr
 
 
+@pytest.mark.slow  # real-time retry backoff; unit test_http covers the policy
 def test_not_found(inst: Tsuku) -> None:
     cp = inst.ctl("install", "no-such-tool")
     assert cp.returncode == 3 and "no recipe for no-such-tool" in cp.stderr
@@ -318,6 +319,7 @@ def test_wildcard_patterns_use_the_release_asset_list(inst: Tsuku) -> None:
 
 # Among the slowest tests (issue 26): the download is retried with the product's own backoff
 # before it fails (real time; the retry policy is what gives exit 5).
+@pytest.mark.slow  # real-time retry backoff; unit test_http covers the policy
 def test_download_breaking_mid_body_leaves_the_previous_version(
     inst: Tsuku, world: FakeGitHub
 ) -> None:

@@ -110,6 +110,7 @@ def install_on_pty(t: Tsuku, **env: str) -> tuple[str, int]:
     return run.text, status
 
 
+@pytest.mark.slow  # a download throttled to ~2.5 s; the other terminal tests stay
 def test_on_a_terminal_the_download_line_is_redrawn_with_speed_and_eta(
     inst: Tsuku, host: FakeDownloadHost
 ) -> None:
@@ -135,6 +136,7 @@ def test_no_color_keeps_the_redraws_and_drops_the_colour(
     assert not re.search(r"\x1b\[[0-9;]*m", text), repr(text)
 
 
+@pytest.mark.slow  # a download throttled to ~2.5 s; the other terminal tests stay
 def test_a_dumb_terminal_gets_plain_lines(inst: Tsuku, host: FakeDownloadHost) -> None:
     host.rate = 600_000.0
     text, status = install_on_pty(inst, TERM="dumb")
@@ -145,6 +147,7 @@ def test_a_dumb_terminal_gets_plain_lines(inst: Tsuku, host: FakeDownloadHost) -
     assert any(line.startswith("downloaded kubectl (1.4 MB in ") for line in lines), lines
 
 
+@pytest.mark.slow  # a download throttled to ~2.5 s; the other terminal tests stay
 def test_a_pipe_gets_one_plain_line_per_stage(inst: Tsuku, host: FakeDownloadHost) -> None:
     host.rate = 600_000.0
     cp = inst.ctl("install", "kubectl")

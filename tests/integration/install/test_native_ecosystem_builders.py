@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import Tsuku
 from tests.integration.install.conftest import (
     events,
@@ -35,6 +37,7 @@ def created(t: Tsuku, tool: str) -> list[str]:
     return kinds
 
 
+@pytest.mark.slow  # real cargo/gem/go builds validated in a container
 @needs_cargo
 def test_create_from_crates_reads_bin_names_or_the_crates_manifest(
     native_inst: Tsuku, crates: FakeCratesIo
@@ -82,6 +85,7 @@ def test_create_from_crates_reads_bin_names_or_the_crates_manifest(
     assert 'executables = ["auto-rs", "auto-two"]' in res["recipe"]
 
 
+@pytest.mark.slow  # real cargo/gem/go builds validated in a container
 @needs_gem
 def test_create_from_rubygems_reads_executables_from_the_gem(
     native_inst: Tsuku, gems: FakeRubyGems, tmp_path: Path
@@ -105,6 +109,7 @@ def test_create_from_rubygems_reads_executables_from_the_gem(
     assert run(t.home / "bin" / "hi", "there").strip() == "hi 2.1.0 there"
 
 
+@pytest.mark.slow  # real cargo/gem/go builds validated in a container
 @needs_go
 def test_create_from_go_names_the_binary_after_the_module(
     native_inst: Tsuku, goproxy: FakeGoProxy
@@ -126,6 +131,7 @@ def test_create_from_go_names_the_binary_after_the_module(
     assert run(t.home / "bin" / "hellogo").strip() == "hellogo 2.0.1"
 
 
+@pytest.mark.slow  # real cargo/gem/go builds validated in a container
 @needs_go
 def test_create_from_go_finds_the_one_command_of_a_module(
     native_inst: Tsuku, goproxy: FakeGoProxy

@@ -136,6 +136,7 @@ def test_cargo_install_from_a_sparse_index(
     assert tree(t.home) == []
 
 
+@pytest.mark.slow  # real cargo/gem installs; test_untrusted_code npm stays
 @needs_cargo
 def test_cargo_install_from_a_git_index(
     cargo_daemon: Callable[..., Tsuku], crates: FakeCratesIo
@@ -162,6 +163,7 @@ def test_debians_old_cargo_installs_from_git_and_refuses_sparse(
     assert tree(sparse.home) == []
 
 
+@pytest.mark.slow  # real cargo/gem installs; test_untrusted_code npm stays
 @needs_gem
 def test_gem_install_recipe_installs_verifies_and_removes(
     native_inst: Tsuku, gems: FakeRubyGems, tmp_path: Path

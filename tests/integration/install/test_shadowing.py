@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,6 +52,31 @@ def recipe(name: str, repo: str, binaries: list[str]) -> str:
     )
 
 
+def bundle(t: Tsuku, world: FakeGitHub, repo: str, binaries: list[str], tool: str = "foo") -> None:
+    """``tool``'s local recipe, linking each of ``binaries`` from ``repo``'s archive."""
+    publish(world, repo, binaries)
+    local_recipe(t, tool, recipe(tool, repo, binaries))
+
+
+def on_a_terminal(t: Tsuku, env: dict[str, str], answer: bytes | None = None) -> tuple[int, str]:
+    """``install foo`` on a terminal; ``answer``: what the person types at the shadowing
+    question (None: no question is awaited). Its exit status and all it wrote."""
+    run = PtyRun(t, "install", "foo", TERM="dumb", **env)
+    try:
+        if answer is not None:
+            run.read_until(r"Install them anyway\? \[y/N\] ")
+            run.type(answer)
+        status = run.wait()
+    finally:
+        run.kill()
+    return status, run.text
+
+
+def last_failure(t: Tsuku) -> dict[str, Any]:
+    """The payload of the newest ``install.failed`` event."""
+    return [e for e in events(t) if e["type"] == "install.failed"][-1]["payload"]
+
+
 @pytest.fixture
 def system(tmp_path: Path) -> Path:
     """The caller's "system" commands: a ``git`` and a ``foo`` (no ``sudo``)."""
@@ -71,16 +97,14 @@ def caller_path(t: Tsuku, system: Path) -> dict[str, str]:
 def test_yes_refuses_a_binary_that_shadows_a_command_on_the_callers_path(
     inst: Tsuku, world: FakeGitHub, system: Path
 ) -> None:
-    publish(world, "acme/foo-shadow", ["foo", "git"])
-    local_recipe(inst, "foo", recipe("foo", "acme/foo-shadow", ["foo", "git"]))
+    bundle(inst, world, "acme/foo-shadow", ["foo", "git"])
     cp = inst.ctl("install", "foo", "--yes", shell_env=caller_path(inst, system))
     assert cp.returncode == 14, cp.stderr
     assert f"git  would run instead of {system / 'git'}" in cp.stderr, cp.stderr
     assert "--yes does not accept that" in cp.stderr
     assert "hint:" in cp.stderr and "without --yes" in cp.stderr
     assert installed(inst) == {} and tree(inst.home) == []
-    failed = [e for e in events(inst) if e["type"] == "install.failed"][-1]["payload"]
-    assert failed["error_code"] == "command_shadowing_refused"
+    assert last_failure(inst)["error_code"] == "command_shadowing_refused"
     # Without a terminal and without --yes: the question cannot be put; exit 12.
     cp = inst.ctl("install", "foo", shell_env=caller_path(inst, system))
     assert cp.returncode == 12, cp.stderr
@@ -95,28 +119,15 @@ def test_yes_refuses_a_binary_that_shadows_a_command_on_the_callers_path(
 def test_a_person_is_asked_naming_the_command_it_would_hide(
     inst: Tsuku, world: FakeGitHub, system: Path
 ) -> None:
-    publish(world, "acme/foo-ask", ["foo", "git"])
-    local_recipe(inst, "foo", recipe("foo", "acme/foo-ask", ["foo", "git"]))
+    bundle(inst, world, "acme/foo-ask", ["foo", "git"])
     env = caller_path(inst, system)
-    run = PtyRun(inst, "install", "foo", TERM="dumb", **env)
-    try:
-        run.read_until(r"Install them anyway\? \[y/N\] ")
-        run.type(b"n\n")
-        status = run.wait()
-    finally:
-        run.kill()
-    assert f"git  would run instead of {system / 'git'}" in run.text, run.text
-    assert status == 13, run.text
+    status, text = on_a_terminal(inst, env, b"n\n")
+    assert f"git  would run instead of {system / 'git'}" in text, text
+    assert status == 13, text
     assert installed(inst) == {} and not (inst.home / "bin" / "git").exists()
 
-    run = PtyRun(inst, "install", "foo", TERM="dumb", **env)
-    try:
-        run.read_until(r"Install them anyway\? \[y/N\] ")
-        run.type(b"y\n")
-        status = run.wait()
-    finally:
-        run.kill()
-    assert status == 0, run.text
+    status, text = on_a_terminal(inst, env, b"y\n")
+    assert status == 0, text
     assert sorted(installed(inst)["foo"]["binaries"]) == ["foo", "git"]
     granted = [e for e in events(inst, "confirmation.") if e["type"] == "confirmation.granted"]
     assert granted[-1]["payload"]["kind"] == "shadowing"
@@ -129,39 +140,31 @@ def test_a_person_is_asked_naming_the_command_it_would_hide(
 def test_sudo_is_refused_for_another_tool_yes_or_no(
     inst: Tsuku, world: FakeGitHub, system: Path
 ) -> None:
-    publish(world, "acme/foo-sudo", ["foo", "sudo"])
-    local_recipe(inst, "foo", recipe("foo", "acme/foo-sudo", ["foo", "sudo"]))
+    bundle(inst, world, "acme/foo-sudo", ["foo", "sudo"])
     env = caller_path(inst, system)  # no sudo on it: a guarded name is refused anyway
     cp = inst.ctl("install", "foo", "--yes", shell_env=env)
     assert cp.returncode == 14, cp.stderr
     assert "sudo guards credentials or privileges" in cp.stderr, cp.stderr
     assert "hint:" in cp.stderr
     # On a terminal, without --yes: refused, never asked.
-    run = PtyRun(inst, "install", "foo", TERM="dumb", **env)
-    try:
-        status = run.wait()
-    finally:
-        run.kill()
-    assert status == 14, run.text
-    assert "[y/N]" not in run.text and "sudo guards credentials" in run.text
+    status, text = on_a_terminal(inst, env)
+    assert status == 14, text
+    assert "[y/N]" not in text and "sudo guards credentials" in text
     assert installed(inst) == {} and not (inst.home / "bin" / "sudo").exists()
-    failed = [e for e in events(inst) if e["type"] == "install.failed"][-1]["payload"]
-    assert failed["error_code"] == "guarded_command_refused"
+    assert last_failure(inst)["error_code"] == "guarded_command_refused"
 
 
 def test_a_tools_own_binary_installs_though_the_system_has_one(
     inst: Tsuku, world: FakeGitHub, system: Path
 ) -> None:
     # foo is on the caller's PATH: the recipe for foo may still install foo.
-    publish(world, "acme/foo-own", ["foo"])
-    local_recipe(inst, "foo", recipe("foo", "acme/foo-own", ["foo"]))
+    bundle(inst, world, "acme/foo-own", ["foo"])
     env = caller_path(inst, system)
     cp = inst.ctl("install", "foo", "--yes", shell_env=env)
     assert cp.returncode == 0, cp.stderr
     assert installed(inst)["foo"]["binaries"] == ["foo"]
     # And the recipe named sudo installs sudo (it is that command's own recipe).
-    publish(world, "acme/sudo-own", ["sudo"])
-    local_recipe(inst, "sudo", recipe("sudo", "acme/sudo-own", ["sudo"]))
+    bundle(inst, world, "acme/sudo-own", ["sudo"], tool="sudo")
     cp = inst.ctl("install", "sudo", "--yes", shell_env=env)
     assert cp.returncode == 0, cp.stderr
     assert (inst.home / "bin" / "sudo").is_symlink()

@@ -102,6 +102,7 @@ def test_an_npm_postinstall_does_not_run_on_the_host_before_approval(
     assert not (t.home / "validate").exists() or not any((t.home / "validate").iterdir())
 
 
+@pytest.mark.slow  # a real registry client + container; the npm postinstall test stays
 @needs_npm
 def test_a_legitimate_postinstall_still_installs_with_a_yes_and_works(
     eco_inst: Tsuku, eco: FakeEcosystems
@@ -130,6 +131,7 @@ def test_a_legitimate_postinstall_still_installs_with_a_yes_and_works(
     assert (tool / "node_modules" / "legit" / "built.txt").stat().st_uid == os.getuid()
 
 
+@pytest.mark.slow  # a real registry client + container; the npm postinstall test stays
 @needs_cargo
 def test_a_crates_build_rs_does_not_run_on_the_host_before_approval(
     native_inst: Tsuku, crates: FakeCratesIo, tmp_path: Path
@@ -165,6 +167,7 @@ def gem_thief(marker: Path, config: Path, port: int, persist: Path | None = None
     )
 
 
+@pytest.mark.slow  # a real registry client + container; the npm postinstall test stays
 @needs_gem
 def test_a_gems_extconf_does_not_run_on_the_host_before_approval(
     native_inst: Tsuku, gems: FakeRubyGems, exfil: FakeHTTPServer, tmp_path: Path
@@ -226,6 +229,7 @@ def test_an_install_scripts_files_outside_the_tool_do_not_outlive_it(
     assert tree(t.home) == []
 
 
+@pytest.mark.slow  # a real registry client + container; the npm postinstall test stays
 def test_a_pypi_build_backend_does_not_run_on_the_host_before_approval(
     eco_inst: Tsuku, eco: FakeEcosystems, exfil: FakeHTTPServer, tmp_path: Path
 ) -> None:

@@ -52,6 +52,7 @@ def events(t: Tsuku, *types: str) -> list[dict]:  # type: ignore[type-arg]
     return [json.loads(x) for x in t.ctl(*args, check=True).stdout.splitlines()]
 
 
+@pytest.mark.slow  # a daemon loading every LLM SDK; the overspend test and unit llm tests stay
 def test_status_and_test_without_keys_say_what_is_missing(tsuku: Tsuku) -> None:
     st = tsuku.ctl("llm", "status", check=True).stdout
     assert "claude" in st and "gemini" in st and "(not set)" in st
@@ -62,6 +63,7 @@ def test_status_and_test_without_keys_say_what_is_missing(tsuku: Tsuku) -> None:
     assert "no LLM provider is configured" in cp.stderr and "hint:" in cp.stderr
 
 
+@pytest.mark.slow  # a daemon loading every LLM SDK; the overspend test and unit llm tests stay
 def test_status_shows_a_long_context_tier(tsuku: Tsuku) -> None:
     tsuku.env["TSUKU_GEMINI_MODEL"] = "gemini-2.5-pro"
     st = tsuku.ctl("llm", "status", check=True).stdout
@@ -73,6 +75,7 @@ def test_status_shows_a_long_context_tier(tsuku: Tsuku) -> None:
     assert gem["price"]["input_above_per_mtok"] == 2.5
 
 
+@pytest.mark.slow  # a daemon loading every LLM SDK; the overspend test and unit llm tests stay
 def test_llm_test_records_a_priced_turn(tsuku: Tsuku, claude: FakeAnthropic) -> None:
     with_providers(tsuku, claude, None).start()
     claude.reply([anth.text("OK")], usage_=anth.usage(1000, 200))
@@ -98,6 +101,7 @@ def test_llm_test_records_a_priced_turn(tsuku: Tsuku, claude: FakeAnthropic) -> 
     assert claude.requests and CLAUDE_KEY not in claude.requests[-1].body.decode()
 
 
+@pytest.mark.slow  # a daemon loading every LLM SDK; the overspend test and unit llm tests stay
 def test_failover_timeline_and_breaker_recovery(
     tsuku: Tsuku, claude: FakeAnthropic, gemini: FakeGemini
 ) -> None:
@@ -148,6 +152,7 @@ def test_failover_timeline_and_breaker_recovery(
         assert CLAUDE_KEY.encode() not in data and GEMINI_KEY.encode() not in data
 
 
+@pytest.mark.slow  # a daemon loading every LLM SDK; the overspend test and unit llm tests stay
 def test_broken_replies_fail_over_and_are_charged_at_their_worst_case(
     tsuku: Tsuku, claude: FakeAnthropic, gemini: FakeGemini
 ) -> None:
@@ -189,6 +194,7 @@ def test_broken_replies_fail_over_and_are_charged_at_their_worst_case(
     assert sum(settled) == pytest.approx(sum(run_costs))
 
 
+@pytest.mark.slow  # a daemon loading every LLM SDK; the overspend test and unit llm tests stay
 def test_all_providers_down_says_when_the_first_is_retried(
     tsuku: Tsuku, claude: FakeAnthropic
 ) -> None:
@@ -203,6 +209,7 @@ def test_all_providers_down_says_when_the_first_is_retried(
     assert len(claude.requests) == 3
 
 
+@pytest.mark.slow  # a daemon loading every LLM SDK; the overspend test and unit llm tests stay
 def test_auth_error_is_not_retried_and_not_counted(tsuku: Tsuku, claude: FakeAnthropic) -> None:
     with_providers(tsuku, claude, None).start()
     for _ in range(4):
@@ -240,6 +247,7 @@ def test_twenty_concurrent_runs_never_overspend(tsuku: Tsuku, claude: FakeAnthro
     assert len(events(tsuku, "budget.denied")) == 17
 
 
+@pytest.mark.slow  # a daemon loading every LLM SDK; the overspend test and unit llm tests stay
 def test_confirmation_over_threshold(tsuku: Tsuku, claude: FakeAnthropic) -> None:
     tsuku.env["TSUKU_LLM_CONFIRM_THRESHOLD"] = "0"
     with_providers(tsuku, claude, None).start()
@@ -269,6 +277,7 @@ def test_confirmation_over_threshold(tsuku: Tsuku, claude: FakeAnthropic) -> Non
     ]
 
 
+@pytest.mark.slow  # a daemon loading every LLM SDK; the overspend test and unit llm tests stay
 def test_deprecated_model_is_flagged(tsuku: Tsuku, claude: FakeAnthropic) -> None:
     tsuku.env["TSUKU_CLAUDE_MODEL"] = "claude-sonnet-4-5-20250929"
     with_providers(tsuku, claude, None).start()
@@ -277,6 +286,7 @@ def test_deprecated_model_is_flagged(tsuku: Tsuku, claude: FakeAnthropic) -> Non
     assert "end of life" in st and "claude-sonnet-5-5" in st
 
 
+@pytest.mark.slow  # a daemon loading every LLM SDK; the overspend test and unit llm tests stay
 def test_price_table_override_and_unknown_price(tsuku: Tsuku, claude: FakeAnthropic) -> None:
     tsuku.env["TSUKU_CLAUDE_MODEL"] = "claude-experimental-9"
     with_providers(tsuku, claude, None).start()
@@ -305,6 +315,7 @@ def test_price_table_override_and_unknown_price(tsuku: Tsuku, claude: FakeAnthro
 
 # Among the slowest tests (issue 26): two daemons in a row, each importing the LLM SDKs on
 # its first call (seconds of CPU each).
+@pytest.mark.slow  # a daemon loading every LLM SDK; the overspend test and unit llm tests stay
 def test_record_then_replay_without_network_or_keys(tsuku: Tsuku, claude: FakeAnthropic) -> None:
     rec = tsuku.home / "recordings"
     tsuku.env["TSUKU_LLM_RECORD_DIR"] = str(rec)
@@ -329,6 +340,7 @@ def test_record_then_replay_without_network_or_keys(tsuku: Tsuku, claude: FakeAn
     assert again["cost_usd"] == first["cost_usd"]
 
 
+@pytest.mark.slow  # a daemon loading every LLM SDK; the overspend test and unit llm tests stay
 def test_terminal_prompt_yes_and_no(tsuku: Tsuku, claude: FakeAnthropic) -> None:
     import os
     import pty
@@ -359,6 +371,7 @@ def test_terminal_prompt_yes_and_no(tsuku: Tsuku, claude: FakeAnthropic) -> None
         proc.stdout.close()
 
 
+@pytest.mark.slow  # a daemon loading every LLM SDK; the overspend test and unit llm tests stay
 def test_rejected_key_fails_over_and_the_hint_is_kept(
     tsuku: Tsuku, claude: FakeAnthropic, gemini: FakeGemini
 ) -> None:

@@ -563,6 +563,7 @@ def test_design_config_example_loads(tmp_path: Path) -> None:
     assert "[llm.claude]" in path.read_text()
 
 
+@pytest.mark.slow  # a daemon, two llm test turns through the SDK; the other money tests stay
 def test_config_set_key_is_used_by_the_next_request(
     tsuku: Tsuku, anthropic_fake: FakeAnthropic
 ) -> None:

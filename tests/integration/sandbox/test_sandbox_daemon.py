@@ -123,6 +123,7 @@ def test_containers_are_removed_at_a_clean_stop(tsuku: Tsuku, image: str) -> Non
         subprocess.run(["docker", "rm", "-f", mine, theirs], capture_output=True)
 
 
+@pytest.mark.slow  # two daemon starts, each waited on 1.5 s for its check; siblings stay
 def test_start_imports_no_container_client_unless_there_are_orphans(
     tsuku: Tsuku, image: str
 ) -> None:
