@@ -141,6 +141,15 @@ KEYS: dict[str, Key] = {
             minimum=0,
             doc="close a client connection idle this long with nothing running (0: never)",
         ),
+        Key(
+            "ledger.url",
+            str,
+            "",
+            ("TSUKU_LEDGER_URL",),
+            secret=True,  # it may carry the role's password
+            doc="a shared ledger in PostgreSQL, postgresql://ROLE:PASSWORD@HOST/DB "
+            "(empty: SQLite in TSUKU_HOME); read at daemon start",
+        ),
         Key("sandbox.max_concurrent", int, 1, ("TSUKU_SANDBOX_MAX_CONCURRENT",), minimum=1),
         Key("sandbox.image", str, "tsuku/validate-debian:local", ("TSUKU_SANDBOX_IMAGE",)),
         Key(
