@@ -580,8 +580,10 @@ def _unanswered(
     event of :data:`_ANSWERED_BY` with the same ``number`` field ended, in order."""
     answers = _ANSWERED_BY[ahead]
     marks = ", ".join("?" * len(answers))
+    # Compared as text: a shared ledger's json_extract answers text (events_pg.sql),
+    # SQLite's the JSON type; the numbers are the same either way.
     answered = {
-        row[0]
+        str(row[0])
         for row in conn.execute(
             f"SELECT json_extract(payload, '$.{number}') FROM events"  # noqa: S608 - our names
             f" WHERE type IN ({marks}) AND json_extract(payload, '$.reservation') = ?",
@@ -595,7 +597,7 @@ def _unanswered(
             " AND json_extract(payload, '$.reservation') = ? ORDER BY id",
             (ahead, first),
         )
-        if (started := json.loads(raw))[number] not in answered
+        if str((started := json.loads(raw))[number]) not in answered
     ]
 
 

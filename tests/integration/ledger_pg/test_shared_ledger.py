@@ -186,3 +186,58 @@ def test_a_cut_database_is_a_typed_error_and_nothing_acknowledged_is_lost(
         assert tags.index(("during", 0)) == 10
         assert "refused" not in {x[0] for x in tags}
         t.ctl("events", "verify", check=True)
+
+
+def test_a_dead_daemons_run_is_settled_from_the_shared_ledger(
+    pg_database: PgDatabase, shared_homes: Callable[[str], Tsuku]
+) -> None:
+    """The start-up reads that settle a crash-abandoned run (the same SQL as on SQLite)
+    work on PostgreSQL: an answered call is not charged again, the one in flight is
+    charged at its worst case, and the reservations are settled at their shares."""
+    import time
+
+    import trio
+
+    from tsukud import config as configmod
+    from tsukud.daemon import Daemon
+
+    t = shared_homes(pg_database.url)
+    session = "create-0123456789ab"
+
+    async def die_mid_call() -> None:
+        d = Daemon(config=configmod.resolve(env=t.env), env=t.env)
+        d.open()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(d.store.run)
+            first = await d.budget.reserve(0.02, session=session, purpose="create", confirmed=True)
+            rid = first.reservation
+            await d.budget.reserve(
+                0.05, session=session, purpose="create", confirmed=True, extends=rid
+            )
+            call = {"provider": "claude", "reservation": rid}
+            for type_, payload in (
+                ("llm.call_started", {**call, "call": 1, "worst_case_usd": 0.015}),
+                ("llm.turn", {**call, "call": 1, "cost_usd": 0.01}),
+                ("llm.call_started", {**call, "call": 2, "worst_case_usd": 0.03}),
+                ("llm.failed", {**call, "call": 2, "error_type": "provider_unavailable"}),
+                ("llm.call_started", {**call, "call": 3, "worst_case_usd": 0.02}),
+            ):
+                ev = d.store.append_nowait(type_, payload, session)
+            await d.store.wait_durable(ev.id)
+            d.store.close()  # the process "dies" with call 3 in flight
+        d.store.close_connection()
+
+    trio.run(die_mid_call)
+    t.start()
+    deadline = time.monotonic() + 10
+    settled: list[dict[str, Any]] = []
+    while len(settled) < 2 and time.monotonic() < deadline:
+        settled = listed(t, "--type", "budget.settled")
+        time.sleep(0.05)
+    assert [e["payload"]["actual_usd"] for e in settled] == [
+        pytest.approx(0.02),
+        pytest.approx(0.01),
+    ]
+    (cut,) = [e["payload"] for e in listed(t, "--type", "llm.cut_off")]
+    assert cut["call"] == 3 and cut["reason"] == "abandoned" and cut["estimated"] is True
+    assert t.call("status")["budget"]["reserved_usd"] == 0
