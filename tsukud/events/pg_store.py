@@ -92,7 +92,7 @@ def load_origin(path: Path) -> str:
 
 def unreachable(e: psycopg.Error) -> LedgerUnavailable:
     why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    return LedgerUnavailable(f"the shared ledger cannot be reached: {why}")
+    return LedgerUnavailable(f"the shared ledger cannot be reached: {why}", cause=why)
 
 
 def _connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:

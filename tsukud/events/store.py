@@ -238,7 +238,7 @@ class EventStore:
                     return
                 except LedgerUnavailable as e:
                     what = f"events {batch[0][0]}-{self.last_id}"
-                    self._cannot_reach(e.message)
+                    self._cannot_reach(str(e.data.get("cause", e.message)))
                     if not self._closed:
                         continue
                     self._failure = f"{what} were not written: {e.message} at stop"

@@ -241,3 +241,17 @@ def test_a_dead_daemons_run_is_settled_from_the_shared_ledger(
     (cut,) = [e["payload"] for e in listed(t, "--type", "llm.cut_off")]
     assert cut["call"] == 3 and cut["reason"] == "abandoned" and cut["estimated"] is True
     assert t.call("status")["budget"]["reserved_usd"] == 0
+
+
+def test_a_daemon_whose_ledger_cannot_be_reached_says_so_at_start(
+    pg_database: PgDatabase, shared_homes: Callable[[str], Tsuku]
+) -> None:
+    with TcpProxy(("127.0.0.1", pg_database.server.port)) as proxy:
+        proxy.cut()
+        t = shared_homes(pg_database.url_via(proxy.port))
+        proc = t.start(wait=False)
+        _out, err = proc.communicate(timeout=60)
+    text = err.decode()
+    assert proc.returncode == 5, text
+    assert "ledger_unavailable" in text or "cannot be reached" in text
+    assert "Traceback" not in text and pg_database.server.password not in text
