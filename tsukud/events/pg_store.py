@@ -140,6 +140,9 @@ class PgReadConnection:
                     " hash FROM tsuku.events WHERE origin = {}"
                 ).format(sql.Literal(self._origin))
             )
+            # Read-only from here on (the view had to be made first), as SQLite's
+            # readers are opened read-only: a read function cannot write the ledger.
+            conn.execute("SET default_transaction_read_only = on")
         except psycopg.Error as e:
             conn.close()
             raise unreachable(e) from None

@@ -103,18 +103,16 @@ def list_sql(f: EventFilter, limit: int, *, shared: bool = False) -> tuple[str, 
             hint="This daemon's ledger is SQLite (no ledger.url): every event is its own.",
         )
     w, params = where(f)
-    # PostgreSQL (before 16) wants the subquery named; SQLite's SQL stays as it was.
-    cols, table, order, alias = (
-        (SHARED_COLUMNS, "tsuku.events", "gid", " AS newest")
-        if shared
-        else (_COLUMNS, "events", "id", "")
+    cols, table, order = (
+        (SHARED_COLUMNS, "tsuku.events", "gid") if shared else (_COLUMNS, "events", "id")
     )
     # Interpolated parts are constants and placeholders from ``where``; values are bound.
     if limit <= 0:
         return f"SELECT {cols} FROM {table}{w} ORDER BY {order}", params  # noqa: S608
     return (
         f"SELECT {cols} FROM (SELECT {cols} FROM {table}{w}"  # noqa: S608
-        f" ORDER BY {order} DESC LIMIT ?){alias} ORDER BY {order}",
+        # Named: PostgreSQL (before 16) wants a subquery in FROM to have a name.
+        f" ORDER BY {order} DESC LIMIT ?) AS newest ORDER BY {order}",
         [*params, limit],
     )
 
