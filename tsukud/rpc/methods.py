@@ -85,7 +85,7 @@ async def events_list(d: Daemon, p: ListParams, call: Call) -> dict[str, Any]:
     queries.list_sql(p.filter, p.limit, shared=shared)  # validate before going to a thread
     await d.store.caught_up()  # what was appended before this request is listed
     if 0 < p.limit <= QUICK_LIST_LIMIT:
-        quick = await d.store.read(partial(_quick_list, p, call.id, shared))
+        quick = await d.store.read(partial(_quick_list, p, call.id, shared=shared))
         if quick is not None:
             total, frames = quick
             if frames:
@@ -122,7 +122,7 @@ async def events_list(d: Daemon, p: ListParams, call: Call) -> dict[str, Any]:
 
 
 def _quick_list(
-    p: ListParams, rid: protocol.RequestId, shared: bool, conn: Any
+    p: ListParams, rid: protocol.RequestId, conn: Any, *, shared: bool = False
 ) -> tuple[int, bytes] | None:
     """A short listing (the usual one) whole, in one trip to a worker thread that reads
     the rows and encodes the progress frames: the event loop takes a few steps for it,
