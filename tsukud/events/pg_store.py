@@ -278,13 +278,22 @@ class PgEventStore(EventStore):
                 damage = anchor_damage(anchor, self.last_id, None if row is None else str(row[0]))
                 if damage is not None:
                     raise integrity.damaged(damage, db=self._label, checkpoint=self.checkpoint_path)
-        except psycopg.Error as e:
+        except (psycopg.OperationalError, psycopg.InterfaceError) as e:
             conn.close()
             raise unreachable(e) from None
+        except psycopg.Error as e:
+            conn.close()
+            # Reached, and refused (rights, a schema not ours): not a network problem.
+            why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise LedgerUnavailable(
+                f"the shared ledger refused this daemon: {why}",
+                hint="Check the role in ledger.url and its rights on schema tsuku "
+                "(docs/design/scale.md, operating notes).",
+                cause=why,
+            ) from None
         except BaseException:
             conn.close()
             raise
-        conn.autocommit = True
         self._writer = conn
         self.durable_id, self.durable_hash = self.last_id, self.last_hash
         log.get().info(

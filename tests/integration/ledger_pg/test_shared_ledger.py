@@ -255,3 +255,24 @@ def test_a_daemon_whose_ledger_cannot_be_reached_says_so_at_start(
     assert proc.returncode == 5, text
     assert "ledger_unavailable" in text or "cannot be reached" in text
     assert "Traceback" not in text and pg_database.server.password not in text
+
+
+def test_a_role_without_rights_is_told_so_at_start_not_unreachable(
+    pg_database: PgDatabase, shared_homes: Callable[[str], Tsuku]
+) -> None:
+    from tests.pg import url
+
+    role = f"norights_{pg_database.name}"
+    pg_database.server.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'pw-norights-123'")
+    try:
+        t = shared_homes(url(role, "pw-norights-123", pg_database.server.port, pg_database.name))
+        proc = t.start(wait=False)
+        _out, err = proc.communicate(timeout=60)
+        text = err.decode()
+        assert proc.returncode == 5, text
+        assert "refused this daemon" in text and "permission denied" in text
+        assert "rights on schema tsuku" in text  # the hint
+        assert "Traceback" not in text and "pw-norights-123" not in text
+    finally:
+        pg_database.server.execute(f"DROP OWNED BY {role}", pg_database.name)
+        pg_database.server.execute(f"DROP ROLE {role}")
