@@ -34,6 +34,8 @@ def _filter(args: argparse.Namespace) -> dict[str, Any]:
         f["types"] = [t for spec in args.type for t in spec.split(",") if t]
     if args.session:
         f["session"] = args.session
+    if args.origin:
+        f["origin"] = args.origin
     return f
 
 
@@ -101,22 +103,22 @@ def cmd_events(args: argparse.Namespace) -> int:
         if not rows:
             out("no events match")
             return 0
-        base = 24 + 2 + 22 + 2 + 12 + 2 + 8
+        # A shared ledger's events name their daemon (origin) and place in its chain.
+        shared = "origin" in rows[0]
+        base = 24 + 2 + 22 + 2 + 12 + 2 + 8 + (24 if shared else 0)
         table_rows = [
             [
                 e["id"],
                 e["ts"][:23].replace("T", " "),
+                *([f"{e['origin']}#{e['seq']}"] if shared else []),
                 e["type"],
                 (e["session"] or "")[:12],
                 render.compact(e["payload"], max(20, width - base)),
             ]
             for e in rows
         ]
-        out(
-            render.table(
-                ("ID", "TIME (UTC)", "TYPE", "SESSION", "DETAILS"), table_rows, right=frozenset({0})
-            )
-        )
+        heads = ("ID", "TIME (UTC)", *(("ORIGIN#SEQ",) if shared else ()), "TYPE", "SESSION")
+        out(render.table((*heads, "DETAILS"), table_rows, right=frozenset({0})))
         shown = result["count"]
         if args.limit and shown == args.limit:
             sys.stderr.write(f"(newest {shown} shown; --limit 0 for all)\n")
@@ -171,11 +173,17 @@ def _summary_row(label: str, g: dict[str, Any]) -> list[Any]:
 
 
 def _events_verify(args: argparse.Namespace) -> int:
-    res = rpc(args, "events.verify", {"head": args.head} if args.head else None)
+    params: dict[str, Any] = {"head": args.head} if args.head else {}
+    if args.all_origins:
+        params["all_origins"] = True
+    res = rpc(args, "events.verify", params or None)
     if args.json:
         out(render.jsonl(res))
     else:
-        out(f"ledger ok: {res['checked']} events, hash chain intact (head {res['head']})")
+        whose = f" (origin {res['origin']})" if "origin" in res else ""
+        out(f"ledger ok{whose}: {res['checked']} events, hash chain intact (head {res['head']})")
+        for o in res.get("origins", []):
+            out(f"  origin {o['origin']}: {o['checked']} events, chain intact (head {o['head']})")
         if "head_id" in res:
             out(f"the head you gave is event {res['head_id']}: nothing up to it was changed")
         if res.get("rollups") == "rebuilt":
@@ -190,6 +198,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--until", help="same forms as --since (exclusive)")
     p.add_argument("--type", action="append", help="event type or prefix (llm.*); repeatable")
     p.add_argument("--session", help="one run's session id")
+    p.add_argument("--origin", help="a shared ledger (ledger.url): one daemon's events")
+    p.add_argument(
+        "--all-origins",
+        action="store_true",
+        help="verify: every daemon's chain in a shared ledger, not only this one's",
+    )
     p.add_argument("--limit", type=count, default=100, help="newest N events (0: all; default 100)")
     p.add_argument(
         "--by",

@@ -41,9 +41,17 @@ def cmd_status(args: argparse.Namespace) -> int:
             f"breaker      {x['provider']}: {x['state']}{when},"
             f" {x['consecutive_failures']} consecutive failures (last: {x['last_error']})"
         )
-    lines.append(f"events       {st['events']['count']} in {st['database']}")
-    if st["events"].get("disk_full"):
+    ev = st["events"]
+    whose = f" (origin {ev['origin']})" if ev.get("origin") else ""
+    lines.append(f"events       {ev['count']} in {st['database']}{whose}")
+    if ev.get("disk_full"):
         lines.append("             disk full: writes are refused until there is space")
+    if ev.get("unreachable"):
+        waiting = ev["count"] - ev["durable"]
+        lines.append(
+            f"             the shared ledger cannot be reached: {ev['unreachable']};"
+            f" writes are refused, {waiting} event(s) wait to be written (retried by itself)"
+        )
     lines += settings_lines(st.get("settings", []))
     out("\n".join(lines))
     for p in st.get("problems", []):  # on stderr, as `config list` reports them

@@ -189,6 +189,15 @@ KEYS: dict[str, Key] = {
             doc="close a client connection idle this long with nothing running (0: never)",
         ),
         Key(
+            "ledger.url",
+            str,
+            "",
+            ("TSUKU_LEDGER_URL",),
+            secret=True,  # it may carry the role's password
+            doc="a shared ledger in PostgreSQL, postgresql://ROLE:PASSWORD@HOST/DB "
+            "(empty: SQLite in TSUKU_HOME); read at daemon start",
+        ),
+        Key(
             "sandbox.max_concurrent",
             int,
             1,

@@ -28,7 +28,14 @@ from tsukud import __version__, log, paths
 from tsukud import config as configmod
 from tsukud.caller_env import accept
 from tsukud.clock import Clock, SystemClock
-from tsukud.errors import ConfigError, DiskFull, LedgerCorrupt, NotFound, WrongDaemon
+from tsukud.errors import (
+    ConfigError,
+    DiskFull,
+    LedgerCorrupt,
+    LedgerUnavailable,
+    NotFound,
+    WrongDaemon,
+)
 from tsukud.events import integrity
 from tsukud.events.projections import State, rebuild
 from tsukud.events.store import EventStore
@@ -97,7 +104,7 @@ class Daemon:
         # The settings as `status` shows them, for the last Config asked (they are immutable).
         self._shown: tuple[configmod.Config, list[dict[str, Any]]] | None = None
         self.home = Path(paths.tsuku_home(self.env))
-        self.store = EventStore(Path(paths.db_path(self.env)), clock=self.clock)
+        self.store = self._make_store()
         self.state = State()
         self.started_wall = self.clock.now()
         self.started_mono = time.monotonic()
@@ -106,6 +113,16 @@ class Daemon:
         self.server: RpcServer | None = None
         self._callers = CallerConfigs()
         self._make_policy()
+
+    def _make_store(self) -> EventStore:
+        """SQLite in the home, or the shared ledger ``ledger.url`` names (read at start;
+        psycopg is loaded only then)."""
+        url = str(self.config.value_or_default("ledger.url"))
+        if not url:
+            return EventStore(Path(paths.db_path(self.env)), clock=self.clock)
+        from tsukud.events.pg_store import PgEventStore
+
+        return PgEventStore(url, Path(paths.tsuku_home(self.env)), clock=self.clock)
 
     def _make_policy(self) -> None:
         cfg = self.current
@@ -370,7 +387,7 @@ class Daemon:
                                 "startup_ms": round(self.uptime_s * 1000, 1),
                             },
                         )
-                    except DiskFull as e:
+                    except (DiskFull, LedgerUnavailable) as e:
                         # Started all the same: reads work, and the event is written
                         # once there is space (writes are refused until then).
                         log.get().error("daemon.started_not_written", error=e.message)
@@ -379,7 +396,7 @@ class Daemon:
                     services.start_soon(self.services.after_start)
                     try:
                         await self._settle_abandoned(left_open)
-                    except DiskFull as e:
+                    except (DiskFull, LedgerUnavailable) as e:
                         # Still open on disk: the next start settles them. Until then
                         # they keep holding their budget, which errs on the safe side.
                         log.get().error("budget.abandoned_not_settled", error=e.message)
@@ -394,7 +411,7 @@ class Daemon:
                         "daemon.stopped",
                         {"pid": os.getpid(), "uptime_s": round(self.uptime_s, 3)},
                     )
-                except (DiskFull, LedgerCorrupt) as e:
+                except (DiskFull, LedgerCorrupt, LedgerUnavailable) as e:
                     # A full disk or a failed writer must not turn a stop into a crash
                     # (or a hang): say what was not recorded and stop all the same.
                     log.get().error("daemon.stop_not_recorded", error=e.message)
@@ -446,7 +463,7 @@ class Daemon:
             "socket": str(self.socket_path) if self.socket_path else None,
             "activation": self.activation,
             "home": str(self.home),
-            "database": str(self.store.path),
+            "database": self.store.location,
             "budget": budget,
             "generations": generations,
             "breakers": breakers,
@@ -454,6 +471,9 @@ class Daemon:
                 "count": self.store.last_id,
                 "durable": self.store.durable_id,
                 "disk_full": self.store.disk_full,
+                "ledger": self.store.backend,
+                "unreachable": self.store.unreachable,
+                "origin": self.store.origin,
             },
             "sandbox": {"slots": self.container_lock.slots, "busy": self.container_lock.busy},
             "connections": self.server.connections if self.server is not None else 0,
@@ -560,8 +580,10 @@ def _unanswered(
     event of :data:`_ANSWERED_BY` with the same ``number`` field ended, in order."""
     answers = _ANSWERED_BY[ahead]
     marks = ", ".join("?" * len(answers))
+    # Compared as text: a shared ledger's json_extract answers text (events_pg.sql),
+    # SQLite's the JSON type; the numbers are the same either way.
     answered = {
-        row[0]
+        str(row[0])
         for row in conn.execute(
             f"SELECT json_extract(payload, '$.{number}') FROM events"  # noqa: S608 - our names
             f" WHERE type IN ({marks}) AND json_extract(payload, '$.reservation') = ?",
@@ -575,7 +597,7 @@ def _unanswered(
             " AND json_extract(payload, '$.reservation') = ? ORDER BY id",
             (ahead, first),
         )
-        if (started := json.loads(raw))[number] not in answered
+        if str((started := json.loads(raw))[number]) not in answered
     ]
 
 

@@ -126,6 +126,17 @@ CATALOGUE: dict[str, ErrorKind] = {
         "acknowledged was lost.",
         retryable=True,
     ),
+    "ledger_unavailable": ErrorKind(
+        E.NETWORK,
+        "The shared ledger's database (ledger.url) cannot be reached. tsuku retries by "
+        "itself and nothing it acknowledged was lost; `tsukuctl status` shows the cause.",
+        retryable=True,
+    ),
+    "not_on_shared_ledger": ErrorKind(
+        E.GENERAL,
+        "This is not available on a shared ledger (ledger.url) yet; a daemon without "
+        "ledger.url (SQLite) has it (docs/design/scale.md lists what is built).",
+    ),
     # ---- policy: budget, rate limit, breakers
     "budget_exceeded": ErrorKind(E.BUDGET, _BUDGET + " or wait until tomorrow (UTC)."),
     "rate_limited": ErrorKind(
@@ -579,6 +590,16 @@ class ProviderUnavailable(TsukuError):
 
 class LedgerCorrupt(TsukuError):
     code = "ledger_corrupt"
+
+
+class LedgerUnavailable(TsukuError):
+    """The shared ledger's database cannot be reached (or refused the connection)."""
+
+    code = "ledger_unavailable"
+
+
+class NotOnSharedLedger(TsukuError):
+    code = "not_on_shared_ledger"
 
 
 class DiskFull(TsukuError, OSError):

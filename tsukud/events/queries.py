@@ -34,6 +34,7 @@ class EventFilter(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     until: str | None = None  # ISO UTC, exclusive
     types: list[str] = []  # exact types, or prefixes ending in '.' / '.*'
     session: str | None = None
+    origin: str | None = None  # one daemon's events in a shared ledger
 
 
 def check_times(f: EventFilter) -> None:
@@ -77,26 +78,46 @@ def where(f: EventFilter) -> tuple[str, list[Any]]:
     if f.session:
         clauses.append("session = ?")
         params.append(f.session)
+    if f.origin:
+        clauses.append("origin = ?")
+        params.append(f.origin)
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
-def list_sql(f: EventFilter, limit: int) -> tuple[str, list[Any]]:
-    """The newest ``limit`` matching events, oldest first (0 = all)."""
+# A shared ledger's listing: every origin's events in the database's order (``gid``),
+# each with its origin and its place in that origin's chain.
+SHARED_COLUMNS = "gid, ts, type, session, payload, hash, origin, seq"
+
+
+def list_sql(f: EventFilter, limit: int, *, shared: bool = False) -> tuple[str, list[Any]]:
+    """The newest ``limit`` matching events, oldest first (0 = all). ``shared``: from a
+    shared ledger's table of every origin (``SHARED_COLUMNS``)."""
     if not 0 <= limit <= MAX_LIMIT:
         raise InvalidParams(
             f"limit {limit} is out of range",
             hint=f"Give 0 (all) or a count up to {MAX_LIMIT}.",
         )
+    if f.origin and not shared:
+        raise InvalidParams(
+            "only a shared ledger has origins",
+            hint="This daemon's ledger is SQLite (no ledger.url): every event is its own.",
+        )
     w, params = where(f)
-    cols = "id, ts, type, session, payload, hash"
+    cols, table, order = (
+        (SHARED_COLUMNS, "tsuku.events", "gid") if shared else (_COLUMNS, "events", "id")
+    )
     # Interpolated parts are constants and placeholders from ``where``; values are bound.
     if limit <= 0:
-        return f"SELECT {cols} FROM events{w} ORDER BY id", params  # noqa: S608
+        return f"SELECT {cols} FROM {table}{w} ORDER BY {order}", params  # noqa: S608
     return (
-        f"SELECT {cols} FROM (SELECT {cols} FROM events{w}"  # noqa: S608
-        " ORDER BY id DESC LIMIT ?) ORDER BY id",
+        f"SELECT {cols} FROM (SELECT {cols} FROM {table}{w}"  # noqa: S608
+        # Named: PostgreSQL (before 16) wants a subquery in FROM to have a name.
+        f" ORDER BY {order} DESC LIMIT ?) AS newest ORDER BY {order}",
         [*params, limit],
     )
+
+
+_COLUMNS = "id, ts, type, session, payload, hash"
 
 
 # What a summary adds up, as SQL over one ``events`` row. ``events/rollups.py`` folds the
@@ -226,9 +247,11 @@ def iter_list(
     limit: int,
     chunk: int = 500,
     max_bytes: int | None = None,
+    *,
+    shared: bool = False,
 ) -> Iterator[list[Any]]:
     """Matching rows, ``chunk`` at a time, each chunk also within ``max_bytes`` as JSON."""
-    sql, params = list_sql(f, limit)
+    sql, params = list_sql(f, limit, shared=shared)
     cur = conn.execute(sql, params)
     while rows := cur.fetchmany(chunk):
         if max_bytes is None:
@@ -257,6 +280,8 @@ def within_bytes(rows: list[Any], max_bytes: int) -> Iterator[list[Any]]:
 def row_json_bytes(row: Any) -> int:
     """An upper bound on one listed event's JSON: the payload as stored, the other texts
     at their worst escaping (6 bytes a character), plus keys, id, timestamp and hash."""
-    _id, ts, type_, session, payload, hash_ = row
+    _id, ts, type_, session, payload, hash_ = row[:6]
     texts = len(ts) + len(type_) + len(session or "") + len(hash_)
+    if len(row) > 6:  # a shared ledger's origin and seq
+        texts += len(row[6]) + 20
     return len(payload.encode()) + 6 * texts + 128

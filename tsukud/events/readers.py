@@ -46,13 +46,21 @@ class _Query:
 
 
 class ReadPool:
-    def __init__(self, open_conn: Callable[[], sqlite3.Connection], size: int) -> None:
+    def __init__(
+        self,
+        open_conn: Callable[[], sqlite3.Connection],
+        size: int,
+        healthy: Callable[[sqlite3.Connection], bool] | None = None,
+    ) -> None:
         if size < 2:
             raise ValueError(
                 "a read pool needs at least two connections (one kept for quick reads)"
             )
         self.size = size
         self._open = open_conn
+        # Whether a connection back from a query may be used again (a shared ledger's
+        # connection can break with the network; a broken one is closed, not pooled).
+        self._healthy = healthy
         self._limiter = trio.CapacityLimiter(size)
         self._heavy = trio.CapacityLimiter(size - 1)
         self._idle: list[sqlite3.Connection] = []
@@ -132,8 +140,9 @@ class ReadPool:
             raise
 
     def _checkin(self, conn: sqlite3.Connection) -> None:
+        reusable = self._healthy is None or self._healthy(conn)
         with self._lock:
-            if not self._closed:
+            if not self._closed and reusable:
                 self._idle.append(conn)
                 return
             self._opened -= 1

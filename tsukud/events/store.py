@@ -39,7 +39,7 @@ import trio
 
 from tsukud import log
 from tsukud.clock import Clock, iso
-from tsukud.errors import InvalidParams, LedgerCorrupt
+from tsukud.errors import InvalidParams, LedgerCorrupt, LedgerUnavailable
 from tsukud.events import catalogue, integrity, rollups
 from tsukud.events.chain import (
     GENESIS,
@@ -90,6 +90,16 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
 
 
 class EventStore:
+    """The ledger on SQLite, and the storage interface a shared ledger implements too
+    (``pg_store.PgEventStore``): ``open`` (find the chain's head), ``_write`` (commit one
+    batch whole), ``readers``/``read``/``read_sync`` (connections whose ``events`` is this
+    daemon's chain, ``id`` its sequence), ``verify`` and ``close_connection``. Sequencing,
+    hashing, batching, waiting and the writer's states are shared, so both backends make
+    the same promises."""
+
+    backend = "sqlite"
+    origin: str | None = None  # this daemon's chain in a shared ledger (None: SQLite)
+
     def __init__(
         self,
         path: Path,
@@ -118,6 +128,9 @@ class EventStore:
         self.adopted = False  # opened a ledger that had no checkpoint (see open())
         self.retry_s = 1.0  # how often a full disk is tried again
         self._disk_full = False  # the last write found no space; pending rows wait
+        # The last write could not reach the database (a shared ledger): pending rows
+        # wait and are tried again, as on a full disk. Why, for ``status`` and errors.
+        self._unreachable: str | None = None
         self._closing = trio.Event()
         self._listeners: list[Callable[[Event], None]] = []
         self._writer_gone = False  # run() has returned: nothing more will be written
@@ -209,7 +222,7 @@ class EventStore:
                     await self._has_data.wait()
                     self._has_data = trio.Event()
                     continue
-                if self._disk_full and not self._closed:
+                if (self._disk_full or self._unreachable) and not self._closed:
                     with trio.move_on_after(self.retry_s):
                         await self._closing.wait()  # a stop tries once more, at once
                 batch = self._buffer[: self._batch_max]
@@ -222,6 +235,14 @@ class EventStore:
                 except LedgerCorrupt as e:
                     self._failure = e.message
                     log.get().error("ledger.write_refused", error=e.message)
+                    return
+                except LedgerUnavailable as e:
+                    what = f"events {batch[0][0]}-{self.last_id}"
+                    self._cannot_reach(str(e.data.get("cause", e.message)))
+                    if not self._closed:
+                        continue
+                    self._failure = f"{what} were not written: {e.message} at stop"
+                    log.get().error("ledger.unwritten_at_stop", error=self._failure)
                     return
                 except (sqlite3.Error, OSError) as e:
                     what = f"events {batch[0][0]}-{self.last_id}"
@@ -241,6 +262,9 @@ class EventStore:
                 if self._disk_full:
                     self._disk_full = False
                     log.get().info("ledger.disk_space_back", durable_id=self.durable_id)
+                if self._unreachable is not None:
+                    self._unreachable = None
+                    log.get().info("ledger.reachable_again", durable_id=self.durable_id)
                 if stale is not None:
                     log.get().error("ledger.checkpoint_not_written", error=stale)
                 self._flushed.set()
@@ -260,6 +284,22 @@ class EventStore:
         self._disk_full = True
         self._flushed.set()  # waiters of the unwritten events get DiskFull
         self._flushed = trio.Event()
+
+    def _cannot_reach(self, why: str) -> None:
+        """The database did not answer: keep the batch (its ids and hashes are handed
+        out), refuse new appends, tell its waiters, try again later."""
+        if self._unreachable is None:
+            log.get().error("ledger.unreachable", error=why, durable_id=self.durable_id)
+        self._unreachable = why
+        self._flushed.set()  # waiters of the unwritten events get LedgerUnavailable
+        self._flushed = trio.Event()
+
+    def _unavailable(self, what: str) -> LedgerUnavailable:
+        return LedgerUnavailable(
+            f"{what}: the shared ledger cannot be reached ({self._unreachable})",
+            waiting=self.last_id - self.durable_id,
+            durable_id=self.durable_id,
+        )
 
     def close(self) -> None:
         """Stop accepting; ``run`` drains the buffer and returns."""
@@ -356,6 +396,16 @@ class EventStore:
         return self._disk_full
 
     @property
+    def unreachable(self) -> str | None:
+        """Why the last write could not reach the database (None: it did, or SQLite)."""
+        return self._unreachable
+
+    @property
+    def location(self) -> str:
+        """Where the events are, as ``status`` shows it (no password)."""
+        return str(self.path)
+
+    @property
     def failure(self) -> str | None:
         """Why the writer stopped before ``close()``, if it did."""
         return self._failure
@@ -376,6 +426,8 @@ class EventStore:
             raise RuntimeError("event store is closed")
         if self._disk_full:
             raise disk_full(self.path, f"cannot record {type_}")
+        if self._unreachable is not None:
+            raise self._unavailable(f"cannot record {type_}")
         if self._writer_gone:
             raise self._broken(f"cannot record {type_}")
         if not _TYPE_RE.match(type_):
@@ -416,6 +468,11 @@ class EventStore:
                     f"event {id_} is not on disk (it will be once there is space, unless "
                     "the daemon stops first)",
                 )
+            if self._unreachable is not None:
+                raise self._unavailable(
+                    f"event {id_} is not written yet (it will be once the database answers, "
+                    "unless the daemon stops first)"
+                )
             if self._writer_gone:
                 raise self._broken(f"event {id_} was not written")
             await self._flushed.wait()
@@ -427,7 +484,12 @@ class EventStore:
         or a gone writer: the read then shows what is on disk rather than waiting forever
         (those states are reported by the appends and by ``status``)."""
         target = self.last_id
-        while self.durable_id < target and not self._disk_full and not self._writer_gone:
+        while (
+            self.durable_id < target
+            and not self._disk_full
+            and self._unreachable is None
+            and not self._writer_gone
+        ):
             await self._flushed.wait()
 
     async def append(

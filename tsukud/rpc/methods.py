@@ -15,7 +15,7 @@ import msgspec
 
 from tsukud import config as configmod
 from tsukud.daemon import Daemon
-from tsukud.errors import FrameTooLarge, InvalidParams, NotFound
+from tsukud.errors import FrameTooLarge, InvalidParams, LedgerCorrupt, NotFound, NotOnSharedLedger
 from tsukud.events import queries, summary
 from tsukud.rpc import protocol
 from tsukud.rpc.registry import NoParams, method
@@ -81,10 +81,11 @@ class ListParams(msgspec.Struct, forbid_unknown_fields=True):
 async def events_list(d: Daemon, p: ListParams, call: Call) -> dict[str, Any]:
     """Stream matching events as progress frames of ``{"events": [...]}``; result is the count."""
     queries.check_times(p.filter)
-    queries.list_sql(p.filter, p.limit)  # validate before going to a thread
+    shared = d.store.origin is not None
+    queries.list_sql(p.filter, p.limit, shared=shared)  # validate before going to a thread
     await d.store.caught_up()  # what was appended before this request is listed
     if 0 < p.limit <= QUICK_LIST_LIMIT:
-        quick = await d.store.read(partial(_quick_list, p, call.id))
+        quick = await d.store.read(partial(_quick_list, p, call.id, shared=shared))
         if quick is not None:
             total, frames = quick
             if frames:
@@ -100,7 +101,9 @@ async def events_list(d: Daemon, p: ListParams, call: Call) -> dict[str, Any]:
 
     def produce(conn: Any) -> None:
         try:
-            chunks = queries.iter_list(conn, p.filter, p.limit, max_bytes=LIST_FRAME_BYTES)
+            chunks = queries.iter_list(
+                conn, p.filter, p.limit, max_bytes=LIST_FRAME_BYTES, shared=shared
+            )
             for rows in chunks:
                 trio.from_thread.run(send.send, (len(rows), _events_chunk(rows)))
         finally:
@@ -118,14 +121,18 @@ async def events_list(d: Daemon, p: ListParams, call: Call) -> dict[str, Any]:
     return {"count": total}
 
 
-def _quick_list(p: ListParams, rid: protocol.RequestId, conn: Any) -> tuple[int, bytes] | None:
+def _quick_list(
+    p: ListParams, rid: protocol.RequestId, conn: Any, *, shared: bool = False
+) -> tuple[int, bytes] | None:
     """A short listing (the usual one) whole, in one trip to a worker thread that reads
     the rows and encodes the progress frames: the event loop takes a few steps for it,
     not a channel round trip per chunk. None when the frames outgrow
     :data:`QUICK_LIST_BYTES` (clients' large payloads): those are streamed instead."""
     total, size = 0, 0
     frames: list[bytes] = []
-    for rows in queries.iter_list(conn, p.filter, p.limit, max_bytes=LIST_FRAME_BYTES):
+    for rows in queries.iter_list(
+        conn, p.filter, p.limit, max_bytes=LIST_FRAME_BYTES, shared=shared
+    ):
         body = msgspec.json.encode(protocol.progress_frame(rid, _events_chunk(rows)))
         if len(body) > protocol.MAX_FRAME:  # one event alone past the cap, as streamed
             raise FrameTooLarge(
@@ -141,7 +148,10 @@ def _quick_list(p: ListParams, rid: protocol.RequestId, conn: Any) -> tuple[int,
 
 
 def _events_chunk(rows: list[list[Any]]) -> msgspec.Raw:
-    """One ``{"events": [...]}`` progress body, encoded (payloads are stored as JSON)."""
+    """One ``{"events": [...]}`` progress body, encoded (payloads are stored as JSON). A
+    shared ledger's events also name their origin and their place in its chain."""
+    if rows and len(rows[0]) > 6:
+        return msgspec.Raw(msgspec.json.encode({"events": [_shared_event(r) for r in rows]}))
     events = [
         {
             "id": r[0],
@@ -156,6 +166,19 @@ def _events_chunk(rows: list[list[Any]]) -> msgspec.Raw:
     return msgspec.Raw(msgspec.json.encode({"events": events}))
 
 
+def _shared_event(r: list[Any]) -> dict[str, Any]:
+    return {
+        "id": r[0],
+        "ts": r[1],
+        "type": r[2],
+        "session": r[3],
+        "payload": msgspec.Raw(r[4].encode()),
+        "hash": r[5],
+        "origin": r[6],
+        "seq": r[7],
+    }
+
+
 class SummaryParams(msgspec.Struct, forbid_unknown_fields=True):
     filter: queries.EventFilter = queries.EventFilter()
     by: str = "day"
@@ -167,6 +190,12 @@ async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw
     session or type; from the rollups where the filter allows (``events/summary.py``)."""
     queries.check_times(p.filter)
     queries.summary_sql(p.filter, p.by)  # validate before going to a thread
+    if d.store.origin is not None:
+        raise NotOnSharedLedger(
+            "events summary is not built for a shared ledger (ledger.url) yet",
+            hint="List the events instead (`tsukuctl events --json`), or run the summary "
+            "on a daemon without ledger.url; docs/design/scale.md says what is built.",
+        )
 
     def summarise(conn: Any) -> msgspec.Raw:
         # Encoding in the thread too: thousands of groups (by session) would otherwise
@@ -182,6 +211,8 @@ async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw
 class VerifyParams(msgspec.Struct, forbid_unknown_fields=True):
     # A head hash the user noted or exported (at least its first 16 hex digits).
     head: str | None = None
+    # A shared ledger: every origin's chain, not only this daemon's.
+    all_origins: bool = False
 
 
 @method("events.verify", VerifyParams)
@@ -195,11 +226,36 @@ async def events_verify(d: Daemon, p: VerifyParams, call: Call) -> dict[str, Any
         )
     report = await d.store.verify(head)
     out: dict[str, Any] = {"ok": True, "checked": report.checked, "head": report.head}
+    if d.store.origin is not None:
+        out["origin"] = d.store.origin
+    if p.all_origins:
+        out["origins"] = await _verify_origins(d)
     # Summary rollups that did not add up to the events are being rebuilt from them.
     out["rollups"] = "rebuilt" if d.store.rollups_stale else "ok"
     if report.head_id is not None:
         out["head_id"] = report.head_id
     return out
+
+
+async def _verify_origins(d: Daemon) -> list[dict[str, Any]]:
+    """Every origin's chain in a shared ledger (SQLite: the one chain, already checked)."""
+    if d.store.origin is None:
+        return []
+    from tsukud.events.pg_store import PgEventStore
+
+    assert isinstance(d.store, PgEventStore)
+    found = await d.store.verify_origins()
+    for origin, report in found:
+        if report.damage is not None:
+            raise LedgerCorrupt(
+                f"origin {origin}'s chain in the shared ledger is damaged: {report.damage.reason}",
+                hint="Rows of that daemon were edited or removed in the database; restore "
+                "it from a backup, or ask that daemon's owner (its own `events verify` "
+                "names the first bad event).",
+                first_bad_id=report.damage.first_bad_id,
+                checked=report.checked,
+            )
+    return [{"origin": o, "checked": r.checked, "head": r.head} for o, r in found]
 
 
 class NewEvent(msgspec.Struct, forbid_unknown_fields=True):

@@ -9,6 +9,7 @@ from typing import Any
 
 import trio
 
+from tests.unit.events.conftest import StoreFactory
 from tsukud.clock import FixedClock, iso
 from tsukud.events.chain import GENESIS, link
 from tsukud.events.projections import (
@@ -136,9 +137,8 @@ async def test_rebuild_reads_old_rows_leniently_and_skips_what_cannot_be_folded(
     assert set(state.installed.tools) == {"jq"}
 
 
-async def test_rebuilt_state_equals_the_live_state(tmp_path: Path) -> None:
-    db = tmp_path / "t.db"
-    store = EventStore(db, clock=FixedClock(NOW))
+async def test_rebuilt_state_equals_the_live_state(backend: StoreFactory, tmp_path: Path) -> None:
+    store = backend(tmp_path, FixedClock(NOW))
     store.open()
     live = State()
     store.subscribe(live.apply)
@@ -152,11 +152,7 @@ async def test_rebuilt_state_equals_the_live_state(tmp_path: Path) -> None:
         await store.wait_durable(store.last_id)
         store.close()
     store.close_connection()
-    conn = connect(db, readonly=True)
-    try:
-        again = rebuild(conn, NOW)
-    finally:
-        conn.close()
+    again = store.read_sync(lambda conn: rebuild(conn, NOW))
     assert again.spend.settled == live.spend.settled == {TODAY: 250_000}
     assert again.breakers.get("claude") == live.breakers.get("claude")
     assert again.generations.count(NOW) == live.generations.count(NOW) == 1

@@ -6,12 +6,13 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import pytest
 import trio
 
+from tests.unit.events.conftest import StoreFactory
 from tsukud.clock import FixedClock, iso
 from tsukud.errors import InvalidParams
 from tsukud.events.queries import (
@@ -47,7 +48,7 @@ def test_all_filters_are_bound_never_interpolated() -> None:
 
 def test_list_sql_takes_the_newest_n_oldest_first() -> None:
     sql, params = list_sql(EventFilter(session="s"), 2)
-    assert sql.endswith("ORDER BY id DESC LIMIT ?) ORDER BY id")
+    assert sql.endswith("ORDER BY id DESC LIMIT ?) AS newest ORDER BY id")
     assert params == ["s", 2]
     assert list_sql(EventFilter(), 0)[0].endswith("FROM events ORDER BY id")
 
@@ -57,12 +58,10 @@ def test_summary_refuses_an_unknown_grouping() -> None:
         run_summary(sqlite3.connect(":memory:"), EventFilter(), "colour")
 
 
-@pytest.fixture
-def ledger(tmp_path: Path) -> Iterator[sqlite3.Connection]:
-    db = tmp_path / "t.db"
+def fill(store: EventStore) -> None:
+    """Five events: three LLM turns (one unpriced), a reservation and a paid search."""
 
-    async def fill() -> None:
-        store = EventStore(db, clock=FixedClock(NOW))
+    async def run() -> None:
         store.open()
         async with trio.open_nursery() as nursery:
             await nursery.start(store.run)
@@ -82,8 +81,31 @@ def ledger(tmp_path: Path) -> Iterator[sqlite3.Connection]:
             store.close()
         store.close_connection()
 
-    trio.run(fill)
+    trio.run(run)
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Iterator[sqlite3.Connection]:
+    db = tmp_path / "t.db"
+    fill(EventStore(db, clock=FixedClock(NOW)))
     conn = connect(db, readonly=True)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def any_ledger(backend: StoreFactory, tmp_path: Path) -> Iterator[sqlite3.Connection]:
+    """The same ledger on either backend, through a read connection as the store's
+    readers open it (this daemon's chain as ``events``)."""
+    store = backend(tmp_path, FixedClock(NOW))
+    fill(store)
+    if store.origin is None:
+        conn = connect(tmp_path / "tsuku.db", readonly=True)
+    else:
+        from tsukud.events.pg_store import PgEventStore, PgReadConnection
+
+        assert isinstance(store, PgEventStore)
+        conn = cast(sqlite3.Connection, PgReadConnection(store.url, store.origin))
     yield conn
     conn.close()
 
@@ -97,11 +119,11 @@ def test_summary_counts_money_only_where_it_was_spent(ledger: sqlite3.Connection
     assert groups[None]["events"] == 1 and groups[None]["cost_usd"] == 0.0  # the reservation
 
 
-def test_listing_filters_by_session_and_type_prefix(ledger: sqlite3.Connection) -> None:
+def test_listing_filters_by_session_and_type_prefix(any_ledger: sqlite3.Connection) -> None:
     f = EventFilter(types=["llm.*"], session="s1")
-    rows = [r for chunk in iter_list(ledger, f, 0) for r in chunk]
+    rows = [r for chunk in iter_list(any_ledger, f, 0) for r in chunk]
     assert [(r[0], r[2], r[3]) for r in rows] == [(1, "llm.turn", "s1"), (2, "llm.turn", "s1")]
-    newest = [r[0] for chunk in iter_list(ledger, EventFilter(), 2, chunk=1) for r in chunk]
+    newest = [r[0] for chunk in iter_list(any_ledger, EventFilter(), 2, chunk=1) for r in chunk]
     assert newest == [4, 5]
 
 
@@ -112,8 +134,8 @@ def test_a_limit_sqlite_cannot_bind_is_refused_with_a_hint(limit: int) -> None:
     assert e.value.hint == "Give 0 (all) or a count up to 9223372036854775807."
 
 
-def test_the_largest_limit_runs(ledger: sqlite3.Connection) -> None:
-    rows = [r for chunk in iter_list(ledger, EventFilter(), 2**63 - 1) for r in chunk]
+def test_the_largest_limit_runs(any_ledger: sqlite3.Connection) -> None:
+    rows = [r for chunk in iter_list(any_ledger, EventFilter(), 2**63 - 1) for r in chunk]
     assert len(rows) == 5
 
 

@@ -1,0 +1,63 @@
+-- The tsuku event ledger shared in PostgreSQL (ledger.url): one hash chain per origin.
+--
+-- Each daemon is an origin (a stable id kept in its home). Its rows are the SQLite
+-- ledger's rows (schema/events.sql) with `id` named `seq`, hashed the same way
+-- (tsukud/events/chain.py): hash = sha256(prev hash of this origin || chain_line(row)).
+-- `gid` is the database's order, for listings across origins; it is outside the chains.
+-- Run by the daemon at start, in one transaction under an advisory lock, so daemons
+-- starting together do not both create it. docs/design/scale.md has the whole design.
+
+CREATE SCHEMA IF NOT EXISTS tsuku;
+
+CREATE TABLE IF NOT EXISTS tsuku.meta (
+    key   text PRIMARY KEY,
+    value text NOT NULL
+);
+
+-- One row per origin: its chain's head, moved in the same transaction as its rows, so
+-- a writer finds (and locks) the head with one indexed lookup per batch.
+CREATE TABLE IF NOT EXISTS tsuku.origins (
+    origin     text   PRIMARY KEY,
+    first_seen text   NOT NULL,
+    head_seq   bigint NOT NULL DEFAULT 0,
+    head_hash  text   NOT NULL DEFAULT '0000000000000000000000000000000000000000000000000000000000000000'
+);
+
+CREATE TABLE IF NOT EXISTS tsuku.events (
+    gid     bigserial PRIMARY KEY,
+    origin  text   NOT NULL REFERENCES tsuku.origins (origin),
+    seq     bigint NOT NULL,   -- 1, 2, 3 ... without gaps, per origin
+    ts      text   NOT NULL,   -- UTC, 'YYYY-MM-DDTHH:MM:SS.ffffffZ'
+    type    text   NOT NULL,
+    session text,
+    payload text   NOT NULL,   -- canonical JSON, byte for byte as hashed
+    hash    text   NOT NULL,
+    UNIQUE (origin, seq)
+);
+CREATE INDEX IF NOT EXISTS events_ts ON tsuku.events (ts);
+CREATE INDEX IF NOT EXISTS events_origin_type_ts ON tsuku.events (origin, type, ts);
+CREATE INDEX IF NOT EXISTS events_type_ts ON tsuku.events (type, ts);
+CREATE INDEX IF NOT EXISTS events_session ON tsuku.events (session) WHERE session IS NOT NULL;
+
+-- Append-only: tsuku never updates or deletes an event (the chains detect it if someone
+-- with the rights does).
+CREATE OR REPLACE FUNCTION tsuku.append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'the event ledger is append-only';
+END $$;
+CREATE OR REPLACE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON tsuku.events
+    FOR EACH ROW EXECUTE FUNCTION tsuku.append_only();
+
+-- SQLite's json_extract for the daemon's own start-up reads (they run the same SQL on
+-- both backends): a payload field as text ('$.a.b' paths only), and sum() over such
+-- text, exactly (numeric).
+CREATE OR REPLACE FUNCTION tsuku.json_extract(doc text, path text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT AS
+$$ SELECT doc::jsonb #>> string_to_array(substr(path, 3), '.') $$;
+CREATE OR REPLACE FUNCTION tsuku.sum_text_step(acc numeric, v text) RETURNS numeric
+    LANGUAGE sql IMMUTABLE AS
+$$ SELECT CASE WHEN v IS NULL THEN acc ELSE coalesce(acc, 0) + v::numeric END $$;
+CREATE OR REPLACE AGGREGATE tsuku.sum(text) (SFUNC = tsuku.sum_text_step, STYPE = numeric);
+
+INSERT INTO tsuku.meta (key, value) VALUES ('schema_version', '1')
+    ON CONFLICT (key) DO NOTHING;

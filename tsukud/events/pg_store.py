@@ -1,0 +1,442 @@
+"""The event ledger in PostgreSQL (``ledger.url``): the store's storage interface on a
+database many daemons share.
+
+Sequencing, hashing, batching and the writer's states are ``EventStore``'s; this module
+is the backend: psycopg's sync API on worker threads, one writer connection and a small
+pool of read connections, as the SQLite store has. Each daemon is an *origin* (a stable
+id kept in its home, ``state/origin``) with a chain of its own: its rows are the SQLite
+rows with ``id`` named ``seq``, hashed by the same ``chain.link``, so the same verifier
+checks both. A read connection presents this origin's chain as ``events`` (a temporary
+view, ``seq AS id``), so the daemon's own reads (projections at start, unfinished runs)
+are the same SQL on both backends; listings read every origin's rows from
+``tsuku.events``.
+
+The database out of reach is not an error of the chain: a batch that could not be
+committed keeps its ids and hashes and is tried again (reconnecting) every ``retry_s``;
+meanwhile appends and their waiters get ``ledger_unavailable``. A commit whose answer was
+lost with the connection is recognised on the retry by the origin's head (the hash of
+the batch's last row), so it is neither lost nor written twice.
+
+psycopg is imported here only: a daemon without ``ledger.url`` never loads it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+import secrets
+import socket
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, cast
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg import sql
+
+from tsukud import log
+from tsukud.clock import Clock, iso
+from tsukud.errors import LedgerCorrupt, LedgerUnavailable
+from tsukud.events import integrity, rollups
+from tsukud.events.chain import GENESIS, Anchor, Damage, VerifyReport, anchor_damage, check_chain
+from tsukud.events.readers import ReadPool
+from tsukud.events.store import DEFAULT_READERS, EventStore, Row, iter_rows, verify_chain
+from tsukud.secrets import REDACTOR, Redactor
+
+_SCHEMA = (Path(__file__).with_name("events_pg.sql")).read_text()
+SCHEMA_VERSION = 1
+# Held while the schema is created or migrated: daemons starting together take turns.
+_MIGRATE_LOCK = 0x7473756B  # "tsuk"
+_ORIGIN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# A dead network must not hang a writer thread for the kernel's TCP timeouts: libpq gives
+# up on a connection attempt, and on unacknowledged data, after these.
+CONNECT_TIMEOUT_S = 5
+TCP_USER_TIMEOUT_MS = 10_000
+_COPY = "COPY tsuku.events (origin, seq, ts, type, session, payload, hash) FROM STDIN"
+
+
+def shown_url(url: str) -> str:
+    """``url`` without its password, for ``status`` and messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}@{host}" if parts.username else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def load_origin(path: Path) -> str:
+    """This home's origin id, made at its first start on a shared ledger and kept: a
+    restarted daemon goes on with its own chain. The host name is in it for people; the
+    random part makes two homes on one host two origins."""
+    try:
+        origin = path.read_text().strip()
+    except FileNotFoundError:
+        host = re.sub(r"[^A-Za-z0-9-]", "", socket.gethostname().split(".")[0])[:24] or "host"
+        origin = f"{host}-{secrets.token_hex(4)}"
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.write_text(origin + "\n")
+        return origin
+    if not _ORIGIN_RE.match(origin):
+        raise LedgerCorrupt(
+            f"{path} does not hold an origin id (got {origin[:40]!r})",
+            hint="It names this daemon's chain in the shared ledger; restore it from a "
+            "backup of this home (a new id starts a new chain).",
+        )
+    return origin
+
+
+def unreachable(e: psycopg.Error) -> LedgerUnavailable:
+    why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return LedgerUnavailable(f"the shared ledger cannot be reached: {why}", cause=why)
+
+
+def _connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:
+    try:
+        return psycopg.connect(
+            url,
+            autocommit=autocommit,
+            connect_timeout=CONNECT_TIMEOUT_S,
+            tcp_user_timeout=TCP_USER_TIMEOUT_MS,
+            keepalives=1,
+            keepalives_idle=10,
+            keepalives_interval=5,
+            keepalives_count=3,
+            application_name="tsukud",
+            options="-c search_path=tsuku",
+        )
+    except psycopg.Error as e:
+        raise unreachable(e) from None
+
+
+@functools.lru_cache(maxsize=512)
+def _paramstyle(text: str) -> str:
+    """SQLite's ``?`` placeholders as psycopg's ``%s`` (the ledger's SQL binds every value,
+    so a ``?`` is never inside a literal)."""
+    return text.replace("%", "%%").replace("?", "%s")
+
+
+class PgReadConnection:
+    """A read connection presenting the part of ``sqlite3.Connection`` the ledger's read
+    functions use (``execute`` with ``?`` placeholders, rows as tuples, ``interrupt``),
+    with this origin's chain as ``events``. Autocommit: each statement sees what was
+    committed when it began."""
+
+    def __init__(self, url: str, origin: str) -> None:
+        self._url, self._origin = url, origin
+        self.broken = False
+        self._conn = self._open()
+
+    def _open(self) -> psycopg.Connection[Any]:
+        conn = _connect(self._url)
+        try:
+            conn.execute(
+                sql.SQL(
+                    "CREATE TEMP VIEW events AS SELECT seq AS id, ts, type, session, payload,"
+                    " hash FROM tsuku.events WHERE origin = {}"
+                ).format(sql.Literal(self._origin))
+            )
+            # Read-only from here on (the view had to be made first), as SQLite's
+            # readers are opened read-only: a read function cannot write the ledger.
+            conn.execute("SET default_transaction_read_only = on")
+        except psycopg.Error as e:
+            conn.close()
+            raise unreachable(e) from None
+        return conn
+
+    def execute(self, text: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
+        """Run one statement. A pooled connection the network broke while it was idle is
+        found out here: the statement (a read) is run again once on a new connection."""
+        query, args = _paramstyle(text), tuple(params)
+        try:
+            return self._conn.execute(query, args)
+        except psycopg.errors.QueryCanceled:
+            raise
+        except (psycopg.OperationalError, psycopg.InterfaceError) as e:
+            if not (self._conn.broken or self._conn.closed):
+                raise unreachable(e) from None
+        self._conn.close()
+        try:
+            self._conn = self._open()
+            return self._conn.execute(query, args)
+        except psycopg.errors.QueryCanceled:
+            raise
+        except (psycopg.OperationalError, psycopg.InterfaceError) as e:
+            self.broken = True
+            raise unreachable(e) from None
+        except LedgerUnavailable:
+            self.broken = True
+            raise
+
+    def interrupt(self) -> None:
+        with contextlib.suppress(psycopg.Error):
+            self._conn.cancel_safe(timeout=2)
+
+    def set_progress_handler(self, handler: Callable[[], object] | None, n: int, /) -> None:
+        """SQLite's cancellation window; ``interrupt`` reaches the server at any time."""
+
+    def close(self) -> None:
+        self._conn.close()
+
+    @property
+    def usable(self) -> bool:
+        return not (self.broken or self._conn.broken or self._conn.closed)
+
+
+class PgEventStore(EventStore):
+    backend = "postgresql"
+    origin: str  # set by open()
+
+    def __init__(
+        self,
+        url: str,
+        home: Path,
+        *,
+        clock: Clock,
+        redactor: Redactor = REDACTOR,
+        batch_max: int = 5000,
+        readers: int = DEFAULT_READERS,
+    ) -> None:
+        state = home / "state"
+        super().__init__(
+            home / "tsuku.db",  # never opened: SQLite's place, for messages that name it
+            clock=clock,
+            redactor=redactor,
+            batch_max=batch_max,
+            checkpoint=state / "shared-ledger.head",
+            readers=2,
+        )
+        self.url = url
+        self.origin_path = state / "origin"
+        self.origin = ""
+        self._writer: psycopg.Connection[Any] | None = None
+        self._rollups_current = False  # summaries are not built on PostgreSQL yet
+        self.readers = ReadPool(
+            cast(Callable[[], sqlite3.Connection], self._open_reader),
+            readers,
+            healthy=lambda conn: cast(PgReadConnection, conn).usable,
+        )
+
+    @property
+    def location(self) -> str:
+        return shown_url(self.url)
+
+    @property
+    def _label(self) -> Path:
+        # integrity's messages name "the database": here, this origin's chain in it.
+        return Path(f"the shared ledger (origin {self.origin})")
+
+    def _open_reader(self) -> PgReadConnection:
+        return PgReadConnection(self.url, self.origin)
+
+    # ---- lifecycle -------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Create or migrate the schema, register this origin, find its chain's head and
+        hold it to the checkpoint. Blocking: start-up only. ``ledger_unavailable`` when
+        the database cannot be reached, ``ledger_corrupt`` when the chain lost rows."""
+        self.origin = load_origin(self.origin_path)
+        self.checkpoint_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        conn = _connect(self.url)
+        try:
+            self._migrate(conn)
+            conn.execute(
+                "INSERT INTO tsuku.origins (origin, first_seen) VALUES (%s, %s)"
+                " ON CONFLICT (origin) DO NOTHING",
+                (self.origin, iso(self._clock.now())),
+            )
+            head = conn.execute(
+                "SELECT head_seq, head_hash FROM tsuku.origins WHERE origin = %s", (self.origin,)
+            ).fetchone()
+            last = conn.execute(
+                "SELECT seq, hash FROM tsuku.events WHERE origin = %s ORDER BY seq DESC LIMIT 1",
+                (self.origin,),
+            ).fetchone()
+            assert head is not None
+            found = (0, GENESIS) if last is None else (int(last[0]), str(last[1]))
+            if (int(head[0]), str(head[1])) != found:
+                raise integrity.damaged(
+                    Damage(
+                        f"origin {self.origin}'s recorded head is event {head[0]}, its last "
+                        f"row is event {found[0]}: rows were added or removed outside tsuku",
+                        min(int(head[0]), found[0]) + 1,
+                    ),
+                    db=self._label,
+                    checkpoint=self.checkpoint_path,
+                )
+            self.last_id, self.last_hash = found
+            anchor = integrity.read_checkpoint(self.checkpoint_path)
+            if anchor is not None:
+                row = conn.execute(
+                    "SELECT hash FROM tsuku.events WHERE origin = %s AND seq = %s",
+                    (self.origin, anchor.id),
+                ).fetchone()
+                damage = anchor_damage(anchor, self.last_id, None if row is None else str(row[0]))
+                if damage is not None:
+                    raise integrity.damaged(damage, db=self._label, checkpoint=self.checkpoint_path)
+        except (psycopg.OperationalError, psycopg.InterfaceError) as e:
+            conn.close()
+            raise unreachable(e) from None
+        except psycopg.Error as e:
+            conn.close()
+            # Reached, and refused (rights, a schema not ours): not a network problem.
+            why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise LedgerUnavailable(
+                f"the shared ledger refused this daemon: {why}",
+                hint="Check the role in ledger.url and its rights on schema tsuku "
+                "(docs/design/scale.md, operating notes).",
+                cause=why,
+            ) from None
+        except BaseException:
+            conn.close()
+            raise
+        self._writer = conn
+        self.durable_id, self.durable_hash = self.last_id, self.last_hash
+        log.get().info(
+            "ledger.shared_opened", origin=self.origin, last_id=self.last_id, db=self.location
+        )
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
+            has_meta = conn.execute("SELECT to_regclass('tsuku.meta') IS NOT NULL").fetchone()
+            if has_meta is not None and has_meta[0]:
+                row = conn.execute(
+                    "SELECT value FROM tsuku.meta WHERE key = 'schema_version'"
+                ).fetchone()
+                if row is not None and int(row[0]) > SCHEMA_VERSION:
+                    raise LedgerCorrupt(
+                        f"the shared ledger's schema is version {row[0]}; this tsukud "
+                        f"knows up to {SCHEMA_VERSION}",
+                        hint="A newer tsukud migrated it: upgrade this one (an old daemon "
+                        "never writes through a schema it does not know).",
+                    )
+            conn.execute(_SCHEMA.encode())
+
+    def close_connection(self) -> None:
+        self.readers.close()
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    # ---- writing ---------------------------------------------------------------------
+
+    def _write(self, rows: list[Row], counts: list[rollups.Counted]) -> str | None:
+        """Commit ``rows`` whole under this origin's head (locked for the transaction),
+        then move the checkpoint. Rows a lost answer already committed are not written
+        again."""
+        try:
+            if self._writer is None or self._writer.closed or self._writer.broken:
+                self._writer = _connect(self.url)
+            conn = self._writer
+            with conn.transaction():
+                head = conn.execute(
+                    "SELECT head_seq, head_hash FROM tsuku.origins WHERE origin = %s FOR UPDATE",
+                    (self.origin,),
+                ).fetchone()
+                pending = self._unwritten(rows, head)
+                if pending:
+                    with conn.cursor().copy(_COPY) as copy:
+                        for r in pending:
+                            copy.write_row((self.origin, *r))
+                    conn.execute(
+                        "UPDATE tsuku.origins SET head_seq = %s, head_hash = %s WHERE origin = %s",
+                        (rows[-1][0], rows[-1][5], self.origin),
+                    )
+        except (psycopg.OperationalError, psycopg.InterfaceError) as e:
+            if self._writer is not None:
+                with contextlib.suppress(psycopg.Error):
+                    self._writer.close()
+                self._writer = None
+            raise unreachable(e) from None
+        except psycopg.Error as e:
+            raise LedgerCorrupt(
+                f"events {rows[0][0]}-{rows[-1][0]} could not be written to the shared ledger: {e}",
+                hint="The daemon log has the error; restart the daemon once it is fixed.",
+            ) from None
+        try:
+            integrity.write_checkpoint(self.checkpoint_path, rows[-1][0], rows[-1][5])
+        except OSError as e:
+            return str(e)
+        return None
+
+    def _unwritten(self, rows: list[Row], head: Sequence[Any] | None) -> list[Row]:
+        """The rows of the batch after the origin's head: all of them, or those after the
+        part a commit whose answer was lost did write. Any other head is a chain changed
+        under the running daemon."""
+        prev = rows[0][0] - 1
+        if head is not None:
+            seq, h = int(head[0]), str(head[1])
+            done = seq - prev
+            if done == 0 and h == self.durable_hash:
+                return rows
+            if 0 < done <= len(rows) and rows[done - 1][5] == h:
+                log.get().info("ledger.commit_recovered", origin=self.origin, through=seq)
+                return rows[done:]
+        anchor = Anchor(prev, self.durable_hash, "the daemon's last commit")
+        found = 0 if head is None else int(head[0])
+        damage = anchor_damage(anchor, found, None) or Damage(
+            f"events after {prev} of origin {self.origin} were added by something other "
+            "than this daemon (is another daemon using this home's origin?)",
+            prev + 1,
+        )
+        raise integrity.damaged(damage, db=self._label, checkpoint=self.checkpoint_path)
+
+    def _rebuild_rollups(self) -> None:
+        self.rollups_stale = False  # no rollups on PostgreSQL yet
+
+    # ---- reading ---------------------------------------------------------------------
+
+    def read_sync(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        conn = PgReadConnection(self.url, self.origin)
+        try:
+            return fn(cast(sqlite3.Connection, conn))
+        finally:
+            conn.close()
+
+    async def verify(self, head: str | None = None) -> VerifyReport:
+        """This origin's chain, held to this writer's last commit, the checkpoint and
+        ``head``; ``ledger_corrupt`` saying what is wrong."""
+        anchors = [Anchor(self.durable_id, self.durable_hash, "the daemon's last commit")]
+
+        def work(conn: sqlite3.Connection) -> VerifyReport:
+            checkpoint = integrity.read_checkpoint(self.checkpoint_path)
+            if checkpoint is not None:
+                anchors.append(checkpoint)
+            return verify_chain(conn, anchors, head)
+
+        report = await self.read(work, heavy=True)
+        if report.damage is not None:
+            raise integrity.damaged(
+                report.damage,
+                db=self._label,
+                checkpoint=self.checkpoint_path,
+                checked=report.checked,
+            )
+        return report
+
+    async def verify_origins(self) -> list[tuple[str, VerifyReport]]:
+        """Every origin's chain, each held to the head the database records for it."""
+
+        def work(conn: sqlite3.Connection) -> list[tuple[str, VerifyReport]]:
+            found = []
+            origins = conn.execute(
+                "SELECT origin, head_seq, head_hash FROM tsuku.origins ORDER BY origin"
+            ).fetchall()
+            for origin, seq, h in origins:
+                anchor = Anchor(int(seq), str(h), f"the head recorded for origin {origin}")
+                rows = iter_rows(
+                    conn,
+                    "SELECT seq, ts, type, session, payload, hash FROM tsuku.events"
+                    " WHERE origin = ? ORDER BY seq",
+                    (origin,),
+                    chunk=5000,
+                )
+                found.append((str(origin), check_chain(rows, [anchor])))
+            return found
+
+        return await self.read(work, heavy=True)
