@@ -1,0 +1,1 @@
+"""Batch generation: a queue of sources drained through create (docs/batch.md)."""
