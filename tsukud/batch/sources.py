@@ -83,11 +83,18 @@ def _fields(text: str) -> tuple[str, str, int]:
     return parts[0], parts[1], 0
 
 
+def _clean(text: str) -> str:
+    """Input echoed back (a bad line, an error quoting it): one line, no escape sequences,
+    no secret pasted into the list by mistake."""
+    from tsukud.secrets import redact
+    from tsukud.terminal import terminal_safe
+
+    return terminal_safe(redact(text), one_line=True)
+
+
 def parse(text: str) -> Parsed:
     """Every line of ``text``: the jobs to queue, in order, each (tool, source) once."""
     from tsukud.install.registry import check_name
-    from tsukud.secrets import redact
-    from tsukud.terminal import terminal_safe
 
     out = Parsed(jobs=[], bad=[], duplicates=[])
     seen: set[str] = set()
@@ -95,7 +102,7 @@ def parse(text: str) -> Parsed:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        shown = terminal_safe(redact(line[:200]))
+        shown = _clean(line[:200])
         try:
             if len(line) > MAX_LINE:
                 raise ValueError(f"longer than {MAX_LINE} characters")
@@ -103,10 +110,10 @@ def parse(text: str) -> Parsed:
             tool = check_name(tool)
             source = canonical_source(source)
         except ValueError as exc:
-            out.bad.append(BadLine(line=number, text=shown, error=str(exc)))
+            out.bad.append(BadLine(line=number, text=shown, error=_clean(str(exc))))
             continue
         except TsukuError as exc:
-            out.bad.append(BadLine(line=number, text=shown, error=terminal_safe(exc.message)))
+            out.bad.append(BadLine(line=number, text=shown, error=_clean(exc.message)))
             continue
         jid = job_id(tool, source)
         if jid in seen:
