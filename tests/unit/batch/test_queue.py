@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.lowlevel
 
 from tsukud.batch import queue as q
 from tsukud.batch.errors import BatchRunning
@@ -101,7 +102,7 @@ async def test_concurrent_workers_never_lease_the_same_job(ledger: Ledger) -> No
     async def worker() -> None:
         while (lease := svc.lease()) is not None:
             taken.append(lease.job)
-            await trio.sleep(0)  # every worker interleaves with the others
+            await trio.lowlevel.checkpoint()  # every worker interleaves with the others
             assert done(svc, lease)
 
     async with trio.open_nursery() as n:
