@@ -15,7 +15,7 @@ import os
 import sys
 
 from tsukuctl import render
-from tsukuctl.command import add_provider_flags, err, out, rpc
+from tsukuctl.command import add_provider_flags, count, err, out, rpc
 from tsukud.errors import ExitCode
 
 TYPE_CHECKING = False
@@ -106,7 +106,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    res = rpc(args, "batch.status", {})
+    res = rpc(args, "batch.status", {"examples": args.examples})
     if args.json:
         out(render.jsonl(res))
         return 0
@@ -225,6 +225,13 @@ def register(sub: Any) -> None:
     r.set_defaults(fn=cmd_run)
 
     s = actions.add_parser("status", help="the queue by state, and why jobs failed")
+    s.add_argument(
+        "--examples",
+        type=count,
+        default=3,
+        metavar="N",
+        help="failed jobs shown per reason (default 3, at most 50)",
+    )
     s.add_argument("--json", action="store_true", help="the result as one JSON object")
     s.set_defaults(fn=cmd_status)
 

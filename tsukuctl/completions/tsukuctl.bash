@@ -41,7 +41,7 @@ _tsukuctl() {
             " batch") words="-h --help -q --quiet -v --verbose" ;;
             " batch add") words="-h --help --json -q --quiet -v --verbose" ;;
             " batch run") words="-h --help --deterministic-only --llm --provider --only-provider --skip-validation --max-usd --jobs -y --yes --json -q --quiet -v --verbose" ;;
-            " batch status") words="-h --help --json -q --quiet -v --verbose" ;;
+            " batch status") words="-h --help --examples --json -q --quiet -v --verbose" ;;
             " batch retry") words="-h --help --failed --deferred --json -q --quiet -v --verbose" ;;
             " batch export") words="-h --help --unvalidated --json -q --quiet -v --verbose" ;;
             " batch clear") words="-h --help --json -q --quiet -v --verbose" ;;

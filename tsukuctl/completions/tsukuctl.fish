@@ -100,7 +100,7 @@ function __tsukuctl_complete
                 printf '%s\n' -h --help --deterministic-only --llm --provider --only-provider --skip-validation --max-usd --jobs -y --yes --json -q --quiet -v --verbose
                 return
             case " batch status"
-                printf '%s\n' -h --help --json -q --quiet -v --verbose
+                printf '%s\n' -h --help --examples --json -q --quiet -v --verbose
                 return
             case " batch retry"
                 printf '%s\n' -h --help --failed --deferred --json -q --quiet -v --verbose

@@ -42,7 +42,7 @@ _tsukuctl() {
             (" batch") cands=(-h --help -q --quiet -v --verbose) ;;
             (" batch add") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" batch run") cands=(-h --help --deterministic-only --llm --provider --only-provider --skip-validation --max-usd --jobs -y --yes --json -q --quiet -v --verbose) ;;
-            (" batch status") cands=(-h --help --json -q --quiet -v --verbose) ;;
+            (" batch status") cands=(-h --help --examples --json -q --quiet -v --verbose) ;;
             (" batch retry") cands=(-h --help --failed --deferred --json -q --quiet -v --verbose) ;;
             (" batch export") cands=(-h --help --unvalidated --json -q --quiet -v --verbose) ;;
             (" batch clear") cands=(-h --help --json -q --quiet -v --verbose) ;;

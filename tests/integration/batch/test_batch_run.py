@@ -1,0 +1,98 @@
+"""``tsukuctl batch`` against a real tsukud and the fakes: add ~20 mixed sources (some
+broken on purpose), run them deterministically, and hold the invariants: every source
+ends done, failed with a reason, or deferred; none is left running; export writes each
+tool once, byte-stable; the ledger verifies; a second run redoes nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Tsuku
+from tests.integration.batch.conftest import GITHUB_TOOLS, ctl_json, events, sources_text
+from tsukud.errors import ExitCode
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_deterministic_batch_ends_every_source_and_a_rerun_redoes_nothing(
+    home: Tsuku, tmp_path: Path
+) -> None:
+    t = home
+    t.start()
+    listing = tmp_path / "sources.txt"
+    listing.write_text(sources_text())
+    cp = t.ctl("batch", "add", str(listing))
+    assert cp.returncode == ExitCode.PARTIAL_FAILURE, cp.stderr  # one bad line
+    assert "line 23: unknown source 'http://acme.example/tool'" in cp.stderr
+    assert "queued 21 source(s)" in cp.stdout
+    # The same list again queues nothing twice.
+    again = ctl_json(t, "batch", "add", "-", input=sources_text(), rc=ExitCode.PARTIAL_FAILURE)
+    assert again["added"] == 0 and len(again["already_queued"]) == 21
+
+    cp = t.ctl(
+        "batch", "run", "--deterministic-only", "--skip-validation", "--jobs", "4", timeout=300
+    )
+    assert cp.returncode == 0, cp.stderr
+    assert "left;" in cp.stderr and "/min" in cp.stderr  # progress: counts and rate
+    status = ctl_json(t, "batch", "status")
+    counts = status["counts"]
+    # None left running or queued; a failure that may pass (a 404 reads as one until
+    # failures are classified) waits out its backoff in the queue, as a failed job.
+    assert counts["running"] == 0 and counts["queued"] == 0, json.dumps(status, indent=1)
+    failed = counts["failed"] + counts["backoff"]
+    assert counts["done"] + failed + counts["deferred"] == 21 == status["total"]
+    done_events = events(t, "batch.done")
+    done_tools = sorted(
+        {e["payload"]["recipe"].split('name = "')[1].split('"')[0] for e in done_events}
+    )
+    # Every tool that can be generated was; every broken one failed with its reason.
+    expected_done = sorted([s.split()[0] for s in GITHUB_TOOLS] + ["greet", "hello", "shout"])
+    assert done_tools == expected_done, (done_tools, status["failures"])
+    assert len(done_events) == len(expected_done) == counts["done"]
+    full = ctl_json(t, "batch", "status", "--examples", "50")["failures"]
+    assert sum(g["count"] for g in full) == failed == 5
+    reasons = {ex["tool"]: (g["category"], ex["message"]) for g in full for ex in g["examples"]}
+    assert set(reasons) == {"nosuch", "docs-only", "unreleased", "ghost", "nobrew"}
+    assert all(category and message for category, message in reasons.values()), reasons
+    assert reasons["nobrew"][1] == "Homebrew has no formula named no-such-formula"
+    # Each job ran in its own ledger session: per-job cost in events summary --by session.
+    leased = events(t, "batch.leased")
+    assert len(leased) == 21 and len({e["session"] for e in leased}) == 21
+    created = events(t, "create.started")
+    assert {e["session"] for e in created} <= {e["session"] for e in leased}
+    assert not (t.home / "recipes").exists() or not any((t.home / "recipes").iterdir())
+
+    out = tmp_path / "registry"
+    export = ctl_json(t, "batch", "export", str(out), "--unvalidated")
+    assert export["recipes"] == len(expected_done) and export["unchanged"] == 0
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.toml"))
+    assert files == sorted(f"recipes/{tool[0]}/{tool}.toml" for tool in expected_done)
+    before = {p: p.read_bytes() for p in out.rglob("*.toml")}
+    # Without --unvalidated nothing made with --skip-validation is exported.
+    assert ctl_json(t, "batch", "export", str(tmp_path / "v"))["recipes"] == 0
+
+    cp = t.ctl("events", "verify")
+    assert cp.returncode == 0, cp.stderr
+
+    # A second run finds nothing to do: done jobs are not redone, final failures wait
+    # for `batch retry`.
+    second = ctl_json(t, "batch", "run", "--deterministic-only", "--skip-validation")
+    assert (second["done"], second["failed"], second["deferred"]) == (0, 0, 0)
+    assert len(events(t, "batch.leased")) == 21 and len(events(t, "create.started")) == 21
+    again_export = ctl_json(t, "batch", "export", str(out), "--unvalidated")
+    assert again_export["written"] == [] and again_export["unchanged"] == len(expected_done)
+    assert {p: p.read_bytes() for p in out.rglob("*.toml")} == before
+
+    # A restarted daemon folds the same queue from the ledger.
+    t.stop_all()
+    t.start()
+    assert ctl_json(t, "batch", "status")["counts"] == counts
+    retried = ctl_json(t, "batch", "retry", "--failed")
+    assert retried["retried"] == 5  # final failures and the one in backoff
+    third = ctl_json(t, "batch", "run", "--deterministic-only", "--skip-validation")
+    assert (third["done"], third["failed"]) == (0, 5)
+    assert ctl_json(t, "batch", "clear")["cleared"] == 21
+    assert ctl_json(t, "batch", "status")["total"] == 0
