@@ -59,6 +59,13 @@ def failure_message(exc: BaseException) -> str:
     return line if len(line) <= MAX_MESSAGE else line[: MAX_MESSAGE - 1] + "…"
 
 
+def only_cancelled(exc: BaseException) -> bool:
+    """``exc`` is a cancellation (alone, or grouped by the workers' nursery)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(trio.Cancelled)[1] is None
+    return isinstance(exc, trio.Cancelled)
+
+
 @dataclass(frozen=True)
 class RunOptions:
     deterministic_only: bool = False
@@ -132,8 +139,8 @@ class BatchRunner:
                         pool.start_soon(self._worker, opts, tally, progress, started)
                 keeper.cancel_scope.cancel()
             reason = "finished"
-        except trio.Cancelled:
-            reason = "cancelled"
+        except BaseException as exc:
+            reason = "cancelled" if only_cancelled(exc) else "failed"
             raise
         finally:
             with trio.CancelScope(shield=True):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import json
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -122,3 +123,54 @@ def test_kill_9_mid_run_then_run_again_resumes_and_nothing_is_done_twice(
     stopped = [e["payload"]["reason"] for e in events(t, "batch.run_stopped")]
     assert stopped == ["finished"]  # the killed run never recorded its end
     assert json.loads(t.ctl("batch", "status", "--json").stdout)["stale_commits"] == 0
+
+
+def test_ctrl_c_stops_the_run_and_gives_the_running_jobs_back(home: Tsuku, slow_npm: None) -> None:
+    t = home
+    t.start()
+    slow = "".join(
+        f'{{"tool": "{tool}", "source": "npm:{pkg}", "priority": 5}}\n'
+        for tool, pkg in (("greet", "greet"), ("shout", "@fake/shout"))
+    )
+    cp = t.ctl("batch", "add", "-", input=slow + "stern github:stern/stern\n")
+    assert cp.returncode == 0, cp.stderr
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tsukuctl",
+            "batch",
+            "run",
+            "--deterministic-only",
+            "--skip-validation",
+            "--jobs",
+            "2",
+        ],
+        env=t.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(
+            lambda: ctl_json(t, "batch", "status")["counts"]["running"] == 2,
+            "both npm jobs running",
+        )
+        run.send_signal(signal.SIGINT)
+        _out, err = run.communicate(timeout=30)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == ExitCode.CANCELLED, err
+    status = ctl_json(t, "batch", "status")
+    assert status["active_run"] is None
+    assert status["counts"]["running"] == 0
+    assert status["counts"]["queued"] == 3  # the two given back, and stern never leased
+    given_back = [e["payload"] for e in events(t, "batch.requeued")]
+    assert sorted(p["reason"] for p in given_back) == ["run stopped", "run stopped"]
+    (stopped,) = [e["payload"] for e in events(t, "batch.run_stopped")]
+    assert stopped["reason"] == "cancelled" and stopped["done"] == 0
+    # The queue is consistent: the next run finishes every job.
+    res = ctl_json(t, "batch", "run", "--deterministic-only", "--skip-validation")
+    assert res["done"] == 3 and res["remaining"] == 0
