@@ -6,17 +6,25 @@ tool once, byte-stable; the ledger verifies; a second run redoes nothing."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Tsuku
+from tests.fakes.anthropic_server import FakeAnthropic
 from tests.integration.batch.conftest import GITHUB_TOOLS, ctl_json, events, sources_text
+from tests.integration.create.helpers import CLAUDE_KEY
 from tsukud.errors import ExitCode
 
-pytestmark = pytest.mark.slow
+
+@pytest.fixture
+def anthropic() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as fake:
+        yield fake
 
 
+@pytest.mark.slow
 def test_a_deterministic_batch_ends_every_source_and_a_rerun_redoes_nothing(
     home: Tsuku, tmp_path: Path
 ) -> None:
@@ -96,3 +104,24 @@ def test_a_deterministic_batch_ends_every_source_and_a_rerun_redoes_nothing(
     assert (third["done"], third["failed"]) == (0, 5)
     assert ctl_json(t, "batch", "clear")["cleared"] == 21
     assert ctl_json(t, "batch", "status")["total"] == 0
+
+
+def test_jobs_the_cap_cannot_hold_are_deferred_not_failed(
+    home: Tsuku, anthropic: FakeAnthropic
+) -> None:
+    """``--llm --max-usd``: a model run's worst case must fit under the cap before it
+    starts; one that cannot is deferred (``budget``), nothing is sent to the model, and
+    ``batch retry --deferred`` queues it again."""
+    t = home
+    t.env.update({"ANTHROPIC_API_KEY": CLAUDE_KEY, "ANTHROPIC_BASE_URL": anthropic.url})
+    t.start()
+    ctl_json(t, "batch", "add", "-", input="stern github:stern/stern\nk9s github:derailed/k9s\n")
+    res = ctl_json(t, "batch", "run", "--llm", "--max-usd", "0.001", "--skip-validation", "--yes")
+    assert (res["done"], res["failed"], res["deferred"], res["spent_usd"]) == (0, 0, 2, 0.0)
+    status = ctl_json(t, "batch", "status")
+    assert status["deferred"] == [{"reason": "budget", "count": 2}]
+    assert anthropic.requests == []
+    deferred = [e["payload"] for e in events(t, "batch.deferred")]
+    assert all("cap of $0.00" in (p["message"] or "") for p in deferred), deferred
+    assert ctl_json(t, "batch", "retry", "--deferred")["retried"] == 2
+    assert ctl_json(t, "batch", "status")["counts"]["queued"] == 2
