@@ -77,6 +77,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "deterministic_only": args.deterministic_only,
         "llm": args.llm,
         "provider": args.provider,
+        "only_provider": args.only_provider,
         "skip_validation": args.skip_validation,
         "max_usd": args.max_usd,
         "jobs": args.jobs,
@@ -178,26 +179,22 @@ def _usd(text: str) -> float:
     return value
 
 
-def _jobs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of workers: {text!r}") from None
-    if not 1 <= value <= 256:
-        raise argparse.ArgumentTypeError("--jobs must be between 1 and 256")
-    return value
+def _action(actions: Any, name: str, help: str, fn: Any) -> argparse.ArgumentParser:
+    """One ``batch`` action, with the ``--json`` every action has."""
+    p: argparse.ArgumentParser = actions.add_parser(name, help=help)
+    p.add_argument("--json", action="store_true", help="the result as one JSON object")
+    p.set_defaults(fn=fn)
+    return p
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("batch", help="queue sources and generate their recipes in bulk")
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
 
-    a = actions.add_parser("add", help="queue sources from a file (- for stdin)")
+    a = _action(actions, "add", "queue sources from a file (- for stdin)", cmd_add)
     a.add_argument("file", metavar="FILE", help="TOOL SOURCE lines, or JSON lines with a priority")
-    a.add_argument("--json", action="store_true", help="the result as one JSON object")
-    a.set_defaults(fn=cmd_add)
 
-    r = actions.add_parser("run", help="drain the queue through create and validation")
+    r = _action(actions, "run", "drain the queue through create and validation", cmd_run)
     mode = r.add_mutually_exclusive_group()
     mode.add_argument(
         "--deterministic-only", action="store_true", help="never ask an LLM (no spend)"
@@ -218,13 +215,14 @@ def register(sub: Any) -> None:
         help="the most this run may spend on LLMs; jobs that would pass it are deferred",
     )
     r.add_argument(
-        "--jobs", type=_jobs, metavar="N", help="workers at once (default: twice the cores)"
+        "--jobs",
+        type=count,
+        metavar="N",
+        help="workers at once, 1 to 256 (default: twice the cores)",
     )
     r.add_argument("-y", "--yes", action="store_true", help="accept costs without asking")
-    r.add_argument("--json", action="store_true", help="the result as one JSON object")
-    r.set_defaults(fn=cmd_run)
 
-    s = actions.add_parser("status", help="the queue by state, and why jobs failed")
+    s = _action(actions, "status", "the queue by state, and why jobs failed", cmd_status)
     s.add_argument(
         "--examples",
         type=count,
@@ -232,25 +230,15 @@ def register(sub: Any) -> None:
         metavar="N",
         help="failed jobs shown per reason (default 3, at most 50)",
     )
-    s.add_argument("--json", action="store_true", help="the result as one JSON object")
-    s.set_defaults(fn=cmd_status)
 
-    t = actions.add_parser("retry", help="queue failed and/or deferred jobs again")
+    t = _action(actions, "retry", "queue failed and/or deferred jobs again", cmd_retry)
     t.add_argument("--failed", action="store_true", help="failed jobs (default: both)")
     t.add_argument("--deferred", action="store_true", help="deferred jobs (default: both)")
-    t.add_argument("--json", action="store_true", help="the result as one JSON object")
-    t.set_defaults(fn=cmd_retry)
 
-    e = actions.add_parser("export", help="write each tool's recipe to DIR/recipes/<letter>/")
+    e = _action(actions, "export", "write each tool's recipe to DIR/recipes/<letter>/", cmd_export)
     e.add_argument("directory", metavar="DIR")
     e.add_argument(
-        "--unvalidated",
-        action="store_true",
-        help="also recipes made with --skip-validation",
+        "--unvalidated", action="store_true", help="also recipes made with --skip-validation"
     )
-    e.add_argument("--json", action="store_true", help="the result as one JSON object")
-    e.set_defaults(fn=cmd_export)
 
-    c = actions.add_parser("clear", help="drop the queue (not while a run is active)")
-    c.add_argument("--json", action="store_true", help="the result as one JSON object")
-    c.set_defaults(fn=cmd_clear)
+    _action(actions, "clear", "drop the queue (not while a run is active)", cmd_clear)

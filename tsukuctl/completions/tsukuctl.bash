@@ -40,10 +40,10 @@ _tsukuctl() {
             " create") words="-h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation -y --yes --trust-page-hosts -o --output --force --json --collect-tool-stats -q --quiet -v --verbose" ;;
             " batch") words="-h --help -q --quiet -v --verbose" ;;
             " batch add") words="-h --help --json -q --quiet -v --verbose" ;;
-            " batch run") words="-h --help --deterministic-only --llm --provider --only-provider --skip-validation --max-usd --jobs -y --yes --json -q --quiet -v --verbose" ;;
-            " batch status") words="-h --help --examples --json -q --quiet -v --verbose" ;;
-            " batch retry") words="-h --help --failed --deferred --json -q --quiet -v --verbose" ;;
-            " batch export") words="-h --help --unvalidated --json -q --quiet -v --verbose" ;;
+            " batch run") words="-h --help --json --deterministic-only --llm --provider --only-provider --skip-validation --max-usd --jobs -y --yes -q --quiet -v --verbose" ;;
+            " batch status") words="-h --help --json --examples -q --quiet -v --verbose" ;;
+            " batch retry") words="-h --help --json --failed --deferred -q --quiet -v --verbose" ;;
+            " batch export") words="-h --help --json --unvalidated -q --quiet -v --verbose" ;;
             " batch clear") words="-h --help --json -q --quiet -v --verbose" ;;
             " hook") words="-h --help --shell --rc --mode --json -q --quiet -v --verbose" ;;
             " shell-init") words="-h --help -q --quiet -v --verbose" ;;

@@ -97,16 +97,16 @@ function __tsukuctl_complete
                 printf '%s\n' -h --help --json -q --quiet -v --verbose
                 return
             case " batch run"
-                printf '%s\n' -h --help --deterministic-only --llm --provider --only-provider --skip-validation --max-usd --jobs -y --yes --json -q --quiet -v --verbose
+                printf '%s\n' -h --help --json --deterministic-only --llm --provider --only-provider --skip-validation --max-usd --jobs -y --yes -q --quiet -v --verbose
                 return
             case " batch status"
-                printf '%s\n' -h --help --examples --json -q --quiet -v --verbose
+                printf '%s\n' -h --help --json --examples -q --quiet -v --verbose
                 return
             case " batch retry"
-                printf '%s\n' -h --help --failed --deferred --json -q --quiet -v --verbose
+                printf '%s\n' -h --help --json --failed --deferred -q --quiet -v --verbose
                 return
             case " batch export"
-                printf '%s\n' -h --help --unvalidated --json -q --quiet -v --verbose
+                printf '%s\n' -h --help --json --unvalidated -q --quiet -v --verbose
                 return
             case " batch clear"
                 printf '%s\n' -h --help --json -q --quiet -v --verbose

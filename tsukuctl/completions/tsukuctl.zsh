@@ -41,10 +41,10 @@ _tsukuctl() {
             (" create") cands=(-h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation -y --yes --trust-page-hosts -o --output --force --json --collect-tool-stats -q --quiet -v --verbose) ;;
             (" batch") cands=(-h --help -q --quiet -v --verbose) ;;
             (" batch add") cands=(-h --help --json -q --quiet -v --verbose) ;;
-            (" batch run") cands=(-h --help --deterministic-only --llm --provider --only-provider --skip-validation --max-usd --jobs -y --yes --json -q --quiet -v --verbose) ;;
-            (" batch status") cands=(-h --help --examples --json -q --quiet -v --verbose) ;;
-            (" batch retry") cands=(-h --help --failed --deferred --json -q --quiet -v --verbose) ;;
-            (" batch export") cands=(-h --help --unvalidated --json -q --quiet -v --verbose) ;;
+            (" batch run") cands=(-h --help --json --deterministic-only --llm --provider --only-provider --skip-validation --max-usd --jobs -y --yes -q --quiet -v --verbose) ;;
+            (" batch status") cands=(-h --help --json --examples -q --quiet -v --verbose) ;;
+            (" batch retry") cands=(-h --help --json --failed --deferred -q --quiet -v --verbose) ;;
+            (" batch export") cands=(-h --help --json --unvalidated -q --quiet -v --verbose) ;;
             (" batch clear") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" hook") cands=(-h --help --shell --rc --mode --json -q --quiet -v --verbose) ;;
             (" shell-init") cands=(-h --help -q --quiet -v --verbose) ;;

@@ -20,8 +20,6 @@ import heapq
 import sqlite3
 from dataclasses import dataclass, field
 
-import msgspec
-
 from tsukud.clock import parse_iso
 from tsukud.events.catalogue import (
     BatchAdded,
@@ -34,7 +32,8 @@ from tsukud.events.catalogue import (
     BatchRunStopped,
     read,
 )
-from tsukud.events.store import Event, iter_rows, row_to_event
+from tsukud.events.projections import fold_rows
+from tsukud.events.store import Event
 
 #: How long a lease holds without a heartbeat (renewed in memory while the job runs).
 LEASE_SECONDS = 120.0
@@ -122,6 +121,14 @@ class Queue:
             return None
         return job
 
+    def _release(self, job_id: str, fence: int, state: str) -> Job | None:
+        """End the lease ``fence`` of a job in ``state``; None (nothing changes) when that
+        lease is no longer the job's."""
+        job = self._current(job_id, fence)
+        if job is not None:
+            job.state, job.owner, job.lease_until = state, None, None
+        return job
+
     def apply(self, ev: Event) -> None:
         t = ev.type
         job: Job | None
@@ -142,9 +149,8 @@ class Queue:
                 job.not_before = None
         elif t == "batch.done":
             done = read(ev.payload, BatchDone)
-            job = self._current(done.job, done.fence)
+            job = self._release(done.job, done.fence, "done")
             if job is not None:
-                job.state, job.owner, job.lease_until = "done", None, None
                 job.category = job.message = None
                 job.done = Done(
                     done.version,
@@ -157,22 +163,19 @@ class Queue:
                 )
         elif t == "batch.failed":
             failed = read(ev.payload, BatchFailed)
-            job = self._current(failed.job, failed.fence)
+            job = self._release(failed.job, failed.fence, "failed")
             if job is not None:
-                job.state, job.owner, job.lease_until = "failed", None, None
                 job.category, job.message = failed.category, failed.message
                 job.not_before = parse_iso(failed.retry_at) if failed.retry_at else None
         elif t == "batch.deferred":
             deferred = read(ev.payload, BatchDeferred)
-            job = self._current(deferred.job, deferred.fence)
+            job = self._release(deferred.job, deferred.fence, "deferred")
             if job is not None:
-                job.state, job.owner, job.lease_until = "deferred", None, None
                 job.category, job.message = deferred.reason, deferred.message
         elif t == "batch.requeued":
             requeued = read(ev.payload, BatchRequeued)
-            job = self._current(requeued.job, requeued.fence)
+            job = self._release(requeued.job, requeued.fence, "queued")
             if job is not None:
-                job.state, job.owner, job.lease_until = "queued", None, None
                 self._push(job)
         elif t == "batch.retried":
             for jid in read(ev.payload, BatchRetried).jobs:
@@ -297,10 +300,5 @@ def load(conn: sqlite3.Connection) -> Queue:
         " AND id > (SELECT coalesce(max(id), 0) FROM events WHERE type = 'batch.cleared')"
         " ORDER BY id"
     )
-    for rows in iter_rows(conn, sql, types):
-        for row in rows:
-            try:
-                queue.apply(row_to_event(row))
-            except msgspec.ValidationError:
-                queue.unreadable += 1
+    queue.unreadable = fold_rows(conn, sql, types, queue.apply)
     return queue

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import trio
 
 from tsukud import log
@@ -66,11 +67,13 @@ def only_cancelled(exc: BaseException) -> bool:
     return isinstance(exc, trio.Cancelled)
 
 
-@dataclass(frozen=True)
-class RunOptions:
+class RunOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``batch run``'s choices (also the ``batch.run`` request's params)."""
+
     deterministic_only: bool = False
     llm: bool = False
     provider: str | None = None
+    only_provider: bool | None = None  # None: the llm.only_provider setting
     skip_validation: bool = False
     max_usd: float | None = None
     jobs: int | None = None
@@ -225,6 +228,7 @@ class BatchRunner:
                 force_llm=opts.llm,
                 skip_validation=opts.skip_validation,
                 providers=opts.provider,
+                only_provider=opts.only_provider,
                 confirmed=opts.yes,
                 can_ask=False,
                 session=lease.session,

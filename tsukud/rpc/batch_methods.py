@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from tsukud.daemon import Daemon
+from tsukud.flows.batch_run import RunOptions
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
 
@@ -20,16 +21,6 @@ MAX_ADD_CHARS = 16 * 1024 * 1024  # the frame limit bounds it too; said plainly 
 
 class AddParams(msgspec.Struct, forbid_unknown_fields=True):
     text: str  # the file's contents: TOOL SOURCE lines or JSON lines
-
-
-class RunParams(msgspec.Struct, forbid_unknown_fields=True):
-    deterministic_only: bool = False
-    llm: bool = False
-    provider: str | None = None
-    skip_validation: bool = False
-    max_usd: float | None = None
-    jobs: int | None = None
-    yes: bool = False
 
 
 class RetryParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -59,13 +50,12 @@ async def batch_add(d: Daemon, p: AddParams, call: Call) -> dict[str, Any]:
     return await d.services.batch.add(p.text)
 
 
-@method("batch.run", RunParams)
-async def batch_run(d: Daemon, p: RunParams, call: Call) -> dict[str, Any]:
+@method("batch.run", RunOptions)
+async def batch_run(d: Daemon, p: RunOptions, call: Call) -> dict[str, Any]:
     """Drain the queue through create; progress frames after each job."""
     import math
 
     from tsukud.errors import UsageError
-    from tsukud.flows.batch_run import RunOptions
 
     if p.deterministic_only and p.llm:
         raise UsageError("--deterministic-only and --llm exclude each other")
@@ -73,16 +63,7 @@ async def batch_run(d: Daemon, p: RunParams, call: Call) -> dict[str, Any]:
         raise UsageError(f"--jobs must be between 1 and 256 (got {p.jobs})")
     if p.max_usd is not None and not (math.isfinite(p.max_usd) and p.max_usd >= 0):
         raise UsageError(f"--max-usd must be a finite amount ≥ 0 (got {p.max_usd})")
-    opts = RunOptions(
-        deterministic_only=p.deterministic_only,
-        llm=p.llm,
-        provider=p.provider,
-        skip_validation=p.skip_validation,
-        max_usd=p.max_usd,
-        jobs=p.jobs,
-        yes=p.yes,
-    )
-    return await d.services.batch_run.run(opts, progress=call.progress)
+    return await d.services.batch_run.run(p, progress=call.progress)
 
 
 @method("batch.status", StatusParams, inline=True)

@@ -34,19 +34,16 @@ def slow_npm(eco: FakeEcosystems) -> Iterator[None]:
         eco.delay.pop("npm", None)
 
 
-def test_kill_9_mid_run_then_run_again_resumes_and_nothing_is_done_twice(
-    home: Tsuku, slow_npm: None, tmp_path: Path
-) -> None:
-    t = home
-    daemon = t.start()
-    # npm jobs first (priority), so the kill finds slow jobs running.
-    slow = "".join(
-        f'{{"tool": "{tool}", "source": "npm:{pkg}", "priority": 5}}\n'
-        for tool, pkg in (("greet", "greet"), ("shout", "@fake/shout"))
-    )
-    cp = t.ctl("batch", "add", "-", input=slow + sources_text())
-    assert cp.returncode == ExitCode.PARTIAL_FAILURE, cp.stderr
-    run = subprocess.Popen(
+#: npm jobs first (priority), so a run has slow jobs running while the test acts on it.
+SLOW = "".join(
+    f'{{"tool": "{tool}", "source": "npm:{pkg}", "priority": 5}}\n'
+    for tool, pkg in (("greet", "greet"), ("shout", "@fake/shout"))
+)
+
+
+def start_run(t: Tsuku) -> subprocess.Popen[str]:
+    """A real ``tsukuctl batch run`` process, two workers."""
+    return subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -63,6 +60,16 @@ def test_kill_9_mid_run_then_run_again_resumes_and_nothing_is_done_twice(
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def test_kill_9_mid_run_then_run_again_resumes_and_nothing_is_done_twice(
+    home: Tsuku, slow_npm: None, tmp_path: Path
+) -> None:
+    t = home
+    daemon = t.start()
+    cp = t.ctl("batch", "add", "-", input=SLOW + sources_text())
+    assert cp.returncode == ExitCode.PARTIAL_FAILURE, cp.stderr
+    run = start_run(t)
     try:
 
         def running() -> bool:
@@ -128,29 +135,9 @@ def test_kill_9_mid_run_then_run_again_resumes_and_nothing_is_done_twice(
 def test_ctrl_c_stops_the_run_and_gives_the_running_jobs_back(home: Tsuku, slow_npm: None) -> None:
     t = home
     t.start()
-    slow = "".join(
-        f'{{"tool": "{tool}", "source": "npm:{pkg}", "priority": 5}}\n'
-        for tool, pkg in (("greet", "greet"), ("shout", "@fake/shout"))
-    )
-    cp = t.ctl("batch", "add", "-", input=slow + "stern github:stern/stern\n")
+    cp = t.ctl("batch", "add", "-", input=SLOW + "stern github:stern/stern\n")
     assert cp.returncode == 0, cp.stderr
-    run = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tsukuctl",
-            "batch",
-            "run",
-            "--deterministic-only",
-            "--skip-validation",
-            "--jobs",
-            "2",
-        ],
-        env=t.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    run = start_run(t)
     try:
         wait_until(
             lambda: ctl_json(t, "batch", "status")["counts"]["running"] == 2,
