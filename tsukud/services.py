@@ -325,7 +325,9 @@ class Services:
     def batch_run(self) -> BatchRunner:
         from tsukud.flows.batch_run import BatchRunner
 
-        return BatchRunner(batch=self.batch, create=self.create_recipe.create)
+        # The creator, not the create_recipe flow: a recipe read from an install page
+        # needs a person to see the hosts it names, and a batch job has no one to show.
+        return BatchRunner(batch=self.batch, create=self.creator.create)
 
     # ---- the daemon's start and stop --------------------------------------------------------
 

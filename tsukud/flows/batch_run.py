@@ -1,7 +1,7 @@
 """``tsukuctl batch run``: workers drain the batch queue through create (and validation).
 
 N workers each lease a job (``BatchService.lease``: decided and recorded in one step),
-run create for it with ``write=False`` (the recipe goes to the ledger, in ``batch.done``,
+run the creator for it with ``write=False`` (the recipe goes to the ledger, in ``batch.done``,
 not to ``recipes/``) under the job's own ledger session, and record its outcome; a
 keeper task reaps leases that expired and renews the ones held (the heartbeat). Network
 and model stages of different jobs overlap with each other and with container
@@ -93,7 +93,10 @@ class _Tally:
 class BatchRunner:
     def __init__(self, *, batch: BatchService, create: Create) -> None:
         self.batch = batch
-        self.create = create  # flows.create_recipe's create (Creator.create's options)
+        # Creator.create: GitHub releases, registries and bottles. Not create_recipe's
+        # install-page fallback: a page's recipe may name hosts its repository does not,
+        # which a person must see before it is used, and no one watches a batch job.
+        self.create = create
 
     async def run(self, opts: RunOptions, *, progress: Progress) -> dict[str, Any]:
         batch = self.batch

@@ -13,9 +13,12 @@ import pytest
 
 from tests.conftest import Tsuku
 from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.github import FakeGitHub
 from tests.integration.batch.conftest import GITHUB_TOOLS, ctl_json, events, sources_text
 from tests.integration.create.helpers import CLAUDE_KEY
 from tsukud.errors import ExitCode
+from tsukud.testing.download_host import FakeDownloadHost
+from tsukud.testing.releases import FakeAsset, FakeRelease, FakeRepo
 
 
 @pytest.fixture
@@ -125,3 +128,30 @@ def test_jobs_the_cap_cannot_hold_are_deferred_not_failed(
     assert all("cap of $0.00" in (p["message"] or "") for p in deferred), deferred
     assert ctl_json(t, "batch", "retry", "--deferred")["retried"] == 2
     assert ctl_json(t, "batch", "status")["counts"]["queued"] == 2
+
+
+def test_a_repository_without_builds_fails_and_its_install_page_is_never_read(
+    home: Tsuku, world: FakeGitHub, anthropic: FakeAnthropic
+) -> None:
+    """``create`` would read such a repository's homepage with a model; a recipe from a
+    page may name hosts its repository does not, which a person must see first, and a
+    batch job has no one to show them to. So the job fails (``no_binary_assets``), the
+    page is not fetched and no model is asked, ``--llm --yes`` or not."""
+    with FakeDownloadHost() as vendor:
+        page = vendor.add("/foo/", b"<h1>foo</h1><p>curl the installer</p>", sha256_file=False)
+        zip_only = FakeAsset("foo-1.4.2-windows-amd64.zip", b"PK\x05\x06" + b"\0" * 18)
+        world.add_repo(
+            FakeRepo("acme/pageonly", [FakeRelease("v1.4.2", [zip_only])], homepage=page)
+        )
+        try:
+            t = home
+            t.env.update({"ANTHROPIC_API_KEY": CLAUDE_KEY, "ANTHROPIC_BASE_URL": anthropic.url})
+            t.start()
+            ctl_json(t, "batch", "add", "-", input="foo github:acme/pageonly\n")
+            res = ctl_json(t, "batch", "run", "--llm", "--yes", timeout=120)
+            assert (res["done"], res["failed"]) == (0, 1), res
+            (group,) = ctl_json(t, "batch", "status")["failures"]
+            assert group["category"] == "no_binary_assets", group
+            assert vendor.fetched() == [] and anthropic.requests == []
+        finally:
+            world.repos.pop("acme/pageonly", None)
