@@ -29,7 +29,7 @@ import msgspec
 import trio
 
 from tsukud import log
-from tsukud.errors import BudgetExceeded, TsukuError
+from tsukud.errors import BudgetExceeded, ConfirmationRequired, TsukuError
 from tsukud.policy import spent
 
 if TYPE_CHECKING:
@@ -260,13 +260,17 @@ class BatchRunner:
 
     def _settle_failure(self, lease: Lease, exc: Exception, tally: _Tally) -> str:
         """The one place a job's failure is classified and recorded: a budget that cannot
-        hold the job defers it; anything else fails it under its error code, backing
-        off when the code says the same request may succeed later."""
+        hold the job, or a cost that needs a yes, defers it; anything else fails it
+        under its error code, backing off when the code says the same request may
+        succeed later."""
         message = failure_message(exc)
         if not isinstance(exc, TsukuError):
             log.get().error("batch.job_crashed", job=lease.job, error=message)
-        if isinstance(exc, BudgetExceeded):
-            ok = self.batch.defer(lease, reason="budget", message=message)
+        if isinstance(exc, BudgetExceeded | ConfirmationRequired):
+            # Not the source's fault: the money needs room, or a yes (--yes) no one
+            # could give while the batch ran.
+            reason = "budget" if isinstance(exc, BudgetExceeded) else "confirmation"
+            ok = self.batch.defer(lease, reason=reason, message=message)
             outcome = "deferred"
         else:
             category = exc.code if isinstance(exc, TsukuError) else "internal"

@@ -116,7 +116,13 @@ def test_jobs_the_cap_cannot_hold_are_deferred_not_failed(
     starts; one that cannot is deferred (``budget``), nothing is sent to the model, and
     ``batch retry --deferred`` queues it again."""
     t = home
-    t.env.update({"ANTHROPIC_API_KEY": CLAUDE_KEY, "ANTHROPIC_BASE_URL": anthropic.url})
+    t.env.update(
+        {
+            "ANTHROPIC_API_KEY": CLAUDE_KEY,
+            "ANTHROPIC_BASE_URL": anthropic.url,
+            "TSUKU_LLM_CONFIRM_THRESHOLD": "0.0001",  # every model run needs a yes
+        }
+    )
     t.start()
     ctl_json(t, "batch", "add", "-", input="stern github:stern/stern\nk9s github:derailed/k9s\n")
     res = ctl_json(t, "batch", "run", "--llm", "--max-usd", "0.001", "--skip-validation", "--yes")
@@ -128,6 +134,12 @@ def test_jobs_the_cap_cannot_hold_are_deferred_not_failed(
     assert all("cap of $0.00" in (p["message"] or "") for p in deferred), deferred
     assert ctl_json(t, "batch", "retry", "--deferred")["retried"] == 2
     assert ctl_json(t, "batch", "status")["counts"]["queued"] == 2
+    # Without --yes, a model run above the confirmation threshold cannot be asked
+    # about during a batch: deferred too, nothing sent. (--yes above accepted it.)
+    res = ctl_json(t, "batch", "run", "--llm", "--skip-validation")
+    assert (res["failed"], res["deferred"]) == (0, 2), ctl_json(t, "batch", "status")
+    assert ctl_json(t, "batch", "status")["deferred"] == [{"reason": "confirmation", "count": 2}]
+    assert anthropic.requests == []
 
 
 def test_a_repository_without_builds_fails_and_its_install_page_is_never_read(
