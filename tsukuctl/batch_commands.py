@@ -23,6 +23,40 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+PART_CHARS = 256 * 1024  # a request stays well under the 1 MiB frame limit
+
+
+def parts(text: str, size: int = PART_CHARS) -> list[tuple[int, str]]:
+    """``text`` cut at line ends into parts of about ``size`` characters, each with the
+    number of its first line."""
+    out: list[tuple[int, str]] = []
+    lines = text.splitlines(keepends=True)
+    chunk: list[str] = []
+    start, chars = 1, 0
+    for number, line in enumerate(lines, 1):
+        if chunk and chars + len(line) > size:
+            out.append((start, "".join(chunk)))
+            start, chunk, chars = number, [], 0
+        chunk.append(line)
+        chars += len(line)
+    if chunk or not out:
+        out.append((start, "".join(chunk)))
+    return out
+
+
+def _add_in_parts(args: argparse.Namespace, text: str) -> dict[str, Any]:
+    """One ``batch.add`` per part, the answers added up (a later part finds what an
+    earlier one queued as already queued)."""
+    total: dict[str, Any] = {"added": 0, "already_queued": [], "duplicate_lines": [], "bad": []}
+    for first, part in parts(text):
+        res = rpc(args, "batch.add", {"text": part, "first_line": first})
+        total["added"] += res["added"]
+        for key in ("already_queued", "duplicate_lines", "bad"):
+            total[key] += res[key]
+        total["queued"] = res["queued"]
+    return total
+
+
 def cmd_add(args: argparse.Namespace) -> int:
     if args.file == "-":
         text = sys.stdin.read()
@@ -34,7 +68,7 @@ def cmd_add(args: argparse.Namespace) -> int:
             err(f"tsukuctl: cannot read {args.file}: {exc.strerror}")
             err("hint: name a readable file of TOOL SOURCE lines, or - for stdin")
             return ExitCode.USAGE
-    res = rpc(args, "batch.add", {"text": text})
+    res = _add_in_parts(args, text)
     if args.json:
         out(render.jsonl(res))
     else:

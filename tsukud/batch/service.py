@@ -73,10 +73,10 @@ class BatchService:
 
     # ---- the queue's contents -------------------------------------------------------------
 
-    async def add(self, text: str) -> dict[str, Any]:
+    async def add(self, text: str, first_line: int = 1) -> dict[str, Any]:
         """Queue each good line's source once; report bad lines, and sources given twice
         in the input or already queued."""
-        parsed = parse(text)
+        parsed = parse(text, first_line)
         new = [j for j in parsed.jobs if j.id not in self.queue.jobs]
         queued_before = [j for j in parsed.jobs if j.id in self.queue.jobs]
         last = None

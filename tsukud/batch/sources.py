@@ -92,13 +92,14 @@ def _clean(text: str) -> str:
     return terminal_safe(redact(text), one_line=True)
 
 
-def parse(text: str) -> Parsed:
-    """Every line of ``text``: the jobs to queue, in order, each (tool, source) once."""
+def parse(text: str, first_line: int = 1) -> Parsed:
+    """Every line of ``text``: the jobs to queue, in order, each (tool, source) once.
+    ``first_line``: the number of the text's first line (a long list comes in parts)."""
     from tsukud.install.registry import check_name
 
     out = Parsed(jobs=[], bad=[], duplicates=[])
     seen: set[str] = set()
-    for number, raw in enumerate(text.splitlines(), 1):
+    for number, raw in enumerate(text.splitlines(), first_line):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue

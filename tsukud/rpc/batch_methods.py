@@ -16,11 +16,10 @@ from tsukud.flows.batch_run import RunOptions
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
 
-MAX_ADD_CHARS = 16 * 1024 * 1024  # the frame limit bounds it too; said plainly here
-
 
 class AddParams(msgspec.Struct, forbid_unknown_fields=True):
-    text: str  # the file's contents: TOOL SOURCE lines or JSON lines
+    text: str  # TOOL SOURCE lines or JSON lines (a long file comes in parts)
+    first_line: int = 1  # the number of the text's first line in the file
 
 
 class RetryParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -42,12 +41,9 @@ async def batch_add(d: Daemon, p: AddParams, call: Call) -> dict[str, Any]:
     """Queue sources (each tool and source once); bad lines come back with their numbers."""
     from tsukud.errors import UsageError
 
-    if len(p.text) > MAX_ADD_CHARS:
-        raise UsageError(
-            "the source list is larger than 16 MiB",
-            hint="Split it into several files and add each one.",
-        )
-    return await d.services.batch.add(p.text)
+    if not 1 <= p.first_line <= 1 << 40:
+        raise UsageError(f"first_line must be 1 or more (got {p.first_line})")
+    return await d.services.batch.add(p.text, p.first_line)
 
 
 @method("batch.run", RunOptions)

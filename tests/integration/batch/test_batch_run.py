@@ -167,3 +167,22 @@ def test_a_repository_without_builds_fails_and_its_install_page_is_never_read(
             assert vendor.fetched() == [] and anthropic.requests == []
         finally:
             world.repos.pop("acme/pageonly", None)
+
+
+@pytest.mark.slow
+def test_a_list_larger_than_a_frame_is_queued_whole(home: Tsuku, tmp_path: Path) -> None:
+    """40,000 sources (1.3 MB, past the 1 MiB frame limit): sent in parts, queued
+    whole, bad lines numbered in the file; the queue folds the same after a restart."""
+    t = home
+    t.start()
+    listing = tmp_path / "big.txt"
+    lines = [f"tool{i} npm:package-number-{i}" for i in range(40_000)]
+    lines[31_999] = "broken"
+    listing.write_text("\n".join(lines) + "\n")
+    assert listing.stat().st_size > 1 << 20
+    res = ctl_json(t, "batch", "add", str(listing), rc=ExitCode.PARTIAL_FAILURE, timeout=120)
+    assert res["added"] == 39_999 and res["queued"] == 39_999
+    assert [b["line"] for b in res["bad"]] == [32_000]
+    t.stop_all()
+    t.start()
+    assert ctl_json(t, "batch", "status")["counts"]["queued"] == 39_999

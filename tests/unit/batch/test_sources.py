@@ -68,3 +68,20 @@ def test_a_bad_line_shows_no_escape_sequences_and_no_secret() -> None:
     shown = " ".join(b.text + b.error for b in parsed.bad)
     assert "\x1b" not in shown and token not in shown
     assert [b.line for b in parsed.bad] == [1, 2]
+
+
+def test_a_long_list_in_parts_keeps_its_line_numbers() -> None:
+    """``tsukuctl batch add`` sends a long file in parts (each request under the frame
+    limit); the daemon numbers each part's lines from where the part starts."""
+    from tsukuctl.batch_commands import parts
+
+    text = "".join(f"t{i} npm:t{i}\n" for i in range(5000)) + "bad\n" + "last npm:last"
+    cut = parts(text, size=10_000)
+    assert len(cut) > 5 and "".join(p for _, p in cut) == text
+    jobs, bad = [], []
+    for first, part in cut:
+        parsed = parse(part, first)
+        jobs += parsed.jobs
+        bad += parsed.bad
+    assert len(jobs) == 5001 and [b.line for b in bad] == [5001]
+    assert parts("") == [(1, "")]
