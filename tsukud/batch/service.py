@@ -136,7 +136,13 @@ class BatchService:
             "failures": q.failures(self.queue, examples),
             "deferred": [{"reason": r, "count": n} for r, n in sorted(deferred.items())],
             "running": [
-                {"tool": j.tool, "source": j.source, "fence": j.fence, "attempt": j.attempts}
+                {
+                    "job": j.id,
+                    "tool": j.tool,
+                    "source": j.source,
+                    "fence": j.fence,
+                    "attempt": j.attempts,
+                }
                 for j in running
             ],
             "active_run": self.active_run,
@@ -210,12 +216,17 @@ class BatchService:
             self._requeue(job.id, job.fence, "lease expired")
         return len(expired)
 
-    def requeue_orphans(self) -> int:
-        """Jobs a previous daemon instance left running go back to the queue."""
+    def requeue_orphans(self, *, own: bool = False) -> int:
+        """Jobs a previous daemon instance left running go back to the queue; with
+        ``own``, this instance's too (at a run's start, when no other run is active, a
+        job still running here lost its worker)."""
         orphans = self.queue.orphaned(self.owner)
         for job in orphans:
             self._requeue(job.id, job.fence, "owner gone")
-        return len(orphans)
+        mine = [j for j in self.queue.jobs.values() if own and j.state == "running"]
+        for job in mine:
+            self._requeue(job.id, job.fence, "run stopped")
+        return len(orphans) + len(mine)
 
     def _requeue(self, job: str, fence: int, reason: str) -> None:
         self.store.append_nowait(

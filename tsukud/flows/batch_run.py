@@ -109,7 +109,7 @@ class BatchRunner:
     async def _run(self, run: str, opts: RunOptions, progress: Progress) -> dict[str, Any]:
         batch, store = self.batch, self.batch.store
         workers = opts.jobs or default_workers()
-        orphans = batch.requeue_orphans()
+        orphans = batch.requeue_orphans(own=True)  # begin_run: no other run is active
         command = spent.current()
         if opts.max_usd is not None and command is not None:
             command.cap = Decimal(str(opts.max_usd))
@@ -132,8 +132,8 @@ class BatchRunner:
             await progress(
                 {
                     "stage": "batch",
-                    "message": f"{orphans} job(s) left running by a daemon "
-                    "that is gone returned to the queue",
+                    "message": f"{orphans} job(s) left running with no worker "
+                    "returned to the queue",
                 }
             )
         reason = "failed"

@@ -17,6 +17,8 @@ from tsukud.testing.homebrew import FakeHomebrew
 from tsukud.testing.packages import npm_tarball, wheel
 from tsukud.testing.releases import FakeAsset, FakeRelease, FakeRepo
 
+TOKEN = "ghp_batchTestToken0123456789abcdefABCDEF"
+
 #: Sources from the fake GitHub world that the deterministic matcher can write.
 GITHUB_TOOLS = (
     "stern stern/stern",
@@ -36,7 +38,7 @@ GITHUB_TOOLS = (
 
 
 @pytest.fixture(scope="module")
-def world() -> Iterator[FakeGitHub]:
+def gh() -> Iterator[FakeGitHub]:
     with fixture_world() as fake:
         # Broken on purpose: releases with only a source archive (no build for any
         # platform) and an http:// homepage; a repository with no release at all.
@@ -49,6 +51,17 @@ def world() -> Iterator[FakeGitHub]:
         )
         fake.add_repo(FakeRepo("acme/unreleased", []))
         yield fake
+
+
+@pytest.fixture
+def world(gh: FakeGitHub) -> Iterator[FakeGitHub]:
+    """The module's fake with a fresh rate-limit window for each test (the anonymous
+    quota is per identity, and one batch spends a good part of it)."""
+    gh.clear_overrides()
+    gh.rate_limit_remaining = None
+    yield gh
+    gh.clear_overrides()
+    gh.rate_limit_remaining = None
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +100,10 @@ def sources_text() -> str:
 @pytest.fixture
 def home(world: FakeGitHub, eco: FakeEcosystems, brew: FakeHomebrew) -> Iterator[Tsuku]:
     path = short_home()
-    t = Tsuku(path, {**base_env(path), **world.env(), **eco.env(), **brew.env()})
+    # A maintainer's batch runs with a token: GitHub's anonymous 60 an hour is a few jobs.
+    world.add_token(TOKEN)
+    env = {**base_env(path), **world.env(), **eco.env(), **brew.env(), "GITHUB_TOKEN": TOKEN}
+    t = Tsuku(path, env)
     try:
         yield t
     finally:

@@ -26,8 +26,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.ctl_process]
 
 @pytest.fixture
 def slow_npm(eco: FakeEcosystems) -> Iterator[None]:
-    """The npm registry answers after a second: jobs are still running when the kill comes."""
-    eco.delay["npm"] = 1.0
+    """The npm registry answers after 3 s: jobs are still running when the kill comes."""
+    eco.delay["npm"] = 3.0
     try:
         yield
     finally:
@@ -72,10 +72,16 @@ def test_kill_9_mid_run_then_run_again_resumes_and_nothing_is_done_twice(
     run = start_run(t)
     try:
 
-        def running() -> bool:
-            return ctl_json(t, "batch", "status")["counts"]["running"] > 0
+        def running_on_disk() -> bool:
+            """A job runs and its lease is durable (an append not yet on disk dies
+            with the daemon: that job was simply never leased)."""
+            held = {(r["job"], r["fence"]) for r in ctl_json(t, "batch", "status")["running"]}
+            durable = {
+                (e["payload"]["job"], e["payload"]["fence"]) for e in events(t, "batch.leased")
+            }
+            return bool(held & durable)
 
-        wait_until(running, "a batch job running")
+        wait_until(running_on_disk, "a batch job running, its lease on disk")
         daemon.kill()  # SIGKILL: no requeue, no run_stopped, nothing orderly
         daemon.wait()
         _out, err = run.communicate(timeout=30)

@@ -287,3 +287,20 @@ async def test_export_writes_each_tool_once_and_is_byte_stable(
     assert with_unvalidated["written"] == ["recipes/x/x.toml"]
     with pytest.raises(UsageError):
         await svc.export("relative/dir")
+
+
+async def test_a_run_start_returns_jobs_this_instance_left_without_a_worker(
+    ledger: Ledger,
+) -> None:
+    """A worker that died of a bug left its job running under this instance: the next
+    run's start (no other run can be active) gives it back; the daemon's start-up
+    sweep, which may meet a run already started, returns only other owners' jobs."""
+    svc = service(ledger)
+    await svc.add(lines("a"))
+    lost = svc.lease()
+    assert lost is not None
+    assert svc.requeue_orphans() == 0  # the start-up sweep: not another owner's
+    assert svc.requeue_orphans(own=True) == 1
+    again = svc.lease()
+    assert again is not None and again.fence == lost.fence + 1
+    assert not done(svc, lost) and done(svc, again)
