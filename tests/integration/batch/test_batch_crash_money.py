@@ -9,8 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from decimal import Decimal
 
@@ -18,6 +16,7 @@ import pytest
 
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.github import FakeGitHub
+from tests.integration.batch.test_batch_kill import start_run
 from tests.integration.create.greedy import Greedy, greedy_world, ledger
 from tests.integration.create.test_create_kill import tsuku_for, wait_settled
 from tests.waiting import wait_until
@@ -40,24 +39,7 @@ def test_kill_9_with_job_calls_in_flight_settles_each_jobs_session(world: FakeGi
                 "batch", "add", "-", input="stern0 github:stern/stern\nstern1 github:stern/stern\n"
             )
             assert cp.returncode == 0, cp.stderr
-            run = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "tsukuctl",
-                    "batch",
-                    "run",
-                    "--llm",
-                    "--yes",
-                    "--skip-validation",
-                    "--jobs",
-                    "2",
-                ],
-                env=t.env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
+            run = start_run(t, "--llm", "--yes")
             greedy.wait_held(2)
             os.kill(daemon.pid, signal.SIGKILL)
             daemon.wait()

@@ -41,20 +41,13 @@ SLOW = "".join(
 )
 
 
-def start_run(t: Tsuku) -> subprocess.Popen[str]:
-    """A real ``tsukuctl batch run`` process, two workers."""
+def start_run(t: Tsuku, *flags: str) -> subprocess.Popen[str]:
+    """A real ``tsukuctl batch run`` process, two workers (deterministic unless
+    ``flags`` say otherwise), without validation."""
+    mode = flags or ("--deterministic-only",)
+    ctl = [sys.executable, "-m", "tsukuctl"]
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tsukuctl",
-            "batch",
-            "run",
-            "--deterministic-only",
-            "--skip-validation",
-            "--jobs",
-            "2",
-        ],
+        [*ctl, "batch", "run", *mode, "--skip-validation", "--jobs", "2"],
         env=t.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
