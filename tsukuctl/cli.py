@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "outdated": "tsukuctl.upgrade_commands",
     "upgrade": "tsukuctl.upgrade_commands",
     "create": "tsukuctl.create_commands",
+    "batch": "tsukuctl.batch_commands",
     "hook": "tsukuctl.hook_commands",
     "shell-init": "tsukuctl.hook_commands",
     "demo": "tsukuctl.demo_commands",

@@ -26,6 +26,8 @@ import trio
 
 from tsukud import __version__, log, paths
 from tsukud import config as configmod
+from tsukud.batch.queue import Queue as BatchQueue
+from tsukud.batch.queue import load as load_batch_queue
 from tsukud.caller_env import accept
 from tsukud.clock import Clock, SystemClock
 from tsukud.errors import (
@@ -106,6 +108,7 @@ class Daemon:
         self.home = Path(paths.tsuku_home(self.env))
         self.store = self._make_store()
         self.state = State()
+        self.batch_queue = BatchQueue()
         self.started_wall = self.clock.now()
         self.started_mono = time.monotonic()
         self._stop = trio.Event()
@@ -159,6 +162,7 @@ class Daemon:
             generations=self.generations,
             breakers=self.breakers,
             container_lock=self.container_lock,
+            batch_queue=self.batch_queue,
             nursery=lambda: self.nursery,
             caller_path=self.caller_path,
         )
@@ -239,6 +243,7 @@ class Daemon:
         self.store.open()
         with integrity.reading(self.store.path):
             self.state = self.store.read_sync(lambda conn: rebuild(conn, self.clock.now()))
+            self.batch_queue = self.store.read_sync(load_batch_queue)
         self._make_policy()  # policy objects (and services) fold into the new projections
         from tsukud.install.layout import reconcile
 
@@ -246,6 +251,7 @@ class Daemon:
         # what the ledger says is installed.
         reconcile(self.home, self.state.installed.tools)
         self.store.subscribe(self.state.apply)
+        self.store.subscribe(self.batch_queue.apply)
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -393,6 +399,9 @@ class Daemon:
                         log.get().error("daemon.started_not_written", error=e.message)
                     log.get().info("daemon.started", pid=os.getpid(), socket=str(self.socket_path))
                     task_status.started()
+                    # Jobs a dead daemon left running go back to the queue (their
+                    # reservations are settled below, by their sessions).
+                    self.services.batch.requeue_orphans()
                     services.start_soon(self.services.after_start)
                     try:
                         await self._settle_abandoned(left_open)

@@ -107,6 +107,11 @@ CATALOGUE: dict[str, ErrorKind] = {
     ),
     "already_running": ErrorKind(E.ALREADY_RUNNING),
     "cancelled": ErrorKind(E.CANCELLED, "The client cancelled the request (Ctrl-C)."),
+    "batch_running": ErrorKind(
+        E.ALREADY_RUNNING,
+        "A batch run is active: wait for it to end, or stop it (Ctrl-C in the terminal "
+        "running `tsukuctl batch run`); `tsukuctl batch status` shows it.",
+    ),
     "busy": ErrorKind(
         E.BUSY,
         "tsukud is serving as many connections as it allows; try again in a moment "

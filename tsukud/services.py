@@ -27,9 +27,12 @@ from tsukud.policy.locks import ContainerLock
 from tsukud.policy.ratelimit import GenerationLimit
 
 if TYPE_CHECKING:
+    from tsukud.batch.queue import Queue
+    from tsukud.batch.service import BatchService
     from tsukud.create.service import Creator
     from tsukud.create.validate import Validator
     from tsukud.discover.service import DiscoveryService
+    from tsukud.flows.batch_run import BatchRunner
     from tsukud.flows.create_recipe import CreateRecipe
     from tsukud.flows.install_missing import InstallMissing
     from tsukud.github.client import GitHub
@@ -56,6 +59,7 @@ class Services:
         generations: GenerationLimit,
         breakers: CircuitBreakers,
         container_lock: ContainerLock,
+        batch_queue: Queue,
         nursery: Callable[[], trio.Nursery | None],
         caller_path: Callable[[], str] | None = None,
     ) -> None:
@@ -69,6 +73,7 @@ class Services:
         self.generations = generations
         self.breakers = breakers
         self.container_lock = container_lock
+        self.batch_queue = batch_queue  # the ledger's batch projection (batch/queue.py)
         self._nursery = nursery  # the daemon's services nursery, once it is serving
         # The PATH of the request's caller (what an install must not shadow).
         self.caller_path = caller_path or (lambda: str(self.env.get("PATH") or ""))
@@ -293,6 +298,12 @@ class Services:
         self.store.subscribe(index.on_event)
         return index
 
+    @cached_property
+    def batch(self) -> BatchService:
+        from tsukud.batch.service import BatchService
+
+        return BatchService(store=self.store, queue=self.batch_queue, clock=self.clock)
+
     # ---- flows -------------------------------------------------------------------------
 
     @cached_property
@@ -317,6 +328,14 @@ class Services:
             instructions=self.instructions,
             confirmations=self.confirmations,
         )
+
+    @cached_property
+    def batch_run(self) -> BatchRunner:
+        from tsukud.flows.batch_run import BatchRunner
+
+        # The creator, not the create_recipe flow: a recipe read from an install page
+        # needs a person to see the hosts it names, and a batch job has no one to show.
+        return BatchRunner(batch=self.batch, create=self.creator.create)
 
     # ---- the daemon's start and stop --------------------------------------------------------
 

@@ -12,6 +12,8 @@ The rules:
   one node, ``tsukuctl`` another) nor between files;
 * ``tsukud.sandbox`` imports neither ``tsukud.create`` nor ``tsukud.install``: it
   validates recipes, it does not know how they are made or installed;
+* only ``flows``, the composition root (``services``, ``daemon``) and ``rpc`` import
+  ``tsukud.batch``: the batch queue drives create, nothing below it knows of batches;
 * no ``tsukud/rpc/*_methods.py`` imports another methods module: what two features share
   lives in the features, not in each other's RPC surface;
 * nothing in ``tsukud`` imports ``tsukuctl``, and no ``from_daemon`` factory remains;
@@ -47,6 +49,10 @@ CLIENT_MAY_IMPORT = frozenset(
         "tsukud.caller_env",
     }
 )
+
+# What may import the batch package (a feature above create): the run flow, the
+# composition root and the RPC methods.
+BATCH_USERS = frozenset({"batch", "flows", "services", "daemon", "rpc"})
 
 # A violation's key leaves out line numbers, so edits elsewhere in a file do not
 # disturb the list: (rule, file or cycle, what is imported).
@@ -233,6 +239,8 @@ def rule_violations(imports: list[Import]) -> list[Violation]:
 
         if src == "sandbox" and dst in ("create", "install"):
             out.append(broken(f"sandbox imports {dst}"))
+        if dst == "batch" and src not in BATCH_USERS:
+            out.append(broken(f"{src} imports batch"))
         if (
             i.module.startswith("tsukud.rpc.")
             and i.module.endswith("_methods")
@@ -385,6 +393,17 @@ def test_from_imports_resolve_to_submodules_and_relative_imports_to_the_package(
         (4, "tsukud.rpc.server", "tsukud.paths"),
         (5, "tsukud.rpc.server", "tsukud.events.store"),
     ]
+
+
+def test_only_the_layers_above_import_batch() -> None:
+    """The rule itself, on an import it must refuse and one it must let through."""
+    modules = project_modules()
+    path = REPO / "tsukud" / "create" / "service.py"
+    refused = list(imports_of(path, modules, "from tsukud.batch.queue import Queue\n"))
+    assert [v.key[0] for v in rule_violations(refused)] == ["create imports batch"]
+    path = REPO / "tsukud" / "flows" / "batch_run.py"
+    allowed = list(imports_of(path, modules, "from tsukud.batch.service import Lease\n"))
+    assert rule_violations(allowed) == []
 
 
 def test_cycles_are_found_in_a_small_graph() -> None:

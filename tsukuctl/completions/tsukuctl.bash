@@ -7,7 +7,7 @@ _tsukuctl() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "$at $word" in
-            " status"|" events"|" daemon"|" config"|" sandbox"|" llm"|" install"|" list"|" remove"|" uninstall"|" rm"|" verify"|" info"|" update-registry"|" plan"|" outdated"|" upgrade"|" create"|" hook"|" shell-init"|" demo"|" discover"|" doctor"|" completion"|" help") at="$at $word" ;;
+            " status"|" events"|" daemon"|" config"|" sandbox"|" llm"|" install"|" list"|" remove"|" uninstall"|" rm"|" verify"|" info"|" update-registry"|" plan"|" outdated"|" upgrade"|" create"|" batch"|" batch add"|" batch run"|" batch status"|" batch retry"|" batch export"|" batch clear"|" hook"|" shell-init"|" demo"|" discover"|" doctor"|" completion"|" help") at="$at $word" ;;
         esac
     done
     case "$at|$prev" in
@@ -38,6 +38,13 @@ _tsukuctl() {
             " outdated") words="-h --help --json -q --quiet -v --verbose" ;;
             " upgrade") words="-h --help --all --json -q --quiet -v --verbose" ;;
             " create") words="-h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation -y --yes --trust-page-hosts -o --output --force --json --collect-tool-stats -q --quiet -v --verbose" ;;
+            " batch") words="-h --help -q --quiet -v --verbose" ;;
+            " batch add") words="-h --help --json -q --quiet -v --verbose" ;;
+            " batch run") words="-h --help --json --deterministic-only --llm --provider --only-provider --skip-validation --max-usd --jobs -y --yes -q --quiet -v --verbose" ;;
+            " batch status") words="-h --help --json --examples -q --quiet -v --verbose" ;;
+            " batch retry") words="-h --help --json --failed --deferred -q --quiet -v --verbose" ;;
+            " batch export") words="-h --help --json --unvalidated -q --quiet -v --verbose" ;;
+            " batch clear") words="-h --help --json -q --quiet -v --verbose" ;;
             " hook") words="-h --help --shell --rc --mode --json -q --quiet -v --verbose" ;;
             " shell-init") words="-h --help -q --quiet -v --verbose" ;;
             " demo") words="-h --help --keep -q --quiet -v --verbose" ;;
@@ -48,16 +55,17 @@ _tsukuctl() {
         esac
     elif [[ -z "$words" ]]; then
         case "$at" in
-            "") words="status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create hook shell-init demo discover doctor completion help" ;;
+            "") words="status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch hook shell-init demo discover doctor completion help" ;;
             " events") words="list summary verify" ;;
             " daemon") words="start stop restart logs" ;;
             " config") words="get set unset list edit path" ;;
             " sandbox") words="status prepare check" ;;
             " llm") words="status test" ;;
+            " batch") words="add run status retry export clear" ;;
             " hook") words="install uninstall status mode" ;;
             " shell-init") words="bash zsh fish" ;;
             " completion") words="bash zsh fish" ;;
-            " help") words="status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create hook shell-init demo discover doctor completion help" ;;
+            " help") words="status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch hook shell-init demo discover doctor completion help" ;;
         esac
     fi
     COMPREPLY=($(compgen -W "$words" -- "$cur"))

@@ -8,7 +8,7 @@ function __tsukuctl_complete
     set -e typed[1]
     for word in $typed
         switch "$at $word"
-            case " status" " events" " daemon" " config" " sandbox" " llm" " install" " list" " remove" " uninstall" " rm" " verify" " info" " update-registry" " plan" " outdated" " upgrade" " create" " hook" " shell-init" " demo" " discover" " doctor" " completion" " help"
+            case " status" " events" " daemon" " config" " sandbox" " llm" " install" " list" " remove" " uninstall" " rm" " verify" " info" " update-registry" " plan" " outdated" " upgrade" " create" " batch" " batch add" " batch run" " batch status" " batch retry" " batch export" " batch clear" " hook" " shell-init" " demo" " discover" " doctor" " completion" " help"
                 set at "$at $word"
         end
     end
@@ -90,6 +90,27 @@ function __tsukuctl_complete
             case " create"
                 printf '%s\n' -h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation -y --yes --trust-page-hosts -o --output --force --json --collect-tool-stats -q --quiet -v --verbose
                 return
+            case " batch"
+                printf '%s\n' -h --help -q --quiet -v --verbose
+                return
+            case " batch add"
+                printf '%s\n' -h --help --json -q --quiet -v --verbose
+                return
+            case " batch run"
+                printf '%s\n' -h --help --json --deterministic-only --llm --provider --only-provider --skip-validation --max-usd --jobs -y --yes -q --quiet -v --verbose
+                return
+            case " batch status"
+                printf '%s\n' -h --help --json --examples -q --quiet -v --verbose
+                return
+            case " batch retry"
+                printf '%s\n' -h --help --json --failed --deferred -q --quiet -v --verbose
+                return
+            case " batch export"
+                printf '%s\n' -h --help --json --unvalidated -q --quiet -v --verbose
+                return
+            case " batch clear"
+                printf '%s\n' -h --help --json -q --quiet -v --verbose
+                return
             case " hook"
                 printf '%s\n' -h --help --shell --rc --mode --json -q --quiet -v --verbose
                 return
@@ -115,7 +136,7 @@ function __tsukuctl_complete
     else
         switch "$at"
             case ""
-                printf '%s\n' status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create hook shell-init demo discover doctor completion help
+                printf '%s\n' status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch hook shell-init demo discover doctor completion help
                 return
             case " events"
                 printf '%s\n' list summary verify
@@ -132,6 +153,9 @@ function __tsukuctl_complete
             case " llm"
                 printf '%s\n' status test
                 return
+            case " batch"
+                printf '%s\n' add run status retry export clear
+                return
             case " hook"
                 printf '%s\n' install uninstall status mode
                 return
@@ -142,7 +166,7 @@ function __tsukuctl_complete
                 printf '%s\n' bash zsh fish
                 return
             case " help"
-                printf '%s\n' status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create hook shell-init demo discover doctor completion help
+                printf '%s\n' status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch hook shell-init demo discover doctor completion help
                 return
         end
     end

@@ -1,1 +1,1 @@
-"""Batch generation: drain a queue of sources through create and validation."""
+"""Batch generation: a queue of sources drained through create and validation (docs/batch.md)."""

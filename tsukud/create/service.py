@@ -50,6 +50,10 @@ class SavedRecipe(msgspec.Struct, frozen=True, kw_only=True):
     sha256: str
 
 
+def new_session() -> str:
+    return "create-" + secrets.token_hex(6)
+
+
 def recipe_sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -201,9 +205,12 @@ class Creator:
         can_ask: bool = False,
         collect_tool_stats: bool = False,
         version: str | None = None,
+        session: str | None = None,
     ) -> CreateResult:
         """Write a recipe for ``tool`` from ``source``'s GitHub releases (``written`` set
-        when ``write``)."""
+        when ``write``). ``session``: the ledger session its events go in (a batch job
+        names its own, so ``events summary --by session`` shows each job's cost); a
+        fresh one otherwise."""
         from tsukud.create.context import parse_source
         from tsukud.create.ecosystem_builders import parse_ecosystem_source
         from tsukud.create.homebrew_builder import formula_name
@@ -216,7 +223,7 @@ class Creator:
             target = self.target(tool, output)
             if check_target or write:
                 refuse_existing(target, force)
-            session = "create-" + secrets.token_hex(6)
+            session = session or new_session()
             if (
                 not skip_validation
                 and self._sandbox is not None
@@ -243,12 +250,13 @@ class Creator:
                 check_target=check_target,
                 skip_validation=skip_validation,
                 version=version,
+                session=session,
             )
         repo = parse_source(source)
         target = self.target(tool, output)
         if check_target or write:
             refuse_existing(target, force)  # before anything that costs money
-        session = "create-" + secrets.token_hex(6)
+        session = session or new_session()
         store = self.store
 
         async def emit(type_: str, payload: dict[str, Any]) -> None:
@@ -375,6 +383,7 @@ class Creator:
         check_target: bool,
         skip_validation: bool,
         version: str | None,
+        session: str | None = None,
     ) -> CreateResult:
         """``--from npm:<package>`` / ``pypi:<project>``: the recipe from the registry's
         metadata (no model, $0), fetched on the host with its scripts off and built and
@@ -395,7 +404,7 @@ class Creator:
         target = self.target(tool, output)
         if check_target or write:
             refuse_existing(target, force)
-        session = "create-" + secrets.token_hex(6)
+        session = session or new_session()
         store = self.store
         started = time.monotonic()
         config = self._config()

@@ -460,6 +460,103 @@ class RecipeWritten(Payload):
     sha256: str
 
 
+# ---- batch generation (docs/batch.md) --------------------------------------------------
+
+
+class BatchJobSpec(msgspec.Struct, kw_only=True):
+    """One queued source: ``id`` is stable (a short hash of tool and source)."""
+
+    id: str
+    tool: str
+    source: str
+    priority: int = 0
+
+
+class BatchAdded(Payload):
+    jobs: list[BatchJobSpec]
+
+
+class BatchLeased(Payload):
+    job: str
+    fence: int
+    owner: str
+
+
+class BatchDone(Payload):
+    """The recipe itself is kept here: the ledger is where a batch's recipes live."""
+
+    job: str
+    fence: int
+    version: str | None
+    sha256: str
+    recipe: str
+    tag: str | None = None
+    generated_by: str | None = None
+    validated: bool = True  # False: made with --skip-validation (export leaves it out)
+
+
+class BatchFailed(Payload):
+    job: str
+    fence: int
+    category: str
+    message: str
+    attempt: int
+    retry_at: str | None = None  # when it may be leased again (backoff); None: final
+
+
+class BatchDeferred(Payload):
+    job: str
+    fence: int
+    reason: str
+    message: str | None = None
+
+
+class BatchRequeued(Payload):
+    job: str
+    fence: int
+    reason: str
+
+
+class BatchRetried(Payload):
+    jobs: list[str]
+    states: list[str]
+
+
+class BatchCleared(Payload):
+    jobs: int
+
+
+class BatchRunStarted(Payload):
+    run: str
+    owner: str
+    workers: int
+    deterministic_only: bool
+    llm: bool
+    skip_validation: bool
+    max_usd: float | None
+    queued: int
+
+
+class BatchRunStopped(Payload):
+    run: str
+    reason: str  # finished | cancelled | failed
+    done: int
+    failed: int
+    deferred: int
+    remaining: int
+    spent_usd: float
+    duration_ms: int
+
+
+class BatchStaleCommit(Payload):
+    """A worker whose lease was taken from it tried to record an outcome: refused."""
+
+    job: str
+    fence: int
+    current: int
+    outcome: str
+
+
 # ---- discovery -------------------------------------------------------------------------
 
 
@@ -681,6 +778,17 @@ EVENTS: dict[str, type[Payload]] = {
     "discovery.search": DiscoverySearch,
     "discovery.completed": DiscoveryCompleted,
     "discovery.failed": DiscoveryFailed,
+    "batch.added": BatchAdded,
+    "batch.leased": BatchLeased,
+    "batch.done": BatchDone,
+    "batch.failed": BatchFailed,
+    "batch.deferred": BatchDeferred,
+    "batch.requeued": BatchRequeued,
+    "batch.retried": BatchRetried,
+    "batch.cleared": BatchCleared,
+    "batch.run_started": BatchRunStarted,
+    "batch.run_stopped": BatchRunStopped,
+    "batch.stale_commit": BatchStaleCommit,
 }
 
 #: The JSON keys each Struct accepts (``encode_name``s: ``from``, not ``from_``).

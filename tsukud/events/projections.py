@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -239,13 +240,23 @@ def rebuild(conn: sqlite3.Connection, now: float) -> State:
         if h is not None:
             sql += " AND ts >= ?"
             params.append(iso(h))
-        for rows in iter_rows(conn, sql + " ORDER BY id", params):
-            for row in rows:
-                try:
-                    p.apply(row_to_event(row))
-                except msgspec.ValidationError:
-                    state.unreadable += 1
+        state.unreadable += fold_rows(conn, sql + " ORDER BY id", params, p.apply)
     return state
+
+
+def fold_rows(
+    conn: sqlite3.Connection, sql: str, params: list[Any], apply: Callable[[Event], None]
+) -> int:
+    """Apply each event the query selects, oldest first; the number of rows skipped
+    because they no longer fit their Struct."""
+    unreadable = 0
+    for rows in iter_rows(conn, sql, params):
+        for row in rows:
+            try:
+                apply(row_to_event(row))
+            except msgspec.ValidationError:
+                unreadable += 1
+    return unreadable
 
 
 def today(now: float) -> str:

@@ -6,6 +6,7 @@ import math
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from tsukud.clock import Clock, utc_day
@@ -127,6 +128,18 @@ class Budget:
             )
         if above and command is not None:
             command.accepted = True  # asked once per command: this yes covers the rest
+        if command is not None and command.cap is not None:
+            held = command.committed()
+            if held + Decimal(to_micro(amount_usd)) / 1_000_000 > command.cap:
+                raise BudgetExceeded(
+                    f"this command's cap of ${command.cap:.2f} would be passed: it has spent "
+                    f"or holds ${held:.4f} and this {purpose} run needs up to "
+                    f"${to_usd(amount):.4f} more",
+                    hint="Raise the command's cap (--max-usd) or run it again later.",
+                    cap_usd=float(command.cap),
+                    committed_usd=float(held),
+                    amount_usd=to_usd(amount),
+                )
         if committed + amount > budget:
             ev = self._store.append_nowait("budget.denied", numbers, session)
             await self._store.wait_durable(ev.id)

@@ -25,7 +25,7 @@ class Tally:
     settlements there were, and what its runs hold reserved now: together, everything
     the command may still cost, which the confirmation threshold applies to."""
 
-    __slots__ = ("accepted", "held", "settlements", "usd")
+    __slots__ = ("accepted", "cap", "held", "settlements", "usd")
 
     def __init__(self) -> None:
         self.usd = Decimal(0)
@@ -34,6 +34,13 @@ class Tally:
         self.held: dict[str, tuple[str, Decimal]] = {}
         # a person said yes to this command's cost above the threshold (or --yes did)
         self.accepted = False
+        # the most the whole command may cost (``batch run --max-usd``): a reservation
+        # that would take settled + held past it is refused
+        self.cap: Decimal | None = None
+
+    def committed(self) -> Decimal:
+        """Settled, plus everything held by any of the command's runs."""
+        return self.usd + sum((amount for _, amount in self.held.values()), Decimal(0))
 
     def others(self, run: str | None) -> Decimal:
         """Settled, plus held by runs other than ``run`` (its first reservation)."""

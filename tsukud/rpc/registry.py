@@ -26,6 +26,7 @@ METHOD_MODULES = (
     "tsukud.rpc.create_methods",
     "tsukud.rpc.hook_methods",
     "tsukud.rpc.discover_methods",
+    "tsukud.rpc.batch_methods",
 )
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -1,0 +1,303 @@
+"""The batch queue's imperative shell: each decision on the fold recorded as an event.
+
+Every method that changes the queue decides on the in-memory :class:`Queue` (folded
+from ``batch.*`` events) and appends the event saying so with ``append_nowait`` before
+any ``await``, so two workers can never lease one job and an outcome from a worker
+whose lease was taken away is refused (``batch.stale_commit``) rather than recorded.
+Heartbeats are not events: a lease is renewed in memory while its job runs, and a
+lease left unrenewed past its expiry is returned to the queue by :meth:`reap`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from tsukud.batch import queue as q
+from tsukud.batch.errors import BatchRunning
+from tsukud.batch.sources import parse
+from tsukud.clock import Clock, iso
+from tsukud.errors import UsageError
+
+if TYPE_CHECKING:
+    from tsukud.events.store import EventStore
+
+ADD_CHUNK = 500  # jobs per batch.added event: a large add stays a few cheap rows
+
+
+class Lease(msgspec.Struct, frozen=True, kw_only=True):
+    """What a worker holds while it runs a job."""
+
+    job: str
+    tool: str
+    source: str
+    fence: int
+    attempt: int
+    session: str  # the job's ledger session for this attempt
+
+
+def write_tree(root: Path, files: dict[str, str]) -> list[str]:
+    """Write ``files`` (relative path → text) under ``root``, each atomically, skipping
+    those that already hold the same bytes; the paths written."""
+    from tsukud.fsutil import write_atomic
+
+    written = []
+    for rel, text in files.items():
+        path = root / rel
+        data = text.encode()
+        try:
+            if path.read_bytes() == data:
+                continue
+        except FileNotFoundError:
+            pass
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, data)
+        written.append(rel)
+    return written
+
+
+class BatchService:
+    def __init__(
+        self, *, store: EventStore, queue: q.Queue, clock: Clock, owner: str | None = None
+    ) -> None:
+        self.store = store
+        self.queue = queue
+        self.clock = clock
+        # This daemon instance: a lease held by another owner was left by a daemon
+        # that is gone (one home, one daemon).
+        self.owner = owner or "d-" + secrets.token_hex(6)
+        self.active_run: str | None = None
+
+    # ---- the queue's contents -------------------------------------------------------------
+
+    async def add(self, text: str, first_line: int = 1) -> dict[str, Any]:
+        """Queue each good line's source once; report bad lines, and sources given twice
+        in the input or already queued."""
+        parsed = parse(text, first_line)
+        new = [j for j in parsed.jobs if j.id not in self.queue.jobs]
+        queued_before = [j for j in parsed.jobs if j.id in self.queue.jobs]
+        last = None
+        for i in range(0, len(new), ADD_CHUNK):
+            chunk = new[i : i + ADD_CHUNK]
+            last = self.store.append_nowait(
+                "batch.added", {"jobs": [msgspec.to_builtins(j) for j in chunk]}
+            )
+        if last is not None:
+            await self.store.wait_durable(last.id)
+        return {
+            "added": len(new),
+            "already_queued": [{"tool": j.tool, "source": j.source} for j in queued_before],
+            "duplicate_lines": parsed.duplicates,
+            "bad": [msgspec.to_builtins(b) for b in parsed.bad],
+            "queued": self.queue.remaining(),
+        }
+
+    async def retry(self, *, failed: bool, deferred: bool) -> dict[str, Any]:
+        """Queue failed and/or deferred jobs again (both when neither is named)."""
+        if not failed and not deferred:
+            failed = deferred = True
+        states = [s for s, on in (("failed", failed), ("deferred", deferred)) if on]
+        jobs = sorted(
+            (j for j in self.queue.jobs.values() if j.state in states), key=lambda j: j.seq
+        )
+        if jobs:
+            ev = self.store.append_nowait(
+                "batch.retried", {"jobs": [j.id for j in jobs], "states": states}
+            )
+            await self.store.wait_durable(ev.id)
+        return {"retried": len(jobs), "states": states}
+
+    async def clear(self) -> dict[str, Any]:
+        if self.active_run is not None:
+            raise BatchRunning(
+                f"batch run {self.active_run} is active: the queue cannot be cleared under it",
+                run=self.active_run,
+            )
+        count = len(self.queue.jobs)
+        ev = self.store.append_nowait("batch.cleared", {"jobs": count})
+        await self.store.wait_durable(ev.id)
+        return {"cleared": count}
+
+    def status(self, examples: int = 3) -> dict[str, Any]:
+        running = sorted(
+            (j for j in self.queue.jobs.values() if j.state == "running"), key=lambda j: j.seq
+        )
+        deferred: dict[str, int] = {}
+        for j in self.queue.jobs.values():
+            if j.state == "deferred":
+                deferred[j.category or "unknown"] = deferred.get(j.category or "unknown", 0) + 1
+        return {
+            "counts": self.queue.counts(),
+            "total": len(self.queue.jobs),
+            "remaining": self.queue.remaining(),
+            "failures": q.failures(self.queue, examples),
+            "deferred": [{"reason": r, "count": n} for r, n in sorted(deferred.items())],
+            "running": [
+                {
+                    "job": j.id,
+                    "tool": j.tool,
+                    "source": j.source,
+                    "fence": j.fence,
+                    "attempt": j.attempts,
+                }
+                for j in running
+            ],
+            "active_run": self.active_run,
+            "spent_usd": self.queue.spent_usd,
+            "stale_commits": self.queue.stale_commits,
+        }
+
+    async def export(self, directory: str, *, unvalidated: bool = False) -> dict[str, Any]:
+        """Write each tool's latest done recipe to ``directory/recipes/<letter>/<tool>.toml``,
+        atomically, leaving files that already hold the same bytes untouched."""
+        import trio
+
+        root = Path(directory)
+        if not root.is_absolute():
+            raise UsageError(f"the export directory must be an absolute path (got {directory!r})")
+        files = q.export_files(self.queue, unvalidated=unvalidated)  # taken now, in one step
+        written = await trio.to_thread.run_sync(write_tree, root, files)
+        return {
+            "directory": str(root),
+            "written": written,
+            "unchanged": len(files) - len(written),
+            "recipes": len(files),
+            "unvalidated_skipped": 0 if unvalidated else q.unvalidated_done(self.queue),
+        }
+
+    # ---- leases and outcomes: decide, record, then wait ----------------------------------
+
+    def begin_run(self) -> str:
+        if self.active_run is not None:
+            raise BatchRunning(
+                f"batch run {self.active_run} is already active", run=self.active_run
+            )
+        self.active_run = "run-" + secrets.token_hex(6)
+        return self.active_run
+
+    def end_run(self, run: str) -> None:
+        if self.active_run == run:
+            self.active_run = None
+
+    def lease(self) -> Lease | None:
+        """Lease the next job, or None when nothing is leasable now. No await: the
+        decision and its event are one step."""
+        job = self.queue.next_job(self.clock.now())
+        if job is None:
+            return None
+        fence = job.fence + 1
+        session = f"batch-{job.id}-{fence}"
+        self.store.append_nowait(
+            "batch.leased", {"job": job.id, "fence": fence, "owner": self.owner}, session
+        )
+        return Lease(
+            job=job.id,
+            tool=job.tool,
+            source=job.source,
+            fence=fence,
+            attempt=job.attempts,
+            session=session,
+        )
+
+    def renew(self, leases: list[Lease]) -> None:
+        """The heartbeat: leases still held are extended (in memory)."""
+        until = self.clock.now() + q.LEASE_SECONDS
+        for lease in leases:
+            if self.queue.stale(lease.job, lease.fence, self.owner) is None:
+                self.queue.jobs[lease.job].lease_until = until
+
+    def reap(self) -> int:
+        """Return expired leases to the queue (their workers can no longer commit)."""
+        expired = self.queue.expired(self.clock.now())
+        for job in expired:
+            self._requeue(job.id, job.fence, "lease expired")
+        return len(expired)
+
+    def requeue_orphans(self, *, own: bool = False) -> int:
+        """Jobs a previous daemon instance left running go back to the queue; with
+        ``own``, this instance's too (at a run's start, when no other run is active, a
+        job still running here lost its worker)."""
+        orphans = self.queue.orphaned(self.owner)
+        for job in orphans:
+            self._requeue(job.id, job.fence, "owner gone")
+        mine = [j for j in self.queue.jobs.values() if own and j.state == "running"]
+        for job in mine:
+            self._requeue(job.id, job.fence, "run stopped")
+        return len(orphans) + len(mine)
+
+    def _requeue(self, job: str, fence: int, reason: str) -> None:
+        self.store.append_nowait(
+            "batch.requeued",
+            {"job": job, "fence": fence, "reason": reason},
+            f"batch-{job}-{fence}",
+        )
+
+    def _commit(self, lease: Lease, type_: str, payload: dict[str, Any]) -> bool:
+        """Record an outcome if ``lease`` is still the job's; else refuse and count it."""
+        current = self.queue.stale(lease.job, lease.fence, self.owner)
+        if current is not None:
+            self.store.append_nowait(
+                "batch.stale_commit",
+                {"job": lease.job, "fence": lease.fence, "current": current, "outcome": type_},
+                lease.session,
+            )
+            return False
+        self.store.append_nowait(
+            type_, {"job": lease.job, "fence": lease.fence, **payload}, lease.session
+        )
+        return True
+
+    def done(
+        self,
+        lease: Lease,
+        *,
+        recipe: str,
+        version: str | None,
+        tag: str | None,
+        generated_by: str | None,
+        validated: bool,
+    ) -> bool:
+        from tsukud.create.service import recipe_sha256
+
+        return self._commit(
+            lease,
+            "batch.done",
+            {
+                "version": version,
+                "sha256": recipe_sha256(recipe),
+                "recipe": recipe,
+                "tag": tag,
+                "generated_by": generated_by,
+                "validated": validated,
+            },
+        )
+
+    def fail(self, lease: Lease, *, category: str, message: str, transient: bool) -> bool:
+        """A failure that may pass (``transient``) backs off and is leased again, up to
+        ``MAX_ATTEMPTS``; any other is final until ``batch retry``."""
+        retry_at = None
+        if transient and lease.attempt < q.MAX_ATTEMPTS:
+            retry_at = iso(self.clock.now() + q.backoff(lease.attempt))
+        return self._commit(
+            lease,
+            "batch.failed",
+            {
+                "category": category,
+                "message": message,
+                "attempt": lease.attempt,
+                "retry_at": retry_at,
+            },
+        )
+
+    def defer(self, lease: Lease, *, reason: str, message: str | None = None) -> bool:
+        return self._commit(lease, "batch.deferred", {"reason": reason, "message": message})
+
+    def give_back(self, lease: Lease, reason: str) -> bool:
+        """Return a lease this worker still holds (a run stopped under it)."""
+        if self.queue.stale(lease.job, lease.fence, self.owner) is not None:
+            return False
+        self._requeue(lease.job, lease.fence, reason)
+        return True
