@@ -135,6 +135,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             f" ({res['backoff']} waiting out a backoff after a failure)" if res["backoff"] else ""
         )
         out(f"{res['remaining']} job(s) remain in the queue{note}: run `tsukuctl batch run` again")
+    for scope, n in sorted(res.get("waiting_on_breakers", {}).items()):
+        out(f"{n} job(s) of {scope} wait in the queue: its circuit is open (it was unwell)")
     if res["failed"]:
         out("`tsukuctl batch status` groups the failures by reason")
     return 0

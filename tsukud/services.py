@@ -335,7 +335,7 @@ class Services:
 
         # The creator, not the create_recipe flow: a recipe read from an install page
         # needs a person to see the hosts it names, and a batch job has no one to show.
-        return BatchRunner(batch=self.batch, create=self.creator.create)
+        return BatchRunner(batch=self.batch, create=self.creator.create, breakers=self.breakers)
 
     # ---- the daemon's start and stop --------------------------------------------------------
 

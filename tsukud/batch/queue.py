@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tsukud.clock import parse_iso
@@ -193,17 +194,42 @@ class Queue:
 
     # ---- decisions ---------------------------------------------------------------------
 
-    def next_job(self, now: float) -> Job | None:
+    def next_job(self, now: float, admit: Callable[[Job], bool] | None = None) -> Job | None:
         """The job to lease now: the highest priority queued job (first added first),
-        else a failed job whose backoff has passed. None: nothing is leasable now."""
-        while self._ready:
-            _, _, jid = self._ready[0]
-            job = self.jobs.get(jid)
-            if job is not None and job.state == "queued":
-                return job
-            heapq.heappop(self._ready)  # leased, cleared or settled since it was pushed
-        due = [j for j in self.jobs.values() if j.in_backoff and (j.not_before or 0) <= now]
-        return min(due, key=lambda j: (-j.priority, j.seq)) if due else None
+        else a failed job whose backoff has passed. None: nothing is leasable now.
+
+        ``admit`` may refuse a job (its registry's breaker is open): it stays queued, in
+        its place, and the next one is considered. ``admit`` is asked at most once per
+        job and the first job it admits is returned (admitting may take a breaker's
+        one probe, so the caller leases it at once)."""
+        refused: list[tuple[int, int, str]] = []
+        try:
+            while self._ready:
+                entry = self._ready[0]
+                job = self.jobs.get(entry[2])
+                if job is None or job.state != "queued":
+                    heapq.heappop(self._ready)  # leased, cleared or settled since pushed
+                    continue
+                if admit is None or admit(job):
+                    return job
+                refused.append(heapq.heappop(self._ready))
+        finally:
+            for entry in refused:
+                heapq.heappush(self._ready, entry)
+        due = sorted(
+            (j for j in self.jobs.values() if j.in_backoff and (j.not_before or 0) <= now),
+            key=lambda j: (-j.priority, j.seq),
+        )
+        return next((j for j in due if admit is None or admit(j)), None)
+
+    def waiting(self, now: float) -> list[Job]:
+        """Jobs that could run now but for a refusal by ``admit``: queued ones, and
+        failed ones whose backoff has passed."""
+        return [
+            j
+            for j in self.jobs.values()
+            if j.state == "queued" or (j.in_backoff and (j.not_before or 0) <= now)
+        ]
 
     def stale(self, job_id: str, fence: int, owner: str) -> int | None:
         """None when the worker holding ``fence`` may record the job's outcome; else the

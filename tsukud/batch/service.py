@@ -11,6 +11,7 @@ lease left unrenewed past its expiry is returned to the queue by :meth:`reap`.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -182,10 +183,13 @@ class BatchService:
         if self.active_run == run:
             self.active_run = None
 
-    def lease(self) -> Lease | None:
+    def lease(self, admit: Callable[[str], bool] | None = None) -> Lease | None:
         """Lease the next job, or None when nothing is leasable now. No await: the
-        decision and its event are one step."""
-        job = self.queue.next_job(self.clock.now())
+        decision and its event are one step. ``admit(source)`` may hold a job back
+        (its registry's breaker is open): it stays queued for later."""
+        job = self.queue.next_job(
+            self.clock.now(), None if admit is None else lambda j: admit(j.source)
+        )
         if job is None:
             return None
         fence = job.fence + 1

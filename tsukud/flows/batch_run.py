@@ -29,35 +29,41 @@ import msgspec
 import trio
 
 from tsukud import log
+from tsukud.batch.queue import MAX_ATTEMPTS
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, TsukuError
 from tsukud.policy import spent
 
 if TYPE_CHECKING:
+    from tsukud.batch.outcome import Failure
     from tsukud.batch.service import BatchService, Lease
     from tsukud.create.pipeline import CreateResult
+    from tsukud.policy.breaker import CircuitBreakers
 
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
 Create = Callable[..., Awaitable["CreateResult"]]
 
 KEEPER_SECONDS = 10.0  # reap expired leases, then renew held ones, this often
-MAX_MESSAGE = 300  # characters of a failure's message kept in the ledger
+#: Probes of an open registry a run makes before it leaves that registry's jobs queued
+#: for a later run: a registry down for good must not keep a batch waiting for ever.
+PROBES_PER_RUN = 3
+#: How often a worker with nothing to lease looks again while a breaker's probe is out.
+IDLE_LOOK_SECONDS = 1.0
+
+
+def breaker_scope(source: str) -> str | None:
+    """The breaker scope of the service a source is read from (``npm:x`` ->
+    ``registry:npm``), None for a source create does not know (it fails on its own)."""
+    from tsukud.batch.outcome import ecosystem_of
+    from tsukud.policy.breaker import registry_scope
+
+    eco = ecosystem_of(source)
+    return None if eco is None else registry_scope(eco)
 
 
 def default_workers() -> int:
     """Twice the cores, at least 2: most of a job is waiting on the network, a model
     or the container lock, not on this machine's CPU."""
     return max(2, 2 * (os.cpu_count() or 1))
-
-
-def failure_message(exc: BaseException) -> str:
-    """One line, redacted, terminal-safe and capped: what ``batch status`` shows."""
-    from tsukud.secrets import redact
-    from tsukud.terminal import terminal_safe
-
-    text = exc.message if isinstance(exc, TsukuError) else f"{type(exc).__name__}: {exc}"
-    line = terminal_safe(redact(text), one_line=True)
-    line = " ".join(line.split())
-    return line if len(line) <= MAX_MESSAGE else line[: MAX_MESSAGE - 1] + "…"
 
 
 def only_cancelled(exc: BaseException) -> bool:
@@ -88,11 +94,28 @@ class _Tally:
     requeued: int = 0
     stale: int = 0
     held: dict[tuple[str, int], Lease] = field(default_factory=dict)
+    # failed probes of each scope in this run (PROBES_PER_RUN ends the waiting)
+    probes_failed: dict[str, int] = field(default_factory=dict)
+    probes: dict[str, str] = field(default_factory=dict)  # job leased as a probe -> scope
+    admitted_probe: str | None = None  # set by admit for the lease being made
+    # transport failures of each job in this run, probes aside (bounded by
+    # PROBES_PER_RUN): a source whose registry fails it alone must not loop for ever
+    transport_tries: dict[str, int] = field(default_factory=dict)
+    changed: trio.Event = field(default_factory=trio.Event)  # a job ended somewhere
+
+    def ended(self) -> None:
+        self.changed.set()
+        self.changed = trio.Event()
 
 
 class BatchRunner:
-    def __init__(self, *, batch: BatchService, create: Create) -> None:
+    def __init__(
+        self, *, batch: BatchService, create: Create, breakers: CircuitBreakers | None = None
+    ) -> None:
         self.batch = batch
+        # Per-registry breakers (policy/breaker.py): a job of a registry whose circuit is
+        # open waits in the queue; only transport failures (batch/outcome.py) count.
+        self.breakers = breakers
         # Creator.create: GitHub releases, registries and bottles. Not create_recipe's
         # install-page fallback: a page's recipe may name hosts its repository does not,
         # which a person must see before it is used, and no one watches a batch job.
@@ -186,6 +209,9 @@ class BatchRunner:
             "deferred": tally.deferred,
             "requeued": tally.requeued,
             "stale_commits": tally.stale,
+            # queued jobs of registries whose circuit stayed open through this run's
+            # probes: they wait for a later run (batch status shows them as queued)
+            "waiting_on_breakers": self.waiting_on_breakers(tally),
             "remaining": self.batch.queue.remaining(),
             "backoff": counts["backoff"],
             "counts": counts,
@@ -202,11 +228,68 @@ class BatchRunner:
             self.batch.reap()
             self.batch.renew(list(tally.held.values()))
 
+    def _admit(self, tally: _Tally) -> Callable[[str], bool]:
+        """Whether a job on ``source`` may start now: not while its registry's circuit
+        is open (or its one probe is out), nor once this run gave up on the registry."""
+
+        def admit(source: str) -> bool:
+            scope = breaker_scope(source)
+            if scope is None or self.breakers is None:
+                return True
+            if tally.probes_failed.get(scope, 0) >= PROBES_PER_RUN:
+                return False
+            closed = self.breakers.state(scope) == "closed"
+            admitted = self.breakers.admit(scope)
+            if admitted and not closed:
+                tally.admitted_probe = scope  # this job is the scope's one probe
+            return admitted
+
+        return admit
+
+    def waiting_on_breakers(self, tally: _Tally) -> dict[str, int]:
+        """Jobs that could run now but for an open circuit, by scope."""
+        out: dict[str, int] = {}
+        if self.breakers is None:
+            return out
+        for job in self.batch.queue.waiting(self.batch.clock.now()):
+            scope = breaker_scope(job.source)
+            if scope is not None and (
+                self.breakers.state(scope) != "closed"
+                or tally.probes_failed.get(scope, 0) >= PROBES_PER_RUN
+            ):
+                out[scope] = out.get(scope, 0) + 1
+        return out
+
+    async def _next_lease(self, tally: _Tally) -> Lease | None:
+        """The next job to run; while the only jobs left wait on open circuits (that
+        this run has not given up on), wait for a cool-down to end or a job to end."""
+        admit = self._admit(tally)
+        while True:
+            tally.admitted_probe = None
+            lease = self.batch.lease(admit)
+            if lease is not None:
+                if tally.admitted_probe is not None:
+                    tally.probes[lease.job] = tally.admitted_probe
+                return lease
+            waiting = [
+                s
+                for s in self.waiting_on_breakers(tally)
+                if tally.probes_failed.get(s, 0) < PROBES_PER_RUN
+            ]
+            if not waiting:
+                return None  # what is left runs in other workers, or waits for a later run
+            assert self.breakers is not None
+            now = self.batch.clock.now()
+            due = [t for t in (self.breakers.retry_at(s) for s in waiting) if t is not None]
+            delay = max(0.0, min(due) - now) if due else IDLE_LOOK_SECONDS
+            with trio.move_on_after(min(delay, 60.0) + 0.01):
+                await tally.changed.wait()
+
     async def _worker(
         self, opts: RunOptions, tally: _Tally, progress: Progress, started: float
     ) -> None:
         while True:
-            lease = self.batch.lease()
+            lease = await self._next_lease(tally)
             if lease is None:
                 return
             tally.held[(lease.job, lease.fence)] = lease
@@ -214,6 +297,7 @@ class BatchRunner:
                 outcome = await self._run_job(lease, opts, tally)
             finally:
                 tally.held.pop((lease.job, lease.fence), None)
+                tally.ended()
             await progress(self._frame(lease, outcome, tally, started))
 
     async def _run_job(self, lease: Lease, opts: RunOptions, tally: _Tally) -> str:
@@ -237,6 +321,7 @@ class BatchRunner:
                 session=lease.session,
             )
         except trio.Cancelled:
+            self._verdict(lease, None, tally, answered=False)
             with trio.CancelScope(shield=True):
                 if self.batch.give_back(lease, "run stopped"):
                     tally.requeued += 1
@@ -244,6 +329,7 @@ class BatchRunner:
             raise
         except Exception as exc:
             return self._settle_failure(lease, exc, tally)
+        self._verdict(lease, None, tally, answered=True)
         recorded = self.batch.done(
             lease,
             recipe=result.recipe,
@@ -258,24 +344,72 @@ class BatchRunner:
         tally.done += 1
         return "done"
 
+    def _verdict(
+        self, lease: Lease, failure: Failure | None, tally: _Tally, *, answered: bool
+    ) -> None:
+        """Tell the job's registry breaker how the job went: success (None) or a
+        failure, of which only a transport failure counts; a job that ended without
+        hearing from the registry (cancelled, deferred for money) gives back a probe."""
+        scope = breaker_scope(lease.source)
+        probe = tally.probes.pop(lease.job, None) is not None
+        if scope is None or self.breakers is None:
+            return
+        if not answered:
+            if probe:
+                self.breakers.release(scope)
+            return
+        self.breakers.record(scope, failure, session=lease.session)
+        if probe and failure is not None and failure.transport:
+            probes = tally.probes_failed
+            probes[scope] = probes.get(scope, 0) + 1
+
+    def _transport_retry(self, lease: Lease, tally: _Tally) -> bool:
+        """May a job that met an unwell registry go back to the queue? A probe's
+        failure may (the run's probes are bounded); any other, MAX_ATTEMPTS times a
+        run, then it fails (``transport``, retried by a later run after a backoff)."""
+        if lease.job in tally.probes:
+            return True
+        tries = tally.transport_tries.get(lease.job, 0) + 1
+        tally.transport_tries[lease.job] = tries
+        return tries < MAX_ATTEMPTS
+
     def _settle_failure(self, lease: Lease, exc: Exception, tally: _Tally) -> str:
-        """The one place a job's failure is classified and recorded: a budget that cannot
-        hold the job, or a cost that needs a yes, defers it; anything else fails it
-        under its error code, backing off when the code says the same request may
-        succeed later."""
-        message = failure_message(exc)
+        """The one place a job's failure is classified and recorded
+        (``batch/outcome.py``): a budget that cannot hold the job, or a cost that needs
+        a yes, defers it; anything else fails it under its category, backing off when
+        the same job may succeed later (a registry that was unwell), and tells the
+        registry's breaker, which counts transport failures only."""
+        from tsukud.batch.outcome import classify
+
+        failure = classify(exc, source=lease.source)
+        message = failure.message
         if not isinstance(exc, TsukuError):
             log.get().error("batch.job_crashed", job=lease.job, error=message)
         if isinstance(exc, BudgetExceeded | ConfirmationRequired):
             # Not the source's fault: the money needs room, or a yes (--yes) no one
             # could give while the batch ran.
+            self._verdict(lease, None, tally, answered=False)
             reason = "budget" if isinstance(exc, BudgetExceeded) else "confirmation"
             ok = self.batch.defer(lease, reason=reason, message=message)
             outcome = "deferred"
+        elif failure.transport and self._transport_retry(lease, tally):
+            # The registry is unwell, not the job: back to the queue, in its place,
+            # where it waits for the registry's breaker (open after a few of these)
+            # rather than a backoff of its own.
+            self._verdict(lease, failure, tally, answered=True)
+            if not self.batch.give_back(lease, f"{failure.category}: {message}"):
+                tally.stale += 1
+                return "stale"
+            tally.requeued += 1
+            return "requeued"
         else:
-            category = exc.code if isinstance(exc, TsukuError) else "internal"
-            transient = isinstance(exc, TsukuError) and exc.retryable
-            ok = self.batch.fail(lease, category=category, message=message, transient=transient)
+            self._verdict(lease, failure, tally, answered=True)
+            ok = self.batch.fail(
+                lease,
+                category=failure.category,
+                message=message,
+                transient=failure.retryable,
+            )
             outcome = "failed"
         if not ok:
             tally.stale += 1

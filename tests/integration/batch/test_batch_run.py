@@ -50,10 +50,12 @@ def test_a_deterministic_batch_ends_every_source_and_a_rerun_redoes_nothing(
     assert "left;" in cp.stderr and "/min" in cp.stderr  # progress: counts and rate
     status = ctl_json(t, "batch", "status")
     counts = status["counts"]
-    # None left running or queued; a failure that may pass (a 404 reads as one until
-    # failures are classified) waits out its backoff in the queue, as a failed job.
+    # None left running or queued; none in backoff either: every broken source here is
+    # the source's fault (batch/outcome.py), final until `batch retry`, and no
+    # registry's breaker counted it.
     assert counts["running"] == 0 and counts["queued"] == 0, json.dumps(status, indent=1)
-    failed = counts["failed"] + counts["backoff"]
+    assert counts["backoff"] == 0, json.dumps(status, indent=1)
+    failed = counts["failed"]
     assert counts["done"] + failed + counts["deferred"] == 21 == status["total"]
     done_events = events(t, "batch.done")
     done_tools = sorted(
@@ -68,6 +70,14 @@ def test_a_deterministic_batch_ends_every_source_and_a_rerun_redoes_nothing(
     reasons = {ex["tool"]: (g["category"], ex["message"]) for g in full for ex in g["examples"]}
     assert set(reasons) == {"nosuch", "docs-only", "unreleased", "ghost", "nobrew"}
     assert all(category and message for category, message in reasons.values()), reasons
+    assert {tool: category for tool, (category, _) in reasons.items()} == {
+        "nosuch": "not_found",
+        "docs-only": "no_build",
+        "unreleased": "no_build",
+        "ghost": "not_found",
+        "nobrew": "not_found",
+    }, reasons
+    assert not [b for b in t.call("status")["breakers"] if b["state"] != "closed"]
     assert reasons["nobrew"][1] == "Homebrew has no formula named no-such-formula"
     # Each job ran in its own ledger session: per-job cost in events summary --by session.
     leased = events(t, "batch.leased")
@@ -147,7 +157,7 @@ def test_a_repository_without_builds_fails_and_its_install_page_is_never_read(
 ) -> None:
     """``create`` would read such a repository's homepage with a model; a recipe from a
     page may name hosts its repository does not, which a person must see first, and a
-    batch job has no one to show them to. So the job fails (``no_binary_assets``), the
+    batch job has no one to show them to. So the job fails (``no_build``), the
     page is not fetched and no model is asked, ``--llm --yes`` or not."""
     with FakeDownloadHost() as vendor:
         page = vendor.add("/foo/", b"<h1>foo</h1><p>curl the installer</p>", sha256_file=False)
@@ -163,7 +173,7 @@ def test_a_repository_without_builds_fails_and_its_install_page_is_never_read(
             res = ctl_json(t, "batch", "run", "--llm", "--yes", timeout=120)
             assert (res["done"], res["failed"]) == (0, 1), res
             (group,) = ctl_json(t, "batch", "status")["failures"]
-            assert group["category"] == "no_binary_assets", group
+            assert group["category"] == "no_build", group
             assert vendor.fetched() == [] and anthropic.requests == []
         finally:
             world.repos.pop("acme/pageonly", None)
