@@ -105,6 +105,9 @@ def main() -> int:
         for label, jobs in (("jobs1", 1), ("default", None)):
             wall, busy, out = run_once(world, jobs, validate)
             counts = out["status"].get("counts", {})
+            want = (len(world.expected("done")), len(world.expected("failed")))
+            if (counts.get("done"), counts.get("failed")) != want:
+                raise RuntimeError(f"{label}: expected done/failed {want}, got {counts}")
             rate = n / wall
             results[label] = rate
             line(

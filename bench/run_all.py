@@ -40,6 +40,8 @@ GOALS: dict[str, tuple[str, ...]] = {
     "command_not_found": ("command_not_found",),
     # a page's visible text: headless Chromium per page vs its own start (issue 33)
     "page_render": ("page_render",),
+    # a maintainer's queue: batch run at the default --jobs against --jobs 1 (issue 24)
+    "batch": ("batch",),
     # recipe accuracy (no daemon: the matcher over recorded release lists)
     "matcher_accuracy": ("matcher_accuracy.newest", "matcher_accuracy.all"),
     # what share of a recipe registry parses and installs (no goal: a measure to follow)
@@ -47,6 +49,9 @@ GOALS: dict[str, tuple[str, ...]] = {
 }
 BENCHMARKS = list(GOALS)
 TIME_LIMIT_S = 180
+# Longer limits: a batch of 300 sources validated in the container, twice (--jobs 1 alone
+# takes several minutes on 2 cores).
+TIME_LIMITS_S = {"batch": 1200}
 
 
 def goal_name(goal_line: str) -> str:
@@ -139,11 +144,12 @@ def main() -> int:
         reader = threading.Thread(target=_relay, args=(proc, goals), daemon=True)
         reader.start()
         failure = None
+        limit = TIME_LIMITS_S.get(name, TIME_LIMIT_S)
         try:
-            rc = proc.wait(timeout=TIME_LIMIT_S)
+            rc = proc.wait(timeout=limit)
         except subprocess.TimeoutExpired:
-            failure = f"stopped after {TIME_LIMIT_S} s"
-            print(f"# {name}: over {TIME_LIMIT_S} s, stopping it", flush=True)
+            failure = f"stopped after {limit} s"
+            print(f"# {name}: over {limit} s, stopping it", flush=True)
             proc.terminate()  # SIGTERM: its finally blocks stop its daemon, remove its home
             try:
                 rc = proc.wait(timeout=60)
