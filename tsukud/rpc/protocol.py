@@ -123,7 +123,10 @@ def decode_request(body: bytes) -> Request:
     except msgspec.ValidationError as e:
         raise BadRequest(ProtocolError(f"invalid request: {e}"), _salvage_id(body)) from None
     except msgspec.DecodeError as e:
-        raise BadRequest(ProtocolError(f"frame is not valid JSON: {e}"), None) from None
+        # msgspec 0.23 reports bad UTF-8 as a DecodeError (earlier ones raised
+        # UnicodeDecodeError, below): say which it was either way.
+        what = "UTF-8" if "UTF-8" in str(e) else "JSON"
+        raise BadRequest(ProtocolError(f"frame is not valid {what}: {e}"), None) from None
     except UnicodeDecodeError as e:
         raise BadRequest(ProtocolError(f"frame is not valid UTF-8: {e.reason}"), None) from None
     except RecursionError:
