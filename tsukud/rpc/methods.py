@@ -196,6 +196,7 @@ async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw
             hint="List the events instead (`tsukuctl events --json`), or run the summary "
             "on a daemon without ledger.url; docs/design/scale.md says what is built.",
         )
+    await d.store.caught_up()  # what was appended before this request is counted
 
     def summarise(conn: Any) -> msgspec.Raw:
         # Encoding in the thread too: thousands of groups (by session) would otherwise

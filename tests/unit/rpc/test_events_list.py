@@ -74,3 +74,31 @@ async def test_a_listing_includes_an_event_its_writer_has_not_committed_yet(
             nursery.cancel_scope.cancel()
     finally:
         store.close_connection()
+
+
+async def test_a_summary_counts_an_event_its_writer_has_not_committed_yet(
+    tmp_path: Path,
+) -> None:
+    """The same for ``events.summary``: ``tsukuctl events summary`` right after a start
+    counted nothing once (the start's own events were not yet committed)."""
+    store = EventStore(tmp_path / "t.db", clock=FixedClock(1_800_000_000.0))
+    store.open()
+    try:
+        store.append_nowait("client.sequenced", {"i": 1})  # the writer is not running yet
+        server = RpcServer(load_methods(), Ledgered(store), uid=1000, redactor=Redactor([]))
+        async with trio.open_nursery() as nursery:
+            client, daemon_end = trio.testing.memory_stream_pair()
+            nursery.start_soon(server.handle, daemon_end)
+            body = json.dumps({"id": 1, "method": "events.summary", "params": {}}).encode()
+            await client.send_all(HEADER.pack(len(body)) + body)
+            await trio.sleep(0.2)  # a summary that did not wait has read the empty ledger
+            await nursery.start(store.run)
+            with trio.fail_after(10):
+                frame = await read_frame(client, bytearray())
+            result = frame.get("result")
+            assert isinstance(result, dict), frame
+            assert result["totals"]["events"] == 1, result
+            store.close()
+            nursery.cancel_scope.cancel()
+    finally:
+        store.close_connection()
