@@ -42,38 +42,45 @@ async def read_frame(stream: trio.abc.Stream, buf: bytearray) -> dict[str, objec
         buf += chunk
 
 
-async def test_a_listing_includes_an_event_its_writer_has_not_committed_yet(
-    tmp_path: Path,
-) -> None:
+async def ask_before_the_writer_runs(tmp_path: Path, method: str) -> list[dict[str, object]]:
+    """Sequence one event with the writer not running, ask ``method``, give a request
+    that did not wait time to read the empty ledger, then start the writer: every frame
+    of the answer, the final one last."""
     store = EventStore(tmp_path / "t.db", clock=FixedClock(1_800_000_000.0))
     store.open()
+    frames: list[dict[str, object]] = []
     try:
         store.append_nowait("client.sequenced", {"i": 1})  # the writer is not running yet
         server = RpcServer(load_methods(), Ledgered(store), uid=1000, redactor=Redactor([]))
         async with trio.open_nursery() as nursery:
             client, daemon_end = trio.testing.memory_stream_pair()
             nursery.start_soon(server.handle, daemon_end)
-            body = json.dumps({"id": 1, "method": "events.list", "params": {}}).encode()
+            body = json.dumps({"id": 1, "method": method, "params": {}}).encode()
             await client.send_all(HEADER.pack(len(body)) + body)
-            await trio.sleep(0.2)  # a listing that did not wait has read the empty ledger
+            await trio.sleep(0.2)  # a request that did not wait has read the empty ledger
             await nursery.start(store.run)
-            events: list[str] = []
             buf = bytearray()
             with trio.fail_after(10):
-                while True:
-                    frame = await read_frame(client, buf)
-                    if "progress" in frame:
-                        progress = frame["progress"]
-                        assert isinstance(progress, dict)
-                        events += [e["type"] for e in progress["events"]]
-                        continue
-                    assert frame.get("result") == {"count": 1}, frame
-                    break
-            assert events == ["client.sequenced"]
+                while not frames or "progress" in frames[-1]:
+                    frames.append(await read_frame(client, buf))
             store.close()
             nursery.cancel_scope.cancel()
     finally:
         store.close_connection()
+    return frames
+
+
+async def test_a_listing_includes_an_event_its_writer_has_not_committed_yet(
+    tmp_path: Path,
+) -> None:
+    *progress, final = await ask_before_the_writer_runs(tmp_path, "events.list")
+    events: list[str] = []
+    for frame in progress:
+        body = frame["progress"]
+        assert isinstance(body, dict)
+        events += [e["type"] for e in body["events"]]
+    assert final.get("result") == {"count": 1}, final
+    assert events == ["client.sequenced"]
 
 
 async def test_a_summary_counts_an_event_its_writer_has_not_committed_yet(
@@ -81,24 +88,7 @@ async def test_a_summary_counts_an_event_its_writer_has_not_committed_yet(
 ) -> None:
     """The same for ``events.summary``: ``tsukuctl events summary`` right after a start
     counted nothing once (the start's own events were not yet committed)."""
-    store = EventStore(tmp_path / "t.db", clock=FixedClock(1_800_000_000.0))
-    store.open()
-    try:
-        store.append_nowait("client.sequenced", {"i": 1})  # the writer is not running yet
-        server = RpcServer(load_methods(), Ledgered(store), uid=1000, redactor=Redactor([]))
-        async with trio.open_nursery() as nursery:
-            client, daemon_end = trio.testing.memory_stream_pair()
-            nursery.start_soon(server.handle, daemon_end)
-            body = json.dumps({"id": 1, "method": "events.summary", "params": {}}).encode()
-            await client.send_all(HEADER.pack(len(body)) + body)
-            await trio.sleep(0.2)  # a summary that did not wait has read the empty ledger
-            await nursery.start(store.run)
-            with trio.fail_after(10):
-                frame = await read_frame(client, bytearray())
-            result = frame.get("result")
-            assert isinstance(result, dict), frame
-            assert result["totals"]["events"] == 1, result
-            store.close()
-            nursery.cancel_scope.cancel()
-    finally:
-        store.close_connection()
+    (frame,) = await ask_before_the_writer_runs(tmp_path, "events.summary")
+    result = frame.get("result")
+    assert isinstance(result, dict), frame
+    assert result["totals"]["events"] == 1, result
