@@ -43,6 +43,8 @@ from tsukud.recipe import (  # noqa: E402  # noqa: E402
     Recipe,
     RecipeError,
     ResolvedVersion,
+    dump_recipe,
+    parse_recipe,
     render_recipe,
     tag_to_version,
     version_source,
@@ -162,6 +164,8 @@ def ours(case: Case) -> Callable[[Platform, Release], str | None]:
             for f in check_recipe(recipe, case.releases, expected=best.expected)
         ):
             recipe = None
+        else:  # what a user gets: the text create saves, read back
+            recipe = parse_recipe(dump_recipe(recipe), f"{case.tool}.toml")
 
     def pick(target: Platform, release: Release) -> str | None:
         if recipe is None:

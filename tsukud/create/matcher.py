@@ -150,7 +150,7 @@ class Candidate(msgspec.Struct, frozen=True, kw_only=True):
 
     ``answer`` names the newest release's builds; when older releases were named
     otherwise, ``since`` is the oldest version named like the newest and ``eras`` the
-    older namings, newest first: the recipe gets version-ranged steps for them.
+    older namings, newest first: the recipe gets version overrides for them.
     """
 
     answer: ExtractPatternAnswer
@@ -929,8 +929,9 @@ def candidate_to_recipe(
     generated_by: str = GENERATED_BY,
 ) -> Recipe:
     """The recipe for a candidate, through the same converter as an LLM answer: the
-    newest naming's steps first, then each older naming's, each with its version range
-    (so a reader that ignores ranges and takes the first step still gets the newest)."""
+    newest naming's steps unranged, then each older naming's with its version range
+    (written as ``[[version_overrides]]``, which tsuku ignores whole: tsuku reads only
+    the newest naming and never downloads two namings of one release)."""
     versions = [r.version for r in usable_releases(with_tag_prefix(releases, candidate.tag_prefix))]
     context = candidate.context(repo=repo, name=name, versions=versions, generated_by=generated_by)
     return recipe_for_candidate(candidate, context)
@@ -945,7 +946,7 @@ def recipe_for_candidate(candidate: Candidate, context: RecipeContext) -> Recipe
     recipe = answer_to_recipe(candidate.answer, context)
     if candidate.eras and candidate.since is not None:
         newest = [c.platform for c in candidate.choices]
-        steps = _ranged(recipe.steps, f">={candidate.since}", newest)
+        steps = _ranged(recipe.steps, None, newest)
         upper = candidate.since
         for era in candidate.eras:
             bounds = f">={era.since}, <{upper}" if era.since is not None else f"<{upper}"

@@ -532,9 +532,8 @@ def _lowest(versions: str) -> str | None:
 
 
 def check_version_ranges(recipe: Recipe) -> list[Finding]:
-    """Version-ranged steps for one platform come newest naming first, so a reader
-    that ignores ``when.version`` and takes the first step still installs the newest
-    naming; and two steps never claim the same lower bound (their ranges overlap)."""
+    """Version overrides for one platform come newest naming first and never claim
+    the same lower bound: overlapping ranges would give one release two namings."""
     found = []
     for target in STANDARD_PLATFORMS:
         seen: list[tuple[int, str | None]] = []

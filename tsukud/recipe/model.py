@@ -541,12 +541,34 @@ def normalize_fingerprint(text: str) -> str:
     return "".join(text.split()).upper().removeprefix("0X")
 
 
+def ranged(step: Step) -> bool:
+    """The step belongs to a version override (``when.version``)."""
+    return step.when is not None and bool(step.when.version)
+
+
 def matching_steps(
     recipe: Recipe, target: Platform, version: str | None = None
 ) -> list[tuple[int, Step]]:
     """Steps whose ``when`` clause selects ``target`` (at ``version``, when given), with
-    their index in ``steps``."""
-    return [(i, step) for i, step in enumerate(recipe.steps) if step.matches(target, version)]
+    their index in ``steps``.
+
+    Version-ranged steps are overrides, as aqua's ``version_overrides`` are: at a
+    version some range holds, the ranged steps holding it replace the unranged ones;
+    at any other version only the unranged steps count. So the unranged steps (the only
+    ones tsuku, which has no ``when.version``, ever reads) can carry the newest naming
+    alone, and an older release never downloads two namings. Before a version is
+    resolved every step for the platform is a candidate."""
+    if version is None:
+        return [(i, step) for i, step in enumerate(recipe.steps) if step.matches(target)]
+    overridden = any(
+        ranged(step) and step.when is not None and in_range(version, step.when.version or "")
+        for step in recipe.steps
+    )
+    return [
+        (i, step)
+        for i, step in enumerate(recipe.steps)
+        if ranged(step) == overridden and step.matches(target, version)
+    ]
 
 
 def check_platform(recipe: Recipe, target: Platform) -> None:

@@ -46,6 +46,7 @@ from tsukud.recipe.model import (
     VersionSection,
     When,
     normalize_fingerprint,
+    ranged,
 )
 from tsukud.recipe.platform import LIBCS
 from tsukud.recipe.version_range import parse_range
@@ -610,9 +611,45 @@ def _verify(value: Any, path: str) -> Verify:
     return Verify(**known, extra=extra)
 
 
+# Older asset namings, read by this project and ignored whole by tsuku (its recipe
+# struct has no such key and its TOML decoder drops unknown keys), so tsuku runs only
+# the newest naming in [[steps]]. Each override's steps become steps whose
+# ``when.version`` is the override's range (model.matching_steps gives them meaning).
+OVERRIDES = "version_overrides"
+_TOP_LEVEL = ("metadata", "version", "steps", "verify", OVERRIDES)
+
+
+def _overrides(value: Any) -> tuple[Step, ...]:
+    if not isinstance(value, list):
+        _expected(OVERRIDES, "an array of tables ([[version_overrides]])", value)
+    steps: list[Step] = []
+    for i, item in enumerate(value):
+        path = f"{OVERRIDES}[{i}]"
+        table = _table(item, path)
+        _require(table, path, "version", "steps")
+        unknown = sorted(set(table) - {"version", "steps"})
+        if unknown:
+            raise _Bad(f"{path}.{unknown[0]}", "unknown key (an override has version and steps)")
+        versions = _version_range(table["version"], f"{path}.version")
+        raw = table["steps"]
+        if not isinstance(raw, list) or not raw:
+            _expected(f"{path}.steps", "a non-empty array of tables", raw)
+        for j, entry in enumerate(raw):
+            step = _step(entry, f"{path}.steps[{j}]")
+            when = step.when or When()
+            if when.version is not None:
+                raise _Bad(
+                    f"{path}.steps[{j}].when.version",
+                    "the override's version applies to its steps; a step has none of its own",
+                )
+            ranged_when = msgspec.structs.replace(when, version=versions)
+            steps.append(msgspec.structs.replace(step, when=ranged_when))
+    return tuple(steps)
+
+
 def _recipe(data: Mapping[str, Any]) -> Recipe:
     _require(data, "", "metadata")
-    extra = {k: v for k, v in data.items() if k not in ("metadata", "version", "steps", "verify")}
+    extra = {k: v for k, v in data.items() if k not in _TOP_LEVEL}
     meta_table = _table(data["metadata"], "metadata")
     meta_known, meta_extra = _split(meta_table, "metadata", _METADATA)
     _require(meta_known, "metadata", "name")
@@ -629,6 +666,8 @@ def _recipe(data: Mapping[str, Any]) -> Recipe:
         if not isinstance(raw_steps, list):
             _expected("steps", "an array of tables ([[steps]])", raw_steps)
         steps = tuple(_step(item, f"steps[{i}]") for i, item in enumerate(raw_steps))
+    if OVERRIDES in data:
+        steps += _overrides(data[OVERRIDES])
 
     verify = _verify(data["verify"], "verify") if "verify" in data else None
     return Recipe(metadata=metadata, version=version, steps=steps, verify=verify, extra=extra)
@@ -719,12 +758,32 @@ def recipe_to_dict(recipe: Recipe) -> dict[str, Any]:
     data: dict[str, Any] = {"metadata": _plain(recipe.metadata)}
     if recipe.version is not None:
         data["version"] = _plain(recipe.version)
-    if recipe.steps:
-        data["steps"] = [_step_dict(step) for step in recipe.steps]
+    main = [step for step in recipe.steps if not ranged(step)]
+    if main:
+        data["steps"] = [_step_dict(step) for step in main]
+    overrides = _override_tables([step for step in recipe.steps if ranged(step)])
+    if overrides:
+        data[OVERRIDES] = overrides
     if recipe.verify is not None:
         data["verify"] = _plain(recipe.verify)
     data.update((k, _plain(v)) for k, v in recipe.extra.items())
     return data
+
+
+def _override_tables(steps: list[Step]) -> list[dict[str, Any]]:
+    """Ranged steps as ``[[version_overrides]]`` tables, in order: a new table wherever
+    the range changes, so reading them back gives the same steps in the same order."""
+    tables: list[dict[str, Any]] = []
+    for step in steps:
+        assert step.when is not None and step.when.version is not None
+        versions = step.when.version
+        when = msgspec.structs.replace(step.when, version=None)
+        body = _step_dict(msgspec.structs.replace(step, when=None if when == When() else when))
+        if tables and tables[-1]["version"] == versions:
+            tables[-1]["steps"].append(body)
+        else:
+            tables.append({"version": versions, "steps": [body]})
+    return tables
 
 
 def _key(key: str) -> str:
@@ -774,6 +833,7 @@ def dump_recipe(recipe: Recipe) -> str:
     """TOML text in the registry's layout; ``parse_recipe`` of it equals ``recipe``."""
     data = recipe_to_dict(recipe)
     steps = data.pop("steps", [])
+    overrides = data.pop(OVERRIDES, [])
     verify = data.pop("verify", None)
     # Root-level literals (unmodelled top-level keys) come out first, before any header.
     chunks = _emit("", data)
@@ -781,4 +841,8 @@ def dump_recipe(recipe: Recipe) -> str:
         chunks.extend(_emit("steps", step, aot=True, flat=True))
     if verify is not None:
         chunks.extend(_emit("verify", verify))
+    for override in overrides:
+        chunks.extend(_emit(OVERRIDES, {"version": override["version"]}, aot=True))
+        for step in override["steps"]:
+            chunks.extend(_emit(f"{OVERRIDES}.steps", step, aot=True, flat=True))
     return "\n".join(chunks)

@@ -192,8 +192,47 @@ def expected_assets(
     if not metadata_allows(recipe.get("metadata", {}), os, arch, libc):
         return []
     steps = [
-        s for s in recipe.get("steps", []) if when_selects(s.get("when"), os, arch, libc, version)
+        s for s in steps_at(recipe, version) if when_selects(s.get("when"), os, arch, libc, version)
     ]
+    return _assets(steps, version, os, arch)
+
+
+def steps_at(recipe: Mapping[str, Any], version: str) -> list[Mapping[str, Any]]:
+    """The steps that stand for ``version``, as documented: the steps of every
+    ``[[version_overrides]]`` table (and every step with a ``when.version``) whose range
+    holds it, when there is one; otherwise the unranged ``[[steps]]``."""
+    inline = [s for s in recipe.get("steps", []) if "version" in (s.get("when") or {})]
+    plain = [s for s in recipe.get("steps", []) if "version" not in (s.get("when") or {})]
+    overridden = [s for s in inline if version_in(version, str(s["when"]["version"]))]
+    for table in recipe.get("version_overrides", []):
+        if version_in(version, str(table["version"])):
+            overridden.extend(table.get("steps", []))
+    return overridden or plain
+
+
+def tsuku_assets(
+    recipe: Mapping[str, Any], version: str, os: str, arch: str, libc: str | None = None
+) -> list[ExpectedAsset]:
+    """The assets tsuku (Go) downloads: it reads ``[[steps]]`` only (its recipe struct
+    has no ``version_overrides``, and its TOML decoder drops unknown keys, ``when``'s
+    included: a ``when`` of only a version matches everywhere) and runs every step whose
+    ``when`` matches, so two matching steps are two downloads."""
+    if not metadata_allows(recipe.get("metadata", {}), os, arch, libc):
+        return []
+    known = ("platform", "os", "arch", "libc", "linux_family", "package_manager", "gpu")
+    steps = [
+        s
+        for s in recipe.get("steps", [])
+        if when_selects(
+            {k: v for k, v in (s.get("when") or {}).items() if k in known}, os, arch, libc
+        )
+    ]
+    return _assets(steps, version, os, arch)
+
+
+def _assets(
+    steps: Sequence[Mapping[str, Any]], version: str, os: str, arch: str
+) -> list[ExpectedAsset]:
     if not steps or any(s.get("action") not in _INSTALL_ACTIONS for s in steps):
         return []
     out = []

@@ -65,8 +65,10 @@ async def test_naming_changed_at_every_release_gets_version_ranged_steps(
         skip_validation=True,  # the matcher's steps are the subject; no container here
     )
     recipe = parse_recipe(result.recipe, "tool.toml")
-    ranges = [s.when.version for s in recipe.steps if s.when is not None]
-    assert ranges[0] == ">=1.2.0" and "<1.1.0" in ranges
+    # The newest naming unranged (all tsuku reads), each older one an override.
+    ranges = [s.when.version if s.when is not None else None for s in recipe.steps]
+    assert ranges[0] is None and ">=1.1.0, <1.2.0" in ranges and "<1.1.0" in ranges
+    assert "[[version_overrides]]" in result.recipe and "when = { version" not in result.recipe
     for tag, want in [
         ("v1.2.0", "tool_1.2.0_linux_amd64.tar.gz"),
         ("v1.1.0", "tool-Linux-x86_64-v1.1.0.tar.gz"),

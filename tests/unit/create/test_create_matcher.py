@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Callable
 
 import pytest
@@ -28,6 +29,7 @@ from tsukud.recipe import (
     dump_recipe,
     render_recipe,
 )
+from tsukud.testing.asset_names import expected_assets, tsuku_assets
 
 VERSIONS = ("2.3.1", "2.3.0", "2.2.0")
 
@@ -245,17 +247,28 @@ def test_charm_style_case_change_across_releases_gets_version_ranged_steps() -> 
     assert result.best is not None and result.best.since == "0.12.5"
     recipe = candidate_to_recipe(result.best, repo="charmbracelet/charm", name="charm")
     assert errors(check_recipe(recipe, releases, expected=result.best.expected)) == []
-    whens = [s.when.version for s in recipe.steps if s.when is not None]
-    assert whens[0] == ">=0.12.5" and set(whens[1:]) == {"<0.12.5"}
+    whens = [s.when.version if s.when is not None else None for s in recipe.steps]
+    newest = [w for w in whens if w is None]
+    assert newest and whens[: len(newest)] == newest and set(whens[len(newest) :]) == {"<0.12.5"}
     linux_amd, linux_arm = STANDARD_PLATFORMS[0], STANDARD_PLATFORMS[1]
     for release in releases:
         spelled = "linux" if release.version in ("0.12.4", "0.12.3") else "Linux"
         want = f"charm_{release.version}_{spelled}_x86_64.tar.gz"
         assert _rendered(recipe, release, linux_amd) == want
     assert _rendered(recipe, releases[0], linux_arm) == "charm_0.12.6_Linux_arm64.tar.gz"
-    # The text written to disk says the same, newest naming first.
-    text = dump_recipe(recipe)
-    assert text.index('version = ">=0.12.5"') < text.index('version = "<0.12.5')
+    # On disk, [[steps]] carry the newest naming alone (all tsuku reads and runs); the
+    # older naming is a [[version_overrides]] table it ignores.
+    data = tomllib.loads(dump_recipe(recipe))
+    assert all("version" not in s.get("when", {}) for s in data["steps"])
+    assert [o["version"] for o in data["version_overrides"]] == ["<0.12.5"]
+    for release in releases:
+        # The independent reader of the written text agrees with the renderer; the
+        # oldest release has no linux/arm64 build, and neither reading invents one.
+        for p in (linux_amd, linux_arm) if release.version != "0.12.3" else (linux_amd,):
+            ours = expected_assets(data, release.version, p.os, p.arch)
+            assert [a.name for a in ours] == [_rendered(recipe, release, p)]
+    newest_assets = tsuku_assets(data, releases[0].version, "linux", "amd64")
+    assert [a.name for a in newest_assets] == ["charm_0.12.6_Linux_x86_64.tar.gz"]
 
 
 def test_naming_changed_in_the_newest_release_only_adds_a_ranged_step() -> None:
