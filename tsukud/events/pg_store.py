@@ -45,7 +45,13 @@ from tsukud.events.readers import ReadPool
 from tsukud.events.store import DEFAULT_READERS, EventStore, Row, iter_rows, verify_chain
 from tsukud.secrets import REDACTOR, Redactor
 
-_SCHEMA = (Path(__file__).with_name("events_pg.sql")).read_text()
+_HERE = Path(__file__).parent
+# Applied in order by the migration: the events, then each part of the daemon that keeps
+# shared state of its own (the budget, hourly limit and breakers: policy/policy_pg.sql).
+SCHEMA_FILES: tuple[Path, ...] = (
+    _HERE / "events_pg.sql",
+    _HERE.parent / "policy" / "policy_pg.sql",
+)
 SCHEMA_VERSION = 1
 # Held while the schema is created or migrated: daemons starting together take turns.
 _MIGRATE_LOCK = 0x7473756B  # "tsuk"
@@ -315,7 +321,8 @@ class PgEventStore(EventStore):
                         hint="A newer tsukud migrated it: upgrade this one (an old daemon "
                         "never writes through a schema it does not know).",
                     )
-            conn.execute(_SCHEMA.encode())
+            for schema in SCHEMA_FILES:
+                conn.execute(schema.read_text().encode())
 
     def close_connection(self) -> None:
         self.readers.close()
