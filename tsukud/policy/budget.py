@@ -108,6 +108,9 @@ class Budget:
         self._clock = clock
         self._limits = limits
         self._days: Days = days if days is not None else LocalDays(spend)
+        # Being settled on a shared day (an await): a second settlement meanwhile is
+        # refused as the one after it would be.
+        self._settling: set[str] = set()
 
     def today(self) -> str:
         return utc_day(self._clock.now())
@@ -245,14 +248,18 @@ class Budget:
         return Grant(rid, to_usd(amount), day, to_usd(budget - committed - amount))
 
     async def settle(self, reservation: str, actual_usd: float, *, session: str | None) -> None:
-        if reservation not in self._spend.open:
+        if reservation not in self._spend.open or reservation in self._settling:
             raise NotFound(f"no open reservation {reservation!r}")
         if not math.isfinite(actual_usd) or actual_usd < 0:
             raise InvalidParams(f"actual cost must be a finite USD amount ≥ 0, got {actual_usd!r}")
         r = self._spend.open[reservation]
         # The shared day first (idempotent): a settlement whose event is lost is made
         # again by the next start's sweep, and counted once.
-        await self._days.settle(reservation, to_micro(actual_usd))
+        self._settling.add(reservation)
+        try:
+            await self._days.settle(reservation, to_micro(actual_usd))
+        finally:
+            self._settling.discard(reservation)
         spent.record(actual_usd, reservation)
         ev = self._store.append_nowait(
             "budget.settled",

@@ -52,6 +52,7 @@ from tsukud.policy.budget import Days, Hold
 from tsukud.policy.ratelimit import Hours, Slot
 
 T = TypeVar("T")
+GLANCE_S = 1.0
 
 # The reservation, as one statement: the condition IS the budget (its mutation test:
 # tests/integration/ledger_pg/test_shared_budget.py).
@@ -109,6 +110,16 @@ class SharedDb:
 
     async def call(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         return await trio.to_thread.run_sync(self.run, work)
+
+    async def glance(self, work: Callable[[psycopg.Connection[Any]], T]) -> T | None:
+        """A read for ``status``, which must answer at once: given up after
+        ``GLANCE_S`` (the thread finishes on its own), or None when out of reach."""
+        with trio.move_on_after(GLANCE_S):
+            try:
+                return await trio.to_thread.run_sync(self.run, work, abandon_on_cancel=True)
+            except LedgerUnavailable:
+                return None
+        return None
 
     def close(self) -> None:
         with self._lock:
@@ -213,8 +224,9 @@ class PgDays:
             ).fetchone()
             return DayTotals() if row is None else DayTotals(*(int(x) for x in row))
 
-        with contextlib.suppress(LedgerUnavailable):
-            self._totals[day] = await self._db.call(work)
+        totals = await self._db.glance(work)
+        if totals is not None:
+            self._totals[day] = totals
 
     def spent(self, day: str) -> int:
         return self._totals.get(day, DayTotals()).spent
@@ -293,8 +305,9 @@ class PgHours:
 
     async def refresh(self, now: float) -> None:
         hour, _ = _hour(now)
-        with contextlib.suppress(LedgerUnavailable):
-            self._counts[hour] = await self._db.call(lambda conn: _started(conn, hour))
+        count = await self._db.glance(lambda conn: _started(conn, hour))
+        if count is not None:
+            self._counts[hour] = count
 
     def count(self, now: float) -> int:
         return self._counts.get(_hour(now)[0], 0)
