@@ -23,9 +23,9 @@ from tests.integration.create.greedy import Greedy, create_args, greedy_world
 from tests.integration.create.helpers import CLAUDE_KEY
 from tests.pg import PgDatabase, url
 from tests.waiting import wait_until
+from tsukuctl.client import Client
 from tsukud.errors import ExitCode
 from tsukud.launch import RemoteError
-from tsukuctl.client import Client
 
 LIMIT = Decimal("1.50")
 
