@@ -42,7 +42,7 @@ from tsukud.events import integrity
 from tsukud.events.projections import State, rebuild
 from tsukud.events.store import EventStore
 from tsukud.policy.backend import LocalPolicy, PolicyBackend
-from tsukud.policy.breaker import BreakerSettings, CircuitBreakers
+from tsukud.policy.breaker import BreakerSettings
 from tsukud.policy.budget import Budget, BudgetLimits
 from tsukud.policy.locks import ContainerLock
 from tsukud.policy.ratelimit import GenerationLimit
@@ -149,9 +149,9 @@ class Daemon:
             lambda: int(cfg()["llm.hourly_limit"]),
             self.policy_backend.hours(self.state),
         )
-        self.breakers = CircuitBreakers(
+        self.breakers = self.policy_backend.breakers(
             self.store,
-            self.state.breakers,
+            self.state,
             self.clock,
             lambda: BreakerSettings(
                 cfg()["breaker.failure_threshold"], cfg()["breaker.reset_seconds"]
@@ -459,6 +459,7 @@ class Daemon:
         to do on SQLite, where the projections are current)."""
         await self.budget.refresh()
         await self.generations.refresh()
+        await self.breakers.refresh()
 
     def status(self) -> dict[str, Any]:
         """The daemon's state. A setting the config file spoils (a typo, a bad value)

@@ -26,33 +26,28 @@ day's total therefore never passes the largest limit any daemon is configured wi
 a daemon configured lower stops at its own. The row keeps the limit of the last
 reservation granted (what ``status`` shows as the shared limit).
 
-Connections: psycopg's sync API on worker threads, one connection per statement group
-taken from a small idle list, autocommit off inside ``transaction()``. A lost connection
-is ``ledger_unavailable`` (typed, with the store's hint); the next call reconnects.
+Connections: ``pg_db.SharedDb``. The breakers: ``pg_breakers``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
-import trio
 
 from tsukud import log
+from tsukud.clock import Clock
 from tsukud.errors import LedgerUnavailable
-from tsukud.events.pg_store import _connect as connect
-from tsukud.events.pg_store import unreachable
 from tsukud.events.projections import State
+from tsukud.events.store import EventStore
+from tsukud.policy.breaker import BreakerSettings, CircuitBreakers
 from tsukud.policy.budget import Days, Hold
+from tsukud.policy.pg_breakers import SharedBreakers
+from tsukud.policy.pg_db import SharedDb
 from tsukud.policy.ratelimit import Hours, Slot
-
-T = TypeVar("T")
-GLANCE_S = 1.0
 
 # The reservation, as one statement: the condition IS the budget (its mutation test:
 # tests/integration/ledger_pg/test_shared_budget.py).
@@ -62,71 +57,6 @@ _RESERVE = (
     " WHERE day = %(day)s AND held_micro + %(a)s <= %(lim)s"
     " RETURNING held_micro, limit_micro, spent_micro, open_micro"
 )
-
-
-class SharedDb:
-    """Connections to the shared database for policy statements, each group of them one
-    transaction on a worker thread."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self._idle: list[psycopg.Connection[Any]] = []
-        self._lock = threading.Lock()
-
-    def _take(self) -> psycopg.Connection[Any]:
-        with self._lock:
-            while self._idle:
-                conn = self._idle.pop()
-                if not (conn.closed or conn.broken):
-                    return conn
-        return connect(self.url)
-
-    def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """``work`` in one transaction (blocking). ``ledger_unavailable`` when the
-        database cannot be reached or refuses the statement."""
-        conn = self._take()
-        try:
-            with conn.transaction():
-                result = work(conn)
-        except (psycopg.OperationalError, psycopg.InterfaceError) as e:
-            conn.close()
-            raise unreachable(e) from None
-        except psycopg.Error as e:
-            conn.close()
-            why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            log.get().error("policy.shared_refused", error=why)
-            raise LedgerUnavailable(
-                f"the shared ledger refused a policy update: {why}",
-                hint="The database refused what tsukud asked (a constraint or the role's "
-                "rights); the daemon log has the statement's error.",
-                cause=why,
-            ) from None
-        except BaseException:
-            conn.close()
-            raise
-        with self._lock:
-            self._idle.append(conn)
-        return result
-
-    async def call(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
-        return await trio.to_thread.run_sync(self.run, work)
-
-    async def glance(self, work: Callable[[psycopg.Connection[Any]], T]) -> T | None:
-        """A read for ``status``, which must answer at once: given up after
-        ``GLANCE_S`` (the thread finishes on its own), or None when out of reach."""
-        with trio.move_on_after(GLANCE_S):
-            try:
-                return await trio.to_thread.run_sync(self.run, work, abandon_on_cancel=True)
-            except LedgerUnavailable:
-                return None
-        return None
-
-    def close(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            with contextlib.suppress(psycopg.Error):
-                conn.close()
 
 
 @dataclass
@@ -327,6 +257,7 @@ class SharedPolicy:
 
     def __init__(self, url: str, origin: Callable[[], str]) -> None:
         self._db = SharedDb(url)
+        self._origin = origin
         self._days = PgDays(self._db, origin)
         self._hours = PgHours(self._db)
 
@@ -335,6 +266,15 @@ class SharedPolicy:
 
     def hours(self, state: State) -> Hours:
         return self._hours
+
+    def breakers(
+        self,
+        store: EventStore,
+        state: State,
+        clock: Clock,
+        settings: Callable[[], BreakerSettings],
+    ) -> CircuitBreakers:
+        return SharedBreakers(store, state.breakers, clock, settings, self._db, self._origin)
 
     def close(self) -> None:
         self._db.close()

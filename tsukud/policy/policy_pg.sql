@@ -42,3 +42,19 @@ CREATE TABLE IF NOT EXISTS tsuku.generation_hours (
     started_n integer NOT NULL DEFAULT 0,
     CONSTRAINT generation_hours_within_limit CHECK (started_n >= 0 AND started_n <= limit_n)
 );
+
+-- One row per LLM provider's circuit, shared by every daemon: opened by the failure
+-- that completes a streak (one statement under the row's lock, so one daemon opens it),
+-- and after open_until exactly one daemon wins the half-open probe by a conditional
+-- UPDATE (tsukud/policy/pg_breakers.py); a probe owner that dies loses it at its lease.
+CREATE TABLE IF NOT EXISTS tsuku.breakers (
+    scope             text    PRIMARY KEY,
+    state             text    NOT NULL DEFAULT 'closed' CHECK (state IN ('closed', 'open')),
+    failures          integer NOT NULL DEFAULT 0,    -- consecutive, the team's
+    opened_at         timestamptz,
+    open_until        timestamptz,
+    probe_owner       text,                          -- the origin sending the probe
+    probe_lease_until timestamptz,
+    last_error        text,
+    CHECK (state = 'closed' OR open_until IS NOT NULL)
+);
