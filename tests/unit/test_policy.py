@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager, nullcontext
 from decimal import Decimal
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -41,14 +42,16 @@ def sqlite(home: Path, clock: Clock) -> tuple[EventStore, PolicyBackend]:
 def backend(request: pytest.FixtureRequest) -> Backend:
     if request.param == "sqlite":
         return sqlite
+    return _postgresql_backend(request.getfixturevalue("pg_database"))
+
+
+def _postgresql_backend(db: Any) -> Backend:
     from tsukud.events.pg_store import PgEventStore
     from tsukud.policy.pg_policy import SharedPolicy
 
-    url = request.getfixturevalue("pg_database").url
-
     def postgresql(home: Path, clock: Clock) -> tuple[EventStore, PolicyBackend]:
-        store = PgEventStore(url, home, clock=clock)
-        return store, SharedPolicy(url, lambda: store.origin)
+        store = PgEventStore(db.url, home, clock=clock)
+        return store, SharedPolicy(db.url, lambda: store.origin)
 
     return postgresql
 
@@ -304,3 +307,38 @@ async def test_container_lock_bounds_concurrency(tmp_path: Path) -> None:
         assert peak == 2
         await lg.store.wait_durable(lg.store.last_id)
         assert (await lg.types()).count("sandbox.lock_acquired") == 6
+
+
+async def test_two_daemons_share_the_hours_generations_on_a_shared_ledger(
+    pg_database: object, tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """On PostgreSQL the hour is one row both daemons take from by a conditional UPDATE:
+    ten starts racing from two daemons against a limit of three get three slots; the
+    next clock hour is free again."""
+    backend = _postgresql_backend(pg_database)
+    clock = TrioClock(anchor=1_795_305_600.0 + 1800)  # 00:30 UTC
+    async with (
+        ledger(tmp_path / "a", clock, backend) as a,
+        ledger(tmp_path / "b", clock, backend) as b,
+    ):
+        started, refused = 0, []
+
+        async def one(lg: Ledger, i: int) -> None:
+            nonlocal started
+            try:
+                await lg.gen.start(session=f"s{i}", tool="stern")
+                started += 1
+            except RateLimited as e:
+                refused.append(e.data)
+
+        async with trio.open_nursery() as n:
+            for i in range(10):
+                n.start_soon(one, (a, b)[i % 2], i)
+        assert started == 3 and len(refused) == 7
+        assert {r["retry_at"] for r in refused} == {"2026-11-22T01:00:00.000000Z"}
+        with pytest.raises(RateLimited):
+            await b.gen.check(session="c", tool="stern")
+        await a.gen.refresh()
+        assert a.gen.snapshot()["count"] == 3
+        await trio.sleep(1800)  # 01:00: a new hour's row
+        await b.gen.start(session="next", tool="stern")
