@@ -96,8 +96,13 @@ def load_origin(path: Path) -> str:
     return origin
 
 
+def first_line(e: psycopg.Error) -> str:
+    """What the database (or libpq) said, in one line."""
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
 def unreachable(e: psycopg.Error) -> LedgerUnavailable:
-    why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    why = first_line(e)
     return LedgerUnavailable(f"the shared ledger cannot be reached: {why}", cause=why)
 
 
@@ -290,7 +295,7 @@ class PgEventStore(EventStore):
         except psycopg.Error as e:
             conn.close()
             # Reached, and refused (rights, a schema not ours): not a network problem.
-            why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            why = first_line(e)
             raise LedgerUnavailable(
                 f"the shared ledger refused this daemon: {why}",
                 hint="Check the role in ledger.url and its rights on schema tsuku "

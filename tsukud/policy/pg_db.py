@@ -16,7 +16,7 @@ import trio
 from tsukud import log
 from tsukud.errors import LedgerUnavailable
 from tsukud.events.pg_store import _connect as connect
-from tsukud.events.pg_store import unreachable
+from tsukud.events.pg_store import first_line, unreachable
 
 T = TypeVar("T")
 GLANCE_S = 1.0  # the longest ``status`` waits for the shared numbers
@@ -51,7 +51,7 @@ class SharedDb:
             raise unreachable(e) from None
         except psycopg.Error as e:
             conn.close()
-            why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            why = first_line(e)
             log.get().error("policy.shared_refused", error=why)
             raise LedgerUnavailable(
                 f"the shared ledger refused a policy update: {why}",

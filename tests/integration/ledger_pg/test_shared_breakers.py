@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -17,6 +17,7 @@ from tests.conftest import Tsuku
 from tests.fakes import anthropic_server as anth
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.integration.create.helpers import CLAUDE_KEY
+from tests.integration.ledger_pg.conftest import SharedHomes, started
 from tests.pg import PgDatabase
 from tests.waiting import wait_until
 from tsukuctl.client import Client
@@ -66,24 +67,17 @@ def claude_breaker(t: Tsuku) -> dict[str, Any]:
 
 def test_an_outage_opens_the_circuit_for_every_daemon_and_one_probe_is_sent(
     pg_database: PgDatabase,
-    shared_homes: Callable[[str], Tsuku],
+    shared_homes: SharedHomes,
     outage: tuple[Outage, FakeAnthropic],
 ) -> None:
     down, claude = outage
-    daemons = []
-    for _ in range(2):
-        t = shared_homes(pg_database.url)
-        t.env.update(
-            {
-                "ANTHROPIC_API_KEY": CLAUDE_KEY,
-                "ANTHROPIC_BASE_URL": claude.url,
-                "TSUKU_BREAKER_FAILURES": "3",
-                "TSUKU_BREAKER_RESET_SECONDS": str(RESET_S),
-            }
-        )
-        t.start()
-        daemons.append(t)
-    a, b = daemons
+    env = {
+        "ANTHROPIC_API_KEY": CLAUDE_KEY,
+        "ANTHROPIC_BASE_URL": claude.url,
+        "TSUKU_BREAKER_FAILURES": "3",
+        "TSUKU_BREAKER_RESET_SECONDS": str(RESET_S),
+    }
+    daemons = a, b = started(shared_homes, pg_database.url, 2, env)
 
     # a meets the outage: its call and two retries fail, the third failure opens it.
     first = llm_test(a)
@@ -133,16 +127,15 @@ def test_an_outage_opens_the_circuit_for_every_daemon_and_one_probe_is_sent(
 
 def test_a_dead_probe_owner_loses_the_probe_at_its_lease(
     pg_database: PgDatabase,
-    shared_homes: Callable[[str], Tsuku],
+    shared_homes: SharedHomes,
     outage: tuple[Outage, FakeAnthropic],
 ) -> None:
     """A probe claimed by a daemon that is gone (its row still names it) holds the
     circuit only until the lease: then another daemon wins the probe."""
     down, claude = outage
     down.down = False
-    t = shared_homes(pg_database.url)
-    t.env.update({"ANTHROPIC_API_KEY": CLAUDE_KEY, "ANTHROPIC_BASE_URL": claude.url})
-    t.start()
+    env = {"ANTHROPIC_API_KEY": CLAUDE_KEY, "ANTHROPIC_BASE_URL": claude.url}
+    (t,) = started(shared_homes, pg_database.url, 1, env)
     with psycopg.connect(pg_database.url, autocommit=True) as conn:
         # What a daemon killed mid-probe leaves: open, cooled down, its probe out.
         conn.execute(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -21,6 +21,7 @@ from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.github import FakeGitHub
 from tests.integration.create.greedy import Greedy, create_args, greedy_world
 from tests.integration.create.helpers import CLAUDE_KEY
+from tests.integration.ledger_pg.conftest import SharedHomes, started
 from tests.pg import PgDatabase, url
 from tests.waiting import wait_until
 from tsukuctl.client import Client
@@ -55,7 +56,7 @@ def day_row(db: PgDatabase) -> tuple[int, int, int, int]:
 
 
 def test_three_daemons_racing_for_the_last_dollars_never_pass_the_shared_limit(
-    world: FakeGitHub, pg_database: PgDatabase, shared_homes: Callable[[str], Tsuku]
+    world: FakeGitHub, pg_database: PgDatabase, shared_homes: SharedHomes
 ) -> None:
     """Three daemons, four greedy creates each, one $1.50 day: what the fake billed stays
     within it and equals what the ledger says across all origins; every run ends done or
@@ -63,20 +64,14 @@ def test_three_daemons_racing_for_the_last_dollars_never_pass_the_shared_limit(
     would be another error, so dropping the UPDATE's condition fails here)."""
     greedy = Greedy()
     with FakeAnthropic(fallback=greedy) as claude:
-        daemons = []
-        for _ in range(3):
-            t = shared_homes(pg_database.url)
-            t.env.update(
-                {
-                    **world.env(),
-                    "ANTHROPIC_API_KEY": CLAUDE_KEY,
-                    "ANTHROPIC_BASE_URL": claude.url,
-                    "TSUKU_LLM_DAILY_BUDGET": str(LIMIT),
-                    "TSUKU_LLM_HOURLY_LIMIT": "100",
-                }
-            )
-            t.start()
-            daemons.append(t)
+        env = {
+            **world.env(),
+            "ANTHROPIC_API_KEY": CLAUDE_KEY,
+            "ANTHROPIC_BASE_URL": claude.url,
+            "TSUKU_LLM_DAILY_BUDGET": str(LIMIT),
+            "TSUKU_LLM_HOURLY_LIMIT": "100",
+        }
+        daemons = started(shared_homes, pg_database.url, 3, env)
         codes: list[int] = []
         errors: list[str] = []
 
@@ -150,19 +145,14 @@ class Load:
 
 
 def test_the_database_restarted_under_load_over_spends_nothing_and_the_daemons_go_on(
-    pg_database: PgDatabase, shared_homes: Callable[[str], Tsuku]
+    pg_database: PgDatabase, shared_homes: SharedHomes
 ) -> None:
     """Two daemons reserve (and settle at the full amount) $0.01 at a time against a
     $1.00 day while PostgreSQL is stopped as by a crash (``-m immediate``) and started
     again: refusals are typed (the budget, or the ledger out of reach), both daemons are
     granted reservations again after the restart until the day is spent, what was
     granted never passes the limit, and every grant is in its daemon's chain."""
-    daemons = []
-    for _ in range(2):
-        t = shared_homes(pg_database.url)
-        t.env["TSUKU_LLM_DAILY_BUDGET"] = "1.00"
-        t.start()
-        daemons.append(t)
+    daemons = started(shared_homes, pg_database.url, 2, {"TSUKU_LLM_DAILY_BUDGET": "1.00"})
     load = Load()
     threads = [
         threading.Thread(target=load.run, args=(t, Decimal("0.01")))
@@ -204,11 +194,9 @@ def test_the_database_restarted_under_load_over_spends_nothing_and_the_daemons_g
 
 
 def test_a_writer_with_the_tables_rights_cannot_write_an_overspent_day(
-    pg_database: PgDatabase, shared_homes: Callable[[str], Tsuku]
+    pg_database: PgDatabase, shared_homes: SharedHomes
 ) -> None:
-    t = shared_homes(pg_database.url)
-    t.env["TSUKU_LLM_DAILY_BUDGET"] = "1.00"
-    t.start()
+    (t,) = started(shared_homes, pg_database.url, 1, {"TSUKU_LLM_DAILY_BUDGET": "1.00"})
     t.call("budget.reserve", {"amount_usd": 0.25, "confirmed": True})
     role, password = f"hostile_{pg_database.name}", "pw-hostile-123"
     server = pg_database.server
