@@ -61,9 +61,8 @@ class Ledger:
         self, store: EventStore, state: State, clock: Clock, policy: PolicyBackend
     ) -> None:
         self.store, self.state, self.clock = store, state, clock
-        self.budget = Budget(
-            store, state.spend, clock, lambda: BudgetLimits(1.0, 0.45), policy.days(state)
-        )
+        self.days = policy.days(state)
+        self.budget = Budget(store, state.spend, clock, lambda: BudgetLimits(1.0, 0.45), self.days)
         self.gen = GenerationLimit(store, state.generations, clock, lambda: 3, policy.hours(state))
         self.breakers = CircuitBreakers(
             store, state.breakers, clock, lambda: BreakerSettings(3, 60)
@@ -342,3 +341,24 @@ async def test_two_daemons_share_the_hours_generations_on_a_shared_ledger(
         assert a.gen.snapshot()["count"] == 3
         await trio.sleep(1800)  # 01:00: a new hour's row
         await b.gen.start(session="next", tool="stern")
+
+
+async def test_a_hold_left_without_its_event_is_released_at_the_next_start(
+    pg_database: object, tmp_path: Path
+) -> None:
+    """A daemon that died between the day's UPDATE and its ``budget.reserved`` left money
+    held that no call used: its next start releases it, and leaves alone a reservation
+    its chain records (that one is the abandoned-run sweep's to settle)."""
+    backend = _postgresql_backend(pg_database)
+    clock = TrioClock(anchor=1_795_305_600.0)
+    async with ledger(tmp_path, clock, backend) as lg:
+        recorded = await lg.budget.reserve(0.30, session="s", purpose="p", confirmed=True)
+        lost = await lg.days.hold("r-lost", recorded.day, 600_000, 1_000_000)  # then "died"
+        assert lost.granted
+        with pytest.raises(BudgetExceeded):  # held: the day is full
+            await lg.budget.reserve(0.30, session="t", purpose="p", confirmed=True)
+    async with ledger(tmp_path, clock, backend) as again:
+        await again.budget.refresh()
+        assert again.budget.snapshot()["reserved_usd"] == 0.30  # the recorded one only
+        assert list(again.state.spend.open) == [recorded.reservation]
+        await again.budget.reserve(0.70, session="u", purpose="p", confirmed=True)
