@@ -41,7 +41,8 @@ from tsukud.errors import (
 from tsukud.events import integrity
 from tsukud.events.projections import State, rebuild
 from tsukud.events.store import EventStore
-from tsukud.policy.breaker import BreakerSettings, CircuitBreakers
+from tsukud.policy.backend import LocalPolicy, PolicyBackend
+from tsukud.policy.breaker import BreakerSettings
 from tsukud.policy.budget import Budget, BudgetLimits
 from tsukud.policy.locks import ContainerLock
 from tsukud.policy.ratelimit import GenerationLimit
@@ -119,13 +120,18 @@ class Daemon:
 
     def _make_store(self) -> EventStore:
         """SQLite in the home, or the shared ledger ``ledger.url`` names (read at start;
-        psycopg is loaded only then)."""
+        psycopg is loaded only then), with where the policy is decided: this daemon's
+        projections, or the shared database (the budget, the hourly limit)."""
         url = str(self.config.value_or_default("ledger.url"))
         if not url:
+            self.policy_backend: PolicyBackend = LocalPolicy()
             return EventStore(Path(paths.db_path(self.env)), clock=self.clock)
         from tsukud.events.pg_store import PgEventStore
+        from tsukud.policy.pg_policy import SharedPolicy
 
-        return PgEventStore(url, Path(paths.tsuku_home(self.env)), clock=self.clock)
+        store = PgEventStore(url, Path(paths.tsuku_home(self.env)), clock=self.clock)
+        self.policy_backend = SharedPolicy(url, lambda: store.origin)
+        return store
 
     def _make_policy(self) -> None:
         cfg = self.current
@@ -134,13 +140,18 @@ class Daemon:
             self.state.spend,
             self.clock,
             lambda: BudgetLimits(cfg()["llm.daily_budget"], cfg()["llm.confirm_threshold"]),
+            self.policy_backend.days(self.state),
         )
         self.generations = GenerationLimit(
-            self.store, self.state.generations, self.clock, lambda: int(cfg()["llm.hourly_limit"])
-        )
-        self.breakers = CircuitBreakers(
             self.store,
-            self.state.breakers,
+            self.state.generations,
+            self.clock,
+            lambda: int(cfg()["llm.hourly_limit"]),
+            self.policy_backend.hours(self.state),
+        )
+        self.breakers = self.policy_backend.breakers(
+            self.store,
+            self.state,
             self.clock,
             lambda: BreakerSettings(
                 cfg()["breaker.failure_threshold"], cfg()["breaker.reset_seconds"]
@@ -245,6 +256,7 @@ class Daemon:
             self.state = self.store.read_sync(lambda conn: rebuild(conn, self.clock.now()))
             self.batch_queue = self.store.read_sync(load_batch_queue)
         self._make_policy()  # policy objects (and services) fold into the new projections
+        self.budget.release_unrecorded()
         from tsukud.install.layout import reconcile
 
         # Before anything reads bin/: drop staging left by a killed install, re-link
@@ -427,6 +439,7 @@ class Daemon:
                 self.store.close()
             signals_scope.cancel()
         self.store.close_connection()
+        self.policy_backend.close()
         log.get().info("daemon.stopped")
 
     async def _watch_signals(
@@ -440,6 +453,13 @@ class Daemon:
             async for signum in signals:
                 log.get().info("daemon.signal", signal=signal.Signals(signum).name)
                 self.request_stop()
+
+    async def refresh_shared(self) -> None:
+        """Before ``status``: the numbers every daemon on a shared ledger sees (nothing
+        to do on SQLite, where the projections are current)."""
+        await self.budget.refresh()
+        await self.generations.refresh()
+        await self.breakers.refresh()
 
     def status(self) -> dict[str, Any]:
         """The daemon's state. A setting the config file spoils (a typo, a bad value)

@@ -45,7 +45,13 @@ from tsukud.events.readers import ReadPool
 from tsukud.events.store import DEFAULT_READERS, EventStore, Row, iter_rows, verify_chain
 from tsukud.secrets import REDACTOR, Redactor
 
-_SCHEMA = (Path(__file__).with_name("events_pg.sql")).read_text()
+_HERE = Path(__file__).parent
+# Applied in order by the migration: the events, then each part of the daemon that keeps
+# shared state of its own (the budget, hourly limit and breakers: policy/policy_pg.sql).
+SCHEMA_FILES: tuple[Path, ...] = (
+    _HERE / "events_pg.sql",
+    _HERE.parent / "policy" / "policy_pg.sql",
+)
 SCHEMA_VERSION = 1
 # Held while the schema is created or migrated: daemons starting together take turns.
 _MIGRATE_LOCK = 0x7473756B  # "tsuk"
@@ -90,8 +96,13 @@ def load_origin(path: Path) -> str:
     return origin
 
 
+def first_line(e: psycopg.Error) -> str:
+    """What the database (or libpq) said, in one line."""
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
 def unreachable(e: psycopg.Error) -> LedgerUnavailable:
-    why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    why = first_line(e)
     return LedgerUnavailable(f"the shared ledger cannot be reached: {why}", cause=why)
 
 
@@ -284,7 +295,7 @@ class PgEventStore(EventStore):
         except psycopg.Error as e:
             conn.close()
             # Reached, and refused (rights, a schema not ours): not a network problem.
-            why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            why = first_line(e)
             raise LedgerUnavailable(
                 f"the shared ledger refused this daemon: {why}",
                 hint="Check the role in ledger.url and its rights on schema tsuku "
@@ -315,7 +326,8 @@ class PgEventStore(EventStore):
                         hint="A newer tsukud migrated it: upgrade this one (an old daemon "
                         "never writes through a schema it does not know).",
                     )
-            conn.execute(_SCHEMA.encode())
+            for schema in SCHEMA_FILES:
+                conn.execute(schema.read_text().encode())
 
     def close_connection(self) -> None:
         self.readers.close()

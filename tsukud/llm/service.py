@@ -627,7 +627,7 @@ class Run:
     async def _attempt(self, name: str, request: Request) -> Response:
         """One request to ``name``: within the ceiling, announced before it is sent,
         and accounted for however it ends."""
-        self.llm.breakers.acquire(name, session=self.session)
+        await self.llm.breakers.enter(name, session=self.session)
         try:
             await self.llm.ready(name)
             provider = self.llm.provider(name)
@@ -646,7 +646,8 @@ class Run:
             ev = self.llm.store.append_nowait("llm.call_started", ahead, self.session)
             await self.llm.store.wait_durable(ev.id)  # on disk before any money moves
         except BaseException:
-            self.llm.breakers.release(name)
+            with trio.CancelScope(shield=True):
+                await self.llm.breakers.call_released(name)
             raise
         started = time.monotonic()
         try:
@@ -663,7 +664,7 @@ class Run:
                 # Maybe sent, and no usage came back (timed out, body cut, connection
                 # broken after writing, unreadable answer): what it may have cost.
                 await self._cut_off(name, provider.model, call, worst, e.unanswered, started)
-            ev = self.llm.breakers.failed(
+            ev = await self.llm.breakers.call_failed(
                 name,
                 e.code,
                 counts=e.retryable,
@@ -679,8 +680,8 @@ class Run:
             await self.llm.store.wait_durable(ev.id)
             raise
         except BaseException:
-            self.llm.breakers.release(name)
             with trio.CancelScope(shield=True):
+                await self.llm.breakers.call_released(name)
                 await self._cut_off(name, provider.model, call, worst, "cancelled", started)
             raise
         await self._record(name, response.model, response.usage, response, started, call)
@@ -808,5 +809,5 @@ class Run:
         else:
             self.spent += cost
             payload["cost_usd"] = float(round(cost, 9))
-        ev = self.llm.breakers.succeeded(name, payload, session=self.session)
+        ev = await self.llm.breakers.call_succeeded(name, payload, session=self.session)
         await self.llm.store.wait_durable(ev.id)  # durable before the caller's next call

@@ -24,6 +24,12 @@ For the batch run loop::
 Transitions are events, so a restarted daemon does not hammer a service it had given up
 on. The probe in flight is the one piece of memory-only state: it dies with the process,
 and after a restart a half-open breaker simply lets a new probe through.
+
+An LLM call goes through the async ``enter`` / ``call_failed`` / ``call_succeeded`` /
+``call_released``: here they are the machine above (they never yield, so deciding and
+recording stay one step); on a shared ledger ``pg_policy.SharedBreakers`` decides them
+in the database instead, so every daemon sees one circuit per provider and exactly one
+of them wins the half-open probe.
 """
 
 from __future__ import annotations
@@ -72,7 +78,7 @@ def registry_scope(ecosystem: str) -> str:
     return f"{REGISTRY}:{ecosystem}"
 
 
-def _names(scope: str) -> dict[str, str]:
+def scope_fields(scope: str) -> dict[str, str]:
     """A breaker event's scope; an LLM provider's also as ``provider``, as before scopes
     (summaries group by ``provider``: a registry is not one)."""
     return {"scope": scope} if ":" in scope else {"scope": scope, "provider": scope}
@@ -136,7 +142,7 @@ class CircuitBreakers:
                     provider=scope,
                     retry_at=iso(at),
                 )
-            self._store.append_nowait("breaker.half_opened", _names(scope), session)
+            self._store.append_nowait("breaker.half_opened", scope_fields(scope), session)
         if st.state == "half_open":
             if scope in self._probing:
                 raise CircuitOpen(
@@ -156,7 +162,7 @@ class CircuitBreakers:
         """The service answered: a half-open (or open) circuit closes."""
         self._probing.discard(scope)
         if self._b.get(scope).state != "closed":
-            return self._store.append_nowait("breaker.closed", _names(scope), session)
+            return self._store.append_nowait("breaker.closed", scope_fields(scope), session)
         return None
 
     def _counted(
@@ -169,9 +175,40 @@ class CircuitBreakers:
         streak_full = st.state == "closed" and st.failures >= threshold
         if probe_failed or streak_full:
             return self._store.append_nowait(
-                "breaker.opened", {**_names(scope), "failures": st.failures}, session
+                "breaker.opened", {**scope_fields(scope), "failures": st.failures}, session
             )
         return None
+
+    # ---- an LLM call (async: a shared ledger's breakers are decided in its database) ----
+
+    async def enter(self, provider: str, *, session: str | None = None) -> bool:
+        """Admit one call or raise ``CircuitOpen``; True when it is the probe."""
+        return self.acquire(provider, session=session)
+
+    async def call_failed(
+        self,
+        provider: str,
+        error_type: str,
+        *,
+        counts: bool = True,
+        session: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> Event:
+        """An admitted call failed (see ``failed``)."""
+        return self.failed(provider, error_type, counts=counts, session=session, details=details)
+
+    async def call_succeeded(
+        self, provider: str, turn: dict[str, Any], *, session: str | None = None
+    ) -> Event:
+        """An admitted call was answered (see ``succeeded``)."""
+        return self.succeeded(provider, turn, session=session)
+
+    async def call_released(self, provider: str) -> None:
+        """An admitted call ended without a verdict (see ``release``)."""
+        self.release(provider)
+
+    async def refresh(self) -> None:
+        """Bring ``snapshot`` up to date (for ``status``): the events keep it current."""
 
     # ---- any scope (the batch's registries) ---------------------------------------------
 
@@ -195,7 +232,9 @@ class CircuitBreakers:
         if failure is None or not failure.transport:
             closed = self._answered(scope, session)
             if closed is None and self._b.get(scope).failures:
-                return self._store.append_nowait("breaker.streak_ended", _names(scope), session)
+                return self._store.append_nowait(
+                    "breaker.streak_ended", scope_fields(scope), session
+                )
             return closed
         was_probe = scope in self._probing
         self._probing.discard(scope)
@@ -212,8 +251,13 @@ class CircuitBreakers:
         self, provider: str, turn: dict[str, Any] | None = None, *, session: str | None = None
     ) -> Event:
         """Record a successful call (its ``llm.turn`` event) and close a half-open circuit."""
-        ev = self._store.append_nowait("llm.turn", {**(turn or {}), "provider": provider}, session)
+        ev = self._turn_event(provider, turn, session)
         return self._answered(provider, session) or ev
+
+    def _turn_event(self, provider: str, turn: dict[str, Any] | None, session: str | None) -> Event:
+        return self._store.append_nowait(
+            "llm.turn", {**(turn or {}), "provider": provider}, session
+        )
 
     def failed(
         self,
@@ -227,12 +271,22 @@ class CircuitBreakers:
         """Record a failed call; open the circuit on the N-th counted failure or a failed probe."""
         was_probe = provider in self._probing
         self._probing.discard(provider)
-        ev = self._store.append_nowait(
+        ev = self._failed_event(provider, error_type, counts, session, details)
+        return self._counted(provider, counts, was_probe, session) or ev
+
+    def _failed_event(
+        self,
+        provider: str,
+        error_type: str,
+        counts: bool,
+        session: str | None,
+        details: dict[str, Any] | None,
+    ) -> Event:
+        return self._store.append_nowait(
             "llm.failed",
             {**(details or {}), "provider": provider, "error_type": error_type, "breaker": counts},
             session,
         )
-        return self._counted(provider, counts, was_probe, session) or ev
 
     @asynccontextmanager
     async def guard(self, provider: str, *, session: str | None = None) -> AsyncIterator[None]:

@@ -7,7 +7,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 from tsukud.clock import Clock, utc_day
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, InvalidParams, NotFound
@@ -30,6 +30,70 @@ class Grant:
     remaining_usd: float
 
 
+@dataclass(frozen=True)
+class Hold:
+    granted: bool
+    committed: int  # micro-USD spent or held that day before this reservation
+
+
+class Days(Protocol):
+    """Where the day's budget is decided: this daemon's projections (:class:`LocalDays`)
+    or a row every daemon on a shared ledger updates (``pg_policy.PgDays``)."""
+
+    async def hold(self, rid: str, day: str, amount: int, limit: int) -> Hold:
+        """Hold ``amount`` (micro-USD) of ``day`` if it fits under ``limit``."""
+        ...
+
+    def unrecorded(self, rid: str) -> None:
+        """``rid`` was held but its ``budget.reserved`` could not be recorded."""
+        ...
+
+    async def settle(self, rid: str, actual: int) -> None: ...
+
+    def release_unrecorded(self, recorded: set[str]) -> int:
+        """At start: release holds the chain has no ``budget.reserved`` for."""
+        ...
+
+    async def refresh(self, day: str) -> None:
+        """Bring ``spent``/``reserved`` up to date (for ``status``)."""
+        ...
+
+    def spent(self, day: str) -> int: ...
+
+    def reserved(self, day: str) -> int: ...
+
+
+class LocalDays:
+    """One daemon's budget, decided from its own events (the ``Spend`` projection). A
+    ``budget.reserved`` appended right after ``hold`` (no ``await`` in between: ``hold``
+    never yields) is the record, so deciding and recording are one step under trio."""
+
+    def __init__(self, spend: Spend) -> None:
+        self._spend = spend
+
+    async def hold(self, rid: str, day: str, amount: int, limit: int) -> Hold:
+        committed = self._spend.committed(day)
+        return Hold(granted=committed + amount <= limit, committed=committed)
+
+    def unrecorded(self, rid: str) -> None:
+        """Nothing is held apart from the event: nothing to release."""
+
+    async def settle(self, rid: str, actual: int) -> None:
+        """The ``budget.settled`` event is the settlement."""
+
+    def release_unrecorded(self, recorded: set[str]) -> int:
+        return 0
+
+    async def refresh(self, day: str) -> None:
+        """The projection is always current."""
+
+    def spent(self, day: str) -> int:
+        return self._spend.spent(day)
+
+    def reserved(self, day: str) -> int:
+        return self._spend.reserved(day)
+
+
 class Budget:
     def __init__(
         self,
@@ -37,11 +101,16 @@ class Budget:
         spend: Spend,
         clock: Clock,
         limits: Callable[[], BudgetLimits],
+        days: Days | None = None,
     ) -> None:
         self._store = store
         self._spend = spend
         self._clock = clock
         self._limits = limits
+        self._days: Days = days if days is not None else LocalDays(spend)
+        # Being settled on a shared day (an await): a second settlement meanwhile is
+        # refused as the one after it would be.
+        self._settling: set[str] = set()
 
     def today(self) -> str:
         return utc_day(self._clock.now())
@@ -53,8 +122,8 @@ class Budget:
         lim = self._limits() if limits is None else limits
         return {
             "day": day,
-            "spent_usd": to_usd(self._spend.spent(day)),
-            "reserved_usd": to_usd(self._spend.reserved(day)),
+            "spent_usd": to_usd(self._days.spent(day)),
+            "reserved_usd": to_usd(self._days.reserved(day)),
             "daily_budget_usd": lim.daily_usd,
             "confirm_threshold_usd": lim.confirm_threshold_usd,
         }
@@ -88,12 +157,12 @@ class Budget:
         lim = self._limits()
         day = self.today()
         amount = to_micro(amount_usd)
-        committed = self._spend.committed(day)
         budget = to_micro(lim.daily_usd)
         numbers: dict[str, Any] = {
             "amount_usd": to_usd(amount),
             "day": day,
-            "committed_usd": to_usd(committed),
+            # as last known here; the day's decision below says what it was then
+            "committed_usd": to_usd(self._days.spent(day) + self._days.reserved(day)),
             "daily_budget_usd": lim.daily_usd,
             "purpose": purpose,
         }
@@ -140,7 +209,19 @@ class Budget:
                     committed_usd=float(held),
                     amount_usd=to_usd(amount),
                 )
-        if committed + amount > budget:
+        rid = "r-" + secrets.token_hex(8)
+        # Counted against the command's cap before the day is asked: on a shared ledger
+        # that is a wait, and the command's other runs must see this one meanwhile.
+        spent.reserved(rid, extends or rid, to_usd(amount))
+        try:
+            hold = await self._days.hold(rid, day, amount, budget)
+        except BaseException:
+            spent.dropped(rid)
+            raise
+        committed = hold.committed
+        numbers["committed_usd"] = to_usd(committed)
+        if not hold.granted:
+            spent.dropped(rid)
             ev = self._store.append_nowait("budget.denied", numbers, session)
             await self._store.wait_durable(ev.id)
             raise BudgetExceeded(
@@ -149,7 +230,6 @@ class Budget:
                 f"${to_usd(amount):.2f}",
                 **numbers,
             )
-        rid = "r-" + secrets.token_hex(8)
         reserved: dict[str, Any] = {
             "reservation": rid,
             "day": day,
@@ -158,17 +238,28 @@ class Budget:
         }
         if extends:
             reserved["extends"] = extends
-        ev = self._store.append_nowait("budget.reserved", reserved, session)
-        spent.reserved(rid, extends or rid, to_usd(amount))
+        try:
+            ev = self._store.append_nowait("budget.reserved", reserved, session)
+        except BaseException:
+            spent.dropped(rid)
+            self._days.unrecorded(rid)  # held, never recorded: no call may use it
+            raise
         await self._store.wait_durable(ev.id)
         return Grant(rid, to_usd(amount), day, to_usd(budget - committed - amount))
 
     async def settle(self, reservation: str, actual_usd: float, *, session: str | None) -> None:
-        if reservation not in self._spend.open:
+        if reservation not in self._spend.open or reservation in self._settling:
             raise NotFound(f"no open reservation {reservation!r}")
         if not math.isfinite(actual_usd) or actual_usd < 0:
             raise InvalidParams(f"actual cost must be a finite USD amount ≥ 0, got {actual_usd!r}")
         r = self._spend.open[reservation]
+        # The shared day first (idempotent): a settlement whose event is lost is made
+        # again by the next start's sweep, and counted once.
+        self._settling.add(reservation)
+        try:
+            await self._days.settle(reservation, to_micro(actual_usd))
+        finally:
+            self._settling.discard(reservation)
         spent.record(actual_usd, reservation)
         ev = self._store.append_nowait(
             "budget.settled",
@@ -181,6 +272,14 @@ class Budget:
             session,
         )
         await self._store.wait_durable(ev.id)
+
+    async def refresh(self) -> None:
+        """Today's numbers as every daemon on the ledger sees them, for ``status``."""
+        await self._days.refresh(self.today())
+
+    def release_unrecorded(self) -> int:
+        """At start: money a previous run of this daemon held without recording it."""
+        return self._days.release_unrecorded(set(self._spend.open))
 
     def abandoned(self) -> list[str]:
         """Reservations left open by a previous daemon (their runs died with it)."""

@@ -64,6 +64,13 @@ def reserved(reservation: str, run: str, usd: float) -> None:
         current.held[reservation] = (run, Decimal(str(usd)))
 
 
+def dropped(reservation: str) -> None:
+    """A reservation counted by :func:`reserved` was not granted after all."""
+    current = _CURRENT.get()
+    if current is not None:
+        current.held.pop(reservation, None)
+
+
 def record(usd: float, reservation: str | None = None) -> None:
     """Count a settled cost towards the current request (none outside a request); the
     reservation it settles is no longer held."""

@@ -15,6 +15,7 @@ from tsukud.rpc.server import Call
 @method("llm.status", NoParams)
 async def llm_status(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
     """Providers in order: model, credentials set or not, breaker, price, deprecation."""
+    await d.budget.refresh()
     from tsukud.llm.service import PROVIDERS
 
     llm = d.services.llm

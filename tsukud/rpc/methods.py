@@ -45,6 +45,7 @@ async def ping(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
 @method("status", NoParams, inline=True)
 async def status(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
     """Version, uptime, budget, rate window, breakers, event count."""
+    await d.refresh_shared()
     return d.status()
 
 

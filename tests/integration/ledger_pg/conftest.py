@@ -3,25 +3,31 @@ daemons, each in its own home, pointed at one test database."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from typing import Protocol
 
 import pytest
 
 from tests.conftest import RETIRING, Tsuku, base_env, short_home
 from tests.pg import PgDatabase, pg_database, pg_server
 
-__all__ = ["pg_database", "pg_server", "shared_homes"]
+__all__ = ["SharedHomes", "pg_database", "pg_server", "shared_homes"]
+
+
+class SharedHomes(Protocol):
+    def __call__(self, url: str, env: dict[str, str] | None = None) -> Tsuku: ...
 
 
 @pytest.fixture
-def shared_homes(pg_database: PgDatabase) -> Iterator[Callable[[str], Tsuku]]:
-    """Make a home (not started) whose daemon uses ``url`` as its ledger; each is
-    retired (daemon stopped, home removed) after the test, before the database goes."""
+def shared_homes(pg_database: PgDatabase) -> Iterator[SharedHomes]:
+    """Make a home (not started) whose daemon uses ``url`` as its ledger, with ``env``
+    added to its environment; each is retired (daemon stopped, home removed) after the
+    test, before the database goes."""
     made: list[Tsuku] = []
 
-    def make(url: str) -> Tsuku:
+    def make(url: str, env: dict[str, str] | None = None) -> Tsuku:
         home = short_home()
-        t = Tsuku(home, {**base_env(home), "TSUKU_LEDGER_URL": url})
+        t = Tsuku(home, {**base_env(home), "TSUKU_LEDGER_URL": url, **(env or {})})
         made.append(t)
         return t
 
@@ -31,3 +37,11 @@ def shared_homes(pg_database: PgDatabase) -> Iterator[Callable[[str], Tsuku]]:
         for t in made:
             RETIRING.retire(t)
         RETIRING.wait()
+
+
+def started(make: SharedHomes, url: str, n: int, env: dict[str, str]) -> list[Tsuku]:
+    """``n`` daemons on the ledger ``url``, each in a home of its own, started."""
+    daemons = [make(url, env) for _ in range(n)]
+    for t in daemons:
+        t.start()
+    return daemons
