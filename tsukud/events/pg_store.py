@@ -45,7 +45,12 @@ from tsukud.events.readers import ReadPool
 from tsukud.events.store import DEFAULT_READERS, EventStore, Row, iter_rows, verify_chain
 from tsukud.secrets import REDACTOR, Redactor
 
-_SCHEMA = (Path(__file__).with_name("events_pg.sql")).read_text()
+# Applied in order by every start's migration (each file is idempotent): the ledger's
+# own tables first, then those of the features that share the database.
+SCHEMA_FILES = (
+    Path(__file__).with_name("events_pg.sql"),
+    Path(__file__).parent.parent / "batch" / "queue_pg.sql",
+)
 SCHEMA_VERSION = 1
 # Held while the schema is created or migrated: daemons starting together take turns.
 _MIGRATE_LOCK = 0x7473756B  # "tsuk"
@@ -315,7 +320,8 @@ class PgEventStore(EventStore):
                         hint="A newer tsukud migrated it: upgrade this one (an old daemon "
                         "never writes through a schema it does not know).",
                     )
-            conn.execute(_SCHEMA.encode())
+            for schema in SCHEMA_FILES:
+                conn.execute(schema.read_bytes())
 
     def close_connection(self) -> None:
         self.readers.close()
