@@ -32,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -59,6 +59,8 @@ BACKSTOP_SHARE = 0.5
 CONTENDED_S = 0.05
 #: How often a worker retries a queue write while the database is out of reach.
 RETRY_S = 1.0
+#: How many times a batch event the ledger refuses is tried again (RETRY_S apart).
+RECORD_TRIES = 60
 
 _READY = (
     "(b.state = 'queued' OR (b.state = 'running' AND b.lease_until < now())"
@@ -108,14 +110,24 @@ class _Pool:
         self._idle: list[psycopg.Connection[Any]] = []
         self._lock = threading.Lock()
 
-    @contextlib.contextmanager
-    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+    def run(self, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``fn`` on a pooled connection. One the network broke while it was idle is
+        found out only when used: then every idle one is dropped (they went the same
+        way) and ``fn`` runs once more on a new connection. Every statement of the
+        queue may run twice (a claim or an outcome whose answer was lost is
+        recognised, or its lease runs out)."""
         with self._lock:
             conn = self._idle.pop() if self._idle else None
-        if conn is None or conn.closed or conn.broken:
-            conn = _connect(self.url)
+        if conn is not None and not (conn.closed or conn.broken):
+            try:
+                return self._use(conn, fn)
+            except LedgerUnavailable:
+                self.close()
+        return self._use(_connect(self.url), fn)
+
+    def _use(self, conn: psycopg.Connection[Any], fn: Callable[[psycopg.Connection[Any]], T]) -> T:
         try:
-            yield conn
+            out = fn(conn)
         except (psycopg.OperationalError, psycopg.InterfaceError) as e:
             conn.close()
             raise unreachable(e) from None
@@ -124,6 +136,7 @@ class _Pool:
             raise
         with self._lock:
             self._idle.append(conn)
+        return out
 
     def close(self) -> None:
         with self._lock:
@@ -154,19 +167,22 @@ class PgBatchService:
     async def _db(self, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
         """Run ``fn`` on a pooled connection in a worker thread."""
 
-        def work() -> T:
-            with self._pool.connection() as conn:
-                return fn(conn)
+        return await trio.to_thread.run_sync(self._pool.run, fn)
 
-        return await trio.to_thread.run_sync(work)
-
-    def _record(self, type_: str, payload: dict[str, Any], session: str | None = None) -> None:
+    async def _record(
+        self, type_: str, payload: dict[str, Any], session: str | None = None
+    ) -> None:
         """Append a batch event to this daemon's chain. The row already changed (it is
-        the truth), so a ledger that cannot take the event now is logged, not raised."""
-        try:
-            self.store.append_nowait(type_, payload, session)
-        except (LedgerUnavailable, DiskFull) as e:
-            log.get().warning("batch.event_not_recorded", type=type_, error=e.message)
+        the truth), so a ledger that cannot take the event yet (the database just came
+        back, the writer has not reconnected) is waited for, a while, then logged."""
+        for _ in range(RECORD_TRIES):
+            try:
+                self.store.append_nowait(type_, payload, session)
+                return
+            except (LedgerUnavailable, DiskFull) as e:
+                error = e.message
+            await trio.sleep(RETRY_S)
+        log.get().warning("batch.event_not_recorded", type=type_, error=error)
 
     # ---- the queue's contents -------------------------------------------------------
 
@@ -406,13 +422,13 @@ class PgBatchService:
             return None
         job, tool, source, fence, attempts, was, old_fence = row
         if was == "running":  # its holder's lease ran out: taken over with fence + 1
-            self._record(
+            await self._record(
                 "batch.requeued",
                 {"job": job, "fence": int(old_fence), "reason": "lease expired"},
                 f"batch-{job}-{old_fence}",
             )
         session = f"batch-{job}-{fence}"
-        self._record(
+        await self._record(
             "batch.leased", {"job": job, "fence": int(fence), "owner": self.owner}, session
         )
         return Lease(
@@ -470,7 +486,7 @@ class PgBatchService:
         rows = await self._db(requeue)
         for job, fence, owner in rows:
             reason = "run stopped" if owner == self.owner else "owner gone"
-            self._record(
+            await self._record(
                 "batch.requeued",
                 {"job": job, "fence": fence, "reason": reason},
                 f"batch-{job}-{fence}",
@@ -521,13 +537,13 @@ class PgBatchService:
         current = await self._retrying(commit)
         event = {k: v for k, v in payload.items() if k != "backoff_s"}
         if current is not None:
-            self._record(
+            await self._record(
                 "batch.stale_commit",
                 {"job": lease.job, "fence": lease.fence, "current": current, "outcome": type_},
                 lease.session,
             )
             return False
-        self._record(type_, {"job": lease.job, "fence": lease.fence, **event}, lease.session)
+        await self._record(type_, {"job": lease.job, "fence": lease.fence, **event}, lease.session)
         return True
 
     async def _retrying(self, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
@@ -616,7 +632,7 @@ class PgBatchService:
 
         if not await self._retrying(release):
             return False
-        self._record(
+        await self._record(
             "batch.requeued",
             {"job": lease.job, "fence": lease.fence, "reason": reason},
             lease.session,
