@@ -164,16 +164,18 @@ def test_a_daemon_paused_past_its_lease_loses_the_job_and_its_late_commit_is_ref
     team: Team, world12: BatchWorld, pg_database: PgDatabase
 ) -> None:
     """A is stopped (SIGSTOP) while its job waits on npm; B takes the job over with the
-    next fence; A, woken while B still works on it, finishes first and commits: the
-    fence refuses it (rolled back, counted), and B's recipe is the one kept."""
-    world12.ecosystems.delay["npm"] = 3.0  # each npm answer: the job takes ~6 s
-    a, b = team(world12.env()), team(world12.env())
+    next fence; A, woken while B still works on it (its own answer came while it
+    slept: it is a lease ahead of B), finishes first and commits: the fence refuses it
+    (rolled back, counted), and B's recipe is the one kept."""
+    fake = world12.ecosystems
+    fake.delay["npm"] = 3.0  # each npm answer: a job takes 6 s or more
+    a, b = team(world12.env(), lease=3.0), team(world12.env(), lease=3.0)
     da, _db = a.start(), b.start()
     line = one_source(world12, "npm:")
     tool = line.split()[0]
     ctl_json(a, "batch", "add", "-", input=line)
     run_a = start_run(a, jobs=1)
-    wait_until(lambda: item(pg_database, tool)["state"] == "running", "A running the job")
+    wait_until(lambda: any(tool in r.path for r in list(fake.requests)), "A's job asking npm")
     assert item(pg_database, tool)["owner"].startswith(origin(a) + "/")
     os.kill(da.pid, signal.SIGSTOP)
     try:
@@ -181,7 +183,7 @@ def test_a_daemon_paused_past_its_lease_loses_the_job_and_its_late_commit_is_ref
         wait_until(
             lambda: item(pg_database, tool)["fence"] == 2,
             "B taking the job over after A's lease ran out",
-            timeout=LEASE_S * 10,
+            timeout=30,
         )
         taken = item(pg_database, tool)
         assert taken["state"] == "running" and taken["owner"].startswith(origin(b) + "/")
