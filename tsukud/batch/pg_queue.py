@@ -19,8 +19,8 @@ what the SQLite fold decides in memory:
 - a commit whose answer was lost with the connection is recognised when it is sent
   again (the job already in that state under that fence and owner), not counted twice.
 
-Idle workers are woken by ``NOTIFY tsuku_queue`` (sent in the transaction that adds or
-gives back work) through a ``LISTEN`` connection whose socket trio waits on, with a
+Idle workers are woken by ``NOTIFY tsuku_queue`` (sent in the transaction that adds,
+gives back or ends a job) through a ``LISTEN`` connection whose socket trio waits on, with a
 periodic look as the backstop for a lost notification and for leases that expire.
 
 psycopg runs on worker threads (its sync API, as the event store does); a database out
@@ -523,6 +523,7 @@ class PgBatchService:
                     raise psycopg.Rollback()  # the lease is no longer this worker's
                 if write is not None:
                     write(conn)
+                conn.execute(_NOTIFY)  # idle workers elsewhere: maybe nothing is left
                 return None
             row = conn.execute(
                 "SELECT state, fence, owner FROM tsuku.batch_items WHERE job = %s", (lease.job,)

@@ -285,7 +285,7 @@ def test_a_job_added_on_one_daemon_wakes_an_idle_one_at_once(
 ) -> None:
     """B's run is idle (A holds the only job, a slow one); a job added on A is claimed
     by B through LISTEN/NOTIFY, long before B's backstop look (half a lease: 60 s)."""
-    world12.ecosystems.delay["npm"] = 4.0
+    world12.ecosystems.delay["npm"] = 10.0  # A stays busy past the assertion below
     a, b = team(world12.env(), lease=120.0), team(world12.env(), lease=120.0)
     a.start()
     b.start()
