@@ -643,26 +643,20 @@ class PgBatchService:
     # ---- waiting for work -----------------------------------------------------------
 
     async def wait_for_work(self, since: float) -> bool:
-        """Wait while jobs run anywhere (a lease may run out, a job may be given back)
-        or queued ones are held by another daemon's claim; False when the queue has
-        nothing left for this run (jobs in backoff wait for a later run, as on SQLite)."""
+        """Wait while jobs run anywhere (a lease may run out, a job may be given back
+        or end); False when nothing runs, so nothing can become leasable during this
+        run: jobs in backoff wait for a later run (as on SQLite), and so do queued
+        jobs this run's breakers hold back. Queued jobs with nothing running may be
+        another daemon's claim in flight (its row is skipped while locked): looked at
+        once more, a moment later."""
         if self._woken_at > since:
             return True
-
-        def look(conn: psycopg.Connection[Any]) -> tuple[int, int, float | None]:
-            row = conn.execute(
-                "SELECT count(*) FILTER (WHERE state = 'queued'),"
-                " count(*) FILTER (WHERE state = 'running'),"
-                " extract(epoch FROM min(lease_until) - now())"
-                " FROM tsuku.batch_items WHERE state IN ('queued', 'running')"
-            ).fetchone()
-            assert row is not None
-            return int(row[0]), int(row[1]), None if row[2] is None else float(row[2])
-
-        queued, running, expires_in = await self._db(look)
-        if queued:
+        queued, running, expires_in = await self._db(self._look)
+        if queued and not running:
             await trio.sleep(CONTENDED_S)
-            return True
+            if self._woken_at > since:
+                return True
+            queued, running, expires_in = await self._db(self._look)
         if not running:
             return False
         delay = self._lease_seconds * BACKSTOP_SHARE
@@ -671,6 +665,18 @@ class PgBatchService:
         with trio.move_on_after(delay):
             await self._wake.wait()
         return True
+
+    @staticmethod
+    def _look(conn: psycopg.Connection[Any]) -> tuple[int, int, float | None]:
+        """Jobs queued, jobs running, and seconds until the first lease runs out."""
+        row = conn.execute(
+            "SELECT count(*) FILTER (WHERE state = 'queued'),"
+            " count(*) FILTER (WHERE state = 'running'),"
+            " extract(epoch FROM min(lease_until) - now())"
+            " FROM tsuku.batch_items WHERE state IN ('queued', 'running')"
+        ).fetchone()
+        assert row is not None
+        return int(row[0]), int(row[1]), None if row[2] is None else float(row[2])
 
     def _woken(self) -> None:
         self._woken_at = trio.current_time()
