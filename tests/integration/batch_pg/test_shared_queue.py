@@ -309,3 +309,31 @@ def test_a_job_added_on_one_daemon_wakes_an_idle_one_at_once(
     assert item(pg_database, quick.split()[0])["owner"].startswith(origin(b) + "/")
     res_a, res_b = finish(run_a), finish(run_b)
     assert (res_a["done"], res_b["done"]) == (1, 1)
+
+
+def test_retry_and_clear_answer_for_the_whole_queue_from_any_daemon(
+    team: Team, world12: BatchWorld, pg_database: PgDatabase
+) -> None:
+    """A's run fails the broken sources; B queues them again (``batch retry``); B may
+    not clear the queue while A's run holds a live lease, and may once it ended."""
+    a, b = team(world12.env()), team(world12.env())
+    a.start()
+    b.start()
+    ctl_json(a, "batch", "add", "-", input=world12.queue_text())
+    finish(start_run(a))
+    failed = len(world12.expected("failed"))
+    assert ctl_json(b, "batch", "status")["counts"]["failed"] == failed
+    assert ctl_json(b, "batch", "retry", "--failed")["retried"] == failed
+    assert ctl_json(a, "batch", "status")["counts"]["queued"] == failed
+
+    world12.ecosystems.delay["npm"] = 5.0  # a broken npm source keeps A's run busy
+    run_a = start_run(a, jobs=1)
+    wait_until(lambda: ctl_json(b, "batch", "status")["counts"]["running"] == 1, "A running")
+    cp = b.ctl("batch", "clear")
+    assert cp.returncode == ExitCode.ALREADY_RUNNING, cp.stderr
+    assert "another daemon" in cp.stderr and "hint:" in cp.stderr
+    finish(run_a)
+    assert ctl_json(b, "batch", "clear")["cleared"] == 12
+    assert query(pg_database, "SELECT count(*) FROM tsuku.batch_items") == [(0,)]
+    assert query(pg_database, "SELECT count(*) FROM tsuku.batch_recipes") == [(0,)]
+    assert ctl_json(a, "batch", "status")["total"] == 0
