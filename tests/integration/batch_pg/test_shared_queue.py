@@ -337,3 +337,50 @@ def test_retry_and_clear_answer_for_the_whole_queue_from_any_daemon(
     assert query(pg_database, "SELECT count(*) FROM tsuku.batch_items") == [(0,)]
     assert query(pg_database, "SELECT count(*) FROM tsuku.batch_recipes") == [(0,)]
     assert ctl_json(a, "batch", "status")["total"] == 0
+
+
+@pytest.mark.slow  # each 503 job waits out the HTTP layer's own retries (~5 s)
+def test_an_open_registry_breaker_holds_its_jobs_in_the_shared_queue(
+    team: Team, world12: BatchWorld, pg_database: PgDatabase
+) -> None:
+    """The claim asks the breaker while its transaction is open: npm's jobs are rolled
+    back to the queue untouched while its circuit is open, the other registries' jobs
+    go on, and once npm answers again every job finishes, each once."""
+    from tsukud.testing.packages import npm_tarball
+
+    fake = world12.ecosystems
+    npm = [f"pkg{i}" for i in range(6)]
+    for name in npm:
+        fake.publish_npm(npm_tarball(name, "1.0.0", {name: f"{name} 1.0.0"}))
+    github = next(s for s in world12.sources if s.source.startswith("github:"))
+    others = f"{github.tool} {github.source}\n" + one_source(world12, "pypi:")
+    t = team(world12.env())
+    t.env.update({"TSUKU_BREAKER_FAILURES": "3", "TSUKU_BREAKER_RESET_SECONDS": "1"})
+    t.start()
+    ctl_json(t, "batch", "add", "-", input="".join(f"{n} npm:{n}\n" for n in npm) + others)
+    fake.fail["npm"] = 503
+    try:
+        run = start_run(t, jobs=4)
+
+        def opened() -> bool:
+            return any(
+                e["payload"].get("scope") == "registry:npm" for e in events(t, "breaker.opened")
+            )
+
+        wait_until(opened, "npm's breaker opened", timeout=120)
+        wait_until(
+            lambda: ctl_json(t, "batch", "status")["counts"]["done"] == 2,
+            "the GitHub and PyPI jobs done during the outage",
+            timeout=120,
+        )
+        done = query(pg_database, "SELECT tool FROM tsuku.batch_items WHERE state = 'done'")
+        assert not {r[0] for r in done} & set(npm)
+    finally:
+        del fake.fail["npm"]
+    res = finish(run)
+    assert res["done"] == len(npm) + 2 and res["waiting_on_breakers"] == {}, res
+    status = ctl_json(t, "batch", "status")
+    assert status["counts"]["done"] == len(npm) + 2 and status["counts"]["queued"] == 0
+    ended = collections.Counter(e["payload"]["job"] for e in events(t, "batch.done"))
+    assert len(ended) == len(npm) + 2 and set(ended.values()) == {1}
+    assert t.ctl("events", "verify").returncode == 0
