@@ -384,3 +384,39 @@ def test_an_open_registry_breaker_holds_its_jobs_in_the_shared_queue(
     ended = collections.Counter(e["payload"]["job"] for e in events(t, "batch.done"))
     assert len(ended) == len(npm) + 2 and set(ended.values()) == {1}
     assert t.ctl("events", "verify").returncode == 0
+
+
+def test_the_database_crashing_mid_run_loses_nothing_and_the_runs_go_on(
+    team: Team, world30: BatchWorld, pg_database: PgDatabase
+) -> None:
+    """``pg_ctl stop -m immediate`` (a crash: recovery from the WAL at the next start)
+    while two daemons drain the queue: both runs wait for the database and finish once
+    it is back, every source ending exactly once."""
+    world30.set_latency(0.1)
+    a, b = team(world30.env(), lease=30.0), team(world30.env(), lease=30.0)
+    a.start()
+    b.start()
+    ctl_json(a, "batch", "add", "-", input=world30.queue_text())
+    runs = [start_run(a), start_run(b)]
+    wait_until(lambda: ctl_json(a, "batch", "status")["counts"]["done"] >= 3, "a few jobs done")
+    pg_database.server.stop("immediate")
+    try:
+        cp = b.ctl("batch", "status")
+        assert cp.returncode == ExitCode.NETWORK and "Traceback" not in cp.stderr, cp.stderr
+        time.sleep(2)
+        assert all(r.poll() is None for r in runs)  # waiting, not ended
+    finally:
+        pg_database.server.restart_stopped()
+    results = [finish(r) for r in runs]
+    assert all(r["reason"] == "finished" for r in results)
+    status = ctl_json(b, "batch", "status")
+    counts = status["counts"]
+    assert counts["running"] == counts["queued"] == counts["backoff"] == 0, counts
+    assert counts["done"] == len(world30.expected("done")), status
+    ended = collections.Counter(
+        e["payload"]["job"] for e in events(a, "batch.done", "batch.failed")
+    )
+    assert len(ended) == 30 and set(ended.values()) == {1}
+    recipes = query(pg_database, "SELECT tool FROM tsuku.batch_recipes")
+    assert sorted(r[0] for r in recipes) == sorted(world30.expected("done"))
+    verify_all(a, b)
