@@ -40,8 +40,9 @@ GOALS: dict[str, tuple[str, ...]] = {
     "command_not_found": ("command_not_found",),
     # a page's visible text: headless Chromium per page vs its own start (issue 33)
     "page_render": ("page_render",),
-    # a maintainer's queue: batch run at the default --jobs against --jobs 1 (issue 24)
-    "batch": ("batch",),
+    # a maintainer's queue: batch run at the default --jobs against --jobs 1 (issue 24);
+    # three daemons on one PostgreSQL against one (issue 25)
+    "batch": ("batch", "batch.pg_team"),
     # recipe accuracy (no daemon: the matcher over recorded release lists)
     "matcher_accuracy": ("matcher_accuracy.newest", "matcher_accuracy.all"),
     # what share of a recipe registry parses and installs (no goal: a measure to follow)
@@ -49,9 +50,9 @@ GOALS: dict[str, tuple[str, ...]] = {
 }
 BENCHMARKS = list(GOALS)
 TIME_LIMIT_S = 180
-# Longer limits: a batch of 300 sources validated in the container, twice (--jobs 1 alone
-# takes several minutes on 2 cores).
-TIME_LIMITS_S = {"batch": 1200}
+# Longer limits: a batch of 300 sources validated in the container, four times (--jobs 1
+# alone takes several minutes on 2 cores).
+TIME_LIMITS_S = {"batch": 2400}
 
 
 def goal_name(goal_line: str) -> str:

@@ -181,6 +181,14 @@ KEYS: dict[str, Key] = {
         Key("breaker.failure_threshold", int, 3, ("TSUKU_BREAKER_FAILURES",), minimum=1),
         Key("breaker.reset_seconds", float, 60.0, ("TSUKU_BREAKER_RESET_SECONDS",), minimum=0),
         Key(
+            "batch.lease_seconds",
+            float,
+            120.0,
+            ("TSUKU_BATCH_LEASE_SECONDS",),
+            minimum=1,
+            doc="how long a batch job's lease holds without a renewal (read at daemon start)",
+        ),
+        Key(
             "rpc.idle_timeout_seconds",
             float,
             300.0,

@@ -255,6 +255,7 @@ class Daemon:
         with integrity.reading(self.store.path):
             self.state = self.store.read_sync(lambda conn: rebuild(conn, self.clock.now()))
             self.batch_queue = self.store.read_sync(load_batch_queue)
+        self.batch_queue.lease_seconds = float(self.config.value_or_default("batch.lease_seconds"))
         self._make_policy()  # policy objects (and services) fold into the new projections
         self.budget.release_unrecorded()
         from tsukud.install.layout import reconcile
@@ -413,7 +414,10 @@ class Daemon:
                     task_status.started()
                     # Jobs a dead daemon left running go back to the queue (their
                     # reservations are settled below, by their sessions).
-                    self.services.batch.requeue_orphans()
+                    try:
+                        await self.services.batch.requeue_orphans()
+                    except LedgerUnavailable as e:  # a shared queue: its leases run out
+                        log.get().error("batch.orphans_not_requeued", error=e.message)
                     services.start_soon(self.services.after_start)
                     try:
                         await self._settle_abandoned(left_open)

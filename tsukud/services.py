@@ -27,8 +27,8 @@ from tsukud.policy.locks import ContainerLock
 from tsukud.policy.ratelimit import GenerationLimit
 
 if TYPE_CHECKING:
+    from tsukud.batch.backend import BatchBackend
     from tsukud.batch.queue import Queue
-    from tsukud.batch.service import BatchService
     from tsukud.create.service import Creator
     from tsukud.create.validate import Validator
     from tsukud.discover.service import DiscoveryService
@@ -299,9 +299,19 @@ class Services:
         return index
 
     @cached_property
-    def batch(self) -> BatchService:
+    def batch(self) -> BatchBackend:
+        """The queue in the ledger's database: the fold of batch events on SQLite, rows
+        every daemon shares on PostgreSQL (``ledger.url``)."""
         from tsukud.batch.service import BatchService
 
+        if self.store.backend == "postgresql":
+            from tsukud.batch.pg_queue import PgBatchService
+            from tsukud.events.pg_store import PgEventStore
+
+            assert isinstance(self.store, PgEventStore)
+            return PgBatchService(
+                store=self.store, clock=self.clock, lease_seconds=self.batch_queue.lease_seconds
+            )
         return BatchService(store=self.store, queue=self.batch_queue, clock=self.clock)
 
     # ---- flows -------------------------------------------------------------------------

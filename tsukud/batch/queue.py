@@ -20,6 +20,7 @@ import heapq
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from tsukud.clock import parse_iso
 from tsukud.events.catalogue import (
@@ -102,6 +103,7 @@ class Queue:
         }
     )
     jobs: dict[str, Job] = field(default_factory=dict)
+    lease_seconds: float = LEASE_SECONDS  # batch.lease_seconds, set at daemon start
     stale_commits: int = 0
     unreadable: int = 0  # stored rows skipped at load: they no longer fit their Struct
     spent_usd: float = 0.0  # what finished runs spent (batch.run_stopped)
@@ -146,7 +148,7 @@ class Queue:
             if job is not None:
                 job.state, job.fence, job.owner = "running", leased.fence, leased.owner
                 job.attempts += 1
-                job.lease_until = parse_iso(ev.ts) + LEASE_SECONDS
+                job.lease_until = parse_iso(ev.ts) + self.lease_seconds
                 job.not_before = None
         elif t == "batch.done":
             done = read(ev.payload, BatchDone)
@@ -263,8 +265,12 @@ class Queue:
         return out
 
     def remaining(self) -> int:
-        c = self.counts()
-        return c["queued"] + c["running"] + c["backoff"]
+        return remaining(self.counts())
+
+
+def remaining(counts: dict[str, int]) -> int:
+    """Jobs not yet ended: queued, running, or failed in a backoff (leased again later)."""
+    return counts["queued"] + counts["running"] + counts["backoff"]
 
 
 def failures(queue: Queue, examples: int = 3) -> list[dict[str, object]]:
@@ -288,6 +294,37 @@ def failures(queue: Queue, examples: int = 3) -> list[dict[str, object]]:
             }
         )
     return out
+
+
+def status_of(queue: Queue, examples: int, active_run: str | None) -> dict[str, Any]:
+    """``batch status``'s answer for ``queue`` (the fold on SQLite, a snapshot of the
+    rows on PostgreSQL): counts by state, failures by category, deferrals by reason,
+    the running jobs, what finished runs spent and how many stale commits were refused."""
+    running = sorted((j for j in queue.jobs.values() if j.state == "running"), key=lambda j: j.seq)
+    deferred: dict[str, int] = {}
+    for j in queue.jobs.values():
+        if j.state == "deferred":
+            deferred[j.category or "unknown"] = deferred.get(j.category or "unknown", 0) + 1
+    return {
+        "counts": queue.counts(),
+        "total": len(queue.jobs),
+        "remaining": queue.remaining(),
+        "failures": failures(queue, examples),
+        "deferred": [{"reason": r, "count": n} for r, n in sorted(deferred.items())],
+        "running": [
+            {
+                "job": j.id,
+                "tool": j.tool,
+                "source": j.source,
+                "fence": j.fence,
+                "attempt": j.attempts,
+            }
+            for j in running
+        ],
+        "active_run": active_run,
+        "spent_usd": queue.spent_usd,
+        "stale_commits": queue.stale_commits,
+    }
 
 
 def export_files(queue: Queue, *, unvalidated: bool = False) -> dict[str, str]:

@@ -1,4 +1,6 @@
-"""The batch queue's imperative shell: each decision on the fold recorded as an event.
+"""The batch queue's imperative shell on SQLite: each decision on the fold recorded as
+an event (one of the two implementations of ``batch/backend.py``'s ``BatchBackend``;
+``batch/pg_queue.py`` is the other).
 
 Every method that changes the queue decides on the in-memory :class:`Queue` (folded
 from ``batch.*`` events) and appends the event saying so with ``append_nowait`` before
@@ -122,34 +124,22 @@ class BatchService:
         await self.store.wait_durable(ev.id)
         return {"cleared": count}
 
-    def status(self, examples: int = 3) -> dict[str, Any]:
-        running = sorted(
-            (j for j in self.queue.jobs.values() if j.state == "running"), key=lambda j: j.seq
-        )
-        deferred: dict[str, int] = {}
-        for j in self.queue.jobs.values():
-            if j.state == "deferred":
-                deferred[j.category or "unknown"] = deferred.get(j.category or "unknown", 0) + 1
-        return {
-            "counts": self.queue.counts(),
-            "total": len(self.queue.jobs),
-            "remaining": self.queue.remaining(),
-            "failures": q.failures(self.queue, examples),
-            "deferred": [{"reason": r, "count": n} for r, n in sorted(deferred.items())],
-            "running": [
-                {
-                    "job": j.id,
-                    "tool": j.tool,
-                    "source": j.source,
-                    "fence": j.fence,
-                    "attempt": j.attempts,
-                }
-                for j in running
-            ],
-            "active_run": self.active_run,
-            "spent_usd": self.queue.spent_usd,
-            "stale_commits": self.queue.stale_commits,
-        }
+    async def status(self, examples: int = 3) -> dict[str, Any]:
+        return q.status_of(self.queue, examples, self.active_run)
+
+    async def counts(self) -> dict[str, int]:
+        return self.queue.counts()
+
+    async def waiting_sources(self) -> list[str]:
+        return [j.source for j in self.queue.waiting(self.clock.now())]
+
+    async def wait_for_work(self, since: float) -> bool:
+        """Nothing is leasable now: on one daemon nothing can become so while this run
+        waits (its own workers end their jobs), so the worker stops."""
+        return False
+
+    async def listen(self) -> None:
+        """No other daemon adds work to this queue: nothing to listen for."""
 
     async def export(self, directory: str, *, unvalidated: bool = False) -> dict[str, Any]:
         """Write each tool's latest done recipe to ``directory/recipes/<letter>/<tool>.toml``,
@@ -171,6 +161,10 @@ class BatchService:
 
     # ---- leases and outcomes: decide, record, then wait ----------------------------------
 
+    @property
+    def lease_seconds(self) -> float:
+        return self.queue.lease_seconds
+
     def begin_run(self) -> str:
         if self.active_run is not None:
             raise BatchRunning(
@@ -183,9 +177,10 @@ class BatchService:
         if self.active_run == run:
             self.active_run = None
 
-    def lease(self, admit: Callable[[str], bool] | None = None) -> Lease | None:
-        """Lease the next job, or None when nothing is leasable now. No await: the
-        decision and its event are one step. ``admit(source)`` may hold a job back
+    async def lease(self, admit: Callable[[str], bool] | None = None) -> Lease | None:
+        """Lease the next job, or None when nothing is leasable now. No await inside
+        (a coroutine that never awaits runs to its end in one step): the decision and
+        its event are one step, whatever the other workers do. ``admit(source)`` may hold a job back
         (its registry's breaker is open): it stays queued for later."""
         job = self.queue.next_job(
             self.clock.now(), None if admit is None else lambda j: admit(j.source)
@@ -206,21 +201,21 @@ class BatchService:
             session=session,
         )
 
-    def renew(self, leases: list[Lease]) -> None:
+    async def renew(self, leases: list[Lease]) -> None:
         """The heartbeat: leases still held are extended (in memory)."""
-        until = self.clock.now() + q.LEASE_SECONDS
+        until = self.clock.now() + self.queue.lease_seconds
         for lease in leases:
             if self.queue.stale(lease.job, lease.fence, self.owner) is None:
                 self.queue.jobs[lease.job].lease_until = until
 
-    def reap(self) -> int:
+    async def reap(self) -> int:
         """Return expired leases to the queue (their workers can no longer commit)."""
         expired = self.queue.expired(self.clock.now())
         for job in expired:
             self._requeue(job.id, job.fence, "lease expired")
         return len(expired)
 
-    def requeue_orphans(self, *, own: bool = False) -> int:
+    async def requeue_orphans(self, *, own: bool = False) -> int:
         """Jobs a previous daemon instance left running go back to the queue; with
         ``own``, this instance's too (at a run's start, when no other run is active, a
         job still running here lost its worker)."""
@@ -254,7 +249,7 @@ class BatchService:
         )
         return True
 
-    def done(
+    async def done(
         self,
         lease: Lease,
         *,
@@ -279,7 +274,7 @@ class BatchService:
             },
         )
 
-    def fail(self, lease: Lease, *, category: str, message: str, transient: bool) -> bool:
+    async def fail(self, lease: Lease, *, category: str, message: str, transient: bool) -> bool:
         """A failure that may pass (``transient``) backs off and is leased again, up to
         ``MAX_ATTEMPTS``; any other is final until ``batch retry``."""
         retry_at = None
@@ -296,10 +291,10 @@ class BatchService:
             },
         )
 
-    def defer(self, lease: Lease, *, reason: str, message: str | None = None) -> bool:
+    async def defer(self, lease: Lease, *, reason: str, message: str | None = None) -> bool:
         return self._commit(lease, "batch.deferred", {"reason": reason, "message": message})
 
-    def give_back(self, lease: Lease, reason: str) -> bool:
+    async def give_back(self, lease: Lease, reason: str) -> bool:
         """Return a lease this worker still holds (a run stopped under it)."""
         if self.queue.stale(lease.job, lease.fence, self.owner) is not None:
             return False

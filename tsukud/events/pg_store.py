@@ -46,11 +46,13 @@ from tsukud.events.store import DEFAULT_READERS, EventStore, Row, iter_rows, ver
 from tsukud.secrets import REDACTOR, Redactor
 
 _HERE = Path(__file__).parent
-# Applied in order by the migration: the events, then each part of the daemon that keeps
-# shared state of its own (the budget, hourly limit and breakers: policy/policy_pg.sql).
+# Applied in order by every start's migration (each file is idempotent): the ledger's
+# own tables first, then those of the features that share the database (the budget,
+# hourly limit and breakers; the batch queue).
 SCHEMA_FILES: tuple[Path, ...] = (
     _HERE / "events_pg.sql",
     _HERE.parent / "policy" / "policy_pg.sql",
+    _HERE.parent / "batch" / "queue_pg.sql",
 )
 SCHEMA_VERSION = 1
 # Held while the schema is created or migrated: daemons starting together take turns.
@@ -327,7 +329,7 @@ class PgEventStore(EventStore):
                         "never writes through a schema it does not know).",
                     )
             for schema in SCHEMA_FILES:
-                conn.execute(schema.read_text().encode())
+                conn.execute(schema.read_bytes())
 
     def close_connection(self) -> None:
         self.readers.close()

@@ -1,6 +1,7 @@
 """``tsukuctl batch run``: workers drain the batch queue through create (and validation).
 
-N workers each lease a job (``BatchService.lease``: decided and recorded in one step),
+N workers each lease a job (``BatchBackend.lease``, batch/backend.py: on SQLite decided
+and recorded in one step, on PostgreSQL one claiming UPDATE),
 run the creator for it with ``write=False`` (the recipe goes to the ledger, in ``batch.done``,
 not to ``recipes/``) under the job's own ledger session, and record its outcome; a
 keeper task reaps leases that expired and renews the ones held (the heartbeat). Network
@@ -8,8 +9,13 @@ and model stages of different jobs overlap with each other and with container
 validation, whose own concurrency is the container lock's (``sandbox.max_concurrent``).
 
 The run ends when nothing is leasable now: jobs in backoff stay in the queue for a later
-run and are counted as remaining. A cancelled request (Ctrl-C, a client that hung up)
-stops leasing, cancels the running jobs and gives their leases back
+run and are counted as remaining. On a queue shared with other daemons (PostgreSQL) it
+ends when nothing is queued or running anywhere: while jobs run elsewhere an idle worker
+waits (``wait_for_work``: woken by another daemon's news, or its own backstop), since a
+lease that runs out, or a job given back, is work for it. A queue write the database
+cannot take now is tried again; a job whose events the ledger cannot take now
+(``ledger_unavailable``) is given back, not failed. A cancelled request (Ctrl-C, a
+client that hung up) stops leasing, cancels the running jobs and gives their leases back
 (``batch.requeued``, ``run stopped``), so the queue is consistent whatever stopped it.
 ``--max-usd`` is a cap on the request's tally (``policy/spent.py``): every reservation,
 first or extension, must fit under it, so a job the cap cannot hold is deferred
@@ -29,13 +35,14 @@ import msgspec
 import trio
 
 from tsukud import log
-from tsukud.batch.queue import MAX_ATTEMPTS
-from tsukud.errors import BudgetExceeded, ConfirmationRequired, TsukuError
+from tsukud.batch.queue import MAX_ATTEMPTS, remaining
+from tsukud.errors import BudgetExceeded, ConfirmationRequired, LedgerUnavailable, TsukuError
 from tsukud.policy import spent
 
 if TYPE_CHECKING:
+    from tsukud.batch.backend import BatchBackend
     from tsukud.batch.outcome import Failure
-    from tsukud.batch.service import BatchService, Lease
+    from tsukud.batch.service import Lease
     from tsukud.create.pipeline import CreateResult
     from tsukud.policy.breaker import CircuitBreakers
 
@@ -48,6 +55,8 @@ KEEPER_SECONDS = 10.0  # reap expired leases, then renew held ones, this often
 PROBES_PER_RUN = 3
 #: How often a worker with nothing to lease looks again while a breaker's probe is out.
 IDLE_LOOK_SECONDS = 1.0
+#: How often a worker tries the queue again while the shared ledger is out of reach.
+UNREACHABLE_RETRY_SECONDS = 1.0
 
 
 def breaker_scope(source: str) -> str | None:
@@ -110,7 +119,7 @@ class _Tally:
 
 class BatchRunner:
     def __init__(
-        self, *, batch: BatchService, create: Create, breakers: CircuitBreakers | None = None
+        self, *, batch: BatchBackend, create: Create, breakers: CircuitBreakers | None = None
     ) -> None:
         self.batch = batch
         # Per-registry breakers (policy/breaker.py): a job of a registry whose circuit is
@@ -132,7 +141,8 @@ class BatchRunner:
     async def _run(self, run: str, opts: RunOptions, progress: Progress) -> dict[str, Any]:
         batch, store = self.batch, self.batch.store
         workers = opts.jobs or default_workers()
-        orphans = batch.requeue_orphans(own=True)  # begin_run: no other run is active
+        orphans = await batch.requeue_orphans(own=True)  # begin_run: no other run is active
+        queued = remaining(await batch.counts())
         command = spent.current()
         if opts.max_usd is not None and command is not None:
             command.cap = Decimal(str(opts.max_usd))
@@ -146,7 +156,7 @@ class BatchRunner:
                 "llm": opts.llm,
                 "skip_validation": opts.skip_validation,
                 "max_usd": opts.max_usd,
-                "queued": batch.queue.remaining(),
+                "queued": queued,
             },
         )
         tally = _Tally()
@@ -163,6 +173,7 @@ class BatchRunner:
         try:
             async with trio.open_nursery() as keeper:
                 keeper.start_soon(self._keep, tally)
+                keeper.start_soon(batch.listen)
                 async with trio.open_nursery() as pool:
                     for _ in range(workers):
                         pool.start_soon(self._worker, opts, tally, progress, started)
@@ -173,7 +184,7 @@ class BatchRunner:
             raise
         finally:
             with trio.CancelScope(shield=True):
-                summary = self._summary(run, reason, tally, started, workers)
+                summary = await self._summary(run, reason, tally, started, workers)
                 ev = store.append_nowait(
                     "batch.run_stopped",
                     {
@@ -193,11 +204,12 @@ class BatchRunner:
                 await store.wait_durable(ev.id)
         return summary
 
-    def _summary(
+    async def _summary(
         self, run: str, reason: str, tally: _Tally, started: float, workers: int
     ) -> dict[str, Any]:
         command = spent.current()
-        counts = self.batch.queue.counts()
+        counts = await self._counts()
+        waiting = await self.waiting_on_breakers(tally)
         took = time.monotonic() - started
         finished = tally.done + tally.failed + tally.deferred
         return {
@@ -211,8 +223,8 @@ class BatchRunner:
             "stale_commits": tally.stale,
             # queued jobs of registries whose circuit stayed open through this run's
             # probes: they wait for a later run (batch status shows them as queued)
-            "waiting_on_breakers": self.waiting_on_breakers(tally),
-            "remaining": self.batch.queue.remaining(),
+            "waiting_on_breakers": waiting,
+            "remaining": remaining(counts),
             "backoff": counts["backoff"],
             "counts": counts,
             "spent_usd": float(command.usd) if command is not None else 0.0,
@@ -220,13 +232,27 @@ class BatchRunner:
             "rate_per_min": round(finished / took * 60, 2) if took > 0 else 0.0,
         }
 
+    async def _counts(self) -> dict[str, int]:
+        """The queue's counts; zeros (logged) while the shared ledger is out of reach,
+        so a run's end is recorded whatever the database does."""
+        try:
+            return await self.batch.counts()
+        except LedgerUnavailable as e:
+            log.get().warning("batch.counts_unavailable", error=e.message)
+            return dict.fromkeys(("queued", "running", "done", "failed", "deferred", "backoff"), 0)
+
     async def _keep(self, tally: _Tally) -> None:
         """Reap expired leases first, then renew the ones this run holds: a run woken
-        after sleeping past its leases (a stopped daemon) has lost them."""
+        after sleeping past its leases (a stopped daemon) has lost them. Every third
+        of a lease at least, so a short lease (``batch.lease_seconds``) holds."""
+        period = min(KEEPER_SECONDS, self.batch.lease_seconds / 3)
         while True:
-            await trio.sleep(KEEPER_SECONDS)
-            self.batch.reap()
-            self.batch.renew(list(tally.held.values()))
+            await trio.sleep(period)
+            try:
+                await self.batch.reap()
+                await self.batch.renew(list(tally.held.values()))
+            except LedgerUnavailable as e:
+                log.get().warning("batch.renew_unavailable", error=e.message)
 
     def _admit(self, tally: _Tally) -> Callable[[str], bool]:
         """Whether a job on ``source`` may start now: not while its registry's circuit
@@ -246,13 +272,17 @@ class BatchRunner:
 
         return admit
 
-    def waiting_on_breakers(self, tally: _Tally) -> dict[str, int]:
+    async def waiting_on_breakers(self, tally: _Tally) -> dict[str, int]:
         """Jobs that could run now but for an open circuit, by scope."""
         out: dict[str, int] = {}
         if self.breakers is None:
             return out
-        for job in self.batch.queue.waiting(self.batch.clock.now()):
-            scope = breaker_scope(job.source)
+        try:
+            sources = await self.batch.waiting_sources()
+        except LedgerUnavailable:
+            return out
+        for source in sources:
+            scope = breaker_scope(source)
             if scope is not None and (
                 self.breakers.state(scope) != "closed"
                 or tally.probes_failed.get(scope, 0) >= PROBES_PER_RUN
@@ -266,17 +296,29 @@ class BatchRunner:
         admit = self._admit(tally)
         while True:
             tally.admitted_probe = None
-            lease = self.batch.lease(admit)
+            since = trio.current_time()
+            try:
+                lease = await self.batch.lease(admit)
+            except LedgerUnavailable as e:
+                log.get().warning("batch.lease_unavailable", error=e.message)
+                await trio.sleep(UNREACHABLE_RETRY_SECONDS)
+                continue
             if lease is not None:
                 if tally.admitted_probe is not None:
                     tally.probes[lease.job] = tally.admitted_probe
                 return lease
             waiting = [
                 s
-                for s in self.waiting_on_breakers(tally)
+                for s in await self.waiting_on_breakers(tally)
                 if tally.probes_failed.get(s, 0) < PROBES_PER_RUN
             ]
             if not waiting:
+                try:
+                    if await self.batch.wait_for_work(since):
+                        continue  # another daemon's job may be ours now
+                except LedgerUnavailable:
+                    await trio.sleep(UNREACHABLE_RETRY_SECONDS)
+                    continue
                 return None  # what is left runs in other workers, or waits for a later run
             assert self.breakers is not None
             now = self.batch.clock.now()
@@ -294,13 +336,17 @@ class BatchRunner:
                 return
             tally.held[(lease.job, lease.fence)] = lease
             try:
-                outcome = await self._run_job(lease, opts, tally)
+                outcome, message = await self._run_job(lease, opts, tally)
             finally:
                 tally.held.pop((lease.job, lease.fence), None)
                 tally.ended()
-            await progress(self._frame(lease, outcome, tally, started))
+            await progress(await self._frame(lease, outcome, message, tally, started))
 
-    async def _run_job(self, lease: Lease, opts: RunOptions, tally: _Tally) -> str:
+    async def _run_job(
+        self, lease: Lease, opts: RunOptions, tally: _Tally
+    ) -> tuple[str, str | None]:
+        """The job's outcome, and its failure's message (None when done)."""
+
         async def quiet(_frame: dict[str, Any]) -> None:
             return None  # a job's own stages are in its session's events
 
@@ -322,15 +368,15 @@ class BatchRunner:
             )
         except trio.Cancelled:
             self._verdict(lease, None, tally, answered=False)
-            with trio.CancelScope(shield=True):
-                if self.batch.give_back(lease, "run stopped"):
+            with trio.CancelScope(shield=True), trio.move_on_after(10):
+                if await self.batch.give_back(lease, "run stopped"):
                     tally.requeued += 1
                     await self.batch.store.caught_up()
             raise
         except Exception as exc:
-            return self._settle_failure(lease, exc, tally)
+            return await self._settle_failure(lease, exc, tally)
         self._verdict(lease, None, tally, answered=True)
-        recorded = self.batch.done(
+        recorded = await self.batch.done(
             lease,
             recipe=result.recipe,
             version=result.version,
@@ -340,9 +386,9 @@ class BatchRunner:
         )
         if not recorded:
             tally.stale += 1
-            return "stale"
+            return "stale", None
         tally.done += 1
-        return "done"
+        return "done", None
 
     def _verdict(
         self, lease: Lease, failure: Failure | None, tally: _Tally, *, answered: bool
@@ -373,7 +419,9 @@ class BatchRunner:
         tally.transport_tries[lease.job] = tries
         return tries < MAX_ATTEMPTS
 
-    def _settle_failure(self, lease: Lease, exc: Exception, tally: _Tally) -> str:
+    async def _settle_failure(
+        self, lease: Lease, exc: Exception, tally: _Tally
+    ) -> tuple[str, str | None]:
         """The one place a job's failure is classified and recorded
         (``batch/outcome.py``): a budget that cannot hold the job, or a cost that needs
         a yes, defers it; anything else fails it under its category, backing off when
@@ -383,6 +431,15 @@ class BatchRunner:
 
         failure = classify(exc, source=lease.source)
         message = failure.message
+        if isinstance(exc, LedgerUnavailable):
+            # The shared ledger could not take the job's events: not the job's fault.
+            # Back to the queue once the database answers (give_back waits for it).
+            self._verdict(lease, None, tally, answered=False)
+            if not await self.batch.give_back(lease, "ledger unavailable"):
+                tally.stale += 1
+                return "stale", message
+            tally.requeued += 1
+            return "requeued", message
         if not isinstance(exc, TsukuError):
             log.get().error("batch.job_crashed", job=lease.job, error=message)
         if isinstance(exc, BudgetExceeded | ConfirmationRequired):
@@ -390,21 +447,21 @@ class BatchRunner:
             # could give while the batch ran.
             self._verdict(lease, None, tally, answered=False)
             reason = "budget" if isinstance(exc, BudgetExceeded) else "confirmation"
-            ok = self.batch.defer(lease, reason=reason, message=message)
+            ok = await self.batch.defer(lease, reason=reason, message=message)
             outcome = "deferred"
         elif failure.transport and self._transport_retry(lease, tally):
             # The registry is unwell, not the job: back to the queue, in its place,
             # where it waits for the registry's breaker (open after a few of these)
             # rather than a backoff of its own.
             self._verdict(lease, failure, tally, answered=True)
-            if not self.batch.give_back(lease, f"{failure.category}: {message}"):
+            if not await self.batch.give_back(lease, f"{failure.category}: {message}"):
                 tally.stale += 1
-                return "stale"
+                return "stale", message
             tally.requeued += 1
-            return "requeued"
+            return "requeued", message
         else:
             self._verdict(lease, failure, tally, answered=True)
-            ok = self.batch.fail(
+            ok = await self.batch.fail(
                 lease,
                 category=failure.category,
                 message=message,
@@ -413,31 +470,32 @@ class BatchRunner:
             outcome = "failed"
         if not ok:
             tally.stale += 1
-            return "stale"
+            return "stale", message
         if outcome == "deferred":
             tally.deferred += 1
         else:
             tally.failed += 1
-        return outcome
+        return outcome, message
 
-    def _frame(self, lease: Lease, outcome: str, tally: _Tally, started: float) -> dict[str, Any]:
+    async def _frame(
+        self, lease: Lease, outcome: str, message: str | None, tally: _Tally, started: float
+    ) -> dict[str, Any]:
         took = time.monotonic() - started
         finished = tally.done + tally.failed + tally.deferred
-        remaining = self.batch.queue.remaining()
+        left = remaining(await self._counts())
         rate = finished / took if took > 0 else 0.0
         command = spent.current()
-        job = self.batch.queue.jobs.get(lease.job)
         return {
             "stage": "batch",
             "message": f"{lease.tool} ({lease.source}): {outcome}"
-            + (f": {job.message}" if job is not None and outcome != "done" and job.message else ""),
+            + (f": {message}" if outcome in ("failed", "deferred") and message else ""),
             "tool": lease.tool,
             "outcome": outcome,
             "done": tally.done,
             "failed": tally.failed,
             "deferred": tally.deferred,
-            "remaining": remaining,
+            "remaining": left,
             "rate_per_min": round(rate * 60, 2),
-            "eta_s": round(remaining / rate) if rate > 0 else None,
+            "eta_s": round(left / rate) if rate > 0 else None,
             "spent_usd": float(command.usd) if command is not None else 0.0,
         }

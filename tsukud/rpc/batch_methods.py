@@ -1,8 +1,8 @@
 """RPC methods for batch generation: ``batch.add``, ``batch.run``, ``batch.status``,
 ``batch.retry``, ``batch.export``, ``batch.clear`` (schema/rpc.md, docs/batch.md).
 
-The queue's work is ``tsukud.batch.service.BatchService``; the run loop, which spans
-create and validation, is ``tsukud.flows.batch_run``.
+The queue's work is a ``tsukud.batch.backend.BatchBackend`` (SQLite or PostgreSQL); the
+run loop, which spans create and validation, is ``tsukud.flows.batch_run``.
 """
 
 from __future__ import annotations
@@ -62,10 +62,10 @@ async def batch_run(d: Daemon, p: RunOptions, call: Call) -> dict[str, Any]:
     return await d.services.batch_run.run(p, progress=call.progress)
 
 
-@method("batch.status", StatusParams, inline=True)
+@method("batch.status", StatusParams)
 async def batch_status(d: Daemon, p: StatusParams, call: Call) -> dict[str, Any]:
     """Counts by state, failures grouped by category, running jobs, spend."""
-    return d.services.batch.status(max(0, min(p.examples, 50)))
+    return await d.services.batch.status(max(0, min(p.examples, 50)))
 
 
 @method("batch.retry", RetryParams)

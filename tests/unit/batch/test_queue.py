@@ -55,8 +55,8 @@ def lines(*tools: str) -> str:
     return "".join(f"{t} npm:{t}\n" for t in tools)
 
 
-def done(svc: BatchService, lease: Lease) -> bool:
-    return svc.done(
+async def done(svc: BatchService, lease: Lease) -> bool:
+    return await svc.done(
         lease,
         recipe=RECIPE.format(tool=lease.tool),
         version="1.0.0",
@@ -88,10 +88,10 @@ async def test_add_keeps_each_source_once_and_leases_by_priority(ledger: Ledger)
     res = await svc.add(lines("b", "d"))
     assert res["added"] == 1 and res["already_queued"] == [{"tool": "b", "source": "npm:b"}]
     order = []
-    while (lease := svc.lease()) is not None:
+    while (lease := await svc.lease()) is not None:
         order.append(lease.tool)
     assert order == ["c", "a", "b", "d"]  # priority first, then first added
-    assert svc.lease() is None and svc.queue.counts()["running"] == 4
+    assert await svc.lease() is None and svc.queue.counts()["running"] == 4
 
 
 async def test_concurrent_workers_never_lease_the_same_job(ledger: Ledger) -> None:
@@ -100,10 +100,10 @@ async def test_concurrent_workers_never_lease_the_same_job(ledger: Ledger) -> No
     taken: list[str] = []
 
     async def worker() -> None:
-        while (lease := svc.lease()) is not None:
+        while (lease := await svc.lease()) is not None:
             taken.append(lease.job)
             await trio.lowlevel.checkpoint()  # every worker interleaves with the others
-            assert done(svc, lease)
+            assert await done(svc, lease)
 
     async with trio.open_nursery() as n:
         for _ in range(8):
@@ -117,21 +117,21 @@ async def test_concurrent_workers_never_lease_the_same_job(ledger: Ledger) -> No
 async def test_a_stale_fence_is_refused_and_counted(ledger: Ledger) -> None:
     svc = service(ledger)
     await svc.add(lines("slow"))
-    first = svc.lease()
+    first = await svc.lease()
     assert first is not None and first.fence == 1
     # The worker's daemon sleeps past its lease (SIGSTOP): the reaper returns it.
     ledger.clock.advance(q.LEASE_SECONDS + 1)
-    assert svc.reap() == 1
-    second = svc.lease()
+    assert await svc.reap() == 1
+    second = await svc.lease()
     assert second is not None and second.fence == 2 and second.job == first.job
     # The first worker wakes and tries to record its outcome: refused, counted.
-    assert not done(svc, first)
-    assert not svc.fail(first, category="x", message="late", transient=False)
+    assert not await done(svc, first)
+    assert not await svc.fail(first, category="x", message="late", transient=False)
     assert svc.queue.stale_commits == 2
     assert svc.queue.jobs[first.job].state == "running"  # still the second worker's
     # Renewal does not give the old worker its lease back.
-    svc.renew([first])
-    assert done(svc, second)
+    await svc.renew([first])
+    assert await done(svc, second)
     job = svc.queue.jobs[first.job]
     assert (job.state, job.fence, job.attempts) == ("done", 2, 2)
     await ledger.store.caught_up()
@@ -143,29 +143,29 @@ async def test_a_stale_fence_is_refused_and_counted(ledger: Ledger) -> None:
 async def test_a_renewed_lease_is_not_reaped(ledger: Ledger) -> None:
     svc = service(ledger)
     await svc.add(lines("busy"))
-    lease = svc.lease()
+    lease = await svc.lease()
     assert lease is not None
     for _ in range(5):
         ledger.clock.advance(q.LEASE_SECONDS / 2)
-        assert svc.reap() == 0
-        svc.renew([lease])
-    assert done(svc, lease)
+        assert await svc.reap() == 0
+        await svc.renew([lease])
+    assert await done(svc, lease)
 
 
 async def test_jobs_of_a_dead_owner_return_to_the_queue(ledger: Ledger) -> None:
     old = service(ledger, owner="d-dead")
     await old.add(lines("a", "b"))
-    a, b = old.lease(), old.lease()
-    assert a is not None and b is not None and done(old, a)
+    a, b = await old.lease(), await old.lease()
+    assert a is not None and b is not None and await done(old, a)
     await ledger.store.caught_up()
     # A new daemon instance folds the ledger: b is running under the dead owner.
     new = service(ledger, owner="d-new")
     assert new.queue.jobs[b.job].state == "running"
-    assert new.requeue_orphans() == 1
-    again = new.lease()
+    assert await new.requeue_orphans() == 1
+    again = await new.lease()
     assert again is not None and again.job == b.job and again.fence == b.fence + 1
-    assert not done(old, b)  # the dead owner's fence is refused
-    assert done(new, again)
+    assert not await done(old, b)  # the dead owner's fence is refused
+    assert await done(new, again)
     assert new.queue.counts()["done"] == 2
 
 
@@ -174,27 +174,27 @@ async def test_a_transient_failure_backs_off_and_a_final_one_waits_for_retry(
 ) -> None:
     svc = service(ledger)
     await svc.add(lines("flaky", "broken"))
-    flaky, broken = svc.lease(), svc.lease()
+    flaky, broken = await svc.lease(), await svc.lease()
     assert flaky is not None and broken is not None
-    assert svc.fail(flaky, category="network", message="503", transient=True)
-    assert svc.fail(broken, category="not_found", message="no repo", transient=False)
+    assert await svc.fail(flaky, category="network", message="503", transient=True)
+    assert await svc.fail(broken, category="not_found", message="no repo", transient=False)
     counts = svc.queue.counts()
     assert (counts["failed"], counts["backoff"], svc.queue.remaining()) == (1, 1, 1)
-    assert svc.lease() is None  # in backoff: not leasable now
+    assert await svc.lease() is None  # in backoff: not leasable now
     ledger.clock.advance(q.backoff(1) + 1)
-    again = svc.lease()
+    again = await svc.lease()
     assert again is not None and again.job == flaky.job and again.attempt == 2
-    assert svc.lease() is None  # the final failure is not retried by itself
+    assert await svc.lease() is None  # the final failure is not retried by itself
     # Attempts run out: the last transient failure is final.
     lease = again
     for _ in range(q.MAX_ATTEMPTS - 2):
-        assert svc.fail(lease, category="network", message="503", transient=True)
+        assert await svc.fail(lease, category="network", message="503", transient=True)
         ledger.clock.advance(q.BACKOFF_CAP + 1)
-        nxt = svc.lease()
+        nxt = await svc.lease()
         assert nxt is not None
         lease = nxt
     assert lease.attempt == q.MAX_ATTEMPTS
-    assert svc.fail(lease, category="network", message="503", transient=True)
+    assert await svc.fail(lease, category="network", message="503", transient=True)
     assert svc.queue.counts()["backoff"] == 0 and svc.queue.counts()["failed"] == 2
     res = await svc.retry(failed=True, deferred=False)
     assert res == {"retried": 2, "states": ["failed"]}
@@ -206,11 +206,11 @@ async def test_a_transient_failure_backs_off_and_a_final_one_waits_for_retry(
 async def test_deferred_jobs_and_retry_of_both(ledger: Ledger) -> None:
     svc = service(ledger)
     await svc.add(lines("pricey", "bad"))
-    pricey, bad = svc.lease(), svc.lease()
+    pricey, bad = await svc.lease(), await svc.lease()
     assert pricey is not None and bad is not None
-    assert svc.defer(pricey, reason="budget", message="cap")
-    assert svc.fail(bad, category="x", message="y", transient=False)
-    assert svc.status()["deferred"] == [{"reason": "budget", "count": 1}]
+    assert await svc.defer(pricey, reason="budget", message="cap")
+    assert await svc.fail(bad, category="x", message="y", transient=False)
+    assert (await svc.status())["deferred"] == [{"reason": "budget", "count": 1}]
     assert (await svc.retry(failed=False, deferred=False))["retried"] == 2
 
 
@@ -218,11 +218,11 @@ async def test_status_groups_failures_by_category(ledger: Ledger) -> None:
     svc = service(ledger)
     await svc.add(lines(*(f"t{i}" for i in range(6))))
     for i in range(6):
-        lease = svc.lease()
+        lease = await svc.lease()
         assert lease is not None
         category = "no_binary_assets" if i < 4 else "github_not_found"
-        assert svc.fail(lease, category=category, message=f"m{i}", transient=False)
-    groups = svc.status(examples=2)["failures"]
+        assert await svc.fail(lease, category=category, message=f"m{i}", transient=False)
+    groups = (await svc.status(examples=2))["failures"]
     assert [(g["category"], g["count"], len(g["examples"])) for g in groups] == [
         ("no_binary_assets", 4, 2),
         ("github_not_found", 2, 2),
@@ -254,11 +254,11 @@ async def test_export_writes_each_tool_once_and_is_byte_stable(
 ) -> None:
     svc = service(ledger)
     await svc.add("stern github:stern/stern\nstern npm:stern\nrg crates:ripgrep\nx npm:x\n")
-    leases = [svc.lease() for _ in range(4)]
+    leases = [await svc.lease() for _ in range(4)]
     assert all(leases)
     gh, npm_stern, rg, x = (lease for lease in leases if lease is not None)
-    assert done(svc, gh)
-    assert svc.done(
+    assert await done(svc, gh)
+    assert await svc.done(
         npm_stern,
         recipe='[metadata]\nname = "stern"\n# newer\n',
         version="2.0.0",
@@ -266,8 +266,8 @@ async def test_export_writes_each_tool_once_and_is_byte_stable(
         generated_by="npm builder",
         validated=True,
     )
-    assert done(svc, rg)
-    assert svc.done(
+    assert await done(svc, rg)
+    assert await svc.done(
         x, recipe="unvalidated", version="1", tag=None, generated_by="npm", validated=False
     )
     out = tmp_path / "out"
@@ -297,10 +297,10 @@ async def test_a_run_start_returns_jobs_this_instance_left_without_a_worker(
     sweep, which may meet a run already started, returns only other owners' jobs."""
     svc = service(ledger)
     await svc.add(lines("a"))
-    lost = svc.lease()
+    lost = await svc.lease()
     assert lost is not None
-    assert svc.requeue_orphans() == 0  # the start-up sweep: not another owner's
-    assert svc.requeue_orphans(own=True) == 1
-    again = svc.lease()
+    assert await svc.requeue_orphans() == 0  # the start-up sweep: not another owner's
+    assert await svc.requeue_orphans(own=True) == 1
+    again = await svc.lease()
     assert again is not None and again.fence == lost.fence + 1
-    assert not done(svc, lost) and done(svc, again)
+    assert not await done(svc, lost) and await done(svc, again)

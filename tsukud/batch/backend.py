@@ -1,0 +1,72 @@
+"""The batch queue's one interface, with two implementations chosen at daemon start:
+``batch/service.py``'s ``BatchService`` (the fold of ``batch.*`` events in the daemon's
+SQLite ledger) and ``batch/pg_queue.py``'s ``PgBatchService`` (rows in the PostgreSQL
+database ``ledger.url`` names, shared by every daemon on it).
+
+The batch RPC methods and the run loop (``flows/batch_run.py``) see only this, so a run
+behaves the same on both: lease a job, renew it while it runs, record its outcome under
+the lease's fence (a stale fence is refused and counted), give it back when stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from tsukud.batch.service import Lease
+    from tsukud.clock import Clock
+    from tsukud.events.store import EventStore
+
+
+class BatchBackend(Protocol):
+    clock: Clock
+    owner: str  # this daemon instance: the owner its leases carry
+    active_run: str | None
+
+    @property
+    def store(self) -> EventStore: ...  # the ledger its batch events go to
+    @property
+    def lease_seconds(self) -> float: ...
+
+    # ---- the queue's contents ----------------------------------------------------------
+    async def add(self, text: str, first_line: int = 1) -> dict[str, Any]: ...
+    async def retry(self, *, failed: bool, deferred: bool) -> dict[str, Any]: ...
+    async def clear(self) -> dict[str, Any]: ...
+    async def status(self, examples: int = 3) -> dict[str, Any]: ...
+    async def export(self, directory: str, *, unvalidated: bool = False) -> dict[str, Any]: ...
+    async def counts(self) -> dict[str, int]: ...
+    async def waiting_sources(self) -> list[str]: ...
+
+    # ---- runs, leases and outcomes -----------------------------------------------------
+    def begin_run(self) -> str: ...
+    def end_run(self, run: str) -> None: ...
+    async def lease(self, admit: Callable[[str], bool] | None = None) -> Lease | None: ...
+    async def renew(self, leases: list[Lease]) -> None: ...
+    async def reap(self) -> int: ...
+    async def requeue_orphans(self, *, own: bool = False) -> int: ...
+    async def done(
+        self,
+        lease: Lease,
+        *,
+        recipe: str,
+        version: str | None,
+        tag: str | None,
+        generated_by: str | None,
+        validated: bool,
+    ) -> bool: ...
+    async def fail(self, lease: Lease, *, category: str, message: str, transient: bool) -> bool: ...
+    async def defer(self, lease: Lease, *, reason: str, message: str | None = None) -> bool: ...
+    async def give_back(self, lease: Lease, reason: str) -> bool: ...
+
+    # ---- waiting for work another daemon may add or give back --------------------------
+    async def wait_for_work(self, since: float) -> bool:
+        """Nothing was leasable at ``since`` (trio time): wait until something may be
+        and say True, or say False at once when nothing can become leasable during
+        this run (the run's workers then stop)."""
+        ...
+
+    async def listen(self) -> None:
+        """Run for the length of a batch run, turning other daemons' news (a job
+        added, a lease given back) into wake-ups for :meth:`wait_for_work`."""
+        ...
