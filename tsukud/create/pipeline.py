@@ -94,6 +94,7 @@ from tsukud.recipe import (
     dump_recipe,
     render_recipe,
 )
+from tsukud.registries.ecosystems import prefixes_hint
 
 if TYPE_CHECKING:
     from tsukud.create.validate import ValidationRun, Validator
@@ -293,8 +294,7 @@ class _Run:
                 f"way: `tsukuctl create {req.tool} --from github:{ctx.repo}` (with a model "
                 "and validation: not --deterministic-only or --skip-validation) and "
                 "`tsukuctl install` read the project's install page (the instructions "
-                "builder); a package source works too: --from npm:, pypi:, crates:, "
-                "rubygems:, go: or homebrew:.",
+                f"builder); a package source works too: --from {prefixes_hint()}.",
                 tag=ctx.tag,
             )
         async with contextlib.AsyncExitStack() as stack:

@@ -93,6 +93,7 @@ from tsukud.discover.verify import Decision, assess, assess_package, decide, mer
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, TsukuError, UserDeclined
 from tsukud.events.catalogue import ToolCalled
 from tsukud.policy.confirm import pausing
+from tsukud.registries.ecosystems import labels
 
 if TYPE_CHECKING:
     from tsukud.llm.service import Run
@@ -411,7 +412,7 @@ class _Chain:
     async def _ecosystems(self) -> Discovery | _Offer | None:
         self.st.stage = "ecosystem"
         started = self.deps.clock.now()
-        await self.progress("ecosystem", "probing crates.io, npm, PyPI, RubyGems and Go")
+        await self.progress("ecosystem", f"probing {labels()}")
         report = await self.deps.probe(self.tool)
         self.st.probes = list(report.matches)
         self.st.unreachable = sorted({*report.errors, *report.late})
