@@ -92,6 +92,7 @@ from tsukud.discover.search import Searcher
 from tsukud.discover.verify import Decision, assess, assess_package, decide, merge
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, TsukuError, UserDeclined
 from tsukud.events.catalogue import ToolCalled
+from tsukud.llm.providers import key_variables, searches_itself
 from tsukud.policy.confirm import pausing
 from tsukud.registries.ecosystems import labels
 
@@ -538,7 +539,7 @@ class _Chain:
             await self.stage_event("llm", "skipped", started, reason=self.st.llm_note)
             raise self._not_found()
         searcher = None
-        if deps.searcher is not None and any(n not in ("claude", "gemini") for n, _m in providers):
+        if deps.searcher is not None and any(not searches_itself(n) for n, _m in providers):
             searcher = deps.searcher(req.search_provider)
         assert deps.open_llm is not None
         search_fee = deps.search_fee(searcher.name) if searcher else None
@@ -636,7 +637,7 @@ class _Chain:
                 + FROM_HINT.format(tool=self.tool),
             )
         if outcome.search_errors and not outcome.sources:
-            server_side = outcome.provider in ("claude", "gemini")
+            server_side = searches_itself(outcome.provider)
             return DiscoverySearchFailed(
                 f"web search failed ({outcome.provider}): {outcome.search_errors[-1]}",
                 hint=(
@@ -668,7 +669,7 @@ class _Chain:
         hint = "If you know where it comes from, " + FROM_HINT.format(tool=self.tool)
         if self.st.llm_note and "configured" in self.st.llm_note:
             hint = (
-                "Set ANTHROPIC_API_KEY or GOOGLE_API_KEY (or a local model) to search the web, "
+                f"Set {key_variables()} (or a local model) to search the web, "
                 "or " + FROM_HINT.format(tool=self.tool)
             )
         return DiscoveryNotFound(message, hint=hint, **data)

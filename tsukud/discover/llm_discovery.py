@@ -52,6 +52,7 @@ from tsukud.discover.normalize import BadSource, github_source, repo_from_url
 from tsukud.discover.sanitize_html import clean, clip, remove_invisible
 from tsukud.discover.search import Searcher, SearchResponse, format_for_llm
 from tsukud.events.catalogue import ToolCalled
+from tsukud.llm.providers import BY_NAME, BY_TAG
 from tsukud.llm.types import (
     AssistantMessage,
     Citation,
@@ -327,7 +328,8 @@ def server_searches(resp: Response) -> list[ToolCalled]:
             )
         )
     if not calls and resp.usage.web_search_requests:
-        name = "google_search" if resp.provider == "gemini" else "web_search"
+        spec = BY_TAG.get(resp.provider)
+        name = spec.search_tool if spec is not None else "web_search"
         calls = [ToolCalled(name=name, ok=True, duration_ms=0)] * resp.usage.web_search_requests
     return calls
 
@@ -378,12 +380,10 @@ class Outcome:
 
 def strategy_for(name: str, model: str) -> str:
     """``server`` (Claude / Gemini 3: search and extraction in one request),
-    ``two_step`` (Gemini 1.x/2.x) or ``client`` (local: our web_search tool)."""
-    if name == "claude":
-        return "server"
-    if name == "gemini":
-        return "two_step" if re.match(r"(models/)?gemini-[12]\.", model) else "server"
-    return "client"
+    ``two_step`` (Gemini 1.x/2.x) or ``client`` (local: our web_search tool): the
+    provider's spec says (llm/providers.py); an unknown name searches with our tool."""
+    spec = BY_NAME.get(name)
+    return spec.strategy(model) if spec is not None else "client"
 
 
 @dataclass(frozen=True)
