@@ -31,6 +31,7 @@ from urllib.parse import quote
 
 from tsukud.discover.model import Probe
 from tsukud.discover.normalize import repo_from_url
+from tsukud.registries import goproxy
 from tsukud.registries.ecosystems import BY_BUILDER, DISCOVERY_URLS, ECOSYSTEMS
 
 # Discovery's builder names, in probe order (the ranking's tie order): one per record
@@ -237,11 +238,6 @@ def parse_go(module: str, latest: Any, version_list: str) -> Probe | None:
         repository=repo_from_url(origin_url) if origin_url else None,
         latest=version,
     )
-
-
-def go_escape(module: str) -> str:
-    """The proxy's case encoding: each uppercase letter becomes ``!`` + lowercase."""
-    return "".join("!" + c.lower() if c.isupper() else c for c in module)
 
 
 # ------------------------------------------------------------------------ quality, ranking
@@ -496,11 +492,10 @@ async def _rubygems(get: Get, base: str, name: str) -> Probe | None:
 
 
 async def _go(get: Get, base: str, name: str) -> Probe | None:
-    escaped = go_escape(name)
-    status, body = await get(f"{base}/{escaped}/@latest")
+    status, body = await get(goproxy.latest_url(base, name))
     if _reachable(status) != 200:
         return None
-    l_status, l_body = await get(f"{base}/{escaped}/@v/list")
+    l_status, l_body = await get(goproxy.list_url(base, name))
     listing = l_body.decode("utf-8", "replace") if l_status == 200 else ""
     return parse_go(name, _json(body), listing)
 

@@ -57,8 +57,8 @@ class UrlSetting:
 
 _SHARED_MODULES = (
     "tsukud.discover.ecosystem",
-    "tsukud.discover.llm_discovery",
     "tsukud.create.ecosystem_builders",
+    "tsukud.create.ecosystem_validation",
 )
 
 
@@ -102,8 +102,8 @@ class Ecosystem:
     index: UrlSetting | None = None
     step_name_kind: str = ""  # a recipe step's package, in words, when it differs
     # The product modules holding this ecosystem's own code beside the reader and the
-    # runner: discovery's probe and the model's prompt, create's drafter (and, for some,
-    # validation's fetch of the package).
+    # runner: discovery's probe, create's drafter and validation's fetch of the package
+    # (one function each in a shared module: the next thing to split per ecosystem).
     modules: tuple[str, ...] = _SHARED_MODULES
 
     @property
@@ -181,7 +181,6 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         thresholds=(0, 3),
         priority=4,
         downloads_counted=None,
-        modules=(*_SHARED_MODULES, "tsukud.create.ecosystem_validation"),
     ),
     Ecosystem(
         builder="crates.io",
@@ -213,7 +212,6 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         thresholds=(100, 5),
         priority=3,
         downloads_counted="downloads in 90 days",
-        modules=(*_SHARED_MODULES, "tsukud.create.ecosystem_validation"),
     ),
     Ecosystem(
         builder="rubygems",
@@ -239,7 +237,6 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         thresholds=(1000, 5),
         priority=6,
         downloads_counted="downloads in all",
-        modules=(*_SHARED_MODULES, "tsukud.create.ecosystem_validation"),
     ),
     Ecosystem(
         builder="go",
@@ -293,18 +290,19 @@ def sources_hint(*, github: bool = True) -> str:
     """``github:owner/repo, npm:<package>, ..., go:<module> or homebrew:<formula>``: the
     sources ``--from`` accepts, for a hint."""
     names = [e.source_hint for e in ECOSYSTEMS]
-    return _listed([*(["github:owner/repo"] if github else []), *names, "homebrew:<formula>"])
+    return listed([*(["github:owner/repo"] if github else []), *names, "homebrew:<formula>"])
 
 
 def prefixes_hint() -> str:
     """``npm:, pypi:, crates:, rubygems:, go: or homebrew:``."""
-    return _listed([*(f"{e.prefix}:" for e in ECOSYSTEMS), "homebrew:"])
+    return listed([*(f"{e.prefix}:" for e in ECOSYSTEMS), "homebrew:"])
 
 
 def labels() -> str:
     """``npm, PyPI, crates.io, RubyGems and Go``: the ecosystems, for a sentence."""
-    return _listed([e.label for e in ECOSYSTEMS], "and")
+    return listed([e.label for e in ECOSYSTEMS], "and")
 
 
-def _listed(names: list[str], last: str = "or") -> str:
-    return f"{', '.join(names[:-1])} {last} {names[-1]}"
+def listed(names: list[str], last: str = "or") -> str:
+    """``a, b or c`` (``a`` alone)."""
+    return f"{', '.join(names[:-1])} {last} {names[-1]}" if len(names) > 1 else names[0]
