@@ -163,7 +163,7 @@ def check_keys(
         parts.append(f"{short} set ({where})" if info["set"] else f"{short} not set")
     if not any(secrets.get(k, {}).get("set") for k in LLM_KEYS):
         fix = (
-            "create and discovery need an LLM key: export ANTHROPIC_API_KEY=... (or GEMINI_API_KEY)"
+            "create and discovery need an LLM key: export ANTHROPIC_API_KEY=... (or GOOGLE_API_KEY)"
         )
         return line("keys", WARN, "; ".join(parts), fix)
     return line("keys", OK, "; ".join(parts))

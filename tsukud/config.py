@@ -19,6 +19,7 @@ from typing import Any
 from tsukud import paths
 from tsukud.errors import ConfigError, UsageError
 from tsukud.fsutil import write_atomic
+from tsukud.registries.ecosystems import URL_SETTINGS
 
 _MISSING = object()
 GiB = 1024**3
@@ -379,25 +380,9 @@ KEYS: dict[str, Key] = {
             minimum=0,
             doc="price of one Brave Search API query, charged to the budget",
         ),
-        Key("discover.crates_url", str, "https://crates.io", ("TSUKU_CRATES_URL",)),
-        Key(
-            "discover.crates_index_url",
-            str,
-            "sparse+https://index.crates.io/",
-            ("TSUKU_CRATES_INDEX_URL",),
-            doc="cargo's index for cargo_install, in cargo's syntax (sparse+<url>/ or a "
-            "git URL): crates.io's unless a mirror's",
-        ),
-        Key("discover.npm_url", str, "https://registry.npmjs.org", ("TSUKU_NPM_URL",)),
-        Key(
-            "discover.npm_downloads_url",
-            str,
-            "https://api.npmjs.org",
-            ("TSUKU_NPM_DOWNLOADS_URL",),
-        ),
-        Key("discover.pypi_url", str, "https://pypi.org", ("TSUKU_PYPI_URL",)),
-        Key("discover.rubygems_url", str, "https://rubygems.org", ("TSUKU_RUBYGEMS_URL",)),
-        Key("discover.goproxy_url", str, "https://proxy.golang.org", ("TSUKU_GOPROXY_URL",)),
+        # The ecosystems' registries (and npm's download counts, cargo's index): one
+        # record each in registries/ecosystems.py, which discovery and install read too.
+        *(Key(u.key, str, u.default, (u.env,), doc=u.doc) for u in URL_SETTINGS),
         Key("discover.ddg_url", str, "https://html.duckduckgo.com/html/", ("TSUKU_DDG_URL",)),
         Key("discover.tavily_url", str, "https://api.tavily.com/search", ("TSUKU_TAVILY_URL",)),
         Key(

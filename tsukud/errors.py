@@ -344,8 +344,8 @@ CATALOGUE: dict[str, ErrorKind] = {
     "create_failed": ErrorKind(E.GENERAL),
     "create_bad_source": ErrorKind(
         E.USAGE,
-        "Name the source as --from github:owner/repo, npm:<package>, pypi:<project>, "
-        "crates:<crate>, rubygems:<gem>, go:<module> or homebrew:<formula>.",
+        # create.errors.BadSource names each ecosystem's prefix (from its record).
+        "Name the source as --from github:owner/repo, <ecosystem>:<package> or homebrew:<formula>.",
     ),
     "recipe_exists": ErrorKind(
         E.GENERAL,

@@ -29,6 +29,7 @@ from tsukud.create.assets import Release, strip_invisible, with_tag_prefix
 from tsukud.create.errors import BadSource, NoReleases
 from tsukud.errors import TsukuError
 from tsukud.github.client import LATEST_PAGE
+from tsukud.registries.ecosystems import labels, sources_hint
 
 if TYPE_CHECKING:
     from tsukud.github.client import GitHub
@@ -114,10 +115,9 @@ def parse_source(source: str) -> str:
         text = rest.strip()
     elif sep:
         raise BadSource(
-            f"unknown source {source!r}: GitHub releases and npm, PyPI, crates.io, "
-            "RubyGems and Go packages and Homebrew formulae are supported",
-            hint="Use --from github:owner/repo, npm:<package>, pypi:<project>, "
-            "crates:<crate>, rubygems:<gem>, go:<module> or homebrew:<formula>.",
+            f"unknown source {source!r}: GitHub releases and {labels()} packages and "
+            "Homebrew formulae are supported",
+            hint=f"Use --from {sources_hint()}.",
         )
     text = text.removeprefix("https://github.com/").rstrip("/")
     if not _REPO.match(text) or ".." in text:

@@ -41,27 +41,13 @@ from tsukud.recipe.model import (
 )
 from tsukud.recipe.version import ResolvedVersion, check_version
 from tsukud.registries import crates, goproxy, npm, pypi, rubygems
+from tsukud.registries.ecosystems import BY_PREFIX, ECOSYSTEMS
 
 if TYPE_CHECKING:
     from tsukud.net.http import Http
 
-# --from prefix -> the version source (and registry) it names
-SOURCES = {
-    "npm": "npm",
-    "pypi": "pypi",
-    "crates": "crates_io",
-    "rubygems": "rubygems",
-    "go": "goproxy",
-}
-# --from prefix -> which names that registry can have (so no URL, path or flag reaches
-# its client), in words for the refusal
-VALID_NAMES: dict[str, tuple[Callable[[str], bool], str]] = {
-    "npm": (npm.valid_name, "an npm package name"),
-    "pypi": (pypi.valid_name, "a PyPI project name"),
-    "crates": (crates.valid_name, "a crate name"),
-    "rubygems": (rubygems.valid_name, "a gem name"),
-    "go": (goproxy.valid_module, "a Go module path"),
-}
+# --from prefix -> the version source (and registry) it names: the records'
+SOURCES = {e.prefix: e.version_source for e in ECOSYSTEMS}
 WHEEL_MAX_BYTES = 64 * 1024 * 1024
 PACKAGE_MAX_BYTES = 64 * 1024 * 1024  # a .crate, .gem or module zip read for its metadata
 _JSON = {"accept": "application/json"}
@@ -81,16 +67,16 @@ class EcosystemSource:
 
 
 def parse_ecosystem_source(source: str) -> EcosystemSource | None:
-    """``npm:<package>``, ``pypi:<project>``, ``crates:<crate>``, ``rubygems:<gem>``,
-    ``go:<module>``; None for anything else (a GitHub source); :class:`BadSource` for
-    a registry prefix with a name it cannot have."""
+    """``<prefix>:<package>`` of an ecosystem (``npm:<package>``, ``crates:<crate>``,
+    ...); None for anything else (a GitHub source); :class:`BadSource` for a registry
+    prefix with a name it cannot have."""
     kind, sep, rest = source.strip().partition(":")
     kind, rest = kind.lower(), rest.strip()
     if not sep or kind not in SOURCES:
         return None
-    valid, what = VALID_NAMES[kind]
-    if not valid(rest):
-        raise BadSource(f"expected {kind}:<{what}>, got {source!r}")
+    eco = BY_PREFIX[kind]
+    if not eco.valid_name(rest):
+        raise BadSource(f"expected {kind}:<{eco.name_kind}>, got {source!r}")
     return EcosystemSource(kind, rest)
 
 

@@ -84,6 +84,7 @@ from tsukud.create.static_checks import check_recipe, check_verify
 from tsukud.create.tools import Emit, RepoTools, ToolCallRecord
 from tsukud.create.validate import Verdict, container_platform, skipped
 from tsukud.errors import ProviderUnavailable, SandboxError
+from tsukud.llm.providers import key_variables, name_of_tag
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
     GitHubArchiveStep,
@@ -94,6 +95,7 @@ from tsukud.recipe import (
     dump_recipe,
     render_recipe,
 )
+from tsukud.registries.ecosystems import prefixes_hint
 
 if TYPE_CHECKING:
     from tsukud.create.validate import ValidationRun, Validator
@@ -103,7 +105,6 @@ if TYPE_CHECKING:
 
 MAX_REPAIRS = 2
 DETERMINISTIC = "deterministic"
-_PROVIDER_NAMES = {"anthropic": "claude", "gemini": "gemini", "openai_compat": "local"}
 
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -205,7 +206,7 @@ class Deps:
 
 
 def provider_name(response: Response) -> str:
-    return _PROVIDER_NAMES.get(response.provider, response.provider)
+    return name_of_tag(response.provider)
 
 
 def _root_files(files: Sequence[str]) -> str:
@@ -293,8 +294,7 @@ class _Run:
                 f"way: `tsukuctl create {req.tool} --from github:{ctx.repo}` (with a model "
                 "and validation: not --deterministic-only or --skip-validation) and "
                 "`tsukuctl install` read the project's install page (the instructions "
-                "builder); a package source works too: --from npm:, pypi:, crates:, "
-                "rubygems:, go: or homebrew:.",
+                f"builder); a package source works too: --from {prefixes_hint()}.",
                 tag=ctx.tag,
             )
         async with contextlib.AsyncExitStack() as stack:
@@ -379,7 +379,7 @@ class _Run:
         if deps.open_llm is None:
             raise ProviderUnavailable(
                 "the deterministic matcher was not enough and no LLM is available",
-                hint="Configure a provider (ANTHROPIC_API_KEY or GOOGLE_API_KEY).",
+                hint=f"Configure a provider ({key_variables()}).",
             )
         readme = render_readme(ctx.readme) if ctx.readme else None
         if ctx.root_files:

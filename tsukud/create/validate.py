@@ -50,7 +50,7 @@ from tsukud.create.sanitize import (
 )
 from tsukud.create.static_checks import verify_command_findings
 from tsukud.install.assemble import TreeAssembler, files
-from tsukud.install.attempt import ProgressFn as Progress
+from tsukud.install.context import ProgressFn as Progress
 from tsukud.install.download import (
     DEFAULT_MAX_BYTES,
     AssetMissing,

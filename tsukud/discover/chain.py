@@ -92,7 +92,9 @@ from tsukud.discover.search import Searcher
 from tsukud.discover.verify import Decision, assess, assess_package, decide, merge
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, TsukuError, UserDeclined
 from tsukud.events.catalogue import ToolCalled
+from tsukud.llm.providers import key_variables, searches_itself
 from tsukud.policy.confirm import pausing
+from tsukud.registries.ecosystems import labels
 
 if TYPE_CHECKING:
     from tsukud.llm.service import Run
@@ -411,7 +413,7 @@ class _Chain:
     async def _ecosystems(self) -> Discovery | _Offer | None:
         self.st.stage = "ecosystem"
         started = self.deps.clock.now()
-        await self.progress("ecosystem", "probing crates.io, npm, PyPI, RubyGems and Go")
+        await self.progress("ecosystem", f"probing {labels()}")
         report = await self.deps.probe(self.tool)
         self.st.probes = list(report.matches)
         self.st.unreachable = sorted({*report.errors, *report.late})
@@ -537,7 +539,7 @@ class _Chain:
             await self.stage_event("llm", "skipped", started, reason=self.st.llm_note)
             raise self._not_found()
         searcher = None
-        if deps.searcher is not None and any(n not in ("claude", "gemini") for n, _m in providers):
+        if deps.searcher is not None and any(not searches_itself(n) for n, _m in providers):
             searcher = deps.searcher(req.search_provider)
         assert deps.open_llm is not None
         search_fee = deps.search_fee(searcher.name) if searcher else None
@@ -635,7 +637,7 @@ class _Chain:
                 + FROM_HINT.format(tool=self.tool),
             )
         if outcome.search_errors and not outcome.sources:
-            server_side = outcome.provider in ("claude", "gemini")
+            server_side = searches_itself(outcome.provider)
             return DiscoverySearchFailed(
                 f"web search failed ({outcome.provider}): {outcome.search_errors[-1]}",
                 hint=(
@@ -667,7 +669,7 @@ class _Chain:
         hint = "If you know where it comes from, " + FROM_HINT.format(tool=self.tool)
         if self.st.llm_note and "configured" in self.st.llm_note:
             hint = (
-                "Set ANTHROPIC_API_KEY or GOOGLE_API_KEY (or a local model) to search the web, "
+                f"Set {key_variables()} (or a local model) to search the web, "
                 "or " + FROM_HINT.format(tool=self.tool)
             )
         return DiscoveryNotFound(message, hint=hint, **data)

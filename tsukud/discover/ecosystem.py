@@ -31,61 +31,34 @@ from urllib.parse import quote
 
 from tsukud.discover.model import Probe
 from tsukud.discover.normalize import repo_from_url
+from tsukud.registries import goproxy
+from tsukud.registries.ecosystems import BY_BUILDER, DISCOVERY_URLS, ECOSYSTEMS
 
-BUILDERS = ("crates.io", "pypi", "npm", "rubygems", "go")
+# Discovery's builder names, in probe order (the ranking's tie order): one per record
+# of registries/ecosystems.py, whose other tables are derived here too.
+BUILDERS = tuple(e.builder for e in sorted(ECOSYSTEMS, key=lambda e: e.priority))
 
 
 # Discovery's builder name -> the ``--from`` prefix of the registry's recipe builder:
 # the hints and the install flow name what ``--from`` accepts from this one table.
-BUILDER_SOURCES: Mapping[str, str] = {
-    "npm": "npm",
-    "pypi": "pypi",
-    "crates.io": "crates",
-    "rubygems": "rubygems",
-    "go": "go",
-}
+BUILDER_SOURCES: Mapping[str, str] = {e.builder: e.prefix for e in ECOSYSTEMS}
 
 # builder: (min downloads, min versions); a match passes with either (0 = not used).
-THRESHOLDS: dict[str, tuple[int, int]] = {
-    "crates.io": (100, 5),
-    "npm": (100, 5),
-    "rubygems": (1000, 5),
-    "pypi": (0, 3),
-    "go": (0, 3),
-}
-PRIORITY = {"crates.io": 3, "pypi": 4, "npm": 5, "rubygems": 6, "go": 7}
+THRESHOLDS: dict[str, tuple[int, int]] = {e.builder: e.thresholds for e in ECOSYSTEMS}
+PRIORITY = {e.builder: e.priority for e in ECOSYSTEMS}
 INSTALL_COMMANDS = {
-    "crates.io": "cargo install {name}",
-    "npm": "npm install -g {name}",
-    "pypi": "pipx install {name}",
-    "rubygems": "gem install {name}",
-    "go": "go install {name}@latest",
+    **{e.builder: e.install_command for e in ECOSYSTEMS},
     "homebrew": "brew install {name}",
     "cask": "brew install --cask {name}",
 }
-DEFAULT_URLS = {
-    "crates.io": "https://crates.io",
-    "npm": "https://registry.npmjs.org",
-    "npm_downloads": "https://api.npmjs.org",
-    "pypi": "https://pypi.org",
-    "rubygems": "https://rubygems.org",
-    "go": "https://proxy.golang.org",
-}
+DEFAULT_URLS = {k: u.default for k, u in DISCOVERY_URLS.items()}
 
 
 def valid_package(builder: str, name: str) -> bool:
     """Whether ``name`` is a name ``builder``'s registry can have (so no URL, path or
     flag a model wrote reaches a registry client or a command line)."""
-    from tsukud.registries import crates, goproxy, npm, pypi, rubygems
-
-    valid = {
-        "crates.io": crates.valid_name,
-        "npm": npm.valid_name,
-        "pypi": pypi.valid_name,
-        "rubygems": rubygems.valid_name,
-        "go": goproxy.valid_module,
-    }.get(builder)
-    return valid is not None and valid(name)
+    eco = BY_BUILDER.get(builder)
+    return eco is not None and eco.valid_name(name)
 
 
 def install_command(builder: str, name: str) -> str | None:
@@ -267,11 +240,6 @@ def parse_go(module: str, latest: Any, version_list: str) -> Probe | None:
     )
 
 
-def go_escape(module: str) -> str:
-    """The proxy's case encoding: each uppercase letter becomes ``!`` + lowercase."""
-    return "".join("!" + c.lower() if c.isupper() else c for c in module)
-
-
 # ------------------------------------------------------------------------ quality, ranking
 
 
@@ -321,11 +289,7 @@ def misfit(probe: Probe, tool: str) -> list[str]:
 
 
 # What a registry's download count counts (the registries without one: unknown use).
-DOWNLOADS_COUNTED = {
-    "npm": "weekly downloads",
-    "crates.io": "downloads in 90 days",
-    "rubygems": "downloads in all",
-}
+DOWNLOADS_COUNTED = {e.builder: e.downloads_counted for e in ECOSYSTEMS if e.downloads_counted}
 
 
 def unvouched(probe: Probe) -> list[str]:
@@ -528,11 +492,10 @@ async def _rubygems(get: Get, base: str, name: str) -> Probe | None:
 
 
 async def _go(get: Get, base: str, name: str) -> Probe | None:
-    escaped = go_escape(name)
-    status, body = await get(f"{base}/{escaped}/@latest")
+    status, body = await get(goproxy.latest_url(base, name))
     if _reachable(status) != 200:
         return None
-    l_status, l_body = await get(f"{base}/{escaped}/@v/list")
+    l_status, l_body = await get(goproxy.list_url(base, name))
     listing = l_body.decode("utf-8", "replace") if l_status == 200 else ""
     return parse_go(name, _json(body), listing)
 

@@ -2,8 +2,8 @@
 
 Two tools: ``web_search`` (query → results) and ``extract_source`` (builder, source,
 confidence 0-100, evidence[], reasoning): the builder is ``github`` with an
-``owner/repo``, or an ecosystem (``npm``, ``pypi``, ``crates.io``, ``rubygems``, ``go``)
-with the package name its registry allows, for a tool whose docs say ``npm install -g
+``owner/repo``, or an ecosystem (a record's builder, registries/ecosystems.py: ``npm``,
+``pypi``, ...) with the package name its registry allows, for a tool whose docs say ``npm install -g
 <package>`` and the like. Each provider searches the way it can:
 
 * **Claude**: its server-side web search tool (``web_search_20250305``, ``max_uses``
@@ -52,6 +52,7 @@ from tsukud.discover.normalize import BadSource, github_source, repo_from_url
 from tsukud.discover.sanitize_html import clean, clip, remove_invisible
 from tsukud.discover.search import Searcher, SearchResponse, format_for_llm
 from tsukud.events.catalogue import ToolCalled
+from tsukud.llm.providers import BY_NAME, BY_TAG
 from tsukud.llm.types import (
     AssistantMessage,
     Citation,
@@ -68,6 +69,8 @@ from tsukud.llm.types import (
     UserMessage,
     WebSearch,
 )
+from tsukud.registries.ecosystems import ECOSYSTEMS as ECOSYSTEM_RECORDS
+from tsukud.registries.ecosystems import listed
 
 if TYPE_CHECKING:
     from tsukud.llm.service import Run
@@ -79,6 +82,23 @@ MAX_EVIDENCE = 8
 EVIDENCE_LIMIT = 300
 REASONING_LIMIT = 1000
 FINDINGS_LIMIT = 6000
+
+
+def _package_names() -> str:
+    """``the package name for npm, pypi, ..., the module path for go``."""
+    by_kind: dict[str, list[str]] = {}
+    for e in ECOSYSTEM_RECORDS:
+        kind = "the module path" if e.package_key == "module" else "the package name"
+        by_kind.setdefault(kind, []).append(e.builder)
+    return ", ".join(f"{kind} for {listed(names, 'and')}" for kind, names in by_kind.items())
+
+
+# The system prompt's words for the ecosystems, from their records.
+_PACKAGE_COMMANDS = listed(
+    [f'"{e.install_command.format(name=e.placeholder)}"' for e in ECOSYSTEM_RECORDS]
+)
+_PACKAGE_BUILDERS = ", ".join(f'"{e.builder}"' for e in ECOSYSTEM_RECORDS)
+
 
 WEB_SEARCH = Tool(
     "web_search",
@@ -103,17 +123,17 @@ EXTRACT_SOURCE = Tool(
                 "type": "string",
                 "description": "The builder to use: 'github' for GitHub releases; "
                 "'instructions' when the tool is installed only from its vendor's "
-                "download or install page (no GitHub releases, no package); 'npm', "
-                "'pypi', 'crates.io', 'rubygems' or 'go' when the tool is installed as a "
-                "package of that ecosystem (npm install -g, pipx/pip install, cargo "
-                "install, gem install, go install)",
+                "download or install page (no GitHub releases, no package); "
+                + listed([f"'{e.builder}'" for e in ECOSYSTEM_RECORDS])
+                + " when the tool is installed as a package of that ecosystem ("
+                + ", ".join(e.install_command.split(" {name}")[0] for e in ECOSYSTEM_RECORDS)
+                + ")",
                 "enum": list(BUILDERS),
             },
             "source": {
                 "type": "string",
                 "description": "Builder-specific source: 'owner/repo' for github, the "
-                "install page's https URL for instructions, the package name for npm, "
-                "pypi, crates.io and rubygems, the module path for go",
+                "install page's https URL for instructions, " + _package_names(),
             },
             "confidence": {
                 "type": "integer",
@@ -152,9 +172,8 @@ Guidelines:
 The builder "github" expects source in "owner/repo" format.
 Example: for stripe-cli, the source would be "stripe/stripe-cli"
 When the official way to install the tool is a package manager (the docs say
-"npm install -g <package>", "pipx install <package>", "cargo install <crate>", "gem
-install <gem>" or "go install <module>@latest"), use that builder ("npm", "pypi",
-"crates.io", "rubygems", "go") with the package name (the module path for go) as source.
+{_PACKAGE_COMMANDS}), use that builder ({_PACKAGE_BUILDERS})
+with {_package_names()} as source.
 """
 
 
@@ -327,7 +346,8 @@ def server_searches(resp: Response) -> list[ToolCalled]:
             )
         )
     if not calls and resp.usage.web_search_requests:
-        name = "google_search" if resp.provider == "gemini" else "web_search"
+        spec = BY_TAG.get(resp.provider)
+        name = spec.search_tool if spec is not None else "web_search"
         calls = [ToolCalled(name=name, ok=True, duration_ms=0)] * resp.usage.web_search_requests
     return calls
 
@@ -378,12 +398,10 @@ class Outcome:
 
 def strategy_for(name: str, model: str) -> str:
     """``server`` (Claude / Gemini 3: search and extraction in one request),
-    ``two_step`` (Gemini 1.x/2.x) or ``client`` (local: our web_search tool)."""
-    if name == "claude":
-        return "server"
-    if name == "gemini":
-        return "two_step" if re.match(r"(models/)?gemini-[12]\.", model) else "server"
-    return "client"
+    ``two_step`` (Gemini 1.x/2.x) or ``client`` (local: our web_search tool): the
+    provider's spec says (llm/providers.py); an unknown name searches with our tool."""
+    spec = BY_NAME.get(name)
+    return spec.strategy(model) if spec is not None else "client"
 
 
 @dataclass(frozen=True)

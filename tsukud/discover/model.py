@@ -17,7 +17,7 @@ PARENT_STARS_FACTOR = 10
 class Probe(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One ecosystem's answer for the exact name."""
 
-    builder: str  # crates.io | npm | pypi | rubygems | go
+    builder: str  # an ecosystem record's builder (registries/ecosystems.py)
     source: str  # the package name (module path for go)
     downloads: int = 0
     version_count: int = 0
@@ -42,7 +42,7 @@ class Candidate(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     confidence: int
     evidence: tuple[str, ...] = ()
     reasoning: str = ""
-    builder: str = "github"  # github | crates.io | npm | pypi | rubygems | go
+    builder: str = "github"  # github, or an ecosystem's (registries/ecosystems.py)
     provider: str | None = None
     model: str | None = None
     seen_in_results: bool = False  # the repo's URL appeared in the search results
@@ -172,7 +172,7 @@ class Discovery(msgspec.Struct, kw_only=True, omit_defaults=True):
     tool: str
     session: str
     stage: Stage
-    builder: str  # recipe | github | crates.io | npm | pypi | rubygems | go | homebrew | ...
+    builder: str  # recipe | github | an ecosystem's (registries/ecosystems.py) | homebrew | ...
     source: str
     reason: str
     confidence: int | None = None

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from tsukud.discover.chain import Deps, Request, discover
 from tsukud.discover.model import Discovery
+from tsukud.registries.ecosystems import DISCOVERY_URLS
 
 if TYPE_CHECKING:
     from tsukud.clock import Clock
@@ -40,14 +41,7 @@ if TYPE_CHECKING:
     from tsukud.llm.service import LLM
     from tsukud.policy.confirm import Confirmations
 
-ECOSYSTEM_KEYS = {
-    "crates.io": "discover.crates_url",
-    "npm": "discover.npm_url",
-    "npm_downloads": "discover.npm_downloads_url",
-    "pypi": "discover.pypi_url",
-    "rubygems": "discover.rubygems_url",
-    "go": "discover.goproxy_url",
-}
+ECOSYSTEM_KEYS = {k: u.key for k, u in DISCOVERY_URLS.items()}
 SEARCH_KEYS = {
     "ddg": "discover.ddg_url",
     "tavily": "discover.tavily_url",

@@ -632,7 +632,7 @@ class DiscoveryVerified(Payload):
     reason: str | None = None
     previous_owner: str | None = None
     release: dict[str, Any] | None = None  # the latest release's assets for this platform
-    builder: str | None = None  # an ecosystem package: npm, pypi, crates.io, rubygems, go
+    builder: str | None = None  # an ecosystem package: its record's builder (npm, pypi, ...)
     package: str | None = None
     install_command: str | None = None
     downloads: int | None = None

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from tsukud.create.errors import NoBinaryAssets
+from tsukud.create.errors import NoBinaryAssets, from_hint
 from tsukud.discover.ecosystem import BUILDER_SOURCES
 from tsukud.discover.errors import (
     CreateUnavailable,
@@ -44,6 +44,7 @@ from tsukud.instructions.trust import (
     refusal,
 )
 from tsukud.policy import spent
+from tsukud.registries.ecosystems import sources_hint
 
 if TYPE_CHECKING:
     from tsukud.create.pipeline import CreateResult
@@ -273,9 +274,8 @@ class InstallMissing:
                 why = "no install page to read" if page is None else "no instructions builder"
                 raise NoBinaryAssets(
                     f"{exc.message} ({why})",
-                    hint="Name a package source if it has one: --from npm:<package>, "
-                    "pypi:<project>, crates:<crate>, rubygems:<gem>, go:<module> or "
-                    "homebrew:<formula>.",
+                    hint="Name a package source if it has one: --from "
+                    f"{sources_hint(github=False)}.",
                     **exc.data,
                 ) from None
             await progress(
@@ -488,12 +488,6 @@ class InstallMissing:
             ) from None
 
 
-_FROM_HINT = (
-    "Name the source as --from github:owner/repo, npm:<package>, pypi:<project>, "
-    "crates:<crate>, rubygems:<gem>, go:<module> or homebrew:<formula>."
-)
-
-
 def given_source(source: str) -> tuple[str, str]:
     """``--from``: (the create source, what the result reports as the source)."""
     from tsukud.create.ecosystem_builders import parse_ecosystem_source
@@ -504,7 +498,7 @@ def given_source(source: str) -> tuple[str, str]:
         eco = parse_ecosystem_source(source)
         formula = formula_name(source)
     except TsukuError as exc:
-        raise UsageError(f"--from {source!r}: {exc.message}", hint=_FROM_HINT) from None
+        raise UsageError(f"--from {source!r}: {exc.message}", hint=from_hint()) from None
     if eco is not None:
         return str(eco), str(eco)
     if formula is not None:
@@ -512,7 +506,7 @@ def given_source(source: str) -> tuple[str, str]:
     try:
         repo = github_source(source)
     except BadSource as exc:
-        raise UsageError(f"--from {source!r}: {exc}", hint=_FROM_HINT) from None
+        raise UsageError(f"--from {source!r}: {exc}", hint=from_hint()) from None
     return f"github:{repo}", repo
 
 

@@ -37,9 +37,9 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
@@ -49,6 +49,7 @@ from tsukud.install import layout
 from tsukud.install.assemble import TreeAssembler, resolve_inside
 from tsukud.install.checks import run_checks, sha256_file
 from tsukud.install.commands import check_may_run, command_env, question, run_on_host
+from tsukud.install.context import InstallContext, ProgressFn
 from tsukud.install.download import (
     ChecksumMismatch,
     DownloadResult,
@@ -89,10 +90,6 @@ from tsukud.recipe import (
 )
 from tsukud.recipe.render import render_command
 
-if TYPE_CHECKING:
-    from tsukud.install.installer import Installer
-
-ProgressFn = Callable[[dict[str, Any]], Awaitable[None]]
 CHECKSUM_FILE_MAX = 1024 * 1024
 
 
@@ -113,7 +110,7 @@ class InstallAttempt:
 
     def __init__(
         self,
-        inst: Installer,
+        inst: InstallContext,
         name: str,
         version: str | None,
         session: str,

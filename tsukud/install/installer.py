@@ -21,8 +21,9 @@ import trio
 
 from tsukud.errors import TsukuError
 from tsukud.install import layout
-from tsukud.install.attempt import InstallAttempt, ProgressFn
+from tsukud.install.attempt import InstallAttempt
 from tsukud.install.checks import integrity_problems, run_checks
+from tsukud.install.context import ProgressFn
 from tsukud.install.download import DEFAULT_MAX_BYTES
 from tsukud.install.errors import NotInstalled
 from tsukud.install.homebrew.deps import dependents, unneeded

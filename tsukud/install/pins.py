@@ -19,6 +19,7 @@ from __future__ import annotations
 from tsukud.install.errors import VersionNotValidated
 from tsukud.recipe import EcosystemStep, Recipe, RecipeError, normalize_version, version_source
 from tsukud.recipe.homebrew import formula_of
+from tsukud.registries.ecosystems import BY_ACTION
 
 
 def validated_version(recipe: Recipe) -> str | None:
@@ -32,21 +33,11 @@ def is_validated(recipe: Recipe, version: str) -> bool:
     return validated is None or normalize_version(validated) == normalize_version(version)
 
 
-# ``create --from`` prefixes by the registry an ecosystem step's versions come from.
-_FROM = {
-    "npm": "npm",
-    "pypi": "pypi",
-    "crates_io": "crates",
-    "rubygems": "rubygems",
-    "goproxy": "go",
-}
-
-
 def create_source(recipe: Recipe) -> str:
     """The ``create --from`` source ``recipe`` was most likely generated from."""
     for step in recipe.steps:
-        if isinstance(step, EcosystemStep) and step.VERSION_SOURCE in _FROM:
-            return f"{_FROM[step.VERSION_SOURCE]}:{step.package_name}"
+        if isinstance(step, EcosystemStep) and step.action in BY_ACTION:
+            return f"{BY_ACTION[step.action].prefix}:{step.package_name}"
     formula = formula_of(recipe)
     if formula is not None:
         return f"homebrew:{formula}"

@@ -38,7 +38,7 @@ from tsukud.recipe.plan import (
 )
 
 if TYPE_CHECKING:
-    from tsukud.install.installer import Installer
+    from tsukud.install.context import InstallContext
 
 
 def _target(platform: str | None, host: Platform) -> Platform:
@@ -51,7 +51,7 @@ def _target(platform: str | None, host: Platform) -> Platform:
 
 
 async def _bottles(
-    inst: Installer, recipe: Recipe, resolved: ResolvedVersion, target: Platform
+    inst: InstallContext, recipe: Recipe, resolved: ResolvedVersion, target: Platform
 ) -> tuple[dict[int, BottleRef], str | None]:
     """The homebrew steps' bottles for ``target`` (token, index and manifest are read;
     no blob), or why there is none: a plan lists that as unsupported, not as a failure."""
@@ -63,7 +63,7 @@ async def _bottles(
 
 
 async def plan_tool(
-    inst: Installer,
+    inst: InstallContext,
     name: str | None,
     recipe_text: str | None,
     version: str | None,

@@ -33,7 +33,7 @@ from tsukud.install.registry import check_name
 from tsukud.recipe.version_range import compare_versions
 
 if TYPE_CHECKING:
-    from tsukud.install.attempt import ProgressFn
+    from tsukud.install.context import ProgressFn
     from tsukud.install.installer import Installer
 
 

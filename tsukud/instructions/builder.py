@@ -72,6 +72,7 @@ from tsukud.instructions.page import (
 )
 from tsukud.instructions.trust import Owner, PageUse, foreign, host_uses, package_use, refusal
 from tsukud.llm.provider import MalformedToolArguments
+from tsukud.llm.providers import key_variables
 from tsukud.llm.types import (
     Request,
     Response,
@@ -429,7 +430,7 @@ class _Run:
         if deps.open_llm is None:
             raise ProviderUnavailable(
                 "reading install instructions needs an LLM and none is configured",
-                hint="Configure a provider (ANTHROPIC_API_KEY or GOOGLE_API_KEY).",
+                hint=f"Configure a provider ({key_variables()}).",
             )
         await self._require_validation()  # before any money is spent
         self.stage = "llm"

@@ -6,8 +6,6 @@ long to load, so the daemon imports them on first use.
 """
 
 from tsukud.llm.provider import (
-    DEFAULT_CLAUDE_MODEL,
-    DEFAULT_GEMINI_MODEL,
     MalformedToolArguments,
     Provider,
     ProviderAuthError,
@@ -42,8 +40,6 @@ from tsukud.llm.types import (
 )
 
 __all__ = [
-    "DEFAULT_CLAUDE_MODEL",
-    "DEFAULT_GEMINI_MODEL",
     "AssistantMessage",
     "Citation",
     "MalformedToolArguments",

@@ -24,13 +24,12 @@ import msgspec
 from tsukud.llm import types as llm
 from tsukud.llm.adapter import HttpAdapter, count, turns
 from tsukud.llm.provider import (
-    ANTHROPIC_BASE_URL,
-    DEFAULT_CLAUDE_MODEL,
     MalformedToolArguments,
     ProviderError,
     UnsupportedRequest,
     parse_retry_after,
 )
+from tsukud.llm.providers import BY_NAME
 
 WIRE = "anthropic"
 
@@ -47,6 +46,9 @@ _BASIC_KEYS = {"text": {"type", "text"}, "tool_use": {"type", "id", "name", "inp
 _BAD_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 
 
+_SPEC = BY_NAME["claude"]
+
+
 class ClaudeProvider(HttpAdapter):
     """``pause_turn`` is continued here (at most ``max_continuations`` extra requests),
     so callers only see it when the bound is reached."""
@@ -58,8 +60,8 @@ class ClaudeProvider(HttpAdapter):
         self,
         api_key: str,
         *,
-        model: str = DEFAULT_CLAUDE_MODEL,
-        base_url: str = ANTHROPIC_BASE_URL,
+        model: str = _SPEC.default_model,
+        base_url: str = _SPEC.default_url,
         timeout: float = 300.0,
         connect_timeout: float = 10.0,
         max_continuations: int = 3,

@@ -29,14 +29,13 @@ from google.genai.client import DebugConfig
 from tsukud.llm import types as llm
 from tsukud.llm.adapter import HttpAdapter, count, text_or_none, turns
 from tsukud.llm.provider import (
-    DEFAULT_GEMINI_MODEL,
-    GEMINI_BASE_URL,
     MalformedToolArguments,
     ProviderError,
     UnsupportedRequest,
     parse_retry_after,
     synthetic_call_id,
 )
+from tsukud.llm.providers import BY_NAME
 
 WIRE = "gemini"
 
@@ -55,6 +54,9 @@ unchanged: it is canonical base64). https://ai.google.dev/gemini-api/docs/though
 _DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?)s\s*$")
 
 
+_SPEC = BY_NAME["gemini"]
+
+
 class GeminiProvider(HttpAdapter):
     """Gemini's own parts (thought signatures, call ids) go back as Gemini sent them;
     another provider's calls in the current turn get Google's documented stand-in
@@ -66,9 +68,9 @@ class GeminiProvider(HttpAdapter):
         self,
         api_key: str,
         *,
-        model: str = DEFAULT_GEMINI_MODEL,
+        model: str = _SPEC.default_model,
         api_version: str = "v1beta",
-        base_url: str = GEMINI_BASE_URL,
+        base_url: str = _SPEC.default_url,
         timeout: float = 300.0,
         connect_timeout: float = 10.0,
         name: str = "gemini",

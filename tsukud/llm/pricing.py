@@ -16,7 +16,7 @@ from importlib import resources
 
 import msgspec
 
-from tsukud.llm.provider import DEFAULT_CLAUDE_MODEL
+from tsukud.llm.providers import BY_NAME
 from tsukud.llm.types import Usage
 
 _PER_TOKEN = Decimal(1_000_000)
@@ -217,5 +217,5 @@ def deprecation(model: str) -> str | None:
         return None
     return (
         f"{model} is deprecated by Anthropic and reaches end of life on {eol}; "
-        f"switch to a current model such as {DEFAULT_CLAUDE_MODEL}."
+        f"switch to a current model such as {BY_NAME['claude'].default_model}."
     )

@@ -23,12 +23,6 @@ from tsukud.errors import ProviderUnavailable, TsukuError
 from tsukud.llm.types import Request, Response, Usage
 from tsukud.secrets import redact
 
-DEFAULT_CLAUDE_MODEL = "claude-sonnet-5-5"
-DEFAULT_GEMINI_MODEL = "gemini-3.8-flash"
-
-ANTHROPIC_BASE_URL = "https://api.anthropic.com"
-GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/"
-
 
 @runtime_checkable
 class Provider(Protocol):

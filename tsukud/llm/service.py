@@ -43,6 +43,7 @@ import trio
 
 from tsukud import log
 from tsukud.clock import Clock, iso
+from tsukud.config import KEYS
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, ProviderUnavailable, UsageError
 from tsukud.llm.provider import (
     MalformedToolArguments,
@@ -50,6 +51,8 @@ from tsukud.llm.provider import (
     ProviderAuthError,
     ProviderError,
 )
+from tsukud.llm.providers import BY_NAME as SPECS
+from tsukud.llm.providers import NAMES, ProviderSpec
 from tsukud.llm.types import Request, Response
 from tsukud.policy.breaker import CircuitOpen
 from tsukud.policy.confirm import Confirmations
@@ -62,10 +65,8 @@ if TYPE_CHECKING:
     from tsukud.policy.budget import Budget, Grant
     from tsukud.policy.ratelimit import GenerationLimit
 
-PROVIDERS = ("claude", "gemini", "local")
+PROVIDERS = NAMES
 DEFAULT_ORDER = PROVIDERS
-# The adapters whose SDK import is slow enough to keep out of the event loop.
-ADAPTER_MODULES = {"claude": "tsukud.llm.claude", "gemini": "tsukud.llm.gemini"}
 
 # Worst-case input per turn when reserving: system prompt, repository context and tool
 # results. Generous on purpose: the unspent part is released when the run settles.
@@ -112,51 +113,38 @@ class LLM:
     # ---- configuration -------------------------------------------------------------
 
     def info(self, name: str) -> ProviderInfo:
+        spec = SPECS.get(name)
+        if spec is None:
+            raise UsageError(
+                f"unknown LLM provider {name!r}", hint=f"Choose from: {', '.join(PROVIDERS)}."
+            )
         c = self._config()
-        replay = bool(c["llm.replay_dir"])
-        if name == "claude":
-            key, model, url = (
-                c["secrets.anthropic_api_key"],
-                c["llm.claude_model"],
-                c["llm.anthropic_base_url"],
+        key, model, url = c[spec.key_setting], c[spec.model_setting], c[spec.url_setting]
+        if c["llm.replay_dir"]:
+            return ProviderInfo(
+                name, model, url if spec.key_required else (url or "-"), "replay", True
             )
-            env_hint = "ANTHROPIC_API_KEY"
-        elif name == "gemini":
-            key, model, url = (
-                c["secrets.google_api_key"],
-                c["llm.gemini_model"],
-                c["llm.gemini_base_url"],
-            )
-            env_hint = "GOOGLE_API_KEY"
-        elif name == "local":
-            url, model = c["llm.openai_base_url"], c["llm.local_model"]
-            if replay:
-                return ProviderInfo(name, model, url or "-", "replay", True)
+        if not spec.key_required:  # a local server: its URL is what it needs
             if not url:
+                setting = KEYS[spec.url_setting]
                 return ProviderInfo(
                     name,
                     model,
                     "-",
                     "not needed",
                     False,
-                    "set llm.openai_base_url (TSUKU_OPENAI_BASE_URL) to a local server",
+                    f"set {spec.url_setting} ({setting.env[0]}) to a local server",
                 )
-            cred = "(set)" if c["secrets.openai_api_key"] else "not needed"
-            return ProviderInfo(name, model, url, cred, True)
-        else:
-            raise UsageError(
-                f"unknown LLM provider {name!r}", hint=f"Choose from: {', '.join(PROVIDERS)}."
-            )
-        if replay:
-            return ProviderInfo(name, model, url, "replay", True)
+            return ProviderInfo(name, model, url, "(set)" if key else "not needed", True)
         if not key:
+            secret = spec.key_setting.removeprefix("secrets.")
             return ProviderInfo(
                 name,
                 model,
                 url,
                 "(not set)",
                 False,
-                f"no API key: set {env_hint} or `tsukuctl config set secrets.{_secret_key(name)}`",
+                f"no API key: set {spec.key_env[0]} or `tsukuctl config set secrets.{secret}`",
             )
         return ProviderInfo(name, model, url, "(set)", True)
 
@@ -212,7 +200,8 @@ class LLM:
         """Import ``name``'s SDK in a worker thread the first time: the SDKs take a second
         or more to import, which in the event loop would stall every other request (and
         a discovery deadline could expire before the request was even sent)."""
-        module = ADAPTER_MODULES.get(name)
+        spec = SPECS.get(name)
+        module = spec.adapter_module if spec is not None and spec.slow_import else None
         if module is not None and module not in sys.modules:
             await trio.to_thread.run_sync(importlib.import_module, module)
 
@@ -233,7 +222,7 @@ class LLM:
         import hashlib
 
         c = self._config()
-        key = c[f"secrets.{_secret_key(info.name)}"] or ""
+        key = c[SPECS[info.name].key_setting] or ""
         fingerprint = hashlib.sha256(key.encode()).hexdigest()[:16] if key else ""
         return (
             info.name,
@@ -258,34 +247,13 @@ class LLM:
             from tsukud.llm.replay import ReplayProvider
 
             return ReplayProvider(c["llm.replay_dir"], name=info.name, model=info.model)
-        inner: Provider
-        if info.name == "claude":
-            from tsukud.llm.claude import ClaudeProvider
-
-            inner = ClaudeProvider(
-                c["secrets.anthropic_api_key"],
-                model=info.model,
-                base_url=info.base_url,
-                proxy=self._proxy(info),
-            )
-        elif info.name == "gemini":
-            from tsukud.llm.gemini import GeminiProvider
-
-            inner = GeminiProvider(
-                c["secrets.google_api_key"],
-                model=info.model,
-                base_url=info.base_url,
-                proxy=self._proxy(info),
-            )
-        else:
-            from tsukud.llm.openai_compat import OpenAICompatProvider
-
-            inner = OpenAICompatProvider(
-                info.base_url,
-                model=info.model,
-                api_key=c["secrets.openai_api_key"] or None,
-                proxy=self._proxy(info),
-            )
+        spec = SPECS[info.name]
+        inner = spec.build(
+            key=c[spec.key_setting],
+            model=info.model,
+            base_url=info.base_url,
+            proxy=self._proxy(info),
+        )
         if c["llm.record_dir"]:
             from tsukud.llm.replay import RecordingProvider
 
@@ -326,13 +294,13 @@ class LLM:
             return None
         costs = [Decimal(0)]
         for n in names:
-            if n == "local":
+            if not SPECS[n].priced:
                 continue  # self-hosted: no per-token price
             p = self.price(n)
             assert p is not None
             r = p.rates(input_tokens)
             per_turn = (input_tokens * r.input + max_tokens * r.output) / Decimal(1_000_000)
-            fees = _fees(n, p, searches=searches, grounded_prompts=grounded_prompts)
+            fees = _fees(SPECS[n], p, searches=searches, grounded_prompts=grounded_prompts)
             assert fees is not None  # unknown fees were refused above
             costs.append(per_turn * max_turns + fees)
         worst = sum(costs, Decimal(0)) if restart_on_failover else max(costs)
@@ -345,15 +313,16 @@ class LLM:
         models, and fees a used model's row leaves out (never counted as zero)."""
         unknown = []
         for n in names:
-            if n == "local":
+            spec = SPECS[n]
+            if not spec.priced:
                 continue
             model = self.info(n).model
             p = self.price(n)
             if p is None:
                 unknown.append(model)
                 continue
-            if n == "gemini":
-                if _fees(n, p, searches=0, grounded_prompts=grounded_prompts) is None:
+            if spec.grounded:
+                if _fees(spec, p, searches=0, grounded_prompts=grounded_prompts) is None:
                     unknown.append(f"{model} grounded prompts")
                 continue
             if searches and p.per_search is None:
@@ -440,13 +409,15 @@ async def _noop_progress(_body: dict[str, Any]) -> None:
     return None
 
 
-def _fees(name: str, price: Price, *, searches: int, grounded_prompts: int) -> Decimal | None:
-    """The most a run's search fees may come to on provider ``name``: Claude's
-    ``searches`` at its per-search fee, or Gemini's ``grounded_prompts`` each at the
+def _fees(
+    spec: ProviderSpec, price: Price, *, searches: int, grounded_prompts: int
+) -> Decimal | None:
+    """The most a run's search fees may come to on provider ``spec``: ``searches`` at
+    its per-search fee, or, for a grounded provider, ``grounded_prompts`` each at the
     bound of one grounded request (per prompt plus per query); ``None`` when unpriced."""
     from tsukud.llm.ceiling import search_fees
 
-    if name == "gemini":
+    if spec.grounded:
         one = search_fees(price, searches=1 if grounded_prompts else 0, grounded=True)
         return None if one is None else grounded_prompts * one
     fees = Decimal(0)
@@ -456,10 +427,6 @@ def _fees(name: str, price: Price, *, searches: int, grounded_prompts: int) -> D
                 return None
             fees += count * fee
     return fees
-
-
-def _secret_key(name: str) -> str:
-    return {"claude": "anthropic_api_key", "gemini": "google_api_key"}.get(name, "openai_api_key")
 
 
 @dataclass
@@ -692,12 +659,13 @@ class Run:
         on top of what the run has spent (extending them, or refusing)."""
         from tsukud.llm.ceiling import call_worst_case
 
-        if name == "local":
+        spec = SPECS[name]
+        if not spec.priced:
             return Decimal(0)
         price = self.llm.prices().price(model, self.llm.today())
         if price is None:
             return None  # unbounded; the user accepted that when the run began
-        worst = call_worst_case(price, request, grounded=name == "gemini")
+        worst = call_worst_case(price, request, grounded=spec.grounded)
         if worst is None:
             return None
         reserved = Decimal(str(self.reserved_usd))
@@ -781,8 +749,9 @@ class Run:
         from tsukud.llm.types import Usage
 
         u = usage if isinstance(usage, Usage) else Usage()
-        price = None if name == "local" else self.llm.prices().price(model, self.llm.today())
-        cost = Decimal(0) if name == "local" else (price.cost(u) if price else None)
+        priced = SPECS[name].priced
+        price = self.llm.prices().price(model, self.llm.today()) if priced else None
+        cost = (price.cost(u) if price else None) if priced else Decimal(0)
         self.turns += 1
         payload: dict[str, Any] = {
             "model": model,

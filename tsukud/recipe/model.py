@@ -17,6 +17,7 @@ import msgspec
 from tsukud.errors import TsukuError
 from tsukud.recipe.platform import Platform
 from tsukud.recipe.version_range import in_range
+from tsukud.registries.ecosystems import BY_ACTION, ECOSYSTEMS
 
 # ---------------------------------------------------------------------------- errors
 
@@ -344,13 +345,19 @@ class EcosystemStep(_StepBase, frozen=True, kw_only=True):
     otherwise."""
 
     ACTION: ClassVar[str]
-    PACKAGE_KEY: ClassVar[str]
+    PACKAGE_KEY: ClassVar[str]  # the ecosystem's record says both (registries/ecosystems.py)
     VERSION_SOURCE: ClassVar[str]
     action: str
     # Required to install (tsuku's runners need them too); a recipe without them still
     # reads, so a registry's every recipe can be read.
     executables: tuple[str, ...] = ()
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        record = BY_ACTION[cls.ACTION]
+        cls.PACKAGE_KEY = record.package_key
+        cls.VERSION_SOURCE = record.version_source
 
     @property
     def package_name(self) -> str:
@@ -360,40 +367,30 @@ class EcosystemStep(_StepBase, frozen=True, kw_only=True):
 
 class NpmInstallStep(EcosystemStep, frozen=True, kw_only=True):
     ACTION: ClassVar[str] = "npm_install"
-    PACKAGE_KEY: ClassVar[str] = "package"
-    VERSION_SOURCE: ClassVar[str] = "npm"
     action: Literal["npm_install"] = "npm_install"
     package: str
 
 
 class PipxInstallStep(EcosystemStep, frozen=True, kw_only=True):
     ACTION: ClassVar[str] = "pipx_install"
-    PACKAGE_KEY: ClassVar[str] = "package"
-    VERSION_SOURCE: ClassVar[str] = "pypi"
     action: Literal["pipx_install"] = "pipx_install"
     package: str
 
 
 class CargoInstallStep(EcosystemStep, frozen=True, kw_only=True):
     ACTION: ClassVar[str] = "cargo_install"
-    PACKAGE_KEY: ClassVar[str] = "crate"
-    VERSION_SOURCE: ClassVar[str] = "crates_io"
     action: Literal["cargo_install"] = "cargo_install"
     crate: str
 
 
 class GemInstallStep(EcosystemStep, frozen=True, kw_only=True):
     ACTION: ClassVar[str] = "gem_install"
-    PACKAGE_KEY: ClassVar[str] = "gem"
-    VERSION_SOURCE: ClassVar[str] = "rubygems"
     action: Literal["gem_install"] = "gem_install"
     gem: str
 
 
 class GoInstallStep(EcosystemStep, frozen=True, kw_only=True):
     ACTION: ClassVar[str] = "go_install"
-    PACKAGE_KEY: ClassVar[str] = "module"
-    VERSION_SOURCE: ClassVar[str] = "goproxy"
     action: Literal["go_install"] = "go_install"
     module: str
 
@@ -402,12 +399,10 @@ ECOSYSTEM_STEPS: dict[str, type[EcosystemStep]] = {
     t.ACTION: t
     for t in (NpmInstallStep, PipxInstallStep, CargoInstallStep, GemInstallStep, GoInstallStep)
 }
-# The ecosystem actions whose runner exists (tsukud/install/ecosystem/actions.py; a
-# test holds the two to each other): the others parse and resolve versions, but are
-# reported as unsupported wherever support is judged.
-RUNNABLE_ECOSYSTEM_ACTIONS = frozenset(
-    {"npm_install", "pipx_install", "cargo_install", "gem_install", "go_install"}
-)
+# The ecosystem actions whose record names a runner (registries/ecosystems.py; a test
+# holds them to tsukud/install/ecosystem/actions.py): the others parse and resolve
+# versions, but are reported as unsupported wherever support is judged.
+RUNNABLE_ECOSYSTEM_ACTIONS = frozenset(e.action for e in ECOSYSTEMS if e.runner is not None)
 # [version] source names of the ecosystems' registries (tsuku's names).
 ECOSYSTEM_VERSION_SOURCES = tuple(t.VERSION_SOURCE for t in ECOSYSTEM_STEPS.values())
 

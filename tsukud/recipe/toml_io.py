@@ -50,7 +50,7 @@ from tsukud.recipe.model import (
 )
 from tsukud.recipe.platform import LIBCS
 from tsukud.recipe.version_range import parse_range
-from tsukud.registries import crates, goproxy, npm, pypi, rubygems
+from tsukud.registries.ecosystems import ECOSYSTEMS
 
 # Keys every step may carry that are not action parameters (the reference's list).
 RESERVED_STEP_KEYS = ("action", "note", "description", "phase", "when", "dependencies")
@@ -508,11 +508,7 @@ def _executables(value: Any, path: str) -> tuple[str, ...]:
 
 # action -> the key naming its package, and that key's converter
 _ECOSYSTEM: dict[str, Conv] = {
-    "npm_install": _package(npm.valid_name, "an npm package name"),
-    "pipx_install": _package(pypi.valid_name, "a PyPI project name"),
-    "cargo_install": _package(crates.valid_name, "a crate name"),
-    "gem_install": _package(rubygems.valid_name, "a gem name"),
-    "go_install": _package(goproxy.valid_module, "a Go package path (example.com/tool)"),
+    e.action: _package(e.valid_name, e.step_name_kind or e.name_kind) for e in ECOSYSTEMS
 }
 _VERIFY: dict[str, Conv] = {
     "command": _str,

@@ -588,13 +588,13 @@ async def test_the_deadline_names_the_stage_it_cut(autojump_clock: trio.abc.Cloc
         await discover(request(), world.deps(timeout_s=2.0))
     assert exc.value.message == (
         "discovery of stripe-cli did not finish within 2 s (during the ecosystem stage, "
-        "last step: probing crates.io, npm, PyPI, RubyGems and Go)"
+        "last step: probing npm, PyPI, crates.io, RubyGems and Go)"
     )
     assert exc.value.data == {
         "stage": "ecosystem",
         "timeout_s": 2.0,
         "setting": "discover.timeout_s",
-        "doing": "probing crates.io, npm, PyPI, RubyGems and Go",
+        "doing": "probing npm, PyPI, crates.io, RubyGems and Go",
     }
     assert "discover.timeout_s" in exc.value.hint
     assert world.last("discovery.failed")["stage"] == "ecosystem"

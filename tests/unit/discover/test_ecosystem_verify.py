@@ -9,7 +9,6 @@ import msgspec
 
 from tests.fakes.ecosystems import FakeEcosystems
 from tsukud.discover.ecosystem import (
-    go_escape,
     install_command,
     misfit,
     parse_crates,
@@ -24,6 +23,7 @@ from tsukud.discover.model import Candidate, Probe, RepoMeta
 from tsukud.discover.registry_lookup import entry_path, parse_entry
 from tsukud.discover.verify import ago, assess, decide, merge, meta_from_repo
 from tsukud.github.client import GitHubRateLimited, Owner, Parent, Repo, RepoNotFound
+from tsukud.registries import goproxy
 
 NOW = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
 
@@ -129,7 +129,7 @@ def test_install_commands() -> None:
     assert install_command("go", "golang.org") == "go install golang.org@latest"
     assert install_command("homebrew", "boost") == "brew install boost"
     assert install_command("nope", "x") is None
-    assert go_escape("github.com/BurntSushi/X") == "github.com/!burnt!sushi/!x"
+    assert goproxy.escape("github.com/BurntSushi/X") == "github.com/!burnt!sushi/!x"
 
 
 # ------------------------------------------------------------------------------ verify

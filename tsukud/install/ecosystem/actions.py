@@ -1,4 +1,4 @@
-"""The ecosystem actions tsuku knows: one entry per action.
+"""The ecosystem actions tsuku knows: one entry per record of registries/ecosystems.py.
 
 Each entry names the toolchain it needs, the version source its package's versions
 come from (``install/ecosystem/versions.py``), the setting holding that registry's base
@@ -6,17 +6,21 @@ URL (the same settings discovery's probes read, so one ``TSUKU_NPM_URL`` points 
 a mirror) and its runner. A runner installs one pinned version into the tool's
 directory and returns the executables to link (``{name: {path, sha256}}``); an entry
 without a runner parses, plans and resolves versions, but does not install yet.
+
+The record names its runner module (the core cannot import a feature); the module is
+imported here, by that name, the first time the table is built.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import cast
 
-from tsukud.install.ecosystem import cargo, gem, golang, npm, pipx, toolchain
 from tsukud.install.ecosystem.prefix import RunContext
-from tsukud.install.ecosystem.toolchain import Toolchain
 from tsukud.recipe import EcosystemStep, UnsupportedAction
+from tsukud.registries.ecosystems import ECOSYSTEMS, Ecosystem, Toolchain
 
 Runner = Callable[[RunContext], Awaitable[dict[str, dict[str, str]]]]
 
@@ -31,29 +35,22 @@ class EcosystemAction:
     index_setting: str | None = None  # a second URL the runner needs (cargo's index)
 
 
-ACTIONS: dict[str, EcosystemAction] = {
-    a.action: a
-    for a in (
-        EcosystemAction("npm_install", toolchain.NPM, "npm", "discover.npm_url", npm.install),
-        EcosystemAction(
-            "pipx_install", toolchain.PYTHON, "pypi", "discover.pypi_url", pipx.install
-        ),
-        EcosystemAction(
-            "cargo_install",
-            toolchain.CARGO,
-            "crates_io",
-            "discover.crates_url",
-            cargo.install,
-            index_setting="discover.crates_index_url",
-        ),
-        EcosystemAction(
-            "gem_install", toolchain.GEM, "rubygems", "discover.rubygems_url", gem.install
-        ),
-        EcosystemAction(
-            "go_install", toolchain.GO, "goproxy", "discover.goproxy_url", golang.install
-        ),
+def _runner(module: str | None) -> Runner | None:
+    return None if module is None else cast(Runner, importlib.import_module(module).install)
+
+
+def _action(e: Ecosystem) -> EcosystemAction:
+    return EcosystemAction(
+        e.action,
+        e.toolchain,
+        e.version_source,
+        e.registry.key,
+        _runner(e.runner),
+        index_setting=e.index.key if e.index else None,
     )
-}
+
+
+ACTIONS: dict[str, EcosystemAction] = {e.action: _action(e) for e in ECOSYSTEMS}
 
 
 def action_for(step: EcosystemStep) -> EcosystemAction:

@@ -10,32 +10,16 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from tsukud.errors import TsukuError
+from tsukud.registries.ecosystems import BY_ACTION, Toolchain
+
+__all__ = ["CARGO", "NPM", "PYTHON", "Toolchain", "ToolchainMissing", "find"]
 
 
 class ToolchainMissing(TsukuError):
     code = "toolchain_missing"
-
-
-@dataclass(frozen=True)
-class Toolchain:
-    """One program an ecosystem action runs (``npm``, ``python3``, ``cargo``, ...)."""
-
-    program: str
-    ecosystem: str  # what it is for, in words: "npm packages"
-    debian_package: str
-    upstream: str  # how to get it without Debian
-    # Run with these arguments, it must exit 0 (python3 without the venv module does not).
-    probe: tuple[str, ...] = ()
-
-    def hint(self) -> str:
-        return (
-            f"On Debian or Ubuntu: sudo apt-get install {self.debian_package}. "
-            f"Otherwise: {self.upstream}. Then run the command again."
-        )
 
 
 def find(toolchain: Toolchain, env: Mapping[str, str]) -> Path:
@@ -52,37 +36,11 @@ def find(toolchain: Toolchain, env: Mapping[str, str]) -> Path:
     return Path(found)
 
 
-NPM = Toolchain(
-    program="npm",
-    ecosystem="npm packages",
-    debian_package="npm",
-    upstream="install Node.js (which includes npm) from https://nodejs.org/en/download",
-)
-PYTHON = Toolchain(
-    program="python3",
-    ecosystem="PyPI packages (a venv per tool)",
-    debian_package="python3-venv",
-    upstream="install Python 3 from https://www.python.org/downloads/",
-    probe=("-c", "import venv, ensurepip"),
-)
-CARGO = Toolchain(
-    program="cargo",
-    ecosystem="Rust crates",
-    debian_package="cargo",
-    upstream="install Rust with rustup from https://rustup.rs",
-)
-GEM = Toolchain(
-    program="gem",
-    ecosystem="Ruby gems",
-    debian_package="ruby",
-    upstream="install Ruby from https://www.ruby-lang.org/en/downloads/",
-)
-GO = Toolchain(
-    program="go",
-    ecosystem="Go modules",
-    debian_package="golang-go",
-    upstream="install Go from https://go.dev/dl/",
-)
+# The toolchains the runners and tests name (the records in registries/ecosystems.py
+# hold every ecosystem's).
+NPM = BY_ACTION["npm_install"].toolchain
+PYTHON = BY_ACTION["pipx_install"].toolchain
+CARGO = BY_ACTION["cargo_install"].toolchain
 
 
 async def check_works(toolchain: Toolchain, program: Path, env: Mapping[str, str]) -> None:

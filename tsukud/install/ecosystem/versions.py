@@ -1,14 +1,11 @@
 """Versions of ecosystem packages, from each registry's API through the shared HTTP
 layer (its URL policy, cache and retries).
 
-* npm: the packument; latest = ``dist-tags.latest``;
-* PyPI: ``/pypi/<project>/json``; latest = ``info.version``; releases with a file
-  that is not yanked;
-* crates.io: ``/api/v1/crates/<crate>``; latest = ``max_stable_version``; versions
-  not yanked;
-* RubyGems: ``/api/v1/versions/<gem>.json``; latest = the newest non-pre-release;
-* Go proxy: ``/<module>/@v/list``; latest = the highest stable version listed,
-  ``@latest`` when the list is empty.
+Each ecosystem's record (registries/ecosystems.py) names the JSON document that lists
+its versions and its reader's functions for the versions and the latest (npm's
+``dist-tags.latest``, ...); the Go proxy's is a
+text list, ``/<module>/@v/list``, whose latest is the highest stable version listed, or
+``@latest`` when the list is empty.
 
 A requested version must be one the registry lists, exactly (``1.2.3`` or ``v1.2.3``);
 otherwise :class:`VersionNotFound` names the nearest ones. The exact version found is
@@ -24,7 +21,8 @@ from tsukud.errors import TsukuError
 from tsukud.recipe import EcosystemStep, VersionNotFound
 from tsukud.recipe.model import GoInstallStep, VersionSection
 from tsukud.recipe.version import ResolvedVersion, check_version, find_version, latest_version
-from tsukud.registries import crates, goproxy, npm, pypi, rubygems
+from tsukud.registries import goproxy
+from tsukud.registries.ecosystems import ECOSYSTEMS, VersionsDocument
 
 if TYPE_CHECKING:
     from tsukud.net.http import Http
@@ -41,16 +39,12 @@ async def _json(http: Http, url: str) -> Any:
     return (await http.get(url, headers=_JSON, cache=True, max_bytes=_MAX_BYTES)).json()
 
 
-def _from_json(
-    url_of: Callable[[str, str], str],
-    versions_of: Callable[[Any], list[str]],
-    latest_of: Callable[[Any], str | None],
-) -> Fetcher:
+def _from_json(document: VersionsDocument) -> Fetcher:
     """A fetcher for a registry whose one JSON document lists the versions."""
 
     async def fetch(http: Http, base: str, name: str) -> Listing:
-        doc = await _json(http, url_of(base, name))
-        return versions_of(doc), latest_of(doc)
+        doc = await _json(http, document.url(base, name))
+        return document.versions(doc), document.latest(doc)
 
     return fetch
 
@@ -64,10 +58,7 @@ async def _goproxy(http: Http, base: str, module: str) -> Listing:
 
 
 FETCHERS: dict[str, Fetcher] = {
-    "npm": _from_json(npm.packument_url, npm.versions, npm.latest),
-    "pypi": _from_json(pypi.project_url, pypi.versions, pypi.latest),
-    "crates_io": _from_json(crates.crate_url, crates.versions, crates.latest),
-    "rubygems": _from_json(rubygems.versions_url, rubygems.versions, rubygems.latest),
+    **{e.version_source: _from_json(e.versions) for e in ECOSYSTEMS if e.versions is not None},
     "goproxy": _goproxy,
 }
 

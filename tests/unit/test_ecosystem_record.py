@@ -1,0 +1,147 @@
+"""One record per ecosystem (tsukud/registries/ecosystems.py): every table that names
+ecosystems is derived from it, and an ecosystem's names appear nowhere else.
+
+The count is what issue 27 measures: ``grep -rli rubygems tsukud`` outside
+``tsukud/testing/``. A module that starts spelling a registry's name (a new table, a
+hint written out by hand) fails here until it derives from the record instead, or the
+record lists it as holding that ecosystem's own code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from tsukud.config import KEYS
+from tsukud.create.ecosystem_builders import DRAFTERS, SOURCES, parse_ecosystem_source
+from tsukud.create.errors import BadSource
+from tsukud.discover import ecosystem as discovery
+from tsukud.discover.service import ECOSYSTEM_KEYS
+from tsukud.errors import CATALOGUE
+from tsukud.install.ecosystem.actions import ACTIONS
+from tsukud.install.ecosystem.versions import FETCHERS
+from tsukud.install.pins import create_source
+from tsukud.recipe import Metadata, Recipe
+from tsukud.recipe.model import ECOSYSTEM_STEPS, RUNNABLE_ECOSYSTEM_ACTIONS
+from tsukud.registries.ecosystems import ECOSYSTEMS, URL_SETTINGS, sources_hint
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _file(module: str) -> str:
+    return module.replace(".", "/") + ".py"
+
+
+def _mentions(name: str) -> set[str]:
+    """The product modules (``tsukud/testing`` aside) whose text names ``name``."""
+    found = set()
+    for path in (REPO / "tsukud").rglob("*.py"):
+        rel = path.relative_to(REPO).as_posix()
+        if not rel.startswith("tsukud/testing/") and name in path.read_text().lower():
+            found.add(rel)
+    return found
+
+
+@pytest.mark.parametrize("eco", ECOSYSTEMS, ids=lambda e: e.builder)
+def test_a_registry_s_name_appears_only_in_its_record_and_the_modules_it_lists(eco):
+    allowed = {
+        "tsukud/registries/ecosystems.py",
+        _file(eco.reader),
+        *([_file(eco.runner)] if eco.runner else []),
+        *(_file(m) for m in eco.modules),
+    }
+    # The names only a registry has (``npm``, ``go`` and ``pypi`` are words of other
+    # things too: a sandbox's npm cache, a Go binary's build info, a wheel's tags).
+    names = {n.lower() for n in (eco.builder, eco.version_source) if len(n) >= 6}
+    for name in names:
+        assert _mentions(name) <= allowed, name
+    for module in allowed:
+        assert (REPO / module).is_file(), module
+
+
+def test_rubygems_is_named_by_at_most_six_product_modules():
+    # Issue 27 counted 19 (21 when this was written): every table and the model's
+    # prompt now derive from the record; what is left is RubyGems' own code: the
+    # record, the reader, the runner, discovery's probe, create's drafter and the
+    # validation's fetch of a .gem.
+    assert len(_mentions("rubygems")) <= 6
+
+
+def test_every_name_of_an_ecosystem_belongs_to_one_record():
+    seen: dict[str, str] = {}
+    for eco in ECOSYSTEMS:
+        for name in eco.names:
+            assert seen.setdefault(name, eco.builder) == eco.builder, name
+
+
+def test_the_tables_that_list_ecosystems_are_the_records():
+    builders = {e.builder for e in ECOSYSTEMS}
+    assert set(discovery.BUILDERS) == builders
+    assert {e.builder: e.prefix for e in ECOSYSTEMS} == discovery.BUILDER_SOURCES
+    assert set(discovery.THRESHOLDS) == set(discovery.PRIORITY) == builders
+    assert builders <= set(discovery.INSTALL_COMMANDS)
+    # discovery's probe order is the ranking's tie order: the record's priority
+    assert [discovery.PRIORITY[b] for b in discovery.BUILDERS] == sorted(
+        e.priority for e in ECOSYSTEMS
+    )
+    assert set(discovery.DEFAULT_URLS) == set(ECOSYSTEM_KEYS)
+    assert set(SOURCES) == set(DRAFTERS) == {e.prefix for e in ECOSYSTEMS}
+    assert set(ACTIONS) == set(ECOSYSTEM_STEPS) == {e.action for e in ECOSYSTEMS}
+    assert set(FETCHERS) == {e.version_source for e in ECOSYSTEMS}
+    assert {e.action for e in ECOSYSTEMS if e.runner} == RUNNABLE_ECOSYSTEM_ACTIONS
+
+
+@pytest.mark.parametrize("eco", ECOSYSTEMS, ids=lambda e: e.builder)
+def test_a_record_agrees_with_its_step_its_runner_and_its_settings(eco):
+    step = ECOSYSTEM_STEPS[eco.action]
+    assert eco.version_source == step.VERSION_SOURCE
+    assert eco.package_key == step.PACKAGE_KEY
+    assert eco.package_key in {f.name for f in msgspec.structs.fields(step)}
+    action = ACTIONS[eco.action]
+    assert (action.toolchain, action.version_source) == (eco.toolchain, eco.version_source)
+    assert action.url_setting == eco.registry.key
+    if eco.runner:
+        runner = importlib.import_module(eco.runner).install
+        assert action.runner is runner and inspect.iscoroutinefunction(runner)
+    assert eco.valid_name.__module__ == eco.reader
+    # a source of this ecosystem reads back as this ecosystem; a name it cannot have
+    # is refused with the record's words for it
+    name = "example.com/tool" if eco.package_key == "module" else "tool"
+    assert parse_ecosystem_source(f"{eco.prefix}:{name}").version_source == eco.version_source
+    with pytest.raises(BadSource, match=eco.name_kind):
+        parse_ecosystem_source(f"{eco.prefix}:--exec=x")
+    recipe = Recipe(metadata=Metadata(name="tool"), steps=(step(**{eco.package_key: name}),))
+    assert create_source(recipe) == f"{eco.prefix}:{name}"
+
+
+def test_the_settings_are_the_records_urls():
+    for url in URL_SETTINGS:
+        key = KEYS[url.key]
+        assert (key.default, key.env) == (url.default, (url.env,))
+        assert url.key.startswith("discover.") and url.env.startswith("TSUKU_")
+    assert {u.key for u in URL_SETTINGS} == {
+        *ECOSYSTEM_KEYS.values(),
+        *(a.url_setting for a in ACTIONS.values()),
+        *(a.index_setting for a in ACTIONS.values() if a.index_setting),
+    }
+
+
+def test_a_bad_source_names_every_source_there_is():
+    hint = BadSource("x").hint
+    assert hint == f"Name the source as --from {sources_hint()}."
+    for eco in ECOSYSTEMS:
+        assert f"{eco.prefix}:{eco.placeholder}" in hint
+    # the catalogue (stdlib only, shared with the client) says it without the list
+    assert "<ecosystem>:<package>" in CATALOGUE["create_bad_source"].hint
+
+
+def test_the_client_s_help_names_the_same_sources():
+    # tsukuctl imports only the stdlib, so it spells the sources out: held to the record
+    for module in ("tsukuctl/create_commands.py", "tsukuctl/install_commands.py"):
+        text = " ".join((REPO / module).read_text().replace('"\n', "").split())
+        text = text.replace('" "', "").replace(' "', " ").replace('"', "")
+        assert sources_hint() in text, module
