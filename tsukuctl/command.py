@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from tsukuctl import verbosity
+from tsukuctl.answer import read_line
 from tsukuctl.client import Client
 from tsukud.terminal import terminal_safe
 
@@ -85,7 +86,7 @@ def ask_on_terminal(question: dict[str, Any]) -> bool | int:
     sys.stderr.write(f"{message}\n{asked} [y/N] ")
     sys.stderr.flush()
     try:
-        reply = sys.stdin.readline()
+        reply = read_line()
     except (OSError, KeyboardInterrupt):
         return False
     return reply.strip().lower() in ("y", "yes")
