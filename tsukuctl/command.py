@@ -11,7 +11,6 @@ import argparse
 import sys
 
 from tsukuctl import verbosity
-from tsukuctl.answer import read_line
 from tsukuctl.client import Client
 from tsukud.terminal import terminal_safe
 
@@ -85,6 +84,8 @@ def ask_on_terminal(question: dict[str, Any]) -> bool | int:
     asked = terminal_safe(str(question.get("question", "Continue?")), one_line=True)
     sys.stderr.write(f"{message}\n{asked} [y/N] ")
     sys.stderr.flush()
+    from tsukuctl.answer import read_line  # only when asked
+
     try:
         reply = read_line()
     except (OSError, KeyboardInterrupt):
