@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 
+from tsukuctl.answer import read_line
 from tsukud.terminal import terminal_safe
 
 TYPE_CHECKING = False
@@ -40,7 +41,7 @@ def choose_on_terminal(question: dict[str, Any]) -> int:
         sys.stderr.write(f"{asked} [1-{count}, 0 or Enter for none] ")
         sys.stderr.flush()
         try:
-            reply = sys.stdin.readline()
+            reply = read_line()
         except (OSError, KeyboardInterrupt):
             return 0
         if not reply:

@@ -84,8 +84,10 @@ def ask_on_terminal(question: dict[str, Any]) -> bool | int:
     asked = terminal_safe(str(question.get("question", "Continue?")), one_line=True)
     sys.stderr.write(f"{message}\n{asked} [y/N] ")
     sys.stderr.flush()
+    from tsukuctl.answer import read_line  # only when asked
+
     try:
-        reply = sys.stdin.readline()
+        reply = read_line()
     except (OSError, KeyboardInterrupt):
         return False
     return reply.strip().lower() in ("y", "yes")

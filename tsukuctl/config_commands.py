@@ -16,6 +16,7 @@ import os
 import sys
 
 from tsukuctl import render
+from tsukuctl.answer import read_line
 from tsukuctl.command import can_ask, err, out
 from tsukud import paths
 from tsukud.errors import ConfigError, UsageError
@@ -166,7 +167,7 @@ def _edit(path: Path) -> int:
                 )
             sys.stderr.write("Edit again? [Y/n] ")
             sys.stderr.flush()
-            if sys.stdin.readline().strip().lower() in ("n", "no"):
+            if read_line().strip().lower() in ("n", "no"):
                 keep = True
                 raise ConfigError(f"{path} is unchanged; the edit is kept in {tmp}")
         if after == before:

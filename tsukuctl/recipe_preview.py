@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 
 from tsukuctl import render
+from tsukuctl.answer import read_line
 from tsukuctl.command import err, out
 
 TYPE_CHECKING = False
@@ -115,7 +116,7 @@ def _ask(prompt: str, stream: Any = None) -> str | None:
     stream.write(prompt)
     stream.flush()
     try:
-        line = sys.stdin.readline()
+        line = read_line()
     except OSError:
         return None
     if not line:

@@ -89,6 +89,10 @@ def test_twenty_greedy_creates_never_pass_the_budget(world: FakeGitHub) -> None:
                 and e["payload"]["error_code"] == "budget_exceeded"
                 and e["payload"]["run_cost_usd"]
             ]
+            # Every file the greedy asked for was read (tests/integration/create/greedy.py:
+            # without them no run outgrows its reservation), so two admitted runs cannot
+            # both finish within $1.50 and one is stopped at its ceiling.
+            assert greedy.refused_reads == 0
             assert stopped, "a greedy run is stopped at its ceiling after spending"
             status = json.loads(t.ctl("status", "--json", check=True).stdout)["budget"]
             assert status["reserved_usd"] == 0 and status["spent_usd"] <= 1.50
