@@ -7,7 +7,7 @@ The plan lists primitive steps the way tsuku decomposes composite actions
 ``install_binaries``), each with its parameters resolved for the platform (URLs,
 file names) and the recipe's own spelling of what it installs, in tsuku's current plan
 format (``format_version`` 5: field names, order and nesting as in tsuku's golden
-plans, docs/plan.md). For downloads it carries the URL, the checksum and the size we
+plans, docs/install.md "Plans"). For downloads it carries the URL, the checksum and the size we
 already know (the recipe's own checksum, GitHub's asset digest and size, a bottle's
 manifest digest). Nothing is downloaded to compute one: a plan is a preview, and the
 install checks every file anyway; where tsuku's plan holds a value only its download
