@@ -88,7 +88,7 @@ from tsukud.recipe import (
     render_verify,
     require_supported,
 )
-from tsukud.recipe.render import render_command
+from tsukud.recipe.render import render_command, takes_first_match
 
 if TYPE_CHECKING:
     from tsukud.install.installer import Installer
@@ -275,6 +275,7 @@ class InstallAttempt:
                 assets=assets,
                 github_url=inst.github_url(),
                 bottles={i: b.ref for i, b in self.bottles.items()},
+                take_first=takes_first_match(recipe),
             )
             root = self.staging / "root"
             for step in rendered:

@@ -635,9 +635,13 @@ def render_recipe(
     assets: Sequence[str] | None = None,
     github_url: str = DEFAULT_GITHUB_URL,
     bottles: Mapping[int, BottleRef] | None = None,
+    take_first: bool = False,
 ) -> list[RenderedStep]:
     """All steps selected for ``target``; raises if any of them cannot be installed.
-    ``bottles``: the looked-up bottle of each ``homebrew`` step, by step index."""
+    ``bottles``: the looked-up bottle of each ``homebrew`` step, by step index.
+    ``take_first``: read a wildcard over several assets as tsuku does (the installer
+    passes :func:`takes_first_match`); strict by default, so writing and validating a
+    recipe never picks among several builds."""
     name = recipe.metadata.name
     out: list[RenderedStep] = []
     url_steps: list[tuple[int, UrlStep]] = []
@@ -652,7 +656,7 @@ def render_recipe(
                     github_url=github_url,
                     index=index,
                     recipe_name=name,
-                    take_first=takes_first_match(recipe),
+                    take_first=take_first,
                 )
             )
         elif isinstance(step, EcosystemStep):

@@ -19,6 +19,7 @@ from tsukud.recipe import (
 )
 from tsukud.recipe.model import AmbiguousAsset, Binary, GoInstallStep, InstallBinariesStep
 from tsukud.recipe.plan import plan_recipe
+from tsukud.recipe.render import takes_first_match
 
 LINUX = Platform("linux", "amd64", "glibc")
 V = ResolvedVersion("12.6.77", "12.6.77")
@@ -176,15 +177,19 @@ ASSETS = [
 
 def test_a_registry_wildcard_takes_the_first_match_and_a_written_one_refuses() -> None:
     v = ResolvedVersion("2025", "2025")
-    (taken,) = render_recipe(parse_recipe(WILDCARD), v, LINUX, assets=ASSETS)
+    registry = parse_recipe(WILDCARD)
+    assert takes_first_match(registry)
+    # Rendering is strict unless told (create's checks and validation never pick).
+    with pytest.raises(AmbiguousAsset, match="matches 2 assets"):
+        render_recipe(registry, v, LINUX, assets=ASSETS)
+    (taken,) = render_recipe(registry, v, LINUX, assets=ASSETS, take_first=True)
     assert taken.asset_name == ASSETS[0]
     assert taken.warning is not None and ASSETS[1] in taken.warning
     assert ASSETS[2] not in taken.warning
     written = WILDCARD.replace('name = "py"', 'name = "py"\ngenerated_by = "tsuku 0.1.0"')
-    with pytest.raises(AmbiguousAsset, match="matches 2 assets"):
-        render_recipe(parse_recipe(written), v, LINUX, assets=ASSETS)
+    assert not takes_first_match(parse_recipe(written))
     # One match is one match either way: no warning.
-    (one,) = render_recipe(parse_recipe(WILDCARD), v, LINUX, assets=ASSETS[:1])
+    (one,) = render_recipe(registry, v, LINUX, assets=ASSETS[:1], take_first=True)
     assert one.warning is None
 
 
