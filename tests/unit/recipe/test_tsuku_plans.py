@@ -49,6 +49,61 @@ def _same(ours: dict[str, Any], golden: dict[str, Any]) -> None:
     assert json.dumps(ours, indent=2) == json.dumps(golden, indent=2)
 
 
+def _github_archive_golden(
+    *,
+    tool: str,
+    version: str,
+    file: str,
+    sha: str,
+    url: str,
+    size: int,
+    binaries: list[str],
+    verify: dict[str, str],
+) -> dict[str, Any]:
+    """The shape of tsuku's format-5 golden plan for a ``github_archive`` in directory
+    mode with ``strip_dirs = 1`` on linux/amd64 (debian): python-standalone's and
+    perl's goldens are this, field for field, with their own values."""
+    fmt = "tar.xz" if file.endswith(".tar.xz") else "tar.gz"
+    return {
+        "format_version": 5,
+        "storage_version": 1,
+        "tool": tool,
+        "version": version,
+        "platform": {"os": "linux", "arch": "amd64", "linux_family": "debian"},
+        "deterministic": True,
+        "steps": [
+            {
+                "action": "download_file",
+                "params": {"checksum": sha, "checksum_algo": "sha256", "dest": file, "url": url},
+                "evaluable": True,
+                "deterministic": True,
+                "url": url,
+                "checksum": sha,
+                "size": size,
+            },
+            {
+                "action": "extract",
+                "params": {"archive": file, "format": fmt, "strip_dirs": 1},
+                "evaluable": True,
+                "deterministic": True,
+            },
+            {
+                "action": "chmod",
+                "params": {"files": binaries},
+                "evaluable": True,
+                "deterministic": True,
+            },
+            {
+                "action": "install_binaries",
+                "params": {"binaries": binaries, "install_mode": "directory"},
+                "evaluable": True,
+                "deterministic": True,
+            },
+        ],
+        "verify": verify,
+    }
+
+
 CA_CERTIFICATES = """
 [metadata]
 name = "ca-certificates"
@@ -256,49 +311,16 @@ PY_ASSETS = (
     "cpython-3.10.19+20251217-aarch64-unknown-linux-gnu-install_only.tar.gz",
 )
 # golden: embedded/python-standalone/v20251217-linux-debian-amd64.json (format 5)
-PY_GOLDEN = {
-    "format_version": 5,
-    "storage_version": 1,
-    "tool": "python-standalone",
-    "version": "20251217",
-    "platform": {"os": "linux", "arch": "amd64", "linux_family": "debian"},
-    "deterministic": True,
-    "steps": [
-        {
-            "action": "download_file",
-            "params": {
-                "checksum": PY_SHA,
-                "checksum_algo": "sha256",
-                "dest": PY_FILE,
-                "url": PY_URL,
-            },
-            "evaluable": True,
-            "deterministic": True,
-            "url": PY_URL,
-            "checksum": PY_SHA,
-            "size": 43215542,
-        },
-        {
-            "action": "extract",
-            "params": {"archive": PY_FILE, "format": "tar.gz", "strip_dirs": 1},
-            "evaluable": True,
-            "deterministic": True,
-        },
-        {
-            "action": "chmod",
-            "params": {"files": ["bin/python3", "bin/pip3"]},
-            "evaluable": True,
-            "deterministic": True,
-        },
-        {
-            "action": "install_binaries",
-            "params": {"binaries": ["bin/python3", "bin/pip3"], "install_mode": "directory"},
-            "evaluable": True,
-            "deterministic": True,
-        },
-    ],
-    "verify": {"command": "python3 --version", "pattern": "Python 3."},
-}
+PY_GOLDEN = _github_archive_golden(
+    tool="python-standalone",
+    version="20251217",
+    file=PY_FILE,
+    sha=PY_SHA,
+    url=PY_URL,
+    size=43215542,
+    binaries=["bin/python3", "bin/pip3"],
+    verify={"command": "python3 --version", "pattern": "Python 3."},
+)
 
 
 def _python_plan(text: str) -> Plan:
@@ -353,49 +375,16 @@ PERL_FILE = "perl-linux-amd64.tar.xz"
 PERL_SHA = "b2f927d3e932cd3cfc2c3482bcdba832dfded9ddd7109774674c2c9fdc49567f"
 PERL_URL = "https://github.com/skaji/relocatable-perl/releases/download/5.42.0.0/" + PERL_FILE
 # golden: embedded/perl/v5.42.0.0-linux-debian-amd64.json (format 5)
-PERL_GOLDEN = {
-    "format_version": 5,
-    "storage_version": 1,
-    "tool": "perl",
-    "version": "5.42.0.0",
-    "platform": {"os": "linux", "arch": "amd64", "linux_family": "debian"},
-    "deterministic": True,
-    "steps": [
-        {
-            "action": "download_file",
-            "params": {
-                "checksum": PERL_SHA,
-                "checksum_algo": "sha256",
-                "dest": PERL_FILE,
-                "url": PERL_URL,
-            },
-            "evaluable": True,
-            "deterministic": True,
-            "url": PERL_URL,
-            "checksum": PERL_SHA,
-            "size": 14832372,
-        },
-        {
-            "action": "extract",
-            "params": {"archive": PERL_FILE, "format": "tar.xz", "strip_dirs": 1},
-            "evaluable": True,
-            "deterministic": True,
-        },
-        {
-            "action": "chmod",
-            "params": {"files": ["bin/perl", "bin/cpanm"]},
-            "evaluable": True,
-            "deterministic": True,
-        },
-        {
-            "action": "install_binaries",
-            "params": {"binaries": ["bin/perl", "bin/cpanm"], "install_mode": "directory"},
-            "evaluable": True,
-            "deterministic": True,
-        },
-    ],
-    "verify": {"command": "perl -v"},
-}
+PERL_GOLDEN = _github_archive_golden(
+    tool="perl",
+    version="5.42.0.0",
+    file=PERL_FILE,
+    sha=PERL_SHA,
+    url=PERL_URL,
+    size=14832372,
+    binaries=["bin/perl", "bin/cpanm"],
+    verify={"command": "perl -v"},
+)
 
 
 def test_perl_plans_as_tsuku_plans_it() -> None:
