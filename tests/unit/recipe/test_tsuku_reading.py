@@ -3,8 +3,11 @@ recipe here is a small one of our own in the shape a registry recipe uses."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from tests.unit.recipe.test_registry_quirks import _bench
 from tsukud.install.ecosystem.versions import version_package
 from tsukud.recipe import (
     Platform,
@@ -193,8 +196,7 @@ def test_a_registry_wildcard_takes_the_first_match_and_a_written_one_refuses() -
     assert one.warning is None
 
 
-def test_fallback_urls_read_as_urls_and_render_with_the_step() -> None:
-    text = """[metadata]
+ZIG_LIKE = """[metadata]
 name = "z"
 
 [[steps]]
@@ -212,6 +214,10 @@ arch_mapping = { amd64 = "x86_64" }
 action = "install_binaries"
 binaries = ["z"]
 """
+
+
+def test_fallback_urls_read_as_urls_and_render_with_the_step() -> None:
+    text = ZIG_LIKE
     recipe = parse_recipe(text)
     (rendered,) = render_recipe(recipe, ResolvedVersion("1.0", "1.0"), LINUX)
     assert rendered.url == "https://a.test/z-x86_64-1.0.tar.xz"
@@ -243,3 +249,30 @@ executables = ["gotool"]
     assert version_package(step, recipe.version) == "example.com/suite"
     bare = parse_recipe(text.replace('module = "example.com/suite"\n', ""))
     assert version_package(step, bare.version) == "example.com/suite/tools/gotool"
+
+
+def test_the_coverage_bench_counts_per_action_the_recipes_that_plan(tmp_path: Path) -> None:
+    """Issue 30 item 5's first half: per action, the recipes using it and those of
+    them that plan it on every standard platform where it serves."""
+    (tmp_path / "zig.toml").write_text(ZIG_LIKE)
+    (tmp_path / "py.toml").write_text(WILDCARD)  # a wildcard: stood in by one asset
+    (tmp_path / "rpath.toml").write_text(
+        ZIG_LIKE.replace('name = "z"', 'name = "r"')
+        + '\n[[steps]]\naction = "set_rpath"\nbinaries = ["z"]\nrpath = "$ORIGIN"\n'
+    )
+    report = _bench().measure(sorted(tmp_path.glob("*.toml")))
+    assert dict(report.uses) == {
+        "download": 2,
+        "extract": 2,
+        "install_binaries": 2,
+        "github_archive": 1,
+        "set_rpath": 1,
+    }
+    assert dict(report.plans) == {
+        "download": 2,
+        "extract": 2,
+        "install_binaries": 2,
+        "github_archive": 1,
+        "set_rpath": 0,
+    }
+    assert "      0/1      set_rpath" in report.lines()
