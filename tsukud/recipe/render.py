@@ -117,6 +117,9 @@ class RenderedStep(msgspec.Struct, frozen=True, kw_only=True):
     fallback_urls: tuple[str, ...] = ()
     # Said to the person (plan, install): a wildcard that matched several assets.
     warning: str | None = None
+    # Outputs that are files, not commands (``outputs = [{ src = "cacert.pem", dest =
+    # "share/ca-certificates/cacert.pem" }]``): placed in the tool's tree, not linked.
+    files: tuple[InstallBinary, ...] = ()
 
 
 class VerifyCheck(msgspec.Struct, frozen=True, kw_only=True):
@@ -423,6 +426,7 @@ class _WorkFile(msgspec.Struct, kw_only=True):
     fallback_urls: tuple[str, ...] = ()
     # The name pins and records use when it differs from ``name`` (a bottle's blob).
     asset: str | None = None
+    files: tuple[InstallBinary, ...] = ()
 
 
 def expand_url(template: str, resolved: ResolvedVersion, os_name: str, arch: str) -> str:
@@ -580,6 +584,9 @@ def _fold_url_steps(
             version=version,
             target=target,
         )
+        if step.outputs is not None and work.install_mode != "directory":
+            others = tuple(o for o in step.outputs if o not in step.binaries)
+            work.files = _install_binaries(others, directory=True, version=version, target=target)
     # A bottle is installed whole even when no install_binaries names a command in
     # it (a library such as ncurses).
     return [w for w in files.values() if w.binaries is not None or w.action == HomebrewStep.ACTION]
@@ -622,6 +629,7 @@ def render_url_steps(
             signature_key_fingerprint=work.signature[2] if work.signature else None,
             commands=work.commands,
             fallback_urls=work.fallback_urls,
+            files=work.files,
         )
         for work in works
     ]
