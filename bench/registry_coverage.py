@@ -13,8 +13,12 @@ missing action or the other way round:
 * **supported**: every step of the recipe is one tsuku runs.
 
 Keys the format does not model are kept (and written back) by the parser; they are
-counted here so new registry keys get noticed. No network, no daemon. The last line
-reads ``parsed P/N, supported S/N``.
+counted here so new registry keys get noticed. Each parsed recipe is also planned
+(``tsukuctl plan``'s pure planner) on the four standard platforms at a stand-in version,
+with the release's assets and a bottle stood in by names its patterns match (no network):
+per action, how many of the recipes using it plan that action on every platform where
+it serves, so a gap in planning is seen beside a gap in support. No network, no
+daemon. The last line reads ``parsed P/N, supported S/N``.
 """
 
 from __future__ import annotations
@@ -33,14 +37,28 @@ if str(REPO) not in sys.path:  # `python bench/x.py` puts bench/ first, not the 
     sys.path.insert(0, str(REPO))
 
 from tsukud.recipe import (  # noqa: E402
+    STANDARD_PLATFORMS,
+    GitHubArchiveStep,
+    GitHubFileStep,
+    HomebrewStep,
+    Recipe,
     RecipeParseError,
+    ResolvedVersion,
+    UnsupportedPlatform,
+    check_platform,
     load_recipe,
+    matching_steps,
     unknown_keys,
     unsupported_actions,
 )
+from tsukud.recipe.homebrew import BottleRef  # noqa: E402
+from tsukud.recipe.plan import plan_recipe  # noqa: E402
+from tsukud.recipe.render import expand, mapped  # noqa: E402
 
 NAME = "registry_coverage"
 _INDEX = re.compile(r"\[\d+\]")
+_CLASS = re.compile(r"\[\^?([^\]])[^\]]*\]")
+STAND_IN = ResolvedVersion("1.0.0", "v1.0.0")
 
 
 @dataclass
@@ -52,6 +70,9 @@ class Coverage:
     unsupported: Counter[str] = field(default_factory=Counter)
     unknown: Counter[str] = field(default_factory=Counter)
     examples: dict[str, str] = field(default_factory=dict)
+    # action → recipes using it, and of those the ones whose plan has it everywhere
+    uses: Counter[str] = field(default_factory=Counter)
+    plans: Counter[str] = field(default_factory=Counter)
 
     def lines(self, show: int = 10) -> list[str]:
         n = self.total
@@ -62,6 +83,12 @@ class Coverage:
         out.append(f"parsed but unsupported: {self.parsed - self.supported}")
         for action, count in self.unsupported.most_common(show):
             out.append(f"  {count:5d}  {action}")
+        if self.uses:
+            out.append(
+                "plans per action (recipes that plan it on every platform it serves / using it):"
+            )
+            for action, count in self.uses.most_common():
+                out.append(f"  {self.plans[action]:5d}/{count:<5d}  {action}")
         if self.unknown:
             out.append(f"unknown keys (kept, not fatal): {sum(self.unknown.values())}")
             for key, count in self.unknown.most_common(show):
@@ -89,11 +116,60 @@ def measure(paths: Iterable[Path]) -> Coverage:
             continue
         report.parsed += 1
         report.unknown.update(_INDEX.sub("[]", k) for k in unknown_keys(recipe))
+        for action, planned in planned_actions(recipe).items():
+            report.uses[action] += 1
+            report.plans[action] += planned
         missing = unsupported_actions(recipe)
         report.unsupported.update(missing)
         if not missing:
             report.supported += 1
     return report
+
+
+def _matching_name(pattern: str) -> str:
+    """A file name ``pattern`` (a Go glob) matches: what a release would have to list."""
+    return _CLASS.sub(r"\1", pattern).replace("*", "x").replace("?", "x")
+
+
+def planned_actions(recipe: Recipe) -> dict[str, bool]:
+    """Each action of ``recipe`` → whether the planner plans it on every standard
+    platform where one of its steps serves (at ``STAND_IN``; a GitHub release stood in
+    by one asset per pattern, a bottle by a made-up blob). An action serving nowhere
+    there (a musl-only ``apk_install``, a platform the metadata rules out) is not
+    counted."""
+    out: dict[str, bool] = {}
+    for target in STANDARD_PLATFORMS:
+        try:
+            check_platform(recipe, target)
+        except UnsupportedPlatform:  # the recipe rules the platform out: nothing to plan
+            continue
+        selected = matching_steps(recipe, target, STAND_IN.version)
+        if not selected:
+            continue
+        assets: list[str] = []
+        bottles: dict[int, BottleRef] = {}
+        for index, step in selected:
+            if isinstance(step, GitHubArchiveStep | GitHubFileStep):
+                os_name, arch = mapped(step, target)
+                name = expand(step.asset_pattern, version=STAND_IN.version, os=os_name, arch=arch)
+                assets.append(_matching_name(name))
+            elif isinstance(step, HomebrewStep):
+                bottles[index] = BottleRef(
+                    formula=step.formula,
+                    pkg_version=STAND_IN.version,
+                    platform_tag="stand_in",
+                    url=f"https://ghcr.test/{step.formula}",
+                    sha256="0" * 64,
+                )
+        plan = plan_recipe(
+            recipe, STAND_IN, target, install_dir="{install_dir}", assets=assets, bottles=bottles
+        )
+        whole = any(gap.index is None for gap in plan.unsupported)
+        gaps = {gap.index for gap in plan.unsupported}
+        for index, step in selected:
+            ok = not whole and index not in gaps
+            out[step.action] = out.get(step.action, True) and ok
+    return out
 
 
 def default_registry() -> Path:

@@ -31,12 +31,17 @@ def _describe(step: dict[str, Any]) -> str:
     action = step["action"]
     if action == "download_file":
         text = f"{step.get('url') or p.get('url')} -> {p.get('dest')}"
-        if step.get("checksum"):
-            text += f"  {step['checksum']}"
+        checksum = step.get("checksum") or p.get("checksum")
+        if checksum:
+            text += f"  sha256:{checksum}"
         elif p.get("checksum_url"):
             text += f"  (checksum from {p['checksum_url']})"
+        elif "checksum" in (step.get("computed_at_download") or []):
+            text += "  (sha256 computed when downloaded)"
         if p.get("signature_url"):
             text += f"  (signed by {p.get('signature_key_fingerprint')})"
+        if p.get("fallback_urls"):
+            text += f"  (mirrors: {', '.join(p['fallback_urls'])})"
         return text
     if action == "extract":
         strip = f", strip_dirs {p['strip_dirs']}" if p.get("strip_dirs") else ""
@@ -44,7 +49,10 @@ def _describe(step: dict[str, Any]) -> str:
     if action == "chmod":
         return ", ".join(p.get("files") or [])
     if action == "install_binaries":
-        pairs = ", ".join(f"{b['src']} -> {b['dest']}" for b in p.get("binaries") or [])
+        entries = (p.get("outputs") or []) + (p.get("binaries") or [])
+        pairs = ", ".join(
+            f"{b['src']} -> {b['dest']}" if isinstance(b, dict) else str(b) for b in entries
+        )
         mode = p.get("install_mode")
         return pairs + (f" ({mode} mode)" if mode and mode != "binaries" else "")
     return " ".join(f"{k}={v}" for k, v in sorted(p.items()))
@@ -62,8 +70,11 @@ def plan_lines(plan: dict[str, Any]) -> list[str]:
         lines.append(f"  {n:2d}. {step['action']:<{width}}  {_describe(step)}")
     verify = plan.get("verify")
     if verify:
-        expects = ", ".join(verify.get("patterns") or []) or "exit code only"
+        patterns = verify.get("patterns") or ([verify["pattern"]] if verify.get("pattern") else [])
+        expects = ", ".join(patterns) or "exit code only"
         lines.append(f"verify  {verify['command']}  (expects {expects})")
+    for warning in plan.get("warnings") or []:
+        lines.append(f"warning: {warning}")
     for gap in plan.get("unsupported") or []:
         at = f"steps[{gap['index']}] " if gap.get("index") is not None else ""
         lines.append(f"unsupported on {gap['platform']}: {at}{gap['action']}: {gap['reason']}")

@@ -124,9 +124,11 @@ class TreeAssembler:
 
     def _add_binaries(self, step: RenderedStep, unpacked: Path, where: str) -> None:
         # Every source is found before any is moved, so a missing one is reported
-        # against the whole unpacked asset.
-        placed: list[tuple[Path, str]] = []  # (source, dest)
-        for b in step.binaries:
+        # against the whole unpacked asset. ``files`` (outputs that are not commands,
+        # ca-certificates' share/…/cacert.pem) are placed the same way, not linked.
+        placed: list[tuple[Path, str, bool]] = []  # (source, dest, a command)
+        entries = [(b, True) for b in step.binaries] + [(f, False) for f in step.files]
+        for b, command in entries:
             src = safe_rel(b.src, f"{where}: binary src")
             dest = safe_rel(b.dest, f"{where}: binary dest")
             real = resolve_inside(unpacked, src)
@@ -134,9 +136,9 @@ class TreeAssembler:
                 strip = f" (after strip_dirs={step.strip_dirs})" if step.strip_dirs else ""
                 reason = f"{b.src} is not a file in {step.asset_name}{strip}"
                 raise _not_found(where, reason, unpacked)
-            placed.append((real, dest))
+            placed.append((real, dest, command))
         self.root.mkdir(exist_ok=True)
-        for real, dest in placed:
+        for real, dest, command in placed:
             target = self.root / dest
             earlier = self._moved.get(real)
             if earlier == target:  # listed twice with the same dest: already there
@@ -153,4 +155,5 @@ class TreeAssembler:
                 shutil.copyfile(earlier, target)
             mode = 0o755 if dest.startswith("bin/") or executable else 0o644
             os.chmod(target, mode)
-            self.binaries[posixpath.basename(dest)] = dest
+            if command:
+                self.binaries[posixpath.basename(dest)] = dest

@@ -52,6 +52,7 @@ from tsukud.install.commands import check_may_run, command_env, question, run_on
 from tsukud.install.context import InstallContext, ProgressFn
 from tsukud.install.download import (
     ChecksumMismatch,
+    DownloadError,
     DownloadResult,
     check_sha256,
     download,
@@ -88,7 +89,7 @@ from tsukud.recipe import (
     render_verify,
     require_supported,
 )
-from tsukud.recipe.render import render_command
+from tsukud.recipe.render import render_command, takes_first_match
 
 CHECKSUM_FILE_MAX = 1024 * 1024
 
@@ -271,6 +272,7 @@ class InstallAttempt:
                 assets=assets,
                 github_url=inst.github_url(),
                 bottles={i: b.ref for i, b in self.bottles.items()},
+                take_first=takes_first_match(recipe),
             )
             root = self.staging / "root"
             for step in rendered:
@@ -485,6 +487,8 @@ class InstallAttempt:
         assert self.staging is not None
         self.stage = "download"
         require_pinned_asset(loaded.recipe, res.version, step.asset_name)  # before fetching
+        if step.warning:  # a wildcard over several assets took the first, as tsuku does
+            await self.progress("asset_chosen", file=step.asset_name, message=step.warning)
         downloads = self.staging / "downloads"
         downloads.mkdir(exist_ok=True)
         local_name = step.asset_name.replace("/", "_") or "asset"
@@ -497,34 +501,57 @@ class InstallAttempt:
                 "downloading", file=step.asset_name, bytes=done, total=total, version=res.version
             )
 
-        if fmt.is_tar and step.signature_url is None:
-            # Unpack while downloading (the extractor reads the bytes as they arrive);
-            # the result is only used once the whole file's checksum has passed.
-            def consume(link: Path, length: int | None) -> Any:
-                return extract(
-                    link, unpack, fmt, strip_dirs=step.strip_dirs, limits=_stream_limits(length)
-                )
+        streamed = fmt.is_tar and step.signature_url is None
+        dest = downloads / f"{step.index}-{local_name}"
+        urls = (step.url, *step.fallback_urls)
+        for n, url in enumerate(urls):
+            # The primary URL, then each mirror in order when the one before failed
+            # (download's fallback_urls); whichever serves is held to the same checks.
+            try:
+                if streamed:
+                    # Unpack while downloading (the extractor reads the bytes as they
+                    # arrive); the result is only used once the checksum has passed.
+                    def consume(link: Path, length: int | None) -> Any:
+                        return extract(
+                            link,
+                            unpack,
+                            fmt,
+                            strip_dirs=step.strip_dirs,
+                            limits=_stream_limits(length),
+                        )
 
-            (downloads / str(step.index)).mkdir()
-            result, unpacked = await download_streaming(
-                inst.http,
-                step.url,
-                downloads / str(step.index) / local_name,
-                consume,
-                max_bytes=inst.max_download_bytes,
-                on_progress=on_progress,
-                headers=self._headers(step),
-            )
-        else:
-            dest = downloads / f"{step.index}-{local_name}"
-            result = await download(
-                inst.http,
-                step.url,
-                dest,
-                max_bytes=inst.max_download_bytes,
-                on_progress=on_progress,
-                headers=self._headers(step),
-            )
+                    (downloads / str(step.index)).mkdir(exist_ok=True)
+                    result, unpacked = await download_streaming(
+                        inst.http,
+                        url,
+                        downloads / str(step.index) / local_name,
+                        consume,
+                        max_bytes=inst.max_download_bytes,
+                        on_progress=on_progress,
+                        headers=self._headers(step),
+                    )
+                else:
+                    result = await download(
+                        inst.http,
+                        url,
+                        dest,
+                        max_bytes=inst.max_download_bytes,
+                        on_progress=on_progress,
+                        headers=self._headers(step),
+                    )
+                break
+            except DownloadError as exc:
+                if n + 1 == len(urls):
+                    raise
+                await self.progress(
+                    "download_failed",
+                    file=step.asset_name,
+                    url=url,
+                    message=f"{url} failed ({exc.message}); trying {urls[n + 1]}",
+                )
+                shutil.rmtree(unpack, ignore_errors=True)
+                shutil.rmtree(downloads / str(step.index), ignore_errors=True)
+                dest.unlink(missing_ok=True)
         self.stage = "checksum"
         checked = await self._check(step, res, loaded, result)
         signed_by = None
@@ -535,7 +562,7 @@ class InstallAttempt:
             "verified_checksum", file=step.asset_name, sha256=result.sha256, checked=checked
         )
         self.stage = "extract"
-        if fmt.is_tar and step.signature_url is None:
+        if streamed:
             await self.progress("extracting", file=step.asset_name, format=fmt.value, streamed=True)
             if unpacked.error is not None:
                 raise unpacked.error
@@ -547,7 +574,7 @@ class InstallAttempt:
             os.unlink(dest)
         record = {
             "name": step.asset_name,
-            "url": step.url,
+            "url": url,
             "size": result.size,
             "sha256": result.sha256,
             "digest_checked": "github_digest" in checked,

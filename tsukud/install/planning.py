@@ -31,9 +31,10 @@ from tsukud.recipe.homebrew import BottleRef
 from tsukud.recipe.model import UnsupportedVersionSource, VersionNotFound
 from tsukud.recipe.plan import (
     PLAN_FORMAT_VERSION,
+    PLAN_STORAGE_VERSION,
     Plan,
-    PlanPlatform,
     UnsupportedStep,
+    plan_platform,
     plan_recipe,
 )
 
@@ -102,6 +103,7 @@ async def plan_tool(
         install_dir=str(layout.tool_dir(inst.home, tool, resolved.version)),
         assets=release.asset_names if release is not None else None,
         digests={a.name: a.sha256 for a in release.assets if a.sha256} if release else None,
+        sizes={a.name: a.size for a in release.assets if a.size} if release else None,
         github_url=inst.github_url(),
         bottles=bottles,
         bottle_problem=problem,
@@ -126,9 +128,11 @@ def _unresolved_plan(
     )
     plan = Plan(
         format_version=PLAN_FORMAT_VERSION,
+        storage_version=PLAN_STORAGE_VERSION,
         tool=recipe.metadata.name,
         version="",
-        platform=PlanPlatform(os=target.os, arch=target.arch, libc=target.libc),
+        platform=plan_platform(target),
+        deterministic=True,
         steps=(),
         unsupported=(gap,),
     )

@@ -54,6 +54,13 @@ class BottleRef(msgspec.Struct, frozen=True, kw_only=True):
     def asset_name(self) -> str:
         return f"{self.formula}--{self.pkg_version}.{self.platform_tag}.bottle.tar.gz"
 
+    @property
+    def work_file(self) -> str:
+        """What tsuku saves the blob as in the work directory (``openssl@3.tar.gz``):
+        the name a plan's ``download_file`` and ``extract`` carry. ``asset_name`` stays
+        the name pins and records use."""
+        return f"{self.formula}.tar.gz"
+
 
 def image_name(formula: str) -> str:
     """``GitHubPackages.image_formula_name``: ``openssl@3`` → ``openssl/3``,
@@ -160,9 +167,8 @@ def formula_of(recipe: Recipe) -> str | None:
     section = recipe.version
     step = next((s for s in recipe.steps if isinstance(s, HomebrewStep)), None)
     if section is not None and section.source == HOMEBREW_SOURCE:
-        named = section.extra.get("formula")
-        if isinstance(named, str) and named:
-            return named
+        if section.formula:
+            return section.formula
         return step.formula if step is not None else recipe.metadata.name
     if step is None or (section is not None and (section.source or section.github_repo)):
         return None

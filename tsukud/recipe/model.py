@@ -263,6 +263,9 @@ class DownloadStep(_StepBase, frozen=True, kw_only=True):
     signature_url: str | None = None
     signature_key_url: str | None = None
     signature_key_fingerprint: str | None = None
+    # Mirrors tried in order when ``url`` fails, each held to the same checksum rules
+    # (zig's community mirrors); ``{version}``, ``{os}``, ``{arch}`` are filled in.
+    fallback_urls: tuple[str, ...] | None = None
     os_mapping: dict[str, str] | None = None
     arch_mapping: dict[str, str] | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
@@ -277,8 +280,9 @@ class DownloadArchiveStep(_StepBase, frozen=True, kw_only=True):
     url: str
     archive_format: str | None = None
     strip_dirs: int | None = None
-    # Empty only in directory mode: the whole tree is the tool, no command is linked
-    # (nvm's shell scripts).
+    # Empty in directory mode: the whole tree is the tool, no command is linked (nvm's
+    # shell scripts). Empty otherwise: download and unpack only, and a later
+    # ``install_binaries`` takes the tree (cuda-runtime), as tsuku reads it.
     binaries: tuple[Binary, ...] = ()
     install_mode: str | None = None
     checksum_url: str | None = None
@@ -295,6 +299,9 @@ class ExtractStep(_StepBase, frozen=True, kw_only=True):
     archive: str
     format: str | None = None
     strip_dirs: int | None = None
+    # ``{os}``/``{arch}`` in ``archive`` take the same spellings as the download's URL.
+    os_mapping: dict[str, str] | None = None
+    arch_mapping: dict[str, str] | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
@@ -315,10 +322,11 @@ class InstallBinariesStep(_StepBase, frozen=True, kw_only=True):
     action: Literal["install_binaries"] = "install_binaries"
     binaries: tuple[Binary, ...] = ()
     install_mode: str | None = None
-    # tsuku's newer spelling (``outputs = ["bin/tmux"]``): what the step exports, an
-    # entry under ``bin/`` being a command. Read, ``binaries`` is those commands (the
-    # rest lives in the tool's directory in directory mode); written back as it was.
-    outputs: tuple[str, ...] | None = None
+    # tsuku's newer spelling (``outputs = ["bin/tmux"]``, or ``{src, dest}`` tables):
+    # what the step exports, an entry landing under ``bin/`` being a command. Read,
+    # ``binaries`` is those commands (the rest lives in the tool's directory in
+    # directory mode); written back as it was.
+    outputs: tuple[Binary, ...] | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
@@ -454,6 +462,9 @@ class Metadata(msgspec.Struct, frozen=True, kw_only=True):
     binaries: tuple[str, ...] | None = None
     dependencies: tuple[str, ...] | None = None
     runtime_dependencies: tuple[str, ...] | None = None
+    # More recipes to install first, beside ``dependencies`` (tsuku's key; read and
+    # written back, not installed yet).
+    extra_dependencies: tuple[str, ...] | None = None
     supported_os: tuple[str, ...] | None = None
     supported_arch: tuple[str, ...] | None = None
     supported_libc: tuple[str, ...] | None = None
@@ -482,6 +493,11 @@ class VersionSection(msgspec.Struct, frozen=True, kw_only=True):
     url: str | None = None
     version_path: str | None = None
     stable_qualifiers: tuple[str, ...] | None = None
+    # The name the version is looked up under for ``homebrew`` (``formula``, or a
+    # ``cask``) and ``goproxy`` (``module``) sources, when it differs from the tool's.
+    formula: str | None = None
+    cask: str | None = None
+    module: str | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
@@ -609,8 +625,8 @@ def _check_step(recipe_name: str, index: int, step: SupportedStep) -> None:
             action=step.action,
             step=index,
         )
-    if step.extra:
-        names = ", ".join(sorted(step.extra))
+    if unmodelled_parameters(step):
+        names = ", ".join(unmodelled_parameters(step))
         raise UnsupportedFeature(
             f"{where}: {step.action} parameter {names} is not supported yet",
             recipe=recipe_name,
@@ -731,7 +747,7 @@ def unsupported_actions(recipe: Recipe) -> list[str]:
         ):
             found = [step.action]
         else:  # a parameter install refuses (requires_sudo, ...) makes the step unusable
-            found = [f"{step.action} parameter {k}" for k in sorted(_set_keys(step.extra))]
+            found = [f"{step.action} parameter {k}" for k in unmodelled_parameters(step)]
         out += [what for what in found if what not in out]
     source = recipe.version.source if recipe.version is not None else None
     if source not in SUPPORTED_VERSION_SOURCES:
@@ -749,11 +765,25 @@ def unknown_keys(recipe: Recipe) -> list[str]:
         if step.when is not None:
             out += [f"steps[{i}].when.{k}" for k in _set_keys(step.when.extra)]
         if not isinstance(step, GenericStep):
-            out += [f"steps[{i}].{k}" for k in _set_keys(step.extra)]
+            out += [
+                f"steps[{i}].{k}" for k in _set_keys(step.extra) if k not in KNOWN_IGNORED_STEP_KEYS
+            ]
     if recipe.verify is not None:
         out += [f"verify.{k}" for k in _set_keys(recipe.verify.extra)]
     out += _set_keys(recipe.extra)
     return out
+
+
+# Step keys tsuku's registry writes where the action has no use for them (``files``
+# beside an action that names none, ``os_mapping`` on a step without ``{os}``): tsuku
+# ignores them there, and so do we; they stay in ``extra`` and are written back.
+KNOWN_IGNORED_STEP_KEYS = frozenset({"files", "os_mapping"})
+
+
+def unmodelled_parameters(step: SupportedStep) -> list[str]:
+    """Parameters of ``step`` that install would have to honour but cannot (sorted):
+    set (not ``""``), not modelled, and not among the keys tsuku ignores too."""
+    return sorted(k for k in _set_keys(step.extra) if k not in KNOWN_IGNORED_STEP_KEYS)
 
 
 def _set_keys(extra: Mapping[str, Any]) -> list[str]:

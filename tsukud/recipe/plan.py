@@ -5,9 +5,13 @@ The plan lists primitive steps the way tsuku decomposes composite actions
 (``github_archive`` and ``download_archive`` → ``download_file`` + ``extract`` +
 ``chmod`` + ``install_binaries``; ``github_file`` → ``download_file`` + ``chmod`` +
 ``install_binaries``), each with its parameters resolved for the platform (URLs,
-file names, binaries' destinations) and, for downloads, the URL and the checksum we
-already know (the recipe's own, or GitHub's asset digest). Nothing is downloaded to
-compute one: a plan is a preview, and the install checks every file anyway.
+file names) and the recipe's own spelling of what it installs, in tsuku's current plan
+format (``format_version`` 5: field names, order and nesting as in tsuku's golden
+plans, docs/install.md "Plans"). For downloads it carries the URL, the checksum and the size we
+already know (the recipe's own checksum, GitHub's asset digest and size, a bottle's
+manifest digest). Nothing is downloaded to compute one: a plan is a preview, and the
+install checks every file anyway; where tsuku's plan holds a value only its download
+gives, the step names that field in ``computed_at_download``.
 
 An action we cannot run (or a step we cannot resolve) is not an error here: it is
 listed in ``unsupported`` with the platform, so ``tsukuctl plan`` over a whole registry
@@ -28,6 +32,7 @@ import msgspec
 from tsukud.recipe.homebrew import BottleRef
 from tsukud.recipe.model import (
     RUNNABLE_ECOSYSTEM_ACTIONS,
+    Binary,
     ChmodStep,
     DownloadArchiveStep,
     DownloadStep,
@@ -43,13 +48,14 @@ from tsukud.recipe.model import (
     RunCommandStep,
     Step,
     UnsupportedPlatform,
+    Verify,
     check_platform,
     matching_steps,
+    unmodelled_parameters,
 )
 from tsukud.recipe.platform import Platform
 from tsukud.recipe.render import (
     DEFAULT_GITHUB_URL,
-    InstallBinary,
     RenderedStep,
     expand,
     expand_url,
@@ -57,36 +63,61 @@ from tsukud.recipe.render import (
     mapped,
     render_command,
     render_step,
-    render_verify,
+    takes_first_match,
     url_file_name,
     url_format,
 )
+from tsukud.recipe.toml_io import commands_of_outputs
 from tsukud.recipe.version import ResolvedVersion
 
-# tsuku's installation-plan format version this shape follows.
-PLAN_FORMAT_VERSION = 3
+# tsuku's installation-plan format (internal/executor: ``format_version`` 5 and the
+# ``storage_version`` marker its golden plans carry).
+PLAN_FORMAT_VERSION = 5
+PLAN_STORAGE_VERSION = 1
+
+# Actions whose outcome a plan cannot pin (tsuku's ``evaluable: false``) and those whose
+# result varies with the toolchain (``deterministic: false``).
+_NOT_EVALUABLE = frozenset(
+    {"run_command", "homebrew_relocate", *RUNNABLE_ECOSYSTEM_ACTIONS, "cpan_install"}
+)
+_NOT_DETERMINISTIC = frozenset({*RUNNABLE_ECOSYSTEM_ACTIONS, "cpan_install"})
+
+# A value tsuku's plan holds only because tsuku downloaded the file to plan it (the
+# sha256 of a file no checksum names, a bottle's size): listed by field in a step's
+# ``computed_at_download`` instead of being left out silently.
+_CHECKSUM_FIELDS = ("checksum", "size", "params.checksum", "params.checksum_algo")
 
 
 class PlanStep(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """One primitive step: ``params`` as tsuku's plan has them; ``url`` and ``checksum``
-    (``sha256:<hex>``) only for downloads, and only when known."""
+    """One primitive step in tsuku's shape: ``params`` (keys sorted, as Go writes a
+    map), ``evaluable`` and ``deterministic``; ``url``, ``checksum`` (hex) and ``size``
+    when tsuku's plan has them, i.e. for a file tsuku fetched while planning. A value
+    only that fetch gives is named in ``computed_at_download`` (this project's key)."""
 
     action: str
     params: dict[str, Any]
+    evaluable: bool
+    deterministic: bool
     url: str | None = None
     checksum: str | None = None
+    size: int | None = None
+    computed_at_download: tuple[str, ...] = ()
 
 
-class PlanVerify(msgspec.Struct, frozen=True, kw_only=True):
+class PlanVerify(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The recipe's verify command and pattern as written (tsuku fills in
+    ``{version}``/``{install_dir}`` when it runs them); ``patterns`` only for a recipe
+    that lists several (this project's key)."""
+
     command: str
-    patterns: tuple[str, ...] = ()
-    exit_code: int = 0
+    pattern: str | None = None
+    patterns: tuple[str, ...] | None = None
 
 
 class PlanPlatform(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     os: str
     arch: str
-    libc: str | None = None
+    linux_family: str | None = None
 
 
 class UnsupportedStep(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -98,15 +129,23 @@ class UnsupportedStep(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
     index: int | None = None
 
 
-class Plan(msgspec.Struct, frozen=True, kw_only=True):
+class Plan(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """tsuku's installation plan (format 5: fields, order and nesting as its golden
+    plans have them), then this project's own keys: ``unsupported`` (what cannot be
+    planned here) and ``warnings`` (a wildcard that matched several assets)."""
+
     format_version: int
+    storage_version: int
     tool: str
     version: str
     platform: PlanPlatform
+    deterministic: bool
     steps: tuple[PlanStep, ...]
     verify: PlanVerify | None = None
+    recipe_type: str | None = None
     # What tsuku cannot run (or resolve) for this platform; empty for a full plan.
-    unsupported: tuple[UnsupportedStep, ...] = ()
+    unsupported: tuple[UnsupportedStep, ...]
+    warnings: tuple[str, ...] = ()
 
 
 class PlanContext(msgspec.Struct, frozen=True, kw_only=True):
@@ -117,12 +156,16 @@ class PlanContext(msgspec.Struct, frozen=True, kw_only=True):
     target: Platform
     assets: tuple[str, ...] | None = None
     digests: Mapping[str, str] = msgspec.field(default_factory=dict)
+    sizes: Mapping[str, int] = msgspec.field(default_factory=dict)
     github_url: str = DEFAULT_GITHUB_URL
     install_dir: str = "{install_dir}"
     # The bottle of each homebrew step (by index) the caller looked up, or why not.
     bottles: Mapping[int, BottleRef] = msgspec.field(default_factory=dict)
     bottle_problem: str | None = None
     runtime_dependencies: tuple[str, ...] = ()
+    take_first: bool = False
+    # Said while planning (a wildcard that took the first of several assets).
+    warnings: list[str] = msgspec.field(default_factory=list)
 
     def where(self, index: int) -> str:
         return f"{self.recipe_name}: steps[{index}]"
@@ -131,39 +174,91 @@ class PlanContext(msgspec.Struct, frozen=True, kw_only=True):
 StepPlanner = Callable[[Any, int, PlanContext], list[PlanStep]]
 
 
-def _sha256(value: str | None) -> str | None:
+def _hex(value: str | None) -> str | None:
     if not value:
         return None
-    return "sha256:" + value.strip().lower().removeprefix("sha256:")
+    return value.strip().lower().removeprefix("sha256:")
 
 
-def _binaries_param(binaries: Sequence[InstallBinary]) -> list[dict[str, str]]:
-    return [{"src": b.src, "dest": b.dest} for b in binaries]
+def _params(**values: Any) -> dict[str, Any]:
+    """Params as tsuku's JSON has them: unset ones left out, keys in sorted order."""
+    return {k: values[k] for k in sorted(values) if values[k] is not None}
+
+
+def primitive(action: str, **params: Any) -> PlanStep:
+    return PlanStep(
+        action=action,
+        params=_params(**params),
+        evaluable=action not in _NOT_EVALUABLE,
+        deterministic=action not in _NOT_DETERMINISTIC,
+    )
+
+
+def _entries(binaries: Sequence[Binary], version: str, target: Platform) -> list[Any]:
+    """``binaries``/``outputs`` as the recipe wrote them (a path, or a ``{src, dest}``
+    table), templates filled in: tsuku's plan keeps the recipe's spelling."""
+    out: list[Any] = []
+    for b in binaries:
+        src = expand(b.src, version=version, os=target.os, arch=target.arch)
+        if b.dest is None:
+            out.append(src)
+        else:
+            dest = expand(b.dest, version=version, os=target.os, arch=target.arch)
+            out.append({"dest": dest, "src": src})
+    return out
+
+
+def _fetched(
+    url: str,
+    dest: str,
+    checksum: str | None,
+    size: int | None,
+    *,
+    algo: bool = True,
+    **params: Any,
+) -> PlanStep:
+    """A ``download_file`` tsuku made while planning (a composite's archive, a
+    bottle): the top-level ``url``/``checksum``/``size`` of its plan, and the checksum
+    in ``params`` too (with ``checksum_algo``, but for a bottle). What only that
+    download would tell is marked, not left out."""
+    missing: list[str] = []
+    if checksum is None:
+        missing += ["checksum", "params.checksum"] + (["params.checksum_algo"] if algo else [])
+    if size is None:
+        missing.append("size")
+    body = _params(
+        url=url,
+        dest=dest,
+        checksum=checksum,
+        checksum_algo="sha256" if checksum and algo else None,
+        **params,
+    )
+    return PlanStep(
+        action="download_file",
+        params=body,
+        evaluable=True,
+        deterministic=True,
+        url=url,
+        checksum=checksum,
+        size=size,
+        computed_at_download=tuple(sorted(missing, key=_CHECKSUM_FIELDS.index)),
+    )
 
 
 def _unpack_steps(
-    name: str, rendered_format: str, strip_dirs: int, binaries: Sequence[InstallBinary], mode: str
+    name: str,
+    rendered_format: str,
+    strip_dirs: int,
+    entries: list[Any],
+    chmod: list[str],
+    mode: str,
 ) -> list[PlanStep]:
     """The ``extract`` + ``chmod`` + ``install_binaries`` a composite decomposes into."""
     return [
-        PlanStep(
-            action="extract",
-            params={"archive": name, "format": rendered_format, "strip_dirs": strip_dirs},
-        ),
-        PlanStep(action="chmod", params={"files": [b.src for b in binaries]}),
-        PlanStep(
-            action="install_binaries",
-            params={"binaries": _binaries_param(binaries), "install_mode": mode},
-        ),
+        primitive("extract", archive=name, format=rendered_format, strip_dirs=strip_dirs),
+        primitive("chmod", files=chmod),
+        primitive("install_binaries", binaries=entries, install_mode=mode),
     ]
-
-
-def _download_file(url: str, dest: str, checksum: str | None, **params: Any) -> PlanStep:
-    body: dict[str, Any] = {"url": url, "dest": dest}
-    if checksum:
-        body.update(checksum=checksum.removeprefix("sha256:"), checksum_algo="sha256")
-    body.update((k, v) for k, v in params.items() if v is not None)
-    return PlanStep(action="download_file", params=body, url=url, checksum=checksum)
 
 
 def _github(
@@ -177,21 +272,27 @@ def _github(
         github_url=ctx.github_url,
         index=index,
         recipe_name=ctx.recipe_name,
+        take_first=ctx.take_first,
     )
-    checksum = _sha256(ctx.digests.get(rendered.asset_name))
-    fetch = _download_file(
+    if rendered.warning:
+        ctx.warnings.append(rendered.warning)
+    fetch = _fetched(
         rendered.url,
         rendered.download_name,
-        checksum,
+        _hex(ctx.digests.get(rendered.asset_name)),
+        ctx.sizes.get(rendered.asset_name),
         checksum_url=rendered.checksum_url,
     )
+    version = ctx.resolved.version
     if isinstance(step, GitHubFileStep):
+        written = (Binary(step.binary),) if step.binary is not None else step.binaries or ()
         return [
             fetch,
-            PlanStep(action="chmod", params={"files": [rendered.download_name]}),
-            PlanStep(
-                action="install_binaries",
-                params={"binaries": _binaries_param(rendered.binaries), "install_mode": "binaries"},
+            primitive("chmod", files=[rendered.download_name]),
+            primitive(
+                "install_binaries",
+                binaries=_entries(written, version, ctx.target),
+                install_mode="binaries",
             ),
         ]
     return [
@@ -200,13 +301,16 @@ def _github(
             rendered.asset_name,
             rendered.archive_format.value,
             rendered.strip_dirs,
-            rendered.binaries,
+            _entries(step.binaries, version, ctx.target),
+            [b.src for b in rendered.binaries],
             rendered.install_mode,
         ),
     ]
 
 
 def _download(step: DownloadStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """``download_file`` with a pinned checksum is planned as written, as tsuku plans
+    it; otherwise (``download``, or no checksum) tsuku fetched the file to plan it."""
     os_name, arch = mapped(step, ctx.target)
     version = ctx.resolved.version
 
@@ -218,17 +322,26 @@ def _download(step: DownloadStep, index: int, ctx: PlanContext) -> list[PlanStep
         dest = expand(step.dest, version=version, os=os_name, arch=arch)
     else:
         dest = url_file_name(url, ctx.where(index))
-    return [
-        _download_file(
-            url,
-            dest,
-            _sha256(step.checksum),
-            checksum_url=url_of(step.checksum_url),
-            signature_url=url_of(step.signature_url),
-            signature_key_url=url_of(step.signature_key_url),
-            signature_key_fingerprint=step.signature_key_fingerprint,
-        )
-    ]
+    fallback = [url_of(u) for u in step.fallback_urls] if step.fallback_urls else None
+    extra: dict[str, Any] = {
+        "checksum_url": url_of(step.checksum_url),
+        "fallback_urls": fallback,
+        "signature_url": url_of(step.signature_url),
+        "signature_key_url": url_of(step.signature_key_url),
+        "signature_key_fingerprint": step.signature_key_fingerprint,
+    }
+    if step.action == "download_file" and step.checksum:
+        return [
+            primitive(
+                "download_file",
+                url=url,
+                dest=dest,
+                checksum=_hex(step.checksum),
+                checksum_algo=step.checksum_algo,
+                **extra,
+            )
+        ]
+    return [_fetched(url, dest, _hex(step.checksum), None, **extra)]
 
 
 def _download_archive(step: DownloadArchiveStep, index: int, ctx: PlanContext) -> list[PlanStep]:
@@ -239,44 +352,51 @@ def _download_archive(step: DownloadArchiveStep, index: int, ctx: PlanContext) -
         expand_url(step.checksum_url, ctx.resolved, os_name, arch) if step.checksum_url else None
     )
     mode = (step.install_mode or "binaries").lower()
+    fmt = url_format(step.archive_format, name, ctx.where(index)).value
+    fetch = _fetched(url, name, None, None, checksum_url=checksum_url)
+    if not step.binaries and mode != "directory":  # download and unpack only
+        return [
+            fetch,
+            primitive("extract", archive=name, format=fmt, strip_dirs=step.strip_dirs or 0),
+        ]
     binaries = install_binaries_for(step.binaries, mode, ctx.resolved.version, ctx.target)
     return [
-        _download_file(url, name, None, checksum_url=checksum_url),
+        fetch,
         *_unpack_steps(
             name,
-            url_format(step.archive_format, name, ctx.where(index)).value,
+            fmt,
             step.strip_dirs or 0,
-            binaries,
+            _entries(step.binaries, ctx.resolved.version, ctx.target),
+            [b.src for b in binaries],
             mode,
         ),
     ]
 
 
 def _extract(step: ExtractStep, index: int, ctx: PlanContext) -> list[PlanStep]:
-    t = ctx.target
-    name = expand(step.archive, version=ctx.resolved.version, os=t.os, arch=t.arch)
+    os_name, arch = mapped(step, ctx.target)
+    name = expand(step.archive, version=ctx.resolved.version, os=os_name, arch=arch)
     fmt = url_format(step.format, name, ctx.where(index)).value
-    return [
-        PlanStep(
-            action="extract",
-            params={"archive": name, "format": fmt, "strip_dirs": step.strip_dirs or 0},
-        )
-    ]
+    return [primitive("extract", archive=name, format=fmt, strip_dirs=step.strip_dirs or 0)]
 
 
 def _chmod(step: ChmodStep, index: int, ctx: PlanContext) -> list[PlanStep]:
     t, v = ctx.target, ctx.resolved.version
     files = [expand(f, version=v, os=t.os, arch=t.arch) for f in step.files]
-    return [PlanStep(action="chmod", params={"files": files})]
+    return [primitive("chmod", files=files)]
 
 
 def _install_binaries(step: InstallBinariesStep, index: int, ctx: PlanContext) -> list[PlanStep]:
-    mode = (step.install_mode or "binaries").lower()
-    binaries = install_binaries_for(step.binaries, mode, ctx.resolved.version, ctx.target)
+    """As written: ``binaries`` or ``outputs`` (paths or tables), ``install_mode``
+    only when the recipe names one."""
+    t, v = ctx.target, ctx.resolved.version
+    written = step.outputs is not None and step.binaries == commands_of_outputs(step.outputs)
     return [
-        PlanStep(
-            action="install_binaries",
-            params={"binaries": _binaries_param(binaries), "install_mode": mode},
+        primitive(
+            "install_binaries",
+            outputs=_entries(step.outputs, v, t) if step.outputs is not None else None,
+            binaries=None if written or not step.binaries else _entries(step.binaries, v, t),
+            install_mode=step.install_mode,
         )
     ]
 
@@ -286,12 +406,13 @@ def _run_command(step: RunCommandStep, index: int, ctx: PlanContext) -> list[Pla
     install time)."""
     t = ctx.target
     command = expand(step.command, version=ctx.resolved.version, os=t.os, arch=t.arch)
-    params = {
-        "command": render_command(command, work_dir="{work_dir}", install_dir=ctx.install_dir)
-    }
-    if step.description:
-        params["description"] = step.description
-    return [PlanStep(action="run_command", params=params)]
+    return [
+        primitive(
+            "run_command",
+            command=render_command(command, work_dir="{work_dir}", install_dir=ctx.install_dir),
+            description=step.description,
+        )
+    ]
 
 
 def _ecosystem(step: EcosystemStep, index: int, ctx: PlanContext) -> list[PlanStep]:
@@ -306,34 +427,20 @@ def _ecosystem(step: EcosystemStep, index: int, ctx: PlanContext) -> list[PlanSt
         "version": ctx.resolved.tag,
         "executables": list(step.executables),
     }
-    return [PlanStep(action=step.action, params=params)]
+    return [primitive(step.action, **params)]
 
 
 def _homebrew(step: HomebrewStep, index: int, ctx: PlanContext) -> list[PlanStep]:
-    """A bottle: its blob (URL and the manifest's digest), unpacked without its
-    ``<formula>/<version>/`` directories, then relocated (docs/install.md)."""
+    """A bottle as tsuku plans it: the blob saved as ``<formula>.tar.gz`` (URL and the
+    manifest's digest), unpacked without its ``<formula>/<version>/`` directories, then
+    relocated (docs/install.md)."""
     bottle = ctx.bottles.get(index)
     if bottle is None:
         raise RecipeError(ctx.bottle_problem or f"the bottle of {step.formula} was not looked up")
-    checksum = _sha256(bottle.sha256)
     return [
-        _download_file(bottle.url, bottle.asset_name, checksum),
-        PlanStep(
-            action="extract",
-            params={"archive": bottle.asset_name, "format": "tar.gz", "strip_dirs": 2},
-        ),
-        PlanStep(
-            action="homebrew_relocate",
-            params={
-                "formula": bottle.formula,
-                "pkg_version": bottle.pkg_version,
-                "bottle_tag": bottle.platform_tag,
-                "install_dir": ctx.install_dir,
-                "runtime_dependencies": list(ctx.runtime_dependencies),
-                "text": "@@HOMEBREW_*@@ placeholders → the tool's and dependencies' dirs",
-                "elf": "placeholder RPATH → $ORIGIN-relative DT_RPATH; interpreter → system loader",
-            },
-        ),
+        _fetched(bottle.url, bottle.work_file, _hex(bottle.sha256), None, algo=False),
+        primitive("extract", archive=bottle.work_file, format="tar.gz", strip_dirs=2),
+        primitive("homebrew_relocate", formula=bottle.formula),
     ]
 
 
@@ -367,8 +474,8 @@ def _plan_step(step: Step, index: int, ctx: PlanContext) -> list[PlanStep] | Uns
             platform=where,
             reason=f"action {step.action} is not supported yet",
         )
-    if not isinstance(step, GenericStep) and step.extra:
-        names = ", ".join(sorted(step.extra))
+    if not isinstance(step, GenericStep) and unmodelled_parameters(step):
+        names = ", ".join(unmodelled_parameters(step))
         return UnsupportedStep(
             index=index,
             action=step.action,
@@ -389,12 +496,14 @@ def plan_recipe(
     install_dir: str,
     assets: Sequence[str] | None = None,
     digests: Mapping[str, str] | None = None,
+    sizes: Mapping[str, int] | None = None,
     github_url: str = DEFAULT_GITHUB_URL,
     bottles: Mapping[int, BottleRef] | None = None,
     bottle_problem: str | None = None,
 ) -> Plan:
     """The plan for ``recipe`` at ``resolved`` on ``target``. ``install_dir`` fills
-    ``{install_dir}`` in the verify command (where the tool would be installed)."""
+    ``{install_dir}`` in a ``run_command`` (where the tool would be installed);
+    ``digests`` and ``sizes`` are the release's, by asset name."""
     name = recipe.metadata.name
     ctx = PlanContext(
         recipe_name=name,
@@ -402,11 +511,13 @@ def plan_recipe(
         target=target,
         assets=tuple(assets) if assets is not None else None,
         digests=dict(digests or {}),
+        sizes=dict(sizes or {}),
         github_url=github_url,
         install_dir=install_dir,
         bottles=dict(bottles or {}),
         bottle_problem=bottle_problem,
         runtime_dependencies=tuple(recipe.metadata.runtime_dependencies or ()),
+        take_first=takes_first_match(recipe),
     )
     steps: list[PlanStep] = []
     unsupported: list[UnsupportedStep] = []
@@ -428,22 +539,26 @@ def plan_recipe(
                     action="*", platform=str(target), reason=f"no step of {name} installs here"
                 )
             )
-    rendered = render_verify(recipe.verify, resolved.version, install_dir)
-    verify = (
-        PlanVerify(
-            command=rendered.check.command,
-            patterns=rendered.check.patterns,
-            exit_code=rendered.check.exit_code,
-        )
-        if rendered is not None
-        else None
-    )
     return Plan(
         format_version=PLAN_FORMAT_VERSION,
+        storage_version=PLAN_STORAGE_VERSION,
         tool=name,
         version=resolved.version,
-        platform=PlanPlatform(os=target.os, arch=target.arch, libc=target.libc),
+        platform=plan_platform(target),
+        deterministic=all(s.deterministic for s in steps),
         steps=tuple(steps),
-        verify=verify,
+        verify=_verify(recipe.verify),
+        recipe_type=recipe.metadata.type if recipe.metadata.type == "library" else None,
         unsupported=tuple(unsupported),
+        warnings=tuple(ctx.warnings),
     )
+
+
+def plan_platform(target: Platform) -> PlanPlatform:
+    return PlanPlatform(os=target.os, arch=target.arch, linux_family=target.linux_family)
+
+
+def _verify(verify: Verify | None) -> PlanVerify | None:
+    if verify is None or not verify.command:
+        return None
+    return PlanVerify(command=verify.command, pattern=verify.pattern, patterns=verify.patterns)

@@ -113,6 +113,13 @@ class RenderedStep(msgspec.Struct, frozen=True, kw_only=True):
     # (its work directory) before the tool is assembled, ``{version}`` filled in;
     # ``{work_dir}`` and ``{install_dir}`` by whoever runs them (``render_command``).
     commands: tuple[tuple[int, str], ...] = ()
+    # Mirrors tried in order when ``url`` fails (download's ``fallback_urls``).
+    fallback_urls: tuple[str, ...] = ()
+    # Said to the person (plan, install): a wildcard that matched several assets.
+    warning: str | None = None
+    # Outputs that are files, not commands (``outputs = [{ src = "cacert.pem", dest =
+    # "share/ca-certificates/cacert.pem" }]``): placed in the tool's tree, not linked.
+    files: tuple[InstallBinary, ...] = ()
 
 
 class VerifyCheck(msgspec.Struct, frozen=True, kw_only=True):
@@ -136,7 +143,7 @@ def expand(template: str, *, version: str, os: str, arch: str) -> str:
 
 
 def mapped(
-    step: InstallStep | DownloadStep | DownloadArchiveStep, target: Platform
+    step: InstallStep | DownloadStep | DownloadArchiveStep | ExtractStep, target: Platform
 ) -> tuple[str, str]:
     """The OS and arch spellings a step's asset names use; unmapped keys pass through."""
     os_name = (step.os_mapping or {}).get(target.os, target.os)
@@ -187,10 +194,20 @@ def match_asset(pattern: str, assets: Sequence[str], *, where: str = "") -> str:
     """The one asset ``pattern`` names. Zero or several matches is an error listing the
     candidates: picking the first in API order, as the reference does, silently installs
     the wrong build when a release adds a variant (``-musl``, ``-lsp``)."""
+    return first_asset(pattern, assets, where=where, take_first=False)[0]
+
+
+def first_asset(
+    pattern: str, assets: Sequence[str], *, where: str = "", take_first: bool
+) -> tuple[str, str | None]:
+    """The asset ``pattern`` names and, when it matched several and ``take_first`` (a
+    registry recipe, read as tsuku reads it: the first match in the release's order),
+    a warning naming the others. Without ``take_first`` (a recipe this project wrote)
+    several matches are an error, as in :func:`match_asset`."""
     prefix = f"{where}: " if where else ""
     if not has_wildcard(pattern):
         if pattern in assets:
-            return pattern
+            return pattern, None
         raise AssetNotFound(
             f"{prefix}no release asset named {pattern}; the release has: {_listing(assets)}",
             pattern=pattern,
@@ -199,7 +216,14 @@ def match_asset(pattern: str, assets: Sequence[str], *, where: str = "") -> str:
     regex = _glob_regex(pattern)
     hits = [name for name in assets if regex.fullmatch(name)]
     if len(hits) == 1:
-        return hits[0]
+        return hits[0], None
+    if hits and take_first:
+        others = _listing(hits[1:])
+        return (
+            hits[0],
+            f"{prefix}{pattern} matches {len(hits)} assets; took {hits[0]} "
+            f"as tsuku does (not {others})",
+        )
     if not hits:
         raise AssetNotFound(
             f"{prefix}no release asset matches {pattern}; the release has: {_listing(assets)}",
@@ -251,11 +275,12 @@ def archive_format_of(
 
 def release_url(repo: str, tag: str, asset: str, github_url: str = DEFAULT_GITHUB_URL) -> str:
     """``{github_url}/{owner}/{repo}/releases/download/{tag}/{asset}``; the tag is
-    percent-encoded because monorepo tags contain ``/`` (``kustomize/v5.7.1``)."""
+    percent-encoded because monorepo tags contain ``/`` (``kustomize/v5.7.1``); ``+``
+    stays as it is, as in tsuku's plans (``cpython-3.10.19+20251217-…``)."""
     owner, _, name = repo.partition("/")
     return (
         f"{github_url.rstrip('/')}/{quote(owner, safe='')}/{quote(name, safe='')}"
-        f"/releases/download/{quote(tag, safe='')}/{quote(asset, safe='')}"
+        f"/releases/download/{quote(tag, safe='+')}/{quote(asset, safe='+')}"
     )
 
 
@@ -297,17 +322,20 @@ def render_step(
     github_url: str = DEFAULT_GITHUB_URL,
     index: int = 0,
     recipe_name: str = "",
+    take_first: bool = False,
 ) -> RenderedStep:
     """One step's asset for ``target`` at ``resolved``.
 
     ``assets`` (the release's asset names) is required when the pattern has wildcards;
-    when given it is also used to check that an exact name exists.
+    when given it is also used to check that an exact name exists. ``take_first``: a
+    wildcard over several assets takes the first, with a warning (:func:`first_asset`).
     """
     where = f"{recipe_name}: steps[{index}]" if recipe_name else f"steps[{index}]"
     os_name, arch = mapped(step, target)
     name = expand(step.asset_pattern, version=resolved.version, os=os_name, arch=arch)
+    warning = None
     if assets is not None:
-        name = match_asset(name, assets, where=where)
+        name, warning = first_asset(name, assets, where=where, take_first=take_first)
     elif has_wildcard(name):
         raise AssetMatchError(
             f"{where}: asset pattern {name} has wildcards; the release's asset list is needed"
@@ -344,6 +372,7 @@ def render_step(
                 target=target,
             ),
             checksum_url=checksum_url,
+            warning=warning,
         )
     if step.binary is not None:
         binaries = _install_binaries(
@@ -366,7 +395,15 @@ def render_step(
         strip_dirs=0,
         install_mode="binaries",
         binaries=binaries,
+        warning=warning,
     )
+
+
+def takes_first_match(recipe: Recipe) -> bool:
+    """A recipe this project did not write (no ``generated_by``: tsuku's registry, a
+    person's file) is read as tsuku reads it, a wildcard taking the first of several
+    assets; one this project wrote stays strict (one match or an error)."""
+    return recipe.metadata.generated_by is None
 
 
 class _WorkFile(msgspec.Struct, kw_only=True):
@@ -386,6 +423,10 @@ class _WorkFile(msgspec.Struct, kw_only=True):
     binaries: tuple[InstallBinary, ...] | None = None
     signature: tuple[str, str, str] | None = None  # (signature_url, key_url, fingerprint)
     commands: tuple[tuple[int, str], ...] = ()
+    fallback_urls: tuple[str, ...] = ()
+    # The name pins and records use when it differs from ``name`` (a bottle's blob).
+    asset: str | None = None
+    files: tuple[InstallBinary, ...] = ()
 
 
 def expand_url(template: str, resolved: ResolvedVersion, os_name: str, arch: str) -> str:
@@ -441,10 +482,11 @@ def _fold_url_steps(
                 raise RecipeError(f"{where}: the bottle of {step.formula} was not looked up")
             # The whole keg is the tool (its lib/ beside bin/): directory mode, with
             # the bottle's <formula>/<version>/ stripped.
-            files[bottle.asset_name] = _WorkFile(
+            files[bottle.work_file] = _WorkFile(
                 index=index,
                 action=step.action,
-                name=bottle.asset_name,
+                name=bottle.work_file,
+                asset=bottle.asset_name,
                 url=bottle.url,
                 checksum=bottle.sha256,
                 format=ArchiveFormat.TAR_GZ,
@@ -469,6 +511,9 @@ def _fold_url_steps(
             )
             if isinstance(step, DownloadStep):
                 work.checksum = step.checksum
+                work.fallback_urls = tuple(
+                    expand_url(u, resolved, os_name, arch) for u in step.fallback_urls or ()
+                )
                 if step.signature_url and step.signature_key_url and step.signature_key_fingerprint:
                     work.signature = (
                         expand_url(step.signature_url, resolved, os_name, arch),
@@ -480,19 +525,22 @@ def _fold_url_steps(
                 work.format = url_format(step.archive_format, name, where)
                 work.strip_dirs = step.strip_dirs or 0
                 work.install_mode = mode
-                work.binaries = _install_binaries(
-                    step.binaries,
-                    directory=mode == "directory",
-                    version=version,
-                    target=target,
-                )
-                work.chmod = tuple(b.src for b in work.binaries)
+                if step.binaries or mode == "directory":
+                    work.binaries = _install_binaries(
+                        step.binaries,
+                        directory=mode == "directory",
+                        version=version,
+                        target=target,
+                    )
+                    work.chmod = tuple(b.src for b in work.binaries)
+                # else: download and unpack only; a later install_binaries takes it
             if name in files:
                 raise _unsupported(where, f"downloading {name} twice")
             files[name] = work
             continue
         if isinstance(step, ExtractStep):
-            name = expand(step.archive, version=version, os=target.os, arch=target.arch)
+            ext_os, ext_arch = mapped(step, target)
+            name = expand(step.archive, version=version, os=ext_os, arch=ext_arch)
             work_or_none = files.get(name)
             if work_or_none is None or work_or_none.format is not ArchiveFormat.RAW:
                 raise _unsupported(where, f"extract of {name} (no earlier step downloaded it)")
@@ -536,6 +584,9 @@ def _fold_url_steps(
             version=version,
             target=target,
         )
+        if step.outputs is not None and work.install_mode != "directory":
+            others = tuple(o for o in step.outputs if o not in step.binaries)
+            work.files = _install_binaries(others, directory=True, version=version, target=target)
     # A bottle is installed whole even when no install_binaries names a command in
     # it (a library such as ncurses).
     return [w for w in files.values() if w.binaries is not None or w.action == HomebrewStep.ACTION]
@@ -563,7 +614,7 @@ def render_url_steps(
             repo="",
             version=resolved.version,
             tag=resolved.tag,
-            asset_name=work.name,
+            asset_name=work.asset or work.name,
             url=work.url,
             download_name=work.name,
             archive_format=work.format,
@@ -577,6 +628,8 @@ def render_url_steps(
             signature_key_url=work.signature[1] if work.signature else None,
             signature_key_fingerprint=work.signature[2] if work.signature else None,
             commands=work.commands,
+            fallback_urls=work.fallback_urls,
+            files=work.files,
         )
         for work in works
     ]
@@ -590,9 +643,13 @@ def render_recipe(
     assets: Sequence[str] | None = None,
     github_url: str = DEFAULT_GITHUB_URL,
     bottles: Mapping[int, BottleRef] | None = None,
+    take_first: bool = False,
 ) -> list[RenderedStep]:
     """All steps selected for ``target``; raises if any of them cannot be installed.
-    ``bottles``: the looked-up bottle of each ``homebrew`` step, by step index."""
+    ``bottles``: the looked-up bottle of each ``homebrew`` step, by step index.
+    ``take_first``: read a wildcard over several assets as tsuku does (the installer
+    passes :func:`takes_first_match`); strict by default, so writing and validating a
+    recipe never picks among several builds."""
     name = recipe.metadata.name
     out: list[RenderedStep] = []
     url_steps: list[tuple[int, UrlStep]] = []
@@ -607,6 +664,7 @@ def render_recipe(
                     github_url=github_url,
                     index=index,
                     recipe_name=name,
+                    take_first=take_first,
                 )
             )
         elif isinstance(step, EcosystemStep):

@@ -271,6 +271,10 @@ def _url(value: Any, path: str) -> str:
     return text
 
 
+def _url_list(value: Any, path: str) -> tuple[str, ...]:
+    return tuple(_url(item, f"{path}[{i}]") for i, item in enumerate(_str_list(value, path)))
+
+
 def _archive_format(value: Any, path: str) -> str:
     text = _str(value, path)
     if text.lower() not in ARCHIVE_FORMAT_ALIASES:
@@ -307,30 +311,31 @@ def _binaries(value: Any, path: str) -> tuple[Binary, ...]:
     return tuple(_binary(item, f"{path}[{i}]") for i, item in enumerate(value))
 
 
-def _outputs(value: Any, path: str) -> tuple[str, ...]:
+def _outputs(value: Any, path: str) -> tuple[Binary, ...]:
+    """tsuku's ``outputs``: paths (``"bin/tmux"``) or ``{src, dest}`` tables
+    (``{ src = "cacert.pem", dest = "share/ca-certificates/cacert.pem" }``), as in
+    ``binaries``."""
     if not isinstance(value, list) or not value:
-        _expected(path, "a non-empty array of paths", value)
-    return tuple(_file_path(item, f"{path}[{i}]") for i, item in enumerate(value))
+        _expected(path, "a non-empty array of paths or {src, dest} tables", value)
+    return tuple(_binary(item, f"{path}[{i}]") for i, item in enumerate(value))
 
 
-def commands_of_outputs(outputs: tuple[str, ...]) -> tuple[Binary, ...]:
-    """tsuku infers which outputs are commands from the path: those under ``bin/``."""
-    return tuple(Binary(o) for o in outputs if o.replace("\\", "/").startswith("bin/"))
+def commands_of_outputs(outputs: tuple[Binary, ...]) -> tuple[Binary, ...]:
+    """tsuku infers which outputs are commands from where they land: under ``bin/``."""
+    return tuple(o for o in outputs if (o.dest or o.src).replace("\\", "/").startswith("bin/"))
 
 
 def _binaries_or_outputs(known: dict[str, Any], table: Mapping[str, Any], path: str) -> None:
     """``install_binaries`` names its files as ``binaries`` or (tsuku's newer spelling)
-    ``outputs``; ``download_archive`` may name none only in directory mode."""
+    ``outputs``, or none in directory mode (the whole tree, libcap's bottle), as tsuku
+    reads it. A ``download_archive`` without binaries only downloads and unpacks: a
+    later ``install_binaries`` takes the tree (cuda-runtime)."""
     action = table.get("action")
-    if action == InstallBinariesStep.ACTION:
-        if "binaries" not in known:
-            if "outputs" not in known:
-                raise _Bad(f"{path}.binaries", "required (or outputs)")
+    if action == InstallBinariesStep.ACTION and "binaries" not in known:
+        if "outputs" in known:
             known["binaries"] = commands_of_outputs(known["outputs"])
-    elif action == DownloadArchiveStep.ACTION and "binaries" not in known:
-        directory = (known.get("install_mode") or "").lower() == "directory"
-        if not directory:
-            raise _Bad(f"{path}.binaries", 'required (unless install_mode = "directory")')
+        elif (known.get("install_mode") or "").lower() != "directory":
+            raise _Bad(f"{path}.binaries", 'required (or outputs, or install_mode = "directory")')
 
 
 def _split(
@@ -378,6 +383,7 @@ _METADATA: dict[str, Conv] = {
     "binaries": _str_list,
     "dependencies": _str_list,
     "runtime_dependencies": _str_list,
+    "extra_dependencies": _str_list,
     "supported_os": _str_list,
     "supported_arch": _str_list,
     "supported_libc": _libc_list,
@@ -399,6 +405,9 @@ _VERSION: dict[str, Conv] = {
     "url": _url,
     "version_path": _nonempty,
     "stable_qualifiers": _str_list,
+    "formula": _str,
+    "cask": _str,
+    "module": _str,
 }
 _WHEN: dict[str, Conv] = {
     "platform": _platform_list,
@@ -445,6 +454,7 @@ _DOWNLOAD: dict[str, Conv] = {
     "signature_url": _url,
     "signature_key_url": _url,
     "signature_key_fingerprint": _fingerprint,
+    "fallback_urls": _url_list,
     "os_mapping": _name_map,
     "arch_mapping": _name_map,
 }
@@ -462,6 +472,8 @@ _EXTRACT: dict[str, Conv] = {
     "archive": _file_path,
     "format": _archive_format,
     "strip_dirs": _count,
+    "os_mapping": _name_map,
+    "arch_mapping": _name_map,
 }
 _CHMOD: dict[str, Conv] = {"files": _str_list}
 _INSTALL_BINARIES: dict[str, Conv] = {

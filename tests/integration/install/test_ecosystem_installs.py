@@ -62,7 +62,9 @@ def test_npm_install_recipe_installs_verifies_and_removes(inst: Tsuku, eco: Fake
     assert plan["steps"] == [
         {
             "action": "npm_install",
-            "params": {"package": "@fake/greet", "version": "1.2.0", "executables": ["greet"]},
+            "params": {"executables": ["greet"], "package": "@fake/greet", "version": "1.2.0"},
+            "evaluable": False,
+            "deterministic": False,
         }
     ]
     assert plan["verify"]["command"] == "greet"
@@ -261,7 +263,9 @@ def test_plan_gives_a_gem_install_step_the_rubygems_version(
     assert plan["steps"] == [
         {
             "action": "gem_install",
-            "params": {"gem": "rubocop", "version": "1.2.0", "executables": ["rubocop"]},
+            "params": {"executables": ["rubocop"], "gem": "rubocop", "version": "1.2.0"},
+            "evaluable": False,
+            "deterministic": False,
         }
     ]
 

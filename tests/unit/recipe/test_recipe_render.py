@@ -195,7 +195,7 @@ def test_other_fixture_plans(recipes_dir: Path) -> None:
     )[0]
     assert liberica.asset_name == "bellsoft-jdk21.0.5+11-linux-aarch64-crac.tar.gz"
     assert liberica.url.endswith(
-        "/releases/download/21.0.5%2B11/bellsoft-jdk21.0.5%2B11-linux-aarch64-crac.tar.gz"
+        "/releases/download/21.0.5+11/bellsoft-jdk21.0.5+11-linux-aarch64-crac.tar.gz"
     )
     assert liberica.install_mode == "directory"
     assert liberica.binaries[0] == InstallBinary("bin/java", "bin/java")

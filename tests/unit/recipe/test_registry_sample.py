@@ -247,7 +247,7 @@ def test_when_arch_as_an_array_matches_only_apple_silicon() -> None:
     # Its outputs are a library and headers: no command to link.
     step = recipe.steps[1]
     assert isinstance(step, InstallBinariesStep) and step.binaries == ()
-    assert step.outputs is not None and "lib/libmx.dylib" in step.outputs
+    assert step.outputs is not None and Binary("lib/libmx.dylib") in step.outputs
     assert [g.action for g in _plan(recipe).unsupported] == ["*"]  # linux/amd64 excluded
 
 
@@ -256,8 +256,10 @@ def test_a_batch_generated_recipe_reads_its_empty_strings_as_unset() -> None:
     assert recipe.version is not None
     assert recipe.version.github_repo is None and recipe.version.tag_prefix == ""
     # The ten `= ""` keys the format does not model are kept but are not news.
-    assert "module" in recipe.version.extra and recipe.version.extra["cask"] == ""
-    assert unknown_keys(recipe) == ["version.formula"]
+    assert recipe.version.module == "" and recipe.version.cask == ""
+    # version.formula (the Homebrew formula a homebrew source looks up) is modelled.
+    assert unknown_keys(recipe) == []
+    assert recipe.version.formula
     assert 'timeline_tag = ""' in dump_recipe(recipe)
 
 
@@ -265,19 +267,23 @@ def test_outputs_name_the_commands_under_bin_and_write_back_as_outputs() -> None
     recipe = parse_recipe(OUTPUTS)
     step = recipe.steps[1]
     assert isinstance(step, InstallBinariesStep)
-    assert step.binaries == (Binary("bin/muxish"),) and step.outputs == ("bin/muxish",)
+    assert step.binaries == (Binary("bin/muxish"),) and step.outputs == (Binary("bin/muxish"),)
     text = dump_recipe(recipe)
     assert 'outputs = ["bin/muxish"]' in text and "binaries =" not in text
     plan = _plan(recipe)
     assert plan.unsupported == ()
     install = plan.steps[-1]
-    assert install.params["binaries"] == [{"src": "bin/muxish", "dest": "bin/muxish"}]
+    assert install.params == {"outputs": ["bin/muxish"]}  # as written, as tsuku plans it
 
 
 def test_install_binaries_needs_binaries_or_outputs() -> None:
     base = '[metadata]\nname = "t"\n\n[[steps]]\naction = "install_binaries"\n'
-    with pytest.raises(RecipeParseError, match=r"steps\[0\]\.binaries: required \(or outputs\)"):
+    with pytest.raises(RecipeParseError, match=r"steps\[0\]\.binaries: required \(or outputs, or"):
         parse_recipe(base)
+    # Directory mode with neither installs the whole tree, as tsuku reads it (libcap).
+    whole = parse_recipe(base + 'install_mode = "directory"\n')
+    assert isinstance(whole.steps[0], InstallBinariesStep) and whole.steps[0].binaries == ()
+    assert parse_recipe(dump_recipe(whole)) == whole
     with pytest.raises(RecipeParseError, match=r"steps\[0\]\.outputs: expected a non-empty array"):
         parse_recipe(base + "outputs = []\n")
     with pytest.raises(RecipeParseError, match=r"outputs\[0\]: expected a relative path"):
@@ -288,16 +294,18 @@ def test_install_binaries_needs_binaries_or_outputs() -> None:
     assert parse_recipe(dump_recipe(both)) == both
 
 
-def test_download_archive_may_name_no_binaries_only_in_directory_mode() -> None:
+def test_download_archive_without_binaries_reads_as_tsuku_reads_it() -> None:
     nvm = parse_recipe(DIRECTORY)
     step = nvm.steps[0]
     assert isinstance(step, DownloadArchiveStep) and step.binaries == ()
     assert "binaries =" not in dump_recipe(nvm)
     gaps = {g.action for g in _plan(nvm).unsupported}
     assert gaps == {"set_env", "install_shell_init"}  # real missing actions, named
+    # Without binaries outside directory mode it downloads and unpacks only; a later
+    # install_binaries takes the tree (cuda-runtime), as tsuku reads it.
     text = '[metadata]\nname = "t"\n\n[[steps]]\naction = "download_archive"\nurl = "https://x/t"\n'
-    with pytest.raises(RecipeParseError, match=r'binaries: required \(unless install_mode = "d'):
-        parse_recipe(text)
+    bare = parse_recipe(text)
+    assert isinstance(bare.steps[0], DownloadArchiveStep) and bare.steps[0].binaries == ()
     dir_mode = parse_recipe(text + 'install_mode = "directory"\n')
     assert parse_recipe(dump_recipe(dir_mode)) == dir_mode
 

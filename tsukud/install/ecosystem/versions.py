@@ -82,8 +82,8 @@ def version_package(step: EcosystemStep, section: VersionSection | None) -> str:
         return step.package_name
     declared = None
     if section is not None and section.source == step.VERSION_SOURCE:
-        module = section.extra.get("module")
-        declared = module if isinstance(module, str) and goproxy.valid_module(module) else None
+        module = section.module
+        declared = module if module and goproxy.valid_module(module) else None
     return goproxy.version_module(step.module, declared)
 
 
