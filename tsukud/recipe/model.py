@@ -494,7 +494,7 @@ class VersionSection(msgspec.Struct, frozen=True, kw_only=True):
     version_path: str | None = None
     stable_qualifiers: tuple[str, ...] | None = None
     # The name the version is looked up under for ``homebrew`` (``formula``, or a
-    # ``cask``) and ``goproxy`` (``module``) sources, when it differs from the tool's.
+    # ``cask``) and Go module proxy (``module``) sources, when it differs from the tool's.
     formula: str | None = None
     cask: str | None = None
     module: str | None = None

@@ -300,9 +300,13 @@ def test_checksum_file_from_the_release(inst: Tsuku, world: FakeGitHub) -> None:
 
 
 def test_wildcard_patterns_use_the_release_asset_list(inst: Tsuku) -> None:
+    """A recipe this project wrote stays strict over several matches (a person's or
+    the registry's recipe takes the first, as tsuku does: tests/.../test_first_match.py)."""
+
     def jid(pattern: str) -> str:
         return (
-            '[metadata]\nname = "jid"\n\n[[steps]]\naction = "github_archive"\n'
+            '[metadata]\nname = "jid"\ngenerated_by = "tsuku 0.1.0 (test)"\n\n'
+            '[[steps]]\naction = "github_archive"\n'
             f'repo = "simeji/jid"\nasset_pattern = "{pattern}"\nbinaries = ["jid"]\n'
         )
 

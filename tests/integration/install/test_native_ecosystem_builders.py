@@ -150,7 +150,7 @@ def test_create_from_go_finds_the_one_command_of_a_module(
     assert isinstance(step, GoInstallStep)
     assert (step.module, step.executables) == ("example.com/fake/kit/tools/kt", ("kt",))
     assert recipe.version is not None and recipe.version.source == "goproxy"
-    assert recipe.version.extra == {"module": "example.com/fake/kit"}
+    assert recipe.version.module == "example.com/fake/kit" and recipe.version.extra == {}
     cp = t.ctl("install", "kt")
     assert cp.returncode == 0, cp.stderr
     assert run(t.home / "bin" / "kt").strip() == "kt 1.4.0"
