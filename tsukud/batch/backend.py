@@ -10,13 +10,42 @@ the lease's fence (a stale fence is refused and counted), give it back when stop
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
+
+from tsukud.batch.errors import BatchRunning
 
 if TYPE_CHECKING:
     from tsukud.batch.service import Lease
     from tsukud.clock import Clock
     from tsukud.events.store import EventStore
+
+
+class RunSlot:
+    """One batch run at a time per daemon, the same on both backends: the run's id is
+    held here, and clearing the queue under it is refused."""
+
+    active_run: str | None = None
+
+    def begin_run(self) -> str:
+        if self.active_run is not None:
+            raise BatchRunning(
+                f"batch run {self.active_run} is already active", run=self.active_run
+            )
+        self.active_run = "run-" + secrets.token_hex(6)
+        return self.active_run
+
+    def end_run(self, run: str) -> None:
+        if self.active_run == run:
+            self.active_run = None
+
+    def refuse_clear_under_run(self) -> None:
+        if self.active_run is not None:
+            raise BatchRunning(
+                f"batch run {self.active_run} is active: the queue cannot be cleared under it",
+                run=self.active_run,
+            )
 
 
 class BatchBackend(Protocol):

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -43,11 +42,13 @@ import trio
 
 from tsukud import log
 from tsukud.batch import queue as q
+from tsukud.batch.backend import RunSlot
 from tsukud.batch.errors import BatchRunning
 from tsukud.batch.service import ADD_CHUNK, Lease, write_tree
 from tsukud.batch.sources import parse
 from tsukud.clock import Clock, iso
 from tsukud.errors import DiskFull, LedgerUnavailable, UsageError
+from tsukud.events.pg_pool import PgPool
 from tsukud.events.pg_store import PgEventStore, _connect, unreachable
 
 T = TypeVar("T")
@@ -101,51 +102,7 @@ def _epoch(value: datetime | None) -> float | None:
     return None if value is None else value.timestamp()
 
 
-class _Pool:
-    """A few connections for the queue's statements, each used by one thread at a time;
-    a connection the network broke is dropped, and the error is ``ledger_unavailable``."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self._idle: list[psycopg.Connection[Any]] = []
-        self._lock = threading.Lock()
-
-    def run(self, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """``fn`` on a pooled connection. One the network broke while it was idle is
-        found out only when used: then every idle one is dropped (they went the same
-        way) and ``fn`` runs once more on a new connection. Every statement of the
-        queue may run twice (a claim or an outcome whose answer was lost is
-        recognised, or its lease runs out)."""
-        with self._lock:
-            conn = self._idle.pop() if self._idle else None
-        if conn is not None and not (conn.closed or conn.broken):
-            try:
-                return self._use(conn, fn)
-            except LedgerUnavailable:
-                self.close()
-        return self._use(_connect(self.url), fn)
-
-    def _use(self, conn: psycopg.Connection[Any], fn: Callable[[psycopg.Connection[Any]], T]) -> T:
-        try:
-            out = fn(conn)
-        except (psycopg.OperationalError, psycopg.InterfaceError) as e:
-            conn.close()
-            raise unreachable(e) from None
-        except BaseException:
-            conn.close()
-            raise
-        with self._lock:
-            self._idle.append(conn)
-        return out
-
-    def close(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
-
-
-class PgBatchService:
+class PgBatchService(RunSlot):
     """``BatchBackend`` on the shared database (see the module's docstring)."""
 
     def __init__(self, *, store: PgEventStore, clock: Clock, lease_seconds: float) -> None:
@@ -155,8 +112,7 @@ class PgBatchService:
         # The origin names the daemon (its chain); the instance part tells a restarted
         # daemon's leases from those its dead predecessor left.
         self.owner = f"{store.origin}/d-{secrets.token_hex(6)}"
-        self.active_run: str | None = None
-        self._pool = _Pool(store.url)
+        self._pool = PgPool(store.url)
         self._woken_at = float("-inf")  # trio time of the last notification
         self._wake = trio.Event()
 
@@ -165,9 +121,11 @@ class PgBatchService:
         return self._lease_seconds
 
     async def _db(self, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """Run ``fn`` on a pooled connection in a worker thread."""
+        """Run ``fn`` on a pooled connection in a worker thread; every statement of the
+        queue may run twice (a claim or an outcome whose answer was lost is recognised,
+        or its lease runs out), so a connection found broken is replaced once."""
 
-        return await trio.to_thread.run_sync(self._pool.run, fn)
+        return await trio.to_thread.run_sync(lambda: self._pool.run(fn, again=True))
 
     async def _record(
         self, type_: str, payload: dict[str, Any], session: str | None = None
@@ -260,11 +218,7 @@ class PgBatchService:
         return {"retried": len(jobs), "states": states}
 
     async def clear(self) -> dict[str, Any]:
-        if self.active_run is not None:
-            raise BatchRunning(
-                f"batch run {self.active_run} is active: the queue cannot be cleared under it",
-                run=self.active_run,
-            )
+        self.refuse_clear_under_run()
 
         def drop(conn: psycopg.Connection[Any]) -> tuple[int, str | None]:
             with conn.transaction():
@@ -385,18 +339,6 @@ class PgBatchService:
         return await self._db(read)
 
     # ---- runs, leases and outcomes ----------------------------------------------------
-
-    def begin_run(self) -> str:
-        if self.active_run is not None:
-            raise BatchRunning(
-                f"batch run {self.active_run} is already active", run=self.active_run
-            )
-        self.active_run = "run-" + secrets.token_hex(6)
-        return self.active_run
-
-    def end_run(self, run: str) -> None:
-        if self.active_run == run:
-            self.active_run = None
 
     async def lease(self, admit: Callable[[str], bool] | None = None) -> Lease | None:
         """Claim the next job. ``admit(source)`` is asked in the event loop while the

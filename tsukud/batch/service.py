@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from tsukud.batch import queue as q
-from tsukud.batch.errors import BatchRunning
+from tsukud.batch.backend import RunSlot
 from tsukud.batch.sources import parse
 from tsukud.clock import Clock, iso
 from tsukud.errors import UsageError
@@ -62,7 +62,7 @@ def write_tree(root: Path, files: dict[str, str]) -> list[str]:
     return written
 
 
-class BatchService:
+class BatchService(RunSlot):
     def __init__(
         self, *, store: EventStore, queue: q.Queue, clock: Clock, owner: str | None = None
     ) -> None:
@@ -72,7 +72,6 @@ class BatchService:
         # This daemon instance: a lease held by another owner was left by a daemon
         # that is gone (one home, one daemon).
         self.owner = owner or "d-" + secrets.token_hex(6)
-        self.active_run: str | None = None
 
     # ---- the queue's contents -------------------------------------------------------------
 
@@ -114,11 +113,7 @@ class BatchService:
         return {"retried": len(jobs), "states": states}
 
     async def clear(self) -> dict[str, Any]:
-        if self.active_run is not None:
-            raise BatchRunning(
-                f"batch run {self.active_run} is active: the queue cannot be cleared under it",
-                run=self.active_run,
-            )
+        self.refuse_clear_under_run()
         count = len(self.queue.jobs)
         ev = self.store.append_nowait("batch.cleared", {"jobs": count})
         await self.store.wait_durable(ev.id)
@@ -164,18 +159,6 @@ class BatchService:
     @property
     def lease_seconds(self) -> float:
         return self.queue.lease_seconds
-
-    def begin_run(self) -> str:
-        if self.active_run is not None:
-            raise BatchRunning(
-                f"batch run {self.active_run} is already active", run=self.active_run
-            )
-        self.active_run = "run-" + secrets.token_hex(6)
-        return self.active_run
-
-    def end_run(self, run: str) -> None:
-        if self.active_run == run:
-            self.active_run = None
 
     async def lease(self, admit: Callable[[str], bool] | None = None) -> Lease | None:
         """Lease the next job, or None when nothing is leasable now. No await inside
