@@ -30,6 +30,7 @@ from tsukud.recipe.model import (
     GitHubArchiveStep,
     GitHubFileStep,
     HomebrewStep,
+    HostStep,
     InstallBinariesStep,
     InstallStep,
     Recipe,
@@ -667,8 +668,9 @@ def render_recipe(
                     take_first=take_first,
                 )
             )
-        elif isinstance(step, EcosystemStep):
-            # Nothing to download by URL: its package manager fetches it.
+        elif isinstance(step, EcosystemStep | HostStep):
+            # Nothing to download by URL: its package manager fetches it, or the step
+            # acts on the host (install/system_packages.py).
             continue
         else:
             url_steps.append((index, step))
