@@ -637,7 +637,8 @@ def _step(value: Any, path: str) -> Step:
     if action in SYSTEM_MANAGERS:
         known, extra = _split(params, path, _SYSTEM_PACKAGES)
         _require(known, path, "packages")
-        return SystemPackagesStep(action=action, **common, **known, extra=extra)
+        known["action"] = action
+        return SystemPackagesStep(**common, **known, extra=extra)
 
     if action == RequireCommandStep.ACTION:
         known, extra = _split(params, path, _REQUIRE_COMMAND)

@@ -79,6 +79,7 @@ command = "pkg-config --version"
 pattern = "."
 """
 DEV = ResolvedVersion(version="dev", tag="dev")
+HEAD = '[metadata]\nname = "x"\n[[steps]]\n'
 
 
 def _linux(family: str | None, libc: str = "glibc") -> Platform:
@@ -214,14 +215,14 @@ def test_an_explicit_when_cannot_widen_the_implicit_family() -> None:
 )
 def test_a_package_that_could_read_as_an_option_or_shell_is_refused(bad: str) -> None:
     """Each name becomes an argument of a command run as root."""
-    text = f'[metadata]\nname = "x"\n[[steps]]\naction = "apt_install"\npackages = ["jq", {json.dumps(bad)}]\n'
+    text = HEAD + f'action = "apt_install"\npackages = ["jq", {json.dumps(bad)}]\n'
     with pytest.raises(RecipeParseError, match=r"steps\[0\]\.packages"):
         parse_recipe(text)
 
 
 @pytest.mark.parametrize("bad", ["/usr/bin/git", "-v", "git;id", "$(id)"])
 def test_require_command_names_a_command_not_a_path_or_shell(bad: str) -> None:
-    text = f'[metadata]\nname = "x"\n[[steps]]\naction = "require_command"\ncommand = {json.dumps(bad)}\n'
+    text = HEAD + f'action = "require_command"\ncommand = {json.dumps(bad)}\n'
     with pytest.raises(RecipeParseError, match=r"steps\[0\]\.command"):
         parse_recipe(text)
 
