@@ -671,7 +671,7 @@ class InstallAttempt:
         ``require_command`` is checked; missing system packages are installed only
         after a person said yes to the exact command (``system_packages.py`` says why
         ``--yes`` never counts)."""
-        env = self.inst.env
+        env = self._caller_env()
         for index, step in matching_steps(recipe, self.inst.platform, version):
             if isinstance(step, RequireCommandStep):
                 self.stage = "require_command"
@@ -680,9 +680,14 @@ class InstallAttempt:
             elif isinstance(step, SystemPackagesStep):
                 await self._system_packages(index, step)
 
+    def _caller_env(self) -> dict[str, str]:
+        """The installer's environment with the caller's PATH: the commands a recipe
+        requires, and the package manager, are the ones the person's shell finds."""
+        return {**self.inst.env, "PATH": self.inst.caller_path()}
+
     async def _system_packages(self, index: int, step: SystemPackagesStep) -> None:
         self.stage = "system_packages"
-        env = self.inst.env
+        env = self._caller_env()
         if step.unless_command and which(step.unless_command, env):
             return
         missing = await trio.to_thread.run_sync(missing_packages, step, env)
