@@ -42,7 +42,11 @@ def _describe(step: dict[str, Any]) -> str:
             text += f"  (signed by {p.get('signature_key_fingerprint')})"
         if p.get("fallback_urls"):
             text += f"  (mirrors: {', '.join(p['fallback_urls'])})"
+        if step.get("skip_verification_reason"):
+            text += f"  (not verified: {step['skip_verification_reason']})"
         return text
+    if step.get("command"):  # a system package step: the command it runs as root
+        return str(step["command"])
     if action == "extract":
         strip = f", strip_dirs {p['strip_dirs']}" if p.get("strip_dirs") else ""
         return f"{p.get('archive')} ({p.get('format')}{strip})"

@@ -572,8 +572,13 @@ class InstallAttempt:
         if step.signature_url is not None:
             signed_by = await self._check_signature(step, dest)
             checked.append("openpgp_signature")
+        reason = None if checked else step.skip_verification_reason
         await self.progress(
-            "verified_checksum", file=step.asset_name, sha256=result.sha256, checked=checked
+            "verified_checksum",
+            file=step.asset_name,
+            sha256=result.sha256,
+            checked=checked,
+            **({"skip_verification_reason": reason} if reason else {}),
         )
         self.stage = "extract"
         if streamed:
@@ -596,6 +601,8 @@ class InstallAttempt:
         }
         if signed_by is not None:
             record["signed_by"] = signed_by
+        if reason:
+            record["skip_verification_reason"] = reason
         return record
 
     async def _relocate(self, step: RenderedStep, bottle: Bottle, final_dir: Path) -> None:

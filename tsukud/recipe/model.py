@@ -866,4 +866,8 @@ def step_summary(step: SupportedStep) -> dict[str, Any]:
         }
     if isinstance(step, HomebrewStep):
         return {"action": step.action, "formula": step.formula}
+    if isinstance(step, SystemPackagesStep):
+        return {"action": step.action, "packages": list(step.packages)}
+    if isinstance(step, RequireCommandStep):
+        return {"action": step.action, "command": step.command}
     return {"action": step.action}
