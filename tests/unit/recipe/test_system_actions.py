@@ -12,6 +12,7 @@ goldens of tests/unit/recipe/test_tsuku_plans.py). This project's own keys
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -342,3 +343,26 @@ def test_host_detection_names_the_family_on_linux_only() -> None:
         "darwin", "arm64", python_libc="", musl_loader=False, os_release="ID=debian\n"
     )
     assert mac.linux_family is None
+
+
+def test_the_coverage_bench_counts_and_plans_them_on_their_families(tmp_path: Path) -> None:
+    from tests.unit.recipe.test_registry_quirks import _bench
+
+    manual = '[[steps]]\naction = "manual"\ntext = "Install Xcode Command Line Tools: xcode-select --install"\nwhen = { os = "darwin" }\n\n'
+    assert manual in BUILD_TOOLS
+    (tmp_path / "build-tools-system.toml").write_text(BUILD_TOOLS.replace(manual, ""))
+    bench = _bench()
+    report = bench.measure([tmp_path / "build-tools-system.toml"])
+    assert report.lines()[-1] == "parsed 1/1, supported 1/1"
+    planned = bench.planned_actions(parse_recipe(BUILD_TOOLS))
+    assert all(
+        planned[a]
+        for a in (
+            "apt_install",
+            "apk_install",
+            "dnf_install",
+            "pacman_install",
+            "zypper_install",
+            "require_command",
+        )
+    )
