@@ -348,7 +348,11 @@ def test_host_detection_names_the_family_on_linux_only() -> None:
 def test_the_coverage_bench_counts_and_plans_them_on_their_families(tmp_path: Path) -> None:
     from tests.unit.recipe.test_registry_quirks import _bench
 
-    manual = '[[steps]]\naction = "manual"\ntext = "Install Xcode Command Line Tools: xcode-select --install"\nwhen = { os = "darwin" }\n\n'
+    manual = (
+        '[[steps]]\naction = "manual"\n'
+        'text = "Install Xcode Command Line Tools: xcode-select --install"\n'
+        'when = { os = "darwin" }\n\n'
+    )
     assert manual in BUILD_TOOLS
     (tmp_path / "build-tools-system.toml").write_text(BUILD_TOOLS.replace(manual, ""))
     bench = _bench()
