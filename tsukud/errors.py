@@ -264,6 +264,11 @@ CATALOGUE: dict[str, ErrorKind] = {
         "(--yes does not count): run it yourself, then install again; nothing was "
         "installed.",
     ),
+    "system_packages_refused": ErrorKind(
+        E.FORBIDDEN,
+        "A recipe an LLM wrote is not let near a root command until it is validated; "
+        "install the packages yourself if you trust them. Nothing was installed.",
+    ),
     "system_packages_failed": ErrorKind(
         E.DEPENDENCY_FAILED,
         "Run the command yourself (sudo may need your password at a terminal), then "

@@ -83,6 +83,7 @@ from tsukud.install.system_packages import (
     install_packages,
     missing_packages,
     refusal,
+    refuse_unvalidated,
     which,
 )
 from tsukud.install.transaction import InstallTransaction
@@ -685,14 +686,14 @@ class InstallAttempt:
                 path = await trio.to_thread.run_sync(check_command, self.name, step, env)
                 await self.progress("command_found", message=f"found {step.command}: {path}")
             elif isinstance(step, SystemPackagesStep):
-                await self._system_packages(index, step)
+                await self._system_packages(recipe, index, step)
 
     def _caller_env(self) -> dict[str, str]:
         """The installer's environment with the caller's PATH: the commands a recipe
         requires, and the package manager, are the ones the person's shell finds."""
         return {**self.inst.env, "PATH": self.inst.caller_path()}
 
-    async def _system_packages(self, index: int, step: SystemPackagesStep) -> None:
+    async def _system_packages(self, recipe: Recipe, index: int, step: SystemPackagesStep) -> None:
         self.stage = "system_packages"
         env = self._caller_env()
         if step.unless_command and which(step.unless_command, env):
@@ -703,6 +704,7 @@ class InstallAttempt:
             await self.progress("system_packages_present", message=f"installed: {listed}")
             return
         argv = install_command(step, missing)
+        refuse_unvalidated(recipe, argv)
         confirmations = self.inst.confirmations
         if self.yes or not self.can_ask or confirmations is None:
             raise refusal(self.name, missing, argv, yes=self.yes)

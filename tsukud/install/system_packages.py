@@ -29,7 +29,8 @@ import subprocess
 from collections.abc import Mapping
 
 from tsukud.errors import ConfirmationRequired, TsukuError
-from tsukud.recipe import RequireCommandStep, SystemPackagesStep
+from tsukud.install.commands import unvalidated_generated
+from tsukud.recipe import Recipe, RequireCommandStep, SystemPackagesStep
 from tsukud.recipe.system import (
     SYSTEM_MANAGERS,
     install_argv,
@@ -56,6 +57,13 @@ class SystemPackagesFailed(TsukuError):
     """The package manager's command failed, or the packages are still missing after it."""
 
     code = "system_packages_failed"
+
+
+class SystemPackagesRefused(TsukuError):
+    """System packages a recipe an LLM wrote (and nobody validated) asks for: never
+    installed on the host, yes or no (as its ``run_command`` is never run)."""
+
+    code = "system_packages_refused"
 
 
 class CommandRequired(TsukuError):
@@ -143,6 +151,19 @@ def refusal(
         command=command,
         packages=list(missing),
     )
+
+
+def refuse_unvalidated(recipe: Recipe, argv: tuple[str, ...]) -> None:
+    """A generated recipe never validated does not get to ask for a root command."""
+    if unvalidated_generated(recipe):
+        name = recipe.metadata.name
+        raise SystemPackagesRefused(
+            f"{name}: the recipe was written by {recipe.metadata.generated_by} and not "
+            f"validated, so its system packages are not installed on this machine: "
+            f"{shell_words(argv)}",
+            tool=name,
+            command=shell_words(argv),
+        )
 
 
 def install_packages(

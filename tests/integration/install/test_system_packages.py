@@ -175,3 +175,26 @@ def test_a_required_command_missing_from_path_is_named(
     assert "needs the command tsuku-no-such, which is not on your PATH" in cp.stderr
     assert "Install tsuku-no-such" in cp.stderr
     assert "kubectl" not in installed(inst)
+
+
+def test_a_generated_recipe_never_validated_never_gets_the_question(
+    inst: Tsuku, machine: tuple[Path, dict[str, str]]
+) -> None:
+    """As its run_command: refused at a terminal too, before anything is asked."""
+    state, env = machine
+    recipe = inst.home / "recipes" / "kubectl.toml"
+    recipe.write_text(
+        recipe.read_text().replace(
+            'name = "kubectl"\n',
+            'name = "kubectl"\ngenerated_by = "claude-sonnet-4-5"\nllm_validation = "skipped"\n',
+        )
+    )
+    run = _pty(inst, env)
+    try:
+        status = run.wait()
+    finally:
+        run.kill()
+    assert status == 14, run.text
+    assert "not validated, so its system packages are not installed" in run.text
+    assert "Run this command?" not in run.text
+    assert _ran(state) == []
