@@ -115,6 +115,10 @@ def register(sub: Any) -> None:
     )
     p.add_argument("tool", help="a tool's name (tool@version) or a recipe file (.toml)")
     p.add_argument("--version", help="plan this version (default: the newest)")
-    p.add_argument("--platform", help="plan for os/arch, e.g. linux/arm64 (default: this one)")
+    p.add_argument(
+        "--platform",
+        help="plan for os/arch, e.g. linux/arm64, or linux/amd64/debian for a Linux family "
+        "(default: this one)",
+    )
     p.add_argument("--json", action="store_true", help="tsuku's installation-plan JSON")
     p.set_defaults(fn=cmd_plan)

@@ -19,7 +19,9 @@ our code ran, and whether it ran at all.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
@@ -108,6 +110,21 @@ def test_shown_then_yes_runs_exactly_the_command_shown(
     inst: Tsuku, machine: tuple[Path, dict[str, str]]
 ) -> None:
     state, env = machine
+    # The plan shows the step beforehand, as tsuku plans it, with the command beside it.
+    plan = json.loads(inst.ctl("plan", "kubectl", "--json", check=True, shell_env=env).stdout)
+    first = plan["steps"][0]
+    assert (first["action"], first["params"]) == (ACTION, {"packages": [PACKAGE]})
+    assert (first["evaluable"], first["deterministic"]) == (False, False)
+    assert plan["steps"][1]["action"] == "require_command"
+    assert plan["platform"]["linux_family"] == FAMILY
+    assert first["command"] == shlex.join(install_argv(ACTION, (PACKAGE,), as_root=False))
+    shown = inst.ctl("plan", "kubectl", check=True, shell_env=env).stdout
+    assert re.search(rf"{ACTION} +{re.escape(first['command'])}\n", shown), shown
+    text = inst.ctl("plan", "kubectl", "--platform", "linux/amd64/alpine", check=True).stdout
+    assert "apk_install" not in text and "sudo" not in text  # the recipe names apt only
+    other = inst.ctl("plan", "kubectl", "--platform", "linux/amd64/nixos")
+    assert other.returncode == 2 and "linux/amd64/debian" in other.stderr
+    assert _ran(state) == []
     run = _pty(inst, env)
     try:
         run.read_until(r"Run this command\? \[y/N\] ")
