@@ -712,7 +712,7 @@ class InstallAttempt:
             self._progress,
             can_ask=self.can_ask,
             session=self.session,
-            question=consent_question(self.name, index, step, missing),
+            question=consent_question(self.name, index, step, missing, argv),
         )
         command = shell_words(argv)
         await self.progress("running_system_command", message=f"running: {command}")

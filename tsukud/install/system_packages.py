@@ -115,11 +115,16 @@ def install_command(step: SystemPackagesStep, missing: tuple[str, ...]) -> tuple
 
 
 def consent_question(
-    tool: str, index: int, step: SystemPackagesStep, missing: tuple[str, ...]
+    tool: str,
+    index: int,
+    step: SystemPackagesStep,
+    missing: tuple[str, ...],
+    argv: tuple[str, ...],
 ) -> ConfirmationRequired:
-    """The question a person answers before ``argv`` runs as root on this machine."""
+    """The question a person answers before ``argv`` (the very words that will run)
+    runs as root on this machine."""
     manager = SYSTEM_MANAGERS[step.action].name
-    command = shell_words(install_command(step, missing))
+    command = shell_words(argv)
     return ConfirmationRequired(
         f"{tool} needs system packages that are not installed (steps[{index}], "
         f"{step.action}). tsuku will run, with {manager}:\n\n    {command}\n",
