@@ -28,7 +28,6 @@ from tsukud.recipe import (
     unknown_keys,
 )
 from tsukud.recipe.homebrew import BottleRef
-from tsukud.recipe.system import SYSTEM_MANAGERS
 from tsukud.recipe.model import UnsupportedVersionSource, VersionNotFound
 from tsukud.recipe.plan import (
     PLAN_FORMAT_VERSION,
@@ -38,6 +37,7 @@ from tsukud.recipe.plan import (
     plan_platform,
     plan_recipe,
 )
+from tsukud.recipe.system import SYSTEM_MANAGERS
 
 if TYPE_CHECKING:
     from tsukud.install.context import InstallContext
