@@ -53,7 +53,9 @@ from tsukud.recipe import (  # noqa: E402
 )
 from tsukud.recipe.homebrew import BottleRef  # noqa: E402
 from tsukud.recipe.plan import plan_recipe  # noqa: E402
+from tsukud.recipe.platform import Platform  # noqa: E402
 from tsukud.recipe.render import expand, mapped  # noqa: E402
+from tsukud.recipe.system import SYSTEM_MANAGERS  # noqa: E402
 
 NAME = "registry_coverage"
 _INDEX = re.compile(r"\[\d+\]")
@@ -131,14 +133,22 @@ def _matching_name(pattern: str) -> str:
     return _CLASS.sub(r"\1", pattern).replace("*", "x").replace("?", "x")
 
 
+# linux/amd64 on each family tsuku names (the system package actions serve only there).
+FAMILY_PLATFORMS = tuple(
+    Platform("linux", "amd64", "musl" if m.family == "alpine" else "glibc", m.family)
+    for m in SYSTEM_MANAGERS.values()
+)
+
+
 def planned_actions(recipe: Recipe) -> dict[str, bool]:
     """Each action of ``recipe`` → whether the planner plans it on every standard
     platform where one of its steps serves (at ``STAND_IN``; a GitHub release stood in
     by one asset per pattern, a bottle by a made-up blob). An action serving nowhere
-    there (a musl-only ``apk_install``, a platform the metadata rules out) is not
-    counted."""
+    there (a platform the metadata rules out) is not counted. Linux/amd64 is also
+    planned once per Linux family (musl for alpine), where the system package steps
+    (``apt_install``, ``apk_install``, ...) serve."""
     out: dict[str, bool] = {}
-    for target in STANDARD_PLATFORMS:
+    for target in (*STANDARD_PLATFORMS, *FAMILY_PLATFORMS):
         try:
             check_platform(recipe, target)
         except UnsupportedPlatform:  # the recipe rules the platform out: nothing to plan

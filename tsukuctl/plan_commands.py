@@ -42,7 +42,11 @@ def _describe(step: dict[str, Any]) -> str:
             text += f"  (signed by {p.get('signature_key_fingerprint')})"
         if p.get("fallback_urls"):
             text += f"  (mirrors: {', '.join(p['fallback_urls'])})"
+        if step.get("skip_verification_reason"):
+            text += f"  (not verified: {step['skip_verification_reason']})"
         return text
+    if step.get("command"):  # a system package step: the command it runs as root
+        return str(step["command"])
     if action == "extract":
         strip = f", strip_dirs {p['strip_dirs']}" if p.get("strip_dirs") else ""
         return f"{p.get('archive')} ({p.get('format')}{strip})"
@@ -111,6 +115,10 @@ def register(sub: Any) -> None:
     )
     p.add_argument("tool", help="a tool's name (tool@version) or a recipe file (.toml)")
     p.add_argument("--version", help="plan this version (default: the newest)")
-    p.add_argument("--platform", help="plan for os/arch, e.g. linux/arm64 (default: this one)")
+    p.add_argument(
+        "--platform",
+        help="plan for os/arch, e.g. linux/arm64, or linux/amd64/debian for a Linux family "
+        "(default: this one)",
+    )
     p.add_argument("--json", action="store_true", help="tsuku's installation-plan JSON")
     p.set_defaults(fn=cmd_plan)

@@ -253,6 +253,8 @@ class Progress:
         elif stage == "verified_checksum":
             what = ", ".join(_AGAINST.get(c, c) for c in p.get("checked") or [])
             suffix = f" (matches {what})" if what else " (no published checksum to compare)"
+            if not what and p.get("skip_verification_reason"):  # the recipe says why
+                suffix = f" (not verified: {p['skip_verification_reason']})"
             line(f"sha256 {p.get('sha256', '')}{suffix}", "ok" if what else None)
         elif stage == "extracting":
             if p.get("streamed"):

@@ -258,6 +258,26 @@ CATALOGUE: dict[str, ErrorKind] = {
     "run_command_failed": ErrorKind(
         E.INSTALL_FAILED, "The recipe's run_command failed; nothing was installed."
     ),
+    "system_packages_need_consent": ErrorKind(
+        E.NOT_INTERACTIVE,
+        "A system package command runs only after a person at a terminal said yes to it "
+        "(--yes does not count): run it yourself, then install again; nothing was "
+        "installed.",
+    ),
+    "system_packages_refused": ErrorKind(
+        E.FORBIDDEN,
+        "A recipe an LLM wrote is not let near a root command until it is validated; "
+        "install the packages yourself if you trust them. Nothing was installed.",
+    ),
+    "system_packages_failed": ErrorKind(
+        E.DEPENDENCY_FAILED,
+        "Run the command yourself (sudo may need your password at a terminal), then "
+        "install again; nothing was installed.",
+    ),
+    "command_required": ErrorKind(
+        E.DEPENDENCY_FAILED,
+        "Install the command the message names, then install again; nothing was installed.",
+    ),
     "version_not_validated": ErrorKind(
         E.FORBIDDEN,
         "A generated recipe installs only the release it was validated and pinned at; "

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import posixpath
 import secrets
+import shlex
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -74,18 +75,21 @@ from tsukud.recipe import (
     Recipe,
     RecipeError,
     RenderedStep,
+    RequireCommandStep,
     ResolvedVersion,
+    SystemPackagesStep,
     UnsupportedPlatform,
     Verify,
     VerifyCheck,
     VerifyFailed,
     check_verify_output,
     host_platform,
+    matching_steps,
     render_recipe,
     render_verify,
 )
 from tsukud.recipe.render import render_command
-from tsukud.sandbox.runtime import ImageMissing, RunSpec, RuntimeUnavailable
+from tsukud.sandbox.runtime import DEBIAN_IMAGE, ImageMissing, RunSpec, RuntimeUnavailable
 from tsukud.secrets import redact
 
 if TYPE_CHECKING:
@@ -578,6 +582,11 @@ class ValidationRun:
             return failed("failed", "render", message=exc.message, category=DOWNLOAD_404)
         except RecipeError as exc:
             return failed("failed", "render", message=exc.message)
+        if target.os == "linux":
+            problem = await self._host_steps(recipe, version, target)
+            if problem is not None:
+                status, message, hint = problem
+                return failed(status, "system_packages", message=message, hint=hint)
         tree = TreeAssembler(self._new_dir("tree") / "root", recipe.metadata.name)
         for step in steps:
             bottle = bottles.get(step.index)
@@ -646,6 +655,78 @@ class ValidationRun:
             platform=target,
             binaries=binaries,
             assets=tuple(assets),
+        )
+
+    async def _host_steps(
+        self, recipe: Recipe, version: str, target: Platform
+    ) -> tuple[Status, str, str | None] | None:
+        """The recipe's steps that act on the host, proven as far as an offline
+        container can: the Debian image's family is debian, so its ``apt_install``
+        packages must already be in the image (``dpkg-query`` in the container says so;
+        with no network nothing can be installed) and each ``require_command`` must be
+        on the container's PATH after them. What cannot be proven that way (a package
+        the image lacks, a missing command, any system package step when the image is
+        not Debian's) makes the run ``skipped`` with the reason, never a pass. Steps for
+        other families serve other platforms and are not claimed here."""
+        v = self.validator
+        family = "debian" if v.image == DEBIAN_IMAGE else None
+        here = Platform(target.os, target.arch, target.libc, family)
+        selected = [s for _, s in matching_steps(recipe, here, version)]
+        packages = [s for s in selected if isinstance(s, SystemPackagesStep)]
+        commands = [s.command for s in selected if isinstance(s, RequireCommandStep)]
+        if family is None and any(isinstance(s, SystemPackagesStep) for s in recipe.steps):
+            return (
+                "skipped",
+                f"{recipe.metadata.name}: its system package steps cannot be proven in "
+                f"the validation image {v.image} (it has no package manager of their "
+                "families); the validation did not pass",
+                "Validate with the Debian image (`tsukuctl sandbox prepare`), or install it "
+                "yourself: the install shows each system command before it runs.",
+            )
+        if not packages and not commands:
+            return None
+        names = [p for s in packages for p in s.packages]
+        probes = [
+            f"{{ dpkg-query -W -f='${{Status}}' {shlex.quote(n)} 2>/dev/null"
+            f" | grep -qx 'install ok installed' || {{ echo 'package {n} is not installed'; "
+            "exit 1; }; }"
+            for n in names
+        ]
+        probes += [
+            f"{{ command -v {shlex.quote(c)} >/dev/null || {{ echo 'command {c} is not on "
+            "PATH'; exit 1; }; }"
+            for c in commands
+        ]
+        try:
+            rt = await v.runtime()
+        except RuntimeUnavailable as exc:
+            return "skipped", exc.message, exc.hint
+        spec = RunSpec(
+            image=v.image,
+            command=["/bin/sh", "-c", " && ".join(probes)],
+            env={"PATH": CONTAINER_PATH, "HOME": "/tmp", "TSUKU_VALIDATION": "1"},  # noqa: S108
+            user=f"{os.getuid()}:{os.getgid()}",
+            timeout_s=v.timeout_s,
+            labels={"dev.tsuku.session": self.session or ""},
+            output_cap=OUTPUT_CAP,
+        )
+        try:
+            async with v.lock(self.session):
+                res = await rt.run(spec)
+        except (ImageMissing, RuntimeUnavailable) as exc:
+            if isinstance(exc, RuntimeUnavailable):
+                v.forget()
+            return "skipped", exc.message, exc.hint
+        if res.exit_code == 0 and not res.timed_out:
+            return None
+        what = _tail(container_output(res.text, spec.env)) or f"exit {res.exit_code}"
+        return (
+            "skipped",
+            f"{recipe.metadata.name}: a host step could not be proven in the offline "
+            f"validation container ({what}): the container cannot install system "
+            "packages, so this step is not proven and the validation did not pass",
+            "The install asks before running the system command on your machine; "
+            "validation proves only what the image already has.",
         )
 
     async def _run_commands(

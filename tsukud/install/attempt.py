@@ -76,6 +76,16 @@ from tsukud.install.openpgp import SignatureInvalid, verify_detached
 from tsukud.install.pins import require_pinned_asset, require_validated
 from tsukud.install.registry import LoadedRecipe
 from tsukud.install.shadowing import shadowing, system_dirs
+from tsukud.install.system_packages import (
+    check_command,
+    consent_question,
+    install_command,
+    install_packages,
+    missing_packages,
+    refusal,
+    refuse_unvalidated,
+    which,
+)
 from tsukud.install.transaction import InstallTransaction
 from tsukud.install.versions import Resolution
 from tsukud.recipe import (
@@ -83,13 +93,17 @@ from tsukud.recipe import (
     EcosystemStep,
     Recipe,
     RenderedStep,
+    RequireCommandStep,
+    SystemPackagesStep,
     VerifyCheck,
     ecosystem_step,
+    matching_steps,
     render_recipe,
     render_verify,
     require_supported,
 )
 from tsukud.recipe.render import render_command, takes_first_match
+from tsukud.recipe.system import shell_words
 
 CHECKSUM_FILE_MAX = 1024 * 1024
 
@@ -245,6 +259,7 @@ class InstallAttempt:
                 "recipe_source": loaded.source,
             },
         )
+        await self._host_steps(recipe, res.version)
         tools = layout.tools_dir(inst.home)
         tools.mkdir(parents=True, exist_ok=True)
         self.staging = tools / (
@@ -558,8 +573,13 @@ class InstallAttempt:
         if step.signature_url is not None:
             signed_by = await self._check_signature(step, dest)
             checked.append("openpgp_signature")
+        reason = None if checked else step.skip_verification_reason
         await self.progress(
-            "verified_checksum", file=step.asset_name, sha256=result.sha256, checked=checked
+            "verified_checksum",
+            file=step.asset_name,
+            sha256=result.sha256,
+            checked=checked,
+            **({"skip_verification_reason": reason} if reason else {}),
         )
         self.stage = "extract"
         if streamed:
@@ -582,6 +602,8 @@ class InstallAttempt:
         }
         if signed_by is not None:
             record["signed_by"] = signed_by
+        if reason:
+            record["skip_verification_reason"] = reason
         return record
 
     async def _relocate(self, step: RenderedStep, bottle: Bottle, final_dir: Path) -> None:
@@ -651,6 +673,50 @@ class InstallAttempt:
             await self.progress("running_command", command=command)
             env = command_env(self.inst.env, work_dir, final_dir)
             await trio.to_thread.run_sync(run_on_host, command, work_dir, env)
+
+    async def _host_steps(self, recipe: Recipe, version: str) -> None:
+        """The recipe's steps that act on the host, in order, before any download:
+        ``require_command`` is checked; missing system packages are installed only
+        after a person said yes to the exact command (``system_packages.py`` says why
+        ``--yes`` never counts)."""
+        env = self._caller_env()
+        for index, step in matching_steps(recipe, self.inst.platform, version):
+            if isinstance(step, RequireCommandStep):
+                self.stage = "require_command"
+                path = await trio.to_thread.run_sync(check_command, self.name, step, env)
+                await self.progress("command_found", message=f"found {step.command}: {path}")
+            elif isinstance(step, SystemPackagesStep):
+                await self._system_packages(recipe, index, step)
+
+    def _caller_env(self) -> dict[str, str]:
+        """The installer's environment with the caller's PATH: the commands a recipe
+        requires, and the package manager, are the ones the person's shell finds."""
+        return {**self.inst.env, "PATH": self.inst.caller_path()}
+
+    async def _system_packages(self, recipe: Recipe, index: int, step: SystemPackagesStep) -> None:
+        self.stage = "system_packages"
+        env = self._caller_env()
+        if step.unless_command and which(step.unless_command, env):
+            return
+        missing = await trio.to_thread.run_sync(missing_packages, step, env)
+        if not missing:
+            listed = ", ".join(step.packages)
+            await self.progress("system_packages_present", message=f"installed: {listed}")
+            return
+        argv = install_command(step, missing)
+        refuse_unvalidated(recipe, argv)
+        confirmations = self.inst.confirmations
+        if self.yes or not self.can_ask or confirmations is None:
+            raise refusal(self.name, missing, argv, yes=self.yes)
+        await confirmations.ask(
+            self._progress,
+            can_ask=self.can_ask,
+            session=self.session,
+            question=consent_question(self.name, index, step, missing, argv),
+        )
+        command = shell_words(argv)
+        await self.progress("running_system_command", message=f"running: {command}")
+        await trio.to_thread.run_sync(install_packages, self.name, step, argv, env)
 
     async def _fetch_small(self, url: str, what: str, file: str) -> bytes:
         """A signature or key file (small, through the shared HTTP layer); a failure to

@@ -37,18 +37,33 @@ from tsukud.recipe.plan import (
     plan_platform,
     plan_recipe,
 )
+from tsukud.recipe.system import SYSTEM_MANAGERS
 
 if TYPE_CHECKING:
     from tsukud.install.context import InstallContext
 
 
 def _target(platform: str | None, host: Platform) -> Platform:
+    """``os/arch``, or ``linux/arch/<family>`` (debian, rhel, arch, alpine, suse: the
+    family's system package step is planned, as tsuku's per-family plans; alpine is
+    musl)."""
     if not platform:
         return host
+    key, _, family = platform.strip().rpartition("/")
+    families = {m.family for m in SYSTEM_MANAGERS.values()}
     try:
+        if key.count("/") == 1 and family in families:
+            base = parse_platform(key, "musl" if family == "alpine" else None)
+            if base.os != "linux":
+                raise ValueError(f"a Linux family names a Linux platform, got {platform!r}")
+            return msgspec.structs.replace(base, linux_family=family)
         return parse_platform(platform)
     except ValueError as exc:
-        raise UsageError(str(exc), hint="Write --platform os/arch, e.g. linux/arm64.") from None
+        raise UsageError(
+            str(exc),
+            hint="Write --platform os/arch, e.g. linux/arm64, or linux/amd64/debian for a "
+            f"Linux family ({', '.join(sorted(families))}).",
+        ) from None
 
 
 async def _bottles(

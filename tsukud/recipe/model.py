@@ -16,6 +16,7 @@ import msgspec
 
 from tsukud.errors import TsukuError
 from tsukud.recipe.platform import Platform
+from tsukud.recipe.system import FAMILY_OF_MANAGER, SYSTEM_MANAGERS
 from tsukud.recipe.version_range import in_range
 from tsukud.registries.ecosystems import BY_ACTION, ECOSYSTEMS
 
@@ -170,10 +171,18 @@ class When(msgspec.Struct, frozen=True, kw_only=True):
         the version range, checked when ``version`` is known (before a version is
         resolved, a ranged step is still a candidate for the platform).
 
-        Conditions we cannot evaluate (``package_manager``, ``gpu``, unknown keys) never
-        match: skipping a step is safer than running one meant for other hardware.
+        ``package_manager`` matches on Linux when it names the family's own manager
+        (``apt`` on debian, ``dnf`` on rhel, ...). Conditions we cannot evaluate (another
+        manager such as ``brew``, ``gpu``, unknown keys) never match: skipping a step is
+        safer than running one meant for other hardware.
         """
-        if self.package_manager or self.gpu or self.extra:
+        if self.gpu or self.extra:
+            return False
+        if self.package_manager and (
+            target.os != "linux"
+            or target.linux_family is None
+            or FAMILY_OF_MANAGER.get(self.package_manager) != target.linux_family
+        ):
             return False
         if self.version and version is not None and not in_range(version, self.version):
             return False
@@ -266,6 +275,9 @@ class DownloadStep(_StepBase, frozen=True, kw_only=True):
     # Mirrors tried in order when ``url`` fails, each held to the same checksum rules
     # (zig's community mirrors); ``{version}``, ``{os}``, ``{arch}`` are filled in.
     fallback_urls: tuple[str, ...] | None = None
+    # Why this file has no upstream checksum or signature (tsuku's key): the download is
+    # accepted unverified only with this reason, shown in the plan and the install.
+    skip_verification_reason: str | None = None
     os_mapping: dict[str, str] | None = None
     arch_mapping: dict[str, str] | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
@@ -426,6 +438,51 @@ class HomebrewStep(_StepBase, frozen=True, kw_only=True):
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class SystemPackagesStep(_StepBase, frozen=True, kw_only=True):
+    """``apt_install``, ``apk_install``, ``dnf_install``, ``pacman_install``,
+    ``zypper_install``: packages of the system's own package manager, as tsuku's
+    actions name them. Each runs only on its Linux family (tsuku's implicit
+    constraint: ``apt_install`` on debian, whatever ``when`` says). ``unless_command``:
+    nothing to do when that command is on PATH; ``fallback``: what to tell the person
+    when the install fails. On the host the packages are installed only after a person
+    read the exact command and said yes (``install/system_packages.py``)."""
+
+    ACTIONS: ClassVar[tuple[str, ...]] = tuple(SYSTEM_MANAGERS)
+    action: Literal["apt_install", "apk_install", "dnf_install", "pacman_install", "zypper_install"]
+    packages: tuple[str, ...]
+    fallback: str | None = None
+    unless_command: str | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    @property
+    def family(self) -> str:
+        return SYSTEM_MANAGERS[self.action].family
+
+    def matches(self, target: Platform, version: str | None = None) -> bool:
+        if target.os != "linux" or target.linux_family != self.family:
+            return False
+        return super().matches(target, version)
+
+
+class RequireCommandStep(_StepBase, frozen=True, kw_only=True):
+    """``require_command``: ``command`` must be on PATH; with ``min_version`` its
+    ``command version_flag`` output, read by ``version_regex`` (group 1), must be at
+    least that version (tsuku requires both when ``min_version`` is set)."""
+
+    ACTION: ClassVar[str] = "require_command"
+    action: Literal["require_command"] = "require_command"
+    command: str
+    version_flag: str | None = None
+    version_regex: str | None = None
+    min_version: str | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+# Steps that act on the host itself rather than on the tool's directory: checked or
+# run (after a person's yes) before anything is downloaded.
+HostStep = SystemPackagesStep | RequireCommandStep
+
+
 class GenericStep(_StepBase, frozen=True, kw_only=True):
     """Any other action (apk_install, nix_install, ...): kept verbatim so it round-trips."""
 
@@ -444,7 +501,7 @@ UrlStep = (
     | RunCommandStep
     | HomebrewStep
 )
-SupportedStep = GitHubArchiveStep | GitHubFileStep | UrlStep | EcosystemStep
+SupportedStep = GitHubArchiveStep | GitHubFileStep | UrlStep | EcosystemStep | HostStep
 Step = SupportedStep | GenericStep
 
 
@@ -699,6 +756,7 @@ def _check_ecosystem(
 ) -> None:
     """An ecosystem step is the whole install: its package manager owns the tool's
     directory, so it stands alone, and its versions come from its own registry."""
+    selected = [(i, s) for i, s in selected if not isinstance(s, HostStep)]
     eco = [(i, s) for i, s in selected if isinstance(s, EcosystemStep)]
     if not eco:
         if source in ECOSYSTEM_VERSION_SOURCES:
@@ -808,4 +866,8 @@ def step_summary(step: SupportedStep) -> dict[str, Any]:
         }
     if isinstance(step, HomebrewStep):
         return {"action": step.action, "formula": step.formula}
+    if isinstance(step, SystemPackagesStep):
+        return {"action": step.action, "packages": list(step.packages)}
+    if isinstance(step, RequireCommandStep):
+        return {"action": step.action, "command": step.command}
     return {"action": step.action}

@@ -45,8 +45,10 @@ from tsukud.recipe.model import (
     InstallBinariesStep,
     Recipe,
     RecipeError,
+    RequireCommandStep,
     RunCommandStep,
     Step,
+    SystemPackagesStep,
     UnsupportedPlatform,
     Verify,
     check_platform,
@@ -67,6 +69,7 @@ from tsukud.recipe.render import (
     url_file_name,
     url_format,
 )
+from tsukud.recipe.system import SYSTEM_PACKAGE_ACTIONS, install_argv, shell_words
 from tsukud.recipe.toml_io import commands_of_outputs
 from tsukud.recipe.version import ResolvedVersion
 
@@ -78,9 +81,18 @@ PLAN_STORAGE_VERSION = 1
 # Actions whose outcome a plan cannot pin (tsuku's ``evaluable: false``) and those whose
 # result varies with the toolchain (``deterministic: false``).
 _NOT_EVALUABLE = frozenset(
-    {"run_command", "homebrew_relocate", *RUNNABLE_ECOSYSTEM_ACTIONS, "cpan_install"}
+    {
+        "run_command",
+        "homebrew_relocate",
+        *RUNNABLE_ECOSYSTEM_ACTIONS,
+        "cpan_install",
+        *SYSTEM_PACKAGE_ACTIONS,
+        "require_command",
+    }
 )
-_NOT_DETERMINISTIC = frozenset({*RUNNABLE_ECOSYSTEM_ACTIONS, "cpan_install"})
+_NOT_DETERMINISTIC = frozenset(
+    {*RUNNABLE_ECOSYSTEM_ACTIONS, "cpan_install", *SYSTEM_PACKAGE_ACTIONS}
+)
 
 # A value tsuku's plan holds only because tsuku downloaded the file to plan it (the
 # sha256 of a file no checksum names, a bottle's size): listed by field in a step's
@@ -92,7 +104,10 @@ class PlanStep(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One primitive step in tsuku's shape: ``params`` (keys sorted, as Go writes a
     map), ``evaluable`` and ``deterministic``; ``url``, ``checksum`` (hex) and ``size``
     when tsuku's plan has them, i.e. for a file tsuku fetched while planning. A value
-    only that fetch gives is named in ``computed_at_download`` (this project's key)."""
+    only that fetch gives is named in ``computed_at_download``; ``command`` is the
+    command a system package step runs on the host (as tsuku describes it), and
+    ``skip_verification_reason`` why a download has no upstream checksum (this
+    project's keys: tsuku's plan carries neither)."""
 
     action: str
     params: dict[str, Any]
@@ -102,6 +117,8 @@ class PlanStep(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     checksum: str | None = None
     size: int | None = None
     computed_at_download: tuple[str, ...] = ()
+    command: str | None = None
+    skip_verification_reason: str | None = None
 
 
 class PlanVerify(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -331,17 +348,18 @@ def _download(step: DownloadStep, index: int, ctx: PlanContext) -> list[PlanStep
         "signature_key_fingerprint": step.signature_key_fingerprint,
     }
     if step.action == "download_file" and step.checksum:
-        return [
-            primitive(
-                "download_file",
-                url=url,
-                dest=dest,
-                checksum=_hex(step.checksum),
-                checksum_algo=step.checksum_algo,
-                **extra,
-            )
-        ]
-    return [_fetched(url, dest, _hex(step.checksum), None, **extra)]
+        planned = primitive(
+            "download_file",
+            url=url,
+            dest=dest,
+            checksum=_hex(step.checksum),
+            checksum_algo=step.checksum_algo,
+            **extra,
+        )
+    else:
+        planned = _fetched(url, dest, _hex(step.checksum), None, **extra)
+    reason = step.skip_verification_reason
+    return [msgspec.structs.replace(planned, skip_verification_reason=reason)]
 
 
 def _download_archive(step: DownloadArchiveStep, index: int, ctx: PlanContext) -> list[PlanStep]:
@@ -430,6 +448,31 @@ def _ecosystem(step: EcosystemStep, index: int, ctx: PlanContext) -> list[PlanSt
     return [primitive(step.action, **params)]
 
 
+def _system_packages(step: SystemPackagesStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """As tsuku plans it: the step's parameters as written (its family was chosen by
+    the platform's ``linux_family``), with the command it runs beside them."""
+    argv = install_argv(step.action, step.packages, as_root=False)
+    planned = primitive(
+        step.action,
+        packages=list(step.packages),
+        fallback=step.fallback,
+        unless_command=step.unless_command,
+    )
+    return [msgspec.structs.replace(planned, command=shell_words(argv))]
+
+
+def _require_command(step: RequireCommandStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    return [
+        primitive(
+            "require_command",
+            command=step.command,
+            version_flag=step.version_flag,
+            version_regex=step.version_regex,
+            min_version=step.min_version,
+        )
+    ]
+
+
 def _homebrew(step: HomebrewStep, index: int, ctx: PlanContext) -> list[PlanStep]:
     """A bottle as tsuku plans it: the blob saved as ``<formula>.tar.gz`` (URL and the
     manifest's digest), unpacked without its ``<formula>/<version>/`` directories, then
@@ -461,6 +504,8 @@ PLANNERS: dict[str, StepPlanner] = {
     "gem_install": _ecosystem,
     "go_install": _ecosystem,
     "homebrew": _homebrew,
+    **dict.fromkeys(SYSTEM_PACKAGE_ACTIONS, _system_packages),
+    "require_command": _require_command,
 }
 
 

@@ -13,6 +13,8 @@ import sys
 
 import msgspec
 
+from tsukud.recipe.system import family_from_os_release
+
 LIBCS = ("glibc", "musl")
 
 _OS_ALIASES = {
@@ -45,8 +47,9 @@ _ARCH_ALIASES = {
 class Platform(msgspec.Struct, frozen=True):
     """Where an install happens. ``libc`` is ``None`` off Linux, or when unknown.
 
-    ``linux_family`` (debian, rhel, ...) exists only so ``when`` clauses that name one can
-    be evaluated; host detection leaves it unset because no supported action needs it.
+    ``linux_family`` (debian, rhel, alpine, arch, suse) selects ``when`` clauses that
+    name one and the system package step of that family (``apt_install`` on debian, ...);
+    host detection reads it from ``/etc/os-release`` (``recipe/system.py``).
     """
 
     os: str
@@ -99,13 +102,21 @@ def parse_platform(text: str, libc: str | None = None) -> Platform:
     return Platform(os_name, normalize_arch(arch), libc if os_name == "linux" else None)
 
 
-def make_platform(system: str, machine: str, *, python_libc: str, musl_loader: bool) -> Platform:
+def make_platform(
+    system: str,
+    machine: str,
+    *,
+    python_libc: str,
+    musl_loader: bool,
+    os_release: str = "",
+) -> Platform:
     """Pure core of host detection, so every branch can be tested on any machine.
 
     ``python_libc`` is what ``platform.libc_ver()`` reports for the running interpreter:
     an interpreter linked against glibc proves the host has glibc even when a musl loader
     is installed next to it (Debian's ``musl`` package puts one in /lib). Without that
     proof, a musl loader means a musl system (Alpine), as in the reference's detection.
+    ``os_release`` (the text of ``/etc/os-release``) names the Linux family.
     """
     os_name = normalize_os(system)
     libc: str | None = None
@@ -116,7 +127,8 @@ def make_platform(system: str, machine: str, *, python_libc: str, musl_loader: b
             libc = "musl"
         else:
             libc = "glibc"
-    return Platform(os_name, normalize_arch(machine), libc)
+    family = family_from_os_release(os_release) if os_name == "linux" else None
+    return Platform(os_name, normalize_arch(machine), libc, family)
 
 
 def host_platform() -> Platform:
@@ -128,4 +140,15 @@ def host_platform() -> Platform:
         _stdlib_platform.machine(),
         python_libc=python_libc,
         musl_loader=musl_loader,
+        os_release=_os_release() if sys.platform.startswith("linux") else "",
     )
+
+
+def _os_release() -> str:
+    for path in ("/etc/os-release", "/usr/lib/os-release"):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                return f.read(64 * 1024)
+        except OSError:
+            continue
+    return ""

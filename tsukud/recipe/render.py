@@ -30,6 +30,7 @@ from tsukud.recipe.model import (
     GitHubArchiveStep,
     GitHubFileStep,
     HomebrewStep,
+    HostStep,
     InstallBinariesStep,
     InstallStep,
     Recipe,
@@ -115,6 +116,9 @@ class RenderedStep(msgspec.Struct, frozen=True, kw_only=True):
     commands: tuple[tuple[int, str], ...] = ()
     # Mirrors tried in order when ``url`` fails (download's ``fallback_urls``).
     fallback_urls: tuple[str, ...] = ()
+    # Why the recipe accepts this file without an upstream checksum or signature
+    # (download's ``skip_verification_reason``): said wherever the file is shown.
+    skip_verification_reason: str | None = None
     # Said to the person (plan, install): a wildcard that matched several assets.
     warning: str | None = None
     # Outputs that are files, not commands (``outputs = [{ src = "cacert.pem", dest =
@@ -424,6 +428,7 @@ class _WorkFile(msgspec.Struct, kw_only=True):
     signature: tuple[str, str, str] | None = None  # (signature_url, key_url, fingerprint)
     commands: tuple[tuple[int, str], ...] = ()
     fallback_urls: tuple[str, ...] = ()
+    skip_verification_reason: str | None = None
     # The name pins and records use when it differs from ``name`` (a bottle's blob).
     asset: str | None = None
     files: tuple[InstallBinary, ...] = ()
@@ -511,6 +516,7 @@ def _fold_url_steps(
             )
             if isinstance(step, DownloadStep):
                 work.checksum = step.checksum
+                work.skip_verification_reason = step.skip_verification_reason
                 work.fallback_urls = tuple(
                     expand_url(u, resolved, os_name, arch) for u in step.fallback_urls or ()
                 )
@@ -629,6 +635,7 @@ def render_url_steps(
             signature_key_fingerprint=work.signature[2] if work.signature else None,
             commands=work.commands,
             fallback_urls=work.fallback_urls,
+            skip_verification_reason=work.skip_verification_reason,
             files=work.files,
         )
         for work in works
@@ -667,8 +674,9 @@ def render_recipe(
                     take_first=take_first,
                 )
             )
-        elif isinstance(step, EcosystemStep):
-            # Nothing to download by URL: its package manager fetches it.
+        elif isinstance(step, EcosystemStep | HostStep):
+            # Nothing to download by URL: its package manager fetches it, or the step
+            # acts on the host (install/system_packages.py).
             continue
         else:
             url_steps.append((index, step))

@@ -39,8 +39,10 @@ from tsukud.recipe.model import (
     Metadata,
     Recipe,
     RecipeParseError,
+    RequireCommandStep,
     RunCommandStep,
     Step,
+    SystemPackagesStep,
     Verify,
     VerifyAdditional,
     VersionSection,
@@ -49,6 +51,7 @@ from tsukud.recipe.model import (
     ranged,
 )
 from tsukud.recipe.platform import LIBCS
+from tsukud.recipe.system import SYSTEM_MANAGERS, valid_command, valid_package
 from tsukud.recipe.version_range import parse_range
 from tsukud.registries.ecosystems import ECOSYSTEMS
 
@@ -455,6 +458,7 @@ _DOWNLOAD: dict[str, Conv] = {
     "signature_key_url": _url,
     "signature_key_fingerprint": _fingerprint,
     "fallback_urls": _url_list,
+    "skip_verification_reason": _nonempty,
     "os_mapping": _name_map,
     "arch_mapping": _name_map,
 }
@@ -482,6 +486,48 @@ _INSTALL_BINARIES: dict[str, Conv] = {
     "outputs": _outputs,
 }
 _RUN_COMMAND: dict[str, Conv] = {"command": _nonempty}
+
+
+def _packages(value: Any, path: str) -> tuple[str, ...]:
+    """System package names: each becomes an argument of a command run as root."""
+    names = _str_list(value, path)
+    if not names:
+        raise _Bad(path, "at least one package is required")
+    for i, name in enumerate(names):
+        if not valid_package(name):
+            _expected(f"{path}[{i}]", "a package name (letters, digits, .+_:@~=-)", name)
+    return names
+
+
+def _command_name(value: Any, path: str) -> str:
+    text = _nonempty(value, path)
+    if not valid_command(text):
+        _expected(path, "a command name (no path, no option, no shell characters)", value)
+    return text
+
+
+def _regex(value: Any, path: str) -> str:
+    text = _nonempty(value, path)
+    try:
+        compiled = re.compile(text)
+    except re.error as exc:
+        raise _Bad(path, f"a regular expression ({exc})") from None
+    if compiled.groups < 1:
+        _expected(path, "a regular expression with a group (the version)", value)
+    return text
+
+
+_SYSTEM_PACKAGES: dict[str, Conv] = {
+    "packages": _packages,
+    "fallback": _str,
+    "unless_command": _command_name,
+}
+_REQUIRE_COMMAND: dict[str, Conv] = {
+    "command": _command_name,
+    "version_flag": _nonempty,
+    "version_regex": _regex,
+    "min_version": _nonempty,
+}
 _HOMEBREW: dict[str, Conv] = {"formula": _nonempty}
 # action -> (step type, parameter spec, required parameters)
 _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
@@ -587,6 +633,19 @@ def _step(value: Any, path: str) -> Step:
                 raise _Bad(path, f"{', '.join(_SIGNATURE_KEYS)} come together")
         step: Step = step_type(**common, **known, extra=extra)
         return step
+
+    if action in SYSTEM_MANAGERS:
+        known, extra = _split(params, path, _SYSTEM_PACKAGES)
+        _require(known, path, "packages")
+        known["action"] = action
+        return SystemPackagesStep(**common, **known, extra=extra)
+
+    if action == RequireCommandStep.ACTION:
+        known, extra = _split(params, path, _REQUIRE_COMMAND)
+        _require(known, path, "command")
+        if "min_version" in known:  # tsuku's preflight: both, to read the version
+            _require(known, path, "version_flag", "version_regex")
+        return RequireCommandStep(**common, **known, extra=extra)
 
     if action in ECOSYSTEM_STEPS:
         eco_type = ECOSYSTEM_STEPS[action]

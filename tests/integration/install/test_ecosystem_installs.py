@@ -245,7 +245,7 @@ def test_plan_gives_a_gem_install_step_the_rubygems_version(
     inst: Tsuku, eco: FakeEcosystems
 ) -> None:
     """Every ecosystem action has a runner, so its plan is one step, never an
-    ``unsupported`` line; an action tsuku does not run (``apk_install``) is one
+    ``unsupported`` line; an action tsuku does not run (``nix_install``) is one
     (``test_plan.py::test_download_archive_and_a_signed_download_decompose``)."""
     assert {"gem_install", "cargo_install", "go_install"} <= RUNNABLE_ECOSYSTEM_ACTIONS
     eco.add_gem("rubocop", versions=3)

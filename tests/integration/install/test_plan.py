@@ -121,7 +121,7 @@ signature_key_url = "{host.url}/key.asc"
 signature_key_fingerprint = "{fpr}"
 
 [[steps]]
-action = "apk_install"
+action = "nix_install"
 packages = ["corepack"]
 """,
         )
@@ -141,9 +141,9 @@ packages = ["corepack"]
     assert signed["params"]["signature_url"] == f"{host.url}/extra-22.1.0.zip.sig"
     assert p["unsupported"] == [
         {
-            "action": "apk_install",
+            "action": "nix_install",
             "platform": "linux/amd64 (glibc)",
-            "reason": "action apk_install is not supported yet",
+            "reason": "action nix_install is not supported yet",
             "index": 2,
         }
     ]
@@ -153,8 +153,8 @@ packages = ["corepack"]
     text = inst.ctl("plan", str(recipe), "--version", "22.1.0", "--platform", "linux/amd64")
     assert text.returncode == 0, text.stderr
     assert (
-        "unsupported on linux/amd64 (glibc): steps[2] apk_install: "
-        "action apk_install is not supported yet"
+        "unsupported on linux/amd64 (glibc): steps[2] nix_install: "
+        "action nix_install is not supported yet"
     ) in text.stdout
 
 

@@ -86,7 +86,7 @@ def test_unsupported_action_only_where_selected() -> None:
 
 
 def test_no_matching_step() -> None:
-    recipe = parse_recipe(MIXED.replace('action = "pkgsrc_install"', 'action = "apk_install"'))
+    recipe = parse_recipe(MIXED.replace('action = "pkgsrc_install"', 'action = "nix_install"'))
     with pytest.raises(NoMatchingStep, match="mixed: no step installs on freebsd/amd64"):
         require_supported(recipe, Platform("freebsd", "amd64"))
     with pytest.raises(NoMatchingStep):

@@ -254,8 +254,8 @@ def test_run_command_folds_into_the_download_it_follows() -> None:
     with pytest.raises(UnsupportedFeature, match="parameter requires_sudo"):
         require_supported(parse_recipe(sudo), LINUX)
     assert unsupported_actions(parse_recipe(sudo)) == ["run_command parameter requires_sudo"]
-    other = KUBECTL + '\n[[steps]]\naction = "apk_install"\npackages = ["x"]\n'
-    with pytest.raises(UnsupportedAction, match="apk_install"):
+    other = KUBECTL + '\n[[steps]]\naction = "nix_install"\npackages = ["x"]\n'
+    with pytest.raises(UnsupportedAction, match="nix_install"):
         require_supported(parse_recipe(other), LINUX)
     assert isinstance(parse_recipe(KUBECTL).steps[0], DownloadStep)
 
@@ -285,14 +285,14 @@ def test_coverage_separates_parse_failures_from_unsupported_actions(tmp_path: Pa
     (tmp_path / "batch.toml").write_text(BATCH)
     (tmp_path / "musl-tool.toml").write_text(
         '[metadata]\nname = "musl-tool"\n[version]\nsource = "repology"\n'
-        '[[steps]]\naction = "apk_install"\npackages = ["musl-tool"]\n'
+        '[[steps]]\naction = "nix_install"\npackages = ["musl-tool"]\n'
     )
     (tmp_path / "broken.toml").write_text(BATCH.replace('binaries = ["tool"]', "binaries = 3"))
     bench = _bench()
     report = bench.measure(sorted(tmp_path.rglob("*.toml")))
     lines = report.lines()
     assert lines[-1] == "parsed 3/4, supported 2/4"
-    assert report.unsupported == {"apk_install": 1, "version source repology": 1}
+    assert report.unsupported == {"nix_install": 1, "version source repology": 1}
     (kind,) = report.parse_failures
     assert "steps[].binaries" in kind
 
