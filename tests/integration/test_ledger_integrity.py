@@ -51,7 +51,7 @@ def test_tsukud_refuses_a_damaged_ledger_with_exit_26_and_what_to_do(
     text = refused_start(tsuku)
     if damage == "truncated":
         assert "events 1-32 are missing (32 events)" in text  # started, 30 events, stopped
-        assert "tsukuctl daemon stop && tsukud --accept-ledger" in text  # how to accept it
+        assert "tsukuctl daemon stop; tsukud --accept-ledger" in text  # how to accept it
     else:
         assert "not a readable SQLite database" in text and ".recover" in text
 

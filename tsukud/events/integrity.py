@@ -144,7 +144,7 @@ def check_rows(conn: sqlite3.Connection, *, db: Path, checkpoint: Path, last_id:
     raise damaged(damage, db=db, checkpoint=checkpoint) from None
 
 
-ACCEPT = "tsukuctl daemon stop && tsukud --accept-ledger"
+ACCEPT = "tsukuctl daemon stop; tsukud --accept-ledger"
 
 
 def _accept(checkpoint: Path) -> str:
