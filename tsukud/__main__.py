@@ -33,6 +33,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--socket", help="socket path (default: $TSUKU_SOCKET, see docs)")
     ap.add_argument("--home", help="TSUKU_HOME (default: $TSUKU_HOME or ~/.tsuku)")
     ap.add_argument("--log-stderr", action="store_true", help="also log to stderr")
+    ap.add_argument(
+        "--accept-ledger",
+        action="store_true",
+        help="start on a ledger that lost events or its checkpoint, as it is now, and "
+        "record what was lost (only after `events verify` or a refused start said so)",
+    )
     ap.add_argument("--version", action="version", version=f"tsukud {__version__}")
     return ap.parse_args(argv)
 
@@ -173,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         from tsukud.launch import start_daemon
 
         try:
-            pid = start_daemon()
+            pid = start_daemon(accept_ledger=args.accept_ledger)
         except TsukuError as e:
             print(f"tsukud: {e.message}\nhint: {e.hint}", file=sys.stderr)
             return e.exit_code
@@ -231,7 +237,7 @@ def _run_foreground(args: argparse.Namespace) -> int:
             activation=activation if activated else "direct",
         )
         try:
-            daemon.open()
+            daemon.open(accept_ledger=args.accept_ledger)
 
             async def amain() -> None:
                 from tsukud.rpc.registry import load_methods

@@ -245,13 +245,15 @@ class Daemon:
 
     # ---- lifecycle -------------------------------------------------------------------
 
-    def open(self) -> None:
+    def open(self, *, accept_ledger: bool = False) -> None:
         """Open the ledger and rebuild state. Blocking; runs before the event loop.
 
-        A damaged ledger (rows lost since the checkpoint, a rewritten chain, a database
-        SQLite cannot read) raises ``LedgerCorrupt`` here: the daemon does not start on it.
+        A damaged ledger (rows lost since the checkpoint, the checkpoint itself gone, a
+        rewritten chain, a database SQLite cannot read) raises ``LedgerCorrupt`` here:
+        the daemon does not start on it. ``accept_ledger`` (``tsukud --accept-ledger``)
+        adopts a loss as it is and records it.
         """
-        self.store.open()
+        self.store.open(accept=accept_ledger)
         with integrity.reading(self.store.path):
             self.state = self.store.read_sync(lambda conn: rebuild(conn, self.clock.now()))
             self.batch_queue = self.store.read_sync(load_batch_queue)

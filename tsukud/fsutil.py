@@ -88,7 +88,7 @@ def write_atomic(
 
     ``sync=False`` skips both fsyncs: readers still see the old file or the new one,
     but after a power failure the file may be the old one, or empty. For files that may
-    lag behind, written often (the ledger checkpoint, once per batch)."""
+    lag behind and are written often."""
     path = os.fspath(path)
     directory = os.path.dirname(path) or "."
     try:

@@ -111,11 +111,19 @@ def stderr_path() -> str:
     return str(os.path.join(paths.log_dir(), "tsukud.stderr"))
 
 
-def daemon_command() -> list[str]:
-    return [sys.executable, "-m", "tsukud", "--foreground"]
+def daemon_command(*, accept_ledger: bool = False) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "tsukud",
+        "--foreground",
+        *(["--accept-ledger"] if accept_ledger else []),
+    ]
 
 
-def start_daemon(path: StrPath | None = None, timeout: float = START_TIMEOUT_S) -> int:
+def start_daemon(
+    path: StrPath | None = None, timeout: float = START_TIMEOUT_S, *, accept_ledger: bool = False
+) -> int:
     """Start tsukud detached and wait until it accepts. Returns the daemon's pid.
 
     Two clients racing here both spawn a daemon; the single-instance lock lets one win
@@ -131,7 +139,7 @@ def start_daemon(path: StrPath | None = None, timeout: float = START_TIMEOUT_S) 
     with open(err_path, "ab") as err:
         offset = err.tell()
         proc = subprocess.Popen(
-            daemon_command(),
+            daemon_command(accept_ledger=accept_ledger),
             stdin=subprocess.DEVNULL,
             stdout=err,
             stderr=err,

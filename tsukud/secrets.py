@@ -62,18 +62,25 @@ _SECRET_NAME = re.compile(
 # ``:`` it runs to the end of the line or a delimiter, as YAML and headers read it
 # (``passphrase: correct horse battery`` is one value). The match starts at the word,
 # not the whole key: scanning every prefix of every word made this the slowest pattern
-# by far.
+# by far. A word right after ``/`` is a path's (``file:///etc/passwd: refused``), not a
+# key's name.
 _PAIR_HEAD = (
-    rf"(?i)(?P<head>(?:(?:(?<![\w.-])|(?<=[_.-]))(?:{_WORD_OR_SUFFIX})|(?<=[_.-])(?:{_SUFFIX_ONLY})"
+    rf"(?i)(?P<head>(?<![/\\])(?:(?:(?<![\w.-])|(?<=[_.-]))(?:{_WORD_OR_SUFFIX})|(?<=[_.-])(?:{_SUFFIX_ONLY})"
     rf"|(?<=[_-]){_KEY_SUFFIX}|{_WORDS})[\"']?[ \t]*"
 )
 _QUOTED = r"\"[^\"\r\n]*\"|'[^'\r\n]*'"
 _PAIR = re.compile(
     rf"{_PAIR_HEAD}=[ \t]*)(?!{re.escape(REDACTED)})(?P<value>{_QUOTED}|[^\s\"',;&)\]}}]+)"
 )
+# A value after ``:`` runs to the end of the line, but stops before a word that starts
+# another credential pair (``token: 1234 password=x`` is two secrets, the second one's
+# name kept; ``password: correct horse=battery`` stays one) and before a value already
+# replaced.
+_STOP = rf"\s+(?:{_SECRET_NAME.pattern})[\"']?[ \t]*[=:]|{re.escape(REDACTED)}"
+_COLON_END = rf"(?:(?!{re.escape(REDACTED)})[^\s\"',;&)\]}}])"
 _COLON_PAIR = re.compile(
     rf"{_PAIR_HEAD}:[ \t]*)(?!{re.escape(REDACTED)})"
-    rf"(?P<value>{_QUOTED}|[^\s\"',;&)\]}}](?:[^\r\n\"',;&)\]}}]*[^\s\"',;&)\]}}])?)"
+    rf"(?P<value>{_QUOTED}|[^\s\"',;&)\]}}](?:(?:(?!{_STOP})[^\r\n\"',;&)\]}}])*{_COLON_END})?)"
 )
 # ``--password VALUE``, ``--github-token VALUE``: a credential flag and the word after
 # it, unless that word is the next flag. ``--token=x`` is a pair above; ``--max-tokens 9``

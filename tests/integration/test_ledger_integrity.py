@@ -51,7 +51,7 @@ def test_tsukud_refuses_a_damaged_ledger_with_exit_26_and_what_to_do(
     text = refused_start(tsuku)
     if damage == "truncated":
         assert "events 1-32 are missing (32 events)" in text  # started, 30 events, stopped
-        assert "ledger.head aside" in text  # how to accept the loss
+        assert "tsukuctl daemon stop; tsukud --accept-ledger" in text  # how to accept it
     else:
         assert "not a readable SQLite database" in text and ".recover" in text
 
@@ -88,18 +88,34 @@ def test_verify_head_catches_a_rewrite_of_database_and_checkpoint(tsuku: Tsuku) 
     assert "the head you gave" in caught.stderr and "Traceback" not in caught.stderr
 
 
-def test_an_earlier_versions_ledger_is_adopted_with_a_notice(tsuku: Tsuku) -> None:
+def test_a_missing_checkpoint_stops_the_start_until_accept_ledger_records_the_loss(
+    tsuku: Tsuku,
+) -> None:
+    # Issue 31: the newest rows and the checkpoint deleted together used to pass the
+    # start and `verify`, visible only as a `ledger.adopted` adopted without a question.
     tsuku.start()
-    append(tsuku, 3)
+    append(tsuku, 6)
     stop(tsuku)
-    (tsuku.home / "state" / "ledger.head").unlink()  # as an earlier version left it
-    tsuku.start()
+    conn = sqlite3.connect(tsuku.home / "tsuku.db")
+    conn.execute("DROP TRIGGER events_no_delete")
+    conn.execute("DELETE FROM events WHERE id > 5")
+    conn.commit()
+    conn.close()
+    (tsuku.home / "state" / "ledger.head").unlink()
+    text = refused_start(tsuku)
+    assert "holds 5 events but its checkpoint" in text and "is missing" in text
+    assert "tsukud --accept-ledger" in text
+
+    tsuku.start("--accept-ledger")
     adopted = [
         json.loads(line)
         for line in tsuku.ctl("events", "--type", "ledger.adopted", "--json").stdout.splitlines()
     ]
-    assert len(adopted) == 1 and adopted[0]["payload"]["last_id"] == 5  # started, 3, stopped
+    assert len(adopted) == 1 and adopted[0]["payload"]["last_id"] == 5
+    assert "accept-ledger" in adopted[0]["payload"]["reason"]
     assert tsuku.ctl("events", "verify").returncode == 0
+    stop(tsuku)
+    tsuku.start()  # accepted once: the checkpoint follows again, no question
 
 
 def test_a_failed_writer_still_stops_promptly_and_says_what_was_not_recorded(

@@ -266,6 +266,30 @@ def test_issue_17_frames_get_bad_request_and_the_daemon_stays(live: Tsuku, body:
 
 
 @pytest.mark.parametrize(
+    "body",
+    [
+        b'{"id":1,"method":"ping","method":"daemon.stop"}',
+        b'{"id":1,"method":"ping","metho\\u0064":"daemon.stop"}',
+        b'{"id":1,"method":"config.set","params":{"key":"llm.daily_budget",'
+        b'"value":"1","value":"1000"}}',
+    ],
+    ids=["method", "escaped-method", "params"],
+)
+def test_issue_31_a_key_named_twice_is_a_bad_request_and_the_daemon_stays(
+    live: Tsuku, body: bytes
+) -> None:
+    # A reader of the first key sees a ping; msgspec, like most parsers, keeps the last.
+    pid = live.daemon_pid()
+    frames = exchange(live, body)
+    assert [f["error"]["code"] for f in frames] == ["bad_request"]
+    assert "same key twice" in frames[0]["error"]["message"]
+    assert live.daemon_pid() == pid
+    assert live.call("ping") is not None
+    budget = live.call("config.get", {"key": "llm.daily_budget"})
+    assert budget["source"] == "default" and budget["value"] not in ("1", "1000", 1, 1000)
+
+
+@pytest.mark.parametrize(
     ("params", "field"),
     [
         ({"limit": 2**63}, "limit 9223372036854775808 is out of range"),

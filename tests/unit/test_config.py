@@ -294,3 +294,15 @@ def test_a_mistyped_key_gets_the_setting_it_is_near() -> None:
 def test_secret_env_aliases() -> None:
     c = config.resolve(env={"GH_TOKEN": "gho_1234567890"}, path=Path("/nonexistent/c.toml"))
     assert c.setting("secrets.github_token").source == "env:GH_TOKEN"
+
+
+def test_a_key_set_twice_is_a_problem_that_spoils_it_not_a_silent_last_value() -> None:
+    # Issue 31: a file must mean one thing. TOML refuses a repeated key; the reader keeps
+    # the first line (what a person reading from the top sees) and reports the second.
+    read = config.parse_file(
+        b"[llm]\ndaily_budget = 1\ndaily_budget = 1000\n", Path("/h/config.toml")
+    )
+    assert read.values["llm.daily_budget"] == 1.0
+    (problem,) = read.problems
+    assert "line 3" in problem.error.message and "llm.daily_budget" in problem.error.message
+    assert problem.spoils == ("llm.daily_budget",)

@@ -32,6 +32,7 @@ from tsukuctl import cli
 
 KNOWN_PROGRAMS = {
     "tsukuctl",
+    "tsukud",
     "bash",
     "printf",
     "grep",

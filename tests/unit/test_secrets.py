@@ -255,3 +255,36 @@ def test_no_catalogued_event_field_has_a_credential_name() -> None:
     for cls in catalogue.EVENTS.values():
         walk(cls)
     assert len(seen) > 30 and found == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Issue 29/31: the second pair's name was eaten with a stray bracket left.
+        ("token: 987654321 password=hunter2", f"token: {REDACTED} password={REDACTED}"),
+        ("password: x1 GITHUB_TOKEN: y2", f"password: {REDACTED} GITHUB_TOKEN: {REDACTED}"),
+        ("token: abc ghp_" + "a" * 36, f"token: {REDACTED} {REDACTED}"),
+        # A path's word is not a key's name: the refusal says what it refused, and why.
+        (
+            "refusing file:///etc/passwd: (not an http(s) URL)",
+            "refusing file:///etc/passwd: (not an http(s) URL)",
+        ),
+        ("cannot read C:\\secrets\\token: denied", "cannot read C:\\secrets\\token: denied"),
+    ],
+)
+def test_a_message_keeps_what_is_not_a_secret_around_what_is(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A value that holds other words (but no credential pair) is still one value.
+        "password: correct horse=battery staple",
+        "api_key: a b: c",
+        "passphrase: open sesame, please",
+    ],
+)
+def test_a_colon_value_is_not_cut_short_by_ordinary_words(text: str) -> None:
+    value = text.split(": ", 1)[1].split(",")[0]
+    assert value not in redact(text) and value.split()[-1] not in redact(text)

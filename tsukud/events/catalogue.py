@@ -51,13 +51,17 @@ class DaemonStopped(Payload):
 
 
 class LedgerAdopted(Payload):
-    """A ledger without a checkpoint (from an earlier version, or the user moved the
-    checkpoint aside to accept a loss) is taken as it is; integrity is anchored from here."""
+    """A ledger that lost events or its checkpoint, taken as it is because a person said
+    so (``tsukud --accept-ledger``); integrity is anchored from here."""
 
     last_id: int
     head: str
     reason: str
     missing: int | None = None  # ids without a row the user accepted with this adoption
+    # The ids the checkpoint recorded and the database no longer holds (its end lost).
+    lost_from: int | None = None
+    lost_to: int | None = None
+    lost_count: int | None = None
 
 
 class ConfigChanged(Payload):

@@ -6,12 +6,16 @@ checkpoint outside the database, ``state/ledger.head`` next to it: the last comm
 and its hash, replaced atomically after every committed batch (one small file per
 batch, not per event). It is written only after SQLite has committed (and fsynced) the
 batch, so it never runs ahead of the database; after a crash it may lag by one batch,
-which is harmless. It is not fsynced itself (that would double the cost of a commit):
-after a power failure it may lag further, or be empty, which counts as no checkpoint.
+which is harmless. It is fsynced, file and directory, before it replaces the old one:
+a checkpoint that a power failure could leave empty would be indistinguishable from
+one an attacker deleted.
 
 A database that ends before the checkpoint's id (a truncated or deleted file, a lost
-``-wal``, deleted rows), or whose row at that id has another hash (a rewritten chain), is
-refused at start and by ``events verify``.
+``-wal``, deleted rows), whose row at that id has another hash (a rewritten chain), or
+that holds events but has no checkpoint at all (deleting it together with the newest
+rows must not pass), is refused at start and by ``events verify``. Going on with such a
+ledger is a person's explicit act, ``tsukud --accept-ledger``, recorded with what was
+lost.
 
 Same-uid attackers can rewrite both files; docs/events.md says so, and offers
 ``events verify --head`` against a head kept elsewhere.
@@ -57,7 +61,7 @@ def read_checkpoint(path: Path) -> Anchor | None:
     except OSError as e:
         raise _unreadable(path, str(e)) from None
     if not data:
-        return None  # a power failure right after it was replaced (it is not fsynced)
+        raise _unreadable(path, "empty")
     try:
         cp = _decoder.decode(data)
     except msgspec.DecodeError as e:
@@ -69,7 +73,7 @@ def read_checkpoint(path: Path) -> Anchor | None:
 
 def write_checkpoint(path: Path, last_id: int, head: str) -> None:
     data = _encoder.encode(_Checkpoint(last_id, head)) + b"\n"
-    write_atomic(path, data, mode=0o600, sync=False)
+    write_atomic(path, data, mode=0o600, sync=True)
 
 
 def check_head(
@@ -140,11 +144,35 @@ def check_rows(conn: sqlite3.Connection, *, db: Path, checkpoint: Path, last_id:
     raise damaged(damage, db=db, checkpoint=checkpoint) from None
 
 
+ACCEPT = "tsukuctl daemon stop; tsukud --accept-ledger"
+
+
 def _accept(checkpoint: Path) -> str:
     return (
-        f"To go on with the ledger as it is now, move {checkpoint} aside (stop the daemon "
-        "first); the daemon then adopts the ledger and records that it did."
+        f"To go on with the ledger as it is now, run `{ACCEPT}`: the daemon then adopts "
+        "the ledger and records what was lost."
     )
+
+
+def missing_checkpoint(ledger: str, checkpoint: Path, last_id: int) -> LedgerCorrupt:
+    """A ledger with events and no checkpoint: the checkpoint is what shows that the
+    newest rows are gone, so its absence is not taken as "nothing was lost"."""
+    return LedgerCorrupt(
+        f"{ledger} holds {last_id} event{'s' if last_id != 1 else ''} but its "
+        f"checkpoint {checkpoint} is missing, so rows deleted from its end could not be seen",
+        hint="If you moved the checkpoint aside, put it back. If this ledger was written by "
+        "a tsuku from before checkpoints, or you accept that its newest events may be "
+        f"gone: {_accept(checkpoint)}",
+        first_bad_id=last_id + 1,
+        checkpoint="missing",
+    )
+
+
+def acceptable(e: LedgerCorrupt) -> bool:
+    """Whether ``--accept-ledger`` may adopt the ledger ``e`` refused: a loss (rows gone,
+    a checkpoint gone or unreadable), not an edit (a chain that no longer links, a row
+    at the checkpoint's id with another hash) nor a file SQLite cannot read."""
+    return "lost_count" in e.data or e.data.get("checkpoint") in ("missing", "unreadable")
 
 
 def damaged(
@@ -186,6 +214,7 @@ def _unreadable(path: Path, why: str) -> LedgerCorrupt:
         f"the ledger checkpoint {path} cannot be read ({why})",
         hint="It was edited or damaged outside tsuku, so the ledger cannot be checked "
         "against it. " + _accept(path),
+        checkpoint="unreadable",
     )
 
 

@@ -248,10 +248,11 @@ class PgEventStore(EventStore):
 
     # ---- lifecycle -------------------------------------------------------------------
 
-    def open(self) -> None:
+    def open(self, *, accept: bool = False) -> None:
         """Create or migrate the schema, register this origin, find its chain's head and
         hold it to the checkpoint. Blocking: start-up only. ``ledger_unavailable`` when
-        the database cannot be reached, ``ledger_corrupt`` when the chain lost rows."""
+        the database cannot be reached, ``ledger_corrupt`` when the chain lost rows or
+        its checkpoint (``accept``: adopted as on SQLite, and recorded)."""
         self.origin = load_origin(self.origin_path)
         self.checkpoint_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         conn = _connect(self.url)
@@ -282,15 +283,7 @@ class PgEventStore(EventStore):
                     checkpoint=self.checkpoint_path,
                 )
             self.last_id, self.last_hash = found
-            anchor = integrity.read_checkpoint(self.checkpoint_path)
-            if anchor is not None:
-                row = conn.execute(
-                    "SELECT hash FROM tsuku.events WHERE origin = %s AND seq = %s",
-                    (self.origin, anchor.id),
-                ).fetchone()
-                damage = anchor_damage(anchor, self.last_id, None if row is None else str(row[0]))
-                if damage is not None:
-                    raise integrity.damaged(damage, db=self._label, checkpoint=self.checkpoint_path)
+            loss = self._hold_to_checkpoint(conn, accept)
         except (psycopg.OperationalError, psycopg.InterfaceError) as e:
             conn.close()
             raise unreachable(e) from None
@@ -312,6 +305,34 @@ class PgEventStore(EventStore):
         log.get().info(
             "ledger.shared_opened", origin=self.origin, last_id=self.last_id, db=self.location
         )
+        if loss is not None:
+            self._adopt(loss, 0)
+
+    def _hold_to_checkpoint(
+        self, conn: psycopg.Connection[Any], accept: bool
+    ) -> LedgerCorrupt | None:
+        """This origin's chain against the checkpoint file; the loss a person accepted
+        (``accept``), or None when nothing is wrong."""
+        try:
+            anchor = integrity.read_checkpoint(self.checkpoint_path)
+            if anchor is None:
+                if self.last_id > 0:
+                    raise integrity.missing_checkpoint(
+                        str(self._label), self.checkpoint_path, self.last_id
+                    )
+                return None
+            row = conn.execute(
+                "SELECT hash FROM tsuku.events WHERE origin = %s AND seq = %s",
+                (self.origin, anchor.id),
+            ).fetchone()
+            damage = anchor_damage(anchor, self.last_id, None if row is None else str(row[0]))
+            if damage is not None:
+                raise integrity.damaged(damage, db=self._label, checkpoint=self.checkpoint_path)
+        except LedgerCorrupt as e:
+            if accept and integrity.acceptable(e):
+                return e
+            raise
+        return None
 
     def _migrate(self, conn: psycopg.Connection[Any]) -> None:
         with conn.transaction():

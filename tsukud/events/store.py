@@ -143,14 +143,17 @@ class EventStore:
 
     # ---- lifecycle -------------------------------------------------------------------
 
-    def open(self) -> None:
+    def open(self, *, accept: bool = False) -> None:
         """Create or open the database, find the chain's head and hold it to the
         checkpoint. Blocking: start-up only.
 
         Raises ``LedgerCorrupt`` (what was lost, what to do) when the database ends before
-        the checkpoint or disagrees with it, or is not a readable database at all. A
-        ledger without a checkpoint (an earlier version's, or one whose checkpoint the
-        user moved aside to accept a loss) is adopted as it is, and that is recorded.
+        the checkpoint or disagrees with it, when a ledger with events has no checkpoint
+        (deleting it with the newest rows would otherwise hide the loss), or when it is
+        not a readable database at all. ``accept`` (``tsukud --accept-ledger``, a
+        person's explicit act) adopts a ledger that lost rows or its checkpoint as it
+        is, and records what was lost in a ``ledger.adopted`` event. A rewritten chain
+        is never adopted: it is not a loss but an edit.
         """
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.checkpoint_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -165,13 +168,26 @@ class EventStore:
                 ).fetchone()
                 if row is not None:
                     self.last_id, self.last_hash = int(row[0]), str(row[1])
-                anchor = integrity.check_head(
-                    conn, db=self.path, checkpoint=self.checkpoint_path, last_id=self.last_id
-                )
-                if anchor is not None:
-                    integrity.check_rows(
+                try:
+                    anchor = integrity.check_head(
                         conn, db=self.path, checkpoint=self.checkpoint_path, last_id=self.last_id
                     )
+                    if anchor is not None:
+                        integrity.check_rows(
+                            conn,
+                            db=self.path,
+                            checkpoint=self.checkpoint_path,
+                            last_id=self.last_id,
+                        )
+                    elif self.last_id > 0:
+                        raise integrity.missing_checkpoint(
+                            f"the event ledger {self.path}", self.checkpoint_path, self.last_id
+                        )
+                    loss: LedgerCorrupt | None = None
+                except LedgerCorrupt as e:
+                    if not (accept and integrity.acceptable(e)):
+                        raise
+                    anchor, loss = None, e
                 gaps = integrity.missing_rows(conn, self.last_id) if anchor is None else 0
                 folded = self._catch_up_rollups(conn)
         except sqlite3.Error as e:
@@ -191,20 +207,28 @@ class EventStore:
         # An empty ledger without a checkpoint is a new home: nothing is adopted, so no
         # event (every first start would record one). The limit, documented in
         # docs/events.md: a database *and* checkpoint both removed look the same.
-        if anchor is None and self.last_id > 0:
-            # Recorded rather than written to the checkpoint here: until this event is
-            # committed (which writes the checkpoint) a crash just adopts again.
-            self.adopted = True
-            log.get().warning("ledger.adopted", last_id=self.last_id, head=self.last_hash)
-            adopted: dict[str, Any] = {
-                "last_id": self.last_id,
-                "head": self.last_hash,
-                "reason": "no checkpoint: a ledger from an earlier version, or its "
-                "checkpoint was moved aside",
-            }
-            if gaps > 0:
-                adopted["missing"] = gaps  # accepted: later starts expect this many gaps
-            self.append_nowait("ledger.adopted", adopted)
+        if loss is not None:
+            self._adopt(loss, gaps)
+
+    def _adopt(self, loss: LedgerCorrupt, gaps: int) -> None:
+        """Record that a person accepted the ledger as it is (``--accept-ledger``), with
+        what was lost. Recorded rather than written to the checkpoint here: until this
+        event is committed (which writes the checkpoint) a crash just asks again."""
+        self.adopted = True
+        log.get().warning(
+            "ledger.adopted", last_id=self.last_id, head=self.last_hash, reason=loss.message
+        )
+        adopted: dict[str, Any] = {
+            "last_id": self.last_id,
+            "head": self.last_hash,
+            "reason": f"accepted with tsukud --accept-ledger: {loss.message}",
+        }
+        for key in ("lost_from", "lost_to", "lost_count"):
+            if key in loss.data:
+                adopted[key] = loss.data[key]
+        if gaps > 0:
+            adopted["missing"] = gaps  # accepted: later starts expect this many gaps
+        self.append_nowait("ledger.adopted", adopted)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The single writer. Returns after ``close()`` once everything is on disk (or,

@@ -109,15 +109,12 @@ CHECKSUM_FILE_MAX = 1024 * 1024
 
 
 def _stream_limits(length: int | None) -> ExtractLimits:
-    """The extractor sizes its compression-ratio budget from the archive file; a stream
-    has no file size, so give it the budget the file would have had. Without a
-    ``content-length`` only the absolute limits apply."""
-    default = ExtractLimits()
+    """The extractor sizes its compression-ratio budget from the archive's size, which a
+    stream gives as its ``content-length`` (``extract(size=)``). Without one only the
+    absolute limits apply."""
     if length is None:
-        return ExtractLimits(ratio_floor_bytes=default.max_total_bytes)
-    return ExtractLimits(
-        ratio_floor_bytes=max(default.ratio_floor_bytes, length * default.max_ratio)
-    )
+        return ExtractLimits(ratio_floor_bytes=ExtractLimits().max_total_bytes)
+    return ExtractLimits()
 
 
 class InstallAttempt:
@@ -533,6 +530,7 @@ class InstallAttempt:
                             fmt,
                             strip_dirs=step.strip_dirs,
                             limits=_stream_limits(length),
+                            size=length or 0,
                         )
 
                     (downloads / str(step.index)).mkdir(exist_ok=True)

@@ -545,6 +545,7 @@ def extract(
     strip_dirs: int = 0,
     limits: ExtractLimits = ExtractLimits(),  # noqa: B008 - frozen, safe to share
     name: str | None = None,
+    size: int | None = None,
 ) -> ExtractReport:
     """Unpack ``archive`` into the fresh staging directory ``dest``.
 
@@ -553,13 +554,15 @@ def extract(
     compressed files (``tool.gz``) become one executable file named ``name`` (default:
     the archive's name without the compression suffix). On any error ``dest`` may hold
     partial output and must be deleted by the caller; nothing outside it was touched.
+    ``size``: the archive's size when ``archive`` is a stream still arriving (its file
+    has no size yet); the compression-ratio limit and its message use it.
     """
     fmt = ArchiveFormat(fmt)
     if strip_dirs < 0:
         raise ValueError("strip_dirs must be >= 0")
     archive = Path(archive)
     root = _prepare(Path(dest))
-    size = archive.stat().st_size
+    size = archive.stat().st_size if size is None else size
     label = archive.name
     try:
         if fmt is ArchiveFormat.RAW or fmt.is_single_file:

@@ -306,6 +306,11 @@ async def system_resolve(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
+#: What h11 says when a response's head passes its limit (``max_incomplete_event_size``,
+#: 16 KiB by default), and that limit.
+_OVERSIZED_HEAD = "Receive buffer too long"
+HEAD_LIMIT_BYTES = 16 * 1024
+
 #: Transport failures that happen before a byte of the request is written.
 _BEFORE_SENDING = (
     httpx2.ConnectError,
@@ -340,6 +345,16 @@ def _transport_error_for(exc: httpx2.HTTPError, url: str, proxy: str | None) -> 
     if isinstance(exc, httpx2.ConnectError):
         return TransientHttpError(
             f"{shown}: cannot connect ({exc or type(exc).__name__})", url=shown
+        )
+    if isinstance(exc, httpx2.RemoteProtocolError) and _OVERSIZED_HEAD in str(exc):
+        # h11 stops reading a response head past its limit; the same server sends the
+        # same head again, so trying again only multiplies the wait.
+        return HttpError(
+            f"{shown}: the response's status line and headers are larger than "
+            f"{HEAD_LIMIT_BYTES // 1024} KiB; refused without trying again",
+            url=shown,
+            hint="No server tsuku talks to sends headers this large: the server (or a "
+            "proxy in between) is misconfigured or hostile.",
         )
     if isinstance(exc, httpx2.NetworkError | httpx2.RemoteProtocolError):
         return TransientHttpError(f"{shown}: {type(exc).__name__}: {exc}", url=shown)

@@ -10,6 +10,11 @@ an integer too large for any field) ends here as a ``BadRequest``, never as an e
 escaping into the server. Requests are also held to ``MAX_DEPTH``: the values a handler
 stores (event payloads, settings) are read back by SQLite's JSON functions and by
 clients' recursive JSON parsers, which must not be handed something they choke on.
+
+A frame must mean one thing to every reader. JSON leaves duplicate keys to the parser
+(msgspec, like most, keeps the last), so ``{"method":"ping","method":"daemon.stop"}``
+would read as a ping to a log, a proxy or a person reading the first key, and stop the
+daemon. A key repeated in any object, at any depth, is a ``BadRequest``.
 """
 
 from __future__ import annotations
@@ -86,6 +91,45 @@ def _valid_id(rid: object) -> bool:
     return isinstance(rid, int)
 
 
+def _outside_strings(body: bytes) -> bytes:
+    """The bytes of ``body`` (valid JSON) that are not inside a string, with bytes
+    methods only (C speed). Valid JSON has backslashes only in strings, as pairs: drop
+    escaped backslashes, then escaped quotes, and every quote left opens or closes a
+    string."""
+    unescaped = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    return b"".join(unescaped.split(b'"')[0::2])
+
+
+def _keys_in(value: object) -> int:
+    """How many keys the objects in ``value`` hold, nested ones included (a parser
+    keeps one key of each repeated name). A loop rather than recursion: it runs for
+    every request."""
+    keys = 0
+    pending = [value]
+    while pending:
+        v = pending.pop()
+        if type(v) is dict:
+            keys += len(v)
+            pending.extend(v.values())
+        elif type(v) is list:
+            pending.extend(v)
+    return keys
+
+
+def _repeats_a_key(body: bytes) -> bool:
+    """Whether an object in ``body`` (valid JSON) names a key twice: every key written
+    is followed by a colon outside strings, and the parsed value holds one key per
+    distinct name, so the two counts differ exactly when a name repeats. Almost every
+    frame is settled by the raw count of colons alone."""
+    colons = body.count(b":")
+    if colons == 0:
+        return False
+    held = _keys_in(_any_decoder.decode(body))
+    if held == colons:
+        return False  # no colon inside a string, and none repeated
+    return held != _outside_strings(body).count(b":")
+
+
 def _nests_deeper_than(body: bytes, limit: int) -> bool:
     """Whether the arrays and objects of ``body`` (valid JSON) nest more than ``limit``
     levels deep, with bytes methods only (C speed): escapes and then strings dropped,
@@ -93,11 +137,7 @@ def _nests_deeper_than(body: bytes, limit: int) -> bool:
     innermost pair, so ``limit`` rounds empty any body within the limit."""
     if body.count(b"[") + body.count(b"{") <= limit:
         return False
-    # Valid JSON has backslashes only in strings, as pairs: drop escaped backslashes,
-    # then escaped quotes, and every quote left opens or closes a string.
-    unescaped = body.replace(b"\\\\", b"").replace(b'\\"', b"")
-    outside = b"".join(unescaped.split(b'"')[0::2])
-    brackets = outside.translate(_SQUARE, _NOT_BRACKETS)
+    brackets = _outside_strings(body).translate(_SQUARE, _NOT_BRACKETS)
     for _ in range(limit):
         if not brackets:
             return False
@@ -135,6 +175,15 @@ def decode_request(body: bytes) -> Request:
         raise BadRequest(ProtocolError(f"request id longer than {MAX_ID_LENGTH} characters"), None)
     if _nests_deeper_than(body, MAX_DEPTH):
         raise BadRequest(_nested_too_deeply(), req.id)
+    if _repeats_a_key(body):
+        raise BadRequest(
+            ProtocolError(
+                "request names the same key twice in one object",
+                hint="Send each key once: a repeated key would mean one thing to one "
+                "reader and another to the next.",
+            ),
+            None,
+        )
     return req
 
 

@@ -3,7 +3,9 @@ archive, failed verify, bad recipes. Each says what went wrong and exits with it
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import os
 import shutil
 import tarfile
@@ -365,3 +367,34 @@ def test_failed_forced_reinstall_restores_the_old_copy(inst: Tsuku) -> None:
     assert os.readlink(inst.home / "bin" / "age") == str(old_dir / "bin" / "age")
     assert failed_event(inst)["stage"] == "verify"
     assert inst.ctl("verify", "age").returncode == 0
+
+
+def test_a_compression_bomb_is_named_with_its_real_compressed_size(
+    inst: Tsuku, world: FakeGitHub
+) -> None:
+    # Issue 31: unpacked while downloading, the archive's file had no size yet, and the
+    # refusal said "from 0 compressed bytes" for a 200 KB download.
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9, mtime=0) as gz:
+        info = tarfile.TarInfo("zeros")
+        info.size = 160 * 1024 * 1024
+        gz.write(info.tobuf())
+        chunk = bytes(1024 * 1024)
+        for _ in range(160):
+            gz.write(chunk)
+    data = out.getvalue()
+    assert info.size // len(data) > 500
+    world.add_repo(
+        FakeRepo("evil/zeros", [FakeRelease("v1.0.0", [FakeAsset("zeros-1.0.0.tar.gz", data)])])
+    )
+    local_recipe(
+        inst,
+        "zeros",
+        '[metadata]\nname = "zeros"\n\n[[steps]]\naction = "github_archive"\n'
+        'repo = "evil/zeros"\nasset_pattern = "zeros-{version}.tar.gz"\nbinaries = ["zeros"]\n',
+    )
+    cp = inst.ctl("install", "zeros")
+    assert cp.returncode != 0, cp.stderr
+    assert f"from {len(data)} compressed bytes" in cp.stderr, cp.stderr
+    assert "compression ratio limit 200:1" in cp.stderr
+    assert_nothing_installed(inst)

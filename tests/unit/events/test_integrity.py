@@ -1,11 +1,12 @@
 """The ledger against its checkpoint, with real SQLite files damaged the ways a crash, a
 careless user or a same-uid attacker would: each is refused with ``ledger_corrupt`` saying
-what was lost, and the legitimate cases (a new home, an earlier version's ledger, a loss
-the user accepted) open."""
+what was lost, and the legitimate cases (a new home, a loss the user accepted with
+``tsukud --accept-ledger``) open."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -18,7 +19,7 @@ from tests.unit.events.test_store import rows, writing
 from tsukud.clock import FixedClock
 from tsukud.errors import ExitCode, LedgerCorrupt
 from tsukud.events.chain import GENESIS, link
-from tsukud.events.integrity import checkpoint_path_for, read_checkpoint
+from tsukud.events.integrity import checkpoint_path_for, read_checkpoint, write_checkpoint
 from tsukud.events.store import EventStore, connect
 
 NOW = 1_800_000_000.0
@@ -97,7 +98,7 @@ async def test_a_database_truncated_to_nothing_is_refused_with_what_was_lost(
     assert "events 1-40 are missing (40 events)" in e.message
     assert e.data["lost_from"] == 1 and e.data["lost_to"] == 40 and e.data["lost_count"] == 40
     assert "restore both files from a backup" in e.hint
-    assert str(checkpoint_path_for(db)) in e.hint  # how to accept the loss instead
+    assert "tsukud --accept-ledger" in e.hint  # how to accept the loss instead
 
 
 async def test_a_lost_wal_is_refused(tmp_path: Path) -> None:
@@ -174,33 +175,98 @@ async def test_a_malformed_database_is_refused_with_recovery_steps(
     assert ".recover" in e.hint and "backup" in e.hint
 
 
-async def test_an_earlier_versions_ledger_is_adopted_and_that_is_recorded(
+async def test_a_ledger_without_its_checkpoint_is_refused_until_a_person_accepts_it(
     tmp_path: Path,
 ) -> None:
+    """Issue 31: a missing checkpoint used to be adopted silently, so deleting it
+    together with the newest rows passed every check."""
     db = tmp_path / "t.db"
     head = await fill(db, 12)
-    checkpoint_path_for(db).unlink()  # as written before checkpoints existed
-    async with writing(db) as store:
+    checkpoint_path_for(db).unlink()
+    e = refused(db)
+    assert "holds 12 events but its checkpoint" in e.message and "is missing" in e.message
+    assert "tsukud --accept-ledger" in e.hint and "put it back" in e.hint
+    async with writing(db, accept=True) as store:
         assert store.adopted
         await store.wait_durable(13)
     assert rows(db)[-1] == (13, "ledger.adopted")
     conn = connect(db, readonly=True)
     (payload,) = conn.execute("SELECT payload FROM events WHERE id = 13").fetchone()
     conn.close()
-    assert json.loads(payload)["last_id"] == 12 and json.loads(payload)["head"] == head
-    async with writing(db) as again:  # anchored now: no second adoption
+    adopted = json.loads(payload)
+    assert adopted["last_id"] == 12 and adopted["head"] == head
+    assert adopted["reason"].startswith("accepted with tsukud --accept-ledger: ")
+    assert "checkpoint" in adopted["reason"]
+    async with writing(db) as again:  # anchored now: no second adoption, no question
         assert not again.adopted and again.last_id == 13
 
 
-async def test_a_loss_is_accepted_by_moving_the_checkpoint_aside(tmp_path: Path) -> None:
+async def test_the_checkpoint_deleted_with_the_newest_rows_is_refused(tmp_path: Path) -> None:
+    # The attack of issue 31 item 5: drop the newest rows, then the checkpoint that
+    # would show them missing. The shorter chain is valid; the missing checkpoint is not.
     db = tmp_path / "t.db"
     await fill(db, 10)
     sql(db, "DROP TRIGGER events_no_delete", "DELETE FROM events WHERE id > 6")
-    refused(db)
-    cp = checkpoint_path_for(db)
-    cp.rename(cp.with_name("ledger.head.lost"))
-    async with writing(db) as store:
+    checkpoint_path_for(db).unlink()
+    e = refused(db)
+    assert "holds 6 events" in e.message and e.data["checkpoint"] == "missing"
+
+
+async def test_a_loss_is_accepted_with_accept_ledger_and_recorded(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    await fill(db, 10)
+    sql(db, "DROP TRIGGER events_no_delete", "DELETE FROM events WHERE id > 6")
+    e = refused(db)
+    assert "tsukud --accept-ledger" in e.hint
+    async with writing(db, accept=True) as store:
         assert store.adopted and store.last_id == 7  # 1-6 and the adoption
+        await store.wait_durable(7)
+    conn = connect(db, readonly=True)
+    (payload,) = conn.execute("SELECT payload FROM events WHERE id = 7").fetchone()
+    conn.close()
+    adopted = json.loads(payload)
+    assert (adopted["lost_from"], adopted["lost_to"], adopted["lost_count"]) == (7, 10, 4)
+    async with writing(db) as again:
+        assert not again.adopted and again.last_id == 7
+
+
+async def test_accept_ledger_never_adopts_a_rewritten_chain(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    await fill(db, 5)
+    # The chain recomputed after an edit: the row at the checkpoint's id has another hash.
+    sql(db, "DROP TRIGGER events_no_update", f"UPDATE events SET hash = '{'f' * 64}' WHERE id = 5")
+    with pytest.raises(LedgerCorrupt) as e:
+        EventStore(db, clock=FixedClock(NOW)).open(accept=True)
+    assert "edited outside tsuku" in e.value.hint
+
+
+async def test_an_empty_checkpoint_is_damage_not_absence(tmp_path: Path) -> None:
+    # It is fsynced before it replaces the old one, so no power failure leaves it empty.
+    db = tmp_path / "t.db"
+    await fill(db, 3)
+    checkpoint_path_for(db).write_bytes(b"")
+    e = refused(db)
+    assert "cannot be read (empty)" in e.message and "tsukud --accept-ledger" in e.hint
+    async with writing(db, accept=True) as store:
+        assert store.adopted
+
+
+def test_the_checkpoint_is_fsynced_file_and_directory_before_it_replaces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    cp = tmp_path / "state" / "ledger.head"
+    write_checkpoint(cp, 7, "a" * 64)
+    assert any(p.startswith(str(cp.parent) + "/.ledger.head.") for p in synced), synced
+    assert str(cp.parent) in synced  # the rename itself is durable
+    assert read_checkpoint(cp) is not None
 
 
 async def test_an_unreadable_checkpoint_is_refused(tmp_path: Path) -> None:
@@ -296,10 +362,8 @@ async def test_rows_deleted_under_a_running_daemon_are_refused_at_the_next_start
     e = refused(db)
     assert "2 events are missing" in e.message and "3-4" in e.message
     assert e.data["lost_from"] == 3 and e.data["lost_to"] == 4
-    # Accepting the loss (moving the checkpoint aside) records the gap once...
-    cp = checkpoint_path_for(db)
-    cp.rename(cp.with_name("ledger.head.lost"))
-    async with writing(db) as store:
+    # Accepting the loss (tsukud --accept-ledger) records the gap once...
+    async with writing(db, accept=True) as store:
         assert store.adopted
         await store.wait_durable(store.last_id)
     conn = connect(db, readonly=True)

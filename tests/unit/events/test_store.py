@@ -29,9 +29,9 @@ def rows(path: Path) -> list[tuple[int, str]]:
 
 
 @asynccontextmanager
-async def writing(path: Path) -> AsyncIterator[EventStore]:
+async def writing(path: Path, *, accept: bool = False) -> AsyncIterator[EventStore]:
     store = EventStore(path, clock=FixedClock(NOW))
-    store.open()
+    store.open(accept=accept)
     try:
         async with trio.open_nursery() as nursery:
             await nursery.start(store.run)

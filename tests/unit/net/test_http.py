@@ -4,6 +4,7 @@ transient failures tried again (jittered, growing waits; bounded in tries and ti
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import AsyncIterator, Iterator
 
@@ -560,3 +561,36 @@ async def test_a_caller_with_its_own_retries_still_waits_out_one_short_rate_limi
     server.push(Reply(429, headers={"retry-after": "0"}), Reply(json={"ok": 1}))
     assert (await retrying.get(server.url + "/search", retry=False)).json() == {"ok": 1}
     assert len(server.requests) == 3
+
+
+async def test_an_oversized_response_head_is_refused_once_not_retried(http: Http) -> None:
+    # Issue 31: an 8 MiB header was retried five times (5.9 s) before h11's "Receive
+    # buffer too long"; the same server sends the same head every time.
+    connections = 0
+
+    async def serve(stream: trio.SocketStream) -> None:
+        nonlocal connections
+        connections += 1
+        with trio.move_on_after(5):
+            await stream.receive_some(65536)
+            await stream.send_all(b"HTTP/1.1 200 OK\r\nX-Big: ")
+            try:
+                for _ in range(8 * 64):  # 8 MiB in 16 KiB pieces, until the client goes
+                    await stream.send_all(b"a" * 16384)
+            except trio.BrokenResourceError:
+                pass
+        await stream.aclose()
+
+    async with trio.open_nursery() as nursery:
+        (listener,) = await nursery.start(
+            functools.partial(trio.serve_tcp, serve, 0, host="127.0.0.1")
+        )
+        port = listener.socket.getsockname()[1]
+        started = trio.current_time()
+        with pytest.raises(HttpError) as err:
+            await http.get(f"http://127.0.0.1:{port}/big-head")
+        nursery.cancel_scope.cancel()
+    assert "larger than 16 KiB" in err.value.message and "without trying again" in err.value.message
+    assert err.value.hint and "hostile" in err.value.hint
+    assert connections == 1
+    assert trio.current_time() - started < 2

@@ -590,3 +590,16 @@ recipes = st.builds(
 def test_generated_recipes_round_trip(recipe: Recipe) -> None:
     text = dump_recipe(recipe)
     assert parse_recipe(text, "generated.toml") == recipe
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[metadata]\nname = "jq"\nname = "evil"\n',
+        '[metadata]\nname = "jq"\n[[steps]]\naction = "download"\naction = "run"\n',
+    ],
+)
+def test_a_recipe_naming_a_key_twice_is_refused_with_its_line(text: str) -> None:
+    # Issue 31: a recipe must mean one thing to every reader (TOML refuses a repeat).
+    with pytest.raises(RecipeParseError, match=r"invalid TOML: Cannot overwrite a value \(at line"):
+        parse_recipe(text)

@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from tests.hostile_rpc import nested
 from tests.hypothesis_profiles import examples
-from tsukud.rpc.protocol import MAX_DEPTH, BadRequest, _nests_deeper_than, decode_request
+from tsukud.rpc.protocol import (
+    MAX_DEPTH,
+    BadRequest,
+    _nests_deeper_than,
+    _repeats_a_key,
+    decode_request,
+)
 
 
 def refused(body: bytes) -> BadRequest:
@@ -110,3 +116,76 @@ def test_any_bytes_are_a_request_or_a_bad_request(body: bytes) -> None:
         decode_request(body)
     except BadRequest as bad:
         assert bad.error.code == "bad_request"
+
+
+# ---- issue 31: a frame means one thing to every reader -----------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"id":1,"method":"ping","method":"daemon.stop"}',
+        b'{"id":1,"id":2,"method":"ping"}',
+        b'{"id":1,"method":"ping","metho\\u0064":"daemon.stop"}',  # the same key, escaped
+        b'{"id":1,"method":"config.set","params":{"key":"a","value":1,"key":"b"}}',
+        b'{"id":1,"method":"events.append","params":{"events":[{"type":"a"},'
+        b'{"type":"b","type":"c"}]}}',
+        b'{"id":1,"method":"ping","params":{"x":{"y":{"z":1,"z":2}}}}',
+    ],
+    ids=["method", "id", "escaped", "params", "in-a-list", "deep"],
+)
+def test_a_key_named_twice_anywhere_is_a_bad_request(body: bytes) -> None:
+    bad = refused(body)
+    assert "same key twice" in bad.error.message
+    assert "each key once" in bad.error.hint
+    assert bad.request_id is None  # which id would it be?
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"id":1,"method":"ping","params":{"url":"https://a:b@c:8080/x:y"}}',
+        b'{"id":1,"method":"ping","params":{"a:b":1,"a":2,"b":":"}}',
+        json.dumps({"id": 1, "method": "ping", "params": {"k": '":', "q": '\\":1'}}).encode(),
+        b'{"id":1,"method":"ping","params":{"a":{"k":1},"b":{"k":1},"l":[{"k":1},{"k":2}]}}',
+    ],
+    ids=["colons-in-a-value", "colons-in-a-key", "escaped-quotes", "same-name-other-object"],
+)
+def test_colons_in_strings_and_names_in_other_objects_are_not_repeats(body: bytes) -> None:
+    assert decode_request(body).method == "ping"
+
+
+def _render(tree: Any) -> str:
+    """JSON text for ``tree``, where an object is a list of (key, value) pairs, so that
+    a key may repeat (json.dumps of a dict cannot write one twice)."""
+    if isinstance(tree, tuple):
+        return "{" + ",".join(f"{json.dumps(k)}:{_render(v)}" for k, v in tree) + "}"
+    if isinstance(tree, list):
+        return "[" + ",".join(_render(v) for v in tree) + "]"
+    return json.dumps(tree)
+
+
+def _has_repeat(tree: Any) -> bool:
+    if isinstance(tree, tuple):
+        keys = [k for k, _ in tree]
+        return len(set(keys)) < len(keys) or any(_has_repeat(v) for _, v in tree)
+    if isinstance(tree, list):
+        return any(_has_repeat(v) for v in tree)
+    return False
+
+
+# Keys from a tiny alphabet (so they repeat often) full of colons, quotes and backslashes.
+pair_keys = st.text(':"\\a', max_size=3)
+pair_trees = st.recursive(
+    st.none() | st.integers() | st.text(':"\\{}a', max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.lists(st.tuples(pair_keys, inner), max_size=4).map(tuple)
+    ),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=examples(1000), deadline=None)
+@given(pair_trees)
+def test_repeat_check_agrees_with_the_written_keys(tree: Any) -> None:
+    assert _repeats_a_key(_render(tree).encode()) == _has_repeat(tree)
