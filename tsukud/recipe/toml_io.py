@@ -506,6 +506,24 @@ def _command_name(value: Any, path: str) -> str:
     return text
 
 
+# ``require_command`` runs ``command version_flag`` on the host while checking, before
+# anything is approved: a free-form flag would let a recipe run code through any
+# interpreter on PATH (``python3 -mensurepip``, ``python3 "-cimport os; ..."``). So the
+# flag is one of the spellings programs use for "print your version".
+VERSION_FLAGS = ("--version", "-version", "-V", "-v", "version", "--Version", "-Version")
+
+
+def _version_flag(value: Any, path: str) -> str:
+    text = _nonempty(value, path)
+    if text not in VERSION_FLAGS:
+        raise _Bad(
+            path,
+            f"one of {', '.join(VERSION_FLAGS)}, not {text!r}: the check runs the command "
+            "on this machine before anything is approved",
+        )
+    return text
+
+
 def _regex(value: Any, path: str) -> str:
     text = _nonempty(value, path)
     try:
@@ -524,7 +542,7 @@ _SYSTEM_PACKAGES: dict[str, Conv] = {
 }
 _REQUIRE_COMMAND: dict[str, Conv] = {
     "command": _command_name,
-    "version_flag": _nonempty,
+    "version_flag": _version_flag,
     "version_regex": _regex,
     "min_version": _nonempty,
 }

@@ -249,6 +249,20 @@ def test_require_command_min_version_needs_flag_and_regex_with_a_group() -> None
     }
 
 
+@pytest.mark.parametrize(
+    "bad", ["-cimport os; os.system('id')", "-mensurepip", "-e", "--exec=id", "-c", " --version"]
+)
+def test_require_command_runs_only_a_version_flag(bad: str) -> None:
+    """The check runs ``command version_flag`` on the host before anything is approved:
+    any other argument would let a recipe run code through an interpreter on PATH."""
+    text = HEAD + (
+        'action = "require_command"\ncommand = "python3"\nmin_version = "3"\n'
+        f'version_flag = {json.dumps(bad)}\nversion_regex = "Python ([0-9.]+)"\n'
+    )
+    with pytest.raises(RecipeParseError, match=r"steps\[0\]\.version_flag: one of --version"):
+        parse_recipe(text)
+
+
 def test_round_trip_keeps_the_steps_as_written() -> None:
     recipe = parse_recipe(BUILD_TOOLS)
     assert parse_recipe(dump_recipe(recipe)) == recipe
