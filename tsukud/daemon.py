@@ -354,6 +354,21 @@ class Daemon:
                         session,
                     )
 
+    async def _settle_abandoned_once_writable(self, left_open: list[str]) -> None:
+        """:meth:`_settle_abandoned`, tried again as soon as the ledger takes writes
+        again when a full disk or an unreachable database stopped it: until settled,
+        the reservations hold their budget (the safe side), but no longer than that.
+        A sweep cut short leaves what it wrote on disk before it is tried again, and
+        each part of it skips what is already recorded (a settled reservation, a call
+        with its cut-off, a run with its terminal event), so nothing is counted twice."""
+        while True:
+            try:
+                await self._settle_abandoned(left_open)
+                return
+            except (DiskFull, LedgerUnavailable) as e:
+                log.get().error("budget.abandoned_not_settled", error=e.message)
+            await self.store.wait_writable()
+
     async def _end_unfinished_discovery(self, session: str, actual: Decimal) -> None:
         """A discovery the daemon died in gets its terminal event, with what it spent."""
         tool = await self.store.read(functools.partial(_unfinished_discovery, session=session))
@@ -421,12 +436,7 @@ class Daemon:
                     except LedgerUnavailable as e:  # a shared queue: its leases run out
                         log.get().error("batch.orphans_not_requeued", error=e.message)
                     services.start_soon(self.services.after_start)
-                    try:
-                        await self._settle_abandoned(left_open)
-                    except (DiskFull, LedgerUnavailable) as e:
-                        # Still open on disk: the next start settles them. Until then
-                        # they keep holding their budget, which errs on the safe side.
-                        log.get().error("budget.abandoned_not_settled", error=e.message)
+                    serving.start_soon(self._settle_abandoned_once_writable, left_open)
                     await self._stop.wait()
                     server.stopping = True
                     serving.cancel_scope.cancel()

@@ -147,12 +147,12 @@ def test_a_full_disk_error_keeps_being_an_oserror() -> None:
     assert errno.ENOSPC  # the errno write_atomic maps
 
 
-def test_a_daemon_started_on_a_full_disk_serves_reads_and_settles_later(
+def test_a_daemon_started_on_a_full_disk_serves_reads_and_settles_once_space_returns(
     small_disk: Tsuku,
 ) -> None:
     """After a crash, a daemon started on a full disk must still come up: it serves reads,
-    keeps the dead daemon's reservation held, and settles it on a later start. Start-up
-    itself wants to record things (daemon.started, the settlement); those wait."""
+    keeps the dead daemon's reservation held, and settles it as soon as space returns
+    (issue 31: it used to wait for the next start, blocking that budget until then)."""
     t = small_disk
     proc = t.start()
     t.call("budget.reserve", {"amount_usd": 0.05, "session": "s-1", "confirmed": True})
@@ -166,15 +166,21 @@ def test_a_daemon_started_on_a_full_disk_serves_reads_and_settles_later(
     assert status["budget"]["reserved_usd"] == pytest.approx(0.05)  # held, not dropped
     assert t.ctl("events", "--limit", "5").returncode == 0
     filler.unlink()
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=10) == 0
-    assert proc.stderr is not None and "Traceback" not in proc.stderr.read().decode()
 
-    t.start()
-    deadline = time.monotonic() + 10
+    # The same daemon, no restart: settled at the writer's next try.
+    deadline = time.monotonic() + 15
     while t.ctl("events", "--type", "budget.settled", "--json").stdout.strip() == "":
         assert time.monotonic() < deadline, "the abandoned reservation was never settled"
         time.sleep(0.05)
+    status = json.loads(t.ctl("status", "--json", check=True).stdout)
+    assert status["budget"]["reserved_usd"] == 0
+    settled = t.ctl("events", "--type", "budget.settled", "--json").stdout.splitlines()
+    assert len(settled) == 1  # once, not again by a retry
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 0
+    assert proc.stderr is not None and "Traceback" not in proc.stderr.read().decode()
+    t.start()  # and the next start finds nothing left to settle
+    assert len(t.ctl("events", "--type", "budget.settled", "--json").stdout.splitlines()) == 1
     assert t.ctl("events", "verify").returncode == 0
 
 

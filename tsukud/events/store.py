@@ -484,6 +484,15 @@ class EventStore:
             listener(event)
         return event
 
+    async def wait_writable(self) -> None:
+        """Until appends are taken again (space came back, the database answers) and
+        everything appended before is on disk, so a read sees it. Raises as appends do
+        once the writer is gone for good."""
+        while self._disk_full or self._unreachable is not None or self.durable_id < self.last_id:
+            if self._writer_gone:
+                raise self._broken("the ledger writer stopped")
+            await self._flushed.wait()
+
     async def wait_durable(self, id_: int) -> None:
         while self.durable_id < id_:
             if self._disk_full:
