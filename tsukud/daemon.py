@@ -419,6 +419,7 @@ class Daemon:
                     except LedgerUnavailable as e:  # a shared queue: its leases run out
                         log.get().error("batch.orphans_not_requeued", error=e.message)
                     services.start_soon(self.services.after_start)
+                    services.start_soon(self._anchor_periodically)
                     try:
                         await self._settle_abandoned(left_open)
                     except (DiskFull, LedgerUnavailable) as e:
@@ -431,6 +432,7 @@ class Daemon:
                 await self.services.before_stop()
                 services.cancel_scope.cancel()
             with trio.CancelScope(shield=True):
+                await self._record_anchor()
                 try:
                     await self.store.append(
                         "daemon.stopped",
@@ -445,6 +447,24 @@ class Daemon:
         self.store.close_connection()
         self.policy_backend.close()
         log.get().info("daemon.stopped")
+
+    async def _anchor_periodically(self) -> None:
+        """A shared ledger: every ``ledger.anchor_seconds`` (read each time, so a change
+        applies at the next one), every origin's head into this chain."""
+        if self.store.origin is None:
+            return
+        while (every := float(self.current()["ledger.anchor_seconds"])) > 0:
+            await trio.sleep(every)
+            await self._record_anchor()
+
+    async def _record_anchor(self) -> None:
+        if self.store.origin is None:
+            return
+        try:
+            await self.store.record_anchor()
+        except (DiskFull, LedgerCorrupt, LedgerUnavailable) as e:
+            # The next one (or the next start's) anchors what this one missed.
+            log.get().error("ledger.anchor_not_recorded", error=e.message)
 
     async def _watch_signals(
         self, *, task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED

@@ -39,7 +39,7 @@ from psycopg import sql
 from tsukud import log
 from tsukud.clock import Clock, iso
 from tsukud.errors import LedgerCorrupt, LedgerUnavailable
-from tsukud.events import integrity, rollups
+from tsukud.events import anchors, integrity, rollups
 from tsukud.events.chain import GENESIS, Anchor, Damage, VerifyReport, anchor_damage, check_chain
 from tsukud.events.readers import ReadPool
 from tsukud.events.store import DEFAULT_READERS, EventStore, Row, iter_rows, verify_chain
@@ -454,3 +454,55 @@ class PgEventStore(EventStore):
             return found
 
         return await self.read(work, heavy=True)
+
+    # ---- anchors (events/anchors.py) -------------------------------------------------
+
+    async def record_anchor(self) -> None:
+        """Write every origin's head, as one statement (one snapshot) reads them, into
+        this daemon's chain as a ``ledger.anchor`` event."""
+
+        def heads(conn: sqlite3.Connection) -> list[Any]:
+            return conn.execute(
+                "SELECT origin, head_seq, head_hash FROM tsuku.origins WHERE head_seq > 0"
+            ).fetchall()
+
+        payload = anchors.heads_payload(await self.read(heads))
+        await self.append(anchors.EVENT_TYPE, payload)
+
+    async def verify_anchors(self) -> int:
+        """Hold every chain to every head any anchor recorded; the number of anchored
+        heads checked. ``ledger_corrupt`` naming the origin and seq that is gone or
+        rewritten, and the anchor that recorded it."""
+
+        def work(conn: sqlite3.Connection) -> tuple[int, anchors.AnchorDamage | None]:
+            rows = conn.execute(_ANCHORED_HEADS).fetchall()
+            found = [anchors.AnchoredHead(*r) for r in rows]
+            return len(found), anchors.check(found)
+
+        checked, bad = await self.read(work, heavy=True)
+        if bad is not None:
+            raise LedgerCorrupt(
+                f"origin {bad.origin}'s chain no longer reaches event {bad.head.seq} that "
+                f"an anchor recorded: {bad.damage.reason}",
+                hint="Rows of that daemon were removed or rewritten in the database after "
+                "the anchor saw them; restore it from a backup, or ask that daemon's owner "
+                "(its own `events verify` checks its checkpoint too).",
+                origin=bad.origin,
+                first_bad_id=bad.damage.first_bad_id,
+                anchor=f"{bad.head.by_origin}#{bad.head.by_seq}",
+            )
+        return checked
+
+
+# Every head every anchor recorded, with the row now at that (origin, seq) and that
+# origin's newest row: one statement, so one snapshot of the ledger.
+_ANCHORED_HEADS = """
+SELECT a.origin, a.seq, h.origin, h.seq, h.hash, e.hash,
+       coalesce((SELECT max(m.seq) FROM tsuku.events m WHERE m.origin = h.origin), 0)
+  FROM tsuku.events a
+ CROSS JOIN LATERAL jsonb_to_recordset(a.payload::jsonb -> 'heads')
+       AS h(origin text, seq bigint, hash text)
+  LEFT JOIN tsuku.events e ON e.origin = h.origin AND e.seq = h.seq
+ WHERE a.type = 'ledger.anchor'
+ ORDER BY a.gid, h.origin
+"""

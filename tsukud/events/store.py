@@ -539,6 +539,10 @@ class EventStore:
             )
         return report
 
+    async def record_anchor(self) -> None:
+        """Record every origin's head in this chain (a shared ledger's anchors,
+        ``pg_store``). SQLite has one chain, held to its checkpoint file: nothing to do."""
+
     # ---- reading ---------------------------------------------------------------------
 
     async def read(self, fn: Callable[[sqlite3.Connection], T], *, heavy: bool = False) -> T:

@@ -213,8 +213,10 @@ async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw
 class VerifyParams(msgspec.Struct, forbid_unknown_fields=True):
     # A head hash the user noted or exported (at least its first 16 hex digits).
     head: str | None = None
-    # A shared ledger: every origin's chain, not only this daemon's.
+    # A shared ledger: every origin's chain (and the anchors), not only this daemon's.
     all_origins: bool = False
+    # A shared ledger: every chain still passes through every head an anchor recorded.
+    anchors: bool = False
 
 
 @method("events.verify", VerifyParams)
@@ -232,6 +234,8 @@ async def events_verify(d: Daemon, p: VerifyParams, call: Call) -> dict[str, Any
         out["origin"] = d.store.origin
     if p.all_origins:
         out["origins"] = await _verify_origins(d)
+    if p.anchors or p.all_origins:
+        out["anchors"] = {"checked": await _verify_anchors(d)}
     # Summary rollups that did not add up to the events are being rebuilt from them.
     out["rollups"] = "rebuilt" if d.store.rollups_stale else "ok"
     if report.head_id is not None:
@@ -258,6 +262,17 @@ async def _verify_origins(d: Daemon) -> list[dict[str, Any]]:
                 checked=report.checked,
             )
     return [{"origin": o, "checked": r.checked, "head": r.head} for o, r in found]
+
+
+async def _verify_anchors(d: Daemon) -> int:
+    """How many anchored heads the chains still pass through (SQLite: none; its one
+    chain is held to its checkpoint)."""
+    if d.store.origin is None:
+        return 0
+    from tsukud.events.pg_store import PgEventStore
+
+    assert isinstance(d.store, PgEventStore)
+    return await d.store.verify_anchors()
 
 
 class NewEvent(msgspec.Struct, forbid_unknown_fields=True):
