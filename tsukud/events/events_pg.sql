@@ -59,5 +59,4 @@ CREATE OR REPLACE FUNCTION tsuku.sum_text_step(acc numeric, v text) RETURNS nume
 $$ SELECT CASE WHEN v IS NULL THEN acc ELSE coalesce(acc, 0) + v::numeric END $$;
 CREATE OR REPLACE AGGREGATE tsuku.sum(text) (SFUNC = tsuku.sum_text_step, STYPE = numeric);
 
-INSERT INTO tsuku.meta (key, value) VALUES ('schema_version', '1')
-    ON CONFLICT (key) DO NOTHING;
+-- The schema's version is written by the migration (pg_store.migrate).

@@ -53,8 +53,10 @@ SCHEMA_FILES: tuple[Path, ...] = (
     _HERE / "events_pg.sql",
     _HERE.parent / "policy" / "policy_pg.sql",
     _HERE.parent / "batch" / "queue_pg.sql",
+    _HERE / "roles_pg.sql",
 )
-SCHEMA_VERSION = 1
+# 2: origins belong to a role, row-level security on events and origins (roles_pg.sql).
+SCHEMA_VERSION = 2
 # Held while the schema is created or migrated: daemons starting together take turns.
 _MIGRATE_LOCK = 0x7473756B  # "tsuk"
 _ORIGIN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -63,6 +65,11 @@ _ORIGIN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 CONNECT_TIMEOUT_S = 5
 TCP_USER_TIMEOUT_MS = 10_000
 _COPY = "COPY tsuku.events (origin, seq, ts, type, session, payload, hash) FROM STDIN"
+# A daemon's own role is bound by row-level security, which COPY FROM does not support.
+_INSERT = (
+    "INSERT INTO tsuku.events (origin, seq, ts, type, session, payload, hash)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s)"
+)
 
 
 def shown_url(url: str) -> str:
@@ -106,6 +113,50 @@ def first_line(e: psycopg.Error) -> str:
 def unreachable(e: psycopg.Error) -> LedgerUnavailable:
     why = first_line(e)
     return LedgerUnavailable(f"the shared ledger cannot be reached: {why}", cause=why)
+
+
+def migrate(conn: psycopg.Connection[Any]) -> None:
+    """Create or migrate the schema (every file of ``SCHEMA_FILES``, each idempotent),
+    in one transaction under an advisory lock, so daemons starting together take turns.
+    A role that does not own the schema (a daemon's own role, docs/design/scale.md) may
+    not change it: it checks the version the owner's migration left and goes on."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
+        version = 0
+        has_meta = conn.execute("SELECT to_regclass('tsuku.meta') IS NOT NULL").fetchone()
+        if has_meta is not None and has_meta[0]:
+            row = conn.execute(
+                "SELECT value FROM tsuku.meta WHERE key = 'schema_version'"
+            ).fetchone()
+            version = 0 if row is None else int(row[0])
+        if version > SCHEMA_VERSION:
+            raise LedgerCorrupt(
+                f"the shared ledger's schema is version {version}; this tsukud "
+                f"knows up to {SCHEMA_VERSION}",
+                hint="A newer tsukud migrated it: upgrade this one (an old daemon "
+                "never writes through a schema it does not know).",
+            )
+        owns = conn.execute(
+            "SELECT pg_has_role(nspowner, 'USAGE') FROM pg_namespace WHERE nspname = 'tsuku'"
+        ).fetchone()
+        if owns is not None and not owns[0]:
+            if version < SCHEMA_VERSION:
+                raise LedgerUnavailable(
+                    f"the shared ledger's schema is version {version}; this tsukud needs "
+                    f"{SCHEMA_VERSION}, and its role does not own the schema to migrate it",
+                    hint="Start one daemon (or `tsukud`) connecting as the schema's owner "
+                    "once: it migrates; then grant the daemon roles again "
+                    "(docs/design/scale.md, operating notes).",
+                    cause="schema not migrated",
+                )
+            return
+        for schema in SCHEMA_FILES:
+            conn.execute(schema.read_bytes())
+        conn.execute(
+            "INSERT INTO tsuku.meta (key, value) VALUES ('schema_version', %s)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (str(SCHEMA_VERSION),),
+        )
 
 
 def _connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:
@@ -227,6 +278,7 @@ class PgEventStore(EventStore):
         self.origin_path = state / "origin"
         self.origin = ""
         self._writer: psycopg.Connection[Any] | None = None
+        self._row_security = False  # bound by roles_pg.sql's policies: INSERT, not COPY
         self._rollups_current = False  # summaries are not built on PostgreSQL yet
         self.readers = ReadPool(
             cast(Callable[[], sqlite3.Connection], self._open_reader),
@@ -256,7 +308,10 @@ class PgEventStore(EventStore):
         self.checkpoint_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         conn = _connect(self.url)
         try:
-            self._migrate(conn)
+            migrate(conn)
+            # A daemon's own role writes through row-level security (roles_pg.sql).
+            rls = conn.execute("SELECT row_security_active('tsuku.events')").fetchone()
+            self._row_security = bool(rls is not None and rls[0])
             conn.execute(
                 "INSERT INTO tsuku.origins (origin, first_seen) VALUES (%s, %s)"
                 " ON CONFLICT (origin) DO NOTHING",
@@ -313,24 +368,6 @@ class PgEventStore(EventStore):
             "ledger.shared_opened", origin=self.origin, last_id=self.last_id, db=self.location
         )
 
-    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
-            has_meta = conn.execute("SELECT to_regclass('tsuku.meta') IS NOT NULL").fetchone()
-            if has_meta is not None and has_meta[0]:
-                row = conn.execute(
-                    "SELECT value FROM tsuku.meta WHERE key = 'schema_version'"
-                ).fetchone()
-                if row is not None and int(row[0]) > SCHEMA_VERSION:
-                    raise LedgerCorrupt(
-                        f"the shared ledger's schema is version {row[0]}; this tsukud "
-                        f"knows up to {SCHEMA_VERSION}",
-                        hint="A newer tsukud migrated it: upgrade this one (an old daemon "
-                        "never writes through a schema it does not know).",
-                    )
-            for schema in SCHEMA_FILES:
-                conn.execute(schema.read_bytes())
-
     def close_connection(self) -> None:
         self.readers.close()
         if self._writer is not None:
@@ -354,9 +391,12 @@ class PgEventStore(EventStore):
                 ).fetchone()
                 pending = self._unwritten(rows, head)
                 if pending:
-                    with conn.cursor().copy(_COPY) as copy:
-                        for r in pending:
-                            copy.write_row((self.origin, *r))
+                    if self._row_security:
+                        conn.cursor().executemany(_INSERT, [(self.origin, *r) for r in pending])
+                    else:
+                        with conn.cursor().copy(_COPY) as copy:
+                            for r in pending:
+                                copy.write_row((self.origin, *r))
                     conn.execute(
                         "UPDATE tsuku.origins SET head_seq = %s, head_hash = %s WHERE origin = %s",
                         (rows[-1][0], rows[-1][5], self.origin),

@@ -1,0 +1,56 @@
+-- One database role per daemon: who may write which origin's events (docs/design/scale.md,
+-- "Roles and who may write what").
+--
+-- An origin belongs to the role that registered it (its first start inserts the origins
+-- row; `role` defaults to the role connected). Row-level security lets a daemon's role
+-- insert events only into an origin it owns, and move only its own origin's head, while
+-- every role reads every origin (the team's ledger is meant to be read by the team). The
+-- schema's owner (and a superuser) is not bound by these policies (they are not FORCEd):
+-- a single-role deployment, every daemon connecting as the owner, works as before and
+-- loses only this property; the chains and anchors still show edits and truncation.
+-- Applied by the owner's migration, after events_pg.sql; a daemon's own role does not
+-- migrate (it may not create or alter anything in the schema).
+
+ALTER TABLE tsuku.origins ADD COLUMN IF NOT EXISTS role name NOT NULL DEFAULT current_user;
+
+ALTER TABLE tsuku.events ENABLE ROW LEVEL SECURITY;
+ALTER TABLE tsuku.origins ENABLE ROW LEVEL SECURITY;
+
+-- Dropped and made again at every migration, so this file is what holds.
+DROP POLICY IF EXISTS events_read ON tsuku.events;
+CREATE POLICY events_read ON tsuku.events FOR SELECT USING (true);
+DROP POLICY IF EXISTS events_own_origin ON tsuku.events;
+CREATE POLICY events_own_origin ON tsuku.events FOR INSERT
+    WITH CHECK (EXISTS (SELECT 1 FROM tsuku.origins o
+                         WHERE o.origin = events.origin AND o.role = current_user));
+
+DROP POLICY IF EXISTS origins_read ON tsuku.origins;
+CREATE POLICY origins_read ON tsuku.origins FOR SELECT USING (true);
+DROP POLICY IF EXISTS origins_claim ON tsuku.origins;
+CREATE POLICY origins_claim ON tsuku.origins FOR INSERT WITH CHECK (role = current_user);
+DROP POLICY IF EXISTS origins_own_head ON tsuku.origins;
+CREATE POLICY origins_own_head ON tsuku.origins FOR UPDATE
+    USING (role = current_user) WITH CHECK (role = current_user);
+
+-- What a daemon's role needs, in one place: run by the owner once per daemon role
+-- (`SELECT tsuku.grant_daemon('tsuku_host_a')`), and again after an upgrade that added
+-- tables. Events are insert-only, origins never deleted, the schema's version read-only;
+-- the policy's and the queue's tables (every other table) are the daemons' to change.
+CREATE OR REPLACE FUNCTION tsuku.grant_daemon(daemon_role name) RETURNS void
+    LANGUAGE plpgsql AS
+$$
+DECLARE
+    t text;
+BEGIN
+    EXECUTE format('GRANT USAGE ON SCHEMA tsuku TO %I', daemon_role);
+    EXECUTE format('GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA tsuku TO %I', daemon_role);
+    EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA tsuku TO %I', daemon_role);
+    EXECUTE format('GRANT INSERT ON tsuku.events TO %I', daemon_role);
+    EXECUTE format('GRANT INSERT, UPDATE ON tsuku.origins TO %I', daemon_role);
+    FOR t IN SELECT tablename FROM pg_tables
+              WHERE schemaname = 'tsuku' AND tablename NOT IN ('events', 'origins', 'meta')
+    LOOP
+        EXECUTE format('GRANT INSERT, UPDATE, DELETE ON tsuku.%I TO %I', t, daemon_role);
+    END LOOP;
+END
+$$;
