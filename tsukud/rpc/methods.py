@@ -15,7 +15,7 @@ import msgspec
 
 from tsukud import config as configmod
 from tsukud.daemon import Daemon
-from tsukud.errors import FrameTooLarge, InvalidParams, LedgerCorrupt, NotFound, NotOnSharedLedger
+from tsukud.errors import FrameTooLarge, InvalidParams, LedgerCorrupt, NotFound
 from tsukud.events import queries, summary
 from tsukud.rpc import protocol
 from tsukud.rpc.registry import NoParams, method
@@ -190,14 +190,17 @@ async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw
     """Counts, tokens and cost (the estimated part apart) per day, hour, provider, model,
     session or type; from the rollups where the filter allows (``events/summary.py``)."""
     queries.check_times(p.filter)
-    queries.summary_sql(p.filter, p.by)  # validate before going to a thread
-    if d.store.origin is not None:
-        raise NotOnSharedLedger(
-            "events summary is not built for a shared ledger (ledger.url) yet",
-            hint="List the events instead (`tsukuctl events --json`), or run the summary "
-            "on a daemon without ledger.url; docs/design/scale.md says what is built.",
-        )
+    shared = d.store.origin is not None
+    queries.summary_sql(p.filter, p.by, shared=shared)  # validate before going to a thread
     await d.store.caught_up()  # what was appended before this request is counted
+    if shared:
+        # The whole team's (or one origin's), one aggregate statement in the database.
+        return await d.store.read(
+            lambda conn: msgspec.Raw(
+                msgspec.json.encode(summary.summarise_shared(conn, p.filter, p.by))
+            ),
+            heavy=True,
+        )
 
     def summarise(conn: Any) -> msgspec.Raw:
         # Encoding in the thread too: thousands of groups (by session) would otherwise

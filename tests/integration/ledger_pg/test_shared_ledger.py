@@ -133,16 +133,25 @@ def test_an_edited_row_of_another_origin_fails_verify_all_origins(
     assert "Traceback" not in cp.stderr
 
 
-def test_summary_is_refused_on_a_shared_ledger_with_a_hint(
+def test_summary_on_a_shared_ledger_is_the_teams_and_filters_by_origin(
     pg_database: PgDatabase, shared_homes: Callable[[str], Tsuku]
 ) -> None:
-    t = shared_homes(pg_database.url)
-    t.start()
-    with pytest.raises(RemoteError) as refused:
-        t.call("events.summary", {"by": "day"})
-    assert refused.value.remote_code == "not_on_shared_ledger"
-    cp = t.ctl("events", "summary")
-    assert cp.returncode == 1 and "shared ledger" in cp.stderr and "Traceback" not in cp.stderr
+    a, b = shared_homes(pg_database.url), shared_homes(pg_database.url)
+    a.start()
+    b.start()
+    annotate(a, 2, "a")
+    annotate(b, 5, "b")
+    origin_b = b.call("status")["events"]["origin"]
+
+    def notes(*args: str) -> int:
+        cp = a.ctl("events", "summary", "--by", "type", "--json", *args, check=True)
+        groups = json.loads(cp.stdout)["groups"]
+        return sum(g["events"] for g in groups if g["key"] == "client.note")
+
+    assert notes() == 7  # the whole team's, asked of either daemon
+    assert notes("--origin", origin_b) == 5
+    table = a.ctl("events", "summary", "--by", "day", check=True).stdout
+    assert "total" in table and "Traceback" not in table
 
 
 def test_a_cut_database_is_a_typed_error_and_nothing_acknowledged_is_lost(
