@@ -484,6 +484,7 @@ class Daemon:
         await self.budget.refresh()
         await self.generations.refresh()
         await self.breakers.refresh()
+        await self.store.refresh_team()
 
     def status(self) -> dict[str, Any]:
         """The daemon's state. A setting the config file spoils (a typo, a bad value)
@@ -527,6 +528,7 @@ class Daemon:
                 "ledger": self.store.backend,
                 "unreachable": self.store.unreachable,
                 "origin": self.store.origin,
+                **({"origins": self.store.team} if self.store.origin is not None else {}),
             },
             "sandbox": {"slots": self.container_lock.slots, "busy": self.container_lock.busy},
             "connections": self.server.connections if self.server is not None else 0,

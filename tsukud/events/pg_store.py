@@ -34,6 +34,7 @@ from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+import trio
 from psycopg import sql
 
 from tsukud import log
@@ -64,6 +65,7 @@ _ORIGIN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # up on a connection attempt, and on unacknowledged data, after these.
 CONNECT_TIMEOUT_S = 5
 TCP_USER_TIMEOUT_MS = 10_000
+TEAM_GLANCE_S = 1.0  # how long ``status`` waits for the team's heads
 _COPY = "COPY tsuku.events (origin, seq, ts, type, session, payload, hash) FROM STDIN"
 # A daemon's own role is bound by row-level security, which COPY FROM does not support.
 _INSERT = (
@@ -494,6 +496,22 @@ class PgEventStore(EventStore):
             return found
 
         return await self.read(work, heavy=True)
+
+    # ---- the team, for status ----------------------------------------------------------
+
+    async def refresh_team(self) -> None:
+        """Every origin's chain length and role, for ``status`` (which must answer at
+        once: given up after a second, or when out of reach; the last ones read stay)."""
+
+        def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            rows = conn.execute(
+                "SELECT origin, head_seq, role FROM tsuku.origins ORDER BY origin"
+            ).fetchall()
+            return [{"origin": str(o), "events": int(n), "role": str(r)} for o, n, r in rows]
+
+        with trio.move_on_after(TEAM_GLANCE_S):
+            with contextlib.suppress(LedgerUnavailable):
+                self.team = await self.read(work)
 
     # ---- anchors (events/anchors.py) -------------------------------------------------
 

@@ -153,6 +153,16 @@ def test_summary_on_a_shared_ledger_is_the_teams_and_filters_by_origin(
     table = a.ctl("events", "summary", "--by", "day", check=True).stdout
     assert "total" in table and "Traceback" not in table
 
+    # status shows the team's chains; --origin narrows it to one daemon's.
+    origin_a = a.call("status")["events"]["origin"]
+    team = {o["origin"]: o["events"] for o in a.call("status")["events"]["origins"]}
+    assert set(team) == {origin_a, origin_b} and team[origin_b] >= 6
+    shown = a.ctl("status", "--origin", origin_b, check=True).stdout
+    assert f"origin     {origin_b}: {team[origin_b]} events" in shown
+    assert f"{origin_a}:" not in shown
+    cp = a.ctl("status", "--origin", "nobody-1234")
+    assert cp.returncode == 2 and "no origin" in cp.stderr, cp.stderr
+
 
 def test_a_cut_database_is_a_typed_error_and_nothing_acknowledged_is_lost(
     pg_database: PgDatabase, shared_homes: Callable[[str], Tsuku]
