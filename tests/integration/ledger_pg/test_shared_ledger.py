@@ -30,6 +30,19 @@ def listed(t: Tsuku, *args: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in cp.stdout.splitlines()]
 
 
+def two_daemons(
+    url: str, make: Callable[[str], Tsuku], notes_a: int, notes_b: int
+) -> tuple[Tsuku, str]:
+    """Daemons a and b on the ledger ``url``, started, with that many ``client.note``
+    each: a, and b's origin."""
+    a, b = make(url), make(url)
+    a.start()
+    b.start()
+    annotate(a, notes_a, "a")
+    annotate(b, notes_b, "b")
+    return a, b.call("status")["events"]["origin"]
+
+
 def test_one_daemon_writes_its_chain_to_postgresql(
     pg_database: PgDatabase, shared_homes: Callable[[str], Tsuku]
 ) -> None:
@@ -112,12 +125,7 @@ def test_two_daemons_append_concurrently_and_each_chain_verifies(
 def test_an_edited_row_of_another_origin_fails_verify_all_origins(
     pg_database: PgDatabase, shared_homes: Callable[[str], Tsuku]
 ) -> None:
-    a, b = shared_homes(pg_database.url), shared_homes(pg_database.url)
-    a.start()
-    b.start()
-    annotate(a, 3, "a")
-    annotate(b, 3, "b")
-    origin_b = b.call("status")["events"]["origin"]
+    a, origin_b = two_daemons(pg_database.url, shared_homes, 3, 3)
     with psycopg.connect(pg_database.url, autocommit=True) as conn:
         conn.execute("ALTER TABLE tsuku.events DISABLE TRIGGER events_append_only")
         conn.execute(
@@ -136,12 +144,7 @@ def test_an_edited_row_of_another_origin_fails_verify_all_origins(
 def test_summary_on_a_shared_ledger_is_the_teams_and_filters_by_origin(
     pg_database: PgDatabase, shared_homes: Callable[[str], Tsuku]
 ) -> None:
-    a, b = shared_homes(pg_database.url), shared_homes(pg_database.url)
-    a.start()
-    b.start()
-    annotate(a, 2, "a")
-    annotate(b, 5, "b")
-    origin_b = b.call("status")["events"]["origin"]
+    a, origin_b = two_daemons(pg_database.url, shared_homes, 2, 5)
 
     def notes(*args: str) -> int:
         cp = a.ctl("events", "summary", "--by", "type", "--json", *args, check=True)

@@ -88,3 +88,21 @@ def test_a_daemons_role_cannot_write_another_origins_events(
     assert {o["origin"] for o in res["origins"]} == {origin_a, origin_b}
     assert {e["origin"] for e in listed(b, "--type", "client.note")} == {origin_a, origin_b}
     assert all(e["origin"] != origin_b or e["seq"] < 1_000_000 for e in listed(a))
+
+
+def test_a_daemons_role_does_not_migrate_and_refuses_an_older_schema(
+    pg_database: PgDatabase,
+    shared_homes: Callable[[str], Tsuku],
+    daemon_roles: list[str],
+) -> None:
+    ra = daemon_roles[0]
+    with psycopg.connect(pg_database.url, autocommit=True) as conn:
+        conn.execute("UPDATE tsuku.meta SET value = '1' WHERE key = 'schema_version'")
+    t = shared_homes(url(ra, ra, pg_database.server.port, pg_database.name))
+    proc = t.start(wait=False)
+    _out, err = proc.communicate(timeout=60)
+    text = err.decode()
+    assert proc.returncode == 5, text
+    assert "schema is version 1; this tsukud needs 2" in text
+    assert "connecting as the schema's owner" in text  # the hint
+    assert "Traceback" not in text
