@@ -458,8 +458,8 @@ class Daemon:
             await self._record_anchor()
 
     async def _record_anchor(self) -> None:
-        if self.store.origin is None:
-            return
+        if self.store.origin is None or self.store.unreachable is not None:
+            return  # out of reach: the append would be refused after a read that waits
         try:
             await self.store.record_anchor()
         except (DiskFull, LedgerCorrupt, LedgerUnavailable) as e:
