@@ -27,8 +27,10 @@ CREATE TABLE IF NOT EXISTS tsuku.events (
     gid     bigserial PRIMARY KEY,
     origin  text   NOT NULL REFERENCES tsuku.origins (origin),
     seq     bigint NOT NULL,   -- 1, 2, 3 ... without gaps, per origin
-    ts      text   NOT NULL,   -- UTC, 'YYYY-MM-DDTHH:MM:SS.ffffffZ'
-    type    text   NOT NULL,
+    -- Compared as bytes whatever the database's collation (queries.where says COLLATE
+    -- "C" too, so the indexes serve its ranges): times and type prefixes sort as in SQLite.
+    ts      text COLLATE "C" NOT NULL,   -- UTC, 'YYYY-MM-DDTHH:MM:SS.ffffffZ'
+    type    text COLLATE "C" NOT NULL,
     session text,
     payload text   NOT NULL,   -- canonical JSON, byte for byte as hashed
     hash    text   NOT NULL,

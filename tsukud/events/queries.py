@@ -49,7 +49,11 @@ def check_times(f: EventFilter) -> None:
             )
 
 
-def where(f: EventFilter) -> tuple[str, list[Any]]:
+def where(f: EventFilter, *, shared: bool = False) -> tuple[str, list[Any]]:
+    """The filter as a WHERE clause. ``shared``: on PostgreSQL, whose text comparisons
+    follow the database's collation (a punctuation-blind one puts 'llm.turn' after
+    'llm/'), so the ranges over times and types compare bytes, as SQLite does."""
+    c = ' COLLATE "C"' if shared else ""
     if len(f.types) > MAX_TYPES:
         raise InvalidParams(
             f"{len(f.types)} type filters; at most {MAX_TYPES} are allowed",
@@ -58,10 +62,10 @@ def where(f: EventFilter) -> tuple[str, list[Any]]:
     clauses: list[str] = []
     params: list[Any] = []
     if f.since:
-        clauses.append("ts >= ?")
+        clauses.append(f"ts{c} >= ?")
         params.append(f.since)
     if f.until:
-        clauses.append("ts < ?")
+        clauses.append(f"ts{c} < ?")
         params.append(f.until)
     if f.types:
         alts: list[str] = []
@@ -69,7 +73,7 @@ def where(f: EventFilter) -> tuple[str, list[Any]]:
             if t.endswith(".*") or t.endswith("."):
                 prefix = t.rstrip("*")
                 # A range on the index instead of LIKE: 'llm.' <= type < 'llm/'.
-                alts.append("(type >= ? AND type < ?)")
+                alts.append(f"(type{c} >= ? AND type{c} < ?)")
                 params.extend([prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)])
             else:
                 alts.append("type = ?")
@@ -107,7 +111,7 @@ def list_sql(f: EventFilter, limit: int, *, shared: bool = False) -> tuple[str, 
             hint=f"Give 0 (all) or a count up to {MAX_LIMIT}.",
         )
     check_origin(f, shared=shared)
-    w, params = where(f)
+    w, params = where(f, shared=shared)
     cols, table, order = (
         (SHARED_COLUMNS, "tsuku.events", "gid") if shared else (_COLUMNS, "events", "id")
     )
@@ -222,7 +226,7 @@ def summary_sql(f: EventFilter, by: str, *, shared: bool = False) -> tuple[str, 
     """
     key = group_key(by)
     check_origin(f, shared=shared)
-    w, params = where(f)
+    w, params = where(f, shared=shared)
     # Interpolated parts are constants and placeholders from ``where``; values are bound.
     if shared:
         sql = (

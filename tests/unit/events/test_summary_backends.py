@@ -5,18 +5,20 @@ aggregate statement), for every grouping; a shared ledger's summary is the team'
 
 from __future__ import annotations
 
+import os
+import secrets
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from tests.pg import PgDatabase
+from tests.pg import PgDatabase, PgServer
 from tests.unit.events.conftest import StoreFactory
 from tsukud.clock import FixedClock
 from tsukud.errors import InvalidParams
 from tsukud.events import summary
-from tsukud.events.queries import GROUP_KEYS, EventFilter, run_summary, summary_sql
+from tsukud.events.queries import GROUP_KEYS, EventFilter, iter_list, run_summary, summary_sql
 from tsukud.events.store import EventStore
 
 DAY0 = 1_800_000_000.0 - 1_800_000_000.0 % 86400  # a midnight UTC: 2027-01-15
@@ -133,3 +135,51 @@ def test_a_shared_summary_is_the_teams_and_origin_narrows_it(
 def test_an_origin_filter_is_refused_on_sqlite() -> None:
     with pytest.raises(InvalidParams, match="only a shared ledger has origins"):
         summary_sql(EventFilter(origin="host-1"), "day")
+
+
+@pytest.mark.parametrize("columns", ["C", "default"])  # default: as schema version 1 made them
+def test_a_database_whose_collation_ignores_punctuation_filters_as_sqlite_does(
+    pg_server: PgServer, tmp_path: Path, columns: str
+) -> None:
+    """ICU's ``ka-shifted`` (like glibc's en_US) sorts 'llm.turn' after 'llm/': the
+    type and time ranges must compare bytes, on the columns and in the queries."""
+    import psycopg
+
+    from tsukud.events.pg_store import PgEventStore, migrate
+
+    name = f"tc_{os.getpid()}_{secrets.token_hex(3)}"
+    pg_server.execute(
+        f'CREATE DATABASE "{name}" TEMPLATE template0 LOCALE_PROVIDER icu'
+        " ICU_LOCALE 'en-u-ka-shifted' LOCALE 'C.UTF-8'"
+    )
+    try:
+        with psycopg.connect(pg_server.admin_url(name), autocommit=True) as conn:
+            migrate(conn)
+            if columns == "default":
+                conn.execute(
+                    'ALTER TABLE tsuku.events ALTER COLUMN type TYPE text COLLATE "default",'
+                    ' ALTER COLUMN ts TYPE text COLLATE "default"'
+                )
+            made = conn.execute(
+                "SELECT DISTINCT c.collname FROM pg_attribute a JOIN pg_collation c"
+                " ON c.oid = a.attcollation WHERE a.attrelid = 'tsuku.events'::regclass"
+                " AND a.attname IN ('type', 'ts')"
+            ).fetchall()
+            assert made == [(columns,)]  # the schema's own: the indexes serve byte ranges
+        clock = FixedClock(DAY0)
+        store = PgEventStore(pg_server.admin_url(name), tmp_path / "home", clock=clock)
+        write(store, clock, LEDGER)
+        ref_clock = FixedClock(DAY0)
+        ref = EventStore(tmp_path / "ref" / "tsuku.db", clock=ref_clock)
+        write(ref, ref_clock, LEDGER)
+        for f in FILTERS:
+            want = ref.read_sync(lambda conn, f=f: run_summary(conn, f, "type"))
+            assert answer(store, f, "type")["groups"] == want, f
+            listed = store.read_sync(lambda conn, f=f: types(iter_list(conn, f, 0, shared=True)))
+            assert listed == ref.read_sync(lambda conn, f=f: types(iter_list(conn, f, 0))), f
+    finally:
+        pg_server.drop_database(name)
+
+
+def types(chunks: Any) -> list[str]:
+    return [row[2] for rows in chunks for row in rows]
