@@ -11,26 +11,47 @@
 -- Applied by the owner's migration, after events_pg.sql; a daemon's own role does not
 -- migrate (it may not create or alter anything in the schema).
 
-ALTER TABLE tsuku.origins ADD COLUMN IF NOT EXISTS role name NOT NULL DEFAULT current_user;
-
-ALTER TABLE tsuku.events ENABLE ROW LEVEL SECURITY;
-ALTER TABLE tsuku.origins ENABLE ROW LEVEL SECURITY;
-
--- Dropped and made again at every migration, so this file is what holds.
-DROP POLICY IF EXISTS events_read ON tsuku.events;
-CREATE POLICY events_read ON tsuku.events FOR SELECT USING (true);
-DROP POLICY IF EXISTS events_own_origin ON tsuku.events;
-CREATE POLICY events_own_origin ON tsuku.events FOR INSERT
-    WITH CHECK (EXISTS (SELECT 1 FROM tsuku.origins o
-                         WHERE o.origin = events.origin AND o.role = current_user));
-
-DROP POLICY IF EXISTS origins_read ON tsuku.origins;
-CREATE POLICY origins_read ON tsuku.origins FOR SELECT USING (true);
-DROP POLICY IF EXISTS origins_claim ON tsuku.origins;
-CREATE POLICY origins_claim ON tsuku.origins FOR INSERT WITH CHECK (role = current_user);
-DROP POLICY IF EXISTS origins_own_head ON tsuku.origins;
-CREATE POLICY origins_own_head ON tsuku.origins FOR UPDATE
-    USING (role = current_user) WITH CHECK (role = current_user);
+-- Made once: every start's migration runs this file, and an ALTER TABLE or a policy
+-- made again would take the tables' exclusive lock each time, stalling the other
+-- daemons' writes and reads while it waits. A policy changed later gets a new name.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+                    WHERE table_schema = 'tsuku' AND table_name = 'origins'
+                      AND column_name = 'role') THEN
+        ALTER TABLE tsuku.origins ADD COLUMN role name NOT NULL DEFAULT current_user;
+    END IF;
+    IF NOT (SELECT relrowsecurity FROM pg_class WHERE oid = 'tsuku.events'::regclass) THEN
+        ALTER TABLE tsuku.events ENABLE ROW LEVEL SECURITY;
+    END IF;
+    IF NOT (SELECT relrowsecurity FROM pg_class WHERE oid = 'tsuku.origins'::regclass) THEN
+        ALTER TABLE tsuku.origins ENABLE ROW LEVEL SECURITY;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_policies WHERE schemaname = 'tsuku'
+                    AND tablename = 'events' AND policyname = 'events_read') THEN
+        CREATE POLICY events_read ON tsuku.events FOR SELECT USING (true);
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_policies WHERE schemaname = 'tsuku'
+                    AND tablename = 'events' AND policyname = 'events_own_origin') THEN
+        CREATE POLICY events_own_origin ON tsuku.events FOR INSERT
+            WITH CHECK (EXISTS (SELECT 1 FROM tsuku.origins o
+                                 WHERE o.origin = events.origin AND o.role = current_user));
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_policies WHERE schemaname = 'tsuku'
+                    AND tablename = 'origins' AND policyname = 'origins_read') THEN
+        CREATE POLICY origins_read ON tsuku.origins FOR SELECT USING (true);
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_policies WHERE schemaname = 'tsuku'
+                    AND tablename = 'origins' AND policyname = 'origins_claim') THEN
+        CREATE POLICY origins_claim ON tsuku.origins FOR INSERT WITH CHECK (role = current_user);
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_policies WHERE schemaname = 'tsuku'
+                    AND tablename = 'origins' AND policyname = 'origins_own_head') THEN
+        CREATE POLICY origins_own_head ON tsuku.origins FOR UPDATE
+            USING (role = current_user) WITH CHECK (role = current_user);
+    END IF;
+END
+$$;
 
 -- What a daemon's role needs, in one place: run by the owner once per daemon role
 -- (`SELECT tsuku.grant_daemon('tsuku_host_a')`), and again after an upgrade that added
