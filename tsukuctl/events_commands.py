@@ -176,6 +176,8 @@ def _events_verify(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {"head": args.head} if args.head else {}
     if args.all_origins:
         params["all_origins"] = True
+    if args.anchors:
+        params["anchors"] = True
     res = rpc(args, "events.verify", params or None)
     if args.json:
         out(render.jsonl(res))
@@ -184,6 +186,9 @@ def _events_verify(args: argparse.Namespace) -> int:
         out(f"ledger ok{whose}: {res['checked']} events, hash chain intact (head {res['head']})")
         for o in res.get("origins", []):
             out(f"  origin {o['origin']}: {o['checked']} events, chain intact (head {o['head']})")
+        if "anchors" in res:
+            n = res["anchors"]["checked"]
+            out(f"  anchors: every chain reaches the {n} head{'s' if n != 1 else ''} recorded")
         if "head_id" in res:
             out(f"the head you gave is event {res['head_id']}: nothing up to it was changed")
         if res.get("rollups") == "rebuilt":
@@ -202,7 +207,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--all-origins",
         action="store_true",
-        help="verify: every daemon's chain in a shared ledger, not only this one's",
+        help="verify: every daemon's chain in a shared ledger, not only this one's, "
+        "and the anchors",
+    )
+    p.add_argument(
+        "--anchors",
+        action="store_true",
+        help="verify: every chain in a shared ledger still reaches each head an anchor recorded",
     )
     p.add_argument("--limit", type=count, default=100, help="newest N events (0: all; default 100)")
     p.add_argument(

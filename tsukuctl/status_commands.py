@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 
 def cmd_status(args: argparse.Namespace) -> int:
     st = rpc(args, "status")
+    if args.origin:
+        _only_origin(st, args.origin)
     if args.json:
         out(render.jsonl(st))
         return 0
@@ -44,6 +46,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     ev = st["events"]
     whose = f" (origin {ev['origin']})" if ev.get("origin") else ""
     lines.append(f"events       {ev['count']} in {st['database']}{whose}")
+    for o in ev.get("origins", []):  # a shared ledger: the team's chains
+        mine = " (this daemon)" if o["origin"] == ev.get("origin") else ""
+        lines.append(f"  origin     {o['origin']}: {o['events']} events, role {o['role']}{mine}")
     if ev.get("disk_full"):
         lines.append("             disk full: writes are refused until there is space")
     if ev.get("unreachable"):
@@ -59,6 +64,24 @@ def cmd_status(args: argparse.Namespace) -> int:
         if p["hint"]:
             err(f"  hint: {p['hint']}")
     return 0
+
+
+def _only_origin(st: dict[str, Any], origin: str) -> None:
+    """``--origin``: the team's lines narrowed to one daemon's chain."""
+    from tsukud.errors import UsageError
+
+    ev = st["events"]
+    if "origins" not in ev:
+        raise UsageError(
+            "status --origin is for a shared ledger (ledger.url)",
+            hint="This daemon keeps its own ledger (SQLite): `tsukuctl status` shows it all.",
+        )
+    ev["origins"] = [o for o in ev["origins"] if o["origin"] == origin]
+    if not ev["origins"]:
+        raise UsageError(
+            f"no origin {origin!r} in the shared ledger",
+            hint="`tsukuctl status` lists the team's origins.",
+        )
 
 
 def settings_lines(settings: list[dict[str, Any]]) -> list[str]:
@@ -80,4 +103,5 @@ def settings_lines(settings: list[dict[str, Any]]) -> list[str]:
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("status", help="daemon, budget, rate limit and breaker state")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--origin", help="a shared ledger (ledger.url): one daemon's chain")
     p.set_defaults(fn=cmd_status)

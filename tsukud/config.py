@@ -207,6 +207,15 @@ KEYS: dict[str, Key] = {
             "(empty: SQLite in TSUKU_HOME); read at daemon start",
         ),
         Key(
+            "ledger.anchor_seconds",
+            float,
+            600.0,
+            ("TSUKU_LEDGER_ANCHOR_SECONDS",),
+            minimum=0,
+            doc="a shared ledger: record every daemon's chain head this often, and at a "
+            "clean stop (0: only at stop)",
+        ),
+        Key(
             "sandbox.max_concurrent",
             int,
             1,

@@ -436,6 +436,7 @@ class Daemon:
                     except LedgerUnavailable as e:  # a shared queue: its leases run out
                         log.get().error("batch.orphans_not_requeued", error=e.message)
                     services.start_soon(self.services.after_start)
+                    services.start_soon(self._anchor_periodically)
                     serving.start_soon(self._settle_abandoned_once_writable, left_open)
                     await self._stop.wait()
                     server.stopping = True
@@ -443,6 +444,7 @@ class Daemon:
                 await self.services.before_stop()
                 services.cancel_scope.cancel()
             with trio.CancelScope(shield=True):
+                await self._record_anchor()
                 try:
                     await self.store.append(
                         "daemon.stopped",
@@ -457,6 +459,24 @@ class Daemon:
         self.store.close_connection()
         self.policy_backend.close()
         log.get().info("daemon.stopped")
+
+    async def _anchor_periodically(self) -> None:
+        """A shared ledger: every ``ledger.anchor_seconds`` (read each time, so a change
+        applies at the next one), every origin's head into this chain."""
+        if self.store.origin is None:
+            return
+        while (every := float(self.current()["ledger.anchor_seconds"])) > 0:
+            await trio.sleep(every)
+            await self._record_anchor()
+
+    async def _record_anchor(self) -> None:
+        if self.store.origin is None or self.store.unreachable is not None:
+            return  # out of reach: the append would be refused after a read that waits
+        try:
+            await self.store.record_anchor()
+        except (DiskFull, LedgerCorrupt, LedgerUnavailable) as e:
+            # The next one (or the next start's) anchors what this one missed.
+            log.get().error("ledger.anchor_not_recorded", error=e.message)
 
     async def _watch_signals(
         self, *, task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED
@@ -476,6 +496,7 @@ class Daemon:
         await self.budget.refresh()
         await self.generations.refresh()
         await self.breakers.refresh()
+        await self.store.refresh_team()
 
     def status(self) -> dict[str, Any]:
         """The daemon's state. A setting the config file spoils (a typo, a bad value)
@@ -519,6 +540,7 @@ class Daemon:
                 "ledger": self.store.backend,
                 "unreachable": self.store.unreachable,
                 "origin": self.store.origin,
+                **({"origins": self.store.team} if self.store.origin is not None else {}),
             },
             "sandbox": {"slots": self.container_lock.slots, "busy": self.container_lock.busy},
             "connections": self.server.connections if self.server is not None else 0,

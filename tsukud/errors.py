@@ -137,11 +137,6 @@ CATALOGUE: dict[str, ErrorKind] = {
         "itself and nothing it acknowledged was lost; `tsukuctl status` shows the cause.",
         retryable=True,
     ),
-    "not_on_shared_ledger": ErrorKind(
-        E.GENERAL,
-        "This is not available on a shared ledger (ledger.url) yet; a daemon without "
-        "ledger.url (SQLite) has it (docs/design/scale.md lists what is built).",
-    ),
     # ---- policy: budget, rate limit, breakers
     "budget_exceeded": ErrorKind(E.BUDGET, _BUDGET + " or wait until tomorrow (UTC)."),
     "rate_limited": ErrorKind(
@@ -621,10 +616,6 @@ class LedgerUnavailable(TsukuError):
     """The shared ledger's database cannot be reached (or refused the connection)."""
 
     code = "ledger_unavailable"
-
-
-class NotOnSharedLedger(TsukuError):
-    code = "not_on_shared_ledger"
 
 
 class DiskFull(TsukuError, OSError):

@@ -20,8 +20,8 @@ _tsukuctl() {
     if [[ -z "$words" && "$cur" == -* ]]; then
         case "$at" in
             "") words="-h --help --version --no-start -q --quiet -v --verbose" ;;
-            " status") words="-h --help --json -q --quiet -v --verbose" ;;
-            " events") words="-h --help --since --until --type --session --origin --all-origins --limit --by --head --json --csv -q --quiet -v --verbose" ;;
+            " status") words="-h --help --json --origin -q --quiet -v --verbose" ;;
+            " events") words="-h --help --since --until --type --session --origin --all-origins --anchors --limit --by --head --json --csv -q --quiet -v --verbose" ;;
             " daemon") words="-h --help -n --lines -f --follow -q --quiet -v --verbose" ;;
             " config") words="-h --help --json -q --quiet -v --verbose" ;;
             " sandbox") words="-h --help --force --busybox --json -q --quiet -v --verbose" ;;

@@ -64,6 +64,22 @@ class LedgerAdopted(Payload):
     lost_count: int | None = None
 
 
+class AnchoredHead(msgspec.Struct, kw_only=True):
+    """One origin's chain head as an anchor saw it."""
+
+    origin: str
+    seq: int
+    hash: str
+
+
+class LedgerAnchor(Payload):
+    """Every origin's head in a shared ledger, read in one snapshot and written into this
+    daemon's own chain (docs/design/scale.md "Anchors"): deleting or rewriting another
+    origin's rows below a head recorded here shows in ``events verify --anchors``."""
+
+    heads: list[AnchoredHead]
+
+
 class ConfigChanged(Payload):
     """Never the value: it may be a secret."""
 
@@ -729,6 +745,7 @@ EVENTS: dict[str, type[Payload]] = {
     "daemon.started": DaemonStarted,
     "daemon.stopped": DaemonStopped,
     "ledger.adopted": LedgerAdopted,
+    "ledger.anchor": LedgerAnchor,
     "config.changed": ConfigChanged,
     "budget.reserved": BudgetReserved,
     "budget.settled": BudgetSettled,

@@ -27,8 +27,10 @@ CREATE TABLE IF NOT EXISTS tsuku.events (
     gid     bigserial PRIMARY KEY,
     origin  text   NOT NULL REFERENCES tsuku.origins (origin),
     seq     bigint NOT NULL,   -- 1, 2, 3 ... without gaps, per origin
-    ts      text   NOT NULL,   -- UTC, 'YYYY-MM-DDTHH:MM:SS.ffffffZ'
-    type    text   NOT NULL,
+    -- Compared as bytes whatever the database's collation (queries.where says COLLATE
+    -- "C" too, so the indexes serve its ranges): times and type prefixes sort as in SQLite.
+    ts      text COLLATE "C" NOT NULL,   -- UTC, 'YYYY-MM-DDTHH:MM:SS.ffffffZ'
+    type    text COLLATE "C" NOT NULL,
     session text,
     payload text   NOT NULL,   -- canonical JSON, byte for byte as hashed
     hash    text   NOT NULL,
@@ -59,5 +61,4 @@ CREATE OR REPLACE FUNCTION tsuku.sum_text_step(acc numeric, v text) RETURNS nume
 $$ SELECT CASE WHEN v IS NULL THEN acc ELSE coalesce(acc, 0) + v::numeric END $$;
 CREATE OR REPLACE AGGREGATE tsuku.sum(text) (SFUNC = tsuku.sum_text_step, STYPE = numeric);
 
-INSERT INTO tsuku.meta (key, value) VALUES ('schema_version', '1')
-    ON CONFLICT (key) DO NOTHING;
+-- The schema's version is written by the migration (pg_store.migrate).

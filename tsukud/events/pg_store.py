@@ -34,12 +34,13 @@ from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+import trio
 from psycopg import sql
 
 from tsukud import log
 from tsukud.clock import Clock, iso
 from tsukud.errors import LedgerCorrupt, LedgerUnavailable
-from tsukud.events import integrity, rollups
+from tsukud.events import anchors, integrity, rollups
 from tsukud.events.chain import GENESIS, Anchor, Damage, VerifyReport, anchor_damage, check_chain
 from tsukud.events.readers import ReadPool
 from tsukud.events.store import DEFAULT_READERS, EventStore, Row, iter_rows, verify_chain
@@ -53,8 +54,10 @@ SCHEMA_FILES: tuple[Path, ...] = (
     _HERE / "events_pg.sql",
     _HERE.parent / "policy" / "policy_pg.sql",
     _HERE.parent / "batch" / "queue_pg.sql",
+    _HERE / "roles_pg.sql",
 )
-SCHEMA_VERSION = 1
+# 2: origins belong to a role, row-level security on events and origins (roles_pg.sql).
+SCHEMA_VERSION = 2
 # Held while the schema is created or migrated: daemons starting together take turns.
 _MIGRATE_LOCK = 0x7473756B  # "tsuk"
 _ORIGIN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -62,7 +65,13 @@ _ORIGIN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # up on a connection attempt, and on unacknowledged data, after these.
 CONNECT_TIMEOUT_S = 5
 TCP_USER_TIMEOUT_MS = 10_000
+TEAM_GLANCE_S = 1.0  # how long ``status`` waits for the team's heads
 _COPY = "COPY tsuku.events (origin, seq, ts, type, session, payload, hash) FROM STDIN"
+# A daemon's own role is bound by row-level security, which COPY FROM does not support.
+_INSERT = (
+    "INSERT INTO tsuku.events (origin, seq, ts, type, session, payload, hash)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s)"
+)
 
 
 def shown_url(url: str) -> str:
@@ -106,6 +115,50 @@ def first_line(e: psycopg.Error) -> str:
 def unreachable(e: psycopg.Error) -> LedgerUnavailable:
     why = first_line(e)
     return LedgerUnavailable(f"the shared ledger cannot be reached: {why}", cause=why)
+
+
+def migrate(conn: psycopg.Connection[Any]) -> None:
+    """Create or migrate the schema (every file of ``SCHEMA_FILES``, each idempotent),
+    in one transaction under an advisory lock, so daemons starting together take turns.
+    A role that does not own the schema (a daemon's own role, docs/design/scale.md) may
+    not change it: it checks the version the owner's migration left and goes on."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
+        version = 0
+        has_meta = conn.execute("SELECT to_regclass('tsuku.meta') IS NOT NULL").fetchone()
+        if has_meta is not None and has_meta[0]:
+            row = conn.execute(
+                "SELECT value FROM tsuku.meta WHERE key = 'schema_version'"
+            ).fetchone()
+            version = 0 if row is None else int(row[0])
+        if version > SCHEMA_VERSION:
+            raise LedgerCorrupt(
+                f"the shared ledger's schema is version {version}; this tsukud "
+                f"knows up to {SCHEMA_VERSION}",
+                hint="A newer tsukud migrated it: upgrade this one (an old daemon "
+                "never writes through a schema it does not know).",
+            )
+        owns = conn.execute(
+            "SELECT pg_has_role(nspowner, 'USAGE') FROM pg_namespace WHERE nspname = 'tsuku'"
+        ).fetchone()
+        if owns is not None and not owns[0]:
+            if version < SCHEMA_VERSION:
+                raise LedgerUnavailable(
+                    f"the shared ledger's schema is version {version}; this tsukud needs "
+                    f"{SCHEMA_VERSION}, and its role does not own the schema to migrate it",
+                    hint="Start one daemon (or `tsukud`) connecting as the schema's owner "
+                    "once: it migrates; then grant the daemon roles again "
+                    "(docs/design/scale.md, operating notes).",
+                    cause="schema not migrated",
+                )
+            return
+        for schema in SCHEMA_FILES:
+            conn.execute(schema.read_bytes())
+        conn.execute(
+            "INSERT INTO tsuku.meta (key, value) VALUES ('schema_version', %s)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (str(SCHEMA_VERSION),),
+        )
 
 
 def _connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:
@@ -227,6 +280,7 @@ class PgEventStore(EventStore):
         self.origin_path = state / "origin"
         self.origin = ""
         self._writer: psycopg.Connection[Any] | None = None
+        self._row_security = False  # bound by roles_pg.sql's policies: INSERT, not COPY
         self._rollups_current = False  # summaries are not built on PostgreSQL yet
         self.readers = ReadPool(
             cast(Callable[[], sqlite3.Connection], self._open_reader),
@@ -257,7 +311,10 @@ class PgEventStore(EventStore):
         self.checkpoint_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         conn = _connect(self.url)
         try:
-            self._migrate(conn)
+            migrate(conn)
+            # A daemon's own role writes through row-level security (roles_pg.sql).
+            rls = conn.execute("SELECT row_security_active('tsuku.events')").fetchone()
+            self._row_security = bool(rls is not None and rls[0])
             conn.execute(
                 "INSERT INTO tsuku.origins (origin, first_seen) VALUES (%s, %s)"
                 " ON CONFLICT (origin) DO NOTHING",
@@ -334,24 +391,6 @@ class PgEventStore(EventStore):
             raise
         return None
 
-    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
-            has_meta = conn.execute("SELECT to_regclass('tsuku.meta') IS NOT NULL").fetchone()
-            if has_meta is not None and has_meta[0]:
-                row = conn.execute(
-                    "SELECT value FROM tsuku.meta WHERE key = 'schema_version'"
-                ).fetchone()
-                if row is not None and int(row[0]) > SCHEMA_VERSION:
-                    raise LedgerCorrupt(
-                        f"the shared ledger's schema is version {row[0]}; this tsukud "
-                        f"knows up to {SCHEMA_VERSION}",
-                        hint="A newer tsukud migrated it: upgrade this one (an old daemon "
-                        "never writes through a schema it does not know).",
-                    )
-            for schema in SCHEMA_FILES:
-                conn.execute(schema.read_bytes())
-
     def close_connection(self) -> None:
         self.readers.close()
         if self._writer is not None:
@@ -375,9 +414,12 @@ class PgEventStore(EventStore):
                 ).fetchone()
                 pending = self._unwritten(rows, head)
                 if pending:
-                    with conn.cursor().copy(_COPY) as copy:
-                        for r in pending:
-                            copy.write_row((self.origin, *r))
+                    if self._row_security:
+                        conn.cursor().executemany(_INSERT, [(self.origin, *r) for r in pending])
+                    else:
+                        with conn.cursor().copy(_COPY) as copy:
+                            for r in pending:
+                                copy.write_row((self.origin, *r))
                     conn.execute(
                         "UPDATE tsuku.origins SET head_seq = %s, head_hash = %s WHERE origin = %s",
                         (rows[-1][0], rows[-1][5], self.origin),
@@ -475,3 +517,71 @@ class PgEventStore(EventStore):
             return found
 
         return await self.read(work, heavy=True)
+
+    # ---- the team, for status ----------------------------------------------------------
+
+    async def refresh_team(self) -> None:
+        """Every origin's chain length and role, for ``status`` (which must answer at
+        once: given up after a second, or when out of reach; the last ones read stay)."""
+
+        def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            rows = conn.execute(
+                "SELECT origin, head_seq, role FROM tsuku.origins ORDER BY origin"
+            ).fetchall()
+            return [{"origin": str(o), "events": int(n), "role": str(r)} for o, n, r in rows]
+
+        with trio.move_on_after(TEAM_GLANCE_S):
+            with contextlib.suppress(LedgerUnavailable):
+                self.team = await self.read(work)
+
+    # ---- anchors (events/anchors.py) -------------------------------------------------
+
+    async def record_anchor(self) -> None:
+        """Write every origin's head, as one statement (one snapshot) reads them, into
+        this daemon's chain as a ``ledger.anchor`` event."""
+
+        def heads(conn: sqlite3.Connection) -> list[Any]:
+            return conn.execute(
+                "SELECT origin, head_seq, head_hash FROM tsuku.origins WHERE head_seq > 0"
+            ).fetchall()
+
+        payload = anchors.heads_payload(await self.read(heads))
+        await self.append(anchors.EVENT_TYPE, payload)
+
+    async def verify_anchors(self) -> int:
+        """Hold every chain to every head any anchor recorded; the number of anchored
+        heads checked. ``ledger_corrupt`` naming the origin and seq that is gone or
+        rewritten, and the anchor that recorded it."""
+
+        def work(conn: sqlite3.Connection) -> tuple[int, anchors.AnchorDamage | None]:
+            rows = conn.execute(_ANCHORED_HEADS).fetchall()
+            found = [anchors.AnchoredHead(*r) for r in rows]
+            return len(found), anchors.check(found)
+
+        checked, bad = await self.read(work, heavy=True)
+        if bad is not None:
+            raise LedgerCorrupt(
+                f"origin {bad.origin}'s chain no longer reaches event {bad.head.seq} that "
+                f"an anchor recorded: {bad.damage.reason}",
+                hint="Rows of that daemon were removed or rewritten in the database after "
+                "the anchor saw them; restore it from a backup, or ask that daemon's owner "
+                "(its own `events verify` checks its checkpoint too).",
+                origin=bad.origin,
+                first_bad_id=bad.damage.first_bad_id,
+                anchor=f"{bad.head.by_origin}#{bad.head.by_seq}",
+            )
+        return checked
+
+
+# Every head every anchor recorded, with the row now at that (origin, seq) and that
+# origin's newest row: one statement, so one snapshot of the ledger.
+_ANCHORED_HEADS = """
+SELECT a.origin, a.seq, h.origin, h.seq, h.hash, e.hash,
+       coalesce((SELECT max(m.seq) FROM tsuku.events m WHERE m.origin = h.origin), 0)
+  FROM tsuku.events a
+ CROSS JOIN LATERAL jsonb_to_recordset(a.payload::jsonb -> 'heads')
+       AS h(origin text, seq bigint, hash text)
+  LEFT JOIN tsuku.events e ON e.origin = h.origin AND e.seq = h.seq
+ WHERE a.type = 'ledger.anchor'
+ ORDER BY a.gid, h.origin
+"""

@@ -49,7 +49,11 @@ def check_times(f: EventFilter) -> None:
             )
 
 
-def where(f: EventFilter) -> tuple[str, list[Any]]:
+def where(f: EventFilter, *, shared: bool = False) -> tuple[str, list[Any]]:
+    """The filter as a WHERE clause. ``shared``: on PostgreSQL, whose text comparisons
+    follow the database's collation (a punctuation-blind one puts 'llm.turn' after
+    'llm/'), so the ranges over times and types compare bytes, as SQLite does."""
+    c = ' COLLATE "C"' if shared else ""
     if len(f.types) > MAX_TYPES:
         raise InvalidParams(
             f"{len(f.types)} type filters; at most {MAX_TYPES} are allowed",
@@ -58,10 +62,10 @@ def where(f: EventFilter) -> tuple[str, list[Any]]:
     clauses: list[str] = []
     params: list[Any] = []
     if f.since:
-        clauses.append("ts >= ?")
+        clauses.append(f"ts{c} >= ?")
         params.append(f.since)
     if f.until:
-        clauses.append("ts < ?")
+        clauses.append(f"ts{c} < ?")
         params.append(f.until)
     if f.types:
         alts: list[str] = []
@@ -69,7 +73,7 @@ def where(f: EventFilter) -> tuple[str, list[Any]]:
             if t.endswith(".*") or t.endswith("."):
                 prefix = t.rstrip("*")
                 # A range on the index instead of LIKE: 'llm.' <= type < 'llm/'.
-                alts.append("(type >= ? AND type < ?)")
+                alts.append(f"(type{c} >= ? AND type{c} < ?)")
                 params.extend([prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)])
             else:
                 alts.append("type = ?")
@@ -82,6 +86,15 @@ def where(f: EventFilter) -> tuple[str, list[Any]]:
         clauses.append("origin = ?")
         params.append(f.origin)
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+def check_origin(f: EventFilter, *, shared: bool) -> None:
+    """An origin filter means something on a shared ledger only."""
+    if f.origin and not shared:
+        raise InvalidParams(
+            "only a shared ledger has origins",
+            hint="This daemon's ledger is SQLite (no ledger.url): every event is its own.",
+        )
 
 
 # A shared ledger's listing: every origin's events in the database's order (``gid``),
@@ -97,12 +110,8 @@ def list_sql(f: EventFilter, limit: int, *, shared: bool = False) -> tuple[str, 
             f"limit {limit} is out of range",
             hint=f"Give 0 (all) or a count up to {MAX_LIMIT}.",
         )
-    if f.origin and not shared:
-        raise InvalidParams(
-            "only a shared ledger has origins",
-            hint="This daemon's ledger is SQLite (no ledger.url): every event is its own.",
-        )
-    w, params = where(f)
+    check_origin(f, shared=shared)
+    w, params = where(f, shared=shared)
     cols, table, order = (
         (SHARED_COLUMNS, "tsuku.events", "gid") if shared else (_COLUMNS, "events", "id")
     )
@@ -175,8 +184,40 @@ def group_key(by: str) -> str:
         ) from None
 
 
-def summary_sql(f: EventFilter, by: str) -> tuple[str, list[Any]]:
-    """Counts, tokens and money per group, straight from the events.
+# The same quantities over a shared ledger's table (PostgreSQL): each payload parsed once
+# (``j``), its fields cast to what the catalogue declares, sums cast back to integers (a
+# sum of numerics would come back as a Decimal), and no comparison that depends on the
+# database's collation. A client's payload is never cast (it may hold anything): the
+# CASE tests the type first, and PostgreSQL evaluates a CASE's branches in order.
+PG_DAEMON = "left(type, 7) <> 'client.'"
+
+
+def _pg_field(name: str, cast: str = "") -> str:
+    return f"CASE WHEN {PG_DAEMON} THEN (j ->> '{name}'){cast} END"
+
+
+_PG_COST_NANO = f"round({_pg_field('cost_usd', '::numeric')} * 1000000000)"
+_PG_ESTIMATED = "coalesce((j ->> 'estimated')::boolean, type = 'llm.cut_off')"
+PG_SUMS = (
+    "count(*)",
+    "count(*) FILTER (WHERE type = 'llm.turn')",
+    f"coalesce(sum({_pg_field('input_tokens', '::numeric')}), 0)::bigint",
+    f"coalesce(sum({_pg_field('output_tokens', '::numeric')}), 0)::bigint",
+    f"coalesce(sum({_PG_COST_NANO}), 0)::bigint",
+    f"coalesce(sum(CASE WHEN NOT ({PG_DAEMON}) THEN NULL"
+    f" WHEN {_PG_ESTIMATED} THEN {_PG_COST_NANO} END), 0)::bigint",
+    f"count(*) FILTER (WHERE type IN {PRICED_TYPES!r} AND j ->> 'cost_usd' IS NULL)",
+)
+PG_GROUP_KEYS = {
+    **GROUP_KEYS,
+    "provider": _pg_field("provider"),
+    "model": _pg_field("model"),
+}
+
+
+def summary_sql(f: EventFilter, by: str, *, shared: bool = False) -> tuple[str, list[Any]]:
+    """Counts, tokens and money per group, straight from the events (``shared``: every
+    origin's, or ``f.origin``'s, in a shared ledger's table).
 
     Only events that spend money carry ``cost_usd`` (llm.turn, llm.cut_off, paid
     searches), so summing it never double counts reservations. A call with an unknown
@@ -184,8 +225,16 @@ def summary_sql(f: EventFilter, by: str) -> tuple[str, list[Any]]:
     Money comes out in nano-dollars (``cost_nano``, ``estimated_nano``).
     """
     key = group_key(by)
-    w, params = where(f)
+    check_origin(f, shared=shared)
+    w, params = where(f, shared=shared)
     # Interpolated parts are constants and placeholders from ``where``; values are bound.
+    if shared:
+        sql = (
+            f"SELECT {PG_GROUP_KEYS[by]} AS k, {', '.join(PG_SUMS)}"  # noqa: S608
+            " FROM (SELECT type, ts, session, payload::jsonb AS j"
+            f" FROM tsuku.events{w}) AS e GROUP BY k"
+        )
+        return sql, params
     sql = f"SELECT {key} AS k, {', '.join(SUMS)} FROM events{w} GROUP BY k ORDER BY k"  # noqa: S608
     return sql, params
 
@@ -228,9 +277,11 @@ def group_row(key: Any, sums: Sequence[int]) -> dict[str, Any]:
     }
 
 
-def raw_sums(conn: sqlite3.Connection, f: EventFilter, by: str) -> dict[Any, list[int]]:
+def raw_sums(
+    conn: sqlite3.Connection, f: EventFilter, by: str, *, shared: bool = False
+) -> dict[Any, list[int]]:
     """Group key -> summed columns (``SUM_COLUMNS``), straight from the events."""
-    sql, params = summary_sql(f, by)
+    sql, params = summary_sql(f, by, shared=shared)
     return {row[0]: list(row[1:]) for row in conn.execute(sql, params)}
 
 

@@ -139,6 +139,8 @@ class EventStore:
         # start), batches leave them alone and summaries read the events instead.
         self._rollups_current = True
         self._failure: str | None = None  # why it returned early (a failed batch)
+        # A shared ledger: every origin with its chain's length and role, as last read.
+        self.team: list[dict[str, Any]] = []
         self.readers = ReadPool(lambda: connect(self.path, readonly=True), readers)
 
     # ---- lifecycle -------------------------------------------------------------------
@@ -571,6 +573,14 @@ class EventStore:
                 checked=report.checked,
             )
         return report
+
+    async def refresh_team(self) -> None:
+        """Read every origin's chain for ``status`` into ``team`` (a shared ledger's,
+        ``pg_store``). SQLite: one chain, this daemon's."""
+
+    async def record_anchor(self) -> None:
+        """Record every origin's head in this chain (a shared ledger's anchors,
+        ``pg_store``). SQLite has one chain, held to its checkpoint file: nothing to do."""
 
     # ---- reading ---------------------------------------------------------------------
 

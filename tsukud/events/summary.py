@@ -141,6 +141,19 @@ def summarise(conn: sqlite3.Connection, f: EventFilter, by: str) -> dict[str, An
     # Raw: in SQLite's order. Merged: text keys, or NULL first, which is SQLite's order
     # too (UTF-8 bytes sort as code points).
     keys = list(sums) if p.rollup is None else sorted(sums, key=_null_first)
+    return _answer(by, sums, keys, p.source)
+
+
+def summarise_shared(conn: sqlite3.Connection, f: EventFilter, by: str) -> dict[str, Any]:
+    """The same answer from a shared ledger (PostgreSQL): one aggregate statement over
+    every origin's events (or ``f.origin``'s), in SQLite's order of keys whatever the
+    database's collation. No rollups there: the aggregate reads the events the filter
+    selects (by the ``(type, ts)`` and ``ts`` indexes when it has bounds)."""
+    sums = queries.raw_sums(conn, f, by, shared=True)
+    return _answer(by, sums, sorted(sums, key=_null_first), "raw")
+
+
+def _answer(by: str, sums: dict[Any, list[int]], keys: list[Any], source: str) -> dict[str, Any]:
     columns = zip(*sums.values(), strict=True)
     totals = [sum(col) for col in columns] or [0] * len(queries.SUM_COLUMNS)
     total = queries.group_row(None, totals)
@@ -149,5 +162,5 @@ def summarise(conn: sqlite3.Connection, f: EventFilter, by: str) -> dict[str, An
         "by": by,
         "groups": [queries.group_row(k, sums[k]) for k in keys],
         "totals": total,
-        "source": p.source,
+        "source": source,
     }

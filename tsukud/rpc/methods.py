@@ -15,7 +15,7 @@ import msgspec
 
 from tsukud import config as configmod
 from tsukud.daemon import Daemon
-from tsukud.errors import FrameTooLarge, InvalidParams, LedgerCorrupt, NotFound, NotOnSharedLedger
+from tsukud.errors import FrameTooLarge, InvalidParams, LedgerCorrupt, NotFound
 from tsukud.events import queries, summary
 from tsukud.rpc import protocol
 from tsukud.rpc.registry import NoParams, method
@@ -190,14 +190,17 @@ async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw
     """Counts, tokens and cost (the estimated part apart) per day, hour, provider, model,
     session or type; from the rollups where the filter allows (``events/summary.py``)."""
     queries.check_times(p.filter)
-    queries.summary_sql(p.filter, p.by)  # validate before going to a thread
-    if d.store.origin is not None:
-        raise NotOnSharedLedger(
-            "events summary is not built for a shared ledger (ledger.url) yet",
-            hint="List the events instead (`tsukuctl events --json`), or run the summary "
-            "on a daemon without ledger.url; docs/design/scale.md says what is built.",
-        )
+    shared = d.store.origin is not None
+    queries.summary_sql(p.filter, p.by, shared=shared)  # validate before going to a thread
     await d.store.caught_up()  # what was appended before this request is counted
+    if shared:
+        # The whole team's (or one origin's), one aggregate statement in the database.
+        return await d.store.read(
+            lambda conn: msgspec.Raw(
+                msgspec.json.encode(summary.summarise_shared(conn, p.filter, p.by))
+            ),
+            heavy=True,
+        )
 
     def summarise(conn: Any) -> msgspec.Raw:
         # Encoding in the thread too: thousands of groups (by session) would otherwise
@@ -213,8 +216,10 @@ async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw
 class VerifyParams(msgspec.Struct, forbid_unknown_fields=True):
     # A head hash the user noted or exported (at least its first 16 hex digits).
     head: str | None = None
-    # A shared ledger: every origin's chain, not only this daemon's.
+    # A shared ledger: every origin's chain (and the anchors), not only this daemon's.
     all_origins: bool = False
+    # A shared ledger: every chain still passes through every head an anchor recorded.
+    anchors: bool = False
 
 
 @method("events.verify", VerifyParams)
@@ -232,6 +237,8 @@ async def events_verify(d: Daemon, p: VerifyParams, call: Call) -> dict[str, Any
         out["origin"] = d.store.origin
     if p.all_origins:
         out["origins"] = await _verify_origins(d)
+    if p.anchors or p.all_origins:
+        out["anchors"] = {"checked": await _verify_anchors(d)}
     # Summary rollups that did not add up to the events are being rebuilt from them.
     out["rollups"] = "rebuilt" if d.store.rollups_stale else "ok"
     if report.head_id is not None:
@@ -258,6 +265,17 @@ async def _verify_origins(d: Daemon) -> list[dict[str, Any]]:
                 checked=report.checked,
             )
     return [{"origin": o, "checked": r.checked, "head": r.head} for o, r in found]
+
+
+async def _verify_anchors(d: Daemon) -> int:
+    """How many anchored heads the chains still pass through (SQLite: none; its one
+    chain is held to its checkpoint)."""
+    if d.store.origin is None:
+        return 0
+    from tsukud.events.pg_store import PgEventStore
+
+    assert isinstance(d.store, PgEventStore)
+    return await d.store.verify_anchors()
 
 
 class NewEvent(msgspec.Struct, forbid_unknown_fields=True):

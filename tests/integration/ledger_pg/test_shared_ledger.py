@@ -56,9 +56,12 @@ def test_one_daemon_writes_its_chain_to_postgresql(
     verified = t.ctl("events", "verify", "--json", check=True)
     assert json.loads(verified.stdout)["checked"] == len(rows)
 
-    # A restart goes on with the same chain.
+    # A restart goes on with the same chain; the clean stop anchored it first.
     t.stop_all()
     t.procs.clear()
+    with psycopg.connect(pg_database.url) as conn:
+        last = conn.execute("SELECT type FROM tsuku.events ORDER BY gid DESC LIMIT 2").fetchall()
+    assert [r[0] for r in last] == ["daemon.stopped", "ledger.anchor"]
     t.start()
     annotate(t, 1, "after restart")
     assert t.call("status")["events"]["origin"] == origin
@@ -108,6 +111,25 @@ def test_two_daemons_append_concurrently_and_each_chain_verifies(
         assert {o["origin"] for o in res["origins"]} == {origin_a, origin_b}
         assert all(o["checked"] > 500 for o in res["origins"])
 
+    # Summaries are the team's, from either daemon; --origin narrows them to one.
+    def notes(*args: str) -> int:
+        cp = a.ctl("events", "summary", "--by", "type", "--json", *args, check=True)
+        groups = json.loads(cp.stdout)["groups"]
+        return sum(g["events"] for g in groups if g["key"] == "client.note")
+
+    assert notes() == 1000 and notes("--origin", origin_b) == 500
+    table = b.ctl("events", "summary", "--by", "day", check=True).stdout
+    assert "total" in table and "Traceback" not in table
+
+    # status shows the team's chains; --origin narrows it to one daemon's.
+    team = {o["origin"]: o["events"] for o in a.call("status")["events"]["origins"]}
+    assert set(team) == {origin_a, origin_b} and team[origin_b] > 500
+    shown = a.ctl("status", "--origin", origin_b, check=True).stdout
+    assert f"origin     {origin_b}: {team[origin_b]} events" in shown
+    assert f"{origin_a}:" not in shown
+    cp = a.ctl("status", "--origin", "nobody-1234")
+    assert cp.returncode == 2 and "no origin" in cp.stderr, cp.stderr
+
 
 def test_an_edited_row_of_another_origin_fails_verify_all_origins(
     pg_database: PgDatabase, shared_homes: Callable[[str], Tsuku]
@@ -131,18 +153,6 @@ def test_an_edited_row_of_another_origin_fails_verify_all_origins(
     assert cp.returncode == 26, cp.stdout + cp.stderr
     assert origin_b in cp.stderr and "does not match its hash" in cp.stderr
     assert "Traceback" not in cp.stderr
-
-
-def test_summary_is_refused_on_a_shared_ledger_with_a_hint(
-    pg_database: PgDatabase, shared_homes: Callable[[str], Tsuku]
-) -> None:
-    t = shared_homes(pg_database.url)
-    t.start()
-    with pytest.raises(RemoteError) as refused:
-        t.call("events.summary", {"by": "day"})
-    assert refused.value.remote_code == "not_on_shared_ledger"
-    cp = t.ctl("events", "summary")
-    assert cp.returncode == 1 and "shared ledger" in cp.stderr and "Traceback" not in cp.stderr
 
 
 def test_a_cut_database_is_a_typed_error_and_nothing_acknowledged_is_lost(
