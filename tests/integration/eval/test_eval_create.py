@@ -14,6 +14,7 @@ from typing import Any
 from tests.conftest import Tsuku
 from tests.fakes.answering_model import AnsweringAnthropic, chosen
 from tests.integration.eval.conftest import WRONG_FIRST_RATE
+from tsukud.errors import ExitCode
 
 # claude-sonnet-5-5's row in llm/prices.toml (USD per million tokens)
 INPUT_PRICE, OUTPUT_PRICE = 2.0, 10.0
@@ -103,6 +104,11 @@ def test_repairs_flag_and_a_run_stopped_by_max_usd(
     wrong = [i for i in items if i["source"].removeprefix("github:").lower() in model.wrong_first]
     tool, source = wrong[0]["tool"], wrong[0]["source"]
     home.start()
+    # No --yes and no one to ask: the worst case is refused before anything is spent.
+    cp = home.ctl("eval", "create", "--skip-validation")
+    assert cp.returncode == ExitCode.NOT_INTERACTIVE, cp.stderr
+    assert "at most $" in cp.stderr and model.replies == 0
+    assert events(home, "eval.started") == []
     base = ("create", tool, "--from", source, "--llm", "--skip-validation", "--json")
     cp = home.ctl(*base, "--repairs", "0")
     assert cp.returncode != 0 and "after 0 repairs" in cp.stderr, cp.stderr
