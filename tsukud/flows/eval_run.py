@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import importlib
 import secrets
-import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from decimal import Decimal
@@ -308,33 +307,36 @@ class EvalRunner:
         }
 
 
-def _run_counts(conn: sqlite3.Connection, session: str) -> tuple[int, int]:
-    """The model's turns and LLM repairs of one create run, from its events."""
-    turns = conn.execute(
-        "SELECT count(*) FROM events WHERE session = ? AND type = 'llm.turn'", (session,)
-    ).fetchone()[0]
-    repairs = conn.execute(
-        "SELECT count(*) FROM events WHERE session = ? AND type = 'repair.attempted'"
-        " AND json_extract(payload, '$.kind') = 'llm'",
-        (session,),
-    ).fetchone()[0]
-    return int(turns), int(repairs)
-
-
-def _run_events(
-    conn: sqlite3.Connection, run: str
-) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+def _session_events(conn: Any, session: str, types: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """``session``'s events of ``types`` (type, payload), oldest first, with the ledger's
+    own listing query (``events/queries.py``): this daemon's events, on SQLite or (its
+    origin's view) a shared ledger."""
     import json
 
+    from tsukud.events.queries import EventFilter, iter_list
+
+    found = []
+    for rows in iter_list(conn, EventFilter(session=session, types=types), 0):
+        for row in rows:
+            payload = row[4]
+            found.append(
+                (str(row[2]), payload if isinstance(payload, dict) else json.loads(payload))
+            )
+    return found
+
+
+def _run_counts(conn: Any, session: str) -> tuple[int, int]:
+    """The model's turns and LLM repairs of one create run, from its events."""
+    found = _session_events(conn, session, ["llm.turn", "repair.attempted"])
+    turns = sum(1 for t, _ in found if t == "llm.turn")
+    repairs = sum(1 for t, p in found if t == "repair.attempted" and p.get("kind") == "llm")
+    return turns, repairs
+
+
+def _run_events(conn: Any, run: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     started: dict[str, Any] | None = None
     items: list[dict[str, Any]] = []
-    rows = conn.execute(
-        "SELECT type, payload FROM events WHERE session = ?"
-        " AND type IN ('eval.started', 'eval.item') ORDER BY id",
-        (run,),
-    )
-    for type_, payload in rows:
-        data = json.loads(payload)
+    for type_, data in _session_events(conn, run, ["eval.started", "eval.item"]):
         if type_ == "eval.started":
             started = data
         elif data.get("measured", True):
