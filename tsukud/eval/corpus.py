@@ -75,8 +75,9 @@ def load(name: str) -> Corpus:
         raise CorpusError(f"a corpus directory must be an absolute path (got {name!r})")
     try:
         data = (path / FILE).read_bytes()
-    except OSError as exc:
-        raise CorpusError(f"cannot read {path / FILE}: {exc.strerror}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise CorpusError(f"cannot read {path / FILE}: {reason}") from None
     return parse(data, str(path / FILE))
 
 

@@ -69,6 +69,17 @@ class EvalOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     can_ask: bool = False
 
 
+def checked_options(opts: EvalOptions) -> None:
+    """Refuse what no command line sends (a cap that is not a finite amount) before
+    anything is read or spent."""
+    import math
+
+    from tsukud.errors import UsageError
+
+    if opts.max_usd is not None and not (math.isfinite(opts.max_usd) and opts.max_usd >= 0):
+        raise UsageError(f"max_usd must be a finite amount of 0 or more, got {opts.max_usd!r}")
+
+
 def new_run() -> str:
     return "eval-" + secrets.token_hex(6)
 
@@ -107,6 +118,7 @@ class EvalRunner:
         from tsukud.create.service import checked_repairs
         from tsukud.create.session import prompt_version
 
+        checked_options(opts)
         corpus = corpora.load(opts.corpus)
         repairs = checked_repairs(opts.repairs)
         llm = self._llm()

@@ -32,6 +32,8 @@ def test_a_directory_corpus(tmp_path: Path) -> None:
         load("relative/dir")
     with pytest.raises(CorpusError, match="cannot read"):
         load(str(tmp_path / "missing"))
+    with pytest.raises(CorpusError, match="cannot read"):
+        load("/a\x00b")
     for bad, why in (
         (b"{", "not a corpus"),
         (b'{"format": 2, "name": "d", "items": []}', "format 2"),
