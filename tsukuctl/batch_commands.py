@@ -15,7 +15,7 @@ import os
 import sys
 
 from tsukuctl import render
-from tsukuctl.command import add_provider_flags, count, err, out, rpc
+from tsukuctl.command import add_provider_flags, count, err, out, rpc, usd
 from tsukud.errors import ExitCode
 
 TYPE_CHECKING = False
@@ -205,16 +205,6 @@ def cmd_clear(args: argparse.Namespace) -> int:
     return 0
 
 
-def _usd(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an amount in USD: {text!r}") from None
-    if not (value >= 0 and value != float("inf")):
-        raise argparse.ArgumentTypeError(f"not an amount in USD: {text!r}")
-    return value
-
-
 def _action(actions: Any, name: str, help: str, fn: Any) -> argparse.ArgumentParser:
     """One ``batch`` action, with the ``--json`` every action has."""
     p: argparse.ArgumentParser = actions.add_parser(name, help=help)
@@ -246,7 +236,7 @@ def register(sub: Any) -> None:
     )
     r.add_argument(
         "--max-usd",
-        type=_usd,
+        type=usd,
         metavar="X",
         help="the most this run may spend on LLMs; jobs that would pass it are deferred",
     )

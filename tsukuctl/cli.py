@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "upgrade": "tsukuctl.upgrade_commands",
     "create": "tsukuctl.create_commands",
     "batch": "tsukuctl.batch_commands",
+    "eval": "tsukuctl.eval_commands",
     "hook": "tsukuctl.hook_commands",
     "shell-init": "tsukuctl.hook_commands",
     "demo": "tsukuctl.demo_commands",

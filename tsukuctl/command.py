@@ -108,6 +108,18 @@ def add_provider_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_repairs_flag(p: argparse.ArgumentParser) -> None:
+    """``--repairs 0|1|2``: how many LLM repairs a failed recipe gets (``create`` and
+    ``eval create``), so the repair loop's value can be measured by turning it off."""
+    p.add_argument(
+        "--repairs",
+        type=int,
+        choices=(0, 1, 2),
+        default=2,
+        help="LLM repair attempts after a recipe fails its checks or validation (default 2)",
+    )
+
+
 def add_trust_page_hosts(p: argparse.ArgumentParser) -> None:
     """``--trust-page-hosts``: what ``--yes`` alone never accepts for a recipe read from
     an install page (docs/discovery.md, "What a page may decide")."""
@@ -136,6 +148,17 @@ def count(text: str) -> int:
 
 #: The largest count the daemon takes (SQLite's largest integer).
 MAX_COUNT = 2**63 - 1
+
+
+def usd(text: str) -> float:
+    """An amount in USD for argparse (``--max-usd``): finite and not negative."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an amount in USD: {text!r}") from None
+    if not (value >= 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"not an amount in USD: {text!r}")
+    return value
 
 
 def head_hash(text: str) -> str:

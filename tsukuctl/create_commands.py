@@ -26,6 +26,7 @@ import sys
 from tsukuctl import render
 from tsukuctl.command import (
     add_provider_flags,
+    add_repairs_flag,
     add_trust_page_hosts,
     ask_on_terminal,
     can_ask,
@@ -134,6 +135,7 @@ def cmd_create(args: argparse.Namespace) -> int:
         "collect_tool_stats": args.collect_tool_stats,
         "version": args.version,
         "trust_page_hosts": args.trust_page_hosts,
+        "max_repairs": args.repairs,
     }
     progress = Progress(quiet=args.json or args.quiet, ellipsis=True)
     try:
@@ -196,6 +198,7 @@ def register(sub: Any) -> None:
         action="store_true",
         help="do not install and verify the recipe in a container (recorded in the recipe)",
     )
+    add_repairs_flag(p)
     p.add_argument("-y", "--yes", action="store_true", help="no preview, no questions: write it")
     add_trust_page_hosts(p)
     p.add_argument("-o", "--output", help="write the recipe here (- prints it)")

@@ -357,6 +357,14 @@ CATALOGUE: dict[str, ErrorKind] = {
     ),
     # ---- create
     "create_failed": ErrorKind(E.GENERAL),
+    "eval_bad_corpus": ErrorKind(
+        E.USAGE,
+        "Use --corpus builtin, or a directory holding a corpus.json in the format of docs/eval.md.",
+    ),
+    "eval_no_run": ErrorKind(
+        E.USAGE,
+        "Name a run `tsukuctl eval create` printed (or `tsukuctl events --type eval.started`).",
+    ),
     "create_bad_source": ErrorKind(
         E.USAGE,
         # create.errors.BadSource names each ecosystem's prefix (from its record).

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from tsukud.discover.service import DiscoveryService
     from tsukud.flows.batch_run import BatchRunner
     from tsukud.flows.create_recipe import CreateRecipe
+    from tsukud.flows.eval_run import EvalRunner
     from tsukud.flows.install_missing import InstallMissing
     from tsukud.github.client import GitHub
     from tsukud.hooks.service import HookIndex
@@ -346,6 +347,18 @@ class Services:
         # The creator, not the create_recipe flow: a recipe read from an install page
         # needs a person to see the hosts it names, and a batch job has no one to show.
         return BatchRunner(batch=self.batch, create=self.creator.create, breakers=self.breakers)
+
+    @cached_property
+    def eval_run(self) -> EvalRunner:
+        from tsukud.flows.eval_run import EvalRunner
+
+        # The creator, as batch run: no one watches an item to approve a page's hosts.
+        return EvalRunner(
+            create=self.creator.create,
+            store=self.store,
+            llm=lambda: self.llm,
+            confirmations=self.confirmations,
+        )
 
     # ---- the daemon's start and stop --------------------------------------------------------
 

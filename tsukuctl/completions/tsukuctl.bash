@@ -7,12 +7,14 @@ _tsukuctl() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "$at $word" in
-            " status"|" events"|" daemon"|" config"|" sandbox"|" llm"|" install"|" list"|" remove"|" uninstall"|" rm"|" verify"|" info"|" update-registry"|" plan"|" outdated"|" upgrade"|" create"|" batch"|" batch add"|" batch run"|" batch status"|" batch retry"|" batch export"|" batch clear"|" hook"|" shell-init"|" demo"|" discover"|" doctor"|" completion"|" help") at="$at $word" ;;
+            " status"|" events"|" daemon"|" config"|" sandbox"|" llm"|" install"|" list"|" remove"|" uninstall"|" rm"|" verify"|" info"|" update-registry"|" plan"|" outdated"|" upgrade"|" create"|" batch"|" batch add"|" batch run"|" batch status"|" batch retry"|" batch export"|" batch clear"|" eval"|" eval create"|" eval compare"|" hook"|" shell-init"|" demo"|" discover"|" doctor"|" completion"|" help") at="$at $word" ;;
         esac
     done
     case "$at|$prev" in
         " events|--by") words="day hour provider model session type" ;;
         " install|--search-provider") words="ddg tavily brave" ;;
+        " create|--repairs") words="0 1 2" ;;
+        " eval create|--repairs") words="0 1 2" ;;
         " hook|--shell") words="bash zsh fish" ;;
         " hook|--mode") words="suggest confirm auto" ;;
         " discover|--search-provider") words="ddg tavily brave" ;;
@@ -37,7 +39,7 @@ _tsukuctl() {
             " plan") words="-h --help --version --platform --json -q --quiet -v --verbose" ;;
             " outdated") words="-h --help --json -q --quiet -v --verbose" ;;
             " upgrade") words="-h --help --all --json -q --quiet -v --verbose" ;;
-            " create") words="-h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation -y --yes --trust-page-hosts -o --output --force --json --collect-tool-stats -q --quiet -v --verbose" ;;
+            " create") words="-h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation --repairs -y --yes --trust-page-hosts -o --output --force --json --collect-tool-stats -q --quiet -v --verbose" ;;
             " batch") words="-h --help -q --quiet -v --verbose" ;;
             " batch add") words="-h --help --json -q --quiet -v --verbose" ;;
             " batch run") words="-h --help --json --deterministic-only --llm --provider --only-provider --skip-validation --max-usd --jobs -y --yes -q --quiet -v --verbose" ;;
@@ -45,6 +47,9 @@ _tsukuctl() {
             " batch retry") words="-h --help --json --failed --deferred -q --quiet -v --verbose" ;;
             " batch export") words="-h --help --json --unvalidated -q --quiet -v --verbose" ;;
             " batch clear") words="-h --help --json -q --quiet -v --verbose" ;;
+            " eval") words="-h --help -q --quiet -v --verbose" ;;
+            " eval create") words="-h --help --corpus --provider --only-provider --repairs --max-usd --skip-validation -y --yes --json -q --quiet -v --verbose" ;;
+            " eval compare") words="-h --help --json -q --quiet -v --verbose" ;;
             " hook") words="-h --help --shell --rc --mode --json -q --quiet -v --verbose" ;;
             " shell-init") words="-h --help -q --quiet -v --verbose" ;;
             " demo") words="-h --help --keep -q --quiet -v --verbose" ;;
@@ -55,17 +60,18 @@ _tsukuctl() {
         esac
     elif [[ -z "$words" ]]; then
         case "$at" in
-            "") words="status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch hook shell-init demo discover doctor completion help" ;;
+            "") words="status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch eval hook shell-init demo discover doctor completion help" ;;
             " events") words="list summary verify" ;;
             " daemon") words="start stop restart logs" ;;
             " config") words="get set unset list edit path" ;;
             " sandbox") words="status prepare check" ;;
             " llm") words="status test" ;;
             " batch") words="add run status retry export clear" ;;
+            " eval") words="create compare" ;;
             " hook") words="install uninstall status mode" ;;
             " shell-init") words="bash zsh fish" ;;
             " completion") words="bash zsh fish" ;;
-            " help") words="status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch hook shell-init demo discover doctor completion help" ;;
+            " help") words="status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch eval hook shell-init demo discover doctor completion help" ;;
         esac
     fi
     COMPREPLY=($(compgen -W "$words" -- "$cur"))

@@ -8,7 +8,7 @@ function __tsukuctl_complete
     set -e typed[1]
     for word in $typed
         switch "$at $word"
-            case " status" " events" " daemon" " config" " sandbox" " llm" " install" " list" " remove" " uninstall" " rm" " verify" " info" " update-registry" " plan" " outdated" " upgrade" " create" " batch" " batch add" " batch run" " batch status" " batch retry" " batch export" " batch clear" " hook" " shell-init" " demo" " discover" " doctor" " completion" " help"
+            case " status" " events" " daemon" " config" " sandbox" " llm" " install" " list" " remove" " uninstall" " rm" " verify" " info" " update-registry" " plan" " outdated" " upgrade" " create" " batch" " batch add" " batch run" " batch status" " batch retry" " batch export" " batch clear" " eval" " eval create" " eval compare" " hook" " shell-init" " demo" " discover" " doctor" " completion" " help"
                 set at "$at $word"
         end
     end
@@ -20,6 +20,12 @@ function __tsukuctl_complete
             return
         case " install|--search-provider"
             printf '%s\n' ddg tavily brave
+            return
+        case " create|--repairs"
+            printf '%s\n' 0 1 2
+            return
+        case " eval create|--repairs"
+            printf '%s\n' 0 1 2
             return
         case " hook|--shell"
             printf '%s\n' bash zsh fish
@@ -88,7 +94,7 @@ function __tsukuctl_complete
                 printf '%s\n' -h --help --all --json -q --quiet -v --verbose
                 return
             case " create"
-                printf '%s\n' -h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation -y --yes --trust-page-hosts -o --output --force --json --collect-tool-stats -q --quiet -v --verbose
+                printf '%s\n' -h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation --repairs -y --yes --trust-page-hosts -o --output --force --json --collect-tool-stats -q --quiet -v --verbose
                 return
             case " batch"
                 printf '%s\n' -h --help -q --quiet -v --verbose
@@ -109,6 +115,15 @@ function __tsukuctl_complete
                 printf '%s\n' -h --help --json --unvalidated -q --quiet -v --verbose
                 return
             case " batch clear"
+                printf '%s\n' -h --help --json -q --quiet -v --verbose
+                return
+            case " eval"
+                printf '%s\n' -h --help -q --quiet -v --verbose
+                return
+            case " eval create"
+                printf '%s\n' -h --help --corpus --provider --only-provider --repairs --max-usd --skip-validation -y --yes --json -q --quiet -v --verbose
+                return
+            case " eval compare"
                 printf '%s\n' -h --help --json -q --quiet -v --verbose
                 return
             case " hook"
@@ -136,7 +151,7 @@ function __tsukuctl_complete
     else
         switch "$at"
             case ""
-                printf '%s\n' status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch hook shell-init demo discover doctor completion help
+                printf '%s\n' status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch eval hook shell-init demo discover doctor completion help
                 return
             case " events"
                 printf '%s\n' list summary verify
@@ -156,6 +171,9 @@ function __tsukuctl_complete
             case " batch"
                 printf '%s\n' add run status retry export clear
                 return
+            case " eval"
+                printf '%s\n' create compare
+                return
             case " hook"
                 printf '%s\n' install uninstall status mode
                 return
@@ -166,7 +184,7 @@ function __tsukuctl_complete
                 printf '%s\n' bash zsh fish
                 return
             case " help"
-                printf '%s\n' status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch hook shell-init demo discover doctor completion help
+                printf '%s\n' status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch eval hook shell-init demo discover doctor completion help
                 return
         end
     end

@@ -8,12 +8,14 @@ _tsukuctl() {
     for (( i = 2; i < CURRENT; i++ )); do
         word="${words[i]}"
         case "$at $word" in
-            (" status"|" events"|" daemon"|" config"|" sandbox"|" llm"|" install"|" list"|" remove"|" uninstall"|" rm"|" verify"|" info"|" update-registry"|" plan"|" outdated"|" upgrade"|" create"|" batch"|" batch add"|" batch run"|" batch status"|" batch retry"|" batch export"|" batch clear"|" hook"|" shell-init"|" demo"|" discover"|" doctor"|" completion"|" help") at="$at $word" ;;
+            (" status"|" events"|" daemon"|" config"|" sandbox"|" llm"|" install"|" list"|" remove"|" uninstall"|" rm"|" verify"|" info"|" update-registry"|" plan"|" outdated"|" upgrade"|" create"|" batch"|" batch add"|" batch run"|" batch status"|" batch retry"|" batch export"|" batch clear"|" eval"|" eval create"|" eval compare"|" hook"|" shell-init"|" demo"|" discover"|" doctor"|" completion"|" help") at="$at $word" ;;
         esac
     done
     case "$at|$prev" in
         (" events|--by") cands=(day hour provider model session type) ;;
         (" install|--search-provider") cands=(ddg tavily brave) ;;
+        (" create|--repairs") cands=(0 1 2) ;;
+        (" eval create|--repairs") cands=(0 1 2) ;;
         (" hook|--shell") cands=(bash zsh fish) ;;
         (" hook|--mode") cands=(suggest confirm auto) ;;
         (" discover|--search-provider") cands=(ddg tavily brave) ;;
@@ -38,7 +40,7 @@ _tsukuctl() {
             (" plan") cands=(-h --help --version --platform --json -q --quiet -v --verbose) ;;
             (" outdated") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" upgrade") cands=(-h --help --all --json -q --quiet -v --verbose) ;;
-            (" create") cands=(-h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation -y --yes --trust-page-hosts -o --output --force --json --collect-tool-stats -q --quiet -v --verbose) ;;
+            (" create") cands=(-h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation --repairs -y --yes --trust-page-hosts -o --output --force --json --collect-tool-stats -q --quiet -v --verbose) ;;
             (" batch") cands=(-h --help -q --quiet -v --verbose) ;;
             (" batch add") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" batch run") cands=(-h --help --json --deterministic-only --llm --provider --only-provider --skip-validation --max-usd --jobs -y --yes -q --quiet -v --verbose) ;;
@@ -46,6 +48,9 @@ _tsukuctl() {
             (" batch retry") cands=(-h --help --json --failed --deferred -q --quiet -v --verbose) ;;
             (" batch export") cands=(-h --help --json --unvalidated -q --quiet -v --verbose) ;;
             (" batch clear") cands=(-h --help --json -q --quiet -v --verbose) ;;
+            (" eval") cands=(-h --help -q --quiet -v --verbose) ;;
+            (" eval create") cands=(-h --help --corpus --provider --only-provider --repairs --max-usd --skip-validation -y --yes --json -q --quiet -v --verbose) ;;
+            (" eval compare") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" hook") cands=(-h --help --shell --rc --mode --json -q --quiet -v --verbose) ;;
             (" shell-init") cands=(-h --help -q --quiet -v --verbose) ;;
             (" demo") cands=(-h --help --keep -q --quiet -v --verbose) ;;
@@ -56,17 +61,18 @@ _tsukuctl() {
         esac
     elif (( ${#cands} == 0 )); then
         case "$at" in
-            ("") cands=(status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch hook shell-init demo discover doctor completion help) ;;
+            ("") cands=(status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch eval hook shell-init demo discover doctor completion help) ;;
             (" events") cands=(list summary verify) ;;
             (" daemon") cands=(start stop restart logs) ;;
             (" config") cands=(get set unset list edit path) ;;
             (" sandbox") cands=(status prepare check) ;;
             (" llm") cands=(status test) ;;
             (" batch") cands=(add run status retry export clear) ;;
+            (" eval") cands=(create compare) ;;
             (" hook") cands=(install uninstall status mode) ;;
             (" shell-init") cands=(bash zsh fish) ;;
             (" completion") cands=(bash zsh fish) ;;
-            (" help") cands=(status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch hook shell-init demo discover doctor completion help) ;;
+            (" help") cands=(status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch eval hook shell-init demo discover doctor completion help) ;;
         esac
     fi
     compadd -- "${cands[@]}"

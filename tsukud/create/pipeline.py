@@ -205,6 +205,13 @@ class Deps:
     no_runtime_reason: str | None = None
 
 
+def reserved_input_tokens(first_chars: int) -> int:
+    """The input tokens a run reserves per turn for a first message of ``first_chars``
+    characters: the system prompt and the message at 3 characters a token, plus room
+    for tool results (``eval create`` states its worst case with the same rule)."""
+    return (len(SYSTEM) + first_chars) // 3 + 6000
+
+
 def provider_name(response: Response) -> str:
     return name_of_tag(response.provider)
 
@@ -400,7 +407,7 @@ class _Run:
             only_provider=req.only_provider,
             max_turns=MAX_TURNS + max_repairs * REPAIR_TURNS,
             max_tokens=MAX_TOKENS,
-            input_tokens=(len(SYSTEM) + len(first)) // 3 + 6000,
+            input_tokens=reserved_input_tokens(len(first)),
             confirmed=req.confirmed,
             can_ask=req.can_ask,
             progress=deps.progress,
@@ -751,7 +758,13 @@ async def run_create(req: CreateRequest, deps: Deps, *, session: str) -> CreateR
             await deps.emit(
                 "generation.failed",
                 failed_event(
-                    req.tool, req.repo, exc, stage=run.stage, repairs=run.repairs, spent=run.spent
+                    req.tool,
+                    req.repo,
+                    exc,
+                    stage=run.stage,
+                    repairs=run.repairs,
+                    spent=run.spent,
+                    max_repairs=req.max_repairs,
                 ),
             )
         raise
@@ -768,6 +781,7 @@ def failed_event(
     repairs: int,
     spent: float | None,
     clean: Callable[[str], str] = str,
+    max_repairs: int | None = None,
 ) -> dict[str, Any]:
     """The payload of ``generation.failed`` for whatever ended a run. ``run_cost_usd``:
     the total of the run's ``llm.turn`` events (only events that spend carry
@@ -788,6 +802,7 @@ def failed_event(
         "message": clean(message)[:1000],
         "repairs": repairs,
         "run_cost_usd": spent,
+        "max_repairs": max_repairs,
     }
 
 
@@ -810,6 +825,7 @@ def completed_event(tool: str, result: CreateResult) -> dict[str, Any]:
         "run_output_tokens": result.output_tokens,
         "run_cost_usd": result.cost_usd,
         "duration_ms": result.duration_ms,
+        "max_repairs": result.max_repairs if result.provider is not None else None,
     }
 
 

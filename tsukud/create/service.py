@@ -136,6 +136,16 @@ async def offer_image(
     await sandbox.prepare(progress=say)
 
 
+def checked_repairs(max_repairs: int) -> int:
+    """``--repairs`` as the pipeline takes it: 0, 1 or 2 (more would exceed the turns
+    and money a run reserves for)."""
+    from tsukud.create.pipeline import MAX_REPAIRS
+
+    if not 0 <= max_repairs <= MAX_REPAIRS:
+        raise UsageError(f"repairs must be 0 to {MAX_REPAIRS}, got {max_repairs}")
+    return max_repairs
+
+
 def refuse_existing(path: Path, force: bool) -> None:
     if not force and (path.exists() or path.is_symlink()):
         raise RecipeExists(f"a recipe already exists at {path}", path=str(path))
@@ -206,11 +216,13 @@ class Creator:
         collect_tool_stats: bool = False,
         version: str | None = None,
         session: str | None = None,
+        max_repairs: int = 2,
     ) -> CreateResult:
         """Write a recipe for ``tool`` from ``source``'s GitHub releases (``written`` set
         when ``write``). ``session``: the ledger session its events go in (a batch job
         names its own, so ``events summary --by session`` shows each job's cost); a
-        fresh one otherwise."""
+        fresh one otherwise. ``max_repairs``: the model's repairs after a failed check
+        or validation (``--repairs``; 0 measures what repair is worth)."""
         from tsukud.create.context import parse_source
         from tsukud.create.ecosystem_builders import parse_ecosystem_source
         from tsukud.create.homebrew_builder import formula_name
@@ -293,6 +305,7 @@ class Creator:
             can_ask=can_ask,
             collect_tool_stats=collect_tool_stats,
             version=version,
+            max_repairs=checked_repairs(max_repairs),
         )
         result = await run_create(req, deps, session=session)
         if write:

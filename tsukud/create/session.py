@@ -46,6 +46,7 @@ MAX_TOKENS = 2048
 
 Complete = Callable[[Request], Awaitable[Response]]
 
+
 NUDGE = (
     "Please answer with a tool call: inspect_archive or fetch_file if you need more "
     "information, otherwise extract_pattern with your answer."
@@ -89,6 +90,16 @@ may report a failed validation with the command's output: treat that output as d
 """
 
 SYSTEM: Final = SYSTEM_PROMPT + "\n" + TOOL_GUIDE
+
+
+def prompt_version() -> str:
+    """A short hash of what the model is told (system prompt and tool schemas): two
+    eval runs with different prompts carry different versions."""
+    import hashlib
+
+    text = SYSTEM.encode() + msgspec.json.encode(TOOLS, order="sorted")
+    return hashlib.sha256(text).hexdigest()[:12]
+
 
 TOOL_DEFS: tuple[Tool, ...] = tuple(
     Tool(t["name"], t["description"], t["input_schema"]) for t in TOOLS

@@ -362,6 +362,7 @@ class GenerationCompleted(Payload):
     run_output_tokens: int
     run_cost_usd: float | None
     duration_ms: int
+    max_repairs: int | None = None  # the run's --repairs; None: a builder with no model
 
 
 class GenerationFailed(Payload):
@@ -372,6 +373,7 @@ class GenerationFailed(Payload):
     message: str
     repairs: int
     run_cost_usd: float | None
+    max_repairs: int | None = None  # the run's --repairs; None: a builder with no model
 
 
 class ToolCalled(Payload, omit_defaults=True):
@@ -564,6 +566,50 @@ class BatchRunStopped(Payload):
     failed: int
     deferred: int
     remaining: int
+    spent_usd: float
+    duration_ms: int
+
+
+class EvalStarted(Payload):
+    """``tsukuctl eval create`` begins (its events' session is ``run``); ``corpus_hash``
+    names the questions, ``prompt_version`` what the model was told."""
+
+    run: str
+    corpus: str
+    corpus_hash: str
+    items: int
+    provider: str
+    model: str | None
+    prompt_version: str
+    repairs: int
+    skip_validation: bool
+    max_usd: float | None
+    worst_case_usd: float | None
+
+
+class EvalItem(Payload):
+    """One corpus item's outcome; ``session``: its create run's events. Not measured:
+    stopped by the cap or a limit (its cost counts, its result does not)."""
+
+    run: str
+    tool: str
+    source: str
+    session: str
+    measured: bool
+    ok: bool
+    category: str | None
+    detail: str
+    duration_ms: int
+    run_cost_usd: float
+    turns: int
+    repairs: int
+
+
+class EvalCompleted(Payload):
+    run: str
+    reason: str  # finished | max_usd | budget | cancelled | failed
+    measured: int
+    passed: int
     spent_usd: float
     duration_ms: int
 
@@ -810,6 +856,9 @@ EVENTS: dict[str, type[Payload]] = {
     "batch.run_started": BatchRunStarted,
     "batch.run_stopped": BatchRunStopped,
     "batch.stale_commit": BatchStaleCommit,
+    "eval.started": EvalStarted,
+    "eval.item": EvalItem,
+    "eval.completed": EvalCompleted,
 }
 
 #: The JSON keys each Struct accepts (``encode_name``s: ``from``, not ``from_``).

@@ -39,6 +39,7 @@ class CreateParams(msgspec.Struct, forbid_unknown_fields=True):
     # a recipe read from the homepage may use hosts/packages the repository does not name
     # without a person's yes (--trust-page-hosts)
     trust_page_hosts: bool = False
+    max_repairs: int = 2  # LLM repairs after a failed check or validation (0-2)
 
 
 class SaveParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -71,6 +72,7 @@ async def create(d: Daemon, p: CreateParams, call: Call) -> dict[str, Any]:
         collect_tool_stats=p.collect_tool_stats,
         version=p.version,
         trust_page_hosts=p.trust_page_hosts,
+        max_repairs=p.max_repairs,
     )
     return msgspec.to_builtins(result)  # type: ignore[no-any-return]
 

@@ -27,6 +27,7 @@ METHOD_MODULES = (
     "tsukud.rpc.hook_methods",
     "tsukud.rpc.discover_methods",
     "tsukud.rpc.batch_methods",
+    "tsukud.rpc.eval_methods",
 )
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -19,6 +19,7 @@ from tsukud.errors import ExitCode
 NOT_RUN = (
     ("create",),
     ("discover",),
+    ("eval",),  # runs create with a model over a corpus
     ("install", "stripe-cli"),
     ("install", "prettier"),  # from npm: needs a registry the fakes here do not serve
     ("llm", "test"),

@@ -1,0 +1,146 @@
+"""``tsukuctl eval`` and ``create --repairs`` against a real tsukud, the fake GitHub and
+the answering fake model (real Anthropic SDK): the figures, the repair value, the
+comparison's significance, and a run stopped by ``--max-usd`` whose ledger total is the
+fake's bill. Validation is skipped (``--skip-validation``): the answers are held to the
+known assets, and a wrong first answer fails the static checks' replay against the
+release, which is what sends the model a repair."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import Tsuku
+from tests.fakes.answering_model import AnsweringAnthropic, chosen
+from tests.integration.eval.conftest import WRONG_FIRST_RATE
+from tsukud.errors import ExitCode
+
+# claude-sonnet-5-5's row in llm/prices.toml (USD per million tokens)
+INPUT_PRICE, OUTPUT_PRICE = 2.0, 10.0
+
+
+def events(t: Tsuku, *types: str, session: str | None = None) -> list[dict[str, Any]]:
+    args = ["events", "--json", "--limit", "0"]
+    for ty in types:
+        args += ["--type", ty]
+    if session:
+        args += ["--session", session]
+    return [json.loads(x) for x in t.ctl(*args, check=True).stdout.splitlines()]
+
+
+def eval_json(t: Tsuku, *args: str) -> dict[str, Any]:
+    cp = t.ctl("eval", "create", "--skip-validation", "--yes", "--json", *args, timeout=300)
+    assert cp.returncode == 0, cp.stderr
+    res: dict[str, Any] = json.loads(cp.stdout)
+    return res
+
+
+def builtin_items() -> list[dict[str, Any]]:
+    from importlib import resources
+
+    data = resources.files("tsukud.eval").joinpath("corpus.json").read_text()
+    items: list[dict[str, Any]] = json.loads(data)["items"]
+    return items
+
+
+def test_eval_repairs_0_against_2_and_compare(home: Tsuku, model: AnsweringAnthropic) -> None:
+    """The acceptance: against a model wrong on a known 30 % of first attempts and
+    right after one repair, ``--repairs 0`` reports 70 %, ``--repairs 2`` 100 % with
+    every figure printed, and ``eval compare`` calls the difference significant."""
+    home.start()
+    items = builtin_items()
+    wrong = chosen((i["source"].removeprefix("github:") for i in items), WRONG_FIRST_RATE)
+    assert len(wrong) == 6 and len(items) == 20
+
+    # The two runs at once (each is its own request, its items one at a time).
+    with ThreadPoolExecutor(1) as pool:
+        other = pool.submit(eval_json, home, "--repairs", "0")
+        cp = home.ctl(
+            "eval", "create", "--corpus", "builtin", "--skip-validation", "--yes", timeout=300
+        )
+        none = other.result()
+    f0 = none["figures"]
+    assert (f0["items"], f0["passed"], f0["success_rate"]) == (20, 14, 0.7)
+    assert f0["failures"] == {"static_check": 6} and f0["turns_total"] == 14 + 6 * 5
+    lo, hi = f0["interval"]
+    assert 0.48 < lo < 0.49 and 0.85 < hi < 0.86  # Wilson, 14 of 20
+    assert none["model"] == "claude-sonnet-5-5" and none["prompt_version"]
+    assert none["spent_usd"] == round(f0["cost_total_usd"], 9) < none["worst_case_usd"]
+
+    assert cp.returncode == 0, cp.stderr
+    assert "at most $" in cp.stderr  # the worst case, stated before spending
+    for want in (
+        "success rate: 100.0 % (20 of 20), 95 % interval 83.9 % to 100.0 % (Wilson)",
+        "wall time per recipe: P50 ",
+        "cost per recipe: median $0.0075, P95 $",
+        # 14 right at the first turn; 6 wrong for a whole round of 5 turns, then right
+        "turns: median 1, total 50",
+        "repairs used: 6 in all; items by repairs 0: 14, 1: 6; 6 passed after a repair",
+        "failures: none",
+    ):
+        assert want in cp.stdout, cp.stdout
+    two = cp.stdout.split()[1].rstrip(":")
+
+    cp = home.ctl("eval", "compare", none["run"], two)
+    assert cp.returncode == 0, cp.stderr
+    assert "success rate: 70.0 % → 100.0 % (+30.0 points), p = 0.0202" in cp.stdout
+    assert "Fisher's exact test, two-sided): significant at 5 %" in cp.stdout
+    assert "note: the runs answered different corpora" not in cp.stdout
+
+    (started,) = events(home, "eval.started", session=two)
+    assert started["payload"]["repairs"] == 2
+    assert started["payload"]["corpus_hash"] == none["corpus_hash"]
+    assert len(events(home, "eval.item", session=two)) == 20
+    (done,) = events(home, "eval.completed", session=two)
+    assert done["payload"]["reason"] == "finished" and done["payload"]["passed"] == 20
+
+
+def test_repairs_flag_and_a_run_stopped_by_max_usd(
+    home: Tsuku, model: AnsweringAnthropic, tmp_path: Path
+) -> None:
+    """``create --repairs``: a tool the model gets wrong first fails with no repair and
+    passes with one, and the generation events say how many the run was allowed. Then
+    an eval over a corpus directory stopped by ``--max-usd``: partial figures, and the
+    ledger's total is the fake's bill."""
+    items = builtin_items()
+    wrong = [i for i in items if i["source"].removeprefix("github:").lower() in model.wrong_first]
+    tool, source = wrong[0]["tool"], wrong[0]["source"]
+    home.start()
+    # No --yes and no one to ask: the worst case is refused before anything is spent.
+    cp = home.ctl("eval", "create", "--skip-validation")
+    assert cp.returncode == ExitCode.NOT_INTERACTIVE, cp.stderr
+    assert "at most $" in cp.stderr and model.replies == 0
+    assert events(home, "eval.started") == []
+    base = ("create", tool, "--from", source, "--llm", "--skip-validation", "--json")
+    cp = home.ctl(*base, "--repairs", "0")
+    assert cp.returncode != 0 and "after 0 repairs" in cp.stderr, cp.stderr
+    cp = home.ctl(*base, "--repairs", "1")
+    assert cp.returncode == 0, cp.stderr
+    res = json.loads(cp.stdout)
+    assert (res["repairs"], res["max_repairs"]) == (1, 1)
+    (failed,) = events(home, "generation.failed")
+    (completed,) = events(home, "generation.completed")
+    assert (failed["payload"]["max_repairs"], failed["payload"]["repairs"]) == (0, 0)
+    assert (completed["payload"]["max_repairs"], completed["payload"]["repairs"]) == (1, 1)
+
+    # A corpus of the first 8 tools, in a directory: each run reserves its worst case
+    # (about $0.19 with no repairs), so a $0.3 cap holds the first and stops a later one.
+    corpus = {"format": 1, "name": "eight", "items": items[:8]}
+    (tmp_path / "corpus.json").write_text(json.dumps(corpus))
+    res = eval_json(home, "--corpus", str(tmp_path), "--repairs", "0", "--max-usd", "0.3")
+    measured = res["figures"]["items"]
+    assert res["reason"] == "max_usd" and 0 < measured < 8 and res["corpus"] == "eight"
+    evaluated = events(home, "eval.item", session=res["run"])
+    assert len(evaluated) == measured + 1 and evaluated[-1]["payload"]["measured"] is False
+    # Every dollar the ledger counts is one the fake billed, and no more than the cap.
+    bill = model.bill_usd(INPUT_PRICE, OUTPUT_PRICE)
+    turns = events(home, "llm.turn")
+    assert abs(sum(e["payload"]["cost_usd"] for e in turns) - bill) < 1e-9
+    spent_by_eval = sum(e["payload"]["run_cost_usd"] for e in evaluated)
+    (done,) = events(home, "eval.completed", session=res["run"])
+    assert abs(done["payload"]["spent_usd"] - spent_by_eval) < 1e-9
+    assert abs(res["spent_usd"] - spent_by_eval) < 1e-9 and spent_by_eval <= 0.3
+    # the creates before the eval are the rest of the bill
+    assert abs(bill - spent_by_eval - (5 + 6) * 0.0075) < 1e-9

@@ -1,0 +1,64 @@
+"""The eval corpus: the builtin one is the shared fixtures' ground truth written out,
+a directory's is read the same way, and a recipe is right only with the known assets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.unit.create.releases import require_shared
+from tsukud.eval.corpus import CorpusError, Item, corpus_hash, load, mismatches, parse
+
+
+def test_builtin_is_the_fixtures_ground_truth() -> None:
+    require_shared()
+    from tests.integration.eval.corpus_source import SHIPPED, corpus_text
+
+    assert SHIPPED.read_text() == corpus_text(), (
+        "regenerate: .venv/bin/python -m tests.integration.eval.corpus_source"
+    )
+    corpus = load("builtin")
+    assert corpus.name == "builtin" and len(corpus.items) == 20
+
+
+def test_a_directory_corpus(tmp_path: Path) -> None:
+    item = {"tool": "x", "source": "github:o/x", "version": "1.0.0", "assets": {}}
+    (tmp_path / "corpus.json").write_text(json.dumps({"format": 1, "name": "d", "items": [item]}))
+    corpus = load(str(tmp_path))
+    assert corpus.items[0].tool == "x" and len(corpus_hash(corpus)) == 64
+    with pytest.raises(CorpusError, match="absolute"):
+        load("relative/dir")
+    with pytest.raises(CorpusError, match="cannot read"):
+        load(str(tmp_path / "missing"))
+    with pytest.raises(CorpusError, match="cannot read"):
+        load("/a\x00b")
+    for bad, why in (
+        (b"{", "not a corpus"),
+        (b'{"format": 2, "name": "d", "items": []}', "format 2"),
+        (b'{"format": 1, "name": "d", "items": []}', "no items"),
+        (json.dumps({"format": 1, "name": "d", "items": [item, item]}).encode(), "twice"),
+        (json.dumps({"format": 1, "name": "d", "items": [{**item, "x": 1}]}).encode(), "x"),
+    ):
+        with pytest.raises(CorpusError, match=why):
+            parse(bad, "here")
+
+
+def test_a_recipe_is_right_only_with_the_known_assets() -> None:
+    item = Item(
+        tool="t",
+        source="github:o/t",
+        version="1.0.0",
+        assets={"linux/amd64": ["t-linux-amd64"], "darwin/amd64": []},
+    )
+    right = [
+        {"platform": "linux/amd64", "assets": ["t-linux-amd64"]},
+        {"platform": "darwin/amd64", "unsupported": "no build"},
+    ]
+    assert mismatches(item, right) == []
+    wrong_asset = [{"platform": "linux/amd64", "assets": ["t-linux-musl"]}, right[1]]
+    assert mismatches(item, wrong_asset) == ["linux/amd64: t-linux-musl (want t-linux-amd64)"]
+    extra = [right[0], {"platform": "darwin/amd64", "assets": ["t-darwin"]}]
+    assert mismatches(item, extra) == ["darwin/amd64: t-darwin (want nothing)"]
+    assert mismatches(item, []) == ["linux/amd64: nothing (want t-linux-amd64)"]

@@ -1,0 +1,356 @@
+"""``tsukuctl eval create`` and ``eval compare``: the builder measured over a corpus.
+
+A run creates a recipe for each corpus item with the daemon's own creator (the model
+always asked: the figures are the LLM builder's, not the deterministic matcher's), with
+the run's ``--repairs`` and ``--skip-validation``, checks each recipe against the known
+answer (``eval/corpus.py``) and records it as ``eval.item``. The money rules are
+create's, over the whole command: the worst case is stated and agreed to before the
+first call (``--yes``, or a person's yes), and ``--max-usd`` is a cap on the request's
+tally (``policy/spent.py``, as ``batch run --max-usd``), so no reservation can take the
+run past it; the item it stops is recorded as not measured, and the run ends with what
+it measured so far. The figures are ``eval/figures.py``'s, over the ledger's
+``eval.item`` events, so ``eval compare`` reads exactly what the runs printed.
+
+Items run one at a time: the figures include wall time per recipe, which parallel
+runs sharing a model, a network and the container lock would distort.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from tsukud.errors import BudgetExceeded, ConfirmationRequired, TsukuError
+from tsukud.eval import corpus as corpora
+from tsukud.eval.figures import Outcome, compare, figures
+from tsukud.policy import spent
+
+if TYPE_CHECKING:
+    from tsukud.create.pipeline import CreateResult
+    from tsukud.events.store import EventStore
+    from tsukud.llm.service import LLM
+    from tsukud.policy.confirm import Confirmations
+
+Progress = Callable[[dict[str, Any]], Awaitable[None]]
+Create = Callable[..., Awaitable["CreateResult"]]
+
+#: The first message's size a worst case assumes: five releases' asset names, the
+#: README (``assets.README_LIMIT``) and the root files, with room to spare.
+FIRST_MESSAGE_BOUND = 16_000
+WRONG_ASSET = "wrong_asset"  # the recipe was made but downloads other assets
+STOPPED = "stopped"  # the cap or a limit stopped the item: not measured, the run ends
+#: Failures that say nothing of the builder (the network, GitHub's quota): the item is
+#: recorded, not measured, and the run goes on.
+NOT_THE_BUILDER = frozenset({"transport"})
+
+
+class EvalNoRun(TsukuError):
+    code = "eval_no_run"
+
+
+class EvalOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``eval create``'s choices (also the ``eval.create`` request's params)."""
+
+    corpus: str = corpora.BUILTIN
+    provider: str | None = None
+    only_provider: bool | None = None
+    max_usd: float | None = None
+    repairs: int = 2
+    skip_validation: bool = False
+    yes: bool = False
+    can_ask: bool = False
+
+
+def checked_options(opts: EvalOptions) -> None:
+    """Refuse what no command line sends (a cap that is not a finite amount) before
+    anything is read or spent."""
+    import math
+
+    from tsukud.errors import UsageError
+
+    if opts.max_usd is not None and not (math.isfinite(opts.max_usd) and opts.max_usd >= 0):
+        raise UsageError(f"max_usd must be a finite amount of 0 or more, got {opts.max_usd!r}")
+
+
+def new_run() -> str:
+    return "eval-" + secrets.token_hex(6)
+
+
+class EvalRunner:
+    def __init__(
+        self,
+        *,
+        create: Create,
+        store: EventStore,
+        llm: Callable[[], LLM],
+        confirmations: Confirmations | None,
+    ) -> None:
+        self.create = create  # Creator.create: no install page, no one watches an item
+        self.store = store
+        self._llm = llm
+        self.confirmations = confirmations
+
+    # ---- eval create -----------------------------------------------------------------
+
+    def worst_case(self, names: list[str], items: int, repairs: int) -> Decimal | None:
+        """The most ``items`` create runs may spend: each run's reservation rule
+        (``LLM.estimate`` over its turns and tokens) times the items; None unpriced."""
+        from tsukud.create.pipeline import reserved_input_tokens
+        from tsukud.create.session import MAX_TOKENS, MAX_TURNS, REPAIR_TURNS
+
+        one = self._llm().estimate(
+            names,
+            max_turns=MAX_TURNS + repairs * REPAIR_TURNS,
+            max_tokens=MAX_TOKENS,
+            input_tokens=reserved_input_tokens(FIRST_MESSAGE_BOUND),
+        )
+        return None if one is None else one * items
+
+    async def run(self, opts: EvalOptions, *, progress: Progress) -> dict[str, Any]:
+        from tsukud.create.service import checked_repairs
+        from tsukud.create.session import prompt_version
+
+        checked_options(opts)
+        corpus = corpora.load(opts.corpus)
+        repairs = checked_repairs(opts.repairs)
+        llm = self._llm()
+        names = llm.usable(opts.provider, only=opts.only_provider)
+        provider, model = names[0], llm.info(names[0]).model
+        run = new_run()
+        worst = self.worst_case(names, len(corpus.items), repairs)
+        await self._agree(opts, run, len(corpus.items), worst, progress)
+        command = spent.current()
+        if command is not None:
+            command.accepted = True  # the person agreed to the whole run's cost above
+            if opts.max_usd is not None:
+                command.cap = Decimal(str(opts.max_usd))
+        started = {
+            "run": run,
+            "corpus": corpus.name,
+            "corpus_hash": corpora.corpus_hash(corpus),
+            "items": len(corpus.items),
+            "provider": provider,
+            "model": model,
+            "prompt_version": prompt_version(),
+            "repairs": repairs,
+            "skip_validation": opts.skip_validation,
+            "max_usd": opts.max_usd,
+            "worst_case_usd": None if worst is None else float(worst),
+        }
+        await self.store.wait_durable(self.store.append_nowait("eval.started", started, run).id)
+        # The SDKs and the pipeline are imported before the first item, so their import
+        # time (seconds) is not the first item's wall time.
+        for name in names:
+            await llm.ready(name)
+        await trio.to_thread.run_sync(importlib.import_module, "tsukud.create.pipeline")
+        clock = time.monotonic()
+        outcomes: list[Outcome] = []
+        reason = "failed"
+        try:
+            reason = await self._items(corpus, opts, run, outcomes, progress)
+        except BaseException as exc:
+            reason = "cancelled" if isinstance(exc, trio.Cancelled) else "failed"
+            raise
+        finally:
+            with trio.CancelScope(shield=True):
+                ev = self.store.append_nowait(
+                    "eval.completed",
+                    {
+                        "run": run,
+                        "reason": reason,
+                        "measured": len(outcomes),
+                        "passed": sum(1 for o in outcomes if o.ok),
+                        "spent_usd": float(command.usd) if command is not None else 0.0,
+                        "duration_ms": round((time.monotonic() - clock) * 1000),
+                    },
+                    run,
+                )
+                await self.store.wait_durable(ev.id)
+        return {
+            **started,
+            "reason": reason,
+            "spent_usd": float(command.usd) if command is not None else 0.0,
+            "figures": msgspec.to_builtins(figures(outcomes)),
+        }
+
+    async def _agree(
+        self, opts: EvalOptions, run: str, items: int, worst: Decimal | None, progress: Progress
+    ) -> None:
+        """The worst case, said before any money is spent, and agreed to."""
+        if worst is None:
+            said = f"{items} create runs; their worst case is unknown (a model without a price)"
+        else:
+            said = f"{items} create runs: at most ${worst:.2f} in the worst case"
+        if opts.max_usd is not None:
+            said += f", stopped at --max-usd ${opts.max_usd:.2f}"
+        await progress({"stage": "eval", "message": said})
+        if opts.yes:
+            return
+        question = ConfirmationRequired(
+            f"eval: {said}. Go ahead?",
+            hint="Run it again with --yes to accept, or lower --max-usd.",
+            kind="eval_cost",
+            estimate_usd=None if worst is None else float(worst),
+        )
+        if self.confirmations is None:
+            raise question
+        await self.confirmations.ask(progress, can_ask=opts.can_ask, session=run, question=question)
+
+    async def _items(
+        self,
+        corpus: corpora.Corpus,
+        opts: EvalOptions,
+        run: str,
+        outcomes: list[Outcome],
+        progress: Progress,
+    ) -> str:
+        from tsukud.batch.outcome import classify
+        from tsukud.create.service import new_session
+
+        async def quiet(_frame: dict[str, Any]) -> None:
+            return None
+
+        for number, item in enumerate(corpus.items, 1):
+            session = new_session()
+            before = spent.current()
+            paid_before = before.usd if before is not None else Decimal(0)
+            clock = time.monotonic()
+            category: str | None = None
+            detail = ""
+            capped = False
+            try:
+                result = await self.create(
+                    item.tool,
+                    item.source,
+                    progress=quiet,
+                    write=False,
+                    check_target=False,
+                    force_llm=True,
+                    skip_validation=opts.skip_validation,
+                    providers=opts.provider,
+                    only_provider=opts.only_provider,
+                    confirmed=True,
+                    version=item.version,
+                    session=session,
+                    max_repairs=opts.repairs,
+                )
+                wrong = corpora.mismatches(item, result.preview.get("downloads", []))
+                if wrong:
+                    category, detail = WRONG_ASSET, "; ".join(wrong)
+            except Exception as exc:  # one item's failure, whatever it is, is a figure
+                failure = classify(exc, source=item.source)
+                category, detail = failure.category, failure.message
+                if failure.category == "budget":  # ours: the cap, the day's budget, the hour
+                    category = STOPPED
+                    capped = isinstance(exc, BudgetExceeded) and "cap_usd" in exc.data
+            took = round((time.monotonic() - clock) * 1000)
+            after = spent.current()
+            cost = float((after.usd if after is not None else Decimal(0)) - paid_before)
+            turns, repairs = await self.store.read(functools.partial(_run_counts, session=session))
+            outcome = Outcome(
+                tool=item.tool,
+                ok=category is None,
+                category=category,
+                duration_ms=took,
+                cost_usd=cost,
+                turns=turns,
+                repairs=repairs,
+            )
+            measured = category != STOPPED and category not in NOT_THE_BUILDER
+            await self.store.wait_durable(
+                self.store.append_nowait(
+                    "eval.item",
+                    {
+                        "run": run,
+                        "tool": item.tool,
+                        "source": item.source,
+                        "session": session,
+                        "measured": measured,
+                        "ok": outcome.ok,
+                        "category": category,
+                        "detail": detail[:300],
+                        "duration_ms": took,
+                        "run_cost_usd": cost,
+                        "turns": turns,
+                        "repairs": repairs,
+                    },
+                    run,
+                ).id
+            )
+            said = "passed" if outcome.ok else f"failed ({category})"
+            await progress(
+                {
+                    "stage": "eval",
+                    "message": f"[{number}/{len(corpus.items)}] {item.tool}: {said}; "
+                    f"{turns} turns, {repairs} repairs, ${cost:.4f}, {took / 1000:.1f} s",
+                }
+            )
+            if category == STOPPED:
+                return "max_usd" if capped else "budget"
+            if measured:
+                outcomes.append(outcome)
+        return "finished"
+
+    # ---- eval compare ----------------------------------------------------------------
+
+    async def outcomes(self, run: str) -> tuple[dict[str, Any], list[Outcome]]:
+        """A run's ``eval.started`` payload and its measured items, from the ledger."""
+        started, items = await self.store.read(functools.partial(_run_events, run=run))
+        if started is None:
+            raise EvalNoRun(f"the ledger has no eval run {run!r}")
+        return started, [msgspec.convert(i, Outcome, strict=False) for i in items]
+
+    async def compare(self, run_a: str, run_b: str) -> dict[str, Any]:
+        a_started, a = await self.outcomes(run_a)
+        b_started, b = await self.outcomes(run_b)
+        return {
+            "a": {**a_started, "figures": msgspec.to_builtins(figures(a))},
+            "b": {**b_started, "figures": msgspec.to_builtins(figures(b))},
+            "same_corpus": a_started.get("corpus_hash") == b_started.get("corpus_hash"),
+            "comparison": msgspec.to_builtins(compare(a, b)),
+        }
+
+
+def _session_events(conn: Any, session: str, types: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """``session``'s events of ``types`` (type, payload), oldest first, with the ledger's
+    own listing query (``events/queries.py``): this daemon's events, on SQLite or (its
+    origin's view) a shared ledger."""
+    import json
+
+    from tsukud.events.queries import EventFilter, iter_list
+
+    found = []
+    for rows in iter_list(conn, EventFilter(session=session, types=types), 0):
+        for row in rows:
+            payload = row[4]
+            found.append(
+                (str(row[2]), payload if isinstance(payload, dict) else json.loads(payload))
+            )
+    return found
+
+
+def _run_counts(conn: Any, session: str) -> tuple[int, int]:
+    """The model's turns and LLM repairs of one create run, from its events."""
+    found = _session_events(conn, session, ["llm.turn", "repair.attempted"])
+    turns = sum(1 for t, _ in found if t == "llm.turn")
+    repairs = sum(1 for t, p in found if t == "repair.attempted" and p.get("kind") == "llm")
+    return turns, repairs
+
+
+def _run_events(conn: Any, run: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    started: dict[str, Any] | None = None
+    items: list[dict[str, Any]] = []
+    for type_, data in _session_events(conn, run, ["eval.started", "eval.item"]):
+        if type_ == "eval.started":
+            started = data
+        elif data.get("measured", True):
+            items.append({**data, "cost_usd": data.get("run_cost_usd")})
+    return started, items
