@@ -419,6 +419,13 @@ class Daemon:
                     except LedgerUnavailable as e:  # a shared queue: its leases run out
                         log.get().error("batch.orphans_not_requeued", error=e.message)
                     services.start_soon(self.services.after_start)
+                    # A shared ledger: this daemon's liveness lease, and the holds of
+                    # daemons silent past theirs settled (policy/pg_leases.py).
+                    services.start_soon(
+                        self.policy_backend.keep,
+                        self.store,
+                        lambda: float(self.config.value_or_default("policy.hold_lease_seconds")),
+                    )
                     try:
                         await self._settle_abandoned(left_open)
                     except (DiskFull, LedgerUnavailable) as e:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -47,6 +46,8 @@ from tsukud.policy.breaker import BreakerSettings, CircuitBreakers
 from tsukud.policy.budget import Days, Hold
 from tsukud.policy.pg_breakers import SharedBreakers
 from tsukud.policy.pg_db import SharedDb
+from tsukud.policy.pg_holds import DayTotals, settle_hold
+from tsukud.policy.pg_leases import OriginLease
 from tsukud.policy.ratelimit import Hours, Slot
 
 # The reservation, as one statement: the condition IS the budget (its mutation test:
@@ -57,13 +58,6 @@ _RESERVE = (
     " WHERE day = %(day)s AND held_micro + %(a)s <= %(lim)s"
     " RETURNING held_micro, limit_micro, spent_micro, open_micro"
 )
-
-
-@dataclass
-class DayTotals:
-    limit: int = 0  # micro-USD; 0 until a reservation made the day's row
-    spent: int = 0
-    open: int = 0
 
 
 class PgDays:
@@ -117,7 +111,7 @@ class PgDays:
             log.get().info("budget.unrecorded_released", reservation=rid)
 
     async def settle(self, rid: str, actual: int) -> None:
-        settled = await self._db.call(lambda conn: _settle(conn, rid, actual))
+        settled = await self._db.call(lambda conn: settle_hold(conn, rid, actual))
         if settled is not None:
             self._totals[settled[0]] = settled[1]
 
@@ -135,7 +129,7 @@ class PgDays:
             ).fetchall()
             orphans = [str(r[0]) for r in rows if str(r[0]) not in recorded]
             for rid in orphans:
-                _settle(conn, rid, 0)
+                settle_hold(conn, rid, 0)
             return len(orphans)
 
         released = self._db.run(work)
@@ -163,28 +157,6 @@ class PgDays:
 
     def reserved(self, day: str) -> int:
         return self._totals.get(day, DayTotals()).open
-
-
-def _settle(conn: psycopg.Connection[Any], rid: str, actual: int) -> tuple[str, DayTotals] | None:
-    """Settle one open hold at ``actual`` (once: a settled one is left alone). Held
-    money falls to what was spent, never rises past what was reserved (the CHECK holds
-    however much a call overran); the day's spend counts all of it."""
-    row = conn.execute(
-        "UPDATE tsuku.budget_holds SET actual_micro = %s, settled_at = now()"
-        " WHERE reservation = %s AND actual_micro IS NULL RETURNING day, amount_micro",
-        (actual, rid),
-    ).fetchone()
-    if row is None:
-        return None
-    day, amount = str(row[0]), int(row[1])
-    totals = conn.execute(
-        "UPDATE tsuku.budget_days SET held_micro = held_micro - %(a)s + LEAST(%(x)s, %(a)s),"
-        " open_micro = open_micro - %(a)s, spent_micro = spent_micro + %(x)s WHERE day = %(d)s"
-        " RETURNING limit_micro, spent_micro, open_micro",
-        {"a": amount, "x": actual, "d": day},
-    ).fetchone()
-    assert totals is not None  # the hold's day row exists (a foreign key)
-    return day, DayTotals(*(int(x) for x in totals))
 
 
 # The hour's generation, as one statement (the same shape as the reservation).
@@ -260,6 +232,7 @@ class SharedPolicy:
         self._origin = origin
         self._days = PgDays(self._db, origin)
         self._hours = PgHours(self._db)
+        self._lease = OriginLease(self._db, origin)
 
     def days(self, state: State) -> Days:
         return self._days
@@ -275,6 +248,9 @@ class SharedPolicy:
         settings: Callable[[], BreakerSettings],
     ) -> CircuitBreakers:
         return SharedBreakers(store, state.breakers, clock, settings, self._db, self._origin)
+
+    async def keep(self, store: EventStore, lease_s: Callable[[], float]) -> None:
+        await self._lease.keep(store, lease_s)
 
     def close(self) -> None:
         self._db.close()

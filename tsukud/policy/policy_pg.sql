@@ -58,3 +58,15 @@ CREATE TABLE IF NOT EXISTS tsuku.breakers (
     last_error        text,
     CHECK (state = 'closed' OR open_until IS NOT NULL)
 );
+
+-- Each daemon's liveness lease, renewed while it runs (tsukud/policy/pg_leases.py). An
+-- origin silent past alive_until never comes back as far as its holds know: another
+-- daemon settles them at their worst case (settled_by names it), once, by the same
+-- conditional UPDATE of the hold (actual_micro IS NULL) that makes any settlement once.
+CREATE TABLE IF NOT EXISTS tsuku.origin_leases (
+    origin      text        PRIMARY KEY,
+    instance    text        NOT NULL,          -- the daemon process renewing it
+    renewed_at  timestamptz NOT NULL,
+    alive_until timestamptz NOT NULL
+);
+ALTER TABLE tsuku.budget_holds ADD COLUMN IF NOT EXISTS settled_by text;  -- another origin
