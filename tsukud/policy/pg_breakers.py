@@ -27,7 +27,9 @@ from typing import Any
 
 import psycopg
 
+from tsukud import log
 from tsukud.clock import Clock, iso
+from tsukud.errors import LedgerUnavailable
 from tsukud.events.projections import Breakers
 from tsukud.events.store import Event, EventStore
 from tsukud.policy.breaker import (
@@ -190,8 +192,14 @@ class SharedBreakers(CircuitBreakers):
         self, provider: str, turn: dict[str, Any], *, session: str | None = None
     ) -> Event:
         self._probes.discard(provider)
-        closed, _streak = await self._close(provider)
+        # The turn first: the call was billed, and its cost must reach the ledger even
+        # when the team's row cannot be told (the probe's lease gives it back then).
         ev = self._turn_event(provider, turn, session)
+        try:
+            closed, _streak = await self._close(provider)
+        except LedgerUnavailable as e:
+            log.get().warning("breaker.verdict_lost", scope=provider, error=e.message)
+            return ev
         if closed:
             return self._store.append_nowait("breaker.closed", scope_fields(provider), session)
         return ev

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-import trio
 
 from tsukud import log
 from tsukud.errors import DiskFull, LedgerUnavailable
@@ -128,16 +127,13 @@ class OriginLease:
             await store.append(EVENT, hold.payload())
         return settled
 
-    async def keep(self, store: EventStore, lease_s: Callable[[], float]) -> None:
-        """Renew the lease and settle silent origins' holds every quarter of the lease,
-        for the daemon's life. The database out of reach: the next round tries again
-        (this daemon's own lease may run out meanwhile; its holds are then settled by
-        the others, at their worst case, which errs on the safe side)."""
-        while True:
-            lease = lease_s()
-            try:
-                await self.renew(lease)
-                await self.settle_silent(store)
-            except (LedgerUnavailable, DiskFull) as e:
-                log.get().warning("policy.lease_not_renewed", error=e.message)
-            await trio.sleep(lease / 4)
+    async def round(self, store: EventStore, lease_s: float) -> None:
+        """Renew the lease, then settle silent origins' holds. The database out of
+        reach: the next round tries again (this daemon's own lease may run out
+        meanwhile; its holds are then settled by the others at their worst case,
+        which errs on the safe side)."""
+        try:
+            await self.renew(lease_s)
+            await self.settle_silent(store)
+        except (LedgerUnavailable, DiskFull) as e:
+            log.get().warning("policy.lease_not_renewed", error=e.message)

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
+import trio
 
 from tsukud import log
 from tsukud.clock import Clock
@@ -67,10 +68,13 @@ class PgDays:
         self._db = db
         self._origin = origin
         self._totals: dict[str, DayTotals] = {}  # the last numbers read, for ``status``
-        self._unrecorded: set[str] = set()  # held in the database, its event not written
+        # Settlements to make again once the database answers: a hold whose event was
+        # never written or whose answer was lost (at 0: no call used it), a settlement
+        # cut off (at its actual cost). Made by the next call or the lease's round.
+        self._owed: dict[str, int] = {}
 
     async def hold(self, rid: str, day: str, amount: int, limit: int) -> Hold:
-        await self._release_unrecorded_now()
+        await self.settle_owed()
         origin = self._origin()
 
         def work(conn: psycopg.Connection[Any]) -> Hold:
@@ -94,23 +98,36 @@ class PgDays:
             self._totals[day] = DayTotals(*(int(x) for x in row[1:]))
             return Hold(granted=True, committed=int(row[0]) - amount)
 
-        return await self._db.call(work)
+        try:
+            return await self._db.call(work)
+        except LedgerUnavailable:
+            self._owed[rid] = 0  # it may have committed before the answer was lost
+            raise
 
     def unrecorded(self, rid: str) -> None:
         """The hold of ``rid`` committed but its ``budget.reserved`` could not be
         appended: release it (now if the database answers, else at a later call)."""
-        self._unrecorded.add(rid)
+        self._owed[rid] = 0
 
-    async def _release_unrecorded_now(self) -> None:
-        for rid in list(self._unrecorded):
+    async def settle_owed(self) -> None:
+        """Make the settlements owed (each once, so one already made is not counted
+        again); still out of reach, the next call (or start) tries again."""
+        for rid, actual in list(self._owed.items()):
             try:
-                await self.settle(rid, 0)
+                await self._settle(rid, actual)
             except LedgerUnavailable:
-                return  # still out of reach: the next call (or start) tries again
-            self._unrecorded.discard(rid)
-            log.get().info("budget.unrecorded_released", reservation=rid)
+                return
+            del self._owed[rid]
+            log.get().info("budget.owed_settled", reservation=rid, actual_micro=actual)
 
     async def settle(self, rid: str, actual: int) -> None:
+        try:
+            await self._settle(rid, actual)
+        except LedgerUnavailable:
+            self._owed[rid] = actual  # the row is the truth: made when the database is back
+            raise
+
+    async def _settle(self, rid: str, actual: int) -> None:
         settled = await self._db.call(lambda conn: settle_hold(conn, rid, actual))
         if settled is not None:
             self._totals[settled[0]] = settled[1]
@@ -250,7 +267,13 @@ class SharedPolicy:
         return SharedBreakers(store, state.breakers, clock, settings, self._db, self._origin)
 
     async def keep(self, store: EventStore, lease_s: Callable[[], float]) -> None:
-        await self._lease.keep(store, lease_s)
+        """Every quarter of ``policy.hold_lease_seconds``: renew this daemon's lease,
+        settle silent daemons' holds (``pg_leases``) and this one's owed settlements."""
+        while True:
+            lease = lease_s()
+            await self._lease.round(store, lease)
+            await self._days.settle_owed()
+            await trio.sleep(lease / 4)
 
     def close(self) -> None:
         self._db.close()
