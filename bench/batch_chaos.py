@@ -76,7 +76,7 @@ class Plan:
 
 
 FULL = Plan(300, Decimal("12.00"), 20, 20, 30, 0.1, 3, 20)
-SMALL = Plan(30, Decimal("3.00"), 2, 2, 3, 0.05, 2, 4)
+SMALL = Plan(30, Decimal("3.00"), 1.5, 1.5, 3, 0.05, 2, 3)
 
 
 @dataclass
@@ -171,7 +171,10 @@ def acceptance_run(plan: Plan, server: Any) -> list[Check]:
                     "TSUKU_LEDGER_URL": url if i < 2 else server_url_via(server, db_name, proxy),
                 }
             )
-            h.start(timeout=60)
+            h.spawn()
+        for h in homes:
+            assert h.proc is not None
+            wait_ping(h.socket, h.proc, timeout=60)
         ctl(homes[0], "batch", "add", "-", stdin=world.queue_text())
         sampling = threading.Event()
         sampler = threading.Thread(target=sample, args=(greedy, run, sampling), daemon=True)

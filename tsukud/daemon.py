@@ -57,6 +57,10 @@ if TYPE_CHECKING:
 #: outside requests). Trio tasks inherit it, so work a request starts sees it too.
 CALLER_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("CALLER_ENV", default=None)
 
+#: How often the settlement of a dead predecessor's reservations is tried again while
+#: a shared ledger is out of reach.
+ABANDONED_RETRY_S = 2.0
+
 
 def same_home(named: str, home: Path) -> bool:
     """Whether a request's home is this daemon's (spelt alike, or the same directory)."""
@@ -352,6 +356,23 @@ class Daemon:
                         session,
                     )
 
+    async def _settle_abandoned_once_reachable(self, left_open: list[str]) -> None:
+        """``_settle_abandoned``, tried again while a shared ledger is out of reach (a
+        database restarting as the daemon starts): the calls a dead predecessor left
+        unanswered must reach the ledger while this daemon lives, not at its next start.
+        A full disk gives up: still open on disk, the next start settles them, and until
+        then they keep holding their budget, which errs on the safe side."""
+        while True:
+            try:
+                await self._settle_abandoned(left_open)
+                return
+            except DiskFull as e:
+                log.get().error("budget.abandoned_not_settled", error=e.message)
+                return
+            except LedgerUnavailable as e:
+                log.get().warning("budget.abandoned_waiting", error=e.message)
+                await trio.sleep(ABANDONED_RETRY_S)
+
     async def _end_unfinished_discovery(self, session: str, actual: Decimal) -> None:
         """A discovery the daemon died in gets its terminal event, with what it spent."""
         tool = await self.store.read(functools.partial(_unfinished_discovery, session=session))
@@ -426,12 +447,7 @@ class Daemon:
                         self.store,
                         lambda: float(self.config.value_or_default("policy.hold_lease_seconds")),
                     )
-                    try:
-                        await self._settle_abandoned(left_open)
-                    except (DiskFull, LedgerUnavailable) as e:
-                        # Still open on disk: the next start settles them. Until then
-                        # they keep holding their budget, which errs on the safe side.
-                        log.get().error("budget.abandoned_not_settled", error=e.message)
+                    services.start_soon(self._settle_abandoned_once_reachable, left_open)
                     await self._stop.wait()
                     server.stopping = True
                     serving.cancel_scope.cancel()
