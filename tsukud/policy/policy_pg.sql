@@ -43,7 +43,8 @@ CREATE TABLE IF NOT EXISTS tsuku.generation_hours (
     CONSTRAINT generation_hours_within_limit CHECK (started_n >= 0 AND started_n <= limit_n)
 );
 
--- One row per LLM provider's circuit, shared by every daemon: opened by the failure
+-- One row per circuit (an LLM provider, or a batch's registry: registry:npm), shared by
+-- every daemon: opened by the failure
 -- that completes a streak (one statement under the row's lock, so one daemon opens it),
 -- and after open_until exactly one daemon wins the half-open probe by a conditional
 -- UPDATE (tsukud/policy/pg_breakers.py); a probe owner that dies loses it at its lease.
