@@ -117,7 +117,8 @@ class PgDays:
                 await self._settle(rid, actual)
             except LedgerUnavailable:
                 return
-            del self._owed[rid]
+            # Another task's round may have made it meanwhile: once is once.
+            self._owed.pop(rid, None)
             log.get().info("budget.owed_settled", reservation=rid, actual_micro=actual)
 
     async def settle(self, rid: str, actual: int) -> None:
