@@ -49,7 +49,7 @@ from _common import (
 NAME = "batch"
 GOAL_RATIO = 1.8
 TEAM_GOAL = 2.0  # issue 25: three daemons on one PostgreSQL against one
-LATENCY_S = float(os.environ.get("TSUKU_BENCH_LATENCY_MS") or 100) / 1000
+LATENCY_S = float(os.environ.get("TSUKU_BENCH_LATENCY_MS") or 200) / 1000
 
 
 def cpu_times() -> tuple[int, int]:

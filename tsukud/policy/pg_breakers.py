@@ -224,7 +224,9 @@ class SharedBreakers(CircuitBreakers):
             return str(before[0]) != "closed", int(before[1]) > 0
 
         closed = await self._db.call(work)
-        self._rows.pop(scope, None)
+        # The row as it now is, not this daemon's own fold: that may still hold the
+        # breaker.opened it recorded while another daemon's probe closed the circuit.
+        self._rows[scope] = Row("closed", 0, None, None, None)
         return closed
 
     # ---- the batch's registries: the same rows, so every daemon's claims see them -----
