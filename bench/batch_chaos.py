@@ -395,7 +395,14 @@ def check_all(
         v = ctl(h, "events", "verify")
         verified.append((f"daemon {i + 1}", v.get("exit") == 0, v.get("checked")))
     every = ctl(homes[0], "events", "verify", "--all-origins")
-    verified.append(("all origins", every.get("exit") == 0, every.get("checked")))
+    origins = every.get("origins") or []
+    verified.append(
+        (
+            f"all {len(origins)} origins",
+            every.get("exit") == 0 and len(origins) == len(homes),
+            sum(int(o.get("checked", 0)) for o in origins),
+        )
+    )
     checks.append(
         Check(
             "events_verify",

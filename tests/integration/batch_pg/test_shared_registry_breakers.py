@@ -35,7 +35,7 @@ def when(ts: str) -> datetime:
     return datetime.fromisoformat(ts.replace("Z", "+00:00"))
 
 
-@pytest.mark.slow  # npm's 500s wait out the HTTP layer's retries, then a cool-down (~18 s)
+@pytest.mark.slow  # npm's 500s wait out the HTTP layer's retries, then a cool-down (12-18 s)
 def test_a_registry_circuit_opened_by_one_daemon_holds_its_jobs_back_from_another(
     team: Team, world: BatchWorld, pg_database: PgDatabase
 ) -> None:
