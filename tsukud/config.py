@@ -190,6 +190,15 @@ KEYS: dict[str, Key] = {
             doc="how long a batch job's lease holds without a renewal (read at daemon start)",
         ),
         Key(
+            "policy.hold_lease_seconds",
+            float,
+            300.0,
+            ("TSUKU_POLICY_HOLD_LEASE_SECONDS",),
+            minimum=1,
+            doc="on a shared ledger: how long a daemon silent (killed, paused, cut off) keeps "
+            "its budget holds before another daemon settles them at their worst case",
+        ),
+        Key(
             "rpc.idle_timeout_seconds",
             float,
             300.0,

@@ -57,6 +57,10 @@ if TYPE_CHECKING:
 #: outside requests). Trio tasks inherit it, so work a request starts sees it too.
 CALLER_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("CALLER_ENV", default=None)
 
+#: How often the settlement of a dead predecessor's reservations is tried again while
+#: a shared ledger is out of reach.
+ABANDONED_RETRY_S = 2.0
+
 
 def same_home(named: str, home: Path) -> bool:
     """Whether a request's home is this daemon's (spelt alike, or the same directory)."""
@@ -356,17 +360,23 @@ class Daemon:
 
     async def _settle_abandoned_once_writable(self, left_open: list[str]) -> None:
         """:meth:`_settle_abandoned`, tried again as soon as the ledger takes writes
-        again when a full disk or an unreachable database stopped it: until settled,
-        the reservations hold their budget (the safe side), but no longer than that.
-        A sweep cut short leaves what it wrote on disk before it is tried again, and
-        each part of it skips what is already recorded (a settled reservation, a call
-        with its cut-off, a run with its terminal event), so nothing is counted twice."""
+        again when a full disk or an unreachable database (a shared ledger restarting
+        as the daemon starts) stopped it: until settled, the reservations hold their
+        budget (the safe side), but no longer than that, and the calls a dead
+        predecessor left unanswered reach the ledger while this daemon lives. A sweep
+        cut short leaves what it wrote on disk before it is tried again, and each part
+        of it skips what is already recorded (a settled reservation, a call with its
+        cut-off, a run with its terminal event), so nothing is counted twice."""
         while True:
             try:
                 await self._settle_abandoned(left_open)
                 return
-            except (DiskFull, LedgerUnavailable) as e:
+            except DiskFull as e:
                 log.get().error("budget.abandoned_not_settled", error=e.message)
+            except LedgerUnavailable as e:
+                log.get().warning("budget.abandoned_waiting", error=e.message)
+                # A read that failed leaves the writer unaware: do not spin on it.
+                await trio.sleep(ABANDONED_RETRY_S)
             await self.store.wait_writable()
 
     async def _end_unfinished_discovery(self, session: str, actual: Decimal) -> None:
@@ -437,7 +447,14 @@ class Daemon:
                         log.get().error("batch.orphans_not_requeued", error=e.message)
                     services.start_soon(self.services.after_start)
                     services.start_soon(self._anchor_periodically)
-                    serving.start_soon(self._settle_abandoned_once_writable, left_open)
+                    # A shared ledger: this daemon's liveness lease, and the holds of
+                    # daemons silent past theirs settled (policy/pg_leases.py).
+                    services.start_soon(
+                        self.policy_backend.keep,
+                        self.store,
+                        lambda: float(self.config.value_or_default("policy.hold_lease_seconds")),
+                    )
+                    services.start_soon(self._settle_abandoned_once_writable, left_open)
                     await self._stop.wait()
                     server.stopping = True
                     serving.cancel_scope.cancel()

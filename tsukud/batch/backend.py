@@ -11,7 +11,6 @@ the lease's fence (a stale fence is refused and counted), give it back when stop
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tsukud.batch.errors import BatchRunning
@@ -48,6 +47,16 @@ class RunSlot:
             )
 
 
+class Admission(Protocol):
+    """May a job on ``source`` start now (its registry's breaker)? Asked by the SQLite
+    fold, which must decide without waiting (``__call__``), or by the shared queue's
+    claim, whose answer the database gives (``ask``: one probe for the whole team)."""
+
+    def __call__(self, source: str) -> bool: ...
+
+    async def ask(self, source: str) -> bool: ...
+
+
 class BatchBackend(Protocol):
     clock: Clock
     owner: str  # this daemon instance: the owner its leases carry
@@ -70,7 +79,7 @@ class BatchBackend(Protocol):
     # ---- runs, leases and outcomes -----------------------------------------------------
     def begin_run(self) -> str: ...
     def end_run(self, run: str) -> None: ...
-    async def lease(self, admit: Callable[[str], bool] | None = None) -> Lease | None: ...
+    async def lease(self, admit: Admission | None = None) -> Lease | None: ...
     async def renew(self, leases: list[Lease]) -> None: ...
     async def reap(self) -> int: ...
     async def requeue_orphans(self, *, own: bool = False) -> int: ...

@@ -42,7 +42,7 @@ import trio
 
 from tsukud import log
 from tsukud.batch import queue as q
-from tsukud.batch.backend import RunSlot
+from tsukud.batch.backend import Admission, RunSlot
 from tsukud.batch.errors import BatchRunning
 from tsukud.batch.service import ADD_CHUNK, Lease, write_tree
 from tsukud.batch.sources import parse
@@ -340,7 +340,7 @@ class PgBatchService(RunSlot):
 
     # ---- runs, leases and outcomes ----------------------------------------------------
 
-    async def lease(self, admit: Callable[[str], bool] | None = None) -> Lease | None:
+    async def lease(self, admit: Admission | None = None) -> Lease | None:
         """Claim the next job. ``admit(source)`` is asked in the event loop while the
         claim's transaction is open: a job it holds back (its registry's breaker is
         open) is rolled back to the queue untouched, its registry left out of this
@@ -354,7 +354,7 @@ class PgBatchService(RunSlot):
                     row = conn.execute(_CLAIM, {**params, "refused": refused}).fetchone()
                     if row is None:
                         return None
-                    if admit is None or trio.from_thread.run_sync(admit, row[2]):
+                    if admit is None or trio.from_thread.run(admit.ask, row[2]):
                         return cast(Sequence[Any], row)  # committed as the block ends
                     refused.append(str(row[2]).split(":", 1)[0])
                     raise psycopg.Rollback()

@@ -106,6 +106,19 @@ class BudgetSettled(Payload):
     reserved_usd: float | None = None
 
 
+class BudgetExpiredHoldSettled(Payload):
+    """Another origin's open hold, its daemon silent past ``policy.hold_lease_seconds``,
+    settled by this one at its worst case (``policy/pg_leases.py``)."""
+
+    origin: str
+    reservation: str
+    day: str
+    reserved_usd: float
+    actual_usd: float
+    estimated: bool
+    lease_expired_at: str
+
+
 class BudgetDenied(Payload):
     amount_usd: float
     day: str
@@ -795,6 +808,7 @@ EVENTS: dict[str, type[Payload]] = {
     "config.changed": ConfigChanged,
     "budget.reserved": BudgetReserved,
     "budget.settled": BudgetSettled,
+    "budget.expired_hold_settled": BudgetExpiredHoldSettled,
     "budget.denied": BudgetDenied,
     "confirmation.requested": ConfirmationRequested,
     "confirmation.granted": ConfirmationAnswered,

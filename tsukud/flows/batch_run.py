@@ -117,6 +117,47 @@ class _Tally:
         self.changed = trio.Event()
 
 
+@dataclass
+class _Admission:
+    """Whether a job on ``source`` may start now: not while its registry's circuit is
+    open (or its one probe is out), nor once this run gave up on the registry. Asked by
+    the SQLite fold (``__call__``, the daemon's own breakers) or by the shared queue's
+    claim (``ask``: the team's breakers, in the database)."""
+
+    breakers: CircuitBreakers | None
+    tally: _Tally
+
+    def _scope(self, source: str) -> str | None:
+        """The scope to ask about; None when the source has none (or no breakers)."""
+        return None if self.breakers is None else breaker_scope(source)
+
+    def _gave_up(self, scope: str) -> bool:
+        return self.tally.probes_failed.get(scope, 0) >= PROBES_PER_RUN
+
+    def __call__(self, source: str) -> bool:
+        scope = self._scope(source)
+        if scope is None or self.breakers is None:
+            return True
+        if self._gave_up(scope):
+            return False
+        closed = self.breakers.state(scope) == "closed"
+        admitted = self.breakers.admit(scope)
+        if admitted and not closed:
+            self.tally.admitted_probe = scope  # this job is the scope's one probe
+        return admitted
+
+    async def ask(self, source: str) -> bool:
+        scope = self._scope(source)
+        if scope is None or self.breakers is None:
+            return True
+        if self._gave_up(scope):
+            return False
+        verdict = await self.breakers.admit_job(scope)
+        if verdict == "probe":
+            self.tally.admitted_probe = scope
+        return verdict != "wait"
+
+
 class BatchRunner:
     def __init__(
         self, *, batch: BatchBackend, create: Create, breakers: CircuitBreakers | None = None
@@ -254,23 +295,8 @@ class BatchRunner:
             except LedgerUnavailable as e:
                 log.get().warning("batch.renew_unavailable", error=e.message)
 
-    def _admit(self, tally: _Tally) -> Callable[[str], bool]:
-        """Whether a job on ``source`` may start now: not while its registry's circuit
-        is open (or its one probe is out), nor once this run gave up on the registry."""
-
-        def admit(source: str) -> bool:
-            scope = breaker_scope(source)
-            if scope is None or self.breakers is None:
-                return True
-            if tally.probes_failed.get(scope, 0) >= PROBES_PER_RUN:
-                return False
-            closed = self.breakers.state(scope) == "closed"
-            admitted = self.breakers.admit(scope)
-            if admitted and not closed:
-                tally.admitted_probe = scope  # this job is the scope's one probe
-            return admitted
-
-        return admit
+    def _admit(self, tally: _Tally) -> _Admission:
+        return _Admission(self.breakers, tally)
 
     async def waiting_on_breakers(self, tally: _Tally) -> dict[str, int]:
         """Jobs that could run now but for an open circuit, by scope."""
@@ -367,15 +393,15 @@ class BatchRunner:
                 session=lease.session,
             )
         except trio.Cancelled:
-            self._verdict(lease, None, tally, answered=False)
             with trio.CancelScope(shield=True), trio.move_on_after(10):
+                await self._verdict(lease, None, tally, answered=False)
                 if await self.batch.give_back(lease, "run stopped"):
                     tally.requeued += 1
                     await self.batch.store.caught_up()
             raise
         except Exception as exc:
             return await self._settle_failure(lease, exc, tally)
-        self._verdict(lease, None, tally, answered=True)
+        await self._verdict(lease, None, tally, answered=True)
         recorded = await self.batch.done(
             lease,
             recipe=result.recipe,
@@ -390,21 +416,26 @@ class BatchRunner:
         tally.done += 1
         return "done", None
 
-    def _verdict(
+    async def _verdict(
         self, lease: Lease, failure: Failure | None, tally: _Tally, *, answered: bool
     ) -> None:
         """Tell the job's registry breaker how the job went: success (None) or a
         failure, of which only a transport failure counts; a job that ended without
-        hearing from the registry (cancelled, deferred for money) gives back a probe."""
+        hearing from the registry (cancelled, deferred for money) gives back a probe.
+        A shared ledger out of reach loses the verdict (logged): a probe given back
+        that way returns to the team at its lease."""
         scope = breaker_scope(lease.source)
         probe = tally.probes.pop(lease.job, None) is not None
         if scope is None or self.breakers is None:
             return
-        if not answered:
-            if probe:
-                self.breakers.release(scope)
-            return
-        self.breakers.record(scope, failure, session=lease.session)
+        try:
+            if not answered:
+                if probe:
+                    await self.breakers.release_job(scope)
+                return
+            await self.breakers.judge_job(scope, failure, session=lease.session)
+        except LedgerUnavailable as e:
+            log.get().warning("batch.breaker_verdict_lost", scope=scope, error=e.message)
         if probe and failure is not None and failure.transport:
             probes = tally.probes_failed
             probes[scope] = probes.get(scope, 0) + 1
@@ -434,7 +465,7 @@ class BatchRunner:
         if isinstance(exc, LedgerUnavailable):
             # The shared ledger could not take the job's events: not the job's fault.
             # Back to the queue once the database answers (give_back waits for it).
-            self._verdict(lease, None, tally, answered=False)
+            await self._verdict(lease, None, tally, answered=False)
             if not await self.batch.give_back(lease, "ledger unavailable"):
                 tally.stale += 1
                 return "stale", message
@@ -445,7 +476,7 @@ class BatchRunner:
         if isinstance(exc, BudgetExceeded | ConfirmationRequired):
             # Not the source's fault: the money needs room, or a yes (--yes) no one
             # could give while the batch ran.
-            self._verdict(lease, None, tally, answered=False)
+            await self._verdict(lease, None, tally, answered=False)
             reason = "budget" if isinstance(exc, BudgetExceeded) else "confirmation"
             ok = await self.batch.defer(lease, reason=reason, message=message)
             outcome = "deferred"
@@ -453,14 +484,14 @@ class BatchRunner:
             # The registry is unwell, not the job: back to the queue, in its place,
             # where it waits for the registry's breaker (open after a few of these)
             # rather than a backoff of its own.
-            self._verdict(lease, failure, tally, answered=True)
+            await self._verdict(lease, failure, tally, answered=True)
             if not await self.batch.give_back(lease, f"{failure.category}: {message}"):
                 tally.stale += 1
                 return "stale", message
             tally.requeued += 1
             return "requeued", message
         else:
-            self._verdict(lease, failure, tally, answered=True)
+            await self._verdict(lease, failure, tally, answered=True)
             ok = await self.batch.fail(
                 lease,
                 category=failure.category,

@@ -44,7 +44,13 @@ import trio
 from tsukud import log
 from tsukud.clock import Clock, iso
 from tsukud.config import KEYS
-from tsukud.errors import BudgetExceeded, ConfirmationRequired, ProviderUnavailable, UsageError
+from tsukud.errors import (
+    BudgetExceeded,
+    ConfirmationRequired,
+    LedgerUnavailable,
+    ProviderUnavailable,
+    UsageError,
+)
 from tsukud.llm.provider import (
     MalformedToolArguments,
     Provider,
@@ -482,6 +488,7 @@ class _Asker:
 MAX_RETRIES = 2  # of a transient failure when no other provider is left
 RETRY_BACKOFF_S = 1.0  # first wait when the provider did not say (doubles)
 MAX_RETRY_WAIT_S = 60.0
+LEDGER_RETRY_S = 0.5  # a billed call's turn waits for a shared ledger out of reach
 
 
 @dataclass
@@ -778,5 +785,13 @@ class Run:
         else:
             self.spent += cost
             payload["cost_usd"] = float(round(cost, 9))
-        ev = await self.llm.breakers.call_succeeded(name, payload, session=self.session)
+        while True:
+            try:
+                ev = await self.llm.breakers.call_succeeded(name, payload, session=self.session)
+                break
+            except LedgerUnavailable:
+                # A shared ledger out of reach: the call was billed, so its turn waits
+                # for the ledger (no next call could be announced meanwhile anyway).
+                # Cancelled while waiting, the next start charges it as cut off.
+                await trio.sleep(LEDGER_RETRY_S)
         await self.llm.store.wait_durable(ev.id)  # durable before the caller's next call

@@ -30,6 +30,11 @@ class PolicyBackend(Protocol):
         settings: Callable[[], BreakerSettings],
     ) -> CircuitBreakers: ...
 
+    async def keep(self, store: EventStore, lease_s: Callable[[], float]) -> None:
+        """For the daemon's life: what the backend keeps up (a shared ledger's liveness
+        lease, and the settling of silent daemons' holds: ``pg_leases``)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -50,6 +55,9 @@ class LocalPolicy:
         settings: Callable[[], BreakerSettings],
     ) -> CircuitBreakers:
         return CircuitBreakers(store, state.breakers, clock, settings)
+
+    async def keep(self, store: EventStore, lease_s: Callable[[], float]) -> None:
+        """One daemon: nobody else's holds to settle, its own are settled at its start."""
 
     def close(self) -> None:
         """Nothing is held open."""

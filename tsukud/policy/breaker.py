@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import trio
 
@@ -45,6 +45,9 @@ from tsukud.clock import Clock, iso
 from tsukud.errors import ProviderUnavailable, TsukuError
 from tsukud.events.projections import Breakers
 from tsukud.events.store import Event, EventStore
+
+#: A job's admission by its registry's breaker (``admit_job``).
+Admitted = Literal["go", "probe", "wait"]
 
 
 @dataclass(frozen=True)
@@ -211,6 +214,25 @@ class CircuitBreakers:
         """Bring ``snapshot`` up to date (for ``status``): the events keep it current."""
 
     # ---- any scope (the batch's registries) ---------------------------------------------
+
+    async def admit_job(self, scope: str, *, session: str | None = None) -> Admitted:
+        """``admit`` for a queue whose claim may wait (the shared queue's): ``go``,
+        ``probe`` (this job is the half-open circuit's one probe) or ``wait``. On a
+        shared ledger the database decides (``pg_breakers``); here, the machine."""
+        try:
+            return "probe" if self.acquire(scope, session=session) else "go"
+        except CircuitOpen:
+            return "wait"
+
+    async def judge_job(
+        self, scope: str, failure: Outcome | None, *, session: str | None = None
+    ) -> None:
+        """``record``, where the verdict may wait (a shared ledger's row)."""
+        self.record(scope, failure, session=session)
+
+    async def release_job(self, scope: str) -> None:
+        """``release``, where giving the probe back may wait (a shared ledger's row)."""
+        self.release(scope)
 
     def admit(self, scope: str, *, session: str | None = None) -> bool:
         """May a job that needs ``scope`` start now? False while the circuit is open or

@@ -13,9 +13,10 @@ so hosts whose clocks differ agree on when a circuit may be probed.
 
 Each daemon still records the transitions it made as events (``breaker.opened``,
 ``breaker.half_opened``, ``breaker.closed``) and every call's ``llm.turn``/``llm.failed``,
-so its chain tells what it saw; the decisions are the row's. The batch's registry scopes
-(``registry:npm``, ...) keep the daemon's own machine (their admission is synchronous, in
-the queue's fold): sharing them waits for the queue in PostgreSQL.
+so its chain tells what it saw; the decisions are the row's. A batch's registry scopes
+(``registry:npm``, ...) are rows of the same table: the shared queue's claim asks
+``admit_job`` while its transaction is open, so a circuit one daemon's failures opened
+holds that registry's jobs back from every daemon, and one daemon's job is its probe.
 """
 
 from __future__ import annotations
@@ -26,10 +27,19 @@ from typing import Any
 
 import psycopg
 
+from tsukud import log
 from tsukud.clock import Clock, iso
+from tsukud.errors import LedgerUnavailable
 from tsukud.events.projections import Breakers
 from tsukud.events.store import Event, EventStore
-from tsukud.policy.breaker import BreakerSettings, CircuitBreakers, CircuitOpen, scope_fields
+from tsukud.policy.breaker import (
+    Admitted,
+    BreakerSettings,
+    CircuitBreakers,
+    CircuitOpen,
+    Outcome,
+    scope_fields,
+)
 from tsukud.policy.pg_db import SharedDb
 
 # How long a probe is its owner's: longer than any one LLM call may take (the adapters'
@@ -136,20 +146,27 @@ class SharedBreakers(CircuitBreakers):
     ) -> Event:
         was_probe = provider in self._probes
         self._probes.discard(provider)
+        opened = await self._count(provider, error_type, counts=counts, was_probe=was_probe)
+        ev = self._failed_event(provider, error_type, counts, session, details)
+        return self._opened_event(provider, session) if opened else ev
+
+    async def _count(self, scope: str, error: str, *, counts: bool, was_probe: bool) -> bool:
+        """A failure in the team's row: a probe's reopens the circuit; a counted one adds
+        to the streak, and the one that completes it opens the circuit. True: opened."""
         origin = self._origin()
         st = self._settings()
 
         def work(conn: psycopg.Connection[Any]) -> tuple[bool, Row | None]:
-            args = {"s": provider, "o": origin, "e": error_type, "reset": st.reset_seconds}
+            args = {"s": scope, "o": origin, "e": error, "reset": st.reset_seconds}
             if was_probe:
                 reopened = conn.execute(_REOPEN, args).fetchone()
                 if reopened is not None:
-                    return True, _read(conn, provider)
+                    return True, _read(conn, scope)
             if not counts:
                 conn.execute(
                     "UPDATE tsuku.breakers SET last_error = %(e)s WHERE scope = %(s)s", args
                 )
-                return False, _read(conn, provider)
+                return False, _read(conn, scope)
             conn.execute(
                 "INSERT INTO tsuku.breakers (scope, failures, last_error) VALUES (%(s)s, 1, %(e)s)"
                 " ON CONFLICT (scope) DO UPDATE SET failures = tsuku.breakers.failures + 1,"
@@ -157,44 +174,104 @@ class SharedBreakers(CircuitBreakers):
                 args,
             )
             opened = conn.execute(_OPEN, {**args, "n": st.failure_threshold}).fetchone()
-            return opened is not None, _read(conn, provider)
+            return opened is not None, _read(conn, scope)
 
         opened, row = await self._db.call(work)
         if row is not None:
-            self._rows[provider] = row
-        ev = self._failed_event(provider, error_type, counts, session, details)
-        if opened:
-            failures = row.failures if row is not None else 0
-            return self._store.append_nowait(
-                "breaker.opened", {**scope_fields(provider), "failures": failures}, session
-            )
-        return ev
+            self._rows[scope] = row
+        return opened
+
+    def _opened_event(self, scope: str, session: str | None) -> Event:
+        row = self._rows.get(scope)
+        failures = row.failures if row is not None else 0
+        return self._store.append_nowait(
+            "breaker.opened", {**scope_fields(scope), "failures": failures}, session
+        )
 
     async def call_succeeded(
         self, provider: str, turn: dict[str, Any], *, session: str | None = None
     ) -> Event:
         self._probes.discard(provider)
+        # The turn first: the call was billed, and its cost must reach the ledger even
+        # when the team's row cannot be told (the probe's lease gives it back then).
+        ev = self._turn_event(provider, turn, session)
+        try:
+            closed, _streak = await self._close(provider)
+        except LedgerUnavailable as e:
+            log.get().warning("breaker.verdict_lost", scope=provider, error=e.message)
+            return ev
+        if closed:
+            return self._store.append_nowait("breaker.closed", scope_fields(provider), session)
+        return ev
 
-        def work(conn: psycopg.Connection[Any]) -> bool:
+    async def _close(self, scope: str) -> tuple[bool, bool]:
+        """The service answered: the team's row closes and its streak starts over.
+        (whether it was open, whether it had a streak)."""
+
+        def work(conn: psycopg.Connection[Any]) -> tuple[bool, bool]:
             before = conn.execute(
-                "SELECT state FROM tsuku.breakers WHERE scope = %s FOR UPDATE", (provider,)
+                "SELECT state, failures FROM tsuku.breakers WHERE scope = %s FOR UPDATE",
+                (scope,),
             ).fetchone()
             if before is None:
-                return False
+                return False, False
             conn.execute(
                 "UPDATE tsuku.breakers SET state = 'closed', failures = 0, opened_at = NULL,"
                 " open_until = NULL, probe_owner = NULL, probe_lease_until = NULL"
                 " WHERE scope = %s AND (state <> 'closed' OR failures <> 0)",
-                (provider,),
+                (scope,),
             )
-            return str(before[0]) != "closed"
+            return str(before[0]) != "closed", int(before[1]) > 0
 
         closed = await self._db.call(work)
-        self._rows.pop(provider, None)
-        ev = self._turn_event(provider, turn, session)
-        if closed:
-            return self._store.append_nowait("breaker.closed", scope_fields(provider), session)
-        return ev
+        # The row as it now is, not this daemon's own fold: that may still hold the
+        # breaker.opened it recorded while another daemon's probe closed the circuit.
+        self._rows[scope] = Row("closed", 0, None, None, None)
+        return closed
+
+    # ---- the batch's registries: the same rows, so every daemon's claims see them -----
+
+    async def admit_job(self, scope: str, *, session: str | None = None) -> Admitted:
+        """Asked by the shared queue's claim (its transaction open): ``wait`` while the
+        team's circuit is open or another daemon holds its probe."""
+        try:
+            return "probe" if await self.enter(scope, session=session) else "go"
+        except CircuitOpen:
+            return "wait"
+
+    async def judge_job(
+        self, scope: str, failure: Outcome | None, *, session: str | None = None
+    ) -> None:
+        if failure is None or not failure.transport:
+            self._probes.discard(scope)
+            closed, streak = await self._close(scope)
+            if closed:
+                self._store.append_nowait("breaker.closed", scope_fields(scope), session)
+            elif streak:
+                self._store.append_nowait("breaker.streak_ended", scope_fields(scope), session)
+            return
+        was_probe = scope in self._probes
+        self._probes.discard(scope)
+        self._store.append_nowait(
+            "breaker.failure",
+            {"scope": scope, "category": failure.category, "message": failure.message},
+            session,
+        )
+        if await self._count(scope, failure.category, counts=True, was_probe=was_probe):
+            self._opened_event(scope, session)
+
+    async def release_job(self, scope: str) -> None:
+        await self.call_released(scope)
+
+    def state(self, scope: str) -> str:
+        """As the team's row was last read here (``admit_job``, a failure), else the
+        daemon's own fold."""
+        row = self._rows.get(scope)
+        if row is None:
+            return super().state(scope)
+        if row.state == "open":
+            return "half_open" if row.probe_owner is not None else "open"
+        return "closed"
 
     async def call_released(self, provider: str) -> None:
         """A probe that ended without a verdict (cancelled) is given back at once."""
@@ -214,7 +291,9 @@ class SharedBreakers(CircuitBreakers):
         row = self._rows.get(scope)
         if row is None:
             return super().retry_at(scope, settings)
-        return row.open_until if row.state == "open" else None
+        # A probe out: no time to wait for, the probe's end is (a waiting worker looks
+        # again shortly).
+        return row.open_until if row.state == "open" and row.probe_owner is None else None
 
     async def refresh(self) -> None:
         def work(conn: psycopg.Connection[Any]) -> dict[str, Row]:

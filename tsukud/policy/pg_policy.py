@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+import trio
 
 from tsukud import log
 from tsukud.clock import Clock
@@ -47,6 +47,8 @@ from tsukud.policy.breaker import BreakerSettings, CircuitBreakers
 from tsukud.policy.budget import Days, Hold
 from tsukud.policy.pg_breakers import SharedBreakers
 from tsukud.policy.pg_db import SharedDb
+from tsukud.policy.pg_holds import DayTotals, settle_hold
+from tsukud.policy.pg_leases import OriginLease
 from tsukud.policy.ratelimit import Hours, Slot
 
 # The reservation, as one statement: the condition IS the budget (its mutation test:
@@ -59,13 +61,6 @@ _RESERVE = (
 )
 
 
-@dataclass
-class DayTotals:
-    limit: int = 0  # micro-USD; 0 until a reservation made the day's row
-    spent: int = 0
-    open: int = 0
-
-
 class PgDays:
     """The day's budget as a row of ``tsuku.budget_days`` (see the module's docstring)."""
 
@@ -73,10 +68,13 @@ class PgDays:
         self._db = db
         self._origin = origin
         self._totals: dict[str, DayTotals] = {}  # the last numbers read, for ``status``
-        self._unrecorded: set[str] = set()  # held in the database, its event not written
+        # Settlements to make again once the database answers: a hold whose event was
+        # never written or whose answer was lost (at 0: no call used it), a settlement
+        # cut off (at its actual cost). Made by the next call or the lease's round.
+        self._owed: dict[str, int] = {}
 
     async def hold(self, rid: str, day: str, amount: int, limit: int) -> Hold:
-        await self._release_unrecorded_now()
+        await self.settle_owed()
         origin = self._origin()
 
         def work(conn: psycopg.Connection[Any]) -> Hold:
@@ -100,24 +98,38 @@ class PgDays:
             self._totals[day] = DayTotals(*(int(x) for x in row[1:]))
             return Hold(granted=True, committed=int(row[0]) - amount)
 
-        return await self._db.call(work)
+        try:
+            return await self._db.call(work)
+        except LedgerUnavailable:
+            self._owed[rid] = 0  # it may have committed before the answer was lost
+            raise
 
     def unrecorded(self, rid: str) -> None:
         """The hold of ``rid`` committed but its ``budget.reserved`` could not be
         appended: release it (now if the database answers, else at a later call)."""
-        self._unrecorded.add(rid)
+        self._owed[rid] = 0
 
-    async def _release_unrecorded_now(self) -> None:
-        for rid in list(self._unrecorded):
+    async def settle_owed(self) -> None:
+        """Make the settlements owed (each once, so one already made is not counted
+        again); still out of reach, the next call (or start) tries again."""
+        for rid, actual in list(self._owed.items()):
             try:
-                await self.settle(rid, 0)
+                await self._settle(rid, actual)
             except LedgerUnavailable:
-                return  # still out of reach: the next call (or start) tries again
-            self._unrecorded.discard(rid)
-            log.get().info("budget.unrecorded_released", reservation=rid)
+                return
+            # Another task's round may have made it meanwhile: once is once.
+            self._owed.pop(rid, None)
+            log.get().info("budget.owed_settled", reservation=rid, actual_micro=actual)
 
     async def settle(self, rid: str, actual: int) -> None:
-        settled = await self._db.call(lambda conn: _settle(conn, rid, actual))
+        try:
+            await self._settle(rid, actual)
+        except LedgerUnavailable:
+            self._owed[rid] = actual  # the row is the truth: made when the database is back
+            raise
+
+    async def _settle(self, rid: str, actual: int) -> None:
+        settled = await self._db.call(lambda conn: settle_hold(conn, rid, actual))
         if settled is not None:
             self._totals[settled[0]] = settled[1]
 
@@ -135,7 +147,7 @@ class PgDays:
             ).fetchall()
             orphans = [str(r[0]) for r in rows if str(r[0]) not in recorded]
             for rid in orphans:
-                _settle(conn, rid, 0)
+                settle_hold(conn, rid, 0)
             return len(orphans)
 
         released = self._db.run(work)
@@ -163,28 +175,6 @@ class PgDays:
 
     def reserved(self, day: str) -> int:
         return self._totals.get(day, DayTotals()).open
-
-
-def _settle(conn: psycopg.Connection[Any], rid: str, actual: int) -> tuple[str, DayTotals] | None:
-    """Settle one open hold at ``actual`` (once: a settled one is left alone). Held
-    money falls to what was spent, never rises past what was reserved (the CHECK holds
-    however much a call overran); the day's spend counts all of it."""
-    row = conn.execute(
-        "UPDATE tsuku.budget_holds SET actual_micro = %s, settled_at = now()"
-        " WHERE reservation = %s AND actual_micro IS NULL RETURNING day, amount_micro",
-        (actual, rid),
-    ).fetchone()
-    if row is None:
-        return None
-    day, amount = str(row[0]), int(row[1])
-    totals = conn.execute(
-        "UPDATE tsuku.budget_days SET held_micro = held_micro - %(a)s + LEAST(%(x)s, %(a)s),"
-        " open_micro = open_micro - %(a)s, spent_micro = spent_micro + %(x)s WHERE day = %(d)s"
-        " RETURNING limit_micro, spent_micro, open_micro",
-        {"a": amount, "x": actual, "d": day},
-    ).fetchone()
-    assert totals is not None  # the hold's day row exists (a foreign key)
-    return day, DayTotals(*(int(x) for x in totals))
 
 
 # The hour's generation, as one statement (the same shape as the reservation).
@@ -260,6 +250,7 @@ class SharedPolicy:
         self._origin = origin
         self._days = PgDays(self._db, origin)
         self._hours = PgHours(self._db)
+        self._lease = OriginLease(self._db, origin)
 
     def days(self, state: State) -> Days:
         return self._days
@@ -275,6 +266,15 @@ class SharedPolicy:
         settings: Callable[[], BreakerSettings],
     ) -> CircuitBreakers:
         return SharedBreakers(store, state.breakers, clock, settings, self._db, self._origin)
+
+    async def keep(self, store: EventStore, lease_s: Callable[[], float]) -> None:
+        """Every quarter of ``policy.hold_lease_seconds``: renew this daemon's lease,
+        settle silent daemons' holds (``pg_leases``) and this one's owed settlements."""
+        while True:
+            lease = lease_s()
+            await self._lease.round(store, lease)
+            await self._days.settle_owed()
+            await trio.sleep(lease / 4)
 
     def close(self) -> None:
         self._db.close()

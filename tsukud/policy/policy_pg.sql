@@ -43,7 +43,8 @@ CREATE TABLE IF NOT EXISTS tsuku.generation_hours (
     CONSTRAINT generation_hours_within_limit CHECK (started_n >= 0 AND started_n <= limit_n)
 );
 
--- One row per LLM provider's circuit, shared by every daemon: opened by the failure
+-- One row per circuit (an LLM provider, or a batch's registry: registry:npm), shared by
+-- every daemon: opened by the failure
 -- that completes a streak (one statement under the row's lock, so one daemon opens it),
 -- and after open_until exactly one daemon wins the half-open probe by a conditional
 -- UPDATE (tsukud/policy/pg_breakers.py); a probe owner that dies loses it at its lease.
@@ -58,3 +59,15 @@ CREATE TABLE IF NOT EXISTS tsuku.breakers (
     last_error        text,
     CHECK (state = 'closed' OR open_until IS NOT NULL)
 );
+
+-- Each daemon's liveness lease, renewed while it runs (tsukud/policy/pg_leases.py). An
+-- origin silent past alive_until never comes back as far as its holds know: another
+-- daemon settles them at their worst case (settled_by names it), once, by the same
+-- conditional UPDATE of the hold (actual_micro IS NULL) that makes any settlement once.
+CREATE TABLE IF NOT EXISTS tsuku.origin_leases (
+    origin      text        PRIMARY KEY,
+    instance    text        NOT NULL,          -- the daemon process renewing it
+    renewed_at  timestamptz NOT NULL,
+    alive_until timestamptz NOT NULL
+);
+ALTER TABLE tsuku.budget_holds ADD COLUMN IF NOT EXISTS settled_by text;  -- another origin
