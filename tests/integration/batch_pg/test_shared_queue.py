@@ -231,6 +231,7 @@ def test_a_daemon_killed_mid_job_has_its_job_claimed_again_after_the_lease(
     run_a.communicate(timeout=30)
     assert run_a.returncode != 0
     killed_at = time.monotonic()
+    world12.ecosystems.delay["npm"] = 0.0  # B's answers at once: the lease is the wait
 
     res = finish(start_run(b, jobs=1))
     assert res["done"] == 1
@@ -307,7 +308,8 @@ def test_a_job_added_on_one_daemon_wakes_an_idle_one_at_once(
     took = time.monotonic() - added
     assert took < 5, took  # the backstop would be 60 s
     assert item(pg_database, quick.split()[0])["owner"].startswith(origin(b) + "/")
-    world12.ecosystems.delay["npm"] = 0.0  # A's next answers come at once
+    world12.ecosystems.delay["npm"] = 0.0  # A's answers come now, not 10 s after asked
+    world12.ecosystems.hurry()
     res_a, res_b = finish(run_a), finish(run_b)
     assert (res_a["done"], res_b["done"]) == (1, 1)
 
@@ -333,6 +335,8 @@ def test_retry_and_clear_answer_for_the_whole_queue_from_any_daemon(
     cp = b.ctl("batch", "clear")
     assert cp.returncode == ExitCode.ALREADY_RUNNING, cp.stderr
     assert "another daemon" in cp.stderr and "hint:" in cp.stderr
+    world12.ecosystems.delay["npm"] = 0.0  # A need not be busy any longer
+    world12.ecosystems.hurry()
     finish(run_a)
     assert ctl_json(b, "batch", "clear")["cleared"] == 12
     assert query(pg_database, "SELECT count(*) FROM tsuku.batch_items") == [(0,)]
