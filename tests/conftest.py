@@ -225,6 +225,15 @@ class Tsuku:
                     pass
 
 
+def start_together(*homes: Tsuku) -> list[subprocess.Popen[bytes]]:
+    """Start a daemon in each home at once and wait until each answers: the start-ups
+    overlap (as a team's may, sharing a ledger) instead of adding up."""
+    procs = [t.start(wait=False) for t in homes]
+    for t, proc in zip(homes, procs, strict=True):
+        t.wait_ready(proc)
+    return procs
+
+
 def reap(pid: int) -> None:
     """Collect ``pid`` if it is an exited child of this process (a daemon auto-started
     by an in-process ``tsukuctl``), so it does not linger as a zombie."""

@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.conftest import Tsuku
+from tests.conftest import Tsuku, start_together
 from tests.fakes.batch_world import BatchWorld, batch_world
 from tests.integration.batch.conftest import ctl_json, events
 from tests.integration.batch_pg.conftest import LEASE_S, Team
@@ -117,8 +117,7 @@ def test_three_daemons_drain_one_queue_each_source_once(
     team: Team, world30: BatchWorld, pg_database: PgDatabase, tmp_path: Path
 ) -> None:
     daemons = [team(world30.env()) for _ in range(3)]
-    for t in daemons:
-        t.start()
+    start_together(*daemons)
     a, b, c = daemons
     assert ctl_json(a, "batch", "add", "-", input=world30.queue_text())["added"] == 30
     # The queue is one: another daemon sees it whole, and adding again queues nothing.
@@ -170,7 +169,7 @@ def test_a_daemon_paused_past_its_lease_loses_the_job_and_its_late_commit_is_ref
     fake = world12.ecosystems
     fake.delay["npm"] = 3.0  # each npm answer: a job takes 6 s or more
     a, b = team(world12.env(), lease=3.0), team(world12.env(), lease=3.0)
-    da, _db = a.start(), b.start()
+    da, _db = start_together(a, b)
     line = one_source(world12, "npm:")
     tool = line.split()[0]
     ctl_json(a, "batch", "add", "-", input=line)
@@ -219,7 +218,7 @@ def test_a_daemon_killed_mid_job_has_its_job_claimed_again_after_the_lease(
 ) -> None:
     world12.ecosystems.delay["npm"] = 2.0
     a, b = team(world12.env()), team(world12.env())
-    da, _db = a.start(), b.start()
+    da, _db = start_together(a, b)
     line = one_source(world12, "npm:")
     tool = line.split()[0]
     ctl_json(a, "batch", "add", "-", input=line)
@@ -288,8 +287,7 @@ def test_a_job_added_on_one_daemon_wakes_an_idle_one_at_once(
     by B through LISTEN/NOTIFY, long before B's backstop look (half a lease: 60 s)."""
     world12.ecosystems.delay["npm"] = 10.0  # A stays busy past the assertion below
     a, b = team(world12.env(), lease=120.0), team(world12.env(), lease=120.0)
-    a.start()
-    b.start()
+    start_together(a, b)
     slow = one_source(world12, "npm:")
     ctl_json(a, "batch", "add", "-", input=slow)
     run_a = start_run(a, jobs=1)
@@ -320,8 +318,7 @@ def test_retry_and_clear_answer_for_the_whole_queue_from_any_daemon(
     """A's run fails the broken sources; B queues them again (``batch retry``); B may
     not clear the queue while A's run holds a live lease, and may once it ended."""
     a, b = team(world12.env()), team(world12.env())
-    a.start()
-    b.start()
+    start_together(a, b)
     ctl_json(a, "batch", "add", "-", input=world12.queue_text())
     finish(start_run(a))
     failed = len(world12.expected("failed"))
@@ -399,8 +396,7 @@ def test_the_database_crashing_mid_run_loses_nothing_and_the_runs_go_on(
     it is back, every source ending exactly once."""
     world30.set_latency(0.1)
     a, b = team(world30.env(), lease=30.0), team(world30.env(), lease=30.0)
-    a.start()
-    b.start()
+    start_together(a, b)
     ctl_json(a, "batch", "add", "-", input=world30.queue_text())
     runs = [start_run(a), start_run(b)]
     wait_until(lambda: ctl_json(a, "batch", "status")["counts"]["done"] >= 3, "a few jobs done")
