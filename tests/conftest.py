@@ -25,7 +25,7 @@ import pytest
 # The plugins below (pytest_plugins) are imported here first: rewrite their asserts too.
 pytest.register_assert_rewrite("tests.skip_policy", "tests.collect_floor")
 
-from tests import ctl_runner, hypothesis_profiles  # noqa: E402
+from tests import ctl_runner, hypothesis_profiles, scheduling  # noqa: E402
 from tests.skip_policy import in_ci  # noqa: E402, F401  (imported from here by tests)
 from tsukuctl.client import Client  # noqa: E402
 from tsukud.testing.http import take_violations, unclaimed  # noqa: E402
@@ -225,6 +225,15 @@ class Tsuku:
                     pass
 
 
+def start_together(*homes: Tsuku) -> list[subprocess.Popen[bytes]]:
+    """Start a daemon in each home at once and wait until each answers: the start-ups
+    overlap (as a team's may, sharing a ledger) instead of adding up."""
+    procs = [t.start(wait=False) for t in homes]
+    for t, proc in zip(homes, procs, strict=True):
+        t.wait_ready(proc)
+    return procs
+
+
 def reap(pid: int) -> None:
     """Collect ``pid`` if it is an exited child of this process (a daemon auto-started
     by an in-process ``tsukuctl``), so it does not linger as a zombie."""
@@ -242,10 +251,16 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The slow set first (stable otherwise: integration before the many short unit
-    tests). Under pytest-xdist the longest tests then start at once and the short ones
-    fill the workers at the end, instead of a 5-minute test starting last."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """The slow set and the other long tests first, dealt in turn to the workers'
+    shares (tests/scheduling.py): each worker starts with its part of them and the many
+    short tests fill the workers at the end, instead of a long test starting last or
+    all of them queued on one worker."""
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    items[:] = scheduling.deal(
+        items,
+        workers,
+        lambda item: scheduling.rank(item.nodeid, item.get_closest_marker("slow") is not None),
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -33,10 +33,12 @@ import subprocess
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
-from trio_websocket import ConnectionClosed, WebSocketConnection, open_websocket_url
+
+if TYPE_CHECKING:
+    from trio_websocket import WebSocketConnection
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
 FLAGS = (
@@ -96,6 +98,8 @@ class Session:
     async def pump(self) -> None:
         """Route answers to the commands waiting for them, and answer every request a
         page makes (run in the browser's nursery)."""
+        from trio_websocket import ConnectionClosed
+
         while True:
             try:
                 raw = await self._ws.get_message()
@@ -240,6 +244,10 @@ async def open_browser(executable: str, *, time_limit: float) -> AsyncIterator[B
                 assert process.stderr is not None
                 url = await _listening_url(process.stderr)
                 nursery.start_soon(_drain, process.stderr)
+                # Imported here: the WebSocket stack (trio_websocket, wsproto, h11) is a
+                # tenth of the daemon's start-up imports, and most daemons never render.
+                from trio_websocket import open_websocket_url
+
                 try:
                     async with open_websocket_url(url, max_message_size=MAX_MESSAGE) as ws:
                         session = Session(ws)

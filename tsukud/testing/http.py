@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable
@@ -135,6 +136,9 @@ class FakeHTTPServer:
         self._queue: deque[Responder] = deque()
         self._lock = threading.Lock()
         self._closing = threading.Event()
+        # Delayed answers wait on this; ``hurry()`` ends the waits begun before it.
+        self._hurry = threading.Condition()
+        self._hurried = 0
         self.fallback = fallback
         self.role = role
         self.requests: list[RecordedRequest] = [] if journal is None else journal
@@ -171,8 +175,32 @@ class FakeHTTPServer:
                 _live.add(self)
         return self
 
+    def hurry(self) -> None:
+        """Send now the answers waiting out a ``delay`` (or the latency). A test that
+        made a registry slow to hold a worker busy at one moment lets it go once that
+        moment has passed, instead of sleeping out the rest of the delay; answers asked
+        for afterwards wait as before."""
+        with self._hurry:
+            self._hurried += 1
+            self._hurry.notify_all()
+
+    def _wait_out(self, seconds: float) -> bool:
+        """Wait ``seconds`` before answering, or less after ``hurry()``; True when the
+        server is closing instead (the handler drops the connection)."""
+        deadline = time.monotonic() + seconds
+        with self._hurry:
+            began = self._hurried
+            while not self._closing.is_set() and self._hurried == began:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._hurry.wait(left)
+        return self._closing.is_set()
+
     def close(self) -> None:
         self._closing.set()  # wakes handlers sleeping on a delay or a stall
+        with self._hurry:
+            self._hurry.notify_all()
         if self._thread is not None:
             self._server.shutdown()
             self._thread.join(timeout=5)
@@ -252,7 +280,7 @@ class FakeHTTPServer:
                 )
                 reply = fake._receive(request)
                 delay = max(reply.delay, fake.latency)
-                if delay and fake._closing.wait(delay):
+                if delay and fake._wait_out(delay):
                     self.close_connection = True
                     return
                 if reply.disconnect:

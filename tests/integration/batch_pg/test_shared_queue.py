@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.conftest import Tsuku
+from tests.conftest import Tsuku, start_together
 from tests.fakes.batch_world import BatchWorld, batch_world
 from tests.integration.batch.conftest import ctl_json, events
 from tests.integration.batch_pg.conftest import LEASE_S, Team
@@ -117,8 +117,7 @@ def test_three_daemons_drain_one_queue_each_source_once(
     team: Team, world30: BatchWorld, pg_database: PgDatabase, tmp_path: Path
 ) -> None:
     daemons = [team(world30.env()) for _ in range(3)]
-    for t in daemons:
-        t.start()
+    start_together(*daemons)
     a, b, c = daemons
     assert ctl_json(a, "batch", "add", "-", input=world30.queue_text())["added"] == 30
     # The queue is one: another daemon sees it whole, and adding again queues nothing.
@@ -170,7 +169,7 @@ def test_a_daemon_paused_past_its_lease_loses_the_job_and_its_late_commit_is_ref
     fake = world12.ecosystems
     fake.delay["npm"] = 3.0  # each npm answer: a job takes 6 s or more
     a, b = team(world12.env(), lease=3.0), team(world12.env(), lease=3.0)
-    da, _db = a.start(), b.start()
+    da, _db = start_together(a, b)
     line = one_source(world12, "npm:")
     tool = line.split()[0]
     ctl_json(a, "batch", "add", "-", input=line)
@@ -189,7 +188,10 @@ def test_a_daemon_paused_past_its_lease_loses_the_job_and_its_late_commit_is_ref
         assert taken["state"] == "running" and taken["owner"].startswith(origin(b) + "/")
     finally:
         os.kill(da.pid, signal.SIGCONT)
-    res_a, res_b = finish(run_a), finish(run_b)
+    res_a = finish(run_a)
+    fake.delay["npm"] = 0.0  # A's late commit is in: B need not wait out its answers
+    fake.hurry()
+    res_b = finish(run_b)
 
     assert res_a["stale_commits"] == 1 and res_a["done"] == 0
     assert res_b["done"] == 1 and res_b["stale_commits"] == 0
@@ -219,7 +221,7 @@ def test_a_daemon_killed_mid_job_has_its_job_claimed_again_after_the_lease(
 ) -> None:
     world12.ecosystems.delay["npm"] = 2.0
     a, b = team(world12.env()), team(world12.env())
-    da, _db = a.start(), b.start()
+    da, _db = start_together(a, b)
     line = one_source(world12, "npm:")
     tool = line.split()[0]
     ctl_json(a, "batch", "add", "-", input=line)
@@ -231,6 +233,7 @@ def test_a_daemon_killed_mid_job_has_its_job_claimed_again_after_the_lease(
     run_a.communicate(timeout=30)
     assert run_a.returncode != 0
     killed_at = time.monotonic()
+    world12.ecosystems.delay["npm"] = 0.0  # B's answers at once: the lease is the wait
 
     res = finish(start_run(b, jobs=1))
     assert res["done"] == 1
@@ -287,8 +290,7 @@ def test_a_job_added_on_one_daemon_wakes_an_idle_one_at_once(
     by B through LISTEN/NOTIFY, long before B's backstop look (half a lease: 60 s)."""
     world12.ecosystems.delay["npm"] = 10.0  # A stays busy past the assertion below
     a, b = team(world12.env(), lease=120.0), team(world12.env(), lease=120.0)
-    a.start()
-    b.start()
+    start_together(a, b)
     slow = one_source(world12, "npm:")
     ctl_json(a, "batch", "add", "-", input=slow)
     run_a = start_run(a, jobs=1)
@@ -307,7 +309,8 @@ def test_a_job_added_on_one_daemon_wakes_an_idle_one_at_once(
     took = time.monotonic() - added
     assert took < 5, took  # the backstop would be 60 s
     assert item(pg_database, quick.split()[0])["owner"].startswith(origin(b) + "/")
-    world12.ecosystems.delay["npm"] = 0.0  # A's next answers come at once
+    world12.ecosystems.delay["npm"] = 0.0  # A's answers come now, not 10 s after asked
+    world12.ecosystems.hurry()
     res_a, res_b = finish(run_a), finish(run_b)
     assert (res_a["done"], res_b["done"]) == (1, 1)
 
@@ -318,8 +321,7 @@ def test_retry_and_clear_answer_for_the_whole_queue_from_any_daemon(
     """A's run fails the broken sources; B queues them again (``batch retry``); B may
     not clear the queue while A's run holds a live lease, and may once it ended."""
     a, b = team(world12.env()), team(world12.env())
-    a.start()
-    b.start()
+    start_together(a, b)
     ctl_json(a, "batch", "add", "-", input=world12.queue_text())
     finish(start_run(a))
     failed = len(world12.expected("failed"))
@@ -333,6 +335,8 @@ def test_retry_and_clear_answer_for_the_whole_queue_from_any_daemon(
     cp = b.ctl("batch", "clear")
     assert cp.returncode == ExitCode.ALREADY_RUNNING, cp.stderr
     assert "another daemon" in cp.stderr and "hint:" in cp.stderr
+    world12.ecosystems.delay["npm"] = 0.0  # A need not be busy any longer
+    world12.ecosystems.hurry()
     finish(run_a)
     assert ctl_json(b, "batch", "clear")["cleared"] == 12
     assert query(pg_database, "SELECT count(*) FROM tsuku.batch_items") == [(0,)]
@@ -395,8 +399,7 @@ def test_the_database_crashing_mid_run_loses_nothing_and_the_runs_go_on(
     it is back, every source ending exactly once."""
     world30.set_latency(0.1)
     a, b = team(world30.env(), lease=30.0), team(world30.env(), lease=30.0)
-    a.start()
-    b.start()
+    start_together(a, b)
     ctl_json(a, "batch", "add", "-", input=world30.queue_text())
     runs = [start_run(a), start_run(b)]
     wait_until(lambda: ctl_json(a, "batch", "status")["counts"]["done"] >= 3, "a few jobs done")

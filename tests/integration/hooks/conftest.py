@@ -144,6 +144,11 @@ class PtyShell:
         return self.text[start : m.start()], int(m.group(1))
 
     def close(self) -> None:
+        """Hang up as a closed terminal window does: the pty's master side is closed
+        first (the shell's reads end and the kernel signals its foreground job), then
+        SIGHUP; SIGKILL after 5 s. A SIGHUP alone was sometimes not acted on within
+        the 5 s on a busy machine, and every such test waited them out."""
+        os.close(self.fd)
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGHUP)
         deadline = time.monotonic() + 5
@@ -155,7 +160,6 @@ class PtyShell:
         else:
             os.kill(self.pid, signal.SIGKILL)
             os.waitpid(self.pid, 0)
-        os.close(self.fd)
 
 
 @dataclass

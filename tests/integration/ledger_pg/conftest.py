@@ -8,7 +8,7 @@ from typing import Protocol
 
 import pytest
 
-from tests.conftest import RETIRING, Tsuku, base_env, short_home
+from tests.conftest import RETIRING, Tsuku, base_env, short_home, start_together
 from tests.pg import PgDatabase, pg_database, pg_server
 
 __all__ = ["SharedHomes", "pg_database", "pg_server", "shared_homes"]
@@ -40,8 +40,9 @@ def shared_homes(pg_database: PgDatabase) -> Iterator[SharedHomes]:
 
 
 def started(make: SharedHomes, url: str, n: int, env: dict[str, str]) -> list[Tsuku]:
-    """``n`` daemons on the ledger ``url``, each in a home of its own, started."""
+    """``n`` daemons on the ledger ``url``, each in a home of its own, started at once
+    (their start-ups, schema migration included, overlap as a team's may; each answers
+    before this returns)."""
     daemons = [make(url, env) for _ in range(n)]
-    for t in daemons:
-        t.start()
+    start_together(*daemons)
     return daemons

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,7 +23,10 @@ from tsukuctl.client import Client
 from tsukud.launch import RemoteError
 from tsukud.testing.http import RecordedRequest, Reply
 
-RESET_S = 3.0
+#: Long enough that no circuit half-opens by itself while the test looks at it (a
+#: caller slowed by a busy machine still finds it open); the test ends each cool-down
+#: itself with :func:`cool_down`, after checking it was this long.
+RESET_S = 60.0
 
 
 class Outage:
@@ -65,6 +67,22 @@ def claude_breaker(t: Tsuku) -> dict[str, Any]:
     return b  # type: ignore[no-any-return]
 
 
+def cool_down(db: PgDatabase) -> None:
+    """End Claude's cool-down now, as waiting out ``RESET_S`` would: the probe's claim
+    compares ``open_until`` with the database's ``now()``, nothing else. First, the
+    circuit was opened for the configured cool-down (from when it opened, not since)."""
+    with psycopg.connect(db.url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT extract(epoch FROM open_until - opened_at) FROM tsuku.breakers"
+            " WHERE scope = 'claude' AND state = 'open' AND probe_owner IS NULL"
+        ).fetchone()
+        assert row is not None and float(row[0]) == RESET_S, row
+        conn.execute(
+            "UPDATE tsuku.breakers SET open_until = now() - interval '1 millisecond'"
+            " WHERE scope = 'claude'"
+        )
+
+
 def test_an_outage_opens_the_circuit_for_every_daemon_and_one_probe_is_sent(
     pg_database: PgDatabase,
     shared_homes: SharedHomes,
@@ -93,7 +111,7 @@ def test_an_outage_opens_the_circuit_for_every_daemon_and_one_probe_is_sent(
 
     # Half-open, the provider still down: six callers on both daemons at once, and
     # exactly one request (the probe) reaches it; its failure opens the circuit again.
-    time.sleep(RESET_S + 0.3)
+    cool_down(pg_database)
     results: list[dict[str, Any]] = []
     threads = [
         threading.Thread(target=lambda t=t: results.append(llm_test(t)))
@@ -111,7 +129,7 @@ def test_an_outage_opens_the_circuit_for_every_daemon_and_one_probe_is_sent(
 
     # The provider is back: the next probe (from b) closes the circuit for both.
     down.down = False
-    time.sleep(RESET_S + 0.3)
+    cool_down(pg_database)  # the probe's failure opened it for a whole cool-down again
     assert "ok" in llm_test(b)
     assert "ok" in llm_test(a)
     assert len(claude.requests) == 6
@@ -141,12 +159,16 @@ def test_a_dead_probe_owner_loses_the_probe_at_its_lease(
         conn.execute(
             "INSERT INTO tsuku.breakers (scope, state, failures, opened_at, open_until,"
             " probe_owner, probe_lease_until) VALUES ('claude', 'open', 3, now(), now(),"
-            " 'dead-daemon', now() + interval '2 seconds')"
+            " 'dead-daemon', now() + interval '60 seconds')"
         )
         blocked = llm_test(t)
         assert blocked.get("code") == "provider_unavailable", blocked
         assert "being probed" in blocked["message"] and not claude.requests
-        time.sleep(2.3)
+        # The lease runs out (as 60 s would: the claim compares it with now()).
+        conn.execute(
+            "UPDATE tsuku.breakers SET probe_lease_until = now() - interval '1 millisecond'"
+            " WHERE scope = 'claude'"
+        )
         assert "ok" in llm_test(t)  # the lease ran out: this daemon's probe closed it
         row = conn.execute(
             "SELECT state, failures, probe_owner FROM tsuku.breakers WHERE scope = 'claude'"

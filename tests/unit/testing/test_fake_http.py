@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import http.client
 import socket
+import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.waiting import wait_until
 from tsukud.testing.http import FakeHTTPServer, RecordedRequest, Reply, take_violations
 
 
@@ -57,6 +60,25 @@ def test_failures_injected_mid_body(tmp_path: Path) -> None:
             assert resp.read(1000) == data[:1000]
             with pytest.raises((TimeoutError, socket.timeout)):
                 resp.read(1)  # the rest never comes
+
+
+def test_hurry_sends_the_answers_waiting_out_a_delay_and_later_ones_still_wait() -> None:
+    """``hurry()`` ends the delays begun before it (a test lets a busy worker go), not the
+    ones asked for afterwards; closing still drops a waiting request."""
+    with FakeHTTPServer(fallback=Reply(body=b"late", delay=60.0)) as server:
+        got: list[bytes] = []
+        waiting = threading.Thread(target=lambda: got.append(get(server.url + "/a", timeout=30)))
+        waiting.start()
+        wait_until(lambda: server.requests, "the request asked")
+        assert not got  # waiting out its delay
+        hurried = time.monotonic()
+        server.hurry()
+        waiting.join(timeout=10)
+        assert got == [b"late"] and time.monotonic() - hurried < 5
+        server.fallback = Reply(body=b"later", delay=0.4)
+        asked = time.monotonic()
+        assert get(server.url + "/b") == b"later"
+        assert time.monotonic() - asked >= 0.35  # a hurry before it did not shorten it
 
 
 def test_a_refusal_is_answered_and_recorded_until_claimed() -> None:
