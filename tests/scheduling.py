@@ -40,6 +40,7 @@ LONG: tuple[str, ...] = (
     "tests/integration/test_disk_full.py",
     "tests/integration/discover/test_instructions_e2e.py",
     "tests/integration/discover/test_page_visibility_e2e.py",
+    "tests/integration/eval/",
     "tests/unit/test_collect_floor.py",
 )
 
