@@ -89,7 +89,13 @@ from tsukud.recipe import (
     render_verify,
 )
 from tsukud.recipe.render import render_command
-from tsukud.sandbox.runtime import DEBIAN_IMAGE, ImageMissing, RunSpec, RuntimeUnavailable
+from tsukud.sandbox.runtime import (
+    DEBIAN_IMAGE,
+    ImageMissing,
+    RunResult,
+    RunSpec,
+    RuntimeUnavailable,
+)
 from tsukud.secrets import redact
 
 if TYPE_CHECKING:
@@ -102,6 +108,8 @@ CONTAINER_DIR = "/tsuku/tool"
 # Where a run_command's work directory (the unpacked asset) is mounted, writable.
 CONTAINER_WORK_DIR = "/tsuku/work"
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# The environment of a command run in the validation container (probes, run_command).
+_CONTAINER_ENV = {"PATH": CONTAINER_PATH, "HOME": "/tmp", "TSUKU_VALIDATION": "1"}  # noqa: S108
 TIMEOUT_S = 300.0
 OUTPUT_CAP = 64 * 1024
 # Environment the validation run sets to values that are not secret (see run_command).
@@ -697,29 +705,12 @@ class ValidationRun:
             "PATH'; exit 1; }; }"
             for c in commands
         ]
-        try:
-            rt = await v.runtime()
-        except RuntimeUnavailable as exc:
-            return "skipped", exc.message, exc.hint
-        spec = RunSpec(
-            image=v.image,
-            command=["/bin/sh", "-c", " && ".join(probes)],
-            env={"PATH": CONTAINER_PATH, "HOME": "/tmp", "TSUKU_VALIDATION": "1"},  # noqa: S108
-            user=f"{os.getuid()}:{os.getgid()}",
-            timeout_s=v.timeout_s,
-            labels={"dev.tsuku.session": self.session or ""},
-            output_cap=OUTPUT_CAP,
-        )
-        try:
-            async with v.lock(self.session):
-                res = await rt.run(spec)
-        except (ImageMissing, RuntimeUnavailable) as exc:
-            if isinstance(exc, RuntimeUnavailable):
-                v.forget()
-            return "skipped", exc.message, exc.hint
+        res = await self._in_container(" && ".join(probes))
+        if not isinstance(res, RunResult):
+            return res
         if res.exit_code == 0 and not res.timed_out:
             return None
-        what = _tail(container_output(res.text, spec.env)) or f"exit {res.exit_code}"
+        what = _tail(container_output(res.text, _CONTAINER_ENV)) or f"exit {res.exit_code}"
         return (
             "skipped",
             f"{recipe.metadata.name}: a host step could not be proven in the offline "
@@ -742,38 +733,50 @@ class ValidationRun:
                 f"run_command steps run only in the container, on {self.platform.key}",
                 None,
             )
+        for _index, template in step.commands:
+            command = render_command(
+                template, work_dir=CONTAINER_WORK_DIR, install_dir=CONTAINER_DIR
+            )
+            res = await self._in_container(command, work=work)
+            if not isinstance(res, RunResult):
+                return res
+            if res.timed_out or res.exit_code != 0:
+                why = "timed out" if res.timed_out else f"exited with {res.exit_code}"
+                output = _tail(container_output(res.text, _CONTAINER_ENV))
+                return "failed", f"run_command {why}: {command}\nOutput: {output}", None
+        return None
+
+    async def _in_container(
+        self, command: str, *, work: Path | None = None
+    ) -> RunResult | tuple[Status, str, str | None]:
+        """``sh -c command`` in the validation container (no network, no capabilities,
+        the daemon's own uid so what it writes stays removable; ``work`` mounted
+        writable as the work directory), under the container lock: its result, or
+        ``skipped`` with why when no runtime or image answered."""
         v = self.validator
         try:
             rt = await v.runtime()
         except RuntimeUnavailable as exc:
             return "skipped", exc.message, exc.hint
-        for _index, template in step.commands:
-            command = render_command(
-                template, work_dir=CONTAINER_WORK_DIR, install_dir=CONTAINER_DIR
-            )
-            spec = RunSpec(
-                image=v.image,
-                command=["/bin/sh", "-c", command],
-                mounts=[(work, CONTAINER_WORK_DIR, False)],
-                env={"PATH": CONTAINER_PATH, "HOME": "/tmp", "TSUKU_VALIDATION": "1"},  # noqa: S108
-                workdir=CONTAINER_WORK_DIR,
-                user=f"{os.getuid()}:{os.getgid()}",
-                timeout_s=v.timeout_s,
-                labels={"dev.tsuku.session": self.session or ""},
-                output_cap=OUTPUT_CAP,
-            )
-            try:
-                async with v.lock(self.session):
-                    res = await rt.run(spec)
-            except (ImageMissing, RuntimeUnavailable) as exc:
-                if isinstance(exc, RuntimeUnavailable):
-                    v.forget()
-                return "skipped", exc.message, exc.hint
-            if res.timed_out or res.exit_code != 0:
-                why = "timed out" if res.timed_out else f"exited with {res.exit_code}"
-                output = container_output(res.text, spec.env)
-                return "failed", f"run_command {why}: {command}\nOutput: {_tail(output)}", None
-        return None
+        spec = RunSpec(
+            image=v.image,
+            command=["/bin/sh", "-c", command],
+            mounts=() if work is None else ((work, CONTAINER_WORK_DIR, False),),
+            env=_CONTAINER_ENV,
+            workdir=None if work is None else CONTAINER_WORK_DIR,
+            user=f"{os.getuid()}:{os.getgid()}",
+            timeout_s=v.timeout_s,
+            labels={"dev.tsuku.session": self.session or ""},
+            output_cap=OUTPUT_CAP,
+        )
+        try:
+            async with v.lock(self.session):
+                res = await rt.run(spec)
+        except (ImageMissing, RuntimeUnavailable) as exc:
+            if isinstance(exc, RuntimeUnavailable):
+                v.forget()
+            return "skipped", exc.message, exc.hint
+        return res
 
     async def prove_platforms(self, recipe: Recipe, release: Release, verdict: Verdict) -> Verdict:
         """Given a passed ``verdict`` on the container's platform, prove the other
