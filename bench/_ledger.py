@@ -8,7 +8,9 @@ function ``tsukud.events.chain.link`` and the store's canonical payload encoding
 validations, generations, repairs and discoveries, in sessions of ~20 events; 0.2%
 ``llm.cut_off`` (charged at a worst case, estimated).
 Its summary rollups are folded the way a daemon opening an older ledger folds them
-(``tsukud.events.rollups.catch_up``), so the ledger is the one a daemon would have kept.
+(``tsukud.events.rollups.catch_up``), and its checkpoint written (``state/ledger.head``:
+a ledger with events and no checkpoint is refused), so the ledger is the one a daemon
+would have kept.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 from tsukud.clock import iso
 from tsukud.events import rollups
 from tsukud.events.chain import GENESIS, link
+from tsukud.events.integrity import checkpoint_path_for, write_checkpoint
 from tsukud.events.store import _SCHEMA
 
 DAYS = 30
@@ -128,6 +131,7 @@ def build_ledger(db: Path, n: int, seed: int = 42) -> float:
     folded = time.perf_counter() - t0
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
+    write_checkpoint(checkpoint_path_for(db), n, prev)
     return folded
 
 

@@ -21,6 +21,7 @@ from tests.conftest import Tsuku
 from tsukuctl.client import Client
 from tsukud.clock import iso
 from tsukud.events.chain import GENESIS, link
+from tsukud.events.integrity import checkpoint_path_for, write_checkpoint
 from tsukud.events.store import _SCHEMA
 
 EVENTS = 60_000
@@ -36,7 +37,8 @@ EXTRA_P90_MS = 50
 
 def write_ledger(db: Path, n: int) -> None:
     """n hash-chained ``client.usage`` events over the last 30 days, written directly
-    (through the daemon it would take minutes): what a summary has to scan."""
+    (through the daemon it would take minutes), with their checkpoint: what a summary
+    has to scan."""
     enc = msgspec.json.Encoder(order="sorted")
     end = time.time() - 60
     step = 30 * 86400 / n
@@ -61,6 +63,7 @@ def write_ledger(db: Path, n: int) -> None:
         conn.execute("COMMIT")
     finally:
         conn.close()
+    write_checkpoint(checkpoint_path_for(db), n, prev)  # as the daemon keeps it
 
 
 def status_latencies(c: Client, n: int) -> list[float]:

@@ -78,7 +78,9 @@ def test_goal_report_lists_every_goal() -> None:
 def test_every_benchmark_has_a_goal_entry_and_its_goals_are_printed() -> None:
     """The table matches the benchmarks: each goal name appears in its script."""
     scripts = {p.stem for p in (REPO / "bench").glob("*.py") if not p.stem.startswith("_")}
-    assert set(run_all.GOALS) == scripts - {"run_all"}
+    # batch_chaos is the acceptance run of issue 25, run at will (minutes, a database
+    # crashed on purpose): it checks invariants and exits 1 if one fails, no goal to list.
+    assert set(run_all.GOALS) == scripts - {"run_all", "batch_chaos"}
     for bench, goals in run_all.GOALS.items():
         text = (REPO / "bench" / f"{bench}.py").read_text()
         assert ("goal(" in text) == bool(goals), bench
