@@ -288,7 +288,11 @@ def do_chaos(
         say("daemon 1 killed (kill -9)")
         h.spawn()
         assert h.proc is not None
-        wait_ping(h.socket, h.proc, timeout=60)
+        try:
+            wait_ping(h.socket, h.proc, timeout=60)
+        except RuntimeError as e:  # say why: the daemon's own words are in its stderr
+            said = (h.path / "bench-daemon.stderr").read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"{e}; its stderr ends:\n{said}") from None
         runs.append(start_run(h, plan))
         say("daemon 1 started again, its batch run with it")
 

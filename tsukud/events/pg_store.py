@@ -120,8 +120,26 @@ def unreachable(e: psycopg.Error) -> LedgerUnavailable:
 def migrate(conn: psycopg.Connection[Any]) -> None:
     """Create or migrate the schema (every file of ``SCHEMA_FILES``, each idempotent),
     in one transaction under an advisory lock, so daemons starting together take turns.
-    A role that does not own the schema (a daemon's own role, docs/design/scale.md) may
-    not change it: it checks the version the owner's migration left and goes on."""
+    A schema already at this version is left alone: its DDL (a trigger replaced, a
+    column added if missing) takes locks on tables the running daemons are using, and
+    a daemon restarting among them (after a crash) would wait behind them or be chosen
+    as a deadlock's victim and refuse to start. Such a deadlock during a real migration
+    is tried again. A role that does not own the schema (a daemon's own role,
+    docs/design/scale.md) may not change it: it checks the version the owner's
+    migration left and goes on."""
+    for attempt in range(MIGRATE_TRIES):
+        try:
+            _migrate_once(conn)
+            return
+        except psycopg.errors.DeadlockDetected:
+            if attempt == MIGRATE_TRIES - 1:
+                raise
+
+
+MIGRATE_TRIES = 3
+
+
+def _migrate_once(conn: psycopg.Connection[Any]) -> None:
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
         version = 0
@@ -151,6 +169,8 @@ def migrate(conn: psycopg.Connection[Any]) -> None:
                     "(docs/design/scale.md, operating notes).",
                     cause="schema not migrated",
                 )
+            return
+        if version == SCHEMA_VERSION:
             return
         for schema in SCHEMA_FILES:
             conn.execute(schema.read_bytes())
