@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
@@ -166,6 +166,30 @@ def missing_checkpoint(ledger: str, checkpoint: Path, last_id: int) -> LedgerCor
         first_bad_id=last_id + 1,
         checkpoint="missing",
     )
+
+
+def held_to_checkpoint(
+    check: Callable[[], Anchor | None],
+    *,
+    ledger: str,
+    checkpoint: Path,
+    last_id: int,
+    accept: bool,
+) -> tuple[Anchor | None, LedgerCorrupt | None]:
+    """A ledger (whose last id is ``last_id``) held to its checkpoint at start, for
+    either store: ``check`` reads the checkpoint and holds the ledger to it (None: there
+    is none, refused when the ledger has events). Returns the checkpoint, or with
+    ``accept`` (``tsukud --accept-ledger``) the loss a person accepted in its place;
+    anything else raises."""
+    try:
+        anchor = check()
+        if anchor is None and last_id > 0:
+            raise missing_checkpoint(ledger, checkpoint, last_id)
+    except LedgerCorrupt as e:
+        if accept and acceptable(e):
+            return None, e
+        raise
+    return anchor, None
 
 
 def acceptable(e: LedgerCorrupt) -> bool:

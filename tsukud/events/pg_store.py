@@ -390,13 +390,10 @@ class PgEventStore(EventStore):
     ) -> LedgerCorrupt | None:
         """This origin's chain against the checkpoint file; the loss a person accepted
         (``accept``), or None when nothing is wrong."""
-        try:
+
+        def check() -> Anchor | None:
             anchor = integrity.read_checkpoint(self.checkpoint_path)
             if anchor is None:
-                if self.last_id > 0:
-                    raise integrity.missing_checkpoint(
-                        str(self._label), self.checkpoint_path, self.last_id
-                    )
                 return None
             row = conn.execute(
                 "SELECT hash FROM tsuku.events WHERE origin = %s AND seq = %s",
@@ -405,11 +402,16 @@ class PgEventStore(EventStore):
             damage = anchor_damage(anchor, self.last_id, None if row is None else str(row[0]))
             if damage is not None:
                 raise integrity.damaged(damage, db=self._label, checkpoint=self.checkpoint_path)
-        except LedgerCorrupt as e:
-            if accept and integrity.acceptable(e):
-                return e
-            raise
-        return None
+            return anchor
+
+        _, loss = integrity.held_to_checkpoint(
+            check,
+            ledger=str(self._label),
+            checkpoint=self.checkpoint_path,
+            last_id=self.last_id,
+            accept=accept,
+        )
+        return loss
 
     def close_connection(self) -> None:
         self.readers.close()

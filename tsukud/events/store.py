@@ -27,6 +27,7 @@ id and hash, kept outside the database so that losing its newest rows shows.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import sqlite3
@@ -170,26 +171,13 @@ class EventStore:
                 ).fetchone()
                 if row is not None:
                     self.last_id, self.last_hash = int(row[0]), str(row[1])
-                try:
-                    anchor = integrity.check_head(
-                        conn, db=self.path, checkpoint=self.checkpoint_path, last_id=self.last_id
-                    )
-                    if anchor is not None:
-                        integrity.check_rows(
-                            conn,
-                            db=self.path,
-                            checkpoint=self.checkpoint_path,
-                            last_id=self.last_id,
-                        )
-                    elif self.last_id > 0:
-                        raise integrity.missing_checkpoint(
-                            f"the event ledger {self.path}", self.checkpoint_path, self.last_id
-                        )
-                    loss: LedgerCorrupt | None = None
-                except LedgerCorrupt as e:
-                    if not (accept and integrity.acceptable(e)):
-                        raise
-                    anchor, loss = None, e
+                anchor, loss = integrity.held_to_checkpoint(
+                    functools.partial(self._check_checkpoint, conn),
+                    ledger=f"the event ledger {self.path}",
+                    checkpoint=self.checkpoint_path,
+                    last_id=self.last_id,
+                    accept=accept,
+                )
                 gaps = integrity.missing_rows(conn, self.last_id) if anchor is None else 0
                 folded = self._catch_up_rollups(conn)
         except sqlite3.Error as e:
@@ -211,6 +199,14 @@ class EventStore:
         # docs/events.md: a database *and* checkpoint both removed look the same.
         if loss is not None:
             self._adopt(loss, gaps)
+
+    def _check_checkpoint(self, conn: sqlite3.Connection) -> Anchor | None:
+        """The checkpoint, the head held to it and no rows missing below it."""
+        db, checkpoint, last_id = self.path, self.checkpoint_path, self.last_id
+        anchor = integrity.check_head(conn, db=db, checkpoint=checkpoint, last_id=last_id)
+        if anchor is not None:
+            integrity.check_rows(conn, db=db, checkpoint=checkpoint, last_id=last_id)
+        return anchor
 
     def _adopt(self, loss: LedgerCorrupt, gaps: int) -> None:
         """Record that a person accepted the ledger as it is (``--accept-ledger``), with

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tsukud.errors import ConfirmationRequired, TsukuError
@@ -79,34 +79,42 @@ def question(tool: str, index: int, command: str, work_dir: str) -> Confirmation
     )
 
 
+def run_captured(
+    argv: Sequence[str], env: Mapping[str, str], timeout_s: float, cwd: Path | None = None
+) -> tuple[int, str]:
+    """``argv`` on the host, stdin closed, in a session of its own: its exit code and
+    combined output. Raises ``subprocess.TimeoutExpired`` past ``timeout_s`` and
+    ``FileNotFoundError`` when the program is not there."""
+    done = subprocess.run(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=timeout_s,
+        check=False,
+        start_new_session=True,
+    )
+    return done.returncode, done.stdout.decode("utf-8", "replace").strip()
+
+
 def run_on_host(
     command: str, cwd: Path, env: Mapping[str, str], *, timeout_s: float = COMMAND_TIMEOUT_S
 ) -> str:
     """``sh -c command`` in ``cwd``; returns the combined output, raises
     :class:`CommandFailed` on a non-zero exit or a time-out."""
     try:
-        done = subprocess.run(
-            ["/bin/sh", "-c", command],
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            timeout=timeout_s,
-            check=False,
-            start_new_session=True,
-        )
+        code, output = run_captured(["/bin/sh", "-c", command], env, timeout_s, cwd)
     except subprocess.TimeoutExpired:
         raise CommandFailed(
             f"run_command did not finish within {timeout_s:.0f}s: {command}", command=command
         ) from None
-    output = done.stdout.decode("utf-8", "replace").strip()
-    if done.returncode != 0:
+    if code != 0:
         raise CommandFailed(
-            f"run_command exited with {done.returncode}: {command}\nOutput: "
-            f"{output[-OUTPUT_KEEP:]}",
+            f"run_command exited with {code}: {command}\nOutput: {output[-OUTPUT_KEEP:]}",
             command=command,
-            exit_code=done.returncode,
+            exit_code=code,
         )
     return output[-OUTPUT_KEEP:]
 

@@ -29,7 +29,7 @@ import subprocess
 from collections.abc import Mapping
 
 from tsukud.errors import ConfirmationRequired, TsukuError
-from tsukud.install.commands import unvalidated_generated
+from tsukud.install.commands import run_captured, unvalidated_generated
 from tsukud.recipe import Recipe, RequireCommandStep, SystemPackagesStep
 from tsukud.recipe.system import (
     SYSTEM_MANAGERS,
@@ -73,24 +73,14 @@ class CommandRequired(TsukuError):
 
 
 def _run(argv: tuple[str, ...], env: Mapping[str, str], timeout_s: float) -> tuple[int, str]:
-    """``argv`` (no shell), stdin closed; its exit code and combined output. A program
-    that is not there answers 127, as a shell would."""
+    """``argv`` (no shell): its exit code and combined output. A program that is not
+    there answers 127, as a shell would; one past its time 124, as timeout(1) does."""
     try:
-        done = subprocess.run(
-            list(argv),
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            timeout=timeout_s,
-            check=False,
-            start_new_session=True,
-        )
+        return run_captured(argv, env, timeout_s)
     except FileNotFoundError:
         return 127, f"{argv[0]}: not found"
     except subprocess.TimeoutExpired:
         return 124, f"{shell_words(argv)} did not finish within {timeout_s:.0f}s"
-    return done.returncode, done.stdout.decode("utf-8", "replace").strip()
 
 
 def which(command: str, env: Mapping[str, str]) -> str | None:
