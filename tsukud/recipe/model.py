@@ -478,6 +478,42 @@ class RequireCommandStep(_StepBase, frozen=True, kw_only=True):
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class ConfigureMakeStep(_StepBase, frozen=True, kw_only=True):
+    """``configure_make``: build the unpacked source in ``source_dir`` (relative to the
+    work directory) with ``./configure --prefix=<the tool's directory>
+    [configure_args...]``, then ``make`` with each of ``make_targets`` (default: the
+    default target, then ``install``); ``executables`` must then be in ``bin/``.
+
+    The source is untrusted code: it is built only in the build container (no network,
+    the validation limits), never on the host, and what its ``make install`` wrote is
+    what gets installed (``install/build.py``). ``prefix`` (tsuku's key to install
+    elsewhere) stays in ``extra`` and is refused: the prefix is the tool's directory."""
+
+    ACTION: ClassVar[str] = "configure_make"
+    action: Literal["configure_make"] = "configure_make"
+    source_dir: str
+    configure_args: tuple[str, ...] | None = None
+    make_targets: tuple[str, ...] | None = None
+    executables: tuple[str, ...] = ()
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class SetupBuildEnvStep(_StepBase, frozen=True, kw_only=True):
+    """``setup_build_env``: tsuku points ``PKG_CONFIG_PATH``, ``CPPFLAGS``, ``LDFLAGS``
+    and the compiler at the recipe's build dependencies before a build step. Builds run
+    in the build image with its own toolchain, so with no dependencies to point at it
+    changes nothing; it is read, planned and accepted as that."""
+
+    ACTION: ClassVar[str] = "setup_build_env"
+    action: Literal["setup_build_env"] = "setup_build_env"
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+# Steps that build from source: they run only in the build container.
+BuildStep = ConfigureMakeStep | SetupBuildEnvStep
+BUILD_ACTIONS = (ConfigureMakeStep.ACTION, SetupBuildEnvStep.ACTION)
+
+
 # Steps that act on the host itself rather than on the tool's directory: checked or
 # run (after a person's yes) before anything is downloaded.
 HostStep = SystemPackagesStep | RequireCommandStep
@@ -500,6 +536,8 @@ UrlStep = (
     | InstallBinariesStep
     | RunCommandStep
     | HomebrewStep
+    | ConfigureMakeStep
+    | SetupBuildEnvStep
 )
 SupportedStep = GitHubArchiveStep | GitHubFileStep | UrlStep | EcosystemStep | HostStep
 Step = SupportedStep | GenericStep

@@ -34,6 +34,7 @@ from tsukud.recipe.model import (
     RUNNABLE_ECOSYSTEM_ACTIONS,
     Binary,
     ChmodStep,
+    ConfigureMakeStep,
     DownloadArchiveStep,
     DownloadStep,
     EcosystemStep,
@@ -47,6 +48,7 @@ from tsukud.recipe.model import (
     RecipeError,
     RequireCommandStep,
     RunCommandStep,
+    SetupBuildEnvStep,
     Step,
     SystemPackagesStep,
     UnsupportedPlatform,
@@ -88,10 +90,15 @@ _NOT_EVALUABLE = frozenset(
         "cpan_install",
         *SYSTEM_PACKAGE_ACTIONS,
         "require_command",
+        # Not in tsuku's ActionEvaluability table, which makes them not evaluable.
+        "configure_make",
+        "setup_build_env",
     }
 )
+# configure_make's IsDeterministic is false (the build depends on the compiler);
+# setup_build_env's is true.
 _NOT_DETERMINISTIC = frozenset(
-    {*RUNNABLE_ECOSYSTEM_ACTIONS, "cpan_install", *SYSTEM_PACKAGE_ACTIONS}
+    {*RUNNABLE_ECOSYSTEM_ACTIONS, "cpan_install", *SYSTEM_PACKAGE_ACTIONS, "configure_make"}
 )
 
 # A value tsuku's plan holds only because tsuku downloaded the file to plan it (the
@@ -473,6 +480,31 @@ def _require_command(step: RequireCommandStep, index: int, ctx: PlanContext) -> 
     ]
 
 
+def _configure_make(step: ConfigureMakeStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """A primitive in tsuku's plan: its parameters as the recipe wrote them, with
+    ``{version}``, ``{os}`` and ``{arch}`` filled in (tsuku's ``expandParams``)."""
+    t, v = ctx.target, ctx.resolved.version
+
+    def fill(words: tuple[str, ...] | None) -> list[str] | None:
+        if words is None:
+            return None
+        return [expand(w, version=v, os=t.os, arch=t.arch) for w in words]
+
+    return [
+        primitive(
+            "configure_make",
+            source_dir=expand(step.source_dir, version=v, os=t.os, arch=t.arch),
+            configure_args=fill(step.configure_args),
+            make_targets=fill(step.make_targets),
+            executables=list(step.executables),
+        )
+    ]
+
+
+def _setup_build_env(step: SetupBuildEnvStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    return [primitive("setup_build_env")]
+
+
 def _homebrew(step: HomebrewStep, index: int, ctx: PlanContext) -> list[PlanStep]:
     """A bottle as tsuku plans it: the blob saved as ``<formula>.tar.gz`` (URL and the
     manifest's digest), unpacked without its ``<formula>/<version>/`` directories, then
@@ -506,6 +538,8 @@ PLANNERS: dict[str, StepPlanner] = {
     "homebrew": _homebrew,
     **dict.fromkeys(SYSTEM_PACKAGE_ACTIONS, _system_packages),
     "require_command": _require_command,
+    "configure_make": _configure_make,
+    "setup_build_env": _setup_build_env,
 }
 
 

@@ -14,6 +14,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 import msgspec
 
+from tsukud.recipe.build import DEFAULT_MAKE_TARGETS, Build
 from tsukud.recipe.homebrew import BottleRef
 from tsukud.recipe.model import (
     ARCHIVE_FORMAT_ALIASES,
@@ -23,6 +24,7 @@ from tsukud.recipe.model import (
     AssetNotFound,
     Binary,
     ChmodStep,
+    ConfigureMakeStep,
     DownloadArchiveStep,
     DownloadStep,
     EcosystemStep,
@@ -36,6 +38,7 @@ from tsukud.recipe.model import (
     Recipe,
     RecipeError,
     RunCommandStep,
+    SetupBuildEnvStep,
     UnsupportedFeature,
     UrlStep,
     Verify,
@@ -124,6 +127,9 @@ class RenderedStep(msgspec.Struct, frozen=True, kw_only=True):
     # Outputs that are files, not commands (``outputs = [{ src = "cacert.pem", dest =
     # "share/ca-certificates/cacert.pem" }]``): placed in the tool's tree, not linked.
     files: tuple[InstallBinary, ...] = ()
+    # A ``configure_make`` over the unpacked source: built in the build container, and
+    # what its ``make install`` wrote replaces the source as the step's work directory.
+    build: Build | None = None
 
 
 class VerifyCheck(msgspec.Struct, frozen=True, kw_only=True):
@@ -432,6 +438,7 @@ class _WorkFile(msgspec.Struct, kw_only=True):
     # The name pins and records use when it differs from ``name`` (a bottle's blob).
     asset: str | None = None
     files: tuple[InstallBinary, ...] = ()
+    build: Build | None = None
 
 
 def expand_url(template: str, resolved: ResolvedVersion, os_name: str, arch: str) -> str:
@@ -554,6 +561,11 @@ def _fold_url_steps(
             work_or_none.strip_dirs = step.strip_dirs or 0
             continue
         pending = [w for w in files.values() if w.binaries is None]
+        if isinstance(step, SetupBuildEnvStep):  # no build dependencies to point at
+            continue
+        if isinstance(step, ConfigureMakeStep):
+            _fold_build(step, index, pending, where, version, target)
+            continue
         if isinstance(step, ChmodStep):
             chmod = tuple(
                 expand(f, version=version, os=target.os, arch=target.arch) for f in step.files
@@ -570,6 +582,8 @@ def _fold_url_steps(
                     else ("run_command over several downloads")
                 )
                 raise _unsupported(where, what)
+            if pending[0].build is not None:
+                raise _unsupported(where, "run_command beside configure_make")
             command = expand(step.command, version=version, os=target.os, arch=target.arch)
             pending[0].commands += ((index, command),)
             continue
@@ -593,9 +607,52 @@ def _fold_url_steps(
         if step.outputs is not None and work.install_mode != "directory":
             others = tuple(o for o in step.outputs if o not in step.binaries)
             work.files = _install_binaries(others, directory=True, version=version, target=target)
+    for work in files.values():
+        if work.build is not None and work.binaries is None:
+            # No install_binaries after the build: what make install wrote is the
+            # tool, its executables the commands (tsuku's configure_make checks them).
+            work.install_mode = "directory"
+            work.binaries = _install_binaries(
+                tuple(Binary(f"bin/{e}") for e in work.build.executables),
+                directory=True,
+                version=version,
+                target=target,
+            )
     # A bottle is installed whole even when no install_binaries names a command in
     # it (a library such as ncurses).
     return [w for w in files.values() if w.binaries is not None or w.action == HomebrewStep.ACTION]
+
+
+def _fold_build(
+    step: ConfigureMakeStep,
+    index: int,
+    pending: list[_WorkFile],
+    where: str,
+    version: str,
+    target: Platform,
+) -> None:
+    """A ``configure_make`` acts on the one unpacked download before it."""
+    if len(pending) != 1:
+        what = "without an earlier download" if not pending else "over several downloads"
+        raise _unsupported(where, f"configure_make {what}")
+    work = pending[0]
+    if work.commands:
+        raise _unsupported(where, "configure_make beside run_command")
+    if work.build is not None:
+        raise _unsupported(where, "two configure_make steps over one download")
+    if work.format is ArchiveFormat.RAW:
+        raise _unsupported(where, f"configure_make over {work.name} (it is not unpacked)")
+
+    def fill(text: str) -> str:
+        return expand(text, version=version, os=target.os, arch=target.arch)
+
+    work.build = Build(
+        index=index,
+        source_dir=fill(step.source_dir),
+        configure_args=tuple(fill(a) for a in step.configure_args or ()),
+        make_targets=tuple(fill(t) for t in step.make_targets or DEFAULT_MAKE_TARGETS),
+        executables=step.executables,
+    )
 
 
 def render_url_steps(
@@ -637,6 +694,7 @@ def render_url_steps(
             fallback_urls=work.fallback_urls,
             skip_verification_reason=work.skip_verification_reason,
             files=work.files,
+            build=work.build,
         )
         for work in works
     ]

@@ -22,12 +22,14 @@ from typing import Any, NoReturn
 import msgspec
 import tomli_w
 
+from tsukud.recipe.build import valid_configure_arg, valid_executable, valid_make_target
 from tsukud.recipe.model import (
     ARCHIVE_FORMAT_ALIASES,
     ECOSYSTEM_STEPS,
     INSTALL_MODES,
     Binary,
     ChmodStep,
+    ConfigureMakeStep,
     DownloadArchiveStep,
     DownloadStep,
     ExtractStep,
@@ -41,6 +43,7 @@ from tsukud.recipe.model import (
     RecipeParseError,
     RequireCommandStep,
     RunCommandStep,
+    SetupBuildEnvStep,
     Step,
     SystemPackagesStep,
     Verify,
@@ -547,6 +550,37 @@ _REQUIRE_COMMAND: dict[str, Conv] = {
     "min_version": _nonempty,
 }
 _HOMEBREW: dict[str, Conv] = {"formula": _nonempty}
+
+
+def _words(valid: Callable[[str], bool], what: str) -> Conv:
+    """A list of words a build passes on (configure arguments, make targets)."""
+
+    def conv(value: Any, path: str) -> tuple[str, ...]:
+        words = _str_list(value, path)
+        for i, word in enumerate(words):
+            if not valid(word):
+                _expected(f"{path}[{i}]", what, word)
+        return words
+
+    return conv
+
+
+def _build_executables(value: Any, path: str) -> tuple[str, ...]:
+    names = _str_list(value, path)
+    for i, name in enumerate(names):
+        if not valid_executable(name):
+            _expected(f"{path}[{i}]", "an executable name in bin/ (no path separators)", name)
+    return names
+
+
+_CONFIGURE_MAKE: dict[str, Conv] = {
+    "source_dir": _rel_path,
+    "configure_args": _words(
+        valid_configure_arg, "a configure argument (no shell characters, at most 500)"
+    ),
+    "make_targets": _words(valid_make_target, "a make target (no shell characters, no option)"),
+    "executables": _build_executables,
+}
 # action -> (step type, parameter spec, required parameters)
 _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
     "download": (DownloadStep, _DOWNLOAD, ("url",)),
@@ -557,6 +591,8 @@ _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
     "install_binaries": (InstallBinariesStep, _INSTALL_BINARIES, ()),
     "run_command": (RunCommandStep, _RUN_COMMAND, ("command",)),
     "homebrew": (HomebrewStep, _HOMEBREW, ("formula",)),
+    "configure_make": (ConfigureMakeStep, _CONFIGURE_MAKE, ("source_dir",)),
+    "setup_build_env": (SetupBuildEnvStep, {}, ()),
 }
 _SIGNATURE_KEYS = ("signature_url", "signature_key_url", "signature_key_fingerprint")
 

@@ -1,0 +1,52 @@
+"""Builds from source as the recipe format knows them: what a ``configure_make`` step
+may say, and the build it renders to.
+
+Pure. ``install/build.py`` runs a :class:`Build` in the build container; nothing here
+runs anything. The checks are tsuku's own (``isValidConfigureArg``: no shell
+metacharacters, at most 500 characters; executables are names, not paths), kept
+although the words are passed as separate arguments and never through a shell on the
+host: a recipe that tsuku would refuse is refused here too.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+# tsuku's configure_make.go ``isValidConfigureArg``.
+_SHELL_CHARACTERS = frozenset(";&|`$(){}<>\n\r")
+MAX_ARG = 500
+# tsuku's default: the default target, then ``install``.
+DEFAULT_MAKE_TARGETS = ("", "install")
+
+
+# What the plan and the build fill in (tsuku checks the words after filling them in).
+_PLACEHOLDERS = ("{version}", "{version_tag}", "{os}", "{arch}")
+
+
+def valid_configure_arg(arg: str) -> bool:
+    for placeholder in _PLACEHOLDERS:
+        arg = arg.replace(placeholder, "0")
+    return 0 < len(arg) <= MAX_ARG and _SHELL_CHARACTERS.isdisjoint(arg)
+
+
+def valid_make_target(target: str) -> bool:
+    """A make target (``""`` is the default one): no shell characters, and not an
+    option (``-f``/``-C`` would point make at another makefile or directory)."""
+    return target == "" or (valid_configure_arg(target) and not target.startswith("-"))
+
+
+def valid_executable(name: str) -> bool:
+    """tsuku's rule: a name in ``bin/``, never a path."""
+    return bool(name) and name not in (".", "..") and not any(c in name for c in "/\\")
+
+
+class Build(msgspec.Struct, frozen=True, kw_only=True):
+    """One ``configure_make`` rendered for a version: the source directory (relative
+    to the unpacked download), the configure arguments and make targets with
+    ``{version}`` filled in, and the executables ``make install`` must put in ``bin/``."""
+
+    index: int
+    source_dir: str
+    configure_args: tuple[str, ...] = ()
+    make_targets: tuple[str, ...] = DEFAULT_MAKE_TARGETS
+    executables: tuple[str, ...] = ()
