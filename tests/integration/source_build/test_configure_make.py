@@ -17,9 +17,9 @@ import os
 import subprocess
 
 from tests.conftest import Tsuku
-from tests.integration.source_build.conftest import VERSION, Project, recipe
 from tests.integration.install.conftest import make_tsuku, running
 from tests.integration.install.test_recipe_errors import local_recipe
+from tests.integration.source_build.conftest import VERSION, Project, recipe
 
 
 def daemon(project: Project) -> Tsuku:
