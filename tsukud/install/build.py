@@ -39,7 +39,7 @@ import trio
 from tsukud.install.errors import BuildFailed
 from tsukud.recipe import VerifyCheck, VerifyFailed, check_verify_output
 from tsukud.recipe.build import Build
-from tsukud.sandbox.runtime import BUILD_IMAGE, DEFAULT_PATH, RunResult, RunSpec
+from tsukud.sandbox.runtime import BUILD_IMAGE, DEFAULT_PATH, ImageMissing, RunResult, RunSpec
 
 if TYPE_CHECKING:
     from tsukud.sandbox.runtime import ContainerRuntime
@@ -180,8 +180,17 @@ def tail(text: str, keep: int = OUTPUT_KEEP) -> str:
 
 async def _run(sandbox: BuildSandbox, spec: RunSpec, session: str | None) -> RunResult:
     rt = await sandbox.runtime()
-    async with sandbox.lock(session):
-        return await rt.run(spec)
+    try:
+        async with sandbox.lock(session):
+            return await rt.run(spec)
+    except ImageMissing as exc:  # the build image, not the validation one: its own hint
+        raise ImageMissing(
+            f"the build image {spec.image!r} is not present in the container runtime; "
+            "builds from source run only there, never on this machine",
+            hint="Build it with `bash scripts/dev setup` (debootstrap --variant=minbase "
+            "--include=gcc,make,libc6-dev from Debian's packages, imported; no registry "
+            "needed). Nothing was installed.",
+        ) from exc
 
 
 async def build_in_container(

@@ -17,7 +17,7 @@ from tsukud.install.build import BuildSandbox, build_in_container
 from tsukud.install.errors import BuildFailed
 from tsukud.recipe import VerifyCheck
 from tsukud.recipe.build import Build
-from tsukud.sandbox.runtime import ContainerRuntime
+from tsukud.sandbox.runtime import ContainerRuntime, ImageMissing
 
 BUILD = Build(
     index=3,
@@ -111,3 +111,12 @@ async def test_a_link_out_of_the_tool_is_refused(
     with pytest.raises(BuildFailed, match=r"bin/shadow links outside the tool") as caught:
         await _build(runtime, build_image, tmp_path, makefile=leak)
     assert caught.value.data["stage"] == "output"
+
+
+async def test_without_the_build_image_nothing_falls_back_to_the_host(
+    runtime: ContainerRuntime, build_image: str, tmp_path: Path
+) -> None:
+    with pytest.raises(ImageMissing, match="builds from source run only there") as caught:
+        await _build(runtime, "tsuku/no-such-build-image:local", tmp_path)
+    assert "scripts/dev setup" in (caught.value.hint or "")
+    assert not (tmp_path / "marker").exists()
