@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.sandbox.conftest import _ensure, docker_endpoint, runtime
+from tests.integration.sandbox.conftest import _ensure, docker_endpoint, image, runtime
 from tsukud.sandbox.image import prepare_build_image
 from tsukud.sandbox.runtime import BUILD_IMAGE
 from tsukud.testing.github import FakeGitHub
 from tsukud.testing.releases import FakeAsset, FakeRelease, FakeRepo
 
-__all__ = ["docker_endpoint", "runtime"]
+__all__ = ["docker_endpoint", "image", "runtime"]
 
 VERSION = "1.0.0"
 REPO = "o/hello-src"
