@@ -105,7 +105,7 @@ from tsukud.recipe import (
     require_supported,
 )
 from tsukud.recipe.build import Build
-from tsukud.recipe.render import render_command, takes_first_match
+from tsukud.recipe.render import env_file, render_command, takes_first_match
 from tsukud.recipe.system import shell_words
 
 CHECKSUM_FILE_MAX = 1024 * 1024
@@ -302,6 +302,9 @@ class InstallAttempt:
             self.stage = "install"
             await self.progress("installing", version=res.version)
             binaries = await trio.to_thread.run_sync(self._assemble, rendered, root)
+            env = env_file(recipe, inst.platform, res.version, str(final_dir))
+            if env is not None:  # set_env: tsuku's env.sh in the tool's directory
+                (root / "env.sh").write_text(env)
             self._refuse_conflicts(binaries, force)
             await self._refuse_shadowing(binaries)
             self.tx.move_into_place(root, final_dir)

@@ -509,6 +509,26 @@ class SetupBuildEnvStep(_StepBase, frozen=True, kw_only=True):
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class SetEnvStep(_StepBase, frozen=True, kw_only=True):
+    """``set_env``: environment variables the tool wants (``JAVA_HOME``), written as
+    ``env.sh`` in the tool's directory, as tsuku writes it. ``vars`` as the recipe
+    spells it: a table (``{ NVM_DIR = "{install_dir}" }``, the registry's spelling) or
+    tsuku's older list of ``{name, value}``. Values are quoted for the shell (tsuku
+    writes them bare, so a value could run a command when the file is sourced);
+    ``{version}`` and ``{install_dir}`` are filled in."""
+
+    ACTION: ClassVar[str] = "set_env"
+    action: Literal["set_env"] = "set_env"
+    vars: dict[str, str] | tuple[dict[str, str], ...]
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    @property
+    def pairs(self) -> tuple[tuple[str, str], ...]:
+        if isinstance(self.vars, dict):
+            return tuple(self.vars.items())
+        return tuple((v["name"], v["value"]) for v in self.vars)
+
+
 # Steps that build from source: they run only in the build container.
 BuildStep = ConfigureMakeStep | SetupBuildEnvStep
 BUILD_ACTIONS = (ConfigureMakeStep.ACTION, SetupBuildEnvStep.ACTION)
@@ -517,6 +537,8 @@ BUILD_ACTIONS = (ConfigureMakeStep.ACTION, SetupBuildEnvStep.ACTION)
 # Steps that act on the host itself rather than on the tool's directory: checked or
 # run (after a person's yes) before anything is downloaded.
 HostStep = SystemPackagesStep | RequireCommandStep
+# Steps that say something about the installed tool rather than fetch or build it.
+ToolStep = SetEnvStep
 
 
 class GenericStep(_StepBase, frozen=True, kw_only=True):
@@ -539,7 +561,7 @@ UrlStep = (
     | ConfigureMakeStep
     | SetupBuildEnvStep
 )
-SupportedStep = GitHubArchiveStep | GitHubFileStep | UrlStep | EcosystemStep | HostStep
+SupportedStep = GitHubArchiveStep | GitHubFileStep | UrlStep | EcosystemStep | HostStep | ToolStep
 Step = SupportedStep | GenericStep
 
 
@@ -794,7 +816,7 @@ def _check_ecosystem(
 ) -> None:
     """An ecosystem step is the whole install: its package manager owns the tool's
     directory, so it stands alone, and its versions come from its own registry."""
-    selected = [(i, s) for i, s in selected if not isinstance(s, HostStep)]
+    selected = [(i, s) for i, s in selected if not isinstance(s, HostStep | ToolStep)]
     eco = [(i, s) for i, s in selected if isinstance(s, EcosystemStep)]
     if not eco:
         if source in ECOSYSTEM_VERSION_SOURCES:

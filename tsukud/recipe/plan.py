@@ -48,6 +48,7 @@ from tsukud.recipe.model import (
     RecipeError,
     RequireCommandStep,
     RunCommandStep,
+    SetEnvStep,
     SetupBuildEnvStep,
     Step,
     SystemPackagesStep,
@@ -501,6 +502,22 @@ def _configure_make(step: ConfigureMakeStep, index: int, ctx: PlanContext) -> li
     ]
 
 
+def _set_env(step: SetEnvStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """As written (a table, or tsuku's list of ``{name, value}``), ``{version}``,
+    ``{os}`` and ``{arch}`` filled in; ``{install_dir}`` stays, as in tsuku's plan."""
+    t, v = ctx.target, ctx.resolved.version
+
+    def fill(text: str) -> str:
+        return expand(text, version=v, os=t.os, arch=t.arch)
+
+    written: Any
+    if isinstance(step.vars, dict):
+        written = {k: fill(step.vars[k]) for k in sorted(step.vars)}
+    else:
+        written = [{"name": e["name"], "value": fill(e["value"])} for e in step.vars]
+    return [primitive("set_env", vars=written)]
+
+
 def _setup_build_env(step: SetupBuildEnvStep, index: int, ctx: PlanContext) -> list[PlanStep]:
     return [primitive("setup_build_env")]
 
@@ -540,6 +557,7 @@ PLANNERS: dict[str, StepPlanner] = {
     "require_command": _require_command,
     "configure_make": _configure_make,
     "setup_build_env": _setup_build_env,
+    "set_env": _set_env,
 }
 
 

@@ -38,11 +38,13 @@ from tsukud.recipe.model import (
     Recipe,
     RecipeError,
     RunCommandStep,
+    SetEnvStep,
     SetupBuildEnvStep,
     UnsupportedFeature,
     UrlStep,
     Verify,
     VerifyFailed,
+    matching_steps,
     normalize_fingerprint,
     require_supported,
 )
@@ -732,7 +734,7 @@ def render_recipe(
                     take_first=take_first,
                 )
             )
-        elif isinstance(step, EcosystemStep | HostStep):
+        elif isinstance(step, EcosystemStep | HostStep | SetEnvStep):
             # Nothing to download by URL: its package manager fetches it, or the step
             # acts on the host (install/system_packages.py).
             continue
@@ -742,6 +744,21 @@ def render_recipe(
         out.extend(render_url_steps(url_steps, resolved, target, recipe_name=name, bottles=bottles))
         out.sort(key=lambda r: r.index)
     return out
+
+
+def env_file(recipe: Recipe, target: Platform, version: str, install_dir: str) -> str | None:
+    """``env.sh`` for the recipe's ``set_env`` steps on ``target`` (tsuku's file: one
+    ``export NAME=value`` line each), every value quoted for the shell, or ``None``
+    when there are none."""
+    import shlex
+
+    lines = [
+        f"export {name}={shlex.quote(_subst(value, version, install_dir))}\n"
+        for _, step in matching_steps(recipe, target, version)
+        if isinstance(step, SetEnvStep)
+        for name, value in step.pairs
+    ]
+    return "".join(lines) or None
 
 
 def render_command(command: str, *, work_dir: str, install_dir: str) -> str:

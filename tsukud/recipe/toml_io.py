@@ -43,6 +43,7 @@ from tsukud.recipe.model import (
     RecipeParseError,
     RequireCommandStep,
     RunCommandStep,
+    SetEnvStep,
     SetupBuildEnvStep,
     Step,
     SystemPackagesStep,
@@ -375,6 +376,16 @@ def _require(table: Mapping[str, Any], path: str, *keys: str) -> None:
             raise _Bad(f"{path}.{key}", "required")
 
 
+def _exact_table(value: Any, path: str, keys: tuple[str, ...], why: str) -> dict[str, Any]:
+    """A table with exactly ``keys``: one missing or another one is refused."""
+    table = _table(value, path)
+    _require(table, path, *keys)
+    unknown = sorted(set(table) - set(keys))
+    if unknown:
+        raise _Bad(f"{path}.{unknown[0]}", why)
+    return table
+
+
 # ---------------------------------------------------------------------------- specs
 
 _METADATA: dict[str, Conv] = {
@@ -573,6 +584,36 @@ def _build_executables(value: Any, path: str) -> tuple[str, ...]:
     return names
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _env_name(name: Any, path: str) -> str:
+    text = _str(name, path)
+    if not _ENV_NAME.fullmatch(text):
+        _expected(path, "an environment variable name (letters, digits, _)", name)
+    return text
+
+
+def _env_vars(value: Any, path: str) -> dict[str, str] | tuple[dict[str, str], ...]:
+    """``vars`` as a table (the registry's spelling) or tsuku's list of ``{name,
+    value}``, kept in the shape it was written in."""
+    if isinstance(value, dict):
+        out = {_env_name(k, f"{path}.{k}"): _str(v, f"{path}.{k}") for k, v in value.items()}
+    elif isinstance(value, list):
+        items = []
+        for i, item in enumerate(value):
+            where = f"{path}[{i}]"
+            table = _exact_table(item, where, ("name", "value"), "unknown key (name and value)")
+            name = _env_name(table["name"], f"{where}.name")
+            items.append({"name": name, "value": _str(table["value"], f"{where}.value")})
+        return tuple(items)
+    else:
+        _expected(path, "a table of variables (or a list of {name, value})", value)
+    if not out:
+        raise _Bad(path, "at least one variable is required")
+    return out
+
+
 _CONFIGURE_MAKE: dict[str, Conv] = {
     "source_dir": _rel_path,
     "configure_args": _words(
@@ -593,6 +634,7 @@ _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
     "homebrew": (HomebrewStep, _HOMEBREW, ("formula",)),
     "configure_make": (ConfigureMakeStep, _CONFIGURE_MAKE, ("source_dir",)),
     "setup_build_env": (SetupBuildEnvStep, {}, ()),
+    "set_env": (SetEnvStep, {"vars": _env_vars}, ("vars",)),
 }
 _SIGNATURE_KEYS = ("signature_url", "signature_key_url", "signature_key_fingerprint")
 
@@ -746,11 +788,9 @@ def _overrides(value: Any) -> tuple[Step, ...]:
     steps: list[Step] = []
     for i, item in enumerate(value):
         path = f"{OVERRIDES}[{i}]"
-        table = _table(item, path)
-        _require(table, path, "version", "steps")
-        unknown = sorted(set(table) - {"version", "steps"})
-        if unknown:
-            raise _Bad(f"{path}.{unknown[0]}", "unknown key (an override has version and steps)")
+        table = _exact_table(
+            item, path, ("version", "steps"), "unknown key (an override has version and steps)"
+        )
         versions = _version_range(table["version"], f"{path}.version")
         raw = table["steps"]
         if not isinstance(raw, list) or not raw:

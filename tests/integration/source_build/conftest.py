@@ -150,6 +150,10 @@ action = "install_binaries"
 install_mode = "directory"
 binaries = ["bin/hello"]
 
+[[steps]]
+action = "set_env"
+vars = {{ HELLO_HOME = "{{install_dir}}" }}
+
 [verify]
 command = "hello"
 pattern = "{verify}"

@@ -39,6 +39,7 @@ def test_the_source_builds_in_the_container_and_installs(
             "setup_build_env",
             "configure_make",
             "install_binaries",
+            "set_env",
         ]
         assert plan["unsupported"] == []
 
@@ -58,4 +59,6 @@ def test_the_source_builds_in_the_container_and_installs(
         )
         assert ran.stdout == f"hello from a build: built-in-a-container {VERSION}\n"
         tool = t.home / "tools" / f"hello-src-{VERSION}"
-        assert sorted(p.name for p in tool.iterdir()) == ["bin"]  # the output, not the source
+        # The build's output (not the source) and set_env's file.
+        assert sorted(p.name for p in tool.iterdir()) == ["bin", "env.sh"]
+        assert (tool / "env.sh").read_text() == f"export HELLO_HOME={tool}\n"
