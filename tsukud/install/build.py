@@ -4,7 +4,7 @@ Source code fetched from the network is untrusted, and ``./configure`` and ``mak
 whatever it says. So the daemon only downloads the source (checksummed like any
 download) and unpacks it with the safe extractor; the build itself runs in a container
 of the build image (:data:`~tsukud.sandbox.runtime.BUILD_IMAGE`: the Debian minbase
-with gcc, make and libc6-dev) with the validation limits: no network, no capabilities,
+with gcc, make, libc6-dev and patchelf) with the validation limits: no network, no capabilities,
 no new privileges, read-only root, bounded memory, CPU, processes and time.
 
 Inside it the unpacked source is mounted read-only and copied into a scratch directory
@@ -95,6 +95,13 @@ def build_script(build: Build, prefix: str) -> str:
         path = f"{prefix}/bin/{exe}"
         missing = f"expected executable {exe} not found at {path}"
         lines.append(f"[ -x {q(path)} ] || {{ echo {q(missing)}; exit 4; }}")
+    for binary, rpath in build.rpaths:  # set_rpath: tsuku's two patchelf calls
+        path = q(f"{prefix}/{binary}")
+        lines += [
+            f"echo {q(f'+ set_rpath {binary} {rpath}')}",
+            f"patchelf --remove-rpath {path} || true",
+            f"patchelf --force-rpath --set-rpath {q(rpath)} {path}",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -188,7 +195,7 @@ async def _run(sandbox: BuildSandbox, spec: RunSpec, session: str | None) -> Run
             f"the build image {spec.image!r} is not present in the container runtime; "
             "builds from source run only there, never on this machine",
             hint="Build it with `bash scripts/dev setup` (debootstrap --variant=minbase "
-            "--include=gcc,make,libc6-dev from Debian's packages, imported; no registry "
+            "--include=gcc,make,libc6-dev,patchelf from Debian's packages, imported; no registry "
             "needed). Nothing was installed.",
         ) from exc
 

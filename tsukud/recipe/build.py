@@ -40,6 +40,34 @@ def valid_executable(name: str) -> bool:
     return bool(name) and name not in (".", "..") and not any(c in name for c in "/\\")
 
 
+DEFAULT_RPATH = "$ORIGIN/../lib"
+# tsuku's validateRpath: a relative part starts with one of these.
+RPATH_PREFIXES = ("$ORIGIN", "@executable_path", "@loader_path", "@rpath")
+# tsuku's WorkDir/.install, where its builds install: here the build's output itself.
+TSUKU_INSTALL_PREFIX = ".install/"
+
+
+def rpath_problem(rpath: str) -> str | None:
+    """Why ``rpath`` cannot be set here (tsuku's rules; absolute parts name build
+    dependencies' library directories, which are not installed yet), or ``None``."""
+    for part in (p.strip() for p in rpath.split(":")):
+        if not part:
+            continue
+        if part.startswith("/") or "{libs_dir}" in part:
+            return f"an absolute rpath part ({part}) is not supported yet"
+        if not part.startswith(RPATH_PREFIXES):
+            return f"a relative rpath part must start with $ORIGIN: {part}"
+        if any(c in part for c in "\n\r\0"):
+            return f"an rpath part with a control character: {part!r}"
+    return None
+
+
+def output_path(binary: str) -> str:
+    """A ``set_rpath`` binary's path in the build's output (tsuku names it under
+    ``.install/``)."""
+    return binary.removeprefix(TSUKU_INSTALL_PREFIX)
+
+
 class Build(msgspec.Struct, frozen=True, kw_only=True):
     """One ``configure_make`` rendered for a version: the source directory (relative
     to the unpacked download), the configure arguments and make targets with
@@ -50,3 +78,5 @@ class Build(msgspec.Struct, frozen=True, kw_only=True):
     configure_args: tuple[str, ...] = ()
     make_targets: tuple[str, ...] = DEFAULT_MAKE_TARGETS
     executables: tuple[str, ...] = ()
+    # (path in the output, rpath) for each binary a set_rpath names, in order.
+    rpaths: tuple[tuple[str, str], ...] = ()

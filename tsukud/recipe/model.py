@@ -529,9 +529,27 @@ class SetEnvStep(_StepBase, frozen=True, kw_only=True):
         return tuple((v["name"], v["value"]) for v in self.vars)
 
 
+class SetRpathStep(_StepBase, frozen=True, kw_only=True):
+    """``set_rpath``: the RPATH of ``binaries`` (paths in the work directory; tsuku's
+    ``.install/`` prefix names the build's output) set to ``rpath`` (default
+    ``$ORIGIN/../lib``) with patchelf, after a ``configure_make``, in the build
+    container like the build itself. Each part of ``rpath`` must start with
+    ``$ORIGIN`` (or macOS's ``@executable_path``, ``@loader_path``, ``@rpath``), as
+    tsuku checks; an absolute one (a dependency's library directory) is not supported
+    yet. ``create_wrapper`` (tsuku's fallback when patchelf fails) is read; a failure
+    fails the build instead."""
+
+    ACTION: ClassVar[str] = "set_rpath"
+    action: Literal["set_rpath"] = "set_rpath"
+    binaries: tuple[str, ...]
+    rpath: str | None = None
+    create_wrapper: bool | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
 # Steps that build from source: they run only in the build container.
-BuildStep = ConfigureMakeStep | SetupBuildEnvStep
-BUILD_ACTIONS = (ConfigureMakeStep.ACTION, SetupBuildEnvStep.ACTION)
+BuildStep = ConfigureMakeStep | SetupBuildEnvStep | SetRpathStep
+BUILD_ACTIONS = (ConfigureMakeStep.ACTION, SetupBuildEnvStep.ACTION, SetRpathStep.ACTION)
 
 
 # Steps that act on the host itself rather than on the tool's directory: checked or
@@ -560,6 +578,7 @@ UrlStep = (
     | HomebrewStep
     | ConfigureMakeStep
     | SetupBuildEnvStep
+    | SetRpathStep
 )
 SupportedStep = GitHubArchiveStep | GitHubFileStep | UrlStep | EcosystemStep | HostStep | ToolStep
 Step = SupportedStep | GenericStep

@@ -49,6 +49,7 @@ from tsukud.recipe.model import (
     RequireCommandStep,
     RunCommandStep,
     SetEnvStep,
+    SetRpathStep,
     SetupBuildEnvStep,
     Step,
     SystemPackagesStep,
@@ -518,6 +519,24 @@ def _set_env(step: SetEnvStep, index: int, ctx: PlanContext) -> list[PlanStep]:
     return [primitive("set_env", vars=written)]
 
 
+def _set_rpath(step: SetRpathStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """As written, templates filled in (tsuku expands ``{libs_dir}`` only when it
+    runs the step)."""
+    t, v = ctx.target, ctx.resolved.version
+
+    def fill(text: str) -> str:
+        return expand(text, version=v, os=t.os, arch=t.arch)
+
+    return [
+        primitive(
+            "set_rpath",
+            binaries=[fill(b) for b in step.binaries],
+            rpath=None if step.rpath is None else fill(step.rpath),
+            create_wrapper=step.create_wrapper,
+        )
+    ]
+
+
 def _setup_build_env(step: SetupBuildEnvStep, index: int, ctx: PlanContext) -> list[PlanStep]:
     return [primitive("setup_build_env")]
 
@@ -558,6 +577,7 @@ PLANNERS: dict[str, StepPlanner] = {
     "configure_make": _configure_make,
     "setup_build_env": _setup_build_env,
     "set_env": _set_env,
+    "set_rpath": _set_rpath,
 }
 
 

@@ -14,7 +14,13 @@ from urllib.parse import quote, unquote, urlsplit
 
 import msgspec
 
-from tsukud.recipe.build import DEFAULT_MAKE_TARGETS, Build
+from tsukud.recipe.build import (
+    DEFAULT_MAKE_TARGETS,
+    DEFAULT_RPATH,
+    Build,
+    output_path,
+    rpath_problem,
+)
 from tsukud.recipe.homebrew import BottleRef
 from tsukud.recipe.model import (
     ARCHIVE_FORMAT_ALIASES,
@@ -39,6 +45,7 @@ from tsukud.recipe.model import (
     RecipeError,
     RunCommandStep,
     SetEnvStep,
+    SetRpathStep,
     SetupBuildEnvStep,
     UnsupportedFeature,
     UrlStep,
@@ -568,6 +575,9 @@ def _fold_url_steps(
         if isinstance(step, ConfigureMakeStep):
             _fold_build(step, index, pending, where, version, target)
             continue
+        if isinstance(step, SetRpathStep):
+            _fold_rpath(step, pending, where, version, target)
+            continue
         if isinstance(step, ChmodStep):
             chmod = tuple(
                 expand(f, version=version, os=target.os, arch=target.arch) for f in step.files
@@ -623,6 +633,31 @@ def _fold_url_steps(
     # A bottle is installed whole even when no install_binaries names a command in
     # it (a library such as ncurses).
     return [w for w in files.values() if w.binaries is not None or w.action == HomebrewStep.ACTION]
+
+
+def _fold_rpath(
+    step: SetRpathStep,
+    pending: list[_WorkFile],
+    where: str,
+    version: str,
+    target: Platform,
+) -> None:
+    """A ``set_rpath`` over a build's output: patchelf runs in the build container
+    after ``make install``; over a plain download it would run on the host (not yet)."""
+    built = [w for w in pending if w.build is not None]
+    if len(built) != 1:
+        raise _unsupported(where, "set_rpath without a configure_make before it")
+    work = built[0]
+    assert work.build is not None
+    rpath = expand(step.rpath or DEFAULT_RPATH, version=version, os=target.os, arch=target.arch)
+    problem = rpath_problem(rpath)
+    if problem is not None:
+        raise _unsupported(where, f"set_rpath with {problem}")
+    paths = tuple(
+        (output_path(expand(b, version=version, os=target.os, arch=target.arch)), rpath)
+        for b in step.binaries
+    )
+    work.build = msgspec.structs.replace(work.build, rpaths=work.build.rpaths + paths)
 
 
 def _fold_build(

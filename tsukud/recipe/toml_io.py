@@ -44,6 +44,7 @@ from tsukud.recipe.model import (
     RequireCommandStep,
     RunCommandStep,
     SetEnvStep,
+    SetRpathStep,
     SetupBuildEnvStep,
     Step,
     SystemPackagesStep,
@@ -614,6 +615,18 @@ def _env_vars(value: Any, path: str) -> dict[str, str] | tuple[dict[str, str], .
     return out
 
 
+def _rel_paths(value: Any, path: str) -> tuple[str, ...]:
+    names = _str_list(value, path)
+    if not names:
+        raise _Bad(path, "at least one path is required")
+    return tuple(_file_path(name, f"{path}[{i}]") for i, name in enumerate(names))
+
+
+_SET_RPATH: dict[str, Conv] = {
+    "binaries": _rel_paths,
+    "rpath": _str,
+    "create_wrapper": _bool,
+}
 _CONFIGURE_MAKE: dict[str, Conv] = {
     "source_dir": _rel_path,
     "configure_args": _words(
@@ -635,6 +648,7 @@ _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
     "configure_make": (ConfigureMakeStep, _CONFIGURE_MAKE, ("source_dir",)),
     "setup_build_env": (SetupBuildEnvStep, {}, ()),
     "set_env": (SetEnvStep, {"vars": _env_vars}, ("vars",)),
+    "set_rpath": (SetRpathStep, _SET_RPATH, ("binaries",)),
 }
 _SIGNATURE_KEYS = ("signature_url", "signature_key_url", "signature_key_fingerprint")
 

@@ -8,8 +8,8 @@ validate recipes in. Two are built here, neither from a registry:
   and apt caches, streamed to the runtime as ``docker import`` does. It has glibc, so
   the glibc-linked builds most projects publish (Rust ``-gnu``, C tools) run in it;
   busybox cannot run them. debootstrap needs root.
-- **build** (:func:`prepare_build_image`): the same minbase with gcc, make and
-  libc6-dev, where a recipe's ``configure_make`` builds from source (never on the
+- **build** (:func:`prepare_build_image`): the same minbase with gcc, make, libc6-dev
+  and patchelf, where a recipe's ``configure_make`` builds from source (never on the
   host: ``install/build.py``).
 - **busybox** (the static fallback, :func:`prepare_busybox_image`): the host's statically
   linked busybox (Debian ``busybox-static``) alone, enough for static binaries and
@@ -58,9 +58,9 @@ __all__ = [
     "prepare_debian_image",
 ]
 
-#: What the build image adds to minbase: a C compiler, make and the C library's
-#: headers (scripts/dev ``setup_build_image`` installs the same).
-BUILD_PACKAGES = ("gcc", "make", "libc6-dev")
+#: What the build image adds to minbase: a C compiler, make, the C library's headers
+#: and patchelf for set_rpath (scripts/dev ``setup_build_image`` installs the same).
+BUILD_PACKAGES = ("gcc", "make", "libc6-dev", "patchelf")
 
 #: Debian's package mirror; ``TSUKU_DEBIAN_MIRROR`` names another (a local one, a proxy).
 DEBIAN_MIRROR = "http://deb.debian.org/debian"

@@ -9,6 +9,7 @@ import os
 import stat
 from pathlib import Path
 
+import msgspec
 import pytest
 import trio
 
@@ -77,7 +78,16 @@ async def test_the_output_is_proven_and_tamed(
     runtime: ContainerRuntime, build_image: str, tmp_path: Path
 ) -> None:
     setuid = MAKEFILE + b"\tchmod 4777 $(PREFIX)/bin/hello\n"
-    prefix = await _build(runtime, build_image, tmp_path, makefile=setuid)
+    # set_rpath runs in the container after the build; readelf there shows it.
+    with_rpath = msgspec.structs.replace(BUILD, rpaths=(("bin/hello", "$ORIGIN/../lib"),))
+    home = tmp_path / "home" / "tools" / "hello-src-1.0.0"
+    rpath = VerifyCheck(
+        command=f"readelf -d {home}/bin/hello", patterns=("Library rpath: [$ORIGIN/../lib]",)
+    )
+    prefix = await _build(
+        runtime, build_image, tmp_path, with_rpath, makefile=setuid, checks=(VERIFY, rpath)
+    )
+    assert prefix == home
     hello = prefix / "bin" / "hello"
     mode = stat.S_IMODE(hello.stat().st_mode)
     assert mode == 0o755, oct(mode)  # no set-uid, no world write

@@ -24,6 +24,7 @@ BUILD = Build(
     configure_args=("--with-x=a b", "--enable-y"),
     make_targets=("", "install"),
     executables=("tool",),
+    rpaths=(("lib/libt.so", "$ORIGIN"),),
 )
 PREFIX = "/home/me/.tsuku/tools/tool-1.0"
 
@@ -38,6 +39,10 @@ def test_the_script_is_tsukus_configure_make_with_every_word_quoted() -> None:
     assert lines.index(configure) < lines.index("make") < lines.index("make install")
     check = next(line for line in lines if line.startswith("[ -x "))
     assert shlex.split(check)[:4] == ["[", "-x", f"{PREFIX}/bin/tool", "]"]
+    # set_rpath: tsuku's two patchelf calls, after the build, the rpath quoted.
+    set_rpath = f"patchelf --force-rpath --set-rpath '$ORIGIN' {PREFIX}/lib/libt.so"
+    assert lines.index(set_rpath) > lines.index(check)
+    assert f"patchelf --remove-rpath {PREFIX}/lib/libt.so || true" in lines
 
 
 def test_the_build_container_keeps_the_validation_isolation(tmp_path: Path) -> None:

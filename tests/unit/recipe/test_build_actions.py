@@ -233,3 +233,56 @@ def test_a_build_with_nothing_it_can_build_from_is_refused(steps: str, why: str)
     recipe = parse_recipe(f'[metadata]\nname = "x"\n\n{steps}')
     with pytest.raises(RecipeError, match=why):
         render_recipe(recipe, V, LINUX)
+
+
+# tsuku's curl recipe's shape: the build, then set_rpath on what it installed (named
+# under tsuku's ``.install/``), then directory-mode binaries.
+RPATH_STEP = """
+[[steps]]
+action = "set_rpath"
+binaries = [".install/bin/xmllint"]
+rpath = "$ORIGIN/../lib"
+"""
+
+
+def _with_rpath(step: str = RPATH_STEP) -> str:
+    head, tail = LIBXML2.split('[[steps]]\naction = "install_binaries"')
+    return f'{head}{step}\n[[steps]]\naction = "install_binaries"{tail}'
+
+
+def test_set_rpath_is_planned_as_written_and_runs_after_the_build() -> None:
+    (step,) = [s for s in _plan(_with_rpath())["steps"] if s["action"] == "set_rpath"]
+    assert step == {
+        "action": "set_rpath",
+        "params": {"binaries": [".install/bin/xmllint"], "rpath": "$ORIGIN/../lib"},
+        "evaluable": True,
+        "deterministic": True,
+    }
+    (rendered,) = render_recipe(parse_recipe(_with_rpath()), V, LINUX)
+    assert rendered.build is not None
+    assert rendered.build.rpaths == (("bin/xmllint", "$ORIGIN/../lib"),)
+    default = _with_rpath(RPATH_STEP.replace('rpath = "$ORIGIN/../lib"\n', ""))
+    (rendered,) = render_recipe(parse_recipe(default), V, LINUX)
+    assert rendered.build is not None and rendered.build.rpaths[0][1] == "$ORIGIN/../lib"
+
+
+@pytest.mark.parametrize(
+    ("rpath", "why"),
+    [
+        ("/usr/lib", "absolute rpath part"),
+        ("$ORIGIN/../lib:{libs_dir}/openssl-3.6.0/lib", "absolute rpath part"),
+        ("lib", "must start with \\$ORIGIN"),
+    ],
+)
+def test_an_rpath_tsuku_refuses_or_that_needs_dependencies_is_refused(rpath: str, why: str) -> None:
+    text = _with_rpath(RPATH_STEP.replace("$ORIGIN/../lib", rpath))
+    with pytest.raises(RecipeError, match=why):
+        render_recipe(parse_recipe(text), V, LINUX)
+
+
+def test_set_rpath_without_a_build_is_not_run_on_the_host() -> None:
+    text = LIBXML2.replace('[[steps]]\naction = "setup_build_env"\n', RPATH_STEP)
+    text = text.split('[[steps]]\naction = "configure_make"')[0]
+    text += '[[steps]]\naction = "install_binaries"\ninstall_mode = "directory"\n'
+    with pytest.raises(RecipeError, match="set_rpath without a configure_make"):
+        render_recipe(parse_recipe(text), V, LINUX)
