@@ -1,11 +1,13 @@
-"""Builds from source (``configure_make``): run in the build container, never on the host.
+"""Builds from source (``configure_make``, ``cmake_build``): in the build container,
+never on the host.
 
 Source code fetched from the network is untrusted, and ``./configure`` and ``make`` run
 whatever it says. So the daemon only downloads the source (checksummed like any
 download) and unpacks it with the safe extractor; the build itself runs in a container
 of the build image (:data:`~tsukud.sandbox.runtime.BUILD_IMAGE`: the Debian minbase
-with gcc, make, libc6-dev and patchelf) with the validation limits: no network, no capabilities,
-no new privileges, read-only root, bounded memory, CPU, processes and time.
+with gcc, make, libc6-dev, patchelf and cmake) with the validation limits: no network,
+no capabilities, no new privileges, read-only root, bounded memory, CPU, processes and
+time.
 
 Inside it the unpacked source is mounted read-only and copied into a scratch directory
 (configure and make write beside the sources); ``make install`` writes into the tool's
@@ -72,25 +74,20 @@ class BuildSandbox:
 
 
 def build_script(build: Build, prefix: str) -> str:
-    """The ``sh`` script the build container runs: tsuku's configure_make steps
-    (``./configure --prefix=<prefix> [args]``, then ``make [target]`` for each target,
-    then each executable must be in ``<prefix>/bin``), every word quoted."""
+    """The ``sh`` script the build container runs: tsuku's steps for the build's kind
+    (:func:`_configure_make` or :func:`_cmake`), then each executable must be in
+    ``<prefix>/bin`` and each ``set_rpath`` is applied; every word quoted."""
     q = shlex.quote
-    source = q(f"{BUILD_DIR}/{build.source_dir}")
-    configure = " ".join(q(w) for w in ["./configure", f"--prefix={prefix}", *build.configure_args])
-    no_configure = q(f"configure script not found at {build.source_dir}/configure")
     lines = [
         "set -e",
         f"mkdir -p {BUILD_DIR}/.tmp",
         f"cp -R {SOURCE_DIR}/. {BUILD_DIR}/",
-        f"cd {source}",
-        f"[ -f ./configure ] || {{ echo {no_configure}; exit 3; }}",
-        f"echo {q(f'+ {configure}')}",
-        configure,
+        f"cd {q(f'{BUILD_DIR}/{build.source_dir}')}",
     ]
-    for target in build.make_targets:
-        make = "make" if target == "" else f"make {q(target)}"
-        lines += [f"echo {q(f'+ {make}')}", make]
+    check, steps = (_cmake if build.kind == "cmake_build" else _configure_make)(build, prefix)
+    lines.append(check)
+    for step in steps:
+        lines += [f"echo {q(f'+ {step}')}", step]
     for exe in build.executables:
         path = f"{prefix}/bin/{exe}"
         missing = f"expected executable {exe} not found at {path}"
@@ -103,6 +100,41 @@ def build_script(build: Build, prefix: str) -> str:
             f"patchelf --force-rpath --set-rpath {q(rpath)} {path}",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _words(*words: str) -> str:
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _configure_make(build: Build, prefix: str) -> tuple[str, list[str]]:
+    """The check that there is a ``configure``; ``./configure --prefix=<prefix>
+    [args]``, then ``make [target]`` per target."""
+    missing = shlex.quote(f"configure script not found at {build.source_dir}/configure")
+    return f"[ -f ./configure ] || {{ echo {missing}; exit 3; }}", [
+        _words("./configure", f"--prefix={prefix}", *build.args),
+        *("make" if t == "" else _words("make", t) for t in build.make_targets),
+    ]
+
+
+def _cmake(build: Build, prefix: str) -> tuple[str, list[str]]:
+    """The check that there is a ``CMakeLists.txt``; tsuku's three cmake calls, the
+    build directory beside the sources."""
+    missing = shlex.quote(f"CMakeLists.txt not found at {build.source_dir}/CMakeLists.txt")
+    out = f"{BUILD_DIR}/.cmake-build"
+    return f"[ -f ./CMakeLists.txt ] || {{ echo {missing}; exit 3; }}", [
+        _words(
+            "cmake",
+            "-S",
+            ".",
+            "-B",
+            out,
+            f"-DCMAKE_INSTALL_PREFIX={prefix}",
+            f"-DCMAKE_BUILD_TYPE={build.build_type}",
+            *build.args,
+        ),
+        _words("cmake", "--build", out, "--config", build.build_type),
+        _words("cmake", "--install", out),
+    ]
 
 
 def build_env() -> dict[str, str]:
@@ -195,8 +227,8 @@ async def _run(sandbox: BuildSandbox, spec: RunSpec, session: str | None) -> Run
             f"the build image {spec.image!r} is not present in the container runtime; "
             "builds from source run only there, never on this machine",
             hint="Build it with `bash scripts/dev setup` (debootstrap --variant=minbase "
-            "--include=gcc,make,libc6-dev,patchelf from Debian's packages, imported; no registry "
-            "needed). Nothing was installed.",
+            "--include=gcc,make,libc6-dev,patchelf,cmake from Debian's packages, imported; "
+            "no registry needed). Nothing was installed.",
         ) from exc
 
 

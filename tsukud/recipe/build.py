@@ -29,6 +29,22 @@ def valid_configure_arg(arg: str) -> bool:
     return 0 < len(arg) <= MAX_ARG and _SHELL_CHARACTERS.isdisjoint(arg)
 
 
+# tsuku's cmake_build.go ``isValidCMakeArg``: braces and angle brackets are allowed
+# (generator expressions are ``$<...>``, but ``$`` is not).
+_CMAKE_SHELL_CHARACTERS = frozenset(";&|`$()\n\r")
+
+
+def valid_cmake_arg(arg: str) -> bool:
+    for placeholder in _PLACEHOLDERS:
+        arg = arg.replace(placeholder, "0")
+    return 0 < len(arg) <= MAX_ARG and _CMAKE_SHELL_CHARACTERS.isdisjoint(arg)
+
+
+def valid_build_type(value: str) -> bool:
+    """A ``CMAKE_BUILD_TYPE`` (``Release``, ``RelWithDebInfo``, ...): a word."""
+    return value.isascii() and value.isalnum() and len(value) <= 64
+
+
 def valid_make_target(target: str) -> bool:
     """A make target (``""`` is the default one): no shell characters, and not an
     option (``-f``/``-C`` would point make at another makefile or directory)."""
@@ -69,13 +85,17 @@ def output_path(binary: str) -> str:
 
 
 class Build(msgspec.Struct, frozen=True, kw_only=True):
-    """One ``configure_make`` rendered for a version: the source directory (relative
-    to the unpacked download), the configure arguments and make targets with
-    ``{version}`` filled in, and the executables ``make install`` must put in ``bin/``."""
+    """One build rendered for a version: ``configure_make`` (``args`` are configure's,
+    ``make_targets`` make's) or ``cmake_build`` (``args`` are cmake's, ``build_type``
+    its ``CMAKE_BUILD_TYPE``); the source directory (relative to the unpacked
+    download), ``{version}`` filled in, and the executables the install must put in
+    ``bin/``."""
 
     index: int
     source_dir: str
-    configure_args: tuple[str, ...] = ()
+    kind: str = "configure_make"
+    args: tuple[str, ...] = ()
+    build_type: str = "Release"
     make_targets: tuple[str, ...] = DEFAULT_MAKE_TARGETS
     executables: tuple[str, ...] = ()
     # (path in the output, rpath) for each binary a set_rpath names, in order.

@@ -498,6 +498,23 @@ class ConfigureMakeStep(_StepBase, frozen=True, kw_only=True):
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class CMakeBuildStep(_StepBase, frozen=True, kw_only=True):
+    """``cmake_build``: ``cmake -S <source_dir> -B <build dir>
+    -DCMAKE_INSTALL_PREFIX=<the tool's directory> -DCMAKE_BUILD_TYPE=<build_type>
+    [cmake_args...]``, ``cmake --build``, ``cmake --install`` (tsuku's steps; its
+    default build type is ``Release``); ``executables`` must then be in ``bin/``.
+    Untrusted code like ``configure_make``'s, built the same way: only in the build
+    container."""
+
+    ACTION: ClassVar[str] = "cmake_build"
+    action: Literal["cmake_build"] = "cmake_build"
+    source_dir: str
+    cmake_args: tuple[str, ...] | None = None
+    build_type: str | None = None
+    executables: tuple[str, ...] = ()
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
 class SetupBuildEnvStep(_StepBase, frozen=True, kw_only=True):
     """``setup_build_env``: tsuku points ``PKG_CONFIG_PATH``, ``CPPFLAGS``, ``LDFLAGS``
     and the compiler at the recipe's build dependencies before a build step. Builds run
@@ -548,8 +565,13 @@ class SetRpathStep(_StepBase, frozen=True, kw_only=True):
 
 
 # Steps that build from source: they run only in the build container.
-BuildStep = ConfigureMakeStep | SetupBuildEnvStep | SetRpathStep
-BUILD_ACTIONS = (ConfigureMakeStep.ACTION, SetupBuildEnvStep.ACTION, SetRpathStep.ACTION)
+BuildStep = ConfigureMakeStep | CMakeBuildStep | SetupBuildEnvStep | SetRpathStep
+BUILD_ACTIONS = (
+    ConfigureMakeStep.ACTION,
+    CMakeBuildStep.ACTION,
+    SetupBuildEnvStep.ACTION,
+    SetRpathStep.ACTION,
+)
 
 
 # Steps that act on the host itself rather than on the tool's directory: checked or
@@ -577,6 +599,7 @@ UrlStep = (
     | RunCommandStep
     | HomebrewStep
     | ConfigureMakeStep
+    | CMakeBuildStep
     | SetupBuildEnvStep
     | SetRpathStep
 )

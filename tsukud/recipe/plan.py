@@ -34,6 +34,7 @@ from tsukud.recipe.model import (
     RUNNABLE_ECOSYSTEM_ACTIONS,
     Binary,
     ChmodStep,
+    CMakeBuildStep,
     ConfigureMakeStep,
     DownloadArchiveStep,
     DownloadStep,
@@ -94,13 +95,21 @@ _NOT_EVALUABLE = frozenset(
         "require_command",
         # Not in tsuku's ActionEvaluability table, which makes them not evaluable.
         "configure_make",
+        "cmake_build",
         "setup_build_env",
     }
 )
-# configure_make's IsDeterministic is false (the build depends on the compiler);
+# configure_make's and cmake_build's IsDeterministic are false (the build depends on
+# the compiler);
 # setup_build_env's is true.
 _NOT_DETERMINISTIC = frozenset(
-    {*RUNNABLE_ECOSYSTEM_ACTIONS, "cpan_install", *SYSTEM_PACKAGE_ACTIONS, "configure_make"}
+    {
+        *RUNNABLE_ECOSYSTEM_ACTIONS,
+        "cpan_install",
+        *SYSTEM_PACKAGE_ACTIONS,
+        "configure_make",
+        "cmake_build",
+    }
 )
 
 # A value tsuku's plan holds only because tsuku downloaded the file to plan it (the
@@ -503,6 +512,24 @@ def _configure_make(step: ConfigureMakeStep, index: int, ctx: PlanContext) -> li
     ]
 
 
+def _cmake_build(step: CMakeBuildStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """As configure_make: the parameters as written, templates filled in."""
+    t, v = ctx.target, ctx.resolved.version
+
+    def fill(text: str) -> str:
+        return expand(text, version=v, os=t.os, arch=t.arch)
+
+    return [
+        primitive(
+            "cmake_build",
+            source_dir=fill(step.source_dir),
+            cmake_args=None if step.cmake_args is None else [fill(a) for a in step.cmake_args],
+            build_type=step.build_type,
+            executables=list(step.executables),
+        )
+    ]
+
+
 def _set_env(step: SetEnvStep, index: int, ctx: PlanContext) -> list[PlanStep]:
     """As written (a table, or tsuku's list of ``{name, value}``), ``{version}``,
     ``{os}`` and ``{arch}`` filled in; ``{install_dir}`` stays, as in tsuku's plan."""
@@ -575,6 +602,7 @@ PLANNERS: dict[str, StepPlanner] = {
     **dict.fromkeys(SYSTEM_PACKAGE_ACTIONS, _system_packages),
     "require_command": _require_command,
     "configure_make": _configure_make,
+    "cmake_build": _cmake_build,
     "setup_build_env": _setup_build_env,
     "set_env": _set_env,
     "set_rpath": _set_rpath,

@@ -30,6 +30,7 @@ from tsukud.recipe.model import (
     AssetNotFound,
     Binary,
     ChmodStep,
+    CMakeBuildStep,
     ConfigureMakeStep,
     DownloadArchiveStep,
     DownloadStep,
@@ -572,7 +573,7 @@ def _fold_url_steps(
         pending = [w for w in files.values() if w.binaries is None]
         if isinstance(step, SetupBuildEnvStep):  # no build dependencies to point at
             continue
-        if isinstance(step, ConfigureMakeStep):
+        if isinstance(step, ConfigureMakeStep | CMakeBuildStep):
             _fold_build(step, index, pending, where, version, target)
             continue
         if isinstance(step, SetRpathStep):
@@ -595,7 +596,7 @@ def _fold_url_steps(
                 )
                 raise _unsupported(where, what)
             if pending[0].build is not None:
-                raise _unsupported(where, "run_command beside configure_make")
+                raise _unsupported(where, f"run_command beside {pending[0].build.kind}")
             command = expand(step.command, version=version, os=target.os, arch=target.arch)
             pending[0].commands += ((index, command),)
             continue
@@ -646,7 +647,7 @@ def _fold_rpath(
     after ``make install``; over a plain download it would run on the host (not yet)."""
     built = [w for w in pending if w.build is not None]
     if len(built) != 1:
-        raise _unsupported(where, "set_rpath without a configure_make before it")
+        raise _unsupported(where, "set_rpath without a configure_make or cmake_build before it")
     work = built[0]
     assert work.build is not None
     rpath = expand(step.rpath or DEFAULT_RPATH, version=version, os=target.os, arch=target.arch)
@@ -661,32 +662,42 @@ def _fold_rpath(
 
 
 def _fold_build(
-    step: ConfigureMakeStep,
+    step: ConfigureMakeStep | CMakeBuildStep,
     index: int,
     pending: list[_WorkFile],
     where: str,
     version: str,
     target: Platform,
 ) -> None:
-    """A ``configure_make`` acts on the one unpacked download before it."""
+    """A build acts on the one unpacked download before it."""
     if len(pending) != 1:
         what = "without an earlier download" if not pending else "over several downloads"
-        raise _unsupported(where, f"configure_make {what}")
+        raise _unsupported(where, f"{step.action} {what}")
     work = pending[0]
     if work.commands:
-        raise _unsupported(where, "configure_make beside run_command")
+        raise _unsupported(where, f"{step.action} beside run_command")
     if work.build is not None:
-        raise _unsupported(where, "two configure_make steps over one download")
+        raise _unsupported(where, "two builds over one download")
     if work.format is ArchiveFormat.RAW:
-        raise _unsupported(where, f"configure_make over {work.name} (it is not unpacked)")
+        raise _unsupported(where, f"{step.action} over {work.name} (it is not unpacked)")
 
     def fill(text: str) -> str:
         return expand(text, version=version, os=target.os, arch=target.arch)
 
+    if isinstance(step, CMakeBuildStep):
+        work.build = Build(
+            index=index,
+            source_dir=fill(step.source_dir),
+            kind=step.action,
+            args=tuple(fill(a) for a in step.cmake_args or ()),
+            build_type=step.build_type or "Release",
+            executables=step.executables,
+        )
+        return
     work.build = Build(
         index=index,
         source_dir=fill(step.source_dir),
-        configure_args=tuple(fill(a) for a in step.configure_args or ()),
+        args=tuple(fill(a) for a in step.configure_args or ()),
         make_targets=tuple(fill(t) for t in step.make_targets or DEFAULT_MAKE_TARGETS),
         executables=step.executables,
     )

@@ -22,13 +22,20 @@ from typing import Any, NoReturn
 import msgspec
 import tomli_w
 
-from tsukud.recipe.build import valid_configure_arg, valid_executable, valid_make_target
+from tsukud.recipe.build import (
+    valid_build_type,
+    valid_cmake_arg,
+    valid_configure_arg,
+    valid_executable,
+    valid_make_target,
+)
 from tsukud.recipe.model import (
     ARCHIVE_FORMAT_ALIASES,
     ECOSYSTEM_STEPS,
     INSTALL_MODES,
     Binary,
     ChmodStep,
+    CMakeBuildStep,
     ConfigureMakeStep,
     DownloadArchiveStep,
     DownloadStep,
@@ -635,6 +642,21 @@ _CONFIGURE_MAKE: dict[str, Conv] = {
     "make_targets": _words(valid_make_target, "a make target (no shell characters, no option)"),
     "executables": _build_executables,
 }
+
+
+def _build_type(value: Any, path: str) -> str:
+    text = _nonempty(value, path)
+    if not valid_build_type(text):
+        _expected(path, "a CMake build type (a word: Release, Debug, RelWithDebInfo)", value)
+    return text
+
+
+_CMAKE_BUILD: dict[str, Conv] = {
+    "source_dir": _rel_path,
+    "cmake_args": _words(valid_cmake_arg, "a cmake argument (no shell characters, at most 500)"),
+    "build_type": _build_type,
+    "executables": _build_executables,
+}
 # action -> (step type, parameter spec, required parameters)
 _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
     "download": (DownloadStep, _DOWNLOAD, ("url",)),
@@ -646,6 +668,7 @@ _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
     "run_command": (RunCommandStep, _RUN_COMMAND, ("command",)),
     "homebrew": (HomebrewStep, _HOMEBREW, ("formula",)),
     "configure_make": (ConfigureMakeStep, _CONFIGURE_MAKE, ("source_dir",)),
+    "cmake_build": (CMakeBuildStep, _CMAKE_BUILD, ("source_dir",)),
     "setup_build_env": (SetupBuildEnvStep, {}, ()),
     "set_env": (SetEnvStep, {"vars": _env_vars}, ("vars",)),
     "set_rpath": (SetRpathStep, _SET_RPATH, ("binaries",)),

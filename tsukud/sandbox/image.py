@@ -8,9 +8,9 @@ validate recipes in. Two are built here, neither from a registry:
   and apt caches, streamed to the runtime as ``docker import`` does. It has glibc, so
   the glibc-linked builds most projects publish (Rust ``-gnu``, C tools) run in it;
   busybox cannot run them. debootstrap needs root.
-- **build** (:func:`prepare_build_image`): the same minbase with gcc, make, libc6-dev
-  and patchelf, where a recipe's ``configure_make`` builds from source (never on the
-  host: ``install/build.py``).
+- **build** (:func:`prepare_build_image`): the same minbase with gcc, make, libc6-dev,
+  cmake and patchelf, where a recipe's ``configure_make`` or ``cmake_build`` builds
+  from source (never on the host: ``install/build.py``).
 - **busybox** (the static fallback, :func:`prepare_busybox_image`): the host's statically
   linked busybox (Debian ``busybox-static``) alone, enough for static binaries and
   shell scripts. :func:`build_busybox_rootfs` turns it into a deterministic rootfs
@@ -58,9 +58,10 @@ __all__ = [
     "prepare_debian_image",
 ]
 
-#: What the build image adds to minbase: a C compiler, make, the C library's headers
-#: and patchelf for set_rpath (scripts/dev ``setup_build_image`` installs the same).
-BUILD_PACKAGES = ("gcc", "make", "libc6-dev", "patchelf")
+#: What the build image adds to minbase: a C compiler, make, the C library's headers,
+#: patchelf for set_rpath and cmake for cmake_build (scripts/dev ``setup_build_image``
+#: installs the same).
+BUILD_PACKAGES = ("gcc", "make", "libc6-dev", "patchelf", "cmake")
 
 #: Debian's package mirror; ``TSUKU_DEBIAN_MIRROR`` names another (a local one, a proxy).
 DEBIAN_MIRROR = "http://deb.debian.org/debian"

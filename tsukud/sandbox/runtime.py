@@ -76,9 +76,9 @@ ROLE_LABEL = f"{ROLE_LABEL_KEY}={ROLE_LABEL_VALUE}"
 DEBIAN_IMAGE = "tsuku/validate-debian:local"
 DEFAULT_IMAGE = DEBIAN_IMAGE
 
-#: The build image: the Debian minbase with gcc, make, libc6-dev and patchelf. Builds from source
-#: (``configure_make``) run in it, never on the host
-#: (:func:`tsukud.sandbox.image.prepare_build_image`).
+#: The build image: the Debian minbase with gcc, make, libc6-dev, patchelf and cmake.
+#: Builds from source (``configure_make``, ``cmake_build``) run in it, never on the
+#: host (:func:`tsukud.sandbox.image.prepare_build_image`).
 BUILD_IMAGE = "tsuku/validate-build:local"
 
 #: The static fallback: the host's busybox-static alone. It cannot run glibc-linked

@@ -23,7 +23,7 @@ from tsukud.sandbox.runtime import ContainerRuntime, ImageMissing
 BUILD = Build(
     index=3,
     source_dir=f"hello-src-{VERSION}",
-    configure_args=("--greeting=hi",),
+    args=("--greeting=hi",),
     executables=("hello",),
 )
 VERIFY = VerifyCheck(command="hello", patterns=(f"hi {VERSION}",))
@@ -47,6 +47,7 @@ async def _build(
     *,
     makefile: bytes = MAKEFILE,
     checks: tuple[VerifyCheck, ...] = (VERIFY,),
+    also: dict[str, bytes] | None = None,
 ) -> Path:
     async def rt() -> ContainerRuntime:
         return runtime
@@ -57,6 +58,8 @@ async def _build(
         return lock
 
     source = _unpacked(tmp_path, makefile)
+    for name, data in (also or {}).items():
+        (source / f"hello-src-{VERSION}" / name).write_bytes(data)
     scratch, prefix = tmp_path / "scratch", tmp_path / "home" / "tools" / "hello-src-1.0.0"
     scratch.mkdir()
     prefix.mkdir(parents=True)
@@ -98,7 +101,7 @@ async def test_the_output_is_proven_and_tamed(
 async def test_a_failing_configure_is_refused_with_its_output(
     runtime: ContainerRuntime, build_image: str, tmp_path: Path
 ) -> None:
-    bad = Build(index=3, source_dir=BUILD.source_dir, configure_args=("--nope",))
+    bad = Build(index=3, source_dir=BUILD.source_dir, args=("--nope",))
     with pytest.raises(BuildFailed, match="configure: unknown option --nope") as caught:
         await _build(runtime, build_image, tmp_path, bad)
     assert caught.value.data["stage"] == "build"
@@ -130,3 +133,29 @@ async def test_without_the_build_image_nothing_falls_back_to_the_host(
         await _build(runtime, "tsuku/no-such-build-image:local", tmp_path)
     assert "scripts/dev setup" in (caught.value.hint or "")
     assert not (tmp_path / "marker").exists()
+
+
+CMAKELISTS = b"""cmake_minimum_required(VERSION 3.10)
+project(hello C)
+add_executable(hello hello.c)
+target_compile_definitions(hello PRIVATE "GREETING=\\"from-cmake\\"" "VERSION=\\"${V}\\"")
+install(TARGETS hello DESTINATION bin)
+"""
+
+
+async def test_a_cmake_build_runs_in_the_container_too(
+    runtime: ContainerRuntime, build_image: str, tmp_path: Path
+) -> None:
+    cmake = Build(
+        index=3,
+        source_dir=BUILD.source_dir,
+        kind="cmake_build",
+        args=(f"-DV={VERSION}",),
+        executables=("hello",),
+    )
+    check = VerifyCheck(command="hello", patterns=(f"from-cmake {VERSION}",))
+    prefix = await _build(
+        runtime, build_image, tmp_path, cmake, checks=(check,), also={"CMakeLists.txt": CMAKELISTS}
+    )
+    assert (prefix / "bin" / "hello").is_file()
+    assert not (tmp_path / "marker").exists()  # its configure was never run at all

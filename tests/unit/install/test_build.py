@@ -21,7 +21,7 @@ from tsukud.recipe.build import Build
 BUILD = Build(
     index=2,
     source_dir="my tool-1.0",
-    configure_args=("--with-x=a b", "--enable-y"),
+    args=("--with-x=a b", "--enable-y"),
     make_targets=("", "install"),
     executables=("tool",),
     rpaths=(("lib/libt.so", "$ORIGIN"),),
@@ -43,6 +43,19 @@ def test_the_script_is_tsukus_configure_make_with_every_word_quoted() -> None:
     set_rpath = f"patchelf --force-rpath --set-rpath '$ORIGIN' {PREFIX}/lib/libt.so"
     assert lines.index(set_rpath) > lines.index(check)
     assert f"patchelf --remove-rpath {PREFIX}/lib/libt.so || true" in lines
+
+
+def test_a_cmake_build_is_tsukus_three_cmake_calls() -> None:
+    cmake = Build(index=2, source_dir="n", kind="cmake_build", args=("-DA=a b",))
+    lines = build_script(cmake, PREFIX).splitlines()
+    out = f"{BUILD_DIR}/.cmake-build"
+    calls = [
+        f"cmake -S . -B {out} -DCMAKE_INSTALL_PREFIX={PREFIX} -DCMAKE_BUILD_TYPE=Release '-DA=a b'",
+        f"cmake --build {out} --config Release",
+        f"cmake --install {out}",
+    ]
+    assert [line for line in lines if line.startswith("cmake ")] == calls
+    assert not any(line.startswith(("./configure", "make")) for line in lines)
 
 
 def test_the_build_container_keeps_the_validation_isolation(tmp_path: Path) -> None:

@@ -153,7 +153,7 @@ def test_the_build_is_supported_and_rendered_over_the_unpacked_source() -> None:
     assert step.build == Build(
         index=3,
         source_dir="libxml2-2.15.1",
-        configure_args=("--without-python", "--prefix-note=2.15.1"),
+        args=("--without-python", "--prefix-note=2.15.1"),
         make_targets=DEFAULT_MAKE_TARGETS,
         executables=("xmllint",),
     )
@@ -286,3 +286,66 @@ def test_set_rpath_without_a_build_is_not_run_on_the_host() -> None:
     text += '[[steps]]\naction = "install_binaries"\ninstall_mode = "directory"\n'
     with pytest.raises(RecipeError, match="set_rpath without a configure_make"):
         render_recipe(parse_recipe(text), V, LINUX)
+
+
+# tsuku's ninja recipe's shape (cmake_build), written here again.
+NINJA = f"""
+[metadata]
+name = "ninja"
+
+[[steps]]
+action = "download_file"
+url = "https://example.test/ninja-{{version}}.tar.gz"
+checksum = "{SHA}"
+
+[[steps]]
+action = "extract"
+archive = "ninja-{{version}}.tar.gz"
+
+[[steps]]
+action = "cmake_build"
+source_dir = "ninja-{{version}}"
+executables = ["ninja"]
+cmake_args = ["-DBUILD_TESTING=OFF", "-DX=$<CONFIG>-{{version}}"]
+
+[verify]
+command = "ninja --version"
+"""
+
+
+def test_cmake_build_is_planned_as_tsuku_plans_it() -> None:
+    (step,) = [s for s in _plan(NINJA.replace("$<CONFIG>-", ""))["steps"][2:]]
+    assert step == {
+        "action": "cmake_build",
+        "params": {
+            "cmake_args": ["-DBUILD_TESTING=OFF", "-DX=2.15.1"],
+            "executables": ["ninja"],
+            "source_dir": "ninja-2.15.1",
+        },
+        "evaluable": False,
+        "deterministic": False,
+    }
+    (rendered,) = render_recipe(parse_recipe(NINJA.replace("$<CONFIG>-", "")), V, LINUX)
+    assert rendered.build == Build(
+        index=2,
+        source_dir="ninja-2.15.1",
+        kind="cmake_build",
+        args=("-DBUILD_TESTING=OFF", "-DX=2.15.1"),
+        build_type="Release",
+        executables=("ninja",),
+    )
+    assert [b.src for b in rendered.binaries] == ["bin/ninja"]
+
+
+@pytest.mark.parametrize(
+    ("line", "where"),
+    [
+        ('cmake_args = ["-DX=$<CONFIG>"]', r"cmake_args\[0\]"),  # tsuku refuses $ too
+        ('cmake_args = ["-DX=1; id"]', r"cmake_args\[0\]"),
+        ('build_type = "Release; id"', "build_type"),
+    ],
+)
+def test_what_tsuku_refuses_in_a_cmake_build_is_refused(line: str, where: str) -> None:
+    text = NINJA.replace('cmake_args = ["-DBUILD_TESTING=OFF", "-DX=$<CONFIG>-{version}"]', line)
+    with pytest.raises(RecipeParseError, match=where):
+        parse_recipe(text)
