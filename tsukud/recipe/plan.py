@@ -491,39 +491,38 @@ def _require_command(step: RequireCommandStep, index: int, ctx: PlanContext) -> 
     ]
 
 
+def _fill(ctx: PlanContext, text: str) -> str:
+    """Text as the recipe wrote it, ``{version}``, ``{os}`` and ``{arch}`` filled in
+    (tsuku's ``expandParams``)."""
+    t = ctx.target
+    return expand(text, version=ctx.resolved.version, os=t.os, arch=t.arch)
+
+
+def _filled(ctx: PlanContext, words: tuple[str, ...] | None) -> list[str] | None:
+    """:func:`_fill` over a list; ``None`` (not written) stays unset."""
+    return None if words is None else [_fill(ctx, w) for w in words]
+
+
 def _configure_make(step: ConfigureMakeStep, index: int, ctx: PlanContext) -> list[PlanStep]:
-    """A primitive in tsuku's plan: its parameters as the recipe wrote them, with
-    ``{version}``, ``{os}`` and ``{arch}`` filled in (tsuku's ``expandParams``)."""
-    t, v = ctx.target, ctx.resolved.version
-
-    def fill(words: tuple[str, ...] | None) -> list[str] | None:
-        if words is None:
-            return None
-        return [expand(w, version=v, os=t.os, arch=t.arch) for w in words]
-
+    """A primitive in tsuku's plan: its parameters as the recipe wrote them, with the
+    templates filled in (as for cmake_build, set_rpath and set_env)."""
     return [
         primitive(
             "configure_make",
-            source_dir=expand(step.source_dir, version=v, os=t.os, arch=t.arch),
-            configure_args=fill(step.configure_args),
-            make_targets=fill(step.make_targets),
+            source_dir=_fill(ctx, step.source_dir),
+            configure_args=_filled(ctx, step.configure_args),
+            make_targets=_filled(ctx, step.make_targets),
             executables=list(step.executables),
         )
     ]
 
 
 def _cmake_build(step: CMakeBuildStep, index: int, ctx: PlanContext) -> list[PlanStep]:
-    """As configure_make: the parameters as written, templates filled in."""
-    t, v = ctx.target, ctx.resolved.version
-
-    def fill(text: str) -> str:
-        return expand(text, version=v, os=t.os, arch=t.arch)
-
     return [
         primitive(
             "cmake_build",
-            source_dir=fill(step.source_dir),
-            cmake_args=None if step.cmake_args is None else [fill(a) for a in step.cmake_args],
+            source_dir=_fill(ctx, step.source_dir),
+            cmake_args=_filled(ctx, step.cmake_args),
             build_type=step.build_type,
             executables=list(step.executables),
         )
@@ -531,34 +530,23 @@ def _cmake_build(step: CMakeBuildStep, index: int, ctx: PlanContext) -> list[Pla
 
 
 def _set_env(step: SetEnvStep, index: int, ctx: PlanContext) -> list[PlanStep]:
-    """As written (a table, or tsuku's list of ``{name, value}``), ``{version}``,
-    ``{os}`` and ``{arch}`` filled in; ``{install_dir}`` stays, as in tsuku's plan."""
-    t, v = ctx.target, ctx.resolved.version
-
-    def fill(text: str) -> str:
-        return expand(text, version=v, os=t.os, arch=t.arch)
-
+    """As written (a table, or tsuku's list of ``{name, value}``); ``{install_dir}``
+    stays, as in tsuku's plan."""
     written: Any
     if isinstance(step.vars, dict):
-        written = {k: fill(step.vars[k]) for k in sorted(step.vars)}
+        written = {k: _fill(ctx, step.vars[k]) for k in sorted(step.vars)}
     else:
-        written = [{"name": e["name"], "value": fill(e["value"])} for e in step.vars]
+        written = [{"name": e["name"], "value": _fill(ctx, e["value"])} for e in step.vars]
     return [primitive("set_env", vars=written)]
 
 
 def _set_rpath(step: SetRpathStep, index: int, ctx: PlanContext) -> list[PlanStep]:
-    """As written, templates filled in (tsuku expands ``{libs_dir}`` only when it
-    runs the step)."""
-    t, v = ctx.target, ctx.resolved.version
-
-    def fill(text: str) -> str:
-        return expand(text, version=v, os=t.os, arch=t.arch)
-
+    """As written (tsuku expands ``{libs_dir}`` only when it runs the step)."""
     return [
         primitive(
             "set_rpath",
-            binaries=[fill(b) for b in step.binaries],
-            rpath=None if step.rpath is None else fill(step.rpath),
+            binaries=_filled(ctx, step.binaries),
+            rpath=None if step.rpath is None else _fill(ctx, step.rpath),
             create_wrapper=step.create_wrapper,
         )
     ]
