@@ -226,9 +226,9 @@ async def _run(sandbox: BuildSandbox, spec: RunSpec, session: str | None) -> Run
         raise ImageMissing(
             f"the build image {spec.image!r} is not present in the container runtime; "
             "builds from source run only there, never on this machine",
-            hint="Build it with `bash scripts/dev setup` (debootstrap --variant=minbase "
-            "--include=gcc,make,libc6-dev,patchelf,cmake from Debian's packages, imported; "
-            "no registry needed). Nothing was installed.",
+            hint="Build it with `tsukuctl sandbox prepare --build` (debootstrap "
+            "--variant=minbase --include=gcc,make,libc6-dev,patchelf,cmake from Debian's "
+            "packages, imported; no registry needed). Nothing was installed.",
         ) from exc
 
 

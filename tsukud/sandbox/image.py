@@ -354,8 +354,15 @@ async def prepare_debian_image(
 
 
 async def prepare_build_image(
-    runtime: ContainerRuntime, name: str = BUILD_IMAGE, *, force: bool = False
+    runtime: ContainerRuntime,
+    name: str = BUILD_IMAGE,
+    *,
+    force: bool = False,
+    progress: Progress | None = None,
+    workdir: Path | None = None,
 ) -> bool:
     """Make sure the build image exists: the Debian minbase with a C toolchain
     (:data:`BUILD_PACKAGES`), where builds from source run (``install/build.py``)."""
-    return await prepare_debian_image(runtime, name, force=force, include=BUILD_PACKAGES)
+    return await prepare_debian_image(
+        runtime, name, force=force, progress=progress, workdir=workdir, include=BUILD_PACKAGES
+    )

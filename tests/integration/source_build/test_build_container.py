@@ -131,7 +131,7 @@ async def test_without_the_build_image_nothing_falls_back_to_the_host(
 ) -> None:
     with pytest.raises(ImageMissing, match="builds from source run only there") as caught:
         await _build(runtime, "tsuku/no-such-build-image:local", tmp_path)
-    assert "scripts/dev setup" in (caught.value.hint or "")
+    assert "tsukuctl sandbox prepare --build" in (caught.value.hint or "")
     assert not (tmp_path / "marker").exists()
 
 

@@ -31,6 +31,12 @@ def test_the_source_builds_in_the_container_and_installs(
     project: Project, build_image: str
 ) -> None:
     with running(daemon(project)) as t:
+        # The build image through the daemon (present here: nothing is built again).
+        prep = json.loads(t.ctl("sandbox", "prepare", "--build", "--json", check=True).stdout)
+        assert prep == {"image": build_image, "imported": False}
+        both = t.ctl("sandbox", "prepare", "--build", "--busybox")
+        assert both.returncode != 0 and "one at a time" in both.stderr
+
         local_recipe(t, "hello-src", recipe(project))
         plan = json.loads(t.ctl("plan", "hello-src", "--json").stdout)
         assert [s["action"] for s in plan["steps"]] == [
