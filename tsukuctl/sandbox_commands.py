@@ -34,7 +34,7 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
         res = rpc(
             args,
             "sandbox.prepare",
-            {"force": args.force, "busybox": args.busybox},
+            {"force": args.force, "busybox": args.busybox, "build": args.build},
             on_progress=None if args.json else _progress,
         )
         if args.json:
@@ -64,6 +64,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="store_true",
         help="prepare: the static-only fallback image from the host's busybox-static "
         "(glibc-linked binaries cannot run in it)",
+    )
+    p.add_argument(
+        "--build",
+        action="store_true",
+        help="prepare: the build image (Debian minbase with gcc, make, cmake and patchelf), "
+        "where builds from source run",
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_sandbox)

@@ -253,6 +253,12 @@ CATALOGUE: dict[str, ErrorKind] = {
     "run_command_failed": ErrorKind(
         E.INSTALL_FAILED, "The recipe's run_command failed; nothing was installed."
     ),
+    "build_failed": ErrorKind(
+        E.INSTALL_FAILED,
+        "The build ran in the build container (never on this machine) and did not "
+        "produce what the recipe says; nothing was installed. The message holds the "
+        "end of its output.",
+    ),
     "system_packages_need_consent": ErrorKind(
         E.NOT_INTERACTIVE,
         "A system package command runs only after a person at a terminal said yes to it "

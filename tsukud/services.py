@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from tsukud.flows.install_missing import InstallMissing
     from tsukud.github.client import GitHub
     from tsukud.hooks.service import HookIndex
+    from tsukud.install.build import BuildSandbox
     from tsukud.install.installer import Installer
     from tsukud.install.registry import Registry
     from tsukud.instructions.service import InstructionsBuilder
@@ -201,6 +202,18 @@ class Services:
 
         return proxy_env(lambda key: str(self._setting(key)() or ""))
 
+    def _build_sandbox(self) -> BuildSandbox:
+        """Where builds from source run: the sandbox's runtime and the container lock
+        validation uses, in the build image."""
+        from tsukud.install.build import BuildSandbox
+
+        sandbox = self.sandbox
+        return BuildSandbox(
+            runtime=sandbox.runtime,
+            lock=lambda session: self.container_lock.hold(session=session),
+            forget=sandbox.forget,
+        )
+
     @cached_property
     def installer(self) -> Installer:
         from tsukud.install import layout
@@ -234,6 +247,7 @@ class Services:
             package_proxies=self._package_proxies,
             homebrew=homebrew,
             caller_path=self.caller_path,
+            builds=self._build_sandbox,
         )
         # Built on first use, before any install of this daemon has started: whatever a
         # crashed daemon left half-done can be repaired now.

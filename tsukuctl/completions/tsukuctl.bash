@@ -26,7 +26,7 @@ _tsukuctl() {
             " events") words="-h --help --since --until --type --session --origin --all-origins --anchors --limit --by --head --json --csv -q --quiet -v --verbose" ;;
             " daemon") words="-h --help -n --lines -f --follow -q --quiet -v --verbose" ;;
             " config") words="-h --help --json -q --quiet -v --verbose" ;;
-            " sandbox") words="-h --help --force --busybox --json -q --quiet -v --verbose" ;;
+            " sandbox") words="-h --help --force --busybox --build --json -q --quiet -v --verbose" ;;
             " llm") words="-h --help --provider --yes --json -q --quiet -v --verbose" ;;
             " install") words="-h --help --force -y --yes --json --from --search-provider --provider --only-provider --no-discover --trust-page-hosts --collect-tool-stats -q --quiet -v --verbose" ;;
             " list") words="-h --help --json -q --quiet -v --verbose" ;;

@@ -55,7 +55,7 @@ function __tsukuctl_complete
                 printf '%s\n' -h --help --json -q --quiet -v --verbose
                 return
             case " sandbox"
-                printf '%s\n' -h --help --force --busybox --json -q --quiet -v --verbose
+                printf '%s\n' -h --help --force --busybox --build --json -q --quiet -v --verbose
                 return
             case " llm"
                 printf '%s\n' -h --help --provider --yes --json -q --quiet -v --verbose

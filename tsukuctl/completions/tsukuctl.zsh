@@ -27,7 +27,7 @@ _tsukuctl() {
             (" events") cands=(-h --help --since --until --type --session --origin --all-origins --anchors --limit --by --head --json --csv -q --quiet -v --verbose) ;;
             (" daemon") cands=(-h --help -n --lines -f --follow -q --quiet -v --verbose) ;;
             (" config") cands=(-h --help --json -q --quiet -v --verbose) ;;
-            (" sandbox") cands=(-h --help --force --busybox --json -q --quiet -v --verbose) ;;
+            (" sandbox") cands=(-h --help --force --busybox --build --json -q --quiet -v --verbose) ;;
             (" llm") cands=(-h --help --provider --yes --json -q --quiet -v --verbose) ;;
             (" install") cands=(-h --help --force -y --yes --json --from --search-provider --provider --only-provider --no-discover --trust-page-hosts --collect-tool-stats -q --quiet -v --verbose) ;;
             (" list") cands=(-h --help --json -q --quiet -v --verbose) ;;

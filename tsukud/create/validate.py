@@ -7,6 +7,8 @@ loopback only, size cap, sha256, checked against GitHub's ``digest`` when the AP
 one), unpack it with the installer's safe extractor into a private staging directory and
 assemble the tool's tree the way the installer does (``bin/<name>`` for each binary).
 A missing binary is reported with the archive's file list before any container runs.
+A ``configure_make`` is built as the installer builds it, in the build container
+(``install/build.py``), and its output is the tree that is verified.
 
 Container side (:mod:`tsukud.sandbox.runtime`, every isolation knob of the contract on):
 the tree is mounted read-only at ``/tsuku/tool``, ``PATH`` starts with its binary
@@ -51,6 +53,7 @@ from tsukud.create.sanitize import (
 )
 from tsukud.create.static_checks import verify_command_findings
 from tsukud.install.assemble import TreeAssembler, files
+from tsukud.install.build import BuildSandbox, build_in_container, replace_with_output
 from tsukud.install.context import ProgressFn as Progress
 from tsukud.install.download import (
     DEFAULT_MAX_BYTES,
@@ -61,7 +64,7 @@ from tsukud.install.download import (
     check_sha256,
     download,
 )
-from tsukud.install.errors import BinaryNotInArchive, InstallError
+from tsukud.install.errors import BinaryNotInArchive, BuildFailed, InstallError
 from tsukud.install.extract import ExtractError, extract
 from tsukud.install.homebrew.errors import RelocationFailed
 from tsukud.install.homebrew.pour import relocate as relocate_bottle
@@ -88,8 +91,10 @@ from tsukud.recipe import (
     render_recipe,
     render_verify,
 )
+from tsukud.recipe.build import Build
 from tsukud.recipe.render import render_command
 from tsukud.sandbox.runtime import (
+    BUILD_IMAGE,
     DEBIAN_IMAGE,
     ImageMissing,
     RunResult,
@@ -420,8 +425,11 @@ class Validator:
         timeout_s: float = TIMEOUT_S,
         max_download_bytes: int | None = None,
         emulates: Callable[[str], bool] | None = None,
+        build_image: str = BUILD_IMAGE,
     ) -> None:
         self.http = http
+        # Where a recipe's configure_make builds (install/build.py).
+        self.build_image = build_image
         self.emulates = emulates or binfmt_handler_registered
         self._github_url = github_url
         self.workdir = workdir
@@ -634,6 +642,11 @@ class ValidationRun:
                     await pour.relocate(bottle, unpacked, target)
                 except RelocationFailed as exc:
                     return failed("failed", "relocate", message=exc.message, hint=exc.hint)
+            if step.build is not None:
+                problem = await self._build(step.build, unpacked, recipe.metadata.name, target)
+                if problem is not None:
+                    status, message, hint = problem
+                    return failed(status, "build", message=message, hint=hint)
             if step.commands:
                 problem = await self._run_commands(step, unpacked, target)
                 if problem is not None:
@@ -744,6 +757,44 @@ class ValidationRun:
                 why = "timed out" if res.timed_out else f"exited with {res.exit_code}"
                 output = _tail(container_output(res.text, _CONTAINER_ENV))
                 return "failed", f"run_command {why}: {command}\nOutput: {output}", None
+        return None
+
+    async def _build(
+        self, build: Build, source: Path, tool: str, target: Platform
+    ) -> tuple[Status, str, str | None] | None:
+        """A ``configure_make`` built as the installer builds it: in the build
+        container, never here (``install/build.py``); its output replaces the source.
+        The verify command runs afterwards over the assembled tree, as for any recipe.
+        ``(status, message, hint)`` when it could not run or failed."""
+        if target != self.platform:
+            return (
+                "skipped",
+                f"builds from source run only in the build container, on {self.platform.key}",
+                None,
+            )
+        v = self.validator
+        sandbox = BuildSandbox(runtime=v.runtime, lock=v.lock, image=v.build_image)
+        scratch = self._new_dir("build")
+        prefix = self._new_dir("out") / "tool"
+        prefix.mkdir()
+        try:
+            await build_in_container(
+                sandbox,
+                build,
+                tool=tool,
+                source=source,
+                scratch=scratch,
+                prefix=prefix,
+                checks=(),
+                session=self.session,
+            )
+        except BuildFailed as exc:
+            return "failed", exc.message, exc.hint
+        except (ImageMissing, RuntimeUnavailable) as exc:
+            if isinstance(exc, RuntimeUnavailable):
+                v.forget()
+            return "skipped", exc.message, exc.hint
+        await trio.to_thread.run_sync(replace_with_output, source, prefix)
         return None
 
     async def _in_container(

@@ -47,6 +47,7 @@ from tsukud import log
 from tsukud.errors import ConfirmationRequired, TsukuError
 from tsukud.install import layout
 from tsukud.install.assemble import TreeAssembler, resolve_inside
+from tsukud.install.build import build_in_container, replace_with_output
 from tsukud.install.checks import run_checks, sha256_file
 from tsukud.install.commands import check_may_run, command_env, question, run_on_host
 from tsukud.install.context import InstallContext, ProgressFn
@@ -64,6 +65,7 @@ from tsukud.install.ecosystem.cargo import rustup_env
 from tsukud.install.errors import (
     BinaryConflict,
     BinaryNotInArchive,
+    BuildFailed,
     GuardedCommandRefused,
     ShadowingRefused,
     no_space,
@@ -102,7 +104,8 @@ from tsukud.recipe import (
     render_verify,
     require_supported,
 )
-from tsukud.recipe.render import render_command, takes_first_match
+from tsukud.recipe.build import Build
+from tsukud.recipe.render import env_file, render_command, takes_first_match
 from tsukud.recipe.system import shell_words
 
 CHECKSUM_FILE_MAX = 1024 * 1024
@@ -289,6 +292,8 @@ class InstallAttempt:
             root = self.staging / "root"
             for step in rendered:
                 asset_records.append(await self._fetch_and_unpack(step, res, loaded, root))
+                if step.build is not None:
+                    await self._build(step, step.build, loaded, res.version, final_dir)
                 bottle = self.bottles.get(step.index)
                 if bottle is not None:
                     await self._relocate(step, bottle, final_dir)
@@ -297,6 +302,9 @@ class InstallAttempt:
             self.stage = "install"
             await self.progress("installing", version=res.version)
             binaries = await trio.to_thread.run_sync(self._assemble, rendered, root)
+            env = env_file(recipe, inst.platform, res.version, str(final_dir))
+            if env is not None:  # set_env: tsuku's env.sh in the tool's directory
+                (root / "env.sh").write_text(env)
             self._refuse_conflicts(binaries, force)
             await self._refuse_shadowing(binaries)
             self.tx.move_into_place(root, final_dir)
@@ -603,6 +611,53 @@ class InstallAttempt:
         if reason:
             record["skip_verification_reason"] = reason
         return record
+
+    async def _build(
+        self,
+        step: RenderedStep,
+        build: Build,
+        loaded: LoadedRecipe,
+        version: str,
+        final_dir: Path,
+    ) -> None:
+        """The unpacked source built in the build container, never here, and its
+        verify run there against the output; the output becomes the step's work
+        directory (``build.py`` says why and how)."""
+        assert self.staging is not None
+        self.stage = "build"
+        sandbox = self.inst.builds() if self.inst.builds is not None else None
+        if sandbox is None:
+            raise BuildFailed(
+                f"{self.name}: builds from source run only in the build container, and "
+                "this installer has none",
+                tool=self.name,
+                stage="build",
+            )
+        source = self.staging / f"x{step.index}"
+        scratch = self.staging / f"build{step.index}"
+        prefix = self.staging / f"out{step.index}"
+        scratch.mkdir()
+        prefix.mkdir()
+        await self.progress(
+            "building",
+            source_dir=build.source_dir,
+            image=sandbox.image,
+            message=f"building {build.source_dir} in the build container ({sandbox.image})",
+        )
+        checks = self._verify_checks(loaded, version, final_dir)
+        await build_in_container(
+            sandbox,
+            build,
+            tool=self.name,
+            source=source,
+            scratch=scratch,
+            prefix=prefix,
+            checks=checks,
+            session=self.session,
+        )
+        await trio.to_thread.run_sync(replace_with_output, source, prefix)
+        await trio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
+        await self.progress("built", source_dir=build.source_dir, verified=bool(checks))
 
     async def _relocate(self, step: RenderedStep, bottle: Bottle, final_dir: Path) -> None:
         """The unpacked keg rewritten for where it will live (``homebrew/relocate.py``)."""

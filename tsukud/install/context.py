@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import trio
 
     from tsukud.events.store import EventStore
+    from tsukud.install.build import BuildSandbox
     from tsukud.install.homebrew.client import HomebrewClient
     from tsukud.install.registry import Registry
     from tsukud.install.versions import VersionResolver
@@ -43,6 +44,8 @@ class InstallContext(Protocol):
     package_proxies: Callable[[], Mapping[str, str]]
     homebrew: HomebrewClient | None
     caller_path: Callable[[], str]
+    # Where builds from source run (the build container); None: they cannot.
+    builds: Callable[[], BuildSandbox] | None
 
     def lock(self, name: str) -> trio.Lock: ...
 

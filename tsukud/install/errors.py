@@ -40,6 +40,12 @@ class ShadowingRefused(InstallError):
     code = "command_shadowing_refused"
 
 
+class BuildFailed(InstallError):
+    """A build from source that did not give what the recipe says (``build.py``)."""
+
+    code = "build_failed"
+
+
 class NotInstalled(NotFound):
     code = "not_installed"
 

@@ -42,6 +42,7 @@ from tsukud.recipe import (
 
 if TYPE_CHECKING:
     from tsukud.events.store import EventStore
+    from tsukud.install.build import BuildSandbox
     from tsukud.install.homebrew.client import HomebrewClient
     from tsukud.net.http import Http
     from tsukud.policy.confirm import Confirmations
@@ -70,8 +71,11 @@ class Installer:
         package_proxies: Callable[[], Mapping[str, str]] = dict,
         homebrew: HomebrewClient | None = None,
         caller_path: Callable[[], str] | None = None,
+        builds: Callable[[], BuildSandbox] | None = None,
     ) -> None:
         self.home = home
+        # Where builds from source run: the build container, never this host.
+        self.builds = builds
         # The PATH of the request's caller: the system commands a binary must not
         # shadow unasked (``shadowing.py``).
         self.caller_path = caller_path or (lambda: env.get("PATH", ""))

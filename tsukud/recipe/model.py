@@ -478,9 +478,107 @@ class RequireCommandStep(_StepBase, frozen=True, kw_only=True):
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class ConfigureMakeStep(_StepBase, frozen=True, kw_only=True):
+    """``configure_make``: build the unpacked source in ``source_dir`` (relative to the
+    work directory) with ``./configure --prefix=<the tool's directory>
+    [configure_args...]``, then ``make`` with each of ``make_targets`` (default: the
+    default target, then ``install``); ``executables`` must then be in ``bin/``.
+
+    The source is untrusted code: it is built only in the build container (no network,
+    the validation limits), never on the host, and what its ``make install`` wrote is
+    what gets installed (``install/build.py``). ``prefix`` (tsuku's key to install
+    elsewhere) stays in ``extra`` and is refused: the prefix is the tool's directory."""
+
+    ACTION: ClassVar[str] = "configure_make"
+    action: Literal["configure_make"] = "configure_make"
+    source_dir: str
+    configure_args: tuple[str, ...] | None = None
+    make_targets: tuple[str, ...] | None = None
+    executables: tuple[str, ...] = ()
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class CMakeBuildStep(_StepBase, frozen=True, kw_only=True):
+    """``cmake_build``: ``cmake -S <source_dir> -B <build dir>
+    -DCMAKE_INSTALL_PREFIX=<the tool's directory> -DCMAKE_BUILD_TYPE=<build_type>
+    [cmake_args...]``, ``cmake --build``, ``cmake --install`` (tsuku's steps; its
+    default build type is ``Release``); ``executables`` must then be in ``bin/``.
+    Untrusted code like ``configure_make``'s, built the same way: only in the build
+    container."""
+
+    ACTION: ClassVar[str] = "cmake_build"
+    action: Literal["cmake_build"] = "cmake_build"
+    source_dir: str
+    cmake_args: tuple[str, ...] | None = None
+    build_type: str | None = None
+    executables: tuple[str, ...] = ()
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class SetupBuildEnvStep(_StepBase, frozen=True, kw_only=True):
+    """``setup_build_env``: tsuku points ``PKG_CONFIG_PATH``, ``CPPFLAGS``, ``LDFLAGS``
+    and the compiler at the recipe's build dependencies before a build step. Builds run
+    in the build image with its own toolchain, so with no dependencies to point at it
+    changes nothing; it is read, planned and accepted as that."""
+
+    ACTION: ClassVar[str] = "setup_build_env"
+    action: Literal["setup_build_env"] = "setup_build_env"
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class SetEnvStep(_StepBase, frozen=True, kw_only=True):
+    """``set_env``: environment variables the tool wants (``JAVA_HOME``), written as
+    ``env.sh`` in the tool's directory, as tsuku writes it. ``vars`` as the recipe
+    spells it: a table (``{ NVM_DIR = "{install_dir}" }``, the registry's spelling) or
+    tsuku's older list of ``{name, value}``. Values are quoted for the shell (tsuku
+    writes them bare, so a value could run a command when the file is sourced);
+    ``{version}`` and ``{install_dir}`` are filled in."""
+
+    ACTION: ClassVar[str] = "set_env"
+    action: Literal["set_env"] = "set_env"
+    vars: dict[str, str] | tuple[dict[str, str], ...]
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    @property
+    def pairs(self) -> tuple[tuple[str, str], ...]:
+        if isinstance(self.vars, dict):
+            return tuple(self.vars.items())
+        return tuple((v["name"], v["value"]) for v in self.vars)
+
+
+class SetRpathStep(_StepBase, frozen=True, kw_only=True):
+    """``set_rpath``: the RPATH of ``binaries`` (paths in the work directory; tsuku's
+    ``.install/`` prefix names the build's output) set to ``rpath`` (default
+    ``$ORIGIN/../lib``) with patchelf, after a ``configure_make``, in the build
+    container like the build itself. Each part of ``rpath`` must start with
+    ``$ORIGIN`` (or macOS's ``@executable_path``, ``@loader_path``, ``@rpath``), as
+    tsuku checks; an absolute one (a dependency's library directory) is not supported
+    yet. ``create_wrapper`` (tsuku's fallback when patchelf fails) is read; a failure
+    fails the build instead."""
+
+    ACTION: ClassVar[str] = "set_rpath"
+    action: Literal["set_rpath"] = "set_rpath"
+    binaries: tuple[str, ...]
+    rpath: str | None = None
+    create_wrapper: bool | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+# Steps that build from source: they run only in the build container.
+BuildStep = ConfigureMakeStep | CMakeBuildStep | SetupBuildEnvStep | SetRpathStep
+BUILD_ACTIONS = (
+    ConfigureMakeStep.ACTION,
+    CMakeBuildStep.ACTION,
+    SetupBuildEnvStep.ACTION,
+    SetRpathStep.ACTION,
+)
+
+
 # Steps that act on the host itself rather than on the tool's directory: checked or
 # run (after a person's yes) before anything is downloaded.
 HostStep = SystemPackagesStep | RequireCommandStep
+# Steps that say something about the installed tool rather than fetch or build it.
+ToolStep = SetEnvStep
 
 
 class GenericStep(_StepBase, frozen=True, kw_only=True):
@@ -500,8 +598,12 @@ UrlStep = (
     | InstallBinariesStep
     | RunCommandStep
     | HomebrewStep
+    | ConfigureMakeStep
+    | CMakeBuildStep
+    | SetupBuildEnvStep
+    | SetRpathStep
 )
-SupportedStep = GitHubArchiveStep | GitHubFileStep | UrlStep | EcosystemStep | HostStep
+SupportedStep = GitHubArchiveStep | GitHubFileStep | UrlStep | EcosystemStep | HostStep | ToolStep
 Step = SupportedStep | GenericStep
 
 
@@ -756,7 +858,7 @@ def _check_ecosystem(
 ) -> None:
     """An ecosystem step is the whole install: its package manager owns the tool's
     directory, so it stands alone, and its versions come from its own registry."""
-    selected = [(i, s) for i, s in selected if not isinstance(s, HostStep)]
+    selected = [(i, s) for i, s in selected if not isinstance(s, HostStep | ToolStep)]
     eco = [(i, s) for i, s in selected if isinstance(s, EcosystemStep)]
     if not eco:
         if source in ECOSYSTEM_VERSION_SOURCES:

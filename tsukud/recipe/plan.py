@@ -34,6 +34,8 @@ from tsukud.recipe.model import (
     RUNNABLE_ECOSYSTEM_ACTIONS,
     Binary,
     ChmodStep,
+    CMakeBuildStep,
+    ConfigureMakeStep,
     DownloadArchiveStep,
     DownloadStep,
     EcosystemStep,
@@ -47,6 +49,9 @@ from tsukud.recipe.model import (
     RecipeError,
     RequireCommandStep,
     RunCommandStep,
+    SetEnvStep,
+    SetRpathStep,
+    SetupBuildEnvStep,
     Step,
     SystemPackagesStep,
     UnsupportedPlatform,
@@ -88,10 +93,23 @@ _NOT_EVALUABLE = frozenset(
         "cpan_install",
         *SYSTEM_PACKAGE_ACTIONS,
         "require_command",
+        # Not in tsuku's ActionEvaluability table, which makes them not evaluable.
+        "configure_make",
+        "cmake_build",
+        "setup_build_env",
     }
 )
+# configure_make's and cmake_build's IsDeterministic are false (the build depends on
+# the compiler);
+# setup_build_env's is true.
 _NOT_DETERMINISTIC = frozenset(
-    {*RUNNABLE_ECOSYSTEM_ACTIONS, "cpan_install", *SYSTEM_PACKAGE_ACTIONS}
+    {
+        *RUNNABLE_ECOSYSTEM_ACTIONS,
+        "cpan_install",
+        *SYSTEM_PACKAGE_ACTIONS,
+        "configure_make",
+        "cmake_build",
+    }
 )
 
 # A value tsuku's plan holds only because tsuku downloaded the file to plan it (the
@@ -473,6 +491,71 @@ def _require_command(step: RequireCommandStep, index: int, ctx: PlanContext) -> 
     ]
 
 
+def _fill(ctx: PlanContext, text: str) -> str:
+    """Text as the recipe wrote it, ``{version}``, ``{os}`` and ``{arch}`` filled in
+    (tsuku's ``expandParams``)."""
+    t = ctx.target
+    return expand(text, version=ctx.resolved.version, os=t.os, arch=t.arch)
+
+
+def _filled(ctx: PlanContext, words: tuple[str, ...] | None) -> list[str] | None:
+    """:func:`_fill` over a list; ``None`` (not written) stays unset."""
+    return None if words is None else [_fill(ctx, w) for w in words]
+
+
+def _configure_make(step: ConfigureMakeStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """A primitive in tsuku's plan: its parameters as the recipe wrote them, with the
+    templates filled in (as for cmake_build, set_rpath and set_env)."""
+    return [
+        primitive(
+            "configure_make",
+            source_dir=_fill(ctx, step.source_dir),
+            configure_args=_filled(ctx, step.configure_args),
+            make_targets=_filled(ctx, step.make_targets),
+            executables=list(step.executables),
+        )
+    ]
+
+
+def _cmake_build(step: CMakeBuildStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    return [
+        primitive(
+            "cmake_build",
+            source_dir=_fill(ctx, step.source_dir),
+            cmake_args=_filled(ctx, step.cmake_args),
+            build_type=step.build_type,
+            executables=list(step.executables),
+        )
+    ]
+
+
+def _set_env(step: SetEnvStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """As written (a table, or tsuku's list of ``{name, value}``); ``{install_dir}``
+    stays, as in tsuku's plan."""
+    written: Any
+    if isinstance(step.vars, dict):
+        written = {k: _fill(ctx, step.vars[k]) for k in sorted(step.vars)}
+    else:
+        written = [{"name": e["name"], "value": _fill(ctx, e["value"])} for e in step.vars]
+    return [primitive("set_env", vars=written)]
+
+
+def _set_rpath(step: SetRpathStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """As written (tsuku expands ``{libs_dir}`` only when it runs the step)."""
+    return [
+        primitive(
+            "set_rpath",
+            binaries=_filled(ctx, step.binaries),
+            rpath=None if step.rpath is None else _fill(ctx, step.rpath),
+            create_wrapper=step.create_wrapper,
+        )
+    ]
+
+
+def _setup_build_env(step: SetupBuildEnvStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    return [primitive("setup_build_env")]
+
+
 def _homebrew(step: HomebrewStep, index: int, ctx: PlanContext) -> list[PlanStep]:
     """A bottle as tsuku plans it: the blob saved as ``<formula>.tar.gz`` (URL and the
     manifest's digest), unpacked without its ``<formula>/<version>/`` directories, then
@@ -506,6 +589,11 @@ PLANNERS: dict[str, StepPlanner] = {
     "homebrew": _homebrew,
     **dict.fromkeys(SYSTEM_PACKAGE_ACTIONS, _system_packages),
     "require_command": _require_command,
+    "configure_make": _configure_make,
+    "cmake_build": _cmake_build,
+    "setup_build_env": _setup_build_env,
+    "set_env": _set_env,
+    "set_rpath": _set_rpath,
 }
 
 

@@ -14,6 +14,13 @@ from urllib.parse import quote, unquote, urlsplit
 
 import msgspec
 
+from tsukud.recipe.build import (
+    DEFAULT_MAKE_TARGETS,
+    DEFAULT_RPATH,
+    Build,
+    output_path,
+    rpath_problem,
+)
 from tsukud.recipe.homebrew import BottleRef
 from tsukud.recipe.model import (
     ARCHIVE_FORMAT_ALIASES,
@@ -23,6 +30,8 @@ from tsukud.recipe.model import (
     AssetNotFound,
     Binary,
     ChmodStep,
+    CMakeBuildStep,
+    ConfigureMakeStep,
     DownloadArchiveStep,
     DownloadStep,
     EcosystemStep,
@@ -36,10 +45,14 @@ from tsukud.recipe.model import (
     Recipe,
     RecipeError,
     RunCommandStep,
+    SetEnvStep,
+    SetRpathStep,
+    SetupBuildEnvStep,
     UnsupportedFeature,
     UrlStep,
     Verify,
     VerifyFailed,
+    matching_steps,
     normalize_fingerprint,
     require_supported,
 )
@@ -124,6 +137,9 @@ class RenderedStep(msgspec.Struct, frozen=True, kw_only=True):
     # Outputs that are files, not commands (``outputs = [{ src = "cacert.pem", dest =
     # "share/ca-certificates/cacert.pem" }]``): placed in the tool's tree, not linked.
     files: tuple[InstallBinary, ...] = ()
+    # A ``configure_make`` over the unpacked source: built in the build container, and
+    # what its ``make install`` wrote replaces the source as the step's work directory.
+    build: Build | None = None
 
 
 class VerifyCheck(msgspec.Struct, frozen=True, kw_only=True):
@@ -432,6 +448,7 @@ class _WorkFile(msgspec.Struct, kw_only=True):
     # The name pins and records use when it differs from ``name`` (a bottle's blob).
     asset: str | None = None
     files: tuple[InstallBinary, ...] = ()
+    build: Build | None = None
 
 
 def expand_url(template: str, resolved: ResolvedVersion, os_name: str, arch: str) -> str:
@@ -554,6 +571,14 @@ def _fold_url_steps(
             work_or_none.strip_dirs = step.strip_dirs or 0
             continue
         pending = [w for w in files.values() if w.binaries is None]
+        if isinstance(step, SetupBuildEnvStep):  # no build dependencies to point at
+            continue
+        if isinstance(step, ConfigureMakeStep | CMakeBuildStep):
+            _fold_build(step, index, pending, where, version, target)
+            continue
+        if isinstance(step, SetRpathStep):
+            _fold_rpath(step, pending, where, version, target)
+            continue
         if isinstance(step, ChmodStep):
             chmod = tuple(
                 expand(f, version=version, os=target.os, arch=target.arch) for f in step.files
@@ -570,6 +595,8 @@ def _fold_url_steps(
                     else ("run_command over several downloads")
                 )
                 raise _unsupported(where, what)
+            if pending[0].build is not None:
+                raise _unsupported(where, f"run_command beside {pending[0].build.kind}")
             command = expand(step.command, version=version, os=target.os, arch=target.arch)
             pending[0].commands += ((index, command),)
             continue
@@ -593,9 +620,87 @@ def _fold_url_steps(
         if step.outputs is not None and work.install_mode != "directory":
             others = tuple(o for o in step.outputs if o not in step.binaries)
             work.files = _install_binaries(others, directory=True, version=version, target=target)
+    for work in files.values():
+        if work.build is not None and work.binaries is None:
+            # No install_binaries after the build: what make install wrote is the
+            # tool, its executables the commands (tsuku's configure_make checks them).
+            work.install_mode = "directory"
+            work.binaries = _install_binaries(
+                tuple(Binary(f"bin/{e}") for e in work.build.executables),
+                directory=True,
+                version=version,
+                target=target,
+            )
     # A bottle is installed whole even when no install_binaries names a command in
     # it (a library such as ncurses).
     return [w for w in files.values() if w.binaries is not None or w.action == HomebrewStep.ACTION]
+
+
+def _fold_rpath(
+    step: SetRpathStep,
+    pending: list[_WorkFile],
+    where: str,
+    version: str,
+    target: Platform,
+) -> None:
+    """A ``set_rpath`` over a build's output: patchelf runs in the build container
+    after ``make install``; over a plain download it would run on the host (not yet)."""
+    built = [w for w in pending if w.build is not None]
+    if len(built) != 1:
+        raise _unsupported(where, "set_rpath without a configure_make or cmake_build before it")
+    work = built[0]
+    assert work.build is not None
+    rpath = expand(step.rpath or DEFAULT_RPATH, version=version, os=target.os, arch=target.arch)
+    problem = rpath_problem(rpath)
+    if problem is not None:
+        raise _unsupported(where, f"set_rpath with {problem}")
+    paths = tuple(
+        (output_path(expand(b, version=version, os=target.os, arch=target.arch)), rpath)
+        for b in step.binaries
+    )
+    work.build = msgspec.structs.replace(work.build, rpaths=work.build.rpaths + paths)
+
+
+def _fold_build(
+    step: ConfigureMakeStep | CMakeBuildStep,
+    index: int,
+    pending: list[_WorkFile],
+    where: str,
+    version: str,
+    target: Platform,
+) -> None:
+    """A build acts on the one unpacked download before it."""
+    if len(pending) != 1:
+        what = "without an earlier download" if not pending else "over several downloads"
+        raise _unsupported(where, f"{step.action} {what}")
+    work = pending[0]
+    if work.commands:
+        raise _unsupported(where, f"{step.action} beside run_command")
+    if work.build is not None:
+        raise _unsupported(where, "two builds over one download")
+    if work.format is ArchiveFormat.RAW:
+        raise _unsupported(where, f"{step.action} over {work.name} (it is not unpacked)")
+
+    def fill(text: str) -> str:
+        return expand(text, version=version, os=target.os, arch=target.arch)
+
+    if isinstance(step, CMakeBuildStep):
+        work.build = Build(
+            index=index,
+            source_dir=fill(step.source_dir),
+            kind=step.action,
+            args=tuple(fill(a) for a in step.cmake_args or ()),
+            build_type=step.build_type or "Release",
+            executables=step.executables,
+        )
+        return
+    work.build = Build(
+        index=index,
+        source_dir=fill(step.source_dir),
+        args=tuple(fill(a) for a in step.configure_args or ()),
+        make_targets=tuple(fill(t) for t in step.make_targets or DEFAULT_MAKE_TARGETS),
+        executables=step.executables,
+    )
 
 
 def render_url_steps(
@@ -637,6 +742,7 @@ def render_url_steps(
             fallback_urls=work.fallback_urls,
             skip_verification_reason=work.skip_verification_reason,
             files=work.files,
+            build=work.build,
         )
         for work in works
     ]
@@ -674,7 +780,7 @@ def render_recipe(
                     take_first=take_first,
                 )
             )
-        elif isinstance(step, EcosystemStep | HostStep):
+        elif isinstance(step, EcosystemStep | HostStep | SetEnvStep):
             # Nothing to download by URL: its package manager fetches it, or the step
             # acts on the host (install/system_packages.py).
             continue
@@ -684,6 +790,21 @@ def render_recipe(
         out.extend(render_url_steps(url_steps, resolved, target, recipe_name=name, bottles=bottles))
         out.sort(key=lambda r: r.index)
     return out
+
+
+def env_file(recipe: Recipe, target: Platform, version: str, install_dir: str) -> str | None:
+    """``env.sh`` for the recipe's ``set_env`` steps on ``target`` (tsuku's file: one
+    ``export NAME=value`` line each), every value quoted for the shell, or ``None``
+    when there are none."""
+    import shlex
+
+    lines = [
+        f"export {name}={shlex.quote(_subst(value, version, install_dir))}\n"
+        for _, step in matching_steps(recipe, target, version)
+        if isinstance(step, SetEnvStep)
+        for name, value in step.pairs
+    ]
+    return "".join(lines) or None
 
 
 def render_command(command: str, *, work_dir: str, install_dir: str) -> str:

@@ -22,12 +22,21 @@ from typing import Any, NoReturn
 import msgspec
 import tomli_w
 
+from tsukud.recipe.build import (
+    valid_build_type,
+    valid_cmake_arg,
+    valid_configure_arg,
+    valid_executable,
+    valid_make_target,
+)
 from tsukud.recipe.model import (
     ARCHIVE_FORMAT_ALIASES,
     ECOSYSTEM_STEPS,
     INSTALL_MODES,
     Binary,
     ChmodStep,
+    CMakeBuildStep,
+    ConfigureMakeStep,
     DownloadArchiveStep,
     DownloadStep,
     ExtractStep,
@@ -41,6 +50,9 @@ from tsukud.recipe.model import (
     RecipeParseError,
     RequireCommandStep,
     RunCommandStep,
+    SetEnvStep,
+    SetRpathStep,
+    SetupBuildEnvStep,
     Step,
     SystemPackagesStep,
     Verify,
@@ -372,6 +384,16 @@ def _require(table: Mapping[str, Any], path: str, *keys: str) -> None:
             raise _Bad(f"{path}.{key}", "required")
 
 
+def _exact_table(value: Any, path: str, keys: tuple[str, ...], why: str) -> dict[str, Any]:
+    """A table with exactly ``keys``: one missing or another one is refused."""
+    table = _table(value, path)
+    _require(table, path, *keys)
+    unknown = sorted(set(table) - set(keys))
+    if unknown:
+        raise _Bad(f"{path}.{unknown[0]}", why)
+    return table
+
+
 # ---------------------------------------------------------------------------- specs
 
 _METADATA: dict[str, Conv] = {
@@ -547,6 +569,94 @@ _REQUIRE_COMMAND: dict[str, Conv] = {
     "min_version": _nonempty,
 }
 _HOMEBREW: dict[str, Conv] = {"formula": _nonempty}
+
+
+def _words(valid: Callable[[str], bool], what: str) -> Conv:
+    """A list of words a build passes on (configure arguments, make targets)."""
+
+    def conv(value: Any, path: str) -> tuple[str, ...]:
+        words = _str_list(value, path)
+        for i, word in enumerate(words):
+            if not valid(word):
+                _expected(f"{path}[{i}]", what, word)
+        return words
+
+    return conv
+
+
+def _build_executables(value: Any, path: str) -> tuple[str, ...]:
+    names = _str_list(value, path)
+    for i, name in enumerate(names):
+        if not valid_executable(name):
+            _expected(f"{path}[{i}]", "an executable name in bin/ (no path separators)", name)
+    return names
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _env_name(name: Any, path: str) -> str:
+    text = _str(name, path)
+    if not _ENV_NAME.fullmatch(text):
+        _expected(path, "an environment variable name (letters, digits, _)", name)
+    return text
+
+
+def _env_vars(value: Any, path: str) -> dict[str, str] | tuple[dict[str, str], ...]:
+    """``vars`` as a table (the registry's spelling) or tsuku's list of ``{name,
+    value}``, kept in the shape it was written in."""
+    if isinstance(value, dict):
+        out = {_env_name(k, f"{path}.{k}"): _str(v, f"{path}.{k}") for k, v in value.items()}
+    elif isinstance(value, list):
+        items = []
+        for i, item in enumerate(value):
+            where = f"{path}[{i}]"
+            table = _exact_table(item, where, ("name", "value"), "unknown key (name and value)")
+            name = _env_name(table["name"], f"{where}.name")
+            items.append({"name": name, "value": _str(table["value"], f"{where}.value")})
+        return tuple(items)
+    else:
+        _expected(path, "a table of variables (or a list of {name, value})", value)
+    if not out:
+        raise _Bad(path, "at least one variable is required")
+    return out
+
+
+def _rel_paths(value: Any, path: str) -> tuple[str, ...]:
+    names = _str_list(value, path)
+    if not names:
+        raise _Bad(path, "at least one path is required")
+    return tuple(_file_path(name, f"{path}[{i}]") for i, name in enumerate(names))
+
+
+_SET_RPATH: dict[str, Conv] = {
+    "binaries": _rel_paths,
+    "rpath": _str,
+    "create_wrapper": _bool,
+}
+_CONFIGURE_MAKE: dict[str, Conv] = {
+    "source_dir": _rel_path,
+    "configure_args": _words(
+        valid_configure_arg, "a configure argument (no shell characters, at most 500)"
+    ),
+    "make_targets": _words(valid_make_target, "a make target (no shell characters, no option)"),
+    "executables": _build_executables,
+}
+
+
+def _build_type(value: Any, path: str) -> str:
+    text = _nonempty(value, path)
+    if not valid_build_type(text):
+        _expected(path, "a CMake build type (a word: Release, Debug, RelWithDebInfo)", value)
+    return text
+
+
+_CMAKE_BUILD: dict[str, Conv] = {
+    "source_dir": _rel_path,
+    "cmake_args": _words(valid_cmake_arg, "a cmake argument (no shell characters, at most 500)"),
+    "build_type": _build_type,
+    "executables": _build_executables,
+}
 # action -> (step type, parameter spec, required parameters)
 _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
     "download": (DownloadStep, _DOWNLOAD, ("url",)),
@@ -557,6 +667,11 @@ _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
     "install_binaries": (InstallBinariesStep, _INSTALL_BINARIES, ()),
     "run_command": (RunCommandStep, _RUN_COMMAND, ("command",)),
     "homebrew": (HomebrewStep, _HOMEBREW, ("formula",)),
+    "configure_make": (ConfigureMakeStep, _CONFIGURE_MAKE, ("source_dir",)),
+    "cmake_build": (CMakeBuildStep, _CMAKE_BUILD, ("source_dir",)),
+    "setup_build_env": (SetupBuildEnvStep, {}, ()),
+    "set_env": (SetEnvStep, {"vars": _env_vars}, ("vars",)),
+    "set_rpath": (SetRpathStep, _SET_RPATH, ("binaries",)),
 }
 _SIGNATURE_KEYS = ("signature_url", "signature_key_url", "signature_key_fingerprint")
 
@@ -710,11 +825,9 @@ def _overrides(value: Any) -> tuple[Step, ...]:
     steps: list[Step] = []
     for i, item in enumerate(value):
         path = f"{OVERRIDES}[{i}]"
-        table = _table(item, path)
-        _require(table, path, "version", "steps")
-        unknown = sorted(set(table) - {"version", "steps"})
-        if unknown:
-            raise _Bad(f"{path}.{unknown[0]}", "unknown key (an override has version and steps)")
+        table = _exact_table(
+            item, path, ("version", "steps"), "unknown key (an override has version and steps)"
+        )
         versions = _version_range(table["version"], f"{path}.version")
         raw = table["steps"]
         if not isinstance(raw, list) or not raw:

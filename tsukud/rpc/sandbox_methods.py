@@ -7,6 +7,7 @@ from typing import Any
 import msgspec
 
 from tsukud.daemon import Daemon
+from tsukud.errors import InvalidParams
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
 
@@ -20,18 +21,29 @@ async def sandbox_status(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
 class PrepareParams(msgspec.Struct, forbid_unknown_fields=True):
     force: bool = False
     busybox: bool = False  # the static-only fallback instead of Debian minbase
+    build: bool = False  # the build image (builds from source) instead
 
 
 @method("sandbox.prepare", PrepareParams)
 async def sandbox_prepare(d: Daemon, p: PrepareParams, call: Call) -> dict[str, Any]:
-    """Build the validation image offline: Debian minbase (debootstrap), or busybox."""
+    """Build the validation image offline: Debian minbase (debootstrap), busybox, or
+    the build image."""
     sb = d.services.sandbox
+    if p.busybox and p.build:
+        raise InvalidParams(
+            "busybox and build name two different images; prepare one at a time",
+            hint="Run `tsukuctl sandbox prepare --build` and `--busybox` separately.",
+        )
 
     async def progress(message: str) -> None:
         await call.progress({"stage": "preparing", "message": message})
 
     image, imported = await sb.prepare(
-        force=p.force, busybox=p.busybox, progress=progress, workdir=d.services.home
+        force=p.force,
+        busybox=p.busybox,
+        build=p.build,
+        progress=progress,
+        workdir=d.services.home,
     )
     return {"image": image, "imported": imported}
 

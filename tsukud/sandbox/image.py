@@ -8,6 +8,9 @@ validate recipes in. Two are built here, neither from a registry:
   and apt caches, streamed to the runtime as ``docker import`` does. It has glibc, so
   the glibc-linked builds most projects publish (Rust ``-gnu``, C tools) run in it;
   busybox cannot run them. debootstrap needs root.
+- **build** (:func:`prepare_build_image`): the same minbase with gcc, make, libc6-dev,
+  cmake and patchelf, where a recipe's ``configure_make`` or ``cmake_build`` builds
+  from source (never on the host: ``install/build.py``).
 - **busybox** (the static fallback, :func:`prepare_busybox_image`): the host's statically
   linked busybox (Debian ``busybox-static``) alone, enough for static binaries and
   shell scripts. :func:`build_busybox_rootfs` turns it into a deterministic rootfs
@@ -36,7 +39,7 @@ import trio
 
 from tsukud import binfmt
 from tsukud.errors import SandboxError
-from tsukud.sandbox.runtime import BUSYBOX_IMAGE, DEBIAN_IMAGE, DEFAULT_PATH
+from tsukud.sandbox.runtime import BUILD_IMAGE, BUSYBOX_IMAGE, DEBIAN_IMAGE, DEFAULT_PATH
 
 if TYPE_CHECKING:
     from tsukud.sandbox.runtime import ContainerRuntime
@@ -50,9 +53,15 @@ __all__ = [
     "find_busybox",
     "import_image",
     "is_static_elf",
+    "prepare_build_image",
     "prepare_busybox_image",
     "prepare_debian_image",
 ]
+
+#: What the build image adds to minbase: a C compiler, make, the C library's headers,
+#: patchelf for set_rpath and cmake for cmake_build (scripts/dev ``setup_build_image``
+#: installs the same).
+BUILD_PACKAGES = ("gcc", "make", "libc6-dev", "patchelf", "cmake")
 
 #: Debian's package mirror; ``TSUKU_DEBIAN_MIRROR`` names another (a local one, a proxy).
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
@@ -227,9 +236,13 @@ def host_suite(os_release: str) -> str:
     return DEFAULT_SUITE
 
 
-def debootstrap_command(debootstrap: str, root: Path, suite: str, mirror: str) -> list[str]:
-    """The debootstrap argv for a minbase rootfs in ``root``."""
-    return [debootstrap, "--variant=minbase", suite, str(root), mirror]
+def debootstrap_command(
+    debootstrap: str, root: Path, suite: str, mirror: str, include: Sequence[str] = ()
+) -> list[str]:
+    """The debootstrap argv for a minbase rootfs in ``root`` (with ``include``'s
+    packages and what they depend on)."""
+    extra = [f"--include={','.join(include)}"] if include else []
+    return [debootstrap, "--variant=minbase", *extra, suite, str(root), mirror]
 
 
 def _find_debootstrap() -> str | None:
@@ -265,9 +278,11 @@ async def prepare_debian_image(
     mirror: str | None = None,
     suite: str | None = None,
     workdir: Path | None = None,
+    include: Sequence[str] = (),
 ) -> bool:
     """Make sure image ``name`` exists, building a Debian minbase rootfs with
-    debootstrap and importing it if not. Returns whether an import happened.
+    debootstrap (plus ``include``'s packages) and importing it if not. Returns whether
+    an import happened.
 
     ``progress`` hears each debootstrap stage (``I: Retrieving ...``, ``I: Extracting
     ...``) and the import. Raises :class:`PrepareFailed` when debootstrap is missing,
@@ -298,8 +313,8 @@ async def prepare_debian_image(
     tmp = Path(tempfile.mkdtemp(prefix="tsuku-rootfs-", dir=workdir))
     try:
         root = tmp / "root"
-        argv = debootstrap_command(debootstrap, root, suite, mirror)
-        await say(f"debootstrap --variant=minbase {suite} from {mirror}")
+        argv = debootstrap_command(debootstrap, root, suite, mirror, include)
+        await say(f"debootstrap {' '.join(argv[1:-2])} from {mirror}")
         tail: list[str] = []
         proc = await trio.lowlevel.open_process(
             argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
@@ -336,3 +351,18 @@ async def prepare_debian_image(
     finally:
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(lambda: shutil.rmtree(tmp, ignore_errors=True))
+
+
+async def prepare_build_image(
+    runtime: ContainerRuntime,
+    name: str = BUILD_IMAGE,
+    *,
+    force: bool = False,
+    progress: Progress | None = None,
+    workdir: Path | None = None,
+) -> bool:
+    """Make sure the build image exists: the Debian minbase with a C toolchain
+    (:data:`BUILD_PACKAGES`), where builds from source run (``install/build.py``)."""
+    return await prepare_debian_image(
+        runtime, name, force=force, progress=progress, workdir=workdir, include=BUILD_PACKAGES
+    )

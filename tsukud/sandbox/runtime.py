@@ -40,6 +40,7 @@ from tsukud.errors import SandboxError
 from tsukud.groups import single_leaf
 
 __all__ = [
+    "BUILD_IMAGE",
     "BUSYBOX_IMAGE",
     "DEBIAN_IMAGE",
     "DEFAULT_IMAGE",
@@ -74,6 +75,11 @@ ROLE_LABEL = f"{ROLE_LABEL_KEY}={ROLE_LABEL_VALUE}"
 #: ``tsukuctl sandbox prepare``: :func:`tsukud.sandbox.image.prepare_debian_image`).
 DEBIAN_IMAGE = "tsuku/validate-debian:local"
 DEFAULT_IMAGE = DEBIAN_IMAGE
+
+#: The build image: the Debian minbase with gcc, make, libc6-dev, patchelf and cmake.
+#: Builds from source (``configure_make``, ``cmake_build``) run in it, never on the
+#: host (:func:`tsukud.sandbox.image.prepare_build_image`).
+BUILD_IMAGE = "tsuku/validate-build:local"
 
 #: The static fallback: the host's busybox-static alone. It cannot run glibc-linked
 #: binaries, only static ones and scripts (:func:`tsukud.sandbox.image.prepare_busybox_image`).

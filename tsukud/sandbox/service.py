@@ -162,17 +162,28 @@ class Sandbox:
         *,
         force: bool = False,
         busybox: bool = False,
+        build: bool = False,
         progress: Callable[[str], Awaitable[None]] | None = None,
         workdir: Path | None = None,
     ) -> tuple[str, bool]:
-        """Build the validation image offline (Debian minbase, or the busybox fallback);
-        returns the image and whether it was imported (``False``: already there)."""
-        from tsukud.sandbox.image import PrepareFailed, prepare_busybox_image, prepare_debian_image
-        from tsukud.sandbox.runtime import BUSYBOX_IMAGE
+        """Build the validation image offline (Debian minbase, the busybox fallback, or
+        with ``build`` the build image where builds from source run); returns the
+        image and whether it was imported (``False``: already there)."""
+        from tsukud.sandbox.image import (
+            PrepareFailed,
+            prepare_build_image,
+            prepare_busybox_image,
+            prepare_debian_image,
+        )
+        from tsukud.sandbox.runtime import BUILD_IMAGE, BUSYBOX_IMAGE
 
         rt = await self.runtime()
-        image = BUSYBOX_IMAGE if busybox else self.image
-        if image == BUSYBOX_IMAGE:
+        image = BUSYBOX_IMAGE if busybox else BUILD_IMAGE if build else self.image
+        if build:
+            imported = await prepare_build_image(
+                rt, image, force=force, progress=progress, workdir=workdir
+            )
+        elif image == BUSYBOX_IMAGE:
             if progress is not None:
                 await progress("importing the host's busybox-static")
             try:

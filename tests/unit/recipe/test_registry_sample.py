@@ -300,7 +300,7 @@ def test_download_archive_without_binaries_reads_as_tsuku_reads_it() -> None:
     assert isinstance(step, DownloadArchiveStep) and step.binaries == ()
     assert "binaries =" not in dump_recipe(nvm)
     gaps = {g.action for g in _plan(nvm).unsupported}
-    assert gaps == {"set_env", "install_shell_init"}  # real missing actions, named
+    assert gaps == {"install_shell_init"}  # a real missing action, named
     # Without binaries outside directory mode it downloads and unpacks only; a later
     # install_binaries takes the tree (cuda-runtime), as tsuku reads it.
     text = '[metadata]\nname = "t"\n\n[[steps]]\naction = "download_archive"\nurl = "https://x/t"\n'
