@@ -159,10 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RemoteError as e:
         if e.remote_code == "cancelled":
             return _cancelled(e.data, args.command)
-        _print_error(e.message, e.hint)
+        _report(args, error_object(e))
         return e.exit_status
     except TsukuError as e:
-        _print_error(e.message, e.hint)
+        _report(args, error_object(e))
         return e.exit_code
     except KeyboardInterrupt:
         return _cancelled(None, args.command)
@@ -229,7 +229,37 @@ def _cancelled(data: dict[str, Any] | None, command: str | None) -> int:
     return ExitCode.CANCELLED
 
 
-def _print_error(message: str, hint: str) -> None:
+def error_object(e: TsukuError) -> dict[str, Any]:
+    """An error as ``--json`` prints it (docs/cli.md): the daemon's code, message, hint
+    and exit code, or a local error's own; ``data`` when the error carries any."""
+    if isinstance(e, RemoteError):
+        body: dict[str, Any] = {
+            "code": e.remote_code,
+            "message": e.message,
+            "hint": e.hint,
+            "exit_code": e.exit_status,
+        }
+    else:
+        body = {"code": e.code, "message": e.message, "hint": e.hint, "exit_code": e.exit_code}
+    if e.data:
+        body["data"] = e.data
+    return body
+
+
+def _report(args: argparse.Namespace, error: dict[str, Any]) -> None:
+    """An error on stderr as a message and a hint; with ``--json``, the one JSON object
+    ``{"error": {...}}`` on stdout instead, so a script reads every outcome there."""
+    if getattr(args, "json", False):
+        from tsukuctl.command import out
+        from tsukuctl.render import jsonl
+
+        verbosity.loud()
+        out(jsonl({"error": error}))
+        return
+    print_error(str(error["message"]), str(error.get("hint") or ""))
+
+
+def print_error(message: str, hint: str) -> None:
     from tsukuctl.command import err  # an error may quote a model, GitHub or an archive
 
     verbosity.loud()
