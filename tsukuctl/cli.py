@@ -147,6 +147,9 @@ def command_word(argv: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(command_word(argv))
+    stray = _stray_flags(parser, argv)
+    if stray:  # before argparse reads its value as a word of its own ("invalid choice")
+        _unknown_arguments(parser, argv, stray)
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         _unknown_arguments(parser, argv, unknown)
@@ -182,6 +185,42 @@ def _innermost(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
         if subs and word in subs[0].choices:
             parser = subs[0].choices[word]
     return parser
+
+
+def _stray_flags(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """Long flags no parser on the command's path knows (``events --tpye llm.turn``).
+    argparse would take the flag's value for the next positional word and complain
+    about that word instead; naming the flag (and what it was meant to be) helps.
+    A word that is an option's value, or after ``--``, is not a flag."""
+    chain = [parser]
+    for word in argv:
+        subs = [a for a in chain[-1]._actions if isinstance(a, argparse._SubParsersAction)]
+        if subs and word in subs[0].choices:
+            chain.append(subs[0].choices[word])
+    takes_value: dict[str, bool] = {}
+    for p in chain:
+        for a in p._actions:
+            for flag in a.option_strings:
+                takes_value[flag] = a.nargs != 0
+    stray: list[str] = []
+    value_next = False
+    for word in argv:
+        if value_next:
+            value_next = False
+            continue
+        if word == "--":
+            break
+        if not word.startswith("--"):
+            continue
+        name = word.split("=", 1)[0]
+        known = [f for f in takes_value if f == name] or [
+            f for f in takes_value if f.startswith(name) and f.startswith("--")
+        ]
+        if not known:
+            stray.append(word)
+        elif "=" not in word and len(known) == 1 and takes_value[known[0]]:
+            value_next = True
+    return stray
 
 
 def _unknown_arguments(

@@ -169,8 +169,11 @@ def test_a_mistyped_action_gets_a_suggestion_with_its_command_usage(
     ("argv", "typo", "usage", "meant"),
     [
         (["install", "--jsn", "kind"], "--jsn", "usage: tsukuctl install ", "'--json'"),
-        (["events", "summary", "--bye", "day"], "--bye day", "usage: tsukuctl events ", "'--by'"),
+        (["events", "summary", "--bye", "day"], "--bye", "usage: tsukuctl events ", "'--by'"),
         (["--no-start", "status", "--jason"], "--jason", "usage: tsukuctl status ", "'--json'"),
+        # The flag is named, not its value taken for the action word (issue 29, point 8).
+        (["events", "--tpye", "llm.turn"], "--tpye", "usage: tsukuctl events ", "'--type'"),
+        (["events", "list", "--tpye=llm.*"], "--tpye=llm.*", "usage: tsukuctl events ", "'--type'"),
     ],
 )
 def test_a_mistyped_flag_shows_its_command_usage_and_a_suggestion(
@@ -405,6 +408,25 @@ def test_events_with_no_match_says_so(
 ) -> None:
     daemon.replies["events.list"] = result({"count": 0})
     assert run(capsys, "events") == (0, "no events match\n", "")
+
+
+def test_events_with_no_match_pass_on_the_daemons_hint(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    daemon.replies["events.list"] = result({"count": 0, "hint": "no event type is 'x.*'"})
+    assert run(capsys, "events", "--type", "x.*") == (
+        0,
+        "no events match\n",
+        "hint: no event type is 'x.*'\n",
+    )
+
+
+def test_an_option_value_or_an_abbreviation_is_not_a_stray_flag() -> None:
+    parser = cli.build_parser("events")
+    assert cli._stray_flags(parser, ["events", "--ty", "llm.turn"]) == []
+    assert cli._stray_flags(parser, ["events", "--session", "--odd", "list"]) == []
+    assert cli._stray_flags(parser, ["events", "-v", "--", "--tpye"]) == []
+    assert cli._stray_flags(parser, ["events", "--json", "--tpye", "x"]) == ["--tpye"]
 
 
 def test_a_bad_time_is_a_usage_error_before_any_call(
