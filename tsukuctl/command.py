@@ -29,6 +29,10 @@ def rpc(
         return _traced(c, method, params, **kw)
 
 
+def _session(session: str) -> None:
+    verbosity.debug(f"session {session} (tsukuctl events --session {session})")
+
+
 def _traced(c: Client, method: str, params: dict[str, Any] | None, **kw: Any) -> Any:
     """``-v``: the call with where it went, how long it took and the session it ran as."""
     import time
@@ -40,14 +44,15 @@ def _traced(c: Client, method: str, params: dict[str, Any] | None, **kw: Any) ->
     except BaseException as exc:
         ms = (time.monotonic() - started) * 1000
         verbosity.debug(f"{method} failed after {ms:.1f} ms: {type(exc).__name__}")
+        session = getattr(exc, "data", {}).get("session")
+        if isinstance(session, str):  # the run it ended, to read with `events --session`
+            _session(session)
         raise
     ms = (time.monotonic() - started) * 1000
     verbosity.debug(f"{method} answered in {ms:.1f} ms")
     if isinstance(res, dict):
         if res.get("session"):
-            verbosity.debug(
-                f"session {res['session']} (tsukuctl events --session {res['session']})"
-            )
+            _session(res["session"])
         timings = res.get("timings_ms")
         if isinstance(timings, dict) and timings:
             verbosity.debug(
