@@ -305,6 +305,12 @@ def test_several_tools_in_one_command_and_errors_as_json(inst: Tsuku) -> None:
     assert error["exit_code"] == not_installed and error["code"] == failed["error"]["code"]
     assert error["hint"]
 
+    # A typo of an installed tool is named as such by every command that takes one
+    # (issue 29, point 3).
+    for command in ("remove", "verify", "upgrade", "info"):
+        cp = inst.ctl(command, "stren")
+        assert cp.returncode != 0 and "Did you mean stern?" in cp.stderr, (command, cp.stderr)
+
     cp = inst.ctl("install", "kind", "jq", "--from", "github:kubernetes-sigs/kind")
     assert cp.returncode == ExitCode.USAGE and "--from names the source of one tool" in cp.stderr
     assert sorted(installed(inst)) == ["age", "stern"]
