@@ -267,6 +267,12 @@ def test_one_bad_gateway_from_github_and_the_download_host_does_not_fail_an_inst
     assert len(world.requests_to("k9s_Linux_amd64.tar.gz", role="web")) - web_before == 2
     assert len(world.requests_to("k9s_Linux_amd64.tar.gz", role="assets")) - assets_before == 1
     assert api.used == 1 and cdn.used == 1  # each failed once, and was tried again
+    # Each retry is said as it happens, not left as seconds of nothing (issue 29, 4).
+    retries = [line for line in cp.stderr.splitlines() if "; trying again in " in line]
+    assert len(retries) == 2, cp.stderr
+    assert "/repos/derailed/k9s" in retries[0] and "502" in retries[0]
+    assert "k9s_Linux_amd64.tar.gz" in retries[1] and "503" in retries[1]
+    assert all("(try 2 of at most " in line for line in retries)
 
 
 def test_several_tools_in_one_command_and_errors_as_json(inst: Tsuku) -> None:
