@@ -436,6 +436,10 @@ def test_errors_carry_hints(home: Tsuku, fw: FakeGitHub) -> None:
     assert (
         "no LLM provider is configured" in cp.stderr and "hint: Set ANTHROPIC_API_KEY" in cp.stderr
     )
+    # One short clause per provider, not every provider's whole how-to (issue 29, 6).
+    (said,) = [line for line in cp.stderr.splitlines() if "no LLM provider" in line]
+    assert len(said) < 200 and "claude: no API key;" in said, said
+    assert "`tsukuctl llm status`" in cp.stderr
     failed = events(home, "generation.failed")
     assert [e["payload"]["error_code"] for e in failed] == [
         "github_repo_not_found",
