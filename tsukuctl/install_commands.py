@@ -54,11 +54,30 @@ def _path_note(links: list[str]) -> None:
         return
     bin_dir = os.path.dirname(links[0])
     path = os.environ.get("PATH", "").split(os.pathsep)
-    if bin_dir not in path:
+    if bin_dir in path:
+        return
+    if _hook_installed():  # done already: this shell predates it
         sys.stderr.write(
-            f"note: {bin_dir} is not on PATH; `tsukuctl hook install` adds it for new shells"
-            " (`tsukuctl shell-init SHELL` prints the line for an rc file you keep yourself)\n"
+            f"note: {bin_dir} is not on this shell's PATH yet: the hook you installed adds "
+            "it in new shells (or run `exec $SHELL` here)\n"
         )
+        return
+    sys.stderr.write(
+        f"note: {bin_dir} is not on PATH; `tsukuctl hook install` adds it for new shells"
+        " (`tsukuctl shell-init SHELL` prints the line for an rc file you keep yourself)\n"
+    )
+
+
+def _hook_installed() -> bool:
+    """Whether the rc file of the caller's shell already sources tsuku's hook."""
+    from tsukuctl.hook_commands import current_line, detect_shell, rc_path
+
+    try:
+        rc = rc_path(detect_shell(os.environ), os.environ)
+        with open(rc, encoding="utf-8", errors="replace") as f:
+            return current_line(f.read()) is not None
+    except (OSError, TsukuError):
+        return False
 
 
 def each_tool(args: argparse.Namespace, one: Callable[[str], int]) -> int:

@@ -248,7 +248,7 @@ def _run_foreground(args: argparse.Namespace) -> int:
                 server = RpcServer(
                     load_methods(),
                     daemon,
-                    before_request=daemon.refresh_config,
+                    before_request=daemon.before_request,
                     scope=daemon.request_scope,
                     idle_timeout_s=config.value_or_default("rpc.idle_timeout_seconds"),
                 )
