@@ -113,6 +113,14 @@ def add_provider_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def tool_names(action: argparse.Action, kind: str) -> argparse.Action:
+    """Tab completion offers tool names for this argument (scripts/gen_completions.py):
+    ``installed`` tools, or every ``known`` one (installed, local and registry recipes),
+    read by the shell from the command index the daemon keeps (no Python runs)."""
+    action.tsuku_completes = kind  # type: ignore[attr-defined]
+    return action
+
+
 def add_repairs_flag(p: argparse.ArgumentParser) -> None:
     """``--repairs 0|1|2``: how many LLM repairs a failed recipe gets (``create`` and
     ``eval create``), so the repair loop's value can be measured by turning it off."""

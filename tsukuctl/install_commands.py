@@ -21,6 +21,7 @@ from tsukuctl.command import (
     err,
     out,
     rpc,
+    tool_names,
 )
 from tsukuctl.progress import Progress
 from tsukud.errors import ExitCode, TsukuError, UsageError
@@ -284,8 +285,14 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "install", help="install tools from their recipes: install <tool>[@version] ..."
     )
-    p.add_argument(
-        "tools", nargs="+", metavar="TOOL", help="tool name, optionally with @version (age@1.2.0)"
+    tool_names(
+        p.add_argument(
+            "tools",
+            nargs="+",
+            metavar="TOOL",
+            help="tool name, optionally with @version (age@1.2.0)",
+        ),
+        "known",
     )
     p.add_argument("--force", action="store_true", help="reinstall, and take over binary names")
     p.add_argument("-y", "--yes", action="store_true", help="answer yes to confirmations")
@@ -313,17 +320,17 @@ def register(sub: Any) -> None:
     p.set_defaults(fn=cmd_list)
 
     p = sub.add_parser("remove", aliases=["uninstall", "rm"], help="remove installed tools")
-    p.add_argument("tools", nargs="+", metavar="TOOL")
+    tool_names(p.add_argument("tools", nargs="+", metavar="TOOL"), "installed")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_remove)
 
     p = sub.add_parser("verify", help="re-run a tool's verify command and re-hash its binaries")
-    p.add_argument("tool")
+    tool_names(p.add_argument("tool"), "installed")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_verify)
 
     p = sub.add_parser("info", help="a tool's recipe, platform support and install state")
-    p.add_argument("tool")
+    tool_names(p.add_argument("tool"), "known")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_info)
 
