@@ -49,6 +49,7 @@ COMMANDS: dict[str, str] = {
     "hook": "tsukuctl.hook_commands",
     "shell-init": "tsukuctl.hook_commands",
     "demo": "tsukuctl.demo_commands",
+    "search": "tsukuctl.discover_commands",
     "discover": "tsukuctl.discover_commands",
     "doctor": "tsukuctl.doctor_commands",
     "completion": "tsukuctl.completion_commands",

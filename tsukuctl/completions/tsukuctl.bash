@@ -13,7 +13,7 @@ _tsukuctl() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "$at $word" in
-            " status"|" events"|" daemon"|" config"|" sandbox"|" llm"|" install"|" list"|" remove"|" uninstall"|" rm"|" verify"|" info"|" update-registry"|" plan"|" outdated"|" upgrade"|" create"|" batch"|" batch add"|" batch run"|" batch status"|" batch retry"|" batch export"|" batch clear"|" eval"|" eval create"|" eval compare"|" hook"|" shell-init"|" demo"|" discover"|" doctor"|" completion"|" help") at="$at $word" ;;
+            " status"|" events"|" daemon"|" config"|" sandbox"|" llm"|" install"|" list"|" remove"|" uninstall"|" rm"|" verify"|" info"|" update-registry"|" plan"|" outdated"|" upgrade"|" create"|" batch"|" batch add"|" batch run"|" batch status"|" batch retry"|" batch export"|" batch clear"|" eval"|" eval create"|" eval compare"|" hook"|" shell-init"|" demo"|" search"|" discover"|" doctor"|" completion"|" help") at="$at $word" ;;
         esac
     done
     case "$at|$prev" in
@@ -59,6 +59,7 @@ _tsukuctl() {
             " hook") words="-h --help --shell --rc --mode --json -q --quiet -v --verbose" ;;
             " shell-init") words="-h --help -q --quiet -v --verbose" ;;
             " demo") words="-h --help --keep -q --quiet -v --verbose" ;;
+            " search") words="-h --help --json -q --quiet -v --verbose" ;;
             " discover") words="-h --help -y --yes --search-provider --provider --only-provider --no-llm --collect-tool-stats --json -q --quiet -v --verbose" ;;
             " doctor") words="-h --help --json -q --quiet -v --verbose" ;;
             " completion") words="-h --help -q --quiet -v --verbose" ;;
@@ -66,7 +67,7 @@ _tsukuctl() {
         esac
     elif [[ -z "$words" ]]; then
         case "$at" in
-            "") words="status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch eval hook shell-init demo discover doctor completion help" ;;
+            "") words="status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch eval hook shell-init demo search discover doctor completion help" ;;
             " events") words="list summary verify" ;;
             " daemon") words="start stop restart logs" ;;
             " config") words="get set unset list edit path" ;;
@@ -77,7 +78,7 @@ _tsukuctl() {
             " hook") words="install uninstall status mode" ;;
             " shell-init") words="bash zsh fish" ;;
             " completion") words="bash zsh fish" ;;
-            " help") words="status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch eval hook shell-init demo discover doctor completion help" ;;
+            " help") words="status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch eval hook shell-init demo search discover doctor completion help" ;;
             " install") words="$(__tsukuctl_tools known)" ;;
             " remove") words="$(__tsukuctl_tools installed)" ;;
             " uninstall") words="$(__tsukuctl_tools installed)" ;;
@@ -87,6 +88,7 @@ _tsukuctl() {
             " plan") words="$(__tsukuctl_tools known)" ;;
             " outdated") words="$(__tsukuctl_tools installed)" ;;
             " upgrade") words="$(__tsukuctl_tools installed)" ;;
+            " search") words="$(__tsukuctl_tools known)" ;;
         esac
     fi
     COMPREPLY=($(compgen -W "$words" -- "$cur"))

@@ -16,7 +16,7 @@ function __tsukuctl_complete
     set -e typed[1]
     for word in $typed
         switch "$at $word"
-            case " status" " events" " daemon" " config" " sandbox" " llm" " install" " list" " remove" " uninstall" " rm" " verify" " info" " update-registry" " plan" " outdated" " upgrade" " create" " batch" " batch add" " batch run" " batch status" " batch retry" " batch export" " batch clear" " eval" " eval create" " eval compare" " hook" " shell-init" " demo" " discover" " doctor" " completion" " help"
+            case " status" " events" " daemon" " config" " sandbox" " llm" " install" " list" " remove" " uninstall" " rm" " verify" " info" " update-registry" " plan" " outdated" " upgrade" " create" " batch" " batch add" " batch run" " batch status" " batch retry" " batch export" " batch clear" " eval" " eval create" " eval compare" " hook" " shell-init" " demo" " search" " discover" " doctor" " completion" " help"
                 set at "$at $word"
         end
     end
@@ -143,6 +143,9 @@ function __tsukuctl_complete
             case " demo"
                 printf '%s\n' -h --help --keep -q --quiet -v --verbose
                 return
+            case " search"
+                printf '%s\n' -h --help --json -q --quiet -v --verbose
+                return
             case " discover"
                 printf '%s\n' -h --help -y --yes --search-provider --provider --only-provider --no-llm --collect-tool-stats --json -q --quiet -v --verbose
                 return
@@ -159,7 +162,7 @@ function __tsukuctl_complete
     else
         switch "$at"
             case ""
-                printf '%s\n' status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch eval hook shell-init demo discover doctor completion help
+                printf '%s\n' status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch eval hook shell-init demo search discover doctor completion help
                 return
             case " events"
                 printf '%s\n' list summary verify
@@ -192,7 +195,7 @@ function __tsukuctl_complete
                 printf '%s\n' bash zsh fish
                 return
             case " help"
-                printf '%s\n' status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch eval hook shell-init demo discover doctor completion help
+                printf '%s\n' status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch eval hook shell-init demo search discover doctor completion help
                 return
             case " install"
                 __tsukuctl_tools known
@@ -220,6 +223,9 @@ function __tsukuctl_complete
                 return
             case " upgrade"
                 __tsukuctl_tools installed
+                return
+            case " search"
+                __tsukuctl_tools known
                 return
         end
     end

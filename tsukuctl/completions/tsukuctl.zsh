@@ -14,7 +14,7 @@ _tsukuctl() {
     for (( i = 2; i < CURRENT; i++ )); do
         word="${words[i]}"
         case "$at $word" in
-            (" status"|" events"|" daemon"|" config"|" sandbox"|" llm"|" install"|" list"|" remove"|" uninstall"|" rm"|" verify"|" info"|" update-registry"|" plan"|" outdated"|" upgrade"|" create"|" batch"|" batch add"|" batch run"|" batch status"|" batch retry"|" batch export"|" batch clear"|" eval"|" eval create"|" eval compare"|" hook"|" shell-init"|" demo"|" discover"|" doctor"|" completion"|" help") at="$at $word" ;;
+            (" status"|" events"|" daemon"|" config"|" sandbox"|" llm"|" install"|" list"|" remove"|" uninstall"|" rm"|" verify"|" info"|" update-registry"|" plan"|" outdated"|" upgrade"|" create"|" batch"|" batch add"|" batch run"|" batch status"|" batch retry"|" batch export"|" batch clear"|" eval"|" eval create"|" eval compare"|" hook"|" shell-init"|" demo"|" search"|" discover"|" doctor"|" completion"|" help") at="$at $word" ;;
         esac
     done
     case "$at|$prev" in
@@ -60,6 +60,7 @@ _tsukuctl() {
             (" hook") cands=(-h --help --shell --rc --mode --json -q --quiet -v --verbose) ;;
             (" shell-init") cands=(-h --help -q --quiet -v --verbose) ;;
             (" demo") cands=(-h --help --keep -q --quiet -v --verbose) ;;
+            (" search") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" discover") cands=(-h --help -y --yes --search-provider --provider --only-provider --no-llm --collect-tool-stats --json -q --quiet -v --verbose) ;;
             (" doctor") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" completion") cands=(-h --help -q --quiet -v --verbose) ;;
@@ -67,7 +68,7 @@ _tsukuctl() {
         esac
     elif (( ${#cands} == 0 )); then
         case "$at" in
-            ("") cands=(status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch eval hook shell-init demo discover doctor completion help) ;;
+            ("") cands=(status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch eval hook shell-init demo search discover doctor completion help) ;;
             (" events") cands=(list summary verify) ;;
             (" daemon") cands=(start stop restart logs) ;;
             (" config") cands=(get set unset list edit path) ;;
@@ -78,7 +79,7 @@ _tsukuctl() {
             (" hook") cands=(install uninstall status mode) ;;
             (" shell-init") cands=(bash zsh fish) ;;
             (" completion") cands=(bash zsh fish) ;;
-            (" help") cands=(status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch eval hook shell-init demo discover doctor completion help) ;;
+            (" help") cands=(status events daemon config sandbox llm install list remove uninstall rm verify info update-registry plan outdated upgrade create batch eval hook shell-init demo search discover doctor completion help) ;;
             (" install") cands=(${(f)"$(__tsukuctl_tools known)"}) ;;
             (" remove") cands=(${(f)"$(__tsukuctl_tools installed)"}) ;;
             (" uninstall") cands=(${(f)"$(__tsukuctl_tools installed)"}) ;;
@@ -88,6 +89,7 @@ _tsukuctl() {
             (" plan") cands=(${(f)"$(__tsukuctl_tools known)"}) ;;
             (" outdated") cands=(${(f)"$(__tsukuctl_tools installed)"}) ;;
             (" upgrade") cands=(${(f)"$(__tsukuctl_tools installed)"}) ;;
+            (" search") cands=(${(f)"$(__tsukuctl_tools known)"}) ;;
         esac
     fi
     compadd -- "${cands[@]}"
