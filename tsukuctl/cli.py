@@ -135,6 +135,21 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return ap
 
 
+def attach_examples(parser: argparse.ArgumentParser, words: str = "") -> None:
+    """Each command's ``--help`` ends with its examples (``tsukuctl/examples.py``, read
+    only when help is asked for)."""
+    from tsukuctl.examples import epilog
+
+    text = epilog(words) if words else None
+    if text:  # an alias (`rm`) has none of its own: its command's stay
+        parser.epilog = text
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                attach_examples(sub, f"{words} {name}".strip())
+
+
 def command_word(argv: Sequence[str]) -> str | None:
     """The command named in ``argv``; None when help or the version is asked for first."""
     for a in argv:
@@ -148,6 +163,8 @@ def command_word(argv: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(command_word(argv))
+    if "-h" in argv or "--help" in argv or not argv:  # (`help X` comes back with --help)
+        attach_examples(parser)
     stray = _stray_flags(parser, argv)
     if stray:  # before argparse reads its value as a word of its own ("invalid choice")
         _unknown_arguments(parser, argv, stray)

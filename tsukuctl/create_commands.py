@@ -210,7 +210,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--collect-tool-stats",
         action="store_true",
-        help="list the model's tool calls (name, argument, duration, result, bytes)",
+        help=argparse.SUPPRESS,  # a measurement for eval and debugging: docs/discovery.md
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     p.set_defaults(fn=cmd_create)

@@ -177,7 +177,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--collect-tool-stats",
         action="store_true",
-        help="list the model's tool calls (its searches, extract_source)",
+        help=argparse.SUPPRESS,  # a measurement for eval and debugging: docs/discovery.md
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_discover)

@@ -311,7 +311,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--collect-tool-stats",
         action="store_true",
-        help="no recipe: list the models' tool calls (discovery's searches, create's)",
+        help=argparse.SUPPRESS,  # a measurement for eval and debugging: docs/discovery.md
     )
     p.set_defaults(fn=cmd_install)
 

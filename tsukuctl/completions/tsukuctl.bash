@@ -34,7 +34,7 @@ _tsukuctl() {
             " config") words="-h --help --json -q --quiet -v --verbose" ;;
             " sandbox") words="-h --help --force --busybox --json -q --quiet -v --verbose" ;;
             " llm") words="-h --help --provider --yes --json -q --quiet -v --verbose" ;;
-            " install") words="-h --help --force -y --yes --json --from --search-provider --provider --only-provider --no-discover --trust-page-hosts --collect-tool-stats -q --quiet -v --verbose" ;;
+            " install") words="-h --help --force -y --yes --json --from --search-provider --provider --only-provider --no-discover --trust-page-hosts -q --quiet -v --verbose" ;;
             " list") words="-h --help --json -q --quiet -v --verbose" ;;
             " remove") words="-h --help --json -q --quiet -v --verbose" ;;
             " uninstall") words="-h --help --json -q --quiet -v --verbose" ;;
@@ -45,7 +45,7 @@ _tsukuctl() {
             " plan") words="-h --help --version --platform --json -q --quiet -v --verbose" ;;
             " outdated") words="-h --help --json -q --quiet -v --verbose" ;;
             " upgrade") words="-h --help --all --json -q --quiet -v --verbose" ;;
-            " create") words="-h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation --repairs -y --yes --trust-page-hosts -o --output --force --json --collect-tool-stats -q --quiet -v --verbose" ;;
+            " create") words="-h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation --repairs -y --yes --trust-page-hosts -o --output --force --json -q --quiet -v --verbose" ;;
             " batch") words="-h --help -q --quiet -v --verbose" ;;
             " batch add") words="-h --help --json -q --quiet -v --verbose" ;;
             " batch run") words="-h --help --json --deterministic-only --llm --provider --only-provider --skip-validation --max-usd --jobs -y --yes -q --quiet -v --verbose" ;;
@@ -60,7 +60,7 @@ _tsukuctl() {
             " shell-init") words="-h --help -q --quiet -v --verbose" ;;
             " demo") words="-h --help --keep -q --quiet -v --verbose" ;;
             " search") words="-h --help --json -q --quiet -v --verbose" ;;
-            " discover") words="-h --help -y --yes --search-provider --provider --only-provider --no-llm --collect-tool-stats --json -q --quiet -v --verbose" ;;
+            " discover") words="-h --help -y --yes --search-provider --provider --only-provider --no-llm --json -q --quiet -v --verbose" ;;
             " doctor") words="-h --help --json -q --quiet -v --verbose" ;;
             " completion") words="-h --help -q --quiet -v --verbose" ;;
             " help") words="-h --help -q --quiet -v --verbose" ;;

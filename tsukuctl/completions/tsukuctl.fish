@@ -69,7 +69,7 @@ function __tsukuctl_complete
                 printf '%s\n' -h --help --provider --yes --json -q --quiet -v --verbose
                 return
             case " install"
-                printf '%s\n' -h --help --force -y --yes --json --from --search-provider --provider --only-provider --no-discover --trust-page-hosts --collect-tool-stats -q --quiet -v --verbose
+                printf '%s\n' -h --help --force -y --yes --json --from --search-provider --provider --only-provider --no-discover --trust-page-hosts -q --quiet -v --verbose
                 return
             case " list"
                 printf '%s\n' -h --help --json -q --quiet -v --verbose
@@ -102,7 +102,7 @@ function __tsukuctl_complete
                 printf '%s\n' -h --help --all --json -q --quiet -v --verbose
                 return
             case " create"
-                printf '%s\n' -h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation --repairs -y --yes --trust-page-hosts -o --output --force --json --collect-tool-stats -q --quiet -v --verbose
+                printf '%s\n' -h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation --repairs -y --yes --trust-page-hosts -o --output --force --json -q --quiet -v --verbose
                 return
             case " batch"
                 printf '%s\n' -h --help -q --quiet -v --verbose
@@ -147,7 +147,7 @@ function __tsukuctl_complete
                 printf '%s\n' -h --help --json -q --quiet -v --verbose
                 return
             case " discover"
-                printf '%s\n' -h --help -y --yes --search-provider --provider --only-provider --no-llm --collect-tool-stats --json -q --quiet -v --verbose
+                printf '%s\n' -h --help -y --yes --search-provider --provider --only-provider --no-llm --json -q --quiet -v --verbose
                 return
             case " doctor"
                 printf '%s\n' -h --help --json -q --quiet -v --verbose

@@ -35,7 +35,7 @@ _tsukuctl() {
             (" config") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" sandbox") cands=(-h --help --force --busybox --json -q --quiet -v --verbose) ;;
             (" llm") cands=(-h --help --provider --yes --json -q --quiet -v --verbose) ;;
-            (" install") cands=(-h --help --force -y --yes --json --from --search-provider --provider --only-provider --no-discover --trust-page-hosts --collect-tool-stats -q --quiet -v --verbose) ;;
+            (" install") cands=(-h --help --force -y --yes --json --from --search-provider --provider --only-provider --no-discover --trust-page-hosts -q --quiet -v --verbose) ;;
             (" list") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" remove") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" uninstall") cands=(-h --help --json -q --quiet -v --verbose) ;;
@@ -46,7 +46,7 @@ _tsukuctl() {
             (" plan") cands=(-h --help --version --platform --json -q --quiet -v --verbose) ;;
             (" outdated") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" upgrade") cands=(-h --help --all --json -q --quiet -v --verbose) ;;
-            (" create") cands=(-h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation --repairs -y --yes --trust-page-hosts -o --output --force --json --collect-tool-stats -q --quiet -v --verbose) ;;
+            (" create") cands=(-h --help --from --deterministic-only --llm --provider --only-provider --version --skip-validation --repairs -y --yes --trust-page-hosts -o --output --force --json -q --quiet -v --verbose) ;;
             (" batch") cands=(-h --help -q --quiet -v --verbose) ;;
             (" batch add") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" batch run") cands=(-h --help --json --deterministic-only --llm --provider --only-provider --skip-validation --max-usd --jobs -y --yes -q --quiet -v --verbose) ;;
@@ -61,7 +61,7 @@ _tsukuctl() {
             (" shell-init") cands=(-h --help -q --quiet -v --verbose) ;;
             (" demo") cands=(-h --help --keep -q --quiet -v --verbose) ;;
             (" search") cands=(-h --help --json -q --quiet -v --verbose) ;;
-            (" discover") cands=(-h --help -y --yes --search-provider --provider --only-provider --no-llm --collect-tool-stats --json -q --quiet -v --verbose) ;;
+            (" discover") cands=(-h --help -y --yes --search-provider --provider --only-provider --no-llm --json -q --quiet -v --verbose) ;;
             (" doctor") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" completion") cands=(-h --help -q --quiet -v --verbose) ;;
             (" help") cands=(-h --help -q --quiet -v --verbose) ;;
