@@ -47,6 +47,7 @@ _PROOF = {
     "run": "ran",
     "emulated": "ran under emulation",
     "inspected": "binary headers checked",
+    "script": "a script (platform-neutral: nothing platform-specific to prove)",
     "unsupported": "not supported by the recipe",
 }
 
