@@ -10,7 +10,9 @@ from a fresh generation (``--check`` says the same without writing).
 All three scripts share one model: the words typed so far that name (sub)commands make
 a path (``events list``); an option that takes a choice (``--by``) completes its
 choices; otherwise a word starting with ``-`` completes that path's options, and any
-other word its subcommands (or a positional's choices).
+other word its subcommands (or a positional's choices, or tool names: installed ones
+for ``remove``, every known one for ``install``, read with awk from the command index
+``$TSUKU_HOME/share/binary-index.tsv`` the daemon keeps).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class Node:
     words: list[str] = field(default_factory=list)  # subcommands, positional choices
     flags: list[str] = field(default_factory=list)
     choices: dict[str, list[str]] = field(default_factory=dict)  # option → its choices
+    tools: str | None = None  # a positional of tool names: "installed" or "known"
 
 
 def _safe(words: list[str]) -> list[str]:
@@ -60,6 +63,8 @@ def walk(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> list[No
                     node.choices[opt] = _safe(list(action.choices))
         elif action.choices is not None:
             node.words += list(action.choices)
+        elif getattr(action, "tsuku_completes", None):
+            node.tools = action.tsuku_completes
     node.words, node.flags = _safe(node.words), _safe(node.flags)
     return [node, *below]
 
@@ -92,6 +97,12 @@ def _comment(shell: str) -> str:
 TEMPLATES = {
     "bash": """\
 {comment}# Load it with: source <(tsukuctl completion bash)
+__tsukuctl_tools() {{
+    # Tool names from the command index the daemon keeps: $1 installed, or known.
+    local index="${{TSUKU_HOME:-$HOME/.tsuku}}/share/binary-index.tsv"
+    [[ -r "$index" ]] || return 0
+    awk -F'\\t' -v kind="$1" '{awk}' "$index" | sort -u
+}}
 _tsukuctl() {{
     local cur="${{COMP_WORDS[COMP_CWORD]}}" prev="" at="" word words="" i
     (( COMP_CWORD > 0 )) && prev="${{COMP_WORDS[COMP_CWORD-1]}}"
@@ -120,6 +131,12 @@ complete -F _tsukuctl tsukuctl
     "zsh": """\
 #compdef tsukuctl
 {comment}# Load it with: source <(tsukuctl completion zsh)  (after compinit)
+__tsukuctl_tools() {{
+    # Tool names from the command index the daemon keeps: $1 installed, or known.
+    local index="${{TSUKU_HOME:-$HOME/.tsuku}}/share/binary-index.tsv"
+    [[ -r "$index" ]] || return 0
+    awk -F'\\t' -v kind="$1" '{awk}' "$index" | sort -u
+}}
 _tsukuctl() {{
     local cur="${{words[CURRENT]}}" prev="${{words[CURRENT-1]}}" at="" word i
     local -a cands
@@ -151,6 +168,14 @@ fi
 """,
     "fish": """\
 {comment}# Load it with: tsukuctl completion fish | source
+function __tsukuctl_tools
+    # Tool names from the command index the daemon keeps: $argv[1] installed, or known.
+    set -l home $TSUKU_HOME
+    test -n "$home"; or set home $HOME/.tsuku
+    set -l index $home/share/binary-index.tsv
+    test -r $index; or return 0
+    awk -F'\\t' -v kind=$argv[1] '{awk}' $index | sort -u
+end
 function __tsukuctl_complete
     set -l typed (commandline -opc)
     set -l cur (commandline -ct)
@@ -183,6 +208,11 @@ complete -c tsukuctl -f -a '(__tsukuctl_complete)'
 PATH_SEPARATOR = {"bash": "|", "zsh": "|", "fish": " "}
 
 
+# Which lines of the index a kind of tool argument takes: the tool (second field) of
+# every line, or of the lines whose source (third field) is "installed"; comments skipped.
+AWK = '!/^#/ && NF >= 3 && (kind == "known" || $3 == "installed") { print $2 }'
+
+
 def _arm(shell: str, key: str, words: list[str], indent: str) -> str:
     """One case arm: the key (a path, or path|option) offers ``words``."""
     listed = " ".join(words)
@@ -193,18 +223,32 @@ def _arm(shell: str, key: str, words: list[str], indent: str) -> str:
     return f"{indent}case \"{key}\"\n{indent}    printf '%s\\n' {listed}\n{indent}    return"
 
 
+def _tools_arm(shell: str, key: str, kind: str, indent: str) -> str:
+    """A case arm offering the tool names of ``kind`` (read when the word is completed)."""
+    if shell == "bash":
+        return f'{indent}"{key}") words="$(__tsukuctl_tools {kind})" ;;'
+    if shell == "zsh":
+        return f'{indent}("{key}") cands=(${{(f)"$(__tsukuctl_tools {kind})"}}) ;;'
+    return f'{indent}case "{key}"\n{indent}    __tsukuctl_tools {kind}\n{indent}    return'
+
+
 def render(shell: str, nodes: list[Node]) -> str:
     def arms(pairs: list[tuple[str, list[str]]], indent: str) -> str:
         return "\n".join(_arm(shell, key, words, indent) for key, words in pairs if words)
 
+    words = arms([(_at(n.path), n.words) for n in nodes], " " * 12)
+    tools = "\n".join(
+        _tools_arm(shell, _at(n.path), n.tools, " " * 12) for n in nodes if n.tools and not n.words
+    )
     return TEMPLATES[shell].format(
         comment=_comment(shell),
+        awk=AWK,
         paths=PATH_SEPARATOR[shell].join(f'"{_at(n.path)}"' for n in nodes if n.path),
         choices=arms(
             [(f"{_at(n.path)}|{opt}", c) for n in nodes for opt, c in n.choices.items()], " " * 8
         ),
         flags=arms([(_at(n.path), n.flags) for n in nodes], " " * 12),
-        words=arms([(_at(n.path), n.words) for n in nodes], " " * 12),
+        words="\n".join(part for part in (words, tools) if part),
     )
 
 

@@ -49,6 +49,7 @@ COMMANDS: dict[str, str] = {
     "hook": "tsukuctl.hook_commands",
     "shell-init": "tsukuctl.hook_commands",
     "demo": "tsukuctl.demo_commands",
+    "search": "tsukuctl.discover_commands",
     "discover": "tsukuctl.discover_commands",
     "doctor": "tsukuctl.doctor_commands",
     "completion": "tsukuctl.completion_commands",
@@ -134,6 +135,21 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return ap
 
 
+def attach_examples(parser: argparse.ArgumentParser, words: str = "") -> None:
+    """Each command's ``--help`` ends with its examples (``tsukuctl/examples.py``, read
+    only when help is asked for)."""
+    from tsukuctl.examples import epilog
+
+    text = epilog(words) if words else None
+    if text:  # an alias (`rm`) has none of its own: its command's stay
+        parser.epilog = text
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                attach_examples(sub, f"{words} {name}".strip())
+
+
 def command_word(argv: Sequence[str]) -> str | None:
     """The command named in ``argv``; None when help or the version is asked for first."""
     for a in argv:
@@ -147,6 +163,11 @@ def command_word(argv: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(command_word(argv))
+    if "-h" in argv or "--help" in argv or not argv:  # (`help X` comes back with --help)
+        attach_examples(parser)
+    stray = _stray_flags(parser, argv)
+    if stray:  # before argparse reads its value as a word of its own ("invalid choice")
+        _unknown_arguments(parser, argv, stray)
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         _unknown_arguments(parser, argv, unknown)
@@ -159,10 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RemoteError as e:
         if e.remote_code == "cancelled":
             return _cancelled(e.data, args.command)
-        _print_error(e.message, e.hint)
+        _report(args, error_object(e))
         return e.exit_status
     except TsukuError as e:
-        _print_error(e.message, e.hint)
+        _report(args, error_object(e))
         return e.exit_code
     except KeyboardInterrupt:
         return _cancelled(None, args.command)
@@ -182,6 +203,42 @@ def _innermost(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
         if subs and word in subs[0].choices:
             parser = subs[0].choices[word]
     return parser
+
+
+def _stray_flags(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """Long flags no parser on the command's path knows (``events --tpye llm.turn``).
+    argparse would take the flag's value for the next positional word and complain
+    about that word instead; naming the flag (and what it was meant to be) helps.
+    A word that is an option's value, or after ``--``, is not a flag."""
+    chain = [parser]
+    for word in argv:
+        subs = [a for a in chain[-1]._actions if isinstance(a, argparse._SubParsersAction)]
+        if subs and word in subs[0].choices:
+            chain.append(subs[0].choices[word])
+    takes_value: dict[str, bool] = {}
+    for p in chain:
+        for a in p._actions:
+            for flag in a.option_strings:
+                takes_value[flag] = a.nargs != 0
+    stray: list[str] = []
+    value_next = False
+    for word in argv:
+        if value_next:
+            value_next = False
+            continue
+        if word == "--":
+            break
+        if not word.startswith("--"):
+            continue
+        name = word.split("=", 1)[0]
+        known = [f for f in takes_value if f == name] or [
+            f for f in takes_value if f.startswith(name) and f.startswith("--")
+        ]
+        if not known:
+            stray.append(word)
+        elif "=" not in word and len(known) == 1 and takes_value[known[0]]:
+            value_next = True
+    return stray
 
 
 def _unknown_arguments(
@@ -229,7 +286,37 @@ def _cancelled(data: dict[str, Any] | None, command: str | None) -> int:
     return ExitCode.CANCELLED
 
 
-def _print_error(message: str, hint: str) -> None:
+def error_object(e: TsukuError) -> dict[str, Any]:
+    """An error as ``--json`` prints it (docs/cli.md): the daemon's code, message, hint
+    and exit code, or a local error's own; ``data`` when the error carries any."""
+    if isinstance(e, RemoteError):
+        body: dict[str, Any] = {
+            "code": e.remote_code,
+            "message": e.message,
+            "hint": e.hint,
+            "exit_code": e.exit_status,
+        }
+    else:
+        body = {"code": e.code, "message": e.message, "hint": e.hint, "exit_code": e.exit_code}
+    if e.data:
+        body["data"] = e.data
+    return body
+
+
+def _report(args: argparse.Namespace, error: dict[str, Any]) -> None:
+    """An error on stderr as a message and a hint; with ``--json``, the one JSON object
+    ``{"error": {...}}`` on stdout instead, so a script reads every outcome there."""
+    if getattr(args, "json", False):
+        from tsukuctl.command import out
+        from tsukuctl.render import jsonl
+
+        verbosity.loud()
+        out(jsonl({"error": error}))
+        return
+    print_error(str(error["message"]), str(error.get("hint") or ""))
+
+
+def print_error(message: str, hint: str) -> None:
     from tsukuctl.command import err  # an error may quote a model, GitHub or an archive
 
     verbosity.loud()

@@ -29,6 +29,10 @@ def rpc(
         return _traced(c, method, params, **kw)
 
 
+def _session(session: str) -> None:
+    verbosity.debug(f"session {session} (tsukuctl events --session {session})")
+
+
 def _traced(c: Client, method: str, params: dict[str, Any] | None, **kw: Any) -> Any:
     """``-v``: the call with where it went, how long it took and the session it ran as."""
     import time
@@ -40,14 +44,15 @@ def _traced(c: Client, method: str, params: dict[str, Any] | None, **kw: Any) ->
     except BaseException as exc:
         ms = (time.monotonic() - started) * 1000
         verbosity.debug(f"{method} failed after {ms:.1f} ms: {type(exc).__name__}")
+        session = getattr(exc, "data", {}).get("session")
+        if isinstance(session, str):  # the run it ended, to read with `events --session`
+            _session(session)
         raise
     ms = (time.monotonic() - started) * 1000
     verbosity.debug(f"{method} answered in {ms:.1f} ms")
     if isinstance(res, dict):
         if res.get("session"):
-            verbosity.debug(
-                f"session {res['session']} (tsukuctl events --session {res['session']})"
-            )
+            _session(res["session"])
         timings = res.get("timings_ms")
         if isinstance(timings, dict) and timings:
             verbosity.debug(
@@ -106,6 +111,14 @@ def add_provider_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         help="use only the --provider (or llm.provider) ones, never fail over to others",
     )
+
+
+def tool_names(action: argparse.Action, kind: str) -> argparse.Action:
+    """Tab completion offers tool names for this argument (scripts/gen_completions.py):
+    ``installed`` tools, or every ``known`` one (installed, local and registry recipes),
+    read by the shell from the command index the daemon keeps (no Python runs)."""
+    action.tsuku_completes = kind  # type: ignore[attr-defined]
+    return action
 
 
 def add_repairs_flag(p: argparse.ArgumentParser) -> None:

@@ -5,8 +5,8 @@ releases, matching, asking <provider>, validating, repairing n/2) as progress, s
 stderr. What happens with the recipe depends on how we were called:
 
 * on a terminal: a preview (downloads per platform, actions, verify command, provider
-  and cost, repairs used, validation status), then ``[v]iew full recipe, [i]nstall,
-  [c]ancel``; ``i`` saves it (``create.save``) and installs it (``install``);
+  and cost, repairs used, validation status), then ``[v]iew full recipe, [s]ave,
+  [i]nstall, [c]ancel``; ``s`` saves it (``create.save``), ``i`` saves and installs it;
 * ``--yes``: written to ``$TSUKU_HOME/recipes/<tool>.toml`` (or ``--output``), no
   questions; ``--output -`` prints it;
 * neither a terminal nor ``--yes``: written to ``--output`` if given, else printed to
@@ -35,7 +35,7 @@ from tsukuctl.command import (
     rpc,
 )
 from tsukuctl.progress import Progress
-from tsukuctl.recipe_preview import money, review, validation_line
+from tsukuctl.recipe_preview import money, review_created, validation_line
 from tsukud.errors import ExitCode
 from tsukud.terminal import terminal_safe
 
@@ -87,11 +87,11 @@ def discarded(res: dict[str, Any]) -> str:
 
 def _interactive(args: argparse.Namespace, res: dict[str, Any], output: str | None) -> int:
     try:
-        chosen = review(res, args.source)
+        chosen = review_created(res, args.source)
     except KeyboardInterrupt:  # Ctrl-C at the question: as anywhere else, exit 130
         err(discarded(res))
         return ExitCode.CANCELLED
-    if not chosen:
+    if chosen is None:
         out(discarded(res))
         return 0
     saved = rpc(
@@ -108,6 +108,9 @@ def _interactive(args: argparse.Namespace, res: dict[str, Any], output: str | No
     out(f"Recipe written: {saved['path']}")
     if output is not None:
         out(f"It is not in $TSUKU_HOME/recipes, so it was not installed: {saved['path']}")
+        return 0
+    if chosen == "save":
+        out(f"To install it: tsukuctl install {res['tool']}")
         return 0
     return _install(args, res["tool"])
 
@@ -207,7 +210,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--collect-tool-stats",
         action="store_true",
-        help="list the model's tool calls (name, argument, duration, result, bytes)",
+        help=argparse.SUPPRESS,  # a measurement for eval and debugging: docs/discovery.md
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     p.set_defaults(fn=cmd_create)

@@ -12,7 +12,15 @@ from __future__ import annotations
 import argparse
 
 from tsukuctl import render
-from tsukuctl.command import add_provider_flags, ask_on_terminal, can_ask, err, out, rpc
+from tsukuctl.command import (
+    add_provider_flags,
+    ask_on_terminal,
+    can_ask,
+    err,
+    out,
+    rpc,
+    tool_names,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -104,7 +112,56 @@ def cmd_discover(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_search(args: argparse.Namespace) -> int:
+    res = rpc(args, "search", {"name": args.name})
+    if args.json:
+        out(render.jsonl(res))
+        return 0
+    out(search_text(res))
+    return 0
+
+
+def search_text(res: dict[str, Any]) -> str:
+    """``search``'s answer: recipe, registry entry and packages, each one line, then what
+    ``install`` would do."""
+    tool = res["tool"]
+    lines = []
+    if res.get("recipe"):
+        lines.append(f"{tool}: {res['recipe']}")
+    entry = res.get("registry_entry")
+    if entry:
+        lines.append(f"{tool}: {entry['builder']}:{entry['source']} (discovery registry)")
+    for p in res.get("packages") or []:
+        evidence = [f"{p.get('downloads', 0):,} downloads"]
+        if p.get("repository"):
+            evidence.append(f"github.com/{p['repository']}")
+        elif not p.get("has_repository"):
+            evidence.append("no repository")
+        if p.get("latest"):
+            evidence.append(f"latest {p['latest']}")
+        if not p.get("passes_filter"):
+            evidence.append("below discovery's bar")
+        lines.append(f"{tool}: {p.get('from') or p['source']} ({', '.join(evidence)})")
+    if not lines:
+        lines.append(f"{tool}: no recipe, registry entry or package of that name")
+    if res.get("did_you_mean"):
+        lines.append(f"did you mean {res['did_you_mean']}? tsukuctl search {res['did_you_mean']}")
+    for where, why in sorted((res.get("errors") or {}).items()):
+        lines.append(f"  not asked: {where}: {why}")
+    lines.append(f"tsukuctl install {tool} would {res['install_would']}")
+    return "\n".join(lines)
+
+
 def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "search",
+        help="what is known of a tool name without spending money: recipe, packages, "
+        "what install would do",
+    )
+    tool_names(p.add_argument("name", help="a tool's name"), "known")
+    p.add_argument("--json", action="store_true", help="the result as one JSON object")
+    p.set_defaults(fn=cmd_search)
+
     p = sub.add_parser(
         "discover", help="find and verify where a tool comes from (registry, ecosystems, web)"
     )
@@ -120,7 +177,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--collect-tool-stats",
         action="store_true",
-        help="list the model's tool calls (its searches, extract_source)",
+        help=argparse.SUPPRESS,  # a measurement for eval and debugging: docs/discovery.md
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_discover)

@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from tsukuctl import render
-from tsukuctl.command import count, head_hash, out, rpc
+from tsukuctl.command import count, err, head_hash, out, rpc
 from tsukud.errors import UsageError
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
@@ -102,6 +102,8 @@ def cmd_events(args: argparse.Namespace) -> int:
     if fmt == "table":
         if not rows:
             out("no events match")
+            if result.get("hint"):
+                err(f"hint: {result['hint']}")
             return 0
         # A shared ledger's events name their daemon (origin) and place in its chain.
         shared = "origin" in rows[0]

@@ -388,7 +388,9 @@ def _install(args: argparse.Namespace, home: str) -> int:
             args,
             "hooks.reindex",
             {"fetch": True},
-            on_progress=lambda p: err(f"{p['stage']}…") if "stage" in p else None,
+            on_progress=lambda p: (
+                err(p.get("message") or f"{p['stage']}…") if "stage" in p else None
+            ),
         )
         out(
             f"{'index':<13} {res['path']}: {_n(res['commands'], 'command')}"

@@ -21,12 +21,14 @@ from tsukuctl.command import (
     err,
     out,
     rpc,
+    tool_names,
 )
 from tsukuctl.progress import Progress
-from tsukud.errors import UsageError
+from tsukud.errors import ExitCode, TsukuError, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -53,15 +55,85 @@ def _path_note(links: list[str]) -> None:
         return
     bin_dir = os.path.dirname(links[0])
     path = os.environ.get("PATH", "").split(os.pathsep)
-    if bin_dir not in path:
+    if bin_dir in path:
+        return
+    if _hook_installed():  # done already: this shell predates it
         sys.stderr.write(
-            f"note: {bin_dir} is not on PATH; `tsukuctl hook install` adds it for new shells"
-            " (`tsukuctl shell-init SHELL` prints the line for an rc file you keep yourself)\n"
+            f"note: {bin_dir} is not on this shell's PATH yet: the hook you installed adds "
+            "it in new shells (or run `exec $SHELL` here)\n"
         )
+        return
+    sys.stderr.write(
+        f"note: {bin_dir} is not on PATH; `tsukuctl hook install` adds it for new shells"
+        " (`tsukuctl shell-init SHELL` prints the line for an rc file you keep yourself)\n"
+    )
+
+
+def _hook_installed() -> bool:
+    """Whether the rc file of the caller's shell already sources tsuku's hook."""
+    from tsukuctl.hook_commands import current_line, detect_shell, rc_path
+
+    try:
+        rc = rc_path(detect_shell(os.environ), os.environ)
+        with open(rc, encoding="utf-8", errors="replace") as f:
+            return current_line(f.read()) is not None
+    except (OSError, TsukuError):
+        return False
+
+
+def each_tool(args: argparse.Namespace, one: Callable[[str], int]) -> int:
+    """``install fd jq``, ``remove fd jq``: each tool in turn, as if named alone. One that
+    fails says why and the rest still run; the exit code is then that failure's when
+    every tool failed the same way, else 15 (some of several failed). A single tool's
+    error is exactly what it always was. Ctrl-C ends the whole command."""
+    from tsukuctl.cli import error_object, print_error
+    from tsukuctl.client import RemoteError
+
+    tools: list[str] = args.tools
+    if len(tools) == 1:
+        return one(tools[0])
+    codes: list[int] = []
+    for spec in tools:
+        try:
+            one(spec)
+        except RemoteError as e:
+            if e.remote_code == "cancelled":
+                raise
+            codes.append(e.exit_status)
+            _failed(args, spec, error_object(e), print_error)
+        except TsukuError as e:
+            codes.append(e.exit_code)
+            _failed(args, spec, error_object(e), print_error)
+    if not codes:
+        return 0
+    if len(codes) == len(tools) and len(set(codes)) == 1:
+        return codes[0]
+    return ExitCode.PARTIAL_FAILURE
+
+
+def _failed(
+    args: argparse.Namespace,
+    spec: str,
+    error: dict[str, Any],
+    print_error: Callable[[str, str], None],
+) -> None:
+    if args.json:  # one line per tool: its result, or {"tool", "error"}
+        out(render.jsonl({"tool": spec, "error": error}))
+    else:
+        print_error(f"{spec}: {error['message']}", str(error.get("hint") or ""))
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    name, version = _split(args.tool)
+    if args.source and len(args.tools) > 1:
+        raise UsageError(
+            "--from names the source of one tool, and several were given",
+            hint="Install the tool with --from on its own: tsukuctl install TOOL --from SOURCE.",
+        )
+    return each_tool(args, lambda spec: _install(args, spec))
+
+
+def _install(args: argparse.Namespace, spec: str) -> int:
+    name, version = _split(spec)
     progress = Progress(quiet=args.json)
     try:
         params = {"tool": name, "version": version, "force": args.force, "yes": args.yes}
@@ -132,7 +204,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    res = rpc(args, "tools.remove", {"tool": args.tool})
+    return each_tool(args, lambda tool: _remove(args, tool))
+
+
+def _remove(args: argparse.Namespace, tool: str) -> int:
+    res = rpc(args, "tools.remove", {"tool": tool})
     if args.json:
         out(render.jsonl(res))
         return 0
@@ -206,8 +282,18 @@ def cmd_update_registry(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("install", help="install a tool from its recipe: install <tool>[@version]")
-    p.add_argument("tool", help="tool name, optionally with @version (age@1.2.0)")
+    p = sub.add_parser(
+        "install", help="install tools from their recipes: install <tool>[@version] ..."
+    )
+    tool_names(
+        p.add_argument(
+            "tools",
+            nargs="+",
+            metavar="TOOL",
+            help="tool name, optionally with @version (age@1.2.0)",
+        ),
+        "known",
+    )
     p.add_argument("--force", action="store_true", help="reinstall, and take over binary names")
     p.add_argument("-y", "--yes", action="store_true", help="answer yes to confirmations")
     p.add_argument("--json", action="store_true", help="the result as one JSON object")
@@ -225,7 +311,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--collect-tool-stats",
         action="store_true",
-        help="no recipe: list the models' tool calls (discovery's searches, create's)",
+        help=argparse.SUPPRESS,  # a measurement for eval and debugging: docs/discovery.md
     )
     p.set_defaults(fn=cmd_install)
 
@@ -233,18 +319,18 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_list)
 
-    p = sub.add_parser("remove", aliases=["uninstall", "rm"], help="remove an installed tool")
-    p.add_argument("tool")
+    p = sub.add_parser("remove", aliases=["uninstall", "rm"], help="remove installed tools")
+    tool_names(p.add_argument("tools", nargs="+", metavar="TOOL"), "installed")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_remove)
 
     p = sub.add_parser("verify", help="re-run a tool's verify command and re-hash its binaries")
-    p.add_argument("tool")
+    tool_names(p.add_argument("tool"), "installed")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_verify)
 
     p = sub.add_parser("info", help="a tool's recipe, platform support and install state")
-    p.add_argument("tool")
+    tool_names(p.add_argument("tool"), "known")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_info)
 

@@ -17,7 +17,9 @@ def cmd_llm(args: argparse.Namespace) -> int:
         "llm.test",
         {"provider": args.provider, "yes": args.yes, "can_ask": can_ask()},
         on_progress=lambda p: (
-            sys.stderr.write(f"{p.get('stage', '')}…\n") if "stage" in p else None
+            sys.stderr.write(f"{p.get('message') or p.get('stage', '')}…\n")
+            if "stage" in p
+            else None
         ),
         on_confirm=ask_on_terminal,
     )

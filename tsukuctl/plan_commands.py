@@ -13,7 +13,7 @@ import argparse
 import os
 
 from tsukuctl import render
-from tsukuctl.command import out, rpc
+from tsukuctl.command import out, rpc, tool_names
 from tsukud.errors import UsageError
 
 TYPE_CHECKING = False
@@ -113,7 +113,10 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "plan", help="what installing a tool (or a recipe file) would do, without installing"
     )
-    p.add_argument("tool", help="a tool's name (tool@version) or a recipe file (.toml)")
+    tool_names(
+        p.add_argument("tool", help="a tool's name (tool@version) or a recipe file (.toml)"),
+        "known",
+    )
     p.add_argument("--version", help="plan this version (default: the newest)")
     p.add_argument(
         "--platform",

@@ -1,7 +1,8 @@
 """A generated recipe shown to a person before it is saved or installed: the preview
 (downloads per platform, actions, verify command, provider and cost, repairs,
-validation) and ``[v]iew full recipe, [i]nstall, [c]ancel``. ``tsukuctl create`` and
-``tsukuctl install`` (for a recipe it had to write) show it the same way.
+validation) and ``[v]iew full recipe, [i]nstall, [c]ancel``. ``tsukuctl create`` (which
+also offers ``[s]ave``) and ``tsukuctl install`` (for a recipe it had to write) show it
+the same way.
 
 Standard library only.
 """
@@ -46,6 +47,7 @@ _PROOF = {
     "run": "ran",
     "emulated": "ran under emulation",
     "inspected": "binary headers checked",
+    "script": "a script (platform-neutral: nothing platform-specific to prove)",
     "unsupported": "not supported by the recipe",
 }
 
@@ -129,20 +131,35 @@ def review(res: dict[str, Any], source: str, *, to_stderr: bool = False) -> bool
     whether the user chose to install (Ctrl-C raises ``KeyboardInterrupt``).
     ``tsukuctl install`` shows a recipe it had to write the same way (on stderr, so
     stdout stays its answer; there Ctrl-C cancels the request, as while it runs)."""
+    return _review(res, source, ("install",), to_stderr=to_stderr) == "install"
+
+
+def review_created(res: dict[str, Any], source: str) -> str | None:
+    """``tsukuctl create``'s preview: ``[v]iew full recipe, [s]ave, [i]nstall, [c]ancel``.
+    ``save`` writes the recipe without installing it (the README's "preview, then
+    save"); None: cancelled."""
+    return _review(res, source, ("save", "install"))
+
+
+def _review(
+    res: dict[str, Any], source: str, choices: tuple[str, ...], *, to_stderr: bool = False
+) -> str | None:
     say = err if to_stderr else out
     say(preview(res, source))
     say("")
+    offered = ["view full recipe", *choices, "cancel"]
+    question = ", ".join(f"[{c[0]}]{c[1:]}" for c in offered) + "? "
+    letters = [c[0] for c in offered]
     while True:
-        answer = _ask(
-            "[v]iew full recipe, [i]nstall, [c]ancel? ", sys.stderr if to_stderr else None
-        )
+        answer = _ask(question, sys.stderr if to_stderr else None)
         if answer is None or answer in ("", "c", "cancel"):
-            return False
+            return None
         if answer in ("v", "view"):
             say("")
             say(res["recipe"].rstrip("\n"))
             say("")
             continue
-        if answer in ("i", "install"):
-            return True
-        say("Please answer v, i or c.")
+        for choice in choices:
+            if answer in (choice[0], choice):
+                return choice
+        say(f"Please answer {', '.join(letters[:-1])} or {letters[-1]}.")

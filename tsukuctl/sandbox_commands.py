@@ -29,6 +29,10 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
         else:
             present = "present" if st["image_present"] else "missing (tsukuctl sandbox prepare)"
             out(f"runtime  {st['version']} at {st['endpoint']}\nimage    {st['image']}: {present}")
+            if st.get("chosen_by"):
+                out(f"chosen   by {st['chosen_by']}")
+            for other in st.get("passed_over") or []:
+                out(f"also     {other} answers (set DOCKER_HOST={other} to use it)")
         return 0 if st["available"] else ExitCode.SANDBOX
     if args.action == "prepare":
         res = rpc(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from tsukuctl import render
-from tsukuctl.command import err, out, rpc
+from tsukuctl.command import err, out, rpc, tool_names
 from tsukud.errors import ExitCode
 
 TYPE_CHECKING = False
@@ -106,12 +106,15 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     p = sub.add_parser("outdated", help="installed tools that have a newer release")
-    p.add_argument("tools", nargs="*", metavar="TOOL", help="only these (default: all)")
+    tool_names(
+        p.add_argument("tools", nargs="*", metavar="TOOL", help="only these (default: all)"),
+        "installed",
+    )
     p.add_argument("--json", action="store_true", help="the result as one JSON object")
     p.set_defaults(fn=cmd_outdated)
 
     p = sub.add_parser("upgrade", help="install the newest release of outdated tools")
-    p.add_argument("tools", nargs="*", metavar="TOOL")
+    tool_names(p.add_argument("tools", nargs="*", metavar="TOOL"), "installed")
     p.add_argument("--all", action="store_true", help="every outdated tool")
     p.add_argument("--json", action="store_true", help="the result as one JSON object")
     p.set_defaults(fn=cmd_upgrade, parser=p)

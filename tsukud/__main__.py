@@ -199,10 +199,11 @@ def _run_foreground(args: argparse.Namespace) -> int:
     from tsukud import log
 
     env = os.environ
-    config = configmod.resolve(env=env)  # first: it refuses a config others could read
+    config = configmod.resolve(env=env)  # first: it refuses a config others could change
     from tsukud.private_home import make_home_private
 
-    make_home_private(paths.tsuku_home(env))  # umask 077 before the log, lock and ledger
+    # umask 077 before the log, lock and ledger; the person's config file keeps its mode
+    make_home_private(paths.tsuku_home(env), leave=str(config.path))
     log.configure(
         Path(paths.log_path(env)),
         level=config.value_or_default("log.level"),
@@ -247,7 +248,7 @@ def _run_foreground(args: argparse.Namespace) -> int:
                 server = RpcServer(
                     load_methods(),
                     daemon,
-                    before_request=daemon.refresh_config,
+                    before_request=daemon.before_request,
                     scope=daemon.request_scope,
                     idle_timeout_s=config.value_or_default("rpc.idle_timeout_seconds"),
                 )

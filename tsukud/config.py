@@ -575,13 +575,34 @@ def changed_settings(old: Config, new: Config) -> list[Setting]:
 
 
 def check_file_mode(path: Path) -> None:
+    """Refuse a file other users may change: it says where tsuku downloads from and
+    which keys it sends, so another user could redirect it. One they can only read
+    (an editor's 0644) is :func:`exposed`'s business: its keys are not used."""
     st = path.stat()
-    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise ConfigError(
-            f"{path} is readable by other users (mode {stat.S_IMODE(st.st_mode):04o}); "
-            "it may hold API keys, so tsuku refuses to use it",
+            f"{path} is writable by other users (mode {stat.S_IMODE(st.st_mode):04o}); "
+            "another user could change where tsuku downloads from, so tsuku refuses to use it",
             hint=f"Fix it with: chmod 600 {path}",
         )
+
+
+def exposed(path: Path, mode: int, values: Mapping[str, Any]) -> Problem | None:
+    """A file other users can read (an editor's default 0644): the keys it holds are
+    not used until it is private, so a command that needs one stops with the fix;
+    every other setting is read as usual (``list``, ``status``, an install work).
+    A file without keys is only named, for the same fix."""
+    if not mode & (stat.S_IRWXG | stat.S_IRWXO):
+        return None
+    held = tuple(sorted(n for n in values if KEYS[n].secret))
+    what = "the keys in it are not used" if held else "keep it private before adding keys"
+    return Problem(
+        ConfigError(
+            f"{path} is readable by other users (mode {stat.S_IMODE(mode):04o}); {what}",
+            hint=f"Fix it with: chmod 600 {path}",
+        ),
+        held,
+    )
 
 
 @dataclass(frozen=True)
@@ -719,13 +740,21 @@ class FileSettings:
 
 def read_file(path: Path) -> FileSettings:
     """The config file flattened to dotted keys (a missing file sets nothing), with what
-    is wrong in it. Only a file others can read raises: it may hold keys."""
+    is wrong in it. Only a file others can change raises; the keys of one they can
+    read are left out, as spoiled (:func:`exposed`)."""
     try:
         check_file_mode(path)
+        mode = path.stat().st_mode
         data = path.read_bytes()
     except FileNotFoundError:
         return FileSettings({}, {}, [])
-    return parse_file(data, path)
+    read = parse_file(data, path)
+    problem = exposed(path, mode, read.values)
+    if problem is not None:
+        for name in problem.spoils:
+            del read.values[name]
+        read.problems.append(problem)
+    return read
 
 
 def parse_file(data: bytes, path: Path) -> FileSettings:

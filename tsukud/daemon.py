@@ -111,6 +111,7 @@ class Daemon:
         # The settings as `status` shows them, for the last Config asked (they are immutable).
         self._shown: tuple[configmod.Config, list[dict[str, Any]]] | None = None
         self.home = Path(paths.tsuku_home(self.env))
+        self._recipes_stamp = _mtime(self.home / "recipes")
         self.store = self._make_store()
         self.state = State()
         self.batch_queue = BatchQueue()
@@ -230,6 +231,18 @@ class Daemon:
         self.config = configmod.resolve(env=self.env, path=self.config.path)
         self._config_stamp = stamp
         REDACTOR.update(self.config.secret_values())
+
+    def before_request(self) -> None:
+        """Before each request: the config file (:meth:`refresh_config`), and the local
+        recipes directory: a recipe put there by hand reaches the shell hook's command
+        index at the next command, not only at the next ``hook install``. A ``stat``
+        each when nothing changed."""
+        self.refresh_config()
+        stamp = _mtime(self.home / "recipes")
+        if stamp != self._recipes_stamp:
+            self._recipes_stamp = stamp
+            if (self.home / "share" / "hooks").is_dir():
+                self.services.hook_index.request_rebuild()
 
     def refresh_config(self) -> None:
         """Before each request: pick up an edit of config.toml (``tsukuctl config``,
@@ -717,3 +730,12 @@ def _unfinished_create(conn: sqlite3.Connection, session: str) -> dict[str, Any]
         return None
     started = json.loads(row[0])
     return {"tool": started["tool"], "repo": started.get("repo") or started.get("url", "")}
+
+
+def _mtime(path: Path) -> int | None:
+    """A directory's mtime (it changes when an entry is added, removed or renamed, as an
+    editor's save does); None when it does not exist."""
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None

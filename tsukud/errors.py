@@ -67,6 +67,10 @@ class ErrorKind:
         return f"ErrorKind({self.exit_code}, {self.hint!r}, retryable={self.retryable})"
 
 
+#: A hint's way to a run's events when its session is not known yet: runnable as
+#: written; :meth:`TsukuError.in_session` puts the run's own session in its place.
+RUNS_EVENTS = "tsukuctl events --type 'generation.*,validation.*' --limit 20"
+
 #: Discovery's hints end by naming the way around it (``tool`` filled in when known).
 FROM_HINT = "name the source yourself: tsukuctl install {tool} --from github:owner/repo"
 _FROM = FROM_HINT.format(tool="<tool>")
@@ -402,12 +406,12 @@ CATALOGUE: dict[str, ErrorKind] = {
     "generation_failed": ErrorKind(
         E.GENERAL,
         "No answer passed the checks within the repair budget; "
-        "`tsukuctl events --session <id>` shows every turn and check.",
+        f"`{RUNS_EVENTS}` shows every turn and check.",
     ),
     "validation_failed": ErrorKind(
         E.VERIFY_FAILED,
         "The recipe did not install and verify in the container; "
-        "`tsukuctl events --session <id>` has the output of each attempt.",
+        f"`{RUNS_EVENTS}` has the output of each attempt.",
     ),
     "validation_unavailable": ErrorKind(
         E.SANDBOX,
@@ -514,6 +518,13 @@ class TsukuError(Exception):
         self.message = message
         self.hint = hint if hint is not None else self.default_hint
         self.data = data
+
+    def in_session(self, session: str) -> TsukuError:
+        """The error as the end of the run ``session``: its data names the session, and
+        a hint pointing at the runs' events points at this run's."""
+        self.data.setdefault("session", session)
+        self.hint = self.hint.replace(RUNS_EVENTS, f"tsukuctl events --session {session}")
+        return self
 
     def to_wire(self) -> dict[str, Any]:
         body: dict[str, Any] = {

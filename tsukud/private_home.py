@@ -32,13 +32,19 @@ def _tighten(path: str) -> bool:
     return True
 
 
-def make_home_private(home: str) -> int:
+def make_home_private(home: str, *, leave: str | None = None) -> int:
     """Umask 077 from now on, ``home`` 0700 and everything in it owner-only; returns how
-    many existing entries were tightened."""
+    many existing entries were tightened. ``leave``: the person's own config file, whose
+    mode they set (an editor's 0644): its keys are not used until they fix it, and the
+    error says so (``config.exposed``); changing it behind their back would hide that
+    the keys in it were readable, and make a fresh start behave unlike a running daemon."""
     os.umask(PRIVATE_UMASK)
     os.makedirs(home, mode=0o700, exist_ok=True)
+    leave = os.path.abspath(leave) if leave else None
     tightened = int(_tighten(home))
     for dirpath, dirnames, filenames in os.walk(home):  # symlinked dirs are not entered
         for name in (*dirnames, *filenames):
-            tightened += _tighten(os.path.join(dirpath, name))
+            path = os.path.join(dirpath, name)
+            if os.path.abspath(path) != leave:
+                tightened += _tighten(path)
     return tightened

@@ -157,10 +157,10 @@ def test_env_overrides_file_and_says_so(tsuku: Tsuku) -> None:
     assert "overrides the file" in cp.stderr
 
 
-def test_world_readable_config_refuses_to_start_with_fix(tsuku: Tsuku) -> None:
+def test_a_config_others_can_change_refuses_to_start_with_fix(tsuku: Tsuku) -> None:
     cfg = tsuku.home / "config.toml"
     cfg.write_text('[secrets]\nanthropic_api_key = "sk-ant-leaky-0123456789"\n')
-    os.chmod(cfg, 0o644)
+    os.chmod(cfg, 0o666)
     cp = tsuku.ctl("status")
     assert cp.returncode == ExitCode.DAEMON_UNAVAILABLE
     assert f"chmod 600 {cfg}" in cp.stderr
@@ -173,24 +173,36 @@ def test_world_readable_config_refuses_to_start_with_fix(tsuku: Tsuku) -> None:
         timeout=30,
     )
     assert direct.returncode == ExitCode.CONFIG
-    assert "readable by other users" in direct.stderr and f"chmod 600 {cfg}" in direct.stderr
+    assert "writable by other users" in direct.stderr and f"chmod 600 {cfg}" in direct.stderr
     assert cp.stderr.count(f"chmod 600 {cfg}") == 1  # the start-up hint, printed once
 
 
-def test_a_running_daemon_refuses_a_readable_config_until_chmod_600(daemon: Tsuku) -> None:
-    """An editor that writes config.toml 0644 under a running daemon: every request is
-    refused with the chmod hint (not only the first, then the old settings silently),
-    and the hint's own fix, which changes only the mode, is picked up at once."""
-    cfg = daemon.home / "config.toml"
-    cfg.write_text("[llm]\ndaily_budget = 1.5\n")
+def test_a_readable_config_stops_only_what_needs_its_keys(tsuku: Tsuku) -> None:
+    """An editor that writes config.toml 0644 (issue 29, point 5): `status` and `list`
+    work and name the fix; what reads a key from the file stops with it (exit 22), the
+    same before and after the daemon started (the file keeps the person's mode); the
+    hint's own fix, which changes only the mode, is picked up at once."""
+    cfg = tsuku.home / "config.toml"
+    tsuku.home.mkdir(mode=0o700, exist_ok=True)
+    cfg.write_text(
+        '[llm]\ndaily_budget = 1.5\n[secrets]\nanthropic_api_key = "sk-ant-leaky-0123456789"\n'
+    )
     os.chmod(cfg, 0o644)
-    for _ in range(2):
-        cp = daemon.ctl("status")
-        assert cp.returncode == ExitCode.CONFIG, cp.stdout
-        assert f"chmod 600 {cfg}" in cp.stderr
+    for _ in range(2):  # the first starts the daemon
+        cp = tsuku.ctl("status")
+        assert cp.returncode == 0, cp.stderr
+        assert "of $1.50 today" in cp.stdout
+        assert cp.stderr.count(f"chmod 600 {cfg}") == 1 and "readable by other" in cp.stderr
+        assert tsuku.ctl("list").returncode == 0
+        key = tsuku.ctl("config", "get", "secrets.anthropic_api_key")
+        assert key.returncode == ExitCode.CONFIG and f"chmod 600 {cfg}" in key.stderr
+        assert os.stat(cfg).st_mode & 0o777 == 0o644
+    assert "sk-ant-leaky" not in cp.stdout + cp.stderr + key.stdout + key.stderr
     os.chmod(cfg, 0o600)
-    st = json.loads(daemon.ctl("status", "--json", check=True).stdout)
-    assert st["budget"]["daily_budget_usd"] == 1.5
+    key = tsuku.ctl("config", "get", "secrets.anthropic_api_key", check=True)
+    assert "(set)" in key.stdout
+    cp = tsuku.ctl("status", check=True)
+    assert "chmod" not in cp.stderr
 
 
 def test_a_typo_in_the_config_locks_nothing_out_and_a_fix_is_picked_up_live(

@@ -33,14 +33,47 @@ def test_precedence_flag_env_file_default(tmp_path: Path) -> None:
     assert (c["llm.daily_budget"], c.setting("llm.daily_budget").source) == (9.0, "flag")
 
 
-def test_group_readable_file_with_key_is_refused_with_the_fix(tmp_path: Path) -> None:
-    f = write(tmp_path / "config.toml", '[secrets]\nanthropic_api_key = "sk-ant-x"\n', 0o644)
+def test_a_file_others_can_read_keeps_its_keys_out_and_the_rest_in(tmp_path: Path) -> None:
+    """An editor's 0644 (issue 29, point 5): only what needs the file's keys stops, with
+    the fix; every other setting is read; a key from the environment still works."""
+    f = write(
+        tmp_path / "config.toml",
+        '[llm]\ndaily_budget = 2.0\n[secrets]\nanthropic_api_key = "sk-ant-x"\n',
+        0o644,
+    )
+    c = config.resolve(env={}, path=f)
+    assert c["llm.daily_budget"] == 2.0
     with pytest.raises(ConfigError) as e:
-        config.resolve(env={}, path=f)
-    assert "readable by other users" in e.value.message
-    assert "0644" in e.value.message
+        c["secrets.anthropic_api_key"]
+    assert "readable by other users" in e.value.message and "0644" in e.value.message
+    assert "keys in it are not used" in e.value.message
     assert e.value.hint == f"Fix it with: chmod 600 {f}"
     assert "sk-ant-x" not in e.value.message + e.value.hint
+    assert [p.error for p in c.problems] == [e.value] and "sk-ant-x" not in c.secret_values()
+    assert c["secrets.google_api_key"] == ""  # a key the file does not set is not spoiled
+    env = {"ANTHROPIC_API_KEY": "sk-ant-env"}
+    assert config.resolve(env=env, path=f)["secrets.anthropic_api_key"] == "sk-ant-env"
+    os.chmod(f, 0o600)
+    assert config.resolve(env={}, path=f)["secrets.anthropic_api_key"] == "sk-ant-x"
+
+
+def test_a_file_without_keys_that_others_can_read_is_named_and_read(tmp_path: Path) -> None:
+    f = write(tmp_path / "config.toml", "[llm]\ndaily_budget = 2.0\n", 0o640)
+    c = config.resolve(env={}, path=f)
+    assert c["llm.daily_budget"] == 2.0
+    (problem,) = c.problems
+    assert "keep it private before adding keys" in problem.error.message
+    assert problem.spoils == ()
+
+
+@pytest.mark.parametrize("loose", [0o620, 0o602, 0o666])
+def test_a_file_others_can_change_is_refused_whole(tmp_path: Path, loose: int) -> None:
+    """Another user who can write it could point tsuku's downloads elsewhere."""
+    f = write(tmp_path / "config.toml", "[llm]\ndaily_budget = 2.0\n", loose)
+    with pytest.raises(ConfigError) as e:
+        config.resolve(env={}, path=f)
+    assert "writable by other users" in e.value.message
+    assert e.value.hint == f"Fix it with: chmod 600 {f}"
 
 
 def test_missing_file_is_defaults(tmp_path: Path) -> None:

@@ -114,3 +114,19 @@ def test_exit_code_for_knows_codes_of_modules_the_client_never_imports() -> None
 def test_daemon_unavailable_hints_say_what_a_user_runs() -> None:
     hint = DaemonUnavailable("tsukud closed the connection").hint
     assert "tsukuctl daemon start" in hint and "tsukud --foreground" not in hint
+
+
+def test_a_hint_pointing_at_a_runs_events_is_runnable_and_names_the_run_once_known() -> None:
+    """Issue 29, point 1: no literal `<id>`; the default hint runs as written, and the
+    error of a run with a known session names exactly that session."""
+    from tsukud.create.errors import GenerationFailed, ValidationFailed
+    from tsukud.errors import RUNS_EVENTS
+
+    for cls in (GenerationFailed, ValidationFailed):
+        error = cls("no")
+        assert "<" not in error.hint and f"`{RUNS_EVENTS}`" in error.hint
+        assert error.in_session("create-0123abcd") is error
+        assert "`tsukuctl events --session create-0123abcd`" in error.hint
+        assert error.to_wire()["data"] == {"session": "create-0123abcd"}
+    for entry in CATALOGUE.values():
+        assert "<id>" not in entry.hint

@@ -51,3 +51,22 @@ def test_a_missing_home_is_created_private(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert mode(home) == 0o700
+
+
+def test_the_persons_config_file_keeps_the_mode_they_gave_it(tmp_path: Path) -> None:
+    """An editor's 0644 config.toml is not quietly made private at start: its keys are
+    then unused, and the error says why, whether the daemon was running or not."""
+    home = tmp_path / "home"
+    home.mkdir()
+    cfg = home / "config.toml"
+    cfg.write_text("")
+    os.chmod(cfg, 0o644)
+    other = home / "tsuku.log"
+    other.write_text("")
+    os.chmod(other, 0o644)
+    old = os.umask(0o022)
+    try:
+        make_home_private(str(home), leave=str(tmp_path / "home" / "." / "config.toml"))
+    finally:
+        os.umask(old)
+    assert mode(cfg) == 0o644 and mode(other) == 0o600

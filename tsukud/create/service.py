@@ -24,7 +24,7 @@ import msgspec
 import trio
 
 from tsukud.create.errors import CreateError, RecipeExists
-from tsukud.errors import UsageError
+from tsukud.errors import TsukuError, UsageError
 
 if TYPE_CHECKING:
     from tsukud.clock import Clock
@@ -197,6 +197,24 @@ class Creator:
         return path
 
     async def create(
+        self,
+        tool: str,
+        source: str,
+        *,
+        progress: Progress,
+        session: str | None = None,
+        **options: Any,
+    ) -> CreateResult:
+        """:meth:`_create` in a session of its own (or the caller's), named by any error
+        it ends with, so the hint is the exact `tsukuctl events --session` to run."""
+        session = session or new_session()
+        try:
+            return await self._create(tool, source, progress=progress, session=session, **options)
+        except TsukuError as exc:
+            exc.in_session(session)
+            raise
+
+    async def _create(
         self,
         tool: str,
         source: str,

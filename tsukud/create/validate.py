@@ -174,8 +174,10 @@ ProofStatus = Literal["passed", "failed", "unproven", "unsupported"]
 class PlatformProof(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """How far one platform's build was proven. ``how``: ``run`` (in the container),
     ``emulated`` (in the container under qemu-user), ``inspected`` (its binaries'
-    headers checked: darwin builds cannot run here). ``unproven`` means this machine
-    could not tell, never that it passed; ``unsupported``: the recipe has no build."""
+    headers checked: darwin builds cannot run here), ``script`` (its programs are
+    scripts, the same on every platform: nothing platform-specific was proven).
+    ``unproven`` means this machine could not tell, never that it passed;
+    ``unsupported``: the recipe has no build."""
 
     platform: str
     status: ProofStatus
@@ -350,6 +352,21 @@ class Prepared:
                 if problem is not None:
                     return f"{rel} {problem}"
             return None
+
+        return await trio.to_thread.run_sync(check)
+
+    async def scripts_only(self) -> bool:
+        """Whether every binary of the tree is a script (``#!``): the same file whatever
+        the platform, so nothing about a platform can be proven from it."""
+        assert self.root is not None
+        root = self.root
+
+        def check() -> bool:
+            for rel in self.binaries.values():
+                with (root / rel).open("rb") as f:
+                    if binfmt.inspect(f.read(binfmt.HEAD_BYTES)).kind != "script":
+                        return False
+            return bool(self.binaries)
 
         return await trio.to_thread.run_sync(check)
 
@@ -899,6 +916,19 @@ class ValidationRun:
             return PlatformProof(
                 platform=key, status="failed", message=problem, category=EXEC_FORMAT, assets=assets
             )
+        foreign = target.arch != self.platform.arch
+        if (target.os != "linux" or foreign) and await prepared.scripts_only():
+            # A script runs under the container's own interpreter whatever the platform:
+            # saying it ran under emulation, or that its headers were checked, would
+            # claim a proof that was never made.
+            return PlatformProof(
+                platform=key,
+                status="passed",
+                how="script",
+                message="its programs are scripts (#!), the same on every platform: "
+                "nothing platform-specific to run or check",
+                assets=assets,
+            )
         if target.os != "linux":
             return PlatformProof(
                 platform=key,
@@ -908,7 +938,6 @@ class ValidationRun:
                 f"were checked ({target.os}, {target.arch}, executable)",
                 assets=assets,
             )
-        foreign = target.arch != self.platform.arch
         if foreign and not self.validator.emulates(target.arch):
             return PlatformProof(
                 platform=key,

@@ -629,12 +629,17 @@ class _Chain:
 
     def _llm_miss(self, outcome: Outcome) -> TsukuError:
         if outcome.provider is None and outcome.provider_errors:
+            data: dict[str, Any] = {}
+            hint = (
+                " ".join(h for h in dict.fromkeys(outcome.key_hints) if h)
+                + (" Or " if outcome.key_hints else "Try again later, or ")
+                + FROM_HINT.format(tool=self.tool)
+            )
             return DiscoveryLLMUnavailable(
                 "every LLM provider failed during web search discovery: "
                 + "; ".join(outcome.provider_errors),
-                hint=" ".join(h for h in dict.fromkeys(outcome.key_hints) if h)
-                + (" Or " if outcome.key_hints else "Try again later, or ")
-                + FROM_HINT.format(tool=self.tool),
+                hint=self._meant_first(hint, data),
+                **data,
             )
         if outcome.search_errors and not outcome.sources:
             server_side = searches_itself(outcome.provider)
@@ -672,7 +677,16 @@ class _Chain:
                 f"Set {key_variables()} (or a local model) to search the web, "
                 "or " + FROM_HINT.format(tool=self.tool)
             )
-        return DiscoveryNotFound(message, hint=hint, **data)
+        return DiscoveryNotFound(message, hint=self._meant_first(hint, data), **data)
+
+    def _meant_first(self, hint: str, data: dict[str, Any]) -> str:
+        """A name one or two edits from a known tool most likely meant that tool: the
+        way to install it comes before keys or ``--from``."""
+        squat = self.st.squat
+        if squat is None:
+            return hint
+        data.setdefault("did_you_mean", squat.similar)
+        return f"Did you mean {squat.similar}? `tsukuctl install {squat.similar}`. {hint}"
 
     # ---- verification and decision -----------------------------------------------------
 

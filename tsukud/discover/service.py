@@ -228,6 +228,64 @@ class DiscoveryService:
 
     # ---- one discovery --------------------------------------------------------------------
 
+    async def search(self, name: str) -> dict[str, Any]:
+        """``tsukuctl search NAME``: what is known of a name without spending money or
+        asking anyone: its recipe, the discovery registry's entry, the packages of that
+        exact name in each ecosystem (with the evidence a person weighs), a known tool it
+        is a near miss of, and in words what ``tsukuctl install NAME`` would then do. No
+        LLM, no web search, nothing written but the registries' caches."""
+        import msgspec
+
+        from tsukud.discover.chain import RecipeRegistryUnreachable
+        from tsukud.discover.normalize import normalize_name, typosquat
+
+        tool = normalize_name(name)
+        errors: dict[str, str] = {}
+        try:
+            recipe = await self._recipe(tool)
+        except RecipeRegistryUnreachable as e:
+            recipe, errors["recipes"] = None, str(e)
+        looked = await self.discovery_registry().lookup(tool)
+        if looked.error:
+            errors["discovery registry"] = looked.error
+        report = await self._probe(tool)
+        errors.update(report.errors)
+        prefixes = builder_sources()
+        packages = [
+            {
+                **msgspec.to_builtins(p),
+                "from": f"{prefixes[p.builder]}:{p.source}" if p.builder in prefixes else None,
+                "passes_filter": p in report.accepted,
+            }
+            for p in report.matches
+        ]
+        squat = None if recipe else typosquat(tool, self.known_names())
+        entry = looked.entry
+        if recipe is not None:
+            would = f"install {tool} from its {recipe.split(' recipe ')[0]} recipe"
+        elif entry is not None:
+            would = (
+                f"write a recipe from {entry.builder}:{entry.source} (the discovery "
+                "registry names it), validate it and install it"
+            )
+        elif packages:
+            would = (
+                "show these packages with their evidence and install the one you pick "
+                f"(`--from` names one: tsukuctl install {tool} --from "
+                f"{packages[0]['from'] or packages[0]['source']})"
+            )
+        else:
+            would = "search the web with an LLM (it states the cost and asks first)"
+        return {
+            "tool": tool,
+            "recipe": recipe,
+            "registry_entry": msgspec.to_builtins(entry) if entry is not None else None,
+            "packages": packages,
+            "did_you_mean": squat.similar if squat is not None else None,
+            "errors": errors,
+            "install_would": would,
+        }
+
     async def discover(
         self,
         tool: str,

@@ -88,6 +88,30 @@ def where(f: EventFilter, *, shared: bool = False) -> tuple[str, list[Any]]:
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
+def types_hint(types: Sequence[str]) -> str | None:
+    """Why a type filter matched nothing, when it is because no event type could match
+    (``--type 'instal.*'``): the filters no catalogued type meets, each with the nearest
+    type or prefix. None when every filter names a real type (the ledger just has none)."""
+    import difflib
+
+    from tsukud.events.catalogue import EVENTS
+
+    prefixes = sorted({t.split(".", 1)[0] + ".*" for t in EVENTS})
+    said: list[str] = []
+    for spec in types:
+        prefix = spec.rstrip("*") if spec.endswith((".", ".*")) else None
+        if any(t == spec or (prefix and t.startswith(prefix)) for t in EVENTS):
+            continue
+        names = prefixes if prefix else sorted(EVENTS)
+        close = difflib.get_close_matches(spec, names, n=1, cutoff=0.6)
+        said.append(
+            f"no event type is {spec!r}" + (f"; did you mean {close[0]!r}?" if close else "")
+        )
+    if not said:
+        return None
+    return "; ".join(said) + " (docs/events.md lists the types; `llm.*` takes a prefix)"
+
+
 def check_origin(f: EventFilter, *, shared: bool) -> None:
     """An origin filter means something on a shared ledger only."""
     if f.origin and not shared:

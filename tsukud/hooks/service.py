@@ -3,8 +3,10 @@
 The hooks never talk to the daemon (a shell must not wait on it); instead the daemon
 rewrites the index whenever what it describes changes:
 
-- installs and removals: this service listens to the ledger for ``install.completed``
-  and ``install.removed`` once it exists (its builder subscribes :meth:`HookIndex.on_event`);
+- installs, removals and recipes written: this service listens to the ledger for
+  ``install.completed``, ``install.removed`` and ``recipe.written`` once it exists (its
+  builder subscribes :meth:`HookIndex.on_event`); a recipe put in the local recipes
+  directory by hand is noticed before the next request (``Daemon.before_request``);
 - registry refreshes, and daemon start-up (the ledger may have moved on while no daemon
   ran): whoever does them calls :meth:`HookIndex.request_rebuild`;
 - ``tsukuctl hook install`` asks for a rebuild through ``hooks.reindex``.
@@ -30,7 +32,8 @@ from tsukud.hooks.sources import RecipeReader, installed_binaries
 if TYPE_CHECKING:
     from tsukud.events.store import Event
 
-INDEX_EVENTS = frozenset({"install.completed", "install.removed"})
+# A recipe written by ``create`` (or saved after its preview) names commands too.
+INDEX_EVENTS = frozenset({"install.completed", "install.removed", "recipe.written"})
 
 
 class HookIndex:

@@ -36,6 +36,7 @@ from tsukud import log
 from tsukud.errors import TsukuError
 from tsukud.groups import single_leaf
 from tsukud.install.errors import no_space
+from tsukud.net import notices
 from tsukud.net.http import (
     MB,
     Http,
@@ -292,6 +293,7 @@ async def _transfer(
                 wait=round(delay, 3),
                 error=exc.message,
             )
+            await notices.retrying(_display(t.url), exc.message, t.tries, policy.max_tries, delay)
             await trio.sleep(delay)
 
 

@@ -3,6 +3,7 @@ assembler (their exit codes and hints are in ``tsukud.errors.CATALOGUE``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from tsukud.errors import DiskFull, NotFound, TsukuError
@@ -48,6 +49,22 @@ class BuildFailed(InstallError):
 
 class NotInstalled(NotFound):
     code = "not_installed"
+
+
+def not_installed(name: str, installed: Iterable[str]) -> NotInstalled:
+    """``remove ripgrp``: not installed, and the installed tool it most likely meant
+    (``did_you_mean``) named in the hint before the list."""
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(installed), n=1, cutoff=0.75)
+    if not close:
+        return NotInstalled(f"{name} is not installed", tool=name)
+    return NotInstalled(
+        f"{name} is not installed",
+        hint=f"Did you mean {close[0]}? It is installed; `tsukuctl list` shows the others.",
+        tool=name,
+        did_you_mean=close[0],
+    )
 
 
 def no_space(exc: BaseException, where: Path, what: str) -> DiskFull | None:

@@ -25,7 +25,7 @@ from tsukud.install.attempt import InstallAttempt
 from tsukud.install.checks import integrity_problems, run_checks
 from tsukud.install.context import ProgressFn
 from tsukud.install.download import DEFAULT_MAX_BYTES
-from tsukud.install.errors import NotInstalled
+from tsukud.install.errors import not_installed
 from tsukud.install.homebrew.deps import dependents, unneeded
 from tsukud.install.homebrew.errors import DependencyInUse
 from tsukud.install.registry import Registry, check_name
@@ -118,9 +118,10 @@ class Installer:
 
     def record(self, name: str) -> dict[str, Any]:
         name = check_name(name)
-        rec = self.installed().get(name)
+        installed = self.installed()
+        rec = installed.get(name)
         if rec is None:
-            raise NotInstalled(f"{name} is not installed", tool=name)
+            raise not_installed(name, installed)
         return rec
 
     async def info(self, name: str) -> dict[str, Any]:

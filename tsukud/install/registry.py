@@ -294,12 +294,33 @@ class Registry:
         return loaded
 
     def _not_found(self, name: str) -> RecipeNotFound:
+        hint = (
+            "`tsukuctl update-registry` refreshes the registry's recipe list; a recipe "
+            f"written to {self.local_path(name)} is used first."
+        )
+        data: dict[str, Any] = {"tool": name}
+        meant = self.closest(name)
+        if meant is not None:  # `info stren`: the recipe it was most likely meant for
+            hint = f"Did you mean {meant}? A recipe by that name exists. {hint}"
+            data["did_you_mean"] = meant
         return RecipeNotFound(
             f"no recipe for {name} (looked in {self.home / 'recipes'} and {self.base_url})",
-            hint="`tsukuctl update-registry` refreshes the registry's recipe list; a recipe "
-            f"written to {self.local_path(name)} is used first.",
-            tool=name,
+            hint=hint,
+            **data,
         )
+
+    def closest(self, name: str) -> str | None:
+        """The recipe name ``name`` most likely misspells, from what is known without the
+        network (the cached manifest, local recipes); None when none is close."""
+        import difflib
+
+        cached = self.cached_manifest()
+        names = set(cached[0].names()) if cached is not None else set()
+        local = self.home / "recipes"
+        if local.is_dir():
+            names |= {p.stem for p in local.glob("*.toml")}
+        close = difflib.get_close_matches(name, sorted(names - {name}), n=1, cutoff=0.75)
+        return close[0] if close else None
 
     def cached_names(self) -> list[str]:
         if not self.cache_dir.is_dir():

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from tsukud.errors import TsukuError, UsageError
-from tsukud.install.errors import NotInstalled, VersionNotValidated
+from tsukud.install.errors import VersionNotValidated, not_installed
 from tsukud.install.pins import require_validated, validated_version
 from tsukud.install.registry import check_name
 from tsukud.recipe.version_range import compare_versions
@@ -79,7 +79,7 @@ def chosen(inst: Installer, names: list[str]) -> dict[str, str]:
     for raw in names:
         name = check_name(raw)
         if name not in installed:
-            raise NotInstalled(f"{name} is not installed", tool=name)
+            raise not_installed(name, installed)
         picked[name] = installed[name]
     return picked
 

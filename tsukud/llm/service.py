@@ -58,7 +58,7 @@ from tsukud.llm.provider import (
     ProviderError,
 )
 from tsukud.llm.providers import BY_NAME as SPECS
-from tsukud.llm.providers import NAMES, ProviderSpec
+from tsukud.llm.providers import NAMES, ProviderSpec, key_variables
 from tsukud.llm.types import Request, Response
 from tsukud.policy.breaker import CircuitOpen
 from tsukud.policy.confirm import Confirmations
@@ -170,11 +170,13 @@ class LLM:
         names = self.order(requested, only=only)
         usable = [n for n in names if self.info(n).usable]
         if not usable:
-            reasons = "; ".join(f"{n}: {self.info(n).reason}" for n in names)
+            # One short clause per provider (the whole of each reason is `llm status`'s):
+            # the message is read in a terminal, often inside discovery's own.
+            reasons = "; ".join(f"{n}: {self.info(n).reason.split(':')[0]}" for n in names)
             raise ProviderUnavailable(
                 f"no LLM provider is configured ({reasons})",
-                hint="Set ANTHROPIC_API_KEY or GOOGLE_API_KEY, or point "
-                "TSUKU_OPENAI_BASE_URL at a local server (docs/config.md).",
+                hint=f"Set {key_variables()}, or point TSUKU_OPENAI_BASE_URL at a local "
+                "server; `tsukuctl llm status` shows each provider and how to set it.",
             )
         return usable
 

@@ -60,6 +60,7 @@ import trio
 from tsukud import log
 from tsukud.clock import Clock, SystemClock
 from tsukud.errors import TsukuError
+from tsukud.net import notices
 from tsukud.net.hosts import HostGate, HostLimits
 from tsukud.net.proxy import Proxies, proxy_for
 from tsukud.net.retry import TRANSIENT_STATUSES, RetryPolicy, may_retry, next_delay
@@ -751,6 +752,7 @@ class Http:
                 wait=round(delay, 3),
                 error=error.message,
             )
+            await notices.retrying(_display(url), error.message, tries, policy.max_tries, delay)
             await trio.sleep(delay)
             if blocked is not None:
                 self._blocked.pop(blocked, None)

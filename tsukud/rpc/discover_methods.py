@@ -51,3 +51,14 @@ async def discover(d: Daemon, p: DiscoverParams, call: Call) -> dict[str, Any]:
     if prefix is not None:  # a package tsuku itself can turn into a recipe and install
         result["tsuku_command"] = f"tsukuctl install {found.tool} --from {prefix}:{found.source}"
     return result
+
+
+class SearchParams(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+
+
+@method("search", SearchParams)
+async def search(d: Daemon, p: SearchParams, call: Call) -> dict[str, Any]:
+    """What is known of ``name`` without money or questions: recipe, discovery registry
+    entry, same-name packages per ecosystem, and what ``install`` would do."""
+    return await d.services.discovery.search(p.name)

@@ -91,7 +91,7 @@ async def events_list(d: Daemon, p: ListParams, call: Call) -> dict[str, Any]:
             total, frames = quick
             if frames:
                 await call.progress_encoded(frames)
-            return {"count": total}
+            return _counted(total, p.filter)
     # Fetch in a worker thread, a chunk at a time, and forward each chunk: memory stays
     # flat however large the ledger is. The thread also encodes the chunk, so the event
     # loop (which answers `status`) only moves bytes.
@@ -119,7 +119,14 @@ async def events_list(d: Daemon, p: ListParams, call: Call) -> dict[str, Any]:
             async for n, chunk in recv:
                 total += n
                 await call.progress(chunk)
-    return {"count": total}
+    return _counted(total, p.filter)
+
+
+def _counted(total: int, f: queries.EventFilter) -> dict[str, Any]:
+    """The listing's result; with nothing listed under a type filter that no event type
+    can meet, a ``hint`` naming the nearest type (a mistyped ``--type``)."""
+    hint = queries.types_hint(f.types) if total == 0 and f.types else None
+    return {"count": total, "hint": hint} if hint else {"count": total}
 
 
 def _quick_list(

@@ -33,6 +33,7 @@ from tsukud.errors import (
     TsukuError,
     UnknownMethod,
 )
+from tsukud.net import notices
 from tsukud.policy import spent
 from tsukud.rpc import protocol
 from tsukud.rpc.peercred import peer_uid
@@ -304,7 +305,7 @@ class RpcServer:
             call = Call(conn, req.id)
             if self.before_request is not None:
                 self.before_request()
-            with spent.tally() as tally, scope:
+            with spent.tally() as tally, notices.to(call.progress), scope:
                 result = await method.handler(self.context, params, call)
             if scope.cancelled_caught:
                 raise RequestCancelled(

@@ -7,7 +7,8 @@ frozen :class:`RunSpec` / :class:`RunResult` dataclasses and typed errors that s
 :class:`tsukud.errors.SandboxError`.
 
 Both Docker and Podman (its Docker-compatible API socket) are supported; the endpoint is
-found by :func:`find_endpoint` (``DOCKER_HOST`` first, then the usual sockets).
+found by :func:`find_endpoint` (``DOCKER_HOST`` first, then the usual sockets, Podman's
+before Docker's: rootless by default).
 
 A validation run (:meth:`ContainerRuntime.run`) creates one container with every
 isolation knob of the architecture's "Container validation" contract set (no network, no
@@ -50,11 +51,13 @@ __all__ = [
     "ROLE_LABEL_VALUE",
     "ContainerFailed",
     "ContainerRuntime",
+    "EndpointChoice",
     "ImageMissing",
     "RunResult",
     "RunSpec",
     "RuntimeUnavailable",
     "candidate_endpoints",
+    "choose_endpoint",
     "find_endpoint",
     "labelled_containers",
     "open_runtime",
@@ -230,18 +233,22 @@ def candidate_endpoints(env: Mapping[str, str] | None = None) -> list[str]:
     """Endpoints to try, in order, as ``unix://`` or ``tcp://`` URLs (pure: no I/O).
 
     ``DOCKER_HOST``, when set and non-empty, is the only candidate: the user asked for it.
+    Otherwise Podman's sockets come first (rootless, then the system's): Podman runs
+    containers without a root daemon by default, so when both answer it is the one
+    that gives untrusted builds the least.
     """
     env = os.environ if env is None else env
     docker_host = env.get("DOCKER_HOST", "").strip()
     if docker_host:
         return [docker_host]
     home = Path(env["HOME"]) if env.get("HOME") else Path.home()
-    paths: list[Path] = [Path("/var/run/docker.sock")]
+    paths: list[Path] = []
     xdg = env.get("XDG_RUNTIME_DIR")
     if xdg:
         paths.append(Path(xdg) / "podman" / "podman.sock")
     paths += [
         Path("/run/podman/podman.sock"),
+        Path("/var/run/docker.sock"),
         home / ".docker" / "run" / "docker.sock",
         home / ".colima" / "default" / "docker.sock",
     ]
@@ -255,24 +262,53 @@ def _is_socket(path: str) -> bool:
         return False
 
 
-async def find_endpoint(env: Mapping[str, str] | None = None) -> str | None:
-    """The container API endpoint to use, or ``None`` when none is found.
+#: How long a socket may take to accept a connection before the next is tried.
+ANSWER_S = 0.5
 
-    ``DOCKER_HOST`` (``unix://``, ``tcp://``, ``http(s)://``) is honoured as given;
-    otherwise the first of the usual Docker and Podman sockets that exists is returned.
-    Whether it answers is checked by :func:`open_runtime`.
-    """
+
+async def _accepts(path: str) -> bool:
+    """Whether something listens on the socket (a stale file left by a stopped engine
+    refuses the connection at once)."""
+    with trio.move_on_after(ANSWER_S):
+        try:
+            stream = await trio.open_unix_socket(path)
+        except OSError:
+            return False
+        await stream.aclose()
+        return True
+    return False
+
+
+@dataclasses.dataclass(frozen=True)
+class EndpointChoice:
+    """Which endpoint validation uses, and why: ``sandbox status`` says so."""
+
+    endpoint: str | None
+    reason: str  # "DOCKER_HOST", "the first that answers", "none answers"
+    passed_over: tuple[str, ...] = ()  # later candidates that answer too
+
+
+async def choose_endpoint(env: Mapping[str, str] | None = None) -> EndpointChoice:
+    """``DOCKER_HOST`` as given; otherwise the first of the usual sockets (Podman's
+    first) that accepts a connection, with the others that do; when none accepts, the
+    first that exists, so the error names it; None when there is no socket at all."""
     await trio.lowlevel.checkpoint()
     candidates = candidate_endpoints(env)
     env = os.environ if env is None else env
     if env.get("DOCKER_HOST", "").strip():
-        return candidates[0]
-    for url in candidates:
-        path = url.removeprefix("unix://")
-        # A stat of a local path: cheap enough not to need a worker thread.
-        if _is_socket(path):
-            return url
-    return None
+        return EndpointChoice(candidates[0], "DOCKER_HOST")
+    existing = [u for u in candidates if _is_socket(u.removeprefix("unix://"))]
+    answering = [u for u in existing if await _accepts(u.removeprefix("unix://"))]
+    if answering:
+        return EndpointChoice(answering[0], "the first that answers", tuple(answering[1:]))
+    return EndpointChoice(existing[0] if existing else None, "none answers")
+
+
+async def find_endpoint(env: Mapping[str, str] | None = None) -> str | None:
+    """The container API endpoint to use, or ``None`` when none is found
+    (:func:`choose_endpoint`). Whether it speaks the API is checked by
+    :func:`open_runtime`."""
+    return (await choose_endpoint(env)).endpoint
 
 
 _SUPPORTED_SCHEMES = ("unix://", "tcp://", "http://", "https://")

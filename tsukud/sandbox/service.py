@@ -205,10 +205,18 @@ class Sandbox:
         except SandboxError as e:
             self.forget()
             return {"available": False, "error": e.message, "hint": e.hint, "image": self.image}
-        return {
+        answer: dict[str, Any] = {
             "available": True,
             "endpoint": rt.endpoint,
             "version": version,
             "image": self.image,
             "image_present": image,
+            "chosen_by": "the sandbox.docker_host setting (DOCKER_HOST)",
         }
+        if not self._endpoint().strip():
+            from tsukud.sandbox.runtime import choose_endpoint
+
+            choice = await choose_endpoint()
+            answer["chosen_by"] = "the first of Podman's, then Docker's sockets that answers"
+            answer["passed_over"] = [u for u in choice.passed_over if u != rt.endpoint]
+        return answer

@@ -120,7 +120,7 @@ def test_a_binary_that_cannot_find_its_library_is_refused_and_nothing_is_written
     # The formula forgets its dependency: the recipe names none, so the relocated
     # binary has no path to libgreet and the loader refuses to start it.
     publish(brew, built, deps=False)
-    cp = t.ctl("create", "hello", "--from", "homebrew:hello", "--yes")
+    cp = t.ctl("create", "hello", "--from", "homebrew:hello", "--yes", "-v")
     assert cp.returncode == ExitCode.VERIFY_FAILED, cp.stderr
     assert "the recipe for hello did not validate: `hello --version` in the container" in (
         cp.stderr
@@ -137,6 +137,9 @@ def test_a_binary_that_cannot_find_its_library_is_refused_and_nothing_is_written
         "validation_failed",
     )
     assert events(t, "recipe.written") == []
+    # -v names the failed run's session, to read with `events --session` (issue 29, 1).
+    session = gen["session"]
+    assert f"debug: session {session} (tsukuctl events --session {session})" in cp.stderr
 
 
 def test_a_binary_printing_another_version_is_refused(

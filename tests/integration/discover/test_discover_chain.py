@@ -993,6 +993,17 @@ async def test_without_any_llm_the_hint_says_how_to_enable_web_search(
         with pytest.raises(DiscoveryNotFound) as exc:
             await run(d, "nothing-here")
         assert "ANTHROPIC_API_KEY" in exc.value.hint and exc.value.exit_code == 3
+        assert "Did you mean" not in exc.value.hint
+
+    # A near miss of a known tool: the way to install that tool comes first, before
+    # keys or --from (issue 29, point 3).
+    (home / "recipes").mkdir()
+    (home / "recipes" / "ripgrep.toml").write_text("[metadata]\nname = 'ripgrep'\n")
+    async with in_daemon(env) as d:
+        with pytest.raises(DiscoveryNotFound) as exc:
+            await run(d, "ripgrp")
+        assert exc.value.hint.startswith("Did you mean ripgrep? `tsukuctl install ripgrep`. ")
+        assert exc.value.data["did_you_mean"] == "ripgrep"
 
 
 async def test_typosquat_warning(world: World, home: Path) -> None:

@@ -10,6 +10,7 @@ import trio
 
 from tests.conftest import Tsuku
 from tests.integration.hooks.conftest import RIPGREP, STERN
+from tests.waiting import wait_until
 from tsukud import config as configmod
 from tsukud.daemon import Daemon
 from tsukud.hooks.index import index_path, lookup
@@ -87,3 +88,18 @@ def test_reindex_over_rpc_reports_what_it_wrote(daemon: Tsuku) -> None:
 
     st = json.loads(daemon.ctl("hook", "status", "--json", check=True).stdout)
     assert st["index"]["entries"] == 1 and st["mode"] == "suggest"
+
+
+def test_a_recipe_put_in_the_recipes_directory_reaches_the_index_at_the_next_command(
+    daemon: Tsuku,
+) -> None:
+    """Issue 29, point 11: with the hook installed, a recipe dropped into the local
+    recipes directory by hand is indexed before the next request is served, not only
+    at the next `hook install`."""
+    daemon.call("hooks.reindex")  # what `hook install` does
+    (daemon.home / "share" / "hooks").mkdir(parents=True, exist_ok=True)
+    assert lookup(index_text(daemon.home), "rg") is None
+    (daemon.home / "recipes").mkdir(exist_ok=True)
+    (daemon.home / "recipes" / "ripgrep.toml").write_text(RIPGREP)
+    daemon.ctl("status", check=True)  # any command
+    wait_until(lambda: lookup(index_text(daemon.home), "rg") == ("ripgrep", "local"), "rg indexed")

@@ -267,3 +267,56 @@ def test_one_bad_gateway_from_github_and_the_download_host_does_not_fail_an_inst
     assert len(world.requests_to("k9s_Linux_amd64.tar.gz", role="web")) - web_before == 2
     assert len(world.requests_to("k9s_Linux_amd64.tar.gz", role="assets")) - assets_before == 1
     assert api.used == 1 and cdn.used == 1  # each failed once, and was tried again
+    # Each retry is said as it happens, not left as seconds of nothing (issue 29, 4).
+    retries = [line for line in cp.stderr.splitlines() if "; trying again in " in line]
+    assert len(retries) == 2, cp.stderr
+    assert "/repos/derailed/k9s" in retries[0] and "502" in retries[0]
+    assert "k9s_Linux_amd64.tar.gz" in retries[1] and "503" in retries[1]
+    assert all("(try 2 of at most " in line for line in retries)
+
+
+def test_several_tools_in_one_command_and_errors_as_json(inst: Tsuku) -> None:
+    """`install fd jq` and `remove fd jq` as `upgrade fd jq` already read them (issue 29,
+    point 2): each in turn, one failure named without stopping the rest, exit 15 when
+    some of several failed. With --json every outcome is a JSON line on stdout, an error
+    included ({"error": {code, message, hint, exit_code}}, docs/cli.md)."""
+    cp = inst.ctl("install", "kind", "age@1.1.1")
+    assert cp.returncode == 0, cp.stderr
+    assert [line.split()[:3] for line in cp.stdout.splitlines()] == [
+        ["installed", "kind", "2.5.0"],
+        ["installed", "age", "1.1.1"],
+    ]
+    cp = inst.ctl("install", "nosuchtool", "stern", "--no-discover")
+    assert cp.returncode == ExitCode.PARTIAL_FAILURE, cp.stderr
+    assert cp.stdout.startswith("installed stern 1.32.0")
+    assert "tsukuctl: nosuchtool: " in cp.stderr and "\nhint: " in cp.stderr
+
+    cp = inst.ctl("remove", "kind", "nosuchtool", "--json")
+    assert cp.returncode == ExitCode.PARTIAL_FAILURE, cp.stderr
+    removed, failed = (json.loads(line) for line in cp.stdout.splitlines())
+    assert removed["tool"] == "kind" and removed["version"] == "2.5.0"
+    assert failed["tool"] == "nosuchtool"
+    assert set(failed["error"]) >= {"code", "message", "hint", "exit_code"}
+    not_installed = failed["error"]["exit_code"]
+
+    # Every tool failing the same way exits with that failure's code, not 15.
+    cp = inst.ctl("remove", "kind", "nosuchtool")
+    assert cp.returncode == not_installed != ExitCode.PARTIAL_FAILURE, cp.stderr
+    assert cp.stderr.count("tsukuctl: ") == 2
+
+    # One tool: the error exactly as before, and as one JSON object with --json.
+    cp = inst.ctl("remove", "kind", "--json")
+    assert cp.returncode == not_installed and cp.stderr == ""
+    error = json.loads(cp.stdout)["error"]
+    assert error["exit_code"] == not_installed and error["code"] == failed["error"]["code"]
+    assert error["hint"]
+
+    # A typo of an installed tool is named as such by every command that takes one
+    # (issue 29, point 3).
+    for command in ("remove", "verify", "upgrade", "info"):
+        cp = inst.ctl(command, "stren")
+        assert cp.returncode != 0 and "Did you mean stern?" in cp.stderr, (command, cp.stderr)
+
+    cp = inst.ctl("install", "kind", "jq", "--from", "github:kubernetes-sigs/kind")
+    assert cp.returncode == ExitCode.USAGE and "--from names the source of one tool" in cp.stderr
+    assert sorted(installed(inst)) == ["age", "stern"]

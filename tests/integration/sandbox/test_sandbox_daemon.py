@@ -22,6 +22,13 @@ def test_sandbox_status_prepare_and_check_through_the_daemon(
     st = json.loads(daemon.ctl("sandbox", "status", "--json", check=True).stdout)
     assert st["available"] is True and st["image"] == image and st["image_present"] is True
     assert image == "tsuku/validate-debian:local"  # the default: a glibc userland
+    # It says which runtime it chose and why (Podman's sockets are tried first).
+    assert st["chosen_by"] in (
+        "the first of Podman's, then Docker's sockets that answers",
+        "the sandbox.docker_host setting (DOCKER_HOST)",
+    )
+    human = daemon.ctl("sandbox", "status", check=True).stdout
+    assert f"at {st['endpoint']}\n" in human and f"chosen   by {st['chosen_by']}\n" in human
 
     prep = json.loads(daemon.ctl("sandbox", "prepare", "--json", check=True).stdout)
     assert prep == {"image": image, "imported": False}

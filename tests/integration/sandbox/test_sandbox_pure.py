@@ -20,6 +20,7 @@ from tsukud.sandbox.runtime import (
     _cap_output,
     _TailBuffer,
     candidate_endpoints,
+    choose_endpoint,
     find_endpoint,
     open_runtime,
 )
@@ -35,15 +36,42 @@ async def test_docker_host_is_honoured() -> None:
 
 def test_candidate_order_without_docker_host() -> None:
     env = {"HOME": "/home/u", "XDG_RUNTIME_DIR": "/run/user/1000", "DOCKER_HOST": ""}
-    assert candidate_endpoints(env) == [
-        "unix:///var/run/docker.sock",
+    assert candidate_endpoints(env) == [  # Podman first: rootless by default
         "unix:///run/user/1000/podman/podman.sock",
         "unix:///run/podman/podman.sock",
+        "unix:///var/run/docker.sock",
         "unix:///home/u/.docker/run/docker.sock",
         "unix:///home/u/.colima/default/docker.sock",
     ]
     # Without XDG_RUNTIME_DIR the rootless podman socket is not a candidate.
-    assert candidate_endpoints({"HOME": "/h"})[1] == "unix:///run/podman/podman.sock"
+    assert candidate_endpoints({"HOME": "/h"})[0] == "unix:///run/podman/podman.sock"
+
+
+async def test_podman_is_chosen_when_both_answer_and_a_stale_socket_is_passed_by() -> None:
+    """Issue 29, point 14: with Podman's rootless socket and Docker's both answering,
+    Podman is used and Docker named as passed over; a Podman socket left by a stopped
+    service (nothing listening) does not win over an engine that answers."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as run_dir:  # short path: AF_UNIX limit
+        podman = Path(run_dir, "podman", "podman.sock")
+        podman.parent.mkdir()
+        docker = Path(run_dir, ".docker", "run", "docker.sock")
+        docker.parent.mkdir(parents=True)
+        env = {"HOME": run_dir, "XDG_RUNTIME_DIR": run_dir}
+        with socket.socket(socket.AF_UNIX) as p_sock, socket.socket(socket.AF_UNIX) as d_sock:
+            p_sock.bind(str(podman))
+            d_sock.bind(str(docker))
+            d_sock.listen()
+            # Podman's socket exists but nothing listens: a stale file.
+            choice = await choose_endpoint(env)
+            assert choice.endpoint != f"unix://{podman}"
+            assert choice.endpoint is not None and f"unix://{docker}" in (
+                choice.endpoint,
+                *choice.passed_over,
+            )
+            p_sock.listen()
+            choice = await choose_endpoint(env)
+            assert choice.endpoint == f"unix://{podman}" == await find_endpoint(env)
+            assert f"unix://{docker}" in choice.passed_over
 
 
 def _first_existing(candidates: list[str]) -> str | None:

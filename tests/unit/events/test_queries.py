@@ -15,6 +15,7 @@ import trio
 from tests.unit.events.conftest import StoreFactory
 from tsukud.clock import FixedClock, iso
 from tsukud.errors import InvalidParams
+from tsukud.events import queries
 from tsukud.events.queries import (
     EventFilter,
     check_times,
@@ -183,3 +184,24 @@ def test_a_time_that_is_not_a_ledger_time_is_refused_not_compared(field: str, ba
 @pytest.mark.parametrize("good", ["2027-01-16", "2027-01-16T08", "2027-01-16T08:15:00.000000Z"])
 def test_ledger_times_and_their_leading_parts_are_accepted(good: str) -> None:
     check_times(EventFilter(since=good, until=good))
+
+
+def test_a_type_filter_no_event_type_can_meet_is_named_with_the_nearest() -> None:
+    """`--type 'instal.*'` matches nothing because no type could (issue 29, point 8): the
+    listing's empty answer says so and names the nearest type or prefix."""
+    hint = queries.types_hint(["instal.*"])
+    assert hint is not None and "no event type is 'instal.*'; did you mean 'install.*'?" in hint
+    hint = queries.types_hint(["llm.turns", "llm.*"])
+    assert hint is not None and "'llm.turns'; did you mean 'llm.turn'?" in hint
+    assert "'llm.*'" not in hint.split("(")[0]  # a real prefix is not named
+    assert queries.types_hint(["llm.turn", "install.", "budget.*"]) is None
+    assert "did you mean" not in (queries.types_hint(["zzzz"]) or "")
+
+
+def test_an_empty_listing_carries_the_hint_only_when_a_filter_cannot_match() -> None:
+    from tsukud.rpc.methods import _counted
+
+    assert _counted(0, queries.EventFilter(types=["instal.*"]))["hint"]
+    assert _counted(0, queries.EventFilter(types=["install.*"])) == {"count": 0}
+    assert _counted(3, queries.EventFilter(types=["instal.*"])) == {"count": 3}
+    assert _counted(0, queries.EventFilter()) == {"count": 0}

@@ -169,8 +169,11 @@ def test_a_mistyped_action_gets_a_suggestion_with_its_command_usage(
     ("argv", "typo", "usage", "meant"),
     [
         (["install", "--jsn", "kind"], "--jsn", "usage: tsukuctl install ", "'--json'"),
-        (["events", "summary", "--bye", "day"], "--bye day", "usage: tsukuctl events ", "'--by'"),
+        (["events", "summary", "--bye", "day"], "--bye", "usage: tsukuctl events ", "'--by'"),
         (["--no-start", "status", "--jason"], "--jason", "usage: tsukuctl status ", "'--json'"),
+        # The flag is named, not its value taken for the action word (issue 29, point 8).
+        (["events", "--tpye", "llm.turn"], "--tpye", "usage: tsukuctl events ", "'--type'"),
+        (["events", "list", "--tpye=llm.*"], "--tpye=llm.*", "usage: tsukuctl events ", "'--type'"),
     ],
 )
 def test_a_mistyped_flag_shows_its_command_usage_and_a_suggestion(
@@ -405,6 +408,25 @@ def test_events_with_no_match_says_so(
 ) -> None:
     daemon.replies["events.list"] = result({"count": 0})
     assert run(capsys, "events") == (0, "no events match\n", "")
+
+
+def test_events_with_no_match_pass_on_the_daemons_hint(
+    daemon: DaemonDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    daemon.replies["events.list"] = result({"count": 0, "hint": "no event type is 'x.*'"})
+    assert run(capsys, "events", "--type", "x.*") == (
+        0,
+        "no events match\n",
+        "hint: no event type is 'x.*'\n",
+    )
+
+
+def test_an_option_value_or_an_abbreviation_is_not_a_stray_flag() -> None:
+    parser = cli.build_parser("events")
+    assert cli._stray_flags(parser, ["events", "--ty", "llm.turn"]) == []
+    assert cli._stray_flags(parser, ["events", "--session", "--odd", "list"]) == []
+    assert cli._stray_flags(parser, ["events", "-v", "--", "--tpye"]) == []
+    assert cli._stray_flags(parser, ["events", "--json", "--tpye", "x"]) == ["--tpye"]
 
 
 def test_a_bad_time_is_a_usage_error_before_any_call(
@@ -720,3 +742,52 @@ def test_create_shows_the_repair_phase_line(
     lines = capsys.readouterr().err.splitlines()
     assert f"{repairing}…" in lines, lines
     assert lines.index(f"{repairing}…") > lines.index("asking claude…")
+
+
+def _parsers(
+    parser: argparse.ArgumentParser, words: str = ""
+) -> list[tuple[str, argparse.ArgumentParser]]:
+    found = [(words, parser)] if words else []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _parsers(sub, f"{words} {name}".strip())
+    return found
+
+
+def test_every_command_has_examples_and_every_example_parses(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 29, point 9: each command's --help ends with two or three real command
+    lines, each accepted by the parser as written (no unknown flag, no bad value)."""
+    import shlex
+
+    from tsukuctl.examples import EXAMPLES
+
+    parser = cli.build_parser()
+    words = {w for w, _p in _parsers(parser)}
+    aliases = {"uninstall", "rm"}  # remove's, shown under remove
+    assert words - aliases - set(EXAMPLES) == set(), "commands without examples"
+    assert set(EXAMPLES) <= words, "examples of commands that do not exist"
+    for command, lines in EXAMPLES.items():
+        assert 2 <= len(lines) <= 3, command
+        for line in lines:
+            argv = shlex.split(line, comments=True)
+            assert argv[0] == "tsukuctl" and " ".join(argv[1:]).startswith(command), line
+            argv = argv[1:]
+            assert cli._stray_flags(parser, argv) == [], line
+            try:
+                args, unknown = cli.build_parser().parse_known_args(argv)
+            except SystemExit:
+                pytest.fail(f"{line}: {capsys.readouterr().err}")
+            assert unknown == [] and getattr(args, "fn", None) is not None, line
+    with pytest.raises(SystemExit) as done:
+        cli.main(["rm", "--help"])  # an alias shows its command's examples
+    assert done.value.code == 0
+    assert "examples:\n  tsukuctl remove ripgrep" in capsys.readouterr().out
+
+
+def test_help_hides_the_measurement_flags() -> None:
+    for command in ("install", "create", "discover"):
+        sub = dict(_parsers(cli.build_parser(command)))[command]
+        assert "--collect-tool-stats" not in sub.format_help(), command

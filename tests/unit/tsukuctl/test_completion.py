@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,8 +15,12 @@ from tests.integration.hooks.conftest import need_shell
 from tsukuctl.completion_commands import SHELLS, script
 
 
-def run(*argv: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, input=input, cwd=REPO, timeout=60)
+def run(
+    *argv: str, input: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv, capture_output=True, text=True, input=input, cwd=REPO, timeout=60, env=env
+    )
 
 
 def test_the_committed_scripts_are_a_fresh_generation() -> None:
@@ -120,3 +126,55 @@ def test_fish_completes_through_its_own_engine() -> None:
         cp = run(fish, "--no-config", "-c", f"{source}; complete -C '{typed}'")
         assert cp.returncode == 0, cp.stderr
         assert sorted(cp.stdout.split()) == want, typed
+
+
+INDEX = (
+    "# tsuku binary index v2: binary\ttool\tsource\n"
+    "#ignored\tk9s\ta-kube\tregistry\n"
+    "k9s\tk9s\tregistry\n"
+    "rg\tripgrep\tinstalled\n"
+    "sk\tstern\tregistry\n"
+    "stern\tstern\tregistry\n"
+)
+TYPED = {  # what is typed → the tool names offered (issue 29, point 7)
+    "install": ["k9s", "ripgrep", "stern"],  # every known tool, each once
+    "remove": ["ripgrep"],  # installed ones only
+    "upgrade": ["ripgrep"],
+    "info": ["k9s", "ripgrep", "stern"],
+}
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_tool_names_complete_from_the_command_index(shell: str, tmp_path: Path) -> None:
+    """Read by the shell itself (awk over the index the daemon keeps): no Python runs.
+    A home without an index offers nothing, and no error."""
+    exe = need_shell(shell)
+    (tmp_path / "share").mkdir()
+    (tmp_path / "share" / "binary-index.tsv").write_text(INDEX)
+    empty = tmp_path / "empty"
+    loaded = script(shell)
+    got: dict[str, list[str]] = {}
+    for home in (tmp_path, empty):
+        env = {**os.environ, "TSUKU_HOME": str(home), "HOME": str(home)}
+        for command in TYPED:
+            if shell == "bash":
+                code = (
+                    f"{loaded}\nCOMP_WORDS=(tsukuctl {command} ''); COMP_CWORD=2; _tsukuctl; "
+                    'printf "%s\\n" "${COMPREPLY[@]}"'
+                )
+                cp = run(exe, "--norc", "-c", code, env=env)
+            elif shell == "zsh":
+                code = (
+                    "autoload -U compinit && compinit -u -D\n"
+                    f"{loaded}\n"
+                    'compadd() { [[ $1 == -- ]] && shift; printf "%s\\n" "$@" }\n'
+                    f"words=(tsukuctl {command} ''); CURRENT=3; _tsukuctl"
+                )
+                cp = run(exe, "-f", "-c", code, env=env)
+            else:
+                code = f"{loaded}\ncomplete -C 'tsukuctl {command} '"
+                cp = run(exe, "--no-config", "-c", code, env=env)
+            assert cp.returncode == 0 and "awk:" not in cp.stderr, cp.stderr
+            got[f"{home.name} {command}"] = sorted(w for w in cp.stdout.split() if w)
+    assert {k.split()[1]: v for k, v in got.items() if k.startswith(tmp_path.name)} == TYPED
+    assert all(v == [] for k, v in got.items() if k.startswith("empty")), got
