@@ -342,23 +342,28 @@ def test_json_and_output(home: Tsuku, tmp_path: Any) -> None:
     assert cp.returncode == ExitCode.GENERAL and "already exists" in cp.stderr
 
 
-def test_interactive_preview_view_then_install(home: Tsuku) -> None:
+def on_a_terminal(home: Tsuku, typed: bytes, *flags: str, timeout: float = 60) -> tuple[int, str]:
+    """``create stern`` on a pty, answering its preview with ``typed``: (exit, stdout)."""
     home.start()
     master, slave = pty.openpty()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tsukuctl", "create", "stern", "--from", "github:stern/stern",
-         "--deterministic-only"],
+         "--deterministic-only", *flags],
         env=home.env,
         stdin=slave,
         stdout=subprocess.PIPE,
         stderr=slave,
     )  # fmt: skip
     os.close(slave)
-    os.write(master, b"x\nv\ni\n")  # an invalid answer, view, install
-    stdout, _ = proc.communicate(timeout=120)
+    os.write(master, typed)
+    stdout, _ = proc.communicate(timeout=timeout)
     os.close(master)
-    text = stdout.decode()
-    assert proc.returncode == 0, text
+    return proc.returncode, stdout.decode()
+
+
+def test_interactive_preview_view_then_install(home: Tsuku) -> None:
+    code, text = on_a_terminal(home, b"x\nv\ni\n", timeout=120)  # invalid, view, install
+    assert code == 0, text
     assert "Generated recipe for stern (github:stern/stern at v1.32.0):" in text
     assert "linux/arm64   stern_1.32.0_linux_arm64.tar.gz" in text
     assert "Verification: stern --version" in text
@@ -375,22 +380,8 @@ def test_interactive_preview_view_then_install(home: Tsuku) -> None:
 
 def test_interactive_save_writes_the_recipe_and_installs_nothing(home: Tsuku) -> None:
     """The README's "preview, then save" (issue 29, point 10)."""
-    home.start()
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tsukuctl", "create", "stern", "--from", "github:stern/stern",
-         "--deterministic-only", "--skip-validation"],
-        env=home.env,
-        stdin=slave,
-        stdout=subprocess.PIPE,
-        stderr=slave,
-    )  # fmt: skip
-    os.close(slave)
-    os.write(master, b"s\n")
-    stdout, _ = proc.communicate(timeout=60)
-    os.close(master)
-    text = stdout.decode()
-    assert proc.returncode == 0, text
+    code, text = on_a_terminal(home, b"s\n", "--skip-validation")
+    assert code == 0, text
     recipe = home.home / "recipes" / "stern.toml"
     assert text.endswith(f"Recipe written: {recipe}\nTo install it: tsukuctl install stern\n")
     assert 'asset_pattern = "stern_{version}_{os}_{arch}.tar.gz"' in recipe.read_text()
@@ -399,23 +390,10 @@ def test_interactive_save_writes_the_recipe_and_installs_nothing(home: Tsuku) ->
 
 
 def test_interactive_cancel_writes_nothing(home: Tsuku) -> None:
-    home.start()
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tsukuctl", "create", "stern", "--from", "github:stern/stern",
-         "--deterministic-only", "--skip-validation"],
-        env=home.env,
-        stdin=slave,
-        stdout=subprocess.PIPE,
-        stderr=slave,
-    )  # fmt: skip
-    os.close(slave)
-    os.write(master, b"c\n")
-    stdout, _ = proc.communicate(timeout=60)
-    os.close(master)
-    assert proc.returncode == 0
-    assert "Validation: NOT validated" in stdout.decode()
-    assert stdout.decode().endswith("cancelled: nothing was written\n")  # and spent nothing
+    code, text = on_a_terminal(home, b"c\n", "--skip-validation")
+    assert code == 0
+    assert "Validation: NOT validated" in text
+    assert text.endswith("cancelled: nothing was written\n")  # and spent nothing
     assert not (home.home / "recipes").exists()
 
 
