@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tsukud.testing.github import FakeGitHub
-from tsukud.testing.releases import recipe_repo
+from tsukud.testing.releases import native_program, recipe_repo
 
 DATA = Path(__file__).with_name("data")
 RECIPES = DATA / "recipes"
@@ -32,7 +32,8 @@ def demo_github() -> FakeGitHub:
     fake = FakeGitHub()
     for name, versions in VERSIONS.items():
         recipe = load_recipe(RECIPES / f"{name}.toml")
-        fake.add_repo(recipe_repo(recipe, versions))
+        # A real program per Linux platform: what the demo says it ran, it ran.
+        fake.add_repo(recipe_repo(recipe, versions, program=native_program))
     return fake
 
 

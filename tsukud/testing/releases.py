@@ -1,4 +1,5 @@
-"""Release data for the fake GitHub: small real archives whose "binary" is a script.
+"""Release data for the fake GitHub: small real archives whose "binary" is a script
+(or, for the demo's releases, a real tiny program per Linux platform: ``native_program``).
 
 Two sources:
 
@@ -43,6 +44,28 @@ Members = Mapping[str, tuple[bytes, int]]  # path -> (content, mode)
 
 def script(name: str, version: str) -> bytes:
     return f'#!/bin/sh\necho "{name} v{version}"\n'.encode()
+
+
+#: What a release's binary is: (command, version, the one platform its asset is for, or
+#: None when the asset serves several) -> its bytes.
+Program = Callable[[str, str, "Platform | None"], bytes]
+
+
+def script_program(command: str, version: str, plat: Platform | None) -> bytes:
+    """The default: a ``#!/bin/sh`` script, the same on every platform."""
+    return script(command, version)
+
+
+def native_program(command: str, version: str, plat: Platform | None) -> bytes:
+    """A real static executable for a Linux asset of one architecture (the demo's
+    releases: what validation says it ran is then true of that build); a script
+    elsewhere (darwin, which runs only signed binaries on arm64, or an asset several
+    platforms share)."""
+    from tsukud.testing import tiny_elf
+
+    if plat is not None and plat.os == "linux" and tiny_elf.supports(plat.arch):
+        return tiny_elf.program(plat.arch, f"{command} v{version}")
+    return script(command, version)
 
 
 # ------------------------------------------------------------------------------ archives
@@ -210,13 +233,19 @@ def checksums_asset(assets: list[FakeAsset], name: str = "checksums.txt") -> Fak
 
 
 def _members_for(
-    tool: str, binaries: Iterable[tuple[str, str]], strip: int, directory: bool, version: str
+    tool: str,
+    binaries: Iterable[tuple[str, str]],
+    strip: int,
+    directory: bool,
+    version: str,
+    made: Callable[[str], bytes] | None = None,
 ) -> dict[str, tuple[bytes, int]]:
     top = "/".join([f"{tool}-{version}", "dist", "x"][:strip])
     prefix = top + "/" if top else ""
     members: dict[str, tuple[bytes, int]] = {}
     for src, command in binaries:
-        members[prefix + src] = (script(command, version), 0o755)
+        content = made(command) if made is not None else script(command, version)
+        members[prefix + src] = (content, 0o755)
     members[prefix + "LICENSE"] = (b"MIT License (test fixture)\n", 0o644)
     if directory:
         members[prefix + f"lib/lib{tool}.so"] = (b"\x7fELF not really\n", 0o644)
@@ -229,6 +258,7 @@ def recipe_assets(
     version: str,
     tag: str,
     platforms: Iterable[Platform] = STANDARD_PLATFORMS,
+    program: Program = script_program,
 ) -> list[FakeAsset]:
     """The assets a release of ``recipe`` at ``version`` needs on ``platforms``.
 
@@ -237,20 +267,32 @@ def recipe_assets(
     """
     data = recipe_to_dict(recipe)
     tool = recipe.metadata.name
+    wanted = [
+        (plat, want)
+        for plat in platforms
+        for want in expected_assets(data, version, plat.os, plat.arch, plat.libc)
+    ]
+    users: dict[str, set[Platform]] = {}
+    for plat, want in wanted:
+        users.setdefault(want.name, set()).add(plat)
     assets: dict[str, FakeAsset] = {}
-    for plat in platforms:
-        for want in expected_assets(data, version, plat.os, plat.arch, plat.libc):
-            if want.name in assets:
-                continue
-            if want.archive_format == "raw":
-                content: bytes | Callable[[], bytes] = script(want.binaries[0][1], version)
-            else:
-                members = _members_for(
-                    tool, want.binaries, want.strip_dirs, want.directory, version
-                )
-                fmt = ArchiveFormat(want.archive_format)
-                content = functools.partial(archive, fmt, members)
-            assets[want.name] = FakeAsset(want.name, content)
+    for plat, want in wanted:
+        if want.name in assets:
+            continue
+        only = plat if len(users[want.name]) == 1 else None
+
+        def made(command: str, only: Platform | None = only) -> bytes:
+            return program(command, version, only)
+
+        if want.archive_format == "raw":
+            content: bytes | Callable[[], bytes] = made(want.binaries[0][1])
+        else:
+            members = _members_for(
+                tool, want.binaries, want.strip_dirs, want.directory, version, made
+            )
+            fmt = ArchiveFormat(want.archive_format)
+            content = functools.partial(archive, fmt, members)
+        assets[want.name] = FakeAsset(want.name, content)
     out = sorted(assets.values(), key=lambda a: a.name)
     return [*out, checksums_asset(out)]
 
@@ -263,6 +305,7 @@ def recipe_repo(
     tag_format: str = "v{version}",
     prerelease: Iterable[str] = (),
     draft: Iterable[str] = (),
+    program: Program = script_program,
 ) -> FakeRepo:
     """Releases (newest first) for ``versions`` (oldest first), plus prerelease and
     draft releases newer than all of them, which a "latest" lookup must skip."""
@@ -275,7 +318,9 @@ def recipe_repo(
         tag = tag_format.format(version=version)
         releases.append(
             FakeRelease(
-                tag, recipe_assets(recipe, version, tag), created_at=f"2024-01-{day:02d}T00:00:00Z"
+                tag,
+                recipe_assets(recipe, version, tag, program=program),
+                created_at=f"2024-01-{day:02d}T00:00:00Z",
             )
         )
         day += 1
@@ -284,7 +329,7 @@ def recipe_repo(
         releases.append(
             FakeRelease(
                 tag,
-                recipe_assets(recipe, version, tag),
+                recipe_assets(recipe, version, tag, program=program),
                 prerelease=True,
                 created_at=f"2024-01-{day:02d}T00:00:00Z",
             )
@@ -295,7 +340,7 @@ def recipe_repo(
         releases.append(
             FakeRelease(
                 tag,
-                recipe_assets(recipe, version, tag),
+                recipe_assets(recipe, version, tag, program=program),
                 draft=True,
                 created_at=f"2024-01-{day:02d}T00:00:00Z",
             )
