@@ -111,8 +111,13 @@ class Services:
                 int(cfg["net.per_host_concurrency"]), int(cfg["net.per_host_interval_ms"]) / 1000
             )
 
+        from tsukud.registries.ecosystems import DISCOVERY_URLS
+
+        # create reads an ecosystem package's metadata through this client (npm:x): the
+        # registry a person configured, a private mirror included, must be reachable.
+        registries = tuple(u.key for u in DISCOVERY_URLS.values())
         return Http(
-            allowed_hosts=lambda: endpoint_hosts(self.config()),
+            allowed_hosts=lambda: endpoint_hosts(self.config(), registries),
             credentials=lambda: github_credentials(self.config()),
             clock=self.clock,
             proxies=lambda: proxies(self.config()),

@@ -84,13 +84,9 @@ class DiscoveryService:
         return self._config()[key]
 
     def allowed_hosts(self) -> list[str]:
-        from tsukud.net.http import endpoint_hosts, host_of
+        from tsukud.net.http import endpoint_hosts
 
-        keys = [*ECOSYSTEM_KEYS.values(), *SEARCH_KEYS.values()]
-        return [
-            *endpoint_hosts(self._config()),
-            *(host_of(str(self._cfg(k))) for k in keys if self._cfg(k)),
-        ]
+        return endpoint_hosts(self._config(), [*ECOSYSTEM_KEYS.values(), *SEARCH_KEYS.values()])
 
     def web(self) -> Web:
         if self._web is None:

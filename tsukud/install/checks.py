@@ -28,8 +28,24 @@ from tsukud.recipe import VerifyCheck, VerifyFailed, check_verify_output
 VERIFY_TIMEOUT_S = 60.0
 MAX_OUTPUT = 4000
 
-# What a verify command sees of the daemon's environment: enough to run, and nothing
-# else. API keys and tokens in the daemon's environment never reach a downloaded binary.
+#: Which certificates to trust. A machine behind a TLS-inspecting proxy (a company's)
+#: names its CA bundle in these; a package manager that does not see them refuses every
+#: registry ("self-signed certificate in certificate chain") while tsukud's own requests,
+#: which do, succeed. They name files, never credentials.
+TRUST_VARIABLES = (
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+    "PIP_CERT",
+    "CURL_CA_BUNDLE",
+    "CARGO_HTTP_CAINFO",
+    "GIT_SSL_CAINFO",
+)
+
+# What a verify command (and a package manager, ``ecosystem/prefix.clean_env``) sees of
+# the daemon's environment: enough to run, and nothing else. API keys and tokens in the
+# daemon's environment never reach a downloaded binary.
 _VERIFY_ENV_KEYS = (
     "PATH",
     "HOME",
@@ -41,6 +57,7 @@ _VERIFY_ENV_KEYS = (
     "TMPDIR",
     "TERM",
     "TZ",
+    *TRUST_VARIABLES,
 )
 
 

@@ -929,8 +929,10 @@ def _replace(r: Response, **changes: Any) -> Response:
 # ------------------------------------------------------------------------ configuration
 
 
-def endpoint_hosts(config: Config) -> list[str]:
-    """Hosts of the configured endpoints: the only ones allowed to be private."""
+def endpoint_hosts(config: Config, also: Collection[str] = ()) -> list[str]:
+    """Hosts of the configured endpoints: the only ones allowed to be private (a
+    company's mirror of GitHub, a registry or npm on a 10.x address). ``also``: more URL
+    settings a caller's traffic goes to (the ecosystems' registries)."""
     keys = (
         "github.api_url",
         "github.url",
@@ -938,9 +940,10 @@ def endpoint_hosts(config: Config) -> list[str]:
         "registry.manifest_url",
         "homebrew.api_url",
         "homebrew.registry_url",
+        *also,
     )
     urls = [config[k] for k in keys]
-    return [host_of(u) for u in urls if u]
+    return [host_of(str(u)) for u in urls if u]
 
 
 def github_credentials(config: Config) -> dict[str, str]:

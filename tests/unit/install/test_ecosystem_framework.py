@@ -12,6 +12,7 @@ import pytest
 import trio
 
 from tsukud.errors import ExitCode, exit_code_for
+from tsukud.install.checks import verify_env
 from tsukud.install.ecosystem import toolchain
 from tsukud.install.ecosystem.actions import ACTIONS, registry_urls
 from tsukud.install.ecosystem.prefix import (
@@ -267,6 +268,11 @@ def test_the_package_manager_sees_a_clean_environment(tmp_path: Path) -> None:
     assert env["PATH"].split(":") == ["/opt/node/bin", "/usr/bin", "/bin"]
     assert env["HOME"] == str(prefix.home) and env["X"] == "1"
     assert set(env) == {"PATH", "HOME", "TMPDIR", "LANG", "NO_COLOR", "X"}
+    # The certificates the daemon trusts (a TLS-inspecting proxy's CA) reach it too,
+    # through the same filter as a verify command's environment.
+    trusted = {"SSL_CERT_FILE": "/etc/corp-ca.pem", "NODE_EXTRA_CA_CERTS": "/etc/corp-ca.pem"}
+    env = clean_env(prefix, Path("/opt/node/bin/npm"), verify_env({**daemon_env, **trusted}))
+    assert {k: env[k] for k in trusted} == trusted and "GITHUB_TOKEN" not in env
 
     async def main() -> None:
         out = await run(["/bin/sh", "-c", "env; pwd"], prefix=prefix, env=env, what="env")

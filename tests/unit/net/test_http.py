@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 import trio
@@ -594,3 +595,20 @@ async def test_an_oversized_response_head_is_refused_once_not_retried(http: Http
     assert err.value.hint and "hostile" in err.value.hint
     assert connections == 1
     assert trio.current_time() - started < 2
+
+
+def test_a_configured_package_registry_may_be_private(tmp_path: Path) -> None:
+    """A company's npm mirror on a private address (discover.npm_url): create reads a
+    package's metadata through the shared client, so its host is an endpoint there too,
+    not only in discovery's client (it was refused: 'resolves to a private address')."""
+    from tsukud import config as configmod
+    from tsukud.daemon import Daemon
+
+    env = {
+        "TSUKU_HOME": str(tmp_path),
+        "HOME": str(tmp_path),
+        "TSUKU_NPM_URL": "https://npm.corp.example",
+    }
+    d = Daemon(config=configmod.resolve(env=env), env=env)  # not opened: no ledger read
+    allowed = d.services.http._allowed_hosts()
+    assert "npm.corp.example" in allowed and "api.github.com" in allowed

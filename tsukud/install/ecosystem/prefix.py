@@ -29,7 +29,7 @@ import trio
 
 from tsukud.errors import TsukuError
 from tsukud.install.assemble import files, resolve_inside
-from tsukud.install.checks import sha256_file
+from tsukud.install.checks import TRUST_VARIABLES, sha256_file
 from tsukud.recipe import EcosystemStep
 from tsukud.secrets import redact
 
@@ -77,7 +77,8 @@ class Prefix:
 class RunContext:
     """Everything a runner gets: the step, the exact version (the registry's spelling),
     the prefix, the toolchain's program, the registry's base URL and the daemon's
-    environment (read for PATH and LANG only: see ``prefix.clean_env``)."""
+    environment (read for PATH, LANG and the trusted certificates only: see
+    ``prefix.clean_env``)."""
 
     step: EcosystemStep
     version: str
@@ -121,8 +122,8 @@ def clean_env(
 ) -> dict[str, str]:
     """The package manager's whole environment: its own directory first on PATH (npm
     needs the ``node`` beside it), then the daemon's PATH; HOME and TMPDIR in the
-    scratch directory; the request's proxy variables; ``extra`` (the runner's
-    settings) last."""
+    scratch directory; the certificates the daemon trusts (``TRUST_VARIABLES``); the
+    request's proxy variables; ``extra`` (the runner's settings) last."""
     path = os.pathsep.join(
         dict.fromkeys([str(program.parent), *(base.get("PATH") or SYSTEM_PATH).split(":")])
     )
@@ -133,6 +134,7 @@ def clean_env(
         "LANG": base.get("LANG") or "C.UTF-8",
         "NO_COLOR": "1",
     }
+    env.update({name: base[name] for name in TRUST_VARIABLES if base.get(name)})
     env.update(proxies)
     env.update(extra)
     return env
