@@ -180,7 +180,7 @@ class DiscoverEval:
             stage: str | None = None
             category: str | None = None
             detail = ""
-            capped = False
+            capped = unpriced = False
             try:
                 result = await discovery.discover(
                     item.tool,
@@ -194,6 +194,7 @@ class DiscoverEval:
                     person=(person.ask, person.choose),
                 )
                 found, stage = f"{result.builder}:{result.source}", result.stage
+                unpriced = result.spent_usd is None  # a turn on a model without a price
                 if not corpora.same_source(found, item.source):
                     category, detail = WRONG_SOURCE, f"found {found} (want {item.source})"
             except TsukuError as exc:
@@ -217,7 +218,7 @@ class DiscoverEval:
                 ok=category is None,
                 category=category,
                 duration_ms=took,
-                cost_usd=cost,
+                cost_usd=None if unpriced else cost,
                 asked=person.asked,
                 asked_stage=stage if person.asked else None,
                 accepted=accepted,

@@ -15,19 +15,11 @@ from typing import Any
 from tests.conftest import Tsuku
 from tests.fakes.answering_model import AnsweringAnthropic, chosen
 from tests.integration.eval.conftest import WRONG_FIRST_RATE
+from tests.integration.eval.helpers import events
 from tsukud.errors import ExitCode
 
 # claude-sonnet-5-5's row in llm/prices.toml (USD per million tokens)
 INPUT_PRICE, OUTPUT_PRICE = 2.0, 10.0
-
-
-def events(t: Tsuku, *types: str, session: str | None = None) -> list[dict[str, Any]]:
-    args = ["events", "--json", "--limit", "0"]
-    for ty in types:
-        args += ["--type", ty]
-    if session:
-        args += ["--session", session]
-    return [json.loads(x) for x in t.ctl(*args, check=True).stdout.splitlines()]
 
 
 def eval_json(t: Tsuku, *args: str, shell_env: dict[str, str] | None = None) -> dict[str, Any]:

@@ -18,10 +18,15 @@ from tests.conftest import RETIRING, Tsuku, base_env, short_home
 from tests.fakes.discovering_model import DiscoveringAnthropic
 from tests.fakes.ecosystems import FakeEcosystems
 from tests.fakes.github import FakeGitHub
+from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.search import FakeSearch
 from tests.integration.create.helpers import CLAUDE_KEY
-from tests.integration.discover.helpers import set_repo
-from tests.integration.eval.test_eval_create import events
+from tests.integration.discover.helpers import (
+    local_searches_then_finds,
+    set_repo,
+    stripe_world,
+)
+from tests.integration.eval.helpers import events
 
 # claude-sonnet-5-5's row in llm/prices.toml: USD per million tokens, per web search
 INPUT_PRICE, OUTPUT_PRICE, SEARCH_PRICE = 2.0, 10.0, 0.01
@@ -51,6 +56,12 @@ def corpus(tmp: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
+def local() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
 def fakes() -> Iterator[tuple[FakeGitHub, FakeEcosystems, FakeSearch]]:
     from tests.fakes.releases import FakeAsset, FakeRelease, FakeRepo
     from tsukud.recipe import host_platform
@@ -61,6 +72,8 @@ def fakes() -> Iterator[tuple[FakeGitHub, FakeEcosystems, FakeSearch]]:
             asset = FakeAsset(f"{tool}_1.0.0_{plat.os}_{plat.arch}.tar.gz", b"\x1f\x8b" + b"0" * 64)
             github.add_repo(FakeRepo(repo, releases=[FakeRelease("v1.0.0", [asset])]))
             set_repo(github, repo, stars=1800, description=f"{tool}")  # popular, not a fork
+        stripe_world(github)  # what the recorded search responses find
+        set_repo(github, "stripe/stripe-cli")
         eco.add_npm(
             PACKAGE,
             weekly_downloads=250_000,
@@ -79,7 +92,9 @@ def model() -> Iterator[DiscoveringAnthropic]:
 
 @pytest.fixture
 def home(
-    fakes: tuple[FakeGitHub, FakeEcosystems, FakeSearch], model: DiscoveringAnthropic
+    fakes: tuple[FakeGitHub, FakeEcosystems, FakeSearch],
+    model: DiscoveringAnthropic,
+    local: FakeOpenAI,
 ) -> Iterator[Tsuku]:
     github, eco, search = fakes
     path = short_home()
@@ -92,6 +107,8 @@ def home(
             **search.env(),
             "ANTHROPIC_API_KEY": CLAUDE_KEY,
             "ANTHROPIC_BASE_URL": model.url,
+            "TSUKU_OPENAI_BASE_URL": local.url,
+            "TSUKU_SEARCH_BACKOFF": "0.01",
             "TSUKU_LLM_PROVIDER": "claude",
         },
     )
@@ -108,14 +125,20 @@ def discover_json(t: Tsuku, *args: str) -> dict[str, Any]:
     return res
 
 
-def test_eval_discover_figures_ledger_max_usd_and_compare(
-    home: Tsuku, model: DiscoveringAnthropic, tmp_path: Path
+def test_eval_discover_figures_ledger_max_usd_compare_and_a_local_model(
+    home: Tsuku,
+    model: DiscoveringAnthropic,
+    local: FakeOpenAI,
+    fakes: tuple[FakeGitHub, FakeEcosystems, FakeSearch],
+    tmp_path: Path,
 ) -> None:
     """Eleven tools, the model wrong on two, finding nothing for one and naming two
     repositories for one: 7 of 11 right, every figure printed beside its target, every
     question counted where it is asked, and the ledger's total is the fake's bill. Then
     the model fixed, a run stopped by ``--max-usd`` (the figures of what it measured),
-    and ``eval compare`` of the two. (One daemon for all: its SDK import is seconds.)"""
+    and ``eval compare`` of the two. Last, a local model searching with the fake
+    DuckDuckGo (the recorded search page) over the builtin corpus's ``stripe-cli``, the
+    item the search fixtures name. (One daemon for all: its SDK import is seconds.)"""
     home.start()
     where = str(corpus(tmp_path))
     # No --yes and no one to ask: the worst case is refused before anything is spent.
@@ -183,3 +206,28 @@ def test_eval_discover_figures_ledger_max_usd_and_compare(
         f"A: eval {first}: discovery, corpus eleven" in cp.stdout
         and "confirmations accepted" in cp.stdout
     )
+
+    # A local model: its searches are DuckDuckGo's (the fake serving the recorded page).
+    builtin = json.loads((Path(__file__).parents[3] / "tsukud/eval/discover.json").read_text())
+    stripe = [i for i in builtin["items"] if i["tool"] == "stripe-cli"]
+    one = tmp_path / "one"
+    one.mkdir()
+    (one / "corpus.json").write_text(json.dumps({"format": 1, "name": "one", "items": stripe}))
+    local_searches_then_finds(local)
+    _github, _eco, search = fakes
+    asked = len(search.requests)
+    res = discover_json(
+        home,
+        "--corpus",
+        str(one),
+        "--provider",
+        "local",
+        "--only-provider",
+        "--search-provider",
+        "ddg",
+    )
+    assert (res["provider"], res["figures"]["right"], res["figures"]["items"]) == ("local", 1, 1)
+    assert [r.route for r in search.requests[asked:]] == ["/html/"]
+    assert res["figures"]["asked_by"] == {"confirm at llm": 1}
+    # a local model and DuckDuckGo cost nothing, and that is a known price
+    assert (res["figures"]["cost_total_usd"], res["figures"]["unpriced"]) == (0.0, 0)
