@@ -214,7 +214,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not res["same_corpus"]:
         out("note: the runs answered different corpora (their hashes differ)")
     verdict = "significant" if c["significant"] else "not significant"
-    rate = "accuracy" if res["a"].get("kind") == "discover" else "success rate"
+    discover = res["a"].get("kind") == "discover"
+    rate, time_, per = (
+        ("accuracy", "latency", "right source")
+        if discover
+        else ("success rate", "wall time", "working recipe")
+    )
     out(
         f"{rate}: {pct(c['rate_a'])} → {pct(c['rate_b'])} "
         f"({c['difference'] * 100:+.1f} points), p = {c['p_value']:.4g} "
@@ -223,13 +228,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     wall_a, wall_b = c["wall_p50_s"]
     cost_a, cost_b = c["cost_median_usd"]
     tot_a, tot_b = c["cost_total_usd"]
-    out(f"wall time P50: {wall_a:.2f} s → {wall_b:.2f} s ({wall_b - wall_a:+.2f} s)")
+    out(f"{time_} P50: {wall_a:.2f} s → {wall_b:.2f} s ({wall_b - wall_a:+.2f} s)")
     out(
         f"cost: median {render.money(cost_a)} → {render.money(cost_b)}, "
         f"total {render.money(tot_a)} → {render.money(tot_b)}"
     )
     per_a, per_b = c["cost_per_success_usd"]
-    out(f"cost per working recipe: {render.money(per_a)} → {render.money(per_b)}")
+    out(f"cost per {per}: {render.money(per_a)} → {render.money(per_b)}")
     return 0
 
 

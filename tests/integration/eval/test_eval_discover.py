@@ -202,6 +202,7 @@ def test_eval_discover_figures_ledger_max_usd_compare_and_a_local_model(
     cp = home.ctl("eval", "compare", first, second["run"])
     assert cp.returncode == 0, cp.stderr
     assert "accuracy: 63.6 % → 100.0 % (+36.4 points), p = " in cp.stdout, cp.stdout
+    assert "latency P50: " in cp.stdout and "cost per right source: $" in cp.stdout
     assert (
         f"A: eval {first}: discovery, corpus eleven" in cp.stdout
         and "confirmations accepted" in cp.stdout
