@@ -13,6 +13,12 @@ it measured so far. The figures are ``eval/figures.py``'s, over the ledger's
 
 Items run one at a time: the figures include wall time per recipe, which parallel
 runs sharing a model, a network and the container lock would distort.
+
+``--replay DIR`` re-scores a recorded run: the RPC handler sets ``llm.replay_dir`` for
+this request alone, so every model turn is answered from the recording by the provider
+that was recorded (no failover), and an item whose request the recording does not hold
+(``llm_replay_miss``: a prompt changed) is recorded as ``recording_mismatch``, not
+measured, and reported by name, never scored as the builder's failure.
 """
 
 from __future__ import annotations
