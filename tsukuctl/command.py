@@ -121,6 +121,16 @@ def tool_names(action: argparse.Action, kind: str) -> argparse.Action:
     return action
 
 
+def add_search_provider_flag(p: argparse.ArgumentParser) -> None:
+    """``--search-provider``: the web search discovery's local models use (``discover``,
+    ``install``, ``eval discover``)."""
+    p.add_argument(
+        "--search-provider",
+        choices=("ddg", "tavily", "brave"),
+        help="web search for local models (default: tavily/brave when keyed, else ddg)",
+    )
+
+
 def add_repairs_flag(p: argparse.ArgumentParser) -> None:
     """``--repairs 0|1|2``: how many LLM repairs a failed recipe gets (``create`` and
     ``eval create``), so the repair loop's value can be measured by turning it off."""

@@ -14,6 +14,7 @@ import argparse
 from tsukuctl import render
 from tsukuctl.command import (
     add_provider_flags,
+    add_search_provider_flag,
     ask_on_terminal,
     can_ask,
     err,
@@ -167,11 +168,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("tool")
     p.add_argument("-y", "--yes", action="store_true", help="accept the web search's LLM cost")
-    p.add_argument(
-        "--search-provider",
-        choices=("ddg", "tavily", "brave"),
-        help="web search for local models (default: tavily/brave when keyed, else ddg)",
-    )
+    add_search_provider_flag(p)
     add_provider_flags(p)
     p.add_argument("--no-llm", action="store_true", help="registry and ecosystems only")
     p.add_argument(

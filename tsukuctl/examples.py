@@ -111,11 +111,16 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "eval": (
         "tsukuctl eval create --corpus builtin --max-usd 2",
+        "tsukuctl eval discover --corpus builtin --max-usd 1",
         "tsukuctl eval compare RUN_A RUN_B",
     ),
     "eval create": (
         "tsukuctl eval create --corpus builtin --max-usd 2",
         "tsukuctl eval create --corpus ./corpus --repairs 0 --yes",
+    ),
+    "eval discover": (
+        "tsukuctl eval discover --corpus builtin --max-usd 1",
+        "tsukuctl eval discover --corpus ./tools --provider gemini --yes --json",
     ),
     "eval compare": (
         "tsukuctl eval compare RUN_A RUN_B    # two runs' ids, from eval create's output",

@@ -15,6 +15,7 @@ import sys
 from tsukuctl import render
 from tsukuctl.command import (
     add_provider_flags,
+    add_search_provider_flag,
     add_trust_page_hosts,
     ask_on_terminal,
     can_ask,
@@ -304,7 +305,7 @@ def register(sub: Any) -> None:
         help="no recipe: github:owner/repo, npm:<package>, pypi:<project>, crates:<crate>, "
         "rubygems:<gem>, go:<module> or homebrew:<formula>",
     )
-    p.add_argument("--search-provider", choices=("ddg", "tavily", "brave"), help="discovery")
+    add_search_provider_flag(p)
     add_provider_flags(p)  # no recipe: discovery's and create's LLM
     p.add_argument("--no-discover", action="store_true", help="no recipe: fail, do not search")
     add_trust_page_hosts(p)

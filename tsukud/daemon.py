@@ -191,6 +191,21 @@ class Daemon:
             return self.config
         return self._callers.get(self.config, sent)
 
+    @contextlib.contextmanager
+    def settings_for(self, variables: Mapping[str, str]) -> Iterator[None]:
+        """Inside the block, the request's settings with ``variables`` (settings'
+        variables, as a caller's environment carries them) on top: a command's own
+        choice of a setting for its run (``eval create --replay DIR`` is
+        ``llm.replay_dir``), seen by every service it calls and by no other request."""
+        if not variables:
+            yield
+            return
+        token = CALLER_ENV.set({**(CALLER_ENV.get() or {}), **variables})
+        try:
+            yield
+        finally:
+            CALLER_ENV.reset(token)
+
     def caller_path(self) -> str:
         """The PATH of the shell whose request is being served (``caller_env.FACTS``),
         else the daemon's own: where the caller's commands are found."""

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from tsukud.discover.service import DiscoveryService
     from tsukud.flows.batch_run import BatchRunner
     from tsukud.flows.create_recipe import CreateRecipe
+    from tsukud.flows.eval_discover import DiscoverEval
     from tsukud.flows.eval_run import EvalRunner
     from tsukud.flows.install_missing import InstallMissing
     from tsukud.github.client import GitHub
@@ -376,6 +377,17 @@ class Services:
             create=self.creator.create,
             store=self.store,
             llm=lambda: self.llm,
+            confirmations=self.confirmations,
+        )
+
+    @cached_property
+    def eval_discover(self) -> DiscoverEval:
+        from tsukud.flows.eval_discover import DiscoverEval
+
+        return DiscoverEval(
+            discovery=lambda: self.discovery,
+            llm=lambda: self.llm,
+            store=self.store,
             confirmations=self.confirmations,
         )
 

@@ -13,7 +13,7 @@ _tsukuctl() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "$at $word" in
-            " status"|" events"|" daemon"|" config"|" sandbox"|" llm"|" install"|" list"|" remove"|" uninstall"|" rm"|" verify"|" info"|" update-registry"|" plan"|" outdated"|" upgrade"|" create"|" batch"|" batch add"|" batch run"|" batch status"|" batch retry"|" batch export"|" batch clear"|" eval"|" eval create"|" eval compare"|" hook"|" shell-init"|" demo"|" search"|" discover"|" doctor"|" completion"|" help") at="$at $word" ;;
+            " status"|" events"|" daemon"|" config"|" sandbox"|" llm"|" install"|" list"|" remove"|" uninstall"|" rm"|" verify"|" info"|" update-registry"|" plan"|" outdated"|" upgrade"|" create"|" batch"|" batch add"|" batch run"|" batch status"|" batch retry"|" batch export"|" batch clear"|" eval"|" eval create"|" eval discover"|" eval compare"|" hook"|" shell-init"|" demo"|" search"|" discover"|" doctor"|" completion"|" help") at="$at $word" ;;
         esac
     done
     case "$at|$prev" in
@@ -21,6 +21,7 @@ _tsukuctl() {
         " install|--search-provider") words="ddg tavily brave" ;;
         " create|--repairs") words="0 1 2" ;;
         " eval create|--repairs") words="0 1 2" ;;
+        " eval discover|--search-provider") words="ddg tavily brave" ;;
         " hook|--shell") words="bash zsh fish" ;;
         " hook|--mode") words="suggest confirm auto" ;;
         " discover|--search-provider") words="ddg tavily brave" ;;
@@ -54,7 +55,8 @@ _tsukuctl() {
             " batch export") words="-h --help --json --unvalidated -q --quiet -v --verbose" ;;
             " batch clear") words="-h --help --json -q --quiet -v --verbose" ;;
             " eval") words="-h --help -q --quiet -v --verbose" ;;
-            " eval create") words="-h --help --corpus --provider --only-provider --repairs --max-usd --skip-validation -y --yes --json -q --quiet -v --verbose" ;;
+            " eval create") words="-h --help --corpus --provider --only-provider --repairs --max-usd --skip-validation --replay -y --yes --json -q --quiet -v --verbose" ;;
+            " eval discover") words="-h --help --corpus --provider --only-provider --search-provider --max-usd -y --yes --json -q --quiet -v --verbose" ;;
             " eval compare") words="-h --help --json -q --quiet -v --verbose" ;;
             " hook") words="-h --help --shell --rc --mode --json -q --quiet -v --verbose" ;;
             " shell-init") words="-h --help -q --quiet -v --verbose" ;;
@@ -74,7 +76,7 @@ _tsukuctl() {
             " sandbox") words="status prepare check" ;;
             " llm") words="status test" ;;
             " batch") words="add run status retry export clear" ;;
-            " eval") words="create compare" ;;
+            " eval") words="create discover compare" ;;
             " hook") words="install uninstall status mode" ;;
             " shell-init") words="bash zsh fish" ;;
             " completion") words="bash zsh fish" ;;

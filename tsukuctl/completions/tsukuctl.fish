@@ -16,7 +16,7 @@ function __tsukuctl_complete
     set -e typed[1]
     for word in $typed
         switch "$at $word"
-            case " status" " events" " daemon" " config" " sandbox" " llm" " install" " list" " remove" " uninstall" " rm" " verify" " info" " update-registry" " plan" " outdated" " upgrade" " create" " batch" " batch add" " batch run" " batch status" " batch retry" " batch export" " batch clear" " eval" " eval create" " eval compare" " hook" " shell-init" " demo" " search" " discover" " doctor" " completion" " help"
+            case " status" " events" " daemon" " config" " sandbox" " llm" " install" " list" " remove" " uninstall" " rm" " verify" " info" " update-registry" " plan" " outdated" " upgrade" " create" " batch" " batch add" " batch run" " batch status" " batch retry" " batch export" " batch clear" " eval" " eval create" " eval discover" " eval compare" " hook" " shell-init" " demo" " search" " discover" " doctor" " completion" " help"
                 set at "$at $word"
         end
     end
@@ -34,6 +34,9 @@ function __tsukuctl_complete
             return
         case " eval create|--repairs"
             printf '%s\n' 0 1 2
+            return
+        case " eval discover|--search-provider"
+            printf '%s\n' ddg tavily brave
             return
         case " hook|--shell"
             printf '%s\n' bash zsh fish
@@ -129,7 +132,10 @@ function __tsukuctl_complete
                 printf '%s\n' -h --help -q --quiet -v --verbose
                 return
             case " eval create"
-                printf '%s\n' -h --help --corpus --provider --only-provider --repairs --max-usd --skip-validation -y --yes --json -q --quiet -v --verbose
+                printf '%s\n' -h --help --corpus --provider --only-provider --repairs --max-usd --skip-validation --replay -y --yes --json -q --quiet -v --verbose
+                return
+            case " eval discover"
+                printf '%s\n' -h --help --corpus --provider --only-provider --search-provider --max-usd -y --yes --json -q --quiet -v --verbose
                 return
             case " eval compare"
                 printf '%s\n' -h --help --json -q --quiet -v --verbose
@@ -183,7 +189,7 @@ function __tsukuctl_complete
                 printf '%s\n' add run status retry export clear
                 return
             case " eval"
-                printf '%s\n' create compare
+                printf '%s\n' create discover compare
                 return
             case " hook"
                 printf '%s\n' install uninstall status mode

@@ -14,7 +14,7 @@ _tsukuctl() {
     for (( i = 2; i < CURRENT; i++ )); do
         word="${words[i]}"
         case "$at $word" in
-            (" status"|" events"|" daemon"|" config"|" sandbox"|" llm"|" install"|" list"|" remove"|" uninstall"|" rm"|" verify"|" info"|" update-registry"|" plan"|" outdated"|" upgrade"|" create"|" batch"|" batch add"|" batch run"|" batch status"|" batch retry"|" batch export"|" batch clear"|" eval"|" eval create"|" eval compare"|" hook"|" shell-init"|" demo"|" search"|" discover"|" doctor"|" completion"|" help") at="$at $word" ;;
+            (" status"|" events"|" daemon"|" config"|" sandbox"|" llm"|" install"|" list"|" remove"|" uninstall"|" rm"|" verify"|" info"|" update-registry"|" plan"|" outdated"|" upgrade"|" create"|" batch"|" batch add"|" batch run"|" batch status"|" batch retry"|" batch export"|" batch clear"|" eval"|" eval create"|" eval discover"|" eval compare"|" hook"|" shell-init"|" demo"|" search"|" discover"|" doctor"|" completion"|" help") at="$at $word" ;;
         esac
     done
     case "$at|$prev" in
@@ -22,6 +22,7 @@ _tsukuctl() {
         (" install|--search-provider") cands=(ddg tavily brave) ;;
         (" create|--repairs") cands=(0 1 2) ;;
         (" eval create|--repairs") cands=(0 1 2) ;;
+        (" eval discover|--search-provider") cands=(ddg tavily brave) ;;
         (" hook|--shell") cands=(bash zsh fish) ;;
         (" hook|--mode") cands=(suggest confirm auto) ;;
         (" discover|--search-provider") cands=(ddg tavily brave) ;;
@@ -55,7 +56,8 @@ _tsukuctl() {
             (" batch export") cands=(-h --help --json --unvalidated -q --quiet -v --verbose) ;;
             (" batch clear") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" eval") cands=(-h --help -q --quiet -v --verbose) ;;
-            (" eval create") cands=(-h --help --corpus --provider --only-provider --repairs --max-usd --skip-validation -y --yes --json -q --quiet -v --verbose) ;;
+            (" eval create") cands=(-h --help --corpus --provider --only-provider --repairs --max-usd --skip-validation --replay -y --yes --json -q --quiet -v --verbose) ;;
+            (" eval discover") cands=(-h --help --corpus --provider --only-provider --search-provider --max-usd -y --yes --json -q --quiet -v --verbose) ;;
             (" eval compare") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" hook") cands=(-h --help --shell --rc --mode --json -q --quiet -v --verbose) ;;
             (" shell-init") cands=(-h --help -q --quiet -v --verbose) ;;
@@ -75,7 +77,7 @@ _tsukuctl() {
             (" sandbox") cands=(status prepare check) ;;
             (" llm") cands=(status test) ;;
             (" batch") cands=(add run status retry export clear) ;;
-            (" eval") cands=(create compare) ;;
+            (" eval") cands=(create discover compare) ;;
             (" hook") cands=(install uninstall status mode) ;;
             (" shell-init") cands=(bash zsh fish) ;;
             (" completion") cands=(bash zsh fish) ;;

@@ -543,21 +543,18 @@ class _Chain:
             searcher = deps.searcher(req.search_provider)
         assert deps.open_llm is not None
         search_fee = deps.search_fee(searcher.name) if searcher else None
-        allowance = worst_case(providers, max_searches=deps.max_searches, search_fee=search_fee)
         outcome: Outcome
         try:
             async with deps.open_llm(
                 session=req.session,
                 purpose="discovery",
                 providers=",".join(n for n, _m in providers),
-                max_turns=MAX_TURNS,
-                max_tokens=MAX_TOKENS,
-                input_tokens=INPUT_ESTIMATE,
-                searches=allowance.searches,
-                grounded_prompts=allowance.grounded_prompts,
-                external_search_usd=allowance.external_search_usd,
-                # A provider that fails hands over to the next, which starts afresh.
-                restart_on_failover=True,
+                **llm_allowance(
+                    providers,
+                    searcher=searcher,
+                    search_fee=deps.search_fee,
+                    max_searches=deps.max_searches,
+                ),
                 confirmed=req.yes,
                 can_ask=req.can_ask,
                 progress=deps.progress,
@@ -1027,6 +1024,33 @@ class _Chain:
                 source=source,
             ) from None
         found.approval = "user"
+
+
+def llm_allowance(
+    providers: Sequence[tuple[str, str]],
+    *,
+    searcher: Searcher | None,
+    search_fee: Callable[[str], Decimal | None],
+    max_searches: int,
+) -> dict[str, Any]:
+    """What the web-search stage reserves with these ``(name, model)`` providers: the
+    arguments of ``LLM.run`` and ``LLM.estimate`` that bound its cost (one rule for
+    the stage and for ``eval discover``'s worst case). ``searcher`` counts only when a
+    provider does not search by itself."""
+    if searcher is not None and all(searches_itself(n) for n, _m in providers):
+        searcher = None
+    fee = search_fee(searcher.name) if searcher is not None else None
+    allowance = worst_case(providers, max_searches=max_searches, search_fee=fee)
+    return {
+        "max_turns": MAX_TURNS,
+        "max_tokens": MAX_TOKENS,
+        "input_tokens": INPUT_ESTIMATE,
+        "searches": allowance.searches,
+        "grounded_prompts": allowance.grounded_prompts,
+        "external_search_usd": allowance.external_search_usd,
+        # A provider that fails hands over to the next, which starts afresh.
+        "restart_on_failover": True,
+    }
 
 
 def _names(result: Citation, v: Verified) -> bool:

@@ -208,6 +208,26 @@ def findings_message(tool: str, findings: str) -> str:
     )
 
 
+def prompt_version() -> str:
+    """A short hash of what discovery's model is told (its prompts and tool schemas,
+    with the tool's name as a placeholder): two ``eval discover`` runs with different
+    prompts carry different versions."""
+    import hashlib
+
+    import msgspec
+
+    told = [
+        system_prompt("{tool}"),
+        first_message("{tool}"),
+        SEARCH_SYSTEM,
+        search_message("{tool}"),
+        findings_message("{tool}", "{findings}"),
+        msgspec.to_builtins(WEB_SEARCH),
+        msgspec.to_builtins(EXTRACT_SOURCE),
+    ]
+    return hashlib.sha256(msgspec.json.encode(told, order="sorted")).hexdigest()[:12]
+
+
 # ------------------------------------------------------------------------------ parsing
 
 

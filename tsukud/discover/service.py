@@ -23,7 +23,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tsukud.discover.chain import Deps, Request, discover
+from tsukud.discover.chain import Ask, Choose, Deps, Request, discover
 from tsukud.discover.model import Discovery
 from tsukud.registries.ecosystems import DISCOVERY_URLS
 
@@ -192,7 +192,7 @@ class DiscoveryService:
         meta = await self._github_meta(repo)
         return meta.homepage if meta.homepage and meta.homepage.startswith("http") else None
 
-    def _providers(
+    def providers(
         self, requested: str | None, *, only: bool | None = None
     ) -> Sequence[tuple[str, str]]:
         llm = self._llm()
@@ -221,6 +221,20 @@ class DiscoveryService:
         if name not in key:
             return None
         return Decimal(str(self._cfg(key[name])))
+
+    def worst_case(self, providers: str | None, *, only: bool | None) -> Decimal | None:
+        """The most one discovery's web-search stage may spend (its reservation: the
+        chain's rule over the providers it would use); None when a price is unknown."""
+        from tsukud.discover.chain import llm_allowance
+
+        pairs = self.providers(providers, only=only)
+        allowance = llm_allowance(
+            pairs,
+            searcher=self.searcher(None),
+            search_fee=self.search_fee,
+            max_searches=int(self._cfg("discover.max_searches")),
+        )
+        return self._llm().estimate([n for n, _m in pairs], **allowance)
 
     # ---- one discovery --------------------------------------------------------------------
 
@@ -297,7 +311,10 @@ class DiscoveryService:
         llm: bool = True,
         session: str | None = None,
         collect_tool_stats: bool = False,
+        person: tuple[Ask, Choose] | None = None,
     ) -> Discovery:
+        """One discovery. ``person``: who answers its questions instead of the client
+        (``eval discover``'s stand-in, which knows the right source)."""
         c = self._config()
         session = session or "discover-" + secrets.token_hex(6)
         store = self.store
@@ -339,11 +356,11 @@ class DiscoveryService:
             known_names=self.known_names,
             # The chain passes the whole order it chose (restarting on each provider).
             open_llm=functools.partial(self._llm().run, only_provider=True),
-            llm_providers=functools.partial(self._providers, only=only_provider),
+            llm_providers=functools.partial(self.providers, only=only_provider),
             searcher=self.searcher,
             search_fee=self.search_fee,
-            ask=ask,
-            choose=choose,
+            ask=person[0] if person is not None else ask,
+            choose=person[1] if person is not None else choose,
             emit=emit,
             progress=progress,
             timeout_s=float(c["discover.timeout_s"]),

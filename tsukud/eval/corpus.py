@@ -14,6 +14,11 @@ release assets the right recipe downloads there, an empty list where the tool ha
 build. A recipe is right when it downloads exactly those on every platform listed.
 The corpus hash (sha256 of the items in canonical JSON) names the questions a run
 answered, so two runs are comparable only when it matches.
+
+``eval discover`` asks only for each tool's ``source``: a create corpus is a discovery
+corpus too, and a discovery corpus may leave ``version`` and ``assets`` out (the
+builtin one, ``discover.json``, does: it has tools no release data is shipped for).
+``eval create`` refuses a corpus whose items lack them.
 """
 
 from __future__ import annotations
@@ -30,17 +35,20 @@ from tsukud.errors import TsukuError
 FORMAT = 1
 BUILTIN = "builtin"
 FILE = "corpus.json"
+DISCOVER_FILE = "discover.json"  # the builtin discovery corpus (a directory's: corpus.json)
 
 
 class CorpusError(TsukuError):
     code = "eval_bad_corpus"
 
 
-class Item(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class Item(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     tool: str
-    source: str
-    version: str
-    assets: dict[str, list[str]]  # platform key -> asset names the right recipe downloads
+    source: str  # the right source, as ``--from`` takes it: github:owner/repo, npm:name, ...
+    # What create's answer is checked against (None in a discovery-only corpus; left out
+    # of the hash then, so a create corpus hashes as it always did).
+    version: str | None = None
+    assets: dict[str, list[str]] | None = None  # platform key -> asset names downloaded
 
 
 class Corpus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -65,10 +73,11 @@ def parse(data: bytes, where: str) -> Corpus:
     return corpus
 
 
-def load(name: str) -> Corpus:
-    """``builtin`` (shipped with tsukud) or a directory holding ``corpus.json``."""
+def load(name: str, *, builtin: str = FILE) -> Corpus:
+    """``builtin`` (shipped with tsukud: the file ``builtin`` names) or a directory
+    holding ``corpus.json``."""
     if name == BUILTIN:
-        data = resources.files("tsukud.eval").joinpath(FILE).read_bytes()
+        data = resources.files("tsukud.eval").joinpath(builtin).read_bytes()
         return parse(data, "the builtin corpus")
     path = Path(name)
     if not path.is_absolute():
@@ -79,6 +88,24 @@ def load(name: str) -> Corpus:
         reason = exc.strerror if isinstance(exc, OSError) else str(exc)
         raise CorpusError(f"cannot read {path / FILE}: {reason}") from None
     return parse(data, str(path / FILE))
+
+
+def for_create(corpus: Corpus, where: str) -> Corpus:
+    """The corpus, if every item says what create's answer is checked against."""
+    for item in corpus.items:
+        if item.version is None or item.assets is None:
+            raise CorpusError(
+                f"{where}: {item.tool} has no version and assets: a discovery corpus "
+                "cannot check a recipe (use it with eval discover)"
+            )
+    return corpus
+
+
+def same_source(found: str, right: str) -> bool:
+    """Whether a discovered ``builder:source`` is the known one: registries and GitHub
+    take names in any case (``github:BurntSushi/ripgrep`` is
+    ``github:burntsushi/ripgrep``)."""
+    return found.strip().lower() == right.strip().lower()
 
 
 def corpus_hash(corpus: Corpus) -> str:
@@ -92,7 +119,7 @@ def mismatches(item: Item, downloads: list[dict[str, Any]]) -> list[str]:
     when it is right."""
     got = {d["platform"]: list(d.get("assets") or ()) for d in downloads}
     out = []
-    for platform, want in sorted(item.assets.items()):
+    for platform, want in sorted((item.assets or {}).items()):
         have = got.get(platform, [])
         if have != want:
             out.append(

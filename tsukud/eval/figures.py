@@ -32,6 +32,13 @@ class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     cost_usd: float | None = 0.0  # None: a turn had no known price
     turns: int = 0
     repairs: int = 0
+    # eval discover: the question a person would have been asked (``confirm``: the y/N
+    # on one source, ``choice``: a numbered list), at which stage, and whether the
+    # person who knows the right source would accept it; the LLM stage's machine time.
+    asked: str | None = None
+    asked_stage: str | None = None
+    accepted: bool | None = None
+    llm_ms: int | None = None
 
 
 class Figures(msgspec.Struct, frozen=True, kw_only=True):
@@ -50,6 +57,27 @@ class Figures(msgspec.Struct, frozen=True, kw_only=True):
     repairs_total: int
     repairs_histogram: dict[str, int]  # repairs used -> items
     passed_after_repair: int  # passed with at least one repair
+    failures: dict[str, int]  # category -> items
+
+
+class DiscoverFigures(msgspec.Struct, frozen=True, kw_only=True):
+    items: int
+    right: int
+    accuracy: float  # resolved to the known source, of the items measured
+    interval: tuple[float, float]  # 95 % Wilson
+    latency_p50_s: float
+    latency_p95_s: float
+    llm_items: int  # items that reached the LLM stage
+    llm_p95_s: float  # that stage's machine time, P95 over those items
+    cost_median_usd: float
+    cost_p95_usd: float
+    cost_total_usd: float
+    unpriced: int
+    asked: int  # items where a person would have been asked (install without --yes)
+    asked_rate: float
+    asked_by: dict[str, int]  # "confirm at llm", "choice at ecosystem", ... -> items
+    accepted: int  # of those asked, the ones whose person would say yes
+    accepted_rate: float | None  # None: nobody was asked
     failures: dict[str, int]  # category -> items
 
 
@@ -134,6 +162,38 @@ def figures(outcomes: Sequence[Outcome]) -> Figures:
         repairs_histogram=dict(sorted(repairs.items())),
         passed_after_repair=sum(1 for o in outcomes if o.ok and o.repairs > 0),
         failures=dict(failures.most_common()),
+    )
+
+
+def discover_figures(outcomes: Sequence[Outcome]) -> DiscoverFigures:
+    """What ``eval discover`` prints: accuracy with its interval, latency, the LLM
+    stage's latency, cost, and how often (and where) a person would be asked."""
+    n = len(outcomes)
+    right = sum(1 for o in outcomes if o.ok)
+    costs = [o.cost_usd or 0.0 for o in outcomes]
+    llm = [o.llm_ms / 1000 for o in outcomes if o.llm_ms is not None]
+    asked = [o for o in outcomes if o.asked is not None]
+    accepted = sum(1 for o in asked if o.accepted)
+    where = Counter(f"{o.asked} at {o.asked_stage or '?'}" for o in asked)
+    return DiscoverFigures(
+        items=n,
+        right=right,
+        accuracy=right / n if n else 0.0,
+        interval=wilson(right, n),
+        latency_p50_s=percentile([o.duration_ms / 1000 for o in outcomes], 50),
+        latency_p95_s=percentile([o.duration_ms / 1000 for o in outcomes], 95),
+        llm_items=len(llm),
+        llm_p95_s=percentile(llm, 95),
+        cost_median_usd=percentile(costs, 50),
+        cost_p95_usd=percentile(costs, 95),
+        cost_total_usd=math.fsum(costs),
+        unpriced=sum(1 for o in outcomes if o.cost_usd is None),
+        asked=len(asked),
+        asked_rate=len(asked) / n if n else 0.0,
+        asked_by=dict(where.most_common()),
+        accepted=accepted,
+        accepted_rate=accepted / len(asked) if asked else None,
+        failures=dict(Counter(o.category or "unknown" for o in outcomes if not o.ok).most_common()),
     )
 
 

@@ -584,8 +584,9 @@ class BatchRunStopped(Payload):
 
 
 class EvalStarted(Payload):
-    """``tsukuctl eval create`` begins (its events' session is ``run``); ``corpus_hash``
-    names the questions, ``prompt_version`` what the model was told."""
+    """``tsukuctl eval create`` or ``eval discover`` begins (its events' session is
+    ``run``); ``corpus_hash`` names the questions, ``prompt_version`` what the model was
+    told (create's or discovery's prompts, by ``kind``)."""
 
     run: str
     corpus: str
@@ -594,10 +595,12 @@ class EvalStarted(Payload):
     provider: str
     model: str | None
     prompt_version: str
-    repairs: int
-    skip_validation: bool
     max_usd: float | None
     worst_case_usd: float | None
+    kind: str = "create"  # create | discover
+    repairs: int = 0  # create's
+    skip_validation: bool = False  # create's
+    replay: str | None = None  # create's: the recording the model's answers came from
 
 
 class EvalItem(Payload):
@@ -616,6 +619,17 @@ class EvalItem(Payload):
     run_cost_usd: float
     turns: int
     repairs: int
+    kind: str = "create"
+    # discover's: the source found, the stage that found it, the question a person
+    # would have been asked (confirm | choice) and where, whether a person who knows
+    # the right source would accept it, the web-search stage's machine time
+    found: str | None = None
+    stage: str | None = None
+    asked: str | None = None
+    asked_stage: str | None = None
+    accepted: bool | None = None
+    llm_ms: int | None = None
+    searches: int = 0
 
 
 class EvalCompleted(Payload):

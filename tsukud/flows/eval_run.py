@@ -13,6 +13,12 @@ it measured so far. The figures are ``eval/figures.py``'s, over the ledger's
 
 Items run one at a time: the figures include wall time per recipe, which parallel
 runs sharing a model, a network and the container lock would distort.
+
+``--replay DIR`` re-scores a recorded run: the RPC handler sets ``llm.replay_dir`` for
+this request alone, so every model turn is answered from the recording by the provider
+that was recorded (no failover), and an item whose request the recording does not hold
+(``llm_replay_miss``: a prompt changed) is recorded as ``recording_mismatch``, not
+measured, and reported by name, never scored as the builder's failure.
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ import functools
 import importlib
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +37,7 @@ import trio
 
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, TsukuError
 from tsukud.eval import corpus as corpora
-from tsukud.eval.figures import Outcome, compare, figures
+from tsukud.eval.figures import Outcome, compare, discover_figures, figures
 from tsukud.policy import spent
 
 if TYPE_CHECKING:
@@ -50,6 +57,9 @@ STOPPED = "stopped"  # the cap or a limit stopped the item: not measured, the ru
 #: Failures that say nothing of the builder (the network, GitHub's quota): the item is
 #: recorded, not measured, and the run goes on.
 NOT_THE_BUILDER = frozenset({"transport"})
+#: A replayed item whose requests the recording does not hold (a prompt changed): not
+#: scored, reported as such.
+NOT_RECORDED = "recording_mismatch"
 
 
 class EvalNoRun(TsukuError):
@@ -67,21 +77,135 @@ class EvalOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     skip_validation: bool = False
     yes: bool = False
     can_ask: bool = False
+    # A recording (``TSUKU_LLM_RECORD_DIR``'s files) the model's answers are served from:
+    # the run is re-scored offline (docs/eval.md, "Replaying a recorded run").
+    replay: str | None = None
 
 
-def checked_options(opts: EvalOptions) -> None:
-    """Refuse what no command line sends (a cap that is not a finite amount) before
-    anything is read or spent."""
+class DiscoverOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``eval discover``'s choices (also the ``eval.discover`` request's params)."""
+
+    corpus: str = corpora.BUILTIN
+    provider: str | None = None
+    only_provider: bool | None = None
+    search_provider: str | None = None
+    max_usd: float | None = None
+    yes: bool = False
+    can_ask: bool = False
+
+
+def checked_options(opts: EvalOptions | DiscoverOptions) -> None:
+    """Refuse what no command line sends (a cap that is not a finite amount, a
+    recording that is not a directory of recordings) before anything is read or
+    spent."""
     import math
 
     from tsukud.errors import UsageError
 
     if opts.max_usd is not None and not (math.isfinite(opts.max_usd) and opts.max_usd >= 0):
         raise UsageError(f"max_usd must be a finite amount of 0 or more, got {opts.max_usd!r}")
+    replay = getattr(opts, "replay", None)
+    if replay is not None:
+        from tsukud.llm.replay import recorded_providers
+
+        recorded_providers(replay)  # refuses a path that holds no recordings
 
 
 def new_run() -> str:
     return "eval-" + secrets.token_hex(6)
+
+
+def spent_usd() -> float:
+    """What the request (the eval command) has spent so far."""
+    command = spent.current()
+    return float(command.usd) if command is not None else 0.0
+
+
+async def agree(
+    confirmations: Confirmations | None,
+    runs: str,
+    opts: EvalOptions | DiscoverOptions,
+    *,
+    run: str,
+    worst: Decimal | None,
+    progress: Progress,
+) -> spent.Tally | None:
+    """The worst case of ``runs`` ("20 create runs"), said before any money is spent
+    and agreed to (``--yes`` or a person's yes); then the request's tally takes the
+    agreement and ``--max-usd`` as its cap."""
+    if worst is None:
+        said = f"{runs}; their worst case is unknown (a model without a price)"
+    else:
+        said = f"{runs}: at most ${worst:.2f} in the worst case"
+    if opts.max_usd is not None:
+        said += f", stopped at --max-usd ${opts.max_usd:.2f}"
+    await progress({"stage": "eval", "message": said})
+    if not opts.yes:
+        question = ConfirmationRequired(
+            f"eval: {said}. Go ahead?",
+            hint="Run it again with --yes to accept, or lower --max-usd.",
+            kind="eval_cost",
+            estimate_usd=None if worst is None else float(worst),
+        )
+        if confirmations is None:
+            raise question
+        await confirmations.ask(progress, can_ask=opts.can_ask, session=run, question=question)
+    command = spent.current()
+    if command is not None:
+        command.accepted = True  # the person agreed to the whole run's cost above
+        if opts.max_usd is not None:
+            command.cap = Decimal(str(opts.max_usd))
+    return command
+
+
+class Ending:
+    reason = "failed"
+
+
+@asynccontextmanager
+async def completed(store: EventStore, run: str, outcomes: list[Outcome]) -> AsyncIterator[Ending]:
+    """Around a run's items: its ``eval.completed`` (why it ended, what it measured and
+    spent) is written however it ends, cancelled too."""
+    clock = time.monotonic()
+    end = Ending()
+    try:
+        yield end
+    except BaseException as exc:
+        end.reason = "cancelled" if isinstance(exc, trio.Cancelled) else "failed"
+        raise
+    finally:
+        with trio.CancelScope(shield=True):
+            ev = store.append_nowait(
+                "eval.completed",
+                {
+                    "run": run,
+                    "reason": end.reason,
+                    "measured": len(outcomes),
+                    "passed": sum(1 for o in outcomes if o.ok),
+                    "spent_usd": spent_usd(),
+                    "duration_ms": round((time.monotonic() - clock) * 1000),
+                },
+                run,
+            )
+            await store.wait_durable(ev.id)
+
+
+def replay_miss(exc: BaseException) -> str | None:
+    """What a replay's miss said (``llm_replay_miss``: a request the recording does not
+    hold), wherever in ``exc``'s causes and groups it is; None when it is no miss."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, TsukuError) and e.code == "llm_replay_miss":
+            return e.message
+        if isinstance(e, BaseExceptionGroup):
+            todo.extend(e.exceptions)
+        todo.extend(x for x in (e.__cause__, e.__context__) if x is not None)
+    return None
 
 
 class EvalRunner:
@@ -119,19 +243,27 @@ class EvalRunner:
         from tsukud.create.session import prompt_version
 
         checked_options(opts)
-        corpus = corpora.load(opts.corpus)
+        corpus = corpora.for_create(corpora.load(opts.corpus), opts.corpus)
         repairs = checked_repairs(opts.repairs)
         llm = self._llm()
-        names = llm.usable(opts.provider, only=opts.only_provider)
+        provider_choice, only = opts.provider, opts.only_provider
+        if opts.replay is not None and provider_choice is None:
+            from tsukud.llm.replay import recorded_providers
+
+            # The provider that was recorded, alone: no failover to another's replay.
+            provider_choice, only = ",".join(recorded_providers(opts.replay)), True
+        names = llm.usable(provider_choice, only=only)
         provider, model = names[0], llm.info(names[0]).model
         run = new_run()
         worst = self.worst_case(names, len(corpus.items), repairs)
-        await self._agree(opts, run, len(corpus.items), worst, progress)
-        command = spent.current()
-        if command is not None:
-            command.accepted = True  # the person agreed to the whole run's cost above
-            if opts.max_usd is not None:
-                command.cap = Decimal(str(opts.max_usd))
+        await agree(
+            self.confirmations,
+            f"{len(corpus.items)} create runs",
+            opts,
+            run=run,
+            worst=worst,
+            progress=progress,
+        )
         started = {
             "run": run,
             "corpus": corpus.name,
@@ -144,6 +276,7 @@ class EvalRunner:
             "skip_validation": opts.skip_validation,
             "max_usd": opts.max_usd,
             "worst_case_usd": None if worst is None else float(worst),
+            "replay": opts.replay,
         }
         await self.store.wait_durable(self.store.append_nowait("eval.started", started, run).id)
         # The SDKs and the pipeline are imported before the first item, so their import
@@ -151,58 +284,19 @@ class EvalRunner:
         for name in names:
             await llm.ready(name)
         await trio.to_thread.run_sync(importlib.import_module, "tsukud.create.pipeline")
-        clock = time.monotonic()
         outcomes: list[Outcome] = []
-        reason = "failed"
-        try:
-            reason = await self._items(corpus, opts, run, outcomes, progress)
-        except BaseException as exc:
-            reason = "cancelled" if isinstance(exc, trio.Cancelled) else "failed"
-            raise
-        finally:
-            with trio.CancelScope(shield=True):
-                ev = self.store.append_nowait(
-                    "eval.completed",
-                    {
-                        "run": run,
-                        "reason": reason,
-                        "measured": len(outcomes),
-                        "passed": sum(1 for o in outcomes if o.ok),
-                        "spent_usd": float(command.usd) if command is not None else 0.0,
-                        "duration_ms": round((time.monotonic() - clock) * 1000),
-                    },
-                    run,
-                )
-                await self.store.wait_durable(ev.id)
+        unmatched: list[dict[str, str]] = []  # replayed items the recording does not hold
+        async with completed(self.store, run, outcomes) as end:
+            end.reason = await self._items(
+                corpus, opts, run, outcomes, progress, (provider_choice, only), unmatched
+            )
         return {
             **started,
-            "reason": reason,
-            "spent_usd": float(command.usd) if command is not None else 0.0,
+            "reason": end.reason,
+            "spent_usd": spent_usd(),
             "figures": msgspec.to_builtins(figures(outcomes)),
+            "recording_mismatches": unmatched,
         }
-
-    async def _agree(
-        self, opts: EvalOptions, run: str, items: int, worst: Decimal | None, progress: Progress
-    ) -> None:
-        """The worst case, said before any money is spent, and agreed to."""
-        if worst is None:
-            said = f"{items} create runs; their worst case is unknown (a model without a price)"
-        else:
-            said = f"{items} create runs: at most ${worst:.2f} in the worst case"
-        if opts.max_usd is not None:
-            said += f", stopped at --max-usd ${opts.max_usd:.2f}"
-        await progress({"stage": "eval", "message": said})
-        if opts.yes:
-            return
-        question = ConfirmationRequired(
-            f"eval: {said}. Go ahead?",
-            hint="Run it again with --yes to accept, or lower --max-usd.",
-            kind="eval_cost",
-            estimate_usd=None if worst is None else float(worst),
-        )
-        if self.confirmations is None:
-            raise question
-        await self.confirmations.ask(progress, can_ask=opts.can_ask, session=run, question=question)
 
     async def _items(
         self,
@@ -211,6 +305,8 @@ class EvalRunner:
         run: str,
         outcomes: list[Outcome],
         progress: Progress,
+        providers: tuple[str | None, bool | None],
+        unmatched: list[dict[str, str]],
     ) -> str:
         from tsukud.batch.outcome import classify
         from tsukud.create.service import new_session
@@ -235,8 +331,8 @@ class EvalRunner:
                     check_target=False,
                     force_llm=True,
                     skip_validation=opts.skip_validation,
-                    providers=opts.provider,
-                    only_provider=opts.only_provider,
+                    providers=providers[0],
+                    only_provider=providers[1],
                     confirmed=True,
                     version=item.version,
                     session=session,
@@ -248,7 +344,11 @@ class EvalRunner:
             except Exception as exc:  # one item's failure, whatever it is, is a figure
                 failure = classify(exc, source=item.source)
                 category, detail = failure.category, failure.message
-                if failure.category == "budget":  # ours: the cap, the day's budget, the hour
+                miss = replay_miss(exc) if opts.replay is not None else None
+                if miss is not None:
+                    category, detail = NOT_RECORDED, miss
+                    unmatched.append({"tool": item.tool, "detail": miss})
+                elif failure.category == "budget":  # ours: the cap, the day's budget, the hour
                     category = STOPPED
                     capped = isinstance(exc, BudgetExceeded) and "cap_usd" in exc.data
             took = round((time.monotonic() - clock) * 1000)
@@ -264,7 +364,7 @@ class EvalRunner:
                 turns=turns,
                 repairs=repairs,
             )
-            measured = category != STOPPED and category not in NOT_THE_BUILDER
+            measured = category not in (STOPPED, NOT_RECORDED, *NOT_THE_BUILDER)
             await self.store.wait_durable(
                 self.store.append_nowait(
                     "eval.item",
@@ -286,6 +386,8 @@ class EvalRunner:
                 ).id
             )
             said = "passed" if outcome.ok else f"failed ({category})"
+            if category == NOT_RECORDED:
+                said = "recording does not match (not scored)"
             await progress(
                 {
                     "stage": "eval",
@@ -311,15 +413,24 @@ class EvalRunner:
     async def compare(self, run_a: str, run_b: str) -> dict[str, Any]:
         a_started, a = await self.outcomes(run_a)
         b_started, b = await self.outcomes(run_b)
+        if a_started.get("kind", "create") != b_started.get("kind", "create"):
+            from tsukud.errors import UsageError
+
+            raise UsageError(
+                f"{run_a} measured {a_started.get('kind', 'create')}, {run_b} "
+                f"{b_started.get('kind', 'create')}: only runs of one kind compare",
+                hint="Compare two eval create runs, or two eval discover runs.",
+            )
+        shown = discover_figures if a_started.get("kind") == "discover" else figures
         return {
-            "a": {**a_started, "figures": msgspec.to_builtins(figures(a))},
-            "b": {**b_started, "figures": msgspec.to_builtins(figures(b))},
+            "a": {**a_started, "figures": msgspec.to_builtins(shown(a))},
+            "b": {**b_started, "figures": msgspec.to_builtins(shown(b))},
             "same_corpus": a_started.get("corpus_hash") == b_started.get("corpus_hash"),
             "comparison": msgspec.to_builtins(compare(a, b)),
         }
 
 
-def _session_events(conn: Any, session: str, types: list[str]) -> list[tuple[str, dict[str, Any]]]:
+def session_events(conn: Any, session: str, types: list[str]) -> list[tuple[str, dict[str, Any]]]:
     """``session``'s events of ``types`` (type, payload), oldest first, with the ledger's
     own listing query (``events/queries.py``): this daemon's events, on SQLite or (its
     origin's view) a shared ledger."""
@@ -339,7 +450,7 @@ def _session_events(conn: Any, session: str, types: list[str]) -> list[tuple[str
 
 def _run_counts(conn: Any, session: str) -> tuple[int, int]:
     """The model's turns and LLM repairs of one create run, from its events."""
-    found = _session_events(conn, session, ["llm.turn", "repair.attempted"])
+    found = session_events(conn, session, ["llm.turn", "repair.attempted"])
     turns = sum(1 for t, _ in found if t == "llm.turn")
     repairs = sum(1 for t, p in found if t == "repair.attempted" and p.get("kind") == "llm")
     return turns, repairs
@@ -348,7 +459,7 @@ def _run_counts(conn: Any, session: str) -> tuple[int, int]:
 def _run_events(conn: Any, run: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     started: dict[str, Any] | None = None
     items: list[dict[str, Any]] = []
-    for type_, data in _session_events(conn, run, ["eval.started", "eval.item"]):
+    for type_, data in session_events(conn, run, ["eval.started", "eval.item"]):
         if type_ == "eval.started":
             started = data
         elif data.get("measured", True):

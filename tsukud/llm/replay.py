@@ -189,6 +189,33 @@ class ReplayProvider:
         return ReplayMiss(message, key=key, closest=closest, provider=self._name)
 
 
+def recorded_providers(directory: str) -> list[str]:
+    """The providers whose answers ``directory`` holds (the order they are first met
+    in, by file name), or :class:`~tsukud.errors.UsageError` when it holds none: a
+    replay serves them alone, so no failover mixes another provider's recordings in."""
+    from tsukud.errors import UsageError
+
+    hint = "Name a directory TSUKU_LLM_RECORD_DIR wrote (docs/eval.md)."
+    path = Path(directory)
+    if not path.is_absolute():
+        raise UsageError(f"a recording must be an absolute path (got {directory!r})", hint=hint)
+    found: list[str] = []
+    try:
+        files = sorted(path.glob("*.json")) if path.is_dir() else []
+        for file in files:
+            try:
+                recording = msgspec.json.decode(file.read_bytes(), type=Recording)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue
+            if recording.provider not in found:
+                found.append(recording.provider)
+    except (OSError, ValueError) as exc:  # unreadable; ValueError: a NUL in the path
+        raise UsageError(f"cannot read the recording {directory}: {exc}", hint=hint) from None
+    if not found:
+        raise UsageError(f"{directory} holds no recorded LLM exchanges", hint=hint)
+    return found
+
+
 def _first_difference(recorded: list[str], wanted: list[str]) -> str | None:
     for index, (old, new) in enumerate(zip(recorded, wanted, strict=False)):
         if old != new:

@@ -1,5 +1,6 @@
-"""RPC methods for measuring the builder: ``eval.create`` and ``eval.compare``
-(docs/eval.md). The run, which spans create and the ledger, is ``tsukud.flows.eval_run``.
+"""RPC methods for measuring the builder and discovery: ``eval.create``,
+``eval.discover`` and ``eval.compare`` (docs/eval.md). The runs, which span create or
+discovery and the ledger, are ``tsukud.flows.eval_run`` and ``eval_discover``.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from typing import Any
 import msgspec
 
 from tsukud.daemon import Daemon
-from tsukud.flows.eval_run import EvalOptions
+from tsukud.flows.eval_run import DiscoverOptions, EvalOptions
 from tsukud.rpc.registry import method
 from tsukud.rpc.server import Call
 
@@ -23,7 +24,16 @@ class CompareParams(msgspec.Struct, forbid_unknown_fields=True):
 async def eval_create(d: Daemon, p: EvalOptions, call: Call) -> dict[str, Any]:
     """Create a recipe for each corpus item, check it against the known answer, and
     answer with the run's figures (each item in the ledger as ``eval.item``)."""
-    return await d.services.eval_run.run(p, progress=call.progress)
+    replaying = {"TSUKU_LLM_REPLAY_DIR": p.replay} if p.replay else {}
+    with d.settings_for(replaying):  # the model's answers from the recording, this run only
+        return await d.services.eval_run.run(p, progress=call.progress)
+
+
+@method("eval.discover", DiscoverOptions)
+async def eval_discover(d: Daemon, p: DiscoverOptions, call: Call) -> dict[str, Any]:
+    """Discover each corpus tool's source, score it against the known one, and answer
+    with the run's figures (each item in the ledger as ``eval.item``, kind discover)."""
+    return await d.services.eval_discover.run(p, progress=call.progress)
 
 
 @method("eval.compare", CompareParams)

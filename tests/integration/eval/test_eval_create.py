@@ -15,23 +15,24 @@ from typing import Any
 from tests.conftest import Tsuku
 from tests.fakes.answering_model import AnsweringAnthropic, chosen
 from tests.integration.eval.conftest import WRONG_FIRST_RATE
+from tests.integration.eval.helpers import events
 from tsukud.errors import ExitCode
 
 # claude-sonnet-5-5's row in llm/prices.toml (USD per million tokens)
 INPUT_PRICE, OUTPUT_PRICE = 2.0, 10.0
 
 
-def events(t: Tsuku, *types: str, session: str | None = None) -> list[dict[str, Any]]:
-    args = ["events", "--json", "--limit", "0"]
-    for ty in types:
-        args += ["--type", ty]
-    if session:
-        args += ["--session", session]
-    return [json.loads(x) for x in t.ctl(*args, check=True).stdout.splitlines()]
-
-
-def eval_json(t: Tsuku, *args: str) -> dict[str, Any]:
-    cp = t.ctl("eval", "create", "--skip-validation", "--yes", "--json", *args, timeout=300)
+def eval_json(t: Tsuku, *args: str, shell_env: dict[str, str] | None = None) -> dict[str, Any]:
+    cp = t.ctl(
+        "eval",
+        "create",
+        "--skip-validation",
+        "--yes",
+        "--json",
+        *args,
+        timeout=300,
+        shell_env=shell_env,
+    )
     assert cp.returncode == 0, cp.stderr
     res: dict[str, Any] = json.loads(cp.stdout)
     return res
@@ -97,13 +98,14 @@ def test_eval_repairs_0_against_2_and_compare(home: Tsuku, model: AnsweringAnthr
     assert done["payload"]["reason"] == "finished" and done["payload"]["passed"] == 20
 
 
-def test_repairs_flag_and_a_run_stopped_by_max_usd(
+def test_repairs_flag_a_run_stopped_by_max_usd_and_a_replay(
     home: Tsuku, model: AnsweringAnthropic, tmp_path: Path
 ) -> None:
     """``create --repairs``: a tool the model gets wrong first fails with no repair and
     passes with one, and the generation events say how many the run was allowed. Then
     an eval over a corpus directory stopped by ``--max-usd``: partial figures, and the
-    ledger's total is the fake's bill."""
+    ledger's total is the fake's bill. Then a recorded run replayed (one daemon for all:
+    its SDK import is seconds)."""
     items = builtin_items()
     wrong = [i for i in items if i["source"].removeprefix("github:").lower() in model.wrong_first]
     tool, source = wrong[0]["tool"], wrong[0]["source"]
@@ -144,3 +146,60 @@ def test_repairs_flag_and_a_run_stopped_by_max_usd(
     assert abs(res["spent_usd"] - spent_by_eval) < 1e-9 and spent_by_eval <= 0.3
     # the creates before the eval are the rest of the bill
     assert abs(bill - spent_by_eval - (5 + 6) * 0.0075) < 1e-9
+
+    replay_a_recorded_run(home, model, items, tmp_path)
+
+
+def replay_a_recorded_run(
+    home: Tsuku, model: AnsweringAnthropic, items: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """A run recorded (``TSUKU_LLM_RECORD_DIR``) and replayed with ``--replay``: the
+    model is not asked again and the figures are the recorded run's; then, with one
+    item's recording made under another prompt, that item is reported as "recording
+    does not match" and not scored, and the others still are."""
+    import hashlib
+
+    import msgspec
+
+    def first_wrong(i: dict[str, Any]) -> bool:
+        return str(i["source"]).removeprefix("github:").lower() in model.wrong_first
+
+    wrong = next(i for i in items if first_wrong(i))
+    right = [i for i in items if not first_wrong(i)][:2]
+    three = tmp_path / "three"
+    three.mkdir()
+    chosen = [wrong, *right]
+    (three / "corpus.json").write_text(json.dumps({"format": 1, "name": "three", "items": chosen}))
+    rec = tmp_path / "recording"
+    args = ("--corpus", str(three), "--repairs", "0")
+    recorded = eval_json(home, *args, shell_env={"TSUKU_LLM_RECORD_DIR": str(rec)})
+    f = recorded["figures"]
+    assert (f["items"], f["passed"], f["failures"]) == (3, 2, {"static_check": 1})
+
+    asked = model.replies
+    replayed = eval_json(home, *args, "--replay", str(rec))
+    assert model.replies == asked  # every answer came from the recording
+    assert replayed["replay"] == str(rec) and replayed["recording_mismatches"] == []
+    g = replayed["figures"]
+    same = ("items", "passed", "failures", "turns_total", "cost_total_usd")
+    assert {k: g[k] for k in same} == {k: f[k] for k in same}
+
+    # One right item's recordings as if made under an older system prompt: its request
+    # now is not in the recording.
+    tool, repo = right[0]["tool"], right[0]["source"].removeprefix("github:")
+    for path in rec.glob("*.json"):
+        data = json.loads(path.read_text())
+        if f"Repository: {repo}" not in json.dumps(data["request"]):
+            continue
+        data["request"]["system"] = "You write tsuku recipes (an older prompt)."
+        key = hashlib.sha256(msgspec.json.encode(data["request"], order="sorted")).hexdigest()
+        data["key"] = key
+        path.unlink()
+        (rec / f"{key}.json").write_text(json.dumps(data))
+    cp = home.ctl("eval", "create", *args, "--replay", str(rec), "--skip-validation", "--yes")
+    assert cp.returncode == 0, cp.stderr
+    assert model.replies == asked
+    assert f"{tool}: recording does not match, not scored: no recording for request" in cp.stdout
+    assert "closest recording is" in cp.stdout and "first difference: line" in cp.stdout
+    assert "success rate: 50.0 % (1 of 2)" in cp.stdout, cp.stdout
+    assert f"{tool}: recording does not match (not scored)" in cp.stderr

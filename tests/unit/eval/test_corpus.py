@@ -6,10 +6,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from tests.unit.create.releases import require_shared
-from tsukud.eval.corpus import CorpusError, Item, corpus_hash, load, mismatches, parse
+from tsukud.eval.corpus import (
+    DISCOVER_FILE,
+    CorpusError,
+    Item,
+    corpus_hash,
+    for_create,
+    load,
+    mismatches,
+    parse,
+    same_source,
+)
 
 
 def test_builtin_is_the_fixtures_ground_truth() -> None:
@@ -21,6 +32,35 @@ def test_builtin_is_the_fixtures_ground_truth() -> None:
     )
     corpus = load("builtin")
     assert corpus.name == "builtin" and len(corpus.items) == 20
+
+
+def test_builtin_discovery_corpus_is_the_fixtures_sources() -> None:
+    """The shipped discovery corpus is what the shared fixtures name: each human
+    recipe's tool and repository (gitleaks where it lives now), and the repository the
+    recorded searches find."""
+    require_shared()
+    from tests.integration.eval.discover_source import SHIPPED, corpus_text
+
+    assert SHIPPED.read_text() == corpus_text(), (
+        "regenerate: .venv/bin/python -m tests.integration.eval.discover_source"
+    )
+    corpus = load("builtin", builtin=DISCOVER_FILE)
+    sources = {i.tool: i.source for i in corpus.items}
+    assert len(sources) == 21 and sources["stripe-cli"] == "github:stripe/stripe-cli"
+    assert sources["gitleaks"] == "github:gitleaks/gitleaks"
+    # A discovery corpus has no answers for create, which refuses it by name.
+    with pytest.raises(CorpusError, match="age has no version and assets"):
+        for_create(corpus, "builtin")
+    # A create corpus is a discovery corpus too, and its hash is what it always was.
+    create = load("builtin")
+    assert for_create(create, "builtin") is create
+    assert corpus_hash(create) == corpus_hash(parse(msgspec.json.encode(create), "again"))
+
+
+def test_a_source_is_the_same_in_any_case() -> None:
+    assert same_source("github:BurntSushi/ripgrep", "github:burntsushi/ripgrep")
+    assert not same_source("github:burntsushi/ripgrep-fork", "github:burntsushi/ripgrep")
+    assert not same_source("npm:ripgrep", "github:burntsushi/ripgrep")
 
 
 def test_a_directory_corpus(tmp_path: Path) -> None:

@@ -8,7 +8,15 @@ import math
 
 import pytest
 
-from tsukud.eval.figures import Outcome, compare, figures, fisher_exact, percentile, wilson
+from tsukud.eval.figures import (
+    Outcome,
+    compare,
+    discover_figures,
+    figures,
+    fisher_exact,
+    percentile,
+    wilson,
+)
 
 
 def close(a: tuple[float, float], b: tuple[float, float], tol: float = 5e-5) -> bool:
@@ -72,3 +80,45 @@ def test_compare_says_which_test_and_whether_significant() -> None:
     assert c.cost_per_success_usd == (pytest.approx(0.2 / 14), pytest.approx(0.02))
     same = compare(a, a)
     assert same.p_value == 1.0 and not same.significant
+
+
+def test_discover_figures_count_questions_where_they_are_asked() -> None:
+    """Accuracy over the items measured; the web-search stage only over the items that
+    reached it; a person asked only where a question was; accepted only of those."""
+    runs = [
+        outcome(
+            True, duration_ms=500, llm_ms=400, asked="confirm", asked_stage="llm", accepted=True
+        ),
+        outcome(
+            False,
+            duration_ms=900,
+            llm_ms=800,
+            asked="confirm",
+            asked_stage="llm",
+            accepted=False,
+            category="wrong_source",
+        ),
+        outcome(
+            False,
+            duration_ms=700,
+            llm_ms=600,
+            asked="choice",
+            asked_stage="llm",
+            accepted=True,
+            category="ambiguous",
+        ),
+        outcome(True, duration_ms=100, cost=0.0),  # the registry: nobody asked
+        outcome(False, duration_ms=300, llm_ms=200, category="not_found"),
+    ]
+    f = discover_figures(runs)
+    assert (f.items, f.right, f.accuracy) == (5, 2, 0.4)
+    assert close(f.interval, wilson(2, 5))
+    assert (f.latency_p50_s, f.llm_items) == (0.5, 4)
+    assert math.isclose(f.llm_p95_s, percentile([0.4, 0.8, 0.6, 0.2], 95))
+    assert (f.asked, f.accepted, f.asked_rate) == (3, 2, 0.6)
+    assert f.asked_by == {"confirm at llm": 2, "choice at llm": 1}
+    assert f.accepted_rate is not None and math.isclose(f.accepted_rate, 2 / 3)
+    assert f.failures == {"wrong_source": 1, "ambiguous": 1, "not_found": 1}
+    assert math.isclose(f.cost_total_usd, 0.04)
+    nobody = discover_figures([outcome(True)])
+    assert (nobody.asked, nobody.accepted_rate, nobody.llm_items) == (0, None, 0)
