@@ -117,7 +117,8 @@ def test_repairs_flag_a_run_stopped_by_max_usd_and_a_replay(
     assert events(home, "eval.started") == []
     base = ("create", tool, "--from", source, "--llm", "--skip-validation", "--json")
     cp = home.ctl(*base, "--repairs", "0")
-    assert cp.returncode != 0 and "after 0 repairs" in cp.stderr, cp.stderr
+    error = json.loads(cp.stdout)["error"]  # --json: the error is JSON on stdout
+    assert cp.returncode == error["exit_code"] != 0 and "after 0 repairs" in error["message"]
     cp = home.ctl(*base, "--repairs", "1")
     assert cp.returncode == 0, cp.stderr
     res = json.loads(cp.stdout)
