@@ -12,7 +12,6 @@ smaller runs (tests/integration/test_rpc_fuzz.py, tests/unit/rpc/test_hostile_fr
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests import hostile_rpc as h
-from tests.conftest import OUTSIDE_ENDPOINTS, Tsuku, base_env, short_home
+from tests.conftest import OUTSIDE_ENDPOINTS, RETIRING, Tsuku, base_env, short_home
 from tests.hostile_random import Frames
 from tests.integration import hostile_socket as hs
 from tsukud.paths import log_path
@@ -65,8 +64,7 @@ def hostile_daemon() -> Iterator[Tsuku]:
             t.start()
             yield t
         finally:
-            t.stop_all()
-            shutil.rmtree(home, ignore_errors=True)
+            RETIRING.retire(t)  # stopped and removed in the background
 
 
 def still_sound(t: Tsuku, seed: int) -> None:

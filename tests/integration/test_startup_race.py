@@ -30,7 +30,7 @@ from tests.fakes import anthropic_server as anth
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.github import FakeGitHub, fixture_world
 from tests.fakes.http import RecordedRequest, Reply
-from tests.integration.create.helpers import CLAUDE_KEY, STERN
+from tests.integration.create.helpers import STERN, claude_env
 from tsukuctl.client import Client
 from tsukud.errors import DaemonUnavailable, ExitCode
 from tsukud.launch import RemoteError
@@ -240,15 +240,7 @@ def creates_race_once(world: FakeGitHub) -> None:
     model = Billing()
     home = short_home()
     with FakeAnthropic(fallback=model) as claude:
-        env = {
-            **base_env(home),
-            **world.env(),
-            "ANTHROPIC_API_KEY": CLAUDE_KEY,
-            "ANTHROPIC_BASE_URL": claude.url,
-            "TSUKU_LLM_DAILY_BUDGET": str(CREATE_BUDGET),
-            "TSUKU_LLM_HOURLY_LIMIT": "100",
-        }
-        t = Tsuku(home, env)
+        t = Tsuku(home, {**base_env(home), **world.env(), **claude_env(claude.url, CREATE_BUDGET)})
         try:
             die_holding_a_reservation(t, CREATE_LEFT_OPEN, CREATE_SPENT_BEFORE_DEATH)
             runs: dict[int, subprocess.CompletedProcess[str]] = {}
