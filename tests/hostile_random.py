@@ -3,16 +3,16 @@
 
 Hypothesis pays for its shrinking with bookkeeping on every draw (its strategies made
 one frame cost more to generate than a daemon takes to serve it); it keeps its place
-where a failure wants shrinking, with modest example counts. Here a frame costs a few
+where a failure wants shrinking, with modest example counts. Here a frame costs tens of
 microseconds, and a failure names its seed and its frame: the same seed makes the same
 frames again (``TSUKU_HOSTILE_SEED``).
 
 Each frame comes with what the protocol promises for it (:class:`Sent`): the id its
-answer must carry, and ``must_be`` when schema/rpc.md fixes the answer's code (a body
-that is not UTF-8 or not JSON, nests too deeply, repeats a key or is not an object is
-``bad_request``; a method nobody registered is ``unknown_method``). Whether a body is
-refused is decided by :func:`read_as_request`, an independent reading of the rules
-in Python's own parser, not by asking the daemon's code.
+answer carries (none when the daemon reads none), and ``must_be`` when schema/rpc.md
+fixes the answer's code (a body that is not UTF-8 or not JSON, nests too deeply, repeats
+a key or is not an object is ``bad_request``; a method nobody registered is
+``unknown_method``). Whether a body is refused is decided by :func:`read_as_request`, an
+independent reading of the rules in Python's own parser, not by asking the daemon's code.
 """
 
 from __future__ import annotations
