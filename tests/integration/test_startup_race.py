@@ -34,7 +34,7 @@ from tests.integration.create.helpers import STERN, claude_env
 from tsukuctl.client import Client
 from tsukud.errors import DaemonUnavailable, ExitCode
 from tsukud.launch import RemoteError
-from tsukud.paths import log_path
+from tsukud.paths import lock_path, log_path
 
 RUNS = 20
 BUDGET = 3.0
@@ -279,7 +279,10 @@ def creates_race_once(world: FakeGitHub) -> None:
             # and no other process of this home's lives beside it.
             started = [e for e in events if e["type"] == "daemon.started"]
             assert len(started) == 1, started
-            assert daemons_of(home) == [t.daemon_pid()] == [started[0]["payload"]["pid"]]
+            pid = t.daemon_pid()
+            assert daemons_of(home) == [pid] == [started[0]["payload"]["pid"]]
+            # and the single-instance lock names it (what `daemon stop` signals)
+            assert int(Path(lock_path(t.env)).read_text()) == pid
             turns = [
                 Decimal(str(e["payload"]["cost_usd"])) for e in events if e["type"] == "llm.turn"
             ]
