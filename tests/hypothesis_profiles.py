@@ -5,8 +5,9 @@ The profile is ``ci`` under ``CI=true`` or ``TSUKU_TEST_ALL=1`` (a full run is a
 run wherever it happens) and ``dev`` otherwise; ``TSUKU_HYPOTHESIS_PROFILE`` names one
 explicitly. A profile only sets what a test leaves unsaid, so a test that needs a
 number of examples for what it promises writes ``max_examples=examples(N)``: N in
-``ci``, fewer in ``dev``. The slow set's 100,000 hostile frames are counted by the test
-itself (tests/unit/rpc/test_hostile_frames.py) and run only where slow tests run.
+``ci``, fewer in ``dev``. The slow set's 100,000 hostile frames are not hypothesis's:
+they come from a seeded generator (tests/hostile_random.py), counted by the test itself
+(tests/integration/test_rpc_hostile_socket.py), and run only where slow tests run.
 
 ``tests/conftest.py`` loads the profile before any test module is imported (settings
 objects take their defaults from the profile loaded when they are made).

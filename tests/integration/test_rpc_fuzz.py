@@ -307,8 +307,8 @@ def test_issue_17_events_list_limits_are_invalid_params(
 
 
 def test_events_with_large_payloads_are_listed_in_frames_within_the_cap(live: Tsuku) -> None:
-    # Found by the 100,000-case run: 500 events of a few KB each made one progress frame
-    # over 1 MiB, and events.list answered internal from then on.
+    # Found by the 100,000-case run (in process then): 500 events of a few KB each made
+    # one progress frame over 1 MiB, and events.list answered internal from then on.
     big = "x" * 400_000
     for i in range(4):
         live.call(
@@ -345,12 +345,8 @@ def test_events_with_large_payloads_are_listed_in_frames_within_the_cap(live: Ts
 
 
 # The daemon under test must survive to be asked: daemon.stop and config.set only refused.
+# The slow set's 100,000 frames over the socket are tests/integration/test_rpc_hostile_socket.py.
 LIVE_REFUSED = hostile.ONLY_REFUSED | {"config.set"}
-# The slow set's share over the real socket (the bulk, 100,000 frames, goes through the
-# same server in process: tests/unit/rpc/test_hostile_frames.py). Methods that reach the
-# (closed) outside endpoints retry with seconds of backoff, so here they are only refused;
-# in process they run in full.
-SLOW_REFUSED = LIVE_REFUSED | {"install", "registry.update"}
 
 
 def hostile_bodies(refused: frozenset[str]) -> st.SearchStrategy[bytes]:
@@ -368,20 +364,6 @@ def answered(live: Tsuku, body: bytes) -> None:
 @FUZZ
 @given(hostile_bodies(LIVE_REFUSED))
 def test_hostile_frames_for_every_method(live: Tsuku, body: bytes) -> None:
-    answered(live, body)
-
-
-# The slow set's 2,000 frames in SHARDS tests of 500, so parallel workers share them (a
-# shard on another worker meets a daemon of its own from ``live``).
-SHARDS = 4
-
-
-# Among the slowest tests (issue 26): the slow set's 2,000 socket frames, in four shards.
-@pytest.mark.slow
-@pytest.mark.parametrize("shard", range(SHARDS))
-@settings(FUZZ, max_examples=examples(2000 // SHARDS))
-@given(body=hostile_bodies(SLOW_REFUSED))
-def test_2000_hostile_frames_over_the_socket(live: Tsuku, shard: int, body: bytes) -> None:
     answered(live, body)
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import settings
 
 from tests import hypothesis_profiles as hp
-from tests.unit.rpc import test_hostile_frames
+from tests.integration import test_rpc_hostile_socket
 
 
 @pytest.fixture
@@ -54,8 +54,7 @@ def test_ci_keeps_every_count_and_dev_runs_a_fifth(restore_profile: None) -> Non
 def test_the_slow_set_still_sends_100k_hostile_frames() -> None:
     """The profile never touches the slow set's bar (only TSUKU_HOSTILE_CASES lowers it,
     for a quick run by hand)."""
-    m = test_hostile_frames
+    m = test_rpc_hostile_socket
     bar = int(os.environ.get("TSUKU_HOSTILE_CASES", "100000"))
     assert bar == m.CASES
     assert m.SHARD_CASES * m.SHARDS >= m.CASES
-    assert m.MANY.max_examples * m.BATCH >= m.SHARD_CASES

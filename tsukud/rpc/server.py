@@ -325,14 +325,17 @@ class RpcServer:
                 outcome = typed.code
                 await conn.send(protocol.error_frame(req.id, typed))
                 return
-            if _is_cancellation(exc):
+            cancelled = _cancellation(exc)
+            if cancelled is not None:
                 outcome = "cancelled"
                 if self.stopping:
                     with trio.CancelScope(shield=True), trio.move_on_after(0.5):
                         await conn.send(
                             protocol.error_frame(req.id, ShuttingDown("tsukud is stopping"))
                         )
-                raise
+                if cancelled is exc:
+                    raise
+                raise cancelled from None
             if not isinstance(exc, Exception):
                 raise
             outcome = "internal"
@@ -379,10 +382,20 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
-def _is_cancellation(exc: BaseException) -> bool:
-    """Cancelled, or a group (from a handler's own nursery) holding only Cancelled."""
+def _cancellation(exc: BaseException) -> BaseException | None:
+    """What to re-raise when ``exc`` is the request being cancelled, else None:
+    Cancelled, or a group (from a handler's own nursery) holding only Cancelled, or
+    Cancelled beside typed errors its tasks raised as they were torn down (a connection
+    attempt cut short), which nobody is left to be told and which must not escape as a
+    failure of the connection: then only the cancellation goes on."""
     if isinstance(exc, trio.Cancelled):
-        return True
+        return exc
     if isinstance(exc, BaseExceptionGroup):
-        return all(_is_cancellation(e) for e in exc.exceptions)
-    return False
+        cancelled, rest = exc.split(trio.Cancelled)
+        if cancelled is None:
+            return None
+        if rest is None:
+            return exc
+        if rest.split(TsukuError)[1] is None:
+            return cancelled
+    return None

@@ -54,6 +54,18 @@ from tsukud.testing.github import FakeGitHub
 
 CLAUDE_KEY = "sk-ant-api03-CREATECANARY0123456789abcdef"
 
+
+def claude_env(url: str, daily_budget: float | Decimal) -> dict[str, str]:
+    """The settings of a daemon whose LLM is the fake Claude at ``url``, under a daily
+    budget and an hourly limit no money test reaches."""
+    return {
+        "ANTHROPIC_API_KEY": CLAUDE_KEY,
+        "ANTHROPIC_BASE_URL": url,
+        "TSUKU_LLM_DAILY_BUDGET": str(daily_budget),
+        "TSUKU_LLM_HOURLY_LIMIT": "100",
+    }
+
+
 # The answer that describes stern's releases (the fixture world's stern/stern).
 STERN = {
     "asset_type": "archive",

@@ -20,7 +20,7 @@ from tests.conftest import Tsuku
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.github import FakeGitHub
 from tests.integration.create.greedy import Greedy, create_args, greedy_world
-from tests.integration.create.helpers import CLAUDE_KEY
+from tests.integration.create.helpers import claude_env
 from tests.integration.ledger_pg.conftest import SharedHomes, started
 from tests.pg import PgDatabase, url
 from tests.waiting import wait_until
@@ -64,13 +64,7 @@ def test_three_daemons_racing_for_the_last_dollars_never_pass_the_shared_limit(
     would be another error, so dropping the UPDATE's condition fails here)."""
     greedy = Greedy()
     with FakeAnthropic(fallback=greedy) as claude:
-        env = {
-            **world.env(),
-            "ANTHROPIC_API_KEY": CLAUDE_KEY,
-            "ANTHROPIC_BASE_URL": claude.url,
-            "TSUKU_LLM_DAILY_BUDGET": str(LIMIT),
-            "TSUKU_LLM_HOURLY_LIMIT": "100",
-        }
+        env = {**world.env(), **claude_env(claude.url, LIMIT)}
         daemons = started(shared_homes, pg_database.url, 3, env)
         codes: list[int] = []
         errors: list[str] = []

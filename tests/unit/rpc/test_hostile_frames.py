@@ -1,8 +1,8 @@
 """Every method of the real registry, served by a real daemon's state (ledger, budget,
 config, services) over in-memory streams, against hostile frames: each gets one final
-frame that is not ``internal``, and the daemon serves on. In-process so the slow set can
-afford 100,000 cases; tests/integration/test_rpc_fuzz.py sends the same input over the
-real socket to a real ``tsukud``."""
+frame that is not ``internal``, and the daemon serves on. Hypothesis draws them, so a
+failure is shrunk to its smallest frame; the slow set's 100,000 go over the real socket
+to a real ``tsukud`` (tests/integration/test_rpc_hostile_socket.py)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings
 
 from tests import hostile_rpc as hostile
 from tests.conftest import base_env, short_home
@@ -150,14 +149,13 @@ class InProcessDaemon:
 class Daemons:
     """The in-process daemon under test, replaced by a fresh one (new TSUKU_HOME) once
     its ledger is large: ``events.verify`` and ``events.list`` read all of it, and a
-    100,000-case run must not slow down as it goes."""
+    long run must not slow down as it goes."""
 
     MAX_EVENTS = 3000
 
     def __init__(self) -> None:
         self.current: InProcessDaemon | None = None
         self.home: Path | None = None
-        self.cases = 0  # frames sent by the slow test
 
     def get(self) -> InProcessDaemon:
         if self.current is not None and self.current.daemon.store.last_id > self.MAX_EVENTS:
@@ -205,25 +203,6 @@ FAST = settings(
     deadline=None,
     suppress_health_check=list(HealthCheck),
 )
-# The slow set's bar: 100,000 hostile frames (TSUKU_HOSTILE_CASES sets fewer for a quick
-# run), drawn BATCH to an example and sent at once, each on its own connection: the
-# daemon serves them as it would that many clients, and hypothesis's cost per example
-# is paid once per batch. The frames are split over SHARDS tests, each with daemons of
-# its own, so parallel workers share the minutes; each shard checks that it sent its
-# part, so together they sent every case.
-CASES = int(os.environ.get("TSUKU_HOSTILE_CASES", "100000"))
-BATCH = 25
-SHARDS = 8
-SHARD_CASES = -(-CASES // SHARDS)  # rounded up: the shards send no fewer than CASES
-MANY = settings(
-    max_examples=max(1, -(-SHARD_CASES // BATCH)),
-    deadline=None,
-    database=None,
-    # No shrinking: a failure names its frame, and replaying batches that each wait
-    # ANSWER_S would make a failing run look like a hung one for hours.
-    phases=[Phase.explicit, Phase.generate],
-    suppress_health_check=list(HealthCheck),
-)
 
 
 @FAST
@@ -242,29 +221,3 @@ def test_every_method_with_hostile_params(daemons: Daemons, body: bytes) -> None
 
 def test_still_serving_after_the_hostile_input(daemons: Daemons) -> None:
     daemons.get().still_serving()
-
-
-@MANY
-@given(st.lists(hostile.body_trees(METHODS), min_size=BATCH, max_size=BATCH))
-def send_hostile_batches(ds: Daemons, trees: list[hostile.Tree]) -> None:
-    hit(ds, *map(hostile.join, trees))  # bytes made here, never kept by hypothesis
-    ds.cases += len(trees)
-
-
-# Among the slowest tests (issue 26): 100,000 hostile frames are the bar; eight shards so
-# the workers share them.
-@pytest.mark.slow
-@pytest.mark.parametrize("shard", range(SHARDS))
-def test_100k_hostile_frames(monkeypatch: pytest.MonkeyPatch, shard: int) -> None:
-    """One shard of the slow set: SHARD_CASES frames against daemons of its own, which
-    still serve afterwards. Hypothesis stops early when it runs out of new examples:
-    the bar is the frames actually sent."""
-    # No container runtime answers: sandbox methods refuse at once (see ``daemons``).
-    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-    ds = Daemons()
-    try:
-        send_hostile_batches(ds)
-        assert ds.cases >= SHARD_CASES, (shard, ds.cases)
-        ds.get().still_serving()
-    finally:
-        ds.close()

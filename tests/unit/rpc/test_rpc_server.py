@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 import pytest
+import structlog.testing
 import trio
 import trio.testing
 
@@ -449,3 +450,43 @@ async def test_a_typed_error_from_a_handlers_nursery_keeps_its_code() -> None:
         assert err["error"]["message"] == "inside a nursery: x"
         assert err["error"]["hint"] == "unwrapped"
         nursery.cancel_scope.cancel()
+
+
+async def torn_down_typed(w: World, p: Wait, call: Call) -> dict[str, Any]:
+    """A task that fails with a typed error as it is cancelled (as the sandbox's
+    connection attempt does when the request is torn down mid-way)."""
+
+    async def connecting() -> None:
+        try:
+            await trio.sleep_forever()
+        except trio.Cancelled:
+            raise NotFound("cannot reach it", hint="torn down") from None
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(connecting)
+        w.started.append(p.name)
+        await trio.sleep_forever()
+    return {}
+
+
+async def test_a_typed_error_raised_while_the_client_goes_away_is_no_connection_error() -> None:
+    # Found by the hostile-frame run over the socket (a client walking away from
+    # sandbox.status): the group of the cancellation and the typed error escaped the
+    # request's net and was logged as a failure of the connection.
+    methods = {**METHODS, "torn": Method("torn", Wait, torn_down_typed)}
+    server = RpcServer(methods, World(), uid=1000, redactor=Redactor([SECRET]))
+    server.peer = lambda _s: None
+    with structlog.testing.capture_logs() as logged:
+        async with trio.open_nursery() as nursery:
+            client, daemon_end = trio.testing.memory_stream_pair()
+            nursery.start_soon(server.handle, daemon_end)
+            c = Peer(client)
+            await c.send(1, "torn", name="t")
+            await trio.testing.wait_all_tasks_blocked()
+            assert server.context.started == ["t"]
+            await client.aclose()
+            await trio.testing.wait_all_tasks_blocked()
+            assert server.connections == 0
+    events = [e["event"] for e in logged]
+    assert "rpc.connection_error" not in events and "rpc.internal_error" not in events, logged
+    assert any(e["event"] == "rpc.call" and e["outcome"] == "cancelled" for e in logged), logged
