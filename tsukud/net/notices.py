@@ -33,8 +33,10 @@ def to(send: Send) -> Iterator[None]:
 
 
 def retry_line(what: str, error: str, tries: int, max_tries: int, wait: float) -> str:
-    """``GET https://… answered 502; trying again in 1.2 s (try 2 of at most 5)``."""
-    return f"{what}: {error}; trying again in {wait:.1f} s (try {tries + 1} of at most {max_tries})"
+    """``https://…: HTTP 502; trying again in 1.2 s (try 2 of at most 5)`` (an error
+    that already names what failed is not prefixed with it again)."""
+    said = error if error.startswith(what) else f"{what}: {error}"
+    return f"{said}; trying again in {wait:.1f} s (try {tries + 1} of at most {max_tries})"
 
 
 async def retrying(what: str, error: str, tries: int, max_tries: int, wait: float) -> None:

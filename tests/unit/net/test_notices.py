@@ -33,3 +33,8 @@ async def test_a_client_gone_does_not_stop_the_retry() -> None:
 
     with notices.to(broken):
         await notices.retrying("u", "e", 1, 5, 0.1)  # returns: nothing raised
+
+
+def test_an_error_naming_its_url_is_not_prefixed_again() -> None:
+    line = notices.retry_line("https://x.test/a", "https://x.test/a: HTTP 503", 1, 5, 0.4)
+    assert line == "https://x.test/a: HTTP 503; trying again in 0.4 s (try 2 of at most 5)"
