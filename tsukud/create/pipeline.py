@@ -9,7 +9,7 @@
    ``extract_pattern`` forced on the last turn, every answer judged at once by the
    static checks (schema, limits, replay against the real assets), whose findings are
    the cheapest repair feedback there is.
-4. **Validation** (:mod:`tsukud.create.validate`) on the container's platform, after a
+4. **Validation** (:mod:`tsukud.validation.validator`) on the container's platform, after a
    deterministic binary-path fix (:func:`tsukud.create.repair.fix_layout`) and verify
    self-repair (:mod:`tsukud.create.verify_repair`) when they apply; then the other
    platforms as far as this machine can (another CPU under emulation, darwin by its
@@ -53,10 +53,7 @@ from tsukud.create.errors import (
     DeterministicUncertain,
     GenerationFailed,
     NoBinaryAssets,
-    ValidationFailed,
-    ValidationUnavailable,
 )
-from tsukud.create.findings import Finding, errors, format_findings
 from tsukud.create.matcher import (
     CONFIDENT,
     Candidate,
@@ -70,7 +67,6 @@ from tsukud.create.matcher import (
 from tsukud.create.payload_check import confirm_arch_only
 from tsukud.create.prompts import user_message
 from tsukud.create.repair import fix_layout, static_feedback, validation_feedback, with_verify
-from tsukud.create.sanitize import redact
 from tsukud.create.session import (
     MAX_TOKENS,
     MAX_TURNS,
@@ -82,7 +78,6 @@ from tsukud.create.session import (
 )
 from tsukud.create.static_checks import check_recipe, check_verify
 from tsukud.create.tools import Emit, RepoTools, ToolCallRecord
-from tsukud.create.validate import Verdict, container_platform, skipped
 from tsukud.errors import ProviderUnavailable, SandboxError
 from tsukud.llm.providers import key_variables, name_of_tag
 from tsukud.recipe import (
@@ -96,12 +91,22 @@ from tsukud.recipe import (
     render_recipe,
 )
 from tsukud.registries.ecosystems import prefixes_hint
+from tsukud.validation.errors import ValidationFailed
+from tsukud.validation.findings import Finding, errors, format_findings
+from tsukud.validation.sanitize import redact
+from tsukud.validation.summary import (
+    ValidationSummary,
+    validation_summary,
+    validation_unavailable,
+    verdict_event,
+)
+from tsukud.validation.validator import Verdict, container_platform, skipped
 
 if TYPE_CHECKING:
-    from tsukud.create.validate import ValidationRun, Validator
     from tsukud.github.client import GitHub
     from tsukud.llm.types import Response
     from tsukud.net.http import Http
+    from tsukud.validation.validator import ValidationRun, Validator
 
 MAX_REPAIRS = 2
 DETERMINISTIC = "deterministic"
@@ -122,22 +127,6 @@ class CreateRequest(msgspec.Struct, frozen=True, kw_only=True):
     collect_tool_stats: bool = False
     max_repairs: int = MAX_REPAIRS
     version: str | None = None  # build for this release instead of the newest
-
-
-class ValidationSummary(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    status: str
-    platform: str
-    stage: str | None = None
-    image: str | None = None
-    version: str | None = None
-    message: str | None = None
-    hint: str | None = None
-    command: str | None = None
-    exit_code: int | None = None
-    output: str | None = None
-    assets: tuple[dict[str, Any], ...] = ()
-    platforms: tuple[dict[str, Any], ...] = ()  # how far each platform was proven
-    attempts: int = 0
 
 
 class CreateResult(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -827,73 +816,3 @@ def completed_event(tool: str, result: CreateResult) -> dict[str, Any]:
         "duration_ms": result.duration_ms,
         "max_repairs": result.max_repairs if result.provider is not None else None,
     }
-
-
-def validation_unavailable(reason: str, code: str | None) -> ValidationUnavailable:
-    """The error for a run whose validation cannot happen (no runtime, no image):
-    ``reason`` already cleaned of secrets."""
-    if code == "sandbox_image_missing":
-        fix = "Build the validation image with `tsukuctl sandbox prepare`"
-    else:
-        fix = (
-            "Start Docker or Podman (or point DOCKER_HOST at its socket); if the "
-            "validation image is missing too, `tsukuctl sandbox prepare` builds it"
-        )
-    return ValidationUnavailable(
-        f"validation cannot run, so the recipe was not accepted: {reason}",
-        hint=f"{fix}, then run it again; or pass --skip-validation to accept the recipe "
-        "without proof (the recipe records that it was not validated).",
-        reason=code or "no_runtime",
-    )
-
-
-def verdict_event(verdict: Verdict, attempt: int, clean: Callable[[str], str]) -> dict[str, Any]:
-    """The payload of ``validation.passed|failed|skipped`` for one attempt."""
-    payload: dict[str, Any] = {
-        "attempt": attempt,
-        "status": verdict.status,
-        "stage": verdict.stage,
-        "platform": verdict.platform,
-        "image": verdict.image,
-        "duration_ms": verdict.duration_ms,
-    }
-    if verdict.command is not None:
-        payload.update(command=verdict.command, exit_code=verdict.exit_code)
-    if verdict.category:
-        payload["category"] = verdict.category
-    if verdict.failed or verdict.status == "skipped":
-        payload["message"] = clean(verdict.message[:500])
-    if verdict.status == "skipped":
-        payload["reason"] = payload["message"] or "validation could not finish"
-    if verdict.assets:
-        payload["assets"] = [
-            {"name": a.name, "sha256": a.sha256, "size": a.size} for a in verdict.assets
-        ]
-    if verdict.platforms:
-        payload["platforms"] = [
-            {"platform": p.platform, "status": p.status, "how": p.how} for p in verdict.platforms
-        ]
-    return payload
-
-
-def validation_summary(
-    verdict: Verdict, attempts: int, clean: Callable[[str], str]
-) -> ValidationSummary:
-    """What a result says of its validation (output and messages cleaned)."""
-    return ValidationSummary(
-        status=verdict.status,
-        platform=verdict.platform,
-        stage=verdict.stage,
-        image=verdict.image,
-        version=verdict.version,
-        message=clean(verdict.message) or None,
-        hint=verdict.hint,
-        command=verdict.command,
-        exit_code=verdict.exit_code,
-        output=clean(verdict.output[-500:]) or None,
-        assets=tuple(msgspec.to_builtins(a) for a in verdict.assets),
-        platforms=tuple(
-            {**msgspec.to_builtins(p), "message": clean(p.message)} for p in verdict.platforms
-        ),
-        attempts=attempts,
-    )

@@ -34,11 +34,11 @@ from tsukud.events.catalogue import ToolCalled
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tsukud.create.assets import Release
     from tsukud.github.client import GitHub
     from tsukud.github.client import Release as ApiRelease
     from tsukud.install.extract import ArchiveEntry
     from tsukud.net.http import Http
+    from tsukud.recipe.release import Release
 
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
 

@@ -7,7 +7,7 @@
    the LLM service's rules for every run) with one forced tool, ``write_recipe``; each
    answer is judged by code (:mod:`tsukud.instructions.answer`) and a rejected one
    gets its findings back, within :data:`MAX_TURNS`.
-3. A recipe is validated as create validates one (``create/validate.py``): files
+3. A recipe is validated as create validates one (``validation/validator.py``): files
    downloaded on the host, the verify command in the container with network none,
    other platforms proven as far as this machine can; a failure goes back to the same
    conversation, at most :data:`MAX_REPAIRS` times. The validated files' sha256 are
@@ -33,19 +33,14 @@ import msgspec
 import trio
 
 from tsukud.clock import Clock, SystemClock, iso
-from tsukud.create.errors import GenerationFailed, ValidationFailed, ValidationUnavailable
-from tsukud.create.findings import errors, format_findings
+from tsukud.create.errors import GenerationFailed
 from tsukud.create.pipeline import (
     CreateResult,
-    ValidationSummary,
     completed_event,
     failed_event,
     provider_name,
-    validation_summary,
-    verdict_event,
 )
 from tsukud.create.repair import validation_feedback
-from tsukud.create.sanitize import redact
 from tsukud.create.session import MALFORMED
 from tsukud.discover.stylesheets import MAX_BYTES as STYLESHEET_MAX_BYTES
 from tsukud.errors import ProviderUnavailable, SandboxError, TsukuError
@@ -92,12 +87,16 @@ from tsukud.recipe import (
     pinned_version,
     render_recipe,
 )
+from tsukud.validation.errors import ValidationFailed, ValidationUnavailable
+from tsukud.validation.findings import errors, format_findings
+from tsukud.validation.sanitize import redact
+from tsukud.validation.summary import ValidationSummary, validation_summary, verdict_event
 
 if TYPE_CHECKING:
-    from tsukud.create.validate import Prepared, ValidationRun, Validator, Verdict
     from tsukud.install.versions import VersionResolver
     from tsukud.llm.types import Message
     from tsukud.net.http import Http
+    from tsukud.validation.validator import Prepared, ValidationRun, Validator, Verdict
 
 MAX_TURNS: Final = 3
 MAX_REPAIRS: Final = 2
@@ -582,8 +581,8 @@ class _Run:
             ) from None
 
     async def _validate(self, recipe: Recipe, vrun: ValidationRun) -> tuple[Recipe, Verdict]:
-        from tsukud.create.assets import Release
-        from tsukud.create.validate import skipped
+        from tsukud.recipe.release import Release
+        from tsukud.validation.validator import skipped
 
         self.stage = "validation"
         self.validations += 1

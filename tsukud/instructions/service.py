@@ -13,10 +13,10 @@ if TYPE_CHECKING:
     from tsukud.clock import Clock
     from tsukud.config import Config
     from tsukud.create.pipeline import CreateResult
-    from tsukud.create.validate import Validator
     from tsukud.events.store import EventStore
     from tsukud.github.client import GitHub
     from tsukud.llm.service import LLM
+    from tsukud.validation.validator import Validator
 
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
 
