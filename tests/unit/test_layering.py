@@ -12,8 +12,9 @@ The rules:
   one node, ``tsukuctl`` another) nor between files;
 * ``tsukud.sandbox`` imports neither ``tsukud.create`` nor ``tsukud.install``: it
   validates recipes, it does not know how they are made or installed;
-* ``tsukud.validation`` imports none of the features that write recipes (``create``,
-  ``instructions``) nor anything above them: both use it, so it knows neither;
+* ``tsukud.validation`` and ``tsukud.generation`` (the generate, validate, repair
+  loop) import none of the features that write recipes (``create``, ``instructions``)
+  nor anything above them: both use them, so they know neither;
 * only ``flows``, the composition root (``services``, ``daemon``) and ``rpc`` import
   ``tsukud.batch``: the batch queue drives create, nothing below it knows of batches;
 * no ``tsukud/rpc/*_methods.py`` imports another methods module: what two features share
@@ -57,8 +58,9 @@ CLIENT_MAY_IMPORT = frozenset(
 # composition root and the RPC methods.
 BATCH_USERS = frozenset({"batch", "flows", "services", "daemon", "rpc"})
 
-# What validation must not import: the features that write the recipes it proves, and
-# every layer above them.
+# What validation and the generation loop must not import: the features that write
+# the recipes they prove, and every layer above them.
+SHARED_BY_WRITERS = frozenset({"validation", "generation"})
 ABOVE_VALIDATION = frozenset(
     {"create", "instructions", "discover", "batch", "eval", "flows", "services", "daemon", "rpc"}
 )
@@ -248,8 +250,8 @@ def rule_violations(imports: list[Import]) -> list[Violation]:
 
         if src == "sandbox" and dst in ("create", "install"):
             out.append(broken(f"sandbox imports {dst}"))
-        if src == "validation" and dst in ABOVE_VALIDATION:
-            out.append(broken(f"validation imports {dst}"))
+        if src in SHARED_BY_WRITERS and dst in ABOVE_VALIDATION:
+            out.append(broken(f"{src} imports {dst}"))
         if dst == "batch" and src not in BATCH_USERS:
             out.append(broken(f"{src} imports batch"))
         if (
@@ -432,6 +434,9 @@ def test_validation_imports_neither_feature_that_uses_it() -> None:
     ]
     allowed = list(imports_of(path, modules, "from tsukud.install.extract import extract\n"))
     assert rule_violations(allowed) == []
+    path = REPO / "tsukud" / "generation" / "loop.py"
+    refused = list(imports_of(path, modules, "from tsukud.create.repair import fix_layout\n"))
+    assert [v.key[0] for v in rule_violations(refused)] == ["generation imports create"]
 
 
 def test_cycles_are_found_in_a_small_graph() -> None:

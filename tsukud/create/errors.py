@@ -53,7 +53,3 @@ class DeterministicUncertain(DeterministicFailed):
     candidates are listed instead, for a person (or a run with an LLM) to choose."""
 
     code = "deterministic_low_confidence"
-
-
-class GenerationFailed(CreateError):
-    code = "generation_failed"

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import msgspec
 
@@ -106,6 +106,29 @@ def validation_feedback(
         else f"Call {answer_tool} again with a corrected answer."
     )
     return "\n\n".join(lines)
+
+
+def feedback_for(
+    *,
+    max_repairs: int,
+    secrets: Iterable[str],
+    answer_tool: str = "extract_pattern",
+    notes: Callable[[], Sequence[str]] = tuple,
+) -> Callable[[Verdict, int], str]:
+    """A run's :func:`validation_feedback` for the generation loop: (verdict, repair
+    number) → the user turn; ``notes`` read at each repair (what self-repair changed)."""
+
+    def feedback(verdict: Verdict, attempt: int) -> str:
+        return validation_feedback(
+            verdict,
+            attempt=attempt,
+            max_repairs=max_repairs,
+            secrets=secrets,
+            notes=notes(),
+            answer_tool=answer_tool,
+        )
+
+    return feedback
 
 
 # ------------------------------------------------------------------- deterministic

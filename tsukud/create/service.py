@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ import trio
 
 from tsukud.create.errors import CreateError, RecipeExists
 from tsukud.errors import UsageError
+from tsukud.progress import Progress
 
 if TYPE_CHECKING:
     from tsukud.clock import Clock
@@ -40,8 +41,6 @@ if TYPE_CHECKING:
     from tsukud.recipe import Recipe
     from tsukud.sandbox.service import Sandbox
     from tsukud.validation.validator import Validator
-
-Progress = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class SavedRecipe(msgspec.Struct, frozen=True, kw_only=True):

@@ -38,6 +38,7 @@ from tsukud import log
 from tsukud.batch.queue import MAX_ATTEMPTS, remaining
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, LedgerUnavailable, TsukuError
 from tsukud.policy import spent
+from tsukud.progress import Progress, no_progress
 
 if TYPE_CHECKING:
     from tsukud.batch.backend import BatchBackend
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
     from tsukud.create.pipeline import CreateResult
     from tsukud.policy.breaker import CircuitBreakers
 
-Progress = Callable[[dict[str, Any]], Awaitable[None]]
 Create = Callable[..., Awaitable["CreateResult"]]
 
 KEEPER_SECONDS = 10.0  # reap expired leases, then renew held ones, this often
@@ -373,14 +373,11 @@ class BatchRunner:
     ) -> tuple[str, str | None]:
         """The job's outcome, and its failure's message (None when done)."""
 
-        async def quiet(_frame: dict[str, Any]) -> None:
-            return None  # a job's own stages are in its session's events
-
         try:
             result = await self.create(
                 lease.tool,
                 lease.source,
-                progress=quiet,
+                progress=no_progress,  # a job's own stages are in its session's events
                 write=False,
                 check_target=False,
                 deterministic_only=opts.deterministic_only,

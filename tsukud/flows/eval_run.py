@@ -32,6 +32,7 @@ from tsukud.errors import BudgetExceeded, ConfirmationRequired, TsukuError
 from tsukud.eval import corpus as corpora
 from tsukud.eval.figures import Outcome, compare, figures
 from tsukud.policy import spent
+from tsukud.progress import Progress, no_progress
 
 if TYPE_CHECKING:
     from tsukud.create.pipeline import CreateResult
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from tsukud.llm.service import LLM
     from tsukud.policy.confirm import Confirmations
 
-Progress = Callable[[dict[str, Any]], Awaitable[None]]
 Create = Callable[..., Awaitable["CreateResult"]]
 
 #: The first message's size a worst case assumes: five releases' asset names, the
@@ -215,9 +215,6 @@ class EvalRunner:
         from tsukud.batch.outcome import classify
         from tsukud.create.service import new_session
 
-        async def quiet(_frame: dict[str, Any]) -> None:
-            return None
-
         for number, item in enumerate(corpus.items, 1):
             session = new_session()
             before = spent.current()
@@ -230,7 +227,7 @@ class EvalRunner:
                 result = await self.create(
                     item.tool,
                     item.source,
-                    progress=quiet,
+                    progress=no_progress,
                     write=False,
                     check_target=False,
                     force_llm=True,

@@ -49,7 +49,7 @@ from tsukud.install import layout
 from tsukud.install.assemble import TreeAssembler, resolve_inside
 from tsukud.install.checks import run_checks, sha256_file
 from tsukud.install.commands import check_may_run, command_env, question, run_on_host
-from tsukud.install.context import InstallContext, ProgressFn
+from tsukud.install.context import InstallContext
 from tsukud.install.download import (
     ChecksumMismatch,
     DownloadError,
@@ -88,6 +88,7 @@ from tsukud.install.system_packages import (
 )
 from tsukud.install.transaction import InstallTransaction
 from tsukud.install.versions import Resolution
+from tsukud.progress import Progress
 from tsukud.recipe import (
     ArchiveFormat,
     EcosystemStep,
@@ -126,7 +127,7 @@ class InstallAttempt:
         name: str,
         version: str | None,
         session: str,
-        progress: ProgressFn,
+        progress: Progress,
         *,
         can_ask: bool = False,
         yes: bool = False,

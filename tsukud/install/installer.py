@@ -23,13 +23,13 @@ from tsukud.errors import TsukuError
 from tsukud.install import layout
 from tsukud.install.attempt import InstallAttempt
 from tsukud.install.checks import integrity_problems, run_checks
-from tsukud.install.context import ProgressFn
 from tsukud.install.download import DEFAULT_MAX_BYTES
 from tsukud.install.errors import NotInstalled
 from tsukud.install.homebrew.deps import dependents, unneeded
 from tsukud.install.homebrew.errors import DependencyInUse
 from tsukud.install.registry import Registry, check_name
 from tsukud.install.versions import VersionResolver
+from tsukud.progress import Progress, no_progress
 from tsukud.recipe import (
     Platform,
     RecipeError,
@@ -45,10 +45,6 @@ if TYPE_CHECKING:
     from tsukud.install.homebrew.client import HomebrewClient
     from tsukud.net.http import Http
     from tsukud.policy.confirm import Confirmations
-
-
-async def _no_progress(_frame: dict[str, Any]) -> None:
-    return None
 
 
 class Installer:
@@ -176,7 +172,7 @@ class Installer:
         version: str | None = None,
         *,
         force: bool = False,
-        progress: ProgressFn = _no_progress,
+        progress: Progress = no_progress,
         can_ask: bool = False,
         yes: bool = False,
     ) -> dict[str, Any]:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from tsukud.progress import Progress
 
 if TYPE_CHECKING:
     from tsukud.clock import Clock
@@ -17,8 +19,6 @@ if TYPE_CHECKING:
     from tsukud.github.client import GitHub
     from tsukud.llm.service import LLM
     from tsukud.validation.validator import Validator
-
-Progress = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class InstructionsBuilder:

@@ -28,7 +28,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,6 +36,7 @@ import trio
 
 from tsukud import binfmt
 from tsukud.errors import SandboxError
+from tsukud.progress import Say
 from tsukud.sandbox.runtime import BUSYBOX_IMAGE, DEBIAN_IMAGE, DEFAULT_PATH
 
 if TYPE_CHECKING:
@@ -68,8 +69,6 @@ _TRIM = (
     "var/lib/apt/lists",
     "var/cache/debconf",
 )
-
-Progress = Callable[[str], Awaitable[None]]
 
 
 class PrepareFailed(SandboxError):
@@ -261,7 +260,7 @@ async def prepare_debian_image(
     name: str = DEBIAN_IMAGE,
     *,
     force: bool = False,
-    progress: Progress | None = None,
+    progress: Say | None = None,
     mirror: str | None = None,
     suite: str | None = None,
     workdir: Path | None = None,

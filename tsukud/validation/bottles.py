@@ -18,7 +18,6 @@ own error, since the recipe could not be installed either.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import msgspec
 
@@ -26,6 +25,7 @@ from tsukud.errors import SandboxError, TsukuError
 from tsukud.install.homebrew.client import HomebrewClient
 from tsukud.install.homebrew.deps import dependency_graph, install_order
 from tsukud.install.homebrew.pour import find_bottles
+from tsukud.progress import Emit, Progress
 from tsukud.recipe import Recipe, ResolvedVersion, UnsupportedPlatform, parse_recipe
 from tsukud.recipe.homebrew import formula_of
 from tsukud.recipe.release import Release
@@ -50,8 +50,6 @@ from tsukud.validation.validator import (
 DEPS_DIR = "/tsuku/deps"
 SKIPPED = "--skip-validation: the bottle was NOT poured or run in a container"
 
-Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
-Progress = Callable[[dict[str, Any]], Awaitable[None]]
 Load = Callable[[str], Awaitable[Recipe]]
 
 

@@ -8,12 +8,16 @@ through these, so a client reads one shape whichever of them wrote the recipe.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from tsukud.progress import Emit, Progress
 from tsukud.validation.errors import ValidationUnavailable
 from tsukud.validation.validator import Verdict
+
+if TYPE_CHECKING:
+    from tsukud.validation.validator import ValidationRun
 
 
 class ValidationSummary(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -100,3 +104,32 @@ def validation_summary(
         ),
         attempts=attempts,
     )
+
+
+async def attempt_started(
+    vrun: ValidationRun, attempt: int, *, what: str = "", emit: Emit, progress: Progress
+) -> None:
+    """Tell the person, and the ledger, that validation attempt ``attempt`` starts
+    (``what``: the version being validated, when the message names it)."""
+    where = vrun.platform.key
+    await progress(
+        {
+            "stage": "validating",
+            "message": f"validating {what + ' ' if what else ''}on {where} in a container "
+            f"(attempt {attempt})",
+            "attempt": attempt,
+        }
+    )
+    await emit(
+        "validation.started", {"attempt": attempt, "platform": where, "image": vrun.validator.image}
+    )
+
+
+async def attempt_recorded(
+    verdict: Verdict, attempt: int, *, emit: Emit, clean: Callable[[str], str]
+) -> None:
+    """Record the attempt's verdict; a container runtime that went away during it ends
+    the run in ``validation_unavailable`` (the recipe was not proven either way)."""
+    await emit(f"validation.{verdict.status}", verdict_event(verdict, attempt, clean))
+    if verdict.status == "skipped" and verdict.stage == "runtime":
+        raise validation_unavailable(clean(verdict.message), None)

@@ -39,7 +39,6 @@ import trio
 
 from tsukud import binfmt
 from tsukud.install.assemble import TreeAssembler, files
-from tsukud.install.context import ProgressFn as Progress
 from tsukud.install.download import (
     DEFAULT_MAX_BYTES,
     AssetMissing,
@@ -55,6 +54,7 @@ from tsukud.install.homebrew.errors import RelocationFailed
 from tsukud.install.homebrew.pour import relocate as relocate_bottle
 from tsukud.install.homebrew.relocate import LOADERS
 from tsukud.net.http import HttpError
+from tsukud.progress import Progress
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
     ArchiveFormat,

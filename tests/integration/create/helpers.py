@@ -218,6 +218,7 @@ class DirectRun:
     names: list[str] = field(default_factory=lambda: ["claude"])
     spent: Decimal = Decimal(0)
     unpriced_turns: int = 0
+    warnings: list[str] = field(default_factory=list)  # tsukud.llm.run.LlmRun
     requests: list[Request] = field(default_factory=list)
 
     async def complete(self, request: Request) -> Response:

@@ -22,12 +22,12 @@ from tests.integration.create.helpers import (
     no_lock,
 )
 from tsukud.create.errors import (
-    GenerationFailed,
     NoBinaryAssets,
     NoReleases,
 )
 from tsukud.create.static_checks import check_binaries, check_limits, check_schema, check_verify
 from tsukud.errors import ExitCode, ProviderUnavailable
+from tsukud.generation.errors import GenerationFailed
 from tsukud.github.client import GitHub, GitHubRateLimited, RepoNotFound
 from tsukud.llm.claude import ClaudeProvider
 from tsukud.llm.provider import ProviderRequestError
