@@ -28,6 +28,7 @@ from tsukud.install.errors import NotInstalled
 from tsukud.install.homebrew.deps import dependents, unneeded
 from tsukud.install.homebrew.errors import DependencyInUse
 from tsukud.install.registry import Registry, check_name
+from tsukud.install.results import Removed, Verified
 from tsukud.install.versions import VersionResolver
 from tsukud.progress import Progress, no_progress
 from tsukud.recipe import (
@@ -211,7 +212,7 @@ class Installer:
 
     # ---- remove ------------------------------------------------------------------------
 
-    async def remove(self, name: str) -> dict[str, Any]:
+    async def remove(self, name: str) -> Removed:
         name = check_name(name)
         session = "remove-" + secrets.token_hex(6)
         async with self._holding(name) as (rec, install_dir):
@@ -222,18 +223,18 @@ class Installer:
             )
             await self.store.wait_durable(ev.id)
             layout.discard(install_dir)
-            return {
-                "tool": name,
-                "version": rec.get("version"),
-                "removed_links": links,
-                "install_dir": str(install_dir),
-                "session": session,
+            return Removed(
+                tool=name,
+                version=rec.get("version"),
+                removed_links=links,
+                install_dir=str(install_dir),
+                session=session,
                 # Its dependencies nothing else needs now: named, not removed (the user
                 # may use them directly; `tsukuctl remove <dep>` is one line).
-                "unneeded_dependencies": unneeded(
+                unneeded_dependencies=unneeded(
                     self.installed(), name, list(rec.get("runtime_dependencies") or ())
                 ),
-            }
+            )
 
     def _check_unneeded(self, name: str) -> None:
         """:class:`DependencyInUse` while another installed tool needs ``name`` at run
@@ -259,7 +260,7 @@ class Installer:
 
     # ---- verify ------------------------------------------------------------------------
 
-    async def verify(self, name: str) -> dict[str, Any]:
+    async def verify(self, name: str) -> Verified:
         name = check_name(name)
         session = "verify-" + secrets.token_hex(6)
         async with self._holding(name) as (rec, install_dir):
@@ -302,14 +303,14 @@ class Installer:
                     problems=problems,
                     session=session,
                 )
-            return {
-                "tool": name,
-                "version": rec.get("version"),
-                "ok": True,
-                "binaries": sorted(binaries),
-                "output": output,
-                "session": session,
-            }
+            return Verified(
+                tool=name,
+                version=rec.get("version"),
+                ok=True,
+                binaries=sorted(binaries),
+                output=output,
+                session=session,
+            )
 
 
 def _unfinished_installs(conn: Any) -> list[tuple[str, dict[str, Any]]]:
