@@ -48,3 +48,55 @@ def test_verified_is_the_object_tools_verify_always_sent() -> None:
         "output": None,
         "session": "verify-1",
     }
+
+
+def test_a_batch_run_s_summary_is_the_object_batch_run_always_sent() -> None:
+    from tsukud.flows.batch_run import RunSummary
+
+    summary = RunSummary(
+        run="r1",
+        reason="finished",
+        workers=2,
+        done=3,
+        failed=1,
+        deferred=0,
+        requeued=0,
+        stale_commits=0,
+        waiting_on_breakers={},
+        remaining=0,
+        backoff=0,
+        counts={"queued": 0, "done": 3},
+        spent_usd=0.0,
+        duration_ms=12,
+        rate_per_min=1.5,
+    )
+    wire = _wire(summary)
+    assert list(wire) == [
+        "run",
+        "reason",
+        "workers",
+        "done",
+        "failed",
+        "deferred",
+        "requeued",
+        "stale_commits",
+        "waiting_on_breakers",
+        "remaining",
+        "backoff",
+        "counts",
+        "spent_usd",
+        "duration_ms",
+        "rate_per_min",
+    ]
+    stopped = summary.stopped_event()
+    assert stopped == {k: wire[k] for k in stopped}
+    assert list(stopped) == [
+        "run",
+        "reason",
+        "done",
+        "failed",
+        "deferred",
+        "remaining",
+        "spent_usd",
+        "duration_ms",
+    ]
