@@ -38,7 +38,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import msgspec
 import trio
@@ -695,24 +695,57 @@ async def run_create(req: CreateRequest, deps: Deps, *, session: str) -> CreateR
             "skip_validation": req.skip_validation,
         },
     )
+    return await recorded(
+        run, emit=deps.emit, tool=req.tool, source=req.repo, max_repairs=req.max_repairs
+    )
+
+
+class Spending(Protocol):
+    """What a run's ``generation.failed`` reports of it."""
+
+    @property
+    def stage(self) -> str: ...
+
+    @property
+    def repairs(self) -> int: ...
+
+    @property
+    def spent(self) -> float | None: ...
+
+    async def run(self) -> CreateResult: ...
+
+
+async def recorded(
+    run: Spending,
+    *,
+    emit: Emit,
+    tool: str,
+    source: str,
+    clean: Callable[[str], str] = str,
+    max_repairs: int | None = None,
+) -> CreateResult:
+    """``run``'s result; ``generation.completed`` or ``generation.failed`` (whatever
+    ended it, cancellation included) is its last event. Create and the instructions
+    builder both end their runs here."""
     try:
         result = await run.run()
     except BaseException as exc:
         with trio.CancelScope(shield=True):
-            await deps.emit(
+            await emit(
                 "generation.failed",
                 failed_event(
-                    req.tool,
-                    req.repo,
+                    tool,
+                    source,
                     exc,
                     stage=run.stage,
                     repairs=run.repairs,
                     spent=run.spent,
-                    max_repairs=req.max_repairs,
+                    clean=clean,
+                    max_repairs=max_repairs,
                 ),
             )
         raise
-    await deps.emit("generation.completed", completed_event(req.tool, result))
+    await emit("generation.completed", completed_event(tool, result))
     return result
 
 

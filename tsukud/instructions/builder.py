@@ -34,9 +34,8 @@ import trio
 from tsukud.clock import Clock, SystemClock, iso
 from tsukud.create.pipeline import (
     CreateResult,
-    completed_event,
-    failed_event,
     provider_name,
+    recorded,
 )
 from tsukud.create.repair import feedback_for
 from tsukud.create.session import MALFORMED
@@ -726,22 +725,4 @@ async def build(
 ) -> CreateResult:
     """The whole run; ``generation.completed`` or ``generation.failed`` is its last event."""
     run = _Run(req, deps, session or "instructions-" + secrets.token_hex(6))
-    try:
-        result = await run.run()
-    except BaseException as exc:
-        with trio.CancelScope(shield=True):
-            await deps.emit(
-                "generation.failed",
-                failed_event(
-                    req.tool,
-                    req.url,
-                    exc,
-                    stage=run.stage,
-                    repairs=run.repairs,
-                    spent=run.spent,
-                    clean=run.clean,
-                ),
-            )
-        raise
-    await deps.emit("generation.completed", completed_event(req.tool, result))
-    return result
+    return await recorded(run, emit=deps.emit, tool=req.tool, source=req.url, clean=run.clean)
