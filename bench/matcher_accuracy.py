@@ -34,7 +34,7 @@ if str(REPO) not in sys.path:
 
 from _common import goal, not_measured  # noqa: E402
 
-from tsukud.create.assets import Release, release_from_api  # noqa: E402
+from tsukud.create.assets import release_from_api  # noqa: E402
 from tsukud.create.matcher import candidate_to_recipe, match_releases  # noqa: E402
 from tsukud.create.static_checks import check_recipe  # noqa: E402
 from tsukud.recipe import (  # noqa: E402  # noqa: E402
@@ -49,6 +49,7 @@ from tsukud.recipe import (  # noqa: E402  # noqa: E402
     tag_to_version,
     version_source,
 )
+from tsukud.recipe.release import Release  # noqa: E402
 from tsukud.testing.asset_names import expected_assets  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "fixtures"

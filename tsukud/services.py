@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from tsukud.batch.backend import BatchBackend
     from tsukud.batch.queue import Queue
     from tsukud.create.service import Creator
-    from tsukud.create.validate import Validator
     from tsukud.discover.service import DiscoveryService
     from tsukud.flows.batch_run import BatchRunner
     from tsukud.flows.create_recipe import CreateRecipe
@@ -46,6 +45,7 @@ if TYPE_CHECKING:
     from tsukud.llm.service import LLM
     from tsukud.net.http import Http
     from tsukud.sandbox.service import Sandbox
+    from tsukud.validation.validator import Validator
 
 
 class Services:
@@ -181,7 +181,7 @@ class Services:
 
     @cached_property
     def validator(self) -> Validator:
-        from tsukud.create.validate import Validator
+        from tsukud.validation.validator import Validator
 
         sandbox = self.sandbox
         return Validator(

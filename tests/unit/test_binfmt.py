@@ -143,7 +143,7 @@ def test_this_interpreter_is_a_dynamic_elf_of_the_host() -> None:
 def test_only_an_enabled_handler_with_the_fix_binary_flag_serves_containers(
     tmp_path: Path,
 ) -> None:
-    from tsukud.create.validate import binfmt_handler_registered
+    from tsukud.validation.validator import binfmt_handler_registered
 
     entry = "enabled\ninterpreter /usr/libexec/qemu-binfmt/aarch64-binfmt-P\nflags: {}\n"
     (tmp_path / "qemu-aarch64").write_text(entry.format("PF"))

@@ -119,8 +119,9 @@ def test_daemon_unavailable_hints_say_what_a_user_runs() -> None:
 def test_a_hint_pointing_at_a_runs_events_is_runnable_and_names_the_run_once_known() -> None:
     """Issue 29, point 1: no literal `<id>`; the default hint runs as written, and the
     error of a run with a known session names exactly that session."""
-    from tsukud.create.errors import GenerationFailed, ValidationFailed
     from tsukud.errors import RUNS_EVENTS
+    from tsukud.generation.errors import GenerationFailed
+    from tsukud.validation.errors import ValidationFailed
 
     for cls in (GenerationFailed, ValidationFailed):
         error = cls("no")

@@ -12,6 +12,9 @@ The rules:
   one node, ``tsukuctl`` another) nor between files;
 * ``tsukud.sandbox`` imports neither ``tsukud.create`` nor ``tsukud.install``: it
   validates recipes, it does not know how they are made or installed;
+* ``tsukud.validation`` and ``tsukud.generation`` (the generate, validate, repair
+  loop) import none of the features that write recipes (``create``, ``instructions``)
+  nor anything above them: both use them, so they know neither;
 * only ``flows``, the composition root (``services``, ``daemon``) and ``rpc`` import
   ``tsukud.batch``: the batch queue drives create, nothing below it knows of batches;
 * no ``tsukud/rpc/*_methods.py`` imports another methods module: what two features share
@@ -54,6 +57,13 @@ CLIENT_MAY_IMPORT = frozenset(
 # What may import the batch package (a feature above create): the run flow, the
 # composition root and the RPC methods.
 BATCH_USERS = frozenset({"batch", "flows", "services", "daemon", "rpc"})
+
+# What validation and the generation loop must not import: the features that write
+# the recipes they prove, and every layer above them.
+SHARED_BY_WRITERS = frozenset({"validation", "generation"})
+ABOVE_VALIDATION = frozenset(
+    {"create", "instructions", "discover", "batch", "eval", "flows", "services", "daemon", "rpc"}
+)
 
 # A violation's key leaves out line numbers, so edits elsewhere in a file do not
 # disturb the list: (rule, file or cycle, what is imported).
@@ -240,6 +250,8 @@ def rule_violations(imports: list[Import]) -> list[Violation]:
 
         if src == "sandbox" and dst in ("create", "install"):
             out.append(broken(f"sandbox imports {dst}"))
+        if src in SHARED_BY_WRITERS and dst in ABOVE_VALIDATION:
+            out.append(broken(f"{src} imports {dst}"))
         if dst == "batch" and src not in BATCH_USERS:
             out.append(broken(f"{src} imports batch"))
         if (
@@ -408,6 +420,23 @@ def test_only_the_layers_above_import_batch() -> None:
     path = REPO / "tsukud" / "flows" / "batch_run.py"
     allowed = list(imports_of(path, modules, "from tsukud.batch.service import Lease\n"))
     assert rule_violations(allowed) == []
+
+
+def test_validation_imports_neither_feature_that_uses_it() -> None:
+    """The rule itself: validation may use the installer, not create or instructions."""
+    modules = project_modules()
+    path = REPO / "tsukud" / "validation" / "validator.py"
+    source = "from tsukud.create.assets import fenced\nfrom tsukud.instructions import answer\n"
+    refused = list(imports_of(path, modules, source))
+    assert [v.key[0] for v in rule_violations(refused)] == [
+        "validation imports create",
+        "validation imports instructions",
+    ]
+    allowed = list(imports_of(path, modules, "from tsukud.install.extract import extract\n"))
+    assert rule_violations(allowed) == []
+    path = REPO / "tsukud" / "generation" / "loop.py"
+    refused = list(imports_of(path, modules, "from tsukud.create.repair import fix_layout\n"))
+    assert [v.key[0] for v in rule_violations(refused)] == ["generation imports create"]
 
 
 def test_cycles_are_found_in_a_small_graph() -> None:

@@ -11,11 +11,12 @@ container runs, and clean up what goes back to the model.
 - ``answer``: the ``extract_pattern`` answer, its validation, and the one converter
   from an answer to a recipe.
 - ``static_checks``: limits, verify command, paths, literal versions, replay.
-- ``findings``: the shape every check reports in.
 - ``paths``: ``fetch_file`` path rules and result builders.
-- ``sanitize``: repair-feedback redaction, truncation and error categories.
 - ``verify_repair``: verify-command fixes tried before an LLM repair.
 - ``prompts``: system prompt and tool schemas (data).
+
+The findings' shape, the feedback cleaning and validation itself live in
+:mod:`tsukud.validation`, which the instructions builder uses too.
 """
 
 from tsukud.create.answer import (
@@ -29,14 +30,12 @@ from tsukud.create.answer import (
     validate_answer,
 )
 from tsukud.create.assets import (
-    Release,
     filter_release,
     release_from_api,
     render_readme,
     render_releases,
     usable_releases,
 )
-from tsukud.create.findings import Finding, format_findings
 from tsukud.create.matcher import (
     CONFIDENT,
     Candidate,
@@ -46,6 +45,8 @@ from tsukud.create.matcher import (
     match_releases,
 )
 from tsukud.create.static_checks import check_recipe, replay
+from tsukud.recipe.release import Release
+from tsukud.validation.findings import Finding, format_findings
 
 __all__ = [
     "CONFIDENT",

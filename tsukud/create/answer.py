@@ -17,7 +17,7 @@ Validation rejects what the renderer would accept but a generated recipe must no
 contain: a literal release version where ``{version}`` belongs, placeholders other than
 ``{version}``/``{os}``/``{arch}``, wildcards, unsafe characters, paths that leave the
 install directory and verify commands a shell would read as more than one command.
-Every problem becomes a :class:`~tsukud.create.findings.Finding` the model can act on.
+Every problem becomes a :class:`~tsukud.validation.findings.Finding` the model can act on.
 """
 
 from __future__ import annotations
@@ -31,12 +31,10 @@ from typing import Any, Literal
 import msgspec
 
 from tsukud.create.assets import unsafe_name_reason
-from tsukud.create.findings import SCHEMA, Finding, errors, format_findings
 from tsukud.create.static_checks import (
     INSTALL_DIR,
     binary_path_findings,
     literal_version_findings,
-    verify_command_findings,
 )
 from tsukud.create.tokens import libc_of
 from tsukud.errors import TsukuError
@@ -55,6 +53,8 @@ from tsukud.recipe import (
     detect_format,
     expand,
 )
+from tsukud.validation.findings import SCHEMA, Finding, errors, format_findings
+from tsukud.validation.verify_command import verify_command_findings
 
 AssetType = Literal["archive", "binary"]
 AnswerFormat = Literal["tar.gz", "tar.xz", "tar.bz2", "zip"]

@@ -27,7 +27,8 @@ from typing import Any
 import msgspec
 
 from tsukud.create.tokens import TARGET_ARCHES, UNIVERSAL, parse_asset
-from tsukud.recipe import ArchiveFormat, normalize_version, tag_to_version
+from tsukud.recipe import ArchiveFormat
+from tsukud.recipe.release import Release
 from tsukud.recipe.version import is_stable_version
 
 MAX_NAME_LENGTH = 256
@@ -76,31 +77,6 @@ _DOC_NAMES = re.compile(r"(?:license|licence|readme|changelog|notice|copying)(?:
 
 
 # ------------------------------------------------------------------------- releases
-
-
-class Release(msgspec.Struct, frozen=True, kw_only=True):
-    """One GitHub release as the create pipeline sees it: tag and asset names.
-
-    ``version`` is what ``{version}`` expands to for this tag (tsukud.recipe's
-    normalisation), so templates are inferred and replayed with the same rule the
-    installer uses to build the download URL.
-    """
-
-    tag: str
-    assets: tuple[str, ...]
-    prerelease: bool = False
-    draft: bool = False
-    # Optional sha256 digests from the API (``digest: "sha256:..."``), by asset name.
-    digests: Mapping[str, str] = msgspec.field(default_factory=dict)
-    # The recipe's ``[version] tag_prefix``, when it has one: stripped as the version
-    # source strips it, with no further normalisation.
-    tag_prefix: str | None = None
-
-    @property
-    def version(self) -> str:
-        if self.tag_prefix:
-            return tag_to_version(self.tag, self.tag_prefix) or normalize_version(self.tag)
-        return normalize_version(self.tag)
 
 
 def release_from_api(data: Mapping[str, Any]) -> Release:

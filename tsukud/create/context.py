@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING
 import msgspec
 import trio
 
-from tsukud.create.assets import Release, strip_invisible, with_tag_prefix
+from tsukud.create.assets import strip_invisible, with_tag_prefix
 from tsukud.create.errors import BadSource, NoReleases
 from tsukud.errors import TsukuError
 from tsukud.github.client import LATEST_PAGE
+from tsukud.recipe.release import Release
 from tsukud.registries.ecosystems import labels, sources_hint
 
 if TYPE_CHECKING:

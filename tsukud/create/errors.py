@@ -53,18 +53,3 @@ class DeterministicUncertain(DeterministicFailed):
     candidates are listed instead, for a person (or a run with an LLM) to choose."""
 
     code = "deterministic_low_confidence"
-
-
-class GenerationFailed(CreateError):
-    code = "generation_failed"
-
-
-class ValidationFailed(CreateError):
-    code = "validation_failed"
-
-
-class ValidationUnavailable(CreateError):
-    """Validation could not run at all (no runtime, no image): a recipe nobody has seen
-    work is neither saved nor installed unless the user said ``--skip-validation``."""
-
-    code = "validation_unavailable"

@@ -8,7 +8,7 @@ annotation, entries under ``bin/``); the runtime dependencies are the formula's
 ``dependencies`` as this machine's bottle tag sees them (``variations`` merged over
 the top level, as the API documents); platforms without a bottle are listed in
 ``unsupported_platforms``. The recipe then passes the same static checks as any,
-and is validated like any (``create/bottle_validation.py``: the bottles poured, the
+and is validated like any (``validation/bottles.py``: the bottles poured, the
 verify command run in the container) unless the user skips it.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from tsukud.create.errors import CreateError
-from tsukud.create.pipeline import CreateResult, ValidationSummary, builder_completed
+from tsukud.create.pipeline import CreateResult, builder_completed
 from tsukud.create.tools import Emit
 from tsukud.errors import TsukuError
 from tsukud.install.homebrew.client import HomebrewClient
@@ -37,6 +37,7 @@ from tsukud.recipe import (
 from tsukud.recipe.homebrew import choose_tag, platform_tags, split_oci_tag
 from tsukud.recipe.platform import STANDARD_PLATFORMS
 from tsukud.recipe.version import ResolvedVersion
+from tsukud.validation.summary import ValidationSummary
 
 EXEC_FILES = "sh.brew.path_exec_files"
 SOURCE_PREFIX = "homebrew:"

@@ -56,7 +56,6 @@ from tsukud.create.answer import (
     answer_to_recipe,
 )
 from tsukud.create.assets import (
-    Release,
     fenced,
     filter_release,
     unsafe_name_reason,
@@ -74,6 +73,7 @@ from tsukud.recipe import (
     When,
     expand,
 )
+from tsukud.recipe.release import Release
 from tsukud.recipe.version_range import compare_versions
 
 CONFIDENT = 0.8

@@ -9,7 +9,7 @@
    ``extract_pattern`` forced on the last turn, every answer judged at once by the
    static checks (schema, limits, replay against the real assets), whose findings are
    the cheapest repair feedback there is.
-4. **Validation** (:mod:`tsukud.create.validate`) on the container's platform, after a
+4. **Validation** (:mod:`tsukud.validation.validator`) on the container's platform, after a
    deterministic binary-path fix (:func:`tsukud.create.repair.fix_layout`) and verify
    self-repair (:mod:`tsukud.create.verify_repair`) when they apply; then the other
    platforms as far as this machine can (another CPU under emulation, darwin by its
@@ -35,11 +35,10 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import msgspec
 import trio
@@ -51,12 +50,8 @@ from tsukud.create.context import RepoContext, gather
 from tsukud.create.errors import (
     DeterministicFailed,
     DeterministicUncertain,
-    GenerationFailed,
     NoBinaryAssets,
-    ValidationFailed,
-    ValidationUnavailable,
 )
-from tsukud.create.findings import Finding, errors, format_findings
 from tsukud.create.matcher import (
     CONFIDENT,
     Candidate,
@@ -69,8 +64,7 @@ from tsukud.create.matcher import (
 )
 from tsukud.create.payload_check import confirm_arch_only
 from tsukud.create.prompts import user_message
-from tsukud.create.repair import fix_layout, static_feedback, validation_feedback, with_verify
-from tsukud.create.sanitize import redact
+from tsukud.create.repair import feedback_for, fix_layout, static_feedback, with_verify
 from tsukud.create.session import (
     MAX_TOKENS,
     MAX_TURNS,
@@ -78,13 +72,15 @@ from tsukud.create.session import (
     SYSTEM,
     Conversation,
     Judgement,
-    Outcome,
 )
 from tsukud.create.static_checks import check_recipe, check_verify
-from tsukud.create.tools import Emit, RepoTools, ToolCallRecord
-from tsukud.create.validate import Verdict, container_platform, skipped
+from tsukud.create.tools import RepoTools, ToolCallRecord
 from tsukud.errors import ProviderUnavailable, SandboxError
+from tsukud.generation.errors import GenerationFailed
+from tsukud.generation.loop import Answered, Loop, Strategy, failure_data
 from tsukud.llm.providers import key_variables, name_of_tag
+from tsukud.llm.run import OpenLlm, cost_usd, first_provider
+from tsukud.progress import Emit, Progress
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
     GitHubArchiveStep,
@@ -96,17 +92,26 @@ from tsukud.recipe import (
     render_recipe,
 )
 from tsukud.registries.ecosystems import prefixes_hint
+from tsukud.validation.errors import ValidationFailed
+from tsukud.validation.findings import Finding, errors, format_findings
+from tsukud.validation.sanitize import redact
+from tsukud.validation.summary import (
+    ValidationSummary,
+    attempt_recorded,
+    attempt_started,
+    validation_summary,
+    validation_unavailable,
+)
+from tsukud.validation.validator import Verdict, container_platform, skipped
 
 if TYPE_CHECKING:
-    from tsukud.create.validate import ValidationRun, Validator
     from tsukud.github.client import GitHub
     from tsukud.llm.types import Response
     from tsukud.net.http import Http
+    from tsukud.validation.validator import ValidationRun, Validator
 
 MAX_REPAIRS = 2
 DETERMINISTIC = "deterministic"
-
-Progress = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class CreateRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -122,22 +127,6 @@ class CreateRequest(msgspec.Struct, frozen=True, kw_only=True):
     collect_tool_stats: bool = False
     max_repairs: int = MAX_REPAIRS
     version: str | None = None  # build for this release instead of the newest
-
-
-class ValidationSummary(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    status: str
-    platform: str
-    stage: str | None = None
-    image: str | None = None
-    version: str | None = None
-    message: str | None = None
-    hint: str | None = None
-    command: str | None = None
-    exit_code: int | None = None
-    output: str | None = None
-    assets: tuple[dict[str, Any], ...] = ()
-    platforms: tuple[dict[str, Any], ...] = ()  # how far each platform was proven
-    attempts: int = 0
 
 
 class CreateResult(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -197,7 +186,7 @@ class Deps:
     github_url: str
     emit: Emit
     progress: Progress
-    open_llm: Callable[..., AbstractAsyncContextManager[Any]] | None = None
+    open_llm: OpenLlm | None = None
     validator: Validator | None = None
     secrets: Sequence[str] = ()
     workdir: Path | None = None
@@ -370,7 +359,7 @@ class _Run:
                 raise ValidationFailed(
                     f"the deterministic recipe failed validation ({verdict.stage}): "
                     f"{self.clean(verdict.message)}",
-                    **self._failure_data(verdict),
+                    **failure_data(verdict, self.clean),
                 )
             note = (
                 "The deterministic matcher's best candidate failed validation "
@@ -414,80 +403,50 @@ class _Run:
             generation_tool=req.tool,
         ) as run:
             conv = self.conv = Conversation(run.complete, tools, self.judge, first)
-            provider = run.names[0] if getattr(run, "names", None) else "the LLM"
+            provider = first_provider(run)
             await self.progress("asking", f"asking {provider}", provider=provider)
+            loop = Loop(
+                Strategy(
+                    ask=self._ask,
+                    tell=conv.add_user,
+                    validate=self._validate,
+                    feedback=feedback_for(
+                        max_repairs=max_repairs,
+                        secrets=deps.secrets,
+                        notes=lambda: self.self_repairs[-1:],
+                    ),
+                    done=lambda verdict: not verdict.failed,
+                    first_turns=MAX_TURNS,
+                    repair_turns=REPAIR_TURNS,
+                    answer_tool="extract_pattern",
+                    static_feedback=lambda findings, attempt: static_feedback(
+                        findings, attempt=attempt, max_repairs=max_repairs
+                    ),
+                ),
+                tally=self,
+                max_repairs=max_repairs,
+                emit=deps.emit,
+                progress=deps.progress,
+                clean=self.clean,
+            )
             try:
                 # Inside the try: a first round that raises has spent money too.
-                outcome: Outcome = await conv.run(MAX_TURNS)
-                while True:
-                    if not outcome.ok:
-                        self.stage = "llm"
-                        if self.repairs >= max_repairs:
-                            raise GenerationFailed(
-                                f"no answer passed the static checks after {self.repairs} "
-                                f"repairs:\n{format_findings(outcome.findings)}",
-                                repairs=self.repairs,
-                                stage="static_checks",
-                            )
-                        await self._repair("static_check", outcome.findings[0].category)
-                        conv.add_user(
-                            static_feedback(
-                                outcome.findings, attempt=self.repairs, max_repairs=max_repairs
-                            )
-                        )
-                        outcome = await conv.run(REPAIR_TURNS)
-                        continue
-                    assert outcome.judgement is not None and outcome.judgement.recipe is not None
-                    recipe, verdict = await self._validate(outcome.judgement.recipe)
-                    if not verdict.failed:
-                        break
-                    if self.repairs >= max_repairs:
-                        raise ValidationFailed(
-                            f"the recipe failed validation after {self.repairs} repairs "
-                            f"({verdict.stage}): {self.clean(verdict.message)}",
-                            **self._failure_data(verdict),
-                        )
-                    await self._repair(verdict.stage, verdict.category or "unknown")
-                    conv.add_user(
-                        validation_feedback(
-                            verdict,
-                            attempt=self.repairs,
-                            max_repairs=max_repairs,
-                            secrets=deps.secrets,
-                            notes=self.self_repairs[-1:] if self.self_repairs else (),
-                        )
-                    )
-                    outcome = await conv.run(REPAIR_TURNS)
+                recipe, verdict = await loop.run()
             finally:
-                unpriced = getattr(run, "unpriced_turns", 0)
-                self.spent = None if unpriced else float(getattr(run, "spent", 0))
-                self.warnings.extend(getattr(run, "warnings", ()))
+                self.spent = cost_usd(run)
+                self.warnings.extend(run.warnings)
         answered = conv.answered_by or conv.last_response
         generated_by = (
             f"{provider_name(answered)}:{answered.model}" if answered is not None else "llm"
         )
         return await self._finish(recipe, verdict, generated_by=generated_by)
 
-    async def _repair(self, stage: str, category: str) -> None:
-        self.repairs += 1
-        await self.emit(
-            "repair.attempted",
-            {"attempt": self.repairs, "kind": "llm", "stage": stage, "category": category},
-        )
-        await self.progress(
-            "repairing",
-            f"repairing {self.repairs}/{self.req.max_repairs} ({stage}: {category})",
-            attempt=self.repairs,
-        )
-
-    def _failure_data(self, verdict: Verdict) -> dict[str, Any]:
-        return {
-            "stage": verdict.stage,
-            "category": verdict.category,
-            "exit_code": verdict.exit_code,
-            "output": self.clean(verdict.output[-2000:]),
-            "platform": verdict.platform,
-        }
+    async def _ask(self, turns: int) -> Answered:
+        assert self.conv is not None
+        outcome = await self.conv.run(turns)
+        judgement = outcome.judgement
+        recipe = judgement.recipe if judgement is not None and outcome.ok else None
+        return Answered(recipe=recipe, findings=outcome.findings)
 
     # ---- validation ----------------------------------------------------------------
 
@@ -508,9 +467,8 @@ class _Run:
             await self._unavailable(exc.message, exc.code)
         self.ready = True
 
-    async def _unavailable(self, reason: str, code: str | None, *, emit: bool = True) -> NoReturn:
-        if emit:
-            await self.emit("validation.skipped", {"reason": self.clean(reason)})
+    async def _unavailable(self, reason: str, code: str | None) -> NoReturn:
+        await self.emit("validation.skipped", {"reason": self.clean(reason)})
         raise validation_unavailable(self.clean(reason), code)
 
     async def _validate(
@@ -532,15 +490,7 @@ class _Run:
         assert vrun is not None
         self.validations += 1
         attempt = self.validations
-        await self.progress(
-            "validating",
-            f"validating on {vrun.platform.key} in a container (attempt {attempt})",
-            attempt=attempt,
-        )
-        await self.emit(
-            "validation.started",
-            {"attempt": attempt, "platform": vrun.platform.key, "image": vrun.validator.image},
-        )
+        await attempt_started(vrun, attempt, emit=self.deps.emit, progress=self.deps.progress)
         prepared = await vrun.prepare(recipe, ctx.release)
         if prepared.failure is not None and prepared.failure.stage == "layout":
             fixed = fix_layout(recipe, prepared.failure, version=ctx.version)
@@ -558,10 +508,7 @@ class _Run:
             recipe, verdict = await self._self_repair(recipe, verdict, prepared)
         # The container's platform passed: now the others, as far as this machine can.
         verdict = await vrun.prove_platforms(recipe, ctx.release, verdict)
-        await self.emit(f"validation.{verdict.status}", self._verdict_event(verdict, attempt))
-        if verdict.status == "skipped" and verdict.stage == "runtime":  # it went away
-            self.ready = False
-            await self._unavailable(verdict.message, None, emit=False)
+        await attempt_recorded(verdict, attempt, emit=self.deps.emit, clean=self.clean)
         return recipe, verdict
 
     async def _self_repair(
@@ -603,9 +550,6 @@ class _Run:
                 self.self_repairs.append(f"verify: {proposal.reason}")
                 return candidate, tried
         return recipe, verdict
-
-    def _verdict_event(self, verdict: Verdict, attempt: int) -> dict[str, Any]:
-        return verdict_event(verdict, attempt, self.clean)
 
     # ---- result --------------------------------------------------------------------
 
@@ -751,24 +695,57 @@ async def run_create(req: CreateRequest, deps: Deps, *, session: str) -> CreateR
             "skip_validation": req.skip_validation,
         },
     )
+    return await recorded(
+        run, emit=deps.emit, tool=req.tool, source=req.repo, max_repairs=req.max_repairs
+    )
+
+
+class Spending(Protocol):
+    """What a run's ``generation.failed`` reports of it."""
+
+    @property
+    def stage(self) -> str: ...
+
+    @property
+    def repairs(self) -> int: ...
+
+    @property
+    def spent(self) -> float | None: ...
+
+    async def run(self) -> CreateResult: ...
+
+
+async def recorded(
+    run: Spending,
+    *,
+    emit: Emit,
+    tool: str,
+    source: str,
+    clean: Callable[[str], str] = str,
+    max_repairs: int | None = None,
+) -> CreateResult:
+    """``run``'s result; ``generation.completed`` or ``generation.failed`` (whatever
+    ended it, cancellation included) is its last event. Create and the instructions
+    builder both end their runs here."""
     try:
         result = await run.run()
     except BaseException as exc:
         with trio.CancelScope(shield=True):
-            await deps.emit(
+            await emit(
                 "generation.failed",
                 failed_event(
-                    req.tool,
-                    req.repo,
+                    tool,
+                    source,
                     exc,
                     stage=run.stage,
                     repairs=run.repairs,
                     spent=run.spent,
-                    max_repairs=req.max_repairs,
+                    clean=clean,
+                    max_repairs=max_repairs,
                 ),
             )
         raise
-    await deps.emit("generation.completed", completed_event(req.tool, result))
+    await emit("generation.completed", completed_event(tool, result))
     return result
 
 
@@ -827,73 +804,3 @@ def completed_event(tool: str, result: CreateResult) -> dict[str, Any]:
         "duration_ms": result.duration_ms,
         "max_repairs": result.max_repairs if result.provider is not None else None,
     }
-
-
-def validation_unavailable(reason: str, code: str | None) -> ValidationUnavailable:
-    """The error for a run whose validation cannot happen (no runtime, no image):
-    ``reason`` already cleaned of secrets."""
-    if code == "sandbox_image_missing":
-        fix = "Build the validation image with `tsukuctl sandbox prepare`"
-    else:
-        fix = (
-            "Start Docker or Podman (or point DOCKER_HOST at its socket); if the "
-            "validation image is missing too, `tsukuctl sandbox prepare` builds it"
-        )
-    return ValidationUnavailable(
-        f"validation cannot run, so the recipe was not accepted: {reason}",
-        hint=f"{fix}, then run it again; or pass --skip-validation to accept the recipe "
-        "without proof (the recipe records that it was not validated).",
-        reason=code or "no_runtime",
-    )
-
-
-def verdict_event(verdict: Verdict, attempt: int, clean: Callable[[str], str]) -> dict[str, Any]:
-    """The payload of ``validation.passed|failed|skipped`` for one attempt."""
-    payload: dict[str, Any] = {
-        "attempt": attempt,
-        "status": verdict.status,
-        "stage": verdict.stage,
-        "platform": verdict.platform,
-        "image": verdict.image,
-        "duration_ms": verdict.duration_ms,
-    }
-    if verdict.command is not None:
-        payload.update(command=verdict.command, exit_code=verdict.exit_code)
-    if verdict.category:
-        payload["category"] = verdict.category
-    if verdict.failed or verdict.status == "skipped":
-        payload["message"] = clean(verdict.message[:500])
-    if verdict.status == "skipped":
-        payload["reason"] = payload["message"] or "validation could not finish"
-    if verdict.assets:
-        payload["assets"] = [
-            {"name": a.name, "sha256": a.sha256, "size": a.size} for a in verdict.assets
-        ]
-    if verdict.platforms:
-        payload["platforms"] = [
-            {"platform": p.platform, "status": p.status, "how": p.how} for p in verdict.platforms
-        ]
-    return payload
-
-
-def validation_summary(
-    verdict: Verdict, attempts: int, clean: Callable[[str], str]
-) -> ValidationSummary:
-    """What a result says of its validation (output and messages cleaned)."""
-    return ValidationSummary(
-        status=verdict.status,
-        platform=verdict.platform,
-        stage=verdict.stage,
-        image=verdict.image,
-        version=verdict.version,
-        message=clean(verdict.message) or None,
-        hint=verdict.hint,
-        command=verdict.command,
-        exit_code=verdict.exit_code,
-        output=clean(verdict.output[-500:]) or None,
-        assets=tuple(msgspec.to_builtins(a) for a in verdict.assets),
-        platforms=tuple(
-            {**msgspec.to_builtins(p), "message": clean(p.message)} for p in verdict.platforms
-        ),
-        attempts=attempts,
-    )

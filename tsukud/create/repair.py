@@ -12,7 +12,7 @@ Two fixes cost no tokens and are tried before the model is asked again:
   because each proposal is one container run.
 
 What goes back to the model (:func:`validation_feedback`, :func:`static_feedback`) is
-sanitised (:func:`tsukud.create.sanitize.sanitize`: secrets, home directories and
+sanitised (:func:`tsukud.validation.sanitize.sanitize`: secrets, home directories and
 addresses removed, the tail kept), fenced as data, and carries what the reference left
 out: the verify command's own exit code and output, the stage that failed, the asset
 that was validated, and the archive's files when a binary was not found.
@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import msgspec
 
 from tsukud.create.assets import fenced
-from tsukud.create.findings import Finding, format_findings
-from tsukud.create.sanitize import SUGGESTIONS, UNKNOWN, categorize, sanitize
-from tsukud.create.validate import Verdict
 from tsukud.recipe import Binary, GitHubArchiveStep, Recipe, Verify
+from tsukud.validation.findings import Finding, format_findings
+from tsukud.validation.sanitize import SUGGESTIONS, UNKNOWN, categorize, sanitize
+from tsukud.validation.validator import Verdict
 
 FEEDBACK_OUTPUT = 2000
 
@@ -106,6 +106,29 @@ def validation_feedback(
         else f"Call {answer_tool} again with a corrected answer."
     )
     return "\n\n".join(lines)
+
+
+def feedback_for(
+    *,
+    max_repairs: int,
+    secrets: Iterable[str],
+    answer_tool: str = "extract_pattern",
+    notes: Callable[[], Sequence[str]] = tuple,
+) -> Callable[[Verdict, int], str]:
+    """A run's :func:`validation_feedback` for the generation loop: (verdict, repair
+    number) → the user turn; ``notes`` read at each repair (what self-repair changed)."""
+
+    def feedback(verdict: Verdict, attempt: int) -> str:
+        return validation_feedback(
+            verdict,
+            attempt=attempt,
+            max_repairs=max_repairs,
+            secrets=secrets,
+            notes=notes(),
+            answer_tool=answer_tool,
+        )
+
+    return feedback
 
 
 # ------------------------------------------------------------------- deterministic

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,13 +25,13 @@ import trio
 
 from tsukud.create.errors import CreateError, RecipeExists
 from tsukud.errors import TsukuError, UsageError
+from tsukud.progress import Progress
 
 if TYPE_CHECKING:
     from tsukud.clock import Clock
     from tsukud.config import Config
     from tsukud.create.ecosystem_builders import EcosystemSource
     from tsukud.create.pipeline import CreateResult
-    from tsukud.create.validate import Validator
     from tsukud.events.store import EventStore
     from tsukud.github.client import GitHub
     from tsukud.install.registry import Registry
@@ -40,8 +40,7 @@ if TYPE_CHECKING:
     from tsukud.policy.confirm import Confirmations
     from tsukud.recipe import Recipe
     from tsukud.sandbox.service import Sandbox
-
-Progress = Callable[[dict[str, Any]], Awaitable[None]]
+    from tsukud.validation.validator import Validator
 
 
 class SavedRecipe(msgspec.Struct, frozen=True, kw_only=True):
@@ -60,9 +59,9 @@ def recipe_sha256(text: str) -> str:
 
 def checked_recipe_text(tool: str, text: str) -> None:
     """Refuse a recipe text that is not a valid recipe for ``tool`` on paper."""
-    from tsukud.create.findings import errors, format_findings
     from tsukud.create.static_checks import check_on_paper
     from tsukud.recipe import RecipeError, parse_recipe
+    from tsukud.validation.findings import errors, format_findings
 
     try:
         recipe = parse_recipe(text, f"{tool}.toml")
@@ -81,8 +80,8 @@ def refuse_guarded(recipe: Recipe, source: str) -> None:
     """A package whose executables include ``sudo``, ``ssh``, ``gpg`` … (and is not that
     command's own) is refused before anything is fetched or validated: the install
     would refuse it too (``install/shadowing.py``)."""
-    from tsukud.create.findings import format_findings
     from tsukud.create.static_checks import guarded_findings
+    from tsukud.validation.findings import format_findings
 
     found = guarded_findings(recipe)
     if found:
@@ -353,12 +352,12 @@ class Creator:
         skip_validation: bool,
     ) -> CreateResult:
         """``--from homebrew:<formula>``: ``create/homebrew_builder.py``, validated by
-        ``create/bottle_validation.py``."""
-        from tsukud.create.bottle_validation import BottleValidation
+        ``validation/bottles.py``."""
         from tsukud.create.homebrew_builder import build_from_homebrew
         from tsukud.install.homebrew.client import HomebrewClient
         from tsukud.recipe import host_platform
         from tsukud.secrets import redact
+        from tsukud.validation.bottles import BottleValidation
 
         config = self._config()
         client = HomebrewClient(
@@ -418,19 +417,15 @@ class Creator:
     ) -> CreateResult:
         """``--from npm:<package>`` / ``pypi:<project>``: the recipe from the registry's
         metadata (no model, $0), fetched on the host with its scripts off and built and
-        verified in the validation container (``create/ecosystem_validation.py``)."""
+        verified in the validation container (``validation/ecosystem.py``)."""
         from tsukud.create.ecosystem_builders import DRAFTERS
-        from tsukud.create.ecosystem_validation import validate_in_container
-        from tsukud.create.errors import ValidationFailed
-        from tsukud.create.pipeline import (
-            CreateResult,
-            ValidationSummary,
-            builder_completed,
-            failed_event,
-        )
+        from tsukud.create.pipeline import CreateResult, builder_completed, failed_event
         from tsukud.install.ecosystem.actions import index_key, registry_urls
         from tsukud.install.ecosystem.prefix import proxy_env
         from tsukud.recipe import host_platform
+        from tsukud.validation.ecosystem import validate_in_container
+        from tsukud.validation.errors import ValidationFailed
+        from tsukud.validation.summary import ValidationSummary
 
         target = self.target(tool, output)
         if check_target or write:

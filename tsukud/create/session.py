@@ -24,7 +24,6 @@ from typing import Any, Final
 import msgspec
 
 from tsukud.create.answer import ExtractPatternAnswer
-from tsukud.create.findings import Finding, format_findings
 from tsukud.create.prompts import EXTRACT_PATTERN, SYSTEM_PROMPT, TOOLS
 from tsukud.create.tools import RepoTools, ToolCallRecord, result_text, tool_error
 from tsukud.llm.types import (
@@ -39,6 +38,7 @@ from tsukud.llm.types import (
     UserMessage,
 )
 from tsukud.recipe import Recipe
+from tsukud.validation.findings import Finding, format_findings
 
 MAX_TURNS = 5
 REPAIR_TURNS = 3

@@ -18,24 +18,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from tsukud.create.assets import (
-    Release,
     drop_reason,
     filter_release,
     usable_releases,
     with_tag_prefix,
-)
-from tsukud.create.findings import (
-    BINARY_PATH,
-    GUARDED_COMMAND,
-    INTENT,
-    LIMITS,
-    LITERAL_VERSION,
-    REPLAY,
-    SCHEMA,
-    UNSUPPORTED,
-    VERIFY_COMMAND,
-    WRONG_PLATFORM,
-    Finding,
 )
 from tsukud.create.tokens import UNIVERSAL, parse_asset
 from tsukud.install.shadowing import is_guarded
@@ -66,47 +52,32 @@ from tsukud.recipe import (
 )
 from tsukud.recipe.homebrew import formula_of
 from tsukud.recipe.model import HTTP_JSON_SOURCE
+from tsukud.recipe.release import Release
 from tsukud.recipe.version_range import compare_versions, parse_range, sort_key
+from tsukud.validation.findings import (
+    BINARY_PATH,
+    GUARDED_COMMAND,
+    INTENT,
+    LIMITS,
+    LITERAL_VERSION,
+    REPLAY,
+    SCHEMA,
+    UNSUPPORTED,
+    VERIFY_COMMAND,
+    WRONG_PLATFORM,
+    Finding,
+)
+from tsukud.validation.verify_command import verify_command_findings
 
 MAX_STEPS = 20
 MAX_DEPENDENCIES = 5
-MAX_VERIFY_LENGTH = 200
 MIN_REPLAY_RELEASES = 3
 
-# Anything that makes a shell do more than run one command. ``$`` covers ``$(...)``,
-# ``${...}`` and ``$VAR``: a verify command never needs any of them.
-SHELL_OPERATORS = (";", "&", "|", "<", ">", "$", "`", "\n", "\r")
 # A verify command may run a binary by its path: ``{install_dir}/bin/tool``.
 INSTALL_DIR = "{install_dir}/"
 
 
 # ------------------------------------------------------------------------- pieces
-
-
-def verify_command_findings(command: str | None, *, where: str = "verify command") -> list[Finding]:
-    if command is None or not command.strip():
-        return [Finding(category=VERIFY_COMMAND, message=f"{where} is missing")]
-    found: list[Finding] = []
-    operators = [op for op in SHELL_OPERATORS if op in command]
-    if operators:
-        shown = " ".join(repr(op) if op.strip() == "" else op for op in operators)
-        found.append(
-            Finding(
-                category=VERIFY_COMMAND,
-                message=(
-                    f"{where} {command!r} uses shell operators ({shown}); it must be one "
-                    "plain command such as 'tool --version'"
-                ),
-            )
-        )
-    if len(command) > MAX_VERIFY_LENGTH:
-        found.append(
-            Finding(
-                category=VERIFY_COMMAND,
-                message=f"{where} is {len(command)} characters (limit {MAX_VERIFY_LENGTH})",
-            )
-        )
-    return found
 
 
 def binary_path_findings(path: str, *, where: str) -> list[Finding]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -30,17 +30,17 @@ from tsukud.create.assets import filter_release, strip_invisible, unsafe_name_re
 from tsukud.create.prompts import FETCH_FILE, INSPECT_ARCHIVE
 from tsukud.errors import TsukuError
 from tsukud.events.catalogue import ToolCalled
+from tsukud.progress import Emit
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tsukud.create.assets import Release
     from tsukud.github.client import GitHub
     from tsukud.github.client import Release as ApiRelease
     from tsukud.install.extract import ArchiveEntry
     from tsukud.net.http import Http
+    from tsukud.recipe.release import Release
 
-Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 MAX_INSPECT_BYTES = 256 * 1024 * 1024  # streamed (tar): nothing is kept
 MAX_INSPECT_MEMORY = 64 * 1024 * 1024  # zip and bare files are read into memory

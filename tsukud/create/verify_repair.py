@@ -20,14 +20,14 @@ from typing import Literal
 
 import msgspec
 
-from tsukud.create.sanitize import (
+from tsukud.recipe import Verify
+from tsukud.validation.sanitize import (
     BINARY_NOT_FOUND,
     EXEC_FORMAT,
     PERMISSION,
     SHARED_LIBRARY,
     categorize,
 )
-from tsukud.recipe import Verify
 
 MAX_PROPOSALS = 8
 VERSION_FLAGS = ("--version", "version", "-V", "-v", "-version")

@@ -94,6 +94,7 @@ from tsukud.errors import BudgetExceeded, ConfirmationRequired, TsukuError, User
 from tsukud.events.catalogue import ToolCalled
 from tsukud.llm.providers import key_variables, searches_itself
 from tsukud.policy.confirm import pausing
+from tsukud.progress import Emit, Progress, no_emit, no_progress
 from tsukud.registries.ecosystems import labels
 
 if TYPE_CHECKING:
@@ -112,19 +113,9 @@ TIMEOUT_KEYS = {
 }
 INPUT_ESTIMATE = 20_000  # tokens per turn: prompt, tools, server search results
 
-Progress = Callable[[dict[str, Any]], Awaitable[None]]
-Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
 Ask = Callable[[ConfirmationRequired], Awaitable[None]]
 # A numbered choice among ``options``: the number picked (1-based), or None for none.
 Choose = Callable[[ConfirmationRequired, list[dict[str, Any]]], Awaitable[int | None]]
-
-
-async def _no_progress(_body: dict[str, Any]) -> None:
-    return None
-
-
-async def _no_emit(_type: str, _payload: dict[str, Any]) -> None:
-    return None
 
 
 async def _refuse(question: ConfirmationRequired) -> None:
@@ -160,8 +151,8 @@ class Deps:
     search_fee: Callable[[str], Decimal | None] = lambda _name: None
     ask: Ask = _refuse
     choose: Choose = _refuse_choice
-    emit: Emit = _no_emit
-    progress: Progress = _no_progress
+    emit: Emit = no_emit
+    progress: Progress = no_progress
     clock: Clock = field(default_factory=SystemClock)
     timeout_s: float = DEFAULT_TIMEOUT_S
     stage_timeouts: dict[str, float] = field(default_factory=lambda: dict(STAGE_TIMEOUTS))

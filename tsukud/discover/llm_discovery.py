@@ -69,6 +69,7 @@ from tsukud.llm.types import (
     UserMessage,
     WebSearch,
 )
+from tsukud.progress import Emit, Note, no_emit, no_note
 from tsukud.registries.ecosystems import ECOSYSTEMS as ECOSYSTEM_RECORDS
 from tsukud.registries.ecosystems import listed
 
@@ -325,8 +326,6 @@ def parse_extract(
 
 # ------------------------------------------------------------------------------ session
 
-Progress = Callable[[str, dict[str, Any]], Awaitable[None]]  # (message, extra)
-Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
 Record = Callable[[ToolCalled], Awaitable[None]]  # one tool call, as create logs them
 
 
@@ -370,14 +369,6 @@ def server_searches(resp: Response) -> list[ToolCalled]:
         name = spec.search_tool if spec is not None else "web_search"
         calls = [ToolCalled(name=name, ok=True, duration_ms=0)] * resp.usage.web_search_requests
     return calls
-
-
-async def _quiet(_message: str, _extra: dict[str, Any]) -> None:
-    return None
-
-
-async def _no_emit(_type: str, _payload: dict[str, Any]) -> None:
-    return None
 
 
 def repos_of(source: Citation) -> set[str]:
@@ -472,8 +463,8 @@ class LLMDiscovery:
         searcher: Searcher | None = None,
         search_fee: Decimal | None = None,
         max_searches: int = 3,
-        progress: Progress = _quiet,
-        emit: Emit = _no_emit,
+        progress: Note = no_note,
+        emit: Emit = no_emit,
         record: Record = _no_record,
     ) -> None:
         self.run = run

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from tsukud.discover.chain import Ask, Choose, Deps, Request, discover
 from tsukud.discover.model import Discovery
+from tsukud.progress import Progress
 from tsukud.registries.ecosystems import DISCOVERY_URLS
 
 if TYPE_CHECKING:
@@ -47,7 +48,6 @@ SEARCH_KEYS = {
     "tavily": "discover.tavily_url",
     "brave": "discover.brave_url",
 }
-Progress = Any
 PAGE_EXCERPT = 2000  # characters of an install page's visible text in a report
 
 

@@ -38,6 +38,7 @@ from tsukud import log
 from tsukud.batch.queue import MAX_ATTEMPTS, remaining
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, LedgerUnavailable, TsukuError
 from tsukud.policy import spent
+from tsukud.progress import Progress, no_progress
 
 if TYPE_CHECKING:
     from tsukud.batch.backend import BatchBackend
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
     from tsukud.create.pipeline import CreateResult
     from tsukud.policy.breaker import CircuitBreakers
 
-Progress = Callable[[dict[str, Any]], Awaitable[None]]
 Create = Callable[..., Awaitable["CreateResult"]]
 
 KEEPER_SECONDS = 10.0  # reap expired leases, then renew held ones, this often
@@ -80,6 +80,41 @@ def only_cancelled(exc: BaseException) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return exc.split(trio.Cancelled)[1] is None
     return isinstance(exc, trio.Cancelled)
+
+
+class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``batch.run`` answers when the run stops (schema/rpc.md, "Batch")."""
+
+    run: str
+    reason: str  # finished | cancelled | failed
+    workers: int
+    done: int
+    failed: int
+    deferred: int
+    requeued: int
+    stale_commits: int
+    # queued jobs of registries whose circuit stayed open through this run's probes:
+    # they wait for a later run (batch status shows them as queued)
+    waiting_on_breakers: dict[str, int]
+    remaining: int
+    backoff: int
+    counts: dict[str, int]
+    spent_usd: float
+    duration_ms: int
+    rate_per_min: float
+
+    def stopped_event(self) -> dict[str, Any]:
+        """The ``batch.run_stopped`` payload: the run's totals, not its breakdowns."""
+        return {
+            "run": self.run,
+            "reason": self.reason,
+            "done": self.done,
+            "failed": self.failed,
+            "deferred": self.deferred,
+            "remaining": self.remaining,
+            "spent_usd": self.spent_usd,
+            "duration_ms": self.duration_ms,
+        }
 
 
 class RunOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -171,7 +206,7 @@ class BatchRunner:
         # which a person must see before it is used, and no one watches a batch job.
         self.create = create
 
-    async def run(self, opts: RunOptions, *, progress: Progress) -> dict[str, Any]:
+    async def run(self, opts: RunOptions, *, progress: Progress) -> RunSummary:
         batch = self.batch
         run = batch.begin_run()
         try:
@@ -179,7 +214,7 @@ class BatchRunner:
         finally:
             batch.end_run(run)
 
-    async def _run(self, run: str, opts: RunOptions, progress: Progress) -> dict[str, Any]:
+    async def _run(self, run: str, opts: RunOptions, progress: Progress) -> RunSummary:
         batch, store = self.batch, self.batch.store
         workers = opts.jobs or default_workers()
         orphans = await batch.requeue_orphans(own=True)  # begin_run: no other run is active
@@ -226,52 +261,35 @@ class BatchRunner:
         finally:
             with trio.CancelScope(shield=True):
                 summary = await self._summary(run, reason, tally, started, workers)
-                ev = store.append_nowait(
-                    "batch.run_stopped",
-                    {
-                        k: summary[k]
-                        for k in (
-                            "run",
-                            "reason",
-                            "done",
-                            "failed",
-                            "deferred",
-                            "remaining",
-                            "spent_usd",
-                            "duration_ms",
-                        )
-                    },
-                )
+                ev = store.append_nowait("batch.run_stopped", summary.stopped_event())
                 await store.wait_durable(ev.id)
         return summary
 
     async def _summary(
         self, run: str, reason: str, tally: _Tally, started: float, workers: int
-    ) -> dict[str, Any]:
+    ) -> RunSummary:
         command = spent.current()
         counts = await self._counts()
         waiting = await self.waiting_on_breakers(tally)
         took = time.monotonic() - started
         finished = tally.done + tally.failed + tally.deferred
-        return {
-            "run": run,
-            "reason": reason,
-            "workers": workers,
-            "done": tally.done,
-            "failed": tally.failed,
-            "deferred": tally.deferred,
-            "requeued": tally.requeued,
-            "stale_commits": tally.stale,
-            # queued jobs of registries whose circuit stayed open through this run's
-            # probes: they wait for a later run (batch status shows them as queued)
-            "waiting_on_breakers": waiting,
-            "remaining": remaining(counts),
-            "backoff": counts["backoff"],
-            "counts": counts,
-            "spent_usd": float(command.usd) if command is not None else 0.0,
-            "duration_ms": round(took * 1000),
-            "rate_per_min": round(finished / took * 60, 2) if took > 0 else 0.0,
-        }
+        return RunSummary(
+            run=run,
+            reason=reason,
+            workers=workers,
+            done=tally.done,
+            failed=tally.failed,
+            deferred=tally.deferred,
+            requeued=tally.requeued,
+            stale_commits=tally.stale,
+            waiting_on_breakers=waiting,
+            remaining=remaining(counts),
+            backoff=counts["backoff"],
+            counts=counts,
+            spent_usd=float(command.usd) if command is not None else 0.0,
+            duration_ms=round(took * 1000),
+            rate_per_min=round(finished / took * 60, 2) if took > 0 else 0.0,
+        )
 
     async def _counts(self) -> dict[str, int]:
         """The queue's counts; zeros (logged) while the shared ledger is out of reach,
@@ -373,14 +391,11 @@ class BatchRunner:
     ) -> tuple[str, str | None]:
         """The job's outcome, and its failure's message (None when done)."""
 
-        async def quiet(_frame: dict[str, Any]) -> None:
-            return None  # a job's own stages are in its session's events
-
         try:
             result = await self.create(
                 lease.tool,
                 lease.source,
-                progress=quiet,
+                progress=no_progress,  # a job's own stages are in its session's events
                 write=False,
                 check_target=False,
                 deterministic_only=opts.deterministic_only,

@@ -20,14 +20,13 @@ from tsukud.errors import TsukuError
 from tsukud.flows.install_missing import page_consent, page_package, page_says, with_command_cost
 from tsukud.instructions.builder import InstructionsManual
 from tsukud.instructions.trust import decode_uses
+from tsukud.progress import Progress
 
 if TYPE_CHECKING:
     from tsukud.create.pipeline import CreateResult
     from tsukud.create.service import Creator
     from tsukud.instructions.service import InstructionsBuilder
     from tsukud.policy.confirm import Confirmations
-
-Progress = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class CreateRecipe:

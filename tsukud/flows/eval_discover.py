@@ -33,7 +33,6 @@ from tsukud.eval.figures import Outcome, discover_figures
 from tsukud.flows.eval_run import (
     STOPPED,
     DiscoverOptions,
-    Progress,
     agree,
     checked_options,
     completed,
@@ -42,6 +41,7 @@ from tsukud.flows.eval_run import (
     spent_usd,
 )
 from tsukud.policy import spent
+from tsukud.progress import Progress
 
 if TYPE_CHECKING:
     from tsukud.discover.service import DiscoveryService

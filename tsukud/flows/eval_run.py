@@ -39,6 +39,7 @@ from tsukud.errors import BudgetExceeded, ConfirmationRequired, TsukuError
 from tsukud.eval import corpus as corpora
 from tsukud.eval.figures import Outcome, compare, discover_figures, figures
 from tsukud.policy import spent
+from tsukud.progress import Progress, no_progress
 
 if TYPE_CHECKING:
     from tsukud.create.pipeline import CreateResult
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
     from tsukud.llm.service import LLM
     from tsukud.policy.confirm import Confirmations
 
-Progress = Callable[[dict[str, Any]], Awaitable[None]]
 Create = Callable[..., Awaitable["CreateResult"]]
 
 #: The first message's size a worst case assumes: five releases' asset names, the
@@ -311,9 +311,6 @@ class EvalRunner:
         from tsukud.batch.outcome import classify
         from tsukud.create.service import new_session
 
-        async def quiet(_frame: dict[str, Any]) -> None:
-            return None
-
         for number, item in enumerate(corpus.items, 1):
             session = new_session()
             before = spent.current()
@@ -326,7 +323,7 @@ class EvalRunner:
                 result = await self.create(
                     item.tool,
                     item.source,
-                    progress=quiet,
+                    progress=no_progress,
                     write=False,
                     check_target=False,
                     force_llm=True,

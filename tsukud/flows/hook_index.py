@@ -10,16 +10,14 @@ no registry names.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from tsukud.errors import TsukuError
+from tsukud.progress import Progress
 
 if TYPE_CHECKING:
     from tsukud.hooks.service import HookIndex
     from tsukud.install.registry import Registry
-
-Progress = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 async def reindex(

@@ -19,7 +19,7 @@ page found by web search is always shown to a person (``--yes`` does not approve
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -44,6 +44,7 @@ from tsukud.instructions.trust import (
     refusal,
 )
 from tsukud.policy import spent
+from tsukud.progress import Progress
 from tsukud.registries.ecosystems import sources_hint
 
 if TYPE_CHECKING:
@@ -53,8 +54,6 @@ if TYPE_CHECKING:
     from tsukud.install.installer import Installer
     from tsukud.instructions.service import InstructionsBuilder
     from tsukud.policy.confirm import Confirmations
-
-Progress = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class CreatedRecipe(msgspec.Struct, frozen=True, kw_only=True):

@@ -50,7 +50,7 @@ from tsukud.install.assemble import TreeAssembler, resolve_inside
 from tsukud.install.build import build_in_container, replace_with_output
 from tsukud.install.checks import run_checks, sha256_file
 from tsukud.install.commands import check_may_run, command_env, question, run_on_host
-from tsukud.install.context import InstallContext, ProgressFn
+from tsukud.install.context import InstallContext
 from tsukud.install.download import (
     ChecksumMismatch,
     DownloadError,
@@ -90,6 +90,7 @@ from tsukud.install.system_packages import (
 )
 from tsukud.install.transaction import InstallTransaction
 from tsukud.install.versions import Resolution
+from tsukud.progress import Progress
 from tsukud.recipe import (
     ArchiveFormat,
     EcosystemStep,
@@ -129,7 +130,7 @@ class InstallAttempt:
         name: str,
         version: str | None,
         session: str,
-        progress: ProgressFn,
+        progress: Progress,
         *,
         can_ask: bool = False,
         yes: bool = False,

@@ -16,7 +16,7 @@ rules are stricter than for a cost:
   (``run_command_refused``, exit 14), yes or no.
 
 Inside the validation container the same commands run without a question
-(``create/validate.py``): that is what the container is for.
+(``validation/validator.py``): that is what the container is for.
 """
 
 from __future__ import annotations

@@ -9,9 +9,11 @@ dependencies point one way: installer → attempt, planning → context.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from tsukud.progress import Progress
 
 if TYPE_CHECKING:
     import trio
@@ -24,8 +26,6 @@ if TYPE_CHECKING:
     from tsukud.net.http import Http
     from tsukud.policy.confirm import Confirmations
     from tsukud.recipe import Platform
-
-ProgressFn = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class InstallContext(Protocol):
@@ -55,7 +55,7 @@ class InstallContext(Protocol):
         version: str | None = None,
         *,
         force: bool = False,
-        progress: ProgressFn = ...,
+        progress: Progress = ...,
         can_ask: bool = False,
         yes: bool = False,
     ) -> dict[str, Any]: ...

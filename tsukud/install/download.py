@@ -49,12 +49,12 @@ from tsukud.net.http import (
 )
 from tsukud.net.resume import range_headers, resumed_at, validator
 from tsukud.net.retry import next_delay
+from tsukud.progress import ByteProgress
 
 DEFAULT_MAX_BYTES = 2 * 1024 * MB
 BATCH = 4 * MB  # bytes handed to the writer thread at a time
 _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
 
-Progress = Callable[[int, int | None], Awaitable[None]]
 T = TypeVar("T")
 _F_SETPIPE_SZ = 1031  # Linux fcntl: grow the pipe buffer (fewer wake-ups)
 _RNG = random.Random()  # noqa: S311 - retry jitter, not secrets; tests pass their own
@@ -201,7 +201,7 @@ async def _pump(
     resp: Stream,
     t: _Transfer,
     deliver: Callable[[list[bytes]], Awaitable[None]],
-    on_progress: Progress | None,
+    on_progress: ByteProgress | None,
     progress_interval: float,
 ) -> None:
     """Read the body, hand it to ``deliver`` in batches of about :data:`BATCH` bytes and
@@ -242,7 +242,7 @@ async def _transfer(
     deliver: Callable[[list[bytes]], Awaitable[None]],
     on_open: Callable[[Stream], Awaitable[None]],
     restart: Callable[[], Awaitable[None]] | None,
-    on_progress: Progress | None,
+    on_progress: ByteProgress | None,
     progress_interval: float,
     rng: random.Random,
 ) -> None:
@@ -303,7 +303,7 @@ async def download(
     dest: Path,
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
-    on_progress: Progress | None = None,
+    on_progress: ByteProgress | None = None,
     progress_interval: float = 0.1,
     rng: random.Random | None = None,
     headers: Mapping[str, str] | None = None,
@@ -419,7 +419,7 @@ async def download_streaming(
     consume: Callable[[Path, int | None], T],
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
-    on_progress: Progress | None = None,
+    on_progress: ByteProgress | None = None,
     progress_interval: float = 0.1,
     rng: random.Random | None = None,
     headers: Mapping[str, str] | None = None,

@@ -23,13 +23,14 @@ from tsukud.errors import TsukuError
 from tsukud.install import layout
 from tsukud.install.attempt import InstallAttempt
 from tsukud.install.checks import integrity_problems, run_checks
-from tsukud.install.context import ProgressFn
 from tsukud.install.download import DEFAULT_MAX_BYTES
 from tsukud.install.errors import not_installed
 from tsukud.install.homebrew.deps import dependents, unneeded
 from tsukud.install.homebrew.errors import DependencyInUse
 from tsukud.install.registry import Registry, check_name
+from tsukud.install.results import Removed, Verified
 from tsukud.install.versions import VersionResolver
+from tsukud.progress import Progress, no_progress
 from tsukud.recipe import (
     Platform,
     RecipeError,
@@ -46,10 +47,6 @@ if TYPE_CHECKING:
     from tsukud.install.homebrew.client import HomebrewClient
     from tsukud.net.http import Http
     from tsukud.policy.confirm import Confirmations
-
-
-async def _no_progress(_frame: dict[str, Any]) -> None:
-    return None
 
 
 class Installer:
@@ -181,7 +178,7 @@ class Installer:
         version: str | None = None,
         *,
         force: bool = False,
-        progress: ProgressFn = _no_progress,
+        progress: Progress = no_progress,
         can_ask: bool = False,
         yes: bool = False,
     ) -> dict[str, Any]:
@@ -220,7 +217,7 @@ class Installer:
 
     # ---- remove ------------------------------------------------------------------------
 
-    async def remove(self, name: str) -> dict[str, Any]:
+    async def remove(self, name: str) -> Removed:
         name = check_name(name)
         session = "remove-" + secrets.token_hex(6)
         async with self._holding(name) as (rec, install_dir):
@@ -231,18 +228,18 @@ class Installer:
             )
             await self.store.wait_durable(ev.id)
             layout.discard(install_dir)
-            return {
-                "tool": name,
-                "version": rec.get("version"),
-                "removed_links": links,
-                "install_dir": str(install_dir),
-                "session": session,
+            return Removed(
+                tool=name,
+                version=rec.get("version"),
+                removed_links=links,
+                install_dir=str(install_dir),
+                session=session,
                 # Its dependencies nothing else needs now: named, not removed (the user
                 # may use them directly; `tsukuctl remove <dep>` is one line).
-                "unneeded_dependencies": unneeded(
+                unneeded_dependencies=unneeded(
                     self.installed(), name, list(rec.get("runtime_dependencies") or ())
                 ),
-            }
+            )
 
     def _check_unneeded(self, name: str) -> None:
         """:class:`DependencyInUse` while another installed tool needs ``name`` at run
@@ -268,7 +265,7 @@ class Installer:
 
     # ---- verify ------------------------------------------------------------------------
 
-    async def verify(self, name: str) -> dict[str, Any]:
+    async def verify(self, name: str) -> Verified:
         name = check_name(name)
         session = "verify-" + secrets.token_hex(6)
         async with self._holding(name) as (rec, install_dir):
@@ -311,14 +308,14 @@ class Installer:
                     problems=problems,
                     session=session,
                 )
-            return {
-                "tool": name,
-                "version": rec.get("version"),
-                "ok": True,
-                "binaries": sorted(binaries),
-                "output": output,
-                "session": session,
-            }
+            return Verified(
+                tool=name,
+                version=rec.get("version"),
+                ok=True,
+                binaries=sorted(binaries),
+                output=output,
+                session=session,
+            )
 
 
 def _unfinished_installs(conn: Any) -> list[tuple[str, dict[str, Any]]]:

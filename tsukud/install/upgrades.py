@@ -33,8 +33,8 @@ from tsukud.install.registry import check_name
 from tsukud.recipe.version_range import compare_versions
 
 if TYPE_CHECKING:
-    from tsukud.install.context import ProgressFn
     from tsukud.install.installer import Installer
+    from tsukud.progress import Progress
 
 
 class ToolStatus(msgspec.Struct, frozen=True, kw_only=True):
@@ -112,7 +112,7 @@ async def outdated(inst: Installer, names: list[str]) -> list[ToolStatus]:
 
 
 async def upgrade(
-    inst: Installer, names: list[str], *, every: bool, progress: ProgressFn
+    inst: Installer, names: list[str], *, every: bool, progress: Progress
 ) -> dict[str, Any]:
     if not names and not every:
         raise UsageError(

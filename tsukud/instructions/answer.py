@@ -28,7 +28,6 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from tsukud.create.findings import SCHEMA, Finding, errors
 from tsukud.create.static_checks import check_on_paper
 from tsukud.instructions.page import is_script_name, origin_of
 from tsukud.recipe import (
@@ -45,6 +44,7 @@ from tsukud.recipe import (
     VersionSection,
     When,
 )
+from tsukud.validation.findings import SCHEMA, Finding, errors
 
 WRITE_RECIPE: Final = "write_recipe"
 Kind = Literal["download", "ecosystem", "script", "system_package", "none"]

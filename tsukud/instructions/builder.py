@@ -7,7 +7,7 @@
    the LLM service's rules for every run) with one forced tool, ``write_recipe``; each
    answer is judged by code (:mod:`tsukud.instructions.answer`) and a rejected one
    gets its findings back, within :data:`MAX_TURNS`.
-3. A recipe is validated as create validates one (``create/validate.py``): files
+3. A recipe is validated as create validates one (``validation/validator.py``): files
    downloaded on the host, the verify command in the container with network none,
    other platforms proven as far as this machine can; a failure goes back to the same
    conversation, at most :data:`MAX_REPAIRS` times. The validated files' sha256 are
@@ -25,7 +25,6 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -33,23 +32,18 @@ import msgspec
 import trio
 
 from tsukud.clock import Clock, SystemClock, iso
-from tsukud.create.errors import GenerationFailed, ValidationFailed, ValidationUnavailable
-from tsukud.create.findings import errors, format_findings
 from tsukud.create.pipeline import (
     CreateResult,
-    ValidationSummary,
-    completed_event,
-    failed_event,
     provider_name,
-    validation_summary,
-    verdict_event,
+    recorded,
 )
-from tsukud.create.repair import validation_feedback
-from tsukud.create.sanitize import redact
+from tsukud.create.repair import feedback_for
 from tsukud.create.session import MALFORMED
 from tsukud.discover.stylesheets import MAX_BYTES as STYLESHEET_MAX_BYTES
 from tsukud.errors import ProviderUnavailable, SandboxError, TsukuError
 from tsukud.events.catalogue import ToolCalled
+from tsukud.generation.errors import GenerationFailed
+from tsukud.generation.loop import Answered, Loop, Strategy
 from tsukud.instructions.answer import (
     DESCRIPTION,
     ECOSYSTEM_ACTIONS,
@@ -73,6 +67,7 @@ from tsukud.instructions.page import (
 from tsukud.instructions.trust import Owner, PageUse, foreign, host_uses, package_use, refusal
 from tsukud.llm.provider import MalformedToolArguments
 from tsukud.llm.providers import key_variables
+from tsukud.llm.run import OpenLlm, cost_usd, first_provider
 from tsukud.llm.types import (
     Request,
     Response,
@@ -83,6 +78,7 @@ from tsukud.llm.types import (
     Usage,
     UserMessage,
 )
+from tsukud.progress import Emit, Progress
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
     DownloadStep,
@@ -92,20 +88,28 @@ from tsukud.recipe import (
     pinned_version,
     render_recipe,
 )
+from tsukud.validation.errors import ValidationUnavailable
+from tsukud.validation.findings import errors, format_findings
+from tsukud.validation.sanitize import redact
+from tsukud.validation.summary import (
+    ValidationSummary,
+    attempt_recorded,
+    attempt_started,
+    validation_summary,
+    verdict_event,
+)
 
 if TYPE_CHECKING:
-    from tsukud.create.validate import Prepared, ValidationRun, Validator, Verdict
     from tsukud.install.versions import VersionResolver
     from tsukud.llm.types import Message
     from tsukud.net.http import Http
+    from tsukud.validation.validator import Prepared, ValidationRun, Validator, Verdict
 
 MAX_TURNS: Final = 3
 MAX_REPAIRS: Final = 2
 REPAIR_TURNS: Final = 2
 MAX_TOKENS: Final = 2048
 
-Progress = Callable[[dict[str, Any]], Awaitable[None]]
-Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 SYSTEM: Final = """\
 You read one software vendor's install page and describe, with the write_recipe tool, \
@@ -172,7 +176,7 @@ class Deps:
     resolver: VersionResolver
     emit: Emit
     progress: Progress
-    open_llm: Callable[..., AbstractAsyncContextManager[Any]] | None
+    open_llm: OpenLlm | None
     validator: Validator | None
     secrets: Sequence[str] = ()
     clock: Clock = field(default_factory=SystemClock)
@@ -453,77 +457,51 @@ class _Run:
                 generation_tool=req.tool,
             ) as run,
         ):
-            provider = run.names[0] if getattr(run, "names", None) else "the LLM"
-            await self.progress("asking", f"asking {provider} to read the install page")
+            await self.progress("asking", f"asking {first_provider(run)} to read the install page")
+            loop = Loop(
+                Strategy(
+                    ask=lambda turns: self._ask(run.complete, turns),
+                    tell=lambda text: self.messages.append(UserMessage(text)),
+                    validate=lambda recipe: self._validate(recipe, vrun),
+                    feedback=feedback_for(
+                        max_repairs=req.max_repairs, secrets=deps.secrets, answer_tool=WRITE_RECIPE
+                    ),
+                    done=lambda verdict: verdict.passed,
+                    first_turns=MAX_TURNS,
+                    repair_turns=REPAIR_TURNS,
+                    answer_tool=WRITE_RECIPE,
+                ),
+                tally=self,
+                max_repairs=req.max_repairs,
+                emit=deps.emit,
+                progress=deps.progress,
+                clean=self.clean,
+            )
             try:
-                recipe, verdict = await self._loop(run.complete, vrun)
+                recipe, verdict = await loop.run()
             finally:
-                unpriced = getattr(run, "unpriced_turns", 0)
-                self.spent = None if unpriced else float(getattr(run, "spent", 0))
-                self.warnings.extend(getattr(run, "warnings", ()))
+                self.spent = cost_usd(run)
+                self.warnings.extend(run.warnings)
         return self._finish(recipe, verdict, started)
 
-    async def _loop(
-        self, complete: Callable[[Request], Awaitable[Response]], vrun: ValidationRun
-    ) -> tuple[Recipe, Verdict]:
-        judged = await self._answer(complete, MAX_TURNS)
-        while True:
-            if not judged.ok:
-                raise GenerationFailed(
-                    "no write_recipe answer passed the checks:\n"
-                    + format_findings(judged.findings),
-                    repairs=self.repairs,
-                )
-            answer = judged.answer
-            assert answer is not None
-            self.answer = answer
-            if answer.kind != "download":
-                self.manual(answer)
-            strangers = foreign(self.uses(answer))
-            if strangers and self.req.refuse_strangers:
-                raise refusal(self.req.tool, self.req.url, strangers, "run it without --yes")
-            assert judged.recipe is not None
-            recipe, verdict = await self._validate(judged.recipe, vrun)
-            if verdict.passed:
-                return recipe, verdict
-            if self.repairs >= self.req.max_repairs:
-                raise ValidationFailed(
-                    f"the recipe failed validation after {self.repairs} repairs "
-                    f"({verdict.stage}): {self.clean(verdict.message)}",
-                    stage=verdict.stage,
-                    category=verdict.category,
-                    exit_code=verdict.exit_code,
-                    output=self.clean(verdict.output[-2000:]),
-                    platform=verdict.platform,
-                )
-            self.repairs += 1
-            await self.emit(
-                "repair.attempted",
-                {
-                    "attempt": self.repairs,
-                    "kind": "llm",
-                    "stage": verdict.stage,
-                    "category": verdict.category or "unknown",
-                },
-            )
-            await self.progress(
-                "repairing",
-                f"repairing {self.repairs}/{self.req.max_repairs} ({verdict.stage})",
-                attempt=self.repairs,
-            )
-            self.messages.append(
-                UserMessage(
-                    validation_feedback(
-                        verdict,
-                        attempt=self.repairs,
-                        max_repairs=self.req.max_repairs,
-                        secrets=self.deps.secrets,
-                        answer_tool=WRITE_RECIPE,
-                    )
-                )
-            )
-            self.stage = "llm"
-            judged = await self._answer(complete, REPAIR_TURNS)
+    async def _ask(
+        self, complete: Callable[[Request], Awaitable[Response]], turns: int
+    ) -> Answered:
+        """One round; an accepted answer tsuku does not carry out, or one using hosts
+        nobody may approve, ends the run here, before anything is downloaded."""
+        judged = await self._answer(complete, turns)
+        if not judged.ok:
+            return Answered(findings=judged.findings)
+        answer = judged.answer
+        assert answer is not None
+        self.answer = answer
+        if answer.kind != "download":
+            self.manual(answer)
+        strangers = foreign(self.uses(answer))
+        if strangers and self.req.refuse_strangers:
+            raise refusal(self.req.tool, self.req.url, strangers, "run it without --yes")
+        assert judged.recipe is not None  # a download answer the checks accepted
+        return Answered(recipe=judged.recipe, findings=judged.findings)
 
     def manual(self, answer: Answer) -> None:
         """Instructions tsuku does not carry out: say so, showing the commands."""
@@ -582,8 +560,8 @@ class _Run:
             ) from None
 
     async def _validate(self, recipe: Recipe, vrun: ValidationRun) -> tuple[Recipe, Verdict]:
-        from tsukud.create.assets import Release
-        from tsukud.create.validate import skipped
+        from tsukud.recipe.release import Release
+        from tsukud.validation.validator import skipped
 
         self.stage = "validation"
         self.validations += 1
@@ -601,15 +579,8 @@ class _Run:
             await self.emit("validation.failed", verdict_event(failed, attempt, self.clean))
             return recipe, failed
         release = Release(tag=resolution.tag, assets=())
-        await self.progress(
-            "validating",
-            f"validating {resolution.version} on {vrun.platform.key} in a container "
-            f"(attempt {attempt})",
-            attempt=attempt,
-        )
-        await self.emit(
-            "validation.started",
-            {"attempt": attempt, "platform": vrun.platform.key, "image": vrun.validator.image},
+        await attempt_started(
+            vrun, attempt, what=resolution.version, emit=self.deps.emit, progress=self.deps.progress
         )
         prepared = await vrun.prepare(recipe, release)
         script = await trio.to_thread.run_sync(downloaded_script, recipe, prepared)
@@ -621,12 +592,7 @@ class _Run:
         verdict = await prepared.verify(recipe.verify)
         verdict = await vrun.prove_platforms(recipe, release, verdict)
         verdict = msgspec.structs.replace(verdict, version=resolution.version)
-        await self.emit(f"validation.{verdict.status}", verdict_event(verdict, attempt, self.clean))
-        if verdict.status == "skipped" and verdict.stage == "runtime":
-            raise ValidationUnavailable(
-                f"validation cannot run, so the recipe was not accepted: {verdict.message}",
-                reason="no_runtime",
-            )
+        await attempt_recorded(verdict, attempt, emit=self.deps.emit, clean=self.clean)
         return recipe, verdict
 
     # ---- result ---------------------------------------------------------------------
@@ -759,22 +725,4 @@ async def build(
 ) -> CreateResult:
     """The whole run; ``generation.completed`` or ``generation.failed`` is its last event."""
     run = _Run(req, deps, session or "instructions-" + secrets.token_hex(6))
-    try:
-        result = await run.run()
-    except BaseException as exc:
-        with trio.CancelScope(shield=True):
-            await deps.emit(
-                "generation.failed",
-                failed_event(
-                    req.tool,
-                    req.url,
-                    exc,
-                    stage=run.stage,
-                    repairs=run.repairs,
-                    spent=run.spent,
-                    clean=run.clean,
-                ),
-            )
-        raise
-    await deps.emit("generation.completed", completed_event(req.tool, result))
-    return result
+    return await recorded(run, emit=deps.emit, tool=req.tool, source=req.url, clean=run.clean)

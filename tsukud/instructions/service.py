@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from tsukud.progress import Progress
 
 if TYPE_CHECKING:
     from tsukud.clock import Clock
     from tsukud.config import Config
     from tsukud.create.pipeline import CreateResult
-    from tsukud.create.validate import Validator
     from tsukud.events.store import EventStore
     from tsukud.github.client import GitHub
     from tsukud.llm.service import LLM
-
-Progress = Callable[[dict[str, Any]], Awaitable[None]]
+    from tsukud.validation.validator import Validator
 
 
 class InstructionsBuilder:

@@ -62,6 +62,7 @@ from tsukud.llm.providers import NAMES, ProviderSpec, key_variables
 from tsukud.llm.types import Request, Response
 from tsukud.policy.breaker import CircuitOpen
 from tsukud.policy.confirm import Confirmations
+from tsukud.progress import Progress, no_progress
 
 if TYPE_CHECKING:
     from tsukud.config import Config
@@ -77,8 +78,6 @@ DEFAULT_ORDER = PROVIDERS
 # Worst-case input per turn when reserving: system prompt, repository context and tool
 # results. Generous on purpose: the unspent part is released when the run settles.
 DEFAULT_INPUT_ESTIMATE = 30_000
-
-Progress = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -413,10 +412,6 @@ class LLM:
                 await r.settle()
 
 
-async def _noop_progress(_body: dict[str, Any]) -> None:
-    return None
-
-
 def _fees(
     spec: ProviderSpec, price: Price, *, searches: int, grounded_prompts: int
 ) -> Decimal | None:
@@ -450,7 +445,7 @@ class _Asker:
 
     async def ask(self, question: ConfirmationRequired) -> None:
         await self.confirmations.ask(
-            _noop_progress if self.progress is None else self.progress,
+            no_progress if self.progress is None else self.progress,
             can_ask=self.can_ask and self.progress is not None,
             session=self.session,
             question=question,

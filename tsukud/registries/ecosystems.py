@@ -58,7 +58,7 @@ class UrlSetting:
 _SHARED_MODULES = (
     "tsukud.discover.ecosystem",
     "tsukud.create.ecosystem_builders",
-    "tsukud.create.ecosystem_validation",
+    "tsukud.validation.ecosystem",
 )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from tsukud.daemon import Daemon
-from tsukud.flows.batch_run import RunOptions
+from tsukud.flows.batch_run import RunOptions, RunSummary
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
 
@@ -47,7 +47,7 @@ async def batch_add(d: Daemon, p: AddParams, call: Call) -> dict[str, Any]:
 
 
 @method("batch.run", RunOptions)
-async def batch_run(d: Daemon, p: RunOptions, call: Call) -> dict[str, Any]:
+async def batch_run(d: Daemon, p: RunOptions, call: Call) -> RunSummary:
     """Drain the queue through create; progress frames after each job."""
     import math
 

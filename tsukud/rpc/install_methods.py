@@ -7,7 +7,7 @@ recipe is installed by the ``tsukud.flows.install_missing`` flow.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -16,6 +16,9 @@ from tsukud.errors import UsageError
 from tsukud.flows.install_missing import LlmChoice
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
+
+if TYPE_CHECKING:
+    from tsukud.install.results import Removed, Verified
 
 
 def split_spec(tool: str, version: str | None) -> tuple[str, str | None]:
@@ -126,13 +129,13 @@ class ToolParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("tools.remove", ToolParams)
-async def tools_remove(d: Daemon, p: ToolParams, call: Call) -> dict[str, Any]:
+async def tools_remove(d: Daemon, p: ToolParams, call: Call) -> Removed:
     """Remove an installed tool: its bin links, its directory; ``install.removed``."""
     return await d.services.installer.remove(p.tool)
 
 
 @method("tools.verify", ToolParams)
-async def tools_verify(d: Daemon, p: ToolParams, call: Call) -> dict[str, Any]:
+async def tools_verify(d: Daemon, p: ToolParams, call: Call) -> Verified:
     """Re-run the verify command and re-hash the binaries against the recorded sha256."""
     return await d.services.installer.verify(p.tool)
 

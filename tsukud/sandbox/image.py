@@ -31,7 +31,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,6 +39,7 @@ import trio
 
 from tsukud import binfmt
 from tsukud.errors import SandboxError
+from tsukud.progress import Say
 from tsukud.sandbox.runtime import BUILD_IMAGE, BUSYBOX_IMAGE, DEBIAN_IMAGE, DEFAULT_PATH
 
 if TYPE_CHECKING:
@@ -77,8 +78,6 @@ _TRIM = (
     "var/lib/apt/lists",
     "var/cache/debconf",
 )
-
-Progress = Callable[[str], Awaitable[None]]
 
 
 class PrepareFailed(SandboxError):
@@ -274,7 +273,7 @@ async def prepare_debian_image(
     name: str = DEBIAN_IMAGE,
     *,
     force: bool = False,
-    progress: Progress | None = None,
+    progress: Say | None = None,
     mirror: str | None = None,
     suite: str | None = None,
     workdir: Path | None = None,
@@ -358,7 +357,7 @@ async def prepare_build_image(
     name: str = BUILD_IMAGE,
     *,
     force: bool = False,
-    progress: Progress | None = None,
+    progress: Say | None = None,
     workdir: Path | None = None,
 ) -> bool:
     """Make sure the build image exists: the Debian minbase with a C toolchain

@@ -22,6 +22,7 @@ import trio
 
 from tsukud import log
 from tsukud.errors import SandboxError
+from tsukud.progress import Say
 
 if TYPE_CHECKING:
     from tsukud.events.store import EventStore
@@ -163,7 +164,7 @@ class Sandbox:
         force: bool = False,
         busybox: bool = False,
         build: bool = False,
-        progress: Callable[[str], Awaitable[None]] | None = None,
+        progress: Say | None = None,
         workdir: Path | None = None,
     ) -> tuple[str, bool]:
         """Build the validation image offline (Debian minbase, the busybox fallback, or

@@ -22,11 +22,11 @@ from tests.integration.create.helpers import (
 )
 from tests.integration.sandbox import conftest as sandbox
 from tests.unit.create.releases import require_shared
-from tsukud.create.validate import Validator
 from tsukud.github.client import GitHub
 from tsukud.llm.claude import ClaudeProvider
 from tsukud.net.http import Http
 from tsukud.sandbox.runtime import ContainerRuntime, open_runtime
+from tsukud.validation.validator import Validator
 
 # The sandbox tests' fixtures: a runtime that answers (skipped locally without one,
 # failing in CI) and the busybox validation image.

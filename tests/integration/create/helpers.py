@@ -32,7 +32,6 @@ from tests.unit.create.releases import (
     repo_of,
 )
 from tsukud.create.pipeline import CreateRequest, CreateResult, Deps, run_create
-from tsukud.create.validate import Validator
 from tsukud.github.client import GitHub
 from tsukud.llm.claude import ClaudeProvider
 from tsukud.llm.types import Request, Response
@@ -51,6 +50,7 @@ from tsukud.recipe import (
 from tsukud.sandbox.runtime import ContainerRuntime
 from tsukud.testing.answers import Inexpressible, answer_for
 from tsukud.testing.github import FakeGitHub
+from tsukud.validation.validator import Validator
 
 CLAUDE_KEY = "sk-ant-api03-CREATECANARY0123456789abcdef"
 
@@ -230,6 +230,7 @@ class DirectRun:
     names: list[str] = field(default_factory=lambda: ["claude"])
     spent: Decimal = Decimal(0)
     unpriced_turns: int = 0
+    warnings: list[str] = field(default_factory=list)  # tsukud.llm.run.LlmRun
     requests: list[Request] = field(default_factory=list)
 
     async def complete(self, request: Request) -> Response:

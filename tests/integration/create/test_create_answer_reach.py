@@ -21,11 +21,11 @@ from tests.integration.create.helpers import (
 )
 from tests.unit.create.named_recipes import AWS_NUKE, KUSTOMIZE, NIX_PORTABLE, SPLIT
 from tests.unit.create.releases import expected_names, render_names, repo_of
-from tsukud.create.validate import Validator
 from tsukud.github.client import GitHub
 from tsukud.llm.claude import ClaudeProvider
 from tsukud.net.http import Http
 from tsukud.recipe import STANDARD_PLATFORMS, parse_recipe
+from tsukud.validation.validator import Validator
 
 pytestmark = pytest.mark.docker
 

@@ -26,11 +26,11 @@ from tests.integration.create.helpers import (
 )
 from tests.unit.create.releases import expected_names, render_names, repo_of
 from tsukud.create.errors import DeterministicUncertain
-from tsukud.create.validate import Validator
 from tsukud.github.client import GitHub
 from tsukud.llm.claude import ClaudeProvider
 from tsukud.net.http import Http
 from tsukud.recipe import STANDARD_PLATFORMS, Recipe, parse_recipe
+from tsukud.validation.validator import Validator
 
 pytestmark = pytest.mark.docker
 

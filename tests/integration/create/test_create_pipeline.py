@@ -22,21 +22,21 @@ from tests.integration.create.helpers import (
     no_lock,
 )
 from tsukud.create.errors import (
-    GenerationFailed,
     NoBinaryAssets,
     NoReleases,
-    ValidationUnavailable,
 )
-from tsukud.create.findings import errors
 from tsukud.create.static_checks import check_binaries, check_limits, check_schema, check_verify
-from tsukud.create.validate import Validator
 from tsukud.errors import ExitCode, ProviderUnavailable
+from tsukud.generation.errors import GenerationFailed
 from tsukud.github.client import GitHub, GitHubRateLimited, RepoNotFound
 from tsukud.llm.claude import ClaudeProvider
 from tsukud.llm.provider import ProviderRequestError
 from tsukud.net.http import Http
 from tsukud.recipe import dump_recipe, parse_recipe
 from tsukud.sandbox.runtime import ContainerRuntime, RuntimeUnavailable
+from tsukud.validation.errors import ValidationUnavailable
+from tsukud.validation.findings import errors
+from tsukud.validation.validator import Validator
 
 PLATFORMS = [("linux", "amd64"), ("linux", "arm64"), ("darwin", "amd64"), ("darwin", "arm64")]
 INJECTED_ASSETS = [

@@ -23,12 +23,12 @@ from tests.integration.create.helpers import (
     good_answer,
     load_human,
 )
-from tsukud.create.errors import ValidationFailed
-from tsukud.create.validate import Validator
 from tsukud.github.client import GitHub
 from tsukud.llm.claude import ClaudeProvider
 from tsukud.net.http import Http
 from tsukud.recipe import ArchiveFormat, parse_recipe
+from tsukud.validation.errors import ValidationFailed
+from tsukud.validation.validator import Validator
 
 pytestmark = pytest.mark.docker
 

@@ -13,11 +13,11 @@ import pytest
 from tests.fakes.github import FakeGitHub
 from tests.integration.create.helpers import Sink, create_in_process, tags_for
 from tsukud.create.context import gather
-from tsukud.create.validate import Validator
 from tsukud.github.client import GitHub
 from tsukud.net.http import Http
 from tsukud.recipe import VersionNotFound, parse_recipe
 from tsukud.testing.releases import FakeAsset, FakeRelease, FakeRepo
+from tsukud.validation.validator import Validator
 
 MANY = "acme/many"
 

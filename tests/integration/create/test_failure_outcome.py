@@ -18,13 +18,13 @@ from tests.integration.create.helpers import Sink, create_in_process
 from tests.integration.create.test_create_pipeline import PLATFORMS
 from tsukud.batch.outcome import ECOSYSTEMS, MAX_MESSAGE, Failure, classify, ecosystem_of
 from tsukud.create.ecosystem_builders import DRAFTERS, SOURCES, parse_ecosystem_source
-from tsukud.create.validate import Validator
 from tsukud.github.client import GitHub
 from tsukud.install.homebrew.client import HomebrewClient
 from tsukud.net.http import Http, Settings
 from tsukud.net.retry import RetryPolicy
 from tsukud.secrets import REDACTOR
 from tsukud.testing.homebrew import FakeHomebrew
+from tsukud.validation.validator import Validator
 
 QUICK = Settings(
     max_wait=0.2, total_timeout=5, retry=RetryPolicy(max_tries=2, base_delay=0.01, max_delay=0.02)
@@ -259,7 +259,7 @@ def test_the_message_is_one_safe_redacted_line() -> None:
 
 
 def test_a_task_groups_failure_is_read_through_its_error() -> None:
-    from tsukud.create.errors import ValidationFailed
+    from tsukud.validation.errors import ValidationFailed
 
     group = BaseExceptionGroup("tasks", [ValidationFailed("did not verify")])
     assert classify(group, source="go:example.com/x").category == "validation"

@@ -521,8 +521,8 @@ def test_linux_amd64_arm64_and_darwin_builds_from_one_page_are_each_proven(
         host_busybox,
         macho,
     )
-    from tsukud.create.validate import binfmt_handler_registered
     from tsukud.testing.releases import tar_gz as tar_gz_modes
+    from tsukud.validation.validator import binfmt_handler_registered
 
     if ARCH != "amd64":
         unavailable("the emulation test expects an amd64 host (arm64 runs under qemu-user)")

@@ -22,14 +22,14 @@ import pytest
 from tests.integration.create import conftest as create
 from tests.integration.create.helpers import make_validator
 from tests.integration.sandbox.conftest import unavailable
-from tsukud.create.assets import Release
-from tsukud.create.validate import ValidationRun, binfmt_handler_registered
 from tsukud.net.http import Http
 from tsukud.recipe import Recipe, Verify, host_platform, parse_recipe
+from tsukud.recipe.release import Release
 from tsukud.sandbox.image import find_busybox
 from tsukud.sandbox.runtime import ContainerRuntime
 from tsukud.testing.github import FakeGitHub
 from tsukud.testing.releases import FakeAsset, FakeRelease, FakeRepo, tar_gz
+from tsukud.validation.validator import ValidationRun, binfmt_handler_registered
 
 pytestmark = pytest.mark.docker
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 
 from tests.integration.sandbox import test_validate_url_steps as url_steps
-from tsukud.create.validate import ValidationRun
 from tsukud.recipe import Verify, parse_recipe
 from tsukud.testing.download_host import FakeDownloadHost
+from tsukud.validation.validator import ValidationRun
 
 gh = url_steps.gh
 host = url_steps.host

@@ -10,11 +10,11 @@ import pytest
 from msgspec.structs import replace
 
 from tests.integration.create import conftest as create
-from tsukud.create.assets import Release
-from tsukud.create.validate import ValidationRun, Validator, container_platform
 from tsukud.recipe import Binary, Recipe, Verify, parse_recipe
+from tsukud.recipe.release import Release
 from tsukud.testing.github import FakeGitHub
 from tsukud.testing.releases import FakeAsset, FakeRelease, FakeRepo, script, tar_gz
+from tsukud.validation.validator import ValidationRun, Validator, container_platform
 
 ARCH = container_platform().arch
 ASSET = f"t-1.0.0-linux-{ARCH}.tar.gz"

@@ -13,13 +13,13 @@ import pytest
 
 from tests.integration.create import conftest as create
 from tests.integration.sandbox import test_validate_tree as validate_tree
-from tsukud.create.assets import Release
 from tsukud.create.repair import validation_feedback
-from tsukud.create.validate import ValidationRun, container_platform
 from tsukud.recipe import Verify, parse_recipe
+from tsukud.recipe.release import Release
 from tsukud.testing.download_host import FakeDownloadHost
 from tsukud.testing.github import FakeGitHub
 from tsukud.testing.releases import script, tar_gz
+from tsukud.validation.validator import ValidationRun, container_platform
 
 ARCH = container_platform().arch
 NAME = f"t-1.0.0-linux-{ARCH}.tar.gz"

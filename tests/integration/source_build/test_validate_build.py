@@ -1,4 +1,4 @@
-"""Validation (``tsukuctl create``'s, ``create/validate.py``) builds a ``configure_make``
+"""Validation (``tsukuctl create``'s, ``validation/validator.py``) builds a ``configure_make``
 recipe as the installer does, in the build container, and verifies the output in the
 validation image; a build that fails is a verdict at stage ``build`` with its output."""
 
@@ -11,9 +11,9 @@ import pytest
 
 from tests.integration.create.helpers import loopback_http, make_validator
 from tests.integration.source_build.conftest import TARBALL, Project, recipe
-from tsukud.create.assets import Release
 from tsukud.net.http import Http
 from tsukud.recipe import parse_recipe
+from tsukud.recipe.release import Release
 from tsukud.sandbox.runtime import ContainerRuntime
 
 RELEASE = Release(tag="v1.0.0", assets=(TARBALL,))

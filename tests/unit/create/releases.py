@@ -21,7 +21,6 @@ import re
 from collections.abc import Callable
 
 from tests.shared import RECIPES, RELEASES, require
-from tsukud.create.assets import Release
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
     GitHubArchiveStep,
@@ -37,6 +36,7 @@ from tsukud.recipe import (
     tag_to_version,
     version_source,
 )
+from tsukud.recipe.release import Release
 from tsukud.testing.asset_names import expected_assets, tag_prefix_of
 
 MATRIX = RECIPES / "llm-test-matrix.json"

@@ -16,7 +16,6 @@ from tsukud.create.answer import (
     parse_answer,
     validate_answer,
 )
-from tsukud.create.findings import LITERAL_VERSION, SCHEMA, VERIFY_COMMAND
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
     GitHubArchiveStep,
@@ -28,6 +27,7 @@ from tsukud.recipe import (
     parse_recipe,
     render_recipe,
 )
+from tsukud.validation.findings import LITERAL_VERSION, SCHEMA, VERIFY_COMMAND
 
 AGE: dict[str, Any] = {
     "asset_type": "archive",

@@ -26,7 +26,6 @@ from tests.unit.create.named_recipes import (
 )
 from tests.unit.create.releases import expected_names, repo_of, synthesize
 from tsukud.create.answer import InvalidAnswer, RecipeContext, answer_to_recipe, parse_answer
-from tsukud.create.findings import errors
 from tsukud.create.static_checks import check_recipe
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
@@ -38,6 +37,7 @@ from tsukud.recipe import (
 )
 from tsukud.testing.answers import Inexpressible, answer_for
 from tsukud.testing.asset_names import expected_assets
+from tsukud.validation.findings import errors
 
 # What the answer cannot say, and why (the test fails if one becomes expressible).
 INEXPRESSIBLE = {

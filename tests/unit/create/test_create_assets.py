@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from tsukud.create import assets
 from tsukud.create.assets import (
-    Release,
     drop_reason,
     fenced,
     filter_release,
@@ -21,6 +20,7 @@ from tsukud.create.assets import (
     unsafe_name_reason,
     usable_releases,
 )
+from tsukud.recipe.release import Release
 
 KEEP = [
     "gitleaks_8.30.0_linux_x64.tar.gz",

@@ -7,10 +7,10 @@ import pytest
 
 from tsukud.create.context import clean_description, clean_homepage, parse_source
 from tsukud.create.errors import BadSource
-from tsukud.create.findings import Finding
 from tsukud.create.repair import fix_layout, static_feedback, validation_feedback
-from tsukud.create.validate import ValidatedAsset, Verdict
 from tsukud.recipe import Binary, GitHubArchiveStep, GitHubFileStep, Metadata, Recipe, Verify
+from tsukud.validation.findings import Finding
+from tsukud.validation.validator import ValidatedAsset, Verdict
 
 SECRET = "sk-ant-api03-UNITCANARY0123456789"
 

@@ -22,10 +22,10 @@ from tests.unit.create.releases import (
     require_shared,
     synthesize,
 )
-from tsukud.create.findings import errors
 from tsukud.create.matcher import CONFIDENT, candidate_to_recipe, match_releases
 from tsukud.create.static_checks import check_recipe
 from tsukud.recipe import STANDARD_PLATFORMS, Recipe
+from tsukud.validation.findings import errors
 
 # Recipes whose human choice is not derivable from asset names, and why.
 NOT_FROM_NAMES = {

@@ -8,8 +8,6 @@ from collections.abc import Callable
 import pytest
 
 from tsukud.create.answer import Override
-from tsukud.create.assets import Release
-from tsukud.create.findings import errors
 from tsukud.create.matcher import (
     CONFIDENT,
     MatchResult,
@@ -29,7 +27,9 @@ from tsukud.recipe import (
     dump_recipe,
     render_recipe,
 )
+from tsukud.recipe.release import Release
 from tsukud.testing.asset_names import expected_assets, tsuku_assets
+from tsukud.validation.findings import errors
 
 VERSIONS = ("2.3.1", "2.3.0", "2.2.0")
 

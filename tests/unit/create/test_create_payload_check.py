@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from tests.unit.test_binfmt import CPU_ARM64, elf, macho
 from tsukud.binfmt import inspect
-from tsukud.create.assets import Release
 from tsukud.create.matcher import CONFIDENT, match_releases
 from tsukud.create.payload_check import arch_only_choices, confirm_arch_only, verdict
 from tsukud.create.tools import Payload
+from tsukud.recipe.release import Release
 
 EM_X86_64 = 0x3E
 EM_AARCH64 = 0xB7

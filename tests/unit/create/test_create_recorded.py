@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 
 from tests.unit.create.releases import RELEASES, require_shared
-from tsukud.create.assets import Release, release_from_api
-from tsukud.create.findings import errors
+from tsukud.create.assets import release_from_api
 from tsukud.create.matcher import candidate_to_recipe, match_releases
 from tsukud.create.static_checks import check_recipe
 from tsukud.recipe import STANDARD_PLATFORMS, ResolvedVersion, render_recipe
+from tsukud.recipe.release import Release
+from tsukud.validation.findings import errors
 
 MAC_INTEL = STANDARD_PLATFORMS[2]
 

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tsukud.create import sanitize as s
-from tsukud.create.sanitize import IP, categorize, redact, sanitize, truncate_tail
 from tsukud.secrets import REDACTED
+from tsukud.validation import sanitize as s
+from tsukud.validation.sanitize import IP, categorize, redact, sanitize, truncate_tail
 
 # ------------------------------------------------------------------------- IPv4 rule
 

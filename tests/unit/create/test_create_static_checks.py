@@ -7,8 +7,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tsukud.create.assets import Release
-from tsukud.create.findings import (
+from tsukud.create.static_checks import (
+    check_recipe,
+    replay,
+)
+from tsukud.recipe import (
+    Binary,
+    GenericStep,
+    GitHubArchiveStep,
+    Metadata,
+    Recipe,
+    RunCommandStep,
+    parse_recipe,
+)
+from tsukud.recipe.release import Release
+from tsukud.validation.findings import (
     BINARY_PATH,
     GUARDED_COMMAND,
     INTENT,
@@ -22,20 +35,7 @@ from tsukud.create.findings import (
     errors,
     format_findings,
 )
-from tsukud.create.static_checks import (
-    check_recipe,
-    replay,
-    verify_command_findings,
-)
-from tsukud.recipe import (
-    Binary,
-    GenericStep,
-    GitHubArchiveStep,
-    Metadata,
-    Recipe,
-    RunCommandStep,
-    parse_recipe,
-)
+from tsukud.validation.verify_command import verify_command_findings
 
 
 def _release(version: str, *, arm_darwin: bool = True) -> Release:

@@ -3,7 +3,7 @@ repair feedback: its output is redacted of those values (``container_output``)."
 
 from __future__ import annotations
 
-from tsukud.create.validate import container_output
+from tsukud.validation.validator import container_output
 
 
 def test_an_environment_value_echoed_by_the_container_is_redacted() -> None:

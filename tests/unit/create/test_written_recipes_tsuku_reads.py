@@ -21,8 +21,7 @@ from dataclasses import dataclass
 import pytest
 
 from tests.shared import RELEASES, SHARED, require
-from tsukud.create.assets import Release, release_from_api
-from tsukud.create.findings import errors
+from tsukud.create.assets import release_from_api
 from tsukud.create.matcher import candidate_to_recipe, match_releases
 from tsukud.create.static_checks import check_recipe
 from tsukud.recipe import (
@@ -34,7 +33,9 @@ from tsukud.recipe import (
     tag_to_version,
     version_source,
 )
+from tsukud.recipe.release import Release
 from tsukud.testing.asset_names import expected_assets, tsuku_assets
+from tsukud.validation.findings import errors
 
 AQUA = SHARED / "fixtures" / "aqua-dev"
 SHARDS = 6

@@ -14,12 +14,13 @@ from typing import Any
 import msgspec
 import pytest
 
-from tsukud.create.pipeline import CreateResult, ValidationSummary
+from tsukud.create.pipeline import CreateResult
 from tsukud.create.service import SavedRecipe
 from tsukud.discover.errors import CreateUnavailable, DiscoveredElsewhere, DiscoveryNotFound
 from tsukud.discover.model import Discovery
 from tsukud.errors import ConfirmationRequired, ExitCode, UsageError, UserDeclined
 from tsukud.flows.install_missing import CreatedRecipe, InstallMissing, MissingToolInstalled
+from tsukud.validation.summary import ValidationSummary
 
 
 @dataclass

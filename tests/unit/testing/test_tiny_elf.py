@@ -10,9 +10,9 @@ import pytest
 
 from tests.integration.sandbox.conftest import unavailable
 from tsukud import binfmt
-from tsukud.create.validate import binfmt_handler_registered
 from tsukud.recipe.platform import host_platform
 from tsukud.testing.tiny_elf import program
+from tsukud.validation.validator import binfmt_handler_registered
 
 
 @pytest.mark.parametrize("arch", ["amd64", "arm64"])

@@ -9,7 +9,7 @@ audit, fund and the update notifier are off, so npm talks to that registry only.
 Install scripts run (npm's default): packages such as esbuild fetch their binary in
 ``postinstall`` and would install broken without it. By then a person approved the
 recipe, which was validated with its scripts run in the container only
-(``create/ecosystem_validation.py``, which reuses :func:`argv` with
+(``validation/ecosystem.py``, which reuses :func:`argv` with
 ``--ignore-scripts`` to fetch); here they run with the clean environment of
 ``prefix.clean_env`` (no secrets of the daemon's), confined to the tool's directory
 (``confine.py``).

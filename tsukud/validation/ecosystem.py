@@ -41,17 +41,6 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from tsukud.create.errors import ValidationUnavailable
-from tsukud.create.pipeline import ValidationSummary
-from tsukud.create.validate import (
-    CONTAINER_DIR,
-    CONTAINER_PATH,
-    CONTAINER_WORK_DIR,
-    OUTPUT_CAP,
-    Prepared,
-    ValidationRun,
-    container_output,
-)
 from tsukud.errors import SandboxError
 from tsukud.install.ecosystem import cargo, gem, golang, npm, pipx, toolchain
 from tsukud.install.ecosystem.actions import action_for
@@ -68,10 +57,21 @@ from tsukud.recipe.model import EcosystemStep
 from tsukud.registries import pypi, rubygems
 from tsukud.sandbox.runtime import ImageMissing, RunSpec, RuntimeUnavailable
 from tsukud.secrets import redact
+from tsukud.validation.errors import ValidationUnavailable
+from tsukud.validation.summary import ValidationSummary
+from tsukud.validation.validator import (
+    CONTAINER_DIR,
+    CONTAINER_PATH,
+    CONTAINER_WORK_DIR,
+    OUTPUT_CAP,
+    Prepared,
+    ValidationRun,
+    container_output,
+)
 
 if TYPE_CHECKING:
-    from tsukud.create.validate import Validator
     from tsukud.net.http import Http
+    from tsukud.validation.validator import Validator
 
 #: The host's system directories the container reads its toolchain from (read-only).
 TOOLCHAIN_MOUNTS: tuple[tuple[str, str], ...] = (

@@ -40,21 +40,8 @@ import msgspec
 import trio
 
 from tsukud import binfmt
-from tsukud.create.sanitize import (
-    BINARY_NOT_FOUND,
-    CHECKSUM_MISMATCH,
-    DOWNLOAD_404,
-    DOWNLOAD_FAILED,
-    EXEC_FORMAT,
-    EXTRACTION,
-    TIMEOUT,
-    VERSION_MISMATCH,
-    categorize,
-)
-from tsukud.create.static_checks import verify_command_findings
 from tsukud.install.assemble import TreeAssembler, files
 from tsukud.install.build import BuildSandbox, build_in_container, replace_with_output
-from tsukud.install.context import ProgressFn as Progress
 from tsukud.install.download import (
     DEFAULT_MAX_BYTES,
     AssetMissing,
@@ -70,6 +57,7 @@ from tsukud.install.homebrew.errors import RelocationFailed
 from tsukud.install.homebrew.pour import relocate as relocate_bottle
 from tsukud.install.homebrew.relocate import LOADERS
 from tsukud.net.http import HttpError
+from tsukud.progress import Progress
 from tsukud.recipe import (
     STANDARD_PLATFORMS,
     ArchiveFormat,
@@ -102,11 +90,23 @@ from tsukud.sandbox.runtime import (
     RuntimeUnavailable,
 )
 from tsukud.secrets import redact
+from tsukud.validation.sanitize import (
+    BINARY_NOT_FOUND,
+    CHECKSUM_MISMATCH,
+    DOWNLOAD_404,
+    DOWNLOAD_FAILED,
+    EXEC_FORMAT,
+    EXTRACTION,
+    TIMEOUT,
+    VERSION_MISMATCH,
+    categorize,
+)
+from tsukud.validation.verify_command import verify_command_findings
 
 if TYPE_CHECKING:
-    from tsukud.create.assets import Release
     from tsukud.install.homebrew.client import Bottle
     from tsukud.net.http import Http
+    from tsukud.recipe.release import Release
     from tsukud.sandbox.runtime import ContainerRuntime
 
 CONTAINER_DIR = "/tsuku/tool"
@@ -137,7 +137,7 @@ class ValidatedAsset(msgspec.Struct, frozen=True, kw_only=True):
 class Verdict(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One validation attempt. ``exit_code`` and ``output`` are the verify command's
     own (never the container's bookkeeping); ``category`` is the failure kind from
-    :func:`tsukud.create.sanitize.categorize` or a stage-specific one."""
+    :func:`tsukud.validation.sanitize.categorize` or a stage-specific one."""
 
     status: Status
     # render | download | extract | relocate | run_command | layout | verify | runtime | skipped

@@ -1,7 +1,7 @@
 """Validating a recipe written from a Homebrew formula, like any recipe: in the container.
 
 The bottle and its runtime dependencies' bottles are poured the way the installer pours
-them (``install/homebrew/pour.py`` looks each bottle up, ``create/validate.py``
+them (``install/homebrew/pour.py`` looks each bottle up, ``validation/validator.py``
 downloads it with the registry's token, checks it against the manifest digest, unpacks
 it and relocates it with the installer's ``relocate_keg``), each into a throw-away tree
 of the validation run. Relocation writes container paths: the tool is seen at
@@ -18,19 +18,25 @@ own error, since the recipe could not be installed either.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import msgspec
 
-from tsukud.create.assets import Release
-from tsukud.create.errors import ValidationFailed
-from tsukud.create.pipeline import (
+from tsukud.errors import SandboxError, TsukuError
+from tsukud.install.homebrew.client import HomebrewClient
+from tsukud.install.homebrew.deps import dependency_graph, install_order
+from tsukud.install.homebrew.pour import find_bottles
+from tsukud.progress import Emit, Progress
+from tsukud.recipe import Recipe, ResolvedVersion, UnsupportedPlatform, parse_recipe
+from tsukud.recipe.homebrew import formula_of
+from tsukud.recipe.release import Release
+from tsukud.validation.errors import ValidationFailed
+from tsukud.validation.summary import (
     ValidationSummary,
     validation_summary,
     validation_unavailable,
     verdict_event,
 )
-from tsukud.create.validate import (
+from tsukud.validation.validator import (
     CONTAINER_DIR,
     Pour,
     Prepared,
@@ -40,18 +46,10 @@ from tsukud.create.validate import (
     Verdict,
     container_platform,
 )
-from tsukud.errors import SandboxError, TsukuError
-from tsukud.install.homebrew.client import HomebrewClient
-from tsukud.install.homebrew.deps import dependency_graph, install_order
-from tsukud.install.homebrew.pour import find_bottles
-from tsukud.recipe import Recipe, ResolvedVersion, UnsupportedPlatform, parse_recipe
-from tsukud.recipe.homebrew import formula_of
 
 DEPS_DIR = "/tsuku/deps"
 SKIPPED = "--skip-validation: the bottle was NOT poured or run in a container"
 
-Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
-Progress = Callable[[dict[str, Any]], Awaitable[None]]
 Load = Callable[[str], Awaitable[Recipe]]
 
 
