@@ -17,8 +17,7 @@ import msgspec
 import pytest
 
 from tsukud.config import KEYS
-from tsukud.create.ecosystem_builders import DRAFTERS, SOURCES, parse_ecosystem_source
-from tsukud.create.errors import BadSource
+from tsukud.create.ecosystem_builders import DRAFTERS
 from tsukud.discover import ecosystem as discovery
 from tsukud.discover.service import ECOSYSTEM_KEYS
 from tsukud.errors import CATALOGUE
@@ -28,6 +27,7 @@ from tsukud.install.pins import create_source
 from tsukud.recipe import Metadata, Recipe
 from tsukud.recipe.model import ECOSYSTEM_STEPS, RUNNABLE_ECOSYSTEM_ACTIONS
 from tsukud.registries.ecosystems import ECOSYSTEMS, URL_SETTINGS, sources_hint
+from tsukud.source import BadSource, EcosystemPackage, parse_source
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -89,7 +89,7 @@ def test_the_tables_that_list_ecosystems_are_the_records():
         e.priority for e in ECOSYSTEMS
     )
     assert set(discovery.DEFAULT_URLS) == set(ECOSYSTEM_KEYS)
-    assert set(SOURCES) == set(DRAFTERS) == {e.prefix for e in ECOSYSTEMS}
+    assert set(DRAFTERS) == {e.prefix for e in ECOSYSTEMS}
     assert set(ACTIONS) == set(ECOSYSTEM_STEPS) == {e.action for e in ECOSYSTEMS}
     assert set(FETCHERS) == {e.version_source for e in ECOSYSTEMS}
     assert {e.action for e in ECOSYSTEMS if e.runner} == RUNNABLE_ECOSYSTEM_ACTIONS
@@ -111,9 +111,10 @@ def test_a_record_agrees_with_its_step_its_runner_and_its_settings(eco):
     # a source of this ecosystem reads back as this ecosystem; a name it cannot have
     # is refused with the record's words for it
     name = "example.com/tool" if eco.package_key == "module" else "tool"
-    assert parse_ecosystem_source(f"{eco.prefix}:{name}").version_source == eco.version_source
+    assert parse_source(f"{eco.prefix}:{name}") == EcosystemPackage(eco.prefix, name)
+    assert parse_source(f"{eco.prefix}:{name}").record is eco  # type: ignore[union-attr]
     with pytest.raises(BadSource, match=eco.name_kind):
-        parse_ecosystem_source(f"{eco.prefix}:--exec=x")
+        parse_source(f"{eco.prefix}:--exec=x")
     recipe = Recipe(metadata=Metadata(name="tool"), steps=(step(**{eco.package_key: name}),))
     assert create_source(recipe) == f"{eco.prefix}:{name}"
 

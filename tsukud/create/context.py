@@ -26,10 +26,9 @@ import msgspec
 import trio
 
 from tsukud.create.assets import Release, strip_invisible, with_tag_prefix
-from tsukud.create.errors import BadSource, NoReleases
+from tsukud.create.errors import NoReleases
 from tsukud.errors import TsukuError
 from tsukud.github.client import LATEST_PAGE
-from tsukud.registries.ecosystems import labels, sources_hint
 
 if TYPE_CHECKING:
     from tsukud.github.client import GitHub
@@ -101,28 +100,6 @@ class RepoContext(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def api_release(self) -> ApiRelease:
         return self.api_releases[self.tag]
-
-
-#: The prefix of a GitHub source (``github:owner/repo``); a source without one is GitHub's.
-GITHUB_PREFIX = "github"
-
-
-def parse_source(source: str) -> str:
-    """``github:owner/repo`` (or a bare ``owner/repo``) → ``owner/repo``."""
-    text = source.strip()
-    kind, sep, rest = text.partition(":")
-    if sep and kind.lower() == GITHUB_PREFIX:
-        text = rest.strip()
-    elif sep:
-        raise BadSource(
-            f"unknown source {source!r}: GitHub releases and {labels()} packages and "
-            "Homebrew formulae are supported",
-            hint=f"Use --from {sources_hint()}.",
-        )
-    text = text.removeprefix("https://github.com/").rstrip("/")
-    if not _REPO.match(text) or ".." in text:
-        raise BadSource(f"expected github:owner/repo, got {source!r}")
-    return text
 
 
 def clean_description(text: str | None) -> str | None:

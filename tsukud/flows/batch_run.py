@@ -38,6 +38,7 @@ from tsukud import log
 from tsukud.batch.queue import MAX_ATTEMPTS, remaining
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, LedgerUnavailable, TsukuError
 from tsukud.policy import spent
+from tsukud.source import parse_source
 
 if TYPE_CHECKING:
     from tsukud.batch.backend import BatchBackend
@@ -379,7 +380,7 @@ class BatchRunner:
         try:
             result = await self.create(
                 lease.tool,
-                lease.source,
+                parse_source(lease.source),
                 progress=quiet,
                 write=False,
                 check_target=False,

@@ -32,6 +32,7 @@ from tsukud.errors import BudgetExceeded, ConfirmationRequired, TsukuError
 from tsukud.eval import corpus as corpora
 from tsukud.eval.figures import Outcome, compare, figures
 from tsukud.policy import spent
+from tsukud.source import parse_source
 
 if TYPE_CHECKING:
     from tsukud.create.pipeline import CreateResult
@@ -229,7 +230,7 @@ class EvalRunner:
             try:
                 result = await self.create(
                     item.tool,
-                    item.source,
+                    parse_source(item.source),
                     progress=quiet,
                     write=False,
                     check_target=False,
