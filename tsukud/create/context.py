@@ -29,6 +29,7 @@ from tsukud.create.assets import Release, strip_invisible, with_tag_prefix
 from tsukud.create.errors import NoReleases
 from tsukud.errors import TsukuError
 from tsukud.github.client import LATEST_PAGE
+from tsukud.source import BadSource, parse_github
 
 if TYPE_CHECKING:
     from tsukud.github.client import GitHub
@@ -41,7 +42,6 @@ MAX_ROOT_FILES = 60
 MAX_DESCRIPTION = 200
 
 _README = re.compile(r"(?i)^readme(?:\.(md|markdown|rst|txt|adoc|org))?$")
-_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}/[A-Za-z0-9_.][A-Za-z0-9_.-]{0,99}$")
 _FILE_NAME = re.compile(r"^(?!\.\.?$)[A-Za-z0-9._][A-Za-z0-9._+~-]{0,99}$")
 _URL = re.compile(r"^https?://[A-Za-z0-9.-]+(?::\d+)?(?:/[A-Za-z0-9._~:/?#@!$&'()*+,;=%-]*)?$")
 
@@ -189,7 +189,10 @@ async def gather(
     if failed:
         raise failed.get("repo") or failed["releases"]
     info = meta[0]
-    canonical = info.full_name if _REPO.match(info.full_name or "") else repo
+    try:  # the name after a rename, when it is a repository's name at all
+        canonical = parse_github(info.full_name or "").slug
+    except BadSource:
+        canonical = repo
     published = [r for r in listed[0] if not r.draft and r.tag_name]
     if version is not None:
         published = await _from_version(github, canonical, published, version)
