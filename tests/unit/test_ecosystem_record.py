@@ -16,6 +16,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from tests.unit.mentions import mentions
 from tsukud.config import KEYS
 from tsukud.create.ecosystem_builders import DRAFTERS
 from tsukud.discover import ecosystem as discovery
@@ -36,16 +37,6 @@ def _file(module: str) -> str:
     return module.replace(".", "/") + ".py"
 
 
-def _mentions(name: str) -> set[str]:
-    """The product modules (``tsukud/testing`` aside) whose text names ``name``."""
-    found = set()
-    for path in (REPO / "tsukud").rglob("*.py"):
-        rel = path.relative_to(REPO).as_posix()
-        if not rel.startswith("tsukud/testing/") and name in path.read_text().lower():
-            found.add(rel)
-    return found
-
-
 @pytest.mark.parametrize("eco", ECOSYSTEMS, ids=lambda e: e.builder)
 def test_a_registry_s_name_appears_only_in_its_record_and_the_modules_it_lists(eco):
     allowed = {
@@ -58,7 +49,7 @@ def test_a_registry_s_name_appears_only_in_its_record_and_the_modules_it_lists(e
     # things too: a sandbox's npm cache, a Go binary's build info, a wheel's tags).
     names = {n.lower() for n in (eco.builder, eco.version_source) if len(n) >= 6}
     for name in names:
-        assert _mentions(name) <= allowed, name
+        assert mentions(name) <= allowed, name
     for module in allowed:
         assert (REPO / module).is_file(), module
 
@@ -68,7 +59,7 @@ def test_rubygems_is_named_by_at_most_six_product_modules():
     # prompt now derive from the record; what is left is RubyGems' own code: the
     # record, the reader, the runner, discovery's probe, create's drafter and the
     # validation's fetch of a .gem.
-    assert len(_mentions("rubygems")) <= 6
+    assert len(mentions("rubygems")) <= 6
 
 
 def test_every_name_of_an_ecosystem_belongs_to_one_record():

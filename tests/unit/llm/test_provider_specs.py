@@ -9,6 +9,7 @@ from typing import Any, cast
 
 import pytest
 
+from tests.unit.mentions import mentions
 from tsukud import config
 from tsukud.create.pipeline import provider_name
 from tsukud.discover.llm_discovery import strategy_for
@@ -159,15 +160,6 @@ STILL_NAMED: dict[str, set[str]] = {
 }
 
 
-def _mentions(name: str) -> set[str]:
-    found = set()
-    for path in (REPO / "tsukud").rglob("*.py"):
-        rel = path.relative_to(REPO).as_posix()
-        if not rel.startswith("tsukud/testing/") and name in path.read_text().lower():
-            found.add(rel)
-    return found
-
-
 # "local" is a word of other things too: only the names no other thing has.
 @pytest.mark.parametrize("spec", [s for s in SPECS if len(s.name) >= 6], ids=lambda s: s.name)
 def test_a_provider_s_name_appears_only_in_its_spec_adapter_and_settings(
@@ -177,10 +169,10 @@ def test_a_provider_s_name_appears_only_in_its_spec_adapter_and_settings(
     settings): code and prose elsewhere read the spec, or speak of a search strategy
     rather than of the provider that has it."""
     allowed = _allowed(spec) | STILL_NAMED.get(spec.name, set())
-    assert _mentions(spec.name) <= allowed, spec.name
-    assert STILL_NAMED.get(spec.name, set()) <= _mentions(spec.name), "shrunk: update"
+    assert mentions(spec.name) <= allowed, spec.name
+    assert STILL_NAMED.get(spec.name, set()) <= mentions(spec.name), "shrunk: update"
 
 
 def test_gemini_is_named_by_at_most_four_product_modules() -> None:
     # Issue 27's measure: 15 modules when it was filed.
-    assert len(_mentions("gemini")) <= 4
+    assert len(mentions("gemini")) <= 4
