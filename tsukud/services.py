@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from tsukud.flows.eval_discover import DiscoverEval
     from tsukud.flows.eval_run import EvalRunner
     from tsukud.flows.install_missing import InstallMissing
+    from tsukud.flows.install_tool import InstallTool
     from tsukud.github.client import GitHub
     from tsukud.hooks.service import HookIndex
     from tsukud.install.build import BuildSandbox
@@ -336,6 +337,12 @@ class Services:
         return BatchService(store=self.store, queue=self.batch_queue, clock=self.clock)
 
     # ---- flows -------------------------------------------------------------------------
+
+    @cached_property
+    def install_tool(self) -> InstallTool:
+        from tsukud.flows.install_tool import InstallTool
+
+        return InstallTool(installer=self.installer, missing=lambda: self.install_missing)
 
     @cached_property
     def install_missing(self) -> InstallMissing:

@@ -16,9 +16,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from tests.unit.mentions import mentions
 from tsukud.config import KEYS
-from tsukud.create.ecosystem_builders import DRAFTERS, SOURCES, parse_ecosystem_source
-from tsukud.create.errors import BadSource
+from tsukud.create.ecosystem_builders import DRAFTERS
 from tsukud.discover import ecosystem as discovery
 from tsukud.discover.service import ECOSYSTEM_KEYS
 from tsukud.errors import CATALOGUE
@@ -28,22 +28,13 @@ from tsukud.install.pins import create_source
 from tsukud.recipe import Metadata, Recipe
 from tsukud.recipe.model import ECOSYSTEM_STEPS, RUNNABLE_ECOSYSTEM_ACTIONS
 from tsukud.registries.ecosystems import ECOSYSTEMS, URL_SETTINGS, sources_hint
+from tsukud.source import BadSource, EcosystemPackage, parse_source
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _file(module: str) -> str:
     return module.replace(".", "/") + ".py"
-
-
-def _mentions(name: str) -> set[str]:
-    """The product modules (``tsukud/testing`` aside) whose text names ``name``."""
-    found = set()
-    for path in (REPO / "tsukud").rglob("*.py"):
-        rel = path.relative_to(REPO).as_posix()
-        if not rel.startswith("tsukud/testing/") and name in path.read_text().lower():
-            found.add(rel)
-    return found
 
 
 @pytest.mark.parametrize("eco", ECOSYSTEMS, ids=lambda e: e.builder)
@@ -58,7 +49,7 @@ def test_a_registry_s_name_appears_only_in_its_record_and_the_modules_it_lists(e
     # things too: a sandbox's npm cache, a Go binary's build info, a wheel's tags).
     names = {n.lower() for n in (eco.builder, eco.version_source) if len(n) >= 6}
     for name in names:
-        assert _mentions(name) <= allowed, name
+        assert mentions(name) <= allowed, name
     for module in allowed:
         assert (REPO / module).is_file(), module
 
@@ -68,7 +59,7 @@ def test_rubygems_is_named_by_at_most_six_product_modules():
     # prompt now derive from the record; what is left is RubyGems' own code: the
     # record, the reader, the runner, discovery's probe, create's drafter and the
     # validation's fetch of a .gem.
-    assert len(_mentions("rubygems")) <= 6
+    assert len(mentions("rubygems")) <= 6
 
 
 def test_every_name_of_an_ecosystem_belongs_to_one_record():
@@ -89,7 +80,7 @@ def test_the_tables_that_list_ecosystems_are_the_records():
         e.priority for e in ECOSYSTEMS
     )
     assert set(discovery.DEFAULT_URLS) == set(ECOSYSTEM_KEYS)
-    assert set(SOURCES) == set(DRAFTERS) == {e.prefix for e in ECOSYSTEMS}
+    assert set(DRAFTERS) == {e.prefix for e in ECOSYSTEMS}
     assert set(ACTIONS) == set(ECOSYSTEM_STEPS) == {e.action for e in ECOSYSTEMS}
     assert set(FETCHERS) == {e.version_source for e in ECOSYSTEMS}
     assert {e.action for e in ECOSYSTEMS if e.runner} == RUNNABLE_ECOSYSTEM_ACTIONS
@@ -111,9 +102,10 @@ def test_a_record_agrees_with_its_step_its_runner_and_its_settings(eco):
     # a source of this ecosystem reads back as this ecosystem; a name it cannot have
     # is refused with the record's words for it
     name = "example.com/tool" if eco.package_key == "module" else "tool"
-    assert parse_ecosystem_source(f"{eco.prefix}:{name}").version_source == eco.version_source
+    assert parse_source(f"{eco.prefix}:{name}") == EcosystemPackage(eco.prefix, name)
+    assert parse_source(f"{eco.prefix}:{name}").record is eco  # type: ignore[union-attr]
     with pytest.raises(BadSource, match=eco.name_kind):
-        parse_ecosystem_source(f"{eco.prefix}:--exec=x")
+        parse_source(f"{eco.prefix}:--exec=x")
     recipe = Recipe(metadata=Metadata(name="tool"), steps=(step(**{eco.package_key: name}),))
     assert create_source(recipe) == f"{eco.prefix}:{name}"
 

@@ -30,15 +30,10 @@ from __future__ import annotations
 import msgspec
 import trio
 
-from tsukud.create.context import GITHUB_PREFIX
-from tsukud.create.ecosystem_builders import SOURCES
-from tsukud.create.homebrew_builder import SOURCE_PREFIX as HOMEBREW_PREFIX
 from tsukud.errors import TsukuError
 from tsukud.secrets import REDACTOR
+from tsukud.source import GITHUB_PREFIX, PREFIXES
 from tsukud.terminal import terminal_safe
-
-#: Every source prefix create accepts: GitHub's, the registries' and Homebrew's.
-ECOSYSTEMS: tuple[str, ...] = (GITHUB_PREFIX, *SOURCES, HOMEBREW_PREFIX.rstrip(":"))
 
 MAX_MESSAGE = 300
 
@@ -198,7 +193,7 @@ def ecosystem_of(source: str) -> str | None:
     if not sep:
         return GITHUB_PREFIX
     kind = kind.lower()
-    return kind if kind in ECOSYSTEMS else None
+    return kind if kind in PREFIXES else None
 
 
 def classify(exc: BaseException, *, source: str) -> Failure:

@@ -42,19 +42,14 @@ def job_id(tool: str, source: str) -> str:
 
 
 def canonical_source(source: str) -> str:
-    """``source`` in one spelling, or the ``TsukuError`` ``create`` would raise for it."""
-    from tsukud.create.context import parse_source
-    from tsukud.create.ecosystem_builders import parse_ecosystem_source
-    from tsukud.create.homebrew_builder import formula_name
+    """``source`` in one spelling, or the ``BadSource`` ``create`` would raise for it."""
+    from tsukud.source import GitHubRepo, parse_source
 
-    formula = formula_name(source)
-    if formula is not None:
-        return f"homebrew:{formula}"
-    eco = parse_ecosystem_source(source)
-    if eco is not None:
-        return f"{eco.prefix}:{eco.package}"
-    # GitHub names are case-insensitive: Stern/Stern is stern/stern, one job.
-    return "github:" + parse_source(source).lower()
+    parsed = parse_source(source)
+    if isinstance(parsed, GitHubRepo):
+        # GitHub names are case-insensitive: Stern/Stern is stern/stern, one job.
+        parsed = GitHubRepo(parsed.owner.lower(), parsed.repo.lower())
+    return str(parsed)
 
 
 def _fields(text: str) -> tuple[str, str, int]:

@@ -26,11 +26,11 @@ import msgspec
 import trio
 
 from tsukud.create.assets import strip_invisible, with_tag_prefix
-from tsukud.create.errors import BadSource, NoReleases
+from tsukud.create.errors import NoReleases
 from tsukud.errors import TsukuError
 from tsukud.github.client import LATEST_PAGE
 from tsukud.recipe.release import Release
-from tsukud.registries.ecosystems import labels, sources_hint
+from tsukud.source import BadSource, parse_github
 
 if TYPE_CHECKING:
     from tsukud.github.client import GitHub
@@ -43,7 +43,6 @@ MAX_ROOT_FILES = 60
 MAX_DESCRIPTION = 200
 
 _README = re.compile(r"(?i)^readme(?:\.(md|markdown|rst|txt|adoc|org))?$")
-_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}/[A-Za-z0-9_.][A-Za-z0-9_.-]{0,99}$")
 _FILE_NAME = re.compile(r"^(?!\.\.?$)[A-Za-z0-9._][A-Za-z0-9._+~-]{0,99}$")
 _URL = re.compile(r"^https?://[A-Za-z0-9.-]+(?::\d+)?(?:/[A-Za-z0-9._~:/?#@!$&'()*+,;=%-]*)?$")
 
@@ -102,28 +101,6 @@ class RepoContext(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def api_release(self) -> ApiRelease:
         return self.api_releases[self.tag]
-
-
-#: The prefix of a GitHub source (``github:owner/repo``); a source without one is GitHub's.
-GITHUB_PREFIX = "github"
-
-
-def parse_source(source: str) -> str:
-    """``github:owner/repo`` (or a bare ``owner/repo``) → ``owner/repo``."""
-    text = source.strip()
-    kind, sep, rest = text.partition(":")
-    if sep and kind.lower() == GITHUB_PREFIX:
-        text = rest.strip()
-    elif sep:
-        raise BadSource(
-            f"unknown source {source!r}: GitHub releases and {labels()} packages and "
-            "Homebrew formulae are supported",
-            hint=f"Use --from {sources_hint()}.",
-        )
-    text = text.removeprefix("https://github.com/").rstrip("/")
-    if not _REPO.match(text) or ".." in text:
-        raise BadSource(f"expected github:owner/repo, got {source!r}")
-    return text
 
 
 def clean_description(text: str | None) -> str | None:
@@ -213,7 +190,10 @@ async def gather(
     if failed:
         raise failed.get("repo") or failed["releases"]
     info = meta[0]
-    canonical = info.full_name if _REPO.match(info.full_name or "") else repo
+    try:  # the name after a rename, when it is a repository's name at all
+        canonical = parse_github(info.full_name or "").slug
+    except BadSource:
+        canonical = repo
     published = [r for r in listed[0] if not r.draft and r.tag_name]
     if version is not None:
         published = await _from_version(github, canonical, published, version)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tsukud.create.context import clean_description
-from tsukud.create.errors import BadSource, CreateError
+from tsukud.create.errors import CreateError
 from tsukud.errors import TsukuError
 from tsukud.install.ecosystem.versions import choose
 from tsukud.recipe import Metadata, Recipe, Verify, dump_recipe, host_platform
@@ -41,43 +41,13 @@ from tsukud.recipe.model import (
 )
 from tsukud.recipe.version import ResolvedVersion, check_version
 from tsukud.registries import crates, goproxy, npm, pypi, rubygems
-from tsukud.registries.ecosystems import BY_PREFIX, ECOSYSTEMS
 
 if TYPE_CHECKING:
     from tsukud.net.http import Http
 
-# --from prefix -> the version source (and registry) it names: the records'
-SOURCES = {e.prefix: e.version_source for e in ECOSYSTEMS}
 WHEEL_MAX_BYTES = 64 * 1024 * 1024
 PACKAGE_MAX_BYTES = 64 * 1024 * 1024  # a .crate, .gem or module zip read for its metadata
 _JSON = {"accept": "application/json"}
-
-
-@dataclass(frozen=True)
-class EcosystemSource:
-    prefix: str  # a key of SOURCES
-    package: str
-
-    @property
-    def version_source(self) -> str:
-        return SOURCES[self.prefix]
-
-    def __str__(self) -> str:
-        return f"{self.prefix}:{self.package}"
-
-
-def parse_ecosystem_source(source: str) -> EcosystemSource | None:
-    """``<prefix>:<package>`` of an ecosystem (``npm:<package>``, ``crates:<crate>``,
-    ...); None for anything else (a GitHub source); :class:`BadSource` for a registry
-    prefix with a name it cannot have."""
-    kind, sep, rest = source.strip().partition(":")
-    kind, rest = kind.lower(), rest.strip()
-    if not sep or kind not in SOURCES:
-        return None
-    eco = BY_PREFIX[kind]
-    if not eco.valid_name(rest):
-        raise BadSource(f"expected {kind}:<{eco.name_kind}>, got {source!r}")
-    return EcosystemSource(kind, rest)
 
 
 @dataclass(frozen=True)

@@ -7,29 +7,11 @@ the budget, the hourly limit and missing providers (``tsukud.errors``).
 
 from __future__ import annotations
 
-from typing import Any
-
 from tsukud.errors import TsukuError
-from tsukud.registries.ecosystems import sources_hint
 
 
 class CreateError(TsukuError):
     code = "create_failed"
-
-
-class BadSource(CreateError):
-    """A ``--from`` no builder reads; its hint names every source there is (from the
-    ecosystems' records: the catalogue, stdlib-only, cannot read them)."""
-
-    code = "create_bad_source"
-
-    def __init__(self, message: str, *, hint: str | None = None, **data: Any) -> None:
-        super().__init__(message, hint=hint if hint is not None else from_hint(), **data)
-
-
-def from_hint() -> str:
-    """``Name the source as --from github:owner/repo, npm:<package>, ...``."""
-    return f"Name the source as --from {sources_hint()}."
 
 
 class RecipeExists(CreateError):

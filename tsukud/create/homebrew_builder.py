@@ -37,24 +37,13 @@ from tsukud.recipe import (
 from tsukud.recipe.homebrew import choose_tag, platform_tags, split_oci_tag
 from tsukud.recipe.platform import STANDARD_PLATFORMS
 from tsukud.recipe.version import ResolvedVersion
+from tsukud.source import HomebrewFormula
 from tsukud.validation.summary import ValidationSummary
 
 EXEC_FILES = "sh.brew.path_exec_files"
-SOURCE_PREFIX = "homebrew:"
 GENERATED_BY = "homebrew-builder"
 
 Validate = Callable[[str, ResolvedVersion], Awaitable[ValidationSummary]]
-
-
-def formula_name(source: str) -> str | None:
-    """``homebrew:htop`` → ``htop``; None for any other source."""
-    kind, sep, rest = source.strip().partition(":")
-    if not sep or kind.lower() != SOURCE_PREFIX[:-1]:
-        return None
-    name = rest.strip()
-    if not name or not all(c.isalnum() or c in "@+-._" for c in name):
-        raise CreateError(f"expected homebrew:<formula>, got {source!r}")
-    return name
 
 
 def effective(formula: Mapping[str, Any], tag: str) -> dict[str, Any]:
@@ -167,7 +156,7 @@ async def build_from_homebrew(
     ``validation.*`` events and raises when the recipe is refused), with the run's
     ``create.started`` and ``generation.completed`` events (no model, no money)."""
     started = time.monotonic()
-    repo = SOURCE_PREFIX + formula
+    repo = str(HomebrewFormula(formula))
     await emit(
         "create.started",
         {

@@ -30,7 +30,6 @@ from tsukud.progress import Progress
 if TYPE_CHECKING:
     from tsukud.clock import Clock
     from tsukud.config import Config
-    from tsukud.create.ecosystem_builders import EcosystemSource
     from tsukud.create.pipeline import CreateResult
     from tsukud.events.store import EventStore
     from tsukud.github.client import GitHub
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
     from tsukud.policy.confirm import Confirmations
     from tsukud.recipe import Recipe
     from tsukud.sandbox.service import Sandbox
+    from tsukud.source import EcosystemPackage, FromSource
     from tsukud.validation.validator import Validator
 
 
@@ -198,7 +198,7 @@ class Creator:
     async def create(
         self,
         tool: str,
-        source: str,
+        source: FromSource,
         *,
         progress: Progress,
         session: str | None = None,
@@ -216,7 +216,7 @@ class Creator:
     async def _create(
         self,
         tool: str,
-        source: str,
+        source: FromSource,
         *,
         progress: Progress,
         output: str | None = None,
@@ -235,20 +235,18 @@ class Creator:
         session: str | None = None,
         max_repairs: int = 2,
     ) -> CreateResult:
-        """Write a recipe for ``tool`` from ``source``'s GitHub releases (``written`` set
-        when ``write``). ``session``: the ledger session its events go in (a batch job
-        names its own, so ``events summary --by session`` shows each job's cost); a
-        fresh one otherwise. ``max_repairs``: the model's repairs after a failed check
-        or validation (``--repairs``; 0 measures what repair is worth)."""
-        from tsukud.create.context import parse_source
-        from tsukud.create.ecosystem_builders import parse_ecosystem_source
-        from tsukud.create.homebrew_builder import formula_name
+        """Write a recipe for ``tool`` from ``source`` (a repository's releases, a
+        registry's package or a Homebrew formula; ``written`` set when ``write``).
+        ``session``: the ledger session its events go in (a batch job names its own, so
+        ``events summary --by session`` shows each job's cost); a fresh one otherwise.
+        ``max_repairs``: the model's repairs after a failed check or validation
+        (``--repairs``; 0 measures what repair is worth)."""
         from tsukud.create.pipeline import CreateRequest, Deps, run_create
         from tsukud.install.registry import check_name
+        from tsukud.source import EcosystemPackage, HomebrewFormula
 
         tool = check_name(tool)
-        formula = formula_name(source)  # homebrew:<formula>: no model
-        if formula is not None:
+        if isinstance(source, HomebrewFormula):  # no model
             target = self.target(tool, output)
             if check_target or write:
                 refuse_existing(target, force)
@@ -262,16 +260,20 @@ class Creator:
                     self._sandbox(), self._confirmations, progress, can_ask=can_ask, session=session
                 )
             result = await self._from_homebrew(
-                tool, formula, session, version, progress=progress, skip_validation=skip_validation
+                tool,
+                source.formula,
+                session,
+                version,
+                progress=progress,
+                skip_validation=skip_validation,
             )
             if write:
                 self._write(result, target, force, session)
             return result
-        eco = parse_ecosystem_source(source)
-        if eco is not None:
+        if isinstance(source, EcosystemPackage):
             return await self._create_from_registry(
                 tool,
-                eco,
+                source,
                 progress=progress,
                 output=output,
                 write=write,
@@ -281,7 +283,7 @@ class Creator:
                 version=version,
                 session=session,
             )
-        repo = parse_source(source)
+        repo = source.slug
         target = self.target(tool, output)
         if check_target or write:
             refuse_existing(target, force)  # before anything that costs money
@@ -404,7 +406,7 @@ class Creator:
     async def _create_from_registry(
         self,
         tool: str,
-        source: EcosystemSource,
+        source: EcosystemPackage,
         *,
         progress: Progress,
         output: str | None,
@@ -435,7 +437,7 @@ class Creator:
         started = time.monotonic()
         config = self._config()
         urls = registry_urls(lambda key: str(config[key] or ""))
-        base = urls[source.version_source]
+        base = urls[source.record.version_source]
         store.append_nowait(
             "create.started",
             {
@@ -458,12 +460,14 @@ class Creator:
                 await store.wait_durable(ev.id)
 
         try:
-            draft = await DRAFTERS[source.prefix](self._http(), base, tool, source.package, version)
+            draft = await DRAFTERS[source.ecosystem](
+                self._http(), base, tool, source.package, version
+            )
             refuse_guarded(draft.recipe, str(source))
         except BaseException as exc:
             await failed("context", exc)
             raise
-        generated_by = f"{source.prefix} builder"
+        generated_by = f"{source.ecosystem} builder"
         if skip_validation:
             summary = ValidationSummary(
                 status="skipped", platform=str(host_platform().key), message="--skip-validation"
@@ -494,7 +498,7 @@ class Creator:
                     http=self._http(),
                     session=session,
                     registry_url=base,
-                    index_url=urls.get(index_key(source.version_source), ""),
+                    index_url=urls.get(index_key(source.record.version_source), ""),
                     env=self.env,
                     proxies=proxy_env(lambda key: str(config[key] or "")),
                 )

@@ -167,7 +167,7 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
     confirm: bool = True  # ask "Install <tool> from this source?" (install); discover only reports
     check_recipes: bool = True
     search_provider: str | None = None
-    providers: str | None = None  # LLM order, e.g. "claude,gemini"
+    providers: str | None = None  # LLM order: provider names, "a,b"
     llm: bool = True  # False: registry and ecosystems only
     collect_tool_stats: bool = False  # the result lists every tool call (tool_stats)
 

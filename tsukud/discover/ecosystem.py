@@ -30,9 +30,9 @@ from typing import Any
 from urllib.parse import quote
 
 from tsukud.discover.model import Probe
-from tsukud.discover.normalize import repo_from_url
 from tsukud.registries import goproxy
 from tsukud.registries.ecosystems import BY_BUILDER, DISCOVERY_URLS, ECOSYSTEMS
+from tsukud.source import repo_from_url
 
 # Discovery's builder names, in probe order (the ranking's tie order): one per record
 # of registries/ecosystems.py, whose other tables are derived here too.
@@ -122,6 +122,12 @@ def _people(*values: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n[:80] for n in names))[:5]
 
 
+def _slug(url: str | None) -> str | None:
+    """``owner/repo`` of the github.com repository a registry's field points into."""
+    repo = repo_from_url(url) if url else None
+    return repo.slug if repo is not None else None
+
+
 def parse_crates(name: str, body: Any) -> Probe | None:
     crate = _dict(_dict(body).get("crate"))
     if not _same(crate.get("name") or crate.get("id"), name):
@@ -136,7 +142,7 @@ def parse_crates(name: str, body: Any) -> Probe | None:
         downloads=_int(crate.get("recent_downloads")),
         version_count=count,
         has_repository=repo_url is not None,
-        repository=repo_from_url(repo_url) if repo_url else None,
+        repository=_slug(repo_url),
         description=_str(crate.get("description")),
         latest=_str(crate.get("max_stable_version")) or _str(crate.get("max_version")),
         executables=_bins(newest.get("bin_names")) if "bin_names" in newest else None,
@@ -162,7 +168,7 @@ def parse_npm(name: str, packument: Any, downloads: Any) -> Probe | None:
         downloads=_int(_dict(downloads).get("downloads")),
         version_count=len(versions) if isinstance(versions, dict) else 0,
         has_repository=repo_url is not None,
-        repository=repo_from_url(repo_url) if repo_url else None,
+        repository=_slug(repo_url),
         description=_str(doc.get("description")),
         latest=latest,
         # A published version's manifest without ``bin`` installs no command.
@@ -179,7 +185,7 @@ def parse_pypi(name: str, body: Any) -> Probe | None:
         return None
     urls = [u for u in _dict(info.get("project_urls")).values() if isinstance(u, str) and u]
     home = _str(info.get("home_page"))
-    repo = next((r for u in [*urls, home or ""] if (r := repo_from_url(u))), None)
+    repo = next((r for u in [*urls, home or ""] if (r := _slug(u))), None)
     releases = _dict(body).get("releases")
     return Probe(
         builder="pypi",
@@ -205,7 +211,7 @@ def parse_rubygems(name: str, gem: Any, versions: Any) -> Probe | None:
         return None
     source_uri = _str(doc.get("source_code_uri"))
     candidates = [source_uri or "", _str(doc.get("homepage_uri")) or ""]
-    repo = next((r for u in candidates if (r := repo_from_url(u))), None)
+    repo = next((r for u in candidates if (r := _slug(u))), None)
     return Probe(
         builder="rubygems",
         source=str(doc["name"]),
@@ -235,7 +241,7 @@ def parse_go(module: str, latest: Any, version_list: str) -> Probe | None:
         source=module,
         version_count=len(lines),
         has_repository=origin_url is not None,
-        repository=repo_from_url(origin_url) if origin_url else None,
+        repository=_slug(origin_url),
         latest=version,
     )
 

@@ -4,17 +4,18 @@ Two tools: ``web_search`` (query → results) and ``extract_source`` (builder, s
 confidence 0-100, evidence[], reasoning): the builder is ``github`` with an
 ``owner/repo``, or an ecosystem (a record's builder, registries/ecosystems.py: ``npm``,
 ``pypi``, ...) with the package name its registry allows, for a tool whose docs say ``npm install -g
-<package>`` and the like. Each provider searches the way it can:
+<package>`` and the like. Each provider searches the way its spec's ``search`` says
+(llm/providers.py, :func:`strategy_for`):
 
-* **Claude**: its server-side web search tool (``web_search_20250305``, ``max_uses``
-  bounded) next to ``extract_source`` in one request. The search results come back as
-  ``web_search_tool_result`` blocks, whose URLs are kept as the evidence's sources.
-* **Gemini 3**: Google Search grounding and ``extract_source`` in one request (the
-  adapter sets ``toolConfig.includeServerSideToolInvocations``).
-* **Gemini 2.x** rejects grounding together with function calling, so two successive
-  requests: a grounded search request, then an ``extract_source`` request (forced)
-  that sees the first answer's text as untrusted data.
-* **Local models** get a client-side ``web_search`` handled here by
+* **server**: the provider's own web search tool (``max_uses`` bounded) next to
+  ``extract_source`` in one request; the search results it returns (their URLs kept
+  as the evidence's sources) or its grounding, by the adapter.
+* **grounded**: the provider grounds the request in its own search, with
+  ``extract_source`` in the same request; for the spec's ``two_step_models``, which
+  reject grounding together with function calling, two successive requests: a
+  grounded search request, then an ``extract_source`` request (forced) that sees the
+  first answer's text as untrusted data.
+* **client** (local models): a client-side ``web_search`` handled here by
   :mod:`.search` (DuckDuckGo, Tavily or Brave); results are HTML-stripped, truncated
   and labelled untrusted before the model sees them.
 
@@ -28,9 +29,9 @@ can correct.
 
 Every tool call is recorded as create's are (a ``tool.called`` payload, kept for
 ``--collect-tool-stats``): ``extract_source`` and the client-side ``web_search`` with
-their time, and the provider's own searches from the response (Claude's
-``server_tool_use`` blocks with their query and result, Gemini's grounding queries),
-whose time is part of the turn's (``duration_ms`` 0).
+their time, and the provider's own searches from the response (server tool use blocks
+with their query and result, or the count of grounding queries), whose time is part of
+the turn's (``duration_ms`` 0).
 """
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ from tsukud.discover.ecosystem import BUILDERS as ECOSYSTEMS
 from tsukud.discover.ecosystem import valid_package
 from tsukud.discover.errors import DiscoverySearchFailed
 from tsukud.discover.model import MIN_CONFIDENCE, Candidate
-from tsukud.discover.normalize import BadSource, github_source, repo_from_url
 from tsukud.discover.sanitize_html import clean, clip, remove_invisible
 from tsukud.discover.search import Searcher, SearchResponse, format_for_llm
 from tsukud.events.catalogue import ToolCalled
@@ -72,6 +72,7 @@ from tsukud.llm.types import (
 from tsukud.progress import Emit, Note, no_emit, no_note
 from tsukud.registries.ecosystems import ECOSYSTEMS as ECOSYSTEM_RECORDS
 from tsukud.registries.ecosystems import listed
+from tsukud.source import BadSource, parse_github, parse_page, repo_from_url
 
 if TYPE_CHECKING:
     from tsukud.llm.service import Run
@@ -243,27 +244,10 @@ def repos_in_text(text: str) -> set[str]:
     out: set[str] = set()
     for owner, repo in _GITHUB_IN_TEXT.findall(text):
         try:
-            out.add(github_source(f"{owner}/{repo.rstrip('.')}").lower())
+            out.add(parse_github(f"{owner}/{repo.rstrip('.')}").slug.lower())
         except BadSource:
             continue
     return out
-
-
-def page_url(text: str) -> str:
-    """An install page's URL: http(s), a host, no credentials, at most 500 characters."""
-    from urllib.parse import urlsplit
-
-    url = text.strip()
-    parts = urlsplit(url)
-    if (
-        parts.scheme not in ("http", "https")
-        or not parts.hostname
-        or "@" in parts.netloc
-        or len(url) > 500
-        or any(c.isspace() or ord(c) < 32 for c in url)
-    ):
-        raise BadSource(f"{url[:80]!r} is not an install page's URL")
-    return url
 
 
 def parse_extract(
@@ -286,7 +270,9 @@ def parse_extract(
     if builder in ("github", "instructions"):
         try:
             source = (
-                page_url(raw_source) if builder == "instructions" else github_source(raw_source)
+                parse_page(raw_source).url
+                if builder == "instructions"
+                else parse_github(raw_source).slug
             )
         except BadSource as exc:
             expected_ = "an http(s) URL" if builder == "instructions" else "owner/repo"
@@ -338,9 +324,9 @@ def _ms(started: float) -> int:
 
 
 def server_searches(resp: Response) -> list[ToolCalled]:
-    """The searches the provider ran itself during one turn: Claude's ``server_tool_use``
+    """The searches the provider ran itself during one turn: its ``server_tool_use``
     blocks (with the query and, from the matching result block, ok or the error code);
-    otherwise the usage's count (Gemini's grounding queries)."""
+    otherwise the usage's count (a grounded request's queries)."""
     blocks = [p.data for p in resp.message.parts if isinstance(p, ProviderBlock)]
     results = {
         b.get("tool_use_id"): b.get("content")
@@ -373,9 +359,9 @@ def server_searches(resp: Response) -> list[ToolCalled]:
 
 def repos_of(source: Citation) -> set[str]:
     """The repositories (``owner/repo``, lowercase) a search source names: its URL, or
-    the passage it supports (Gemini's grounding URLs are redirects that name none)."""
+    the passage it supports (a grounding URL may be a redirect that names none)."""
     repo = repo_from_url(source.url)
-    return ({repo.lower()} if repo else set()) | repos_in_text(source.text)
+    return ({repo.slug.lower()} if repo else set()) | repos_in_text(source.text)
 
 
 @dataclass
@@ -408,8 +394,8 @@ class Outcome:
 
 
 def strategy_for(name: str, model: str) -> str:
-    """``server`` (Claude / Gemini 3: search and extraction in one request),
-    ``two_step`` (Gemini 1.x/2.x) or ``client`` (local: our web_search tool): the
+    """``server`` (search and extraction in one request), ``two_step`` (a grounded
+    search, then the extraction) or ``client`` (local: our web_search tool): the
     provider's spec says (llm/providers.py); an unknown name searches with our tool."""
     spec = BY_NAME.get(name)
     return spec.strategy(model) if spec is not None else "client"
@@ -420,8 +406,8 @@ class Allowance:
     """The most one discovery may use of each paid unit, over every provider it may try
     (what :meth:`tsukud.llm.service.LLM.run` reserves for)."""
 
-    searches: int = 0  # server-side web searches (Claude's per-search fee)
-    grounded_prompts: int = 0  # requests grounded with Google Search (Gemini's fee)
+    searches: int = 0  # server-side web searches (a per-search fee)
+    grounded_prompts: int = 0  # requests grounded in the provider's search (their fee)
     external_search_usd: Decimal = Decimal(0)  # paid search APIs queried for local models
 
 
@@ -434,8 +420,8 @@ def worst_case(
     * Server search (:meth:`LLMDiscovery._request`): every request of the
       :data:`MAX_TURNS` offers the search tool with ``max_uses`` at least 1, even once
       the allowance is spent, so up to ``max_searches + MAX_TURNS - 1`` searches; on
-      Gemini every one of those requests may be a grounded prompt.
-    * Two-step Gemini: one grounded request.
+      a grounded provider every one of those requests may be a grounded prompt.
+    * Two-step (a grounded provider's ``two_step_models``): one grounded request.
     * Client search: ``max_searches`` queries (later ones are refused before any
       request), each at ``search_fee``.
     """
@@ -528,7 +514,7 @@ class LLMDiscovery:
         outcome.searches += resp.usage.web_search_requests
         for call in server_searches(resp):
             await self._record(call)
-        for source in resp.citations:  # Claude's search results, Gemini's grounding
+        for source in resp.citations:  # search results, or grounding chunks
             outcome.add_source(source)
         self._note_search_errors(resp.message, outcome)
         return resp

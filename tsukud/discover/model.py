@@ -36,7 +36,7 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 class Candidate(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A source an LLM extracted (``extract_source``); nothing here is trusted yet."""
 
-    # owner/repo (already through normalize.github_source), or for an ecosystem builder
+    # owner/repo (already through source.parse_github), or for an ecosystem builder
     # the package name its registry allows
     source: str
     confidence: int

@@ -7,9 +7,9 @@
 * :func:`typosquat`: the nearest known name at edit distance 1-2 (1 only for names of
   four characters or fewer, where distance 2 matches nearly anything). Ties go to the
   alphabetically first name, so the warning is the same on every run.
-* :func:`github_source`: a model's (or a user's) ``owner/repo`` or github.com URL →
-  ``owner/repo`` with GitHub's own character rules: no credentials, ports, other hosts,
-  ``..`` (plain or percent-encoded), or characters outside ``[A-Za-z0-9._-]``.
+
+A source (``owner/repo``, a github.com URL, a package) is parsed by
+:mod:`tsukud.source`, the one parser of sources.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit
 
 from tsukud.discover.errors import InvalidToolName
 
@@ -96,83 +95,3 @@ def typosquat(name: str, known: Iterable[str]) -> Typosquat | None:
         if 1 <= d <= limit and (best is None or (d, other) < best):
             best = (d, other)
     return None if best is None else Typosquat(name, best[1], best[0])
-
-
-# ---------------------------------------------------------------------------- sources
-
-
-class BadSource(ValueError):
-    """A source that is not a safe ``owner/repo`` on github.com (the message says why)."""
-
-
-def github_source(raw: str) -> str:
-    """``owner/repo`` from ``owner/repo``, ``github:owner/repo`` or a github.com URL."""
-    text = raw.strip()
-    if not text:
-        raise BadSource("empty source")
-    if any(ord(c) > 127 or c.isspace() or ord(c) < 32 for c in text):
-        raise BadSource("source contains whitespace, control or non-ASCII characters")
-    text = text.removeprefix("github:")
-    if ".." in text or "%2e" in text.lower():
-        raise BadSource("source contains path traversal")
-    if "://" in text or text.startswith("//"):
-        parts = urlsplit(text if "://" in text else "https:" + text)
-        if parts.scheme not in ("https", "http"):
-            raise BadSource(f"URL scheme {parts.scheme!r} is not allowed")
-        if parts.username is not None or parts.password is not None or "@" in parts.netloc:
-            raise BadSource("URL contains credentials")
-        if ":" in parts.netloc:
-            raise BadSource("URL has a port")
-        if (parts.hostname or "").lower() not in _GITHUB_HOSTS:
-            raise BadSource("URL host must be github.com")
-        if parts.query or parts.fragment:
-            raise BadSource("URL has a query or fragment")
-        path = unquote(parts.path)
-        if ".." in path:
-            raise BadSource("source contains path traversal")
-        segments = [s for s in path.split("/") if s]
-        if len(segments) < 2:
-            raise BadSource("expected github.com/owner/repo")
-        owner, repo = segments[0], segments[1]
-    else:
-        if "@" in text or ":" in text or "\\" in text:
-            raise BadSource("source must be owner/repo")
-        segments = text.split("/")
-        if len(segments) != 2:
-            raise BadSource("source must be owner/repo")
-        owner, repo = segments
-    repo = repo.removesuffix(".git")
-    if not _OWNER.match(owner):
-        raise BadSource(f"invalid owner name {owner!r}")
-    if not _REPO.match(repo) or repo in (".", ".."):
-        raise BadSource(f"invalid repository name {repo!r}")
-    return f"{owner}/{repo}"
-
-
-def repo_from_url(url: str) -> str | None:
-    """``owner/repo`` when ``url`` points into a github.com repository, else None.
-
-    Accepts what package registries put in their repository fields (``git+https://``,
-    ``git://``, ``.git`` suffixes, deeper paths).
-    """
-    text = url.strip()
-    for prefix in ("git+", "scm:git:"):
-        text = text.removeprefix(prefix)
-    if text.startswith("git@github.com:"):
-        text = "https://github.com/" + text[len("git@github.com:") :]
-    if text.startswith("git://"):
-        text = "https://" + text[len("git://") :]
-    if text.startswith("github.com/"):
-        text = "https://" + text
-    if "://" not in text:
-        return None
-    parts = urlsplit(text)
-    if (parts.hostname or "").lower() not in _GITHUB_HOSTS or parts.port is not None:
-        return None
-    segments = [s for s in parts.path.split("/") if s]
-    if len(segments) < 2:
-        return None
-    try:
-        return github_source(f"{segments[0]}/{segments[1]}")
-    except BadSource:
-        return None

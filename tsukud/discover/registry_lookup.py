@@ -20,8 +20,8 @@ from pathlib import Path
 import msgspec
 
 from tsukud.clock import Clock, SystemClock
-from tsukud.discover.normalize import BadSource, github_source
 from tsukud.fsutil import fresh, write_atomic
+from tsukud.source import BadSource, parse_github
 
 DEFAULT_TTL = 3600.0
 MAX_ENTRY_BYTES = 64 * 1024
@@ -57,7 +57,7 @@ def parse_entry(data: bytes) -> Entry | None:
         return None
     if builder == "github":
         try:
-            source = github_source(source)
+            source = parse_github(source).slug
         except BadSource:
             return None
     return msgspec.structs.replace(entry, builder=builder, source=source)

@@ -39,6 +39,7 @@ from tsukud.batch.queue import MAX_ATTEMPTS, remaining
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, LedgerUnavailable, TsukuError
 from tsukud.policy import spent
 from tsukud.progress import Progress, no_progress
+from tsukud.source import parse_source
 
 if TYPE_CHECKING:
     from tsukud.batch.backend import BatchBackend
@@ -394,7 +395,7 @@ class BatchRunner:
         try:
             result = await self.create(
                 lease.tool,
-                lease.source,
+                parse_source(lease.source),
                 progress=no_progress,  # a job's own stages are in its session's events
                 write=False,
                 check_target=False,

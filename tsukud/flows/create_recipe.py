@@ -7,7 +7,8 @@ the instructions builder exactly as ``install`` reads it (docs/design/
 instructions-builder.md), validated in the container, and returned like any created
 recipe (previewed, or written with ``--yes``/``--output``). The page is read only when
 a model may be used and validation runs (``--deterministic-only`` and
-``--skip-validation`` keep the original error), and only for a ``github:`` source.
+``--skip-validation`` keep the original error), and only for a ``github:`` source: the
+fallback is ``flows/no_build.py``, shared with ``install``.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from tsukud.create.errors import NoBinaryAssets
-from tsukud.errors import TsukuError
-from tsukud.flows.install_missing import page_consent, page_package, page_says, with_command_cost
-from tsukud.instructions.builder import InstructionsManual
+from tsukud.flows.install_missing import with_command_cost
+from tsukud.flows.no_build import NoBuildFallback, PagePackage, page_consent
 from tsukud.instructions.trust import decode_uses
 from tsukud.progress import Progress
+from tsukud.source import FromSource, shown
 
 if TYPE_CHECKING:
     from tsukud.create.pipeline import CreateResult
@@ -40,11 +41,11 @@ class CreateRecipe:
     ) -> None:
         self.confirmations = confirmations  # None: no one can be asked
         self.creator = creator
-        self.homepage = homepage  # owner/repo -> its homepage URL, or None
-        self.instructions = instructions
+        # owner/repo -> its homepage URL, or None; instructions None: no page is read
+        self.fallback = NoBuildFallback(homepage=homepage, instructions=instructions)
 
     async def create(
-        self, tool: str, source: str, *, progress: Progress, **options: Any
+        self, tool: str, source: FromSource, *, progress: Progress, **options: Any
     ) -> CreateResult:
         """``options``: :meth:`Creator.create`'s keyword arguments, and
         ``trust_page_hosts`` (``--trust-page-hosts``): a recipe read from the homepage
@@ -58,30 +59,15 @@ class CreateRecipe:
         return with_command_cost(result)
 
     async def _create(
-        self, tool: str, source: str, *, progress: Progress, **options: Any
+        self, tool: str, source: FromSource, *, progress: Progress, **options: Any
     ) -> CreateResult:
         trust = bool(options.pop("trust_page_hosts", False))
         try:
             return await self.creator.create(tool, source, progress=progress, **options)
         except NoBinaryAssets as exc:
-            if (
-                options.get("deterministic_only")
-                or options.get("skip_validation")
-                or self.instructions is None
-                or not source.startswith("github:")
-            ):
-                raise
-            repo = source.removeprefix("github:")
-            try:
-                page = await self.homepage(repo)
-            except TsukuError:
-                page = None
-            if page is None:
-                raise NoBinaryAssets(
-                    f"{exc.message} (no install page to read: GitHub names no homepage)",
-                    hint=exc.hint,
-                    **exc.data,
-                ) from None
+            if options.get("deterministic_only") or options.get("skip_validation"):
+                raise  # no model may read a page, or nothing would check its recipe
+            page = await self.fallback.install_page(source, exc)
             await progress(
                 {
                     "stage": "instructions",
@@ -89,61 +75,58 @@ class CreateRecipe:
                     f"install page {page}",
                 }
             )
-            url: str = page
 
-            async def consent(uses: object, again: str, session: str | None = None) -> None:
-                """The person's yes to what the page's recipe uses that the repository
-                does not name (or ``--trust-page-hosts``); see :func:`page_consent`."""
-                await page_consent(
-                    self.confirmations,
-                    progress,
-                    tool=tool,
-                    url=url,
-                    uses=decode_uses(uses),
-                    can_ask=bool(options.get("can_ask")),
-                    trust=trust,
-                    again=again,
-                    session=session,
-                )
+        async def say(message: str) -> None:
+            await progress({"stage": "instructions", "message": message})
 
-            asked = ("confirmed", "can_ask", "providers", "only_provider", "collect_tool_stats")
-            try:
-                result = await self.instructions.build(
-                    tool,
-                    page,
-                    came_from="no_binary_assets",
-                    progress=progress,
-                    repo=repo,
-                    refuse_strangers=not trust
-                    and bool(options.get("write"))
-                    and options.get("output") is None
-                    and not options.get("can_ask"),
-                    **{k: options[k] for k in asked if k in options},
-                )
-            except InstructionsManual as manual:
-                spec = page_package(manual.data)
-                if spec is None:
-                    raise
-                # The page names a package of a registry tsuku has a builder for: the
-                # person accepts it (unless the repository names it) before any fetch.
-                await progress({"stage": "instructions", "message": page_says(page, manual, spec)})
-                await consent(manual.data.get("uses"), f"tsukuctl create {tool} --from {source}")
-                return await self.creator.create(tool, spec, progress=progress, **options)
-            if options.get("write") and options.get("output") is None:
-                # Written where install finds it, with no preview: the person must have
-                # seen what the repository does not name.
-                await consent(
-                    result.preview.get("uses"),
-                    f"tsukuctl create {tool} --from {source} without --yes",
-                    session=result.session,
-                )
-            if options.get("write"):
-                saved = await self.creator.save(
-                    tool,
-                    result.recipe,
-                    output=options.get("output"),
-                    force=bool(options.get("force")),
-                    session=result.session,
-                )
-                result.written = saved.path
-            return result
+        async def consent(uses: object, again: str, session: str | None = None) -> None:
+            """The person's yes to what the page's recipe uses that the repository
+            does not name (or ``--trust-page-hosts``); see :func:`page_consent`."""
+            await page_consent(
+                self.confirmations,
+                progress,
+                tool=tool,
+                url=page.url,
+                uses=decode_uses(uses),
+                can_ask=bool(options.get("can_ask")),
+                trust=trust,
+                again=again,
+                session=session,
+            )
+
+        asked = ("confirmed", "can_ask", "providers", "only_provider", "collect_tool_stats")
+        outcome = await self.fallback.read(
+            tool,
+            page,
+            came_from="no_binary_assets",
+            progress=progress,
+            say=say,
+            consent=lambda uses: consent(uses, f"tsukuctl create {tool} --from {source}"),
+            repo=shown(source),
+            refuse_strangers=not trust
+            and bool(options.get("write"))
+            and options.get("output") is None
+            and not options.get("can_ask"),
+            **{k: options[k] for k in asked if k in options},
+        )
+        if isinstance(outcome, PagePackage):
+            return await self.creator.create(tool, outcome.source, progress=progress, **options)
+        result = outcome.result
+        if options.get("write") and options.get("output") is None:
+            # Written where install finds it, with no preview: the person must have
+            # seen what the repository does not name.
+            await consent(
+                result.preview.get("uses"),
+                f"tsukuctl create {tool} --from {source} without --yes",
+                session=result.session,
+            )
+        if options.get("write"):
+            saved = await self.creator.save(
+                tool,
+                result.recipe,
+                output=options.get("output"),
+                force=bool(options.get("force")),
+                session=result.session,
+            )
+            result.written = saved.path
+        return result

@@ -40,6 +40,7 @@ from tsukud.eval import corpus as corpora
 from tsukud.eval.figures import Outcome, compare, discover_figures, figures
 from tsukud.policy import spent
 from tsukud.progress import Progress, no_progress
+from tsukud.source import parse_source
 
 if TYPE_CHECKING:
     from tsukud.create.pipeline import CreateResult
@@ -322,7 +323,7 @@ class EvalRunner:
             try:
                 result = await self.create(
                     item.tool,
-                    item.source,
+                    parse_source(item.source),
                     progress=no_progress,
                     write=False,
                     check_target=False,

@@ -19,12 +19,11 @@ page found by web search is always shown to a person (``--yes`` does not approve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from tsukud.create.errors import NoBinaryAssets, from_hint
+from tsukud.create.errors import NoBinaryAssets
 from tsukud.discover.ecosystem import BUILDER_SOURCES
 from tsukud.discover.errors import (
     CreateUnavailable,
@@ -33,19 +32,25 @@ from tsukud.discover.errors import (
     DiscoveryNotFound,
 )
 from tsukud.discover.model import Discovery
-from tsukud.discover.normalize import BadSource, github_source, normalize_name
-from tsukud.errors import ConfirmationRequired, TsukuError, UsageError, UserDeclined
+from tsukud.discover.normalize import normalize_name
+from tsukud.errors import ConfirmationRequired, UsageError, UserDeclined
+from tsukud.flows.no_build import NoBuildFallback, PagePackage, page_consent
 from tsukud.instructions.trust import (
-    TRUST_FLAG,
-    PageUse,
     decode_uses,
     foreign,
-    listing,
     refusal,
 )
 from tsukud.policy import spent
 from tsukud.progress import Progress
-from tsukud.registries.ecosystems import sources_hint
+from tsukud.source import (
+    FromSource,
+    Page,
+    Source,
+    from_hint,
+    parse_github,
+    parse_source,
+    shown,
+)
 
 if TYPE_CHECKING:
     from tsukud.create.pipeline import CreateResult
@@ -99,6 +104,9 @@ class InstallMissing:
         self.creator = creator  # None: this daemon has no recipe generator
         self.installer = installer
         self.confirmations = confirmations  # None: no one can be asked (only --yes)
+        self.fallback = NoBuildFallback(
+            homepage=lambda repo: self.discovery.homepage(repo), instructions=instructions
+        )
 
     async def run(
         self,
@@ -110,7 +118,7 @@ class InstallMissing:
         yes: bool = False,
         can_ask: bool = False,
         search_provider: str | None = None,
-        source: str | None = None,
+        source: FromSource | None = None,
         collect_tool_stats: bool = False,
         llm: LlmChoice | None = None,
         trust_page_hosts: bool = False,
@@ -120,35 +128,38 @@ class InstallMissing:
         name = normalize_name(name)
         llm = llm or LlmChoice()
         found: Discovery | None = None
-        if source:
-            spec, repo = given_source(source)
-        else:
+        chosen: Source
+        if source is None:
             found = await self._discover(
                 name, progress, yes, can_ask, search_provider, collect_tool_stats, llm
             )
-        if found is not None and found.builder == "instructions":
-            repo = found.source
+            chosen = _found_source(found)
+        else:
+            chosen = source
+        if isinstance(chosen, Page):
+            assert found is not None  # a page is found, never named
+            url = chosen.url
             if not can_ask or self.confirmations is None:
                 raise DiscoveryConfirmationRequired(
-                    f"found the install page {repo} for {name} by web search; a recipe read "
+                    f"found the install page {url} for {name} by web search; a recipe read "
                     "from a page found by search needs a person's review (--yes does not "
                     "approve it) and there is no terminal: nothing was spent or installed",
                     hint=f"Run `tsukuctl install {name}` on a terminal to review the recipe "
                     "read from it.",
-                    source=repo,
+                    source=url,
                 )
             if near := found.metadata.get("near_miss"):
                 await progress(
                     {
                         "stage": "discovery",
                         "step": "near_miss",
-                        "message": f"warning: {near}; the recipe read from {repo} is shown "
+                        "message": f"warning: {near}; the recipe read from {url} is shown "
                         "for your review: check it is the tool you meant",
                     }
                 )
             created, create_stats = await self._from_page(
                 name,
-                repo,
+                chosen,
                 "discovery",
                 progress,
                 yes=yes,
@@ -159,11 +170,9 @@ class InstallMissing:
                 trust_page_hosts=trust_page_hosts,
             )
         else:
-            if found is not None:
-                spec, repo = _found_source(found)
             created, create_stats = await self._create(
                 name,
-                spec,
+                chosen,
                 progress,
                 yes=yes,
                 can_ask=can_ask,
@@ -179,7 +188,7 @@ class InstallMissing:
         if collect_tool_stats:
             stats = (*((found.tool_stats or ()) if found else ()), *create_stats)
         return MissingToolInstalled(
-            install=result, source=repo, discovery=found, created=created, tool_stats=stats
+            install=result, source=shown(chosen), discovery=found, created=created, tool_stats=stats
         )
 
     async def _discover(
@@ -229,7 +238,7 @@ class InstallMissing:
     async def _create(
         self,
         name: str,
-        spec: str,
+        spec: FromSource,
         progress: Progress,
         *,
         yes: bool,
@@ -246,7 +255,7 @@ class InstallMissing:
             raise CreateUnavailable(
                 f"found {spec} for {name}, but this tsukud has no recipe generator",
                 hint=f"Write a recipe by hand: $TSUKU_HOME/recipes/{name}.toml ({spec}).",
-                source=spec.removeprefix("github:"),
+                source=shown(spec),
             )
         await progress(
             {
@@ -268,15 +277,7 @@ class InstallMissing:
                 version=version,
             )
         except NoBinaryAssets as exc:
-            page = await self._install_page(spec)
-            if self.instructions is None or page is None:
-                why = "no install page to read" if page is None else "no instructions builder"
-                raise NoBinaryAssets(
-                    f"{exc.message} ({why})",
-                    hint="Name a package source if it has one: --from "
-                    f"{sources_hint(github=False)}.",
-                    **exc.data,
-                ) from None
+            page = await self.fallback.install_page(spec, exc)
             await progress(
                 {
                     "stage": "discovery",
@@ -293,28 +294,16 @@ class InstallMissing:
                 yes=yes,
                 can_ask=can_ask,
                 llm=llm,
-                repo=spec.removeprefix("github:"),
+                repo=shown(spec),
                 collect_tool_stats=collect_tool_stats,
                 trust_page_hosts=trust_page_hosts,
             )
         return await self._accept(name, spec, res, progress, yes=yes, can_ask=can_ask)
 
-    async def _install_page(self, spec: str) -> str | None:
-        """Where a repository without release builds says how to install it: its
-        homepage, when GitHub names one."""
-        from tsukud.errors import TsukuError
-
-        if not spec.startswith("github:"):
-            return None
-        try:
-            return await self.discovery.homepage(spec.removeprefix("github:"))
-        except TsukuError:  # no page is the answer: the original error stands
-            return None
-
     async def _from_page(
         self,
         name: str,
-        url: str,
+        page: Page,
         came_from: str,
         progress: Progress,
         *,
@@ -334,6 +323,7 @@ class InstallMissing:
         accepted by ``--yes`` alone: the person sees it listed (the recipe's review, or
         a question before a page's package is fetched), or ``--trust-page-hosts``
         accepts it; with neither, :class:`PageNotTrusted`."""
+        url = page.url
         if self.instructions is None or self.creator is None:
             raise CreateUnavailable(
                 f"found the install page {url} for {name}, but this tsukud does not read "
@@ -348,66 +338,61 @@ class InstallMissing:
                 "message": f"reading the install page {url} for {name} ({came_from})",
             }
         )
-        from tsukud.instructions.builder import InstructionsManual
 
-        try:
-            res = await self.instructions.build(
-                name,
-                url,
-                came_from=came_from,
-                progress=progress,
-                confirmed=yes,
-                can_ask=can_ask,
-                providers=llm.providers,
-                only_provider=llm.only_provider,
-                repo=repo,
-                collect_tool_stats=collect_tool_stats,
-                refuse_strangers=not trust_page_hosts
-                and (not can_ask or self.confirmations is None),
-            )
-        except InstructionsManual as exc:
-            spec = page_package(exc.data)
-            if spec is None:
-                raise
-            # The page names a package of a registry tsuku has a builder for; nothing is
-            # fetched from that registry before the package is accepted.
-            await progress(
-                {
-                    "stage": "discovery",
-                    "step": "instructions",
-                    "message": page_says(url, exc, spec),
-                }
-            )
+        async def say(message: str) -> None:
+            await progress({"stage": "discovery", "step": "instructions", "message": message})
+
+        async def consent(uses: object) -> None:
             await page_consent(
                 self.confirmations,
                 progress,
                 tool=name,
                 url=url,
-                uses=decode_uses(exc.data.get("uses")),
+                uses=decode_uses(uses),
                 can_ask=can_ask,
                 trust=trust_page_hosts,
                 again=f"tsukuctl install {name}" + (f" --from github:{repo}" if repo else ""),
             )
+
+        outcome = await self.fallback.read(
+            name,
+            page,
+            came_from=came_from,
+            progress=progress,
+            say=say,
+            consent=consent,
+            confirmed=yes,
+            can_ask=can_ask,
+            providers=llm.providers,
+            only_provider=llm.only_provider,
+            repo=repo,
+            collect_tool_stats=collect_tool_stats,
+            refuse_strangers=not trust_page_hosts and (not can_ask or self.confirmations is None),
+        )
+        if isinstance(outcome, PagePackage):
             return await self._create(
                 name,
-                spec,
+                outcome.source,
                 progress,
                 yes=yes and not review,
                 can_ask=can_ask,
                 llm=llm,
                 collect_tool_stats=collect_tool_stats,
             )
+        res = outcome.result
         strangers = foreign(decode_uses(res.preview.get("uses")))
         if strangers and not trust_page_hosts:
             if not can_ask or self.confirmations is None:
                 raise refusal(name, url, strangers, f"tsukuctl install {name} without --yes")
             review = True  # the review lists them: the person's [i] accepts them
-        return await self._accept(name, url, res, progress, yes=yes and not review, can_ask=can_ask)
+        return await self._accept(
+            name, page, res, progress, yes=yes and not review, can_ask=can_ask
+        )
 
     async def _accept(
         self,
         name: str,
-        spec: str,
+        spec: Source,
         res: CreateResult,
         progress: Progress,
         *,
@@ -438,7 +423,7 @@ class InstallMissing:
         return created, tuple(msgspec.to_builtins(s) for s in res.tool_stats or ())
 
     async def _review(
-        self, name: str, spec: str, res: CreateResult, progress: Progress, *, can_ask: bool
+        self, name: str, spec: Source, res: CreateResult, progress: Progress, *, can_ask: bool
     ) -> None:
         """A person sees the recipe and accepts it, as ``tsukuctl create`` asks, before
         anything is saved or installed."""
@@ -451,7 +436,7 @@ class InstallMissing:
         # An install page has no --from: install shows the recipe again.
         again = (
             f"tsukuctl install {name}"
-            if spec.startswith(("http://", "https://"))
+            if isinstance(spec, Page)
             else f"tsukuctl create {name} --from {spec}"
         )
         if not can_ask or self.confirmations is None:
@@ -460,7 +445,7 @@ class InstallMissing:
                 "to show it: nothing was saved or installed",
                 hint=f"Run it again with --yes to install it unseen, or review it with: {again}",
                 kind="recipe",
-                source=spec.removeprefix("github:"),
+                source=shown(spec),
             )
         question = ConfirmationRequired(
             f"Review {what}",
@@ -478,7 +463,7 @@ class InstallMissing:
                 can_ask=True,
                 session=res.session,
                 question=question,
-                shown={"create": msgspec.to_builtins(res), "source": spec},
+                shown={"create": msgspec.to_builtins(res), "source": str(spec)},
             )
         except UserDeclined:
             raise UserDeclined(
@@ -487,56 +472,25 @@ class InstallMissing:
             ) from None
 
 
-def given_source(source: str) -> tuple[str, str]:
-    """``--from``: (the create source, what the result reports as the source)."""
-    from tsukud.create.ecosystem_builders import parse_ecosystem_source
-    from tsukud.create.homebrew_builder import formula_name
-    from tsukud.errors import TsukuError
+def given_source(text: str) -> FromSource:
+    """``--from``: the source, or a usage error naming what is wrong with it (a
+    malformed ``--from`` is the person's typo whatever follows)."""
+    from tsukud.source import BadSource
 
     try:
-        eco = parse_ecosystem_source(source)
-        formula = formula_name(source)
-    except TsukuError as exc:
-        raise UsageError(f"--from {source!r}: {exc.message}", hint=from_hint()) from None
-    if eco is not None:
-        return str(eco), str(eco)
-    if formula is not None:
-        return f"homebrew:{formula}", f"homebrew:{formula}"
-    try:
-        repo = github_source(source)
+        return parse_source(text)
     except BadSource as exc:
-        raise UsageError(f"--from {source!r}: {exc}", hint=from_hint()) from None
-    return f"github:{repo}", repo
+        raise UsageError(f"--from {text!r}: {exc.message}", hint=from_hint()) from None
 
 
-# An install page's ``npm install -g`` / ``pipx install`` / ``cargo install`` / ``go
-# install``: the registry builder it goes to.
-PAGE_ECOSYSTEMS = {"npm": "npm", "pipx": "pypi", "cargo": "crates", "go": "go"}
-
-
-def page_says(url: str, manual: TsukuError, spec: str) -> str:
-    return (
-        f"the install page {url} says `{manual.data['install_command']}`: writing the "
-        f"recipe from {spec}"
-    )
-
-
-def page_package(data: dict[str, Any]) -> str | None:
-    """``npm:<package>`` / ``pypi:<project>`` / ``crates:<crate>`` / ``go:<path>`` for an
-    install page whose instructions are one of those registries' packages; None for
-    anything else (shown, not run)."""
-    prefix = PAGE_ECOSYSTEMS.get(str(data.get("manager")))
-    package = data.get("package")
-    if data.get("kind") != "ecosystem" or prefix is None or not isinstance(package, str):
-        return None
-    return f"{prefix}:{package}"
-
-
-def _found_source(found: Discovery) -> tuple[str, str]:
+def _found_source(found: Discovery) -> Source:
+    """What discovery found, as the source it is (checked by its rules again: a
+    discovery read from the ledger's cache is text like any other)."""
     if found.builder == "github":
-        return f"github:{found.source}", found.source
-    spec = f"{BUILDER_SOURCES[found.builder]}:{found.source}"
-    return spec, spec
+        return parse_github(found.source)
+    if found.builder == "instructions":
+        return Page(found.source)
+    return parse_source(f"{BUILDER_SOURCES[found.builder]}:{found.source}")
 
 
 def with_command_cost(result: CreateResult) -> CreateResult:
@@ -546,41 +500,3 @@ def with_command_cost(result: CreateResult) -> CreateResult:
     if command is not None and result.cost_usd is not None:
         result.command_cost_usd = float(command.usd)
     return result
-
-
-async def page_consent(
-    confirmations: Confirmations | None,
-    progress: Progress,
-    *,
-    tool: str,
-    url: str,
-    uses: Sequence[PageUse],
-    can_ask: bool,
-    trust: bool,
-    again: str,
-    session: str | None = None,
-) -> None:
-    """Return when a page-derived recipe may use ``uses``: each is the repository's own,
-    or ``trust`` (``--trust-page-hosts``), or a person said yes after seeing each listed
-    with where the page names it. Otherwise :class:`PageNotTrusted` (nobody to ask) or
-    ``UserDeclined``."""
-    strangers = foreign(uses)
-    if not strangers or trust:
-        return
-    if not can_ask or confirmations is None:
-        raise refusal(tool, url, strangers, again)
-    question = ConfirmationRequired(
-        f"The recipe for {tool} read from {url} uses what its repository does not name "
-        f"(hidden or injected text can put a host or package on a page):\n{listing(uses)}",
-        question=f"Use {', '.join(u.ascii for u in strangers)} for {tool}?",
-        kind="page_uses",
-        page={"tool": tool, "url": url, "uses": [u.ascii for u in strangers]},
-    )
-    try:
-        await confirmations.ask(progress, can_ask=True, session=session, question=question)
-    except UserDeclined:
-        raise UserDeclined(
-            f"{', '.join(u.ascii for u in strangers)} not accepted: nothing was fetched, "
-            "saved or installed",
-            hint=f"Name the source yourself with --from, or accept them with {TRUST_FLAG}.",
-        ) from None

@@ -35,15 +35,17 @@ def is_validated(recipe: Recipe, version: str) -> bool:
 
 def create_source(recipe: Recipe) -> str:
     """The ``create --from`` source ``recipe`` was most likely generated from."""
+    from tsukud.source import BadSource, EcosystemPackage, HomebrewFormula, parse_github
+
     for step in recipe.steps:
         if isinstance(step, EcosystemStep) and step.action in BY_ACTION:
-            return f"{BY_ACTION[step.action].prefix}:{step.package_name}"
+            return str(EcosystemPackage(BY_ACTION[step.action].prefix, step.package_name))
     formula = formula_of(recipe)
     if formula is not None:
-        return f"homebrew:{formula}"
+        return str(HomebrewFormula(formula))
     try:
-        return f"github:{version_source(recipe).repo}"
-    except RecipeError:
+        return str(parse_github(version_source(recipe).repo or ""))
+    except (RecipeError, BadSource):
         return "<its source>"
 
 

@@ -1,8 +1,8 @@
 """LLM providers behind one neutral interface (docs/architecture.md, "Features as services").
 
-Only the light modules are imported here. The adapters (``tsukud.llm.claude``,
-``tsukud.llm.gemini``, ``tsukud.llm.openai_compat``) import their SDKs, which take
-long to load, so the daemon imports them on first use.
+Only the light modules are imported here. The adapters (each provider spec's
+``adapter``, ``llm/providers.py``) import their SDKs, which take long to load, so the
+daemon imports them on first use.
 """
 
 from tsukud.llm.provider import (

@@ -1,11 +1,12 @@
-"""What the three HTTP adapters (Claude, Gemini, OpenAI-compatible) share.
+"""What the HTTP adapters (one per provider spec, ``llm/providers.py``) share.
 
 Each is a :class:`~tsukud.llm.provider.Provider` with a name and a model, talks to one
 URL through an ``httpx2.AsyncClient`` (its own, closed by :meth:`aclose`, or the
 caller's, left open), and must never show its key: not in its ``repr``, not in an
 error message (:meth:`_clean`). A broken transport and a reply that is not a JSON
-object mean the same to all three (:meth:`_transport_error`, :meth:`_json_object`),
-and Claude and Gemini lay a history out as turns the same way (:func:`turns`).
+object mean the same to all of them (:meth:`_transport_error`, :meth:`_json_object`),
+and the adapters whose APIs take a history as alternating turns lay it out the same
+way (:func:`turns`).
 Imported only by the adapters, which load heavy SDKs anyway.
 """
 

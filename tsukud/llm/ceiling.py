@@ -8,8 +8,8 @@ or a model that reads large files, is caught before it is paid for, not after.
 
 Tokens are bounded from bytes, one token per byte (``BYTES_PER_TOKEN``). English prose
 runs at about four bytes a token and source code at about three, but digit runs, hex,
-base64 and rare Unicode tokenize at about one byte a token (Gemini splits numbers into
-one token per digit), and fetched files are full of them; byte-level tokenizers (BPE
+base64 and rare Unicode tokenize at about one byte a token (some tokenizers split
+numbers into one token per digit), and fetched files are full of them; byte-level tokenizers (BPE
 with byte fallback, SentencePiece with byte fallback) never emit more than one token per
 byte, so this bound holds for any content without the providers' tokenizers. The price
 is a worst case about three times the usual spend for prose, reserved and then released
@@ -43,10 +43,10 @@ TOOLS_OVERHEAD_TOKENS = 512
 # What one server-side web search may add to the input: its results are read by the
 # model in the same call (Claude documents results of several thousand tokens).
 SEARCH_RESULT_TOKENS = 12_000
-# The search queries one Gemini request grounded with Google Search is assumed to run at
-# most. Google documents no maximum and its GoogleSearch tool has no field to set one
-# (Gemini 3 bills each query), so this is an assumption, not a guarantee: a call that
-# reports more queries is still recorded at what it reports.
+# The search queries one grounded request (a spec's ``search = "grounded"``) is assumed
+# to run at most. The provider documents no maximum and its search tool has no field to
+# set one (and may bill each query), so this is an assumption, not a guarantee: a call
+# that reports more queries is still recorded at what it reports.
 GROUNDED_QUERIES_BOUND = 10
 _MILLION = Decimal(1_000_000)
 
@@ -90,7 +90,8 @@ def searches(request: Request) -> int:
 def call_worst_case(price: Price, request: Request, *, grounded: bool) -> Decimal | None:
     """The most ``request`` may cost at ``price``; ``None`` when a fee it may incur is
     unpriced (never counted as zero). ``grounded``: the provider grounds the request
-    with Google Search (Gemini), where ``max_uses`` is not enforced.
+    in its own search (a spec's ``search = "grounded"``), where ``max_uses`` is not
+    enforced.
 
     The tier is the one of the prompt's bound: when that bound passes the row's
     ``above_tokens`` the call could cross the threshold, so the dearer rates are taken
@@ -109,10 +110,10 @@ def call_worst_case(price: Price, request: Request, *, grounded: bool) -> Decima
 def search_fees(price: Price, *, searches: int, grounded: bool) -> Decimal | None:
     """The most the searches of one request allowing ``searches`` may cost in fees.
 
-    Claude bills each search (``per_search``) and stops at ``max_uses``. Gemini bills a
-    grounded request per prompt (``per_grounded_prompt``, Gemini 2.5) and per search
-    query it runs (``per_search``, Gemini 3: Google's pricing page, read through
-    shared/notes/llm-2026.md section 3), and no request field caps the queries, so a
+    A server-side search is billed per search (``per_search``) and stops at
+    ``max_uses``. A grounded request is billed per prompt (``per_grounded_prompt``)
+    and per search query it runs (``per_search``: the provider's pricing page, read
+    through shared/notes/llm-2026.md section 3), and no request field caps the queries, so a
     grounded request is bounded by :data:`GROUNDED_QUERIES_BOUND` queries (or more when
     ``max_uses`` asks). ``None`` when a fee that may apply is unpriced."""
     if not searches:

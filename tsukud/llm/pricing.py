@@ -35,8 +35,8 @@ class Rates(msgspec.Struct, frozen=True):
 
 def prompt_tokens(usage: Usage) -> int:
     """The prompt size a tiered price is chosen by: every input-side token, cached or
-    not (Gemini counts ``promptTokenCount``, which includes the cached part; Anthropic
-    counts input plus cache reads and writes). Gemini's tool-use prompt tokens are in
+    not (a provider's prompt count may include the cached part or leave it apart, as
+    :class:`~tsukud.llm.types.Usage` says). Tool-use prompt tokens are in
     ``input_tokens`` too; counting them can only pick the dearer tier, never undercount."""
     return usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
 
@@ -46,9 +46,9 @@ class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     A long-context tier (``above_tokens`` with the ``*_above`` rates) bills the whole
     call, input and output, at the higher rates once its prompt has more than
-    ``above_tokens`` tokens, as Google prices gemini-2.5-pro and the Pro previews and
-    Anthropic prices its long-context models. Higher rates are required to be at least
-    the base ones, so the worst case may always take the dearer tier when unsure.
+    ``above_tokens`` tokens, as providers price their long-context models. Higher rates
+    are required to be at least the base ones, so the worst case may always take the
+    dearer tier when unsure.
     """
 
     model: str
@@ -168,8 +168,8 @@ class PriceTable:
         """The row for ``model`` valid on ``on`` (the caller's clock says which day).
 
         Dated snapshots (``claude-x-20250929``), ``-latest`` and ``models/`` prefixes
-        fall back to the base name; nothing looser, so ``gemini-2.5-flash-lite`` never
-        takes ``gemini-2.5-flash``'s price.
+        fall back to the base name; nothing looser, so ``x-flash-lite`` never takes
+        ``x-flash``'s price.
         """
         name = model.removeprefix("models/")
         for candidate in (name, _DATE_SUFFIX.sub("", name)):

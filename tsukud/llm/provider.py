@@ -94,7 +94,7 @@ class ProviderRateLimited(ProviderTransientError):
 
 
 class ProviderOverloaded(ProviderTransientError):
-    """Claude 529 ``overloaded_error``, Gemini 503 ``UNAVAILABLE``."""
+    """The provider says it is overloaded (a 529 or a 503 ``UNAVAILABLE``)."""
 
 
 class ProviderServerError(ProviderTransientError):

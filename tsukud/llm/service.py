@@ -290,8 +290,8 @@ class LLM:
         """The most a run may spend; ``None`` when a price it may need is unknown.
 
         Per provider: ``max_turns`` turns of ``input_tokens`` in and ``max_tokens`` out,
-        plus up to ``searches`` server-side web searches (Claude) and
-        ``grounded_prompts`` requests grounded with Google Search (Gemini) at the price
+        plus up to ``searches`` server-side web searches and ``grounded_prompts``
+        grounded requests (a spec's ``search``: ``server``, ``grounded``) at the price
         row's fees. Over the providers the run may fail over to: the dearest one, or
         the sum when ``restart_on_failover`` (each provider may start the work over, as
         discovery does). ``external_search_usd`` is the most the caller itself charges

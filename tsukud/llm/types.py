@@ -1,13 +1,13 @@
 """Provider-neutral conversation types.
 
 The conversation loop (``create/session.py``), the event ledger and the record/replay
-wrapper all speak these Structs, so a session can move between Claude, Gemini and a
-local server without the loop knowing which one answered. Each adapter translates them
+wrapper all speak these Structs, so a session can move between the providers
+(``llm/providers.py``) without the loop knowing which one answered. Each adapter translates them
 to its wire format and back.
 
-Provider-specific content that must go back to the same provider unchanged (Claude's
-``server_tool_use`` / ``web_search_tool_result`` / thinking blocks, Gemini's
-``thoughtSignature``) travels as :class:`ProviderBlock`: an opaque JSON object tagged
+Provider-specific content that must go back to the same provider unchanged (server
+tool use and its results, thinking blocks, thought signatures: each adapter's module
+says which) travels as :class:`ProviderBlock`: an opaque JSON object tagged
 with the provider that produced it. Adapters send their own blocks back verbatim and
 drop other providers' blocks, which they could not interpret anyway.
 """
@@ -20,7 +20,7 @@ from typing import Any, Literal
 import msgspec
 
 ProviderName = str
-"""``"anthropic"``, ``"gemini"`` or ``"openai_compat"``: who produced an opaque block."""
+"""A provider spec's ``tag`` (``llm/providers.py``): who produced an opaque block."""
 
 
 class ProviderBlock(msgspec.Struct, frozen=True, tag="provider_block"):
@@ -43,7 +43,7 @@ class TextPart(msgspec.Struct, frozen=True, tag="text"):
 class ToolCall(msgspec.Struct, frozen=True, tag="tool_call"):
     """A client tool call the caller must answer with a :class:`ToolResult` of the same id.
 
-    Providers that send no id (Gemini 2.x, some local servers) get a deterministic
+    Providers that send no id (some models and local servers) get a deterministic
     synthetic one, so recorded sessions replay identically.
     """
 
@@ -81,8 +81,8 @@ class AssistantMessage(msgspec.Struct, frozen=True, tag="assistant"):
 class ToolResult(msgspec.Struct, frozen=True):
     """The answer to one :class:`ToolCall`.
 
-    ``name`` is optional: Gemini needs the function name in its ``functionResponse``
-    and the adapter finds it from the matching call earlier in the history.
+    ``name`` is optional: a provider that pairs a result with its call by function name
+    has its adapter find it from the matching call earlier in the history.
     """
 
     call_id: str
@@ -141,10 +141,10 @@ class ToolChoice(msgspec.Struct, frozen=True):
 
 
 class WebSearch(msgspec.Struct, frozen=True, tag="web_search"):
-    """The provider's own web search (Claude ``web_search``, Gemini ``googleSearch``).
+    """The provider's own web search, where its spec's ``search`` says it has one.
 
-    ``max_uses`` and the domain lists are honoured where the provider supports them
-    (Claude); Gemini ignores them.
+    ``max_uses`` and the domain lists are honoured where the provider supports them;
+    the others ignore them.
     """
 
     max_uses: int | None = None
@@ -190,10 +190,10 @@ class StopReason(enum.StrEnum):
 class Usage(msgspec.Struct, frozen=True):
     """Billed usage of one call, normalised across providers.
 
-    ``input_tokens`` excludes cached tokens (Claude already reports it that way; for
-    Gemini the cached part of ``promptTokenCount`` is moved to ``cache_read_tokens``).
-    ``output_tokens`` excludes ``thoughts_tokens`` (Gemini reports thoughts apart and
-    bills them as output; Claude counts thinking inside ``output_tokens`` and leaves
+    ``input_tokens`` excludes cached tokens (an adapter whose provider counts the cached
+    part inside its prompt count moves it to ``cache_read_tokens``).
+    ``output_tokens`` excludes ``thoughts_tokens`` (a provider that reports thoughts
+    apart bills them as output; one that counts thinking inside its output leaves
     ``thoughts_tokens`` at 0). ``cache_write_1h_tokens`` is the part of
     ``cache_write_tokens`` written with the 1-hour TTL, which costs more.
     """
@@ -215,10 +215,10 @@ class Usage(msgspec.Struct, frozen=True):
 class Citation(msgspec.Struct, frozen=True):
     """A web page the provider's own search put in front of the model.
 
-    Claude: each ``web_search_tool_result`` entry, and each cited passage of a text
-    block (``text`` is the passage quoted from the page). Gemini: each grounding chunk
-    (``url`` is usually Google's redirect to the page, ``title`` its domain; ``text``
-    is the part of the answer Google grounded in it). The content comes from the web:
+    Each search result entry or cited passage (``text`` is the passage quoted from the
+    page), or each grounding chunk of a grounded answer (``url`` may be the search
+    engine's redirect to the page, ``title`` its domain; ``text`` the part of the
+    answer grounded in it): each adapter says which. The content comes from the web:
     untrusted, for showing and matching, never for obeying.
     """
 

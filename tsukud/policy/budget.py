@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
 
+import tsukud.policy.spent as spent
 from tsukud.clock import Clock, utc_day
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, InvalidParams, NotFound
 from tsukud.events.projections import Spend, to_micro, to_usd
 from tsukud.events.store import EventStore
-from tsukud.policy import spent
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from tsukud.rpc.server import Call
 
 class CreateParams(msgspec.Struct, forbid_unknown_fields=True):
     tool: str
-    source: str  # github:owner/repo
+    source: str  # github:owner/repo, <ecosystem>:<package>, homebrew:<formula>
     output: str | None = None  # absolute path; default $TSUKU_HOME/recipes/<tool>.toml
     write: bool = False
     force: bool = False
@@ -54,9 +54,11 @@ class SaveParams(msgspec.Struct, forbid_unknown_fields=True):
 async def create(d: Daemon, p: CreateParams, call: Call) -> dict[str, Any]:
     """Write a recipe for ``tool`` from ``source`` (a repository without release builds:
     from its install page, ``flows/create_recipe.py``)."""
+    from tsukud.source import parse_source
+
     result = await d.services.create_recipe.create(
         p.tool,
-        p.source,
+        parse_source(p.source),
         progress=call.progress,
         output=p.output,
         write=p.write,

@@ -1,8 +1,8 @@
 """RPC methods for installing tools (schema/rpc.md, "Install").
 
 The install service (``tsukud.install.installer``) pulls in httpx2, so it is built on
-first use: loading this module at daemon start-up costs nothing. A tool without a
-recipe is installed by the ``tsukud.flows.install_missing`` flow.
+first use: loading this module at daemon start-up costs nothing. Installing, or
+discovering when there is no recipe, is the ``tsukud.flows.install_tool`` flow.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class InstallParams(msgspec.Struct, forbid_unknown_fields=True):
     source: str | None = None  # no recipe: this source (github:o/r, npm:p, crates:c, ...) instead
     search_provider: str | None = None  # discovery's web search for local models
     collect_tool_stats: bool = False  # no recipe: list discovery's and create's tool calls
-    provider: str | None = None  # no recipe: LLM provider(s) to try first, "gemini,claude"
+    provider: str | None = None  # no recipe: LLM provider(s) to try first, "a,b"
     only_provider: bool | None = None  # no recipe: only those, never fail over to others
     # no recipe: a recipe read from a page may use hosts/packages its repository does not
     # name without a person's yes (--trust-page-hosts)
@@ -55,65 +55,37 @@ class InstallParams(msgspec.Struct, forbid_unknown_fields=True):
 @method("install", InstallParams)
 async def install(d: Daemon, p: InstallParams, call: Call) -> dict[str, Any]:
     """Install ``tool[@version]``; progress frames ``{stage, tool, ...}`` as it goes."""
-    from tsukud.install.registry import RecipeNotFound
+    from tsukud.flows.install_missing import given_source
+    from tsukud.flows.install_tool import InstallRequest
 
     name, version = split_spec(p.tool, p.version)
-    if p.source is not None:
-        from tsukud.flows.install_missing import given_source
-
-        given_source(p.source)  # a malformed --from is a usage error whatever follows
-        await _note_unused_source(d, name, p.source, call)
-    try:
-        res = await d.services.installer.install(
-            name, version, force=p.force, progress=call.progress, can_ask=p.can_ask, yes=p.yes
-        )
-        # A recipe existed: no model was asked, so there is no tool call to list.
-        return {**res, "tool_stats": []} if p.collect_tool_stats else res
-    except RecipeNotFound:
-        if not (p.discover or p.source):
-            raise
-    done = await d.services.install_missing.run(
-        name,
-        version,
-        progress=call.progress,
+    request = InstallRequest(
+        name=name,
+        version=version,
         force=p.force,
         yes=p.yes,
         can_ask=p.can_ask,
+        discover=p.discover,
+        # a malformed --from is a usage error whatever follows
+        source=given_source(p.source) if p.source is not None else None,
         search_provider=p.search_provider,
-        source=p.source,
         collect_tool_stats=p.collect_tool_stats,
         llm=LlmChoice(providers=p.provider, only_provider=p.only_provider),
         trust_page_hosts=p.trust_page_hosts,
     )
+    done = await d.services.install_tool.run(request, progress=call.progress)
+    if done.missing is None:
+        # A recipe existed: no model was asked, so there is no tool call to list.
+        return {**done.install, "tool_stats": []} if p.collect_tool_stats else done.install
+    missing = done.missing
     discovery = (
-        msgspec.to_builtins(done.discovery)
-        if done.discovery is not None
-        else {"source": done.source, "stage": "from"}
+        msgspec.to_builtins(missing.discovery)
+        if missing.discovery is not None
+        else {"source": missing.source, "stage": "from"}
     )
-    stats = {} if done.tool_stats is None else {"tool_stats": list(done.tool_stats)}
-    created = msgspec.to_builtins(done.created)
+    stats = {} if missing.tool_stats is None else {"tool_stats": list(missing.tool_stats)}
+    created = msgspec.to_builtins(missing.created)
     return {**done.install, "discovery": discovery, "created": created, **stats}
-
-
-async def _note_unused_source(d: Daemon, name: str, source: str, call: Call) -> None:
-    """A recipe exists, so ``--from`` has nothing to do: say so rather than ignore it
-    (a second run of the same ``install --from`` line installs from the recipe the
-    first one wrote; a user who wants another source replaces the recipe)."""
-    from tsukud.errors import TsukuError
-    from tsukud.install.registry import RecipeNotFound
-
-    try:
-        loaded = await d.services.installer.registry.load(name)
-    except (RecipeNotFound, TsukuError):  # none, or broken: the install reports that
-        return
-    await call.progress(
-        {
-            "stage": "note",
-            "tool": name,
-            "message": f"a recipe for {name} exists ({loaded.source}), so --from {source} "
-            f"is not used; `tsukuctl create {name} --from {source} --force` replaces it",
-        }
-    )
 
 
 @method("tools.list", NoParams)

@@ -16,13 +16,14 @@ from tests.fakes.http import Reply
 from tests.fakes.releases import FakeAsset, FakeRelease, FakeRepo, tar_gz
 from tests.integration.create.helpers import Sink, create_in_process
 from tests.integration.create.test_create_pipeline import PLATFORMS
-from tsukud.batch.outcome import ECOSYSTEMS, MAX_MESSAGE, Failure, classify, ecosystem_of
-from tsukud.create.ecosystem_builders import DRAFTERS, SOURCES, parse_ecosystem_source
+from tsukud.batch.outcome import MAX_MESSAGE, Failure, classify, ecosystem_of
+from tsukud.create.ecosystem_builders import DRAFTERS
 from tsukud.github.client import GitHub
 from tsukud.install.homebrew.client import HomebrewClient
 from tsukud.net.http import Http, Settings
 from tsukud.net.retry import RetryPolicy
 from tsukud.secrets import REDACTOR
+from tsukud.source import PREFIXES, EcosystemPackage, parse_source
 from tsukud.testing.homebrew import FakeHomebrew
 from tsukud.validation.validator import Validator
 
@@ -53,10 +54,10 @@ async def failure_of(call: Awaitable[object], source: str) -> Failure:
 
 
 def draft(http: Http, registry: FakeEcosystems, source: str) -> Awaitable[object]:
-    eco = parse_ecosystem_source(source)
-    assert eco is not None
-    base = registry.base("crates.io" if eco.prefix == "crates" else eco.prefix)
-    return DRAFTERS[eco.prefix](http, base, "tool", eco.package, None)
+    eco = parse_source(source)
+    assert isinstance(eco, EcosystemPackage)
+    base = registry.base("crates.io" if eco.ecosystem == "crates" else eco.ecosystem)
+    return DRAFTERS[eco.ecosystem](http, base, "tool", eco.package, None)
 
 
 def closed_port() -> int:
@@ -66,8 +67,8 @@ def closed_port() -> int:
 
 
 def test_ecosystems_come_from_the_sources_create_accepts() -> None:
-    assert set(SOURCES) <= set(ECOSYSTEMS)
-    assert {"github", "homebrew"} <= set(ECOSYSTEMS)
+    assert set(DRAFTERS) <= set(PREFIXES)
+    assert {"github", "homebrew"} <= set(PREFIXES)
     assert ecosystem_of("npm:prettier") == "npm"
     assert ecosystem_of("stern/stern") == "github"
     assert ecosystem_of("HOMEBREW:htop") == "homebrew"
@@ -142,7 +143,7 @@ async def test_other_4xx_answers_are_not_transport(
 
 async def test_a_bad_source_is_not_transport() -> None:
     try:
-        parse_ecosystem_source("npm:../../etc/passwd")
+        parse_source("npm:../../etc/passwd")
     except Exception as exc:
         f = classify(exc, source="npm:../../etc/passwd")
     assert f == Failure("bad_source", f.message, False, "npm", False)

@@ -15,10 +15,11 @@ from tests.fakes.ecosystems import FakeEcosystems
 from tests.unit.test_policy import ledger
 from tsukud.batch.outcome import classify, ecosystem_of
 from tsukud.clock import TrioClock
-from tsukud.create.ecosystem_builders import DRAFTERS, parse_ecosystem_source
+from tsukud.create.ecosystem_builders import DRAFTERS
 from tsukud.net.http import Http, Settings
 from tsukud.net.retry import RetryPolicy
 from tsukud.policy.breaker import BreakerSettings, CircuitBreakers, registry_scope
+from tsukud.source import EcosystemPackage, parse_source
 
 COOL_DOWN = 0.5
 
@@ -43,14 +44,14 @@ async def test_an_outage_defers_its_jobs_and_a_probe_closes_the_breaker(
 
         async def job(source: str) -> str:
             """What the run loop does with one job."""
-            eco = parse_ecosystem_source(source)
-            assert eco is not None
+            eco = parse_source(source)
+            assert isinstance(eco, EcosystemPackage)
             scope = registry_scope(ecosystem_of(source) or "unknown")
             if not breakers.admit(scope):
                 return "deferred"
             try:
-                base = registry.base(eco.prefix)
-                await DRAFTERS[eco.prefix](http, base, eco.package, eco.package, None)
+                base = registry.base(eco.ecosystem)
+                await DRAFTERS[eco.ecosystem](http, base, eco.package, eco.package, None)
             except Exception as exc:
                 failure = classify(exc, source=source)
                 breakers.record(scope, failure)

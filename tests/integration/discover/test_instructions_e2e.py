@@ -397,14 +397,16 @@ def test_a_repository_without_release_builds_or_a_homepage_says_what_is_left(
     no_release_builds(world, "acme/bar", tool="bar", version="2.0.0")
     cp = tk.ctl("install", "bar", "--from", "github:acme/bar", "--yes", timeout=60)
     assert cp.returncode == ExitCode.RECIPE_NOT_FOUND, cp.stderr
-    assert "no release asset is a build for linux or darwin (no install page to read)" in (
-        cp.stderr
-    )
+    assert (
+        "no release asset is a build for linux or darwin (no install page to read: GitHub "
+        "names no homepage)"
+    ) in cp.stderr
     assert "hint: Name a package source if it has one: --from npm:<package>" in cp.stderr
     assert "tsukuctl install bar --from github:acme/bar" not in cp.stderr  # not itself
     cp = tk.ctl("create", "bar", "--from", "github:acme/bar", "--yes", timeout=60)
     assert cp.returncode == ExitCode.RECIPE_NOT_FOUND, cp.stderr
     assert "(no install page to read: GitHub names no homepage)" in cp.stderr
+    assert "hint: Name a package source if it has one: --from npm:<package>" in cp.stderr
     assert world.claude.requests == []
 
 

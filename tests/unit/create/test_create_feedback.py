@@ -1,12 +1,11 @@
-"""Pure parts of the create run: repair feedback, the deterministic binary-path fix,
-source parsing and the cleaning of repository metadata."""
+"""Pure parts of the create run: repair feedback, the deterministic binary-path fix
+and the cleaning of repository metadata."""
 
 from __future__ import annotations
 
 import pytest
 
-from tsukud.create.context import clean_description, clean_homepage, parse_source
-from tsukud.create.errors import BadSource
+from tsukud.create.context import clean_description, clean_homepage
 from tsukud.create.repair import fix_layout, static_feedback, validation_feedback
 from tsukud.recipe import Binary, GitHubArchiveStep, GitHubFileStep, Metadata, Recipe, Verify
 from tsukud.validation.findings import Finding
@@ -184,28 +183,6 @@ def test_static_feedback() -> None:
 
 
 # --------------------------------------------------------------------------- context
-
-
-@pytest.mark.parametrize(
-    ("source", "repo"),
-    [
-        ("github:stern/stern", "stern/stern"),
-        ("GitHub: FiloSottile/age", "FiloSottile/age"),
-        ("stern/stern", "stern/stern"),
-        ("github:https://github.com/k3d-io/k3d/", "k3d-io/k3d"),
-    ],
-)
-def test_parse_source(source: str, repo: str) -> None:
-    assert parse_source(source) == repo
-
-
-@pytest.mark.parametrize(
-    "source",
-    ["gitlab:a/b", "github:a", "github:a/b/c", "github:../etc", "github:a/b c", "github:a/.."],
-)
-def test_parse_source_refuses(source: str) -> None:
-    with pytest.raises(BadSource):
-        parse_source(source)
 
 
 def test_clean_description_is_one_printable_line() -> None:

@@ -1,18 +1,12 @@
-"""Names, typosquats and GitHub sources, checked before anything reaches the network."""
+"""Names and typosquats, checked before anything reaches the network (sources:
+tests/unit/test_source.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from tsukud.discover.errors import InvalidToolName
-from tsukud.discover.normalize import (
-    BadSource,
-    bounded_distance,
-    github_source,
-    normalize_name,
-    repo_from_url,
-    typosquat,
-)
+from tsukud.discover.normalize import bounded_distance, normalize_name, typosquat
 
 
 @pytest.mark.parametrize(
@@ -68,70 +62,3 @@ def test_typosquat_short_names_need_distance_one_and_ties_are_stable() -> None:
     assert typosquat("xy", ["gh"]) is None  # distance 2 is too loose for 2 letters
     hit = typosquat("bat2", ["bat1", "bat3"])
     assert hit is not None and hit.similar == "bat1"  # alphabetical among equals
-
-
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [
-        ("stripe/stripe-cli", "stripe/stripe-cli"),
-        ("github:stripe/stripe-cli", "stripe/stripe-cli"),
-        ("https://github.com/stripe/stripe-cli", "stripe/stripe-cli"),
-        ("https://www.github.com/stripe/stripe-cli/releases", "stripe/stripe-cli"),
-        ("https://github.com/BurntSushi/ripgrep.git", "BurntSushi/ripgrep"),
-        ("cli/cli", "cli/cli"),
-        ("owner/repo.name_x-y", "owner/repo.name_x-y"),
-    ],
-)
-def test_good_sources(raw: str, expected: str) -> None:
-    assert github_source(raw) == expected
-
-
-@pytest.mark.parametrize(
-    ("raw", "why"),
-    [
-        ("https://user:pass@github.com/a/b", "credentials"),
-        ("https://token@github.com/a/b", "credentials"),
-        ("https://github.com:443/a/b", "port"),
-        ("https://github.com:8443/a/b", "port"),
-        ("https://gitlab.com/a/b", "github.com"),
-        ("https://github.com.evil.io/a/b", "github.com"),
-        ("https://github.com/a/../b", "traversal"),
-        ("https://github.com/a/%2e%2e/b", "traversal"),
-        ("a/..", "traversal"),
-        ("../a", "traversal"),
-        ("a", "owner/repo"),
-        ("a/b/c", "owner/repo"),
-        ("git@github.com:a/b", "owner/repo"),
-        ("-a/b", "owner"),
-        ("a_b/c", "owner"),
-        ("a/b c", "whitespace"),
-        ("a/b;rm -rf", "whitespace"),
-        ("a/b\u200b", "non-ASCII"),
-        ("ftp://github.com/a/b", "scheme"),
-        ("https://github.com/a/b?x=1", "query"),
-        ("https://github.com/a", "owner/repo"),
-        ("", "empty"),
-        ("a/b$(id)", "repository"),
-    ],
-)
-def test_bad_sources(raw: str, why: str) -> None:
-    with pytest.raises(BadSource, match=why):
-        github_source(raw)
-
-
-@pytest.mark.parametrize(
-    ("url", "expected"),
-    [
-        ("git+https://github.com/stripe/stripe-cli.git", "stripe/stripe-cli"),
-        ("git://github.com/a/b.git", "a/b"),
-        ("git@github.com:a/b.git", "a/b"),
-        ("https://github.com/a/b/tree/main/crates/x", "a/b"),
-        ("github.com/a/b", "a/b"),
-        ("https://gitlab.com/a/b", None),
-        ("https://github.com:8080/a/b", None),
-        ("https://github.com/a", None),
-        ("not a url", None),
-    ],
-)
-def test_repo_from_url(url: str, expected: str | None) -> None:
-    assert repo_from_url(url) == expected

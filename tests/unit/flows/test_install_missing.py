@@ -19,7 +19,13 @@ from tsukud.create.service import SavedRecipe
 from tsukud.discover.errors import CreateUnavailable, DiscoveredElsewhere, DiscoveryNotFound
 from tsukud.discover.model import Discovery
 from tsukud.errors import ConfirmationRequired, ExitCode, UsageError, UserDeclined
-from tsukud.flows.install_missing import CreatedRecipe, InstallMissing, MissingToolInstalled
+from tsukud.flows.install_missing import (
+    CreatedRecipe,
+    InstallMissing,
+    MissingToolInstalled,
+    given_source,
+)
+from tsukud.source import FromSource, shown
 from tsukud.validation.summary import ValidationSummary
 
 
@@ -49,12 +55,12 @@ class Generator:
     log: Log
     home: str = "/home/u/.tsuku"
 
-    async def create(self, tool: str, source: str, **kw: Any) -> CreateResult:
-        self.log.calls.append(("create", {"tool": tool, "source": source, **kw}))
+    async def create(self, tool: str, source: FromSource, **kw: Any) -> CreateResult:
+        self.log.calls.append(("create", {"tool": tool, "source": str(source), **kw}))
         return CreateResult(
             session="create-1",
             tool=tool,
-            repo=source.removeprefix("github:"),
+            repo=shown(source),
             tag="v1.2.0",
             version="1.2.0",
             recipe="[metadata]\n",
@@ -194,13 +200,15 @@ async def test_a_discovered_github_source_is_created_then_installed() -> None:
 
 async def test_from_skips_discovery_and_bad_sources_are_usage_errors() -> None:
     f, log = flow()
-    done = await f.run("age", None, progress=log, source="github:FiloSottile/age", yes=True)
+    done = await f.run(
+        "age", None, progress=log, source=given_source("github:FiloSottile/age"), yes=True
+    )
     assert done.discovery is None and done.source == "FiloSottile/age"
     assert [name for name, _ in log.calls] == ["create", "save", "install"]
 
     f, log = flow()
     with pytest.raises(UsageError) as bad:
-        await f.run("age", None, progress=log, source="gitlab:x/y")
+        await f.run("age", None, progress=log, source=given_source("gitlab:x/y"))
     assert bad.value.hint == (
         "Name the source as --from github:owner/repo, npm:<package>, pypi:<project>, "
         "crates:<crate>, rubygems:<gem>, go:<module> or homebrew:<formula>."
@@ -237,7 +245,9 @@ async def test_an_ecosystem_hit_goes_through_its_builder() -> None:
 
 async def test_from_npm_or_pypi_skips_discovery() -> None:
     f, log = flow()
-    done = await f.run("prettier", None, progress=log, source="npm:prettier", yes=True)
+    done = await f.run(
+        "prettier", None, progress=log, source=given_source("npm:prettier"), yes=True
+    )
     assert done.discovery is None and done.source == "npm:prettier"
     assert log.calls[0] == ("create", log.calls[0][1]) and log.calls[0][1]["source"] == (
         "npm:prettier"
@@ -245,11 +255,11 @@ async def test_from_npm_or_pypi_skips_discovery() -> None:
     f, log = flow()
     for bad_name in ("npm:git+https://x", "crates:../x", "rubygems:-x", "go:not-a-path"):
         with pytest.raises(UsageError) as bad:
-            await f.run("x", None, progress=log, source=bad_name)
+            await f.run("x", None, progress=log, source=given_source(bad_name))
         assert "crates:<crate>" in (bad.value.hint or "")
     assert log.calls == []
     f, log = flow()
-    done = await f.run("rg", None, progress=log, source="crates:ripgrep", yes=True)
+    done = await f.run("rg", None, progress=log, source=given_source("crates:ripgrep"), yes=True)
     assert done.source == "crates:ripgrep" and log.calls[0][1]["source"] == "crates:ripgrep"
 
 
@@ -275,7 +285,7 @@ async def test_without_a_generator_the_source_is_named_and_nothing_installed() -
 async def test_without_a_terminal_or_yes_the_written_recipe_is_not_installed() -> None:
     f, log = flow()
     with pytest.raises(ConfirmationRequired) as unseen:
-        await f.run("age", None, progress=log, source="github:FiloSottile/age")
+        await f.run("age", None, progress=log, source=given_source("github:FiloSottile/age"))
     assert unseen.value.exit_code == ExitCode.NOT_INTERACTIVE
     assert "must be reviewed before it is installed" in unseen.value.message
     assert unseen.value.hint.startswith("Run it again with --yes")
@@ -286,7 +296,9 @@ async def test_without_a_terminal_or_yes_the_written_recipe_is_not_installed() -
 async def test_on_a_terminal_the_recipe_is_shown_whole_and_accepted_by_a_person() -> None:
     person = Person(Log(), says=True)
     f, log = flow(person=person)
-    await f.run("age", None, progress=log, source="github:FiloSottile/age", can_ask=True)
+    await f.run(
+        "age", None, progress=log, source=given_source("github:FiloSottile/age"), can_ask=True
+    )
     assert [name for name, _ in log.calls] == ["create", "ask", "save", "install"]
     (frame,) = person.frames
     assert frame["kind"] == "recipe" and frame["source"] == "github:FiloSottile/age"
@@ -302,7 +314,9 @@ async def test_a_declined_recipe_is_neither_saved_nor_installed() -> None:
     person = Person(Log(), says=False)
     f, log = flow(person=person)
     with pytest.raises(UserDeclined) as no:
-        await f.run("age", None, progress=log, source="github:FiloSottile/age", can_ask=True)
+        await f.run(
+            "age", None, progress=log, source=given_source("github:FiloSottile/age"), can_ask=True
+        )
     assert no.value.exit_code == ExitCode.USER_DECLINED
     assert "nothing was saved or installed" in no.value.message
     assert [name for name, _ in log.calls] == ["create", "ask"]
@@ -336,7 +350,7 @@ async def test_tool_stats_are_discoverys_then_creates() -> None:
 
 
 def test_an_installpage_package_goes_to_its_registrys_builder() -> None:
-    from tsukud.flows.install_missing import page_package
+    from tsukud.flows.no_build import page_package
 
     for manager, package, spec in (
         ("npm", "@fake/foo", "npm:@fake/foo"),
@@ -345,6 +359,6 @@ def test_an_installpage_package_goes_to_its_registrys_builder() -> None:
         ("go", "golang.org/x/tools/cmd/goimports", "go:golang.org/x/tools/cmd/goimports"),
     ):
         data = {"kind": "ecosystem", "manager": manager, "package": package}
-        assert page_package(data) == spec
+        assert str(page_package(data)) == spec
     assert page_package({"kind": "script", "manager": "npm", "package": "x"}) is None
     assert page_package({"kind": "ecosystem", "manager": "brew", "package": "x"}) is None

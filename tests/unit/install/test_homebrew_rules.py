@@ -485,7 +485,8 @@ def test_static_checks_accept_a_homebrew_recipe() -> None:
 
 def test_the_builder_writes_the_recipe_from_the_formula_and_its_index() -> None:
     from tsukud.create.errors import CreateError
-    from tsukud.create.homebrew_builder import formula_name, recipe_from_formula
+    from tsukud.create.homebrew_builder import recipe_from_formula
+    from tsukud.source import BadSource, HomebrewFormula, parse_source
 
     formula = {
         "name": "wget",
@@ -505,10 +506,10 @@ def test_the_builder_writes_the_recipe_from_the_formula_and_its_index() -> None:
     assert recipe_from_formula("wget", formula, entries, LINUX) == text
     with pytest.raises(CreateError, match="list no commands"):
         recipe_from_formula("ncurses", {"name": "ncurses"}, {"x86_64_linux": {}}, LINUX)
-    assert formula_name("homebrew:openssl@3") == "openssl@3"
-    assert formula_name("github:o/r") is None
-    with pytest.raises(CreateError):
-        formula_name("homebrew:../x y")
+    assert parse_source("homebrew:openssl@3") == HomebrewFormula("openssl@3")
+    assert not isinstance(parse_source("github:o/r"), HomebrewFormula)
+    with pytest.raises(BadSource):
+        parse_source("homebrew:../x y")
 
 
 def test_info_shows_a_bottle_steps_formula() -> None:

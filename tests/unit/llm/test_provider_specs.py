@@ -9,6 +9,7 @@ from typing import Any, cast
 
 import pytest
 
+from tests.unit.mentions import mentions
 from tsukud import config
 from tsukud.create.pipeline import provider_name
 from tsukud.discover.llm_discovery import strategy_for
@@ -128,3 +129,50 @@ def test_a_response_s_tag_reads_as_the_provider_s_name(tag: str, name: str) -> N
 def test_only_a_grounded_provider_is_billed_per_grounded_prompt() -> None:
     assert [s.name for s in SPECS if s.grounded] == ["gemini"]
     assert [s.name for s in SPECS if not s.priced] == ["local"]
+
+
+# Where a provider's name may appear in the product (``tsukud/testing`` aside): its spec,
+# its adapter, the settings (core: config.py cannot read the specs) and the client's
+# list of variables a request carries (stdlib only: caller_env.py cannot either).
+def _allowed(spec: providers.ProviderSpec) -> set[str]:
+    adapter = spec.adapter_module.replace(".", "/") + ".py"
+    return {"tsukud/llm/providers.py", adapter, "tsukud/config.py", "tsukud/caller_env.py"}
+
+
+# Providers still named elsewhere, with the modules that do (issue 27 measured gemini:
+# 15 modules, now the four above). Each list may only shrink: a module leaving it must
+# leave it here too.
+STILL_NAMED: dict[str, set[str]] = {
+    "claude": {
+        "tsukud/create/pipeline.py",
+        "tsukud/create/session.py",
+        "tsukud/discover/llm_discovery.py",
+        "tsukud/events/catalogue.py",
+        "tsukud/events/projections.py",
+        "tsukud/llm/adapter.py",
+        "tsukud/llm/ceiling.py",
+        "tsukud/llm/pricing.py",
+        "tsukud/llm/provider.py",
+        "tsukud/llm/types.py",
+        "tsukud/policy/breaker.py",
+        "tsukud/rpc/llm_methods.py",
+    },
+}
+
+
+# "local" is a word of other things too: only the names no other thing has.
+@pytest.mark.parametrize("spec", [s for s in SPECS if len(s.name) >= 6], ids=lambda s: s.name)
+def test_a_provider_s_name_appears_only_in_its_spec_adapter_and_settings(
+    spec: providers.ProviderSpec,
+) -> None:
+    """Adding a provider touches its spec, its adapter and its prices (and its
+    settings): code and prose elsewhere read the spec, or speak of a search strategy
+    rather than of the provider that has it."""
+    allowed = _allowed(spec) | STILL_NAMED.get(spec.name, set())
+    assert mentions(spec.name) <= allowed, spec.name
+    assert STILL_NAMED.get(spec.name, set()) <= mentions(spec.name), "shrunk: update"
+
+
+def test_gemini_is_named_by_at_most_four_product_modules() -> None:
+    # Issue 27's measure: 15 modules when it was filed.
+    assert len(mentions("gemini")) <= 4

@@ -1,0 +1,103 @@
+"""``tsukuctl install``: the tool's recipe installed, or, when it has none and the
+request allows it (``--discover``, ``--from``), the no-recipe flow: discover or take the
+source, write a recipe, install it (:mod:`tsukud.flows.install_missing`).
+
+Which of the two runs is this flow's decision, not the RPC handler's: "no recipe" is
+the installer's ``RecipeNotFound`` and nothing else (a broken recipe is reported, never
+replaced by a discovered one). A ``--from`` given while a recipe exists is not used,
+and the person is told so rather than left to guess which source was installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from tsukud.flows.install_missing import LlmChoice, MissingToolInstalled
+from tsukud.progress import Progress
+
+if TYPE_CHECKING:
+    from tsukud.flows.install_missing import InstallMissing
+    from tsukud.install.installer import Installer
+    from tsukud.source import FromSource
+
+
+class InstallRequest(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    version: str | None = None
+    force: bool = False
+    yes: bool = False  # discovery's source question, generation cost; never shadowing
+    can_ask: bool = False  # a person can be asked (a terminal)
+    discover: bool = False  # no recipe: discover the source, write a recipe, install it
+    source: FromSource | None = None  # no recipe: this source instead (``--from``)
+    search_provider: str | None = None
+    collect_tool_stats: bool = False
+    llm: LlmChoice = msgspec.field(default_factory=LlmChoice)
+    trust_page_hosts: bool = False
+
+
+class ToolInstalled(msgspec.Struct, frozen=True, kw_only=True):
+    install: dict[str, Any]  # the installer's result
+    missing: MissingToolInstalled | None  # None: a recipe existed, nothing was written
+
+
+class InstallTool:
+    def __init__(self, *, installer: Installer, missing: Callable[[], InstallMissing]) -> None:
+        self.installer = installer
+        # Built on first need: a tool with a recipe pays for no discovery or generator.
+        self.missing = missing
+
+    async def run(self, req: InstallRequest, *, progress: Progress) -> ToolInstalled:
+        from tsukud.install.registry import RecipeNotFound
+
+        if req.source is not None:
+            await self._note_unused_source(req.name, req.source, progress)
+        try:
+            res = await self.installer.install(
+                req.name,
+                req.version,
+                force=req.force,
+                progress=progress,
+                can_ask=req.can_ask,
+                yes=req.yes,
+            )
+            return ToolInstalled(install=res, missing=None)
+        except RecipeNotFound:
+            if not (req.discover or req.source is not None):
+                raise
+        done = await self.missing().run(
+            req.name,
+            req.version,
+            progress=progress,
+            force=req.force,
+            yes=req.yes,
+            can_ask=req.can_ask,
+            search_provider=req.search_provider,
+            source=req.source,
+            collect_tool_stats=req.collect_tool_stats,
+            llm=req.llm,
+            trust_page_hosts=req.trust_page_hosts,
+        )
+        return ToolInstalled(install=done.install, missing=done)
+
+    async def _note_unused_source(self, name: str, source: FromSource, progress: Progress) -> None:
+        """A recipe exists, so ``--from`` has nothing to do: say so rather than ignore it
+        (a second run of the same ``install --from`` line installs from the recipe the
+        first one wrote; a user who wants another source replaces the recipe)."""
+        from tsukud.errors import TsukuError
+        from tsukud.install.registry import RecipeNotFound
+
+        try:
+            loaded = await self.installer.registry.load(name)
+        except (RecipeNotFound, TsukuError):  # none, or broken: the install reports that
+            return
+        await progress(
+            {
+                "stage": "note",
+                "tool": name,
+                "message": f"a recipe for {name} exists ({loaded.source}), so --from {source} "
+                f"is not used; `tsukuctl create {name} --from {source} --force` replaces it",
+            }
+        )
