@@ -18,7 +18,7 @@ a rejected round is repaired or ends the run. The loop moves the run's own count
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
@@ -82,6 +82,9 @@ class Loop:
     emit: Emit
     progress: Progress
     clean: Callable[[str], str]  # the run's redaction of messages and output
+    # Every failed attempt, oldest first: a run that ends after its repairs says what
+    # went wrong each time, not only the last (``attempts`` in the error's data).
+    failures: list[dict[str, Any]] = field(default_factory=list)
 
     async def run(self) -> tuple[Recipe, Verdict]:
         """The validated recipe and its verdict; raises when the repairs run out."""
@@ -96,11 +99,13 @@ class Loop:
             recipe, verdict = await s.validate(answered.recipe)
             if s.done(verdict):
                 return recipe, verdict
+            self._failed(verdict.stage, verdict.category or "unknown", verdict.message)
             if tally.repairs >= self.max_repairs:
                 raise ValidationFailed(
                     f"the recipe failed validation after {tally.repairs} repairs "
-                    f"({verdict.stage}): {self.clean(verdict.message)}",
+                    f"({verdict.stage}): {self.clean(verdict.message)}{self._earlier()}",
                     **failure_data(verdict, self.clean),
+                    attempts=self.failures,
                 )
             await self._repair(verdict.stage, verdict.category or "unknown")
             s.tell(s.feedback(verdict, tally.repairs))
@@ -116,15 +121,38 @@ class Loop:
                 repairs=repairs,
                 stage="static_checks",
             )
+        self._failed("static_checks", findings[0].category, findings[0].message)
         if repairs >= self.max_repairs:
             raise GenerationFailed(
                 f"no answer passed the static checks after {repairs} repairs:\n"
-                f"{format_findings(findings)}",
+                f"{format_findings(findings)}{self._earlier()}",
                 repairs=repairs,
                 stage="static_checks",
+                attempts=self.failures,
             )
         await self._repair("static_check", findings[0].category)
         s.tell(s.static_feedback(findings, self.tally.repairs))
+
+    def _failed(self, stage: str, category: str, message: str) -> None:
+        first = self.clean(message).strip().splitlines()[:1] or [""]
+        self.failures.append(
+            {
+                "attempt": len(self.failures) + 1,
+                "stage": stage,
+                "category": category,
+                "message": first[0][:300],
+            }
+        )
+
+    def _earlier(self) -> str:
+        """The attempts before the last, one line each (the last is the message)."""
+        if len(self.failures) < 2:
+            return ""
+        lines = [
+            f"  attempt {f['attempt']}: {f['stage']} ({f['category']}): {f['message']}"
+            for f in self.failures[:-1]
+        ]
+        return "\nearlier attempts:\n" + "\n".join(lines)
 
     async def _repair(self, stage: str, category: str) -> None:
         self.tally.repairs += 1

@@ -171,3 +171,40 @@ def test_which_verdict_ends_the_loop_is_the_writer_s() -> None:
     strict = Script([Answered(recipe=RECIPE), Answered(recipe=RECIPE)], [SKIPPED, PASSED])
     assert run(strict.loop(static=False, accept_skipped=False))[1] is PASSED
     assert strict.repairs == 1
+
+
+def test_a_run_that_ends_after_its_repairs_names_every_attempt() -> None:
+    """Issue 29, point 13: not only the last attempt's failure, each one's, in order
+    (the message lists the earlier ones; ``attempts`` carries all of them, redacted)."""
+    missing = Verdict(
+        status="failed",
+        stage="download",
+        platform="linux/amd64",
+        category="download_404",
+        message="asset tool-x-linux-amd64 not found (404)",
+    )
+    wrong = Verdict(
+        status="failed",
+        stage="verify",
+        platform="linux/amd64",
+        category="exit_code",
+        message="tool --version exited 2",
+    )
+    s = Script([REFUSED, Answered(recipe=RECIPE), Answered(recipe=RECIPE)], [missing, wrong])
+    with pytest.raises(ValidationFailed) as info:
+        run(s.loop(static=True, accept_skipped=True))
+    attempts = info.value.data["attempts"]
+    assert [(a["attempt"], a["stage"], a["category"]) for a in attempts] == [
+        (1, "static_checks", "replay"),
+        (2, "download", "download_404"),
+        (3, "verify", "exit_code"),
+    ]
+    assert attempts[1]["message"] == "asset tool-[clean]-linu[clean]-amd64 not found (404)"
+    message = info.value.message
+    assert message.startswith("the recipe failed validation after 2 repairs (verify): tool")
+    assert message.endswith(
+        "\nearlier attempts:\n"
+        "  attempt 1: static_checks (replay): no such asset\n"
+        "  attempt 2: download (download_404): asset tool-[clean]-linu[clean]-amd64 not "
+        "found (404)"
+    )
