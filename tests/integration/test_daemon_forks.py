@@ -1,0 +1,81 @@
+"""The suite's forked daemons (tests/daemon_forks.py) are processes of their own that
+behave as a fresh ``python -m tsukud`` would: their own pid and session, the test's
+environment and working directory, output on the test's pipes, exit statuses as
+``Popen`` reports a child's; and the tests named to exec a fresh interpreter do."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests import daemon_forks
+from tests.conftest import REPO, Tsuku
+from tsukud.errors import CATALOGUE
+
+
+def _parent_pid(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def test_a_forked_daemon_is_a_process_of_its_own(
+    tsuku: Tsuku, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tsuku.env["TSUKU_LLM_DAILY_BUDGET"] = "2.5"  # the daemon's own environment
+    monkeypatch.chdir(tmp_path)  # not the forking parent's directory
+    proc = tsuku.start()
+    assert isinstance(proc, daemon_forks.ForkedDaemon)
+    pid = proc.pid
+    assert tsuku.daemon_pid() == pid
+    assert os.getsid(pid) == pid  # its own session, as start_new_session gave it
+    assert _parent_pid(pid) != os.getpid()
+    assert Path(f"/proc/{pid}/cwd").resolve() == tmp_path.resolve()
+    status = json.loads(tsuku.ctl("status", "--json", check=True).stdout)
+    assert status["budget"]["daily_budget_usd"] == 2.5
+    assert (tsuku.home / "run" / "tsukud.lock").read_text().strip() == str(pid)
+    assert proc.poll() is None
+    with pytest.raises(subprocess.TimeoutExpired):
+        proc.wait(timeout=0.05)
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(timeout=10) == -signal.SIGKILL
+    assert proc.poll() == -signal.SIGKILL
+
+
+def test_forked_and_exec_daemons_exit_alike(tsuku: Tsuku) -> None:
+    """A second daemon for a home refuses to start, with the same status and words
+    whichever way it was started."""
+    tsuku.start()
+    outcomes = []
+    for exec_it in (False, True):
+        daemon_forks.exec_in_this_test = exec_it
+        try:
+            second = tsuku.start(wait=False)
+        finally:
+            daemon_forks.exec_in_this_test = False
+        assert isinstance(second, daemon_forks.ForkedDaemon) is not exec_it
+        out, err = second.communicate(timeout=30)
+        outcomes.append((second.returncode, out, err.decode()))
+    forked, executed = outcomes
+    assert forked == executed
+    assert forked[0] == CATALOGUE["already_running"].exit_code
+    assert "tsukud is already running" in forked[2] and "hint:" in forked[2]
+
+
+def test_an_interpreter_setting_of_its_own_gets_a_fresh_process(tsuku: Tsuku) -> None:
+    tsuku.env["PYTHONFAULTHANDLER"] = "1"  # a fork could not honour it
+    proc = tsuku.start()
+    assert not isinstance(proc, daemon_forks.ForkedDaemon)
+    assert tsuku.daemon_pid() == proc.pid
+
+
+def test_the_named_process_tests_exist_and_exec() -> None:
+    """A renamed module must not drop out of the named set unnoticed."""
+    for prefix in daemon_forks.EXEC_STARTS:
+        assert (REPO / prefix.split("::")[0]).is_file(), prefix
+        assert daemon_forks.wants_exec(prefix + "::test_x")
+    assert not daemon_forks.wants_exec("tests/integration/test_daemon_forks.py::test_x")
