@@ -178,21 +178,31 @@ class Zygote:
 
     def spawn(self, argv: list[str], env: dict[str, str]) -> ForkedDaemon:
         """``python -m tsukud *argv`` in ``env``, forked; output on pipes, as Popen's."""
+        # The test's own stdin, as a child of the test would inherit it.
+        try:
+            stdin = os.dup(0)
+        except OSError:
+            stdin = os.open(os.devnull, os.O_RDONLY)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         try:
             with self._lock:
                 ctl = self._ctl or self._start(env)
                 request = {"argv": argv, "env": env, "cwd": os.getcwd()}
-                fds = array.array("i", [0, out_w, err_w])
+                fds = array.array("i", [stdin, out_w, err_w])
                 ctl.sendmsg(
                     [json.dumps(request).encode()],
                     [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)],
                 )
-                answer = self._answers.get(timeout=30)
+                try:
+                    answer = self._answers.get(timeout=30)
+                except queue.Empty:
+                    # A late answer must not be taken for the next start's: no more forks.
+                    self.broken = True
+                    raise RuntimeError("the daemons' parent did not answer in 30 s") from None
         finally:
-            os.close(out_w)
-            os.close(err_w)
+            for fd in (stdin, out_w, err_w):
+                os.close(fd)
         if "pid" not in answer:
             os.close(out_r)
             os.close(err_r)
