@@ -52,12 +52,10 @@ EXEC_STARTS: tuple[str, ...] = (
     "tests/integration/test_instructions_crash.py",
     "tests/integration/test_peer_uid.py",
     "tests/integration/test_caller_env.py",
-    "tests/integration/install/test_caller_env.py",
     "tests/integration/test_prompt_ctrl_c.py",
     "tests/integration/test_config_edit_pty.py",
     "tests/integration/test_service_units.py",
     "tests/integration/test_ledger_integrity.py",
-    "tests/integration/test_config_problems.py",
 )
 
 #: Variables read when an interpreter starts, a process is loaded or its locale is set: a

@@ -2,8 +2,9 @@
 
 A ``python -m tsukud`` spends about 0.25 s of its 0.33 s of CPU (start to stop) importing
 trio, structlog, the config, the ledger and every RPC method module; the suite starts
-hundreds. This process imports them once (what a daemon imports before it serves, and
-nothing more: no SDK, no aiohttp) and then forks a child per daemon, which runs
+hundreds. This process imports them once (what a daemon imports before it serves and
+at its first install, and nothing a daemon loads only when needed: :func:`preload`)
+and then forks a child per daemon, which runs
 ``tsukud``'s ``__main__`` as ``python -m tsukud`` would, in its own session, with the
 test's environment, working directory and standard streams. The child is a real
 daemon process (its own pid, signals, sockets, exit status); what it skips is only the
@@ -16,8 +17,8 @@ stdout, stderr); the answer is ``{"pid": n}`` or ``{"error": "..."}``. When a ch
 exits, ``{"exited": pid, "status": returncode}`` follows (negative: killed by that
 signal, as ``subprocess`` reports it). End of file on the socket ends this process.
 
-Imports only the standard library and tsukud: it must not hold anything a daemon would
-not have.
+Imports only the standard library, tsukud and what tsukud imports: nothing from the
+tests, so a daemon holds nothing a real one would not.
 """
 
 from __future__ import annotations
@@ -42,12 +43,17 @@ MAX_MESSAGE = 1 << 20
 
 def preload() -> None:
     """What ``python -m tsukud --foreground`` imports before it answers its first ping
-    (tsukud/__main__.py's ``_run_foreground``, ``Daemon.open`` and ``amain``); nothing
-    heavier."""
+    (tsukud/__main__.py's ``_run_foreground``, ``Daemon.open`` and ``amain``), the
+    container runtime its start-up sweep imports, and the installer and HTTP transport
+    most tests' daemons import at their first install. Nothing a test holds to staying
+    unloaded until it is needed: no SDK, no aiohttp/aiodocker, no DevTools stack, no
+    psycopg (tests/integration/test_daemon_forks.py checks)."""
     import argparse  # noqa: F401
     import faulthandler  # noqa: F401
 
+    import httpcore2  # noqa: F401
     import trio  # noqa: F401
+    import truststore  # noqa: F401
 
     # Not tsukud.__main__ itself: the child runs it as ``__main__``, as ``-m`` does.
     import tsukud.batch.backend
@@ -57,6 +63,7 @@ def preload() -> None:
     import tsukud.errors
     import tsukud.fsutil
     import tsukud.groups
+    import tsukud.install.installer
     import tsukud.install.layout
     import tsukud.llm.ceiling
     import tsukud.llm.providers
@@ -64,6 +71,7 @@ def preload() -> None:
     import tsukud.private_home
     import tsukud.rpc.registry
     import tsukud.rpc.server
+    import tsukud.sandbox.runtime
     import tsukud.sandbox.service
 
     tsukud.rpc.registry.load_methods()

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,29 @@ def test_the_named_process_tests_exist_and_exec() -> None:
         assert (REPO / prefix.split("::")[0]).is_file(), prefix
         assert daemon_forks.wants_exec(prefix + "::test_x")
     assert not daemon_forks.wants_exec("tests/integration/test_daemon_forks.py::test_x")
+
+
+def test_the_parent_holds_nothing_a_daemon_loads_only_when_needed(tsuku: Tsuku) -> None:
+    """A forked daemon starts with what its parent imported: were an SDK, aiohttp or
+    psycopg among it, every forked daemon would seem to have loaded it (and the tests of
+    their lazy loading, as /proc/<pid>/maps shows it, would test the parent)."""
+    proc = tsuku.start()
+    assert isinstance(proc, daemon_forks.ForkedDaemon)
+    maps = Path(f"/proc/{proc.pid}/maps").read_text()
+    for heavy in ("/aiohttp/", "/pydantic_core/", "/psycopg", "/yarl/", "/multidict/"):
+        assert heavy not in maps, heavy
+    probe = subprocess.run(
+        [sys.executable, "-c", PRELOADED_HEAVY],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+    )
+    assert probe.stdout.strip() == "[]"
+
+
+PRELOADED_HEAVY = (
+    "import sys, tests.daemon_zygote as z; z.preload(); "
+    "heavy = ('anthropic', 'google.genai', 'aiodocker', 'aiohttp', 'trio_websocket', 'psycopg'); "
+    "print(sorted(m for m in heavy if m in sys.modules))"
+)
