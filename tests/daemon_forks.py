@@ -32,6 +32,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +129,10 @@ class Zygote:
         self._proc: subprocess.Popen[bytes] | None = None
         self._ctl: socket.socket | None = None
         self._settings: dict[str, str] = {}
+        self._forked: set[int] = set()
+        # Daemons whose parent ended before them (closed, or died: ``broken``): nobody
+        # will report their status; they are waited for by their pid.
+        self._orphans: set[int] = set()
         self.broken = False
 
     def _start(self, env: dict[str, str]) -> socket.socket:
@@ -156,10 +161,11 @@ class Zygote:
             except OSError:
                 data = b""
             if not data:
-                with self._exited:
-                    self.broken = True
-                    self._exited.notify_all()
-                self._answers.put({"error": "the daemons' parent process ended"})
+                if ctl is self._ctl:  # not closed by close(): the parent died
+                    with self._exited:
+                        self.broken = True
+                        self._exited.notify_all()
+                    self._answers.put({"error": "the daemons' parent process ended"})
                 return
             message = json.loads(data)
             if "exited" in message:
@@ -206,26 +212,67 @@ class Zygote:
             os.close(err_r)
             raise RuntimeError(f"the daemons' parent could not fork: {answer.get('error')}")
         args = [sys.executable, "-m", "tsukud", *argv]
-        return ForkedDaemon(self, int(answer["pid"]), args, out_r, err_r)
+        pid = int(answer["pid"])
+        with self._exited:
+            self._forked.add(pid)
+        return ForkedDaemon(self, pid, args, out_r, err_r)
 
     def status(self, pid: int, timeout: float | None) -> int | None:
         """``pid``'s exit status once the parent has reaped it; ``None`` if it has not
         within ``timeout`` seconds."""
         with self._exited:
-            self._exited.wait_for(lambda: pid in self._statuses or self.broken, timeout)
-            return self._statuses.get(pid)
+            self._exited.wait_for(
+                lambda: pid in self._statuses or pid in self._orphans or self.broken, timeout
+            )
+            if pid in self._statuses:
+                return self._statuses[pid]
+            if pid not in self._orphans and not self.broken:
+                return None
+        return _orphan_status(pid, timeout)
 
     def close(self) -> None:
-        if self._ctl is not None:
+        """End the parent (its daemons are not waited for: they were retired); a later
+        start starts a new one."""
+        with self._lock, self._exited:
+            ctl, proc = self._ctl, self._proc
+            self._ctl = self._proc = None
+            self._orphans |= self._forked - self._statuses.keys()
+            self._exited.notify_all()
+        if ctl is not None:
             with contextlib.suppress(OSError):
-                self._ctl.shutdown(socket.SHUT_RDWR)
-            self._ctl.close()
-        if self._proc is not None:
+                ctl.shutdown(socket.SHUT_RDWR)
+            ctl.close()
+        if proc is not None:
             try:
-                self._proc.wait(timeout=10)
+                proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+                proc.kill()
+                proc.wait()
+
+
+#: The status reported for a daemon whose parent ended before it: the exit code went to
+#: init, which reaped it.
+UNKNOWN_STATUS = 255
+
+
+def _ended(pid: int) -> bool:
+    """Whether ``pid`` has exited (gone, or a zombie its new parent has not reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+def _orphan_status(pid: int, timeout: float | None) -> int | None:
+    """Wait (polling) until ``pid`` has exited; its exit code is not ours to know."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        if _ended(pid):
+            return UNKNOWN_STATUS
+        if deadline is not None and time.monotonic() >= deadline:
+            return None
+        time.sleep(0.02)
 
 
 #: Runs in the parent: its control socket's fd is the argument.

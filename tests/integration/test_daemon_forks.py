@@ -106,3 +106,23 @@ PRELOADED_HEAVY = (
     "heavy = ('anthropic', 'google.genai', 'aiodocker', 'aiohttp', 'trio_websocket', 'psycopg'); "
     "print(sorted(m for m in heavy if m in sys.modules))"
 )
+
+
+def test_a_daemon_outliving_its_parent_is_still_waited_for(tsuku: Tsuku) -> None:
+    """The parent ends (the worker's session end, or a crash) while a daemon runs: the
+    daemon's wait must not hang for a status nobody will report, and the next start
+    forks from a new parent."""
+    proc = tsuku.start()
+    assert isinstance(proc, daemon_forks.ForkedDaemon)
+    daemon_forks.ZYGOTE.close()
+    assert proc.poll() is None  # still running, its own process
+    assert tsuku.daemon_pid() == proc.pid
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=15) == daemon_forks.UNKNOWN_STATUS
+    second = Tsuku(tsuku.home, tsuku.env)
+    again = second.start()
+    try:
+        assert isinstance(again, daemon_forks.ForkedDaemon) and again.pid != proc.pid
+    finally:
+        second.stop_all()
+    assert again.returncode == 0
