@@ -57,6 +57,13 @@ EXEC_STARTS: tuple[str, ...] = (
     "tests/integration/test_config_edit_pty.py",
     "tests/integration/test_service_units.py",
     "tests/integration/test_ledger_integrity.py",
+    # A daemon killed with SIGKILL or stopped with SIGSTOP mid-work.
+    "tests/integration/batch/test_batch_crash_money.py",
+    "tests/integration/batch/test_batch_kill.py",
+    "tests/integration/discover/test_discover_search_kill.py",
+    "tests/integration/ledger_pg/test_expired_holds.py",
+    "tests/integration/batch_pg/test_shared_queue.py::test_a_daemon_killed_mid_job",
+    "tests/integration/batch_pg/test_shared_queue.py::test_a_daemon_paused_past_its_lease",
 )
 
 #: Variables read when an interpreter starts, a process is loaded or its locale is set: a

@@ -77,8 +77,10 @@ def test_an_interpreter_setting_of_its_own_gets_a_fresh_process(tsuku: Tsuku) ->
 def test_the_named_process_tests_exist_and_exec() -> None:
     """A renamed module must not drop out of the named set unnoticed."""
     for prefix in daemon_forks.EXEC_STARTS:
-        assert (REPO / prefix.split("::")[0]).is_file(), prefix
-        assert daemon_forks.wants_exec(prefix + "::test_x")
+        path, _, test = prefix.partition("::")
+        assert (REPO / path).is_file(), prefix
+        assert f"def {test}" in (REPO / path).read_text(), prefix
+        assert daemon_forks.wants_exec(prefix + "x")
     assert not daemon_forks.wants_exec("tests/integration/test_daemon_forks.py::test_x")
 
 
