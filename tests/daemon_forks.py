@@ -33,6 +33,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -87,11 +88,24 @@ def _start_settings(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(_PROCESS_START_PREFIXES)}
 
 
+@dataclass
+class _Exit:
+    """One forked daemon's end, as its parent reports it. Kept per daemon, not per pid:
+    the parent reaps a daemon at once, so its pid may be another daemon's a moment later
+    (pids wrap quickly on a busy machine)."""
+
+    status: int | None = None
+    #: The parent ended before the daemon (closed, or died): nobody will report it.
+    orphaned: bool = False
+
+
 class ForkedDaemon(subprocess.Popen[bytes]):
     """The ``Popen`` of a daemon forked by the parent: not this process's child, so its
     exit status comes from the parent (:class:`Zygote`), not from ``waitpid``."""
 
-    def __init__(self, zygote: Zygote, pid: int, args: list[str], stdout: int, stderr: int) -> None:
+    def __init__(
+        self, zygote: Zygote, pid: int, end: _Exit, args: list[str], stdout: int, stderr: int
+    ) -> None:
         # Popen's own __init__ would start a process: set what its methods read.
         self.args = args
         self.pid = pid
@@ -110,15 +124,16 @@ class ForkedDaemon(subprocess.Popen[bytes]):
         self._closed_child_pipe_fds = True
         self._child_created = False  # nothing for Popen.__del__ to reap
         self._zygote = zygote
+        self._end = end
 
     def _internal_poll(self, _deadstate: object = None, **_ignored: object) -> int | None:
         if self.returncode is None:
-            self.returncode = self._zygote.status(self.pid, timeout=0)
+            self.returncode = self._zygote.status(self.pid, self._end, timeout=0)
         return self.returncode  # type: ignore[no-any-return]
 
     def _wait(self, timeout: float | None) -> int:
         if self.returncode is None:
-            status = self._zygote.status(self.pid, timeout=timeout)
+            status = self._zygote.status(self.pid, self._end, timeout=timeout)
             if status is None:
                 raise subprocess.TimeoutExpired(self.args, timeout or 0)
             self.returncode = status
@@ -131,15 +146,12 @@ class Zygote:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._exited = threading.Condition()
-        self._statuses: dict[int, int] = {}
-        self._answers: queue.Queue[dict[str, Any]] = queue.Queue()
+        #: The running daemons of the current parent, by pid.
+        self._running: dict[int, _Exit] = {}
+        self._answers: queue.Queue[tuple[dict[str, Any], _Exit | None]] = queue.Queue()
         self._proc: subprocess.Popen[bytes] | None = None
         self._ctl: socket.socket | None = None
         self._settings: dict[str, str] = {}
-        self._forked: set[int] = set()
-        # Daemons whose parent ended before them (closed, or died: ``broken``): nobody
-        # will report their status; they are waited for by their pid.
-        self._orphans: set[int] = set()
         self.broken = False
 
     def _start(self, env: dict[str, str]) -> socket.socket:
@@ -162,6 +174,8 @@ class Zygote:
         return ours
 
     def _read(self, ctl: socket.socket) -> None:
+        """The parent's messages, in the order it sent them: a fork's pid always comes
+        before that daemon's end."""
         while True:
             try:
                 data = ctl.recv(1 << 16)
@@ -171,16 +185,28 @@ class Zygote:
                 if ctl is self._ctl:  # not closed by close(): the parent died
                     with self._exited:
                         self.broken = True
-                        self._exited.notify_all()
-                    self._answers.put({"error": "the daemons' parent process ended"})
+                        self._orphan_all()
+                    self._answers.put(({"error": "the daemons' parent process ended"}, None))
                 return
             message = json.loads(data)
-            if "exited" in message:
-                with self._exited:
-                    self._statuses[message["exited"]] = message["status"]
-                    self._exited.notify_all()
-            else:
-                self._answers.put(message)
+            with self._exited:
+                if "exited" in message:
+                    end = self._running.pop(message["exited"], None)
+                    if end is not None:
+                        end.status = message["status"]
+                        self._exited.notify_all()
+                    continue
+                end = None
+                if "pid" in message:
+                    end = self._running[message["pid"]] = _Exit()
+            self._answers.put((message, end))
+
+    def _orphan_all(self) -> None:
+        """(Holding ``_exited``.) The parent is gone: its running daemons are orphans."""
+        for end in self._running.values():
+            end.orphaned = True
+        self._running.clear()
+        self._exited.notify_all()
 
     def can_fork(self, env: dict[str, str]) -> bool:
         if self.broken:
@@ -206,7 +232,7 @@ class Zygote:
                     [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)],
                 )
                 try:
-                    answer = self._answers.get(timeout=30)
+                    answer, end = self._answers.get(timeout=30)
                 except queue.Empty:
                     # A late answer must not be taken for the next start's: no more forks.
                     self.broken = True
@@ -214,27 +240,20 @@ class Zygote:
         finally:
             for fd in (stdin, out_w, err_w):
                 os.close(fd)
-        if "pid" not in answer:
+        if end is None:
             os.close(out_r)
             os.close(err_r)
             raise RuntimeError(f"the daemons' parent could not fork: {answer.get('error')}")
         args = [sys.executable, "-m", "tsukud", *argv]
-        pid = int(answer["pid"])
-        with self._exited:
-            self._forked.add(pid)
-        return ForkedDaemon(self, pid, args, out_r, err_r)
+        return ForkedDaemon(self, int(answer["pid"]), end, args, out_r, err_r)
 
-    def status(self, pid: int, timeout: float | None) -> int | None:
-        """``pid``'s exit status once the parent has reaped it; ``None`` if it has not
+    def status(self, pid: int, end: _Exit, timeout: float | None) -> int | None:
+        """The daemon's exit status once the parent has reaped it; ``None`` if it has not
         within ``timeout`` seconds."""
         with self._exited:
-            self._exited.wait_for(
-                lambda: pid in self._statuses or pid in self._orphans or self.broken, timeout
-            )
-            if pid in self._statuses:
-                return self._statuses[pid]
-            if pid not in self._orphans and not self.broken:
-                return None
+            self._exited.wait_for(lambda: end.status is not None or end.orphaned, timeout)
+            if end.status is not None or not end.orphaned:
+                return end.status
         return _orphan_status(pid, timeout)
 
     def close(self) -> None:
@@ -243,8 +262,7 @@ class Zygote:
         with self._lock, self._exited:
             ctl, proc = self._ctl, self._proc
             self._ctl = self._proc = None
-            self._orphans |= self._forked - self._statuses.keys()
-            self._exited.notify_all()
+            self._orphan_all()
         if ctl is not None:
             with contextlib.suppress(OSError):
                 ctl.shutdown(socket.SHUT_RDWR)
