@@ -25,7 +25,7 @@ import pytest
 # The plugins below (pytest_plugins) are imported here first: rewrite their asserts too.
 pytest.register_assert_rewrite("tests.skip_policy", "tests.collect_floor")
 
-from tests import ctl_runner, hypothesis_profiles, scheduling  # noqa: E402
+from tests import ctl_runner, daemon_forks, hypothesis_profiles, scheduling  # noqa: E402
 from tests.skip_policy import in_ci  # noqa: E402, F401  (imported from here by tests)
 from tsukuctl.client import Client  # noqa: E402
 from tsukud.testing.http import take_violations, unclaimed  # noqa: E402
@@ -153,17 +153,31 @@ class Tsuku:
         return any(p.poll() is None for p in self.procs)
 
     def start(self, *extra: str, wait: bool = True) -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tsukud", "--foreground", *extra],
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        """``tsukud --foreground`` in this home: forked from a parent that has imported
+        it already (tests/daemon_forks.py: the same process otherwise), or a fresh
+        ``python -m tsukud`` for the tests whose subject is the process
+        (``daemon_forks.EXEC_STARTS``) and under ``TSUKU_DAEMON_EXEC=1``."""
+        argv = ["--foreground", *extra]
+        proc: subprocess.Popen[bytes]
+        if self._forked():
+            proc = daemon_forks.ZYGOTE.spawn(argv, self.env)
+        else:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tsukud", *argv],
+                env=self.env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
         self.procs.append(proc)
         if wait:
             self.wait_ready(proc)
         return proc
+
+    def _forked(self) -> bool:
+        if daemon_forks.exec_in_this_test or daemon_forks.exec_everywhere():
+            return False
+        return daemon_forks.ZYGOTE.can_fork(self.env)
 
     def wait_ready(self, proc: subprocess.Popen[bytes] | None = None, timeout: float = 15) -> None:
         deadline = time.monotonic() + timeout
@@ -326,6 +340,16 @@ RETIRING = Retiring()
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     RETIRING.wait()
+    daemon_forks.ZYGOTE.close()
+
+
+@pytest.fixture(autouse=True)
+def daemon_exec_named(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The tests named in ``daemon_forks.EXEC_STARTS`` start fresh ``python -m tsukud``
+    processes, whichever fixture or helper starts their daemons."""
+    daemon_forks.exec_in_this_test = daemon_forks.wants_exec(request.node.nodeid)
+    yield
+    daemon_forks.exec_in_this_test = False
 
 
 @pytest.fixture
