@@ -369,7 +369,7 @@ class EventStore:
         assert self._conn is not None
         conn = self._conn
         # Added up before the transaction: the write lock is held for SQLite work only.
-        sums = rollups.add_up(counts)
+        sums = rollups.add_up(counts, [row[3] for row in rows])
         conn.execute("BEGIN IMMEDIATE")
         try:
             self._check_predecessor(conn, rows[0][0] - 1)
