@@ -7,15 +7,17 @@ a JSON-able result or raise a ``TsukuError``.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from functools import partial
 from typing import Annotated, Any
 
 import msgspec
+import trio
 
 from tsukud import config as configmod
 from tsukud.daemon import Daemon
-from tsukud.errors import FrameTooLarge, InvalidParams, LedgerCorrupt, NotFound
+from tsukud.errors import FrameTooLarge, InvalidParams, LedgerCorrupt, NotFound, SummaryTooSlow
 from tsukud.events import queries, summary
 from tsukud.rpc import protocol
 from tsukud.rpc.registry import NoParams, method
@@ -192,6 +194,9 @@ class SummaryParams(msgspec.Struct, forbid_unknown_fields=True):
     by: str = "day"
 
 
+_SOURCES = {"raw": "read from the events", "rollups+raw": "rollups and part-hours of events"}
+
+
 @method("events.summary", SummaryParams)
 async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw:
     """Counts, tokens and cost (the estimated part apart) per day, hour, provider, model,
@@ -200,24 +205,34 @@ async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw
     shared = d.store.origin is not None
     queries.summary_sql(p.filter, p.by, shared=shared)  # validate before going to a thread
     await d.store.caught_up()  # what was appended before this request is counted
-    if shared:
-        # The whole team's (or one origin's), one aggregate statement in the database.
-        return await d.store.read(
-            lambda conn: msgspec.Raw(
-                msgspec.json.encode(summary.summarise_shared(conn, p.filter, p.by))
-            ),
-            heavy=True,
-        )
+    # A summary past the limit is cancelled: the read pool interrupts its query
+    # (``readers.ReadPool``), so it stops holding a reader and a CPU.
+    limit = float(d.current()["events.summary_timeout_seconds"])
+    source = "raw" if shared else summary.plan(p.filter, p.by).source
+    with trio.move_on_after(limit if limit > 0 else math.inf):
+        if shared:
+            # The whole team's (or one origin's), one aggregate statement in the database.
+            return await d.store.read(
+                lambda conn: msgspec.Raw(
+                    msgspec.json.encode(summary.summarise_shared(conn, p.filter, p.by))
+                ),
+                heavy=True,
+            )
 
-    def summarise(conn: Any) -> msgspec.Raw:
-        # Encoding in the thread too: thousands of groups (by session) would otherwise
-        # hold the event loop for milliseconds.
-        return msgspec.Raw(msgspec.json.encode(summary.summarise(conn, p.filter, p.by)))
+        def summarise(conn: Any) -> msgspec.Raw:
+            # Encoding in the thread too: thousands of groups (by session) would otherwise
+            # hold the event loop for milliseconds.
+            return msgspec.Raw(msgspec.json.encode(summary.summarise(conn, p.filter, p.by)))
 
-    # From the rollups (with at most a part-hour of events at each end) it is a quick
-    # read; a summary the rollups cannot answer scans events: heavy.
-    heavy = summary.plan(p.filter, p.by).source == "raw"
-    return await d.store.read(summarise, heavy=heavy)
+        # From the rollups (with at most a part-hour of events at each end) it is a quick
+        # read; a summary the rollups cannot answer scans events: heavy.
+        return await d.store.read(summarise, heavy=source == "raw")
+    raise SummaryTooSlow(
+        f"the summary by {p.by} ({_SOURCES.get(source, source)}) did not finish within "
+        f"{limit:g} s and was stopped",
+        limit_s=limit,
+        source=source,
+    )
 
 
 class VerifyParams(msgspec.Struct, forbid_unknown_fields=True):
