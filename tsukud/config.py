@@ -212,8 +212,8 @@ KEYS: dict[str, Key] = {
             5.0,
             ("TSUKU_EVENTS_SUMMARY_TIMEOUT",),
             minimum=0,
-            doc="cancel an events summary still running after this long, so a summary the "
-            "rollups cannot answer never holds a reader (0: never)",
+            doc="interrupt an events summary that has held a ledger reader this long, so a "
+            "summary the rollups cannot answer never holds one for long (0: never)",
         ),
         Key(
             "ledger.url",

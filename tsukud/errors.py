@@ -610,7 +610,7 @@ class Busy(TsukuError):
 
 
 class SummaryTooSlow(TsukuError):
-    """A summary ran past ``events.summary_timeout_seconds`` and was interrupted, so one
+    """A summary read past ``events.summary_timeout_seconds`` and was interrupted, so one
     slow summary cannot hold a reader (and a CPU) the quick reads need."""
 
     code = "summary_too_slow"

@@ -580,12 +580,20 @@ class EventStore:
 
     # ---- reading ---------------------------------------------------------------------
 
-    async def read(self, fn: Callable[[sqlite3.Connection], T], *, heavy: bool = False) -> T:
+    async def read(
+        self,
+        fn: Callable[[sqlite3.Connection], T],
+        *,
+        heavy: bool = False,
+        limit: float | None = None,
+    ) -> T:
         """Run ``fn`` on a pooled read-only connection in a worker thread; cancelling the
         caller interrupts the query. ``heavy``: it may scan much of the ledger (summaries,
         verification, unbounded listings), so it must leave a connection for quick reads.
+        ``limit``: seconds it may hold its connection before it is interrupted
+        (``readers.ReadTooSlow``).
         """
-        return await self.readers.run(fn, heavy=heavy)
+        return await self.readers.run(fn, heavy=heavy, limit=limit)
 
     def read_sync(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         conn = connect(self.path, readonly=True)

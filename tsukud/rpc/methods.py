@@ -7,18 +7,17 @@ a JSON-able result or raise a ``TsukuError``.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 from functools import partial
 from typing import Annotated, Any
 
 import msgspec
-import trio
 
 from tsukud import config as configmod
 from tsukud.daemon import Daemon
 from tsukud.errors import FrameTooLarge, InvalidParams, LedgerCorrupt, NotFound, SummaryTooSlow
 from tsukud.events import queries, summary
+from tsukud.events.readers import ReadTooSlow
 from tsukud.rpc import protocol
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
@@ -205,11 +204,12 @@ async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw
     shared = d.store.origin is not None
     queries.summary_sql(p.filter, p.by, shared=shared)  # validate before going to a thread
     await d.store.caught_up()  # what was appended before this request is counted
-    # A summary past the limit is cancelled: the read pool interrupts its query
-    # (``readers.ReadPool``), so it stops holding a reader and a CPU.
-    limit = float(d.current()["events.summary_timeout_seconds"])
+    # A summary holding its reader past the limit is interrupted (``readers.ReadPool``),
+    # so it stops holding a reader and a CPU; waiting for a reader does not count.
+    setting = float(d.current()["events.summary_timeout_seconds"])
+    limit = setting if setting > 0 else None
     source = "raw" if shared else summary.plan(p.filter, p.by).source
-    with trio.move_on_after(limit if limit > 0 else math.inf):
+    try:
         if shared:
             # The whole team's (or one origin's), one aggregate statement in the database.
             return await d.store.read(
@@ -217,6 +217,7 @@ async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw
                     msgspec.json.encode(summary.summarise_shared(conn, p.filter, p.by))
                 ),
                 heavy=True,
+                limit=limit,
             )
 
         def summarise(conn: Any) -> msgspec.Raw:
@@ -226,13 +227,14 @@ async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw
 
         # From the rollups (with at most a part-hour of events at each end) it is a quick
         # read; a summary the rollups cannot answer scans events: heavy.
-        return await d.store.read(summarise, heavy=source == "raw")
-    raise SummaryTooSlow(
-        f"the summary by {p.by} ({_SOURCES.get(source, source)}) did not finish within "
-        f"{limit:g} s and was stopped",
-        limit_s=limit,
-        source=source,
-    )
+        return await d.store.read(summarise, heavy=source == "raw", limit=limit)
+    except ReadTooSlow:
+        raise SummaryTooSlow(
+            f"the summary by {p.by} ({_SOURCES.get(source, source)}) did not finish within "
+            f"{setting:g} s and was stopped",
+            limit_s=setting,
+            source=source,
+        ) from None
 
 
 class VerifyParams(msgspec.Struct, forbid_unknown_fields=True):
