@@ -70,6 +70,17 @@ async def all_idle(pool: ReadPool) -> None:
         await trio.sleep(0.01)
 
 
+def holding(inside: trio.Event, release: threading.Event) -> Callable[[sqlite3.Connection], int]:
+    """A read that holds its connection until ``release``; says when it has it."""
+
+    def hold(conn: sqlite3.Connection) -> int:
+        trio.from_thread.run_sync(inside.set)
+        release.wait(10)
+        return 0
+
+    return hold
+
+
 def count(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
 
@@ -144,11 +155,7 @@ async def test_a_cancelled_read_returns_its_connection_only_when_done(tmp_path: 
     sqlite3.connect(tmp_path / "t.db").execute("CREATE TABLE t (x)").connection.close()
     release = threading.Event()
     inside = trio.Event()
-
-    def hold(conn: sqlite3.Connection) -> int:
-        trio.from_thread.run_sync(inside.set)
-        release.wait(10)
-        return 0
+    hold = holding(inside, release)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(pool.run, hold)
@@ -262,13 +269,7 @@ async def test_waiting_for_a_connection_does_not_count_against_the_limit(tmp_pat
     async with ledger(tmp_path / "t.db") as store, trio.open_nursery() as nursery:
         release = threading.Event()
         inside = trio.Event()
-
-        def hold(conn: sqlite3.Connection) -> int:
-            trio.from_thread.run_sync(inside.set)
-            release.wait(10)
-            return 0
-
-        nursery.start_soon(partial(store.read, hold, heavy=True))
+        nursery.start_soon(partial(store.read, holding(inside, release), heavy=True))
         await inside.wait()
         got: list[int] = []
 
