@@ -9,6 +9,11 @@ request when the previous one is answered, cycling through 5 ``status``, 4
 flight at the end of the window are waited for; every one must be answered with a
 result. Per method: p50 and p99 latency; throughput of the window.
 
+Then the same load again with ``events.summary {by: session, since: 3 days ago}`` added
+to the cycle (answered from the session rollups), and ``status`` p99 of both runs is
+printed beside the unloaded baseline of the same run: 200 ``status`` calls one after
+another, on the idle daemon, before the loads.
+
 Baseline, same run: the same 200 clients as threads of one process, each with its own
 read-only sqlite3 connection, running the very same SQL (``tsukud.events.queries``) for
 ``events.list`` and ``events.summary`` (``status`` reads no SQL) for the same window.
@@ -44,17 +49,22 @@ GOAL_STATUS_P99_MS = 20.0
 CLIENTS = 200
 PROCS = 4
 CYCLE = ["status"] * 5 + ["events.list"] * 4 + ["events.summary"]
+SESSION = "events.summary:session"  # a label: the method is events.summary
+CYCLE_SESSION = [*CYCLE, SESSION]
+IDLE_STATUS = 200
 LIST_LIMIT = 100
 SUMMARY_BY = "day"
 SUMMARY_DAYS = 3
 HEADER = struct.Struct(">I")
 
 
-def requests(since: str) -> dict[str, dict[str, Any]]:
+def requests(since: str) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Label -> (method, params) of every request a cycle may hold."""
     return {
-        "status": {},
-        "events.list": {"limit": LIST_LIMIT},
-        "events.summary": {"by": SUMMARY_BY, "filter": {"since": since}},
+        "status": ("status", {}),
+        "events.list": ("events.list", {"limit": LIST_LIMIT}),
+        "events.summary": ("events.summary", {"by": SUMMARY_BY, "filter": {"since": since}}),
+        SESSION: ("events.summary", {"by": "session", "filter": {"since": since}}),
     }
 
 
@@ -62,11 +72,18 @@ def requests(since: str) -> dict[str, dict[str, Any]]:
 
 
 def drive(
-    path: str, first: int, count: int, since: str, start_at: float, seconds: float, out: Any
+    path: str,
+    first: int,
+    count: int,
+    since: str,
+    start_at: float,
+    seconds: float,
+    out: Any,
+    cycle: list[str],
 ) -> None:
     """One load process: ``count`` connections (clients ``first``..), closed loop, one
-    request in flight each; sends ``{method: [ms, ...]}``, errors and leftovers to ``out``."""
-    params = requests(since)
+    request in flight each; sends ``{label: [ms, ...]}``, errors and leftovers to ``out``."""
+    params = {label: requests(since)[label] for label in cycle}
     sel = selectors.DefaultSelector()
     conns = []
     for _ in range(count):
@@ -80,10 +97,11 @@ def drive(
     ids = iter(range(1, 1 << 62))
 
     def send(s: socket.socket, st: list[Any]) -> None:
-        method = CYCLE[st[1] % len(CYCLE)]
+        label = cycle[st[1] % len(cycle)]
         st[1] += 1
-        body = json.dumps({"id": next(ids), "method": method, "params": params[method]}).encode()
-        st[2], st[3] = method, time.perf_counter()
+        method, p = params[label]
+        body = json.dumps({"id": next(ids), "method": method, "params": p}).encode()
+        st[2], st[3] = label, time.perf_counter()
         s.sendall(HEADER.pack(len(body)) + body)
 
     while time.time() < start_at:
@@ -150,14 +168,18 @@ def drive(
     out.close()
 
 
-def run_daemon_load(path: str, since: str, seconds: float) -> dict[str, Any]:
+def run_daemon_load(
+    path: str, since: str, seconds: float, cycle: list[str] = CYCLE
+) -> dict[str, Any]:
     ctx = multiprocessing.get_context("fork")
     per = [CLIENTS // PROCS + (1 if i < CLIENTS % PROCS else 0) for i in range(PROCS)]
     start_at = time.time() + 1.0  # after every process has connected
     pipes, procs, first = [], [], 0
     for count in per:
         recv, send = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=drive, args=(path, first, count, since, start_at, seconds, send))
+        p = ctx.Process(
+            target=drive, args=(path, first, count, since, start_at, seconds, send, cycle)
+        )
         p.start()
         send.close()
         pipes.append(recv)
@@ -182,6 +204,17 @@ def run_daemon_load(path: str, since: str, seconds: float) -> dict[str, Any]:
         merged["unanswered"] += r["unanswered"]
         merged["cpu"] += r["cpu"]
     return merged
+
+
+def idle_status(c: Any, n: int = IDLE_STATUS) -> list[float]:
+    """``status`` latencies (ms) on the idle daemon: the unloaded baseline."""
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        c.call("status")
+        out.append((time.perf_counter() - t0) * 1000)
+        time.sleep(0.002)
+    return out
 
 
 # ---- the baseline: the same SQL from threads ------------------------------------------------
@@ -254,11 +287,13 @@ def main() -> int:
         assert h.proc is not None
         with h.client() as c:  # let daemon.started land, warm the page cache
             wait_started(c, n)
-            for method, params in requests(since).items():
+            for method, params in requests(since).values():
                 c.call(method, params)
+            idle = idle_status(c)
         cpu0, loop0 = cpu_seconds(h.proc.pid), cpu_seconds(h.proc.pid, h.proc.pid)
         d = run_daemon_load(h.socket, since, seconds)
         cpu1, loop1 = cpu_seconds(h.proc.pid), cpu_seconds(h.proc.pid, h.proc.pid)
+        ds = run_daemon_load(h.socket, since, seconds, CYCLE_SESSION)
         try:
             with h.client() as c:
                 alive = c.call("status")["pid"] == h.proc.pid
@@ -276,7 +311,7 @@ def main() -> int:
         " SQL with sqlite3 directly, same window",
     )
     answered = 0
-    for method in requests(since):
+    for method in dict.fromkeys(CYCLE):
         # Latency of every request sent in the window, including those answered after it.
         xs = d["lat"][method] + d["late"][method]
         answered += len(xs)
@@ -332,13 +367,39 @@ def main() -> int:
     failed = sum(d["errors"].values()) + d["unanswered"]
     if failed:
         print(f"{NAME}.errors: {json.dumps(d['errors'])}, unanswered {d['unanswered']}")
-    status = d["lat"]["status"]
-    p99 = percentile(status, 99) if status else float("inf")
-    goal(
-        f"{NAME}.status_p99",
-        p99 <= GOAL_STATUS_P99_MS,
-        f"status p99 {fmt(p99)} ms <= {GOAL_STATUS_P99_MS:g} ms under {CLIENTS} mixed clients",
-    )
+    failed_s = sum(ds["errors"].values()) + ds["unanswered"]
+    if failed_s:
+        print(
+            f"{NAME}.errors_with_session: {json.dumps(ds['errors'])}, unanswered {ds['unanswered']}"
+        )
+    idle_p99 = percentile(idle, 99)
+    unloaded = f"unloaded {fmt(idle_p99)} ms (p50 {fmt(percentile(idle, 50))} ms), same run"
+    xs = ds["lat"][SESSION] + ds["late"][SESSION]
+    if xs:
+        line(
+            f"{NAME}.summary_session.p99",
+            percentile(xs, 99),
+            "ms",
+            None,
+            f"p50 {fmt(percentile(xs, 50))} ms",
+            f"{len(xs):,} answered; by session since {SUMMARY_DAYS} days ago, in the second mix",
+        )
+    p99s = {}
+    for key, run, mix in (
+        ("status_p99", d, "without --by session"),
+        ("status_p99_with_session", ds, "with --by session in the mix"),
+    ):
+        status = run["lat"]["status"]
+        p99s[key] = percentile(status, 99) if status else float("inf")
+        line(f"{NAME}.{key}", p99s[key], "ms", p99s[key] / idle_p99, unloaded, mix)
+    for key, p99 in p99s.items():
+        goal(
+            f"{NAME}.{key}",
+            p99 <= GOAL_STATUS_P99_MS,
+            f"status p99 {fmt(p99)} ms <= {GOAL_STATUS_P99_MS:g} ms under {CLIENTS} mixed"
+            f" clients ({unloaded})",
+        )
+    failed += failed_s
     goal(
         f"{NAME}.answered",
         not failed and alive,

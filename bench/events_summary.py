@@ -78,6 +78,14 @@ def main() -> int:
             rpc_t, raw_t = timed(c, h.db, {}, "day")
             for by in ("provider", "model", "type"):
                 others[by] = (*timed(c, h.db, {}, by, 1), "whole ledger, once")
+            # By session: since a whole hour 3 days ago (the whole ledger's thousands of
+            # sessions would not fit one answer frame).
+            hour = iso(time.time() - 3 * 86400)[:13]
+            src = c.call("events.summary", {"by": "session", "filter": {"since": hour}})["source"]
+            others["session_since"] = (
+                *timed(c, h.db, {"since": hour}, "session", 1),
+                f"since a whole hour 3 days ago: {src}, once",
+            )
             since = iso(time.time() - 3 * 86400 - 3600)  # inside a day
             src = c.call("events.summary", {"by": "day", "filter": {"since": since}})["source"]
             others["day_since"] = (

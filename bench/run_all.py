@@ -29,7 +29,11 @@ GOALS: dict[str, tuple[str, ...]] = {
     "rpc_roundtrip": ("rpc_roundtrip.p99", "rpc_roundtrip.throughput"),
     "event_append": ("event_append",),
     "events_summary": ("events_summary",),
-    "concurrent_reads": ("concurrent_reads.status_p99", "concurrent_reads.answered"),
+    "concurrent_reads": (
+        "concurrent_reads.status_p99",
+        "concurrent_reads.status_p99_with_session",
+        "concurrent_reads.answered",
+    ),
     "cold_start": ("cold_start",),
     # install, create, validation, discovery, shell hook
     "install_throughput": ("install_throughput",),

@@ -207,6 +207,15 @@ KEYS: dict[str, Key] = {
             doc="close a client connection idle this long with nothing running (0: never)",
         ),
         Key(
+            "events.summary_timeout_seconds",
+            float,
+            5.0,
+            ("TSUKU_EVENTS_SUMMARY_TIMEOUT",),
+            minimum=0,
+            doc="interrupt an events summary that has held a ledger reader this long, so a "
+            "summary the rollups cannot answer never holds one for long (0: never)",
+        ),
+        Key(
             "ledger.url",
             str,
             "",

@@ -116,6 +116,12 @@ CATALOGUE: dict[str, ErrorKind] = {
         "A batch run is active: wait for it to end, or stop it (Ctrl-C in the terminal "
         "running `tsukuctl batch run`); `tsukuctl batch status` shows it.",
     ),
+    "summary_too_slow": ErrorKind(
+        E.BUSY,
+        "Narrow the summary so the rollups answer it: whole-hour --since/--until, no --type "
+        "filter with --by session or --session; or raise events.summary_timeout_seconds "
+        "(`tsukuctl config set events.summary_timeout_seconds 30`).",
+    ),
     "busy": ErrorKind(
         E.BUSY,
         "tsukud is serving as many connections as it allows; try again in a moment "
@@ -601,6 +607,13 @@ class Busy(TsukuError):
     """The daemon is at its connection limit: nothing wrong with the request itself."""
 
     code = "busy"
+
+
+class SummaryTooSlow(TsukuError):
+    """A summary read past ``events.summary_timeout_seconds`` and was interrupted, so one
+    slow summary cannot hold a reader (and a CPU) the quick reads need."""
+
+    code = "summary_too_slow"
 
 
 class DaemonUnavailable(TsukuError):

@@ -52,3 +52,18 @@ CREATE TABLE IF NOT EXISTS rollups (
     cost_unknown    INTEGER NOT NULL   -- calls with no known price
 ) STRICT;
 CREATE INDEX IF NOT EXISTS rollups_key ON rollups (hour, type, provider, model);
+
+-- The same sums per session x hour (tsukud/events/rollups.py SESSIONS), folded in the
+-- same transaction; meta.session_rollups_through is the last event id counted.
+CREATE TABLE IF NOT EXISTS session_rollups (
+    session         TEXT,              -- NULL: events outside any session
+    hour            TEXT    NOT NULL,  -- substr(ts, 1, 13)
+    events          INTEGER NOT NULL,
+    llm_turns       INTEGER NOT NULL,
+    input_tokens    INTEGER NOT NULL,
+    output_tokens   INTEGER NOT NULL,
+    cost_nano       INTEGER NOT NULL,
+    estimated_nano  INTEGER NOT NULL,
+    cost_unknown    INTEGER NOT NULL
+) STRICT;
+CREATE INDEX IF NOT EXISTS session_rollups_key ON session_rollups (session, hour);

@@ -12,6 +12,10 @@ interrupted with ``sqlite3.Connection.interrupt`` instead of being left to run o
 progress handler catches a cancellation that came just before the statement started,
 which SQLite's interrupt ignores); its connection returns to the pool when the thread
 has let go of it, never before.
+
+A query given a ``limit`` is interrupted the same way once it has held its connection
+that long (``ReadTooSlow``): time spent waiting for a connection does not count, so a
+burst of summaries queued behind each other is not failed for the queue.
 """
 
 from __future__ import annotations
@@ -33,6 +37,14 @@ class PoolClosed(RuntimeError):
     pass
 
 
+class ReadTooSlow(Exception):
+    """The query held its connection past the caller's limit and was interrupted."""
+
+    def __init__(self, limit_s: float) -> None:
+        super().__init__(f"interrupted after {limit_s:g} s")
+        self.limit_s = limit_s
+
+
 class _Abandoned(Exception):
     """The caller was cancelled before the thread reached SQLite: nobody wants the answer."""
 
@@ -43,6 +55,7 @@ class _Query:
     def __init__(self) -> None:
         self.conn: sqlite3.Connection | None = None  # set while the thread is inside SQLite
         self.cancelled = False
+        self.timed_out = False  # it held its connection past its limit
 
 
 class ReadPool:
@@ -77,35 +90,59 @@ class ReadPool:
     def idle(self) -> int:
         return len(self._idle)
 
-    async def run(self, fn: Callable[[sqlite3.Connection], T], *, heavy: bool = False) -> T:
+    async def run(
+        self,
+        fn: Callable[[sqlite3.Connection], T],
+        *,
+        heavy: bool = False,
+        limit: float | None = None,
+    ) -> T:
         """Run ``fn`` on a pooled connection in a worker thread.
 
         ``heavy``: the query may scan a large part of the ledger; at most ``size - 1``
-        heavy queries run at once.
+        heavy queries run at once. ``limit``: seconds it may hold its connection before
+        it is interrupted with ``ReadTooSlow``.
         """
         if self._closed:
             raise PoolClosed("the ledger's read pool is closed")
         if heavy:
             async with self._heavy:
-                return await self._run(fn)
-        return await self._run(fn)
+                return await self._run(fn, limit)
+        return await self._run(fn, limit)
 
-    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    def _time_out(self, query: _Query) -> None:
+        with self._lock:
+            query.timed_out = True
+            if query.conn is not None:
+                query.conn.interrupt()
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T], limit: float | None) -> T:
         query = _Query()
 
         def work() -> T:
             conn = self._checkout()
+            timer = None
             try:
                 with self._lock:
                     if query.cancelled:
                         raise _Abandoned
                     query.conn = conn
                 # SQLite ignores an interrupt that comes before a statement's first step;
-                # this handler catches a cancellation that fell in that window.
-                conn.set_progress_handler(lambda: query.cancelled, _PROGRESS_OPS)
+                # this handler catches a cancellation (or a limit) that fell in that window.
+                conn.set_progress_handler(lambda: query.cancelled or query.timed_out, _PROGRESS_OPS)
+                if limit is not None:
+                    timer = threading.Timer(limit, self._time_out, (query,))
+                    timer.daemon = True
+                    timer.start()
                 try:
                     return fn(conn)
+                except Exception:
+                    if query.timed_out:
+                        raise ReadTooSlow(limit or 0.0) from None
+                    raise
                 finally:
+                    if timer is not None:
+                        timer.cancel()
                     conn.set_progress_handler(None, 0)
                     with self._lock:
                         query.conn = None

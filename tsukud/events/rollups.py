@@ -1,13 +1,14 @@
-"""Summary rollups: what ``events summary`` adds up, per hour x type x provider x model.
+"""Summary rollups: what ``events summary`` adds up, per hour x type x provider x model
+(``rollups``) and per session x hour (``session_rollups``).
 
 A summary of a year of events should not read a year of events. Hours rather than days:
 a summary from "3 days ago" then reads at most the part-hour at each end from the events,
 and a summary by day adds up 24 rows per key and day. The writer folds every
-batch it commits into the ``rollups`` table in the same transaction (``fold_batch`` adds
-up the batch in memory, then one UPDATE or INSERT per key it touched), so the rollups
+batch it commits into both tables in the same transaction (``add_up`` adds up the batch
+in memory, then ``upsert`` does one UPDATE or INSERT per key it touched), so the rollups
 and the events they count are always the same snapshot: a crash, a full disk or a lost
-``-wal`` loses or keeps both together. ``meta.rollups_through`` records the last event
-id folded.
+``-wal`` loses or keeps all of them together. ``meta`` records, per table, the last event
+id folded (``Table.through``).
 
 The rollups are derived data, outside the hash chain and the append-only triggers (they
 are updated in place): they can always be rebuilt from the events, and are. At start,
@@ -26,33 +27,86 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tsukud.events import catalogue, queries
 
 # hour ('YYYY-MM-DDTHH'), type, provider, model
 Key = tuple[str, str, str | None, str | None]
+# session, hour
+SessionKey = tuple[str | None, str]
 Counted = tuple[Key, Sequence[int]]  # one event's key and summed columns
 # What most events add: one to the count. Shared, so that case allocates nothing and
 # ``add_up`` adds it with one addition.
 COUNT_ONLY = (1, 0, 0, 0, 0, 0, 0)
 THROUGH = "rollups_through"
+SESSION_THROUGH = "session_rollups_through"
 _COLUMNS = queries.SUM_COLUMNS
-# Built from constants only (column names and the summary's SQL); values are bound.
-_UPDATE = (
-    "UPDATE rollups SET "  # noqa: S608
-    + ", ".join(f"{c} = {c} + ?" for c in _COLUMNS)
-    + " WHERE hour = ? AND type = ? AND provider IS ? AND model IS ?"
+
+
+@dataclass(frozen=True)
+class Table:
+    """One rollup table: its key columns, the SQL over ``events`` for each, and the
+    ``meta`` key recording the last event id it counts. Each table has its own record,
+    so a ledger from a version that had only ``rollups`` gets ``session_rollups`` folded
+    at its next start without refolding the other."""
+
+    name: str
+    keys: tuple[str, ...]
+    over_events: tuple[str, ...]  # the same keys as SQL over one ``events`` row
+    through: str
+
+    @property
+    def update_sql(self) -> str:
+        # Built from constants only (names and the summary's SQL); values are bound.
+        sets = ", ".join(f"{c} = {c} + ?" for c in _COLUMNS)
+        match = " AND ".join(f"{k} IS ?" for k in self.keys)
+        return f"UPDATE {self.name} SET {sets} WHERE {match}"  # noqa: S608
+
+    @property
+    def insert_sql(self) -> str:
+        cols = ", ".join((*self.keys, *_COLUMNS))
+        marks = ", ".join("?" * (len(self.keys) + len(_COLUMNS)))
+        return f"INSERT INTO {self.name} ({cols}) VALUES ({marks})"  # noqa: S608
+
+    @property
+    def rows_sql(self) -> str:
+        return f"SELECT {', '.join((*self.keys, *_COLUMNS))} FROM {self.name}"  # noqa: S608
+
+    @property
+    def fold_sql(self) -> str:
+        keys = ", ".join(f"{e} AS k{i}" for i, e in enumerate(self.over_events))
+        group = ", ".join(f"k{i}" for i in range(len(self.keys)))
+        return (
+            f"SELECT {keys}, {', '.join(queries.SUMS)} FROM events"  # noqa: S608
+            f" WHERE id > ? AND id <= ? GROUP BY {group}"
+        )
+
+
+HOURLY = Table(
+    "rollups",
+    ("hour", "type", "provider", "model"),
+    ("substr(ts, 1, 13)", "type", queries.PROVIDER, queries.MODEL),
+    THROUGH,
 )
-_INSERT = (
-    f"INSERT INTO rollups (hour, type, provider, model, {', '.join(_COLUMNS)})"  # noqa: S608
-    f" VALUES ({', '.join('?' * (4 + len(_COLUMNS)))})"
+# Per session and hour: ``events summary --by session`` (and a session filter) without
+# reading the events. Hours too, so a since/until on an hour boundary is answered alike.
+SESSIONS = Table(
+    "session_rollups", ("session", "hour"), ("session", "substr(ts, 1, 13)"), SESSION_THROUGH
 )
-_ROWS_SQL = f"SELECT hour, type, provider, model, {', '.join(_COLUMNS)} FROM rollups"  # noqa: S608
-_FOLD_SQL = (
-    f"SELECT substr(ts, 1, 13) AS h, type, {queries.PROVIDER} AS p, {queries.MODEL} AS m,"  # noqa: S608
-    f" {', '.join(queries.SUMS)} FROM events WHERE id > ? AND id <= ? GROUP BY h, type, p, m"
-)
+TABLES = (HOURLY, SESSIONS)
+
+
+@dataclass
+class Batch:
+    """One batch's sums for every rollup table, added up in memory."""
+
+    hourly: dict[Key, list[int]]
+    sessions: dict[SessionKey, list[int]]
+
+    def of(self, table: Table) -> Mapping[Any, list[int]]:
+        return self.hourly if table is HOURLY else self.sessions
 
 
 def _nano(usd: Any) -> int | None:
@@ -102,34 +156,54 @@ def contribution(ts: str, type_: str, payload: Mapping[str, Any]) -> Counted:
     ]
 
 
-def add_up(counted: Iterable[Counted]) -> dict[Key, list[int]]:
-    """Events' contributions -> summed columns per key: one batch, in memory."""
-    acc: dict[Key, list[int]] = {}
-    for key, sums in counted:
-        have = acc.get(key)
-        if have is None:
-            acc[key] = list(sums)
-        elif sums is COUNT_ONLY:
-            have[0] += 1
-        else:
-            for i, v in enumerate(sums):
-                have[i] += v
-    return acc
+def _add(acc: dict[Any, list[int]], key: Any, sums: Sequence[int]) -> None:
+    have = acc.get(key)
+    if have is None:
+        acc[key] = list(sums)
+    elif sums is COUNT_ONLY:
+        have[0] += 1
+    else:
+        for i, v in enumerate(sums):
+            have[i] += v
 
 
-def upsert(conn: sqlite3.Connection, sums: Mapping[Key, Iterable[int]], through: int) -> None:
-    """Add ``sums`` to the rollups and record ``through`` (inside the caller's
-    transaction). NULL keys are matched with IS, which a UNIQUE constraint cannot do."""
+def add_up(counted: Iterable[Counted], sessions: Iterable[str | None]) -> Batch:
+    """Events' contributions (and their sessions, in the same order) -> summed columns
+    per key of each table: one batch, in memory."""
+    batch = Batch({}, {})
+    hourly, by_session = batch.hourly, batch.sessions
+    for (key, sums), session in zip(counted, sessions, strict=True):
+        _add(hourly, key, sums)
+        _add(by_session, (session, key[0]), sums)
+    return batch
+
+
+def _upsert(conn: sqlite3.Connection, table: Table, sums: Mapping[Any, Iterable[int]]) -> None:
+    """NULL keys are matched with IS, which a UNIQUE constraint cannot do."""
+    update, insert = table.update_sql, table.insert_sql
     for key, values in sums.items():
         vals = list(values)
-        if conn.execute(_UPDATE, (*vals, *key)).rowcount == 0:
-            conn.execute(_INSERT, (*key, *vals))
-    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (THROUGH, str(through)))
+        if conn.execute(update, (*vals, *key)).rowcount == 0:
+            conn.execute(insert, (*key, *vals))
 
 
-def through(conn: sqlite3.Connection) -> int | None:
-    """The last event id the rollups count, or None when they have no record of it."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (THROUGH,)).fetchone()
+def _record(conn: sqlite3.Connection, table: Table, through: int) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (table.through, str(through))
+    )
+
+
+def upsert(conn: sqlite3.Connection, batch: Batch, through: int) -> None:
+    """Add ``batch`` to every rollup table and record ``through`` (inside the caller's
+    transaction)."""
+    for table in TABLES:
+        _upsert(conn, table, batch.of(table))
+        _record(conn, table, through)
+
+
+def through(conn: sqlite3.Connection, table: Table = HOURLY) -> int | None:
+    """The last event id ``table`` counts, or None when it has no record of it."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (table.through,)).fetchone()
     try:
         return int(row[0]) if row is not None else None
     except ValueError:
@@ -137,38 +211,47 @@ def through(conn: sqlite3.Connection) -> int | None:
 
 
 def catch_up(conn: sqlite3.Connection, last_id: int, *, rebuild: bool = False) -> int:
-    """Bring the rollups to ``last_id`` with the summary's own SQL (one transaction), from
-    scratch if ``rebuild``; returns how many events were folded. Blocking: start-up,
-    set-up, and the writer's thread."""
+    """Bring every rollup table to ``last_id`` with the summary's own SQL (one
+    transaction), from scratch if ``rebuild``; returns how many events were folded (the
+    most any table needed). Blocking: start-up, set-up, and the writer's thread."""
     conn.execute("BEGIN IMMEDIATE")
+    folded = 0
     try:
-        stored = None if rebuild else through(conn)
-        done = stored if stored is not None and stored <= last_id else 0
-        if done == 0:
-            conn.execute("DELETE FROM rollups")
-        if stored != last_id:
-            rows = conn.execute(_FOLD_SQL, (done, last_id)).fetchall()
-            upsert(conn, {(r[0], r[1], r[2], r[3]): r[4:] for r in rows}, last_id)
+        for table in TABLES:
+            stored = None if rebuild else through(conn, table)
+            done = stored if stored is not None and stored <= last_id else 0
+            if done == 0:
+                conn.execute(f"DELETE FROM {table.name}")  # noqa: S608 (a constant)
+            if stored != last_id:
+                rows = conn.execute(table.fold_sql, (done, last_id)).fetchall()
+                n = len(table.keys)
+                _upsert(conn, table, {tuple(r[:n]): r[n:] for r in rows})
+                _record(conn, table, last_id)
+            folded = max(folded, last_id - done)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    return last_id - done
+    return folded
 
 
 def agree(conn: sqlite3.Connection) -> bool:
     """Do the rollups hold what the events they claim to count add up to? (Read in one
     snapshot.) They are outside the hash chain and updatable, so ``events verify``
-    asks; a whole-ledger scan."""
+    asks; a whole-ledger scan per table."""
     conn.execute("BEGIN")
     try:
-        done = through(conn)
-        if done is None:
-            return False
-        have = {tuple(r[:4]): list(r[4:]) for r in conn.execute(_ROWS_SQL)}
-        want = {tuple(r[:4]): list(r[4:]) for r in conn.execute(_FOLD_SQL, (0, done))}
-        return have == want
+        for table in TABLES:
+            done = through(conn, table)
+            if done is None:
+                return False
+            n = len(table.keys)
+            have = {tuple(r[:n]): list(r[n:]) for r in conn.execute(table.rows_sql)}
+            want = {tuple(r[:n]): list(r[n:]) for r in conn.execute(table.fold_sql, (0, done))}
+            if have != want:
+                return False
+        return True
     finally:
         if conn.in_transaction:
             conn.execute("COMMIT")

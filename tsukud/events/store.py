@@ -369,7 +369,7 @@ class EventStore:
         assert self._conn is not None
         conn = self._conn
         # Added up before the transaction: the write lock is held for SQLite work only.
-        sums = rollups.add_up(counts)
+        sums = rollups.add_up(counts, [row[3] for row in rows])
         conn.execute("BEGIN IMMEDIATE")
         try:
             self._check_predecessor(conn, rows[0][0] - 1)
@@ -580,12 +580,20 @@ class EventStore:
 
     # ---- reading ---------------------------------------------------------------------
 
-    async def read(self, fn: Callable[[sqlite3.Connection], T], *, heavy: bool = False) -> T:
+    async def read(
+        self,
+        fn: Callable[[sqlite3.Connection], T],
+        *,
+        heavy: bool = False,
+        limit: float | None = None,
+    ) -> T:
         """Run ``fn`` on a pooled read-only connection in a worker thread; cancelling the
         caller interrupts the query. ``heavy``: it may scan much of the ledger (summaries,
         verification, unbounded listings), so it must leave a connection for quick reads.
+        ``limit``: seconds it may hold its connection before it is interrupted
+        (``readers.ReadTooSlow``).
         """
-        return await self.readers.run(fn, heavy=heavy)
+        return await self.readers.run(fn, heavy=heavy, limit=limit)
 
     def read_sync(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         conn = connect(self.path, readonly=True)

@@ -1,11 +1,13 @@
 """Answering ``events summary``: from the rollups where they can, from the events where not.
 
-The rollups (``events/rollups.py``) count whole hours per type, provider and model, so
-they answer a summary grouped by day, hour, provider, model or type whose time bounds
-fall on hour boundaries. What they cannot answer is read from the events with the
-summary's own SQL (``queries.summary_sql``), honestly and no more than needed:
+The rollups (``events/rollups.py``) count whole hours per type, provider and model
+(``rollups``), and per session (``session_rollups``), so they answer a summary grouped by
+day, hour, provider, model, type or session whose time bounds fall on hour boundaries.
+What they cannot answer is read from the events with the summary's own SQL
+(``queries.summary_sql``), honestly and no more than needed:
 
-- grouped by session, or filtered by session: the events, all of it;
+- a grouping and filter no one table holds (by session with a type filter; by provider,
+  model or type with a session filter): the events, all of it;
 - a ``since`` or ``until`` inside an hour: the rollups for the whole hours between, the
   events for the part-hour at each end, added together per group;
 - both ends inside the same hour: the events.
@@ -25,13 +27,19 @@ from typing import Any
 from tsukud.events import queries, rollups
 from tsukud.events.queries import EventFilter
 
-# Grouping -> the rollups' column for it.
+# Grouping -> the rollups' column for it ...
 ROLLUP_BY = {
     "day": "substr(hour, 1, 10)",
     "hour": "hour",
     "provider": "provider",
     "model": "model",
     "type": "type",
+    "session": "session",
+}
+# ... and the groupings each table can answer (with which filters: see ``_table``).
+_GROUPINGS = {
+    rollups.HOURLY: frozenset({"day", "hour", "provider", "model", "type"}),
+    rollups.SESSIONS: frozenset({"day", "hour", "session"}),
 }
 HOUR = 13  # len('YYYY-MM-DDTHH')
 HOUR_START = ":00:00.000000Z"  # the smallest time in an hour a ledger timestamp has
@@ -45,6 +53,7 @@ class Plan:
 
     rollup: tuple[str, list[Any]] | None
     raw: list[EventFilter] = field(default_factory=list)
+    table: rollups.Table = rollups.HOURLY
 
     @property
     def source(self) -> str:
@@ -58,11 +67,23 @@ def _aligned(bound: str) -> bool:
     return len(bound) <= HOUR or bound <= bound[:HOUR] + HOUR_START
 
 
+def _table(f: EventFilter, by: str) -> rollups.Table | None:
+    """The rollup table that holds ``by`` and can apply ``f``'s type and session filters
+    (``session_rollups`` has no type; ``rollups`` no session), or None."""
+    if f.session:
+        ok = by in _GROUPINGS[rollups.SESSIONS] and not f.types
+        return rollups.SESSIONS if ok else None
+    if by in _GROUPINGS[rollups.HOURLY]:
+        return rollups.HOURLY
+    return rollups.SESSIONS if by in _GROUPINGS[rollups.SESSIONS] and not f.types else None
+
+
 def plan(f: EventFilter, by: str) -> Plan:
     """Which rollups and which raw slices answer ``f`` grouped ``by``."""
     queries.group_key(by)  # refuses an unknown grouping
     since, until = f.since or None, f.until or None
-    if by not in ROLLUP_BY or f.session:
+    table = _table(f, by)
+    if table is None:
         return Plan(None, [f])
     clauses: list[str] = []
     params: list[Any] = []
@@ -75,7 +96,11 @@ def plan(f: EventFilter, by: str) -> Plan:
         if head:
             # The part-hour after ``since`` from the events, whole hours from the next one.
             end = since[:HOUR] + PAST_HOUR
-            raw.append(EventFilter(since=since, until=min(end, until or end), types=f.types))
+            raw.append(
+                EventFilter(
+                    since=since, until=min(end, until or end), types=f.types, session=f.session
+                )
+            )
             clauses.append("hour > ?")
             params.append(since[:HOUR])
         else:
@@ -84,7 +109,11 @@ def plan(f: EventFilter, by: str) -> Plan:
     if until is not None:
         if tail:
             start = until[:HOUR]
-            raw.append(EventFilter(since=max(start, since or start), until=until, types=f.types))
+            raw.append(
+                EventFilter(
+                    since=max(start, since or start), until=until, types=f.types, session=f.session
+                )
+            )
             clauses.append("hour < ?")
             params.append(start)
         else:
@@ -95,25 +124,28 @@ def plan(f: EventFilter, by: str) -> Plan:
         w, p = queries.where(EventFilter(types=f.types))
         clauses.append(w.removeprefix(" WHERE "))
         params.extend(p)
+    if f.session:
+        clauses.append("session = ?")
+        params.append(f.session)
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-    return Plan((where, params), raw)
+    return Plan((where, params), raw, table)
 
 
-def rollup_sql(where: str, by: str) -> str:
+def rollup_sql(where: str, by: str, table: rollups.Table = rollups.HOURLY) -> str:
     # Interpolated parts are constants and placeholders; values are bound.
     sums = ", ".join(f"sum({c})" for c in queries.SUM_COLUMNS)
     key = ROLLUP_BY[by]
-    return f"SELECT {key} AS k, {sums} FROM rollups{where} GROUP BY k ORDER BY k"  # noqa: S608
+    return f"SELECT {key} AS k, {sums} FROM {table.name}{where} GROUP BY k ORDER BY k"  # noqa: S608
 
 
 def _null_first(key: str | None) -> tuple[bool, str]:
     return key is not None, key or ""
 
 
-def _current(conn: sqlite3.Connection) -> bool:
-    """Do the rollups count every event in this snapshot?"""
+def _current(conn: sqlite3.Connection, table: rollups.Table) -> bool:
+    """Does ``table`` count every event in this snapshot?"""
     last = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
-    return rollups.through(conn) == last
+    return rollups.through(conn, table) == last
 
 
 def summarise(conn: sqlite3.Connection, f: EventFilter, by: str) -> dict[str, Any]:
@@ -123,13 +155,14 @@ def summarise(conn: sqlite3.Connection, f: EventFilter, by: str) -> dict[str, An
     sums: dict[Any, list[int]] = {}
     conn.execute("BEGIN")
     try:
-        if p.rollup is not None and not _current(conn):
+        if p.rollup is not None and not _current(conn, p.table):
             p = Plan(None, [f])  # the rollups lag the events (see rollups.catch_up)
         if p.rollup is None:
             sums = queries.raw_sums(conn, f, by)
         else:
             where, params = p.rollup
-            sums = {r[0]: list(r[1:]) for r in conn.execute(rollup_sql(where, by), params)}
+            sql = rollup_sql(where, by, p.table)
+            sums = {r[0]: list(r[1:]) for r in conn.execute(sql, params)}
             for part in p.raw:
                 for k, values in queries.raw_sums(conn, part, by).items():
                     have = sums.setdefault(k, [0] * len(values))

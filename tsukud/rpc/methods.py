@@ -15,8 +15,9 @@ import msgspec
 
 from tsukud import config as configmod
 from tsukud.daemon import Daemon
-from tsukud.errors import FrameTooLarge, InvalidParams, LedgerCorrupt, NotFound
+from tsukud.errors import FrameTooLarge, InvalidParams, LedgerCorrupt, NotFound, SummaryTooSlow
 from tsukud.events import queries, summary
+from tsukud.events.readers import ReadTooSlow
 from tsukud.rpc import protocol
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
@@ -192,6 +193,9 @@ class SummaryParams(msgspec.Struct, forbid_unknown_fields=True):
     by: str = "day"
 
 
+_SOURCES = {"raw": "read from the events", "rollups+raw": "rollups and part-hours of events"}
+
+
 @method("events.summary", SummaryParams)
 async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw:
     """Counts, tokens and cost (the estimated part apart) per day, hour, provider, model,
@@ -200,24 +204,37 @@ async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw
     shared = d.store.origin is not None
     queries.summary_sql(p.filter, p.by, shared=shared)  # validate before going to a thread
     await d.store.caught_up()  # what was appended before this request is counted
-    if shared:
-        # The whole team's (or one origin's), one aggregate statement in the database.
-        return await d.store.read(
-            lambda conn: msgspec.Raw(
-                msgspec.json.encode(summary.summarise_shared(conn, p.filter, p.by))
-            ),
-            heavy=True,
-        )
+    # A summary holding its reader past the limit is interrupted (``readers.ReadPool``),
+    # so it stops holding a reader and a CPU; waiting for a reader does not count.
+    setting = float(d.current()["events.summary_timeout_seconds"])
+    limit = setting if setting > 0 else None
+    source = "raw" if shared else summary.plan(p.filter, p.by).source
+    try:
+        if shared:
+            # The whole team's (or one origin's), one aggregate statement in the database.
+            return await d.store.read(
+                lambda conn: msgspec.Raw(
+                    msgspec.json.encode(summary.summarise_shared(conn, p.filter, p.by))
+                ),
+                heavy=True,
+                limit=limit,
+            )
 
-    def summarise(conn: Any) -> msgspec.Raw:
-        # Encoding in the thread too: thousands of groups (by session) would otherwise
-        # hold the event loop for milliseconds.
-        return msgspec.Raw(msgspec.json.encode(summary.summarise(conn, p.filter, p.by)))
+        def summarise(conn: Any) -> msgspec.Raw:
+            # Encoding in the thread too: thousands of groups (by session) would otherwise
+            # hold the event loop for milliseconds.
+            return msgspec.Raw(msgspec.json.encode(summary.summarise(conn, p.filter, p.by)))
 
-    # From the rollups (with at most a part-hour of events at each end) it is a quick
-    # read; a summary the rollups cannot answer scans events: heavy.
-    heavy = summary.plan(p.filter, p.by).source == "raw"
-    return await d.store.read(summarise, heavy=heavy)
+        # From the rollups (with at most a part-hour of events at each end) it is a quick
+        # read; a summary the rollups cannot answer scans events: heavy.
+        return await d.store.read(summarise, heavy=source == "raw", limit=limit)
+    except ReadTooSlow:
+        raise SummaryTooSlow(
+            f"the summary by {p.by} ({_SOURCES.get(source, source)}) did not finish within "
+            f"{setting:g} s and was stopped",
+            limit_s=setting,
+            source=source,
+        ) from None
 
 
 class VerifyParams(msgspec.Struct, forbid_unknown_fields=True):

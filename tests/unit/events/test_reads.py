@@ -17,7 +17,7 @@ import trio
 
 from tests.unit.events.conftest import StoreFactory
 from tsukud.clock import FixedClock
-from tsukud.events.readers import PoolClosed, ReadPool
+from tsukud.events.readers import PoolClosed, ReadPool, ReadTooSlow
 from tsukud.events.store import EventStore, connect
 
 NOW = 1_800_000_000.0
@@ -68,6 +68,17 @@ async def all_idle(pool: ReadPool) -> None:
         if pool.idle == pool.opened:
             return
         await trio.sleep(0.01)
+
+
+def holding(inside: trio.Event, release: threading.Event) -> Callable[[sqlite3.Connection], int]:
+    """A read that holds its connection until ``release``; says when it has it."""
+
+    def hold(conn: sqlite3.Connection) -> int:
+        trio.from_thread.run_sync(inside.set)
+        release.wait(10)
+        return 0
+
+    return hold
 
 
 def count(conn: sqlite3.Connection) -> int:
@@ -144,11 +155,7 @@ async def test_a_cancelled_read_returns_its_connection_only_when_done(tmp_path: 
     sqlite3.connect(tmp_path / "t.db").execute("CREATE TABLE t (x)").connection.close()
     release = threading.Event()
     inside = trio.Event()
-
-    def hold(conn: sqlite3.Connection) -> int:
-        trio.from_thread.run_sync(inside.set)
-        release.wait(10)
-        return 0
+    hold = holding(inside, release)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(pool.run, hold)
@@ -239,3 +246,40 @@ async def test_concurrent_reads_never_open_more_connections_than_the_pool(
                 nursery.start_soon(store.read, busy)
         assert peak == 3
         assert store.readers.opened == 3
+
+
+async def test_a_read_past_its_limit_is_interrupted_and_gives_its_connection_back(
+    backend: StoreFactory, tmp_path: Path
+) -> None:
+    async with ledger(tmp_path / "t.db", backend=backend) as store:
+        started = trio.Event()
+        errors: list[BaseException] = []
+        with trio.fail_after(10), pytest.raises(ReadTooSlow) as raised:
+            await store.read(endless(started, errors), heavy=True, limit=0.1)
+        assert raised.value.limit_s == 0.1
+        assert started.is_set() and len(errors) == 1  # it ran, and was stopped
+        await all_idle(store.readers)
+        assert store.readers.idle == store.readers.opened == 1
+        assert await store.read(count, limit=0.1) == 1  # the connection is healthy
+
+
+async def test_waiting_for_a_connection_does_not_count_against_the_limit(tmp_path: Path) -> None:
+    """Heavy reads queue for their lane; a quick one queued longer than its limit behind
+    a slow one still gets its answer: only holding a connection counts."""
+    async with ledger(tmp_path / "t.db") as store, trio.open_nursery() as nursery:
+        release = threading.Event()
+        inside = trio.Event()
+        nursery.start_soon(partial(store.read, holding(inside, release), heavy=True))
+        await inside.wait()
+        got: list[int] = []
+
+        async def queued() -> None:
+            got.append(await store.read(count, heavy=True, limit=0.1))
+
+        with trio.fail_after(10):
+            async with trio.open_nursery() as inner:
+                inner.start_soon(queued)
+                await trio.sleep(0.4)  # queued four times its limit behind the held lane
+                assert not got
+                release.set()
+        assert got == [1]

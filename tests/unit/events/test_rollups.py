@@ -168,8 +168,10 @@ def test_rollups_answer_what_the_raw_events_answer(
 
 
 def rollup_rows(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+    """Every rollup table's rows, each tagged with its table."""
     return sorted(
-        conn.execute("SELECT * FROM rollups").fetchall(), key=lambda r: [str(x) for x in r]
+        ((t.name, *r) for t in rollups.TABLES for r in conn.execute(f"SELECT * FROM {t.name}")),
+        key=lambda r: [str(x) for x in r],
     )
 
 
@@ -189,9 +191,11 @@ def test_catch_up_folds_what_the_writer_folds(
         kept = rollup_rows(conn)
         last = conn.execute("SELECT max(id) FROM events").fetchone()[0]
         conn.execute("DELETE FROM rollups")
-        conn.execute("DELETE FROM meta WHERE key = ?", (rollups.THROUGH,))
+        conn.execute("DELETE FROM session_rollups")
+        conn.execute("DELETE FROM meta")
         assert rollups.catch_up(conn, min(cut, last)) == min(cut, last)
         assert rollups.through(conn) == min(cut, last)
+        assert rollups.through(conn, rollups.SESSIONS) == min(cut, last)
         assert rollups.catch_up(conn, last) == last - min(cut, last)
         assert rollup_rows(conn) == kept
         assert rollups.catch_up(conn, last) == 0  # nothing behind: nothing done
@@ -221,14 +225,41 @@ def test_an_old_ledger_gets_its_rollups_at_start(tmp_path: Path) -> None:
         conn.close()
 
 
+def test_a_ledger_with_hourly_rollups_only_gets_its_session_rollups_at_start(
+    tmp_path: Path,
+) -> None:
+    """A ledger from the version before session rollups: its hourly rollups are kept as
+    they are, the session rollups folded from the events, and both then count on."""
+    db = tmp_path / "tsuku.db"
+    turn = {"provider": "claude", "model": "m-1", "input_tokens": 10, "cost_usd": 0.5}
+    write(db, [[(DAY0, "llm.turn", turn, "s"), (DAY0 + 1, "llm.turn", turn, None)]])
+    conn = connect(db)
+    conn.execute("DROP TABLE session_rollups")
+    conn.execute("DELETE FROM meta WHERE key = ?", (rollups.SESSION_THROUGH,))
+    conn.execute("UPDATE rollups SET input_tokens = 7")  # marks the rows as not refolded
+    conn.close()
+    write(db, [[(DAY0 + 2, "llm.turn", turn, "s")]])
+    conn = connect(db, readonly=True)
+    try:
+        got = summarise(conn, EventFilter(), "session")
+        assert got["source"] == "rollups"
+        assert got["groups"] == run_summary(conn, EventFilter(), "session")
+        assert [g["events"] for g in got["groups"]] == [1, 2]  # None, then 's'
+        assert conn.execute("SELECT sum(input_tokens) FROM rollups").fetchone()[0] == 7 + 10
+    finally:
+        conn.close()
+
+
 def test_rollups_that_claim_more_than_the_ledger_are_rebuilt(tmp_path: Path) -> None:
     db = tmp_path / "tsuku.db"
     write(db, [[(DAY0, "daemon.stopped", {"pid": 1, "uptime_s": 1.0}, None)]])
     conn = connect(db)
-    conn.execute("UPDATE meta SET value = '99' WHERE key = ?", (rollups.THROUGH,))
+    conn.execute("UPDATE meta SET value = '99'")
     conn.execute("UPDATE rollups SET events = 1000")
+    conn.execute("UPDATE session_rollups SET events = 1000")
     assert rollups.catch_up(conn, 1) == 1
     assert conn.execute("SELECT sum(events) FROM rollups").fetchone()[0] == 1
+    assert conn.execute("SELECT sum(events) FROM session_rollups").fetchone()[0] == 1
     conn.close()
 
 
@@ -250,16 +281,23 @@ def test_rollups_that_claim_more_than_the_ledger_are_rebuilt(tmp_path: Path) -> 
             "hour",
             "rollups",
         ),
-        (EventFilter(session="s1"), "day", "raw"),
+        (EventFilter(session="s1"), "day", "rollups"),
+        (EventFilter(session="s1"), "provider", "raw"),
+        (EventFilter(session="s1", types=["llm.*"]), "hour", "raw"),
         (EventFilter(), "hour", "rollups"),
-        (EventFilter(), "session", "raw"),
+        (EventFilter(), "session", "rollups"),
+        (EventFilter(session="s1"), "session", "rollups"),
+        (EventFilter(since="2027-01-16T08", until="2027-01-17"), "session", "rollups"),
+        (EventFilter(since="2027-01-16T08:15:00.000000Z"), "session", "rollups+raw"),
+        (EventFilter(types=["llm.*"]), "session", "raw"),
     ],
 )
 def test_what_the_rollups_answer_and_what_falls_back(f: EventFilter, by: str, source: str) -> None:
     assert plan(f, by).source == source
 
 
-def test_verify_rebuilds_rollups_that_do_not_add_up(tmp_path: Path) -> None:
+@pytest.mark.parametrize("table", [t.name for t in rollups.TABLES])
+def test_verify_rebuilds_rollups_that_do_not_add_up(tmp_path: Path, table: str) -> None:
     """The rollups are outside the chain and the append-only triggers: an edit to them is
     found by verify and undone by the writer, from the events."""
     db = tmp_path / "tsuku.db"
@@ -274,7 +312,7 @@ def test_verify_rebuilds_rollups_that_do_not_add_up(tmp_path: Path) -> None:
         ],
     )
     edit = connect(db)
-    edit.execute("UPDATE rollups SET cost_nano = 0")
+    edit.execute(f"UPDATE {table} SET cost_nano = 0")
     edit.close()
 
     async def main() -> None:
@@ -295,10 +333,11 @@ def test_verify_rebuilds_rollups_that_do_not_add_up(tmp_path: Path) -> None:
     trio.run(main)
     conn = connect(db, readonly=True)
     try:
-        got = summarise(conn, EventFilter(), "provider")
-        assert got["source"] == "rollups"
-        assert got["groups"] == run_summary(conn, EventFilter(), "provider")
-        assert got["totals"]["cost_usd"] == 1.0
+        for by in ("provider", "session"):
+            got = summarise(conn, EventFilter(), by)
+            assert got["source"] == "rollups"
+            assert got["groups"] == run_summary(conn, EventFilter(), by)
+            assert got["totals"]["cost_usd"] == 1.0
         assert rollups.agree(conn)
     finally:
         conn.close()
@@ -312,11 +351,31 @@ def test_a_summary_reads_the_events_while_the_rollups_lag_them(tmp_path: Path) -
     write(db, [[(DAY0, "llm.turn", turn, "s")], [(DAY0 + 1, "llm.turn", turn, "s")]])
     conn = connect(db)
     try:
-        assert summarise(conn, EventFilter(), "day")["source"] == "rollups"
-        conn.execute("UPDATE meta SET value = '1' WHERE key = ?", (rollups.THROUGH,))
-        got = summarise(conn, EventFilter(), "day")
-        assert got["source"] == "raw"
-        assert got["groups"] == run_summary(conn, EventFilter(), "day")
-        assert got["totals"]["cost_usd"] == 1.0
+        for table, by in ((rollups.THROUGH, "day"), (rollups.SESSION_THROUGH, "session")):
+            assert summarise(conn, EventFilter(), by)["source"] == "rollups"
+            conn.execute("UPDATE meta SET value = '1' WHERE key = ?", (table,))
+            got = summarise(conn, EventFilter(), by)
+            assert got["source"] == "raw"
+            assert got["groups"] == run_summary(conn, EventFilter(), by)
+            assert got["totals"]["cost_usd"] == 1.0
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("by", ["day", "hour", "session"])
+def test_a_session_filter_holds_in_the_part_hours_too(tmp_path: Path, by: str) -> None:
+    """The part-hour at each end is read from the events with the session filter too:
+    another session's events in those part-hours are not counted."""
+    db = tmp_path / "tsuku.db"
+    turn = {"provider": "claude", "input_tokens": 10, "cost_usd": 0.5}
+    times = [DAY0 + 8 * 3600 + s for s in (1800, 2400, 3600 + 60, 2 * 3600 + 600, 2 * 3600 + 1800)]
+    write(db, [[(t, "llm.turn", turn, s) for t in times for s in ("s1", "s2", None)]])
+    since, until = "2027-01-15T08:30:00.000000Z", "2027-01-15T10:20:00.000000Z"
+    f = EventFilter(since=since, until=until, session="s1")
+    assert plan(f, by).source == "rollups+raw"
+    conn = connect(db, readonly=True)
+    try:
+        assert_same(conn, f, by)
+        assert summarise(conn, f, by)["totals"]["events"] == 4
     finally:
         conn.close()
