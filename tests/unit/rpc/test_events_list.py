@@ -23,9 +23,15 @@ HEADER = struct.Struct(">I")
 
 @dataclass
 class Ledgered:
-    """What ``events.list`` needs of the daemon: its store."""
+    """What ``events.list`` and ``events.summary`` need of the daemon: its store, and
+    the settings in force (the summary's time limit: the default)."""
 
     store: EventStore
+
+    def current(self) -> dict[str, object]:
+        from tsukud.config import KEYS
+
+        return {"events.summary_timeout_seconds": KEYS["events.summary_timeout_seconds"].default}
 
 
 async def read_frame(stream: trio.abc.Stream, buf: bytearray) -> dict[str, object]:
