@@ -263,7 +263,9 @@ class PgReadConnection:
             self._conn.cancel_safe(timeout=2)
 
     def set_progress_handler(self, handler: Callable[[], object] | None, n: int, /) -> None:
-        """SQLite's cancellation window; ``interrupt`` reaches the server at any time."""
+        """SQLite's cancellation window. PostgreSQL has none: a cancel that reaches the
+        server before the statement starts is ignored, so the read pool repeats its
+        interrupt until the query lets go (``events/readers.py``)."""
 
     def close(self) -> None:
         self._conn.close()

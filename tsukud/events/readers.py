@@ -16,6 +16,11 @@ has let go of it, never before.
 A query given a ``limit`` is interrupted the same way once it has held its connection
 that long (``ReadTooSlow``): time spent waiting for a connection does not count, so a
 burst of summaries queued behind each other is not failed for the queue.
+
+An interrupt is repeated until the thread has let go of its connection: PostgreSQL, like
+SQLite, ignores a cancel that reaches the server before the statement has started, and
+PostgreSQL has no progress handler to catch that window (a CI run's query ran on after
+one such cancel and kept its connection).
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ T = TypeVar("T")
 # How often (in SQLite VM instructions) a running query checks whether it was cancelled:
 # a few dozen times a second for a heavy summary, too rarely to cost anything.
 _PROGRESS_OPS = 100_000
+# How long an interrupted query may run on before it is interrupted again.
+REINTERRUPT_S = 0.25
 
 
 class PoolClosed(RuntimeError):
@@ -56,6 +63,7 @@ class _Query:
         self.conn: sqlite3.Connection | None = None  # set while the thread is inside SQLite
         self.cancelled = False
         self.timed_out = False  # it held its connection past its limit
+        self.released = threading.Event()  # the thread has let go of the connection
 
 
 class ReadPool:
@@ -113,8 +121,20 @@ class ReadPool:
     def _time_out(self, query: _Query) -> None:
         with self._lock:
             query.timed_out = True
-            if query.conn is not None:
-                query.conn.interrupt()
+        self._interrupt_until_released(query)
+
+    def _interrupt_until_released(self, query: _Query) -> None:
+        """Interrupt ``query`` now, and again every :data:`REINTERRUPT_S` while its
+        thread still holds the connection (an interrupt before the statement started is
+        ignored); a thread that never lets go is given up on after a minute."""
+        for _ in range(int(60 / REINTERRUPT_S)):
+            with self._lock:
+                conn = query.conn
+                if conn is None:
+                    return
+                conn.interrupt()
+            if query.released.wait(REINTERRUPT_S):
+                return
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T], limit: float | None) -> T:
         query = _Query()
@@ -146,6 +166,7 @@ class ReadPool:
                     conn.set_progress_handler(None, 0)
                     with self._lock:
                         query.conn = None
+                    query.released.set()
             finally:
                 self._checkin(conn)
 
@@ -158,8 +179,11 @@ class ReadPool:
         except trio.Cancelled:
             with self._lock:
                 query.cancelled = True
-                if query.conn is not None:
-                    query.conn.interrupt()
+                running = query.conn is not None
+            if running:  # from a thread of its own: the loop must not wait on the server
+                threading.Thread(
+                    target=self._interrupt_until_released, args=(query,), daemon=True
+                ).start()
             raise
 
     def _checkout(self) -> sqlite3.Connection:

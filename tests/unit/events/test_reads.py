@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, closing
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -146,6 +147,39 @@ async def test_cancelling_a_read_interrupts_its_query(
         else:  # PostgreSQL cancels the statement
             assert "canceling statement due to user request" in str(errors[0])
         # The interrupted connection is healthy for the next query.
+        assert await store.read(count) == 1
+
+
+async def test_a_cancel_that_comes_before_the_statement_starts_still_ends_it(
+    backend: StoreFactory, tmp_path: Path
+) -> None:
+    """The caller is cancelled after the thread took its connection but before its
+    statement reached the server: PostgreSQL ignores a cancel for a session that is not
+    running one, so the interrupt is repeated until the thread lets go (a CI run's
+    endless query kept its connection after one ignored cancel)."""
+
+    def late(started: trio.Event, errors: list[BaseException]) -> Callable[[Any], int]:
+        def fn(conn: Any) -> int:
+            trio.from_thread.run_sync(started.set)
+            time.sleep(0.4)  # the cancel arrives now, while the session is idle
+            try:
+                return int(conn.execute(ENDLESS).fetchone()[0])
+            except BaseException as e:
+                errors.append(e)
+                raise
+
+        return fn
+
+    async with ledger(tmp_path / "t.db", backend=backend) as store:
+        started = trio.Event()
+        errors: list[BaseException] = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(store.read, late(started, errors))
+            await started.wait()
+            nursery.cancel_scope.cancel()
+        await all_idle(store.readers)
+        assert store.readers.idle == store.readers.opened == 1
+        assert len(errors) == 1
         assert await store.read(count) == 1
 
 
