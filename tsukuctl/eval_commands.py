@@ -154,7 +154,6 @@ def print_run(res: dict[str, Any]) -> None:
 
 
 def cmd_discover(args: argparse.Namespace) -> int:
-    display, on_progress = progress_display(args)
     params = {
         "corpus": corpus_arg(args.corpus),
         "provider": args.provider,
@@ -164,21 +163,10 @@ def cmd_discover(args: argparse.Namespace) -> int:
         "yes": args.yes,
         "can_ask": can_ask() and not args.json,
     }
-    try:
-        res = rpc(
-            args, "eval.discover", params, on_progress=on_progress, on_confirm=ask_on_terminal
-        )
-    finally:
-        display.close()
-    if args.json:
-        out(render.jsonl(res))
-        return 0
-    print_run(res)
-    return 0
+    return _run(args, "eval.discover", params)
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    display, on_progress = progress_display(args)
     params = {
         "corpus": corpus_arg(args.corpus),
         "provider": args.provider,
@@ -190,8 +178,14 @@ def cmd_create(args: argparse.Namespace) -> int:
         "can_ask": can_ask() and not args.json,
         "replay": corpus_arg(args.replay) if args.replay else None,
     }
+    return _run(args, "eval.create", params)
+
+
+def _run(args: argparse.Namespace, method: str, params: dict[str, Any]) -> int:
+    """An eval run: its progress shown as it goes, then its figures (or ``--json``)."""
+    display, on_progress = progress_display(args)
     try:
-        res = rpc(args, "eval.create", params, on_progress=on_progress, on_confirm=ask_on_terminal)
+        res = rpc(args, method, params, on_progress=on_progress, on_confirm=ask_on_terminal)
     finally:
         display.close()
     if args.json:
