@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -382,3 +383,12 @@ def test_cold_start_is_quick(tsuku: Tsuku) -> None:
         check=True,
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_this_module_s_daemons_are_processes_of_their_own(daemon: Tsuku) -> None:
+    """The daemons of the tests named in tests/daemon_forks.EXEC_STARTS (this module's:
+    its subject is the process) are a fresh ``python -m tsukud``, not forked from the
+    worker's pre-imported parent: the autouse fixture that says so is wired in."""
+    (proc,) = daemon.procs
+    cmdline = (Path("/proc") / str(proc.pid) / "cmdline").read_bytes().split(b"\0")
+    assert b"tsukud" in cmdline and b"--foreground" in cmdline, cmdline

@@ -128,3 +128,13 @@ def test_a_daemon_outliving_its_parent_is_still_waited_for(tsuku: Tsuku) -> None
     finally:
         second.stop_all()
     assert again.returncode == 0
+
+
+def test_a_daemon_of_a_test_not_named_is_forked(daemon: Tsuku) -> None:
+    """The other half of test_daemon_cli's check: elsewhere a daemon is forked from the
+    worker's parent (its command line is the parent's, not ``python -m tsukud``)."""
+    if daemon_forks.exec_everywhere():
+        return  # TSUKU_DAEMON_EXEC=1: every daemon is exec'd, by request
+    (proc,) = daemon.procs
+    cmdline = (Path("/proc") / str(proc.pid) / "cmdline").read_bytes().split(b"\0")
+    assert b"--foreground" not in cmdline, cmdline
