@@ -37,6 +37,7 @@ from tsukud.flows.eval_run import (
     checked_options,
     completed,
     new_run,
+    record_item,
     session_events,
     spent_usd,
 )
@@ -225,33 +226,30 @@ class DiscoverEval:
                 llm_ms=llm_ms,
             )
             measured = category != STOPPED
-            await self.store.wait_durable(
-                self.store.append_nowait(
-                    "eval.item",
-                    {
-                        "run": run,
-                        "kind": "discover",
-                        "tool": item.tool,
-                        "source": item.source,
-                        "session": session,
-                        "measured": measured,
-                        "ok": outcome.ok,
-                        "category": category,
-                        "detail": detail[:300],
-                        "duration_ms": took,
-                        "run_cost_usd": cost,
-                        "turns": 0,
-                        "repairs": 0,
-                        "found": found,
-                        "stage": stage,
-                        "asked": outcome.asked,
-                        "asked_stage": outcome.asked_stage,
-                        "accepted": accepted,
-                        "llm_ms": llm_ms,
-                        "searches": searches,
-                    },
-                    run,
-                ).id
+            await record_item(
+                self.store,
+                run,
+                {
+                    "kind": "discover",
+                    "tool": item.tool,
+                    "source": item.source,
+                    "session": session,
+                    "measured": measured,
+                    "ok": outcome.ok,
+                    "category": category,
+                    "detail": detail[:300],
+                    "duration_ms": took,
+                    "run_cost_usd": cost,
+                    "turns": 0,
+                    "repairs": 0,
+                    "found": found,
+                    "stage": stage,
+                    "asked": outcome.asked,
+                    "asked_stage": outcome.asked_stage,
+                    "accepted": accepted,
+                    "llm_ms": llm_ms,
+                    "searches": searches,
+                },
             )
             said = "right" if outcome.ok else f"{category}"
             if found and not outcome.ok:

@@ -191,6 +191,12 @@ async def completed(store: EventStore, run: str, outcomes: list[Outcome]) -> Asy
             await store.wait_durable(ev.id)
 
 
+async def record_item(store: EventStore, run: str, payload: dict[str, Any]) -> None:
+    """One corpus item's ``eval.item`` (create's or discover's fields), on disk before
+    the next item starts: a run cut short keeps every item it reported."""
+    await store.wait_durable(store.append_nowait("eval.item", {"run": run, **payload}, run).id)
+
+
 def replay_miss(exc: BaseException) -> str | None:
     """What a replay's miss said (``llm_replay_miss``: a request the recording does not
     hold), wherever in ``exc``'s causes and groups it is; None when it is no miss."""
@@ -363,25 +369,22 @@ class EvalRunner:
                 repairs=repairs,
             )
             measured = category not in (STOPPED, NOT_RECORDED, *NOT_THE_BUILDER)
-            await self.store.wait_durable(
-                self.store.append_nowait(
-                    "eval.item",
-                    {
-                        "run": run,
-                        "tool": item.tool,
-                        "source": item.source,
-                        "session": session,
-                        "measured": measured,
-                        "ok": outcome.ok,
-                        "category": category,
-                        "detail": detail[:300],
-                        "duration_ms": took,
-                        "run_cost_usd": cost,
-                        "turns": turns,
-                        "repairs": repairs,
-                    },
-                    run,
-                ).id
+            await record_item(
+                self.store,
+                run,
+                {
+                    "tool": item.tool,
+                    "source": item.source,
+                    "session": session,
+                    "measured": measured,
+                    "ok": outcome.ok,
+                    "category": category,
+                    "detail": detail[:300],
+                    "duration_ms": took,
+                    "run_cost_usd": cost,
+                    "turns": turns,
+                    "repairs": repairs,
+                },
             )
             said = "passed" if outcome.ok else f"failed ({category})"
             if category == NOT_RECORDED:
