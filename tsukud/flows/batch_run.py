@@ -408,15 +408,20 @@ class BatchRunner:
                 can_ask=False,
                 session=lease.session,
             )
-        except trio.Cancelled:
-            with trio.CancelScope(shield=True), trio.move_on_after(10):
-                await self._verdict(lease, None, tally, answered=False)
-                if await self.batch.give_back(lease, "run stopped"):
-                    tally.requeued += 1
-                    await self.batch.store.caught_up()
+        except BaseException as exc:
+            # A cancellation that reaches the job inside one of create's nurseries comes
+            # grouped (BaseExceptionGroup[Cancelled]), not as trio.Cancelled: caught as
+            # the latter only, such a job was left running, not given back.
+            if only_cancelled(exc):
+                with trio.CancelScope(shield=True), trio.move_on_after(10):
+                    await self._verdict(lease, None, tally, answered=False)
+                    if await self.batch.give_back(lease, "run stopped"):
+                        tally.requeued += 1
+                        await self.batch.store.caught_up()
+                raise
+            if isinstance(exc, Exception):
+                return await self._settle_failure(lease, exc, tally)
             raise
-        except Exception as exc:
-            return await self._settle_failure(lease, exc, tally)
         await self._verdict(lease, None, tally, answered=True)
         recorded = await self.batch.done(
             lease,
