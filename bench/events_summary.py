@@ -48,7 +48,13 @@ def timed(
     params = {"by": by, "filter": filt}
     res = c.call("events.summary", params)
     raw = raw_summary(db, EventFilter(**filt), by)
-    if res["groups"] != raw:
+    listed = res["groups"]
+    if "rest" in res:  # past the most groups one answer lists: those listed must agree
+        by_key = {g["key"]: g for g in raw}
+        raw = [by_key.get(g["key"]) for g in listed]
+        if len(by_key) != len(listed) + res["rest"]["groups"]:
+            raw = []
+    if listed != raw:
         raise SystemExit(f"{NAME}.error: rollups and raw SQL disagree (by {by}, {filt})")
     rpc_t: list[float] = []
     raw_t: list[float] = []

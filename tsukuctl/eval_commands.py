@@ -143,6 +143,8 @@ def print_run(res: dict[str, Any]) -> None:
     out(run_line(res))
     for miss in res.get("recording_mismatches") or ():
         out(f"{miss['tool']}: recording does not match, not scored: {miss['detail']}")
+    for item in res.get("not_scored") or ():  # an outage says nothing of what is measured
+        out(f"{item['tool']}: {item['category']}, not scored: {item['detail']}")
     if res["reason"] != "finished":
         out(
             f"stopped ({res['reason']}) after {res['figures']['items']} of {res['items']} "

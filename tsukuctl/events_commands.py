@@ -60,6 +60,11 @@ def cmd_events(args: argparse.Namespace) -> int:
             f"--head is for `tsukuctl events verify`, not events {action}",
             hint=f"tsukuctl events verify --head {args.head}",
         )
+    if args.top and action != "summary":
+        raise UsageError(
+            f"--top is for `tsukuctl events summary`, not events {action}",
+            hint=f"tsukuctl events summary --by session --top {args.top}",
+        )
     if action == "summary":
         return _events_summary(args)
     if action == "verify":
@@ -128,7 +133,11 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 def _events_summary(args: argparse.Namespace) -> int:
-    res = rpc(args, "events.summary", {"filter": _filter(args), "by": args.by})
+    params: dict[str, Any] = {"filter": _filter(args), "by": args.by}
+    if args.top:
+        params["top"] = min(args.top, MAX_SUMMARY_GROUPS)
+    res = rpc(args, "events.summary", params)
+    rest = res.get("rest")
     if args.json:
         out(render.jsonl(res))
         return 0
@@ -144,9 +153,13 @@ def _events_summary(args: argparse.Namespace) -> int:
             "cost_unknown",
         )
         rows = [[g.get(c, "") for c in cols] for g in res["groups"]]
+        if rest:  # the groups not listed, as one row whose key says how many
+            rows.append([_rest_label(args.by, rest), *(rest.get(c, "") for c in cols[1:])])
         sys.stdout.write(render.csv_text(cols, rows))
         return 0
     rows = [_summary_row(g["key"] if g["key"] is not None else "(none)", g) for g in res["groups"]]
+    if rest:
+        rows.append(_summary_row(_rest_label(args.by, rest), rest))
     rows.append(_summary_row("total", res["totals"]))
     out(
         render.table(
@@ -156,6 +169,16 @@ def _events_summary(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+# The daemon's most groups per answer (tsukud.events.summary.MAX_GROUPS; not imported:
+# the client stays light). A larger --top is that many.
+MAX_SUMMARY_GROUPS = 2000
+
+
+def _rest_label(by: str, rest: dict[str, Any]) -> str:
+    """The row of the groups a summary did not list (it lists those costing most)."""
+    return f"({rest['groups']} other {by}s; --top N lists more)"
 
 
 def _summary_row(label: str, g: dict[str, Any]) -> list[Any]:
@@ -218,6 +241,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="verify: every chain in a shared ledger still reaches each head an anchor recorded",
     )
     p.add_argument("--limit", type=count, default=100, help="newest N events (0: all; default 100)")
+    p.add_argument(
+        "--top",
+        type=count,
+        default=0,
+        help="summary: the N groups costing most, the others summed in one row "
+        "(default and most: 2000)",
+    )
     p.add_argument(
         "--by",
         default="day",

@@ -105,9 +105,16 @@ def each_tool(args: argparse.Namespace, one: Callable[[str], int]) -> int:
         except TsukuError as e:
             codes.append(e.exit_code)
             _failed(args, spec, error_object(e), print_error)
+    return several_exit(codes, len(tools))
+
+
+def several_exit(codes: list[int], tried: int) -> int:
+    """The exit code of a command over several tools whose failures exited ``codes``:
+    0 when none failed, the failures' code when all ``tried`` failed the same way, else
+    15 (some of several failed). ``install``, ``remove`` and ``upgrade`` share it."""
     if not codes:
         return 0
-    if len(codes) == len(tools) and len(set(codes)) == 1:
+    if len(codes) == tried and len(set(codes)) == 1:
         return codes[0]
     return ExitCode.PARTIAL_FAILURE
 

@@ -13,7 +13,7 @@ import argparse
 
 from tsukuctl import render
 from tsukuctl.command import err, out, rpc, tool_names
-from tsukud.errors import ExitCode
+from tsukud.errors import exit_code_for
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -101,7 +101,10 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
             out("nothing to upgrade: every tool named is current")
         elif not res["upgraded"] and not failed and others:
             out("nothing else to upgrade: the other tools named are current")
-    return ExitCode.GENERAL if failed else 0
+    from tsukuctl.install_commands import several_exit
+
+    tried = len(res["upgraded"]) + len(res["current"]) + len(failed)
+    return several_exit([exit_code_for(str(f.get("error_code") or "")) for f in failed], tried)
 
 
 def register(sub: Any) -> None:

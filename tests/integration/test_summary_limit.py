@@ -41,3 +41,27 @@ def test_a_summary_past_its_limit_is_stopped_with_a_clear_error(tsuku: Tsuku) ->
     fast = tsuku.call("events.summary", {"by": "session"})
     assert fast["source"] == "rollups"
     assert fast["totals"]["events"] > EVENTS
+
+
+def test_a_summary_of_more_sessions_than_a_frame_holds_lists_the_top_and_sums_the_rest(
+    tsuku: Tsuku,
+) -> None:
+    """7,000 sessions are about 1.3 MB of groups, past the 1 MiB frame: the answer lists
+    the 2,000 costing most and one row for the others, and still adds up."""
+    sessions = 7_000
+    # Sessions named as the daemon names them (``create-<time>-<hex>``).
+    name = "create-20261129T2000-9f3a"
+    write_ledger(tsuku.home / "tsuku.db", sessions, per_session=1, prefix=name)
+    tsuku.start()
+    whole = json.loads(tsuku.ctl("events", "summary", "--by", "session", "--json").stdout)
+    groups = sessions + 1  # and the daemon's own events, which have no session
+    assert len(whole["groups"]) == 2_000 and whole["rest"]["groups"] == groups - 2_000
+    listed = sum(g["events"] for g in whole["groups"])
+    assert listed + whole["rest"]["events"] == whole["totals"]["events"] > sessions
+    cp = tsuku.ctl("events", "summary", "--by", "session", "--top", "3", check=True)
+    lines = cp.stdout.splitlines()
+    assert len(lines) == 1 + 3 + 2  # header, three sessions, the others, the total
+    assert lines[-2].startswith(f"({groups - 3} other sessions; --top N lists more)")
+    assert lines[-1].startswith("total")
+    cp = tsuku.ctl("events", "list", "--top", "3")
+    assert cp.returncode == ExitCode.USAGE and "--top is for" in cp.stderr

@@ -30,7 +30,7 @@ _tsukuctl() {
         case "$at" in
             "") words="-h --help --version --no-start -q --quiet -v --verbose" ;;
             " status") words="-h --help --json --origin -q --quiet -v --verbose" ;;
-            " events") words="-h --help --since --until --type --session --origin --all-origins --anchors --limit --by --head --json --csv -q --quiet -v --verbose" ;;
+            " events") words="-h --help --since --until --type --session --origin --all-origins --anchors --limit --top --by --head --json --csv -q --quiet -v --verbose" ;;
             " daemon") words="-h --help -n --lines -f --follow -q --quiet -v --verbose" ;;
             " config") words="-h --help --json -q --quiet -v --verbose" ;;
             " sandbox") words="-h --help --force --busybox --build --json -q --quiet -v --verbose" ;;

@@ -57,7 +57,7 @@ function __tsukuctl_complete
                 printf '%s\n' -h --help --json --origin -q --quiet -v --verbose
                 return
             case " events"
-                printf '%s\n' -h --help --since --until --type --session --origin --all-origins --anchors --limit --by --head --json --csv -q --quiet -v --verbose
+                printf '%s\n' -h --help --since --until --type --session --origin --all-origins --anchors --limit --top --by --head --json --csv -q --quiet -v --verbose
                 return
             case " daemon"
                 printf '%s\n' -h --help -n --lines -f --follow -q --quiet -v --verbose

@@ -31,7 +31,7 @@ _tsukuctl() {
         case "$at" in
             ("") cands=(-h --help --version --no-start -q --quiet -v --verbose) ;;
             (" status") cands=(-h --help --json --origin -q --quiet -v --verbose) ;;
-            (" events") cands=(-h --help --since --until --type --session --origin --all-origins --anchors --limit --by --head --json --csv -q --quiet -v --verbose) ;;
+            (" events") cands=(-h --help --since --until --type --session --origin --all-origins --anchors --limit --top --by --head --json --csv -q --quiet -v --verbose) ;;
             (" daemon") cands=(-h --help -n --lines -f --follow -q --quiet -v --verbose) ;;
             (" config") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" sandbox") cands=(-h --help --force --busybox --build --json -q --quiet -v --verbose) ;;

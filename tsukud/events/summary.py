@@ -21,6 +21,7 @@ The answer says where it came from (``source``: rollups, rollups+raw or raw).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,10 @@ from tsukud.events import queries, rollups
 from tsukud.events.queries import EventFilter
 
 # Grouping -> the rollups' column for it ...
+# The most groups one answer lists (about 250 bytes each, so well inside a frame); the
+# others are summed in its ``rest`` (see ``_answer``).
+MAX_GROUPS = 2000
+
 ROLLUP_BY = {
     "day": "substr(hour, 1, 10)",
     "hour": "hour",
@@ -148,9 +153,11 @@ def _current(conn: sqlite3.Connection, table: rollups.Table) -> bool:
     return rollups.through(conn, table) == last
 
 
-def summarise(conn: sqlite3.Connection, f: EventFilter, by: str) -> dict[str, Any]:
-    """The summary's answer: groups, totals and ``source``. Its parts are read in one
-    transaction, so they see the same ledger."""
+def summarise(
+    conn: sqlite3.Connection, f: EventFilter, by: str, top: int = MAX_GROUPS
+) -> dict[str, Any]:
+    """The summary's answer: groups (at most ``top``, see :func:`_answer`), totals and
+    ``source``. Its parts are read in one transaction, so they see the same ledger."""
     p = plan(f, by)
     sums: dict[Any, list[int]] = {}
     conn.execute("BEGIN")
@@ -174,26 +181,45 @@ def summarise(conn: sqlite3.Connection, f: EventFilter, by: str) -> dict[str, An
     # Raw: in SQLite's order. Merged: text keys, or NULL first, which is SQLite's order
     # too (UTF-8 bytes sort as code points).
     keys = list(sums) if p.rollup is None else sorted(sums, key=_null_first)
-    return _answer(by, sums, keys, p.source)
+    return _answer(by, sums, keys, p.source, top)
 
 
-def summarise_shared(conn: sqlite3.Connection, f: EventFilter, by: str) -> dict[str, Any]:
+def summarise_shared(
+    conn: sqlite3.Connection, f: EventFilter, by: str, top: int = MAX_GROUPS
+) -> dict[str, Any]:
     """The same answer from a shared ledger (PostgreSQL): one aggregate statement over
     every origin's events (or ``f.origin``'s), in SQLite's order of keys whatever the
     database's collation. No rollups there: the aggregate reads the events the filter
     selects (by the ``(type, ts)`` and ``ts`` indexes when it has bounds)."""
     sums = queries.raw_sums(conn, f, by, shared=True)
-    return _answer(by, sums, sorted(sums, key=_null_first), "raw")
+    return _answer(by, sums, sorted(sums, key=_null_first), "raw", top)
 
 
-def _answer(by: str, sums: dict[Any, list[int]], keys: list[Any], source: str) -> dict[str, Any]:
-    columns = zip(*sums.values(), strict=True)
-    totals = [sum(col) for col in columns] or [0] * len(queries.SUM_COLUMNS)
-    total = queries.group_row(None, totals)
-    del total["key"]
-    return {
-        "by": by,
-        "groups": [queries.group_row(k, sums[k]) for k in keys],
-        "totals": total,
-        "source": source,
-    }
+def _answer(
+    by: str, sums: dict[Any, list[int]], keys: list[Any], source: str, top: int
+) -> dict[str, Any]:
+    """Groups in key order, totals over all of them. Past ``top`` groups (a year of
+    sessions is tens of thousands: more than one frame holds), only the ``top`` costing
+    most (then with most events) are listed and the others are summed in ``rest`` with
+    their number, so the answer always fits a frame and still adds up to the totals."""
+    totals = _summed(sums.values())
+    answer: dict[str, Any] = {"by": by, "groups": [], "totals": _unkeyed(totals), "source": source}
+    if len(keys) > top:
+        cost = queries.SUM_COLUMNS.index("cost_nano")
+        ranked = sorted(keys, key=lambda k: (sums[k][cost], sums[k][0]), reverse=True)
+        kept = frozenset(ranked[:top])
+        rest = [sums[k] for k in keys if k not in kept]
+        answer["rest"] = {**_unkeyed(_summed(rest)), "groups": len(rest)}
+        keys = [k for k in keys if k in kept]
+    answer["groups"] = [queries.group_row(k, sums[k]) for k in keys]
+    return answer
+
+
+def _summed(rows: Iterable[list[int]]) -> list[int]:
+    return [sum(col) for col in zip(*rows, strict=True)] or [0] * len(queries.SUM_COLUMNS)
+
+
+def _unkeyed(sums: list[int]) -> dict[str, Any]:
+    row = queries.group_row(None, sums)
+    del row["key"]
+    return row

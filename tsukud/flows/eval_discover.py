@@ -148,13 +148,17 @@ class DiscoverEval:
         for name, _model in providers:
             await self._llm().ready(name)
         outcomes: list[Outcome] = []
+        unscored: list[dict[str, str]] = []  # items an outage kept from being measured
         async with completed(self.store, run, outcomes) as end:
-            end.reason = await self._items(discovery, corpus, opts, run, outcomes, progress)
+            end.reason = await self._items(
+                discovery, corpus, opts, run, (outcomes, unscored), progress
+            )
         return {
             **started,
             "reason": end.reason,
             "spent_usd": spent_usd(),
             "figures": msgspec.to_builtins(discover_figures(outcomes)),
+            "not_scored": unscored,
         }
 
     async def _items(
@@ -163,9 +167,10 @@ class DiscoverEval:
         corpus: corpora.Corpus,
         opts: DiscoverOptions,
         run: str,
-        outcomes: list[Outcome],
+        results: tuple[list[Outcome], list[dict[str, str]]],
         progress: Progress,
     ) -> str:
+        outcomes, unscored = results
         import secrets
 
         async def quiet(_frame: dict[str, Any]) -> None:
@@ -225,7 +230,9 @@ class DiscoverEval:
                 accepted=accepted,
                 llm_ms=llm_ms,
             )
-            measured = category != STOPPED
+            # An outage (a search engine, a model or a registry that did not answer)
+            # says nothing of discovery: recorded and named, never scored; the run goes on.
+            measured = category not in (STOPPED, OUTAGE)
             await record_item(
                 self.store,
                 run,
@@ -252,6 +259,9 @@ class DiscoverEval:
                 },
             )
             said = "right" if outcome.ok else f"{category}"
+            if category == OUTAGE:
+                said = f"outage, not scored: {detail[:200]}"
+                unscored.append({"tool": item.tool, "category": OUTAGE, "detail": detail[:300]})
             if found and not outcome.ok:
                 said += f" ({found})"
             if person.asked:
@@ -263,9 +273,10 @@ class DiscoverEval:
                     f"${cost:.4f}, {took / 1000:.2f} s",
                 }
             )
-            if not measured:
+            if category == STOPPED:
                 return "max_usd" if capped else "budget"
-            outcomes.append(outcome)
+            if measured:
+                outcomes.append(outcome)
         return "finished"
 
 

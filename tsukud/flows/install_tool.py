@@ -52,8 +52,10 @@ class InstallTool:
     async def run(self, req: InstallRequest, *, progress: Progress) -> ToolInstalled:
         from tsukud.install.registry import RecipeNotFound
 
-        if req.source is not None:
-            await self._note_unused_source(req.name, req.source, progress)
+        if req.source is not None and not await self._note_unused_source(
+            req.name, req.source, progress
+        ):
+            return await self._from_source(req, progress)
         try:
             res = await self.installer.install(
                 req.name,
@@ -67,6 +69,9 @@ class InstallTool:
         except RecipeNotFound:
             if not (req.discover or req.source is not None):
                 raise
+        return await self._from_source(req, progress)
+
+    async def _from_source(self, req: InstallRequest, progress: Progress) -> ToolInstalled:
         done = await self.missing().run(
             req.name,
             req.version,
@@ -82,17 +87,31 @@ class InstallTool:
         )
         return ToolInstalled(install=done.install, missing=done)
 
-    async def _note_unused_source(self, name: str, source: FromSource, progress: Progress) -> None:
+    async def _note_unused_source(self, name: str, source: FromSource, progress: Progress) -> bool:
         """A recipe exists, so ``--from`` has nothing to do: say so rather than ignore it
         (a second run of the same ``install --from`` line installs from the recipe the
-        first one wrote; a user who wants another source replaces the recipe)."""
+        first one wrote; a user who wants another source replaces the recipe).
+
+        False when the recipe registry cannot be reached (offline, a firewall) and no
+        local recipe answered: the person named the source, so it is used, and said so,
+        rather than stopping at a look-up that only asked whether a recipe exists."""
         from tsukud.errors import TsukuError
-        from tsukud.install.registry import RecipeNotFound
+        from tsukud.install.registry import RecipeNotFound, RegistryUnavailable
 
         try:
             loaded = await self.installer.registry.load(name)
+        except RegistryUnavailable as e:
+            await progress(
+                {
+                    "stage": "note",
+                    "tool": name,
+                    "message": f"the recipe registry could not be reached ({e.message}); "
+                    f"writing a recipe from --from {source} as you named it",
+                }
+            )
+            return False
         except (RecipeNotFound, TsukuError):  # none, or broken: the install reports that
-            return
+            return True
         await progress(
             {
                 "stage": "note",
@@ -101,3 +120,4 @@ class InstallTool:
                 f"is not used; `tsukuctl create {name} --from {source} --force` replaces it",
             }
         )
+        return True

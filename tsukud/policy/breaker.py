@@ -4,7 +4,7 @@ a batch depends on (``registry:npm``, see :func:`registry_scope`).
 closed → (N consecutive counted failures) → open → (cool-down) → half_open, where exactly
 one probe call is let through → closed on success, open again on failure. One machine
 serves every scope; only what feeds it differs. An LLM provider's calls are recorded as
-``llm.turn`` / ``llm.failed`` (``succeeded`` / ``failed`` / ``guard``, counting what the
+``llm.turn`` / ``llm.failed`` (``succeeded`` / ``failed``, counting what the
 error catalogue calls retryable); any other scope's outcome is given to ``record``,
 which counts only transport failures (the service said it is unwell:
 ``tsukud.batch.outcome``'s ``Failure.transport``) as ``breaker.failure`` events, so a
@@ -34,15 +34,12 @@ of them wins the half-open probe.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-import trio
-
 from tsukud.clock import Clock, iso
-from tsukud.errors import ProviderUnavailable, TsukuError
+from tsukud.errors import ProviderUnavailable
 from tsukud.events.projections import Breakers
 from tsukud.events.store import Event, EventStore
 
@@ -309,23 +306,3 @@ class CircuitBreakers:
             {**(details or {}), "provider": provider, "error_type": error_type, "breaker": counts},
             session,
         )
-
-    @asynccontextmanager
-    async def guard(self, provider: str, *, session: str | None = None) -> AsyncIterator[None]:
-        """Admit a call; a ``TsukuError`` escaping it is recorded as a failure.
-
-        Successful calls must call ``succeeded`` themselves (they carry the turn's
-        usage); a cancellation records nothing and frees the probe slot.
-        """
-        self.acquire(provider, session=session)
-        try:
-            yield
-        except trio.Cancelled:
-            self.release(provider)
-            raise
-        except TsukuError as e:
-            ev = self.failed(provider, e.code, counts=e.retryable, session=session)
-            await self._store.wait_durable(ev.id)
-            raise
-        finally:
-            self.release(provider)

@@ -191,6 +191,8 @@ def _shared_event(r: list[Any]) -> dict[str, Any]:
 class SummaryParams(msgspec.Struct, forbid_unknown_fields=True):
     filter: queries.EventFilter = queries.EventFilter()
     by: str = "day"
+    # At most this many groups, those costing most; the others summed in ``rest``.
+    top: Annotated[int, msgspec.Meta(ge=1, le=summary.MAX_GROUPS)] = summary.MAX_GROUPS
 
 
 _SOURCES = {"raw": "read from the events", "rollups+raw": "rollups and part-hours of events"}
@@ -214,7 +216,7 @@ async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw
             # The whole team's (or one origin's), one aggregate statement in the database.
             return await d.store.read(
                 lambda conn: msgspec.Raw(
-                    msgspec.json.encode(summary.summarise_shared(conn, p.filter, p.by))
+                    msgspec.json.encode(summary.summarise_shared(conn, p.filter, p.by, p.top))
                 ),
                 heavy=True,
                 limit=limit,
@@ -223,7 +225,7 @@ async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw
         def summarise(conn: Any) -> msgspec.Raw:
             # Encoding in the thread too: thousands of groups (by session) would otherwise
             # hold the event loop for milliseconds.
-            return msgspec.Raw(msgspec.json.encode(summary.summarise(conn, p.filter, p.by)))
+            return msgspec.Raw(msgspec.json.encode(summary.summarise(conn, p.filter, p.by, p.top)))
 
         # From the rollups (with at most a part-hour of events at each end) it is a quick
         # read; a summary the rollups cannot answer scans events: heavy.

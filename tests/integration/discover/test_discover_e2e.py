@@ -27,6 +27,7 @@ from tests.integration.discover.helpers import (
     set_repo,
 )
 from tests.integration.sandbox.conftest import docker_endpoint, image  # noqa: F401
+from tsukud.errors import ExitCode
 from tsukud.testing.http import FakeHTTPServer
 
 
@@ -461,6 +462,27 @@ def test_from_skips_discovery(world: World, tk: Tsuku, image: str) -> None:  # n
     assert cp.returncode == 0, cp.stderr
     assert "installed stripe-cli 1.22.0" in cp.stdout
     assert not world.claude.requests and not world.eco.requests
+
+
+def test_from_installs_when_the_recipe_registry_cannot_be_reached(
+    world: World,
+    tk: Tsuku,
+    image: str,  # noqa: F811
+) -> None:
+    """The person named the source: a recipe registry that does not answer (offline, a
+    firewall, an outage) is said, not a stop; the recipe written from the source is
+    installed. (503 with ``retry-after: 0``: an outage without the retries' waits.)"""
+    world.github.override(r"^/registry/", status=503, headers={"retry-after": "0"}, role="web")
+    cp = tk.ctl("install", "stripe-cli", "--from", "github:stripe/stripe-cli", "--yes")
+    assert cp.returncode == 0, cp.stderr
+    assert "installed stripe-cli 1.22.0" in cp.stdout
+    assert "the recipe registry could not be reached" in cp.stderr
+    assert "writing a recipe from --from github:stripe/stripe-cli as you named it" in cp.stderr
+    assert not world.claude.requests
+    # Nothing named: the registry's silence still stops the install, with its reason.
+    cp = tk.ctl("install", "kind", "--yes")
+    assert cp.returncode == ExitCode.NETWORK, cp.stderr
+    assert "503" in cp.stderr and not (tk.home / "recipes" / "kind.toml").exists()
 
 
 REVIEW = b"[v]iew full recipe, [i]nstall, [c]ancel? "

@@ -232,3 +232,28 @@ def test_eval_discover_figures_ledger_max_usd_compare_and_a_local_model(
     assert res["figures"]["asked_by"] == {"confirm at llm": 1}
     # a local model and DuckDuckGo cost nothing, and that is a known price
     assert (res["figures"]["cost_total_usd"], res["figures"]["unpriced"]) == (0.0, 0)
+
+    # The model down for the whole item (it always answers 503): an outage, named and
+    # never scored as discovery's miss; the run goes on (here: it had one item).
+    for _ in range(20):
+        local.error(503, "overloaded", headers={"retry-after": "0"})
+    cp = home.ctl(
+        "eval",
+        "discover",
+        "--corpus",
+        str(one),
+        "--provider",
+        "local",
+        "--only-provider",
+        "--search-provider",
+        "ddg",
+        "--yes",
+        timeout=120,
+    )
+    assert cp.returncode == 0, cp.stderr
+    assert "stripe-cli: outage, not scored: " in cp.stdout, cp.stdout
+    down = cp.stdout.split()[1].rstrip(":")
+    (item,) = [e["payload"] for e in events(home, "eval.item", session=down)]
+    assert (item["measured"], item["category"]) == (False, "outage")
+    (done,) = events(home, "eval.completed", session=down)
+    assert done["payload"]["measured"] == 0

@@ -7,7 +7,7 @@ import json
 from tests.conftest import Tsuku
 from tests.fakes.github import FakeGitHub
 from tests.integration.install.conftest import events, installed, tree
-from tsukud.errors import ExitCode
+from tsukud.errors import ExitCode, exit_code_for
 from tsukud.install.upgrades import compare
 
 
@@ -99,7 +99,7 @@ def test_a_failed_upgrade_keeps_the_old_version(inst: Tsuku, world: FakeGitHub) 
     world.override(r"/releases/download/v1\.2\.1/", status=404, role="web")
 
     cp = inst.ctl("upgrade", "--all")
-    assert cp.returncode == ExitCode.GENERAL
+    assert cp.returncode == ExitCode.PARTIAL_FAILURE  # some of several: as install a b
     assert "upgraded kind 2.4.1 → 2.5.0" in cp.stdout
     assert "tsukuctl: age was not upgraded: " in cp.stderr
     versions = {k: v["version"] for k, v in installed(inst).items()}
@@ -107,3 +107,9 @@ def test_a_failed_upgrade_keeps_the_old_version(inst: Tsuku, world: FakeGitHub) 
     assert (inst.home / "bin" / "age").resolve().parent.parent.name == "age-1.1.1"
     failed = [e for e in events(inst) if e["type"] == "install.failed"]
     assert [(e["payload"]["tool"], e["payload"]["version"]) for e in failed] == [("age", "1.2.1")]
+
+    # Every tool named failed the same way: that failure's own exit code, as install's.
+    cp = inst.ctl("upgrade", "age", "--json")
+    (why,) = json.loads(cp.stdout)["failed"]
+    assert why["error_code"] and exit_code_for(why["error_code"]) != ExitCode.GENERAL
+    assert cp.returncode == exit_code_for(why["error_code"]), cp.stderr

@@ -379,3 +379,43 @@ def test_a_session_filter_holds_in_the_part_hours_too(tmp_path: Path, by: str) -
         assert summarise(conn, f, by)["totals"]["events"] == 4
     finally:
         conn.close()
+
+
+def test_past_top_groups_only_the_costliest_are_listed_and_the_rest_add_up(
+    tmp_path: Path,
+) -> None:
+    """A year of sessions does not fit one frame: the answer lists the ``top`` costing
+    most (in key order) and sums the others in ``rest``, so groups + rest = totals."""
+    db = tmp_path / "tsuku.db"
+    costs = {"s1": 0.1, "s2": 3.0, "s3": 0.2, "s4": 2.0, "s5": 0.0}
+    write(
+        db,
+        [
+            [
+                (DAY0 + i, "llm.turn", {"provider": "claude", "input_tokens": 1, "cost_usd": c}, s)
+                for i, (s, c) in enumerate(costs.items())
+            ]
+        ],
+    )
+    conn = connect(db, readonly=True)
+    try:
+        whole = summarise(conn, EventFilter(), "session")
+        assert [g["key"] for g in whole["groups"]] == ["s1", "s2", "s3", "s4", "s5"]
+        assert "rest" not in whole
+        got = summarise(conn, EventFilter(), "session", top=2)
+        assert [g["key"] for g in got["groups"]] == ["s2", "s4"]
+        assert got["rest"]["groups"] == 3
+        assert got["rest"]["cost_usd"] == pytest.approx(0.3)
+        assert got["totals"] == whole["totals"]
+        for column in ("events", "llm_turns", "input_tokens"):
+            listed = sum(g[column] for g in got["groups"])
+            assert listed + got["rest"][column] == got["totals"][column]
+    finally:
+        conn.close()
+
+
+def test_the_clients_cap_on_top_is_the_daemons() -> None:
+    from tsukuctl.events_commands import MAX_SUMMARY_GROUPS
+    from tsukud.events.summary import MAX_GROUPS
+
+    assert MAX_SUMMARY_GROUPS == MAX_GROUPS
