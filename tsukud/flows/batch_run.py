@@ -344,7 +344,13 @@ class BatchRunner:
             since = trio.current_time()
             try:
                 lease = await self.batch.lease(admit)
-            except LedgerUnavailable as e:
+            except BaseException as e:
+                # Admitted as a probe, then no lease came of it (the claim's commit
+                # failed, the ledger went away): the probe slot is given back, or no
+                # job of that registry could probe it again until a restart.
+                await self._unclaimed_probe(tally)
+                if not isinstance(e, LedgerUnavailable):
+                    raise
                 log.get().warning("batch.lease_unavailable", error=e.message)
                 await trio.sleep(UNREACHABLE_RETRY_SECONDS)
                 continue
@@ -371,6 +377,12 @@ class BatchRunner:
             delay = max(0.0, min(due) - now) if due else IDLE_LOOK_SECONDS
             with trio.move_on_after(min(delay, 60.0) + 0.01):
                 await tally.changed.wait()
+
+    async def _unclaimed_probe(self, tally: _Tally) -> None:
+        scope, tally.admitted_probe = tally.admitted_probe, None
+        if scope is not None and self.breakers is not None:
+            with trio.CancelScope(shield=True):
+                await self.breakers.release_job(scope)
 
     async def _worker(
         self, opts: RunOptions, tally: _Tally, progress: Progress, started: float

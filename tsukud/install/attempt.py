@@ -58,6 +58,7 @@ from tsukud.install.download import (
     check_sha256,
     download,
     download_streaming,
+    from_mirrors,
     parse_checksum_file,
 )
 from tsukud.install.ecosystem import confine
@@ -524,56 +525,57 @@ class InstallAttempt:
 
         streamed = fmt.is_tar and step.signature_url is None
         dest = downloads / f"{step.index}-{local_name}"
-        urls = (step.url, *step.fallback_urls)
-        for n, url in enumerate(urls):
-            # The primary URL, then each mirror in order when the one before failed
-            # (download's fallback_urls); whichever serves is held to the same checks.
-            try:
-                if streamed:
-                    # Unpack while downloading (the extractor reads the bytes as they
-                    # arrive); the result is only used once the checksum has passed.
-                    def consume(link: Path, length: int | None) -> Any:
-                        return extract(
-                            link,
-                            unpack,
-                            fmt,
-                            strip_dirs=step.strip_dirs,
-                            limits=_stream_limits(length),
-                            size=length or 0,
-                        )
+        unpacked: Any = None
 
-                    (downloads / str(step.index)).mkdir(exist_ok=True)
-                    result, unpacked = await download_streaming(
-                        inst.http,
-                        url,
-                        downloads / str(step.index) / local_name,
-                        consume,
-                        max_bytes=inst.max_download_bytes,
-                        on_progress=on_progress,
-                        headers=self._headers(step),
+        async def fetch(url: str) -> DownloadResult:
+            nonlocal unpacked
+            if streamed:
+                # Unpack while downloading (the extractor reads the bytes as they
+                # arrive); the result is only used once the checksum has passed.
+                def consume(link: Path, length: int | None) -> Any:
+                    return extract(
+                        link,
+                        unpack,
+                        fmt,
+                        strip_dirs=step.strip_dirs,
+                        limits=_stream_limits(length),
+                        size=length or 0,
                     )
-                else:
-                    result = await download(
-                        inst.http,
-                        url,
-                        dest,
-                        max_bytes=inst.max_download_bytes,
-                        on_progress=on_progress,
-                        headers=self._headers(step),
-                    )
-                break
-            except DownloadError as exc:
-                if n + 1 == len(urls):
-                    raise
-                await self.progress(
-                    "download_failed",
-                    file=step.asset_name,
-                    url=url,
-                    message=f"{url} failed ({exc.message}); trying {urls[n + 1]}",
+
+                (downloads / str(step.index)).mkdir(exist_ok=True)
+                result, unpacked = await download_streaming(
+                    inst.http,
+                    url,
+                    downloads / str(step.index) / local_name,
+                    consume,
+                    max_bytes=inst.max_download_bytes,
+                    on_progress=on_progress,
+                    headers=self._headers(step),
                 )
-                shutil.rmtree(unpack, ignore_errors=True)
-                shutil.rmtree(downloads / str(step.index), ignore_errors=True)
-                dest.unlink(missing_ok=True)
+                return result
+            return await download(
+                inst.http,
+                url,
+                dest,
+                max_bytes=inst.max_download_bytes,
+                on_progress=on_progress,
+                headers=self._headers(step),
+            )
+
+        async def failed_over(url: str, next_url: str, exc: DownloadError) -> None:
+            await self.progress(
+                "download_failed",
+                file=step.asset_name,
+                url=url,
+                message=f"{url} failed ({exc.message}); trying {next_url}",
+            )
+            shutil.rmtree(unpack, ignore_errors=True)
+            shutil.rmtree(downloads / str(step.index), ignore_errors=True)
+            dest.unlink(missing_ok=True)
+
+        # The primary URL, then each mirror (download's fallback_urls); whichever
+        # serves is held to the same checks.
+        url, result = await from_mirrors((step.url, *step.fallback_urls), fetch, failed_over)
         self.stage = "checksum"
         checked = await self._check(step, res, loaded, result)
         signed_by = None

@@ -297,6 +297,29 @@ async def _transfer(
             await trio.sleep(delay)
 
 
+T_ = TypeVar("T_")
+
+
+async def from_mirrors(
+    urls: tuple[str, ...],
+    fetch: Callable[[str], Awaitable[T_]],
+    failed_over: Callable[[str, str, DownloadError], Awaitable[None]],
+) -> tuple[str, T_]:
+    """``fetch`` the first URL, then each mirror in order when the one before failed
+    with a ``DownloadError`` (download's ``fallback_urls``): the URL that served and what
+    ``fetch`` gave. ``failed_over(url, next_url, error)`` runs between tries (say so,
+    clean up); the last URL's error is raised. Install and validation both go through
+    here, so a recipe validates from the mirror its install would use."""
+    for n, url in enumerate(urls):
+        try:
+            return url, await fetch(url)
+        except DownloadError as exc:
+            if n + 1 == len(urls):
+                raise
+            await failed_over(url, urls[n + 1], exc)
+    raise ValueError("from_mirrors needs at least one URL")
+
+
 async def download(
     http: Http,
     url: str,

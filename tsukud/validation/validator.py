@@ -50,6 +50,7 @@ from tsukud.install.download import (
     DownloadResult,
     check_sha256,
     download,
+    from_mirrors,
 )
 from tsukud.install.errors import BinaryNotInArchive, BuildFailed, InstallError
 from tsukud.install.extract import ExtractError, extract
@@ -519,7 +520,7 @@ class ValidationRun:
         self.session = session
         self.progress = progress
         self.platform = validator.platform
-        self._downloads: dict[str, tuple[Path, DownloadResult, bool]] = {}
+        self._downloads: dict[str, tuple[Path, DownloadResult, bool, str]] = {}
         self._count = 0
 
     def _new_dir(self, kind: str) -> Path:
@@ -546,23 +547,39 @@ class ValidationRun:
                         | {"total": total}
                     )
 
-            result = await download(
-                self.validator.http,
-                step.url,
-                dest,
-                max_bytes=self.validator.max_download_bytes or DEFAULT_MAX_BYTES,
-                on_progress=on_progress,
-                headers=headers,
-            )
+            async def fetch(url: str) -> DownloadResult:
+                return await download(
+                    self.validator.http,
+                    url,
+                    dest,
+                    max_bytes=self.validator.max_download_bytes or DEFAULT_MAX_BYTES,
+                    on_progress=on_progress,
+                    headers=headers,
+                )
+
+            async def failed_over(url: str, next_url: str, exc: DownloadError) -> None:
+                dest.unlink(missing_ok=True)
+                if report is not None:
+                    await report(
+                        {
+                            "stage": "download_failed",
+                            "file": step.asset_name,
+                            "url": url,
+                            "message": f"{url} failed ({exc.message}); trying {next_url}",
+                        }
+                    )
+
+            # The mirrors the install would try (download's fallback_urls), in its order.
+            served, result = await from_mirrors((step.url, *step.fallback_urls), fetch, failed_over)
             expected = digests.get(step.asset_name)
             if expected:
                 check_sha256(step.asset_name, result.sha256, expected, "GitHub's asset digest")
-            cached = (dest, result, bool(expected))
+            cached = (dest, result, bool(expected), served)
             self._downloads[step.asset_name] = cached
-        path, result, checked = cached
+        path, result, checked, served = cached
         return path, ValidatedAsset(
             name=step.asset_name,
-            url=step.url,
+            url=served,
             size=result.size,
             sha256=result.sha256,
             digest_checked=checked,

@@ -126,3 +126,22 @@ async def test_a_failing_run_command_fails_validation_with_its_output(
     assert failure.stage == "run_command"
     assert "run_command exited with 1" in failure.message
     assert "moving" in failure.message and "no-such-file" in failure.message
+
+
+async def test_validation_takes_the_mirror_the_install_would(
+    run: ValidationRun, host: FakeDownloadHost
+) -> None:
+    """``fallback_urls``: the primary URL failing, validation tries the mirrors in the
+    install's order and proves the file the install would get, under the same checksum."""
+    right = "sha256:" + hashlib.sha256(ARCHIVE).hexdigest()
+    text = recipe(host, right).replace("/dl/t-", "/gone/t-", 1)
+    mirror = f"{host.url}/dl/t-{{version}}-{{os}}-{{arch}}.tar.gz"
+    mirrors = f'checksum = "{right}"\nfallback_urls = ["{mirror}"]'
+    prepared = await run.prepare(
+        parse_recipe(text.replace(f'checksum = "{right}"', mirrors)), RELEASE
+    )
+    assert prepared.failure is None, prepared.failure
+    (asset,) = prepared.assets
+    assert asset.url == f"{host.url}/dl/{NAME}"  # the mirror that served
+    verdict = await prepared.verify(Verify(command="t", pattern="v{version}"))
+    assert verdict.passed, verdict

@@ -52,3 +52,46 @@ async def test_a_cancelled_job_is_given_back_however_the_cancel_reaches_it(creat
         await runner._run_job(lease, RunOptions(), tally)
     assert scope.cancelled_caught
     assert queue.given_back == [("j1", "run stopped")] and tally.requeued == 1
+
+
+class ProbeBreakers:
+    """A registry's breaker half open: the next job is its one probe."""
+
+    def __init__(self) -> None:
+        self.released: list[str] = []
+
+    def state(self, scope: str) -> str:
+        return "half_open"
+
+    async def admit_job(self, scope: str) -> str:
+        await trio.lowlevel.checkpoint()
+        return "probe"
+
+    async def release_job(self, scope: str) -> None:
+        self.released.append(scope)
+
+    def retry_at(self, scope: str) -> float | None:
+        return None
+
+
+class ClaimLost(Queue):
+    """The shared queue's claim: admitted, then its commit fails (the database went
+    away), so no lease comes of it."""
+
+    clock = None
+
+    async def lease(self, admit: Any) -> Lease | None:
+        assert await admit.ask("npm:left-pad")
+        from tsukud.errors import LedgerUnavailable
+
+        raise LedgerUnavailable("the shared ledger stopped answering")
+
+
+async def test_a_probe_admitted_for_a_claim_that_failed_is_given_back() -> None:
+    breakers = ProbeBreakers()
+    runner = BatchRunner(batch=ClaimLost(), create=create_sleeping, breakers=breakers)  # type: ignore[arg-type]
+    tally = _Tally()
+    with trio.move_on_after(0.05):
+        await runner._next_lease(tally)
+    assert breakers.released and set(breakers.released) == {"registry:npm"}
+    assert tally.admitted_probe is None
