@@ -1,0 +1,659 @@
+"""``plan_recipe`` against tsuku's golden plans for ecosystem steps and nested
+dependencies, field by field (the style of ``test_tsuku_plans.py``: our own recipes,
+the expected plans transcribed by hand from tsuku's
+``testdata/golden/plans/<letter>/<tool>/`` and ``embedded/<tool>/``, compared as JSON
+text).
+
+The goldens of these tools are stored in format 3 or 4; only ``format_version``,
+``storage_version`` and ``recipe_hash`` (dropped in format 4) differ from format 5,
+so they are transcribed with format 5's header, as ``test_tsuku_plans.py`` does for
+patchelf. An ecosystem step is decomposed as tsuku's ``Decompose`` does; what tsuku
+fills in by resolving the package with the toolchain while planning (the lock file,
+the toolchain's version) is named in ``computed_at_download`` and is the one thing
+taken out of the golden side.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from test_tsuku_plans import PY_ASSETS, PY_FILE, PY_GOLDEN, PY_SHA, PYTHON
+
+from tsukud.recipe import ResolvedVersion, parse_recipe
+from tsukud.recipe.homebrew import BottleRef
+from tsukud.recipe.plan import Plan, plan_recipe
+from tsukud.recipe.platform import Platform
+
+LINUX = Platform("linux", "amd64", "glibc")
+DEBIAN = Platform("linux", "amd64", "glibc", linux_family="debian")
+# Where a golden holds a value only tsuku's resolution gives (a lock file tens of
+# kilobytes long): it is removed before comparing, so it is not transcribed.
+RESOLVED = "<resolved by tsuku while planning>"
+
+
+def _json(plan: Plan) -> tuple[dict[str, Any], dict[str, Any]]:
+    """tsuku's part of our plan, and this project's keys beside it."""
+    import msgspec
+
+    data: dict[str, Any] = json.loads(msgspec.json.encode(plan))
+    own = {k: data.pop(k) for k in ("unsupported", "warnings") if k in data}
+    return data, own
+
+
+def _trim(golden: dict[str, Any], ours: dict[str, Any]) -> None:
+    """Take out of ``golden`` exactly the fields our steps name ``computed_at_download``
+    (and the marker off ours), in the plan and every nested dependency plan."""
+    for theirs, mine in zip(golden["steps"], ours["steps"], strict=True):
+        for field in mine.pop("computed_at_download", []):
+            where, _, key = field.rpartition(".")
+            del (theirs[where] if where else theirs)[key]
+    for theirs_dep, my_dep in zip(
+        golden.get("dependencies", []), ours.get("dependencies", []), strict=True
+    ):
+        _trim(theirs_dep, my_dep)
+
+
+def _same(plan: Plan, golden: dict[str, Any]) -> dict[str, Any]:
+    ours, own = _json(plan)
+    expected = json.loads(json.dumps(golden))
+    _trim(expected, ours)
+    assert json.dumps(ours, indent=2) == json.dumps(expected, indent=2)
+    return own
+
+
+def _header(tool: str, version: str, *, deterministic: bool, family: str | None = None):
+    platform = {"os": "linux", "arch": "amd64"}
+    if family:
+        platform["linux_family"] = family
+    return {
+        "format_version": 5,
+        "storage_version": 1,
+        "tool": tool,
+        "version": version,
+        "platform": platform,
+        "deterministic": deterministic,
+    }
+
+
+def _nested(golden: dict[str, Any]) -> dict[str, Any]:
+    """A golden plan as tsuku nests it in a dependent's: no header of its own."""
+    return {
+        k: v
+        for k, v in golden.items()
+        if k not in ("format_version", "storage_version", "platform", "deterministic")
+    }
+
+
+def _python_standalone() -> Plan:
+    return plan_recipe(
+        parse_recipe(PYTHON),
+        ResolvedVersion("20251217", "20251217"),
+        LINUX,
+        install_dir="/t",
+        assets=PY_ASSETS,
+        digests={PY_FILE: PY_SHA},
+        sizes={PY_FILE: 43215542},
+    )
+
+
+BLACK = """
+[metadata]
+name = "black"
+description = "The uncompromising Python code formatter"
+
+[[steps]]
+action = "pipx_install"
+package = "black"
+executables = ["black", "blackd"]
+
+[verify]
+command = "black --version"
+pattern = "black, {version}"
+"""
+
+BLACK_LOCK = (
+    "black==26.1a1 \\\n"
+    "    --hash=sha256:8fb482cf11667cd271a900cef5e58648c4511f3e25902cf1d35b4294c6964c99\n"
+    "click==8.3.1 \\\n"
+    "    --hash=sha256:981153a64e25f12d547d3426c367a4857371575ee7ad18df2a6183ab0545b2a6\n"
+    + RESOLVED
+)
+# golden: b/black/v26.1a1-linux-amd64.json (stored in format 3, python-standalone
+# 20251217 nested)
+BLACK_GOLDEN = {
+    **_header("black", "26.1a1", deterministic=False),
+    "dependencies": [_nested(PY_GOLDEN)],
+    "steps": [
+        {
+            "action": "pip_exec",
+            "params": {
+                "executables": ["black", "blackd"],
+                "has_native_addons": True,
+                "locked_requirements": BLACK_LOCK,
+                "package": "black",
+                "python_version": "3.10.19",
+                "version": "26.1a1",
+            },
+            "evaluable": False,
+            "deterministic": False,
+        }
+    ],
+    "verify": {"command": "black --version", "pattern": "black, {version}"},
+}
+
+
+def test_black_decomposes_into_pip_exec_with_python_standalone_nested() -> None:
+    """pipx_install → tsuku's ``pip_exec``; the locked requirements, the Python version
+    and whether a wheel is native come from tsuku's resolution and are named."""
+    plan = plan_recipe(
+        parse_recipe(BLACK),
+        ResolvedVersion("26.1a1", "26.1a1"),
+        LINUX,
+        install_dir="/t",
+        dependencies=[_python_standalone()],
+    )
+    assert plan.steps[0].computed_at_download == (
+        "params.has_native_addons",
+        "params.locked_requirements",
+        "params.python_version",
+    )
+    own = _same(plan, BLACK_GOLDEN)
+    assert own["unsupported"] == []
+    # The dependency's warning (its wildcard took the first of three builds) is kept.
+    (warning,) = own["warnings"]
+    assert warning.startswith("python-standalone: steps[0]") and f"took {PY_FILE}" in warning
+
+
+GO = """
+[metadata]
+name = "go"
+description = "The Go programming language"
+
+[[steps]]
+action = "download_archive"
+url = "https://go.dev/dl/go{version}.{os}-{arch}.tar.gz"
+strip_dirs = 1
+install_mode = "directory"
+binaries = ["bin/go", "bin/gofmt"]
+
+[verify]
+command = "{install_dir}/bin/go version"
+pattern = "go{version}"
+"""
+
+GOFUMPT = """
+[metadata]
+name = "gofumpt"
+description = "A stricter gofmt"
+
+[[steps]]
+action = "go_install"
+module = "mvdan.cc/gofumpt"
+executables = ["gofumpt"]
+
+[verify]
+command = "gofumpt --version"
+pattern = "{version}"
+"""
+
+GO_FILE = "go1.25.5.linux-amd64.tar.gz"
+GO_SHA = "9e9b755d63b36acf30c12a9a3fc379243714c1c6d3dd72861da637f336ebb35b"
+# golden: g/gofumpt/v0.7.0-linux-amd64.json (stored in format 3, go 1.25.5 nested)
+GOFUMPT_GOLDEN = {
+    **_header("gofumpt", "0.7.0", deterministic=False),
+    "dependencies": [
+        {
+            "tool": "go",
+            "version": "1.25.5",
+            "steps": [
+                {
+                    "action": "download_file",
+                    "params": {
+                        "checksum": GO_SHA,
+                        "checksum_algo": "sha256",
+                        "dest": GO_FILE,
+                        "url": f"https://go.dev/dl/{GO_FILE}",
+                    },
+                    "evaluable": True,
+                    "deterministic": True,
+                    "url": f"https://go.dev/dl/{GO_FILE}",
+                    "checksum": GO_SHA,
+                    "size": 59768009,
+                },
+                {
+                    "action": "extract",
+                    "params": {"archive": GO_FILE, "format": "tar.gz", "strip_dirs": 1},
+                    "evaluable": True,
+                    "deterministic": True,
+                },
+                {
+                    "action": "chmod",
+                    "params": {"files": ["bin/go", "bin/gofmt"]},
+                    "evaluable": True,
+                    "deterministic": True,
+                },
+                {
+                    "action": "install_binaries",
+                    "params": {"binaries": ["bin/go", "bin/gofmt"], "install_mode": "directory"},
+                    "evaluable": True,
+                    "deterministic": True,
+                },
+            ],
+            "verify": {"command": "{install_dir}/bin/go version", "pattern": "go{version}"},
+        }
+    ],
+    "steps": [
+        {
+            "action": "go_build",
+            "params": {
+                "executables": ["gofumpt"],
+                "go_sum": "github.com/google/go-cmp v0.6.0 "
+                "h1:ofyhxvXcZhMsU5ulbFiLKl/XBFqE1GSq7atu8tAmTRI=\n" + RESOLVED,
+                "go_version": "1.25.5",
+                "install_module": "mvdan.cc/gofumpt",
+                "module": "mvdan.cc/gofumpt",
+                "version": "v0.7.0",
+            },
+            "evaluable": False,
+            "deterministic": False,
+        }
+    ],
+    "verify": {"command": "gofumpt --version", "pattern": "{version}"},
+}
+
+
+def test_gofumpt_decomposes_into_go_build_with_go_nested() -> None:
+    """go_install → ``go_build`` (the module's tag as the version, ``install_module``
+    beside ``module``); go.sum and the Go version come from tsuku's resolution. The Go
+    toolchain's archive has no checksum tsuku did not compute: named too."""
+    go = plan_recipe(
+        parse_recipe(GO), ResolvedVersion("1.25.5", "go1.25.5"), LINUX, install_dir="/t"
+    )
+    plan = plan_recipe(
+        parse_recipe(GOFUMPT),
+        ResolvedVersion("0.7.0", "v0.7.0"),
+        LINUX,
+        install_dir="/t",
+        dependencies=[go],
+    )
+    assert plan.steps[0].computed_at_download == ("params.go_sum", "params.go_version")
+    assert _same(plan, GOFUMPT_GOLDEN) == {"unsupported": []}
+
+
+def _step_only(recipe: str, version: ResolvedVersion) -> dict[str, Any]:
+    """The ecosystem step of a plan, its resolved fields taken out (the golden's
+    toolchain dependency needs actions another change plans: compared apart)."""
+    ours, own = _json(plan_recipe(parse_recipe(recipe), version, LINUX, install_dir="/t"))
+    assert own == {"unsupported": []}
+    assert ours["deterministic"] is False and "dependencies" not in ours
+    (step,) = ours["steps"]
+    return dict(step)
+
+
+def _without(step: dict[str, Any], resolved: list[str]) -> dict[str, Any]:
+    trimmed = json.loads(json.dumps(step))
+    for field in resolved:
+        del trimmed["params"][field.removeprefix("params.")]
+    return trimmed
+
+
+CDK = """
+[metadata]
+name = "cdk"
+description = "AWS Cloud Development Kit"
+
+[[steps]]
+action = "npm_install"
+package = "aws-cdk"
+executables = ["cdk"]
+
+[verify]
+command = "cdk --version"
+pattern = "{version}"
+"""
+
+# golden: c/cdk/v3.0.0-linux-amd64.json, its one step (nodejs 24.12.0 nested)
+CDK_STEP = {
+    "action": "npm_exec",
+    "params": {
+        "executables": ["cdk"],
+        "has_native_addons": True,
+        "ignore_scripts": True,
+        "node_version": "v24.12.0",
+        "npm_version": "11.6.2",
+        "package": "aws-cdk",
+        "package_lock": '{\n  "name": "tsuku-npm-eval",\n' + RESOLVED,
+        "version": "3.0.0",
+    },
+    "evaluable": True,
+    "deterministic": False,
+}
+
+
+def test_cdk_decomposes_into_npm_exec_with_install_scripts_off() -> None:
+    step = _step_only(CDK, ResolvedVersion("3.0.0", "3.0.0"))
+    resolved = step.pop("computed_at_download")
+    assert resolved == [
+        "params.has_native_addons",
+        "params.node_version",
+        "params.npm_version",
+        "params.package_lock",
+    ]
+    assert step == _without(CDK_STEP, resolved)
+    assert step["params"]["ignore_scripts"] is True  # a package's scripts never run
+
+
+CARGO_AUDIT = """
+[metadata]
+name = "cargo-audit"
+description = "Security audit for Cargo.lock"
+
+[[steps]]
+action = "cargo_install"
+crate = "cargo-audit"
+executables = ["cargo-audit"]
+
+[verify]
+command = "cargo-audit --version"
+pattern = "cargo-audit {version}"
+"""
+
+# golden: c/cargo-audit/v0.22.0-linux-amd64.json, its one step (rust 1.92.0 and zig
+# 0.15.1 nested; the lock file is 109 kB)
+CARGO_AUDIT_STEP = {
+    "action": "cargo_build",
+    "params": {
+        "crate": "cargo-audit",
+        "executables": ["cargo-audit"],
+        "lock_checksum": "8c0ee939977b4381600d0df6f1f442e81bd7eb945b595ea268337eec9d5ea987",
+        "lock_data": "# This file is automatically @generated by Cargo.\n" + RESOLVED,
+        "rust_version": "1.92.0",
+        "version": "0.22.0",
+    },
+    "evaluable": False,
+    "deterministic": False,
+}
+
+
+def test_cargo_audit_decomposes_into_cargo_build() -> None:
+    step = _step_only(CARGO_AUDIT, ResolvedVersion("0.22.0", "0.22.0"))
+    resolved = step.pop("computed_at_download")
+    assert resolved == ["params.lock_checksum", "params.lock_data", "params.rust_version"]
+    assert step == _without(CARGO_AUDIT_STEP, resolved)
+
+
+BUNDLER = """
+[metadata]
+name = "bundler"
+description = "Ruby dependency manager"
+
+[[steps]]
+action = "gem_install"
+gem = "bundler"
+executables = ["bundle", "bundler"]
+
+[verify]
+command = "bundle --version"
+pattern = "{version}"
+"""
+
+# golden: b/bundler/v4.0.3-linux-amd64.json, its one step (ruby 4.0.1 nested)
+BUNDLER_STEP = {
+    "action": "install_gem_direct",
+    "params": {"executables": ["bundle", "bundler"], "gem": "bundler", "version": "4.0.3"},
+    "evaluable": False,
+    "deterministic": False,
+}
+
+
+def test_bundler_is_installed_directly_as_tsuku_plans_it() -> None:
+    """bundler cannot lock itself: ``install_gem_direct`` with nothing resolved; any
+    other gem is ``gem_exec`` with its Gemfile.lock and Ruby's version named."""
+    step = _step_only(BUNDLER, ResolvedVersion("4.0.3", "4.0.3"))
+    assert step == BUNDLER_STEP
+    other = _step_only(
+        BUNDLER.replace('gem = "bundler"', 'gem = "rubocop"'), ResolvedVersion("1.2.0", "1.2.0")
+    )
+    assert other["action"] == "gem_exec"
+    assert other["computed_at_download"] == ["params.lock_data", "params.ruby_version"]
+    assert other["params"] == {
+        "executables": ["bundle", "bundler"],
+        "gem": "rubocop",
+        "version": "1.2.0",
+    }
+
+
+def _homebrew(name: str, formula: str, *, library: bool, deps: str, steps: str, verify: str) -> str:
+    kind = '\ntype = "library"' if library else ""
+    return f"""
+[metadata]
+name = "{name}"
+description = "{name} from its bottle"{kind}{deps}
+
+[version]
+source = "homebrew"
+formula = "{formula}"
+
+[[steps]]
+action = "homebrew"
+formula = "{formula}"
+{steps}
+{verify}
+"""
+
+
+PATCHELF = _homebrew(
+    "patchelf",
+    "patchelf",
+    library=False,
+    deps="",
+    steps='[[steps]]\naction = "install_binaries"\noutputs = ["bin/patchelf"]\n',
+    verify='[verify]\ncommand = "{install_dir}/bin/patchelf --version"\n'
+    'pattern = "patchelf {version}"\n',
+)
+ZLIB_OUT = ["lib/libz.a", "lib/libz.so", "lib/libz.so.1", "include/zlib.h", "include/zconf.h"]
+ZLIB = _homebrew(
+    "zlib",
+    "zlib",
+    library=True,
+    deps="",
+    steps='[[steps]]\naction = "install_binaries"\ninstall_mode = "directory"\n'
+    f"outputs = {json.dumps(ZLIB_OUT)}\n",
+    verify="",
+)
+OPENSSL_OUT = [
+    "bin/openssl",
+    "lib/libssl.so",
+    "lib/libssl.so.3",
+    "lib/libcrypto.so",
+    "lib/libcrypto.so.3",
+]
+OPENSSL = _homebrew(
+    "openssl",
+    "openssl@3",
+    library=True,
+    deps='\ndependencies = ["zlib"]',
+    steps='[[steps]]\naction = "install_binaries"\ninstall_mode = "directory"\n'
+    f"outputs = {json.dumps(OPENSSL_OUT)}\n",
+    verify='[verify]\ncommand = "openssl version"\npattern = "OpenSSL {version}"\n',
+)
+CMAKE_BIN = ["bin/cmake", "bin/ctest", "bin/cpack", "bin/ccmake"]
+CMAKE_RPATH = "$ORIGIN/../lib:{libs_dir}/openssl-{deps.openssl.version}/lib"
+CMAKE = _homebrew(
+    "cmake",
+    "cmake",
+    library=False,
+    deps='\ndependencies = ["openssl"]',
+    steps=f'[[steps]]\naction = "set_rpath"\nbinaries = {json.dumps(CMAKE_BIN)}\n'
+    f"rpath = '{CMAKE_RPATH}'\n\n"
+    '[[steps]]\naction = "install_binaries"\ninstall_mode = "directory"\n'
+    f"outputs = {json.dumps(CMAKE_BIN)}\n",
+    verify='[verify]\ncommand = "{install_dir}/bin/cmake --version"\n'
+    'pattern = "cmake version {version}"\n',
+)
+
+BLOBS = {
+    "patchelf": (
+        "patchelf",
+        "fe8a76cdde4a5666cccbcdfc328bfb77f5d05b63a52ce103b487166be696ac6b",
+        130124,
+    ),
+    "zlib": ("zlib", "38f2469db2ce63b70855a98e5ee27b5b5a92874e52542cbdc0b230bba1e7195f", 175143),
+    "openssl@3": (
+        "openssl/3",
+        "89ac158da355fc26605808829909a11e23d604f2d70ac7e272f318a71c1eab5c",
+        11224092,
+    ),
+    "cmake": (
+        "cmake",
+        "9b94ff7d2b35b1b560c7752d7ff6b634bd2911aa15f925609d0f0814a1b418a9",
+        24368066,
+    ),
+}
+
+
+def _blob_url(formula: str) -> str:
+    path, sha, _ = BLOBS[formula]
+    return f"https://ghcr.io/v2/homebrew/core/{path}/blobs/sha256:{sha}"
+
+
+def _bottle_steps(formula: str) -> list[dict[str, Any]]:
+    """tsuku's golden steps for a bottle: the blob as ``<formula>.tar.gz``, unpacked
+    without its two directories, relocated."""
+    _, sha, size = BLOBS[formula]
+    url, work = _blob_url(formula), f"{formula}.tar.gz"
+    return [
+        {
+            "action": "download_file",
+            "params": {"checksum": sha, "dest": work, "url": url},
+            "evaluable": True,
+            "deterministic": True,
+            "url": url,
+            "checksum": sha,
+            "size": size,
+        },
+        {
+            "action": "extract",
+            "params": {"archive": work, "format": "tar.gz", "strip_dirs": 2},
+            "evaluable": True,
+            "deterministic": True,
+        },
+        {
+            "action": "homebrew_relocate",
+            "params": {"formula": formula},
+            "evaluable": False,
+            "deterministic": True,
+        },
+    ]
+
+
+def _installs(outputs: list[str], *, directory: bool = True) -> dict[str, Any]:
+    params: dict[str, Any] = {"outputs": outputs}
+    if directory:
+        params = {"install_mode": "directory", **params}
+    return {
+        "action": "install_binaries",
+        "params": params,
+        "evaluable": True,
+        "deterministic": True,
+    }
+
+
+# golden: embedded/cmake/v4.2.3-linux-amd64.json (stored in format 4): openssl nested,
+# zlib in it, and patchelf (the bottles' relocation needs it) in zlib, each tool once.
+CMAKE_GOLDEN = {
+    **_header("cmake", "4.2.3", deterministic=True),
+    "dependencies": [
+        {
+            "tool": "openssl",
+            "version": "3.6.1",
+            "dependencies": [
+                {
+                    "tool": "zlib",
+                    "version": "1.3.1",
+                    "dependencies": [
+                        {
+                            "tool": "patchelf",
+                            "version": "0.18.0",
+                            "steps": [
+                                *_bottle_steps("patchelf"),
+                                _installs(["bin/patchelf"], directory=False),
+                            ],
+                            "verify": {
+                                "command": "{install_dir}/bin/patchelf --version",
+                                "pattern": "patchelf {version}",
+                            },
+                        }
+                    ],
+                    "steps": [*_bottle_steps("zlib"), _installs(ZLIB_OUT)],
+                    "recipe_type": "library",
+                }
+            ],
+            "steps": [*_bottle_steps("openssl@3"), _installs(OPENSSL_OUT)],
+            "verify": {"command": "openssl version", "pattern": "OpenSSL {version}"},
+            "recipe_type": "library",
+        }
+    ],
+    "steps": [
+        *_bottle_steps("cmake"),
+        {
+            "action": "set_rpath",
+            "params": {"binaries": CMAKE_BIN, "rpath": CMAKE_RPATH},
+            "evaluable": True,
+            "deterministic": True,
+        },
+        _installs(CMAKE_BIN),
+    ],
+    "verify": {
+        "command": "{install_dir}/bin/cmake --version",
+        "pattern": "cmake version {version}",
+    },
+}
+
+
+def _bottled(text: str, formula: str, version: str, dependencies: list[Plan]) -> Plan:
+    _, sha, _ = BLOBS[formula]
+    bottle = BottleRef(
+        formula=formula,
+        pkg_version=version,
+        platform_tag="x86_64_linux",
+        url=_blob_url(formula),
+        sha256=sha,
+    )
+    return plan_recipe(
+        parse_recipe(text),
+        ResolvedVersion(version, version),
+        LINUX,
+        install_dir="/t",
+        bottles={0: bottle},
+        dependencies=dependencies,
+    )
+
+
+def test_cmake_nests_its_dependencies_plans_as_tsuku_does() -> None:
+    """Depth first, each tool once: cmake needs openssl, openssl zlib, and zlib's
+    bottle patchelf; every bottle's size is what only its download gives."""
+    patchelf = _bottled(PATCHELF, "patchelf", "0.18.0", [])
+    zlib = _bottled(ZLIB, "zlib", "1.3.1", [patchelf])
+    openssl = _bottled(OPENSSL, "openssl@3", "3.6.1", [zlib])
+    plan = _bottled(CMAKE, "cmake", "4.2.3", [openssl])
+    assert plan.dependencies[0].dependencies[0].dependencies[0].steps[0].computed_at_download == (
+        "size",
+    )
+    assert _same(plan, CMAKE_GOLDEN) == {"unsupported": []}
+
+
+def test_a_dependency_s_gap_is_its_dependent_s_and_names_it() -> None:
+    """A dependency whose bottle was not found leaves its dependent's plan incomplete:
+    the gap is listed on the outer plan with the dependency's name."""
+    zlib = plan_recipe(
+        parse_recipe(ZLIB),
+        ResolvedVersion("1.3.1", "1.3.1"),
+        LINUX,
+        install_dir="/t",
+        bottle_problem="no bottle of zlib for x86_64_linux",
+    )
+    plan = _bottled(OPENSSL, "openssl@3", "3.6.1", [zlib])
+    (gap,) = plan.unsupported
+    assert gap.action == "homebrew" and gap.reason.startswith("zlib (a dependency): no bottle")
