@@ -745,6 +745,13 @@ def _of_dependency(plan: Plan) -> list[UnsupportedStep]:
     ]
 
 
+def dependency_names(recipe: Recipe) -> tuple[str, ...]:
+    """What ``recipe`` needs installed first, in its order: ``dependencies``, then
+    tsuku's ``extra_dependencies``."""
+    meta = recipe.metadata
+    return (*(meta.dependencies or ()), *(meta.extra_dependencies or ()))
+
+
 def plan_platform(target: Platform) -> PlanPlatform:
     return PlanPlatform(os=target.os, arch=target.arch, linux_family=target.linux_family)
 
