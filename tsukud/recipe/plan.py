@@ -199,6 +199,9 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     dependencies: tuple[DependencyPlan, ...] = ()
     steps: tuple[PlanStep, ...]
     verify: PlanVerify | None = None
+    # The recipe's ``metadata.binaries`` (what it puts on PATH), as tsuku's format-5
+    # plans carry them (bash's); where beside ``recipe_type`` is not shown by a golden.
+    binaries: tuple[str, ...] | None = None
     recipe_type: str | None = None
     # What tsuku cannot run (or resolve) for this platform; empty for a full plan.
     unsupported: tuple[UnsupportedStep, ...]
@@ -719,6 +722,7 @@ def plan_recipe(
         dependencies=tuple(nested(d) for d in dependencies),
         steps=tuple(steps),
         verify=_verify(recipe.verify),
+        binaries=recipe.metadata.binaries or None,
         recipe_type=recipe.metadata.type if recipe.metadata.type == "library" else None,
         unsupported=(*unsupported, *(u for d in dependencies for u in _of_dependency(d))),
         warnings=(*ctx.warnings, *(w for d in dependencies for w in d.warnings)),

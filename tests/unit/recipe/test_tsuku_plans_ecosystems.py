@@ -494,6 +494,11 @@ CMAKE = _homebrew(
 )
 
 BLOBS = {
+    "bash": (
+        "bash",
+        "7f7a002baad948b82cd8e1e0a89ef8816fb3433fe6e914ac2d0ab4f50c90202f",
+        3608309,
+    ),
     "patchelf": (
         "patchelf",
         "fe8a76cdde4a5666cccbcdfc328bfb77f5d05b63a52ce103b487166be696ac6b",
@@ -657,3 +662,112 @@ def test_a_dependency_s_gap_is_its_dependent_s_and_names_it() -> None:
     plan = _bottled(OPENSSL, "openssl@3", "3.6.1", [zlib])
     (gap,) = plan.unsupported
     assert gap.action == "homebrew" and gap.reason.startswith("zlib (a dependency): no bottle")
+
+
+BASH = """
+[metadata]
+name = "bash"
+description = "Bourne Again SHell"
+binaries = ["bin/bash"]
+supported_os = ["linux"]
+
+[version]
+source = "homebrew"
+formula = "bash"
+
+[[steps]]
+action = "homebrew"
+formula = "bash"
+when = { os = ["linux"], libc = ["glibc"] }
+
+[[steps]]
+action = "install_binaries"
+install_mode = "directory"
+outputs = ["bin/bash"]
+when = { os = ["linux"], libc = ["glibc"] }
+
+[[steps]]
+action = "apk_install"
+packages = ["bash"]
+when = { os = ["linux"], libc = ["musl"] }
+
+[verify]
+command = "bash --version"
+pattern = "GNU bash, version {version}"
+"""
+BASH_VERIFY = {"command": "bash --version", "pattern": "GNU bash, version {version}"}
+
+# golden: embedded/bash/v5.3.9-linux-debian-amd64.json (format 5): the recipe's
+# ``binaries`` after ``verify``; patchelf nested (tsuku adds it for a bottle on Linux)
+BASH_DEBIAN_GOLDEN = {
+    **_header("bash", "5.3.9", deterministic=True, family="debian"),
+    "dependencies": [
+        {
+            "tool": "patchelf",
+            "version": "0.18.0",
+            "steps": [
+                *_bottle_steps("patchelf"),
+                _installs(["bin/patchelf"], directory=False),
+            ],
+            "verify": {"command": "patchelf --version", "pattern": "patchelf {version}"},
+        }
+    ],
+    "steps": [*_bottle_steps("bash"), _installs(["bin/bash"])],
+    "verify": BASH_VERIFY,
+    "binaries": ["bin/bash"],
+}
+
+# golden: embedded/bash/v5.3.9-linux-alpine-amd64.json (format 5): musl takes apk
+BASH_ALPINE_GOLDEN = {
+    **_header("bash", "5.3.9", deterministic=False, family="alpine"),
+    "steps": [
+        {
+            "action": "apk_install",
+            "params": {"packages": ["bash"]},
+            "evaluable": False,
+            "deterministic": False,
+        }
+    ],
+    "verify": BASH_VERIFY,
+    "binaries": ["bin/bash"],
+}
+
+
+def test_bash_on_debian_carries_its_binaries_and_nests_patchelf() -> None:
+    """The format-5 ``binaries`` key (the recipe's ``metadata.binaries``), and a
+    dependency given by the caller nested before the steps."""
+    patchelf = _bottled(
+        PATCHELF.replace("{install_dir}/bin/patchelf --version", "patchelf --version"),
+        "patchelf",
+        "0.18.0",
+        [],
+    )
+    _, sha, _ = BLOBS["bash"]
+    bottle = BottleRef(
+        formula="bash",
+        pkg_version="5.3.9",
+        platform_tag="x86_64_linux",
+        url=_blob_url("bash"),
+        sha256=sha,
+    )
+    plan = plan_recipe(
+        parse_recipe(BASH),
+        ResolvedVersion("5.3.9", "5.3.9"),
+        DEBIAN,
+        install_dir="/t",
+        bottles={0: bottle},
+        dependencies=[patchelf],
+    )
+    assert _same(plan, BASH_DEBIAN_GOLDEN) == {"unsupported": []}
+
+
+def test_bash_on_alpine_is_the_system_package_as_tsuku_plans_it() -> None:
+    alpine = Platform("linux", "amd64", "musl", linux_family="alpine")
+    plan = plan_recipe(
+        parse_recipe(BASH), ResolvedVersion("5.3.9", "5.3.9"), alpine, install_dir="/t"
+    )
+    ours, own = _json(plan)
+    assert own == {"unsupported": []}
+    # This project's key: the command the step would run, compared apart.
+    assert ours["steps"][0].pop("command") == "sudo apk add bash"
+    assert json.dumps(ours, indent=2) == json.dumps(BASH_ALPINE_GOLDEN, indent=2)
