@@ -435,10 +435,12 @@ def _download_archive(step: DownloadArchiveStep, index: int, ctx: PlanContext) -
 
 
 def _extract(step: ExtractStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """As written: ``strip_dirs`` only when the recipe names it (curl's golden), unlike
+    the ``extract`` a composite decomposes into, which always carries it."""
     os_name, arch = mapped(step, ctx.target)
     name = expand(step.archive, version=ctx.resolved.version, os=os_name, arch=arch)
     fmt = url_format(step.format, name, ctx.where(index)).value
-    return [primitive("extract", archive=name, format=fmt, strip_dirs=step.strip_dirs or 0)]
+    return [primitive("extract", archive=name, format=fmt, strip_dirs=step.strip_dirs)]
 
 
 def _chmod(step: ChmodStep, index: int, ctx: PlanContext) -> list[PlanStep]:

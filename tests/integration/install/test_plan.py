@@ -246,6 +246,8 @@ def test_a_dependency_s_plan_is_nested_and_a_missing_one_is_named(
     assert dep == {k: alone[k] for k in ("tool", "version", "steps", "verify")}
     assert p["unsupported"] == []
     assert list(p)[list(p).index("deterministic") + 1] == "dependencies"
+    text = inst.ctl("plan", "kube-tools", "--platform", "linux/arm64", check=True).stdout
+    assert "  needs kubectl 1.30.2 first (3 steps)" in text.splitlines()
 
     local_recipe(inst, "kube-tools", tools.replace('"kube-tools"]', '"no-such-tool"]'))
     p = plan(inst, "kube-tools", "--platform", "linux/arm64")

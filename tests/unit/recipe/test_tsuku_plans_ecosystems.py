@@ -85,6 +85,12 @@ def _nested(golden: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _linux(text: str, version: str, tag: str | None = None, **kw: Any) -> Plan:
+    """``text`` planned for linux/amd64 at ``version`` (tagged ``tag``)."""
+    resolved = ResolvedVersion(version, tag or version)
+    return plan_recipe(parse_recipe(text), resolved, LINUX, install_dir="/t", **kw)
+
+
 def _python_standalone() -> Plan:
     return plan_recipe(
         parse_recipe(PYTHON),
@@ -146,13 +152,7 @@ BLACK_GOLDEN = {
 def test_black_decomposes_into_pip_exec_with_python_standalone_nested() -> None:
     """pipx_install → tsuku's ``pip_exec``; the locked requirements, the Python version
     and whether a wheel is native come from tsuku's resolution and are named."""
-    plan = plan_recipe(
-        parse_recipe(BLACK),
-        ResolvedVersion("26.1a1", "26.1a1"),
-        LINUX,
-        install_dir="/t",
-        dependencies=[_python_standalone()],
-    )
+    plan = _linux(BLACK, "26.1a1", dependencies=[_python_standalone()])
     assert plan.steps[0].computed_at_download == (
         "params.has_native_addons",
         "params.locked_requirements",
@@ -267,16 +267,8 @@ def test_gofumpt_decomposes_into_go_build_with_go_nested() -> None:
     """go_install → ``go_build`` (the module's tag as the version, ``install_module``
     beside ``module``); go.sum and the Go version come from tsuku's resolution. The Go
     toolchain's archive has no checksum tsuku did not compute: named too."""
-    go = plan_recipe(
-        parse_recipe(GO), ResolvedVersion("1.25.5", "go1.25.5"), LINUX, install_dir="/t"
-    )
-    plan = plan_recipe(
-        parse_recipe(GOFUMPT),
-        ResolvedVersion("0.7.0", "v0.7.0"),
-        LINUX,
-        install_dir="/t",
-        dependencies=[go],
-    )
+    go = _linux(GO, "1.25.5", "go1.25.5")
+    plan = _linux(GOFUMPT, "0.7.0", "v0.7.0", dependencies=[go])
     assert plan.steps[0].computed_at_download == ("params.go_sum", "params.go_version")
     assert _same(plan, GOFUMPT_GOLDEN) == {"unsupported": []}
 
@@ -452,6 +444,7 @@ PATCHELF = _homebrew(
     verify='[verify]\ncommand = "{install_dir}/bin/patchelf --version"\n'
     'pattern = "patchelf {version}"\n',
 )
+BARE_PATCHELF_VERIFY = "patchelf --version"  # the older recipe's verify
 ZLIB_OUT = ["lib/libz.a", "lib/libz.so", "lib/libz.so.1", "include/zlib.h", "include/zconf.h"]
 ZLIB = _homebrew(
     "zlib",
@@ -565,6 +558,26 @@ def _installs(outputs: list[str], *, directory: bool = True) -> dict[str, Any]:
     }
 
 
+def _patchelf_golden(verify: str) -> dict[str, Any]:
+    """patchelf's plan as tsuku nests it (its recipe's verify command changed once)."""
+    return {
+        "tool": "patchelf",
+        "version": "0.18.0",
+        "steps": [*_bottle_steps("patchelf"), _installs(["bin/patchelf"], directory=False)],
+        "verify": {"command": verify, "pattern": "patchelf {version}"},
+    }
+
+
+def _zlib_golden(outputs: list[str]) -> dict[str, Any]:
+    return {
+        "tool": "zlib",
+        "version": "1.3.1",
+        "dependencies": [_patchelf_golden(BARE_PATCHELF_VERIFY)],
+        "steps": [*_bottle_steps("zlib"), _installs(outputs)],
+        "recipe_type": "library",
+    }
+
+
 # golden: embedded/cmake/v4.2.3-linux-amd64.json (stored in format 4): openssl nested,
 # zlib in it, and patchelf (the bottles' relocation needs it) in zlib, each tool once.
 CMAKE_GOLDEN = {
@@ -575,24 +588,8 @@ CMAKE_GOLDEN = {
             "version": "3.6.1",
             "dependencies": [
                 {
-                    "tool": "zlib",
-                    "version": "1.3.1",
-                    "dependencies": [
-                        {
-                            "tool": "patchelf",
-                            "version": "0.18.0",
-                            "steps": [
-                                *_bottle_steps("patchelf"),
-                                _installs(["bin/patchelf"], directory=False),
-                            ],
-                            "verify": {
-                                "command": "{install_dir}/bin/patchelf --version",
-                                "pattern": "patchelf {version}",
-                            },
-                        }
-                    ],
-                    "steps": [*_bottle_steps("zlib"), _installs(ZLIB_OUT)],
-                    "recipe_type": "library",
+                    **_zlib_golden(ZLIB_OUT),
+                    "dependencies": [_patchelf_golden("{install_dir}/bin/patchelf --version")],
                 }
             ],
             "steps": [*_bottle_steps("openssl@3"), _installs(OPENSSL_OUT)],
@@ -701,17 +698,7 @@ BASH_VERIFY = {"command": "bash --version", "pattern": "GNU bash, version {versi
 # ``binaries`` after ``verify``; patchelf nested (tsuku adds it for a bottle on Linux)
 BASH_DEBIAN_GOLDEN = {
     **_header("bash", "5.3.9", deterministic=True, family="debian"),
-    "dependencies": [
-        {
-            "tool": "patchelf",
-            "version": "0.18.0",
-            "steps": [
-                *_bottle_steps("patchelf"),
-                _installs(["bin/patchelf"], directory=False),
-            ],
-            "verify": {"command": "patchelf --version", "pattern": "patchelf {version}"},
-        }
-    ],
+    "dependencies": [_patchelf_golden(BARE_PATCHELF_VERIFY)],
     "steps": [*_bottle_steps("bash"), _installs(["bin/bash"])],
     "verify": BASH_VERIFY,
     "binaries": ["bin/bash"],
@@ -737,7 +724,7 @@ def test_bash_on_debian_carries_its_binaries_and_nests_patchelf() -> None:
     """The format-5 ``binaries`` key (the recipe's ``metadata.binaries``), and a
     dependency given by the caller nested before the steps."""
     patchelf = _bottled(
-        PATCHELF.replace("{install_dir}/bin/patchelf --version", "patchelf --version"),
+        PATCHELF.replace("{install_dir}/bin/patchelf --version", BARE_PATCHELF_VERIFY),
         "patchelf",
         "0.18.0",
         [],
@@ -771,3 +758,194 @@ def test_bash_on_alpine_is_the_system_package_as_tsuku_plans_it() -> None:
     # This project's key: the command the step would run, compared apart.
     assert ours["steps"][0].pop("command") == "sudo apk add bash"
     assert json.dumps(ours, indent=2) == json.dumps(BASH_ALPINE_GOLDEN, indent=2)
+
+
+CURL_RPATH = (
+    "$ORIGIN/../lib:{libs_dir}/openssl-{deps.openssl.version}/lib:"
+    "{libs_dir}/zlib-{deps.zlib.version}/lib"
+)
+CURL = f"""
+[metadata]
+name = "curl"
+description = "Command line tool for transferring data with URLs"
+dependencies = ["openssl", "zlib"]
+
+[version]
+source = "homebrew"
+formula = "curl"
+
+[[steps]]
+action = "download"
+url = "https://curl.se/download/curl-{{version}}.tar.gz"
+skip_verification_reason = "curl.se provides PGP signatures but not checksums"
+
+[[steps]]
+action = "extract"
+archive = "curl-{{version}}.tar.gz"
+format = "tar.gz"
+
+[[steps]]
+action = "setup_build_env"
+
+[[steps]]
+action = "configure_make"
+source_dir = "curl-{{version}}"
+configure_args = ["--with-openssl", "--with-zlib", "--disable-silent-rules", "--without-libpsl"]
+executables = ["curl"]
+
+[[steps]]
+action = "set_rpath"
+binaries = [".install/bin/curl"]
+rpath = "{CURL_RPATH}"
+
+[[steps]]
+action = "install_binaries"
+install_mode = "directory"
+outputs = ["bin/curl"]
+
+[verify]
+command = "curl --version"
+pattern = "curl {{version}}"
+"""
+
+CURL_SHA = "e9274a5f8ab5271c0e0e6762d2fce194d5f98acc568e4ce816845b2dcc0cf88f"
+CURL_URL = "https://curl.se/download/curl-8.18.0.tar.gz"
+ZLIB_131_OUT = ["lib/libz.a", "lib/libz.dylib", "lib/libz.so", "include/zlib.h", "include/zconf.h"]
+OPENSSL_360_OUT = [
+    "bin/openssl",
+    "lib/libssl.so",
+    "lib/libssl.so.3",
+    "lib/libssl.dylib",
+    "lib/libssl.3.dylib",
+    "lib/libcrypto.so",
+    "lib/libcrypto.so.3",
+    "lib/libcrypto.dylib",
+    "lib/libcrypto.3.dylib",
+]
+OPENSSL_360_SHA = "dae10cea048eae154365f18fc51154093f8ba378ace3fe138f89dda08bf09e4e"
+
+
+def _openssl_360_steps() -> list[dict[str, Any]]:
+    url = f"https://ghcr.io/v2/homebrew/core/openssl/3/blobs/sha256:{OPENSSL_360_SHA}"
+    fetch, unpack, relocate = _bottle_steps("openssl@3")
+    fetch = {
+        **fetch,
+        "params": {"checksum": OPENSSL_360_SHA, "dest": "openssl@3.tar.gz", "url": url},
+        "url": url,
+        "checksum": OPENSSL_360_SHA,
+        "size": 11218983,
+    }
+    return [fetch, unpack, relocate, _installs(OPENSSL_360_OUT)]
+
+
+# golden: c/curl/v8.18.0-linux-amd64.json (stored in format 3): built from source
+# (download, extract as written, setup_build_env, configure_make, set_rpath), openssl >
+# zlib > patchelf nested
+CURL_GOLDEN = {
+    **_header("curl", "8.18.0", deterministic=False),
+    "dependencies": [
+        {
+            "tool": "openssl",
+            "version": "3.6.0",
+            "dependencies": [_zlib_golden(ZLIB_131_OUT)],
+            "steps": _openssl_360_steps(),
+            "verify": {"command": "openssl version", "pattern": "OpenSSL {version}"},
+            "recipe_type": "library",
+        }
+    ],
+    "steps": [
+        {
+            "action": "download_file",
+            "params": {
+                "checksum": CURL_SHA,
+                "checksum_algo": "sha256",
+                "dest": "curl-8.18.0.tar.gz",
+                "url": CURL_URL,
+            },
+            "evaluable": True,
+            "deterministic": True,
+            "url": CURL_URL,
+            "checksum": CURL_SHA,
+            "size": 4182005,
+        },
+        {
+            "action": "extract",
+            "params": {"archive": "curl-8.18.0.tar.gz", "format": "tar.gz"},
+            "evaluable": True,
+            "deterministic": True,
+        },
+        {"action": "setup_build_env", "params": {}, "evaluable": False, "deterministic": True},
+        {
+            "action": "configure_make",
+            "params": {
+                "configure_args": [
+                    "--with-openssl",
+                    "--with-zlib",
+                    "--disable-silent-rules",
+                    "--without-libpsl",
+                ],
+                "executables": ["curl"],
+                "source_dir": "curl-8.18.0",
+            },
+            "evaluable": False,
+            "deterministic": False,
+        },
+        {
+            "action": "set_rpath",
+            "params": {
+                "binaries": [".install/bin/curl"],
+                "rpath": CURL_RPATH,
+            },
+            "evaluable": True,
+            "deterministic": True,
+        },
+        _installs(["bin/curl"]),
+    ],
+    "verify": {"command": "curl --version", "pattern": "curl {version}"},
+}
+
+
+def test_curl_built_from_source_plans_as_tsuku_plans_it() -> None:
+    """A source build: the tarball tsuku hashed while planning (no checksum upstream:
+    the reason is this project's key, compared apart), ``extract`` as written (no
+    ``strip_dirs``), the build primitives with their templates filled, and the
+    dependencies' plans nested."""
+    patchelf = _bottled(
+        PATCHELF.replace("{install_dir}/bin/patchelf --version", BARE_PATCHELF_VERIFY),
+        "patchelf",
+        "0.18.0",
+        [],
+    )
+    zlib_text = ZLIB.replace(json.dumps(ZLIB_OUT), json.dumps(ZLIB_131_OUT))
+    zlib = _bottled(zlib_text, "zlib", "1.3.1", [patchelf])
+    openssl_text = OPENSSL.replace(json.dumps(OPENSSL_OUT), json.dumps(OPENSSL_360_OUT))
+    openssl = plan_recipe(
+        parse_recipe(openssl_text),
+        ResolvedVersion("3.6.0", "3.6.0"),
+        LINUX,
+        install_dir="/t",
+        bottles={
+            0: BottleRef(
+                formula="openssl@3",
+                pkg_version="3.6.0",
+                platform_tag="x86_64_linux",
+                url=f"https://ghcr.io/v2/homebrew/core/openssl/3/blobs/sha256:{OPENSSL_360_SHA}",
+                sha256=OPENSSL_360_SHA,
+            )
+        },
+        dependencies=[zlib],
+    )
+    plan = _linux(CURL, "8.18.0", dependencies=[openssl])
+    ours, own = _json(plan)
+    assert own == {"unsupported": []}
+    reason = ours["steps"][0].pop("skip_verification_reason")
+    assert reason == "curl.se provides PGP signatures but not checksums"
+    assert ours["steps"][0]["computed_at_download"] == [
+        "checksum",
+        "size",
+        "params.checksum",
+        "params.checksum_algo",
+    ]
+    expected = json.loads(json.dumps(CURL_GOLDEN))
+    _trim(expected, ours)
+    assert json.dumps(ours, indent=2) == json.dumps(expected, indent=2)
