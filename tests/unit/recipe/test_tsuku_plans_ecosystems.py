@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from test_tsuku_plans import PY_ASSETS, PY_FILE, PY_GOLDEN, PY_SHA, PYTHON
 
 from tsukud.recipe import ResolvedVersion, parse_recipe
@@ -399,21 +400,35 @@ BUNDLER_STEP = {
 }
 
 
+# golden: j/jekyll/v4.4.1-linux-amd64.json, its one step (ruby 4.0.0 and zig nested)
+JEKYLL_STEP = {
+    "action": "gem_exec",
+    "params": {
+        "executables": ["jekyll"],
+        "gem": "jekyll",
+        "lock_data": "GEM\n  remote: https://rubygems.org/\n" + RESOLVED,
+        "ruby_version": "4.0.0",
+        "version": "4.4.1",
+    },
+    "evaluable": False,
+    "deterministic": False,
+}
+
+
 def test_bundler_is_installed_directly_as_tsuku_plans_it() -> None:
     """bundler cannot lock itself: ``install_gem_direct`` with nothing resolved; any
     other gem is ``gem_exec`` with its Gemfile.lock and Ruby's version named."""
     step = _step_only(BUNDLER, ResolvedVersion("4.0.3", "4.0.3"))
     assert step == BUNDLER_STEP
-    other = _step_only(
-        BUNDLER.replace('gem = "bundler"', 'gem = "rubocop"'), ResolvedVersion("1.2.0", "1.2.0")
+    jekyll = _step_only(
+        BUNDLER.replace('gem = "bundler"', 'gem = "jekyll"').replace(
+            'executables = ["bundle", "bundler"]', 'executables = ["jekyll"]'
+        ),
+        ResolvedVersion("4.4.1", "4.4.1"),
     )
-    assert other["action"] == "gem_exec"
-    assert other["computed_at_download"] == ["params.lock_data", "params.ruby_version"]
-    assert other["params"] == {
-        "executables": ["bundle", "bundler"],
-        "gem": "rubocop",
-        "version": "1.2.0",
-    }
+    resolved = jekyll.pop("computed_at_download")
+    assert resolved == ["params.lock_data", "params.ruby_version"]
+    assert jekyll == _without(JEKYLL_STEP, resolved)
 
 
 def _homebrew(name: str, formula: str, *, library: bool, deps: str, steps: str, verify: str) -> str:
@@ -947,5 +962,84 @@ def test_curl_built_from_source_plans_as_tsuku_plans_it() -> None:
         "params.checksum_algo",
     ]
     expected = json.loads(json.dumps(CURL_GOLDEN))
+    _trim(expected, ours)
+    assert json.dumps(ours, indent=2) == json.dumps(expected, indent=2)
+
+
+PATCHELF_BY_LIBC = """
+[metadata]
+name = "patchelf"
+description = "Modify the dynamic linker and RPATH of ELF executables"
+binaries = ["bin/patchelf"]
+
+[version]
+source = "homebrew"
+formula = "patchelf"
+
+[[steps]]
+action = "homebrew"
+formula = "patchelf"
+when = { os = ["linux"], libc = ["glibc"] }
+
+[[steps]]
+action = "install_binaries"
+outputs = ["bin/patchelf"]
+when = { os = ["linux"], libc = ["glibc"] }
+
+[[steps]]
+action = "apk_install"
+packages = ["patchelf"]
+when = { os = ["linux"], libc = ["musl"] }
+
+[verify]
+command = "patchelf --version"
+pattern = "patchelf {version}"
+"""
+
+
+@pytest.mark.parametrize("family", ["debian", "rhel", "arch", "suse", "alpine"])
+def test_patchelf_per_linux_family_as_tsuku_plans_it(family: str) -> None:
+    """golden: embedded/patchelf/v0.18.0-linux-<family>-amd64.json (format 5): the
+    bottle on the glibc families, the system package on alpine (musl), the family in
+    ``platform`` (``tsukuctl plan --platform linux/amd64/<family>``)."""
+    musl = family == "alpine"
+    target = Platform("linux", "amd64", "musl" if musl else "glibc", linux_family=family)
+    _, sha, _ = BLOBS["patchelf"]
+    bottle = BottleRef(
+        formula="patchelf",
+        pkg_version="0.18.0",
+        platform_tag="x86_64_linux",
+        url=_blob_url("patchelf"),
+        sha256=sha,
+    )
+    plan = plan_recipe(
+        parse_recipe(PATCHELF_BY_LIBC),
+        ResolvedVersion("0.18.0", "0.18.0"),
+        target,
+        install_dir="/t",
+        bottles={} if musl else {0: bottle},
+    )
+    if musl:
+        steps: list[dict[str, Any]] = [
+            {
+                "action": "apk_install",
+                "params": {"packages": ["patchelf"]},
+                "evaluable": False,
+                "deterministic": False,
+            }
+        ]
+    else:
+        steps = [*_bottle_steps("patchelf"), _installs(["bin/patchelf"], directory=False)]
+    golden = {
+        **_header("patchelf", "0.18.0", deterministic=not musl, family=family),
+        "steps": steps,
+        "verify": {"command": BARE_PATCHELF_VERIFY, "pattern": "patchelf {version}"},
+        "binaries": ["bin/patchelf"],
+    }
+    ours, own = _json(plan)
+    assert own == {"unsupported": []}
+    if musl:  # this project's key, compared apart
+        assert ours["steps"][0].pop("command") == "sudo apk add patchelf"
+    expected = json.loads(json.dumps(golden))
     _trim(expected, ours)
     assert json.dumps(ours, indent=2) == json.dumps(expected, indent=2)
