@@ -732,15 +732,9 @@ def plan_recipe(
 
 
 def nested(plan: Plan) -> DependencyPlan:
-    """``plan`` as a dependency of another, in tsuku's nesting."""
-    return DependencyPlan(
-        tool=plan.tool,
-        version=plan.version,
-        dependencies=plan.dependencies,
-        steps=plan.steps,
-        verify=plan.verify,
-        recipe_type=plan.recipe_type,
-    )
+    """``plan`` as a dependency of another, in tsuku's nesting: its fields that a
+    nested plan has."""
+    return DependencyPlan(**{f: getattr(plan, f) for f in DependencyPlan.__struct_fields__})
 
 
 def _of_dependency(plan: Plan) -> list[UnsupportedStep]:

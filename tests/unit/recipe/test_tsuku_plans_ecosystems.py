@@ -629,7 +629,10 @@ CMAKE_GOLDEN = {
 }
 
 
-def _bottled(text: str, formula: str, version: str, dependencies: list[Plan]) -> Plan:
+def _bottled(
+    text: str, formula: str, version: str, dependencies: list[Plan], target: Platform = LINUX
+) -> Plan:
+    """``text`` planned at ``version`` for ``target`` with its bottle (``BLOBS``)."""
     _, sha, _ = BLOBS[formula]
     bottle = BottleRef(
         formula=formula,
@@ -641,7 +644,7 @@ def _bottled(text: str, formula: str, version: str, dependencies: list[Plan]) ->
     return plan_recipe(
         parse_recipe(text),
         ResolvedVersion(version, version),
-        LINUX,
+        target,
         install_dir="/t",
         bottles={0: bottle},
         dependencies=dependencies,
@@ -676,37 +679,46 @@ def test_a_dependency_s_gap_is_its_dependent_s_and_names_it() -> None:
     assert gap.action == "homebrew" and gap.reason.startswith("zlib (a dependency): no bottle")
 
 
-BASH = """
+def _bottle_or_apk(name: str, install: str, verify: str) -> str:
+    """A recipe as tsuku's embedded ones are: the bottle on glibc, the system package on
+    musl; ``install`` is the install_binaries step's keys."""
+    glibc = 'when = { os = ["linux"], libc = ["glibc"] }'
+    return f"""
 [metadata]
-name = "bash"
-description = "Bourne Again SHell"
-binaries = ["bin/bash"]
+name = "{name}"
+description = "{name}, bottled or the system's"
+binaries = ["bin/{name}"]
 supported_os = ["linux"]
 
 [version]
 source = "homebrew"
-formula = "bash"
+formula = "{name}"
 
 [[steps]]
 action = "homebrew"
-formula = "bash"
-when = { os = ["linux"], libc = ["glibc"] }
+formula = "{name}"
+{glibc}
 
 [[steps]]
 action = "install_binaries"
-install_mode = "directory"
-outputs = ["bin/bash"]
-when = { os = ["linux"], libc = ["glibc"] }
+{install}
+{glibc}
 
 [[steps]]
 action = "apk_install"
-packages = ["bash"]
-when = { os = ["linux"], libc = ["musl"] }
+packages = ["{name}"]
+when = {{ os = ["linux"], libc = ["musl"] }}
 
 [verify]
-command = "bash --version"
-pattern = "GNU bash, version {version}"
+{verify}
 """
+
+
+BASH = _bottle_or_apk(
+    "bash",
+    'install_mode = "directory"\noutputs = ["bin/bash"]',
+    'command = "bash --version"\npattern = "GNU bash, version {version}"',
+)
 BASH_VERIFY = {"command": "bash --version", "pattern": "GNU bash, version {version}"}
 
 # golden: embedded/bash/v5.3.9-linux-debian-amd64.json (format 5): the recipe's
@@ -744,22 +756,7 @@ def test_bash_on_debian_carries_its_binaries_and_nests_patchelf() -> None:
         "0.18.0",
         [],
     )
-    _, sha, _ = BLOBS["bash"]
-    bottle = BottleRef(
-        formula="bash",
-        pkg_version="5.3.9",
-        platform_tag="x86_64_linux",
-        url=_blob_url("bash"),
-        sha256=sha,
-    )
-    plan = plan_recipe(
-        parse_recipe(BASH),
-        ResolvedVersion("5.3.9", "5.3.9"),
-        DEBIAN,
-        install_dir="/t",
-        bottles={0: bottle},
-        dependencies=[patchelf],
-    )
+    plan = _bottled(BASH, "bash", "5.3.9", [patchelf], DEBIAN)
     assert _same(plan, BASH_DEBIAN_GOLDEN) == {"unsupported": []}
 
 
@@ -966,35 +963,11 @@ def test_curl_built_from_source_plans_as_tsuku_plans_it() -> None:
     assert json.dumps(ours, indent=2) == json.dumps(expected, indent=2)
 
 
-PATCHELF_BY_LIBC = """
-[metadata]
-name = "patchelf"
-description = "Modify the dynamic linker and RPATH of ELF executables"
-binaries = ["bin/patchelf"]
-
-[version]
-source = "homebrew"
-formula = "patchelf"
-
-[[steps]]
-action = "homebrew"
-formula = "patchelf"
-when = { os = ["linux"], libc = ["glibc"] }
-
-[[steps]]
-action = "install_binaries"
-outputs = ["bin/patchelf"]
-when = { os = ["linux"], libc = ["glibc"] }
-
-[[steps]]
-action = "apk_install"
-packages = ["patchelf"]
-when = { os = ["linux"], libc = ["musl"] }
-
-[verify]
-command = "patchelf --version"
-pattern = "patchelf {version}"
-"""
+PATCHELF_BY_LIBC = _bottle_or_apk(
+    "patchelf",
+    'outputs = ["bin/patchelf"]',
+    'command = "patchelf --version"\npattern = "patchelf {version}"',
+)
 
 
 @pytest.mark.parametrize("family", ["debian", "rhel", "arch", "suse", "alpine"])
@@ -1004,21 +977,11 @@ def test_patchelf_per_linux_family_as_tsuku_plans_it(family: str) -> None:
     ``platform`` (``tsukuctl plan --platform linux/amd64/<family>``)."""
     musl = family == "alpine"
     target = Platform("linux", "amd64", "musl" if musl else "glibc", linux_family=family)
-    _, sha, _ = BLOBS["patchelf"]
-    bottle = BottleRef(
-        formula="patchelf",
-        pkg_version="0.18.0",
-        platform_tag="x86_64_linux",
-        url=_blob_url("patchelf"),
-        sha256=sha,
-    )
-    plan = plan_recipe(
-        parse_recipe(PATCHELF_BY_LIBC),
-        ResolvedVersion("0.18.0", "0.18.0"),
-        target,
-        install_dir="/t",
-        bottles={} if musl else {0: bottle},
-    )
+    if musl:  # no bottle is looked up for a step that does not apply
+        v = ResolvedVersion("0.18.0", "0.18.0")
+        plan = plan_recipe(parse_recipe(PATCHELF_BY_LIBC), v, target, install_dir="/t")
+    else:
+        plan = _bottled(PATCHELF_BY_LIBC, "patchelf", "0.18.0", [], target)
     if musl:
         steps: list[dict[str, Any]] = [
             {
