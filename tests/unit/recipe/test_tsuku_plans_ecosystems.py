@@ -1006,3 +1006,70 @@ def test_patchelf_per_linux_family_as_tsuku_plans_it(family: str) -> None:
     expected = json.loads(json.dumps(golden))
     _trim(expected, ours)
     assert json.dumps(ours, indent=2) == json.dumps(expected, indent=2)
+
+
+MESON = (
+    BLACK.replace('name = "black"', 'name = "meson"')
+    .replace(
+        'package = "black"\nexecutables = ["black", "blackd"]',
+        'package = "meson"\nexecutables = ["meson"]',
+    )
+    .replace(
+        'command = "black --version"\npattern = "black, {version}"', 'command = "meson --version"'
+    )
+)
+PY_0414 = "cpython-3.10.20+20260414-x86_64-unknown-linux-gnu-install_only.tar.gz"
+PY_0414_SHA = "303047011b2c9f58504a930fc974d84547477cf69a3f2962f25552e2395c13af"
+
+
+def test_meson_is_pip_exec_in_tsukus_current_format() -> None:
+    """golden: embedded/meson/v1.9.2-linux-debian-amd64.json, stored in format 5 (the
+    black golden above is format 3): the same decomposition, python-standalone
+    20260414 nested."""
+    python = plan_recipe(
+        parse_recipe(PYTHON),
+        ResolvedVersion("20260414", "20260414"),
+        DEBIAN,
+        install_dir="/t",
+        assets=(PY_0414,),
+        digests={PY_0414: PY_0414_SHA},
+        sizes={PY_0414: 44135353},
+    )
+    plan = plan_recipe(
+        parse_recipe(MESON),
+        ResolvedVersion("1.9.2", "1.9.2"),
+        DEBIAN,
+        install_dir="/t",
+        dependencies=[python],
+    )
+    url = (
+        f"https://github.com/indygreg/python-build-standalone/releases/download/20260414/{PY_0414}"
+    )
+    python_golden = json.loads(json.dumps(_nested(PY_GOLDEN)))
+    python_golden["version"] = "20260414"
+    fetch, unpack, *_ = python_golden["steps"]
+    fetch["params"] = {**fetch["params"], "checksum": PY_0414_SHA, "dest": PY_0414, "url": url}
+    fetch.update(url=url, checksum=PY_0414_SHA, size=44135353)
+    unpack["params"]["archive"] = PY_0414
+    golden = {
+        **_header("meson", "1.9.2", deterministic=False, family="debian"),
+        "dependencies": [python_golden],
+        "steps": [
+            {
+                "action": "pip_exec",
+                "params": {
+                    "executables": ["meson"],
+                    "has_native_addons": False,
+                    "locked_requirements": "meson==1.9.2 \\\n    --hash=sha256:"
+                    "1a284dc1912929098a6462401af58dc49ae3f324e94814a38a8f1020cee07cba\n",
+                    "package": "meson",
+                    "python_version": "3.10.20",
+                    "version": "1.9.2",
+                },
+                "evaluable": False,
+                "deterministic": False,
+            }
+        ],
+        "verify": {"command": "meson --version"},
+    }
+    assert _same(plan, golden) == {"unsupported": []}
