@@ -62,6 +62,17 @@ def _describe(step: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(p.items()))
 
 
+def _dependency_lines(dependencies: list[dict[str, Any]], depth: int) -> list[str]:
+    """What is installed first, each dependency under its dependent."""
+    lines = []
+    for dep in dependencies:
+        version = dep.get("version") or "(no version resolved)"
+        steps = len(dep.get("steps") or [])
+        lines.append(f"{'  ' * depth}needs {dep['tool']} {version} first ({steps} steps)")
+        lines += _dependency_lines(dep.get("dependencies") or [], depth + 1)
+    return lines
+
+
 def plan_lines(plan: dict[str, Any]) -> list[str]:
     platform = plan["platform"]
     where = f"{platform['os']}/{platform['arch']}"
@@ -69,6 +80,7 @@ def plan_lines(plan: dict[str, Any]) -> list[str]:
         lines = [f"{plan['tool']} {plan['version']} for {where} (tag {plan.get('tag')})"]
     else:
         lines = [f"{plan['tool']} (no version resolved) for {where}"]
+    lines += _dependency_lines(plan.get("dependencies") or [], 1)
     width = max((len(s["action"]) for s in plan["steps"]), default=0)
     for n, step in enumerate(plan["steps"], 1):
         lines.append(f"  {n:2d}. {step['action']:<{width}}  {_describe(step)}")

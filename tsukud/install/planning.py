@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from tsukud.errors import UsageError
+from tsukud.errors import TsukuError, UsageError
 from tsukud.install import layout
 from tsukud.install.homebrew.errors import HomebrewError
 from tsukud.install.homebrew.pour import find_bottles
@@ -34,12 +34,14 @@ from tsukud.recipe.plan import (
     PLAN_STORAGE_VERSION,
     Plan,
     UnsupportedStep,
+    dependency_names,
     plan_platform,
     plan_recipe,
 )
 from tsukud.recipe.system import SYSTEM_MANAGERS
 
 if TYPE_CHECKING:
+    from tsukud.github.client import Release
     from tsukud.install.context import InstallContext
 
 
@@ -94,7 +96,6 @@ async def plan_tool(
         recipe, source, path = loaded.recipe, loaded.source, loaded.path
     else:
         raise UsageError("tools.plan needs a tool or a recipe's text")
-    tool = recipe.metadata.name
     try:
         res = await inst.resolver.resolve(recipe, version)
     except VersionNotFound:
@@ -110,25 +111,72 @@ async def plan_tool(
         resolved, release = ResolvedVersion(version.removeprefix("v"), version), None
     else:
         resolved, release = res.resolved, res.release
-    bottles, problem = await _bottles(inst, recipe, resolved, target)
-    plan = plan_recipe(
-        recipe,
-        resolved,
-        target,
-        install_dir=str(layout.tool_dir(inst.home, tool, resolved.version)),
-        assets=release.asset_names if release is not None else None,
-        digests={a.name: a.sha256 for a in release.assets if a.sha256} if release else None,
-        sizes={a.name: a.size for a in release.assets if a.size} if release else None,
-        github_url=inst.github_url(),
-        bottles=bottles,
-        bottle_problem=problem,
-    )
+    plan = await _plan(inst, recipe, resolved, release, target, {recipe.metadata.name})
     out: dict[str, Any] = msgspec.to_builtins(plan)
     out["recipe_source"] = source
     out["recipe_path"] = path
     out["tag"] = resolved.tag
     out["unknown_keys"] = unknown_keys(recipe)
     return out
+
+
+async def _plan(
+    inst: InstallContext,
+    recipe: Recipe,
+    resolved: ResolvedVersion,
+    release: Release | None,
+    target: Platform,
+    seen: set[str],
+) -> Plan:
+    """``recipe``'s plan with its dependencies' plans nested (depth first; a tool
+    already planned in this tree is not planned again, as tsuku nests them)."""
+    dependencies: list[Plan] = []
+    for dep in dependency_names(recipe):
+        if dep not in seen:
+            seen.add(dep)
+            dependencies.append(await _dependency_plan(inst, dep, target, seen))
+    bottles, problem = await _bottles(inst, recipe, resolved, target)
+    return plan_recipe(
+        recipe,
+        resolved,
+        target,
+        install_dir=str(layout.tool_dir(inst.home, recipe.metadata.name, resolved.version)),
+        assets=release.asset_names if release is not None else None,
+        digests={a.name: a.sha256 for a in release.assets if a.sha256} if release else None,
+        sizes={a.name: a.size for a in release.assets if a.size} if release else None,
+        github_url=inst.github_url(),
+        bottles=bottles,
+        bottle_problem=problem,
+        dependencies=dependencies,
+    )
+
+
+async def _dependency_plan(
+    inst: InstallContext, name: str, target: Platform, seen: set[str]
+) -> Plan:
+    """A dependency's plan at its newest version; one that cannot be loaded or
+    resolved is a plan of that one gap (the outer plan lists it, named)."""
+    try:
+        recipe = (await inst.registry.load(name)).recipe
+        res = await inst.resolver.resolve(recipe, None)
+    except TsukuError as exc:
+        gap = UnsupportedStep(action="dependency", platform=str(target), reason=exc.message)
+        return _bare_plan(name, target, gap)
+    return await _plan(inst, recipe, res.resolved, res.release, target, seen)
+
+
+def _bare_plan(tool: str, target: Platform, gap: UnsupportedStep) -> Plan:
+    """No steps: only why."""
+    return Plan(
+        format_version=PLAN_FORMAT_VERSION,
+        storage_version=PLAN_STORAGE_VERSION,
+        tool=tool,
+        version="",
+        platform=plan_platform(target),
+        deterministic=True,
+        steps=(),
+        unsupported=(gap,),
+    )
 
 
 def _unresolved_plan(
@@ -141,16 +189,7 @@ def _unresolved_plan(
         reason=f"{exc.message}, so no version can be looked up; name one (--version V) "
         "to plan the steps",
     )
-    plan = Plan(
-        format_version=PLAN_FORMAT_VERSION,
-        storage_version=PLAN_STORAGE_VERSION,
-        tool=recipe.metadata.name,
-        version="",
-        platform=plan_platform(target),
-        deterministic=True,
-        steps=(),
-        unsupported=(gap,),
-    )
+    plan = _bare_plan(recipe.metadata.name, target, gap)
     out: dict[str, Any] = msgspec.to_builtins(plan)
     out.update(recipe_source=source, recipe_path=path, tag=None)
     out["unknown_keys"] = unknown_keys(recipe)

@@ -77,6 +77,7 @@ from tsukud.recipe.render import (
 from tsukud.recipe.system import SYSTEM_PACKAGE_ACTIONS, install_argv, shell_words
 from tsukud.recipe.toml_io import commands_of_outputs
 from tsukud.recipe.version import ResolvedVersion
+from tsukud.registries.ecosystems import BY_ACTION, ECOSYSTEMS
 
 # tsuku's installation-plan format (internal/executor: ``format_version`` 5 and the
 # ``storage_version`` marker its golden plans carry).
@@ -85,11 +86,16 @@ PLAN_STORAGE_VERSION = 1
 
 # Actions whose outcome a plan cannot pin (tsuku's ``evaluable: false``) and those whose
 # result varies with the toolchain (``deterministic: false``).
+# bundler cannot lock itself with bundler: tsuku plans ``gem install`` of it directly.
+_SELF_INSTALLED = {("gem_install", "bundler"): "install_gem_direct"}
+# The primitives tsuku decomposes an ecosystem step into (its ``Decompose``).
+_ECOSYSTEM_PRIMITIVES = frozenset({*(e.plan_action for e in ECOSYSTEMS), *_SELF_INSTALLED.values()})
 _NOT_EVALUABLE = frozenset(
     {
         "run_command",
         "homebrew_relocate",
         *RUNNABLE_ECOSYSTEM_ACTIONS,
+        *(_ECOSYSTEM_PRIMITIVES - {e.plan_action for e in ECOSYSTEMS if e.plan_evaluable}),
         "cpan_install",
         *SYSTEM_PACKAGE_ACTIONS,
         "require_command",
@@ -105,6 +111,7 @@ _NOT_EVALUABLE = frozenset(
 _NOT_DETERMINISTIC = frozenset(
     {
         *RUNNABLE_ECOSYSTEM_ACTIONS,
+        *_ECOSYSTEM_PRIMITIVES,
         "cpan_install",
         *SYSTEM_PACKAGE_ACTIONS,
         "configure_make",
@@ -164,6 +171,19 @@ class UnsupportedStep(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
     index: int | None = None
 
 
+class DependencyPlan(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A dependency's plan nested in its dependent's, as tsuku nests it: the tool, its
+    version, its own dependencies, steps, verify and ``recipe_type`` (no format,
+    platform or this project's keys: those are the outer plan's)."""
+
+    tool: str
+    version: str
+    dependencies: tuple[DependencyPlan, ...] = ()
+    steps: tuple[PlanStep, ...]
+    verify: PlanVerify | None = None
+    recipe_type: str | None = None
+
+
 class Plan(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """tsuku's installation plan (format 5: fields, order and nesting as its golden
     plans have them), then this project's own keys: ``unsupported`` (what cannot be
@@ -175,8 +195,13 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     version: str
     platform: PlanPlatform
     deterministic: bool
+    # What is installed first, each dependency's plan nested (depth first, a tool once).
+    dependencies: tuple[DependencyPlan, ...] = ()
     steps: tuple[PlanStep, ...]
     verify: PlanVerify | None = None
+    # The recipe's ``metadata.binaries`` (what it puts on PATH), as tsuku's format-5
+    # plans carry them (bash's); where beside ``recipe_type`` is not shown by a golden.
+    binaries: tuple[str, ...] | None = None
     recipe_type: str | None = None
     # What tsuku cannot run (or resolve) for this platform; empty for a full plan.
     unsupported: tuple[UnsupportedStep, ...]
@@ -410,10 +435,12 @@ def _download_archive(step: DownloadArchiveStep, index: int, ctx: PlanContext) -
 
 
 def _extract(step: ExtractStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """As written: ``strip_dirs`` only when the recipe names it (curl's golden), unlike
+    the ``extract`` a composite decomposes into, which always carries it."""
     os_name, arch = mapped(step, ctx.target)
     name = expand(step.archive, version=ctx.resolved.version, os=os_name, arch=arch)
     fmt = url_format(step.format, name, ctx.where(index)).value
-    return [primitive("extract", archive=name, format=fmt, strip_dirs=step.strip_dirs or 0)]
+    return [primitive("extract", archive=name, format=fmt, strip_dirs=step.strip_dirs)]
 
 
 def _chmod(step: ChmodStep, index: int, ctx: PlanContext) -> list[PlanStep]:
@@ -452,18 +479,30 @@ def _run_command(step: RunCommandStep, index: int, ctx: PlanContext) -> list[Pla
 
 
 def _ecosystem(step: EcosystemStep, index: int, ctx: PlanContext) -> list[PlanStep]:
-    """One step: the package manager installs the pinned version (the registry's
-    spelling) into the tool's directory; nothing is downloaded by URL."""
+    """As tsuku decomposes it: the ecosystem's primitive (``npm_exec``, ``pip_exec``,
+    ``cargo_build``, ``gem_exec``, ``go_build``; bundler's ``install_gem_direct``) with
+    the package, the pinned version (the registry's spelling) and the executables. What
+    tsuku fills in by resolving the package with the toolchain while planning (the
+    lock file, the toolchain's version) needs that resolution: it is named in
+    ``computed_at_download``, not made up; nothing is fetched here."""
     if step.action not in RUNNABLE_ECOSYSTEM_ACTIONS:
         raise RecipeError(f"action {step.action} is not supported yet")
     if not step.executables:
         raise RecipeError(f"{ctx.where(index)}: {step.action} needs executables")
-    params = {
+    record = BY_ACTION[step.action]
+    params: dict[str, Any] = {
         step.PACKAGE_KEY: step.package_name,
         "version": ctx.resolved.tag,
         "executables": list(step.executables),
     }
-    return [primitive(step.action, **params)]
+    direct = _SELF_INSTALLED.get((step.action, step.package_name))
+    if direct is not None:
+        return [primitive(direct, **params)]
+    if record.plan_package_also:
+        params[record.plan_package_also] = step.package_name
+    planned = primitive(record.plan_action, **params, **record.plan_fixed)
+    resolved = tuple(f"params.{name}" for name in sorted(record.plan_resolved))
+    return [msgspec.structs.replace(planned, computed_at_download=resolved)]
 
 
 def _system_packages(step: SystemPackagesStep, index: int, ctx: PlanContext) -> list[PlanStep]:
@@ -633,10 +672,13 @@ def plan_recipe(
     github_url: str = DEFAULT_GITHUB_URL,
     bottles: Mapping[int, BottleRef] | None = None,
     bottle_problem: str | None = None,
+    dependencies: Sequence[Plan] = (),
 ) -> Plan:
     """The plan for ``recipe`` at ``resolved`` on ``target``. ``install_dir`` fills
     ``{install_dir}`` in a ``run_command`` (where the tool would be installed);
-    ``digests`` and ``sizes`` are the release's, by asset name."""
+    ``digests`` and ``sizes`` are the release's, by asset name; ``dependencies`` are
+    the plans of what it needs installed first (planned by the caller for the same
+    platform), nested as tsuku nests them, their gaps (named) and warnings kept."""
     name = recipe.metadata.name
     ctx = PlanContext(
         recipe_name=name,
@@ -679,12 +721,35 @@ def plan_recipe(
         version=resolved.version,
         platform=plan_platform(target),
         deterministic=all(s.deterministic for s in steps),
+        dependencies=tuple(nested(d) for d in dependencies),
         steps=tuple(steps),
         verify=_verify(recipe.verify),
+        binaries=recipe.metadata.binaries or None,
         recipe_type=recipe.metadata.type if recipe.metadata.type == "library" else None,
-        unsupported=tuple(unsupported),
-        warnings=tuple(ctx.warnings),
+        unsupported=(*unsupported, *(u for d in dependencies for u in _of_dependency(d))),
+        warnings=(*ctx.warnings, *(w for d in dependencies for w in d.warnings)),
     )
+
+
+def nested(plan: Plan) -> DependencyPlan:
+    """``plan`` as a dependency of another, in tsuku's nesting: its fields that a
+    nested plan has."""
+    return DependencyPlan(**{f: getattr(plan, f) for f in DependencyPlan.__struct_fields__})
+
+
+def _of_dependency(plan: Plan) -> list[UnsupportedStep]:
+    """A dependency's gaps are its dependent's too: said with the dependency's name."""
+    return [
+        msgspec.structs.replace(u, reason=f"{plan.tool} (a dependency): {u.reason}")
+        for u in plan.unsupported
+    ]
+
+
+def dependency_names(recipe: Recipe) -> tuple[str, ...]:
+    """What ``recipe`` needs installed first, in its order: ``dependencies``, then
+    tsuku's ``extra_dependencies``."""
+    meta = recipe.metadata
+    return (*(meta.dependencies or ()), *(meta.extra_dependencies or ()))
 
 
 def plan_platform(target: Platform) -> PlanPlatform:

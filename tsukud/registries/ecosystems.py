@@ -19,7 +19,7 @@ this module and those (tests/unit/test_ecosystem_record.py).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tsukud.registries import crates, goproxy, npm, pypi, rubygems
@@ -101,6 +101,17 @@ class Ecosystem:
     downloads: UrlSetting | None = None
     index: UrlSetting | None = None
     step_name_kind: str = ""  # a recipe step's package, in words, when it differs
+    # How tsuku's plan decomposes the step (its ``Decompose``): the primitive it becomes
+    # ("cargo_build"), the parameters tsuku fills in by resolving the package with the
+    # toolchain while planning (a lock file, the toolchain's version: named in the plan
+    # step's ``computed_at_download``, never made up), the ones it always sets, and
+    # whether tsuku's plan calls the primitive evaluable.
+    plan_action: str = ""
+    plan_resolved: tuple[str, ...] = ()
+    plan_fixed: Mapping[str, Any] = field(default_factory=dict)
+    plan_evaluable: bool = False
+    # A second key the primitive names the package under (go_build's ``install_module``).
+    plan_package_also: str = ""
     # The product modules holding this ecosystem's own code beside the reader and the
     # runner: discovery's probe, create's drafter and validation's fetch of the package
     # (one function each in a shared module: the next thing to split per ecosystem).
@@ -151,6 +162,10 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         reader="tsukud.registries.npm",
         versions=VersionsDocument(npm.packument_url, npm.versions, npm.latest),
         runner="tsukud.install.ecosystem.npm",
+        plan_action="npm_exec",
+        plan_resolved=("has_native_addons", "node_version", "npm_version", "package_lock"),
+        plan_fixed={"ignore_scripts": True},
+        plan_evaluable=True,
         install_command="npm install -g {name}",
         thresholds=(100, 5),
         priority=5,
@@ -177,6 +192,8 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         reader="tsukud.registries.pypi",
         versions=VersionsDocument(pypi.project_url, pypi.versions, pypi.latest),
         runner="tsukud.install.ecosystem.pipx",
+        plan_action="pip_exec",
+        plan_resolved=("has_native_addons", "locked_requirements", "python_version"),
         install_command="pipx install {name}",
         thresholds=(0, 3),
         priority=4,
@@ -208,6 +225,8 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         reader="tsukud.registries.crates",
         versions=VersionsDocument(crates.crate_url, crates.versions, crates.latest),
         runner="tsukud.install.ecosystem.cargo",
+        plan_action="cargo_build",
+        plan_resolved=("lock_checksum", "lock_data", "rust_version"),
         install_command="cargo install {name}",
         thresholds=(100, 5),
         priority=3,
@@ -233,6 +252,8 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         reader="tsukud.registries.rubygems",
         versions=VersionsDocument(rubygems.versions_url, rubygems.versions, rubygems.latest),
         runner="tsukud.install.ecosystem.gem",
+        plan_action="gem_exec",
+        plan_resolved=("lock_data", "ruby_version"),
         install_command="gem install {name}",
         thresholds=(1000, 5),
         priority=6,
@@ -259,6 +280,9 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         reader="tsukud.registries.goproxy",
         versions=None,
         runner="tsukud.install.ecosystem.golang",
+        plan_action="go_build",
+        plan_resolved=("go_sum", "go_version"),
+        plan_package_also="install_module",
         install_command="go install {name}@latest",
         thresholds=(0, 3),
         priority=7,

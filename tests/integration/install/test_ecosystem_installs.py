@@ -59,12 +59,23 @@ def test_npm_install_recipe_installs_verifies_and_removes(inst: Tsuku, eco: Fake
 
     plan = json.loads(inst.ctl("plan", "greet", "--json", check=True).stdout)
     assert plan["version"] == "1.2.0" and plan["unsupported"] == []
-    assert plan["steps"] == [
+    assert plan["steps"] == [  # as tsuku decomposes it; the lock is npm's to resolve
         {
-            "action": "npm_install",
-            "params": {"executables": ["greet"], "package": "@fake/greet", "version": "1.2.0"},
-            "evaluable": False,
+            "action": "npm_exec",
+            "params": {
+                "executables": ["greet"],
+                "ignore_scripts": True,
+                "package": "@fake/greet",
+                "version": "1.2.0",
+            },
+            "evaluable": True,
             "deterministic": False,
+            "computed_at_download": [
+                "params.has_native_addons",
+                "params.node_version",
+                "params.npm_version",
+                "params.package_lock",
+            ],
         }
     ]
     assert plan["verify"]["command"] == "greet"
@@ -138,7 +149,7 @@ def test_pipx_install_recipe_installs_verifies_and_removes(
         inst, "hello", recipe("pipx_install", "Hello_Py", ["hello", "hello-admin"], "hello")
     )
     text = inst.ctl("plan", "hello", "--version", "0.9", check=True).stdout
-    assert "pipx_install" in text and "0.9" in text
+    assert "pip_exec" in text and "0.9" in text
 
     cp = inst.ctl("install", "hello")
     assert cp.returncode == 0, cp.stderr
@@ -262,10 +273,11 @@ def test_plan_gives_a_gem_install_step_the_rubygems_version(
     assert plan["unsupported"] == []
     assert plan["steps"] == [
         {
-            "action": "gem_install",
+            "action": "gem_exec",
             "params": {"executables": ["rubocop"], "gem": "rubocop", "version": "1.2.0"},
             "evaluable": False,
             "deterministic": False,
+            "computed_at_download": ["params.lock_data", "params.ruby_version"],
         }
     ]
 

@@ -226,3 +226,32 @@ def test_unknown_keys_are_listed_in_the_plan_and_empty_ones_are_not(
     assert last == "unknown keys (kept, not used): metadata.shiny_new_key"
     local_recipe(inst, "kubectl", kubectl_recipe(host))
     assert plan(inst, "kubectl", "--platform", "linux/amd64")["unknown_keys"] == []
+
+
+def test_a_dependency_s_plan_is_nested_and_a_missing_one_is_named(
+    inst: Tsuku, host: FakeDownloadHost
+) -> None:
+    """``dependencies``: each one's plan (its own version resolved) nested in the
+    plan, as tsuku nests them, the tool itself never again; one the registry does not
+    have is an ``unsupported`` line naming it, not a failure."""
+    host.add_json("/release/stable.json", {"version": "v1.30.2"})
+    local_recipe(inst, "kubectl", kubectl_recipe(host))
+    tools = kubectl_recipe(host).replace(
+        'name = "kubectl"', 'name = "kube-tools"\ndependencies = ["kubectl", "kube-tools"]'
+    )
+    local_recipe(inst, "kube-tools", tools)
+    p = plan(inst, "kube-tools", "--platform", "linux/arm64")
+    (dep,) = p["dependencies"]
+    alone = plan(inst, "kubectl", "--platform", "linux/arm64")
+    assert dep == {k: alone[k] for k in ("tool", "version", "steps", "verify")}
+    assert p["unsupported"] == []
+    assert list(p)[list(p).index("deterministic") + 1] == "dependencies"
+    text = inst.ctl("plan", "kube-tools", "--platform", "linux/arm64", check=True).stdout
+    assert "  needs kubectl 1.30.2 first (3 steps)" in text.splitlines()
+
+    local_recipe(inst, "kube-tools", tools.replace('"kube-tools"]', '"no-such-tool"]'))
+    p = plan(inst, "kube-tools", "--platform", "linux/arm64")
+    assert [d["tool"] for d in p["dependencies"]] == ["kubectl", "no-such-tool"]
+    (gap,) = p["unsupported"]
+    assert gap["action"] == "dependency"
+    assert gap["reason"].startswith("no-such-tool (a dependency): ")

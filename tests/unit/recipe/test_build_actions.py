@@ -2,11 +2,11 @@
 tsuku plans a primitive it does not decompose, and rendered into one build over the
 unpacked source.
 
-tsuku's golden plans hold no source-built tool (its build recipes are not among the
-plans it records), so the plan cases follow its plan generator for an action it does
-not decompose (internal/executor/plan_generator.go ``resolveStep``): the step's
-parameters as written with ``{version}``, ``{os}``, ``{arch}`` filled in, keys in
-sorted order, ``evaluable`` false (neither is in its ``ActionEvaluability`` table) and
+Beside curl's golden (tests/unit/recipe/test_tsuku_plans_ecosystems.py), the plan
+cases follow tsuku's plan generator for an action it does not decompose
+(internal/executor/plan_generator.go ``resolveStep``): the step's parameters as
+written with ``{version}``, ``{os}``, ``{arch}`` filled in, keys in sorted order,
+``evaluable`` false (neither is in its ``ActionEvaluability`` table) and
 ``deterministic`` as each action's ``IsDeterministic`` says (configure_make false,
 setup_build_env true); the plan is then not deterministic. The shape is tsuku's
 libxml2-source test recipe (download + extract + configure_make + install_binaries in
@@ -89,7 +89,7 @@ GOLDEN_STEPS: list[dict[str, Any]] = [
     },
     {
         "action": "extract",
-        "params": {"archive": "libxml2-2.15.1.tar.xz", "format": "tar.xz", "strip_dirs": 0},
+        "params": {"archive": "libxml2-2.15.1.tar.xz", "format": "tar.xz"},  # as written
         "evaluable": True,
         "deterministic": True,
     },
