@@ -73,7 +73,12 @@ from tsukud.install.errors import (
 from tsukud.install.extract import ExtractLimits, extract
 from tsukud.install.homebrew import pour
 from tsukud.install.homebrew.client import Bottle
-from tsukud.install.homebrew.deps import refuse_version_change
+from tsukud.install.homebrew.deps import (
+    dependency_graph,
+    install_order,
+    refuse_version_change,
+    runtime_dependencies,
+)
 from tsukud.install.openpgp import SignatureInvalid, verify_detached
 from tsukud.install.pins import require_pinned_asset, require_validated
 from tsukud.install.registry import LoadedRecipe
@@ -105,7 +110,7 @@ from tsukud.recipe import (
     render_verify,
     require_supported,
 )
-from tsukud.recipe.build import Build
+from tsukud.recipe.build import Build, build_dependencies
 from tsukud.recipe.render import env_file, render_command, takes_first_match
 from tsukud.recipe.system import shell_words
 
@@ -153,6 +158,10 @@ class InstallAttempt:
         # What relocating the bottles did (install.completed's ``relocation``).
         self.relocation: dict[str, Any] | None = None
         self.strays: list[str] = []  # what install scripts left in bin/ (removed)
+        # Build dependencies' tool directories (mounted read-only into the build).
+        self.build_deps: dict[str, Path] = {}
+        # How the tool was built, when it was (install.completed's ``build``).
+        self.built: dict[str, Any] | None = None
 
     @property
     def stage(self) -> str:
@@ -227,6 +236,8 @@ class InstallAttempt:
         # Runtime dependencies first: a missing recipe or a cycle is refused before
         # anything is fetched, and the bottle is relocated against their directories.
         self.deps = await self._install_dependencies(recipe)
+        # Build dependencies likewise, each by its own recipe and install.
+        self.build_deps = await self._install_build_dependencies(recipe)
         self.stage = "resolve"
         res = await inst.resolver.resolve(recipe, self.requested)
         self.version = res.version
@@ -334,6 +345,7 @@ class InstallAttempt:
             "install_dir": str(final_dir),
             "runtime_dependencies": list(recipe.metadata.runtime_dependencies or ()),
             "relocation": self.relocation,
+            "build": self.built,
             "verify_checks": [
                 {"command": c.command, "patterns": list(c.patterns), "exit_code": c.exit_code}
                 for c in checks
@@ -360,6 +372,7 @@ class InstallAttempt:
             "verify_output": output,
             "replaced": current.get("version") if current is not None else None,
             "relocation": self.relocation,
+            "build": self.built,
             "removed_strays": self.strays,
             "session": self.session,
             "timings_ms": self.timings_ms,
@@ -655,7 +668,13 @@ class InstallAttempt:
             prefix=prefix,
             checks=checks,
             session=self.session,
+            deps=list(self.build_deps.values()),
         )
+        self.built = {
+            "image": sandbox.image,
+            "kind": build.kind,
+            "dependencies": {n: str(d) for n, d in self.build_deps.items()},
+        }
         await trio.to_thread.run_sync(replace_with_output, source, prefix)
         await trio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
         await self.progress("built", source_dir=build.source_dir, verified=bool(checks))
@@ -704,6 +723,40 @@ class InstallAttempt:
             )
 
         return await pour.install_dependencies(recipe, load, inst.installed, install)
+
+    async def _install_build_dependencies(self, recipe: Recipe) -> dict[str, Path]:
+        """What a build from source on this platform needs installed first
+        (``recipe/build.py`` ``build_dependencies``: tsuku's install-time
+        dependencies), each missing one installed through its own recipe as its own
+        install, deepest first, with this request's ``--yes`` and terminal: each asks
+        what it would ask if installed alone, and nothing the person approved for this
+        tool approves it. A missing recipe or a cycle is refused before anything is
+        installed. Returns every one's tool directory (recipe name → directory), in
+        install order, for the build container to mount read-only."""
+        target = self.inst.platform
+        if not build_dependencies(recipe, target):
+            return {}
+        inst = self.inst
+        self.stage = "dependencies"
+
+        def edges(needed: Recipe) -> tuple[str, ...]:
+            both = (*build_dependencies(needed, target), *runtime_dependencies(needed))
+            return tuple(dict.fromkeys(both))
+
+        async def load(name: str) -> Recipe:
+            return (await inst.registry.load(name)).recipe
+
+        graph = await dependency_graph(recipe, load, edges)
+        dirs: dict[str, Path] = {}
+        for name in install_order(recipe.metadata.name, graph):
+            record = inst.installed().get(name)
+            if record is None:  # installed ones stay as they are
+                await self.progress("installing_dependency", dependency=name, build=True)
+                record = await inst.install(
+                    name, progress=self._progress, can_ask=self.can_ask, yes=self.yes
+                )
+            dirs[name] = Path(str(record["install_dir"]))
+        return dirs
 
     async def _run_commands(
         self, step: RenderedStep, loaded: LoadedRecipe, final_dir: Path

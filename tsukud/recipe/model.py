@@ -517,9 +517,12 @@ class CMakeBuildStep(_StepBase, frozen=True, kw_only=True):
 
 class SetupBuildEnvStep(_StepBase, frozen=True, kw_only=True):
     """``setup_build_env``: tsuku points ``PKG_CONFIG_PATH``, ``CPPFLAGS``, ``LDFLAGS``
-    and the compiler at the recipe's build dependencies before a build step. Builds run
-    in the build image with its own toolchain, so with no dependencies to point at it
-    changes nothing; it is read, planned and accepted as that."""
+    (and ``PATH``, ``CMAKE_PREFIX_PATH``) at the recipe's build dependencies
+    (``recipe/build.py`` ``build_dependencies``) before a build step. Here every build
+    gets that environment in the build container, where the dependencies are mounted
+    read-only (``install/build.py`` ``dependency_env``), so the step itself adds
+    nothing; it is read, planned and accepted as that. The build image is the
+    compiler (tsuku's ``CC``/``CXX`` are for hosts without one)."""
 
     ACTION: ClassVar[str] = "setup_build_env"
     action: Literal["setup_build_env"] = "setup_build_env"
@@ -621,8 +624,9 @@ class Metadata(msgspec.Struct, frozen=True, kw_only=True):
     binaries: tuple[str, ...] | None = None
     dependencies: tuple[str, ...] | None = None
     runtime_dependencies: tuple[str, ...] | None = None
-    # More recipes to install first, beside ``dependencies`` (tsuku's key; read and
-    # written back, not installed yet).
+    # More recipes to install first, beside ``dependencies`` (tsuku's key). Both are
+    # installed before a build from source (``recipe/build.py``); a recipe that builds
+    # nothing has them read and written back only.
     extra_dependencies: tuple[str, ...] | None = None
     supported_os: tuple[str, ...] | None = None
     supported_arch: tuple[str, ...] | None = None

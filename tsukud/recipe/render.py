@@ -571,7 +571,7 @@ def _fold_url_steps(
             work_or_none.strip_dirs = step.strip_dirs or 0
             continue
         pending = [w for w in files.values() if w.binaries is None]
-        if isinstance(step, SetupBuildEnvStep):  # no build dependencies to point at
+        if isinstance(step, SetupBuildEnvStep):  # every build gets its environment
             continue
         if isinstance(step, ConfigureMakeStep | CMakeBuildStep):
             _fold_build(step, index, pending, where, version, target)
