@@ -278,3 +278,25 @@ def _completed(t: Tsuku) -> list[dict[str, Any]]:
     lines = t.ctl("events", "--type", "install.completed", "--json", check=True).stdout
     rows = [json.loads(x) for x in lines.splitlines()]
     return [r["payload"] for r in sorted(rows, key=lambda r: r["id"])]
+
+
+def test_a_cycle_through_build_dependencies_is_refused_before_anything_is_built(
+    world: tuple[FakeGitHub, dict[str, str], Path],
+) -> None:
+    """libgreet needing greeter to build, and greeter libgreet: each install would wait
+    on the other's lock for ever. The cycle is named and nothing is installed."""
+    gh, sums, _ = world
+    lib = lib_recipe(gh, sums["libgreet"]).replace(
+        'description = "A tiny C library built from source"',
+        'description = "A tiny C library built from source"\ndependencies = ["greeter"]',
+    )
+    with gh, running(make_tsuku(gh)) as t:
+        local_recipe(t, "libgreet", lib)
+        local_recipe(t, "greeter", app_recipe(gh, sums["greeter"]))
+        out = t.ctl("install", "greeter", "--yes", "--json")
+        assert out.returncode == 8, out.stdout
+        error = json.loads(out.stdout)["error"]
+        assert error["code"] == "dependency_cycle"
+        assert "greeter → libgreet → greeter" in error["message"]
+        assert not (t.home / "tools").exists() or not any((t.home / "tools").iterdir())
+        assert gh.requests_to("/releases/download/") == []
