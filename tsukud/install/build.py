@@ -13,8 +13,11 @@ Inside it the unpacked source is mounted read-only and copied into a scratch dir
 (configure and make write beside the sources); ``make install`` writes into the tool's
 directory *as the host will have it* (an empty host directory mounted at that very
 path), so whatever the build bakes in (a data directory, an RPATH) names where the tool
-will live. The recipe's verify command then runs in a second container over that output,
-mounted read-only. Only then does the host take the output: every entry is checked
+will live. The build dependencies (tsuku's install-time dependencies, installed first
+by ``attempt.py``, each by its own recipe) are mounted read-only at their own paths, and
+the environment points at them as tsuku's ``setup_build_env`` does
+(:func:`dependency_env`). The recipe's verify command then runs in a second container
+over that output, mounted read-only, the dependencies beside it. Only then does the host take the output: every entry is checked
 (regular files and directories, links that stay inside the tree; no device, pipe or
 socket), set-id bits and group/other write are cleared, and the tree replaces the
 source as the step's work directory, from which the tool is assembled, checksummed,
