@@ -110,7 +110,8 @@ from tsukud.recipe import (
     render_verify,
     require_supported,
 )
-from tsukud.recipe.build import Build, build_dependencies
+from tsukud.recipe.build import Build
+from tsukud.recipe.build_deps import build_dependencies
 from tsukud.recipe.render import env_file, render_command, takes_first_match
 from tsukud.recipe.system import shell_words
 

@@ -17,11 +17,12 @@ will live. The build dependencies (tsuku's install-time dependencies, installed 
 by ``attempt.py``, each by its own recipe) are mounted read-only at their own paths, and
 the environment points at them as tsuku's ``setup_build_env`` does
 (:func:`dependency_env`). The recipe's verify command then runs in a second container
-over that output, mounted read-only, the dependencies beside it. Only then does the host take the output: every entry is checked
-(regular files and directories, links that stay inside the tree; no device, pipe or
-socket), set-id bits and group/other write are cleared, and the tree replaces the
-source as the step's work directory, from which the tool is assembled, checksummed,
-checked and linked like any download (``attempt.py``).
+over that output, mounted read-only, the dependencies beside it. Only then does the
+host take the output: every entry is checked (regular files and directories, links
+that stay inside the tree; no device, pipe or socket), set-id bits and group/other
+write are cleared, and the tree replaces the source as the step's work directory, from
+which the tool is assembled, checksummed, checked and linked like any download
+(``attempt.py``).
 
 The pure part (the script, the tree check) is separate from the shell that runs the
 containers, so both are tested on their own.

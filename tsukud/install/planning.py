@@ -27,7 +27,7 @@ from tsukud.recipe import (
     parse_recipe,
     unknown_keys,
 )
-from tsukud.recipe.build import build_dependencies
+from tsukud.recipe.build_deps import build_dependencies
 from tsukud.recipe.homebrew import BottleRef
 from tsukud.recipe.model import UnsupportedVersionSource, VersionNotFound
 from tsukud.recipe.plan import (

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import msgspec
 
-from tsukud.recipe.model import CMakeBuildStep, ConfigureMakeStep, Recipe, matching_steps
-from tsukud.recipe.platform import Platform
-
 # tsuku's configure_make.go ``isValidConfigureArg``.
 _SHELL_CHARACTERS = frozenset(";&|`$(){}<>\n\r")
 MAX_ARG = 500
@@ -104,31 +101,3 @@ class Build(msgspec.Struct, frozen=True, kw_only=True):
     # (path in the output, rpath) for each binary a set_rpath names, in order.
     rpaths: tuple[tuple[str, str], ...] = ()
 
-
-# What tsuku installs as recipes for its build actions (its ActionDependencies:
-# configure_make needs make, zig and pkg-config; cmake_build also cmake). Here the
-# build image is the toolchain (gcc, make, cmake, patchelf), so a recipe naming them
-# among its dependencies is not asked to install them on the host.
-BUILD_TOOLCHAIN = frozenset({"make", "zig", "pkg-config", "cmake", "gcc", "patchelf"})
-
-
-def build_dependencies(
-    recipe: Recipe, target: Platform, version: str | None = None
-) -> tuple[str, ...]:
-    """The recipes a build of ``recipe`` on ``target`` needs installed first, in the
-    order named, each once: tsuku's install-time dependencies (``metadata.dependencies``,
-    ``metadata.extra_dependencies``, and the build steps' own ``dependencies``), less
-    the toolchain the build image provides. Empty when no build step is selected for
-    ``target``: a recipe that downloads a binary has nothing to build against."""
-    builds = [
-        step
-        for _, step in matching_steps(recipe, target, version)
-        if isinstance(step, ConfigureMakeStep | CMakeBuildStep)
-    ]
-    if not builds:
-        return ()
-    meta = recipe.metadata
-    named = [*(meta.dependencies or ()), *(meta.extra_dependencies or ())]
-    for step in builds:
-        named += step.dependencies or ()
-    return tuple(dict.fromkeys(n for n in named if n not in BUILD_TOOLCHAIN))

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from tsukud.errors import TsukuError
+from tsukud.recipe.build import DEFAULT_RPATH, rpath_problem
 from tsukud.recipe.platform import Platform
 from tsukud.recipe.system import FAMILY_OF_MANAGER, SYSTEM_MANAGERS
 from tsukud.recipe.version_range import in_range
@@ -912,6 +913,12 @@ def unsupported_actions(recipe: Recipe) -> list[str]:
             found = [step.action]
         else:  # a parameter install refuses (requires_sudo, ...) makes the step unusable
             found = [f"{step.action} parameter {k}" for k in unmodelled_parameters(step)]
+        problem = (
+            rpath_problem(step.rpath or DEFAULT_RPATH) if isinstance(step, SetRpathStep) else None
+        )
+        if problem:  # install refuses it (curl's {libs_dir}/openssl-.../lib is absolute)
+            kind = "an absolute" if problem.startswith("an absolute") else "a refused"
+            found.append(f"{step.action} with {kind} rpath")
         out += [what for what in found if what not in out]
     source = recipe.version.source if recipe.version is not None else None
     if source not in SUPPORTED_VERSION_SOURCES:

@@ -32,7 +32,8 @@ from tsukud.recipe import (
     require_supported,
     unsupported_actions,
 )
-from tsukud.recipe.build import DEFAULT_MAKE_TARGETS, Build, build_dependencies
+from tsukud.recipe.build import DEFAULT_MAKE_TARGETS, Build
+from tsukud.recipe.build_deps import build_dependencies
 from tsukud.recipe.plan import plan_recipe
 
 LINUX = Platform("linux", "amd64", "glibc")
@@ -278,6 +279,10 @@ def test_an_rpath_tsuku_refuses_or_that_needs_dependencies_is_refused(rpath: str
     text = _with_rpath(RPATH_STEP.replace("$ORIGIN/../lib", rpath))
     with pytest.raises(RecipeError, match=why):
         render_recipe(parse_recipe(text), V, LINUX)
+    # What install refuses, a registry's coverage counts as unsupported.
+    kind = "an absolute" if "absolute" in why else "a refused"
+    assert unsupported_actions(parse_recipe(text)) == [f"set_rpath with {kind} rpath"]
+    assert unsupported_actions(parse_recipe(_with_rpath(RPATH_STEP))) == []
 
 
 def test_set_rpath_without_a_build_is_not_run_on_the_host() -> None:
