@@ -100,4 +100,3 @@ class Build(msgspec.Struct, frozen=True, kw_only=True):
     executables: tuple[str, ...] = ()
     # (path in the output, rpath) for each binary a set_rpath names, in order.
     rpaths: tuple[tuple[str, str], ...] = ()
-
