@@ -46,7 +46,7 @@ import trio
 from tsukud import log
 from tsukud.errors import ConfirmationRequired, TsukuError
 from tsukud.install import layout
-from tsukud.install.assemble import TreeAssembler, resolve_inside
+from tsukud.install.assemble import TreeAssembler, link_library, resolve_inside
 from tsukud.install.build import build_in_container, replace_with_output
 from tsukud.install.checks import run_checks, sha256_file
 from tsukud.install.commands import check_may_run, command_env, question, run_on_host
@@ -67,6 +67,7 @@ from tsukud.install.errors import (
     BinaryNotInArchive,
     BuildFailed,
     GuardedCommandRefused,
+    InstallError,
     ShadowingRefused,
     no_space,
 )
@@ -99,6 +100,7 @@ from tsukud.progress import Progress
 from tsukud.recipe import (
     ArchiveFormat,
     EcosystemStep,
+    LinkDependenciesStep,
     Recipe,
     RenderedStep,
     RequireCommandStep,
@@ -315,6 +317,7 @@ class InstallAttempt:
             self.stage = "install"
             await self.progress("installing", version=res.version)
             binaries = await trio.to_thread.run_sync(self._assemble, rendered, root)
+            await trio.to_thread.run_sync(self._link_dependencies, recipe, root, final_dir)
             env = env_file(recipe, inst.platform, res.version, str(final_dir))
             if env is not None:  # set_env: tsuku's env.sh in the tool's directory
                 (root / "env.sh").write_text(env)
@@ -344,7 +347,7 @@ class InstallAttempt:
             "assets": asset_records,
             "binaries": binaries,
             "install_dir": str(final_dir),
-            "runtime_dependencies": list(recipe.metadata.runtime_dependencies or ()),
+            "runtime_dependencies": list(runtime_dependencies(recipe, inst.platform)),
             "relocation": self.relocation,
             "build": self.built,
             "verify_checks": [
@@ -709,9 +712,10 @@ class InstallAttempt:
     async def _install_dependencies(self, recipe: Recipe) -> pour.Dependencies:
         """The recipe's runtime dependencies, installed first (each as its own tool,
         its own session) unless already there; their directories and formulas."""
-        if not recipe.metadata.runtime_dependencies:
-            return pour.Dependencies()
         inst = self.inst
+        target = inst.platform
+        if not runtime_dependencies(recipe, target):
+            return pour.Dependencies()
         self.stage = "dependencies"
 
         async def load(name: str) -> Recipe:
@@ -723,7 +727,9 @@ class InstallAttempt:
                 name, progress=self._progress, can_ask=self.can_ask, yes=self.yes
             )
 
-        return await pour.install_dependencies(recipe, load, inst.installed, install)
+        return await pour.install_dependencies(
+            recipe, load, inst.installed, install, lambda r: runtime_dependencies(r, target)
+        )
 
     async def _install_build_dependencies(self, recipe: Recipe) -> dict[str, Path]:
         """What a build from source on this platform needs installed first
@@ -741,7 +747,7 @@ class InstallAttempt:
         self.stage = "dependencies"
 
         def edges(needed: Recipe) -> tuple[str, ...]:
-            both = (*build_dependencies(needed, target), *runtime_dependencies(needed))
+            both = (*build_dependencies(needed, target), *runtime_dependencies(needed, target))
             return tuple(dict.fromkeys(both))
 
         async def load(name: str) -> Recipe:
@@ -910,6 +916,24 @@ class InstallAttempt:
                 raise BinaryNotInArchive(f"{self.name}: {path} is not a file in the tool")
             binaries[bin_name] = {"path": path, "sha256": sha256_file(real)}
         return binaries
+
+    def _link_dependencies(self, recipe: Recipe, root: Path, final_dir: Path) -> None:
+        """Each ``link_dependencies`` step: the library (a runtime dependency, installed
+        first) linked into the tool's ``lib/`` (``assemble.py`` ``link_library``)."""
+        for index, step in matching_steps(recipe, self.inst.platform, self.version):
+            if not isinstance(step, LinkDependenciesStep):
+                continue
+            where = f"{self.name}: steps[{index}]"
+            record = self.inst.installed().get(step.library) or {}
+            installed = str(record.get("version") or "")
+            if step.version is not None and step.version != installed:
+                raise InstallError(
+                    f"{where}: link_dependencies asks for {step.library} {step.version}, "
+                    f"and {step.library} {installed or '(none)'} is installed",
+                    hint=f"Install {step.library}@{step.version} first, or drop the version "
+                    "from the recipe's step to link the installed one.",
+                )
+            link_library(root, final_dir, self.deps.dirs[step.library], where)
 
     def _conflicts(self, binaries: Mapping[str, Any]) -> list[str]:
         bins = layout.bin_dir(self.inst.home)

@@ -568,6 +568,34 @@ class SetRpathStep(_StepBase, frozen=True, kw_only=True):
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class InstallLibrariesStep(_StepBase, frozen=True, kw_only=True):
+    """``install_libraries``: the files of the work directory matching ``patterns``
+    (globs such as ``lib/*.so*``, relative, without ``..``, as tsuku checks) are put at
+    the same relative path in the tool's directory, symlinks kept as symlinks (a
+    library's ``libyaml.so.2 -> libyaml.so.2.0.9`` chain) when they stay inside it,
+    set-id bits cleared; a pattern set that matches nothing fails, as in tsuku."""
+
+    ACTION: ClassVar[str] = "install_libraries"
+    action: Literal["install_libraries"] = "install_libraries"
+    patterns: tuple[str, ...]
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class LinkDependenciesStep(_StepBase, frozen=True, kw_only=True):
+    """``link_dependencies``: each entry of ``library``'s ``lib/`` linked into the
+    tool's ``lib/`` by a relative symlink (tsuku's meaning), so a binary whose RPATH is
+    ``$ORIGIN/../lib`` loads the library another recipe installed. ``library`` names
+    that recipe: it is installed first and recorded as a runtime dependency (``remove``
+    refuses it while the links point into it); ``version``, when given, must be the
+    installed one."""
+
+    ACTION: ClassVar[str] = "link_dependencies"
+    action: Literal["link_dependencies"] = "link_dependencies"
+    library: str
+    version: str | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
 # Steps that build from source: they run only in the build container.
 BuildStep = ConfigureMakeStep | CMakeBuildStep | SetupBuildEnvStep | SetRpathStep
 BUILD_ACTIONS = (
@@ -582,7 +610,7 @@ BUILD_ACTIONS = (
 # run (after a person's yes) before anything is downloaded.
 HostStep = SystemPackagesStep | RequireCommandStep
 # Steps that say something about the installed tool rather than fetch or build it.
-ToolStep = SetEnvStep
+ToolStep = SetEnvStep | LinkDependenciesStep
 
 
 class GenericStep(_StepBase, frozen=True, kw_only=True):
@@ -606,6 +634,7 @@ UrlStep = (
     | CMakeBuildStep
     | SetupBuildEnvStep
     | SetRpathStep
+    | InstallLibrariesStep
 )
 SupportedStep = GitHubArchiveStep | GitHubFileStep | UrlStep | EcosystemStep | HostStep | ToolStep
 Step = SupportedStep | GenericStep

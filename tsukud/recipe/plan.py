@@ -45,6 +45,8 @@ from tsukud.recipe.model import (
     GitHubFileStep,
     HomebrewStep,
     InstallBinariesStep,
+    InstallLibrariesStep,
+    LinkDependenciesStep,
     Recipe,
     RecipeError,
     RequireCommandStep,
@@ -556,6 +558,17 @@ def _setup_build_env(step: SetupBuildEnvStep, index: int, ctx: PlanContext) -> l
     return [primitive("setup_build_env")]
 
 
+def _install_libraries(step: InstallLibrariesStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """A primitive tsuku plans as written (evaluable, deterministic)."""
+    return [primitive("install_libraries", patterns=_filled(ctx, step.patterns))]
+
+
+def _link_dependencies(step: LinkDependenciesStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """A primitive tsuku plans as written; the version is the installed one when the
+    recipe names none (read when it runs, as tsuku does)."""
+    return [primitive("link_dependencies", library=step.library, version=step.version)]
+
+
 def _homebrew(step: HomebrewStep, index: int, ctx: PlanContext) -> list[PlanStep]:
     """A bottle as tsuku plans it: the blob saved as ``<formula>.tar.gz`` (URL and the
     manifest's digest), unpacked without its ``<formula>/<version>/`` directories, then
@@ -594,6 +607,8 @@ PLANNERS: dict[str, StepPlanner] = {
     "setup_build_env": _setup_build_env,
     "set_env": _set_env,
     "set_rpath": _set_rpath,
+    "install_libraries": _install_libraries,
+    "link_dependencies": _link_dependencies,
 }
 
 

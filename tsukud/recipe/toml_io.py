@@ -45,6 +45,8 @@ from tsukud.recipe.model import (
     GitHubFileStep,
     HomebrewStep,
     InstallBinariesStep,
+    InstallLibrariesStep,
+    LinkDependenciesStep,
     Metadata,
     Recipe,
     RecipeParseError,
@@ -657,7 +659,36 @@ _CMAKE_BUILD: dict[str, Conv] = {
     "build_type": _build_type,
     "executables": _build_executables,
 }
+
+
 # action -> (step type, parameter spec, required parameters)
+def _library_patterns(value: Any, path: str) -> tuple[str, ...]:
+    """tsuku's ``install_libraries`` checks: at least one pattern, each relative and
+    without ``..`` anywhere in it."""
+    patterns = _str_list(value, path)
+    if not patterns:
+        raise _Bad(path, "at least one pattern is required")
+    for i, pattern in enumerate(patterns):
+        if not pattern or pattern.startswith(("/", "\\")) or ".." in pattern:
+            _expected(f"{path}[{i}]", "a relative glob without '..' (lib/*.so*)", pattern)
+    return patterns
+
+
+def _library_name(value: Any, path: str) -> str:
+    """A recipe's name (tsuku's validateLibraryName: no ``..``, no path separator)."""
+    text = _nonempty(value, path)
+    if ".." in text or "/" in text or "\\" in text:
+        _expected(path, "a library's recipe name (no '/' or '..')", value)
+    return text
+
+
+def _library_version(value: Any, path: str) -> str:
+    text = _nonempty(value, path)
+    if ".." in text or "/" in text or "\\" in text:
+        _expected(path, "a version (no '/' or '..')", value)
+    return text
+
+
 _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
     "download": (DownloadStep, _DOWNLOAD, ("url",)),
     "download_file": (DownloadStep, _DOWNLOAD, ("url",)),
@@ -672,6 +703,12 @@ _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
     "setup_build_env": (SetupBuildEnvStep, {}, ()),
     "set_env": (SetEnvStep, {"vars": _env_vars}, ("vars",)),
     "set_rpath": (SetRpathStep, _SET_RPATH, ("binaries",)),
+    "install_libraries": (InstallLibrariesStep, {"patterns": _library_patterns}, ("patterns",)),
+    "link_dependencies": (
+        LinkDependenciesStep,
+        {"library": _library_name, "version": _library_version},
+        ("library",),
+    ),
 }
 _SIGNATURE_KEYS = ("signature_url", "signature_key_url", "signature_key_fingerprint")
 

@@ -13,11 +13,22 @@ from typing import Any
 
 from tsukud.errors import TsukuError
 from tsukud.install.homebrew.errors import DependencyCycle, DependencyInUse, DependencyMissing
-from tsukud.recipe import Recipe
+from tsukud.recipe import Platform, Recipe, matching_steps
+from tsukud.recipe.model import LinkDependenciesStep
 
 
-def runtime_dependencies(recipe: Recipe) -> tuple[str, ...]:
-    return tuple(recipe.metadata.runtime_dependencies or ())
+def runtime_dependencies(recipe: Recipe, target: Platform | None = None) -> tuple[str, ...]:
+    """``metadata.runtime_dependencies``, then each library a ``link_dependencies``
+    step (for ``target``; any platform's when None) links into the tool: the tool's
+    ``lib/`` points into it, so it is needed while the tool is installed."""
+    linked = (
+        step.library
+        for step in (
+            recipe.steps if target is None else (s for _, s in matching_steps(recipe, target))
+        )
+        if isinstance(step, LinkDependenciesStep)
+    )
+    return tuple(dict.fromkeys((*(recipe.metadata.runtime_dependencies or ()), *linked)))
 
 
 def install_order(root: str, graph: Mapping[str, Sequence[str]]) -> list[str]:
