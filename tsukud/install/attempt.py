@@ -45,7 +45,7 @@ import trio
 
 from tsukud import log
 from tsukud.errors import ConfirmationRequired, TsukuError
-from tsukud.install import layout
+from tsukud.install import layout, shell_init
 from tsukud.install.assemble import TreeAssembler, link_library, resolve_inside
 from tsukud.install.build import build_in_container, replace_with_output
 from tsukud.install.checks import run_checks, sha256_file
@@ -100,6 +100,7 @@ from tsukud.progress import Progress
 from tsukud.recipe import (
     ArchiveFormat,
     EcosystemStep,
+    InstallShellInitStep,
     LinkDependenciesStep,
     Recipe,
     RenderedStep,
@@ -165,6 +166,8 @@ class InstallAttempt:
         self.build_deps: dict[str, Path] = {}
         # How the tool was built, when it was (install.completed's ``build``).
         self.built: dict[str, Any] | None = None
+        # Shell start-up fragments the person approved and this attempt wrote.
+        self.shell_files: list[Path] = []
 
     @property
     def stage(self) -> str:
@@ -198,6 +201,8 @@ class InstallAttempt:
                 raise full from exc
         except BaseException as exc:
             self.tx.rollback()
+            for path in self.shell_files:  # approved, but the install did not happen
+                path.unlink(missing_ok=True)
             if isinstance(exc, TsukuError):
                 code, message = exc.code, exc.message
             elif isinstance(exc, Exception):
@@ -330,6 +335,7 @@ class InstallAttempt:
         if checks:
             await self.progress("verifying", command=checks[0].command)
             output = await run_checks(checks, final_dir, binaries, inst.env)
+        await self._shell_init(loaded.recipe, res.version, final_dir)
         self.stage = "activate"
         previous_dir = Path(current["install_dir"]) if current is not None else None
         self.tx.switch_links(binaries, final_dir)
@@ -350,6 +356,7 @@ class InstallAttempt:
             "runtime_dependencies": list(runtime_dependencies(recipe, inst.platform)),
             "relocation": self.relocation,
             "build": self.built,
+            "shell_init": [p.relative_to(inst.home).as_posix() for p in self.shell_files],
             "verify_checks": [
                 {"command": c.command, "patterns": list(c.patterns), "exit_code": c.exit_code}
                 for c in checks
@@ -363,6 +370,10 @@ class InstallAttempt:
         with trio.CancelScope(shield=True):
             await inst.store.wait_durable(ev.id)
         self.tx.clean_up(final_dir, previous_dir)
+        if current is not None:  # the replaced version's shell start-up goes with it
+            kept = {p.relative_to(inst.home).as_posix() for p in self.shell_files}
+            old = [p for p in current.get("shell_init") or () if p not in kept]
+            shell_init.discard(inst.home, old)
         self.stage = "done"
         return {
             "tool": self.name,
@@ -764,6 +775,41 @@ class InstallAttempt:
                 )
             dirs[name] = Path(str(record["install_dir"]))
         return dirs
+
+    async def _shell_init(self, recipe: Recipe, version: str, final_dir: Path) -> None:
+        """Each ``install_shell_init`` step: the fragments it would add to the
+        person's shell start-up, shown in full and written only after their yes
+        (``shell_init.py`` says why ``--yes`` never counts). Under ``--yes`` or with
+        nobody to ask the install stops before any ``source_command`` runs."""
+        steps = [
+            (i, s)
+            for i, s in matching_steps(recipe, self.inst.platform, version)
+            if isinstance(s, InstallShellInitStep)
+        ]
+        for index, step in steps:
+            self.stage = "shell_init"
+            confirmations = self.inst.confirmations
+            if self.yes or not self.can_ask or confirmations is None:
+                raise shell_init.refusal(self.name, index, step, yes=self.yes)
+            env = command_env(self.inst.env, final_dir, final_dir)
+            fragments = await trio.to_thread.run_sync(
+                shell_init.gather, step, final_dir, version, env
+            )
+            if not fragments:
+                continue
+            await confirmations.ask(
+                self._progress,
+                can_ask=self.can_ask,
+                session=self.session,
+                question=shell_init.consent_question(self.name, index, fragments),
+            )
+            written = await trio.to_thread.run_sync(shell_init.write, self.inst.home, fragments)
+            self.shell_files += written
+            await self.progress(
+                "shell_init_written",
+                files=[f.path for f in fragments],
+                message="shell start-up added",
+            )
 
     async def _run_commands(
         self, step: RenderedStep, loaded: LoadedRecipe, final_dir: Path

@@ -596,6 +596,23 @@ class LinkDependenciesStep(_StepBase, frozen=True, kw_only=True):
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class InstallShellInitStep(_StepBase, frozen=True, kw_only=True):
+    """``install_shell_init``: shell start-up the tool asks for, tsuku's
+    ``share/shell.d/<target>@<version>.<shell>`` per shell of ``shells`` (bash and
+    zsh, tsuku's only ones and its default), from the tool's file ``source_file`` or
+    what its program ``source_command`` prints (``{shell}``, ``{install_dir}`` filled
+    in; split into words, no shell). A change to the person's shell start-up: written
+    only after they read it and said yes (``install/shell_init.py``)."""
+
+    ACTION: ClassVar[str] = "install_shell_init"
+    action: Literal["install_shell_init"] = "install_shell_init"
+    target: str
+    source_file: str | None = None
+    source_command: str | None = None
+    shells: tuple[str, ...] = ("bash", "zsh")
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
 # Steps that build from source: they run only in the build container.
 BuildStep = ConfigureMakeStep | CMakeBuildStep | SetupBuildEnvStep | SetRpathStep
 BUILD_ACTIONS = (
@@ -610,7 +627,7 @@ BUILD_ACTIONS = (
 # run (after a person's yes) before anything is downloaded.
 HostStep = SystemPackagesStep | RequireCommandStep
 # Steps that say something about the installed tool rather than fetch or build it.
-ToolStep = SetEnvStep | LinkDependenciesStep
+ToolStep = SetEnvStep | LinkDependenciesStep | InstallShellInitStep
 
 
 class GenericStep(_StepBase, frozen=True, kw_only=True):

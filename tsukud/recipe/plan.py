@@ -46,6 +46,7 @@ from tsukud.recipe.model import (
     HomebrewStep,
     InstallBinariesStep,
     InstallLibrariesStep,
+    InstallShellInitStep,
     LinkDependenciesStep,
     Recipe,
     RecipeError,
@@ -583,6 +584,18 @@ def _homebrew(step: HomebrewStep, index: int, ctx: PlanContext) -> list[PlanStep
     ]
 
 
+def _install_shell_init(step: InstallShellInitStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """As written; deterministic (tsuku's IsDeterministic) and not evaluable (it is
+    not in tsuku's ActionEvaluability table)."""
+    params = _params(
+        target=step.target,
+        source_file=step.source_file,
+        source_command=step.source_command,
+        shells=list(step.shells),
+    )
+    return [PlanStep(action=step.action, params=params, evaluable=False, deterministic=True)]
+
+
 #: action → its planner. Composite actions decompose into primitives here.
 PLANNERS: dict[str, StepPlanner] = {
     "github_archive": _github,
@@ -609,6 +622,7 @@ PLANNERS: dict[str, StepPlanner] = {
     "set_rpath": _set_rpath,
     "install_libraries": _install_libraries,
     "link_dependencies": _link_dependencies,
+    "install_shell_init": _install_shell_init,
 }
 
 
