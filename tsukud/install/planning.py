@@ -129,8 +129,11 @@ async def plan_tool(
     out["recipe_path"] = path
     out["tag"] = resolved.tag
     out["unknown_keys"] = unknown_keys(recipe)
-    # What an install builds against: each installed first by its own recipe.
-    out["build_dependencies"] = list(build_dependencies(recipe, target, resolved.version))
+    # What an install builds against, each installed first by its own recipe (this
+    # project's key, only when there are some).
+    build_deps = build_dependencies(recipe, target, resolved.version)
+    if build_deps:
+        out["build_dependencies"] = list(build_deps)
     return out
 
 
