@@ -129,3 +129,47 @@ def test_shown_then_yes_writes_it_and_remove_takes_it_away(inst: Tsuku, greet: P
 
     inst.ctl("remove", "greet", check=True)
     assert not fragment.exists()
+
+
+APP = """[metadata]
+name = "app"
+dependencies = ["greet"]
+
+[version]
+source = "http_json"
+url = "{url}/greet/latest.json"
+version_path = "version"
+
+[[steps]]
+action = "download_file"
+url = "{url}/app/app-{{version}}.tar.gz"
+checksum = "{sha}"
+
+[[steps]]
+action = "extract"
+archive = "app-{{version}}.tar.gz"
+
+[[steps]]
+action = "configure_make"
+source_dir = "app-{{version}}"
+executables = ["app"]
+"""
+
+
+def test_a_build_dependency_asks_what_it_would_ask_alone(inst: Tsuku, greet: Path) -> None:
+    """greet (a build dependency of app) adds to the shell's start-up: installing app
+    with ``--yes`` at a terminal does not let that through either; nothing of app is
+    fetched and greet is not installed."""
+    recipe = (inst.home / "recipes" / "greet.toml").read_text()
+    url = recipe.split('url = "', 1)[1].split("/greet/", 1)[0]
+    local_recipe(inst, "app", APP.format(url=url, sha="0" * 64))
+    run = PtyRun(inst, "install", "app", "--yes", TERM="dumb")
+    try:
+        status = run.wait()
+    finally:
+        run.kill()
+    text = run.text.replace("\r\n", "\n")
+    assert status == 12, text
+    assert "greet adds to your shell's start-up" in text
+    assert not greet.exists() and not (inst.home / "share" / "shell.d").exists()
+    assert installed(inst) == {}
