@@ -776,6 +776,11 @@ class InstallAttempt:
             dirs[name] = Path(str(record["install_dir"]))
         return dirs
 
+    def _may_ask(self) -> bool:
+        """A person can be asked for a host change: at a terminal, and not under
+        ``--yes`` (which never answers for them)."""
+        return not self.yes and self.can_ask and self.inst.confirmations is not None
+
     async def _shell_init(self, recipe: Recipe, version: str, final_dir: Path) -> None:
         """Each ``install_shell_init`` step: the fragments it would add to the
         person's shell start-up, shown in full and written only after their yes
@@ -789,7 +794,7 @@ class InstallAttempt:
         for index, step in steps:
             self.stage = "shell_init"
             confirmations = self.inst.confirmations
-            if self.yes or not self.can_ask or confirmations is None:
+            if not self._may_ask() or confirmations is None:
                 raise shell_init.refusal(self.name, index, step, yes=self.yes)
             env = command_env(self.inst.env, final_dir, final_dir)
             fragments = await trio.to_thread.run_sync(
@@ -847,6 +852,11 @@ class InstallAttempt:
                 await self.progress("command_found", message=f"found {step.command}: {path}")
             elif isinstance(step, SystemPackagesStep):
                 await self._system_packages(recipe, index, step)
+            elif isinstance(step, InstallShellInitStep) and not self._may_ask():
+                # Its text is shown after the install, but the answer is already
+                # known: stop before anything is downloaded.
+                self.stage = "shell_init"
+                raise shell_init.refusal(self.name, index, step, yes=self.yes)
 
     def _caller_env(self) -> dict[str, str]:
         """The installer's environment with the caller's PATH: the commands a recipe

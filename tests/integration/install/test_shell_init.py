@@ -16,6 +16,7 @@ import stat
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -39,8 +40,13 @@ echo "greet 2.0"
 """
 
 
+class Greet(NamedTuple):
+    ran: Path  # written by the tool's source_command, if it ever runs
+    host: FakeDownloadHost
+
+
 @pytest.fixture
-def greet(inst: Tsuku, tmp_path: Path) -> Iterator[Path]:
+def greet(inst: Tsuku, tmp_path: Path) -> Iterator[Greet]:
     ran = tmp_path / "source-command-ran"
     with FakeDownloadHost() as fake:
         fake.add_json("/greet/latest.json", {"version": "2.0"})
@@ -73,10 +79,10 @@ command = "greet"
 pattern = "{{version}}"
 """,
         )
-        yield ran
+        yield Greet(ran, fake)
 
 
-def test_yes_alone_never_changes_the_shell_start_up(inst: Tsuku, greet: Path) -> None:
+def test_yes_alone_never_changes_the_shell_start_up(inst: Tsuku, greet: Greet) -> None:
     run = PtyRun(inst, "install", "greet", "--yes", TERM="dumb")
     try:
         status = run.wait()
@@ -86,17 +92,19 @@ def test_yes_alone_never_changes_the_shell_start_up(inst: Tsuku, greet: Path) ->
     assert status == 12, text
     assert "--yes does not accept a change to your shell start-up" in text
     assert "the output of `bin/greet init {shell}`" in text
-    assert not greet.exists(), "source_command ran before anyone could say yes"
+    assert not greet.ran.exists(), "source_command ran before anyone could say yes"
     assert not (inst.home / "share" / "shell.d").exists()
     assert "greet" not in installed(inst)
+    # The answer was known before anything was fetched: nothing was.
+    assert [r.path for r in greet.host.requests if "tar.gz" in r.path] == []
     # No terminal: the same stop.
     piped = inst.ctl("install", "greet", "--json")
     assert piped.returncode == 12
     assert json.loads(piped.stdout)["error"]["code"] == "shell_init_needs_consent"
-    assert not greet.exists() and "greet" not in installed(inst)
+    assert not greet.ran.exists() and "greet" not in installed(inst)
 
 
-def test_shown_then_yes_writes_it_and_remove_takes_it_away(inst: Tsuku, greet: Path) -> None:
+def test_shown_then_yes_writes_it_and_remove_takes_it_away(inst: Tsuku, greet: Greet) -> None:
     run = PtyRun(inst, "install", "greet", TERM="dumb")
     try:
         run.read_until(r"Add this to your shell start-up\? \[y/N\] ")
@@ -156,7 +164,7 @@ executables = ["app"]
 """
 
 
-def test_a_build_dependency_asks_what_it_would_ask_alone(inst: Tsuku, greet: Path) -> None:
+def test_a_build_dependency_asks_what_it_would_ask_alone(inst: Tsuku, greet: Greet) -> None:
     """greet (a build dependency of app) adds to the shell's start-up: installing app
     with ``--yes`` at a terminal does not let that through either; nothing of app is
     fetched and greet is not installed."""
@@ -171,5 +179,5 @@ def test_a_build_dependency_asks_what_it_would_ask_alone(inst: Tsuku, greet: Pat
     text = run.text.replace("\r\n", "\n")
     assert status == 12, text
     assert "greet adds to your shell's start-up" in text
-    assert not greet.exists() and not (inst.home / "share" / "shell.d").exists()
+    assert not greet.ran.exists() and not (inst.home / "share" / "shell.d").exists()
     assert installed(inst) == {}
