@@ -36,6 +36,7 @@ LONG: tuple[str, ...] = (
     "tests/integration/install/test_install_crash.py",
     "tests/integration/install/test_native_ecosystem_installs.py",
     "tests/integration/source_build/test_configure_make.py",
+    "tests/integration/source_build/test_build_dependencies.py::test_a_build_dependency_is_",
     "tests/integration/test_caller_env.py",
     "tests/integration/test_ledger_integrity.py",
     "tests/integration/test_disk_full.py",

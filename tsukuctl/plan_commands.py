@@ -84,6 +84,12 @@ def plan_lines(plan: dict[str, Any]) -> list[str]:
     width = max((len(s["action"]) for s in plan["steps"]), default=0)
     for n, step in enumerate(plan["steps"], 1):
         lines.append(f"  {n:2d}. {step['action']:<{width}}  {_describe(step)}")
+    deps = plan.get("build_dependencies") or []
+    if deps:
+        lines.append(
+            f"builds against  {', '.join(deps)}  (each installed first by its own recipe, "
+            "mounted read-only into the build container)"
+        )
     verify = plan.get("verify")
     if verify:
         patterns = verify.get("patterns") or ([verify["pattern"]] if verify.get("pattern") else [])

@@ -275,6 +275,12 @@ CATALOGUE: dict[str, ErrorKind] = {
         "(--yes does not count): run it yourself, then install again; nothing was "
         "installed.",
     ),
+    "shell_init_needs_consent": ErrorKind(
+        E.NOT_INTERACTIVE,
+        "A change to your shell's start-up is made only after a person at a terminal "
+        "read it and said yes (--yes does not count): install from a terminal without "
+        "--yes to be shown it; nothing was installed.",
+    ),
     "system_packages_refused": ErrorKind(
         E.FORBIDDEN,
         "A recipe an LLM wrote is not let near a root command until it is validated; "

@@ -169,3 +169,11 @@ command_not_found_handler() {
     fi
     return $st
 }
+
+# Shell start-up the person approved for installed tools (a recipe's
+# install_shell_init: tsukud writes each fragment to share/shell.d, mode 0600, only after
+# they read it and said yes; it goes with the tool).
+for __tsuku_init in "$__tsuku_home"/share/shell.d/*.zsh(N); do
+    [[ -f $__tsuku_init ]] && . "$__tsuku_init"
+done
+unset __tsuku_init

@@ -35,6 +35,7 @@ from tsukud.recipe import (
     GitHubArchiveStep,
     GitHubFileStep,
     InstallBinariesStep,
+    InstallShellInitStep,
     Platform,
     Recipe,
     RecipeError,
@@ -196,9 +197,11 @@ def check_limits(recipe: Recipe) -> list[Finding]:
             )
         )
     for index, step in enumerate(recipe.steps):
-        if isinstance(step, GenericStep | RunCommandStep):
-            if step.action == "run_command":
-                message = f"steps[{index}]: run_command is not allowed in generated recipes"
+        if isinstance(step, GenericStep | RunCommandStep | InstallShellInitStep):
+            if step.action in ("run_command", "install_shell_init"):
+                # Both act on this machine beyond the tool (a command, the shell's
+                # start-up): a person's recipe may ask; a generated one may not.
+                message = f"steps[{index}]: {step.action} is not allowed in generated recipes"
             else:
                 message = (
                     f"steps[{index}]: action {step.action} is not allowed in generated "

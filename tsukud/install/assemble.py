@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import posixpath
 import shutil
+import stat
 from pathlib import Path
 
 from tsukud.install.errors import BinaryNotInArchive, InstallError
@@ -77,6 +78,95 @@ def _not_found(where: str, reason: str, searched: Path) -> BinaryNotInArchive:
     return exc
 
 
+_SPECIAL_BITS = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX
+
+
+def library_matches(unpacked: Path, patterns: tuple[str, ...], where: str) -> list[str]:
+    """The paths (relative, sorted, each once) ``install_libraries``' globs match in
+    ``unpacked``; :class:`InstallError` when they match nothing (tsuku's rule) or a
+    match lies outside ``unpacked`` (through a symlinked directory)."""
+    real_root = Path(os.path.realpath(unpacked))
+    found: set[str] = set()
+    for pattern in patterns:
+        if os.path.isabs(pattern) or ".." in pattern:  # read-time rule, held here too
+            raise InstallError(f"{where}: install_libraries pattern {pattern!r} leaves the tool")
+        for match in unpacked.glob(pattern):
+            if not Path(os.path.realpath(match.parent)).is_relative_to(real_root):
+                raise InstallError(f"{where}: install_libraries: {match} is outside the asset")
+            found.add(match.relative_to(unpacked).as_posix())
+    if not found:
+        raise InstallError(
+            f"{where}: install_libraries: no files matched {', '.join(patterns)}; "
+            f"the asset has: {listing(unpacked)}"
+        )
+    return sorted(found)
+
+
+def install_libraries(unpacked: Path, root: Path, patterns: tuple[str, ...], where: str) -> None:
+    """tsuku's ``install_libraries``: each match put at its own relative path in
+    ``root``; a symlink stays a symlink (a library's version chain) when its target is
+    relative and resolves inside ``root`` (an absolute one, or one leaving the tool, is
+    refused, as tsuku refuses them); a file is copied with its set-id and sticky bits
+    cleared; a directory is refused (tsuku copies files)."""
+    real_root = os.path.realpath(root)
+    for rel in library_matches(unpacked, patterns, where):
+        src, dest = unpacked / rel, root / rel
+        mode = os.lstat(src).st_mode
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if dest.exists() or dest.is_symlink():
+            dest.unlink()
+        if stat.S_ISLNK(mode):
+            target = os.readlink(src)
+            inside = os.path.normpath(os.path.join(os.path.realpath(dest.parent), target))
+            if os.path.isabs(target) or not Path(inside).is_relative_to(real_root):
+                raise InstallError(
+                    f"{where}: install_libraries: {rel} links outside the tool ({target})"
+                )
+            os.symlink(target, dest)
+        elif stat.S_ISREG(mode):
+            shutil.copyfile(src, dest)
+            os.chmod(dest, stat.S_IMODE(mode) & ~_SPECIAL_BITS)
+        else:
+            raise InstallError(f"{where}: install_libraries: {rel} is not a file or a symlink")
+
+
+def link_library(root: Path, final_dir: Path, library_dir: Path, where: str) -> None:
+    """tsuku's ``link_dependencies``: each entry of ``library_dir/lib`` gets a symlink
+    of its name in ``root/lib`` (the tool's tree, to be moved to ``final_dir``). A file
+    is linked by a path relative to where the link will live
+    (``../../libyaml-0.2.5/lib/libyaml.so.2``: a moved ``$TSUKU_HOME`` keeps working);
+    a symlink in the library (its version chain) is copied as it is when it stays
+    inside ``lib/`` (no absolute target, no ``..``, as tsuku checks). An existing entry
+    of that name that is not the same link is a collision, refused."""
+    source = library_dir / "lib"
+    if not source.is_dir():
+        raise InstallError(f"{where}: link_dependencies: {library_dir} has no lib/ directory")
+    entries = sorted(os.listdir(source))
+    if not entries:
+        raise InstallError(f"{where}: link_dependencies: {source} is empty")
+    relative = os.path.relpath(source, final_dir / "lib")
+    dest_dir = root / "lib"
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    for name in entries:
+        src, dest = source / name, dest_dir / name
+        if stat.S_ISLNK(os.lstat(src).st_mode):
+            target = os.readlink(src)
+            if os.path.isabs(target) or ".." in target:
+                raise InstallError(
+                    f"{where}: link_dependencies: {src} links outside its lib/ ({target})"
+                )
+        else:
+            target = posixpath.join(relative, name)
+        if dest.is_symlink() and os.readlink(dest) == target:
+            continue  # already linked (tsuku: "Already linked")
+        if dest.exists() or dest.is_symlink():
+            raise InstallError(
+                f"{where}: link_dependencies: lib/{name} already exists and is not a link "
+                f"to {target}"
+            )
+        os.symlink(target, dest)
+
+
 class TreeAssembler:
     """Builds one tool tree in ``root`` (created on first use; its parent must exist),
     one step at a time. ``binaries`` maps each binary's name to its path in the tree."""
@@ -101,7 +191,12 @@ class TreeAssembler:
             os.chmod(real, 0o755)  # noqa: S103 - an executable for everyone, like /usr/bin
         if step.install_mode == "directory":
             self._add_directory(step, unpacked, where)
+            if step.libraries:  # already in the tree: they must be there all the same
+                library_matches(self.root, step.libraries, where)
         else:
+            if step.libraries:  # copied before the binaries move out of the asset
+                self.root.mkdir(exist_ok=True)
+                install_libraries(unpacked, self.root, step.libraries, where)
             self._add_binaries(step, unpacked, where)
 
     def finish(self) -> dict[str, str]:

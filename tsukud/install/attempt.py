@@ -45,8 +45,8 @@ import trio
 
 from tsukud import log
 from tsukud.errors import ConfirmationRequired, TsukuError
-from tsukud.install import layout
-from tsukud.install.assemble import TreeAssembler, resolve_inside
+from tsukud.install import layout, shell_init
+from tsukud.install.assemble import TreeAssembler, link_library, resolve_inside
 from tsukud.install.build import build_in_container, replace_with_output
 from tsukud.install.checks import run_checks, sha256_file
 from tsukud.install.commands import check_may_run, command_env, question, run_on_host
@@ -68,13 +68,19 @@ from tsukud.install.errors import (
     BinaryNotInArchive,
     BuildFailed,
     GuardedCommandRefused,
+    InstallError,
     ShadowingRefused,
     no_space,
 )
 from tsukud.install.extract import ExtractLimits, extract
 from tsukud.install.homebrew import pour
 from tsukud.install.homebrew.client import Bottle
-from tsukud.install.homebrew.deps import refuse_version_change
+from tsukud.install.homebrew.deps import (
+    dependency_graph,
+    install_order,
+    refuse_version_change,
+    runtime_dependencies,
+)
 from tsukud.install.openpgp import SignatureInvalid, verify_detached
 from tsukud.install.pins import require_pinned_asset, require_validated
 from tsukud.install.registry import LoadedRecipe
@@ -95,6 +101,8 @@ from tsukud.progress import Progress
 from tsukud.recipe import (
     ArchiveFormat,
     EcosystemStep,
+    InstallShellInitStep,
+    LinkDependenciesStep,
     Recipe,
     RenderedStep,
     RequireCommandStep,
@@ -107,6 +115,7 @@ from tsukud.recipe import (
     require_supported,
 )
 from tsukud.recipe.build import Build
+from tsukud.recipe.build_deps import build_dependencies
 from tsukud.recipe.render import env_file, render_command, takes_first_match
 from tsukud.recipe.system import shell_words
 
@@ -154,6 +163,12 @@ class InstallAttempt:
         # What relocating the bottles did (install.completed's ``relocation``).
         self.relocation: dict[str, Any] | None = None
         self.strays: list[str] = []  # what install scripts left in bin/ (removed)
+        # Build dependencies' tool directories (mounted read-only into the build).
+        self.build_deps: dict[str, Path] = {}
+        # How the tool was built, when it was (install.completed's ``build``).
+        self.built: dict[str, Any] | None = None
+        # Shell start-up fragments the person approved and this attempt wrote.
+        self.shell_files: list[Path] = []
 
     @property
     def stage(self) -> str:
@@ -187,6 +202,8 @@ class InstallAttempt:
                 raise full from exc
         except BaseException as exc:
             self.tx.rollback()
+            for path in self.shell_files:  # approved, but the install did not happen
+                path.unlink(missing_ok=True)
             if isinstance(exc, TsukuError):
                 code, message = exc.code, exc.message
             elif isinstance(exc, Exception):
@@ -228,6 +245,8 @@ class InstallAttempt:
         # Runtime dependencies first: a missing recipe or a cycle is refused before
         # anything is fetched, and the bottle is relocated against their directories.
         self.deps = await self._install_dependencies(recipe)
+        # Build dependencies likewise, each by its own recipe and install.
+        self.build_deps = await self._install_build_dependencies(recipe)
         self.stage = "resolve"
         res = await inst.resolver.resolve(recipe, self.requested)
         self.version = res.version
@@ -304,6 +323,7 @@ class InstallAttempt:
             self.stage = "install"
             await self.progress("installing", version=res.version)
             binaries = await trio.to_thread.run_sync(self._assemble, rendered, root)
+            await trio.to_thread.run_sync(self._link_dependencies, recipe, root, final_dir)
             env = env_file(recipe, inst.platform, res.version, str(final_dir))
             if env is not None:  # set_env: tsuku's env.sh in the tool's directory
                 (root / "env.sh").write_text(env)
@@ -316,6 +336,7 @@ class InstallAttempt:
         if checks:
             await self.progress("verifying", command=checks[0].command)
             output = await run_checks(checks, final_dir, binaries, inst.env)
+        await self._shell_init(loaded.recipe, res.version, final_dir)
         self.stage = "activate"
         previous_dir = Path(current["install_dir"]) if current is not None else None
         self.tx.switch_links(binaries, final_dir)
@@ -333,8 +354,10 @@ class InstallAttempt:
             "assets": asset_records,
             "binaries": binaries,
             "install_dir": str(final_dir),
-            "runtime_dependencies": list(recipe.metadata.runtime_dependencies or ()),
+            "runtime_dependencies": list(runtime_dependencies(recipe, inst.platform)),
             "relocation": self.relocation,
+            "build": self.built,
+            "shell_init": [p.relative_to(inst.home).as_posix() for p in self.shell_files],
             "verify_checks": [
                 {"command": c.command, "patterns": list(c.patterns), "exit_code": c.exit_code}
                 for c in checks
@@ -348,6 +371,10 @@ class InstallAttempt:
         with trio.CancelScope(shield=True):
             await inst.store.wait_durable(ev.id)
         self.tx.clean_up(final_dir, previous_dir)
+        if current is not None:  # the replaced version's shell start-up goes with it
+            kept = {p.relative_to(inst.home).as_posix() for p in self.shell_files}
+            old = [p for p in current.get("shell_init") or () if p not in kept]
+            shell_init.discard(inst.home, old)
         self.stage = "done"
         return {
             "tool": self.name,
@@ -361,6 +388,7 @@ class InstallAttempt:
             "verify_output": output,
             "replaced": current.get("version") if current is not None else None,
             "relocation": self.relocation,
+            "build": self.built,
             "removed_strays": self.strays,
             "session": self.session,
             "timings_ms": self.timings_ms,
@@ -657,7 +685,13 @@ class InstallAttempt:
             prefix=prefix,
             checks=checks,
             session=self.session,
+            deps=list(self.build_deps.values()),
         )
+        self.built = {
+            "image": sandbox.image,
+            "kind": build.kind,
+            "dependencies": {n: str(d) for n, d in self.build_deps.items()},
+        }
         await trio.to_thread.run_sync(replace_with_output, source, prefix)
         await trio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
         await self.progress("built", source_dir=build.source_dir, verified=bool(checks))
@@ -691,9 +725,10 @@ class InstallAttempt:
     async def _install_dependencies(self, recipe: Recipe) -> pour.Dependencies:
         """The recipe's runtime dependencies, installed first (each as its own tool,
         its own session) unless already there; their directories and formulas."""
-        if not recipe.metadata.runtime_dependencies:
-            return pour.Dependencies()
         inst = self.inst
+        target = inst.platform
+        if not runtime_dependencies(recipe, target):
+            return pour.Dependencies()
         self.stage = "dependencies"
 
         async def load(name: str) -> Recipe:
@@ -705,7 +740,83 @@ class InstallAttempt:
                 name, progress=self._progress, can_ask=self.can_ask, yes=self.yes
             )
 
-        return await pour.install_dependencies(recipe, load, inst.installed, install)
+        return await pour.install_dependencies(
+            recipe, load, inst.installed, install, lambda r: runtime_dependencies(r, target)
+        )
+
+    async def _install_build_dependencies(self, recipe: Recipe) -> dict[str, Path]:
+        """What a build from source on this platform needs installed first
+        (``recipe/build.py`` ``build_dependencies``: tsuku's install-time
+        dependencies), each missing one installed through its own recipe as its own
+        install, deepest first, with this request's ``--yes`` and terminal: each asks
+        what it would ask if installed alone, and nothing the person approved for this
+        tool approves it. A missing recipe or a cycle is refused before anything is
+        installed. Returns every one's tool directory (recipe name → directory), in
+        install order, for the build container to mount read-only."""
+        target = self.inst.platform
+        if not build_dependencies(recipe, target):
+            return {}
+        inst = self.inst
+        self.stage = "dependencies"
+
+        def edges(needed: Recipe) -> tuple[str, ...]:
+            both = (*build_dependencies(needed, target), *runtime_dependencies(needed, target))
+            return tuple(dict.fromkeys(both))
+
+        async def load(name: str) -> Recipe:
+            return (await inst.registry.load(name)).recipe
+
+        graph = await dependency_graph(recipe, load, edges)
+        dirs: dict[str, Path] = {}
+        for name in install_order(recipe.metadata.name, graph):
+            record = inst.installed().get(name)
+            if record is None:  # installed ones stay as they are
+                await self.progress("installing_dependency", dependency=name, build=True)
+                record = await inst.install(
+                    name, progress=self._progress, can_ask=self.can_ask, yes=self.yes
+                )
+            dirs[name] = Path(str(record["install_dir"]))
+        return dirs
+
+    def _may_ask(self) -> bool:
+        """A person can be asked for a host change: at a terminal, and not under
+        ``--yes`` (which never answers for them)."""
+        return not self.yes and self.can_ask and self.inst.confirmations is not None
+
+    async def _shell_init(self, recipe: Recipe, version: str, final_dir: Path) -> None:
+        """Each ``install_shell_init`` step: the fragments it would add to the
+        person's shell start-up, shown in full and written only after their yes
+        (``shell_init.py`` says why ``--yes`` never counts). Under ``--yes`` or with
+        nobody to ask the install stops before any ``source_command`` runs."""
+        steps = [
+            (i, s)
+            for i, s in matching_steps(recipe, self.inst.platform, version)
+            if isinstance(s, InstallShellInitStep)
+        ]
+        for index, step in steps:
+            self.stage = "shell_init"
+            confirmations = self.inst.confirmations
+            if not self._may_ask() or confirmations is None:
+                raise shell_init.refusal(self.name, index, step, yes=self.yes)
+            env = command_env(self.inst.env, final_dir, final_dir)
+            fragments = await trio.to_thread.run_sync(
+                shell_init.gather, step, final_dir, version, env
+            )
+            if not fragments:
+                continue
+            await confirmations.ask(
+                self._progress,
+                can_ask=self.can_ask,
+                session=self.session,
+                question=shell_init.consent_question(self.name, index, fragments),
+            )
+            written = await trio.to_thread.run_sync(shell_init.write, self.inst.home, fragments)
+            self.shell_files += written
+            await self.progress(
+                "shell_init_written",
+                files=[f.path for f in fragments],
+                message="shell start-up added",
+            )
 
     async def _run_commands(
         self, step: RenderedStep, loaded: LoadedRecipe, final_dir: Path
@@ -743,6 +854,11 @@ class InstallAttempt:
                 await self.progress("command_found", message=f"found {step.command}: {path}")
             elif isinstance(step, SystemPackagesStep):
                 await self._system_packages(recipe, index, step)
+            elif isinstance(step, InstallShellInitStep) and not self._may_ask():
+                # Its text is shown after the install, but the answer is already
+                # known: stop before anything is downloaded.
+                self.stage = "shell_init"
+                raise shell_init.refusal(self.name, index, step, yes=self.yes)
 
     def _caller_env(self) -> dict[str, str]:
         """The installer's environment with the caller's PATH: the commands a recipe
@@ -858,6 +974,24 @@ class InstallAttempt:
                 raise BinaryNotInArchive(f"{self.name}: {path} is not a file in the tool")
             binaries[bin_name] = {"path": path, "sha256": sha256_file(real)}
         return binaries
+
+    def _link_dependencies(self, recipe: Recipe, root: Path, final_dir: Path) -> None:
+        """Each ``link_dependencies`` step: the library (a runtime dependency, installed
+        first) linked into the tool's ``lib/`` (``assemble.py`` ``link_library``)."""
+        for index, step in matching_steps(recipe, self.inst.platform, self.version):
+            if not isinstance(step, LinkDependenciesStep):
+                continue
+            where = f"{self.name}: steps[{index}]"
+            record = self.inst.installed().get(step.library) or {}
+            installed = str(record.get("version") or "")
+            if step.version is not None and step.version != installed:
+                raise InstallError(
+                    f"{where}: link_dependencies asks for {step.library} {step.version}, "
+                    f"and {step.library} {installed or '(none)'} is installed",
+                    hint=f"Install {step.library}@{step.version} first, or drop the version "
+                    "from the recipe's step to link the installed one.",
+                )
+            link_library(root, final_dir, self.deps.dirs[step.library], where)
 
     def _conflicts(self, binaries: Mapping[str, Any]) -> list[str]:
         bins = layout.bin_dir(self.inst.home)

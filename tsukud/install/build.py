@@ -13,12 +13,16 @@ Inside it the unpacked source is mounted read-only and copied into a scratch dir
 (configure and make write beside the sources); ``make install`` writes into the tool's
 directory *as the host will have it* (an empty host directory mounted at that very
 path), so whatever the build bakes in (a data directory, an RPATH) names where the tool
-will live. The recipe's verify command then runs in a second container over that output,
-mounted read-only. Only then does the host take the output: every entry is checked
-(regular files and directories, links that stay inside the tree; no device, pipe or
-socket), set-id bits and group/other write are cleared, and the tree replaces the
-source as the step's work directory, from which the tool is assembled, checksummed,
-checked and linked like any download (``attempt.py``).
+will live. The build dependencies (tsuku's install-time dependencies, installed first
+by ``attempt.py``, each by its own recipe) are mounted read-only at their own paths, and
+the environment points at them as tsuku's ``setup_build_env`` does
+(:func:`dependency_env`). The recipe's verify command then runs in a second container
+over that output, mounted read-only, the dependencies beside it. Only then does the
+host take the output: every entry is checked (regular files and directories, links
+that stay inside the tree; no device, pipe or socket), set-id bits and group/other
+write are cleared, and the tree replaces the source as the step's work directory, from
+which the tool is assembled, checksummed, checked and linked like any download
+(``attempt.py``).
 
 The pure part (the script, the tree check) is separate from the shell that runs the
 containers, so both are tested on their own.
@@ -137,15 +141,57 @@ def _cmake(build: Build, prefix: str) -> tuple[str, list[str]]:
     ]
 
 
-def build_env() -> dict[str, str]:
+def dependency_env(deps: Sequence[Path]) -> dict[str, str]:
+    """What tsuku's ``setup_build_env`` (``buildAutotoolsEnv``) tells a build about its
+    build dependencies, each a tool directory mounted read-only at its own path:
+    ``PKG_CONFIG_PATH`` (their ``lib/pkgconfig``), ``CPPFLAGS`` (``-I`` their
+    ``include``), ``LDFLAGS`` (``-L`` their ``lib``), each only for a directory that
+    exists, as tsuku checks; their ``bin/`` first on ``PATH`` and ``CMAKE_PREFIX_PATH``
+    (tsuku's guide names both). Empty without dependencies."""
+    pkg_config: list[str] = []
+    cppflags: list[str] = []
+    ldflags: list[str] = []
+    bins: list[str] = []
+    for dep in deps:
+        if (dep / "lib" / "pkgconfig").is_dir():
+            pkg_config.append(str(dep / "lib" / "pkgconfig"))
+        if (dep / "include").is_dir():
+            cppflags.append(f"-I{dep / 'include'}")
+        if (dep / "lib").is_dir():
+            ldflags.append(f"-L{dep / 'lib'}")
+        if (dep / "bin").is_dir():
+            bins.append(str(dep / "bin"))
+    env: dict[str, str] = {}
+    if pkg_config:
+        env["PKG_CONFIG_PATH"] = ":".join(pkg_config)
+    if cppflags:
+        env["CPPFLAGS"] = " ".join(cppflags)
+    if ldflags:
+        env["LDFLAGS"] = " ".join(ldflags)
+    if bins:
+        env["PATH"] = ":".join([*bins, DEFAULT_PATH])
+    if deps:
+        env["CMAKE_PREFIX_PATH"] = ":".join(str(d) for d in deps)
+    return env
+
+
+def build_env(deps: Sequence[Path] = ()) -> dict[str, str]:
     """The build's environment: tsuku's ``SOURCE_DATE_EPOCH=0`` for reproducible
-    output, temporary files in the scratch directory (``/tmp`` is small and noexec)."""
+    output, temporary files in the scratch directory (``/tmp`` is small and noexec),
+    and the build dependencies as :func:`dependency_env` points at them."""
     return {
         "PATH": DEFAULT_PATH,
         "HOME": f"{BUILD_DIR}/.tmp",
         "TMPDIR": f"{BUILD_DIR}/.tmp",
         "SOURCE_DATE_EPOCH": "0",
+        **dependency_env(deps),
     }
+
+
+def dependency_mounts(deps: Sequence[Path]) -> tuple[tuple[Path, str, bool], ...]:
+    """Each build dependency's tool directory at its own path, read-only: the build
+    (untrusted code) reads their headers and libraries and can change none of them."""
+    return tuple((dep, str(dep), True) for dep in deps)
 
 
 def build_spec(
@@ -155,17 +201,24 @@ def build_spec(
     scratch: Path,
     prefix: Path,
     labels: dict[str, str],
+    deps: Sequence[Path] = (),
 ) -> RunSpec:
     """The build's container: the validation contract's isolation (no network, no
     capabilities, read-only root: :class:`RunSpec`'s defaults, left as they are), the
     source read-only, the scratch copy and the tool's directory (at its host path)
-    writable, as the daemon's uid so what it writes stays the daemon's to move."""
+    writable, the build dependencies read-only at theirs (:func:`dependency_mounts`),
+    as the daemon's uid so what it writes stays the daemon's to move."""
     where = str(prefix)
     return RunSpec(
         image=image,
         command=["/bin/sh", "-c", build_script(build, where)],
-        mounts=((source, SOURCE_DIR, True), (scratch, BUILD_DIR, False), (prefix, where, False)),
-        env=build_env(),
+        mounts=(
+            (source, SOURCE_DIR, True),
+            (scratch, BUILD_DIR, False),
+            (prefix, where, False),
+            *dependency_mounts(deps),
+        ),
+        env=build_env(deps),
         workdir=BUILD_DIR,
         user=f"{os.getuid()}:{os.getgid()}",
         timeout_s=BUILD_TIMEOUT_S,
@@ -242,16 +295,19 @@ async def build_in_container(
     prefix: Path,
     checks: Sequence[VerifyCheck],
     session: str | None,
+    deps: Sequence[Path] = (),
 ) -> RunResult:
     """Build ``source`` (the unpacked download) in the build container into ``prefix``
-    (an empty host directory, mounted at the same path), then run ``checks`` (the
-    recipe's verify, ``{install_dir}`` = ``prefix``) in a second container over the
-    output; check and tame the output tree. Raises :class:`BuildFailed` saying which
-    stage failed with the end of its output; returns the build's run."""
+    (an empty host directory, mounted at the same path) against ``deps`` (the build
+    dependencies' tool directories, read-only), then run ``checks`` (the recipe's
+    verify, ``{install_dir}`` = ``prefix``) in a second container over the output, the
+    dependencies mounted there too; check and tame the output tree. Raises
+    :class:`BuildFailed` saying which stage failed with the end of its output; returns
+    the build's run."""
     uid = f"{os.getuid()}:{os.getgid()}"
     where = str(prefix)
     labels = {"dev.tsuku.session": session or "", "dev.tsuku.build": tool}
-    spec = build_spec(sandbox.image, build, source, scratch, prefix, labels)
+    spec = build_spec(sandbox.image, build, source, scratch, prefix, labels, deps)
     res = await _run(sandbox, spec, session)
     if not res.ok:
         why = "timed out" if res.timed_out else f"exited with {res.exit_code}"
@@ -274,7 +330,7 @@ async def build_in_container(
         verify = RunSpec(
             image=sandbox.image,
             command=["/bin/sh", "-c", check.command],
-            mounts=((prefix, where, True),),
+            mounts=((prefix, where, True), *dependency_mounts(deps)),
             env={"PATH": f"{bin_dir}:{DEFAULT_PATH}", "HOME": "/tmp"},  # noqa: S108
             workdir="/tmp",  # noqa: S108
             user=uid,

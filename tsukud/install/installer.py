@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from tsukud.errors import TsukuError
-from tsukud.install import layout
+from tsukud.install import layout, shell_init
 from tsukud.install.attempt import InstallAttempt
 from tsukud.install.checks import integrity_problems, run_checks
 from tsukud.install.download import DEFAULT_MAX_BYTES
@@ -228,6 +228,7 @@ class Installer:
             )
             await self.store.wait_durable(ev.id)
             layout.discard(install_dir)
+            shell_init.discard(self.home, list(rec.get("shell_init") or ()))
             return Removed(
                 tool=name,
                 version=rec.get("version"),

@@ -184,7 +184,30 @@ def reconcile(home: Path, installed: Mapping[str, Mapping[str, Any]]) -> Recover
         bins.mkdir(parents=True, exist_ok=True)
         replace_symlink(link, want_target)
         report.restored.append(str(link))
+    _reconcile_shell_init(home, installed, report)
     return report
+
+
+def _reconcile_shell_init(
+    home: Path, installed: Mapping[str, Mapping[str, Any]], report: RecoveryReport
+) -> None:
+    """Shell start-up fragments (``share/shell.d``) no installed tool's record lists:
+    an install that wrote one after the person's yes and never got recorded (a crash)
+    must not leave it running in every new shell."""
+    shell_d = home / "share" / "shell.d"
+    if not shell_d.is_dir():
+        return
+    listed = {
+        str(path)
+        for record in installed.values()
+        for path in (record.get("shell_init") or ())
+        if isinstance(path, str)
+    }
+    for entry in sorted(shell_d.iterdir()):
+        rel = f"share/shell.d/{entry.name}"
+        if rel not in listed and not entry.is_dir():
+            entry.unlink()
+            report.removed.append(str(entry))
 
 
 def replace_symlink(link: Path, target: Path) -> None:

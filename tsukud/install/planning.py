@@ -27,6 +27,7 @@ from tsukud.recipe import (
     parse_recipe,
     unknown_keys,
 )
+from tsukud.recipe.build_deps import build_dependencies
 from tsukud.recipe.homebrew import BottleRef
 from tsukud.recipe.model import UnsupportedVersionSource, VersionNotFound
 from tsukud.recipe.plan import (
@@ -117,6 +118,11 @@ async def plan_tool(
     out["recipe_path"] = path
     out["tag"] = resolved.tag
     out["unknown_keys"] = unknown_keys(recipe)
+    # What an install builds against, each installed first by its own recipe (this
+    # project's key, only when there are some).
+    build_deps = build_dependencies(recipe, target, resolved.version)
+    if build_deps:
+        out["build_dependencies"] = list(build_deps)
     return out
 
 

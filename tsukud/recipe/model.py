@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from tsukud.errors import TsukuError
+from tsukud.recipe.build import DEFAULT_RPATH, rpath_problem
 from tsukud.recipe.platform import Platform
 from tsukud.recipe.system import FAMILY_OF_MANAGER, SYSTEM_MANAGERS
 from tsukud.recipe.version_range import in_range
@@ -517,9 +518,12 @@ class CMakeBuildStep(_StepBase, frozen=True, kw_only=True):
 
 class SetupBuildEnvStep(_StepBase, frozen=True, kw_only=True):
     """``setup_build_env``: tsuku points ``PKG_CONFIG_PATH``, ``CPPFLAGS``, ``LDFLAGS``
-    and the compiler at the recipe's build dependencies before a build step. Builds run
-    in the build image with its own toolchain, so with no dependencies to point at it
-    changes nothing; it is read, planned and accepted as that."""
+    (and ``PATH``, ``CMAKE_PREFIX_PATH``) at the recipe's build dependencies
+    (``recipe/build.py`` ``build_dependencies``) before a build step. Here every build
+    gets that environment in the build container, where the dependencies are mounted
+    read-only (``install/build.py`` ``dependency_env``), so the step itself adds
+    nothing; it is read, planned and accepted as that. The build image is the
+    compiler (tsuku's ``CC``/``CXX`` are for hosts without one)."""
 
     ACTION: ClassVar[str] = "setup_build_env"
     action: Literal["setup_build_env"] = "setup_build_env"
@@ -564,6 +568,51 @@ class SetRpathStep(_StepBase, frozen=True, kw_only=True):
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class InstallLibrariesStep(_StepBase, frozen=True, kw_only=True):
+    """``install_libraries``: the files of the work directory matching ``patterns``
+    (globs such as ``lib/*.so*``, relative, without ``..``, as tsuku checks) are put at
+    the same relative path in the tool's directory, symlinks kept as symlinks (a
+    library's ``libyaml.so.2 -> libyaml.so.2.0.9`` chain) when they stay inside it,
+    set-id bits cleared; a pattern set that matches nothing fails, as in tsuku."""
+
+    ACTION: ClassVar[str] = "install_libraries"
+    action: Literal["install_libraries"] = "install_libraries"
+    patterns: tuple[str, ...]
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class LinkDependenciesStep(_StepBase, frozen=True, kw_only=True):
+    """``link_dependencies``: each entry of ``library``'s ``lib/`` linked into the
+    tool's ``lib/`` by a relative symlink (tsuku's meaning), so a binary whose RPATH is
+    ``$ORIGIN/../lib`` loads the library another recipe installed. ``library`` names
+    that recipe: it is installed first and recorded as a runtime dependency (``remove``
+    refuses it while the links point into it); ``version``, when given, must be the
+    installed one."""
+
+    ACTION: ClassVar[str] = "link_dependencies"
+    action: Literal["link_dependencies"] = "link_dependencies"
+    library: str
+    version: str | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class InstallShellInitStep(_StepBase, frozen=True, kw_only=True):
+    """``install_shell_init``: shell start-up the tool asks for, tsuku's
+    ``share/shell.d/<target>@<version>.<shell>`` per shell of ``shells`` (bash and
+    zsh, tsuku's only ones and its default), from the tool's file ``source_file`` or
+    what its program ``source_command`` prints (``{shell}``, ``{install_dir}`` filled
+    in; split into words, no shell). A change to the person's shell start-up: written
+    only after they read it and said yes (``install/shell_init.py``)."""
+
+    ACTION: ClassVar[str] = "install_shell_init"
+    action: Literal["install_shell_init"] = "install_shell_init"
+    target: str
+    source_file: str | None = None
+    source_command: str | None = None
+    shells: tuple[str, ...] = ("bash", "zsh")
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
 # Steps that build from source: they run only in the build container.
 BuildStep = ConfigureMakeStep | CMakeBuildStep | SetupBuildEnvStep | SetRpathStep
 BUILD_ACTIONS = (
@@ -578,7 +627,7 @@ BUILD_ACTIONS = (
 # run (after a person's yes) before anything is downloaded.
 HostStep = SystemPackagesStep | RequireCommandStep
 # Steps that say something about the installed tool rather than fetch or build it.
-ToolStep = SetEnvStep
+ToolStep = SetEnvStep | LinkDependenciesStep | InstallShellInitStep
 
 
 class GenericStep(_StepBase, frozen=True, kw_only=True):
@@ -602,6 +651,7 @@ UrlStep = (
     | CMakeBuildStep
     | SetupBuildEnvStep
     | SetRpathStep
+    | InstallLibrariesStep
 )
 SupportedStep = GitHubArchiveStep | GitHubFileStep | UrlStep | EcosystemStep | HostStep | ToolStep
 Step = SupportedStep | GenericStep
@@ -621,8 +671,9 @@ class Metadata(msgspec.Struct, frozen=True, kw_only=True):
     binaries: tuple[str, ...] | None = None
     dependencies: tuple[str, ...] | None = None
     runtime_dependencies: tuple[str, ...] | None = None
-    # More recipes to install first, beside ``dependencies`` (tsuku's key; read and
-    # written back, not installed yet).
+    # More recipes to install first, beside ``dependencies`` (tsuku's key). Both are
+    # installed before a build from source (``recipe/build.py``); a recipe that builds
+    # nothing has them read and written back only.
     extra_dependencies: tuple[str, ...] | None = None
     supported_os: tuple[str, ...] | None = None
     supported_arch: tuple[str, ...] | None = None
@@ -908,6 +959,12 @@ def unsupported_actions(recipe: Recipe) -> list[str]:
             found = [step.action]
         else:  # a parameter install refuses (requires_sudo, ...) makes the step unusable
             found = [f"{step.action} parameter {k}" for k in unmodelled_parameters(step)]
+        problem = (
+            rpath_problem(step.rpath or DEFAULT_RPATH) if isinstance(step, SetRpathStep) else None
+        )
+        if problem:  # install refuses it (curl's {libs_dir}/openssl-.../lib is absolute)
+            kind = "an absolute" if problem.startswith("an absolute") else "a refused"
+            found.append(f"{step.action} with {kind} rpath")
         out += [what for what in found if what not in out]
     source = recipe.version.source if recipe.version is not None else None
     if source not in SUPPORTED_VERSION_SOURCES:

@@ -45,6 +45,9 @@ from tsukud.recipe.model import (
     GitHubFileStep,
     HomebrewStep,
     InstallBinariesStep,
+    InstallLibrariesStep,
+    InstallShellInitStep,
+    LinkDependenciesStep,
     Recipe,
     RecipeError,
     RequireCommandStep,
@@ -595,6 +598,17 @@ def _setup_build_env(step: SetupBuildEnvStep, index: int, ctx: PlanContext) -> l
     return [primitive("setup_build_env")]
 
 
+def _install_libraries(step: InstallLibrariesStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """A primitive tsuku plans as written (evaluable, deterministic)."""
+    return [primitive("install_libraries", patterns=_filled(ctx, step.patterns))]
+
+
+def _link_dependencies(step: LinkDependenciesStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """A primitive tsuku plans as written; the version is the installed one when the
+    recipe names none (read when it runs, as tsuku does)."""
+    return [primitive("link_dependencies", library=step.library, version=step.version)]
+
+
 def _homebrew(step: HomebrewStep, index: int, ctx: PlanContext) -> list[PlanStep]:
     """A bottle as tsuku plans it: the blob saved as ``<formula>.tar.gz`` (URL and the
     manifest's digest), unpacked without its ``<formula>/<version>/`` directories, then
@@ -607,6 +621,18 @@ def _homebrew(step: HomebrewStep, index: int, ctx: PlanContext) -> list[PlanStep
         primitive("extract", archive=bottle.work_file, format="tar.gz", strip_dirs=2),
         primitive("homebrew_relocate", formula=bottle.formula),
     ]
+
+
+def _install_shell_init(step: InstallShellInitStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """As written; deterministic (tsuku's IsDeterministic) and not evaluable (it is
+    not in tsuku's ActionEvaluability table)."""
+    params = _params(
+        target=step.target,
+        source_file=step.source_file,
+        source_command=step.source_command,
+        shells=list(step.shells),
+    )
+    return [PlanStep(action=step.action, params=params, evaluable=False, deterministic=True)]
 
 
 #: action → its planner. Composite actions decompose into primitives here.
@@ -633,6 +659,9 @@ PLANNERS: dict[str, StepPlanner] = {
     "setup_build_env": _setup_build_env,
     "set_env": _set_env,
     "set_rpath": _set_rpath,
+    "install_libraries": _install_libraries,
+    "link_dependencies": _link_dependencies,
+    "install_shell_init": _install_shell_init,
 }
 
 

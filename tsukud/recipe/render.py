@@ -41,6 +41,7 @@ from tsukud.recipe.model import (
     HomebrewStep,
     HostStep,
     InstallBinariesStep,
+    InstallLibrariesStep,
     InstallStep,
     Recipe,
     RecipeError,
@@ -48,6 +49,7 @@ from tsukud.recipe.model import (
     SetEnvStep,
     SetRpathStep,
     SetupBuildEnvStep,
+    ToolStep,
     UnsupportedFeature,
     UrlStep,
     Verify,
@@ -140,6 +142,9 @@ class RenderedStep(msgspec.Struct, frozen=True, kw_only=True):
     # A ``configure_make`` over the unpacked source: built in the build container, and
     # what its ``make install`` wrote replaces the source as the step's work directory.
     build: Build | None = None
+    # ``install_libraries`` globs (relative to the unpacked asset): what they match is
+    # put at the same path in the tool, symlinks kept (``install/assemble.py``).
+    libraries: tuple[str, ...] = ()
 
 
 class VerifyCheck(msgspec.Struct, frozen=True, kw_only=True):
@@ -449,6 +454,7 @@ class _WorkFile(msgspec.Struct, kw_only=True):
     asset: str | None = None
     files: tuple[InstallBinary, ...] = ()
     build: Build | None = None
+    libraries: tuple[str, ...] = ()
 
 
 def expand_url(template: str, resolved: ResolvedVersion, os_name: str, arch: str) -> str:
@@ -571,13 +577,23 @@ def _fold_url_steps(
             work_or_none.strip_dirs = step.strip_dirs or 0
             continue
         pending = [w for w in files.values() if w.binaries is None]
-        if isinstance(step, SetupBuildEnvStep):  # no build dependencies to point at
+        if isinstance(step, SetupBuildEnvStep):  # every build gets its environment
             continue
         if isinstance(step, ConfigureMakeStep | CMakeBuildStep):
             _fold_build(step, index, pending, where, version, target)
             continue
         if isinstance(step, SetRpathStep):
             _fold_rpath(step, pending, where, version, target)
+            continue
+        if isinstance(step, InstallLibrariesStep):
+            # The download not yet installed from, or the only one there is.
+            works = pending if len(pending) == 1 else list(files.values())
+            if len(works) != 1:
+                what = "without an earlier download" if not works else "over several downloads"
+                raise _unsupported(where, f"install_libraries {what}")
+            works[0].libraries += tuple(
+                expand(p, version=version, os=target.os, arch=target.arch) for p in step.patterns
+            )
             continue
         if isinstance(step, ChmodStep):
             chmod = tuple(
@@ -631,6 +647,8 @@ def _fold_url_steps(
                 version=version,
                 target=target,
             )
+        if work.libraries and work.binaries is None:  # a library: its files, no command
+            work.binaries = ()
     # A bottle is installed whole even when no install_binaries names a command in
     # it (a library such as ncurses).
     return [w for w in files.values() if w.binaries is not None or w.action == HomebrewStep.ACTION]
@@ -743,6 +761,7 @@ def render_url_steps(
             skip_verification_reason=work.skip_verification_reason,
             files=work.files,
             build=work.build,
+            libraries=work.libraries,
         )
         for work in works
     ]
@@ -780,7 +799,7 @@ def render_recipe(
                     take_first=take_first,
                 )
             )
-        elif isinstance(step, EcosystemStep | HostStep | SetEnvStep):
+        elif isinstance(step, EcosystemStep | HostStep | ToolStep):
             # Nothing to download by URL: its package manager fetches it, or the step
             # acts on the host (install/system_packages.py).
             continue

@@ -45,6 +45,9 @@ from tsukud.recipe.model import (
     GitHubFileStep,
     HomebrewStep,
     InstallBinariesStep,
+    InstallLibrariesStep,
+    InstallShellInitStep,
+    LinkDependenciesStep,
     Metadata,
     Recipe,
     RecipeParseError,
@@ -657,7 +660,65 @@ _CMAKE_BUILD: dict[str, Conv] = {
     "build_type": _build_type,
     "executables": _build_executables,
 }
+
+
 # action -> (step type, parameter spec, required parameters)
+def _library_patterns(value: Any, path: str) -> tuple[str, ...]:
+    """tsuku's ``install_libraries`` checks: at least one pattern, each relative and
+    without ``..`` anywhere in it."""
+    patterns = _str_list(value, path)
+    if not patterns:
+        raise _Bad(path, "at least one pattern is required")
+    for i, pattern in enumerate(patterns):
+        if not pattern or pattern.startswith(("/", "\\")) or ".." in pattern:
+            _expected(f"{path}[{i}]", "a relative glob without '..' (lib/*.so*)", pattern)
+    return patterns
+
+
+def _library_name(value: Any, path: str) -> str:
+    """A recipe's name (tsuku's validateLibraryName: no ``..``, no path separator)."""
+    text = _nonempty(value, path)
+    if ".." in text or "/" in text or "\\" in text:
+        _expected(path, "a library's recipe name (no '/' or '..')", value)
+    return text
+
+
+def _library_version(value: Any, path: str) -> str:
+    text = _nonempty(value, path)
+    if ".." in text or "/" in text or "\\" in text:
+        _expected(path, "a version (no '/' or '..')", value)
+    return text
+
+
+# tsuku's shellDTargetPattern: the first "@" of a fragment's name is the version's.
+_SHELL_D_TARGET = re.compile(r"[A-Za-z_][A-Za-z0-9._-]*")
+SHELL_INIT_SHELLS = ("bash", "zsh")
+
+
+def _shell_d_target(value: Any, path: str) -> str:
+    text = _nonempty(value, path)
+    if not _SHELL_D_TARGET.fullmatch(text):
+        _expected(path, "a name ([A-Za-z_][A-Za-z0-9._-]*)", value)
+    return text
+
+
+def _init_shells(value: Any, path: str) -> tuple[str, ...]:
+    shells = _str_list(value, path)
+    for i, shell in enumerate(shells):
+        if shell not in SHELL_INIT_SHELLS:
+            # tsuku: fragments load from a POSIX file fish cannot read.
+            _expected(f"{path}[{i}]", "bash or zsh (fish cannot read the start-up file)", shell)
+    return shells or SHELL_INIT_SHELLS
+
+
+_SHELL_INIT: dict[str, Conv] = {
+    "target": _shell_d_target,
+    "source_file": _file_path,
+    "source_command": _nonempty,
+    "shells": _init_shells,
+}
+
+
 _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
     "download": (DownloadStep, _DOWNLOAD, ("url",)),
     "download_file": (DownloadStep, _DOWNLOAD, ("url",)),
@@ -672,6 +733,13 @@ _URL_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
     "setup_build_env": (SetupBuildEnvStep, {}, ()),
     "set_env": (SetEnvStep, {"vars": _env_vars}, ("vars",)),
     "set_rpath": (SetRpathStep, _SET_RPATH, ("binaries",)),
+    "install_libraries": (InstallLibrariesStep, {"patterns": _library_patterns}, ("patterns",)),
+    "install_shell_init": (InstallShellInitStep, _SHELL_INIT, ("target",)),
+    "link_dependencies": (
+        LinkDependenciesStep,
+        {"library": _library_name, "version": _library_version},
+        ("library",),
+    ),
 }
 _SIGNATURE_KEYS = ("signature_url", "signature_key_url", "signature_key_fingerprint")
 
@@ -759,6 +827,10 @@ def _step(value: Any, path: str) -> Step:
         known, extra = _split(params, path, spec)
         _require(known, path, *required)
         _binaries_or_outputs(known, table, path)
+        if step_type is InstallShellInitStep and ("source_file" in known) == (
+            "source_command" in known
+        ):
+            raise _Bad(path, "exactly one of source_file and source_command is required")
         if step_type is DownloadStep:
             known["action"] = action
             signed = [k for k in _SIGNATURE_KEYS if k in known]

@@ -81,6 +81,7 @@ from tsukud.recipe import (
     render_verify,
 )
 from tsukud.recipe.build import Build
+from tsukud.recipe.build_deps import build_dependencies
 from tsukud.recipe.render import render_command
 from tsukud.sandbox.runtime import (
     BUILD_IMAGE,
@@ -677,7 +678,9 @@ class ValidationRun:
                 except RelocationFailed as exc:
                     return failed("failed", "relocate", message=exc.message, hint=exc.hint)
             if step.build is not None:
-                problem = await self._build(step.build, unpacked, recipe.metadata.name, target)
+                needs = build_dependencies(recipe, target, version)
+                name = recipe.metadata.name
+                problem = await self._build(step.build, unpacked, name, target, needs)
                 if problem is not None:
                     status, message, hint = problem
                     return failed(status, "build", message=message, hint=hint)
@@ -794,12 +797,26 @@ class ValidationRun:
         return None
 
     async def _build(
-        self, build: Build, source: Path, tool: str, target: Platform
+        self,
+        build: Build,
+        source: Path,
+        tool: str,
+        target: Platform,
+        deps: tuple[str, ...] = (),
     ) -> tuple[Status, str, str | None] | None:
         """A ``configure_make`` built as the installer builds it: in the build
         container, never here (``install/build.py``); its output replaces the source.
         The verify command runs afterwards over the assembled tree, as for any recipe.
+        A build against build dependencies is not validated here (they would have to be
+        installed first, and validation installs nothing): skipped, saying so.
         ``(status, message, hint)`` when it could not run or failed."""
+        if deps:
+            return (
+                "skipped",
+                f"the build needs {', '.join(deps)} installed first; validation installs "
+                "nothing, so it is proven by the install (in the build container too)",
+                None,
+            )
         if target != self.platform:
             return (
                 "skipped",

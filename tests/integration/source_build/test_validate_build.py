@@ -44,6 +44,15 @@ async def test_validation_builds_in_the_container_and_verifies_the_output(
         verdict = await prepared.verify(good.verify)
         assert verdict.passed, verdict
         failed = (await run.prepare(bad, RELEASE)).failure
+        needs = parse_recipe(
+            recipe(project).replace(
+                'description = "', 'dependencies = ["libgreet"]\ndescription = "'
+            )
+        )
+        skipped = (await run.prepare(needs, RELEASE)).failure
     assert failed is not None and (failed.status, failed.stage) == ("failed", "build")
     assert "configure: unknown option --nope" in (failed.message or "")
+    # A build against build dependencies: validation installs nothing, so it says so.
+    assert skipped is not None and (skipped.status, skipped.stage) == ("skipped", "build")
+    assert "needs libgreet installed first" in (skipped.message or "")
     assert not project.marker.exists() and not project.calls.exists()

@@ -15,6 +15,7 @@ from tsukud.recipe import (
     Binary,
     GenericStep,
     GitHubArchiveStep,
+    InstallShellInitStep,
     Metadata,
     Recipe,
     RunCommandStep,
@@ -202,10 +203,13 @@ def test_limits() -> None:
     )
     run = msgspec.structs.replace(base, steps=(step, RunCommandStep(command="curl x | sh")))
     other = msgspec.structs.replace(base, steps=(step, GenericStep(action="npm_install")))
+    init = InstallShellInitStep(target="foo", source_command="bin/foo init {shell}")
+    shell = msgspec.structs.replace(base, steps=(step, init))
     for recipe, needle in (
         (many, "21 steps"),
         (deps, "6 dependencies"),
         (run, "run_command is not allowed"),
+        (shell, "install_shell_init is not allowed"),  # the shell's start-up: a host change
         (other, "npm_install is not allowed"),
     ):
         findings = errors(check_recipe(recipe, RELEASES))

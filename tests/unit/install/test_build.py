@@ -14,9 +14,11 @@ from tsukud.install.build import (
     build_script,
     build_spec,
     check_output_tree,
+    dependency_env,
     tame_modes,
 )
 from tsukud.recipe.build import Build
+from tsukud.sandbox.runtime import DEFAULT_PATH
 
 BUILD = Build(
     index=2,
@@ -106,3 +108,28 @@ def test_set_id_bits_and_foreign_write_are_cleared(tmp_path: Path) -> None:
     assert stat.S_IMODE(tool.stat().st_mode) == 0o755
     assert stat.S_IMODE((tmp_path / "share").stat().st_mode) == 0o755
     assert os.readlink(tmp_path / "bin" / "alias") == "tool"
+
+
+def test_build_dependencies_are_mounted_read_only_at_their_own_paths(tmp_path: Path) -> None:
+    src, scratch, prefix = tmp_path / "src", tmp_path / "b", tmp_path / "tools" / "t-1"
+    lib = tmp_path / "tools" / "libgreet-2.1"
+    (lib / "lib" / "pkgconfig").mkdir(parents=True)
+    (lib / "include").mkdir()
+    bare = tmp_path / "tools" / "data-1"  # neither headers nor libraries
+    bare.mkdir()
+    spec = build_spec("img", BUILD, src, scratch, prefix, {}, [lib, bare])
+    host = spec.container_config()["HostConfig"]
+    mounts = {(m["Source"], m["Target"]): m["ReadOnly"] for m in host["Mounts"]}
+    # Untrusted build code reads its dependencies and can change none of them.
+    assert mounts[(str(lib), str(lib))] is True
+    assert mounts[(str(bare), str(bare))] is True
+    env = dict(e.split("=", 1) for e in spec.container_config()["Env"])
+    # tsuku's setup_build_env: only what exists is pointed at.
+    assert env["PKG_CONFIG_PATH"] == f"{lib}/lib/pkgconfig"
+    assert env["CPPFLAGS"] == f"-I{lib}/include"
+    assert env["LDFLAGS"] == f"-L{lib}/lib"
+    assert env["CMAKE_PREFIX_PATH"] == f"{lib}:{bare}"
+    assert env["PATH"] == DEFAULT_PATH  # no dependency has a bin/
+    (lib / "bin").mkdir()
+    assert dependency_env([lib])["PATH"] == f"{lib}/bin:{DEFAULT_PATH}"
+    assert dependency_env([]) == {}

@@ -68,5 +68,22 @@ def test_reconcile_matches_the_ledger(tmp_path: Path) -> None:
     assert not reconcile(home, installed)
 
 
+def test_shell_start_up_no_installed_tool_lists_is_removed(tmp_path: Path) -> None:
+    """A crash after the person's yes wrote a fragment and before the install was
+    recorded: the fragment would run in every new shell for a tool that is not there."""
+    shell_d = tmp_path / "share" / "shell.d"
+    shell_d.mkdir(parents=True)
+    for name in ("nvm@0.40.1.bash", "nvm@0.40.1.zsh", "orphan@1.0.bash"):
+        (shell_d / name).write_text("export X=1\n")
+    tool(tmp_path, "nvm-0.40.1", "nvm")
+    nvm = {
+        **record(tmp_path, "nvm-0.40.1", "nvm"),
+        "shell_init": ["share/shell.d/nvm@0.40.1.bash", "share/shell.d/nvm@0.40.1.zsh"],
+    }
+    report = reconcile(tmp_path, {"nvm": nvm})
+    assert sorted(p.name for p in shell_d.iterdir()) == ["nvm@0.40.1.bash", "nvm@0.40.1.zsh"]
+    assert report.removed == [str(shell_d / "orphan@1.0.bash")]
+
+
 def test_reconcile_on_an_empty_home(tmp_path: Path) -> None:
     assert not reconcile(tmp_path, {})

@@ -33,6 +33,7 @@ from tsukud.recipe import (
     unsupported_actions,
 )
 from tsukud.recipe.build import DEFAULT_MAKE_TARGETS, Build
+from tsukud.recipe.build_deps import build_dependencies
 from tsukud.recipe.plan import plan_recipe
 
 LINUX = Platform("linux", "amd64", "glibc")
@@ -278,6 +279,10 @@ def test_an_rpath_tsuku_refuses_or_that_needs_dependencies_is_refused(rpath: str
     text = _with_rpath(RPATH_STEP.replace("$ORIGIN/../lib", rpath))
     with pytest.raises(RecipeError, match=why):
         render_recipe(parse_recipe(text), V, LINUX)
+    # What install refuses, a registry's coverage counts as unsupported.
+    kind = "an absolute" if "absolute" in why else "a refused"
+    assert unsupported_actions(parse_recipe(text)) == [f"set_rpath with {kind} rpath"]
+    assert unsupported_actions(parse_recipe(_with_rpath(RPATH_STEP))) == []
 
 
 def test_set_rpath_without_a_build_is_not_run_on_the_host() -> None:
@@ -349,3 +354,55 @@ def test_what_tsuku_refuses_in_a_cmake_build_is_refused(line: str, where: str) -
     text = NINJA.replace('cmake_args = ["-DBUILD_TESTING=OFF", "-DX=$<CONFIG>-{version}"]', line)
     with pytest.raises(RecipeParseError, match=where):
         parse_recipe(text)
+
+
+BUILT_AGAINST = """
+[metadata]
+name = "curl"
+dependencies = ["openssl", "make", "pkg-config"]
+extra_dependencies = ["zlib", "openssl"]
+
+[[steps]]
+action = "download"
+url = "https://curl.se/download/curl-{version}.tar.gz"
+checksum = "SHA"
+
+[[steps]]
+action = "extract"
+archive = "curl-{version}.tar.gz"
+
+[[steps]]
+action = "setup_build_env"
+
+[[steps]]
+action = "configure_make"
+when = { os = ["linux"] }
+source_dir = "curl-{version}"
+executables = ["curl"]
+dependencies = ["nghttp2"]
+
+[[steps]]
+action = "install_binaries"
+install_mode = "directory"
+binaries = ["bin/curl"]
+""".replace("SHA", SHA)
+
+
+def test_build_dependencies_are_tsukus_install_time_dependencies_less_the_toolchain() -> None:
+    recipe = parse_recipe(BUILT_AGAINST)
+    # dependencies, extra_dependencies and the build step's own, each once, in order;
+    # make and pkg-config are the build image's (tsuku installs them as recipes).
+    assert build_dependencies(recipe, LINUX) == ("openssl", "zlib", "nghttp2")
+    # Where nothing is built there is nothing to build against.
+    assert build_dependencies(recipe, Platform("darwin", "arm64")) == ()
+    binary = parse_recipe(BUILT_AGAINST.split("[[steps]]")[0] + BUILD_FREE_STEPS)
+    assert binary.metadata.dependencies == ("openssl", "make", "pkg-config")
+    assert build_dependencies(binary, LINUX) == ()
+
+
+BUILD_FREE_STEPS = """
+[[steps]]
+action = "download_archive"
+url = "https://example.com/curl-{version}.tar.gz"
+binaries = ["curl"]
+"""

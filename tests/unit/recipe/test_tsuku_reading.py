@@ -258,7 +258,7 @@ def test_the_coverage_bench_counts_per_action_the_recipes_that_plan(tmp_path: Pa
     (tmp_path / "py.toml").write_text(WILDCARD)  # a wildcard: stood in by one asset
     (tmp_path / "init.toml").write_text(
         ZIG_LIKE.replace('name = "z"', 'name = "r"')
-        + '\n[[steps]]\naction = "install_shell_init"\nsource_file = "z.sh"\n'
+        + '\n[[steps]]\naction = "nix_install"\npackages = ["z"]\n'
     )
     report = _bench().measure(sorted(tmp_path.glob("*.toml")))
     assert dict(report.uses) == {
@@ -266,13 +266,13 @@ def test_the_coverage_bench_counts_per_action_the_recipes_that_plan(tmp_path: Pa
         "extract": 2,
         "install_binaries": 2,
         "github_archive": 1,
-        "install_shell_init": 1,
+        "nix_install": 1,
     }
     assert dict(report.plans) == {
         "download": 2,
         "extract": 2,
         "install_binaries": 2,
         "github_archive": 1,
-        "install_shell_init": 0,
+        "nix_install": 0,
     }
-    assert "      0/1      install_shell_init" in report.lines()
+    assert "      0/1      nix_install" in report.lines()

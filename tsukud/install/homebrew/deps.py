@@ -13,11 +13,22 @@ from typing import Any
 
 from tsukud.errors import TsukuError
 from tsukud.install.homebrew.errors import DependencyCycle, DependencyInUse, DependencyMissing
-from tsukud.recipe import Recipe
+from tsukud.recipe import Platform, Recipe, matching_steps
+from tsukud.recipe.model import LinkDependenciesStep
 
 
-def runtime_dependencies(recipe: Recipe) -> tuple[str, ...]:
-    return tuple(recipe.metadata.runtime_dependencies or ())
+def runtime_dependencies(recipe: Recipe, target: Platform | None = None) -> tuple[str, ...]:
+    """``metadata.runtime_dependencies``, then each library a ``link_dependencies``
+    step (for ``target``; any platform's when None) links into the tool: the tool's
+    ``lib/`` points into it, so it is needed while the tool is installed."""
+    linked = (
+        step.library
+        for step in (
+            recipe.steps if target is None else (s for _, s in matching_steps(recipe, target))
+        )
+        if isinstance(step, LinkDependenciesStep)
+    )
+    return tuple(dict.fromkeys((*(recipe.metadata.runtime_dependencies or ()), *linked)))
 
 
 def install_order(root: str, graph: Mapping[str, Sequence[str]]) -> list[str]:
@@ -30,9 +41,9 @@ def install_order(root: str, graph: Mapping[str, Sequence[str]]) -> list[str]:
         if name in path:
             cycle = [*path[path.index(name) :], name]
             raise DependencyCycle(
-                f"the runtime dependencies form a cycle: {' → '.join(cycle)}",
+                f"the dependencies form a cycle: {' → '.join(cycle)}",
                 hint="A recipe cannot need itself, directly or through others; fix the "
-                "recipes' runtime_dependencies.",
+                "recipes' runtime_dependencies or dependencies.",
                 cycle=cycle,
             )
         if name in done:
@@ -48,12 +59,14 @@ def install_order(root: str, graph: Mapping[str, Sequence[str]]) -> list[str]:
 
 
 async def dependency_graph(
-    root: Recipe, load: Callable[[str], Awaitable[Recipe]]
+    root: Recipe,
+    load: Callable[[str], Awaitable[Recipe]],
+    edges: Callable[[Recipe], tuple[str, ...]] = runtime_dependencies,
 ) -> dict[str, tuple[str, ...]]:
-    """name → runtime dependencies, for ``root`` and everything it needs, read through
-    ``load`` (a recipe by name)."""
+    """name → dependencies (``edges``: runtime ones by default), for ``root`` and
+    everything it needs, read through ``load`` (a recipe by name)."""
     name = root.metadata.name
-    graph: dict[str, tuple[str, ...]] = {name: runtime_dependencies(root)}
+    graph: dict[str, tuple[str, ...]] = {name: edges(root)}
     pending = [(dep, name) for dep in graph[name]]
     while pending:
         dep, needed_by = pending.pop()
@@ -69,7 +82,7 @@ async def dependency_graph(
                 tool=needed_by,
                 dependency=dep,
             ) from None
-        graph[dep] = runtime_dependencies(recipe)
+        graph[dep] = edges(recipe)
         pending += [(d, dep) for d in graph[dep]]
     return graph
 

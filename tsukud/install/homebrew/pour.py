@@ -12,7 +12,7 @@ import msgspec
 import trio
 
 from tsukud.install.homebrew.client import Bottle, HomebrewClient
-from tsukud.install.homebrew.deps import dependency_graph, install_order
+from tsukud.install.homebrew.deps import dependency_graph, install_order, runtime_dependencies
 from tsukud.install.homebrew.errors import HomebrewError
 from tsukud.install.homebrew.relocate import Report, relocate_keg
 from tsukud.recipe import HomebrewStep, Platform, Recipe
@@ -38,16 +38,18 @@ async def install_dependencies(
     load: Callable[[str], Awaitable[Recipe]],
     installed: Callable[[], dict[str, dict[str, Any]]],
     install: InstallFn,
+    edges: Callable[[Recipe], tuple[str, ...]] = runtime_dependencies,
 ) -> Dependencies:
-    """Install what ``recipe`` needs at run time and is not installed yet, deepest
-    first; returns every dependency's tool directory, in that order, and formula."""
+    """Install what ``recipe`` needs at run time (``edges`` of each recipe) and is not
+    installed yet, deepest first; returns every dependency's tool directory, in that
+    order, and formula."""
     recipes: dict[str, Recipe] = {}
 
     async def remember(name: str) -> Recipe:
         recipes[name] = await load(name)
         return recipes[name]
 
-    graph = await dependency_graph(recipe, remember)
+    graph = await dependency_graph(recipe, remember, edges)
     out = Dependencies()
     for name in install_order(recipe.metadata.name, graph):
         record = installed().get(name)
