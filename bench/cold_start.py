@@ -6,7 +6,8 @@ daemon does), polls the socket every millisecond with connect + ``ping`` until o
 answered, and takes the time from spawn to that answer; the daemon is then stopped
 (untimed). Median of 10, interleaved with the baselines: ``python -c "import trio,
 msgspec, structlog, sqlite3"`` (the import floor of the daemon) and ``python -c pass``.
-Goal: <= 250 ms.
+Goal (issue 32): <= 1.15x the import floor of the same run, a ratio that holds on any
+machine (the absolute 250 ms it replaces was set on a faster one).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from _common import (
 )
 
 NAME = "cold_start"
-GOAL_MS = 250.0
+GOAL_RATIO = 1.15
 IMPORTS = "import trio, msgspec, structlog, sqlite3"
 
 
@@ -76,7 +77,11 @@ def main() -> int:
         f"python -c pass {fmt(b)} ms",
         f'`python -c "{IMPORTS}"`',
     )
-    goal(NAME, s <= GOAL_MS, f"{fmt(s)} ms <= {GOAL_MS:.0f} ms")
+    goal(
+        NAME,
+        s / f <= GOAL_RATIO,
+        f"{fmt(s)} ms = {s / f:.2f}x the import floor {fmt(f)} ms <= {GOAL_RATIO:.2f}x",
+    )
     return 0
 
 

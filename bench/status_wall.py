@@ -1,9 +1,11 @@
 """status_wall: wall time of ``tsukuctl status`` against a running daemon.
 
-Median of 20 runs of the venv's ``tsukuctl`` console script, and of ``python -m
-tsukuctl status``, against ``python -c pass`` with the same interpreter (the floor any
-Python CLI pays). The three commands are interleaved run by run, after 3 warm-up rounds,
-so drift (page cache, CPU frequency) hits all of them alike. Goal: <= 40 ms.
+Median of 20 runs of the venv's ``tsukuctl`` command (``bin/tsukuctl``, as installed),
+and of ``python -m tsukuctl status``, against ``python -c pass`` with the same
+interpreter (the floor any Python CLI pays). The three commands are interleaved run by
+run, after 3 warm-up rounds, so drift (page cache, CPU frequency) hits all of them
+alike. Goal (issue 32): the command <= 2.0x ``python -c pass`` of the same run, a ratio
+that holds on any machine (the absolute 40 ms it replaces was set on a faster one).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from _common import (
 from _common import time_cmd as run
 
 NAME = "status_wall"
-GOAL_MS = 40.0
+GOAL_RATIO = 2.0
 
 
 def main() -> int:
@@ -58,7 +60,7 @@ def main() -> int:
         "ms",
         m["script"] / base,
         f"python -c pass {fmt(base)} ms",
-        f"{delta(m['script'] - base)} ms; `tsukuctl status` console script",
+        f"{delta(m['script'] - base)} ms; `tsukuctl status`, the installed command",
     )
     line(
         f"{NAME}.python_m",
@@ -69,7 +71,13 @@ def main() -> int:
         f"{delta(m['module'] - base)} ms; `python -m tsukuctl status`",
     )
     line(f"{NAME}.baseline_python_pass", base, "ms", 1.0, "itself")
-    goal(NAME, m["script"] <= GOAL_MS, f"tsukuctl status {fmt(m['script'])} ms <= {GOAL_MS:.0f} ms")
+    ratio = m["script"] / base
+    goal(
+        NAME,
+        ratio <= GOAL_RATIO,
+        f"tsukuctl status {fmt(m['script'])} ms = {ratio:.2f}x python -c pass {fmt(base)} ms"
+        f" <= {GOAL_RATIO:.1f}x",
+    )
     return 0
 
 

@@ -5,11 +5,14 @@ Each command lives in a ``*_commands.py`` module: a ``register(sub)`` adding its
 behind them. Output for people goes to stdout, diagnostics to stderr; ``--json``/``--csv``
 are for machines and never mix in prose. Errors print the message and a hint and exit
 with the documented code (docs/exit-codes.md).
+
+``status`` as prompts and scripts run it (:func:`hot_args`) is read without argparse:
+argparse imports ``re``, and the two cost about as much as ``python -c pass`` itself
+(issue 32: ``tsukuctl status`` within 2x of it). Everything else is argparse's.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -20,8 +23,19 @@ from tsukud.errors import ExitCode, TsukuError
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:
+    import argparse
+    from argparse import Namespace
     from collections.abc import Sequence
     from typing import Any
+else:
+
+    class Namespace:
+        """What the hot path needs of ``argparse.Namespace`` (attributes from keywords),
+        without importing argparse."""
+
+        def __init__(self, **kwargs: Any) -> None:
+            self.__dict__.update(kwargs)
+
 
 # Command word → the module whose ``register`` adds it. Standard library only, like this
 # file. ``tsukuctl --help`` lists the commands in this order.
@@ -58,23 +72,36 @@ COMMANDS: dict[str, str] = {
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMANDS.values()))
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse, with "did you mean" for a mistyped choice (a command, an action, a
-    ``--by`` value). ``difflib`` is imported only when a word is wrong."""
+_parser_class: type[argparse.ArgumentParser] | None = None
 
-    def _check_value(self, action: argparse.Action, value: Any) -> None:
-        choices = action.choices
-        if choices is None or value in choices:
-            return
-        names = [str(c) for c in choices]
-        close = _close_matches(str(value), names)
-        if close:
-            raise argparse.ArgumentError(
-                action, f"invalid choice: {value!r}; did you mean {_either(close)}?"
-            )
-        raise argparse.ArgumentError(
-            action, f"invalid choice: {value!r} (choose from {', '.join(map(repr, names))})"
-        )
+
+def _new_parser(**kwargs: Any) -> argparse.ArgumentParser:
+    """An argparse parser with "did you mean" for a mistyped choice (a command, an
+    action, a ``--by`` value); its subcommands' parsers are of the same class. The class
+    is made on the first parser, so a hot command never imports argparse; ``difflib``
+    is imported only when a word is wrong."""
+    global _parser_class
+    if _parser_class is None:
+        import argparse
+
+        class Parser(argparse.ArgumentParser):
+            def _check_value(self, action: argparse.Action, value: Any) -> None:
+                choices = action.choices
+                if choices is None or value in choices:
+                    return
+                names = [str(c) for c in choices]
+                close = _close_matches(str(value), names)
+                if close:
+                    raise argparse.ArgumentError(
+                        action, f"invalid choice: {value!r}; did you mean {_either(close)}?"
+                    )
+                raise argparse.ArgumentError(
+                    action,
+                    f"invalid choice: {value!r} (choose from {', '.join(map(repr, names))})",
+                )
+
+        _parser_class = Parser
+    return _parser_class(**kwargs)
 
 
 def _close_matches(word: str, names: Sequence[str]) -> list[str]:
@@ -96,7 +123,7 @@ def _either(words: Sequence[str]) -> str:
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
-def register(sub: argparse._SubParsersAction[Parser]) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``tsukuctl help [COMMAND...]``: the same text as ``COMMAND --help``."""
     p = sub.add_parser("help", help="show the help of a command (help install, help events list)")
     p.add_argument("topic", nargs="*", metavar="COMMAND")
@@ -119,7 +146,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     command line (``status``, from scripts and prompts) imports and builds only its own
     module's commands.
     """
-    ap = Parser(
+    ap = _new_parser(
         prog="tsukuctl",
         description="tsuku: developer tools installed from recipes it writes, checks and repairs.",
     )
@@ -138,6 +165,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def attach_examples(parser: argparse.ArgumentParser, words: str = "") -> None:
     """Each command's ``--help`` ends with its examples (``tsukuctl/examples.py``, read
     only when help is asked for)."""
+    import argparse
+
     from tsukuctl.examples import epilog
 
     text = epilog(words) if words else None
@@ -160,19 +189,42 @@ def command_word(argv: Sequence[str]) -> str | None:
     return None
 
 
+#: The hot command lines, as argparse would read them: ``[--no-start] status [--json]``.
+_HOT_BEFORE = frozenset({"--no-start"})
+_HOT_AFTER = {"status": frozenset({"--json"})}
+
+
+def hot_args(argv: Sequence[str]) -> Namespace | None:
+    """The arguments argparse would make of a hot command line (the same attributes,
+    defaults and handler: ``tests/unit/tsukuctl/test_hot_path.py`` compares them), or
+    None for any other line, which argparse then reads: a flag given twice, ``-q``,
+    ``--origin``, help, a typo all take the full path with its messages."""
+    words = list(argv)
+    before = set()
+    while words and words[0] in _HOT_BEFORE and words[0] not in before:
+        before.add(words.pop(0))
+    if not words or words[0] not in _HOT_AFTER:
+        return None
+    command, after = words[0], words[1:]
+    if len(set(after)) != len(after) or not _HOT_AFTER[command].issuperset(after):
+        return None
+    from tsukuctl.status_commands import cmd_status
+
+    return Namespace(
+        no_start="--no-start" in before,
+        command=command,
+        json="--json" in after,
+        origin=None,
+        fn=cmd_status,
+        quiet=False,
+        verbose=False,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(command_word(argv))
-    if "-h" in argv or "--help" in argv or not argv:  # (`help X` comes back with --help)
-        attach_examples(parser)
-    stray = _stray_flags(parser, argv)
-    if stray:  # before argparse reads its value as a word of its own ("invalid choice")
-        _unknown_arguments(parser, argv, stray)
-    args, unknown = parser.parse_known_args(argv)
-    if unknown:
-        _unknown_arguments(parser, argv, unknown)
-    if not getattr(args, "fn", None):
-        parser.print_help()
+    args = hot_args(argv) or _parse(argv)
+    if args is None:
         return ExitCode.USAGE
     verbosity.apply(args)
     try:
@@ -196,8 +248,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         verbosity.loud()
 
 
+def _parse(argv: Sequence[str]) -> Namespace | None:
+    """argparse's reading of ``argv`` (usage errors exit 2 from inside it); None, after
+    the help, when no command was named."""
+    parser = build_parser(command_word(argv))
+    if "-h" in argv or "--help" in argv or not argv:  # (`help X` comes back with --help)
+        attach_examples(parser)
+    stray = _stray_flags(parser, argv)
+    if stray:  # before argparse reads its value as a word of its own ("invalid choice")
+        _unknown_arguments(parser, argv, stray)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _unknown_arguments(parser, argv, unknown)
+    if not getattr(args, "fn", None):
+        parser.print_help()
+        return None
+    return args
+
+
 def _innermost(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.ArgumentParser:
     """The (sub)command parser the words of ``argv`` lead to: ``events list`` → its own."""
+    import argparse
+
     for word in argv:
         subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
         if subs and word in subs[0].choices:
@@ -210,6 +282,8 @@ def _stray_flags(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[s
     argparse would take the flag's value for the next positional word and complain
     about that word instead; naming the flag (and what it was meant to be) helps.
     A word that is an option's value, or after ``--``, is not a flag."""
+    import argparse
+
     chain = [parser]
     for word in argv:
         subs = [a for a in chain[-1]._actions if isinstance(a, argparse._SubParsersAction)]

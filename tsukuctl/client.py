@@ -7,11 +7,9 @@ millisecond of start-up is felt. The protocol is schema/rpc.md.
 from __future__ import annotations
 
 import itertools
-import json
 import os
-import socket
 
-from tsukud import caller_env, paths
+from tsukud import caller_env, paths, wirejson
 from tsukud.errors import DaemonUnavailable, ExitCode, Forbidden, UsageError
 from tsukud.launch import HEADER as _HEADER
 from tsukud.launch import MAX_FRAME, FrameReader, RemoteError, start_daemon
@@ -22,6 +20,7 @@ CANCEL_WAIT_S = 10.0  # for the daemon to stop a cancelled request and say what 
 # typing is not imported at run time: it costs ~4 ms of every hook invocation.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from _socket import socket
     from collections.abc import Callable
     from typing import Any, TypeAlias
 
@@ -39,7 +38,7 @@ class Client:
     """
 
     def __init__(
-        self, sock: socket.socket, *, env: dict[str, str] | None = None, home: str | None = None
+        self, sock: socket, *, env: dict[str, str] | None = None, home: str | None = None
     ) -> None:
         self.sock = sock
         self._ids = itertools.count(1)
@@ -91,7 +90,7 @@ class Client:
             request["home"] = self._home
         if self._env:
             request["env"] = self._env
-        body = json.dumps(request).encode()
+        body = wirejson.dumps(request).encode()
         if len(body) > MAX_FRAME:
             raise UsageError(
                 f"request of {len(body)} bytes exceeds the {MAX_FRAME}-byte frame cap",

@@ -7,7 +7,6 @@ the module of the command it runs. Standard library only, like the whole client.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from tsukuctl import verbosity
@@ -16,6 +15,7 @@ from tsukud.terminal import terminal_safe
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:
+    import argparse  # not at run time: `status` is read without it (cli.hot_args)
     from typing import Any
 
 
@@ -155,17 +155,25 @@ def add_trust_page_hosts(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _bad_value(message: str) -> Exception:
+    """argparse's error for a value its ``type`` refused (argparse is loaded by then: it
+    is the caller)."""
+    import argparse
+
+    return argparse.ArgumentTypeError(message)
+
+
 def count(text: str) -> int:
     """An argparse ``type``: a whole number, 0 or more. A bad one is a usage error (exit
     2, with the command's usage) before anything reaches the daemon."""
     try:
         n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise _bad_value(f"{text!r} is not a whole number") from None
     if n < 0:
-        raise argparse.ArgumentTypeError(f"{text} is negative: give 0 or more")
+        raise _bad_value(f"{text} is negative: give 0 or more")
     if n > MAX_COUNT:
-        raise argparse.ArgumentTypeError(f"{text} is too large: give at most {MAX_COUNT}")
+        raise _bad_value(f"{text} is too large: give at most {MAX_COUNT}")
     return n
 
 
@@ -178,9 +186,9 @@ def usd(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not an amount in USD: {text!r}") from None
+        raise _bad_value(f"not an amount in USD: {text!r}") from None
     if not (value >= 0 and value != float("inf")):
-        raise argparse.ArgumentTypeError(f"not an amount in USD: {text!r}")
+        raise _bad_value(f"not an amount in USD: {text!r}")
     return value
 
 
@@ -189,7 +197,7 @@ def head_hash(text: str) -> str:
     digits, the daemon's rule), so a mistyped one is a usage error, not a protocol one."""
     head = text.strip().lower()
     if not 16 <= len(head) <= 64 or head.strip("0123456789abcdef"):
-        raise argparse.ArgumentTypeError(
+        raise _bad_value(
             f"{text!r} is not a head: give the 16 to 64 hex digits `events verify` printed"
         )
     return head

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import os
+
+from tsukud import wirejson  # json's import (re) would double `tsukuctl status`'s time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def duration(seconds: float) -> str:
 
 def compact(payload: dict[str, Any], width: int) -> str:
     text = " ".join(
-        f"{k}={json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v}"
+        f"{k}={wirejson.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v}"
         for k, v in payload.items()
     )
     text = text.replace("\n", " ")
@@ -75,7 +76,7 @@ def csv_text(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def jsonl(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return wirejson.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
 def source_text(source: str) -> str:

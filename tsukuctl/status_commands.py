@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
-
 from tsukuctl import render
 from tsukuctl.command import err, out, rpc
 
 TYPE_CHECKING = False  # typing is not imported at run time (start-up cost)
 if TYPE_CHECKING:
+    import argparse  # not at run time: `status` is read without it (cli.hot_args)
     from typing import Any
 
 

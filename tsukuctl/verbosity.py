@@ -16,12 +16,12 @@ Standard library only.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from typing import Any, TextIO
 
 QUIET_HELP = "only errors and the final result"
@@ -33,6 +33,8 @@ _saved_stderr: TextIO | None = None
 
 def add_flags(parser: argparse.ArgumentParser, *, top: bool = True) -> None:
     """``-q`` and ``-v`` on ``parser`` and every parser below it."""
+    import argparse  # (loaded by then: only argparse's parsers get the flags)
+
     have = {s for a in parser._actions for s in a.option_strings}
     default: dict[str, Any] = {} if top else {"default": argparse.SUPPRESS}
     if not top:  # a command's own -q (create) must not reset `tsukuctl -q create`
@@ -49,6 +51,8 @@ def add_flags(parser: argparse.ArgumentParser, *, top: bool = True) -> None:
 
 def subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
     """The parsers of ``parser``'s subcommands, each once (an alias shares its parser)."""
+    import argparse
+
     found: dict[int, argparse.ArgumentParser] = {}
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):

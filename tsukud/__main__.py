@@ -241,17 +241,21 @@ def _run_foreground(args: argparse.Namespace) -> int:
             daemon.open(accept_ledger=args.accept_ledger)
 
             async def amain() -> None:
-                from tsukud.rpc.registry import load_methods
+                from tsukud.rpc.registry import served_methods
                 from tsukud.rpc.server import RpcServer
 
                 listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(s)) for s in socks]
+                methods = served_methods()  # the features' modules on their first request
                 server = RpcServer(
-                    load_methods(),
+                    methods,
                     daemon,
                     before_request=daemon.before_request,
                     scope=daemon.request_scope,
                     idle_timeout_s=config.value_or_default("rpc.idle_timeout_seconds"),
                 )
+                # The server copies the table it is given; it looks methods up in this
+                # attribute, which must be the table itself to load the rest on demand.
+                server.methods = methods
                 await daemon.run(server, listeners)
 
             trio.run(amain)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -773,6 +772,8 @@ def parse_file(data: bytes, path: Path) -> FileSettings:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         return _unparsable(path, None, f"not UTF-8 text: {e}")
+    import tomllib  # here: a daemon without a config file never imports it (issue 32)
+
     problems: list[Problem] = []
     readable = text
     for _ in range(MAX_SYNTAX_ERRORS):

@@ -11,7 +11,10 @@ from __future__ import annotations
 import os
 import stat  # already loaded by os: free
 import sys
-from collections.abc import Mapping
+
+TYPE_CHECKING = False  # typing is not imported at run time (tsukuctl's start-up)
+if TYPE_CHECKING:
+    from collections.abc import Mapping  # collections' import: ~1 ms of the client's start
 
 
 def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:

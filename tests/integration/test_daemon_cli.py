@@ -369,6 +369,10 @@ def test_cold_start_is_quick(tsuku: Tsuku) -> None:
     t0 = time.monotonic()
     tsuku.start()
     assert time.monotonic() - t0 < 5
+    # A fresh daemon serves the core methods from its start and loads the features'
+    # on the first request naming one (rpc/registry.MethodTable): that first request
+    # is answered, not refused as unknown.
+    assert isinstance(tsuku.call("batch.status"), dict)
     out = subprocess.run(
         [
             sys.executable,

@@ -4,8 +4,10 @@ returns, C1 controls and bidi / zero-width characters; ordinary text is untouche
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from tsukud.terminal import terminal_safe
+from tsukud.terminal import _plain, _scrubbed, terminal_safe
 
 
 @pytest.mark.parametrize(
@@ -44,3 +46,25 @@ def test_ordinary_text_is_kept() -> None:
 def test_one_line_folds_line_breaks() -> None:
     assert terminal_safe("a\nb\r\nc\u2028d\te", one_line=True) == "a b c d e"
     assert terminal_safe("a\r\nb") == "a\nb"
+
+
+# Printable text is passed without the patterns (tsukuctl's start-up never imports `re`
+# for it): that shortcut may only ever skip texts the removal would leave as they are.
+_ANY_TEXT = st.text(
+    st.characters(codec=None, blacklist_categories=()) | st.sampled_from("\x1b\r\n\t\x9b\x85"),
+    max_size=40,
+)
+
+
+@given(_ANY_TEXT)
+def test_the_shortcut_skips_only_text_with_nothing_to_remove(text: str) -> None:
+    assert terminal_safe(text) == _scrubbed(text)
+    assert terminal_safe(text, one_line=True) == (
+        _scrubbed(text).replace("\n", " ").replace("\t", " ")
+    )
+
+
+@pytest.mark.parametrize("hidden", ["\u202e", "\u200b", "\x1b", "\x9b", "\x85", "\r", "\ue000"])
+def test_printable_looking_text_with_one_hidden_character_is_scrubbed(hidden: str) -> None:
+    assert not _plain(f"ok café {hidden}")
+    assert hidden not in terminal_safe(f"ok café {hidden}")

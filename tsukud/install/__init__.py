@@ -1,25 +1,7 @@
-"""Installing recipes: safe extraction now; download and the installer build on it."""
+"""Installing recipes: safe extraction (``extract``), the layout of installed tools
+(``layout``), and the installer built on them.
 
-from tsukud.install.extract import (
-    ArchiveEntry,
-    ArchiveLimitExceeded,
-    CorruptArchive,
-    ExtractError,
-    ExtractLimits,
-    ExtractReport,
-    UnsafeArchive,
-    extract,
-    list_entries,
-)
-
-__all__ = [
-    "ArchiveEntry",
-    "ArchiveLimitExceeded",
-    "CorruptArchive",
-    "ExtractError",
-    "ExtractLimits",
-    "ExtractReport",
-    "UnsafeArchive",
-    "extract",
-    "list_entries",
-]
+Kept import-free: the daemon imports ``layout`` before it serves (to reconcile ``bin/``
+with the ledger), and a package ``__init__`` that imported the extractor (zstandard,
+tarfile, zipfile, the recipe model) made every start pay for it (issue 32).
+"""

@@ -8,7 +8,6 @@ in no API: they are in the wheel's ``<dist>-<ver>.dist-info/entry_points.txt``.
 
 from __future__ import annotations
 
-import configparser
 import re
 from typing import Any
 
@@ -77,6 +76,8 @@ def _release_files(project: Any, packagetype: str) -> list[dict[str, Any]]:
 
 def console_scripts(entry_points: str) -> list[str]:
     """Names under ``[console_scripts]`` and ``[gui_scripts]`` of an entry_points.txt."""
+    import configparser  # here: the daemon imports this module (ecosystems) at start
+
     parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
     parser.optionxform = str  # type: ignore[assignment,method-assign]
     try:

@@ -53,3 +53,30 @@ def load_methods() -> dict[str, Method]:
     for module in METHOD_MODULES:
         importlib.import_module(module)
     return METHODS
+
+
+class MethodTable(dict[str, Method]):
+    """The methods a daemon serves: the core module's from its start, every other
+    module's from the first request naming a method the table lacks.
+
+    The feature modules import their flows (create, discovery, the install page
+    reader, batch, eval): about half of the daemon's start-up beyond trio and msgspec
+    (issue 32). The first ``ping`` or ``status`` needs none of them; the first
+    ``install`` loads them all, once, before it is looked up, so no name is ever
+    answered ``unknown_method`` for being early.
+    """
+
+    complete = False  # every module loaded
+
+    def get(self, name: str, default: Method | None = None) -> Method | None:  # type: ignore[override]
+        if not self.complete and name not in self:
+            self.update(load_methods())
+            self.complete = True
+        return super().get(name, default)
+
+
+def served_methods() -> MethodTable:
+    """The table a daemon starts serving with: the core methods (ping, status, the
+    ledger's reads and the daemon's own), the rest loaded by the table on demand."""
+    importlib.import_module(METHOD_MODULES[0])
+    return MethodTable(METHODS)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from tsukud.install import (
+from tsukud.install.extract import (
     ArchiveLimitExceeded,
     CorruptArchive,
     ExtractError,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tsukud.install import ArchiveLimitExceeded, CorruptArchive, ExtractLimits, list_entries
+from tsukud.install.extract import ArchiveLimitExceeded, CorruptArchive, ExtractLimits, list_entries
 from tsukud.recipe import ArchiveFormat
 
 F = ArchiveFormat
