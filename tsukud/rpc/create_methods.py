@@ -15,9 +15,9 @@ from typing import Any
 
 import msgspec
 
-from tsukud.daemon import Daemon
 from tsukud.rpc.registry import method
 from tsukud.rpc.server import Call
+from tsukud.services import Services
 
 
 class CreateParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -51,12 +51,12 @@ class SaveParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("create", CreateParams)
-async def create(d: Daemon, p: CreateParams, call: Call) -> dict[str, Any]:
+async def create(s: Services, p: CreateParams, call: Call) -> dict[str, Any]:
     """Write a recipe for ``tool`` from ``source`` (a repository without release builds:
     from its install page, ``flows/create_recipe.py``)."""
     from tsukud.source import parse_source
 
-    result = await d.services.create_recipe.create(
+    result = await s.create_recipe.create(
         p.tool,
         parse_source(p.source),
         progress=call.progress,
@@ -80,12 +80,12 @@ async def create(d: Daemon, p: CreateParams, call: Call) -> dict[str, Any]:
 
 
 @method("create.save", SaveParams)
-async def create_save(d: Daemon, p: SaveParams, call: Call) -> dict[str, Any]:
+async def create_save(s: Services, p: SaveParams, call: Call) -> dict[str, Any]:
     """Write a recipe ``create`` returned (after the client's preview), atomically.
 
     The text is parsed and checked again (schema, limits, verify command, paths), so
     what lands in ``recipes/`` is always something the installer accepts."""
-    saved = await d.services.creator.save(
+    saved = await s.creator.save(
         p.tool, p.recipe, output=p.output, force=p.force, session=p.session
     )
     return msgspec.to_builtins(saved)  # type: ignore[no-any-return]

@@ -13,9 +13,9 @@ from typing import Any
 
 import msgspec
 
-from tsukud.daemon import Daemon
 from tsukud.rpc.registry import method
 from tsukud.rpc.server import Call
+from tsukud.services import Services
 
 
 class DiscoverParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -30,9 +30,9 @@ class DiscoverParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("discover", DiscoverParams)
-async def discover(d: Daemon, p: DiscoverParams, call: Call) -> dict[str, Any]:
+async def discover(s: Services, p: DiscoverParams, call: Call) -> dict[str, Any]:
     """Find and verify where ``tool`` comes from (registry, ecosystems, web search)."""
-    found = await d.services.discovery.discover(
+    found = await s.discovery.discover(
         p.tool,
         progress=call.progress,
         yes=p.yes,
@@ -58,7 +58,7 @@ class SearchParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("search", SearchParams)
-async def search(d: Daemon, p: SearchParams, call: Call) -> dict[str, Any]:
+async def search(s: Services, p: SearchParams, call: Call) -> dict[str, Any]:
     """What is known of ``name`` without money or questions: recipe, discovery registry
     entry, same-name packages per ecosystem, and what ``install`` would do."""
-    return await d.services.discovery.search(p.name)
+    return await s.discovery.search(p.name)

@@ -7,20 +7,20 @@ from typing import Any
 
 import msgspec
 
-from tsukud.daemon import Daemon
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
+from tsukud.services import Services
 
 
 @method("llm.status", NoParams)
-async def llm_status(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+async def llm_status(s: Services, p: NoParams, call: Call) -> dict[str, Any]:
     """Providers in order: model, credentials set or not, breaker, price, deprecation."""
-    await d.budget.refresh()
+    await s.budget.refresh()
     from tsukud.llm.service import PROVIDERS
 
-    llm = d.services.llm
+    llm = s.llm
     order = llm.order()
-    breakers = {b["provider"]: b for b in d.breakers.snapshot()}
+    breakers = {b["provider"]: b for b in s.breakers.snapshot()}
     providers = []
     for name in [*order, *(n for n in PROVIDERS if n not in order)]:
         info = llm.info(name)
@@ -58,13 +58,13 @@ async def llm_status(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
                 "deprecated": deprecated,
             }
         )
-    c = d.config
+    c = s.config()
     return {
         "order": order,
         "providers": providers,
         "replay_dir": c["llm.replay_dir"] or None,
         "record_dir": c["llm.record_dir"] or None,
-        "budget": d.budget.snapshot(),
+        "budget": s.budget.snapshot(),
     }
 
 
@@ -79,11 +79,11 @@ class TestParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("llm.test", TestParams)
-async def llm_test(d: Daemon, p: TestParams, call: Call) -> dict[str, Any]:
+async def llm_test(s: Services, p: TestParams, call: Call) -> dict[str, Any]:
     """One tiny real call to check a key; its cost is recorded like any other."""
     from tsukud.llm.types import Request, UserMessage
 
-    llm = d.services.llm
+    llm = s.llm
     # With --provider only that provider is tried (a key check); without, the
     # configured order with failover, exactly as a recipe generation would use it.
     names = [p.provider] if p.provider else llm.usable()

@@ -1,7 +1,8 @@
 """One function per RPC method (schema/rpc.md documents each).
 
-Handlers take the daemon, their validated params Struct and the ``Call``; they return
-a JSON-able result or raise a ``TsukuError``.
+Handlers take the services (the daemon's own methods: its ``DaemonControl``), their
+validated params Struct and the ``Call``; they return a JSON-able result or raise a
+``TsukuError``.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ from typing import Annotated, Any
 import msgspec
 
 from tsukud import config as configmod
-from tsukud.daemon import Daemon
 from tsukud.errors import FrameTooLarge, InvalidParams, LedgerCorrupt, NotFound, SummaryTooSlow
 from tsukud.events import queries, summary
 from tsukud.events.readers import ReadTooSlow
+from tsukud.events.store import EventStore
 from tsukud.rpc import protocol
+from tsukud.rpc.control import DaemonControl
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
+from tsukud.services import Services
 
 # Event types a client may append. Everything else is written by the daemon itself:
 # a client must not be able to forge an llm.turn or a budget.settled.
@@ -38,20 +41,20 @@ QUICK_LIST_BYTES = 4 << 20
 
 
 @method("ping", NoParams, inline=True)
-async def ping(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+async def ping(s: Services, p: NoParams, call: Call) -> dict[str, Any]:
     """Cheapest round trip: liveness and the daemon's pid."""
     return {"pong": True, "pid": os.getpid()}
 
 
-@method("status", NoParams, inline=True)
-async def status(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+@method("status", NoParams, inline=True, takes="control")
+async def status(d: DaemonControl, p: NoParams, call: Call) -> dict[str, Any]:
     """Version, uptime, budget, rate window, breakers, event count."""
     await d.refresh_shared()
     return d.status()
 
 
-@method("daemon.stop", NoParams, inline=True)
-async def daemon_stop(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+@method("daemon.stop", NoParams, inline=True, takes="control")
+async def daemon_stop(d: DaemonControl, p: NoParams, call: Call) -> dict[str, Any]:
     """Answer, then stop: in-flight requests are cancelled, the ledger flushed."""
     call.after_reply.append(d.request_stop)  # so this answer is not itself cancelled
     return {"stopping": True, "pid": os.getpid()}
@@ -62,7 +65,7 @@ class CancelParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("cancel", CancelParams, inline=True)
-async def cancel(d: Daemon, p: CancelParams, call: Call) -> dict[str, Any]:
+async def cancel(s: Services, p: CancelParams, call: Call) -> dict[str, Any]:
     """Cancel a request still running on this connection; it ends with a ``cancelled``
     error saying what its runs spent."""
     return {"cancelled": call.conn.cancel(p.id)}
@@ -80,14 +83,14 @@ class ListParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("events.list", ListParams)
-async def events_list(d: Daemon, p: ListParams, call: Call) -> dict[str, Any]:
+async def events_list(s: Services, p: ListParams, call: Call) -> dict[str, Any]:
     """Stream matching events as progress frames of ``{"events": [...]}``; result is the count."""
     queries.check_times(p.filter)
-    shared = d.store.origin is not None
+    shared = s.store.origin is not None
     queries.list_sql(p.filter, p.limit, shared=shared)  # validate before going to a thread
-    await d.store.caught_up()  # what was appended before this request is listed
+    await s.store.caught_up()  # what was appended before this request is listed
     if 0 < p.limit <= QUICK_LIST_LIMIT:
-        quick = await d.store.read(partial(_quick_list, p, call.id, shared=shared))
+        quick = await s.store.read(partial(_quick_list, p, call.id, shared=shared))
         if quick is not None:
             total, frames = quick
             if frames:
@@ -115,7 +118,7 @@ async def events_list(d: Daemon, p: ListParams, call: Call) -> dict[str, Any]:
 
     async with trio.open_nursery() as nursery:
         heavy = p.limit == 0 or p.limit > QUICK_LIST_LIMIT
-        nursery.start_soon(partial(d.store.read, produce, heavy=heavy))
+        nursery.start_soon(partial(s.store.read, produce, heavy=heavy))
         async with recv:
             async for n, chunk in recv:
                 total += n
@@ -197,22 +200,22 @@ _SOURCES = {"raw": "read from the events", "rollups+raw": "rollups and part-hour
 
 
 @method("events.summary", SummaryParams)
-async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw:
+async def events_summary(s: Services, p: SummaryParams, call: Call) -> msgspec.Raw:
     """Counts, tokens and cost (the estimated part apart) per day, hour, provider, model,
     session or type; from the rollups where the filter allows (``events/summary.py``)."""
     queries.check_times(p.filter)
-    shared = d.store.origin is not None
+    shared = s.store.origin is not None
     queries.summary_sql(p.filter, p.by, shared=shared)  # validate before going to a thread
-    await d.store.caught_up()  # what was appended before this request is counted
+    await s.store.caught_up()  # what was appended before this request is counted
     # A summary holding its reader past the limit is interrupted (``readers.ReadPool``),
     # so it stops holding a reader and a CPU; waiting for a reader does not count.
-    setting = float(d.current()["events.summary_timeout_seconds"])
+    setting = float(s.config()["events.summary_timeout_seconds"])
     limit = setting if setting > 0 else None
     source = "raw" if shared else summary.plan(p.filter, p.by).source
     try:
         if shared:
             # The whole team's (or one origin's), one aggregate statement in the database.
-            return await d.store.read(
+            return await s.store.read(
                 lambda conn: msgspec.Raw(
                     msgspec.json.encode(summary.summarise_shared(conn, p.filter, p.by))
                 ),
@@ -227,7 +230,7 @@ async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw
 
         # From the rollups (with at most a part-hour of events at each end) it is a quick
         # read; a summary the rollups cannot answer scans events: heavy.
-        return await d.store.read(summarise, heavy=source == "raw", limit=limit)
+        return await s.store.read(summarise, heavy=source == "raw", limit=limit)
     except ReadTooSlow:
         raise SummaryTooSlow(
             f"the summary by {p.by} ({_SOURCES.get(source, source)}) did not finish within "
@@ -247,7 +250,7 @@ class VerifyParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("events.verify", VerifyParams)
-async def events_verify(d: Daemon, p: VerifyParams, call: Call) -> dict[str, Any]:
+async def events_verify(s: Services, p: VerifyParams, call: Call) -> dict[str, Any]:
     """Recompute the hash chain and hold it to the checkpoint (and ``head``); error
     ``ledger_corrupt`` names the first bad event and what was lost."""
     head = None if p.head is None else p.head.strip().lower()
@@ -255,29 +258,29 @@ async def events_verify(d: Daemon, p: VerifyParams, call: Call) -> dict[str, Any
         raise InvalidParams(
             "head must be 16 to 64 hex digits", hint="Give the head `events verify` printed."
         )
-    report = await d.store.verify(head)
+    report = await s.store.verify(head)
     out: dict[str, Any] = {"ok": True, "checked": report.checked, "head": report.head}
-    if d.store.origin is not None:
-        out["origin"] = d.store.origin
+    if s.store.origin is not None:
+        out["origin"] = s.store.origin
     if p.all_origins:
-        out["origins"] = await _verify_origins(d)
+        out["origins"] = await _verify_origins(s.store)
     if p.anchors or p.all_origins:
-        out["anchors"] = {"checked": await _verify_anchors(d)}
+        out["anchors"] = {"checked": await _verify_anchors(s.store)}
     # Summary rollups that did not add up to the events are being rebuilt from them.
-    out["rollups"] = "rebuilt" if d.store.rollups_stale else "ok"
+    out["rollups"] = "rebuilt" if s.store.rollups_stale else "ok"
     if report.head_id is not None:
         out["head_id"] = report.head_id
     return out
 
 
-async def _verify_origins(d: Daemon) -> list[dict[str, Any]]:
+async def _verify_origins(store: EventStore) -> list[dict[str, Any]]:
     """Every origin's chain in a shared ledger (SQLite: the one chain, already checked)."""
-    if d.store.origin is None:
+    if store.origin is None:
         return []
     from tsukud.events.pg_store import PgEventStore
 
-    assert isinstance(d.store, PgEventStore)
-    found = await d.store.verify_origins()
+    assert isinstance(store, PgEventStore)
+    found = await store.verify_origins()
     for origin, report in found:
         if report.damage is not None:
             raise LedgerCorrupt(
@@ -291,15 +294,15 @@ async def _verify_origins(d: Daemon) -> list[dict[str, Any]]:
     return [{"origin": o, "checked": r.checked, "head": r.head} for o, r in found]
 
 
-async def _verify_anchors(d: Daemon) -> int:
+async def _verify_anchors(store: EventStore) -> int:
     """How many anchored heads the chains still pass through (SQLite: none; its one
     chain is held to its checkpoint)."""
-    if d.store.origin is None:
+    if store.origin is None:
         return 0
     from tsukud.events.pg_store import PgEventStore
 
-    assert isinstance(d.store, PgEventStore)
-    return await d.store.verify_anchors()
+    assert isinstance(store, PgEventStore)
+    return await store.verify_anchors()
 
 
 class NewEvent(msgspec.Struct, forbid_unknown_fields=True):
@@ -314,7 +317,7 @@ class AppendParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("events.append", AppendParams)
-async def events_append(d: Daemon, p: AppendParams, call: Call) -> dict[str, Any]:
+async def events_append(s: Services, p: AppendParams, call: Call) -> dict[str, Any]:
     """Append client annotations (``client.*`` types only); answered once durable."""
     if not p.events:
         raise InvalidParams("events must not be empty")
@@ -328,11 +331,11 @@ async def events_append(d: Daemon, p: AppendParams, call: Call) -> dict[str, Any
             )
     first = last = 0
     for e in p.events:
-        ev = d.store.append_nowait(e.type, e.payload, e.session)
+        ev = s.store.append_nowait(e.type, e.payload, e.session)
         first = first or ev.id
         last = ev.id
     if p.durable:
-        await d.store.wait_durable(last)
+        await s.store.wait_durable(last)
     return {"first_id": first, "last_id": last, "durable": p.durable}
 
 
@@ -351,9 +354,9 @@ class ReserveParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("budget.reserve", ReserveParams)
-async def budget_reserve(d: Daemon, p: ReserveParams, call: Call) -> dict[str, Any]:
+async def budget_reserve(s: Services, p: ReserveParams, call: Call) -> dict[str, Any]:
     """Reserve a worst-case cost against today's budget (refused past it)."""
-    g = await d.budget.reserve(
+    g = await s.budget.reserve(
         p.amount_usd, session=p.session, purpose=p.purpose, confirmed=p.confirmed
     )
     return {
@@ -371,9 +374,9 @@ class SettleParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("budget.settle", SettleParams)
-async def budget_settle(d: Daemon, p: SettleParams, call: Call) -> dict[str, Any]:
+async def budget_settle(s: Services, p: SettleParams, call: Call) -> dict[str, Any]:
     """Settle a reservation at the actual cost."""
-    await d.budget.settle(p.reservation, p.actual_usd, session=p.session)
+    await s.budget.settle(p.reservation, p.actual_usd, session=p.session)
     return {"settled": p.reservation}
 
 
@@ -387,9 +390,9 @@ class AnswerParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("confirm.answer", AnswerParams, inline=True)
-async def confirm_answer(d: Daemon, p: AnswerParams, call: Call) -> dict[str, Any]:
+async def confirm_answer(s: Services, p: AnswerParams, call: Call) -> dict[str, Any]:
     """The user's answer to a ``confirm`` progress frame (sent on the same connection)."""
-    if not d.services.confirmations.answer(p.token, p.yes, p.choice):
+    if not s.confirmations.answer(p.token, p.yes, p.choice):
         raise NotFound(f"no pending question {p.token!r}")
     return {"answered": True}
 
@@ -401,14 +404,14 @@ class ConfigGetParams(msgspec.Struct, forbid_unknown_fields=True):
     key: str
 
 
-@method("config.get", ConfigGetParams, inline=True)
-async def config_get(d: Daemon, p: ConfigGetParams, call: Call) -> dict[str, Any]:
+@method("config.get", ConfigGetParams, inline=True, takes="control")
+async def config_get(d: DaemonControl, p: ConfigGetParams, call: Call) -> dict[str, Any]:
     """One setting with its source; secrets only as (set)/(not set)."""
     return d.config.setting(configmod.key(p.key).name).shown()
 
 
-@method("config.list", NoParams, inline=True)
-async def config_list(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+@method("config.list", NoParams, inline=True, takes="control")
+async def config_list(d: DaemonControl, p: NoParams, call: Call) -> dict[str, Any]:
     """Every setting with its source; secrets only as (set)/(not set)."""
     return {"settings": [s.shown() for s in d.config.settings()], "path": str(d.config.path)}
 
@@ -418,8 +421,8 @@ class ConfigSetParams(msgspec.Struct, forbid_unknown_fields=True):
     value: Any = None  # None unsets the key in the file
 
 
-@method("config.set", ConfigSetParams, inline=True)
-async def config_set(d: Daemon, p: ConfigSetParams, call: Call) -> dict[str, Any]:
+@method("config.set", ConfigSetParams, inline=True, takes="control")
+async def config_set(d: DaemonControl, p: ConfigSetParams, call: Call) -> dict[str, Any]:
     """Write one setting to config.toml (0600, atomic) and apply it."""
     k = configmod.key(p.key)
     configmod.write_value(d.config.path, k.name, p.value)

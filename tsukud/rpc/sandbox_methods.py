@@ -6,16 +6,16 @@ from typing import Any
 
 import msgspec
 
-from tsukud.daemon import Daemon
 from tsukud.errors import InvalidParams
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
+from tsukud.services import Services
 
 
 @method("sandbox.status", NoParams)
-async def sandbox_status(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+async def sandbox_status(s: Services, p: NoParams, call: Call) -> dict[str, Any]:
     """Which runtime answers, its version, and whether the validation image is there."""
-    return await d.services.sandbox.status()
+    return await s.sandbox.status()
 
 
 class PrepareParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -25,10 +25,10 @@ class PrepareParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("sandbox.prepare", PrepareParams)
-async def sandbox_prepare(d: Daemon, p: PrepareParams, call: Call) -> dict[str, Any]:
+async def sandbox_prepare(s: Services, p: PrepareParams, call: Call) -> dict[str, Any]:
     """Build the validation image offline: Debian minbase (debootstrap), busybox, or
     the build image."""
-    sb = d.services.sandbox
+    sb = s.sandbox
     if p.busybox and p.build:
         raise InvalidParams(
             "busybox and build name two different images; prepare one at a time",
@@ -43,20 +43,20 @@ async def sandbox_prepare(d: Daemon, p: PrepareParams, call: Call) -> dict[str, 
         busybox=p.busybox,
         build=p.build,
         progress=progress,
-        workdir=d.services.home,
+        workdir=s.home,
     )
     return {"image": image, "imported": imported}
 
 
 @method("sandbox.check", NoParams)
-async def sandbox_check(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+async def sandbox_check(s: Services, p: NoParams, call: Call) -> dict[str, Any]:
     """Run a probe in the validation container with the full isolation settings."""
     from tsukud.sandbox.runtime import RunSpec
 
-    sb = d.services.sandbox
+    sb = s.sandbox
     rt = await sb.runtime()
     probe = "id -u; ls /sys/class/net; touch /bin/x 2>/dev/null && echo rootfs-writable; echo ok"
-    async with d.container_lock.hold(session=None):
+    async with s.container_lock.hold(session=None):
         res = await rt.run(RunSpec(image=sb.image, command=["/bin/sh", "-c", probe], timeout_s=60))
     lines = res.text.split()
     return {
