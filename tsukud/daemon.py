@@ -443,7 +443,8 @@ class Daemon:
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Serve ``server`` (whose handlers get this daemon) on ``listeners`` until stopped."""
+        """Serve ``server`` (whose handlers get this daemon's :attr:`services` or its
+        :attr:`control`) on ``listeners`` until stopped."""
         self.server = server
         async with trio.open_nursery() as outer:
             await outer.start(self.store.run)

@@ -7,7 +7,7 @@ run loop, which spans create and validation, is ``tsukud.flows.batch_run``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -15,6 +15,9 @@ from tsukud.flows.batch_run import RunOptions, RunSummary
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
 from tsukud.services import Services
+
+if TYPE_CHECKING:
+    from tsukud.batch.results import Added, Cleared, Exported, Retried
 
 
 class AddParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -37,7 +40,7 @@ class StatusParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("batch.add", AddParams)
-async def batch_add(s: Services, p: AddParams, call: Call) -> dict[str, Any]:
+async def batch_add(s: Services, p: AddParams, call: Call) -> Added:
     """Queue sources (each tool and source once); bad lines come back with their numbers."""
     from tsukud.errors import UsageError
 
@@ -69,18 +72,18 @@ async def batch_status(s: Services, p: StatusParams, call: Call) -> dict[str, An
 
 
 @method("batch.retry", RetryParams)
-async def batch_retry(s: Services, p: RetryParams, call: Call) -> dict[str, Any]:
+async def batch_retry(s: Services, p: RetryParams, call: Call) -> Retried:
     """Queue failed and/or deferred jobs again (both when neither is named)."""
     return await s.batch.retry(failed=p.failed, deferred=p.deferred)
 
 
 @method("batch.export", ExportParams)
-async def batch_export(s: Services, p: ExportParams, call: Call) -> dict[str, Any]:
+async def batch_export(s: Services, p: ExportParams, call: Call) -> Exported:
     """Write each tool's latest done recipe once, in the registry layout."""
     return await s.batch.export(p.directory, unvalidated=p.unvalidated)
 
 
 @method("batch.clear", NoParams)
-async def batch_clear(s: Services, p: NoParams, call: Call) -> dict[str, Any]:
+async def batch_clear(s: Services, p: NoParams, call: Call) -> Cleared:
     """Drop the queue (refused while a run is active)."""
     return await s.batch.clear()

@@ -5,7 +5,7 @@ discovery and the ledger, are ``tsukud.flows.eval_run`` and ``eval_discover``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -14,6 +14,10 @@ from tsukud.rpc.registry import method
 from tsukud.rpc.server import Call
 from tsukud.services import Services
 
+if TYPE_CHECKING:
+    from tsukud.flows.eval_discover import DiscoverEvalReport
+    from tsukud.flows.eval_run import CreateEvalReport, RunsCompared
+
 
 class CompareParams(msgspec.Struct, forbid_unknown_fields=True):
     run_a: str
@@ -21,7 +25,7 @@ class CompareParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("eval.create", EvalOptions)
-async def eval_create(s: Services, p: EvalOptions, call: Call) -> dict[str, Any]:
+async def eval_create(s: Services, p: EvalOptions, call: Call) -> CreateEvalReport:
     """Create a recipe for each corpus item, check it against the known answer, and
     answer with the run's figures (each item in the ledger as ``eval.item``)."""
     replaying = {"TSUKU_LLM_REPLAY_DIR": p.replay} if p.replay else {}
@@ -30,13 +34,13 @@ async def eval_create(s: Services, p: EvalOptions, call: Call) -> dict[str, Any]
 
 
 @method("eval.discover", DiscoverOptions)
-async def eval_discover(s: Services, p: DiscoverOptions, call: Call) -> dict[str, Any]:
+async def eval_discover(s: Services, p: DiscoverOptions, call: Call) -> DiscoverEvalReport:
     """Discover each corpus tool's source, score it against the known one, and answer
     with the run's figures (each item in the ledger as ``eval.item``, kind discover)."""
     return await s.eval_discover.run(p, progress=call.progress)
 
 
 @method("eval.compare", CompareParams)
-async def eval_compare(s: Services, p: CompareParams, call: Call) -> dict[str, Any]:
+async def eval_compare(s: Services, p: CompareParams, call: Call) -> RunsCompared:
     """Two runs' figures and the difference in success rate with its significance."""
     return await s.eval_run.compare(p.run_a, p.run_b)

@@ -18,7 +18,9 @@ from tsukud.rpc.server import Call
 from tsukud.services import Services
 
 if TYPE_CHECKING:
-    from tsukud.install.results import Removed, Verified
+    from tsukud.flows.install_tool import ToolInstalled
+    from tsukud.install.results import Removed, ToolInfo, Upgrades, Verified
+    from tsukud.install.upgrades import ToolStatus
 
 
 def split_spec(tool: str, version: str | None) -> tuple[str, str | None]:
@@ -53,7 +55,7 @@ class InstallParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("install", InstallParams)
-async def install(s: Services, p: InstallParams, call: Call) -> dict[str, Any]:
+async def install(s: Services, p: InstallParams, call: Call) -> ToolInstalled:
     """Install ``tool[@version]``; progress frames ``{stage, tool, ...}`` as it goes."""
     from tsukud.flows.install_missing import given_source
     from tsukud.flows.install_tool import InstallRequest
@@ -73,27 +75,23 @@ async def install(s: Services, p: InstallParams, call: Call) -> dict[str, Any]:
         llm=LlmChoice(providers=p.provider, only_provider=p.only_provider),
         trust_page_hosts=p.trust_page_hosts,
     )
-    done = await s.install_tool.run(request, progress=call.progress)
-    if done.missing is None:
-        # A recipe existed: no model was asked, so there is no tool call to list.
-        return {**done.install, "tool_stats": []} if p.collect_tool_stats else done.install
-    missing = done.missing
-    discovery = (
-        msgspec.to_builtins(missing.discovery)
-        if missing.discovery is not None
-        else {"source": missing.source, "stage": "from"}
-    )
-    stats = {} if missing.tool_stats is None else {"tool_stats": list(missing.tool_stats)}
-    created = msgspec.to_builtins(missing.created)
-    return {**done.install, "discovery": discovery, "created": created, **stats}
+    return await s.install_tool.run(request, progress=call.progress)
+
+
+class InstalledTools(msgspec.Struct, frozen=True):
+    tools: list[dict[str, Any]]  # one row per installed tool (``layout.installed_rows``)
+
+
+class ToolsChecked(msgspec.Struct, frozen=True):
+    tools: list[ToolStatus]  # each against its newest release
 
 
 @method("tools.list", NoParams)
-async def tools_list(s: Services, p: NoParams, call: Call) -> dict[str, Any]:
+async def tools_list(s: Services, p: NoParams, call: Call) -> InstalledTools:
     """Installed tools, from the ledger's installed-tools projection (no network)."""
     from tsukud.install.layout import installed_rows
 
-    return {"tools": installed_rows(s.installed())}
+    return InstalledTools(installed_rows(s.installed()))
 
 
 class ToolParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -113,7 +111,7 @@ async def tools_verify(s: Services, p: ToolParams, call: Call) -> Verified:
 
 
 @method("tools.info", ToolParams)
-async def tools_info(s: Services, p: ToolParams, call: Call) -> dict[str, Any]:
+async def tools_info(s: Services, p: ToolParams, call: Call) -> ToolInfo:
     """Recipe metadata, platform support and the installed record of one tool."""
     return await s.installer.info(p.tool)
 
@@ -147,12 +145,11 @@ class ToolsParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("tools.outdated", ToolsParams)
-async def tools_outdated(s: Services, p: ToolsParams, call: Call) -> dict[str, Any]:
+async def tools_outdated(s: Services, p: ToolsParams, call: Call) -> ToolsChecked:
     """Installed tools (all, or ``tools``) against their newest release (cached)."""
     from tsukud.install.upgrades import outdated
 
-    rows = await outdated(s.installer, p.tools)
-    return {"tools": msgspec.to_builtins(rows)}
+    return ToolsChecked(await outdated(s.installer, p.tools))
 
 
 class UpgradeParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -161,7 +158,7 @@ class UpgradeParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("tools.upgrade", UpgradeParams)
-async def tools_upgrade(s: Services, p: UpgradeParams, call: Call) -> dict[str, Any]:
+async def tools_upgrade(s: Services, p: UpgradeParams, call: Call) -> Upgrades:
     """Install the newest release of each outdated tool; install progress frames."""
     from tsukud.install.upgrades import upgrade
 

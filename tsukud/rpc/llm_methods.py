@@ -72,6 +72,20 @@ def _f(x: Any) -> float | None:
     return None if x is None else float(x)
 
 
+class KeyChecked(msgspec.Struct, frozen=True, kw_only=True):
+    """``llm.test``: which provider answered, what it said and what the call cost."""
+
+    provider: str
+    model: str
+    text: str  # the answer, its first 200 characters
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None  # None: the provider's price is not known
+    duration_ms: int
+    session: str
+    warnings: list[str]  # e.g. a rejected key that was failed over
+
+
 class TestParams(msgspec.Struct, forbid_unknown_fields=True):
     provider: str | None = None
     yes: bool = False
@@ -79,7 +93,7 @@ class TestParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("llm.test", TestParams)
-async def llm_test(s: Services, p: TestParams, call: Call) -> dict[str, Any]:
+async def llm_test(s: Services, p: TestParams, call: Call) -> KeyChecked:
     """One tiny real call to check a key; its cost is recorded like any other."""
     from tsukud.llm.types import Request, UserMessage
 
@@ -106,14 +120,14 @@ async def llm_test(s: Services, p: TestParams, call: Call) -> dict[str, Any]:
         )
     name = resp.provider
     u = resp.usage
-    return {
-        "provider": name,
-        "model": resp.model,
-        "text": resp.text[:200],
-        "input_tokens": u.input_tokens + u.cache_read_tokens + u.cache_write_tokens,
-        "output_tokens": u.output_tokens + u.thoughts_tokens,
-        "cost_usd": None if run.unpriced_turns else float(run.spent),
-        "duration_ms": resp.duration_ms,
-        "session": session,
-        "warnings": list(run.warnings),  # e.g. a rejected key that was failed over
-    }
+    return KeyChecked(
+        provider=name,
+        model=resp.model,
+        text=resp.text[:200],
+        input_tokens=u.input_tokens + u.cache_read_tokens + u.cache_write_tokens,
+        output_tokens=u.output_tokens + u.thoughts_tokens,
+        cost_usd=None if run.unpriced_turns else float(run.spent),
+        duration_ms=resp.duration_ms,
+        session=session,
+        warnings=list(run.warnings),
+    )

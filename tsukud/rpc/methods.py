@@ -10,9 +10,10 @@ from __future__ import annotations
 import contextlib
 import os
 from functools import partial
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from tsukud import config as configmod
 from tsukud.errors import FrameTooLarge, InvalidParams, LedgerCorrupt, NotFound, SummaryTooSlow
@@ -24,6 +25,9 @@ from tsukud.rpc.control import DaemonControl
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
 from tsukud.services import Services
+
+if TYPE_CHECKING:
+    from tsukud.policy.budget import Grant
 
 # Event types a client may append. Everything else is written by the daemon itself:
 # a client must not be able to forge an llm.turn or a budget.settled.
@@ -37,13 +41,83 @@ QUICK_LIST_LIMIT = 1000
 QUICK_LIST_BYTES = 4 << 20
 
 
+# ---- answers ----------------------------------------------------------------------------
+# Each is sent as it is: the frame encoder writes the object (schema/rpc.md); a field
+# left unset is not sent.
+
+
+class Pong(msgspec.Struct, frozen=True):
+    pong: bool
+    pid: int
+
+
+class Stopping(msgspec.Struct, frozen=True):
+    stopping: bool
+    pid: int
+
+
+class CancelAsked(msgspec.Struct, frozen=True):
+    cancelled: bool  # False: no such request was running on this connection
+
+
+class Listed(msgspec.Struct, frozen=True):
+    """``events.list``'s result (the events came as progress frames)."""
+
+    count: int
+    hint: str | UnsetType = UNSET  # nothing listed under a type no event has
+
+
+class OriginChecked(msgspec.Struct, frozen=True):
+    origin: str
+    checked: int
+    head: str | None
+
+
+class AnchorsChecked(msgspec.Struct, frozen=True):
+    checked: int
+
+
+class ChainVerified(msgspec.Struct, frozen=True, kw_only=True):
+    """``events.verify`` that passed (a damaged chain is ``ledger_corrupt``)."""
+
+    ok: bool = True
+    checked: int
+    head: str | None
+    origin: str | UnsetType = UNSET  # a shared ledger: this daemon's origin
+    origins: list[OriginChecked] | UnsetType = UNSET
+    anchors: AnchorsChecked | UnsetType = UNSET
+    rollups: str  # ok | rebuilt
+    head_id: int | UnsetType = UNSET
+
+
+class Appended(msgspec.Struct, frozen=True, kw_only=True):
+    first_id: int
+    last_id: int
+    durable: bool
+
+
+class Settled(msgspec.Struct, frozen=True):
+    settled: str  # the reservation
+
+
+class Answered(msgspec.Struct, frozen=True):
+    answered: bool
+
+
+class SettingsShown(msgspec.Struct, frozen=True):
+    """``config.list``: every setting with its source, and the file they are kept in."""
+
+    settings: list[dict[str, Any]]
+    path: str
+
+
 # ---- daemon -----------------------------------------------------------------------------
 
 
 @method("ping", NoParams, inline=True)
-async def ping(s: Services, p: NoParams, call: Call) -> dict[str, Any]:
+async def ping(s: Services, p: NoParams, call: Call) -> Pong:
     """Cheapest round trip: liveness and the daemon's pid."""
-    return {"pong": True, "pid": os.getpid()}
+    return Pong(True, os.getpid())
 
 
 @method("status", NoParams, inline=True, takes="control")
@@ -54,10 +128,10 @@ async def status(d: DaemonControl, p: NoParams, call: Call) -> dict[str, Any]:
 
 
 @method("daemon.stop", NoParams, inline=True, takes="control")
-async def daemon_stop(d: DaemonControl, p: NoParams, call: Call) -> dict[str, Any]:
+async def daemon_stop(d: DaemonControl, p: NoParams, call: Call) -> Stopping:
     """Answer, then stop: in-flight requests are cancelled, the ledger flushed."""
     call.after_reply.append(d.request_stop)  # so this answer is not itself cancelled
-    return {"stopping": True, "pid": os.getpid()}
+    return Stopping(True, os.getpid())
 
 
 class CancelParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -65,10 +139,10 @@ class CancelParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("cancel", CancelParams, inline=True)
-async def cancel(s: Services, p: CancelParams, call: Call) -> dict[str, Any]:
+async def cancel(s: Services, p: CancelParams, call: Call) -> CancelAsked:
     """Cancel a request still running on this connection; it ends with a ``cancelled``
     error saying what its runs spent."""
-    return {"cancelled": call.conn.cancel(p.id)}
+    return CancelAsked(call.conn.cancel(p.id))
 
 
 # ---- events -----------------------------------------------------------------------------
@@ -83,7 +157,7 @@ class ListParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("events.list", ListParams)
-async def events_list(s: Services, p: ListParams, call: Call) -> dict[str, Any]:
+async def events_list(s: Services, p: ListParams, call: Call) -> Listed:
     """Stream matching events as progress frames of ``{"events": [...]}``; result is the count."""
     queries.check_times(p.filter)
     shared = s.store.origin is not None
@@ -126,11 +200,11 @@ async def events_list(s: Services, p: ListParams, call: Call) -> dict[str, Any]:
     return _counted(total, p.filter)
 
 
-def _counted(total: int, f: queries.EventFilter) -> dict[str, Any]:
+def _counted(total: int, f: queries.EventFilter) -> Listed:
     """The listing's result; with nothing listed under a type filter that no event type
     can meet, a ``hint`` naming the nearest type (a mistyped ``--type``)."""
     hint = queries.types_hint(f.types) if total == 0 and f.types else None
-    return {"count": total, "hint": hint} if hint else {"count": total}
+    return Listed(total, hint) if hint else Listed(total)
 
 
 def _quick_list(
@@ -250,7 +324,7 @@ class VerifyParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("events.verify", VerifyParams)
-async def events_verify(s: Services, p: VerifyParams, call: Call) -> dict[str, Any]:
+async def events_verify(s: Services, p: VerifyParams, call: Call) -> ChainVerified:
     """Recompute the hash chain and hold it to the checkpoint (and ``head``); error
     ``ledger_corrupt`` names the first bad event and what was lost."""
     head = None if p.head is None else p.head.strip().lower()
@@ -259,21 +333,22 @@ async def events_verify(s: Services, p: VerifyParams, call: Call) -> dict[str, A
             "head must be 16 to 64 hex digits", hint="Give the head `events verify` printed."
         )
     report = await s.store.verify(head)
-    out: dict[str, Any] = {"ok": True, "checked": report.checked, "head": report.head}
-    if s.store.origin is not None:
-        out["origin"] = s.store.origin
-    if p.all_origins:
-        out["origins"] = await _verify_origins(s.store)
-    if p.anchors or p.all_origins:
-        out["anchors"] = {"checked": await _verify_anchors(s.store)}
-    # Summary rollups that did not add up to the events are being rebuilt from them.
-    out["rollups"] = "rebuilt" if s.store.rollups_stale else "ok"
-    if report.head_id is not None:
-        out["head_id"] = report.head_id
-    return out
+    origin = s.store.origin
+    return ChainVerified(
+        checked=report.checked,
+        head=report.head,
+        origin=UNSET if origin is None else origin,
+        origins=await _verify_origins(s.store) if p.all_origins else UNSET,
+        anchors=AnchorsChecked(await _verify_anchors(s.store))
+        if p.anchors or p.all_origins
+        else UNSET,
+        # Summary rollups that did not add up to the events are being rebuilt from them.
+        rollups="rebuilt" if s.store.rollups_stale else "ok",
+        head_id=UNSET if report.head_id is None else report.head_id,
+    )
 
 
-async def _verify_origins(store: EventStore) -> list[dict[str, Any]]:
+async def _verify_origins(store: EventStore) -> list[OriginChecked]:
     """Every origin's chain in a shared ledger (SQLite: the one chain, already checked)."""
     if store.origin is None:
         return []
@@ -291,7 +366,7 @@ async def _verify_origins(store: EventStore) -> list[dict[str, Any]]:
                 first_bad_id=report.damage.first_bad_id,
                 checked=report.checked,
             )
-    return [{"origin": o, "checked": r.checked, "head": r.head} for o, r in found]
+    return [OriginChecked(o, r.checked, r.head) for o, r in found]
 
 
 async def _verify_anchors(store: EventStore) -> int:
@@ -317,7 +392,7 @@ class AppendParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("events.append", AppendParams)
-async def events_append(s: Services, p: AppendParams, call: Call) -> dict[str, Any]:
+async def events_append(s: Services, p: AppendParams, call: Call) -> Appended:
     """Append client annotations (``client.*`` types only); answered once durable."""
     if not p.events:
         raise InvalidParams("events must not be empty")
@@ -336,7 +411,7 @@ async def events_append(s: Services, p: AppendParams, call: Call) -> dict[str, A
         last = ev.id
     if p.durable:
         await s.store.wait_durable(last)
-    return {"first_id": first, "last_id": last, "durable": p.durable}
+    return Appended(first_id=first, last_id=last, durable=p.durable)
 
 
 # ---- policy (used by the pipelines in-process; exposed for tools and tests) -------------
@@ -354,17 +429,12 @@ class ReserveParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("budget.reserve", ReserveParams)
-async def budget_reserve(s: Services, p: ReserveParams, call: Call) -> dict[str, Any]:
-    """Reserve a worst-case cost against today's budget (refused past it)."""
-    g = await s.budget.reserve(
+async def budget_reserve(s: Services, p: ReserveParams, call: Call) -> Grant:
+    """Reserve a worst-case cost against today's budget (refused past it); the grant is
+    sent as it is (reservation, amount_usd, day, remaining_usd)."""
+    return await s.budget.reserve(
         p.amount_usd, session=p.session, purpose=p.purpose, confirmed=p.confirmed
     )
-    return {
-        "reservation": g.reservation,
-        "amount_usd": g.amount_usd,
-        "day": g.day,
-        "remaining_usd": g.remaining_usd,
-    }
 
 
 class SettleParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -374,10 +444,10 @@ class SettleParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("budget.settle", SettleParams)
-async def budget_settle(s: Services, p: SettleParams, call: Call) -> dict[str, Any]:
+async def budget_settle(s: Services, p: SettleParams, call: Call) -> Settled:
     """Settle a reservation at the actual cost."""
     await s.budget.settle(p.reservation, p.actual_usd, session=p.session)
-    return {"settled": p.reservation}
+    return Settled(p.reservation)
 
 
 # ---- confirmations ----------------------------------------------------------------------
@@ -390,11 +460,11 @@ class AnswerParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("confirm.answer", AnswerParams, inline=True)
-async def confirm_answer(s: Services, p: AnswerParams, call: Call) -> dict[str, Any]:
+async def confirm_answer(s: Services, p: AnswerParams, call: Call) -> Answered:
     """The user's answer to a ``confirm`` progress frame (sent on the same connection)."""
     if not s.confirmations.answer(p.token, p.yes, p.choice):
         raise NotFound(f"no pending question {p.token!r}")
-    return {"answered": True}
+    return Answered(True)
 
 
 # ---- configuration ----------------------------------------------------------------------
@@ -411,9 +481,9 @@ async def config_get(d: DaemonControl, p: ConfigGetParams, call: Call) -> dict[s
 
 
 @method("config.list", NoParams, inline=True, takes="control")
-async def config_list(d: DaemonControl, p: NoParams, call: Call) -> dict[str, Any]:
+async def config_list(d: DaemonControl, p: NoParams, call: Call) -> SettingsShown:
     """Every setting with its source; secrets only as (set)/(not set)."""
-    return {"settings": [s.shown() for s in d.config.settings()], "path": str(d.config.path)}
+    return SettingsShown([s.shown() for s in d.config.settings()], str(d.config.path))
 
 
 class ConfigSetParams(msgspec.Struct, forbid_unknown_fields=True):
