@@ -50,6 +50,7 @@ from tsukud.secrets import REDACTOR
 from tsukud.services import Services
 
 if TYPE_CHECKING:
+    from tsukud.rpc.control import DaemonControl
     from tsukud.rpc.protocol import Request
     from tsukud.rpc.server import RpcServer
 
@@ -181,7 +182,15 @@ class Daemon:
             batch_queue=self.batch_queue,
             nursery=lambda: self.nursery,
             caller_path=self.caller_path,
+            settings_for=self.settings_for,
         )
+
+    @property
+    def control(self) -> DaemonControl:
+        """What the RPC methods about the daemon itself receive (``rpc/control.py``);
+        the feature methods receive :attr:`services`. Both are handed to the server once,
+        when it is built, after :meth:`open`."""
+        return self
 
     def current(self) -> configmod.Config:
         """The settings in force for the request being served: the daemon's, with the
@@ -434,7 +443,8 @@ class Daemon:
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Serve ``server`` (whose handlers get this daemon) on ``listeners`` until stopped."""
+        """Serve ``server`` (whose handlers get this daemon's :attr:`services` or its
+        :attr:`control`) on ``listeners`` until stopped."""
         self.server = server
         async with trio.open_nursery() as outer:
             await outer.start(self.store.run)

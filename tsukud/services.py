@@ -10,6 +10,7 @@ imports (the SDKs, aiodocker, httpx2) wait until a request needs them.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,6 +67,7 @@ class Services:
         batch_queue: Queue,
         nursery: Callable[[], trio.Nursery | None],
         caller_path: Callable[[], str] | None = None,
+        settings_for: Callable[[Mapping[str, str]], AbstractContextManager[None]] | None = None,
     ) -> None:
         self.home = home
         self.env = env
@@ -81,6 +83,9 @@ class Services:
         self._nursery = nursery  # the daemon's services nursery, once it is serving
         # The PATH of the request's caller (what an install must not shadow).
         self.caller_path = caller_path or (lambda: str(self.env.get("PATH") or ""))
+        # A request's own choice of settings for what it runs (``Daemon.settings_for``:
+        # ``eval create --replay DIR``), seen by every service it calls.
+        self.settings_for = settings_for or (lambda _variables: nullcontext())
         self.confirmations = Confirmations(store)
 
     def _services_nursery(self) -> trio.Nursery:

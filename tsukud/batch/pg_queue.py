@@ -44,6 +44,7 @@ from tsukud import log
 from tsukud.batch import queue as q
 from tsukud.batch.backend import Admission, RunSlot
 from tsukud.batch.errors import BatchRunning
+from tsukud.batch.results import Added, Cleared, Exported, QueuedSource, Retried
 from tsukud.batch.service import ADD_CHUNK, Lease, write_tree
 from tsukud.batch.sources import parse
 from tsukud.clock import Clock, iso
@@ -144,7 +145,7 @@ class PgBatchService(RunSlot):
 
     # ---- the queue's contents -------------------------------------------------------
 
-    async def add(self, text: str, first_line: int = 1) -> dict[str, Any]:
+    async def add(self, text: str, first_line: int = 1) -> Added:
         parsed = parse(text, first_line)
         jobs = parsed.jobs
 
@@ -177,15 +178,13 @@ class PgBatchService(RunSlot):
                 )
         if last is not None:
             await self.store.wait_durable(last.id)
-        return {
-            "added": len(new),
-            "already_queued": [
-                {"tool": j.tool, "source": j.source} for j in jobs if j.id not in added
-            ],
-            "duplicate_lines": parsed.duplicates,
-            "bad": [msgspec.to_builtins(b) for b in parsed.bad],
-            "queued": queued,
-        }
+        return Added(
+            added=len(new),
+            already_queued=[QueuedSource(j.tool, j.source) for j in jobs if j.id not in added],
+            duplicate_lines=parsed.duplicates,
+            bad=parsed.bad,
+            queued=queued,
+        )
 
     @staticmethod
     def _remaining(conn: psycopg.Connection[Any]) -> int:
@@ -195,7 +194,7 @@ class PgBatchService(RunSlot):
         ).fetchone()
         return int(row[0]) if row else 0
 
-    async def retry(self, *, failed: bool, deferred: bool) -> dict[str, Any]:
+    async def retry(self, *, failed: bool, deferred: bool) -> Retried:
         if not failed and not deferred:
             failed = deferred = True
         states = [s for s, on in (("failed", failed), ("deferred", deferred)) if on]
@@ -215,9 +214,9 @@ class PgBatchService(RunSlot):
         if jobs:
             ev = self.store.append_nowait("batch.retried", {"jobs": jobs, "states": states})
             await self.store.wait_durable(ev.id)
-        return {"retried": len(jobs), "states": states}
+        return Retried(retried=len(jobs), states=states)
 
-    async def clear(self) -> dict[str, Any]:
+    async def clear(self) -> Cleared:
         self.refuse_clear_under_run()
 
         def drop(conn: psycopg.Connection[Any]) -> tuple[int, str | None]:
@@ -242,7 +241,7 @@ class PgBatchService(RunSlot):
             )
         ev = self.store.append_nowait("batch.cleared", {"jobs": count})
         await self.store.wait_durable(ev.id)
-        return {"cleared": count}
+        return Cleared(count)
 
     async def snapshot(self) -> q.Queue:
         """The shared queue as a :class:`~tsukud.batch.queue.Queue` (the fold's shape),
@@ -299,7 +298,7 @@ class PgBatchService(RunSlot):
     async def status(self, examples: int = 3) -> dict[str, Any]:
         return q.status_of(await self.snapshot(), examples, self.active_run)
 
-    async def export(self, directory: str, *, unvalidated: bool = False) -> dict[str, Any]:
+    async def export(self, directory: str, *, unvalidated: bool = False) -> Exported:
         """Each tool's newest recipe in ``batch_recipes`` (one row per (tool, version),
         so each is written once), as the SQLite export writes them."""
         root = Path(directory)
@@ -308,13 +307,13 @@ class PgBatchService(RunSlot):
         snap = await self.snapshot()
         files = q.export_files(snap, unvalidated=unvalidated)
         written = await trio.to_thread.run_sync(write_tree, root, files)
-        return {
-            "directory": str(root),
-            "written": written,
-            "unchanged": len(files) - len(written),
-            "recipes": len(files),
-            "unvalidated_skipped": 0 if unvalidated else q.unvalidated_done(snap),
-        }
+        return Exported(
+            directory=str(root),
+            written=written,
+            unchanged=len(files) - len(written),
+            recipes=len(files),
+            unvalidated_skipped=0 if unvalidated else q.unvalidated_done(snap),
+        )
 
     async def counts(self) -> dict[str, int]:
         def read(conn: psycopg.Connection[Any]) -> dict[str, int]:

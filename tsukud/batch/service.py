@@ -21,6 +21,7 @@ import msgspec
 
 from tsukud.batch import queue as q
 from tsukud.batch.backend import RunSlot
+from tsukud.batch.results import Added, Cleared, Exported, QueuedSource, Retried
 from tsukud.batch.sources import parse
 from tsukud.clock import Clock, iso
 from tsukud.errors import UsageError
@@ -75,7 +76,7 @@ class BatchService(RunSlot):
 
     # ---- the queue's contents -------------------------------------------------------------
 
-    async def add(self, text: str, first_line: int = 1) -> dict[str, Any]:
+    async def add(self, text: str, first_line: int = 1) -> Added:
         """Queue each good line's source once; report bad lines, and sources given twice
         in the input or already queued."""
         parsed = parse(text, first_line)
@@ -89,15 +90,15 @@ class BatchService(RunSlot):
             )
         if last is not None:
             await self.store.wait_durable(last.id)
-        return {
-            "added": len(new),
-            "already_queued": [{"tool": j.tool, "source": j.source} for j in queued_before],
-            "duplicate_lines": parsed.duplicates,
-            "bad": [msgspec.to_builtins(b) for b in parsed.bad],
-            "queued": self.queue.remaining(),
-        }
+        return Added(
+            added=len(new),
+            already_queued=[QueuedSource(j.tool, j.source) for j in queued_before],
+            duplicate_lines=parsed.duplicates,
+            bad=parsed.bad,
+            queued=self.queue.remaining(),
+        )
 
-    async def retry(self, *, failed: bool, deferred: bool) -> dict[str, Any]:
+    async def retry(self, *, failed: bool, deferred: bool) -> Retried:
         """Queue failed and/or deferred jobs again (both when neither is named)."""
         if not failed and not deferred:
             failed = deferred = True
@@ -110,14 +111,14 @@ class BatchService(RunSlot):
                 "batch.retried", {"jobs": [j.id for j in jobs], "states": states}
             )
             await self.store.wait_durable(ev.id)
-        return {"retried": len(jobs), "states": states}
+        return Retried(retried=len(jobs), states=states)
 
-    async def clear(self) -> dict[str, Any]:
+    async def clear(self) -> Cleared:
         self.refuse_clear_under_run()
         count = len(self.queue.jobs)
         ev = self.store.append_nowait("batch.cleared", {"jobs": count})
         await self.store.wait_durable(ev.id)
-        return {"cleared": count}
+        return Cleared(count)
 
     async def status(self, examples: int = 3) -> dict[str, Any]:
         return q.status_of(self.queue, examples, self.active_run)
@@ -136,7 +137,7 @@ class BatchService(RunSlot):
     async def listen(self) -> None:
         """No other daemon adds work to this queue: nothing to listen for."""
 
-    async def export(self, directory: str, *, unvalidated: bool = False) -> dict[str, Any]:
+    async def export(self, directory: str, *, unvalidated: bool = False) -> Exported:
         """Write each tool's latest done recipe to ``directory/recipes/<letter>/<tool>.toml``,
         atomically, leaving files that already hold the same bytes untouched."""
         import trio
@@ -146,13 +147,13 @@ class BatchService(RunSlot):
             raise UsageError(f"the export directory must be an absolute path (got {directory!r})")
         files = q.export_files(self.queue, unvalidated=unvalidated)  # taken now, in one step
         written = await trio.to_thread.run_sync(write_tree, root, files)
-        return {
-            "directory": str(root),
-            "written": written,
-            "unchanged": len(files) - len(written),
-            "recipes": len(files),
-            "unvalidated_skipped": 0 if unvalidated else q.unvalidated_done(self.queue),
-        }
+        return Exported(
+            directory=str(root),
+            written=written,
+            unchanged=len(files) - len(written),
+            recipes=len(files),
+            unvalidated_skipped=0 if unvalidated else q.unvalidated_done(self.queue),
+        )
 
     # ---- leases and outcomes: decide, record, then wait ----------------------------------
 

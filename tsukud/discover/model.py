@@ -193,3 +193,10 @@ class Discovery(msgspec.Struct, kw_only=True, omit_defaults=True):
     waited_ms: int = 0  # time spent waiting for the user's answers
     timings_ms: dict[str, int] = msgspec.field(default_factory=dict)
     tool_stats: tuple[dict[str, Any], ...] | None = None  # --collect-tool-stats
+
+
+class Discovered(Discovery, kw_only=True, omit_defaults=True):
+    """``discover``'s answer: what was found and, for a package tsuku itself can turn
+    into a recipe and install, the command that does it."""
+
+    tsuku_command: str | None = None

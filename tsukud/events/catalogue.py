@@ -589,10 +589,9 @@ class BatchRunStopped(Payload):
     duration_ms: int
 
 
-class EvalStarted(Payload):
-    """``tsukuctl eval create`` or ``eval discover`` begins (its events' session is
-    ``run``); ``corpus_hash`` names the questions, ``prompt_version`` what the model was
-    told (create's or discovery's prompts, by ``kind``)."""
+class EvalRunStarted(Payload):
+    """What every eval run's ``eval.started`` records, create's and discovery's alike;
+    their reports (``flows/eval_run.py``, ``eval_discover.py``) begin with it."""
 
     run: str
     corpus: str
@@ -603,6 +602,13 @@ class EvalStarted(Payload):
     prompt_version: str
     max_usd: float | None
     worst_case_usd: float | None
+
+
+class EvalStarted(EvalRunStarted):
+    """``tsukuctl eval create`` or ``eval discover`` begins (its events' session is
+    ``run``); ``corpus_hash`` names the questions, ``prompt_version`` what the model was
+    told (create's or discovery's prompts, by ``kind``)."""
+
     kind: str = "create"  # create | discover
     repairs: int = 0  # create's
     skip_validation: bool = False  # create's

@@ -29,7 +29,8 @@ import msgspec
 
 from tsukud.errors import ConfirmationRequired, TsukuError
 from tsukud.eval import corpus as corpora
-from tsukud.eval.figures import Outcome, discover_figures
+from tsukud.eval.figures import DiscoverFigures, Outcome, discover_figures
+from tsukud.events.catalogue import EvalRunStarted
 from tsukud.flows.eval_run import (
     STOPPED,
     DiscoverOptions,
@@ -98,6 +99,18 @@ def category_of(exc: TsukuError) -> str:
     return OUTAGE if exc.retryable else exc.code
 
 
+class DiscoverEvalReport(EvalRunStarted, kw_only=True):
+    """``eval.discover``'s answer: the run as ``eval.started`` recorded it, why it
+    ended, what it spent and its figures."""
+
+    kind: str = "discover"
+    reason: str
+    spent_usd: float
+    figures: DiscoverFigures
+    # items an outage kept from being measured: {tool, category, detail}
+    not_scored: list[dict[str, str]] = msgspec.field(default_factory=list)
+
+
 class DiscoverEval:
     def __init__(
         self,
@@ -112,7 +125,7 @@ class DiscoverEval:
         self.store = store
         self.confirmations = confirmations
 
-    async def run(self, opts: DiscoverOptions, *, progress: Progress) -> dict[str, Any]:
+    async def run(self, opts: DiscoverOptions, *, progress: Progress) -> DiscoverEvalReport:
         from tsukud.discover.llm_discovery import prompt_version
 
         checked_options(opts)
@@ -130,7 +143,7 @@ class DiscoverEval:
             worst=worst,
             progress=progress,
         )
-        started = {
+        started: dict[str, Any] = {  # the eval.started payload (events/catalogue.py)
             "run": run,
             "kind": "discover",
             "corpus": corpus.name,
@@ -153,13 +166,13 @@ class DiscoverEval:
             end.reason = await self._items(
                 discovery, corpus, opts, run, (outcomes, unscored), progress
             )
-        return {
+        return DiscoverEvalReport(
             **started,
-            "reason": end.reason,
-            "spent_usd": spent_usd(),
-            "figures": msgspec.to_builtins(discover_figures(outcomes)),
-            "not_scored": unscored,
-        }
+            reason=end.reason,
+            spent_usd=spent_usd(),
+            figures=discover_figures(outcomes),
+            not_scored=unscored,
+        )
 
     async def _items(
         self,

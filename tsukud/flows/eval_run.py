@@ -37,7 +37,15 @@ import trio
 
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, TsukuError
 from tsukud.eval import corpus as corpora
-from tsukud.eval.figures import Outcome, compare, discover_figures, figures
+from tsukud.eval.figures import (
+    Comparison,
+    Figures,
+    Outcome,
+    compare,
+    discover_figures,
+    figures,
+)
+from tsukud.events.catalogue import EvalRunStarted
 from tsukud.policy import spent
 from tsukud.progress import Progress, no_progress
 from tsukud.source import parse_source
@@ -114,6 +122,29 @@ def checked_options(opts: EvalOptions | DiscoverOptions) -> None:
 
 def new_run() -> str:
     return "eval-" + secrets.token_hex(6)
+
+
+class CreateEvalReport(EvalRunStarted, kw_only=True):
+    """``eval.create``'s answer: the run as ``eval.started`` recorded it, why it ended,
+    what it spent and its figures."""
+
+    repairs: int
+    skip_validation: bool
+    replay: str | None  # the recording the model's answers came from
+    reason: str  # finished | max_usd | budget
+    spent_usd: float
+    figures: Figures
+    recording_mismatches: list[dict[str, str]]  # replayed items the recording lacks
+
+
+class RunsCompared(msgspec.Struct, frozen=True, kw_only=True):
+    """``eval.compare``: each run as its ``eval.started`` recorded it (runs of older
+    daemons included, hence a mapping) with its figures, and the difference."""
+
+    a: dict[str, Any]
+    b: dict[str, Any]
+    same_corpus: bool
+    comparison: Comparison
 
 
 def spent_usd() -> float:
@@ -245,7 +276,7 @@ class EvalRunner:
         )
         return None if one is None else one * items
 
-    async def run(self, opts: EvalOptions, *, progress: Progress) -> dict[str, Any]:
+    async def run(self, opts: EvalOptions, *, progress: Progress) -> CreateEvalReport:
         from tsukud.create.service import checked_repairs
         from tsukud.create.session import prompt_version
 
@@ -271,7 +302,7 @@ class EvalRunner:
             worst=worst,
             progress=progress,
         )
-        started = {
+        started: dict[str, Any] = {  # the eval.started payload (events/catalogue.py)
             "run": run,
             "corpus": corpus.name,
             "corpus_hash": corpora.corpus_hash(corpus),
@@ -297,13 +328,13 @@ class EvalRunner:
             end.reason = await self._items(
                 corpus, opts, run, outcomes, progress, (provider_choice, only), unmatched
             )
-        return {
+        return CreateEvalReport(
             **started,
-            "reason": end.reason,
-            "spent_usd": spent_usd(),
-            "figures": msgspec.to_builtins(figures(outcomes)),
-            "recording_mismatches": unmatched,
-        }
+            reason=end.reason,
+            spent_usd=spent_usd(),
+            figures=figures(outcomes),
+            recording_mismatches=unmatched,
+        )
 
     async def _items(
         self,
@@ -411,7 +442,7 @@ class EvalRunner:
             raise EvalNoRun(f"the ledger has no eval run {run!r}")
         return started, [msgspec.convert(i, Outcome, strict=False) for i in items]
 
-    async def compare(self, run_a: str, run_b: str) -> dict[str, Any]:
+    async def compare(self, run_a: str, run_b: str) -> RunsCompared:
         a_started, a = await self.outcomes(run_a)
         b_started, b = await self.outcomes(run_b)
         if a_started.get("kind", "create") != b_started.get("kind", "create"):
@@ -423,12 +454,12 @@ class EvalRunner:
                 hint="Compare two eval create runs, or two eval discover runs.",
             )
         shown = discover_figures if a_started.get("kind") == "discover" else figures
-        return {
-            "a": {**a_started, "figures": msgspec.to_builtins(shown(a))},
-            "b": {**b_started, "figures": msgspec.to_builtins(shown(b))},
-            "same_corpus": a_started.get("corpus_hash") == b_started.get("corpus_hash"),
-            "comparison": msgspec.to_builtins(compare(a, b)),
-        }
+        return RunsCompared(
+            a={**a_started, "figures": shown(a)},
+            b={**b_started, "figures": shown(b)},
+            same_corpus=a_started.get("corpus_hash") == b_started.get("corpus_hash"),
+            comparison=compare(a, b),
+        )
 
 
 def session_events(conn: Any, session: str, types: list[str]) -> list[tuple[str, dict[str, Any]]]:

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from tsukud.create.service import Creator
     from tsukud.discover.service import DiscoveryService
     from tsukud.install.installer import Installer
+    from tsukud.install.results import Installed
     from tsukud.instructions.service import InstructionsBuilder
     from tsukud.policy.confirm import Confirmations
 
@@ -80,7 +81,7 @@ class LlmChoice(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class MissingToolInstalled(msgspec.Struct, frozen=True, kw_only=True):
-    install: dict[str, Any]  # the installer's result
+    install: Installed  # the installer's result
     # owner/repo on GitHub, the package (npm:<package>, pypi:<project>), or the install
     # page the recipe was read from
     source: str

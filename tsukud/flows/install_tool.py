@@ -5,7 +5,9 @@ source, write a recipe, install it (:mod:`tsukud.flows.install_missing`).
 Which of the two runs is this flow's decision, not the RPC handler's: "no recipe" is
 the installer's ``RecipeNotFound`` and nothing else (a broken recipe is reported, never
 replaced by a discovered one). A ``--from`` given while a recipe exists is not used,
-and the person is told so rather than left to guess which source was installed.
+and the person is told so rather than left to guess which source was installed. What
+``install`` answers is decided here too (:class:`ToolInstalled`): the handler only
+parses the request and sends the result.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
-from tsukud.flows.install_missing import LlmChoice, MissingToolInstalled
+from tsukud.discover.model import Discovery
+from tsukud.flows.install_missing import CreatedRecipe, LlmChoice
+from tsukud.install.results import Installed
 from tsukud.progress import Progress
 
 if TYPE_CHECKING:
@@ -38,9 +43,23 @@ class InstallRequest(msgspec.Struct, frozen=True, kw_only=True):
     trust_page_hosts: bool = False
 
 
-class ToolInstalled(msgspec.Struct, frozen=True, kw_only=True):
-    install: dict[str, Any]  # the installer's result
-    missing: MissingToolInstalled | None  # None: a recipe existed, nothing was written
+class GivenSource(msgspec.Struct, frozen=True, kw_only=True):
+    """Where the recipe came from when the request named it (``--from``): nothing was
+    discovered."""
+
+    source: str
+    stage: str = "from"
+
+
+class ToolInstalled(Installed, frozen=True, kw_only=True):
+    """``install``'s answer: the installer's (:class:`Installed`), and, when the tool had
+    no recipe, how its source was found (``discovery``) and its recipe written
+    (``created``); with ``collect_tool_stats``, the models' tool calls (none when a
+    recipe existed: no model was asked). Unset fields are not sent."""
+
+    discovery: Discovery | GivenSource | UnsetType = UNSET
+    created: CreatedRecipe | UnsetType = UNSET
+    tool_stats: list[dict[str, Any]] | UnsetType = UNSET
 
 
 class InstallTool:
@@ -65,7 +84,8 @@ class InstallTool:
                 can_ask=req.can_ask,
                 yes=req.yes,
             )
-            return ToolInstalled(install=res, missing=None)
+            stats: list[dict[str, Any]] | UnsetType = [] if req.collect_tool_stats else UNSET
+            return ToolInstalled(**msgspec.structs.asdict(res), tool_stats=stats)
         except RecipeNotFound:
             if not (req.discover or req.source is not None):
                 raise
@@ -85,7 +105,12 @@ class InstallTool:
             llm=req.llm,
             trust_page_hosts=req.trust_page_hosts,
         )
-        return ToolInstalled(install=done.install, missing=done)
+        return ToolInstalled(
+            **msgspec.structs.asdict(done.install),
+            discovery=GivenSource(source=done.source) if done.discovery is None else done.discovery,
+            created=done.created,
+            tool_stats=UNSET if done.tool_stats is None else list(done.tool_stats),
+        )
 
     async def _note_unused_source(self, name: str, source: FromSource, progress: Progress) -> bool:
         """A recipe exists, so ``--from`` has nothing to do: say so rather than ignore it

@@ -84,6 +84,7 @@ from tsukud.install.homebrew.deps import (
 from tsukud.install.openpgp import SignatureInvalid, verify_detached
 from tsukud.install.pins import require_pinned_asset, require_validated
 from tsukud.install.registry import LoadedRecipe
+from tsukud.install.results import Installed
 from tsukud.install.shadowing import shadowing, system_dirs
 from tsukud.install.system_packages import (
     check_command,
@@ -188,7 +189,7 @@ class InstallAttempt:
     def _event(self, type_: str, payload: dict[str, Any]) -> Any:
         return self.inst.store.append_nowait(type_, payload, self.session)
 
-    async def execute(self, *, force: bool) -> dict[str, Any]:
+    async def execute(self, *, force: bool) -> Installed:
         try:
             try:
                 return await self._execute(force=force)
@@ -231,14 +232,14 @@ class InstallAttempt:
             if self.staging is not None:
                 layout.discard(self.staging)
 
-    async def _execute(self, *, force: bool) -> dict[str, Any]:
+    async def _execute(self, *, force: bool) -> Installed:
         await self.progress("resolving", requested=self.requested)
         loaded = await self.inst.registry.load(self.name)
         self.name = loaded.name  # an alias (hx) installs as its recipe (helix)
         async with self.inst.lock(self.name):
             return await self._install(loaded, force=force)
 
-    async def _install(self, loaded: LoadedRecipe, *, force: bool) -> dict[str, Any]:
+    async def _install(self, loaded: LoadedRecipe, *, force: bool) -> Installed:
         inst = self.inst
         recipe = loaded.recipe
         require_supported(recipe, inst.platform)
@@ -262,13 +263,13 @@ class InstallAttempt:
             and final_dir.is_dir()
             and not force
         ):
-            return {
-                "tool": self.name,
-                "version": res.version,
-                "already_installed": True,
-                "install_dir": str(final_dir),
-                "binaries": sorted((current.get("binaries") or {}).keys()),
-            }
+            return Installed(
+                tool=self.name,
+                version=res.version,
+                already_installed=True,
+                install_dir=str(final_dir),
+                binaries=sorted((current.get("binaries") or {}).keys()),
+            )
         self._event(
             "install.started",
             {
@@ -376,23 +377,23 @@ class InstallAttempt:
             old = [p for p in current.get("shell_init") or () if p not in kept]
             shell_init.discard(inst.home, old)
         self.stage = "done"
-        return {
-            "tool": self.name,
-            "version": res.version,
-            "tag": res.tag,
-            "already_installed": False,
-            "install_dir": str(final_dir),
-            "binaries": sorted(binaries),
-            "links": [str(layout.bin_dir(inst.home) / b) for b in sorted(binaries)],
-            "assets": asset_records,
-            "verify_output": output,
-            "replaced": current.get("version") if current is not None else None,
-            "relocation": self.relocation,
-            "build": self.built,
-            "removed_strays": self.strays,
-            "session": self.session,
-            "timings_ms": self.timings_ms,
-        }
+        return Installed(
+            tool=self.name,
+            version=res.version,
+            tag=res.tag,
+            already_installed=False,
+            install_dir=str(final_dir),
+            binaries=sorted(binaries),
+            links=[str(layout.bin_dir(inst.home) / b) for b in sorted(binaries)],
+            assets=asset_records,
+            verify_output=output,
+            replaced=current.get("version") if current is not None else None,
+            relocation=self.relocation,
+            build=self.built,
+            removed_strays=self.strays,
+            session=self.session,
+            timings_ms=self.timings_ms,
+        )
 
     # ---- steps -------------------------------------------------------------------------
 
@@ -734,11 +735,12 @@ class InstallAttempt:
         async def load(name: str) -> Recipe:
             return (await inst.registry.load(name)).recipe
 
-        async def install(name: str) -> dict[str, Any]:
+        async def install(name: str) -> str:
             await self.progress("installing_dependency", dependency=name)
-            return await inst.install(
+            done = await inst.install(
                 name, progress=self._progress, can_ask=self.can_ask, yes=self.yes
             )
+            return done.install_dir
 
         return await pour.install_dependencies(
             recipe, load, inst.installed, install, lambda r: runtime_dependencies(r, target)
@@ -770,12 +772,14 @@ class InstallAttempt:
         dirs: dict[str, Path] = {}
         for name in install_order(recipe.metadata.name, graph):
             record = inst.installed().get(name)
-            if record is None:  # installed ones stay as they are
-                await self.progress("installing_dependency", dependency=name, build=True)
-                record = await inst.install(
-                    name, progress=self._progress, can_ask=self.can_ask, yes=self.yes
-                )
-            dirs[name] = Path(str(record["install_dir"]))
+            if record is not None:  # installed ones stay as they are
+                dirs[name] = Path(str(record["install_dir"]))
+                continue
+            await self.progress("installing_dependency", dependency=name, build=True)
+            done = await inst.install(
+                name, progress=self._progress, can_ask=self.can_ask, yes=self.yes
+            )
+            dirs[name] = Path(done.install_dir)
         return dirs
 
     def _may_ask(self) -> bool:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from tsukud.install.build import BuildSandbox
     from tsukud.install.homebrew.client import HomebrewClient
     from tsukud.install.registry import Registry
+    from tsukud.install.results import Installed
     from tsukud.install.versions import VersionResolver
     from tsukud.net.http import Http
     from tsukud.policy.confirm import Confirmations
@@ -58,4 +59,4 @@ class InstallContext(Protocol):
         progress: Progress = ...,
         can_ask: bool = False,
         yes: bool = False,
-    ) -> dict[str, Any]: ...
+    ) -> Installed: ...

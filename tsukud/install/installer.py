@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
+from msgspec import UNSET, UnsetType
 
 from tsukud.errors import TsukuError
 from tsukud.install import layout, shell_init
@@ -28,7 +29,7 @@ from tsukud.install.errors import not_installed
 from tsukud.install.homebrew.deps import dependents, unneeded
 from tsukud.install.homebrew.errors import DependencyInUse
 from tsukud.install.registry import Registry, check_name
-from tsukud.install.results import Removed, Verified
+from tsukud.install.results import Installed, Removed, ToolInfo, Verified, VerifyCommand
 from tsukud.install.versions import VersionResolver
 from tsukud.progress import Progress, no_progress
 from tsukud.recipe import (
@@ -121,41 +122,42 @@ class Installer:
             raise not_installed(name, installed)
         return rec
 
-    async def info(self, name: str) -> dict[str, Any]:
+    async def info(self, name: str) -> ToolInfo:
         name = check_name(name)
         installed = self.installed().get(name)
-        out: dict[str, Any] = {"tool": name, "installed": installed}
         try:
             loaded = await self.registry.load(name)
         except TsukuError as exc:
             if installed is None:
                 raise
-            out["recipe_error"] = exc.message
-            return out
+            return ToolInfo(tool=name, installed=installed, recipe_error=exc.message)
         meta = loaded.recipe.metadata
-        out.update(
-            {
-                "name": meta.name,
-                "description": meta.description,
-                "homepage": meta.homepage,
-                "recipe_source": loaded.source,
-                "recipe_path": loaded.path,
-                "recipe_sha256": loaded.sha256,
-                "recipe_stale": loaded.stale,
-                "platform": str(self.platform),
-            }
-        )
+        shown: list[dict[str, Any]] | UnsetType = UNSET
+        unsupported: str | UnsetType = UNSET
         try:
             steps = require_supported(loaded.recipe, self.platform)
-            out["supported"] = True
-            out["steps"] = [{"index": i, **step_summary(s)} for i, s in steps]
+            shown = [{"index": i, **step_summary(s)} for i, s in steps]
         except RecipeError as exc:
-            out["supported"] = False
-            out["unsupported_reason"] = exc.message
+            unsupported = exc.message
         verify = loaded.recipe.verify
-        if verify is not None and verify.command:
-            out["verify"] = {"command": verify.command, "pattern": verify.pattern}
-        return out
+        return ToolInfo(
+            tool=name,
+            installed=installed,
+            name=meta.name,
+            description=meta.description,
+            homepage=meta.homepage,
+            recipe_source=loaded.source,
+            recipe_path=loaded.path,
+            recipe_sha256=loaded.sha256,
+            recipe_stale=loaded.stale,
+            platform=str(self.platform),
+            supported=unsupported is UNSET,
+            steps=shown,
+            unsupported_reason=unsupported,
+            verify=VerifyCommand(command=verify.command, pattern=verify.pattern)
+            if verify is not None and verify.command
+            else UNSET,
+        )
 
     async def plan(
         self,
@@ -181,7 +183,7 @@ class Installer:
         progress: Progress = no_progress,
         can_ask: bool = False,
         yes: bool = False,
-    ) -> dict[str, Any]:
+    ) -> Installed:
         """``yes``: the request said ``--yes``, which never lets a binary shadow a
         system command (such an install is refused rather than asked)."""
         name = check_name(name)

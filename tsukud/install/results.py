@@ -7,7 +7,10 @@ wire shape is written down here once (schema/rpc.md, "Install").
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
+from msgspec import UNSET, UnsetType
 
 
 class Removed(msgspec.Struct, frozen=True, kw_only=True):
@@ -31,3 +34,82 @@ class Verified(msgspec.Struct, frozen=True, kw_only=True):
     binaries: list[str]
     output: str | None
     session: str
+
+
+class Installed(msgspec.Struct, frozen=True, kw_only=True):
+    """``install`` of a tool with a recipe. Already installed at that version, it is
+    the short answer (``already_installed``, where, which binaries): the fields only a
+    fresh install has are left unset, and an unset field is not sent at all."""
+
+    tool: str
+    version: str
+    tag: str | UnsetType | None = UNSET
+    already_installed: bool
+    install_dir: str
+    binaries: list[str]
+    links: list[str] | UnsetType = UNSET  # bin/ links, one per binary
+    assets: list[dict[str, Any]] | UnsetType = UNSET  # what was downloaded and checked
+    verify_output: str | UnsetType | None = UNSET
+    replaced: str | UnsetType | None = UNSET  # the version this one replaced
+    relocation: dict[str, Any] | UnsetType | None = UNSET  # a bottle's relocation
+    build: dict[str, Any] | UnsetType | None = UNSET  # built from source: image, deps
+    removed_strays: list[str] | UnsetType = UNSET  # what install scripts left in bin/
+    session: str | UnsetType = UNSET
+    timings_ms: dict[str, float] | UnsetType = UNSET  # per install stage
+
+
+class ToolInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """``tools.info``: the installed record and what the recipe says. A recipe that
+    cannot be read leaves only ``recipe_error`` beside the record; one that has no
+    steps for this platform says why (``unsupported_reason``) instead of ``steps``."""
+
+    tool: str
+    installed: dict[str, Any] | None  # the ledger's record, None when not installed
+    recipe_error: str | UnsetType = UNSET
+    name: str | UnsetType = UNSET
+    description: str | UnsetType | None = UNSET
+    homepage: str | UnsetType | None = UNSET
+    recipe_source: str | UnsetType = UNSET
+    recipe_path: str | UnsetType = UNSET
+    recipe_sha256: str | UnsetType = UNSET
+    recipe_stale: bool | UnsetType = UNSET
+    platform: str | UnsetType = UNSET
+    supported: bool | UnsetType = UNSET
+    steps: list[dict[str, Any]] | UnsetType = UNSET
+    unsupported_reason: str | UnsetType = UNSET
+    verify: VerifyCommand | UnsetType = UNSET
+
+
+class VerifyCommand(msgspec.Struct, frozen=True, kw_only=True):
+    command: str
+    pattern: str | None
+
+
+class Upgraded(msgspec.Struct, frozen=True, kw_only=True):
+    tool: str
+    from_: str = msgspec.field(name="from")  # the version it replaced
+    to: str
+    session: str | None
+
+
+class Current(msgspec.Struct, frozen=True, kw_only=True):
+    """Already the newest release (or pinned to the one it has)."""
+
+    tool: str
+    version: str
+    pinned: bool | UnsetType = UNSET  # sent only when it is
+
+
+class NotUpgraded(msgspec.Struct, frozen=True, kw_only=True):
+    tool: str
+    error_code: str | None
+    message: str | None
+    hint: str | UnsetType = UNSET
+
+
+class Upgrades(msgspec.Struct, frozen=True, kw_only=True):
+    """``tools.upgrade``: each tool named (or installed) in one of three lists."""
+
+    upgraded: list[Upgraded]
+    current: list[Current]
+    failed: list[NotUpgraded]

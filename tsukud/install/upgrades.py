@@ -22,14 +22,16 @@ moved, which were current and which failed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from tsukud.errors import TsukuError, UsageError
 from tsukud.install.errors import VersionNotValidated, not_installed
 from tsukud.install.pins import require_validated, validated_version
 from tsukud.install.registry import check_name
+from tsukud.install.results import Current, NotUpgraded, Upgraded, Upgrades
 from tsukud.recipe.version_range import compare_versions
 
 if TYPE_CHECKING:
@@ -113,52 +115,44 @@ async def outdated(inst: Installer, names: list[str]) -> list[ToolStatus]:
 
 async def upgrade(
     inst: Installer, names: list[str], *, every: bool, progress: Progress
-) -> dict[str, Any]:
+) -> Upgrades:
     if not names and not every:
         raise UsageError(
             "name the tools to upgrade, or upgrade them all",
             hint="`tsukuctl upgrade age kind`, or `tsukuctl upgrade --all`.",
         )
-    upgraded: list[dict[str, Any]] = []
-    current: list[dict[str, Any]] = []
-    failed: list[dict[str, Any]] = []
+    upgraded: list[Upgraded] = []
+    current: list[Current] = []
+    failed: list[NotUpgraded] = []
     for status in await outdated(inst, [] if every else names):
         if status.error is not None:
-            failed.append(_failure(status.tool, status.error_code, status.error))
+            failed.append(
+                NotUpgraded(tool=status.tool, error_code=status.error_code, message=status.error)
+            )
         elif status.needs_validation:
             failed.append(
-                _failure(
-                    status.tool,
-                    VersionNotValidated.code,
-                    f"{status.newest} was never validated: its recipe was generated, "
+                NotUpgraded(
+                    tool=status.tool,
+                    error_code=VersionNotValidated.code,
+                    message=f"{status.newest} was never validated: its recipe was generated, "
                     f"validated and pinned at {status.validated}",
-                    status.hint,
+                    hint=status.hint or UNSET,
                 )
             )
         elif not status.outdated:
-            entry: dict[str, Any] = {"tool": status.tool, "version": status.installed}
-            if status.pinned:
-                entry["pinned"] = True
-            current.append(entry)
+            current.append(
+                Current(tool=status.tool, version=status.installed, pinned=status.pinned or UNSET)
+            )
         else:
             try:
                 done = await inst.install(status.tool, None, progress=progress)
             except TsukuError as exc:
-                failed.append(_failure(status.tool, exc.code, exc.message))
+                failed.append(
+                    NotUpgraded(tool=status.tool, error_code=exc.code, message=exc.message)
+                )
                 continue
+            session = None if isinstance(done.session, UnsetType) else done.session
             upgraded.append(
-                {
-                    "tool": status.tool,
-                    "from": status.installed,
-                    "to": done["version"],
-                    "session": done.get("session"),
-                }
+                Upgraded(tool=status.tool, from_=status.installed, to=done.version, session=session)
             )
-    return {"upgraded": upgraded, "current": current, "failed": failed}
-
-
-def _failure(
-    tool: str, code: str | None, message: str | None, hint: str | None = None
-) -> dict[str, Any]:
-    out = {"tool": tool, "error_code": code, "message": message}
-    return {**out, "hint": hint} if hint else out
+    return Upgrades(upgraded=upgraded, current=current, failed=failed)

@@ -11,13 +11,17 @@ Heavy modules (httpx2, the pipeline) are imported by the service, on first use.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
-from tsukud.daemon import Daemon
 from tsukud.rpc.registry import method
 from tsukud.rpc.server import Call
+from tsukud.services import Services
+
+if TYPE_CHECKING:
+    from tsukud.create.pipeline import CreateResult
+    from tsukud.create.service import SavedRecipe
 
 
 class CreateParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -51,12 +55,12 @@ class SaveParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("create", CreateParams)
-async def create(d: Daemon, p: CreateParams, call: Call) -> dict[str, Any]:
+async def create(s: Services, p: CreateParams, call: Call) -> CreateResult:
     """Write a recipe for ``tool`` from ``source`` (a repository without release builds:
     from its install page, ``flows/create_recipe.py``)."""
     from tsukud.source import parse_source
 
-    result = await d.services.create_recipe.create(
+    return await s.create_recipe.create(
         p.tool,
         parse_source(p.source),
         progress=call.progress,
@@ -76,16 +80,12 @@ async def create(d: Daemon, p: CreateParams, call: Call) -> dict[str, Any]:
         trust_page_hosts=p.trust_page_hosts,
         max_repairs=p.max_repairs,
     )
-    return msgspec.to_builtins(result)  # type: ignore[no-any-return]
 
 
 @method("create.save", SaveParams)
-async def create_save(d: Daemon, p: SaveParams, call: Call) -> dict[str, Any]:
+async def create_save(s: Services, p: SaveParams, call: Call) -> SavedRecipe:
     """Write a recipe ``create`` returned (after the client's preview), atomically.
 
     The text is parsed and checked again (schema, limits, verify command, paths), so
     what lands in ``recipes/`` is always something the installer accepts."""
-    saved = await d.services.creator.save(
-        p.tool, p.recipe, output=p.output, force=p.force, session=p.session
-    )
-    return msgspec.to_builtins(saved)  # type: ignore[no-any-return]
+    return await s.creator.save(p.tool, p.recipe, output=p.output, force=p.force, session=p.session)

@@ -9,13 +9,16 @@ Everything heavy is imported by the service, on first use.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from tsukud.daemon import Daemon
 from tsukud.rpc.registry import method
 from tsukud.rpc.server import Call
+from tsukud.services import Services
+
+if TYPE_CHECKING:
+    from tsukud.discover.model import Discovered
 
 
 class DiscoverParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -30,9 +33,9 @@ class DiscoverParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("discover", DiscoverParams)
-async def discover(d: Daemon, p: DiscoverParams, call: Call) -> dict[str, Any]:
+async def discover(s: Services, p: DiscoverParams, call: Call) -> Discovered:
     """Find and verify where ``tool`` comes from (registry, ecosystems, web search)."""
-    found = await d.services.discovery.discover(
+    found = await s.discovery.discover(
         p.tool,
         progress=call.progress,
         yes=p.yes,
@@ -44,13 +47,15 @@ async def discover(d: Daemon, p: DiscoverParams, call: Call) -> dict[str, Any]:
         llm=not p.no_llm,
         collect_tool_stats=p.collect_tool_stats,
     )
+    from tsukud.discover.model import Discovered
     from tsukud.discover.service import builder_sources
 
-    result: dict[str, Any] = msgspec.to_builtins(found)
     prefix = builder_sources().get(found.builder)
-    if prefix is not None:  # a package tsuku itself can turn into a recipe and install
-        result["tsuku_command"] = f"tsukuctl install {found.tool} --from {prefix}:{found.source}"
-    return result
+    # A package tsuku itself can turn into a recipe and install: the command that does.
+    command = (
+        None if prefix is None else f"tsukuctl install {found.tool} --from {prefix}:{found.source}"
+    )
+    return Discovered(**msgspec.structs.asdict(found), tsuku_command=command)
 
 
 class SearchParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -58,7 +63,7 @@ class SearchParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("search", SearchParams)
-async def search(d: Daemon, p: SearchParams, call: Call) -> dict[str, Any]:
+async def search(s: Services, p: SearchParams, call: Call) -> dict[str, Any]:
     """What is known of ``name`` without money or questions: recipe, discovery registry
     entry, same-name packages per ecosystem, and what ``install`` would do."""
-    return await d.services.discovery.search(p.name)
+    return await s.discovery.search(p.name)

@@ -6,10 +6,10 @@ from typing import Any
 
 import msgspec
 
-from tsukud.daemon import Daemon
 from tsukud.flows.hook_index import reindex
 from tsukud.rpc.registry import method
 from tsukud.rpc.server import Call
+from tsukud.services import Services
 
 
 class ReindexParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -17,7 +17,7 @@ class ReindexParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("hooks.reindex", ReindexParams)
-async def hooks_reindex(d: Daemon, p: ReindexParams, call: Call) -> dict[str, Any]:
+async def hooks_reindex(s: Services, p: ReindexParams, call: Call) -> dict[str, Any]:
     """Rewrite $TSUKU_HOME/share/binary-index.tsv from recipes and installed tools."""
-    registry = d.services.installer.registry if p.fetch else None
-    return await reindex(d.services.hook_index, registry, call.progress)
+    registry = s.installer.registry if p.fetch else None
+    return await reindex(s.hook_index, registry, call.progress)

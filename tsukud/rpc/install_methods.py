@@ -11,14 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from tsukud.daemon import Daemon
 from tsukud.errors import UsageError
 from tsukud.flows.install_missing import LlmChoice
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
+from tsukud.services import Services
 
 if TYPE_CHECKING:
-    from tsukud.install.results import Removed, Verified
+    from tsukud.flows.install_tool import ToolInstalled
+    from tsukud.install.results import Removed, ToolInfo, Upgrades, Verified
+    from tsukud.install.upgrades import ToolStatus
 
 
 def split_spec(tool: str, version: str | None) -> tuple[str, str | None]:
@@ -53,7 +55,7 @@ class InstallParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("install", InstallParams)
-async def install(d: Daemon, p: InstallParams, call: Call) -> dict[str, Any]:
+async def install(s: Services, p: InstallParams, call: Call) -> ToolInstalled:
     """Install ``tool[@version]``; progress frames ``{stage, tool, ...}`` as it goes."""
     from tsukud.flows.install_missing import given_source
     from tsukud.flows.install_tool import InstallRequest
@@ -73,27 +75,23 @@ async def install(d: Daemon, p: InstallParams, call: Call) -> dict[str, Any]:
         llm=LlmChoice(providers=p.provider, only_provider=p.only_provider),
         trust_page_hosts=p.trust_page_hosts,
     )
-    done = await d.services.install_tool.run(request, progress=call.progress)
-    if done.missing is None:
-        # A recipe existed: no model was asked, so there is no tool call to list.
-        return {**done.install, "tool_stats": []} if p.collect_tool_stats else done.install
-    missing = done.missing
-    discovery = (
-        msgspec.to_builtins(missing.discovery)
-        if missing.discovery is not None
-        else {"source": missing.source, "stage": "from"}
-    )
-    stats = {} if missing.tool_stats is None else {"tool_stats": list(missing.tool_stats)}
-    created = msgspec.to_builtins(missing.created)
-    return {**done.install, "discovery": discovery, "created": created, **stats}
+    return await s.install_tool.run(request, progress=call.progress)
+
+
+class InstalledTools(msgspec.Struct, frozen=True):
+    tools: list[dict[str, Any]]  # one row per installed tool (``layout.installed_rows``)
+
+
+class ToolsChecked(msgspec.Struct, frozen=True):
+    tools: list[ToolStatus]  # each against its newest release
 
 
 @method("tools.list", NoParams)
-async def tools_list(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+async def tools_list(s: Services, p: NoParams, call: Call) -> InstalledTools:
     """Installed tools, from the ledger's installed-tools projection (no network)."""
     from tsukud.install.layout import installed_rows
 
-    return {"tools": installed_rows(d.state.installed.tools)}
+    return InstalledTools(installed_rows(s.installed()))
 
 
 class ToolParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -101,21 +99,21 @@ class ToolParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("tools.remove", ToolParams)
-async def tools_remove(d: Daemon, p: ToolParams, call: Call) -> Removed:
+async def tools_remove(s: Services, p: ToolParams, call: Call) -> Removed:
     """Remove an installed tool: its bin links, its directory; ``install.removed``."""
-    return await d.services.installer.remove(p.tool)
+    return await s.installer.remove(p.tool)
 
 
 @method("tools.verify", ToolParams)
-async def tools_verify(d: Daemon, p: ToolParams, call: Call) -> Verified:
+async def tools_verify(s: Services, p: ToolParams, call: Call) -> Verified:
     """Re-run the verify command and re-hash the binaries against the recorded sha256."""
-    return await d.services.installer.verify(p.tool)
+    return await s.installer.verify(p.tool)
 
 
 @method("tools.info", ToolParams)
-async def tools_info(d: Daemon, p: ToolParams, call: Call) -> dict[str, Any]:
+async def tools_info(s: Services, p: ToolParams, call: Call) -> ToolInfo:
     """Recipe metadata, platform support and the installed record of one tool."""
-    return await d.services.installer.info(p.tool)
+    return await s.installer.info(p.tool)
 
 
 class PlanParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -126,21 +124,19 @@ class PlanParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("tools.plan", PlanParams)
-async def tools_plan(d: Daemon, p: PlanParams, call: Call) -> dict[str, Any]:
+async def tools_plan(s: Services, p: PlanParams, call: Call) -> dict[str, Any]:
     """The installation plan (tsuku's shape) for a tool or a recipe; installs nothing."""
     name, version = (
         (p.tool, p.version) if p.recipe is not None else split_spec(p.tool or "", p.version)
     )
-    return await d.services.installer.plan(
-        name, recipe_text=p.recipe, version=version, platform=p.platform
-    )
+    return await s.installer.plan(name, recipe_text=p.recipe, version=version, platform=p.platform)
 
 
 @method("registry.update", NoParams)
-async def registry_update(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+async def registry_update(s: Services, p: NoParams, call: Call) -> dict[str, Any]:
     """Refetch the registry manifest and every cached recipe."""
-    result = await d.services.installer.registry.update()
-    d.services.hook_index.request_rebuild()  # the shell hook's index lists registry recipes
+    result = await s.installer.registry.update()
+    s.hook_index.request_rebuild()  # the shell hook's index lists registry recipes
     return result
 
 
@@ -149,12 +145,11 @@ class ToolsParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("tools.outdated", ToolsParams)
-async def tools_outdated(d: Daemon, p: ToolsParams, call: Call) -> dict[str, Any]:
+async def tools_outdated(s: Services, p: ToolsParams, call: Call) -> ToolsChecked:
     """Installed tools (all, or ``tools``) against their newest release (cached)."""
     from tsukud.install.upgrades import outdated
 
-    rows = await outdated(d.services.installer, p.tools)
-    return {"tools": msgspec.to_builtins(rows)}
+    return ToolsChecked(await outdated(s.installer, p.tools))
 
 
 class UpgradeParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -163,8 +158,8 @@ class UpgradeParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("tools.upgrade", UpgradeParams)
-async def tools_upgrade(d: Daemon, p: UpgradeParams, call: Call) -> dict[str, Any]:
+async def tools_upgrade(s: Services, p: UpgradeParams, call: Call) -> Upgrades:
     """Install the newest release of each outdated tool; install progress frames."""
     from tsukud.install.upgrades import upgrade
 
-    return await upgrade(d.services.installer, p.tools, every=p.all, progress=call.progress)
+    return await upgrade(s.installer, p.tools, every=p.all, progress=call.progress)

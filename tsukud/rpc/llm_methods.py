@@ -7,20 +7,20 @@ from typing import Any
 
 import msgspec
 
-from tsukud.daemon import Daemon
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
+from tsukud.services import Services
 
 
 @method("llm.status", NoParams)
-async def llm_status(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+async def llm_status(s: Services, p: NoParams, call: Call) -> dict[str, Any]:
     """Providers in order: model, credentials set or not, breaker, price, deprecation."""
-    await d.budget.refresh()
+    await s.budget.refresh()
     from tsukud.llm.service import PROVIDERS
 
-    llm = d.services.llm
+    llm = s.llm
     order = llm.order()
-    breakers = {b["provider"]: b for b in d.breakers.snapshot()}
+    breakers = {b["provider"]: b for b in s.breakers.snapshot()}
     providers = []
     for name in [*order, *(n for n in PROVIDERS if n not in order)]:
         info = llm.info(name)
@@ -58,18 +58,32 @@ async def llm_status(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
                 "deprecated": deprecated,
             }
         )
-    c = d.config
+    c = s.config()
     return {
         "order": order,
         "providers": providers,
         "replay_dir": c["llm.replay_dir"] or None,
         "record_dir": c["llm.record_dir"] or None,
-        "budget": d.budget.snapshot(),
+        "budget": s.budget.snapshot(),
     }
 
 
 def _f(x: Any) -> float | None:
     return None if x is None else float(x)
+
+
+class KeyChecked(msgspec.Struct, frozen=True, kw_only=True):
+    """``llm.test``: which provider answered, what it said and what the call cost."""
+
+    provider: str
+    model: str
+    text: str  # the answer, its first 200 characters
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None  # None: the provider's price is not known
+    duration_ms: int
+    session: str
+    warnings: list[str]  # e.g. a rejected key that was failed over
 
 
 class TestParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -79,11 +93,11 @@ class TestParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("llm.test", TestParams)
-async def llm_test(d: Daemon, p: TestParams, call: Call) -> dict[str, Any]:
+async def llm_test(s: Services, p: TestParams, call: Call) -> KeyChecked:
     """One tiny real call to check a key; its cost is recorded like any other."""
     from tsukud.llm.types import Request, UserMessage
 
-    llm = d.services.llm
+    llm = s.llm
     # With --provider only that provider is tried (a key check); without, the
     # configured order with failover, exactly as a recipe generation would use it.
     names = [p.provider] if p.provider else llm.usable()
@@ -106,14 +120,14 @@ async def llm_test(d: Daemon, p: TestParams, call: Call) -> dict[str, Any]:
         )
     name = resp.provider
     u = resp.usage
-    return {
-        "provider": name,
-        "model": resp.model,
-        "text": resp.text[:200],
-        "input_tokens": u.input_tokens + u.cache_read_tokens + u.cache_write_tokens,
-        "output_tokens": u.output_tokens + u.thoughts_tokens,
-        "cost_usd": None if run.unpriced_turns else float(run.spent),
-        "duration_ms": resp.duration_ms,
-        "session": session,
-        "warnings": list(run.warnings),  # e.g. a rejected key that was failed over
-    }
+    return KeyChecked(
+        provider=name,
+        model=resp.model,
+        text=resp.text[:200],
+        input_tokens=u.input_tokens + u.cache_read_tokens + u.cache_write_tokens,
+        output_tokens=u.output_tokens + u.thoughts_tokens,
+        cost_usd=None if run.unpriced_turns else float(run.spent),
+        duration_ms=resp.duration_ms,
+        session=session,
+        warnings=list(run.warnings),
+    )

@@ -1,7 +1,8 @@
 """One function per RPC method (schema/rpc.md documents each).
 
-Handlers take the daemon, their validated params Struct and the ``Call``; they return
-a JSON-able result or raise a ``TsukuError``.
+Handlers take the services (the daemon's own methods: its ``DaemonControl``), their
+validated params Struct and the ``Call``; they return a JSON-able result or raise a
+``TsukuError``.
 """
 
 from __future__ import annotations
@@ -9,18 +10,24 @@ from __future__ import annotations
 import contextlib
 import os
 from functools import partial
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from tsukud import config as configmod
-from tsukud.daemon import Daemon
 from tsukud.errors import FrameTooLarge, InvalidParams, LedgerCorrupt, NotFound, SummaryTooSlow
 from tsukud.events import queries, summary
 from tsukud.events.readers import ReadTooSlow
+from tsukud.events.store import EventStore
 from tsukud.rpc import protocol
+from tsukud.rpc.control import DaemonControl
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
+from tsukud.services import Services
+
+if TYPE_CHECKING:
+    from tsukud.policy.budget import Grant
 
 # Event types a client may append. Everything else is written by the daemon itself:
 # a client must not be able to forge an llm.turn or a budget.settled.
@@ -34,27 +41,97 @@ QUICK_LIST_LIMIT = 1000
 QUICK_LIST_BYTES = 4 << 20
 
 
+# ---- answers ----------------------------------------------------------------------------
+# Each is sent as it is: the frame encoder writes the object (schema/rpc.md); a field
+# left unset is not sent.
+
+
+class Pong(msgspec.Struct, frozen=True):
+    pong: bool
+    pid: int
+
+
+class Stopping(msgspec.Struct, frozen=True):
+    stopping: bool
+    pid: int
+
+
+class CancelAsked(msgspec.Struct, frozen=True):
+    cancelled: bool  # False: no such request was running on this connection
+
+
+class Listed(msgspec.Struct, frozen=True):
+    """``events.list``'s result (the events came as progress frames)."""
+
+    count: int
+    hint: str | UnsetType = UNSET  # nothing listed under a type no event has
+
+
+class OriginChecked(msgspec.Struct, frozen=True):
+    origin: str
+    checked: int
+    head: str | None
+
+
+class AnchorsChecked(msgspec.Struct, frozen=True):
+    checked: int
+
+
+class ChainVerified(msgspec.Struct, frozen=True, kw_only=True):
+    """``events.verify`` that passed (a damaged chain is ``ledger_corrupt``)."""
+
+    ok: bool = True
+    checked: int
+    head: str | None
+    origin: str | UnsetType = UNSET  # a shared ledger: this daemon's origin
+    origins: list[OriginChecked] | UnsetType = UNSET
+    anchors: AnchorsChecked | UnsetType = UNSET
+    rollups: str  # ok | rebuilt
+    head_id: int | UnsetType = UNSET
+
+
+class Appended(msgspec.Struct, frozen=True, kw_only=True):
+    first_id: int
+    last_id: int
+    durable: bool
+
+
+class Settled(msgspec.Struct, frozen=True):
+    settled: str  # the reservation
+
+
+class Answered(msgspec.Struct, frozen=True):
+    answered: bool
+
+
+class SettingsShown(msgspec.Struct, frozen=True):
+    """``config.list``: every setting with its source, and the file they are kept in."""
+
+    settings: list[dict[str, Any]]
+    path: str
+
+
 # ---- daemon -----------------------------------------------------------------------------
 
 
 @method("ping", NoParams, inline=True)
-async def ping(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+async def ping(s: Services, p: NoParams, call: Call) -> Pong:
     """Cheapest round trip: liveness and the daemon's pid."""
-    return {"pong": True, "pid": os.getpid()}
+    return Pong(True, os.getpid())
 
 
-@method("status", NoParams, inline=True)
-async def status(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+@method("status", NoParams, inline=True, takes="control")
+async def status(d: DaemonControl, p: NoParams, call: Call) -> dict[str, Any]:
     """Version, uptime, budget, rate window, breakers, event count."""
     await d.refresh_shared()
     return d.status()
 
 
-@method("daemon.stop", NoParams, inline=True)
-async def daemon_stop(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+@method("daemon.stop", NoParams, inline=True, takes="control")
+async def daemon_stop(d: DaemonControl, p: NoParams, call: Call) -> Stopping:
     """Answer, then stop: in-flight requests are cancelled, the ledger flushed."""
     call.after_reply.append(d.request_stop)  # so this answer is not itself cancelled
-    return {"stopping": True, "pid": os.getpid()}
+    return Stopping(True, os.getpid())
 
 
 class CancelParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -62,10 +139,10 @@ class CancelParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("cancel", CancelParams, inline=True)
-async def cancel(d: Daemon, p: CancelParams, call: Call) -> dict[str, Any]:
+async def cancel(s: Services, p: CancelParams, call: Call) -> CancelAsked:
     """Cancel a request still running on this connection; it ends with a ``cancelled``
     error saying what its runs spent."""
-    return {"cancelled": call.conn.cancel(p.id)}
+    return CancelAsked(call.conn.cancel(p.id))
 
 
 # ---- events -----------------------------------------------------------------------------
@@ -80,14 +157,14 @@ class ListParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("events.list", ListParams)
-async def events_list(d: Daemon, p: ListParams, call: Call) -> dict[str, Any]:
+async def events_list(s: Services, p: ListParams, call: Call) -> Listed:
     """Stream matching events as progress frames of ``{"events": [...]}``; result is the count."""
     queries.check_times(p.filter)
-    shared = d.store.origin is not None
+    shared = s.store.origin is not None
     queries.list_sql(p.filter, p.limit, shared=shared)  # validate before going to a thread
-    await d.store.caught_up()  # what was appended before this request is listed
+    await s.store.caught_up()  # what was appended before this request is listed
     if 0 < p.limit <= QUICK_LIST_LIMIT:
-        quick = await d.store.read(partial(_quick_list, p, call.id, shared=shared))
+        quick = await s.store.read(partial(_quick_list, p, call.id, shared=shared))
         if quick is not None:
             total, frames = quick
             if frames:
@@ -115,7 +192,7 @@ async def events_list(d: Daemon, p: ListParams, call: Call) -> dict[str, Any]:
 
     async with trio.open_nursery() as nursery:
         heavy = p.limit == 0 or p.limit > QUICK_LIST_LIMIT
-        nursery.start_soon(partial(d.store.read, produce, heavy=heavy))
+        nursery.start_soon(partial(s.store.read, produce, heavy=heavy))
         async with recv:
             async for n, chunk in recv:
                 total += n
@@ -123,11 +200,11 @@ async def events_list(d: Daemon, p: ListParams, call: Call) -> dict[str, Any]:
     return _counted(total, p.filter)
 
 
-def _counted(total: int, f: queries.EventFilter) -> dict[str, Any]:
+def _counted(total: int, f: queries.EventFilter) -> Listed:
     """The listing's result; with nothing listed under a type filter that no event type
     can meet, a ``hint`` naming the nearest type (a mistyped ``--type``)."""
     hint = queries.types_hint(f.types) if total == 0 and f.types else None
-    return {"count": total, "hint": hint} if hint else {"count": total}
+    return Listed(total, hint) if hint else Listed(total)
 
 
 def _quick_list(
@@ -199,22 +276,22 @@ _SOURCES = {"raw": "read from the events", "rollups+raw": "rollups and part-hour
 
 
 @method("events.summary", SummaryParams)
-async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw:
+async def events_summary(s: Services, p: SummaryParams, call: Call) -> msgspec.Raw:
     """Counts, tokens and cost (the estimated part apart) per day, hour, provider, model,
     session or type; from the rollups where the filter allows (``events/summary.py``)."""
     queries.check_times(p.filter)
-    shared = d.store.origin is not None
+    shared = s.store.origin is not None
     queries.summary_sql(p.filter, p.by, shared=shared)  # validate before going to a thread
-    await d.store.caught_up()  # what was appended before this request is counted
+    await s.store.caught_up()  # what was appended before this request is counted
     # A summary holding its reader past the limit is interrupted (``readers.ReadPool``),
     # so it stops holding a reader and a CPU; waiting for a reader does not count.
-    setting = float(d.current()["events.summary_timeout_seconds"])
+    setting = float(s.config()["events.summary_timeout_seconds"])
     limit = setting if setting > 0 else None
     source = "raw" if shared else summary.plan(p.filter, p.by).source
     try:
         if shared:
             # The whole team's (or one origin's), one aggregate statement in the database.
-            return await d.store.read(
+            return await s.store.read(
                 lambda conn: msgspec.Raw(
                     msgspec.json.encode(summary.summarise_shared(conn, p.filter, p.by, p.top))
                 ),
@@ -229,7 +306,7 @@ async def events_summary(d: Daemon, p: SummaryParams, call: Call) -> msgspec.Raw
 
         # From the rollups (with at most a part-hour of events at each end) it is a quick
         # read; a summary the rollups cannot answer scans events: heavy.
-        return await d.store.read(summarise, heavy=source == "raw", limit=limit)
+        return await s.store.read(summarise, heavy=source == "raw", limit=limit)
     except ReadTooSlow:
         raise SummaryTooSlow(
             f"the summary by {p.by} ({_SOURCES.get(source, source)}) did not finish within "
@@ -249,7 +326,7 @@ class VerifyParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("events.verify", VerifyParams)
-async def events_verify(d: Daemon, p: VerifyParams, call: Call) -> dict[str, Any]:
+async def events_verify(s: Services, p: VerifyParams, call: Call) -> ChainVerified:
     """Recompute the hash chain and hold it to the checkpoint (and ``head``); error
     ``ledger_corrupt`` names the first bad event and what was lost."""
     head = None if p.head is None else p.head.strip().lower()
@@ -257,29 +334,30 @@ async def events_verify(d: Daemon, p: VerifyParams, call: Call) -> dict[str, Any
         raise InvalidParams(
             "head must be 16 to 64 hex digits", hint="Give the head `events verify` printed."
         )
-    report = await d.store.verify(head)
-    out: dict[str, Any] = {"ok": True, "checked": report.checked, "head": report.head}
-    if d.store.origin is not None:
-        out["origin"] = d.store.origin
-    if p.all_origins:
-        out["origins"] = await _verify_origins(d)
-    if p.anchors or p.all_origins:
-        out["anchors"] = {"checked": await _verify_anchors(d)}
-    # Summary rollups that did not add up to the events are being rebuilt from them.
-    out["rollups"] = "rebuilt" if d.store.rollups_stale else "ok"
-    if report.head_id is not None:
-        out["head_id"] = report.head_id
-    return out
+    report = await s.store.verify(head)
+    origin = s.store.origin
+    return ChainVerified(
+        checked=report.checked,
+        head=report.head,
+        origin=UNSET if origin is None else origin,
+        origins=await _verify_origins(s.store) if p.all_origins else UNSET,
+        anchors=AnchorsChecked(await _verify_anchors(s.store))
+        if p.anchors or p.all_origins
+        else UNSET,
+        # Summary rollups that did not add up to the events are being rebuilt from them.
+        rollups="rebuilt" if s.store.rollups_stale else "ok",
+        head_id=UNSET if report.head_id is None else report.head_id,
+    )
 
 
-async def _verify_origins(d: Daemon) -> list[dict[str, Any]]:
+async def _verify_origins(store: EventStore) -> list[OriginChecked]:
     """Every origin's chain in a shared ledger (SQLite: the one chain, already checked)."""
-    if d.store.origin is None:
+    if store.origin is None:
         return []
     from tsukud.events.pg_store import PgEventStore
 
-    assert isinstance(d.store, PgEventStore)
-    found = await d.store.verify_origins()
+    assert isinstance(store, PgEventStore)
+    found = await store.verify_origins()
     for origin, report in found:
         if report.damage is not None:
             raise LedgerCorrupt(
@@ -290,18 +368,18 @@ async def _verify_origins(d: Daemon) -> list[dict[str, Any]]:
                 first_bad_id=report.damage.first_bad_id,
                 checked=report.checked,
             )
-    return [{"origin": o, "checked": r.checked, "head": r.head} for o, r in found]
+    return [OriginChecked(o, r.checked, r.head) for o, r in found]
 
 
-async def _verify_anchors(d: Daemon) -> int:
+async def _verify_anchors(store: EventStore) -> int:
     """How many anchored heads the chains still pass through (SQLite: none; its one
     chain is held to its checkpoint)."""
-    if d.store.origin is None:
+    if store.origin is None:
         return 0
     from tsukud.events.pg_store import PgEventStore
 
-    assert isinstance(d.store, PgEventStore)
-    return await d.store.verify_anchors()
+    assert isinstance(store, PgEventStore)
+    return await store.verify_anchors()
 
 
 class NewEvent(msgspec.Struct, forbid_unknown_fields=True):
@@ -316,7 +394,7 @@ class AppendParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("events.append", AppendParams)
-async def events_append(d: Daemon, p: AppendParams, call: Call) -> dict[str, Any]:
+async def events_append(s: Services, p: AppendParams, call: Call) -> Appended:
     """Append client annotations (``client.*`` types only); answered once durable."""
     if not p.events:
         raise InvalidParams("events must not be empty")
@@ -330,12 +408,12 @@ async def events_append(d: Daemon, p: AppendParams, call: Call) -> dict[str, Any
             )
     first = last = 0
     for e in p.events:
-        ev = d.store.append_nowait(e.type, e.payload, e.session)
+        ev = s.store.append_nowait(e.type, e.payload, e.session)
         first = first or ev.id
         last = ev.id
     if p.durable:
-        await d.store.wait_durable(last)
-    return {"first_id": first, "last_id": last, "durable": p.durable}
+        await s.store.wait_durable(last)
+    return Appended(first_id=first, last_id=last, durable=p.durable)
 
 
 # ---- policy (used by the pipelines in-process; exposed for tools and tests) -------------
@@ -353,17 +431,12 @@ class ReserveParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("budget.reserve", ReserveParams)
-async def budget_reserve(d: Daemon, p: ReserveParams, call: Call) -> dict[str, Any]:
-    """Reserve a worst-case cost against today's budget (refused past it)."""
-    g = await d.budget.reserve(
+async def budget_reserve(s: Services, p: ReserveParams, call: Call) -> Grant:
+    """Reserve a worst-case cost against today's budget (refused past it); the grant is
+    sent as it is (reservation, amount_usd, day, remaining_usd)."""
+    return await s.budget.reserve(
         p.amount_usd, session=p.session, purpose=p.purpose, confirmed=p.confirmed
     )
-    return {
-        "reservation": g.reservation,
-        "amount_usd": g.amount_usd,
-        "day": g.day,
-        "remaining_usd": g.remaining_usd,
-    }
 
 
 class SettleParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -373,10 +446,10 @@ class SettleParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("budget.settle", SettleParams)
-async def budget_settle(d: Daemon, p: SettleParams, call: Call) -> dict[str, Any]:
+async def budget_settle(s: Services, p: SettleParams, call: Call) -> Settled:
     """Settle a reservation at the actual cost."""
-    await d.budget.settle(p.reservation, p.actual_usd, session=p.session)
-    return {"settled": p.reservation}
+    await s.budget.settle(p.reservation, p.actual_usd, session=p.session)
+    return Settled(p.reservation)
 
 
 # ---- confirmations ----------------------------------------------------------------------
@@ -389,11 +462,11 @@ class AnswerParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("confirm.answer", AnswerParams, inline=True)
-async def confirm_answer(d: Daemon, p: AnswerParams, call: Call) -> dict[str, Any]:
+async def confirm_answer(s: Services, p: AnswerParams, call: Call) -> Answered:
     """The user's answer to a ``confirm`` progress frame (sent on the same connection)."""
-    if not d.services.confirmations.answer(p.token, p.yes, p.choice):
+    if not s.confirmations.answer(p.token, p.yes, p.choice):
         raise NotFound(f"no pending question {p.token!r}")
-    return {"answered": True}
+    return Answered(True)
 
 
 # ---- configuration ----------------------------------------------------------------------
@@ -403,16 +476,16 @@ class ConfigGetParams(msgspec.Struct, forbid_unknown_fields=True):
     key: str
 
 
-@method("config.get", ConfigGetParams, inline=True)
-async def config_get(d: Daemon, p: ConfigGetParams, call: Call) -> dict[str, Any]:
+@method("config.get", ConfigGetParams, inline=True, takes="control")
+async def config_get(d: DaemonControl, p: ConfigGetParams, call: Call) -> dict[str, Any]:
     """One setting with its source; secrets only as (set)/(not set)."""
     return d.config.setting(configmod.key(p.key).name).shown()
 
 
-@method("config.list", NoParams, inline=True)
-async def config_list(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+@method("config.list", NoParams, inline=True, takes="control")
+async def config_list(d: DaemonControl, p: NoParams, call: Call) -> SettingsShown:
     """Every setting with its source; secrets only as (set)/(not set)."""
-    return {"settings": [s.shown() for s in d.config.settings()], "path": str(d.config.path)}
+    return SettingsShown([s.shown() for s in d.config.settings()], str(d.config.path))
 
 
 class ConfigSetParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -420,8 +493,8 @@ class ConfigSetParams(msgspec.Struct, forbid_unknown_fields=True):
     value: Any = None  # None unsets the key in the file
 
 
-@method("config.set", ConfigSetParams, inline=True)
-async def config_set(d: Daemon, p: ConfigSetParams, call: Call) -> dict[str, Any]:
+@method("config.set", ConfigSetParams, inline=True, takes="control")
+async def config_set(d: DaemonControl, p: ConfigSetParams, call: Call) -> dict[str, Any]:
     """Write one setting to config.toml (0600, atomic) and apply it."""
     k = configmod.key(p.key)
     configmod.write_value(d.config.path, k.name, p.value)

@@ -4,17 +4,27 @@ Each feature area keeps its handlers in its own module (``methods.py`` for the c
 later ``install_methods.py`` and so on) and registers them with ``@method``; the daemon
 loads ``METHOD_MODULES`` once at start-up. Handlers import heavy libraries inside their
 bodies, so loading the table stays cheap.
+
+A handler declares what it receives (``takes``): the feature services
+(``tsukud.services.Services``, the default: each service is still built on its first
+use) or, for the methods about the daemon itself, its ``DaemonControl``
+(``rpc/control.py``). The server hands each method that once, when it is built, so a
+call costs what it did; no handler sees the ``Daemon``.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import msgspec
 
-from tsukud.rpc.server import Method
+from tsukud.rpc.server import Call, Method
+
+if TYPE_CHECKING:
+    from tsukud.rpc.control import DaemonControl
+    from tsukud.services import Services
 
 METHODS: dict[str, Method] = {}
 
@@ -30,20 +40,47 @@ METHOD_MODULES = (
     "tsukud.rpc.eval_methods",
 )
 
-F = TypeVar("F", bound=Callable[..., Any])
+# What a handler may receive, named as the daemon (the server's context) holds it.
+Takes = Literal["services", "control"]
+
+ServicesHandler = TypeVar(
+    "ServicesHandler", bound="Callable[[Services, Any, Call], Awaitable[Any]]"
+)
+ControlHandler = TypeVar(
+    "ControlHandler", bound="Callable[[DaemonControl, Any, Call], Awaitable[Any]]"
+)
 
 
 class NoParams(msgspec.Struct, forbid_unknown_fields=True):
     pass
 
 
-def method(name: str, params: type[msgspec.Struct], *, inline: bool = False) -> Callable[[F], F]:
-    """Register a handler ``async (daemon, params, call) -> result`` under ``name``."""
+@overload
+def method(
+    name: str,
+    params: type[msgspec.Struct],
+    *,
+    inline: bool = False,
+    takes: Literal["services"] = "services",
+) -> Callable[[ServicesHandler], ServicesHandler]: ...
 
-    def register(fn: F) -> F:
+
+@overload
+def method(
+    name: str, params: type[msgspec.Struct], *, inline: bool = False, takes: Literal["control"]
+) -> Callable[[ControlHandler], ControlHandler]: ...
+
+
+def method(
+    name: str, params: type[msgspec.Struct], *, inline: bool = False, takes: Takes = "services"
+) -> Callable[[Any], Any]:
+    """Register a handler ``async (services or control, params, call) -> result`` under
+    ``name``; mypy holds the handler's first parameter to what ``takes`` names."""
+
+    def register(fn: Any) -> Any:
         if name in METHODS:
             raise RuntimeError(f"RPC method {name!r} registered twice")
-        METHODS[name] = Method(name, params, fn, inline, (fn.__doc__ or "").strip())
+        METHODS[name] = Method(name, params, fn, inline, (fn.__doc__ or "").strip(), takes)
         return fn
 
     return register

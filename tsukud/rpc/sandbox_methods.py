@@ -6,16 +6,33 @@ from typing import Any
 
 import msgspec
 
-from tsukud.daemon import Daemon
 from tsukud.errors import InvalidParams
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
+from tsukud.services import Services
+
+
+class Prepared(msgspec.Struct, frozen=True):
+    image: str
+    imported: bool  # False: the image was already there
+
+
+class Checked(msgspec.Struct, frozen=True, kw_only=True):
+    """``sandbox.check``: the probe's output and what it shows of the isolation."""
+
+    exit_code: int
+    output: str
+    duration_s: float
+    uid: str | None  # the user the probe ran as
+    network_interfaces: list[str]
+    rootfs_read_only: bool
+    ok: bool
 
 
 @method("sandbox.status", NoParams)
-async def sandbox_status(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+async def sandbox_status(s: Services, p: NoParams, call: Call) -> dict[str, Any]:
     """Which runtime answers, its version, and whether the validation image is there."""
-    return await d.services.sandbox.status()
+    return await s.sandbox.status()
 
 
 class PrepareParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -25,10 +42,10 @@ class PrepareParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("sandbox.prepare", PrepareParams)
-async def sandbox_prepare(d: Daemon, p: PrepareParams, call: Call) -> dict[str, Any]:
+async def sandbox_prepare(s: Services, p: PrepareParams, call: Call) -> Prepared:
     """Build the validation image offline: Debian minbase (debootstrap), busybox, or
     the build image."""
-    sb = d.services.sandbox
+    sb = s.sandbox
     if p.busybox and p.build:
         raise InvalidParams(
             "busybox and build name two different images; prepare one at a time",
@@ -43,28 +60,28 @@ async def sandbox_prepare(d: Daemon, p: PrepareParams, call: Call) -> dict[str, 
         busybox=p.busybox,
         build=p.build,
         progress=progress,
-        workdir=d.services.home,
+        workdir=s.home,
     )
-    return {"image": image, "imported": imported}
+    return Prepared(image, imported)
 
 
 @method("sandbox.check", NoParams)
-async def sandbox_check(d: Daemon, p: NoParams, call: Call) -> dict[str, Any]:
+async def sandbox_check(s: Services, p: NoParams, call: Call) -> Checked:
     """Run a probe in the validation container with the full isolation settings."""
     from tsukud.sandbox.runtime import RunSpec
 
-    sb = d.services.sandbox
+    sb = s.sandbox
     rt = await sb.runtime()
     probe = "id -u; ls /sys/class/net; touch /bin/x 2>/dev/null && echo rootfs-writable; echo ok"
-    async with d.container_lock.hold(session=None):
+    async with s.container_lock.hold(session=None):
         res = await rt.run(RunSpec(image=sb.image, command=["/bin/sh", "-c", probe], timeout_s=60))
     lines = res.text.split()
-    return {
-        "exit_code": res.exit_code,
-        "output": res.text,
-        "duration_s": round(res.duration_s, 3),
-        "uid": lines[0] if lines else None,
-        "network_interfaces": [x for x in lines[1:-1] if x != "rootfs-writable"],
-        "rootfs_read_only": "rootfs-writable" not in lines,
-        "ok": res.exit_code == 0 and lines[-1:] == ["ok"],
-    }
+    return Checked(
+        exit_code=res.exit_code,
+        output=res.text,
+        duration_s=round(res.duration_s, 3),
+        uid=lines[0] if lines else None,
+        network_interfaces=[x for x in lines[1:-1] if x != "rootfs-writable"],
+        rootfs_read_only="rootfs-writable" not in lines,
+        ok=res.exit_code == 0 and lines[-1:] == ["ok"],
+    )

@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import msgspec
@@ -87,6 +87,10 @@ class Method:
     handler: Handler
     inline: bool = False  # never awaits anything slow: run in the reader task
     doc: str = ""
+    # What the handler receives: this attribute of the server's context ("" for the
+    # context itself), looked up once when the server is built (``context``).
+    takes: str = ""
+    context: Any = None
 
 
 class ConnectionClosed(Exception):
@@ -170,7 +174,11 @@ class RpcServer:
         before_request: Callable[[], None] | None = None,
         scope: RequestScope = _no_scope,
     ) -> None:
-        self.methods = dict(methods)
+        # Each handler's first argument, found once here and not per call.
+        self.methods = {
+            name: replace(m, context=getattr(context, m.takes) if m.takes else context)
+            for name, m in methods.items()
+        }
         self.context = context
         # The daemon's check for an edited config file: it may raise the file's error.
         self.before_request = before_request
@@ -306,7 +314,7 @@ class RpcServer:
             if self.before_request is not None:
                 self.before_request()
             with spent.tally() as tally, notices.to(call.progress), scope:
-                result = await method.handler(self.context, params, call)
+                result = await method.handler(method.context, params, call)
             if scope.cancelled_caught:
                 raise RequestCancelled(
                     f"{method.name} was cancelled; its runs spent ${tally.usd:.4f}",

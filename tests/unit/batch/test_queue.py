@@ -14,6 +14,7 @@ import trio.lowlevel
 
 from tsukud.batch import queue as q
 from tsukud.batch.errors import BatchRunning
+from tsukud.batch.results import Cleared, QueuedSource, Retried
 from tsukud.batch.service import BatchService, Lease
 from tsukud.clock import FixedClock
 from tsukud.errors import UsageError
@@ -84,9 +85,9 @@ def same(a: q.Queue, b: q.Queue) -> None:
 async def test_add_keeps_each_source_once_and_leases_by_priority(ledger: Ledger) -> None:
     svc = service(ledger)
     res = await svc.add(lines("a", "b") + '{"tool": "c", "source": "npm:c", "priority": 5}\n')
-    assert res["added"] == 3 and res["bad"] == []
+    assert res.added == 3 and res.bad == []
     res = await svc.add(lines("b", "d"))
-    assert res["added"] == 1 and res["already_queued"] == [{"tool": "b", "source": "npm:b"}]
+    assert res.added == 1 and res.already_queued == [QueuedSource("b", "npm:b")]
     order = []
     while (lease := await svc.lease()) is not None:
         order.append(lease.tool)
@@ -197,7 +198,7 @@ async def test_a_transient_failure_backs_off_and_a_final_one_waits_for_retry(
     assert await svc.fail(lease, category="network", message="503", transient=True)
     assert svc.queue.counts()["backoff"] == 0 and svc.queue.counts()["failed"] == 2
     res = await svc.retry(failed=True, deferred=False)
-    assert res == {"retried": 2, "states": ["failed"]}
+    assert res == Retried(retried=2, states=["failed"])
     assert svc.queue.counts()["queued"] == 2
     await ledger.store.caught_up()
     same(svc.queue, ledger.reload())
@@ -211,7 +212,7 @@ async def test_deferred_jobs_and_retry_of_both(ledger: Ledger) -> None:
     assert await svc.defer(pricey, reason="budget", message="cap")
     assert await svc.fail(bad, category="x", message="y", transient=False)
     assert (await svc.status())["deferred"] == [{"reason": "budget", "count": 1}]
-    assert (await svc.retry(failed=False, deferred=False))["retried"] == 2
+    assert (await svc.retry(failed=False, deferred=False)).retried == 2
 
 
 async def test_status_groups_failures_by_category(ledger: Ledger) -> None:
@@ -241,7 +242,7 @@ async def test_clear_is_refused_during_a_run_and_the_fold_starts_after_it(
     with pytest.raises(BatchRunning):
         svc.begin_run()
     svc.end_run(run)
-    assert (await svc.clear()) == {"cleared": 2}
+    assert (await svc.clear()) == Cleared(2)
     await svc.add(lines("c"))
     await ledger.store.caught_up()
     rebuilt = ledger.reload()
@@ -272,19 +273,19 @@ async def test_export_writes_each_tool_once_and_is_byte_stable(
     )
     out = tmp_path / "out"
     first = await svc.export(str(out))
-    assert sorted(first["written"]) == ["recipes/r/rg.toml", "recipes/s/stern.toml"]
-    assert first["unvalidated_skipped"] == 1
+    assert sorted(first.written) == ["recipes/r/rg.toml", "recipes/s/stern.toml"]
+    assert first.unvalidated_skipped == 1
     stern = out / "recipes" / "s" / "stern.toml"
     assert stern.read_text().endswith("# newer\n")  # the tool's latest done recipe
     stamp = stern.stat().st_mtime_ns
     again = await svc.export(str(out))
-    assert again["written"] == [] and again["unchanged"] == 2
+    assert again.written == [] and again.unchanged == 2
     assert stern.stat().st_mtime_ns == stamp  # unchanged files are not rewritten
     # Byte-stable: a daemon rebuilt from the ledger exports the same bytes.
     await ledger.store.caught_up()
     assert q.export_files(ledger.reload()) == q.export_files(svc.queue)
     with_unvalidated = await svc.export(str(out), unvalidated=True)
-    assert with_unvalidated["written"] == ["recipes/x/x.toml"]
+    assert with_unvalidated.written == ["recipes/x/x.toml"]
     with pytest.raises(UsageError):
         await svc.export("relative/dir")
 

@@ -199,9 +199,9 @@ def test_a_type_filter_no_event_type_can_meet_is_named_with_the_nearest() -> Non
 
 
 def test_an_empty_listing_carries_the_hint_only_when_a_filter_cannot_match() -> None:
-    from tsukud.rpc.methods import _counted
+    from tsukud.rpc.methods import Listed, _counted
 
-    assert _counted(0, queries.EventFilter(types=["instal.*"]))["hint"]
-    assert _counted(0, queries.EventFilter(types=["install.*"])) == {"count": 0}
-    assert _counted(3, queries.EventFilter(types=["instal.*"])) == {"count": 3}
-    assert _counted(0, queries.EventFilter()) == {"count": 0}
+    assert _counted(0, queries.EventFilter(types=["instal.*"])).hint
+    assert _counted(0, queries.EventFilter(types=["install.*"])) == Listed(0)
+    assert _counted(3, queries.EventFilter(types=["instal.*"])) == Listed(3)
+    assert _counted(0, queries.EventFilter()) == Listed(0)

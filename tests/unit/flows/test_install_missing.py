@@ -25,6 +25,7 @@ from tsukud.flows.install_missing import (
     MissingToolInstalled,
     given_source,
 )
+from tsukud.install.results import Installed
 from tsukud.source import FromSource, shown
 from tsukud.validation.summary import ValidationSummary
 
@@ -99,13 +100,24 @@ class Person:
             raise UserDeclined("declined")
 
 
+def installed(name: str, version: str) -> Installed:
+    return Installed(
+        tool=name,
+        version=version,
+        already_installed=False,
+        install_dir=f"/home/u/.tsuku/tools/{name}-{version}",
+        binaries=[name],
+        session="install-1",
+    )
+
+
 @dataclass
 class Installs:
     log: Log
 
-    async def install(self, name: str, version: str | None = None, **kw: Any) -> dict[str, Any]:
+    async def install(self, name: str, version: str | None = None, **kw: Any) -> Installed:
         self.log.calls.append(("install", {"name": name, "version": version, **kw}))
-        return {"tool": name, "version": version or "1.2.0", "session": "install-1"}
+        return installed(name, version or "1.2.0")
 
 
 def discovery(builder: str = "github", source: str = "stripe/stripe-cli") -> Discovery:
@@ -143,7 +155,7 @@ async def test_a_discovered_github_source_is_created_then_installed() -> None:
     done = await f.run("Stripe-CLI", "1.2.0", progress=log, force=True, yes=True, can_ask=True)
 
     assert done == MissingToolInstalled(
-        install={"tool": "stripe-cli", "version": "1.2.0", "session": "install-1"},
+        install=installed("stripe-cli", "1.2.0"),
         source="stripe/stripe-cli",
         discovery=found,
         created=CreatedRecipe(

@@ -6,20 +6,24 @@ and tests/integration/create/test_create_homebrew.py."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from msgspec import UNSET
 
 from tsukud.create.errors import NoBinaryAssets
 from tsukud.create.pipeline import CreateResult, ValidationSummary
 from tsukud.errors import UserDeclined
 from tsukud.flows.install_missing import LlmChoice
-from tsukud.flows.install_tool import InstallRequest, InstallTool
+from tsukud.flows.install_tool import InstallRequest, InstallTool, ToolInstalled
 from tsukud.flows.no_build import NO_PAGE_HINT, NoBuildFallback, PagePackage, PageRecipe
 from tsukud.github.client import RepoNotFound
 from tsukud.install.registry import RecipeNotFound
+from tsukud.install.results import Installed
 from tsukud.instructions.builder import InstructionsManual
+from tsukud.rpc.protocol import HEADER, encode_frame
 from tsukud.source import EcosystemPackage, GitHubRepo, HomebrewFormula, Page
 
 NO_BUILD = NoBinaryAssets("no release asset is a build for linux or darwin", asset_count=3)
@@ -213,11 +217,11 @@ class Installer:
     calls: list[str] = field(default_factory=list)
     registry: Recipes = field(default_factory=Recipes)
 
-    async def install(self, name: str, version: str | None = None, **kw: Any) -> dict[str, Any]:
+    async def install(self, name: str, version: str | None = None, **kw: Any) -> Installed:
         self.calls.append(f"install {name}")
         if not self.has_recipe:
             raise RecipeNotFound(f"no recipe for {name}")
-        return {"tool": name, "version": "1.0.0"}
+        return installed(name)
 
 
 @dataclass
@@ -232,7 +236,7 @@ class Missing:
             recipe="/r.toml", session="s", generated_by="x", validation="passed", cost_usd=0.0
         )
         return MissingToolInstalled(
-            install={"tool": name}, source="o/r", discovery=None, created=created
+            install=installed(name), source="o/r", discovery=None, created=created
         )
 
 
@@ -242,11 +246,51 @@ def install_tool(has_recipe: bool) -> tuple[InstallTool, Installer, Missing]:
     return flow, installer, missing
 
 
+def installed(name: str) -> Installed:
+    return Installed(
+        tool=name, version="1.0.0", already_installed=True, install_dir="/t", binaries=[name]
+    )
+
+
+def answer(done: ToolInstalled) -> dict[str, Any]:
+    """What ``install`` sends: the flow's result through the RPC frame encoder."""
+    body = json.loads(encode_frame({"id": 1, "result": done})[HEADER.size :])
+    result: dict[str, Any] = body["result"]
+    return result
+
+
+INSTALLED = {"tool": "age", "version": "1.0.0", "already_installed": True}
+INSTALLED_WHERE = {"install_dir": "/t", "binaries": ["age"]}
+
+
 async def test_a_recipe_is_installed_and_nothing_is_discovered() -> None:
     flow, installer, missing = install_tool(True)
     done = await flow.run(InstallRequest(name="age", discover=True), progress=_quiet)
-    assert done.missing is None and done.install == {"tool": "age", "version": "1.0.0"}
+    # The installer's answer as it is: nothing of discovery or create, no tool calls.
+    assert answer(done) == {**INSTALLED, **INSTALLED_WHERE}
     assert installer.calls == ["install age"] and missing.calls == []
+
+
+async def test_with_a_recipe_the_tool_calls_asked_for_are_none() -> None:
+    flow, _installer, _missing = install_tool(True)
+    request = InstallRequest(name="age", collect_tool_stats=True)
+    done = await flow.run(request, progress=_quiet)
+    assert answer(done) == {**INSTALLED, **INSTALLED_WHERE, "tool_stats": []}
+
+
+async def test_without_a_recipe_the_answer_says_how_it_was_written() -> None:
+    flow, _installer, _missing = install_tool(False)
+    request = InstallRequest(name="age", source=GitHubRepo("FiloSottile", "age"))
+    wire = answer(await flow.run(request, progress=_quiet))
+    assert list(wire) == [*INSTALLED, *INSTALLED_WHERE, "discovery", "created"]
+    assert wire["discovery"] == {"source": "o/r", "stage": "from"}  # named, not discovered
+    assert wire["created"] == {
+        "recipe": "/r.toml",
+        "session": "s",
+        "generated_by": "x",
+        "validation": "passed",
+        "cost_usd": 0.0,
+    }
 
 
 async def test_no_recipe_is_an_error_unless_the_request_allows_discovery() -> None:
@@ -259,7 +303,7 @@ async def test_no_recipe_is_an_error_unless_the_request_allows_discovery() -> No
         InstallRequest(name="age", source=GitHubRepo("FiloSottile", "age")),
     ):
         done = await flow.run(request, progress=_quiet)
-        assert done.missing is not None and done.install == {"tool": "age"}
+        assert done.created is not UNSET and done.tool == "age"
     assert [kw["source"] for _, kw in missing.calls] == [None, GitHubRepo("FiloSottile", "age")]
     assert missing.calls[0][1]["llm"] == LlmChoice()
 

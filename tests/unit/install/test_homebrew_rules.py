@@ -10,7 +10,6 @@ import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -216,8 +215,8 @@ async def test_a_dependency_is_found_under_its_formula_not_only_its_recipe_name(
         assert name == "openssl"
         return parse_recipe(OPENSSL)
 
-    async def install(name: str) -> dict[str, Any]:
-        return {"install_dir": str(ssl_dir)}
+    async def install(name: str) -> str:
+        return str(ssl_dir)
 
     deps = await install_dependencies(curl, load, dict, install)
     assert deps.dirs == {"openssl": ssl_dir}

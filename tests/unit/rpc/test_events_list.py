@@ -23,12 +23,21 @@ HEADER = struct.Struct(">I")
 
 @dataclass
 class Ledgered:
-    """What ``events.list`` and ``events.summary`` need of the daemon: its store, and
-    the settings in force (the summary's time limit: the default)."""
+    """What ``events.list`` and ``events.summary`` need of the services: the store, and
+    the settings in force (the summary's time limit: the default). It stands for the
+    daemon too: the server hands a method ``context.services`` (or ``.control``)."""
 
     store: EventStore
 
-    def current(self) -> dict[str, object]:
+    @property
+    def services(self) -> Ledgered:
+        return self
+
+    @property
+    def control(self) -> Ledgered:
+        return self
+
+    def config(self) -> dict[str, object]:
         from tsukud.config import KEYS
 
         return {"events.summary_timeout_seconds": KEYS["events.summary_timeout_seconds"].default}

@@ -20,7 +20,8 @@ from tsukud.recipe.homebrew import formula_of
 from tsukud.recipe.model import matching_steps
 from tsukud.recipe.version import ResolvedVersion
 
-InstallFn = Callable[[str], Awaitable[dict[str, Any]]]
+# Installs one dependency; answers its tool directory.
+InstallFn = Callable[[str], Awaitable[str]]
 
 
 class Dependencies(msgspec.Struct, frozen=True, kw_only=True):
@@ -53,9 +54,9 @@ async def install_dependencies(
     out = Dependencies()
     for name in install_order(recipe.metadata.name, graph):
         record = installed().get(name)
-        if record is None:  # installed ones stay: remove refuses what a tool needs
-            record = await install(name)
-        out.dirs[name] = Path(str(record["install_dir"]))
+        # Installed ones stay: remove refuses what a tool needs.
+        where = str(record["install_dir"]) if record is not None else await install(name)
+        out.dirs[name] = Path(where)
         formula = formula_of(recipes[name])
         if formula is not None:
             out.formulas[name] = formula
