@@ -253,9 +253,6 @@ def _run_foreground(args: argparse.Namespace) -> int:
                     scope=daemon.request_scope,
                     idle_timeout_s=config.value_or_default("rpc.idle_timeout_seconds"),
                 )
-                # The server copies the table it is given; it looks methods up in this
-                # attribute, which must be the table itself to load the rest on demand.
-                server.methods = methods
                 await daemon.run(server, listeners)
 
             trio.run(amain)

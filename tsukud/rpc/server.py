@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -88,9 +88,8 @@ class Method:
     inline: bool = False  # never awaits anything slow: run in the reader task
     doc: str = ""
     # What the handler receives: this attribute of the server's context ("" for the
-    # context itself), looked up once when the server is built (``context``).
+    # context itself), looked up on first use (``RpcServer.context_for``).
     takes: str = ""
-    context: Any = None
 
 
 class ConnectionClosed(Exception):
@@ -174,12 +173,13 @@ class RpcServer:
         before_request: Callable[[], None] | None = None,
         scope: RequestScope = _no_scope,
     ) -> None:
-        # Each handler's first argument, found once here and not per call.
-        self.methods = {
-            name: replace(m, context=getattr(context, m.takes) if m.takes else context)
-            for name, m in methods.items()
-        }
+        # Looked up per request, so a table that loads methods on first use (the
+        # daemon's ``registry.MethodTable``) is served as it grows.
+        self.methods = methods
         self.context = context
+        # Each handler's first argument (``Method.takes``: the context, or one of its
+        # attributes), found on first use and then kept: not per call.
+        self._contexts: dict[str, Any] = {"": context}
         # The daemon's check for an edited config file: it may raise the file's error.
         self.before_request = before_request
         self.scope = scope
@@ -191,6 +191,13 @@ class RpcServer:
         self.max_connections = max_connections
         self.idle_timeout_s = idle_timeout_s
         self.connections = 0
+
+    def context_for(self, method: Method) -> Any:
+        """What ``method``'s handler receives first (see ``Method.takes``)."""
+        found = self._contexts.get(method.takes)
+        if found is None:
+            found = self._contexts[method.takes] = getattr(self.context, method.takes)
+        return found
 
     async def serve(self, listeners: list[trio.SocketListener]) -> None:
         await trio.serve_listeners(self.handle, listeners)
@@ -314,7 +321,7 @@ class RpcServer:
             if self.before_request is not None:
                 self.before_request()
             with spent.tally() as tally, notices.to(call.progress), scope:
-                result = await method.handler(method.context, params, call)
+                result = await method.handler(self.context_for(method), params, call)
             if scope.cancelled_caught:
                 raise RequestCancelled(
                     f"{method.name} was cancelled; its runs spent ${tally.usd:.4f}",

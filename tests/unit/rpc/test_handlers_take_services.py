@@ -79,7 +79,7 @@ def test_the_server_hands_each_method_its_services_once_and_builds_none(tmp_path
     env = {"TSUKU_HOME": str(tmp_path), "HOME": str(tmp_path)}
     d = Daemon(config=configmod.resolve(env=env), env=env)  # not opened: no ledger read
     server = RpcServer(load_methods(), d)
-    takes = {name: m.context for name, m in server.methods.items()}
+    takes = {name: server.context_for(m) for name, m in server.methods.items()}
     assert takes["status"] is d and takes["config.set"] is d and takes["daemon.stop"] is d
     assert takes["install"] is d.services and takes["eval.create"] is d.services
     assert {id(c) for c in takes.values()} == {id(d), id(d.services)}

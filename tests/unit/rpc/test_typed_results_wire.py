@@ -300,7 +300,7 @@ def test_an_eval_discover_report_says_its_kind() -> None:
         figures=discover_figures([]),
     )
     wire = _wire(report)
-    assert list(wire) == [*STARTED, "kind", "reason", "spent_usd", "figures"]
+    assert list(wire) == [*STARTED, "kind", "reason", "spent_usd", "figures", "not_scored"]
     assert wire["kind"] == "discover" and "repairs" not in wire
 
 
