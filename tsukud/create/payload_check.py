@@ -1,4 +1,5 @@
-"""Names without an OS are Linux builds only when their payload says so.
+"""Names without an OS are Linux builds only when their payload says so, and a Linux
+build named plain ``arm`` is the arm64 build only when its payload is an arm64 ELF.
 
 The matcher takes ``nix-portable-x86_64`` or ``conmon.amd64`` as the Linux build of
 that arch when no asset names Linux for it: the convention, read from names alone (the
@@ -6,7 +7,8 @@ matcher stays pure, and the benchmark never downloads). Before a create run reli
 it, the pipeline looks inside: an ELF for the platform's arch confirms the guess; a
 Mach-O, an ELF for another CPU, or nothing executable refuses it. A refused guess
 leaves the candidate unconfident, its reasons first saying why, so a model decides or
-``--deterministic-only`` stops with the candidates listed.
+``--deterministic-only`` stops with the candidates listed; a refused ``arm`` build
+leaves the matcher's next candidate, the same recipe without linux/arm64, in front.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import msgspec
 
 from tsukud.binfmt import platform_problem
 from tsukud.create.answer import BinaryAnswer
+from tsukud.create.assets import is_bare_arm
 from tsukud.create.matcher import CONFIDENT, Candidate, MatchResult
 from tsukud.create.tokens import parse_asset
 from tsukud.create.tools import Payload
@@ -38,9 +41,16 @@ def arch_only_choices(candidate: Candidate, version: str) -> list[tuple[str, str
         if os != "linux":
             continue
         parsed = parse_asset(choice.asset, version)
-        if parsed.os is None and parsed.arch is not None:
+        if (parsed.os is None and parsed.arch is not None) or is_bare_arm(parsed):
             out.append((choice.platform, choice.asset, arch))
     return out
+
+
+def _guess(asset: str, version: str) -> tuple[str, str]:
+    """What the name left unsaid, and what the guess made of it."""
+    if is_bare_arm(parse_asset(asset, version)):
+        return "names 'arm'", "not taken as the arm64 build"
+    return "names no OS", "not taken as Linux"
 
 
 def _binary(candidate: Candidate) -> str | None:
@@ -54,20 +64,20 @@ def _binary(candidate: Candidate) -> str | None:
     return None if "{" in name else name or None
 
 
-def verdict(payload: Payload, asset: str, platform: str, arch: str) -> str | None:
+def verdict(
+    payload: Payload, asset: str, platform: str, arch: str, version: str = ""
+) -> str | None:
     """Why ``asset`` is not the ``platform`` build its name was taken for, or ``None``."""
+    said, refused = _guess(asset, version)
     if payload.info is None:
         return (
-            f"{platform}: {asset} names no OS and its payload could not be checked "
-            f"({payload.error or 'unknown'}): not taken as Linux"
+            f"{platform}: {asset} {said} and its payload could not be checked "
+            f"({payload.error or 'unknown'}): {refused}"
         )
     problem = platform_problem(payload.info, "linux", arch)
     if problem is None:
         return None
-    return (
-        f"{platform}: {asset} names no OS and its binary {payload.path} {problem}: "
-        "not taken as Linux"
-    )
+    return f"{platform}: {asset} {said} and its binary {payload.path} {problem}: {refused}"
 
 
 async def confirm_arch_only(match: MatchResult, version: str, probe: Probe) -> MatchResult:
@@ -81,12 +91,11 @@ async def confirm_arch_only(match: MatchResult, version: str, probe: Probe) -> M
         confirmed: list[str] = []
         for platform, asset, arch in arch_only_choices(candidate, version):
             payload = await probe(asset, _binary(candidate))
-            why = verdict(payload, asset, platform, arch)
+            why = verdict(payload, asset, platform, arch, version)
             if why is None:
                 what = "a static ELF" if payload.info and payload.info.static else "an ELF"
-                confirmed.append(
-                    f"{platform}: {asset} names no OS; its payload is {what} for {arch}"
-                )
+                said, _ = _guess(asset, version)
+                confirmed.append(f"{platform}: {asset} {said}; its payload is {what} for {arch}")
             else:
                 refused.append(why)
         if refused:

@@ -18,6 +18,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from tsukud.create.assets import (
+    arm_means_arm64,
+    as_released,
     drop_reason,
     filter_release,
     usable_releases,
@@ -330,7 +332,8 @@ def _judge_rendered(step: RenderedStep, release: Release, target: Platform) -> l
     """The rendered name exists; is it a build for ``target``?"""
     name = step.asset_name
     where = f"{target.key}: rendered {name!r} at {release.tag}"
-    reason = drop_reason(name, release.version)
+    kept = filter_release(release).kept
+    reason = None if name in kept else drop_reason(name, release.version)
     if reason is not None:
         return [
             Finding(
@@ -340,7 +343,7 @@ def _judge_rendered(step: RenderedStep, release: Release, target: Platform) -> l
                 release=release.tag,
             )
         ]
-    parsed = parse_asset(name, release.version)
+    parsed = as_released(parse_asset(name, release.version), arm_means_arm64(release))
     if parsed.os is not None and parsed.os != target.os:
         return [
             Finding(
