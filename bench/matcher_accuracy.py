@@ -181,16 +181,23 @@ class Written:
 
 
 def _probe(case: Case) -> Probe:
-    """The pipeline's look inside an asset that names no OS, answered from the truth:
-    an asset aqua installs on linux/ARCH is an ELF for ARCH (a darwin one a Mach-O);
-    any other is read as nothing executable, which refuses the guess. The benchmark
-    downloads nothing; a real run reads the bytes."""
-    where = {asset: key for key, tags in case.truth.items() for asset in tags.values()}
+    """The pipeline's look inside an asset whose name left its platform to a guess,
+    answered from the truth: an asset aqua installs on linux/ARCH is an ELF for ARCH, a
+    darwin one a Mach-O with a slice for each darwin arch aqua installs it on (both: a
+    universal binary); any other is read as nothing executable, which refuses the
+    guess. The benchmark downloads nothing; a real run reads the bytes."""
+    where: dict[str, set[str]] = {}
+    for key, tags in case.truth.items():
+        for asset in tags.values():
+            where.setdefault(asset, set()).add(key)
 
     async def probe(asset: str, binary: str | None) -> Payload:
-        os, _, arch = where.get(asset, "/").partition("/")
+        keys = where.get(asset, set())
+        oses = {k.partition("/")[0] for k in keys}
+        os = oses.pop() if len(oses) == 1 else ""
         kind: Kind = {"linux": "elf", "darwin": "macho"}.get(os, "unknown")  # type: ignore[assignment]
-        info = BinaryInfo(kind=kind, os=os or None, archs=(arch,) if arch else (), executable=True)
+        archs = tuple(sorted(k.partition("/")[2] for k in keys)) if os else ()
+        info = BinaryInfo(kind=kind, os=os or None, archs=archs, executable=True)
         return Payload(info=info, path=binary or asset)
 
     return probe

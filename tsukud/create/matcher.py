@@ -17,7 +17,9 @@ Preferences, most important first:
    build: that is an exec format error, not a fallback. A Linux build named plain
    ``arm`` is the arm64 build in a release without 32-bit builds
    (:func:`~tsukud.create.assets.arm_means_arm64`); the payload check confirms it, and
-   the same recipe without linux/arm64 is the next candidate.
+   the same recipe without linux/arm64 is the next candidate. Where Linux builds are
+   named and none names macOS, a name with no OS and no arch is the macOS build, held
+   to a Mach-O by the payload check.
 2. libc (Linux): static, then the build that names no libc (the project's default),
    then musl, then gnu. So when a release has both musl and gnu builds (Rust triples),
    musl wins: it is static and runs on glibc and musl systems, while a gnu build does
@@ -464,6 +466,8 @@ def _assess(
     guessed = False
     rivalry = 1.0
     needed = min(min_releases, n_releases)
+    # Some build names its OS: an OS-less name on darwin was placed by elimination.
+    named = any(o.asset.os_raw is not None for o in choices.values())
     if n_releases < 2:
         confidence *= 0.8
         reasons.append("only one release: {version} templating cannot be confirmed")
@@ -487,7 +491,12 @@ def _assess(
                 f"{key}: {name!r} follows a naming found in {option.replays} of the "
                 f"newest {needed} releases; older ones are named otherwise"
             )
-        if option.asset.os_raw is None and option.asset.arch is None:
+        if option.asset.os_raw is None and target.os == "darwin" and named:
+            guessed = True
+            reasons.append(
+                f"{key}: {name!r} names no OS; taken as the macOS build, as no asset names one"
+            )
+        elif option.asset.os_raw is None and option.asset.arch is None:
             guessed = True
             reasons.append(f"{key}: {name!r} names no platform; taken as a build for any")
         elif option.asset.os_raw is None and target.os == "linux":
@@ -778,13 +787,31 @@ def _assume_linux(parsed: Sequence[ParsedAsset]) -> list[ParsedAsset]:
     return out
 
 
+def _assume_darwin(parsed: Sequence[ParsedAsset]) -> list[ParsedAsset]:
+    """Where Linux builds are named and no asset names macOS, a name with neither an
+    OS nor an arch (``portable_tool.zip``, ``tool-universal.tar.gz``) is taken as the
+    macOS build: what is left once the named builds are placed. The pipeline's payload
+    check holds it to a Mach-O (:mod:`tsukud.create.payload_check`)."""
+    named_linux = any(a.os == "linux" and a.os_raw is not None for a in parsed)
+    if not named_linux or any(a.os == "darwin" for a in parsed):
+        return list(parsed)
+    return [
+        msgspec.structs.replace(a, os="darwin")
+        if a.os is None and a.arch in (None, UNIVERSAL)
+        else a
+        for a in parsed
+    ]
+
+
 def _read(release: Release) -> tuple[frozenset[str], list[ParsedAsset], set[str]]:
     """A release's kept names, parsed (OS-less names assumed Linux where that is the
     convention), and the names whose version {version} cannot reproduce."""
     kept = frozenset(filter_release(release).kept)
     arm64 = arm_means_arm64(release)
-    parsed = _assume_linux(
-        [as_released(parse_asset(name, release.version), arm64) for name in sorted(kept)]
+    parsed = _assume_darwin(
+        _assume_linux(
+            [as_released(parse_asset(name, release.version), arm64) for name in sorted(kept)]
+        )
     )
     # A version spelled so that {version} cannot reproduce it (``2.3.1.0`` for tag
     # v2.3.1) would be pinned into the recipe: such names are not candidates.
