@@ -256,6 +256,12 @@ def arm_means_arm64(release: Release) -> bool:
     return bare
 
 
+def kept_as_arm64(name: str, release: Release) -> bool:
+    """``name`` is a Linux ``arm`` build its release reads as arm64 (the release is
+    read only for such a name: most have none)."""
+    return is_bare_arm(parse_asset(name, release.version)) and arm_means_arm64(release)
+
+
 def as_released(parsed: ParsedAsset, arm64: bool) -> ParsedAsset:
     """``parsed`` as its release reads it: a Linux ``arm`` build is arm64 where the
     release says so (``arm64``: :func:`arm_means_arm64` of the release)."""
@@ -281,10 +287,9 @@ def filter_release(release: Release) -> FilteredRelease:
     where the release reads it as arm64 (:func:`arm_means_arm64`)."""
     kept: list[str] = []
     dropped: list[tuple[str, str]] = []
-    arm64 = arm_means_arm64(release)
     for name in release.assets:
         reason = drop_reason(name, release.version)
-        if reason == OTHER_ARCH and arm64 and is_bare_arm(parse_asset(name, release.version)):
+        if reason == OTHER_ARCH and kept_as_arm64(name, release):
             reason = None
         if reason is None:
             kept.append(name)

@@ -65,6 +65,7 @@ from tsukud.create.assets import (
     as_released,
     fenced,
     filter_release,
+    is_bare_arm,
     unsafe_name_reason,
     usable_releases,
     with_tag_prefix,
@@ -807,12 +808,10 @@ def _read(release: Release) -> tuple[frozenset[str], list[ParsedAsset], set[str]
     """A release's kept names, parsed (OS-less names assumed Linux where that is the
     convention), and the names whose version {version} cannot reproduce."""
     kept = frozenset(filter_release(release).kept)
-    arm64 = arm_means_arm64(release)
-    parsed = _assume_darwin(
-        _assume_linux(
-            [as_released(parse_asset(name, release.version), arm64) for name in sorted(kept)]
-        )
-    )
+    names = [parse_asset(name, release.version) for name in sorted(kept)]
+    # Only a release that kept an ``arm`` build is read for what ``arm`` means.
+    arm64 = any(is_bare_arm(a) for a in names) and arm_means_arm64(release)
+    parsed = _assume_darwin(_assume_linux([as_released(a, arm64) for a in names]))
     # A version spelled so that {version} cannot reproduce it (``2.3.1.0`` for tag
     # v2.3.1) would be pinned into the recipe: such names are not candidates.
     version = release.version
