@@ -53,7 +53,7 @@ from tsukud.create.assets import release_from_api  # noqa: E402
 from tsukud.create.context import RepoContext, latest_of, release_window  # noqa: E402
 from tsukud.create.deterministic import draft_recipe  # noqa: E402
 from tsukud.create.matcher import match_releases  # noqa: E402
-from tsukud.create.payload_check import Probe, arch_only_choices, confirm_arch_only  # noqa: E402
+from tsukud.create.payload_check import Probe, confirm_guesses, guessed_choices  # noqa: E402
 from tsukud.create.tools import Payload  # noqa: E402
 from tsukud.recipe import (  # noqa: E402
     STANDARD_PLATFORMS,
@@ -234,8 +234,8 @@ def write(case: Case) -> Written:
     if match.best is None:
         return Written(refused="no candidate")
     ctx = ctx.for_tag_prefix(match.tag_prefix)
-    if any(arch_only_choices(c, ctx.version) for c in match.candidates):
-        match = trio.run(confirm_arch_only, match, ctx.version, _probe(case))
+    if any(guessed_choices(c, ctx.version) for c in match.candidates):
+        match = trio.run(confirm_guesses, match, ctx.version, _probe(case))
     draft = draft_recipe(ctx, case.tool, match)
     if not draft.passes:
         first = draft.findings[0].message if draft.findings else "the answer cannot be written"

@@ -34,7 +34,7 @@ Probe = Callable[[str, str | None], Awaitable[Payload]]
 REFUSED_CONFIDENCE = CONFIDENT / 2
 
 
-def arch_only_choices(candidate: Candidate, version: str) -> list[tuple[str, str, str]]:
+def guessed_choices(candidate: Candidate, version: str) -> list[tuple[str, str, str]]:
     """``(platform, asset, arch)`` of the choices that rest on a guess the payload
     settles: a linux choice named with an arch but no OS, or plain ``arm``; a darwin
     choice named with no OS beside builds that name theirs."""
@@ -88,16 +88,16 @@ def verdict(
     return f"{platform}: {asset} {said} and its binary {payload.path} {problem}: {refused}"
 
 
-async def confirm_arch_only(match: MatchResult, version: str, probe: Probe) -> MatchResult:
+async def confirm_guesses(match: MatchResult, version: str, probe: Probe) -> MatchResult:
     """``match`` with every candidate's OS-less linux choices checked against their
     payload (``version``: the newest release's, which the choices name)."""
-    if not any(arch_only_choices(c, version) for c in match.candidates):
+    if not any(guessed_choices(c, version) for c in match.candidates):
         return match
     checked: list[Candidate] = []
     for candidate in match.candidates:
         refused: list[str] = []
         confirmed: list[str] = []
-        for platform, asset, arch in arch_only_choices(candidate, version):
+        for platform, asset, arch in guessed_choices(candidate, version):
             payload = await probe(asset, _binary(candidate))
             why = verdict(payload, asset, platform, arch, version)
             if why is None:
@@ -120,4 +120,4 @@ async def confirm_arch_only(match: MatchResult, version: str, probe: Probe) -> M
     return msgspec.structs.replace(match, candidates=tuple(checked))
 
 
-__all__ = ["REFUSED_CONFIDENCE", "arch_only_choices", "confirm_arch_only", "verdict"]
+__all__ = ["REFUSED_CONFIDENCE", "confirm_guesses", "guessed_choices", "verdict"]

@@ -61,7 +61,7 @@ from tsukud.create.matcher import (
     match_releases,
     uncertain_text,
 )
-from tsukud.create.payload_check import confirm_arch_only
+from tsukud.create.payload_check import confirm_guesses
 from tsukud.create.prompts import user_message
 from tsukud.create.repair import feedback_for, fix_layout, static_feedback, with_verify
 from tsukud.create.session import (
@@ -300,7 +300,7 @@ class _Run:
                 workdir=workdir,
             )
             # Names without an OS are Linux builds only if their payload agrees.
-            match = self.match = await confirm_arch_only(
+            match = self.match = await confirm_guesses(
                 match, tool_ctx.release.version, self.tools.payload
             )
             result = await self._decide(match)

@@ -14,7 +14,7 @@ from tests.unit.test_binfmt import elf
 from tsukud.binfmt import inspect
 from tsukud.create.assets import arm_means_arm64, filter_release
 from tsukud.create.matcher import ARM_NOTE, CONFIDENT, candidate_to_recipe, match_releases
-from tsukud.create.payload_check import Probe, arch_only_choices, confirm_arch_only
+from tsukud.create.payload_check import Probe, confirm_guesses, guessed_choices
 from tsukud.create.static_checks import check_recipe
 from tsukud.create.tools import Payload
 from tsukud.recipe import dump_recipe
@@ -106,7 +106,7 @@ async def test_the_payload_decides_and_a_32_bit_arm_leaves_the_rest_standing() -
     releases = _releases()
     match = match_releases(releases, repo="acme/quill")
     assert match.best is not None
-    assert arch_only_choices(match.best, "3.2.0") == [
+    assert guessed_choices(match.best, "3.2.0") == [
         ("linux/arm64", "quill-3.2.0-linux-arm.tar.gz", "arm64")
     ]
 
@@ -116,12 +116,12 @@ async def test_the_payload_decides_and_a_32_bit_arm_leaves_the_rest_standing() -
 
         return probe
 
-    confirmed = await confirm_arch_only(match, "3.2.0", probe_with(EM_AARCH64))
+    confirmed = await confirm_guesses(match, "3.2.0", probe_with(EM_AARCH64))
     assert confirmed.confident and confirmed.best is not None
     assert "linux/arm64" in {c.platform for c in confirmed.best.choices}
     assert any("names 'arm'; its payload is an ELF for arm64" in r for r in confirmed.best.reasons)
 
-    refused = await confirm_arch_only(match, "3.2.0", probe_with(EM_ARM))
+    refused = await confirm_guesses(match, "3.2.0", probe_with(EM_ARM))
     best = refused.best
     assert refused.confident and best is not None
     assert best.unsupported == ("linux/arm64",)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from tests.unit.test_binfmt import CPU_ARM64, CPU_X86_64, elf, fat, macho
 from tsukud.binfmt import inspect
 from tsukud.create.matcher import CONFIDENT, candidate_to_recipe, match_releases
-from tsukud.create.payload_check import Probe, arch_only_choices, confirm_arch_only
+from tsukud.create.payload_check import Probe, confirm_guesses, guessed_choices
 from tsukud.create.static_checks import check_recipe
 from tsukud.create.tools import Payload
 from tsukud.recipe.release import Release
@@ -47,7 +47,7 @@ def test_the_os_less_name_is_the_macos_build_when_only_linux_is_named() -> None:
     assert any("taken as the macOS build" in r for r in best.reasons)
     recipe = candidate_to_recipe(best, repo="acme/lumen", name="lumen", releases=releases)
     assert errors(check_recipe(recipe, releases, expected=best.expected)) == []
-    assert sorted(arch_only_choices(best, "0.8.2")) == [
+    assert sorted(guessed_choices(best, "0.8.2")) == [
         ("darwin/amd64", "portable_lumen.zip", "amd64"),
         ("darwin/arm64", "portable_lumen.zip", "arm64"),
     ]
@@ -56,7 +56,7 @@ def test_the_os_less_name_is_the_macos_build_when_only_linux_is_named() -> None:
 async def test_a_universal_mach_o_confirms_it_and_anything_else_refuses_it() -> None:
     match = match_releases(_releases("portable_lumen.zip"), repo="acme/lumen")
     universal = fat((CPU_X86_64, macho(CPU_X86_64)), (CPU_ARM64, macho(CPU_ARM64)))
-    confirmed = await confirm_arch_only(match, "0.8.2", _probe(universal))
+    confirmed = await confirm_guesses(match, "0.8.2", _probe(universal))
     assert confirmed.confident and confirmed.best is not None
     assert any("its payload is a Mach-O for arm64" in r for r in confirmed.best.reasons)
 
@@ -64,7 +64,7 @@ async def test_a_universal_mach_o_confirms_it_and_anything_else_refuses_it() -> 
         (elf(EM_X86_64, interp=True), "is an ELF (Linux) binary, not a darwin one"),
         (macho(CPU_X86_64), "is built for amd64, not arm64"),
     ):
-        refused = await confirm_arch_only(match, "0.8.2", _probe(payload))
+        refused = await confirm_guesses(match, "0.8.2", _probe(payload))
         best = refused.best
         assert best is not None and best.confidence < CONFIDENT and not refused.confident
         assert why in best.reasons[0] and best.reasons[0].endswith("not taken as macOS")
@@ -85,4 +85,4 @@ def test_without_any_named_os_the_one_asset_still_serves_every_platform() -> Non
     match = match_releases(releases, repo="acme/lumen")
     assert match.best is not None
     assert {c.asset for c in match.best.choices} == {"lumen.pyz"}
-    assert arch_only_choices(match.best, "0.8.2") == []  # no download: nothing was placed
+    assert guessed_choices(match.best, "0.8.2") == []  # no download: nothing was placed
