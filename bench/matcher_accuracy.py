@@ -182,10 +182,11 @@ class Written:
 
 def _probe(case: Case) -> Probe:
     """The pipeline's look inside an asset whose name left its platform to a guess,
-    answered from the truth: an asset aqua installs on linux/ARCH is an ELF for ARCH, a
-    darwin one a Mach-O with a slice for each darwin arch aqua installs it on (both: a
-    universal binary); any other is read as nothing executable, which refuses the
-    guess. The benchmark downloads nothing; a real run reads the bytes."""
+    answered from the truth: an asset aqua installs on linux/ARCH is an ELF for ARCH
+    (on both Linux arches: a script, as an ELF has one CPU), a darwin one a Mach-O with
+    a slice for each darwin arch aqua installs it on (both: a universal binary); any
+    other is read as nothing executable, which refuses the guess. The benchmark
+    downloads nothing; a real run reads the bytes."""
     where: dict[str, set[str]] = {}
     for key, tags in case.truth.items():
         for asset in tags.values():
@@ -197,6 +198,8 @@ def _probe(case: Case) -> Probe:
         os = oses.pop() if len(oses) == 1 else ""
         kind: Kind = {"linux": "elf", "darwin": "macho"}.get(os, "unknown")  # type: ignore[assignment]
         archs = tuple(sorted(k.partition("/")[2] for k in keys)) if os else ()
+        if kind == "elf" and len(archs) > 1:
+            kind = "script"  # an ELF has one CPU: what runs on both is a script
         info = BinaryInfo(kind=kind, os=os or None, archs=archs, executable=True)
         return Payload(info=info, path=binary or asset)
 
