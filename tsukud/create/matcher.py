@@ -934,10 +934,12 @@ def match_releases(
             unsupported=tuple(p.key for p in STANDARD_PLATFORMS if p.key not in fallback),
             tag_prefix=tag_prefix,
         )
-        # Behind the recipe that includes it (a platform more), ahead of the rest.
-        ceiling = round(candidates[0].confidence * 0.95, 4)
-        candidates.append(
-            msgspec.structs.replace(second, confidence=min(second.confidence, ceiling))
+        # Never ahead of the recipe that has linux/arm64 too (at equal confidence the
+        # stable sort keeps that one first), and not held below it either: it must
+        # still be written when the payload refuses the ``arm`` build.
+        ceiling = candidates[0].confidence
+        candidates.insert(
+            1, msgspec.structs.replace(second, confidence=min(second.confidence, ceiling))
         )
     candidates.sort(key=lambda c: -c.confidence)
     others = sorted(

@@ -64,7 +64,7 @@ def test_arm_in_a_release_without_32_bit_builds_is_the_arm64_build() -> None:
     second = match.candidates[1]
     assert [c.platform for c in second.choices] == ["linux/amd64", "darwin/amd64", "darwin/arm64"]
     assert second.unsupported == ("linux/arm64",)
-    assert CONFIDENT <= second.confidence < best.confidence
+    assert CONFIDENT <= second.confidence <= best.confidence
 
 
 def test_any_32_bit_build_or_an_arm64_spelling_keeps_arm_32_bit() -> None:
