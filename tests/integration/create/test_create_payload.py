@@ -30,23 +30,7 @@ EM_ARM = 0x28
 
 def _repo(gh: FakeGitHub, repo: str, amd64: bytes, arm64: bytes) -> None:
     """Three releases whose builds name an arch but no OS (as nix-portable's do)."""
-    if gh.repos.get(repo) is not None:
-        return
-    tool = repo.rpartition("/")[2]
-    gh.add_repo(
-        FakeRepo(
-            repo,
-            [
-                FakeRelease(
-                    tag,
-                    [FakeAsset(f"{tool}-x86_64", amd64), FakeAsset(f"{tool}-aarch64", arm64)],
-                    created_at=f"2024-02-0{9 - n}T00:00:00Z",
-                )
-                for n, tag in enumerate(("v1.2.0", "v1.1.0", "v1.0.0"))
-            ],
-            files={"README.md": b"# tool\n"},
-        )
-    )
+    _builds(gh, repo, {"{tool}-x86_64": amd64, "{tool}-aarch64": arm64})
 
 
 def _downloads(gh: FakeGitHub, name: str) -> int:
