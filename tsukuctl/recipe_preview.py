@@ -77,6 +77,7 @@ def preview(res: dict[str, Any], source: str) -> str:
             lines.append(f"    {d['platform']:<13} not supported")
         else:
             lines.append(f"    {d['platform']:<13} {', '.join(d['assets'])}")
+            lines += [f"    {'':<13} ({note})" for note in d.get("notes") or ()]
     lines += ["", "  Actions:"]
     lines += [f"    {i}. {a}" for i, a in enumerate(p.get("actions") or [], 1)]
     lines += uses_lines(p.get("uses") or [])

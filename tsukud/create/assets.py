@@ -13,7 +13,9 @@ Filtering then removes what can never be the executable for linux/darwin x amd64
 (checksums, signatures, SBOMs, installers, Windows and other-OS builds, 32-bit and exotic
 architectures, source archives, debug symbols, documents). It shrinks prompts and keeps
 the deterministic matcher from ever considering them. Names that say nothing about
-their platform are kept: they may be the only build there is.
+their platform are kept: they may be the only build there is. So is a Linux build
+named plain ``arm`` in a release without 32-bit builds: there it is the arm64 build
+(:func:`arm_means_arm64`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 
 import msgspec
 
-from tsukud.create.tokens import TARGET_ARCHES, UNIVERSAL, parse_asset
+from tsukud.create.tokens import TARGET_ARCHES, UNIVERSAL, ParsedAsset, parse_asset
 from tsukud.recipe import ArchiveFormat
 from tsukud.recipe.release import Release
 from tsukud.recipe.version import is_stable_version
@@ -225,6 +227,49 @@ def drop_reason(name: str, version: str = "") -> str | None:
     return None
 
 
+def is_bare_arm(parsed: ParsedAsset) -> bool:
+    """A Linux build named plain ``arm`` (not ``armv7``, ``armhf``, ``armel``)."""
+    return (
+        parsed.os == "linux" and parsed.arch == "arm" and (parsed.arch_raw or "").lower() == "arm"
+    )
+
+
+def arm_means_arm64(release: Release) -> bool:
+    """Whether this release's Linux ``arm`` build is its aarch64 build.
+
+    Projects that build only 64-bit targets often name the aarch64 build after the
+    runner it was built on (GitHub's ``ubuntu-24.04-arm``): ``tool-linux-arm.tar.gz``
+    beside ``tool-linux-x86_64.tar.gz``, as ``macos-arm`` is Apple silicon. Where the
+    release has any 32-bit build (``386``, ``armv7``, ``armhf``, ``armel``) or spells
+    an ``arm64``/``aarch64`` build, ``arm`` is the 32-bit build it is in Go's GOARCH.
+    A reading of names only: the pipeline checks the payload is an arm64 ELF
+    (:mod:`tsukud.create.payload_check`) before a recipe relies on it."""
+    bare = False
+    for name in release.assets:
+        parsed = parse_asset(name, release.version)
+        raw = (parsed.arch_raw or "").lower()
+        if parsed.arch == "386" or re.fullmatch(r"aarch[-_]?64|arm[-_]?64", raw):
+            return False
+        if parsed.arch == "arm" and raw != "arm":
+            return False
+        bare = bare or is_bare_arm(parsed)
+    return bare
+
+
+def kept_as_arm64(name: str, release: Release) -> bool:
+    """``name`` is a Linux ``arm`` build its release reads as arm64 (the release is
+    read only for such a name: most have none)."""
+    return is_bare_arm(parse_asset(name, release.version)) and arm_means_arm64(release)
+
+
+def as_released(parsed: ParsedAsset, arm64: bool) -> ParsedAsset:
+    """``parsed`` as its release reads it: a Linux ``arm`` build is arm64 where the
+    release says so (``arm64``: :func:`arm_means_arm64` of the release)."""
+    if arm64 and is_bare_arm(parsed):
+        return msgspec.structs.replace(parsed, arch="arm64")
+    return parsed
+
+
 class FilteredRelease(msgspec.Struct, frozen=True, kw_only=True):
     """A release's assets split into what may be shown/matched and what was dropped."""
 
@@ -238,10 +283,14 @@ class FilteredRelease(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def filter_release(release: Release) -> FilteredRelease:
+    """The release's names split by :func:`drop_reason`; a Linux ``arm`` build is kept
+    where the release reads it as arm64 (:func:`arm_means_arm64`)."""
     kept: list[str] = []
     dropped: list[tuple[str, str]] = []
     for name in release.assets:
         reason = drop_reason(name, release.version)
+        if reason == OTHER_ARCH and kept_as_arm64(name, release):
+            reason = None
         if reason is None:
             kept.append(name)
         else:

@@ -19,8 +19,8 @@ can reach a prompt or a recipe.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 import trio
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from tsukud.recipe import Recipe
 
 MAX_RELEASES = 5
+_R = TypeVar("_R")
 README_MAX_BYTES = 512 * 1024
 MAX_ROOT_FILES = 60
 MAX_DESCRIPTION = 200
@@ -136,6 +137,18 @@ def latest_of(releases: Iterable[Release], prefix: str | None) -> str | None:
     return chosen.tag if chosen is not None else None
 
 
+def release_window(
+    published: Sequence[_R], tag: str, tag_of: Callable[[_R], str], max_releases: int = MAX_RELEASES
+) -> list[_R]:
+    """The releases a create run reads (newest first): the newest ``max_releases``, the
+    one validated at (``tag``) kept last when newer pre-releases pushed it out. The
+    benchmark reads the same window, so it scores the recipe a run would write."""
+    kept = list(published[:max_releases])
+    if all(tag_of(r) != tag for r in kept):
+        kept = [*kept[: max_releases - 1], next(r for r in published if tag_of(r) == tag)]
+    return kept
+
+
 def to_release(api: ApiRelease) -> Release:
     digests = {a.name: a.sha256 for a in api.assets if a.sha256}
     return Release(
@@ -209,10 +222,7 @@ async def gather(
             hint="tsuku installs releases by version; give one with --version if a "
             "release has one, or write the recipe by hand.",
         )
-    kept = published[:max_releases]
-    if all(r.tag_name != tag for r in kept):  # newer ones were all pre-releases
-        kept = [*kept[: max_releases - 1], next(r for r in published if r.tag_name == tag)]
-    published = kept
+    published = release_window(published, tag, lambda r: r.tag_name, max_releases)
     releases = tuple(to_release(r) for r in published)
     files, readme, readme_name = await _readme(github, canonical, tag)
     return RepoContext(

@@ -14,7 +14,12 @@ Preferences, most important first:
    then a build naming no arch (only by elimination: on Linux it is the amd64 build,
    and it serves arm64 only when an explicit amd64 build exists beside it); last, on
    darwin/arm64 only, the amd64 build (Rosetta 2). Linux arm64 never gets an amd64
-   build: that is an exec format error, not a fallback.
+   build: that is an exec format error, not a fallback. A Linux build named plain
+   ``arm`` is the arm64 build in a release without 32-bit builds
+   (:func:`~tsukud.create.assets.arm_means_arm64`); the payload check confirms it, and
+   the same recipe without linux/arm64 is the next candidate. Where Linux builds are
+   named and none names macOS, a name with no OS and no arch is the macOS build, held
+   to a Mach-O by the payload check.
 2. libc (Linux): static, then the build that names no libc (the project's default),
    then musl, then gnu. So when a release has both musl and gnu builds (Rust triples),
    musl wins: it is static and runs on glibc and musl systems, while a gnu build does
@@ -56,8 +61,11 @@ from tsukud.create.answer import (
     answer_to_recipe,
 )
 from tsukud.create.assets import (
+    arm_means_arm64,
+    as_released,
     fenced,
     filter_release,
+    is_bare_arm,
     unsafe_name_reason,
     usable_releases,
     with_tag_prefix,
@@ -110,6 +118,7 @@ _ARCHIVE_SUFFIX = re.compile(
 
 MUSL_NOTE = "musl build preferred over gnu: static, runs on glibc and musl systems"
 ROSETTA_NOTE = "no arm64 build is published; the amd64 build runs under Rosetta 2"
+ARM_NOTE = "the release names its arm64 build 'arm' (it publishes no 32-bit builds)"
 
 
 class Option(msgspec.Struct, frozen=True, kw_only=True):
@@ -259,6 +268,12 @@ def _rank(
         _FORMAT_RANK.get(parsed.format, 9) if parsed.format is not None else 9,
         parsed.name,
     )
+
+
+def _arm_guess(option: Option) -> bool:
+    """The arm64 build is one named plain ``arm`` (read so by
+    :func:`~tsukud.create.assets.arm_means_arm64`; its payload is checked)."""
+    return (option.asset.arch_raw or "").lower() == "arm" and option.asset.os == "linux"
 
 
 def _continuity(option: Option, prefer: Option | None) -> int:
@@ -452,6 +467,8 @@ def _assess(
     guessed = False
     rivalry = 1.0
     needed = min(min_releases, n_releases)
+    # Some build names its OS: an OS-less name on darwin was placed by elimination.
+    named = any(o.asset.os_raw is not None for o in choices.values())
     if n_releases < 2:
         confidence *= 0.8
         reasons.append("only one release: {version} templating cannot be confirmed")
@@ -475,7 +492,12 @@ def _assess(
                 f"{key}: {name!r} follows a naming found in {option.replays} of the "
                 f"newest {needed} releases; older ones are named otherwise"
             )
-        if option.asset.os_raw is None and option.asset.arch is None:
+        if option.asset.os_raw is None and target.os == "darwin" and named:
+            guessed = True
+            reasons.append(
+                f"{key}: {name!r} names no OS; taken as the macOS build, as no asset names one"
+            )
+        elif option.asset.os_raw is None and option.asset.arch is None:
             guessed = True
             reasons.append(f"{key}: {name!r} names no platform; taken as a build for any")
         elif option.asset.os_raw is None and target.os == "linux":
@@ -492,6 +514,13 @@ def _assess(
             confidence *= 0.9
             notes[key] = ROSETTA_NOTE
             reasons.append(f"{key}: no arm64 build; {name!r} runs under Rosetta 2")
+        if _arm_guess(option):
+            guessed = True
+            notes[key] = ARM_NOTE
+            reasons.append(
+                f"{key}: {name!r} says 'arm' in a release without 32-bit builds; "
+                "taken as the arm64 build"
+            )
         rivals = [o for o in options[key] if o is not option and _close(option, o, target, names)]
         stems = sorted({o.stem for o in rivals})
         if stems:
@@ -759,11 +788,30 @@ def _assume_linux(parsed: Sequence[ParsedAsset]) -> list[ParsedAsset]:
     return out
 
 
+def _assume_darwin(parsed: Sequence[ParsedAsset]) -> list[ParsedAsset]:
+    """Where Linux builds are named and no asset names macOS, a name with neither an
+    OS nor an arch (``portable_tool.zip``, ``tool-universal.tar.gz``) is taken as the
+    macOS build: what is left once the named builds are placed. The pipeline's payload
+    check holds it to a Mach-O (:mod:`tsukud.create.payload_check`)."""
+    named_linux = any(a.os == "linux" and a.os_raw is not None for a in parsed)
+    if not named_linux or any(a.os == "darwin" for a in parsed):
+        return list(parsed)
+    return [
+        msgspec.structs.replace(a, os="darwin")
+        if a.os is None and a.arch in (None, UNIVERSAL)
+        else a
+        for a in parsed
+    ]
+
+
 def _read(release: Release) -> tuple[frozenset[str], list[ParsedAsset], set[str]]:
     """A release's kept names, parsed (OS-less names assumed Linux where that is the
     convention), and the names whose version {version} cannot reproduce."""
     kept = frozenset(filter_release(release).kept)
-    parsed = _assume_linux([parse_asset(name, release.version) for name in sorted(kept)])
+    names = [parse_asset(name, release.version) for name in sorted(kept)]
+    # Only a release that kept an ``arm`` build is read for what ``arm`` means.
+    arm64 = any(is_bare_arm(a) for a in names) and arm_means_arm64(release)
+    parsed = _assume_darwin(_assume_linux([as_released(a, arm64) for a in names]))
     # A version spelled so that {version} cannot reproduce it (``2.3.1.0`` for tag
     # v2.3.1) would be pinned into the recipe: such names are not candidates.
     version = release.version
@@ -867,6 +915,32 @@ def match_releases(
         )
         for index, choices in enumerate(variants)
     ]
+    if any(_arm_guess(o) for o in primary.values()):
+        # Should the payload refuse the ``arm`` build, this one stands: the rest of
+        # the recipe without linux/arm64, never the whole recipe refused.
+        fallback = {k: o for k, o in primary.items() if not _arm_guess(o)}
+        trimmed = tuple(
+            {k: [o for o in opts if not _arm_guess(o)] for k, opts in per.items()}
+            for per in history.options
+        )
+        second = _candidate(
+            fallback,
+            trimmed[0],
+            alternative=True,
+            history=msgspec.structs.replace(history, options=trimmed),
+            repo=repo,
+            binary=binary,
+            n_releases=len(usable),
+            unsupported=tuple(p.key for p in STANDARD_PLATFORMS if p.key not in fallback),
+            tag_prefix=tag_prefix,
+        )
+        # Never ahead of the recipe that has linux/arm64 too (at equal confidence the
+        # stable sort keeps that one first), and not held below it either: it must
+        # still be written when the payload refuses the ``arm`` build.
+        ceiling = candidates[0].confidence
+        candidates.insert(
+            1, msgspec.structs.replace(second, confidence=min(second.confidence, ceiling))
+        )
     candidates.sort(key=lambda c: -c.confidence)
     others = sorted(
         {_lead(a.template) for a in targets}

@@ -47,6 +47,7 @@ from tsukud.clock import Clock, SystemClock, iso
 from tsukud.create.answer import InvalidAnswer, RecipeContext, answer_to_recipe, parse_answer
 from tsukud.create.assets import fenced, render_readme, render_releases
 from tsukud.create.context import RepoContext, gather
+from tsukud.create.deterministic import DETERMINISTIC, draft_recipe, recipe_context
 from tsukud.create.errors import (
     DeterministicFailed,
     DeterministicUncertain,
@@ -54,15 +55,13 @@ from tsukud.create.errors import (
 )
 from tsukud.create.matcher import (
     CONFIDENT,
-    Candidate,
     MatchResult,
     candidates_data,
     hints_text,
     match_releases,
-    recipe_for_candidate,
     uncertain_text,
 )
-from tsukud.create.payload_check import confirm_arch_only
+from tsukud.create.payload_check import confirm_guesses
 from tsukud.create.prompts import user_message
 from tsukud.create.repair import feedback_for, fix_layout, static_feedback, with_verify
 from tsukud.create.session import (
@@ -93,7 +92,7 @@ from tsukud.recipe import (
 )
 from tsukud.registries.ecosystems import prefixes_hint
 from tsukud.validation.errors import ValidationFailed
-from tsukud.validation.findings import Finding, errors, format_findings
+from tsukud.validation.findings import errors, format_findings
 from tsukud.validation.sanitize import redact
 from tsukud.validation.summary import (
     ValidationSummary,
@@ -111,7 +110,6 @@ if TYPE_CHECKING:
     from tsukud.validation.validator import ValidationRun, Validator
 
 MAX_REPAIRS = 2
-DETERMINISTIC = "deterministic"
 
 
 class CreateRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -241,18 +239,7 @@ class _Run:
 
     def _context(self, generated_by: str | None = None) -> RecipeContext:
         assert self.ctx is not None and self.match is not None
-        return RecipeContext(
-            repo=self.ctx.repo,
-            name=self.req.tool,
-            description=self.ctx.description,
-            homepage=self.ctx.homepage,
-            generated_by=generated_by,
-            versions=tuple(r.version for r in self.ctx.releases),
-            unsupported=self.match.unsupported,
-        )
-
-    def _candidate_recipe(self, candidate: Candidate) -> Recipe:
-        return recipe_for_candidate(candidate, self._context(DETERMINISTIC))
+        return recipe_context(self.ctx, self.req.tool, self.match, generated_by)
 
     def judge(self, arguments: Any) -> Judgement:
         """An ``extract_pattern`` call → an accepted recipe, or the findings."""
@@ -313,7 +300,7 @@ class _Run:
                 workdir=workdir,
             )
             # Names without an OS are Linux builds only if their payload agrees.
-            match = self.match = await confirm_arch_only(
+            match = self.match = await confirm_guesses(
                 match, tool_ctx.release.version, self.tools.payload
             )
             result = await self._decide(match)
@@ -323,18 +310,9 @@ class _Run:
     async def _decide(self, match: MatchResult) -> CreateResult:
         req = self.req
         best = match.best
-        det_recipe: Recipe | None = None
-        det_errors: list[Finding] = []
-        if best is not None:
-            try:
-                det_recipe = self._candidate_recipe(best)
-                assert self.ctx is not None
-                det_errors = errors(
-                    check_recipe(det_recipe, self.ctx.releases, expected=best.expected)
-                )
-            except InvalidAnswer as exc:
-                det_errors = list(exc.findings)
-        det_ok = det_recipe is not None and not det_errors
+        assert self.ctx is not None
+        draft = draft_recipe(self.ctx, req.tool, match)
+        det_recipe, det_errors, det_ok = draft.recipe, list(draft.findings), draft.passes
         use_llm = not req.deterministic_only and (req.force_llm or not (match.confident and det_ok))
         note: str | None = None
         if not use_llm:
@@ -647,13 +625,17 @@ class _Run:
                     assets=ctx.release.assets,
                     github_url=self.deps.github_url,
                 )
-                downloads.append(
-                    {
-                        "platform": target.key,
-                        "assets": [s.asset_name for s in steps],
-                        "urls": [s.url for s in steps],
-                    }
-                )
+                entry: dict[str, Any] = {
+                    "platform": target.key,
+                    "assets": [s.asset_name for s in steps],
+                    "urls": [s.url for s in steps],
+                }
+                # What the recipe says of this platform's build (a Rosetta 2 fallback,
+                # the libc chosen) is shown beside it, not only in the TOML.
+                notes = [recipe.steps[s.index].note for s in steps if s.index < len(recipe.steps)]
+                if any(notes):
+                    entry["notes"] = list(dict.fromkeys(n for n in notes if n))
+                downloads.append(entry)
             except RecipeError as exc:
                 downloads.append({"platform": target.key, "unsupported": exc.message})
         actions = []

@@ -18,8 +18,13 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from tsukud.create.assets import (
+    OTHER_ARCH,
+    arm_means_arm64,
+    as_released,
     drop_reason,
     filter_release,
+    is_bare_arm,
+    kept_as_arm64,
     usable_releases,
     with_tag_prefix,
 )
@@ -334,6 +339,8 @@ def _judge_rendered(step: RenderedStep, release: Release, target: Platform) -> l
     name = step.asset_name
     where = f"{target.key}: rendered {name!r} at {release.tag}"
     reason = drop_reason(name, release.version)
+    if reason == OTHER_ARCH and kept_as_arm64(name, release):
+        reason = None
     if reason is not None:
         return [
             Finding(
@@ -344,6 +351,7 @@ def _judge_rendered(step: RenderedStep, release: Release, target: Platform) -> l
             )
         ]
     parsed = parse_asset(name, release.version)
+    parsed = as_released(parsed, is_bare_arm(parsed) and arm_means_arm64(release))
     if parsed.os is not None and parsed.os != target.os:
         return [
             Finding(

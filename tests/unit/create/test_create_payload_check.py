@@ -8,7 +8,7 @@ from __future__ import annotations
 from tests.unit.test_binfmt import CPU_ARM64, elf, macho
 from tsukud.binfmt import inspect
 from tsukud.create.matcher import CONFIDENT, match_releases
-from tsukud.create.payload_check import arch_only_choices, confirm_arch_only, verdict
+from tsukud.create.payload_check import confirm_guesses, guessed_choices, verdict
 from tsukud.create.tools import Payload
 from tsukud.recipe.release import Release
 
@@ -30,7 +30,7 @@ def _releases() -> list[Release]:
 async def test_only_linux_choices_without_an_os_are_checked() -> None:
     match = match_releases(_releases(), repo="acme/tool")
     assert match.best is not None and match.confident
-    assert sorted(arch_only_choices(match.best, "1.3.0")) == [
+    assert sorted(guessed_choices(match.best, "1.3.0")) == [
         ("linux/amd64", "tool-1.3.0-x86_64", "amd64"),
         ("linux/arm64", "tool-1.3.0-aarch64", "arm64"),
     ]
@@ -44,7 +44,7 @@ async def test_only_linux_choices_without_an_os_are_checked() -> None:
         asked.append((asset, binary))
         return Payload(info=inspect(payloads[asset]), path=asset)
 
-    checked = await confirm_arch_only(match, "1.3.0", probe)
+    checked = await confirm_guesses(match, "1.3.0", probe)
     assert {a for a, _ in asked} == set(payloads)  # never the darwin build
     best = checked.best
     assert best is not None and best.confidence < CONFIDENT and not checked.confident
@@ -67,7 +67,7 @@ async def test_names_with_an_os_need_no_payload() -> None:
     async def probe(asset: str, binary: str | None) -> Payload:
         raise AssertionError(f"{asset} was downloaded")
 
-    assert await confirm_arch_only(match, "1.3.0", probe) is match
+    assert await confirm_guesses(match, "1.3.0", probe) is match
 
 
 def test_an_unreadable_payload_is_not_taken_as_linux() -> None:
