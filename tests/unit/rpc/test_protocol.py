@@ -56,7 +56,7 @@ def test_params_nested_past_the_limit_are_refused_under_the_request_id() -> None
         # The request object is level 1 and params level 2.
         return b'{"id":5,"method":"config.set","params":{"value":' + nested(levels - 2) + b"}}"
 
-    assert decode_request(body(MAX_DEPTH)).params["value"] is not None
+    assert json.loads(bytes(decode_request(body(MAX_DEPTH)).params))["value"] is not None
     bad = refused(body(MAX_DEPTH + 1))
     assert bad.request_id == 5
     assert f"more than {MAX_DEPTH} levels" in bad.error.message
@@ -188,4 +188,33 @@ pair_trees = st.recursive(
 @settings(max_examples=examples(1000), deadline=None)
 @given(pair_trees)
 def test_repeat_check_agrees_with_the_written_keys(tree: Any) -> None:
-    assert _repeats_a_key(_render(tree).encode()) == _has_repeat(tree)
+    body = _render(tree).encode()
+    assert _repeats_a_key(body, json.loads(body)) == _has_repeat(tree)
+
+
+# Without a backslash anywhere, the check compares raw colon counts: keys and strings
+# full of colons and brackets (and non-ASCII), never an escape.
+plain_keys = st.text(":aé", max_size=3)
+plain_trees = st.recursive(
+    st.none() | st.integers() | st.text(":{}[aé", max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.lists(st.tuples(plain_keys, inner), max_size=4).map(tuple)
+    ),
+    max_leaves=40,
+)
+
+
+def _render_plain(tree: Any) -> str:
+    if isinstance(tree, tuple):
+        return "{" + ",".join(f'"{k}":{_render_plain(v)}' for k, v in tree) + "}"
+    if isinstance(tree, list):
+        return "[" + ",".join(_render_plain(v) for v in tree) + "]"
+    return json.dumps(tree, ensure_ascii=False)
+
+
+@settings(max_examples=examples(1000), deadline=None)
+@given(plain_trees)
+def test_repeat_check_without_escapes_agrees_with_the_written_keys(tree: Any) -> None:
+    body = _render_plain(tree).encode()
+    assert b"\\" not in body
+    assert _repeats_a_key(body, json.loads(body)) == _has_repeat(tree)
