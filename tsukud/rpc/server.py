@@ -371,9 +371,7 @@ class RpcServer:
             try:
                 decoder = self._decoders.get(method.params)
                 if decoder is None:
-                    decoder = self._decoders[method.params] = protocol.params_decoder(
-                        method.params
-                    )
+                    decoder = self._decoders[method.params] = protocol.params_decoder(method.params)
                 params = decoder.decode(req.params)
             except msgspec.ValidationError as e:
                 raise InvalidParams(f"{method.name}: {e}".replace("`$", "`$.params")) from None
