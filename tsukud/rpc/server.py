@@ -118,6 +118,7 @@ class Connection:
         self.running: dict[protocol.RequestId, trio.CancelScope] = {}
         self.last_heard = trio.current_time()
         self._unyielded = 0  # frames read since the reader task last yielded
+        self._drained = False  # the socket had no more bytes at the last read
 
     def cancel(self, rid: protocol.RequestId) -> bool:
         """Cancel the request ``rid`` still running on this connection; False if none."""
@@ -139,14 +140,19 @@ class Connection:
         if self._fd is None:
             return await self.stream.receive_some(_RECV)
         while True:
+            if self._drained:  # the last read emptied the socket: wait before reading
+                self._unyielded = 0
+                await trio.lowlevel.wait_readable(self._fd)  # a checkpoint
             try:
                 chunk = os.read(self._fd, _RECV)
             except BlockingIOError:
-                self._unyielded = 0
-                await trio.lowlevel.wait_readable(self._fd)  # a checkpoint
+                self._drained = True
                 continue
             except OSError:  # reset by the peer: gone, as an empty read says
                 return b""
+            # Less than asked for: nothing more was there (a read that would only say
+            # so costs a system call and an exception).
+            self._drained = len(chunk) < _RECV
             return chunk
 
     async def close_when_idle(self, idle_s: float, stop: trio.CancelScope) -> None:
@@ -184,21 +190,23 @@ class Connection:
         """Send whole frames; frames from the connection's tasks never interleave. On a
         socket with room for them (nearly always) that is one ``write`` and no wait."""
         if self._fd is not None and not self._send_lock.locked():
-            # Taken without a checkpoint, so nothing can cut in between the check and
-            # the write, and what the socket did not take goes on under the same lock.
+            # Nobody is part-way through a frame, and nothing awaits between this check
+            # and the write, so nothing can cut in; what the socket did not take goes
+            # on under the lock, taken before anything awaits.
+            if self.closed:
+                return
+            try:
+                sent = os.write(self._fd, data)
+            except BlockingIOError:
+                sent = 0
+            except OSError:  # the client went away
+                self.closed = True
+                return
+            if sent == len(data):
+                return
             self._send_lock.acquire_nowait()
             try:
-                if self.closed:
-                    return
-                try:
-                    sent = os.write(self._fd, data)
-                except BlockingIOError:
-                    sent = 0
-                except OSError:  # the client went away
-                    self.closed = True
-                    return
-                if sent < len(data):
-                    await self._send_all(memoryview(data)[sent:])
+                await self._send_all(memoryview(data)[sent:])
             finally:
                 self._send_lock.release()
             return
