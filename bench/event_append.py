@@ -21,17 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import (
-    cpu_seconds,
-    fmt,
-    goal,
-    header,
-    line,
-    not_measured,
-    note,
-    parse_args,
-    running_daemon,
-)
+import _common
+from _common import cpu_seconds, fmt, goal, header, line, note, parse_args, running_daemon
 
 from tsukud.clock import iso
 from tsukud.events.chain import GENESIS, link
@@ -172,7 +163,7 @@ def main() -> int:
         print(f"{NAME}.error: durable id {st['events']['durable']} < last id {last_id}")
         return 1
     if ratio is None:
-        not_measured(NAME, f"<= {GOAL_RATIO}x raw sqlite3's CPU per event", "no /proc here")
+        _common.not_measured(NAME, f"<= {GOAL_RATIO}x raw sqlite3's CPU per event", "no /proc here")
     else:
         goal(
             NAME,

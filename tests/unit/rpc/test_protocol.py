@@ -162,10 +162,11 @@ def _render(tree: Any) -> str:
     """JSON text for ``tree``, where an object is a list of (key, value) pairs, so that
     a key may repeat (json.dumps of a dict cannot write one twice)."""
     if isinstance(tree, tuple):
-        return "{" + ",".join(f"{json.dumps(k)}:{_render(v)}" for k, v in tree) + "}"
+        pairs = (f"{json.dumps(k, ensure_ascii=False)}:{_render(v)}" for k, v in tree)
+        return "{" + ",".join(pairs) + "}"
     if isinstance(tree, list):
         return "[" + ",".join(_render(v) for v in tree) + "]"
-    return json.dumps(tree)
+    return json.dumps(tree, ensure_ascii=False)
 
 
 def _has_repeat(tree: Any) -> bool:
@@ -177,15 +178,24 @@ def _has_repeat(tree: Any) -> bool:
     return False
 
 
-# Keys from a tiny alphabet (so they repeat often) full of colons, quotes and backslashes.
-pair_keys = st.text(':"\\a', max_size=3)
-pair_trees = st.recursive(
-    st.none() | st.integers() | st.text(':"\\{}a', max_size=4),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.lists(st.tuples(pair_keys, inner), max_size=4).map(tuple)
-    ),
-    max_leaves=40,
-)
+def _pair_trees(keys: str, texts: str) -> st.SearchStrategy[Any]:
+    """Trees whose objects are (key, value) pairs with keys and texts from these
+    alphabets (tiny, so that keys repeat often)."""
+    return st.recursive(
+        st.none() | st.integers() | st.text(texts, max_size=4),
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.lists(st.tuples(st.text(keys, max_size=3), inner), max_size=4).map(tuple)
+        ),
+        max_leaves=40,
+    )
+
+
+# Keys and texts full of colons, quotes and backslashes.
+pair_trees = _pair_trees(':"\\a', ':"\\{}a')
+# Without a backslash anywhere (the check then compares raw colon counts): colons,
+# brackets and non-ASCII text, never an escape.
+plain_trees = _pair_trees(":aé", ":{}[aé")
 
 
 @settings(max_examples=examples(1000), deadline=None)
@@ -195,29 +205,9 @@ def test_repeat_check_agrees_with_the_written_keys(tree: Any) -> None:
     assert _repeats_a_key(body, json.loads(body)) == _has_repeat(tree)
 
 
-# Without a backslash anywhere, the check compares raw colon counts: keys and strings
-# full of colons and brackets (and non-ASCII), never an escape.
-plain_keys = st.text(":aé", max_size=3)
-plain_trees = st.recursive(
-    st.none() | st.integers() | st.text(":{}[aé", max_size=4),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.lists(st.tuples(plain_keys, inner), max_size=4).map(tuple)
-    ),
-    max_leaves=40,
-)
-
-
-def _render_plain(tree: Any) -> str:
-    if isinstance(tree, tuple):
-        return "{" + ",".join(f'"{k}":{_render_plain(v)}' for k, v in tree) + "}"
-    if isinstance(tree, list):
-        return "[" + ",".join(_render_plain(v) for v in tree) + "]"
-    return json.dumps(tree, ensure_ascii=False)
-
-
 @settings(max_examples=examples(1000), deadline=None)
 @given(plain_trees)
 def test_repeat_check_without_escapes_agrees_with_the_written_keys(tree: Any) -> None:
-    body = _render_plain(tree).encode()
+    body = _render(tree).encode()
     assert b"\\" not in body
     assert _repeats_a_key(body, json.loads(body)) == _has_repeat(tree)

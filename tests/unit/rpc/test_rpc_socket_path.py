@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 import trio
 
+from tsukud.launch import FrameReader
 from tsukud.rpc.registry import NoParams
 from tsukud.rpc.server import Call, Connection, Method, RpcServer
 from tsukud.secrets import Redactor
@@ -42,20 +43,6 @@ METHODS = {
 def frame(obj: object) -> bytes:
     body = json.dumps(obj).encode()
     return HEADER.pack(len(body)) + body
-
-
-def read_frame(sock: socket.socket, buf: bytearray) -> dict[str, Any]:
-    while True:
-        if len(buf) >= 4:
-            (n,) = HEADER.unpack(buf[:4])
-            if len(buf) >= 4 + n:
-                body = bytes(buf[4 : 4 + n])
-                del buf[: 4 + n]
-                out: dict[str, Any] = json.loads(body)
-                return out
-        chunk = sock.recv(65536)
-        assert chunk, "the server closed the connection"
-        buf += chunk
 
 
 def serve(server: RpcServer, nursery: trio.Nursery) -> socket.socket:
@@ -113,11 +100,11 @@ async def test_answers_of_pipelined_requests_are_whole_frames_in_order_of_finish
         def exchange() -> list[dict[str, Any]]:
             client.settimeout(10)
             client.sendall(b"".join(frame(r) for r in requests))
-            buf = bytearray()
+            frames = FrameReader(client)
             out = []
             for _ in requests:
                 time.sleep(0.005)  # a slow reader: the server's writes fill the socket
-                out.append(read_frame(client, buf))
+                out.append(frames.read())
             return out
 
         try:
