@@ -48,6 +48,8 @@ RequestScope = Callable[[protocol.Request], AbstractContextManager[object]]
 
 
 _NOTHING = nullcontext()
+# What an inline request settles: nothing (see ``RpcServer._answer``); never entered.
+_UNCOUNTED = spent.Tally()
 
 
 def _no_scope(req: protocol.Request) -> AbstractContextManager[object]:
@@ -373,8 +375,8 @@ class RpcServer:
     ) -> None:
         started = time.perf_counter()
         outcome = "ok"
-        counting = spent.tally()
-        tally = counting.counted
+        counting = spent.tally() if scope is not None else None
+        tally = _UNCOUNTED if counting is None else counting.counted
         try:
             try:
                 decoder = self._decoders.get(method.params)
@@ -386,8 +388,13 @@ class RpcServer:
             call = Call(conn, req.id)
             if self.before_request is not None:
                 self.before_request()
-            with counting, notices.to(call.progress), scope or _NOTHING:
+            if scope is None or counting is None:
+                # Inline: it awaits nothing slow, so it neither spends (an LLM call is
+                # slow) nor retries a download that would tell the person.
                 result = await method.handler(self.context, params, call)
+            else:
+                with counting, notices.to(call.progress), scope:
+                    result = await method.handler(self.context, params, call)
             if scope is not None and scope.cancelled_caught:
                 raise RequestCancelled(
                     f"{method.name} was cancelled; its runs spent ${tally.usd:.4f}",
