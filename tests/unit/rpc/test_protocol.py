@@ -205,7 +205,7 @@ def test_repeat_check_agrees_with_the_written_keys(tree: Any) -> None:
     assert _repeats_a_key(body, json.loads(body)) == _has_repeat(tree)
 
 
-@settings(max_examples=examples(1000), deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(plain_trees)
 def test_repeat_check_without_escapes_agrees_with_the_written_keys(tree: Any) -> None:
     body = _render(tree).encode()
