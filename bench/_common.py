@@ -43,7 +43,11 @@ BIN = Path(PY).parent  # the venv's bin/ (console scripts live next to the inter
 # ---- command line ------------------------------------------------------------------------
 
 
-def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
+def parse_args(
+    description: str, argv: Sequence[str] | None = None, *, ledger: bool = False
+) -> argparse.Namespace:
+    """The common options; ``ledger``: the benchmark builds a ledger, whose size
+    ``--events N`` sets (``args.events``, None for the benchmark's own default)."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument(
         "--quick",
@@ -51,6 +55,14 @@ def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.
         default=os.environ.get("TSUKU_BENCH_QUICK", "") not in ("", "0"),
         help="smaller sizes (also: TSUKU_BENCH_QUICK=1)",
     )
+    if ledger:
+        ap.add_argument(
+            "--events",
+            type=int,
+            default=None,
+            metavar="N",
+            help="events in the ledger it builds (default: the benchmark's own size)",
+        )
     args = ap.parse_args(argv)
     # SIGTERM (run_all's time limit, a CI timeout) unwinds like Ctrl-C: the finally
     # blocks stop the daemon and remove the temporary home.

@@ -61,6 +61,8 @@ CALLER_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("CALLER_ENV", defa
 #: How often the settlement of a dead predecessor's reservations is tried again while
 #: a shared ledger is out of reach.
 ABANDONED_RETRY_S = 2.0
+# The scope of a request that names no home and carries no environment (reusable).
+_NO_SCOPE: contextlib.nullcontext[None] = contextlib.nullcontext()
 
 
 def same_home(named: str, home: Path) -> bool:
@@ -112,7 +114,8 @@ class Daemon:
         # The settings as `status` shows them, for the last Config asked (they are immutable).
         self._shown: tuple[configmod.Config, list[dict[str, Any]]] | None = None
         self.home = Path(paths.tsuku_home(self.env))
-        self._recipes_stamp = _mtime(self.home / "recipes")
+        self._recipes_dir = str(self.home / "recipes")  # a str: stat'ed per request
+        self._recipes_stamp = _mtime(self._recipes_dir)
         self.store = self._make_store()
         self.state = State()
         self.batch_queue = BatchQueue()
@@ -221,11 +224,18 @@ class Daemon:
         sent = CALLER_ENV.get() or {}
         return sent.get("PATH") or self.env.get("PATH") or os.defpath
 
-    @contextlib.contextmanager
-    def request_scope(self, req: Request) -> Iterator[None]:
+    def request_scope(self, req: Request) -> contextlib.AbstractContextManager[None]:
         """Around one request: refuse it if it names another home, apply its caller's
         environment to it alone, and redact the secrets in that environment from
-        whatever the request leaves behind (log lines, events, its error frame)."""
+        whatever the request leaves behind (log lines, events, its error frame). A
+        request that names neither (a script's, a benchmark's) gets a shared empty
+        scope: this runs for every request."""
+        if req.home is None and not req.env:
+            return _NO_SCOPE
+        return self._caller_scope(req)
+
+    @contextlib.contextmanager
+    def _caller_scope(self, req: Request) -> Iterator[None]:
         if req.home is not None and not same_home(req.home, self.home):
             raise WrongDaemon(
                 f"the tsukud on {self.socket_path or 'this socket'} serves {self.home}, "
@@ -262,7 +272,7 @@ class Daemon:
         index at the next command, not only at the next ``hook install``. A ``stat``
         each when nothing changed."""
         self.refresh_config()
-        stamp = _mtime(self.home / "recipes")
+        stamp = _mtime(self._recipes_dir)
         if stamp != self._recipes_stamp:
             self._recipes_stamp = stamp
             if (self.home / "share" / "hooks").is_dir():
@@ -757,7 +767,7 @@ def _unfinished_create(conn: sqlite3.Connection, session: str) -> dict[str, Any]
     return {"tool": started["tool"], "repo": started.get("repo") or started.get("url", "")}
 
 
-def _mtime(path: Path) -> int | None:
+def _mtime(path: str) -> int | None:
     """A directory's mtime (it changes when an entry is added, removed or renamed, as an
     editor's save does); None when it does not exist."""
     try:

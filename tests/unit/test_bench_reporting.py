@@ -52,13 +52,13 @@ def test_percentile_of_nothing_is_nan() -> None:
 def test_goal_report_lists_every_goal() -> None:
     printed = [
         "status_wall.goal: met (tsukuctl status 12 ms <= 50 ms)",
-        "rpc_roundtrip.p99.goal: NOT met (p99 3 ms <= 2 ms)",
+        "concurrent_reads.status_p99.goal: NOT met (status p99 30 ms <= 20 ms)",
         "validation_overhead.goal: NOT MEASURED (goal <= 1 s added; no container runtime)",
         "extra.goal: met (a goal the table does not know)",
     ]
     ran = {
         "status_wall": None,
-        "rpc_roundtrip": None,
+        "concurrent_reads": None,
         "create_replayed": None,
         "validation_overhead": None,
         "discovery": "stopped after 180 s",
@@ -66,8 +66,9 @@ def test_goal_report_lists_every_goal() -> None:
     }
     assert run_all.goal_report(ran, printed) == [
         "status_wall.goal: met (tsukuctl status 12 ms <= 50 ms)",
-        "rpc_roundtrip.p99.goal: NOT met (p99 3 ms <= 2 ms)",
-        "rpc_roundtrip.throughput.goal: NOT MEASURED (no result printed)",
+        "concurrent_reads.status_p99.goal: NOT met (status p99 30 ms <= 20 ms)",
+        "concurrent_reads.status_p99_with_session.goal: NOT MEASURED (no result printed)",
+        "concurrent_reads.answered.goal: NOT MEASURED (no result printed)",
         "validation_overhead.goal: NOT MEASURED (goal <= 1 s added; no container runtime)",
         "discovery.goal: NOT MEASURED (stopped after 180 s)",
         "cold_start.goal: NOT MEASURED (the benchmark failed (exit 1))",

@@ -16,12 +16,25 @@ GENESIS = "0" * 64
 def chain_line(id_: int, ts: str, type_: str, session: str | None, payload: str) -> bytes:
     # Unit separators cannot occur in ids/timestamps/types and are escaped in JSON,
     # so distinct rows never serialise to the same line.
-    return f"{id_}\x1f{ts}\x1f{type_}\x1f{session or ''}\x1f{payload}".encode()
+    return _line_head(id_, ts, type_, session) + payload.encode()
+
+
+def _line_head(id_: int, ts: str, type_: str, session: str | None) -> bytes:
+    return f"{id_}\x1f{ts}\x1f{type_}\x1f{session or ''}\x1f".encode()
 
 
 def link(prev_hash: str, id_: int, ts: str, type_: str, session: str | None, payload: str) -> str:
+    return link_encoded(prev_hash, id_, ts, type_, session, payload.encode())
+
+
+def link_encoded(
+    prev_hash: str, id_: int, ts: str, type_: str, session: str | None, payload: bytes
+) -> str:
+    """``link`` over a payload already encoded as UTF-8 JSON (the writer's: every
+    appended payload is encoded once, and hashed and stored as those bytes)."""
     h = hashlib.sha256(prev_hash.encode("ascii"))
-    h.update(chain_line(id_, ts, type_, session, payload))
+    h.update(_line_head(id_, ts, type_, session))
+    h.update(payload)
     return h.hexdigest()
 
 

@@ -151,6 +151,23 @@ def list_sql(f: EventFilter, limit: int, *, shared: bool = False) -> tuple[str, 
 
 
 _COLUMNS = "id, ts, type, session, payload, hash"
+# One listed event as JSON text, written by SQLite: the object ``events.list`` sends for
+# a row (``rpc/methods.py`` ``_events_chunk`` writes the same in Python, for streamed
+# listings; a test holds the two alike), the payload as stored (a JSON object).
+_EVENT_JSON = (
+    """'{"id":' || id || ',"ts":' || json_quote(ts) || ',"type":' || json_quote(type)"""
+    """ || ',"session":' || json_quote(session) || ',"payload":' || payload"""
+    """ || ',"hash":' || json_quote(hash) || '}'"""
+)
+
+
+def list_json_sql(f: EventFilter, limit: int) -> tuple[str, list[Any]]:
+    """``list_sql``'s events (SQLite's ledger) as one row: how many, and their JSON
+    objects joined by commas, oldest first. SQLite writes the text with the GIL let go,
+    so a listing's worker thread holds it for one row, not for six objects per event
+    (which ``status``, answered on the event loop, would wait behind)."""
+    sql, params = list_sql(f, limit)
+    return f"SELECT count(*), group_concat({_EVENT_JSON}, ',') FROM ({sql})", params  # noqa: S608
 
 
 # What a summary adds up, as SQL over one ``events`` row. ``events/rollups.py`` folds the

@@ -49,7 +49,7 @@ from tsukud.events.chain import (
     VerifyReport,
     anchor_damage,
     check_chain,
-    link,
+    link_encoded,
 )
 from tsukud.events.readers import ReadPool
 from tsukud.fsutil import disk_full
@@ -59,6 +59,10 @@ _SCHEMA = (Path(__file__).with_name("events.sql")).read_text()
 _TYPE_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
 _INSERT = "INSERT INTO events (id, ts, type, session, payload, hash) VALUES (?, ?, ?, ?, ?, ?)"
 _encoder = msgspec.json.Encoder(order="sorted")
+# Event types already held to ``_TYPE_RE`` (a daemon appends a few dozen types; clients'
+# ``client.*`` names are bounded so that a client inventing names cannot grow this).
+_WELL_FORMED_TYPES: set[str] = set()
+_TYPES_REMEMBERED = 1024
 _decoder = msgspec.json.Decoder(dict[str, Any])
 # Enough to keep the cores busy with queries, few enough to leave the event loop a CPU.
 DEFAULT_READERS = max(2, min(4, os.cpu_count() or 2))
@@ -452,26 +456,34 @@ class EventStore:
             raise self._unavailable(f"cannot record {type_}")
         if self._writer_gone:
             raise self._broken(f"cannot record {type_}")
-        if not _TYPE_RE.match(type_):
-            raise InvalidParams(
-                f"invalid event type {type_!r}",
-                hint="Event types are dotted lowercase words, e.g. 'install.completed'.",
-            )
+        if type_ not in _WELL_FORMED_TYPES:
+            if not _TYPE_RE.match(type_):
+                raise InvalidParams(
+                    f"invalid event type {type_!r}",
+                    hint="Event types are dotted lowercase words, e.g. 'install.completed'.",
+                )
+            if len(_WELL_FORMED_TYPES) < _TYPES_REMEMBERED:
+                _WELL_FORMED_TYPES.add(type_)
         if session is not None and (len(session) > 128 or not session.isprintable()):
             raise InvalidParams("invalid session id", hint="Up to 128 printable characters.")
         body = payload or {}
         catalogue.check(type_, body)
+        # Encoded once: the text is checked for secrets (str searches: faster than the
+        # same over bytes) and stored, the bytes hashed into the chain; only a payload
+        # that may hold a secret is encoded again.
         try:
-            text = _encoder.encode(body).decode()
+            data = _encoder.encode(body)
         except (TypeError, msgspec.EncodeError) as e:
             raise InvalidParams(f"event payload is not JSON-serialisable: {e}") from None
+        text = data.decode()
         if self._redactor.suspect(text):
             # Redacted as a structure, so a scrubbed span never breaks the JSON around it.
             body = self._redactor.value(body)
-            text = _encoder.encode(body).decode()
+            data = _encoder.encode(body)
+            text = data.decode()
         id_ = self.last_id + 1
         ts = iso(self._clock.now())
-        h = link(self.last_hash, id_, ts, type_, session, text)
+        h = link_encoded(self.last_hash, id_, ts, type_, session, data)
         self.last_id, self.last_hash = id_, h
         self._buffer.append((id_, ts, type_, session, text, h))
         # Counted now: the caller may reuse its payload dict once this returns.

@@ -12,8 +12,7 @@ with no request behind it (a batch job) simply tells no one (the log has every r
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
@@ -22,14 +21,20 @@ Send = Callable[[Any], Awaitable[None]]
 _SINK: ContextVar[Send | None] = ContextVar("tsuku_progress_sink", default=None)
 
 
-@contextmanager
-def to(send: Send) -> Iterator[None]:
-    """Inside, :func:`retrying` (and whatever else tells the person) sends to ``send``."""
-    token = _SINK.set(send)
-    try:
-        yield
-    finally:
-        _SINK.reset(token)
+class to:
+    """Inside, :func:`retrying` (and whatever else tells the person) sends to ``send``.
+    A class rather than a generator: the RPC server opens one around every request."""
+
+    __slots__ = ("_send", "_token")
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+
+    def __enter__(self) -> None:
+        self._token = _SINK.set(self._send)
+
+    def __exit__(self, *exc: object) -> None:
+        _SINK.reset(self._token)
 
 
 def retry_line(what: str, error: str, tries: int, max_tries: int, wait: float) -> str:

@@ -14,8 +14,6 @@ instructions builder, repairs: several runs), not to each run alone
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 from decimal import Decimal
 
@@ -82,12 +80,18 @@ def record(usd: float, reservation: str | None = None) -> None:
             current.held.pop(reservation, None)
 
 
-@contextmanager
-def tally() -> Iterator[Tally]:
-    """Count what is settled inside this block (and the tasks it starts)."""
-    current = Tally()
-    token = _CURRENT.set(current)
-    try:
-        yield current
-    finally:
-        _CURRENT.reset(token)
+class tally:
+    """Count what is settled inside this block (and the tasks it starts). A class
+    rather than a generator: the RPC server opens one around every request."""
+
+    __slots__ = ("_token", "counted")
+
+    def __init__(self) -> None:
+        self.counted = Tally()  # what the block settles (also what ``with`` gives)
+
+    def __enter__(self) -> Tally:
+        self._token = _CURRENT.set(self.counted)
+        return self.counted
+
+    def __exit__(self, *exc: object) -> None:
+        _CURRENT.reset(self._token)

@@ -214,6 +214,10 @@ def _quick_list(
     the rows and encodes the progress frames: the event loop takes a few steps for it,
     not a channel round trip per chunk. None when the frames outgrow
     :data:`QUICK_LIST_BYTES` (clients' large payloads): those are streamed instead."""
+    if not shared:
+        written = _quick_list_in_sql(p, rid, conn)
+        if written is not None:
+            return written
     total, size = 0, 0
     frames: list[bytes] = []
     for rows in queries.iter_list(
@@ -231,6 +235,25 @@ def _quick_list(
         frames += (protocol.HEADER.pack(len(body)), body)
         total += len(rows)
     return total, b"".join(frames)
+
+
+def _quick_list_in_sql(
+    p: ListParams, rid: protocol.RequestId, conn: Any
+) -> tuple[int, bytes] | None:
+    """A short listing's one progress frame with its events written by SQLite
+    (``queries.list_json_sql``); None when they would not fit one frame (large
+    payloads), which the chunking path then splits."""
+    sql, params = queries.list_json_sql(p.filter, p.limit)
+    total, joined = conn.execute(sql, params).fetchone()
+    if not total:
+        return 0, b""
+    events = joined.encode()
+    if len(events) > LIST_FRAME_BYTES:
+        return None
+    body = msgspec.json.encode(
+        protocol.progress_frame(rid, msgspec.Raw(b'{"events":[' + events + b"]}"))
+    )
+    return int(total), protocol.HEADER.pack(len(body)) + body
 
 
 def _events_chunk(rows: list[list[Any]]) -> msgspec.Raw:

@@ -34,10 +34,17 @@ MAX_ID_LENGTH = 128
 RequestId = int | str
 
 
+_NO_PARAMS = msgspec.Raw(b"{}")
+_OPEN_BRACE = ord("{")
+
+
 class Request(msgspec.Struct, forbid_unknown_fields=True):
     id: RequestId
     method: str
-    params: dict[str, Any] = {}
+    # Kept as the frame's bytes (an object, checked below) and decoded once, straight
+    # into the method's params Struct (``params_decoder``): no dict built per request
+    # only to be converted into the Struct and dropped.
+    params: msgspec.Raw = _NO_PARAMS
     # The caller's allowlisted environment, applied to this request only
     # (tsukud/caller_env.py), and the home it means to use: a daemon of another home
     # refuses the request.
@@ -45,9 +52,26 @@ class Request(msgspec.Struct, forbid_unknown_fields=True):
     home: str | None = None
 
 
+class _CheckedRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """The shape a request must have, params an object: decoded only to word the error
+    of a frame that ``Request`` (whose params are raw) let through or refused."""
+
+    id: RequestId
+    method: str
+    params: dict[str, Any] = {}
+    env: dict[str, str] = {}
+    home: str | None = None
+
+
 _request_decoder = msgspec.json.Decoder(Request)
+_checked_decoder = msgspec.json.Decoder(_CheckedRequest)
 _any_decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
+
+
+def params_decoder(params: type[msgspec.Struct]) -> msgspec.json.Decoder[Any]:
+    """The decoder of one method's params (built once per method, at registration)."""
+    return msgspec.json.Decoder(params)
 
 
 def encode_frame(obj: Any) -> bytes:
@@ -100,42 +124,40 @@ def _outside_strings(body: bytes) -> bytes:
     return b"".join(unescaped.split(b'"')[0::2])
 
 
-def _keys_in(value: object) -> int:
-    """How many keys the objects in ``value`` hold, nested ones included (a parser
-    keeps one key of each repeated name). A loop rather than recursion: it runs for
-    every request."""
-    keys = 0
-    pending = [value]
-    while pending:
-        v = pending.pop()
-        if type(v) is dict:
-            keys += len(v)
-            pending.extend(v.values())
-        elif type(v) is list:
-            pending.extend(v)
-    return keys
-
-
-def _repeats_a_key(body: bytes) -> bool:
-    """Whether an object in ``body`` (valid JSON) names a key twice: every key written
-    is followed by a colon outside strings, and the parsed value holds one key per
-    distinct name, so the two counts differ exactly when a name repeats. Almost every
-    frame is settled by the raw count of colons alone."""
+def _repeats_a_key(body: bytes, decoded: object) -> bool:
+    """Whether an object in ``body`` (valid JSON, ``decoded`` its generic value) names
+    a key twice. Every key written is followed by a colon outside strings, and the
+    decoded value holds one key per distinct name: re-encoded, its colons outside
+    strings count the keys held, so the two counts differ exactly when a name repeats.
+    Without a backslash in ``body`` every string re-encodes to the same bytes, so the raw
+    counts of colons compare alike and no string is cut out (C-speed byte counts only:
+    this runs for every request)."""
     colons = body.count(b":")
     if colons == 0:
         return False
-    held = _keys_in(_any_decoder.decode(body))
-    if held == colons:
-        return False  # no colon inside a string, and none repeated
-    return held != _outside_strings(body).count(b":")
+    held = _encoder.encode(decoded)
+    if b"\\" not in body:
+        return held.count(b":") != colons
+    return _outside_strings(held).count(b":") != _outside_strings(body).count(b":")
 
 
 def _nests_deeper_than(body: bytes, limit: int) -> bool:
     """Whether the arrays and objects of ``body`` (valid JSON) nest more than ``limit``
-    levels deep, with bytes methods only (C speed): escapes and then strings dropped,
-    every bracket made square and everything else deleted; then each round removes every
-    innermost pair, so ``limit`` rounds empty any body within the limit."""
+    levels deep, at C speed. Few brackets settle it by their count. Otherwise the body is
+    formatted one value a line, each indented by a space per array or object holding it
+    (JSON strings hold no raw newline, so every line is the formatter's): with no line
+    indented ``limit`` spaces, no non-empty container is ``limit`` deep and no empty one
+    deeper. Only a body that reaches that deep has its brackets counted exactly: escapes
+    and then strings dropped, every bracket made square and everything else deleted; then
+    each round removes every innermost pair, so ``limit`` rounds empty any body within
+    the limit."""
     if body.count(b"[") + body.count(b"{") <= limit:
+        return False
+    try:
+        formatted = msgspec.json.format(body, indent=1)
+    except (msgspec.DecodeError, RecursionError):
+        return True
+    if b"\n" + b" " * limit not in formatted:
         return False
     brackets = _outside_strings(body).translate(_SQUARE, _NOT_BRACKETS)
     for _ in range(limit):
@@ -159,9 +181,10 @@ class BadRequest(Exception):
 def decode_request(body: bytes) -> Request:
     """The request in ``body``, or ``BadRequest`` for anything else whatsoever."""
     try:
-        req = _request_decoder.decode(body)
-    except msgspec.ValidationError as e:
-        raise BadRequest(ProtocolError(f"invalid request: {e}"), _salvage_id(body)) from None
+        # The whole body, generically, first: it must be JSON and UTF-8 throughout
+        # (``Request`` keeps params as raw bytes, unchecked), and the repeated-key check
+        # counts the keys this holds.
+        decoded = _any_decoder.decode(body)
     except msgspec.DecodeError as e:
         # msgspec 0.23 reports bad UTF-8 as a DecodeError (earlier ones raised
         # UnicodeDecodeError, below): say which it was either way.
@@ -171,11 +194,17 @@ def decode_request(body: bytes) -> Request:
         raise BadRequest(ProtocolError(f"frame is not valid UTF-8: {e.reason}"), None) from None
     except RecursionError:
         raise BadRequest(_nested_too_deeply(), None) from None
+    try:
+        req = _request_decoder.decode(body)
+        if memoryview(req.params)[0] != _OPEN_BRACE:  # null, a number, a list: say which
+            _checked_decoder.decode(body)
+    except msgspec.ValidationError as e:
+        raise BadRequest(ProtocolError(f"invalid request: {e}"), _salvage_id(body)) from None
     if isinstance(req.id, str) and len(req.id) > MAX_ID_LENGTH:
         raise BadRequest(ProtocolError(f"request id longer than {MAX_ID_LENGTH} characters"), None)
     if _nests_deeper_than(body, MAX_DEPTH):
         raise BadRequest(_nested_too_deeply(), req.id)
-    if _repeats_a_key(body):
+    if _repeats_a_key(body, decoded):
         raise BadRequest(
             ProtocolError(
                 "request names the same key twice in one object",

@@ -47,8 +47,13 @@ PeerCheck = Callable[[trio.abc.Stream], "int | None"]
 RequestScope = Callable[[protocol.Request], AbstractContextManager[object]]
 
 
+_NOTHING = nullcontext()
+# What an inline request settles: nothing (see ``RpcServer._answer``); never entered.
+_UNCOUNTED = spent.Tally()
+
+
 def _no_scope(req: protocol.Request) -> AbstractContextManager[object]:
-    return nullcontext()
+    return _NOTHING
 
 
 # A frame that has started must finish within this time; idle between frames is fine.
@@ -96,15 +101,29 @@ class ConnectionClosed(Exception):
     pass
 
 
+# Frames read back to back without the reader task yielding (the socket had more):
+# then it yields once, so a client that keeps its socket full cannot hold the loop.
+_FRAMES_PER_YIELD = 32
+
+
 class Connection:
+    """One client's stream. On a socket (every real client) bytes move with ``os.read``
+    and ``os.write`` on its descriptor, waiting through trio only when the socket has
+    nothing to read or no room to write: trio's stream methods cost two checkpoints and
+    several layers per call, the largest part of the daemon's CPU per ``ping``. Any
+    other stream (tests' memory streams) goes through trio's methods."""
+
     def __init__(self, stream: trio.abc.Stream, redactor: Redactor) -> None:
         self.stream = stream
+        self._fd = stream.socket.fileno() if isinstance(stream, trio.SocketStream) else None
         self._buf = bytearray()
         self._send_lock = trio.Lock()
         self._redactor = redactor
         self.closed = False
         self.running: dict[protocol.RequestId, trio.CancelScope] = {}
         self.last_heard = trio.current_time()
+        self._unyielded = 0  # frames read since the reader task last yielded
+        self._drained = False  # the socket had no more bytes at the last read
 
     def cancel(self, rid: protocol.RequestId) -> bool:
         """Cancel the request ``rid`` still running on this connection; False if none."""
@@ -116,11 +135,30 @@ class Connection:
 
     async def _fill(self, n: int) -> None:
         while len(self._buf) < n:
-            chunk = await self.stream.receive_some(_RECV)
+            chunk = await self._receive()
             if not chunk:
                 raise ConnectionClosed
             self.last_heard = trio.current_time()
             self._buf += chunk
+
+    async def _receive(self) -> bytes | bytearray:
+        if self._fd is None:
+            return await self.stream.receive_some(_RECV)
+        while True:
+            if self._drained:  # the last read emptied the socket: wait before reading
+                self._unyielded = 0
+                await trio.lowlevel.wait_readable(self._fd)  # a checkpoint
+            try:
+                chunk = os.read(self._fd, _RECV)
+            except BlockingIOError:
+                self._drained = True
+                continue
+            except OSError:  # reset by the peer: gone, as an empty read says
+                return b""
+            # Less than asked for: nothing more was there (a read that would only say
+            # so costs a system call and an exception).
+            self._drained = len(chunk) < _RECV
+            return chunk
 
     async def close_when_idle(self, idle_s: float, stop: trio.CancelScope) -> None:
         """Cancel ``stop`` (the connection's reading) once nothing has run on it and
@@ -135,6 +173,10 @@ class Connection:
                 return
 
     async def read_frame(self) -> bytes:
+        self._unyielded += 1
+        if self._unyielded > _FRAMES_PER_YIELD:
+            self._unyielded = 0
+            await trio.lowlevel.checkpoint()
         await self._fill(4)  # idle wait: no timeout
         n = protocol.frame_length(bytes(self._buf[:4]))
         if len(self._buf) < 4 + n:  # a cancel scope per frame costs ~20% of server CPU
@@ -150,13 +192,39 @@ class Connection:
         await self.send_encoded(protocol.encode_frame(frame))
 
     async def send_encoded(self, data: bytes) -> None:
-        async with self._send_lock:
+        """Send whole frames; frames from the connection's tasks never interleave. On a
+        socket with room for them (nearly always) that is one ``write`` and no wait."""
+        if self._fd is not None and not self._send_lock.locked():
+            # Nobody is part-way through a frame, and nothing awaits between this check
+            # and the write, so nothing can cut in; what the socket did not take goes
+            # on under the lock, taken before anything awaits.
             if self.closed:
                 return
             try:
-                await self.stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                sent = os.write(self._fd, data)
+            except BlockingIOError:
+                sent = 0
+            except OSError:  # the client went away
                 self.closed = True
+                return
+            if sent == len(data):
+                return
+            self._send_lock.acquire_nowait()
+            try:
+                await self._send_all(memoryview(data)[sent:])
+            finally:
+                self._send_lock.release()
+            return
+        async with self._send_lock:
+            if self.closed:
+                return
+            await self._send_all(data)
+
+    async def _send_all(self, data: bytes | memoryview) -> None:
+        try:
+            await self.stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.closed = True
 
 
 class RpcServer:
@@ -176,6 +244,9 @@ class RpcServer:
         # Looked up per request, so a table that loads methods on first use (the
         # daemon's ``registry.MethodTable``) is served as it grows.
         self.methods = methods
+        # Each params Struct's decoder, built at its first request: a request's params
+        # are decoded from the frame's bytes straight into the method's Struct.
+        self._decoders: dict[type[msgspec.Struct], msgspec.json.Decoder[Any]] = {}
         self.context = context
         # Each handler's first argument (``Method.takes``: the context, or one of its
         # attributes), found on first use and then kept: not per call.
@@ -274,11 +345,13 @@ class RpcServer:
                 await conn.send(protocol.error_frame(bad.request_id, bad.error))
                 continue
             method = self.methods.get(req.method)
-            # Tracked before the task starts: a ``cancel`` right behind it finds it.
-            scope = conn.running[req.id] = trio.CancelScope()
             if method is None or method.inline:
-                await self._run(conn, method, req, scope)
+                # Answered before the next frame is read, so no ``cancel`` can reach it:
+                # no cancel scope of its own (entering one costs more than a ping).
+                await self._run(conn, method, req, None)
             else:
+                # Tracked before the task starts: a ``cancel`` right behind it finds it.
+                scope = conn.running[req.id] = trio.CancelScope()
                 nursery.start_soon(self._run, conn, method, req, scope)
 
     async def _run(
@@ -286,10 +359,12 @@ class RpcServer:
         conn: Connection,
         method: Method | None,
         req: protocol.Request,
-        scope: trio.CancelScope,
+        scope: trio.CancelScope | None,
     ) -> None:
-        """Answer ``req`` within its scope, so even its error frame is redacted with the
-        caller's secrets in mind; a scope that refuses the request answers for it."""
+        """Answer ``req`` within its request scope, so even its error frame is redacted
+        with the caller's secrets in mind; a request scope that refuses the request
+        answers for it. ``scope``: the cancel scope a ``cancel`` finds it by (None for
+        an inline request)."""
         try:
             with self.scope(req):
                 if method is None:
@@ -303,26 +378,39 @@ class RpcServer:
         except TsukuError as e:  # raised by the scope itself: nothing ran
             await conn.send(protocol.error_frame(req.id, e))
         finally:
-            if conn.running.get(req.id) is scope:
+            if scope is not None and conn.running.get(req.id) is scope:
                 del conn.running[req.id]
 
     async def _answer(
-        self, conn: Connection, method: Method, req: protocol.Request, scope: trio.CancelScope
+        self,
+        conn: Connection,
+        method: Method,
+        req: protocol.Request,
+        scope: trio.CancelScope | None,
     ) -> None:
         started = time.perf_counter()
         outcome = "ok"
-        tally = spent.Tally()
+        counting = spent.tally() if scope is not None else None
+        tally = _UNCOUNTED if counting is None else counting.counted
         try:
             try:
-                params = msgspec.convert(req.params, method.params)
+                decoder = self._decoders.get(method.params)
+                if decoder is None:
+                    decoder = self._decoders[method.params] = protocol.params_decoder(method.params)
+                params = decoder.decode(req.params)
             except msgspec.ValidationError as e:
                 raise InvalidParams(f"{method.name}: {e}".replace("`$", "`$.params")) from None
             call = Call(conn, req.id)
             if self.before_request is not None:
                 self.before_request()
-            with spent.tally() as tally, notices.to(call.progress), scope:
+            if scope is None or counting is None:
+                # Inline: it awaits nothing slow, so it neither spends (an LLM call is
+                # slow) nor retries a download that would tell the person.
                 result = await method.handler(self.context_for(method), params, call)
-            if scope.cancelled_caught:
+            else:
+                with counting, notices.to(call.progress), scope:
+                    result = await method.handler(self.context_for(method), params, call)
+            if scope is not None and scope.cancelled_caught:
                 raise RequestCancelled(
                     f"{method.name} was cancelled; its runs spent ${tally.usd:.4f}",
                     spent_usd=float(tally.usd),

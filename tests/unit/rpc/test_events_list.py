@@ -107,3 +107,32 @@ async def test_a_summary_counts_an_event_its_writer_has_not_committed_yet(
     result = frame.get("result")
     assert isinstance(result, dict), frame
     assert result["totals"]["events"] == 1, result
+
+
+def test_a_listing_written_by_sqlite_is_the_one_python_writes(tmp_path: Path) -> None:
+    """A short listing's events are written by SQLite (``queries.list_json_sql``), a
+    streamed one's by Python (``_events_chunk``): the same objects, oldest first, for
+    rows with and without a session, escapes, non-ASCII text and nested payloads."""
+    import sqlite3
+
+    from tsukud.events import queries
+    from tsukud.events.store import _SCHEMA
+    from tsukud.rpc.methods import _events_chunk
+
+    conn = sqlite3.connect(tmp_path / "t.db", isolation_level=None)
+    conn.executescript(_SCHEMA)
+    payloads = [{"i": 1}, {"q": 'a "quoted"\\ line\nnext', "n": [1, {"x": None}]}, {"é": "ü→"}]
+    rows = [
+        (k + 1, f"2026-01-0{k + 1}T00:00:00.000000Z", "client.x", session, json.dumps(p), "ab" * 32)
+        for k, (session, p) in enumerate(zip([None, "s-1", 'odd "s"'], payloads, strict=True))
+    ]
+    conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", rows)
+    sql, params = queries.list_json_sql(queries.EventFilter(), 100)
+    count, joined = conn.execute(sql, params).fetchone()
+    listed = conn.execute(*queries.list_sql(queries.EventFilter(), 100)).fetchall()
+    conn.close()
+    assert count == 3
+    written = json.loads("[" + joined + "]")
+    assert written == json.loads(bytes(_events_chunk(listed)))["events"]
+    assert [e["id"] for e in written] == [1, 2, 3]
+    assert written[1]["payload"] == payloads[1]
