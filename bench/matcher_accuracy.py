@@ -254,16 +254,22 @@ def write(case: Case) -> Written:
 Picker = Callable[[Platform, Release], str | None]
 
 
+def _version_of(recipe: Recipe | None, release: Release) -> str | None:
+    """The version a written recipe reads from ``release``'s tag (None: no recipe, or
+    a tag it does not read)."""
+    if recipe is None:
+        return None
+    return tag_to_version(release.tag, version_source(recipe).tag_prefix)
+
+
 def ours(case: Case) -> Picker:
     """What the written recipe installs, read as this project reads it (the renderer
     the installer uses), or nothing when create writes none."""
     recipe = written(case).recipe
 
     def pick(target: Platform, release: Release) -> str | None:
-        if recipe is None:
-            return None
-        version = tag_to_version(release.tag, version_source(recipe).tag_prefix)
-        if version is None:
+        version = _version_of(recipe, release)
+        if recipe is None or version is None:
             return None
         try:
             steps = render_recipe(
@@ -283,10 +289,8 @@ def as_tsuku(case: Case) -> Picker:
     recipe, data = found.recipe, found.data
 
     def pick(target: Platform, release: Release) -> str | None:
-        if recipe is None:
-            return None
-        version = tag_to_version(release.tag, version_source(recipe).tag_prefix)
-        if version is None:
+        version = _version_of(recipe, release)
+        if recipe is None or version is None:
             return None
         names = [a.name for a in tsuku_assets(data, version, target.os, target.arch)]
         return names[0] if len(names) == 1 else None

@@ -217,16 +217,8 @@ def test_eval_discover_figures_ledger_max_usd_compare_and_a_local_model(
     local_searches_then_finds(local)
     _github, _eco, search = fakes
     asked = len(search.requests)
-    res = discover_json(
-        home,
-        "--corpus",
-        str(one),
-        "--provider",
-        "local",
-        "--only-provider",
-        "--search-provider",
-        "ddg",
-    )
+    local_only = ("--corpus", str(one), "--provider", "local", "--only-provider")
+    res = discover_json(home, *local_only, "--search-provider", "ddg")
     assert (res["provider"], res["figures"]["right"], res["figures"]["items"]) == ("local", 1, 1)
     assert [r.route for r in search.requests[asked:]] == ["/html/"]
     assert res["figures"]["asked_by"] == {"confirm at llm": 1}
@@ -237,19 +229,7 @@ def test_eval_discover_figures_ledger_max_usd_compare_and_a_local_model(
     # never scored as discovery's miss; the run goes on (here: it had one item).
     for _ in range(20):
         local.error(503, "overloaded", headers={"retry-after": "0"})
-    cp = home.ctl(
-        "eval",
-        "discover",
-        "--corpus",
-        str(one),
-        "--provider",
-        "local",
-        "--only-provider",
-        "--search-provider",
-        "ddg",
-        "--yes",
-        timeout=120,
-    )
+    cp = home.ctl("eval", "discover", *local_only, "--search-provider", "ddg", "--yes")
     assert cp.returncode == 0, cp.stderr
     assert "stripe-cli: outage, not scored: " in cp.stdout, cp.stdout
     down = cp.stdout.split()[1].rstrip(":")
