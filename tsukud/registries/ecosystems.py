@@ -102,6 +102,11 @@ class Ecosystem:
     downloads: UrlSetting | None = None
     index: UrlSetting | None = None
     step_name_kind: str = ""  # a recipe step's package, in words, when it differs
+    # The instructions builder: the package manager an install page names for it
+    # (``pipx`` for PyPI: what a page tells a person to type) and the words a page uses
+    # for its command; None: a page's packages of it are shown, not built.
+    page_manager: str | None = None
+    page_words: tuple[str, ...] = ()
     # Product modules beside the record, the reader and the runner that hold this
     # ecosystem's own code (none but Go's version listing, read by the installer).
     modules: tuple[str, ...] = ()
@@ -153,6 +158,8 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         versions=VersionsDocument(npm.packument_url, npm.versions, npm.latest),
         runner="tsukud.install.ecosystem.npm",
         install_command="npm install -g {name}",
+        page_manager="npm",
+        page_words=("npm", "npx", "yarn", "pnpm"),
         thresholds=(100, 5),
         priority=5,
         downloads_counted="weekly downloads",
@@ -180,6 +187,8 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         versions=VersionsDocument(pypi.project_url, pypi.versions, pypi.latest),
         runner="tsukud.install.ecosystem.pipx",
         install_command="pipx install {name}",
+        page_manager="pipx",
+        page_words=("pipx", "pip", "pip3", "uv", "uvx"),
         thresholds=(0, 3),
         priority=4,
         downloads_counted=None,
@@ -212,6 +221,8 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         versions=VersionsDocument(crates.crate_url, crates.versions, crates.latest),
         runner="tsukud.install.ecosystem.cargo",
         install_command="cargo install {name}",
+        page_manager="cargo",
+        page_words=("cargo",),
         thresholds=(100, 5),
         priority=3,
         downloads_counted="downloads in 90 days",
@@ -265,6 +276,8 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         versions=None,
         runner="tsukud.install.ecosystem.golang",
         install_command="go install {name}@latest",
+        page_manager="go",
+        page_words=("go",),
         thresholds=(0, 3),
         priority=7,
         downloads_counted=None,
@@ -277,6 +290,10 @@ BY_BUILDER: Mapping[str, Ecosystem] = {e.builder: e for e in ECOSYSTEMS}
 BY_PREFIX: Mapping[str, Ecosystem] = {e.prefix: e for e in ECOSYSTEMS}
 BY_ACTION: Mapping[str, Ecosystem] = {e.action: e for e in ECOSYSTEMS}
 BY_VERSION_SOURCE: Mapping[str, Ecosystem] = {e.version_source: e for e in ECOSYSTEMS}
+#: An install page's package manager -> its ecosystem (the instructions builder's).
+BY_PAGE_MANAGER: Mapping[str, Ecosystem] = {
+    e.page_manager: e for e in ECOSYSTEMS if e.page_manager is not None
+}
 
 #: The settings of every ecosystem's URLs, in the order ``config.py`` lists them.
 URL_SETTINGS: tuple[UrlSetting, ...] = tuple(
