@@ -2,9 +2,9 @@
 
 Two tools: ``web_search`` (query → results) and ``extract_source`` (builder, source,
 confidence 0-100, evidence[], reasoning): the builder is ``github`` with an
-``owner/repo``, or an ecosystem (a record's builder, registries/ecosystems.py: ``npm``,
-``pypi``, ...) with the package name its registry allows, for a tool whose docs say ``npm install -g
-<package>`` and the like. Each provider searches the way its spec's ``search`` says
+``owner/repo``, or an ecosystem (a record's builder, registries/ecosystems.py) with the
+package name its registry allows, for a tool whose docs say ``cargo install <crate>``
+and the like. Each provider searches the way its spec's ``search`` says
 (llm/providers.py, :func:`strategy_for`):
 
 * **server**: the provider's own web search tool (``max_uses`` bounded) next to
@@ -87,7 +87,8 @@ FINDINGS_LIMIT = 6000
 
 
 def _package_names() -> str:
-    """``the package name for npm, pypi, ..., the module path for go``."""
+    """``the package name for <builder>, ..., the module path for <builder>``: the
+    records' builders, grouped by what names their packages."""
     by_kind: dict[str, list[str]] = {}
     for e in ECOSYSTEM_RECORDS:
         kind = "the module path" if e.package_key == "module" else "the package name"

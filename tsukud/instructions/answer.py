@@ -65,7 +65,7 @@ _PACKAGE = re.compile(r"^[A-Za-z0-9@][A-Za-z0-9@._/~-]{0,200}$")
 _PAGE_VERSION = re.compile(r"^v?\d+(?:\.\d+)*(?:[-+][0-9A-Za-z][0-9A-Za-z.]*)?$")
 _BINARY = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._/-]{0,200}$")
 # The words a page uses for each manager's install command (a Python tool is often
-# shown as ``pip install``, a Node one as ``npx`` or ``pnpm add -g``): the record's.
+# shown as ``pip install``, a Node one as ``npx``): the record's.
 MANAGER_WORDS: Final = {m: e.page_words for m, e in BY_PAGE_MANAGER.items()}
 # What the model answers as the manager: msgspec refuses any other (the records'
 # page managers); a static checker sees a string.
@@ -73,7 +73,7 @@ if TYPE_CHECKING:
     Manager = str
 else:
     Manager = Literal[tuple(BY_PAGE_MANAGER)]
-#: ``npm install -g``, ``pipx install``, ...: the commands, for the model's instructions.
+#: ``pipx install``, ``cargo install``, ...: the commands, for the model's instructions.
 SHOWN_COMMANDS: Final = tuple(c.split(" {")[0] for c in ECOSYSTEM_COMMANDS.values())
 
 _STR = {"type": "string"}
@@ -246,7 +246,7 @@ def _url_findings(
 
 def named_at(text: str, word: str) -> int | None:
     """Where ``word`` stands on its own in ``text`` (not inside a longer name), or None:
-    ``foo`` is named by ``npm i -g foo@2`` or "install foo.", not by ``foobar``,
+    ``foo`` is named by ``pipx install foo==2`` or "install foo.", not by ``foobar``,
     ``@x/foo`` or ``foo.js``."""
     pattern = r"(?<![\w@/.-])" + re.escape(word) + r"(?![\w/-]|\.\w)"
     m = re.search(pattern, text, re.I)

@@ -358,7 +358,7 @@ class RunCommandStep(_StepBase, frozen=True, kw_only=True):
 
 class EcosystemStep(_StepBase, frozen=True, kw_only=True):
     """An install by a language's package manager into the tool's own directory:
-    ``npm_install``, ``pipx_install``, ``cargo_install``, ``gem_install``,
+    ``<tool>_install``, one per record of ``registries/ecosystems.py``,
     ``go_install``. Each names its package under tsuku's key for it (``package``,
     ``crate``, ``gem``, ``module``) and the ``executables`` it puts on PATH; the version
     comes from that ecosystem's registry (``VERSION_SOURCE``) unless ``[version]`` says

@@ -2,7 +2,7 @@
 
 Each entry names the toolchain it needs, the version source its package's versions
 come from (``install/ecosystem/versions.py``), the setting holding that registry's base
-URL (the same settings discovery's probes read, so one ``TSUKU_NPM_URL`` points both at
+URL (the same settings discovery's probes read, so one ``TSUKU_<NAME>_URL`` points both at
 a mirror) and its runner. A runner installs one pinned version into the tool's
 directory and returns the executables to link (``{name: {path, sha256}}``); an entry
 without a runner parses, plans and resolves versions, but does not install yet.

@@ -15,7 +15,7 @@ from pathlib import Path
 from tsukud.errors import TsukuError
 from tsukud.registries.ecosystems import BY_ACTION, Toolchain
 
-__all__ = ["CARGO", "NPM", "PYTHON", "Toolchain", "ToolchainMissing", "find"]
+__all__ = ["CARGO", "PYTHON", "Toolchain", "ToolchainMissing", "find"]
 
 
 class ToolchainMissing(TsukuError):
@@ -36,9 +36,8 @@ def find(toolchain: Toolchain, env: Mapping[str, str]) -> Path:
     return Path(found)
 
 
-# The toolchains the runners and tests name (the records in registries/ecosystems.py
-# hold every ecosystem's).
-NPM = BY_ACTION["npm_install"].toolchain
+# The toolchains the runners name (the records in registries/ecosystems.py hold every
+# ecosystem's).
 PYTHON = BY_ACTION["pipx_install"].toolchain
 CARGO = BY_ACTION["cargo_install"].toolchain
 
