@@ -96,7 +96,7 @@ def main_packages(module_zip: bytes, module: str, version: str) -> list[str]:
 
 
 def version_module(package: str, declared: str | None = None) -> str:
-    """The module whose versions a ``go_install`` of ``package`` (a package path)
+    """The module whose versions an install of ``package`` (a package path)
     installs, as tsuku reads it: the recipe's ``[version] module`` when it names one;
     else ``github.com/<owner>/<repo>`` for a GitHub path, the part before ``/cmd/``,
     or the path itself (a module whose root is the command)."""

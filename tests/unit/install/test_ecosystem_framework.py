@@ -13,7 +13,7 @@ import trio
 
 from tsukud.errors import ExitCode, exit_code_for
 from tsukud.install.checks import verify_env
-from tsukud.install.ecosystem import toolchain
+from tsukud.install.ecosystem import pipx, toolchain
 from tsukud.install.ecosystem.actions import ACTIONS, registry_urls
 from tsukud.install.ecosystem.prefix import (
     EcosystemInstallFailed,
@@ -243,7 +243,7 @@ def test_python_without_venv_is_a_missing_toolchain(tmp_path: Path) -> None:
 
     async def main() -> None:
         with pytest.raises(toolchain.ToolchainMissing, match="cannot install PyPI") as info:
-            await toolchain.check_works(toolchain.PYTHON, broken, {"PATH": "/usr/bin:/bin"})
+            await toolchain.check_works(pipx.TOOLCHAIN, broken, {"PATH": "/usr/bin:/bin"})
         assert "python3-venv" in (info.value.hint or "")
 
     trio.run(main)

@@ -45,11 +45,13 @@ from tsukud.install.ecosystem.staging import Build, Stage
 from tsukud.recipe.model import CargoInstallStep
 from tsukud.registries import crates
 from tsukud.registries._common import as_dict
+from tsukud.registries.ecosystems import BY_ACTION
 
 if TYPE_CHECKING:
     from tsukud.net.http import Http
 
 BIN_SUBDIR = "bin"
+TOOLCHAIN = BY_ACTION["cargo_install"].toolchain
 CRATES_IO_INDEX = "sparse+https://index.crates.io/"
 SPARSE_SINCE = (1, 68)
 _VERSION = re.compile(r"cargo (\d+)\.(\d+)")
@@ -137,7 +139,7 @@ async def check_sparse(program: Path, env: Mapping[str, str], index_url: str) ->
             hint="Install a current Rust with rustup (https://rustup.rs); Debian "
             "bookworm's cargo package is too old for sparse registries.",
             program="cargo",
-            debian_package=toolchain.CARGO.debian_package,
+            debian_package=TOOLCHAIN.debian_package,
         )
 
 

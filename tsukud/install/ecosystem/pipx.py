@@ -37,11 +37,13 @@ from tsukud.recipe import host_platform
 from tsukud.recipe.model import PipxInstallStep
 from tsukud.registries import pypi
 from tsukud.registries._common import as_dict
+from tsukud.registries.ecosystems import BY_ACTION
 
 if TYPE_CHECKING:
     from tsukud.net.http import Http
 
 VENV = "venv"
+TOOLCHAIN = BY_ACTION["pipx_install"].toolchain
 BIN_SUBDIR = f"{VENV}/bin"
 
 
@@ -64,7 +66,7 @@ def pip_argv(ctx: RunContext) -> list[str]:
 
 async def install(ctx: RunContext) -> dict[str, dict[str, str]]:
     env = clean_env(ctx.prefix, ctx.program, ctx.env, {"PIP_CONFIG_FILE": "/dev/null"}, ctx.proxies)
-    await toolchain.check_works(toolchain.PYTHON, ctx.program, env)
+    await toolchain.check_works(TOOLCHAIN, ctx.program, env)
     venv = str(ctx.prefix.root / VENV)
     await run([str(ctx.program), "-m", "venv", venv], prefix=ctx.prefix, env=env, what="venv")
     await run(pip_argv(ctx), prefix=ctx.prefix, env=env, what="pip install")
