@@ -16,6 +16,7 @@ are, is its reader's.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Mapping
@@ -66,20 +67,10 @@ def as_probe(builder: str, facts: PackageFacts | None) -> Probe | None:
     first of the package's repository URLs that points into github.com as the slug."""
     if facts is None:
         return None
-    slug = next((s for u in facts.repository_urls if (s := _slug(u))), None)
-    return Probe(
-        builder=builder,
-        source=facts.source,
-        downloads=facts.downloads,
-        version_count=facts.version_count,
-        has_repository=facts.has_repository,
-        repository=slug,
-        description=facts.description,
-        latest=facts.latest,
-        executables=facts.executables,
-        first_published=facts.first_published,
-        maintainers=facts.maintainers,
-    )
+    said = dataclasses.asdict(facts)  # the same fields, but the URLs
+    urls = said.pop("repository_urls")
+    slug = next((s for u in urls if (s := _slug(u))), None)
+    return Probe(builder=builder, repository=slug, **said)
 
 
 def _slug(url: str | None) -> str | None:

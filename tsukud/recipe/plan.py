@@ -18,8 +18,8 @@ listed in ``unsupported`` with the platform, so ``tsukuctl plan`` over a whole r
 says honestly what is missing. Pure: the caller resolves the version and passes the
 release's asset names and digests when it has them.
 
-One entry per action in :data:`PLANNERS`; an action added later (an ecosystem's
-``go_install``, ``homebrew``) is one function and one row.
+One entry per action in :data:`PLANNERS`; an action added later (``homebrew``, the
+ecosystems' steps) is one function and one row.
 """
 
 from __future__ import annotations

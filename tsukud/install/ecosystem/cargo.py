@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     from tsukud.net.http import Http
 
 BIN_SUBDIR = "bin"
-TOOLCHAIN = BY_ACTION["cargo_install"].toolchain
+RECORD = BY_ACTION["cargo_install"]
+TOOLCHAIN = RECORD.toolchain
 CRATES_IO_INDEX = "sparse+https://index.crates.io/"
 SPARSE_SINCE = (1, 68)
 _VERSION = re.compile(r"cargo (\d+)\.(\d+)")
@@ -159,14 +160,7 @@ async def install(ctx: RunContext) -> dict[str, dict[str, str]]:
 
 async def draft(http: Http, base: str, crate: str, requested: str | None) -> Drafted:
     label = f"crates_io package {crate}"
-    doc, resolved = await listed(
-        http,
-        base,
-        label,
-        crates.crate_url(base, crate),
-        lambda d: (crates.versions(d), crates.latest(d)),
-        requested,
-    )
+    doc, resolved = await listed(http, base, label, RECORD, crate, requested)
     bins = crates.bin_names(doc, resolved.tag)
     if bins is None:  # the registry has not analysed it: read the published Cargo.toml
         data = await package_bytes(http, crates.download_url(base, crate, resolved.tag))

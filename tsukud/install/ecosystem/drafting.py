@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from tsukud.install.ecosystem.versions import choose
 from tsukud.recipe.model import EcosystemStep, VersionSection
 from tsukud.recipe.version import ResolvedVersion, check_version
+from tsukud.registries.ecosystems import Ecosystem
 
 if TYPE_CHECKING:
     from tsukud.net.http import Http
@@ -75,17 +76,15 @@ async def document(http: Http, url: str, label: str, base: str) -> Any:
 
 
 async def listed(
-    http: Http,
-    base: str,
-    label: str,
-    url: str,
-    listing: Callable[[Any], tuple[list[str], str | None]],
-    requested: str | None,
+    http: Http, base: str, label: str, eco: Ecosystem, package: str, requested: str | None
 ) -> tuple[Any, ResolvedVersion]:
-    """A registry's JSON document that lists the versions, and the version to draft
-    (``requested``, else the registry's latest)."""
-    doc = await document(http, url, label, base)
-    return doc, check_version(choose(listing(doc), requested, label))
+    """The JSON document of ``eco``'s registry that lists ``package``'s versions (the
+    record's ``versions``), and the version to draft (``requested``, else the
+    registry's latest)."""
+    source = eco.versions
+    assert source is not None, eco.builder  # a registry whose versions are one document
+    doc = await document(http, source.url(base, package), label, base)
+    return doc, check_version(choose((source.versions(doc), source.latest(doc)), requested, label))
 
 
 async def json_document(http: Http, url: str) -> Any:

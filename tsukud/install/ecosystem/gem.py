@@ -39,12 +39,14 @@ from tsukud.install.ecosystem.staging import Build, Stage
 from tsukud.recipe.model import GemInstallStep
 from tsukud.registries import rubygems
 from tsukud.registries._common import as_dict
+from tsukud.registries.ecosystems import BY_ACTION
 
 if TYPE_CHECKING:
     from tsukud.net.http import Http
 
 BINSTUB_SUBDIR = "gem-bin"
 BIN_SUBDIR = "bin"
+RECORD = BY_ACTION["gem_install"]
 
 
 def source_url(registry_url: str) -> str:
@@ -124,14 +126,7 @@ async def install(ctx: RunContext) -> dict[str, dict[str, str]]:
 
 async def draft(http: Http, base: str, gem: str, requested: str | None) -> Drafted:
     label = f"rubygems package {gem}"
-    _doc, resolved = await listed(
-        http,
-        base,
-        label,
-        rubygems.versions_url(base, gem),
-        lambda d: (rubygems.versions(d), rubygems.latest(d)),
-        requested,
-    )
+    _doc, resolved = await listed(http, base, label, RECORD, gem, requested)
     info = as_dict(await document(http, rubygems.gem_info_url(base, gem), label, base))
     data = await package_bytes(http, rubygems.gem_url(base, gem, resolved.tag))
     executables = rubygems.gemspec_executables(gem_metadata(data))

@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from tsukud.net.http import Http
 
 VENV = "venv"
-TOOLCHAIN = BY_ACTION["pipx_install"].toolchain
+RECORD = BY_ACTION["pipx_install"]
+TOOLCHAIN = RECORD.toolchain
 BIN_SUBDIR = f"{VENV}/bin"
 
 
@@ -79,14 +80,7 @@ async def install(ctx: RunContext) -> dict[str, dict[str, str]]:
 
 async def draft(http: Http, base: str, project: str, requested: str | None) -> Drafted:
     label = f"pypi package {project}"
-    doc, resolved = await listed(
-        http,
-        base,
-        label,
-        pypi.project_url(base, project),
-        lambda d: (pypi.versions(d), pypi.latest(d)),
-        requested,
-    )
+    doc, resolved = await listed(http, base, label, RECORD, project, requested)
     if resolved.tag != pypi.latest(doc):
         url = f"{base.rstrip('/')}/pypi/{pypi.normalize(project)}/{resolved.tag}/json"
         release = await document(http, url, f"{label} {resolved.tag}", base)
