@@ -430,7 +430,7 @@ def worst_case(
     external = Decimal(0)
     for name, model in providers:
         kind = strategy_for(name, model)
-        if kind == "server" and name == "claude":
+        if kind == "server" and not BY_NAME[name].grounded:  # a search tool, per use
             searches = max(searches, max_searches + MAX_TURNS - 1)
         elif kind == "server":
             grounded = max(grounded, MAX_TURNS)
@@ -521,7 +521,7 @@ class LLMDiscovery:
         return resp
 
     def _note_search_errors(self, message: AssistantMessage, outcome: Outcome) -> None:
-        """Claude's server search reports a failure as a ``web_search_tool_result``
+        """A server search tool reports a failure as a ``web_search_tool_result``
         whose content is an error object instead of a list of results."""
         for part in message.parts:
             if not isinstance(part, ProviderBlock):

@@ -235,7 +235,7 @@ class ProviderRetry(Payload):
 
 
 class BreakerEvent(Payload):
-    """A breaker's events name their ``scope``: an LLM provider's name (``claude``,
+    """A breaker's events name their ``scope``: an LLM provider's name (its spec's,
     which they also write as ``provider``, as every event before scopes did) or a
     remote service's (``registry:<builder>``). Old rows have ``provider`` only."""
 

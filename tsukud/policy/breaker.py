@@ -1,4 +1,4 @@
-"""Circuit breakers, one per scope: an LLM provider (``claude``) or a remote service
+"""Circuit breakers, one per scope: an LLM provider (its spec's name) or a remote service
 a batch depends on (``registry:<builder>``, see :func:`registry_scope`).
 
 closed → (N consecutive counted failures) → open → (cool-down) → half_open, where exactly
