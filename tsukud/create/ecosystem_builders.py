@@ -5,7 +5,7 @@ lists them).
 The registry's metadata says everything a recipe needs, so no model is asked and
 nothing is guessed. Which documents list a package's versions and where its
 executables are written down (a manifest's ``bin``, a wheel's ``entry_points.txt``, a
-``.crate``'s Cargo.toml, a ``.gem``'s spec, a module's main packages) is each
+published crate's targets, a ``.gem``'s spec, a module's main packages) is each
 ecosystem's own knowledge: its runner module's ``draft``, reached here through the
 record (``install/ecosystem/actions.py``), never by name. This module turns what it
 answers into tsuku's registry style: one ecosystem step, no ``[version]`` unless the

@@ -3,7 +3,7 @@
 Two tools: ``web_search`` (query → results) and ``extract_source`` (builder, source,
 confidence 0-100, evidence[], reasoning): the builder is ``github`` with an
 ``owner/repo``, or an ecosystem (a record's builder, registries/ecosystems.py) with the
-package name its registry allows, for a tool whose docs say ``cargo install <crate>``
+package name its registry allows, for a tool whose docs say ``<manager> install <package>``
 and the like. Each provider searches the way its spec's ``search`` says
 (llm/providers.py, :func:`strategy_for`):
 

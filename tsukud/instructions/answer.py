@@ -73,7 +73,7 @@ if TYPE_CHECKING:
     Manager = str
 else:
     Manager = Literal[tuple(BY_PAGE_MANAGER)]
-#: ``pipx install``, ``cargo install``, ...: the commands, for the model's instructions.
+#: ``pipx install``, ...: the commands, for the model's instructions.
 SHOWN_COMMANDS: Final = tuple(c.split(" {")[0] for c in ECOSYSTEM_COMMANDS.values())
 
 _STR = {"type": "string"}

@@ -45,7 +45,7 @@ class EcosystemAction:
     version_source: str
     url_setting: str
     runner: Runner | None = None
-    index_setting: str | None = None  # a second URL the runner needs (cargo's index)
+    index_setting: str | None = None  # a second URL the runner needs (an index)
     drafter: Drafter | None = None
     fetch: Fetch | None = None
 

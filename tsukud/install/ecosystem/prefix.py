@@ -86,7 +86,7 @@ class RunContext:
     program: Path
     registry_url: str
     env: Mapping[str, str]
-    # A second URL some registries need (cargo's sparse index beside the registry's API).
+    # A second URL some registries need (a package index beside the registry's API).
     index_url: str = ""
     # The proxy settings in force for the request (``proxy_env``): every package manager
     # and go read the same variables, so they reach their registries the way tsukud does.
