@@ -89,7 +89,7 @@ class RunContext:
     # A second URL some registries need (a package index beside the registry's API).
     index_url: str = ""
     # The proxy settings in force for the request (``proxy_env``): every package manager
-    # and go read the same variables, so they reach their registries the way tsukud does.
+    # reads the same variables, so each reaches its registry the way tsukud does.
     proxies: Mapping[str, str] = field(default_factory=dict)
 
 
