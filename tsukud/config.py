@@ -406,7 +406,7 @@ KEYS: dict[str, Key] = {
             minimum=0,
             doc="price of one Brave Search API query, charged to the budget",
         ),
-        # The ecosystems' registries (and npm's download counts, cargo's index): one
+        # The ecosystems' registries (and a second URL some have: download counts, an index): one
         # record each in registries/ecosystems.py, which discovery and install read too.
         *(Key(u.key, str, u.default, (u.env,), doc=u.doc) for u in URL_SETTINGS),
         Key("discover.ddg_url", str, "https://html.duckduckgo.com/html/", ("TSUKU_DDG_URL",)),

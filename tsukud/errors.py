@@ -210,8 +210,8 @@ CATALOGUE: dict[str, ErrorKind] = {
         E.INSTALL_FAILED,
         "Only github_archive, github_file, homebrew, the URL actions (download, "
         "download_file, download_archive, extract, chmod, install_binaries, run_command) and "
-        "the ecosystem actions (npm_install, pipx_install, cargo_install, gem_install, "
-        "go_install) can be installed for now.",
+        "the ecosystem actions (one per package registry that `tsukuctl create --from` "
+        "accepts) can be installed for now.",
     ),
     "recipe_unsupported_feature": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),
     "recipe_unsupported_platform": ErrorKind(E.INSTALL_FAILED, _FIX_RECIPE),

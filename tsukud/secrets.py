@@ -8,7 +8,7 @@ this module, so there is one marker, one length threshold and one idea of a secr
   validation container), replaced wherever they appear, because an upstream error or
   a URL can echo a key under any name;
 - the value of any credential-like key (``password=…``, ``token: …``, ``"api_key":
-  "…"``, ``STRIPE_KEY=…``, ``NPM_AUTH=…``), whatever its characters: a numeric password
+  "…"``, ``STRIPE_KEY=…``, ``REGISTRY_AUTH=…``), whatever its characters: a numeric password
   is still a password;
 - the value after a credential flag on a command line (``--password VALUE``,
   ``--token VALUE``, ``--api-key VALUE``), as a shell line or a process listing shows it;
@@ -39,7 +39,7 @@ MIN_SECRET_LENGTH = 4
 # ``secrets`` are not. ``token`` counts only as a whole word or after a separator
 # (``mytoken`` is not a credential); ``pwd`` and ``pass`` only after a separator
 # (``PWD`` and ``OLDPWD`` are directories, "pass: 3" a test count; ``DB_PASS`` is not).
-# ``auth`` is like ``token`` (``auth``, ``NPM_AUTH``; not ``author`` or ``oauth``).
+# ``auth`` is like ``token`` (``auth``, ``REGISTRY_AUTH``; not ``author`` or ``oauth``).
 # ``key`` counts only after ``_`` or ``-`` (``STRIPE_KEY``, ``signing-key``): a bare
 # ``key`` is how tsuku names a setting ("unknown key: llm.foo") and ``server.key`` a
 # file, and ``monkey``/``keyboard`` are words.

@@ -120,7 +120,7 @@ class Services:
 
         from tsukud.registries.ecosystems import DISCOVERY_URLS
 
-        # create reads an ecosystem package's metadata through this client (npm:x): the
+        # create reads an ecosystem package's metadata through this client (<prefix>:x): the
         # registry a person configured, a private mirror included, must be reachable.
         registries = tuple(u.key for u in DISCOVERY_URLS.values())
         return Http(
@@ -209,7 +209,7 @@ class Services:
         return registry_urls(lambda key: self._setting(key)())
 
     def _package_proxies(self) -> dict[str, str]:
-        """The proxy variables npm, pip, cargo, gem and go get for this request."""
+        """The proxy variables every package manager gets for this request."""
         from tsukud.install.ecosystem.prefix import proxy_env
 
         return proxy_env(lambda key: str(self._setting(key)() or ""))

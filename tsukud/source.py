@@ -51,7 +51,7 @@ class BadSource(TsukuError):
 
 
 def from_hint() -> str:
-    """``Name the source as --from github:owner/repo, npm:<package>, ...``."""
+    """``Name the source as --from github:owner/repo, <prefix>:<package>, ...``."""
     return f"Name the source as --from {sources_hint()}."
 
 

@@ -2,15 +2,18 @@
 ecosystems is derived from it, and an ecosystem's names appear nowhere else.
 
 The count is what issue 27 measures: ``grep -rli rubygems tsukud`` outside
-``tsukud/testing/``. A module that starts spelling a registry's name (a new table, a
-hint written out by hand) fails here until it derives from the record instead, or the
-record lists it as holding that ecosystem's own code.
+``tsukud/testing/``, for every record's registry names and its action (at most 4
+modules: the record, the reader, the runner and, for the action, the step Struct). A
+module that starts spelling one (a new table, a hint written out by hand, an example
+in a comment) fails here until it derives from the record instead, or the record
+lists it as holding that ecosystem's own code.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from pathlib import Path
 
 import msgspec
@@ -22,12 +25,15 @@ from tsukud.create.ecosystem_builders import DRAFTERS
 from tsukud.discover import ecosystem as discovery
 from tsukud.discover.service import ECOSYSTEM_KEYS
 from tsukud.errors import CATALOGUE
+from tsukud.flows.no_build import PAGE_ECOSYSTEMS
 from tsukud.install.ecosystem.actions import ACTIONS
 from tsukud.install.ecosystem.versions import FETCHERS
 from tsukud.install.pins import create_source
+from tsukud.instructions import answer
 from tsukud.recipe import Metadata, Recipe
 from tsukud.recipe.model import ECOSYSTEM_STEPS, RUNNABLE_ECOSYSTEM_ACTIONS
-from tsukud.registries.ecosystems import ECOSYSTEMS, URL_SETTINGS, sources_hint
+from tsukud.recipe.plan import PLANNERS
+from tsukud.registries.ecosystems import ECOSYSTEMS, URL_SETTINGS, Ecosystem, sources_hint
 from tsukud.source import BadSource, EcosystemPackage, parse_source
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,29 +43,49 @@ def _file(module: str) -> str:
     return module.replace(".", "/") + ".py"
 
 
+# The bound issue 27 set: an ecosystem is its record, its reader and its runner (and
+# its step Struct in recipe/model.py, which names its action), so its names appear in
+# at most four product modules.
+MAX_MODULES = 4
+STEP_MODULE = "tsukud/recipe/model.py"
+
+
+def counted_names(eco: Ecosystem) -> set[str]:
+    """The names of ``eco`` the count holds: the registry's (discovery's builder, the
+    ``--from`` prefix, the ``[version]`` source) and its step's action. ``go`` is a
+    word of everything (a Go binary's build info, "go to"), so two letters are not
+    counted; nor is the program a runner runs (``cargo``, ``gem``, ``python3``), a
+    word of other things too (a GitHub tool's ``cargo-x`` plugin, ``gemini``, a
+    system package)."""
+    return {n.lower() for n in (eco.builder, eco.prefix, eco.version_source, eco.action)} - {
+        n for n in (eco.builder, eco.prefix) if len(n) < 3
+    }
+
+
+def _named_by(name: str) -> set[str]:
+    """The product modules naming ``name``: the issue's ``grep -rli`` for a registry's
+    name; an action's name as a whole word (``go_install`` is in ``cargo_install``)."""
+    if not name.endswith("_install"):
+        return mentions(name)
+    word = re.compile(r"(?<![a-z0-9_])" + re.escape(name) + r"(?![a-z0-9_])")
+    return {m for m in mentions(name) if word.search((REPO / m).read_text().lower())}
+
+
 @pytest.mark.parametrize("eco", ECOSYSTEMS, ids=lambda e: e.builder)
-def test_a_registry_s_name_appears_only_in_its_record_and_the_modules_it_lists(eco):
+def test_an_ecosystem_is_named_only_by_its_record_its_reader_and_its_runner(eco):
     allowed = {
         "tsukud/registries/ecosystems.py",
         _file(eco.reader),
         *([_file(eco.runner)] if eco.runner else []),
         *(_file(m) for m in eco.modules),
     }
-    # The names only a registry has (``npm``, ``go`` and ``pypi`` are words of other
-    # things too: a sandbox's npm cache, a Go binary's build info, a wheel's tags).
-    names = {n.lower() for n in (eco.builder, eco.version_source) if len(n) >= 6}
-    for name in names:
-        assert mentions(name) <= allowed, name
     for module in allowed:
         assert (REPO / module).is_file(), module
-
-
-def test_rubygems_is_named_by_at_most_six_product_modules():
-    # Issue 27 counted 19 (21 when this was written): every table and the model's
-    # prompt now derive from the record; what is left is RubyGems' own code: the
-    # record, the reader, the runner, discovery's probe, create's drafter and the
-    # validation's fetch of a .gem.
-    assert len(mentions("rubygems")) <= 6
+    for name in sorted(counted_names(eco)):
+        named = _named_by(name)
+        step = {STEP_MODULE} if name in eco.action else set()  # npm: npm_install
+        assert named <= allowed | step, (name, sorted(named - allowed - step))
+        assert len(named) <= MAX_MODULES, (name, sorted(named))
 
 
 def test_every_name_of_an_ecosystem_belongs_to_one_record():
@@ -84,6 +110,33 @@ def test_the_tables_that_list_ecosystems_are_the_records():
     assert set(ACTIONS) == set(ECOSYSTEM_STEPS) == {e.action for e in ECOSYSTEMS}
     assert set(FETCHERS) == {e.version_source for e in ECOSYSTEMS}
     assert {e.action for e in ECOSYSTEMS if e.runner} == RUNNABLE_ECOSYSTEM_ACTIONS
+    assert set(ACTIONS) <= set(PLANNERS)
+    # an install page's package managers: the instructions builder's tables and the
+    # no-build flow's, all from the records that name one
+    paged = {e.page_manager: e for e in ECOSYSTEMS if e.page_manager}
+    assert {m: e.prefix for m, e in paged.items()} == PAGE_ECOSYSTEMS
+    assert {m: e.action for m, e in paged.items()} == answer.ECOSYSTEM_ACTIONS
+    assert {m: e.page_words for m, e in paged.items()} == answer.MANAGER_WORDS
+    assert answer.SCHEMA_JSON["properties"]["ecosystem"]["properties"]["manager"]["enum"] == [
+        *paged
+    ]
+    for m, e in paged.items():
+        assert m in e.page_words and answer.ECOSYSTEM_COMMANDS[m] == e.install_command
+
+
+@pytest.mark.parametrize("manager", ["brew", "gem", "curl", "NPM"])
+def test_an_install_page_s_manager_no_record_names_is_refused(manager):
+    # The model's answer is judged by code: a manager outside the records' is not a
+    # package tsuku could build, whatever the page says.
+    judged = answer.judge(
+        {"kind": "ecosystem", "summary": "s", "ecosystem": {"manager": manager, "package": "t"}},
+        tool="t",
+        page_url="https://example.com/",
+        origins=(),
+        page_text=f"{manager} install t",
+    )
+    assert judged.recipe is None
+    assert [f.message for f in judged.findings if "does not fit" in f.message], judged
 
 
 @pytest.mark.parametrize("eco", ECOSYSTEMS, ids=lambda e: e.builder)

@@ -14,7 +14,7 @@ Public API (pure, no I/O):
   ``message`` (one line, redacted, terminal-safe, at most :data:`MAX_MESSAGE`
   characters), ``transport`` (the remote service said it is unwell: connect errors,
   timeouts, HTTP 429 and 5xx; only these feed a breaker), ``ecosystem`` (the source's
-  prefix: ``github``, ``npm``, ..., ``homebrew``; None for an unknown prefix) and
+  prefix: ``github``, an ecosystem's, ``homebrew``; None for an unknown prefix) and
   ``retryable`` (the same job, unchanged, may succeed later: defer it rather than
   fail it).
 * :func:`ecosystem_of` ``(source) -> str | None``.

@@ -5,7 +5,7 @@ and blank lines ignored) or a JSON object ``{"tool": .., "source": .., "priority
 A tool name is checked as a recipe name is (``install.registry.check_name``) and a source
 by the very parsers ``create`` uses, so a line accepted here names something ``create``
 can be asked for; each source is written in one canonical spelling
-(``github:owner/repo``, ``npm:<package>``, ``homebrew:<formula>``, ...), so the same
+(``github:owner/repo``, ``<prefix>:<package>``, ``homebrew:<formula>``, ...), so the same
 source spelt twice is one job. A bad line never spoils the good ones: it is reported with
 its line number and the rest is queued.
 """

@@ -77,7 +77,7 @@ from tsukud.create.tools import RepoTools, ToolCallRecord
 from tsukud.errors import ProviderUnavailable, SandboxError
 from tsukud.generation.errors import GenerationFailed
 from tsukud.generation.loop import Answered, Loop, Strategy, failure_data
-from tsukud.llm.providers import key_variables, name_of_tag
+from tsukud.llm.providers import key_variables, lists_deprecations, name_of_tag
 from tsukud.llm.run import OpenLlm, cost_usd, first_provider
 from tsukud.progress import Emit, Progress
 from tsukud.recipe import (
@@ -566,7 +566,7 @@ class _Run:
             answered = conv.answered_by or conv.last_response
             assert answered is not None
             provider, model = provider_name(answered), answered.model
-            if provider == "claude":
+            if lists_deprecations(provider):
                 from tsukud.llm.pricing import deprecation
 
                 warning = deprecation(model)

@@ -417,7 +417,7 @@ class Creator:
         version: str | None,
         session: str | None = None,
     ) -> CreateResult:
-        """``--from npm:<package>`` / ``pypi:<project>``: the recipe from the registry's
+        """``--from <prefix>:<package>`` (an ecosystem's): the recipe from the registry's
         metadata (no model, $0), fetched on the host with its scripts off and built and
         verified in the validation container (``validation/ecosystem.py``)."""
         from tsukud.create.ecosystem_builders import DRAFTERS

@@ -1,36 +1,29 @@
-"""Stage 2: is the name a package of crates.io, npm, PyPI, RubyGems or the Go proxy?
+"""Stage 2: is the name a package of one of the ecosystems' registries?
 
-Pure core: one parser per registry's JSON (exact-name matches only, case-insensitive),
-the quality filter (reference thresholds: enough downloads *or* enough versions), the
+Pure core: each registry's reader (``registries/<name>.py``, named by its record in
+``registries/ecosystems.py``) reads its JSON into :class:`PackageFacts` (exact-name
+matches only, case-insensitive) and this module turns those into a :class:`Probe`; the
+quality filter (the record's thresholds: enough downloads *or* enough versions), the
 fit check (:func:`misfit`: a same-name package that installs no executable or whose
 description has nothing to do with a command-line tool is only a candidate among the
 others, never the end of the chain), the ranking and the "clear winner" rule. Shell:
 :func:`probe_all` asks every registry in parallel under one shared deadline (3 s by
-default); a registry that errs or is late is simply not a match, and the report says
-which ones (discovery names them when it finds nothing).
-
-* crates.io: ``/api/v1/crates/<n>``; downloads = ``crate.recent_downloads`` (90 days),
-  versions = ``len(versions)``, repository = ``crate.repository``.
-* npm: ``/<n>`` and ``/downloads/point/last-week/<n>`` (api.npmjs.org); weekly
-  downloads, ``len(versions)``, ``repository.url``.
-* PyPI: ``/pypi/<n>/json``; ``len(releases)``, a repository among ``info.project_urls``.
-* RubyGems: ``/api/v1/gems/<n>.json`` and ``/api/v1/versions/<n>.json``; total
-  ``downloads``, the versions' count, ``source_code_uri``.
-* Go proxy: ``/<module>/@latest`` and ``/<module>/@v/list``; the listed versions,
-  ``Origin.URL``. (A tool name is a module path only when it is one dotted element.)
+default) through each record's ``probe``; a registry that errs or is late is simply
+not a match, and the report says which ones (discovery names them when it finds
+nothing). No registry is named here: what each one's documents say, and where they
+are, is its reader's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import quote
 
 from tsukud.discover.model import Probe
-from tsukud.registries import goproxy
+from tsukud.registries._common import Get, PackageFacts
 from tsukud.registries.ecosystems import BY_BUILDER, DISCOVERY_URLS, ECOSYSTEMS
 from tsukud.source import repo_from_url
 
@@ -66,184 +59,24 @@ def install_command(builder: str, name: str) -> str | None:
     return template.format(name=name) if template else None
 
 
-# ------------------------------------------------------------------------------ parsers
+# ------------------------------------------------------------------------------ probes
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _str(value: Any) -> str | None:
-    return value.strip() if isinstance(value, str) and value.strip() else None
-
-
-def _same(a: Any, name: str) -> bool:
-    return isinstance(a, str) and a.lower() == name.lower()
-
-
-def _bins(value: Any) -> tuple[str, ...] | None:
-    """npm's ``bin`` (a path, or names to paths) / crates.io's ``bin_names``."""
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, dict):
-        return tuple(str(k) for k in value)
-    if isinstance(value, list):
-        return tuple(str(v) for v in value if isinstance(v, str))
-    return None
-
-
-def _date(value: Any) -> str | None:
-    """The ``YYYY-MM-DD`` of an ISO timestamp a registry gave, else None."""
-    text = _str(value)
-    return text[:10] if text and re.match(r"\d{4}-\d\d-\d\d", text) else None
-
-
-def _earliest(values: Any) -> str | None:
-    dates = [d for v in values if (d := _date(v))]
-    return min(dates) if dates else None
-
-
-def _people(*values: Any) -> tuple[str, ...]:
-    """Names from a registry's people fields: a string (``"A, B"``), ``{"name"}`` or
-    ``{"login"}`` objects, or lists of those; in order, once each."""
-    names: list[str] = []
-    for value in values:
-        items = value if isinstance(value, list) else [value]
-        for item in items:
-            if isinstance(item, dict):
-                item = item.get("name") or item.get("login")
-            text = _str(item)
-            if text:
-                names += [n.strip() for n in text.split(",") if n.strip()]
-    return tuple(dict.fromkeys(n[:80] for n in names))[:5]
+def as_probe(builder: str, facts: PackageFacts | None) -> Probe | None:
+    """A reader's facts as discovery's :class:`Probe`: the record's builder, and the
+    first of the package's repository URLs that points into github.com as the slug."""
+    if facts is None:
+        return None
+    said = dataclasses.asdict(facts)  # the same fields, but the URLs
+    urls = said.pop("repository_urls")
+    slug = next((s for u in urls if (s := _slug(u))), None)
+    return Probe(builder=builder, repository=slug, **said)
 
 
 def _slug(url: str | None) -> str | None:
     """``owner/repo`` of the github.com repository a registry's field points into."""
     repo = repo_from_url(url) if url else None
     return repo.slug if repo is not None else None
-
-
-def parse_crates(name: str, body: Any) -> Probe | None:
-    crate = _dict(_dict(body).get("crate"))
-    if not _same(crate.get("name") or crate.get("id"), name):
-        return None
-    repo_url = _str(crate.get("repository"))
-    versions = _dict(body).get("versions")
-    count = len(versions) if isinstance(versions, list) else len(crate.get("versions") or [])
-    newest = _dict(versions[0]) if isinstance(versions, list) and versions else {}
-    return Probe(
-        builder="crates.io",
-        source=str(crate.get("name") or name),
-        downloads=_int(crate.get("recent_downloads")),
-        version_count=count,
-        has_repository=repo_url is not None,
-        repository=_slug(repo_url),
-        description=_str(crate.get("description")),
-        latest=_str(crate.get("max_stable_version")) or _str(crate.get("max_version")),
-        executables=_bins(newest.get("bin_names")) if "bin_names" in newest else None,
-        first_published=_date(crate.get("created_at")),
-        maintainers=_people(
-            [_dict(v).get("published_by") for v in versions] if isinstance(versions, list) else []
-        ),
-    )
-
-
-def parse_npm(name: str, packument: Any, downloads: Any) -> Probe | None:
-    doc = _dict(packument)
-    if not _same(doc.get("name"), name):
-        return None
-    repo = doc.get("repository")
-    repo_url = _str(repo.get("url")) if isinstance(repo, dict) else _str(repo)
-    versions = doc.get("versions")
-    latest = _str(_dict(doc.get("dist-tags")).get("latest"))
-    manifest = _dict(_dict(versions).get(latest or ""))
-    return Probe(
-        builder="npm",
-        source=str(doc["name"]),
-        downloads=_int(_dict(downloads).get("downloads")),
-        version_count=len(versions) if isinstance(versions, dict) else 0,
-        has_repository=repo_url is not None,
-        repository=_slug(repo_url),
-        description=_str(doc.get("description")),
-        latest=latest,
-        # A published version's manifest without ``bin`` installs no command.
-        executables=(_bins(manifest.get("bin")) or ()) if manifest.get("version") else None,
-        first_published=_date(_dict(doc.get("time")).get("created"))
-        or _earliest(v for k, v in _dict(doc.get("time")).items() if k != "modified"),
-        maintainers=_people(doc.get("author"), doc.get("maintainers")),
-    )
-
-
-def parse_pypi(name: str, body: Any) -> Probe | None:
-    info = _dict(_dict(body).get("info"))
-    if not _same(info.get("name"), name):
-        return None
-    urls = [u for u in _dict(info.get("project_urls")).values() if isinstance(u, str) and u]
-    home = _str(info.get("home_page"))
-    repo = next((r for u in [*urls, home or ""] if (r := _slug(u))), None)
-    releases = _dict(body).get("releases")
-    return Probe(
-        builder="pypi",
-        source=str(info["name"]),
-        version_count=len(releases) if isinstance(releases, dict) else 0,
-        has_repository=bool(urls),
-        repository=repo,
-        description=_str(info.get("summary")),
-        latest=_str(info.get("version")),
-        first_published=_earliest(
-            _dict(f).get("upload_time_iso_8601")
-            for files in (releases.values() if isinstance(releases, dict) else ())
-            if isinstance(files, list)
-            for f in files
-        ),
-        maintainers=_people(info.get("author"), info.get("maintainer")),
-    )
-
-
-def parse_rubygems(name: str, gem: Any, versions: Any) -> Probe | None:
-    doc = _dict(gem)
-    if not _same(doc.get("name"), name):
-        return None
-    source_uri = _str(doc.get("source_code_uri"))
-    candidates = [source_uri or "", _str(doc.get("homepage_uri")) or ""]
-    repo = next((r for u in candidates if (r := _slug(u))), None)
-    return Probe(
-        builder="rubygems",
-        source=str(doc["name"]),
-        downloads=_int(doc.get("downloads")),
-        version_count=len(versions) if isinstance(versions, list) else 0,
-        has_repository=source_uri is not None,
-        repository=repo,
-        description=_str(doc.get("info")),
-        latest=_str(doc.get("version")),
-        first_published=_earliest(
-            _dict(v).get("created_at") for v in (versions if isinstance(versions, list) else ())
-        ),
-        maintainers=_people(doc.get("authors")),
-    )
-
-
-def parse_go(module: str, latest: Any, version_list: str) -> Probe | None:
-    doc = _dict(latest)
-    version = _str(doc.get("Version"))
-    if version is None:
-        return None
-    origin = _dict(doc.get("Origin"))
-    origin_url = _str(origin.get("URL"))
-    lines = [x for x in version_list.splitlines() if x.strip()]
-    return Probe(
-        builder="go",
-        source=module,
-        version_count=len(lines),
-        has_repository=origin_url is not None,
-        repository=_slug(origin_url),
-        latest=version,
-    )
 
 
 # ------------------------------------------------------------------------ quality, ranking
@@ -280,7 +113,7 @@ def misfit(probe: Probe, tool: str) -> list[str]:
 
     The description must say it is something one runs (a command, a CLI, a linter,
     a server...), unless the registry lists the executables it installs. Mentioning the
-    tool's name proves nothing: a package of that name nearly always does (PyPI's
+    tool's name proves nothing: a package of that name nearly always does (the Python
     ``stern``, "The stern module wants to show...", is not the Kubernetes log tailer)."""
     why: list[str] = []
     low = quality(probe)
@@ -302,10 +135,11 @@ def unvouched(probe: Probe) -> list[str]:
     """Why a package found only because its name is the typed name needs a person's
     explicit choice (empty: a person's yes, or ``--yes``, may accept it).
 
-    A name is not an identity: anyone can publish ``fmtq`` on npm. What speaks for a
+    A name is not an identity: anyone can publish ``fmtq`` on a registry. What speaks for a
     package is a source repository it names and real use (downloads at the registry's
     bar); without either, nothing but the name does. A registry that does not report use
-    (PyPI, the Go proxy) leaves its use unknown, which is not evidence either."""
+    (its record's ``downloads_counted`` is None) leaves its use unknown, which is not
+    evidence either."""
     why: list[str] = []
     if not probe.has_repository:
         why.append("it names no source repository")
@@ -423,10 +257,6 @@ def _count(n: int) -> str:
 # ------------------------------------------------------------------------------ shell
 
 
-# ``await get(url) -> (status, body)``: any status comes back; network errors raise.
-Get = Callable[[str], Awaitable[tuple[int, bytes]]]
-
-
 @dataclass
 class ProbeReport:
     matches: list[Probe] = field(default_factory=list)  # exact-name matches (any quality)
@@ -435,75 +265,6 @@ class ProbeReport:
     errors: dict[str, str] = field(default_factory=dict)  # builder -> error message
     late: list[str] = field(default_factory=list)  # builders cut off by the deadline
     duration_ms: int = 0
-
-
-class RegistryUnreachable(Exception):
-    """A registry that answered with an outage (5xx) or a rate limit: unknown, not absent."""
-
-
-def _reachable(status: int) -> int:
-    if status >= 500 or status == 429:
-        raise RegistryUnreachable(f"HTTP {status}")
-    return status
-
-
-def _json(body: bytes) -> Any:
-    import json
-
-    try:
-        return json.loads(body)
-    except ValueError:
-        return None
-
-
-async def _crates(get: Get, base: str, name: str) -> Probe | None:
-    status, body = await get(f"{base}/api/v1/crates/{quote(name, safe='')}")
-    return parse_crates(name, _json(body)) if _reachable(status) == 200 else None
-
-
-async def _npm(get: Get, base: str, downloads_base: str, name: str) -> Probe | None:
-    import trio
-
-    results: dict[str, tuple[int, bytes] | None] = {}
-
-    async def fetch(key: str, url: str) -> None:
-        try:
-            results[key] = await get(url)
-        except Exception:
-            results[key] = None  # the download count is optional; a failure is 0
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(fetch, "doc", f"{base}/{quote(name, safe='@')}")
-        nursery.start_soon(
-            fetch, "dl", f"{downloads_base}/downloads/point/last-week/{quote(name, safe='@')}"
-        )
-    doc = results.get("doc")
-    if doc is None or _reachable(doc[0]) != 200:
-        return None
-    dl = results.get("dl")
-    return parse_npm(name, _json(doc[1]), _json(dl[1]) if dl and dl[0] == 200 else None)
-
-
-async def _pypi(get: Get, base: str, name: str) -> Probe | None:
-    status, body = await get(f"{base}/pypi/{quote(name, safe='')}/json")
-    return parse_pypi(name, _json(body)) if _reachable(status) == 200 else None
-
-
-async def _rubygems(get: Get, base: str, name: str) -> Probe | None:
-    status, body = await get(f"{base}/api/v1/gems/{quote(name, safe='')}.json")
-    if _reachable(status) != 200:
-        return None
-    v_status, v_body = await get(f"{base}/api/v1/versions/{quote(name, safe='')}.json")
-    return parse_rubygems(name, _json(body), _json(v_body) if v_status == 200 else None)
-
-
-async def _go(get: Get, base: str, name: str) -> Probe | None:
-    status, body = await get(goproxy.latest_url(base, name))
-    if _reachable(status) != 200:
-        return None
-    l_status, l_body = await get(goproxy.list_url(base, name))
-    listing = l_body.decode("utf-8", "replace") if l_status == 200 else ""
-    return parse_go(name, _json(body), listing)
 
 
 async def probe_all(
@@ -518,13 +279,12 @@ async def probe_all(
     import trio
 
     base = {**DEFAULT_URLS, **{k: v.rstrip("/") for k, v in (urls or {}).items() if v}}
-    probers: dict[str, Callable[[], Awaitable[Probe | None]]] = {
-        "crates.io": lambda: _crates(get, base["crates.io"], name),
-        "npm": lambda: _npm(get, base["npm"], base["npm_downloads"], name),
-        "pypi": lambda: _pypi(get, base["pypi"], name),
-        "rubygems": lambda: _rubygems(get, base["rubygems"], name),
-        "go": lambda: _go(get, base["go"], name),
-    }
+
+    async def ask(builder: str) -> Probe | None:
+        eco = BY_BUILDER[builder]
+        second = base.get(f"{builder}_downloads", "")
+        return as_probe(builder, await eco.probe(get, name, base[builder], second))
+
     report = ProbeReport()
     done: set[str] = set()
     found: dict[str, Probe] = {}
@@ -532,7 +292,7 @@ async def probe_all(
 
     async def run(builder: str) -> None:
         try:
-            probe = await probers[builder]()
+            probe = await ask(builder)
         except Exception as exc:  # any failure of one registry is a miss for it
             report.errors[builder] = str(getattr(exc, "message", None) or exc or type(exc).__name__)
             probe = None

@@ -2,9 +2,9 @@
 
 Two tools: ``web_search`` (query → results) and ``extract_source`` (builder, source,
 confidence 0-100, evidence[], reasoning): the builder is ``github`` with an
-``owner/repo``, or an ecosystem (a record's builder, registries/ecosystems.py: ``npm``,
-``pypi``, ...) with the package name its registry allows, for a tool whose docs say ``npm install -g
-<package>`` and the like. Each provider searches the way its spec's ``search`` says
+``owner/repo``, or an ecosystem (a record's builder, registries/ecosystems.py) with the
+package name its registry allows, for a tool whose docs say ``<manager> install <package>``
+and the like. Each provider searches the way its spec's ``search`` says
 (llm/providers.py, :func:`strategy_for`):
 
 * **server**: the provider's own web search tool (``max_uses`` bounded) next to
@@ -87,7 +87,8 @@ FINDINGS_LIMIT = 6000
 
 
 def _package_names() -> str:
-    """``the package name for npm, pypi, ..., the module path for go``."""
+    """``the package name for <builder>, ..., the module path for <builder>``: the
+    records' builders, grouped by what names their packages."""
     by_kind: dict[str, list[str]] = {}
     for e in ECOSYSTEM_RECORDS:
         kind = "the module path" if e.package_key == "module" else "the package name"
@@ -429,7 +430,7 @@ def worst_case(
     external = Decimal(0)
     for name, model in providers:
         kind = strategy_for(name, model)
-        if kind == "server" and name == "claude":
+        if kind == "server" and not BY_NAME[name].grounded:  # a search tool, per use
             searches = max(searches, max_searches + MAX_TURNS - 1)
         elif kind == "server":
             grounded = max(grounded, MAX_TURNS)
@@ -520,7 +521,7 @@ class LLMDiscovery:
         return resp
 
     def _note_search_errors(self, message: AssistantMessage, outcome: Outcome) -> None:
-        """Claude's server search reports a failure as a ``web_search_tool_result``
+        """A server search tool reports a failure as a ``web_search_tool_result``
         whose content is an error object instead of a list of results."""
         for part in message.parts:
             if not isinstance(part, ProviderBlock):

@@ -28,7 +28,7 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     executables: tuple[str, ...] | None = None  # None: the registry does not say
     # The evidence a person weighs before trusting a package found by its name: when it
     # was first published (ISO date, None: the registry does not say) and who publishes
-    # it (npm's maintainers, a gem's authors, PyPI's author, a crate's publisher).
+    # it (a package's maintainers, authors or publisher, as its registry names them).
     first_published: str | None = None
     maintainers: tuple[str, ...] = ()
 
@@ -107,7 +107,7 @@ class Verified(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
     @property
     def spec(self) -> str:
-        """``github:owner/repo`` or ``npm:<package>``: the candidate in one word."""
+        """``github:owner/repo`` or ``<prefix>:<package>``: the candidate in one word."""
         return f"{self.builder}:{self.source}"
 
     @property
@@ -136,7 +136,7 @@ class Verified(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 class Choice(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One source a person may pick when discovery recommends none, or several.
 
-    ``kind`` is the source's builder (``github`` or an ecosystem: ``npm``, ``pypi``, ...)
+    ``kind`` is the source's builder (``github`` or an ecosystem record's)
     so whoever acts on the pick (recipe generation, an ecosystem's own builder) knows
     what it holds; ``why`` says why it is, or is not, recommended.
     """
@@ -162,7 +162,7 @@ class Choice(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
     @property
     def spec(self) -> str:
-        """``github:owner/repo`` or ``npm:name``: what ``--from`` takes for GitHub."""
+        """``github:owner/repo`` or ``<prefix>:name``: what ``--from`` takes for GitHub."""
         return f"{self.kind}:{self.source}"
 
 

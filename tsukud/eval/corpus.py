@@ -44,7 +44,7 @@ class CorpusError(TsukuError):
 
 class Item(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     tool: str
-    source: str  # the right source, as ``--from`` takes it: github:owner/repo, npm:name, ...
+    source: str  # the right source, as ``--from`` takes it: github:owner/repo, <prefix>:name, ...
     # What create's answer is checked against (None in a discovery-only corpus; left out
     # of the hash then, so a create corpus hashes as it always did).
     version: str | None = None

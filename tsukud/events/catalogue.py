@@ -235,9 +235,9 @@ class ProviderRetry(Payload):
 
 
 class BreakerEvent(Payload):
-    """A breaker's events name their ``scope``: an LLM provider's name (``claude``,
+    """A breaker's events name their ``scope``: an LLM provider's name (its spec's,
     which they also write as ``provider``, as every event before scopes did) or a
-    remote service's (``registry:npm``). Old rows have ``provider`` only."""
+    remote service's (``registry:<builder>``). Old rows have ``provider`` only."""
 
     scope: str | None = None
     provider: str | None = None
@@ -737,7 +737,7 @@ class DiscoveryVerified(Payload):
     reason: str | None = None
     previous_owner: str | None = None
     release: dict[str, Any] | None = None  # the latest release's assets for this platform
-    builder: str | None = None  # an ecosystem package: its record's builder (npm, pypi, ...)
+    builder: str | None = None  # an ecosystem package: its record's builder
     package: str | None = None
     install_command: str | None = None
     downloads: int | None = None

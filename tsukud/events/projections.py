@@ -121,7 +121,7 @@ class GenerationWindow:
 
 @dataclass
 class BreakerState:
-    scope: str  # an LLM provider ("claude") or a remote service ("registry:npm")
+    scope: str  # an LLM provider (its spec's name) or a remote service ("registry:<builder>")
     state: str = "closed"  # closed | open | half_open
     failures: int = 0  # consecutive
     opened_at: float | None = None

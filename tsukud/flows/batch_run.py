@@ -61,8 +61,8 @@ UNREACHABLE_RETRY_SECONDS = 1.0
 
 
 def breaker_scope(source: str) -> str | None:
-    """The breaker scope of the service a source is read from (``npm:x`` ->
-    ``registry:npm``), None for a source create does not know (it fails on its own)."""
+    """The breaker scope of the service a source is read from (``<prefix>:x``
+    -> ``registry:<builder>``), None for a source create does not know (it fails on its own)."""
     from tsukud.batch.outcome import ecosystem_of
     from tsukud.policy.breaker import registry_scope
 

@@ -2,8 +2,8 @@
 write a recipe with the generator, install it.
 
 Discovery asks the user before trusting a source found by search. A GitHub hit goes to
-the release generator; an npm or PyPI hit (a clear winner, or the one the user picked)
-to that registry's deterministic builder (``--from npm:<package>`` / ``pypi:<project>``
+the release generator; an ecosystem package hit (a clear winner, or the one the user picked)
+to that registry's deterministic builder (``--from <prefix>:<package>``
 too); a package of an ecosystem without a builder is not installed: the error's hint
 is that ecosystem's own command. The recipe the generator writes is shown and
 accepted exactly as ``tsukuctl create`` shows it (the whole result goes to the client,
@@ -82,7 +82,7 @@ class LlmChoice(msgspec.Struct, frozen=True, kw_only=True):
 
 class MissingToolInstalled(msgspec.Struct, frozen=True, kw_only=True):
     install: Installed  # the installer's result
-    # owner/repo on GitHub, the package (npm:<package>, pypi:<project>), or the install
+    # owner/repo on GitHub, the package (<prefix>:<package>), or the install
     # page the recipe was read from
     source: str
     discovery: Discovery | None  # None when the source was given (--from)
@@ -249,7 +249,7 @@ class InstallMissing:
         version: str | None = None,
         trust_page_hosts: bool = False,
     ) -> tuple[CreatedRecipe, tuple[dict[str, Any], ...]]:
-        """Write the recipe from ``spec`` (``github:o/r``, ``npm:<package>``, ...),
+        """Write the recipe from ``spec`` (``github:o/r``, ``<prefix>:<package>``, ...),
         validated at ``version`` when one was asked for (``install tool@1.2.3``): the
         installer installs a generated recipe only at the version it validated."""
         if self.creator is None:

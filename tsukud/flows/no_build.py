@@ -5,7 +5,7 @@ asset for this platform (``NoBinaryAssets``), and ``install`` also when discover
 an install page by web search. The page is the repository's homepage, when GitHub
 names one; the instructions builder reads it as a person sees it, validates the recipe
 in the container (docs/design/instructions-builder.md), and either returns that recipe
-or says the page's instructions are a registry's package (``npm install -g x``), which
+or says the page's instructions are a registry's package (``pipx install x``), which
 then goes to that registry's builder, but only after the person accepted what the page
 names that the repository does not (``consent``): nothing is fetched before that.
 
@@ -25,7 +25,7 @@ from tsukud.create.errors import NoBinaryAssets
 from tsukud.errors import ConfirmationRequired, TsukuError, UserDeclined
 from tsukud.instructions.trust import TRUST_FLAG, PageUse, foreign, listing, refusal
 from tsukud.progress import Progress, Say
-from tsukud.registries.ecosystems import sources_hint
+from tsukud.registries.ecosystems import BY_PAGE_MANAGER, sources_hint
 from tsukud.source import FromSource, GitHubRepo, Page, parse_source
 
 if TYPE_CHECKING:
@@ -116,9 +116,9 @@ class NoBuildFallback:
         return PageRecipe(result=result)
 
 
-# An install page's ``npm install -g`` / ``pipx install`` / ``cargo install`` / ``go
-# install``: the registry builder it goes to.
-PAGE_ECOSYSTEMS = {"npm": "npm", "pipx": "pypi", "cargo": "crates", "go": "go"}
+# An install page's package manager (``pipx install``, ...): the ``--from`` prefix of
+# the registry builder it goes to, from the records.
+PAGE_ECOSYSTEMS = {m: e.prefix for m, e in BY_PAGE_MANAGER.items()}
 
 
 def page_says(url: str, manual: TsukuError, spec: FromSource) -> str:
@@ -129,9 +129,9 @@ def page_says(url: str, manual: TsukuError, spec: FromSource) -> str:
 
 
 def page_package(data: dict[str, Any]) -> FromSource | None:
-    """``npm:<package>`` / ``pypi:<project>`` / ``crates:<crate>`` / ``go:<path>`` for an
-    install page whose instructions are one of those registries' packages; None for
-    anything else (shown, not run). A name the registry cannot have is ``BadSource``."""
+    """``<prefix>:<package>`` for an install page whose instructions are a package of a
+    registry with a builder (its record's ``page_manager``); None for anything else
+    (shown, not run). A name the registry cannot have is ``BadSource``."""
     prefix = PAGE_ECOSYSTEMS.get(str(data.get("manager")))
     package = data.get("package")
     if data.get("kind") != "ecosystem" or prefix is None or not isinstance(package, str):

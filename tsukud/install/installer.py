@@ -90,7 +90,7 @@ class Installer:
         self.env = env
         self.platform = platform or host_platform()
         self.max_download_bytes = max_download_bytes
-        # Version source (npm, pypi, ...) -> the registry its package manager uses.
+        # Version source (an ecosystem record's) -> the registry its package manager uses.
         self.ecosystem_urls = ecosystem_urls
         # The proxy variables package managers get, read per request (prefix.proxy_env).
         self.package_proxies = package_proxies

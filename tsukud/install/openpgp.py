@@ -19,7 +19,7 @@ Why GnuPG rather than a Python library: Debian ships ``gpg`` and ``gpgv`` on alm
 every machine (``gpgv`` verifies apt's own repositories), they are maintained against
 the OpenPGP attacks a hand-rolled reader would miss, and ``gpgv``'s only notion of
 trust is "the keyring you gave me", which is exactly the pinned-fingerprint model
-(``sqv`` would do too, but is rarely installed; PyPI's ``pgpy`` is unmaintained).
+(``sqv`` would do too, but is rarely installed; Python's ``pgpy`` is unmaintained).
 Plain functions run in a worker thread by the caller; the tools are looked up on
 ``PATH`` (or given), so a missing one is :class:`OpenPGPUnavailable`, naming the
 Debian packages.

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
@@ -44,23 +44,16 @@ from tsukud.recipe import (
     VersionSection,
     When,
 )
+from tsukud.registries.ecosystems import BY_PAGE_MANAGER
 from tsukud.validation.findings import SCHEMA, Finding, errors
 
 WRITE_RECIPE: Final = "write_recipe"
 Kind = Literal["download", "ecosystem", "script", "system_package", "none"]
 KINDS: Final = ("download", "ecosystem", "script", "system_package", "none")
-ECOSYSTEM_ACTIONS: Final = {
-    "npm": "npm_install",
-    "pipx": "pipx_install",
-    "cargo": "cargo_install",
-    "go": "go_install",
-}
-ECOSYSTEM_COMMANDS: Final = {
-    "npm": "npm install -g {package}",
-    "pipx": "pipx install {package}",
-    "cargo": "cargo install {package}",
-    "go": "go install {package}@latest",
-}
+# An install page's package manager -> the recipe step that installs its package, and
+# the command a person would type: each ecosystem's record says both.
+ECOSYSTEM_ACTIONS: Final = {m: e.action for m, e in BY_PAGE_MANAGER.items()}
+ECOSYSTEM_COMMANDS: Final = {m: e.install_command for m, e in BY_PAGE_MANAGER.items()}
 FORMATS: Final = ("tar.gz", "tgz", "tar.xz", "tar.bz2", "zip", "binary")
 OUTSIDE_PAGE: Final = "outside_page"
 SCRIPT: Final = "script"
@@ -71,14 +64,17 @@ _PACKAGE = re.compile(r"^[A-Za-z0-9@][A-Za-z0-9@._/~-]{0,200}$")
 # ``v2.0.1-rc1``, ``2024.05.1``); "latest" is not a version.
 _PAGE_VERSION = re.compile(r"^v?\d+(?:\.\d+)*(?:[-+][0-9A-Za-z][0-9A-Za-z.]*)?$")
 _BINARY = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._/-]{0,200}$")
-# The words a page uses for each manager's install command (pipx packages are often
-# shown as ``pip install``; npm ones as ``npx``, ``yarn global add`` or ``pnpm add -g``).
-MANAGER_WORDS: Final = {
-    "npm": ("npm", "npx", "yarn", "pnpm"),
-    "pipx": ("pipx", "pip", "pip3", "uv", "uvx"),
-    "cargo": ("cargo",),
-    "go": ("go",),
-}
+# The words a page uses for each manager's install command (a Python tool is often
+# shown as ``pip install``, a Node one as ``npx``): the record's.
+MANAGER_WORDS: Final = {m: e.page_words for m, e in BY_PAGE_MANAGER.items()}
+# What the model answers as the manager: msgspec refuses any other (the records'
+# page managers); a static checker sees a string.
+if TYPE_CHECKING:
+    Manager = str
+else:
+    Manager = Literal[tuple(BY_PAGE_MANAGER)]
+#: ``pipx install``, ...: the commands, for the model's instructions.
+SHOWN_COMMANDS: Final = tuple(c.split(" {")[0] for c in ECOSYSTEM_COMMANDS.values())
 
 _STR = {"type": "string"}
 SCHEMA_JSON: Final[dict[str, Any]] = {
@@ -88,7 +84,7 @@ SCHEMA_JSON: Final[dict[str, Any]] = {
             "type": "string",
             "enum": list(KINDS),
             "description": "download: the page names download URLs of builds; ecosystem: "
-            "it says npm install -g / pipx install / cargo install / go install; script: "
+            f"it says {' / '.join(SHOWN_COMMANDS)}; script: "
             "it pipes a script into a shell (curl ... | sh); system_package: it needs "
             "apt-get, dnf, brew or another system package manager; none: nothing usable.",
         },
@@ -189,7 +185,7 @@ class VerifyAnswer(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class EcosystemAnswer(msgspec.Struct, frozen=True, kw_only=True):
-    manager: Literal["npm", "pipx", "cargo", "go"]
+    manager: Manager
     package: str
 
 
@@ -250,7 +246,7 @@ def _url_findings(
 
 def named_at(text: str, word: str) -> int | None:
     """Where ``word`` stands on its own in ``text`` (not inside a longer name), or None:
-    ``foo`` is named by ``npm i -g foo@2`` or "install foo.", not by ``foobar``,
+    ``foo`` is named by ``pipx install foo==2`` or "install foo.", not by ``foobar``,
     ``@x/foo`` or ``foo.js``."""
     pattern = r"(?<![\w@/.-])" + re.escape(word) + r"(?![\w/-]|\.\w)"
     m = re.search(pattern, text, re.I)
@@ -547,4 +543,4 @@ def judge(
 
 
 def ecosystem_command(eco: EcosystemAnswer) -> str:
-    return ECOSYSTEM_COMMANDS[eco.manager].format(package=eco.package)
+    return ECOSYSTEM_COMMANDS[eco.manager].format(name=eco.package)

@@ -38,10 +38,10 @@ from tsukud.llm.types import (
 BYTES_PER_TOKEN = 1
 # Framing the providers add per message and part (roles, block types, ids).
 MESSAGE_OVERHEAD_TOKENS = 8
-# Claude's tool-use system prompt (a few hundred tokens when tools are offered).
+# Anthropic's tool-use system prompt (a few hundred tokens when tools are offered).
 TOOLS_OVERHEAD_TOKENS = 512
 # What one server-side web search may add to the input: its results are read by the
-# model in the same call (Claude documents results of several thousand tokens).
+# model in the same call (Anthropic documents results of several thousand tokens).
 SEARCH_RESULT_TOKENS = 12_000
 # The search queries one grounded request (a spec's ``search = "grounded"``) is assumed
 # to run at most. The provider documents no maximum and its search tool has no field to
@@ -83,7 +83,7 @@ def worst_input_tokens(request: Request) -> int:
 
 
 def searches(request: Request) -> int:
-    """Server-side web searches ``request`` allows (Claude's ``max_uses``)."""
+    """Server-side web searches ``request`` allows (the search tool's ``max_uses``)."""
     return sum((t.max_uses or 1) for t in request.server_tools if isinstance(t, WebSearch))
 
 

@@ -16,7 +16,7 @@ from importlib import resources
 
 import msgspec
 
-from tsukud.llm.providers import BY_NAME
+from tsukud.llm.providers import SPECS, ProviderSpec
 from tsukud.llm.types import Usage
 
 _PER_TOKEN = Decimal(1_000_000)
@@ -167,7 +167,7 @@ class PriceTable:
     def price(self, model: str, on: dt.date) -> Price | None:
         """The row for ``model`` valid on ``on`` (the caller's clock says which day).
 
-        Dated snapshots (``claude-x-20250929``), ``-latest`` and ``models/`` prefixes
+        Dated snapshots (``<model>-20250929``), ``-latest`` and ``models/`` prefixes
         fall back to the base name; nothing looser, so ``x-flash-lite`` never takes
         ``x-flash``'s price.
         """
@@ -210,12 +210,17 @@ def _anthropic_deprecations() -> dict[str, str]:
     return table
 
 
+def _listing() -> ProviderSpec:
+    return next(s for s in SPECS if s.sdk_deprecations)
+
+
 def deprecation(model: str) -> str | None:
-    """A warning for a deprecated Claude model, with its end-of-life date, else ``None``."""
+    """A warning for a model its provider's SDK lists as deprecated (the spec whose
+    ``sdk_deprecations`` is set), with its end-of-life date, else ``None``."""
     eol = _anthropic_deprecations().get(model)
     if eol is None:
         return None
     return (
         f"{model} is deprecated by Anthropic and reaches end of life on {eol}; "
-        f"switch to a current model such as {BY_NAME['claude'].default_model}."
+        f"switch to a current model such as {_listing().default_model}."
     )

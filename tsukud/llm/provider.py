@@ -26,8 +26,8 @@ from tsukud.secrets import redact
 
 @runtime_checkable
 class Provider(Protocol):
-    """One LLM backend. ``complete`` makes exactly one logical call (Claude may send a
-    few bounded continuation requests for ``pause_turn``) and raises a
+    """One LLM backend. ``complete`` makes exactly one logical call (an adapter may send
+    a few bounded continuation requests for ``pause_turn``) and raises a
     :class:`ProviderError` subclass on failure."""
 
     @property

@@ -46,6 +46,9 @@ class ProviderSpec:
     slow_import: bool = False  # its SDK takes seconds to import: import off the event loop
     # The ledger's name for the searches it ran itself (``tool.called``).
     search_tool: str = "web_search"
+    # Its SDK lists the models it deprecates (``llm/pricing.deprecation`` reads the
+    # list): a run or ``llm status`` on one warns, naming this provider's default.
+    sdk_deprecations: bool = False
 
     @property
     def adapter_module(self) -> str:
@@ -112,6 +115,7 @@ SPECS: tuple[ProviderSpec, ...] = (
         key_required=True,
         search="server",
         slow_import=True,
+        sdk_deprecations=True,
     ),
     ProviderSpec(
         name="gemini",
@@ -155,6 +159,13 @@ def searches_itself(name: str | None) -> bool:
     """Whether provider ``name`` searches the web itself (an unknown name: no)."""
     s = BY_NAME.get(name or "")
     return s is not None and s.server_search
+
+
+def lists_deprecations(name: str | None) -> bool:
+    """Whether provider ``name``'s SDK lists deprecated models (an unknown name: no):
+    only then is that list, in a heavy SDK, worth importing."""
+    s = BY_NAME.get(name or "")
+    return s is not None and s.sdk_deprecations
 
 
 def name_of_tag(tag: str) -> str:

@@ -63,7 +63,7 @@ class UserMessage(msgspec.Struct, frozen=True, tag="user"):
 class AssistantMessage(msgspec.Struct, frozen=True, tag="assistant"):
     """One model turn, parts in the order the provider produced them.
 
-    Order matters: Claude requires server tool blocks and tool calls to be resent in
+    Order matters: Anthropic's API requires server tool blocks and tool calls to be resent in
     their original sequence.
     """
 
@@ -95,7 +95,7 @@ class ToolResultsMessage(msgspec.Struct, frozen=True, tag="tool_results"):
     """Results for the calls of the preceding assistant turn.
 
     Adapters merge consecutive user-side messages (tool results, then user text) into
-    one user turn, tool results first, as Claude requires.
+    one user turn, tool results first, as Anthropic's API requires.
     """
 
     results: tuple[ToolResult, ...]
@@ -182,7 +182,7 @@ class StopReason(enum.StrEnum):
     TOOL_USE = "tool_use"
     MAX_TOKENS = "max_tokens"
     PAUSE_TURN = "pause_turn"
-    """Claude paused a long server-tool turn; send the turn back to let it continue."""
+    """The model paused a long server-tool turn; send the turn back to let it continue."""
     REFUSAL = "refusal"
     OTHER = "other"
 

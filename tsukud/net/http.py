@@ -931,7 +931,7 @@ def _replace(r: Response, **changes: Any) -> Response:
 
 def endpoint_hosts(config: Config, also: Collection[str] = ()) -> list[str]:
     """Hosts of the configured endpoints: the only ones allowed to be private (a
-    company's mirror of GitHub, a registry or npm on a 10.x address). ``also``: more URL
+    company's mirror of GitHub, a package registry on a 10.x address). ``also``: more URL
     settings a caller's traffic goes to (the ecosystems' registries)."""
     keys = (
         "github.api_url",

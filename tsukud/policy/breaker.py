@@ -1,5 +1,5 @@
-"""Circuit breakers, one per scope: an LLM provider (``claude``) or a remote service
-a batch depends on (``registry:npm``, see :func:`registry_scope`).
+"""Circuit breakers, one per scope: an LLM provider (its spec's name) or a remote service
+a batch depends on (``registry:<builder>``, see :func:`registry_scope`).
 
 closed → (N consecutive counted failures) → open → (cool-down) → half_open, where exactly
 one probe call is let through → closed on success, open again on failure. One machine
@@ -73,7 +73,7 @@ REGISTRY = "registry"
 
 
 def registry_scope(ecosystem: str) -> str:
-    """The breaker scope of an ecosystem's service (``npm`` → ``registry:npm``; GitHub's
+    """The breaker scope of an ecosystem's service (``<builder>`` → ``registry:<builder>``; GitHub's
     releases and Homebrew's bottles count as registries too)."""
     return f"{REGISTRY}:{ecosystem}"
 

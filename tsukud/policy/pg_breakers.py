@@ -14,7 +14,7 @@ so hosts whose clocks differ agree on when a circuit may be probed.
 Each daemon still records the transitions it made as events (``breaker.opened``,
 ``breaker.half_opened``, ``breaker.closed``) and every call's ``llm.turn``/``llm.failed``,
 so its chain tells what it saw; the decisions are the row's. A batch's registry scopes
-(``registry:npm``, ...) are rows of the same table: the shared queue's claim asks
+(``registry:<builder>``, ...) are rows of the same table: the shared queue's claim asks
 ``admit_job`` while its transaction is open, so a circuit one daemon's failures opened
 holds that registry's jobs back from every daemon, and one daemon's job is its probe.
 """

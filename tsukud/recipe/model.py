@@ -359,11 +359,10 @@ class RunCommandStep(_StepBase, frozen=True, kw_only=True):
 
 class EcosystemStep(_StepBase, frozen=True, kw_only=True):
     """An install by a language's package manager into the tool's own directory:
-    ``npm_install``, ``pipx_install``, ``cargo_install``, ``gem_install``,
-    ``go_install``. Each names its package under tsuku's key for it (``package``,
-    ``crate``, ``gem``, ``module``) and the ``executables`` it puts on PATH; the version
-    comes from that ecosystem's registry (``VERSION_SOURCE``) unless ``[version]`` says
-    otherwise."""
+    ``<tool>_install``, one per record of ``registries/ecosystems.py``. Each names its
+    package under tsuku's key for it (the record's ``package_key``) and the
+    ``executables`` it puts on PATH; the version comes from that ecosystem's registry
+    (``VERSION_SOURCE``) unless ``[version]`` says otherwise."""
 
     ACTION: ClassVar[str]
     PACKAGE_KEY: ClassVar[str]  # the ecosystem's record says both (registries/ecosystems.py)

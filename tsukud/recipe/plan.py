@@ -18,8 +18,8 @@ listed in ``unsupported`` with the platform, so ``tsukuctl plan`` over a whole r
 says honestly what is missing. Pure: the caller resolves the version and passes the
 release's asset names and digests when it has them.
 
-One entry per action in :data:`PLANNERS`; an action added later (an ecosystem's
-``npm_install``, ``homebrew``) is one function and one row.
+One entry per action in :data:`PLANNERS`; an action added later (``homebrew``, the
+ecosystems' steps) is one function and one row.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import msgspec
 
 from tsukud.recipe.homebrew import BottleRef
 from tsukud.recipe.model import (
+    ECOSYSTEM_STEPS,
     RUNNABLE_ECOSYSTEM_ACTIONS,
     Binary,
     ChmodStep,
@@ -646,11 +647,7 @@ PLANNERS: dict[str, StepPlanner] = {
     "chmod": _chmod,
     "install_binaries": _install_binaries,
     "run_command": _run_command,
-    "npm_install": _ecosystem,
-    "pipx_install": _ecosystem,
-    "cargo_install": _ecosystem,
-    "gem_install": _ecosystem,
-    "go_install": _ecosystem,
+    **dict.fromkeys(ECOSYSTEM_STEPS, _ecosystem),
     "homebrew": _homebrew,
     **dict.fromkeys(SYSTEM_PACKAGE_ACTIONS, _system_packages),
     "require_command": _require_command,

@@ -9,8 +9,21 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import quote
 
-from tsukud.registries._common import as_dict, as_str
+from tsukud.registries._common import (
+    Get,
+    PackageFacts,
+    as_dict,
+    as_int,
+    as_str,
+    bins,
+    iso_date,
+    json_or_none,
+    people,
+    reachable,
+    same_name,
+)
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 
@@ -82,3 +95,36 @@ def manifest_bins(cargo_toml: str, files: list[str]) -> list[str]:
             elif parts[:2] == ["src", "bin"] and len(parts) == 4 and parts[3] == "main.rs":
                 names.append(parts[2])
     return list(dict.fromkeys(n for n in names if _NAME.fullmatch(n)))
+
+
+# ---- discovery's probe: ``crate.recent_downloads`` (90 days), ``len(versions)``,
+# ``crate.repository``
+
+
+def probe_facts(name: str, body: Any) -> PackageFacts | None:
+    crate = as_dict(as_dict(body).get("crate"))
+    if not same_name(crate.get("name") or crate.get("id"), name):
+        return None
+    repo_url = as_str(crate.get("repository"))
+    entries = as_dict(body).get("versions")
+    count = len(entries) if isinstance(entries, list) else len(crate.get("versions") or [])
+    newest = as_dict(entries[0]) if isinstance(entries, list) and entries else {}
+    return PackageFacts(
+        source=str(crate.get("name") or name),
+        downloads=as_int(crate.get("recent_downloads")),
+        version_count=count,
+        has_repository=repo_url is not None,
+        repository_urls=(repo_url,) if repo_url else (),
+        description=as_str(crate.get("description")),
+        latest=as_str(crate.get("max_stable_version")) or as_str(crate.get("max_version")),
+        executables=bins(newest.get("bin_names")) if "bin_names" in newest else None,
+        first_published=iso_date(crate.get("created_at")),
+        maintainers=people(
+            [as_dict(v).get("published_by") for v in entries] if isinstance(entries, list) else []
+        ),
+    )
+
+
+async def probe(get: Get, name: str, base: str, downloads_base: str) -> PackageFacts | None:
+    status, body = await get(f"{base}/api/v1/crates/{quote(name, safe='')}")
+    return probe_facts(name, json_or_none(body)) if reachable(status) == 200 else None

@@ -8,21 +8,28 @@ used to be paired up in a dozen tables across discovery, create, install, the re
 format, the settings and the hints; every such table is now derived from
 :data:`ECOSYSTEMS`, so the names cannot drift apart.
 
-Adding an ecosystem is one record here, its pure reader module in ``registries/`` and
-its runner module in ``install/ecosystem/`` (named by ``runner``: the installer imports
-it by name, so this core module knows no feature). The per-ecosystem code that reads
-its registry's documents for discovery and for ``create`` lives in the modules the
-record lists in ``modules``; a unit test keeps every mention of an ecosystem's names to
-this module and those (tests/unit/test_ecosystem_record.py).
+Adding an ecosystem is one record here, its reader module in ``registries/`` (the
+registry's documents, and discovery's ``probe`` over them) and its runner module in
+``install/ecosystem/`` (``install``, create's ``draft`` and validation's ``fetch``;
+named by ``runner``: the installer imports it by name, so this core module knows no
+feature), plus its step Struct in ``recipe/model.py``. Discovery, create and
+validation dispatch through the records; a unit test keeps every mention of an
+ecosystem's names to this module, its reader, its runner and the modules the record
+lists in ``modules`` (tests/unit/test_ecosystem_record.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tsukud.registries import crates, goproxy, npm, pypi, rubygems
+from tsukud.registries._common import Get, PackageFacts
+
+# ``probe(get, name, registry URL, download counts' URL)``: what the registry says about
+# the package of that exact name, None when there is none (discovery's stage 2).
+RegistryProbe = Callable[[Get, str, str, str], Awaitable[PackageFacts | None]]
 
 
 @dataclass(frozen=True)
@@ -55,13 +62,6 @@ class UrlSetting:
     doc: str = ""
 
 
-_SHARED_MODULES = (
-    "tsukud.discover.ecosystem",
-    "tsukud.create.ecosystem_builders",
-    "tsukud.validation.ecosystem",
-)
-
-
 @dataclass(frozen=True)
 class VersionsDocument:
     """A registry whose one JSON document lists a package's versions: where it is, and
@@ -86,6 +86,7 @@ class Ecosystem:
     registry: UrlSetting
     toolchain: Toolchain
     reader: str  # the registry's pure reader module: "tsukud.registries.crates"
+    probe: RegistryProbe  # the reader's discovery probe
     runner: str | None  # the runner module (``install()``); None: parses, does not install
     install_command: str  # how a person would install it by hand: "cargo install {name}"
     # Discovery: a match passes with (min downloads, min versions) either (0 = not used);
@@ -112,10 +113,14 @@ class Ecosystem:
     plan_evaluable: bool = False
     # A second key the primitive names the package under (go_build's ``install_module``).
     plan_package_also: str = ""
-    # The product modules holding this ecosystem's own code beside the reader and the
-    # runner: discovery's probe, create's drafter and validation's fetch of the package
-    # (one function each in a shared module: the next thing to split per ecosystem).
-    modules: tuple[str, ...] = _SHARED_MODULES
+    # The instructions builder: the package manager an install page names for it
+    # (``pipx`` for PyPI: what a page tells a person to type) and the words a page uses
+    # for its command; None: a page's packages of it are shown, not built.
+    page_manager: str | None = None
+    page_words: tuple[str, ...] = ()
+    # Product modules beside the record, the reader and the runner that hold this
+    # ecosystem's own code (none but Go's version listing, read by the installer).
+    modules: tuple[str, ...] = ()
 
     @property
     def names(self) -> frozenset[str]:
@@ -160,6 +165,7 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
             upstream="install Node.js (which includes npm) from https://nodejs.org/en/download",
         ),
         reader="tsukud.registries.npm",
+        probe=npm.probe,
         versions=VersionsDocument(npm.packument_url, npm.versions, npm.latest),
         runner="tsukud.install.ecosystem.npm",
         plan_action="npm_exec",
@@ -167,6 +173,8 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         plan_fixed={"ignore_scripts": True},
         plan_evaluable=True,
         install_command="npm install -g {name}",
+        page_manager="npm",
+        page_words=("npm", "npx", "yarn", "pnpm"),
         thresholds=(100, 5),
         priority=5,
         downloads_counted="weekly downloads",
@@ -190,11 +198,14 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
             probe=("-c", "import venv, ensurepip"),
         ),
         reader="tsukud.registries.pypi",
+        probe=pypi.probe,
         versions=VersionsDocument(pypi.project_url, pypi.versions, pypi.latest),
         runner="tsukud.install.ecosystem.pipx",
         plan_action="pip_exec",
         plan_resolved=("has_native_addons", "locked_requirements", "python_version"),
         install_command="pipx install {name}",
+        page_manager="pipx",
+        page_words=("pipx", "pip", "pip3", "uv", "uvx"),
         thresholds=(0, 3),
         priority=4,
         downloads_counted=None,
@@ -223,11 +234,14 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
             upstream="install Rust with rustup from https://rustup.rs",
         ),
         reader="tsukud.registries.crates",
+        probe=crates.probe,
         versions=VersionsDocument(crates.crate_url, crates.versions, crates.latest),
         runner="tsukud.install.ecosystem.cargo",
         plan_action="cargo_build",
         plan_resolved=("lock_checksum", "lock_data", "rust_version"),
         install_command="cargo install {name}",
+        page_manager="cargo",
+        page_words=("cargo",),
         thresholds=(100, 5),
         priority=3,
         downloads_counted="downloads in 90 days",
@@ -250,6 +264,7 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
             upstream="install Ruby from https://www.ruby-lang.org/en/downloads/",
         ),
         reader="tsukud.registries.rubygems",
+        probe=rubygems.probe,
         versions=VersionsDocument(rubygems.versions_url, rubygems.versions, rubygems.latest),
         runner="tsukud.install.ecosystem.gem",
         plan_action="gem_exec",
@@ -278,17 +293,20 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
             upstream="install Go from https://go.dev/dl/",
         ),
         reader="tsukud.registries.goproxy",
+        probe=goproxy.probe,
         versions=None,
         runner="tsukud.install.ecosystem.golang",
         plan_action="go_build",
         plan_resolved=("go_sum", "go_version"),
         plan_package_also="install_module",
         install_command="go install {name}@latest",
+        page_manager="go",
+        page_words=("go",),
         thresholds=(0, 3),
         priority=7,
         downloads_counted=None,
         # The proxy lists versions as text: read by the installer's fetcher itself.
-        modules=(*_SHARED_MODULES, "tsukud.install.ecosystem.versions"),
+        modules=("tsukud.install.ecosystem.versions",),
     ),
 )
 
@@ -296,6 +314,10 @@ BY_BUILDER: Mapping[str, Ecosystem] = {e.builder: e for e in ECOSYSTEMS}
 BY_PREFIX: Mapping[str, Ecosystem] = {e.prefix: e for e in ECOSYSTEMS}
 BY_ACTION: Mapping[str, Ecosystem] = {e.action: e for e in ECOSYSTEMS}
 BY_VERSION_SOURCE: Mapping[str, Ecosystem] = {e.version_source: e for e in ECOSYSTEMS}
+#: An install page's package manager -> its ecosystem (the instructions builder's).
+BY_PAGE_MANAGER: Mapping[str, Ecosystem] = {
+    e.page_manager: e for e in ECOSYSTEMS if e.page_manager is not None
+}
 
 #: The settings of every ecosystem's URLs, in the order ``config.py`` lists them.
 URL_SETTINGS: tuple[UrlSetting, ...] = tuple(

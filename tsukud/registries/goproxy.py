@@ -9,7 +9,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tsukud.registries._common import as_dict, as_str
+from tsukud.registries._common import (
+    Get,
+    PackageFacts,
+    as_dict,
+    as_str,
+    json_or_none,
+    reachable,
+)
 
 _MODULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._~-]*(/[A-Za-z0-9._~-]+)*")
 
@@ -89,7 +96,7 @@ def main_packages(module_zip: bytes, module: str, version: str) -> list[str]:
 
 
 def version_module(package: str, declared: str | None = None) -> str:
-    """The module whose versions a ``go_install`` of ``package`` (a package path)
+    """The module whose versions an install of ``package`` (a package path)
     installs, as tsuku reads it: the recipe's ``[version] module`` when it names one;
     else ``github.com/<owner>/<repo>`` for a GitHub path, the part before ``/cmd/``,
     or the path itself (a module whose root is the command)."""
@@ -101,3 +108,33 @@ def version_module(package: str, declared: str | None = None) -> str:
     if "/cmd/" in package:
         return package.split("/cmd/", 1)[0]
     return package
+
+
+# ---- discovery's probe: ``/<module>/@latest`` and ``/<module>/@v/list``; the listed
+# versions, ``Origin.URL`` (a tool name is a module path only when it is one dotted
+# element)
+
+
+def probe_facts(module: str, latest_doc: Any, version_list: str) -> PackageFacts | None:
+    doc = as_dict(latest_doc)
+    version = as_str(doc.get("Version"))
+    if version is None:
+        return None
+    origin_url = as_str(as_dict(doc.get("Origin")).get("URL"))
+    lines = [x for x in version_list.splitlines() if x.strip()]
+    return PackageFacts(
+        source=module,
+        version_count=len(lines),
+        has_repository=origin_url is not None,
+        repository_urls=(origin_url,) if origin_url else (),
+        latest=version,
+    )
+
+
+async def probe(get: Get, name: str, base: str, downloads_base: str) -> PackageFacts | None:
+    status, body = await get(latest_url(base, name))
+    if reachable(status) != 200:
+        return None
+    l_status, l_body = await get(list_url(base, name))
+    listing = l_body.decode("utf-8", "replace") if l_status == 200 else ""
+    return probe_facts(name, json_or_none(body), listing)

@@ -11,8 +11,22 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import quote
 
-from tsukud.registries._common import as_dict, as_str
+from tsukud.registries._common import (
+    Get,
+    PackageFacts,
+    as_dict,
+    as_int,
+    as_str,
+    bins,
+    earliest,
+    iso_date,
+    json_or_none,
+    people,
+    reachable,
+    same_name,
+)
 
 # npm's rules for new names (validate-npm-package-name), plus the upper case that
 # legacy names still carry: no URL, path, git or file specs ever reach `npm install`.
@@ -56,3 +70,57 @@ def executables(manifest: Any, package: str) -> list[str]:
     else:
         names = []
     return [n for n in names if _COMMAND.fullmatch(n)]
+
+
+# ---- discovery's probe: the packument and ``/downloads/point/last-week/<n>``
+# (api.npmjs.org): weekly downloads, ``len(versions)``, ``repository.url``
+
+
+def probe_facts(name: str, packument: Any, downloads: Any) -> PackageFacts | None:
+    doc = as_dict(packument)
+    if not same_name(doc.get("name"), name):
+        return None
+    repo = doc.get("repository")
+    repo_url = as_str(repo.get("url")) if isinstance(repo, dict) else as_str(repo)
+    listed = doc.get("versions")
+    newest = as_str(as_dict(doc.get("dist-tags")).get("latest"))
+    manifest = as_dict(as_dict(listed).get(newest or ""))
+    times = as_dict(doc.get("time"))
+    return PackageFacts(
+        source=str(doc["name"]),
+        downloads=as_int(as_dict(downloads).get("downloads")),
+        version_count=len(listed) if isinstance(listed, dict) else 0,
+        has_repository=repo_url is not None,
+        repository_urls=(repo_url,) if repo_url else (),
+        description=as_str(doc.get("description")),
+        latest=newest,
+        # A published version's manifest without ``bin`` installs no command.
+        executables=(bins(manifest.get("bin")) or ()) if manifest.get("version") else None,
+        first_published=iso_date(times.get("created"))
+        or earliest(v for k, v in times.items() if k != "modified"),
+        maintainers=people(doc.get("author"), doc.get("maintainers")),
+    )
+
+
+async def probe(get: Get, name: str, base: str, downloads_base: str) -> PackageFacts | None:
+    import trio
+
+    results: dict[str, tuple[int, bytes] | None] = {}
+
+    async def fetch(key: str, url: str) -> None:
+        try:
+            results[key] = await get(url)
+        except Exception:
+            results[key] = None  # the download count is optional; a failure is 0
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(fetch, "doc", f"{base}/{quote(name, safe='@')}")
+        nursery.start_soon(
+            fetch, "dl", f"{downloads_base}/downloads/point/last-week/{quote(name, safe='@')}"
+        )
+    doc = results.get("doc")
+    if doc is None or reachable(doc[0]) != 200:
+        return None
+    dl = results.get("dl")
+    counts = json_or_none(dl[1]) if dl and dl[0] == 200 else None
+    return probe_facts(name, json_or_none(doc[1]), counts)

@@ -10,8 +10,19 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import quote
 
-from tsukud.registries._common import as_dict, as_str
+from tsukud.registries._common import (
+    Get,
+    PackageFacts,
+    as_dict,
+    as_str,
+    earliest,
+    json_or_none,
+    people,
+    reachable,
+    same_name,
+)
 
 _NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
 _SCRIPT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
@@ -136,3 +147,36 @@ def pyproject_scripts(text: str) -> list[str] | None:
     if not isinstance(scripts, dict):
         return None
     return [name for name in scripts if isinstance(name, str) and _SCRIPT.fullmatch(name)]
+
+
+# ---- discovery's probe: ``/pypi/<n>/json``; ``len(releases)``, a repository among
+# ``info.project_urls``
+
+
+def probe_facts(name: str, body: Any) -> PackageFacts | None:
+    info = as_dict(as_dict(body).get("info"))
+    if not same_name(info.get("name"), name):
+        return None
+    urls = [u for u in as_dict(info.get("project_urls")).values() if isinstance(u, str) and u]
+    home = as_str(info.get("home_page"))
+    releases = as_dict(body).get("releases")
+    return PackageFacts(
+        source=str(info["name"]),
+        version_count=len(releases) if isinstance(releases, dict) else 0,
+        has_repository=bool(urls),
+        repository_urls=(*urls, *([home] if home else [])),
+        description=as_str(info.get("summary")),
+        latest=as_str(info.get("version")),
+        first_published=earliest(
+            as_dict(f).get("upload_time_iso_8601")
+            for files in (releases.values() if isinstance(releases, dict) else ())
+            if isinstance(files, list)
+            for f in files
+        ),
+        maintainers=people(info.get("author"), info.get("maintainer")),
+    )
+
+
+async def probe(get: Get, name: str, base: str, downloads_base: str) -> PackageFacts | None:
+    status, body = await get(f"{base}/pypi/{quote(name, safe='')}/json")
+    return probe_facts(name, json_or_none(body)) if reachable(status) == 200 else None

@@ -5,8 +5,20 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import quote
 
-from tsukud.registries._common import as_str
+from tsukud.registries._common import (
+    Get,
+    PackageFacts,
+    as_dict,
+    as_int,
+    as_str,
+    earliest,
+    json_or_none,
+    people,
+    reachable,
+    same_name,
+)
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -42,6 +54,11 @@ def latest(body: Any) -> str | None:
     return None
 
 
+def gem_info_url(base: str, name: str) -> str:
+    """The gems API's document for ``name`` (its description, downloads, homepage)."""
+    return f"{base.rstrip('/')}/api/v1/gems/{name}.json"
+
+
 def gem_url(base: str, name: str, version: str) -> str:
     return f"{base.rstrip('/')}/gems/{name}-{version}.gem"
 
@@ -63,3 +80,36 @@ def gemspec_executables(metadata_yaml: str) -> list[str]:
                 out.append(name)
         break
     return out
+
+
+# ---- discovery's probe: ``/api/v1/gems/<n>.json`` and the versions API; total
+# ``downloads``, the versions' count, ``source_code_uri``
+
+
+def probe_facts(name: str, gem: Any, listed: Any) -> PackageFacts | None:
+    doc = as_dict(gem)
+    if not same_name(doc.get("name"), name):
+        return None
+    source_uri = as_str(doc.get("source_code_uri"))
+    home = as_str(doc.get("homepage_uri"))
+    return PackageFacts(
+        source=str(doc["name"]),
+        downloads=as_int(doc.get("downloads")),
+        version_count=len(listed) if isinstance(listed, list) else 0,
+        has_repository=source_uri is not None,
+        repository_urls=tuple(u for u in (source_uri, home) if u),
+        description=as_str(doc.get("info")),
+        latest=as_str(doc.get("version")),
+        first_published=earliest(
+            as_dict(v).get("created_at") for v in (listed if isinstance(listed, list) else ())
+        ),
+        maintainers=people(doc.get("authors")),
+    )
+
+
+async def probe(get: Get, name: str, base: str, downloads_base: str) -> PackageFacts | None:
+    status, body = await get(gem_info_url(base, quote(name, safe="")))
+    if reachable(status) != 200:
+        return None
+    v_status, v_body = await get(versions_url(base, quote(name, safe="")))
+    return probe_facts(name, json_or_none(body), json_or_none(v_body) if v_status == 200 else None)

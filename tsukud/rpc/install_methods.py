@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def split_spec(tool: str, version: str | None) -> tuple[str, str | None]:
     """``age@1.2.0`` → ("age", "1.2.0"); an explicit ``version`` param must agree.
-    ``latest`` (either way, any case) means the newest, as in npm, mise and uv."""
+    ``latest`` (either way, any case) means the newest, as in mise and uv."""
     name, at, spec_version = tool.partition("@")
     if at and not spec_version:
         raise UsageError(f"{tool!r}: nothing after '@'", hint="Write tool@1.2.3 or just tool.")
@@ -44,7 +44,7 @@ class InstallParams(msgspec.Struct, forbid_unknown_fields=True):
     yes: bool = False  # discovery's source question, generation cost; never shadowing
     can_ask: bool = False  # the client can put questions to a person (a terminal)
     discover: bool = False  # no recipe: discover the source, write a recipe, install it
-    source: str | None = None  # no recipe: this source (github:o/r, npm:p, crates:c, ...) instead
+    source: str | None = None  # no recipe: this source (github:o/r, <ecosystem>:p, ...) instead
     search_provider: str | None = None  # discovery's web search for local models
     collect_tool_stats: bool = False  # no recipe: list discovery's and create's tool calls
     provider: str | None = None  # no recipe: LLM provider(s) to try first, "a,b"

@@ -16,6 +16,7 @@ from tsukud.services import Services
 async def llm_status(s: Services, p: NoParams, call: Call) -> dict[str, Any]:
     """Providers in order: model, credentials set or not, breaker, price, deprecation."""
     await s.budget.refresh()
+    from tsukud.llm.providers import lists_deprecations
     from tsukud.llm.service import PROVIDERS
 
     llm = s.llm
@@ -26,7 +27,7 @@ async def llm_status(s: Services, p: NoParams, call: Call) -> dict[str, Any]:
         info = llm.info(name)
         price = llm.price(name)
         deprecated = None
-        if info.model.startswith("claude"):
+        if lists_deprecations(name):
             from tsukud.llm.pricing import deprecation
 
             deprecated = deprecation(info.model)

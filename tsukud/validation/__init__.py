@@ -9,8 +9,8 @@ instructions builder import this package, never the other way round.
 - ``validator``: render, download, assemble, verify in the container; each outcome a
   ``Verdict``; the other platforms proven as far as this machine can.
 - ``bottles``: a ``homebrew`` recipe's bottles poured with their dependencies.
-- ``ecosystem``: an npm/PyPI/crates/gem/Go package fetched on the host with its scripts
-  off, built and verified in the container.
+- ``ecosystem``: an ecosystem's package fetched on the host (its runner's ``fetch``)
+  with its scripts off, built and verified in the container.
 - ``verify_command``: the one-plain-command rule for a verify command.
 - ``findings``: the shape every check (static or not) reports a problem in.
 - ``sanitize``: validation output cleaned for a model, and what a failure means.

@@ -19,7 +19,8 @@ from tests.conftest import Tsuku
 from tests.fakes.ecosystems import FakeEcosystems
 from tests.integration.install.conftest import events, installed, tree
 from tsukud.errors import ExitCode
-from tsukud.recipe import NpmInstallStep, PipxInstallStep, load_recipe
+from tsukud.recipe import load_recipe
+from tsukud.recipe.model import NpmInstallStep, PipxInstallStep
 from tsukud.testing.packages import npm_tarball, wheel
 
 needs_npm = pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")

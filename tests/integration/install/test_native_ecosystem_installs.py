@@ -30,7 +30,7 @@ from tests.integration.install.conftest import (
 )
 from tests.integration.install.test_ecosystem_installs import run
 from tests.integration.install.test_recipe_errors import local_recipe
-from tsukud.install.ecosystem import confine, toolchain
+from tsukud.install.ecosystem import cargo, confine
 from tsukud.install.ecosystem.cargo import SPARSE_SINCE, parse_version
 from tsukud.testing.crates import FakeCratesIo, crate
 from tsukud.testing.gems import FakeRubyGems, Gem, build_gem
@@ -124,7 +124,7 @@ def test_cargo_install_from_a_sparse_index(
     t = cargo_daemon(git=False)
     program = Path(shutil.which("cargo") or "cargo")
     if confine.available():
-        program = confine.toolchain_for_nobody(toolchain.CARGO, program).program
+        program = confine.toolchain_for_nobody(cargo.TOOLCHAIN, program).program
     version = cargo_version(program)
     if version is not None and version >= SPARSE_SINCE:
         check_cargo_install(t, crates, "/index/he/ll/hello-rs")

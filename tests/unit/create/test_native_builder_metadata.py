@@ -6,7 +6,8 @@ import gzip
 import io
 import tarfile
 
-from tsukud.create.ecosystem_builders import _crate_bins, _gem_metadata
+from tsukud.install.ecosystem.cargo import crate_bins
+from tsukud.install.ecosystem.gem import gem_metadata
 from tsukud.registries import crates, goproxy, rubygems
 from tsukud.testing.crates import crate
 from tsukud.testing.goproxy import go_module
@@ -27,9 +28,9 @@ def test_cargo_manifest_bins_follow_cargos_target_rules() -> None:
 
 def test_a_crates_binaries_are_read_from_the_crate_file() -> None:
     c = crate("auto-rs", "1.0.0", {"auto-rs": "a", "auto-two": "b"}, declared=False)
-    assert _crate_bins(c.data, "auto-rs-1.0.0/") == ["auto-rs", "auto-two"]
+    assert crate_bins(c.data, "auto-rs-1.0.0/") == ["auto-rs", "auto-two"]
     d = crate("decl", "0.1.0", {"one": "1", "two": "2"})
-    assert _crate_bins(d.data, "decl-0.1.0/") == ["one", "two"]
+    assert crate_bins(d.data, "decl-0.1.0/") == ["one", "two"]
 
 
 def test_gemspec_executables_from_rubygems_yaml() -> None:
@@ -45,7 +46,7 @@ def test_gemspec_executables_from_rubygems_yaml() -> None:
         info = tarfile.TarInfo("metadata.gz")
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
-    assert _gem_metadata(buf.getvalue()) == spec
+    assert gem_metadata(buf.getvalue()) == spec
 
 
 def test_go_version_module_follows_tsukus_inference() -> None:

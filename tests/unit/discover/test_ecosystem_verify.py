@@ -8,22 +8,13 @@ import datetime as dt
 import msgspec
 
 from tests.fakes.ecosystems import FakeEcosystems
-from tsukud.discover.ecosystem import (
-    install_command,
-    misfit,
-    parse_crates,
-    parse_go,
-    parse_npm,
-    parse_pypi,
-    parse_rubygems,
-    quality,
-    select,
-)
+from tsukud.discover.ecosystem import as_probe, install_command, misfit, quality, select
 from tsukud.discover.model import Candidate, Probe, RepoMeta
 from tsukud.discover.registry_lookup import entry_path, parse_entry
 from tsukud.discover.verify import ago, assess, decide, merge, meta_from_repo
 from tsukud.github.client import GitHubRateLimited, Owner, Parent, Repo, RepoNotFound
-from tsukud.registries import goproxy
+from tsukud.registries import crates, goproxy, npm, pypi, rubygems
+from tsukud.registries._common import PackageFacts
 
 NOW = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
 
@@ -40,23 +31,37 @@ def test_parsers_read_the_registries_shapes() -> None:
             "rails", downloads=10**8, versions=400, source_code_uri="https://github.com/rails/rails"
         )
         eco.add_go("golang.org", versions=4, origin="https://github.com/golang/go")
-        c = parse_crates("rg-x", eco.crates["rg-x"])
+        c = as_probe("crates.io", crates.probe_facts("rg-x", eco.crates["rg-x"]))
         assert c is not None and (c.downloads, c.version_count, c.repository) == (500, 7, "a/b")
-        n = parse_npm("stripe-cli", eco.npm["stripe-cli"], {"downloads": 42})
+        assert c.builder == "crates.io"
+        n = as_probe("npm", npm.probe_facts("stripe-cli", eco.npm["stripe-cli"], {"downloads": 42}))
         assert n is not None and (n.downloads, n.version_count, n.repository) == (42, 2, "x/y")
-        p = parse_pypi("HTTPie", eco.pypi["httpie"])  # case-insensitive exact match
+        # case-insensitive exact match
+        p = as_probe("pypi", pypi.probe_facts("HTTPie", eco.pypi["httpie"]))
         assert p is not None and p.version_count == 40 and p.repository == "httpie/cli"
-        r = parse_rubygems("rails", eco.gems["rails"], eco.gem_versions["rails"])
+        gem = rubygems.probe_facts("rails", eco.gems["rails"], eco.gem_versions["rails"])
+        r = as_probe("rubygems", gem)
         assert r is not None and r.downloads == 10**8 and r.version_count == 400
-        g = parse_go("golang.org", eco.go["golang.org"], "v1\nv2\nv3\n")
+        g = as_probe("go", goproxy.probe_facts("golang.org", eco.go["golang.org"], "v1\nv2\nv3\n"))
         assert g is not None and g.version_count == 3 and g.repository == "golang/go"
     finally:
         eco.close()
     # exact names only
-    assert parse_crates("rg", {"crate": {"name": "rg_x"}}) is None
-    assert parse_npm("a", {"name": "b"}, None) is None
-    assert parse_pypi("a", {"info": {}}) is None
-    assert parse_go("m", {}, "") is None
+    assert crates.probe_facts("rg", {"crate": {"name": "rg_x"}}) is None
+    assert npm.probe_facts("a", {"name": "b"}, None) is None
+    assert pypi.probe_facts("a", {"info": {}}) is None
+    assert goproxy.probe_facts("m", {}, "") is None
+
+
+def test_the_first_github_url_among_a_package_s_links_is_its_repository() -> None:
+    facts = PackageFacts(
+        source="x",
+        has_repository=True,
+        repository_urls=("https://example.org/x", "https://github.com/o/r.git"),
+    )
+    probe = as_probe("pypi", facts)
+    assert probe is not None and probe.repository == "o/r" and probe.has_repository
+    assert as_probe("pypi", None) is None
 
 
 def test_quality_thresholds_use_or() -> None:

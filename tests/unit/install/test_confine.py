@@ -8,7 +8,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from tsukud.install.ecosystem import confine, toolchain
+from tsukud.install.ecosystem import cargo, confine, toolchain
 from tsukud.registries import pypi
 
 
@@ -98,7 +98,7 @@ def test_a_toolchain_under_a_closed_directory_is_bound_back_for_nobody() -> None
         program = cargo_bin / "cargo"
         program.write_text("#!/bin/sh\n")
         os.chmod(program, 0o755)
-        chosen = confine.toolchain_for_nobody(toolchain.CARGO, program, [str(root / ".rustup")])
+        chosen = confine.toolchain_for_nobody(cargo.TOOLCHAIN, program, [str(root / ".rustup")])
         assert chosen.program == program
         assert chosen.keep == (root / ".cargo", root / ".rustup")
         home = base / "home"
@@ -108,7 +108,7 @@ def test_a_toolchain_under_a_closed_directory_is_bound_back_for_nobody() -> None
         assert f"mount -o remount,bind,ro {root / '.rustup'}" in text
         os.chmod(cargo_bin, 0o700)  # not readable below the cover: the system's instead
         try:
-            other = confine.toolchain_for_nobody(toolchain.CARGO, program).program
+            other = confine.toolchain_for_nobody(cargo.TOOLCHAIN, program).program
         except toolchain.ToolchainMissing:
             other = None  # no cargo on the system's PATH either
         assert other != program

@@ -13,7 +13,7 @@ import trio
 
 from tsukud.errors import ExitCode, exit_code_for
 from tsukud.install.checks import verify_env
-from tsukud.install.ecosystem import toolchain
+from tsukud.install.ecosystem import pipx, toolchain
 from tsukud.install.ecosystem.actions import ACTIONS, registry_urls
 from tsukud.install.ecosystem.prefix import (
     EcosystemInstallFailed,
@@ -38,6 +38,7 @@ from tsukud.recipe import (
 )
 from tsukud.recipe.model import ECOSYSTEM_STEPS, RUNNABLE_ECOSYSTEM_ACTIONS
 from tsukud.registries import crates, goproxy, npm, pypi, rubygems
+from tsukud.registries.ecosystems import BY_ACTION
 
 LINUX = Platform("linux", "amd64", "glibc")
 
@@ -223,7 +224,7 @@ def test_choose_the_version_to_pin() -> None:
 
 def test_a_missing_toolchain_names_the_program_and_how_to_get_it(tmp_path: Path) -> None:
     with pytest.raises(toolchain.ToolchainMissing) as info:
-        toolchain.find(toolchain.NPM, {"PATH": str(tmp_path)})
+        toolchain.find(BY_ACTION["npm_install"].toolchain, {"PATH": str(tmp_path)})
     exc = info.value
     assert exc.code == "toolchain_missing"
     assert exit_code_for(exc.code) == ExitCode.TOOLCHAIN_MISSING == 34
@@ -232,7 +233,7 @@ def test_a_missing_toolchain_names_the_program_and_how_to_get_it(tmp_path: Path)
     fake = tmp_path / "npm"
     fake.write_text("#!/bin/sh\n")
     fake.chmod(0o755)
-    assert toolchain.find(toolchain.NPM, {"PATH": str(tmp_path)}) == fake
+    assert toolchain.find(BY_ACTION["npm_install"].toolchain, {"PATH": str(tmp_path)}) == fake
 
 
 def test_python_without_venv_is_a_missing_toolchain(tmp_path: Path) -> None:
@@ -242,7 +243,7 @@ def test_python_without_venv_is_a_missing_toolchain(tmp_path: Path) -> None:
 
     async def main() -> None:
         with pytest.raises(toolchain.ToolchainMissing, match="cannot install PyPI") as info:
-            await toolchain.check_works(toolchain.PYTHON, broken, {"PATH": "/usr/bin:/bin"})
+            await toolchain.check_works(pipx.TOOLCHAIN, broken, {"PATH": "/usr/bin:/bin"})
         assert "python3-venv" in (info.value.hint or "")
 
     trio.run(main)

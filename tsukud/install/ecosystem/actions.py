@@ -2,13 +2,18 @@
 
 Each entry names the toolchain it needs, the version source its package's versions
 come from (``install/ecosystem/versions.py``), the setting holding that registry's base
-URL (the same settings discovery's probes read, so one ``TSUKU_NPM_URL`` points both at
+URL (the same settings discovery's probes read, so one ``TSUKU_<NAME>_URL`` points both at
 a mirror) and its runner. A runner installs one pinned version into the tool's
 directory and returns the executables to link (``{name: {path, sha256}}``); an entry
 without a runner parses, plans and resolves versions, but does not install yet.
 
-The record names its runner module (the core cannot import a feature); the module is
-imported here, by that name, the first time the table is built.
+The runner module holds everything that ecosystem's package manager and packages need
+beyond the registry's reader: ``install`` (the runner), ``draft`` (the step for a
+package, from its registry's metadata: ``create --from``'s drafter) and ``fetch`` (the
+package fetched with its scripts off, for validation in the container). The record
+names the module (the core cannot import a feature); it is imported here, by that
+name, the first time the table is built, and create and validation dispatch through
+this table, never by an ecosystem's name.
 """
 
 from __future__ import annotations
@@ -16,13 +21,21 @@ from __future__ import annotations
 import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import cast
+from types import ModuleType
+from typing import TYPE_CHECKING, cast
 
+from tsukud.install.ecosystem.drafting import Drafter
 from tsukud.install.ecosystem.prefix import RunContext
+from tsukud.install.ecosystem.staging import Build, Stage
 from tsukud.recipe import EcosystemStep, UnsupportedAction
 from tsukud.registries.ecosystems import ECOSYSTEMS, Ecosystem, Toolchain
 
+if TYPE_CHECKING:
+    from tsukud.net.http import Http
+
 Runner = Callable[[RunContext], Awaitable[dict[str, dict[str, str]]]]
+#: ``fetch(ctx, stage, http)``: the package fetched for validation, scripts off.
+Fetch = Callable[[RunContext, Stage, "Http"], Awaitable[Build]]
 
 
 @dataclass(frozen=True)
@@ -32,21 +45,22 @@ class EcosystemAction:
     version_source: str
     url_setting: str
     runner: Runner | None = None
-    index_setting: str | None = None  # a second URL the runner needs (cargo's index)
-
-
-def _runner(module: str | None) -> Runner | None:
-    return None if module is None else cast(Runner, importlib.import_module(module).install)
+    index_setting: str | None = None  # a second URL the runner needs (an index)
+    drafter: Drafter | None = None
+    fetch: Fetch | None = None
 
 
 def _action(e: Ecosystem) -> EcosystemAction:
+    module: ModuleType | None = None if e.runner is None else importlib.import_module(e.runner)
     return EcosystemAction(
         e.action,
         e.toolchain,
         e.version_source,
         e.registry.key,
-        _runner(e.runner),
+        None if module is None else cast(Runner, module.install),
         index_setting=e.index.key if e.index else None,
+        drafter=None if module is None else cast(Drafter, module.draft),
+        fetch=None if module is None else cast(Fetch, module.fetch),
     )
 
 

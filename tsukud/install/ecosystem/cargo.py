@@ -21,18 +21,38 @@ directory is passed on.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import subprocess
+import tarfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
 from tsukud.install.ecosystem import toolchain
+from tsukud.install.ecosystem.drafting import (
+    Drafted,
+    NotDrafted,
+    listed,
+    no_executables,
+    package_bytes,
+)
 from tsukud.install.ecosystem.prefix import RunContext, clean_env, record_executables, run
+from tsukud.install.ecosystem.staging import Build, Stage
+from tsukud.recipe.model import CargoInstallStep
+from tsukud.registries import crates
+from tsukud.registries._common import as_dict
+from tsukud.registries.ecosystems import BY_ACTION
+
+if TYPE_CHECKING:
+    from tsukud.net.http import Http
 
 BIN_SUBDIR = "bin"
+RECORD = BY_ACTION["cargo_install"]
+TOOLCHAIN = RECORD.toolchain
 CRATES_IO_INDEX = "sparse+https://index.crates.io/"
 SPARSE_SINCE = (1, 68)
 _VERSION = re.compile(r"cargo (\d+)\.(\d+)")
@@ -120,7 +140,7 @@ async def check_sparse(program: Path, env: Mapping[str, str], index_url: str) ->
             hint="Install a current Rust with rustup (https://rustup.rs); Debian "
             "bookworm's cargo package is too old for sparse registries.",
             program="cargo",
-            debian_package=toolchain.CARGO.debian_package,
+            debian_package=TOOLCHAIN.debian_package,
         )
 
 
@@ -132,3 +152,97 @@ async def install(ctx: RunContext) -> dict[str, dict[str, str]]:
         os.makedirs(ctx.prefix.scratch / d, exist_ok=True)
     await run(argv(ctx), prefix=ctx.prefix, env=env, what="cargo install")
     return record_executables(ctx.prefix, ctx.step.executables, BIN_SUBDIR)
+
+
+# ---- drafting a recipe: the version's ``bin_names`` from the registry, or the
+# published Cargo.toml's ``[[bin]]`` targets and cargo's auto-discovered ones
+
+
+async def draft(http: Http, base: str, crate: str, requested: str | None) -> Drafted:
+    label = f"crates_io package {crate}"
+    doc, resolved = await listed(http, base, label, RECORD, crate, requested)
+    bins = crates.bin_names(doc, resolved.tag)
+    if bins is None:  # the registry has not analysed it: read the published Cargo.toml
+        data = await package_bytes(http, crates.download_url(base, crate, resolved.tag))
+        bins = crate_bins(data, f"{crate}-{resolved.tag}/")
+    if not bins:
+        raise no_executables(f"{label} {resolved.tag}", "binary (no [[bin]] target)")
+    info = as_dict(doc.get("crate"))
+    step = CargoInstallStep(crate=crate, executables=tuple(bins))
+    return Drafted(
+        step, resolved, info.get("description"), info.get("homepage") or info.get("repository")
+    )
+
+
+def crate_bins(data: bytes, top: str) -> list[str]:
+    """The binaries of a ``.crate`` (a gzipped tar, everything under ``top``)."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            members = {m.name.removeprefix(top): m for m in tar.getmembers() if m.isfile()}
+            manifest = members.get("Cargo.toml")
+            f = tar.extractfile(manifest) if manifest is not None else None
+            text = f.read(1024 * 1024).decode("utf-8", "replace") if f is not None else ""
+    except (tarfile.TarError, OSError, EOFError):
+        raise NotDrafted("the .crate is not a readable gzipped tar file") from None
+    return crates.manifest_bins(text, list(members))
+
+
+# ---- fetching for validation: ``cargo vendor`` here (sources, no build), ``cargo
+# install --offline`` from them in the container
+
+
+def _toml_str(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+async def fetch(ctx: RunContext, stage: Stage, http: Http) -> Build:
+    crate = ctx.step.package_name
+    env = env_for(ctx)
+    if is_sparse(ctx.index_url):
+        await check_sparse(ctx.program, env, ctx.index_url)
+    home = Path(env["CARGO_HOME"])
+    os.makedirs(home, exist_ok=True)
+    index = index_arg(ctx.index_url)
+    if index:  # the configured registry replaces the default one for the fetch
+        (home / "config.toml").write_text(
+            '[source.crates-io]\nreplace-with = "tsuku-registry"\n\n'
+            f"[source.tsuku-registry]\nregistry = {_toml_str(index[1])}\n"
+        )
+    vendoring = stage.scratch / "fetch"
+    (vendoring / "src").mkdir(parents=True, exist_ok=True)
+    (vendoring / "src" / "lib.rs").write_text("")
+    (vendoring / "Cargo.toml").write_text(
+        '[package]\nname = "tsuku-vendor"\nversion = "0.0.0"\nedition = "2018"\n\n'
+        f"[dependencies]\n{_toml_str(crate)} = {_toml_str('=' + ctx.version)}\n"
+    )
+    await run(
+        [
+            str(ctx.program),
+            "vendor",
+            "--versioned-dirs",
+            "--respect-source-config",  # the configured registry, not the default one
+            "--manifest-path",
+            str(vendoring / "Cargo.toml"),
+            str(stage.work / "vendor"),
+        ],
+        prefix=ctx.prefix,
+        env=env,
+        what="cargo vendor",
+    )
+    work = stage.seen_work
+    (stage.work / "cargo-home").mkdir()
+    (stage.work / "cargo-home" / "config.toml").write_text(
+        '[source.crates-io]\nreplace-with = "vendored"\n\n'
+        f'[source.vendored]\ndirectory = "{work}/vendor"\n\n[net]\noffline = true\n'
+    )
+    script = (
+        f"cargo install --offline --root {stage.seen_tool} "
+        f"--path {work}/vendor/{crate}-{ctx.version}"
+    )
+    build_env = {
+        "CARGO_HOME": f"{work}/cargo-home",
+        "CARGO_TARGET_DIR": f"{work}/target",
+        "CARGO_TERM_COLOR": "never",
+        "CARGO_TERM_PROGRESS_WHEN": "never",
+    }
+    return Build(script, BIN_SUBDIR, build_env, needs="cargo")

@@ -184,7 +184,7 @@ class Confined:
     keep: tuple[Path, ...] = ()
 
     async def command(self, prefix: Prefix, argv: Sequence[str]) -> list[str]:
-        # What root wrote for the package manager (npmrc, gemrc) is nobody's to read.
+        # What root wrote for the package manager (its rc files) is nobody's to read.
         for d in (prefix.root, prefix.scratch):
             await trio.to_thread.run_sync(chown_tree, d, NOBODY, NOBODY)
         return wrap(argv, prefix=prefix.root, home=self.home, hold=self.hold, keep=self.keep)

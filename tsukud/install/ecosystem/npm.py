@@ -17,7 +17,18 @@ recipe, which was validated with its scripts run in the container only
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from tsukud.install.ecosystem.drafting import Drafted, NotDrafted, json_document
 from tsukud.install.ecosystem.prefix import RunContext, clean_env, record_executables, run
+from tsukud.install.ecosystem.staging import Build, Stage
+from tsukud.install.ecosystem.versions import choose
+from tsukud.recipe.model import NpmInstallStep
+from tsukud.recipe.version import check_version
+from tsukud.registries import npm
+
+if TYPE_CHECKING:
+    from tsukud.net.http import Http
 
 BIN_SUBDIR = "node_modules/.bin"
 
@@ -59,3 +70,46 @@ async def install(ctx: RunContext) -> dict[str, dict[str, str]]:
     env = clean_env(ctx.prefix, ctx.program, ctx.env, proxies=ctx.proxies)
     await run(argv(ctx), prefix=ctx.prefix, env=env, what="npm install")
     return record_executables(ctx.prefix, ctx.step.executables, BIN_SUBDIR)
+
+
+async def draft(http: Http, base: str, package: str, requested: str | None) -> Drafted:
+    """The commands are the ``bin`` of the version's manifest in the packument."""
+    doc = await json_document(http, npm.packument_url(base, package))
+    label = f"npm package {package}"
+    resolved = check_version(choose((npm.versions(doc), npm.latest(doc)), requested, label))
+    manifest = npm.manifest(doc, resolved.tag)
+    executables = npm.executables(manifest, package)
+    if not executables:
+        raise NotDrafted(
+            f"{label} {resolved.tag} declares no command (no bin in its package.json)",
+            hint="It is a library, not a tool; nothing was written.",
+        )
+    return Drafted(
+        NpmInstallStep(package=package, executables=tuple(executables)),
+        resolved,
+        manifest.get("description") or doc.get("description"),
+        manifest.get("homepage") or doc.get("homepage"),
+    )
+
+
+async def fetch(ctx: RunContext, stage: Stage, http: Http) -> Build:
+    """For validation: ``npm install --ignore-scripts`` here, ``npm rebuild`` (the
+    install scripts) in the container."""
+    for name in ("npmrc", "npmrc-global"):
+        (stage.scratch / name).write_text("")
+    env = clean_env(ctx.prefix, ctx.program, ctx.env, proxies=ctx.proxies)
+    await run(
+        [*argv(ctx), "--ignore-scripts"],
+        prefix=ctx.prefix,
+        env=env,
+        what="npm install --ignore-scripts",
+    )
+    for name in ("npmrc", "npmrc-global"):
+        (stage.work / name).write_text("")
+    tool, work = stage.seen_tool, stage.seen_work
+    script = (
+        f"cd {tool} && npm rebuild --foreground-scripts --offline --userconfig "
+        f"{work}/npmrc --globalconfig {work}/npmrc-global --cache {work}/cache/npm "
+        "--no-audit --no-fund --no-update-notifier --loglevel warn"
+    )
+    return Build(script, BIN_SUBDIR, needs="npm")

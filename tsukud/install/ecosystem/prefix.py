@@ -11,7 +11,7 @@ directory is discarded and the ``bin/`` links into it unlinked.
 The package manager runs with a clean environment: the toolchain's directory and the
 system's on PATH, ``HOME``, caches and config files in a throw-away scratch directory,
 and nothing else of the daemon's environment, so no API key or token reaches a
-package's install script, and no user config (a ``~/.npmrc`` registry, ``PIP_*``)
+package's install script, and no user config (an rc file's registry, ``PIP_*``)
 changes where packages come from; with a :class:`Confinement` each command runs as
 ``confine.py`` says (as nobody, seeing only the tool's directory of ``$TSUKU_HOME``).
 """
@@ -86,10 +86,10 @@ class RunContext:
     program: Path
     registry_url: str
     env: Mapping[str, str]
-    # A second URL some registries need (cargo's sparse index beside the registry's API).
+    # A second URL some registries need (a package index beside the registry's API).
     index_url: str = ""
-    # The proxy settings in force for the request (``proxy_env``): npm, pip, cargo, gem
-    # and go read the same variables, so they reach their registries the way tsukud does.
+    # The proxy settings in force for the request (``proxy_env``): every package manager
+    # reads the same variables, so each reaches its registry the way tsukud does.
     proxies: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -120,8 +120,8 @@ def clean_env(
     extra: Mapping[str, str] = {},
     proxies: Mapping[str, str] = {},
 ) -> dict[str, str]:
-    """The package manager's whole environment: its own directory first on PATH (npm
-    needs the ``node`` beside it), then the daemon's PATH; HOME and TMPDIR in the
+    """The package manager's whole environment: its own directory first on PATH (it
+    may need the interpreter beside it), then the daemon's PATH; HOME and TMPDIR in the
     scratch directory; the certificates the daemon trusts (``TRUST_VARIABLES``); the
     request's proxy variables; ``extra`` (the runner's settings) last."""
     path = os.pathsep.join(

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tsukud.errors import TsukuError
-from tsukud.registries.ecosystems import BY_ACTION, Toolchain
+from tsukud.registries.ecosystems import Toolchain
 
-__all__ = ["CARGO", "NPM", "PYTHON", "Toolchain", "ToolchainMissing", "find"]
+__all__ = ["Toolchain", "ToolchainMissing", "find"]
 
 
 class ToolchainMissing(TsukuError):
@@ -34,13 +34,6 @@ def find(toolchain: Toolchain, env: Mapping[str, str]) -> Path:
             debian_package=toolchain.debian_package,
         )
     return Path(found)
-
-
-# The toolchains the runners and tests name (the records in registries/ecosystems.py
-# hold every ecosystem's).
-NPM = BY_ACTION["npm_install"].toolchain
-PYTHON = BY_ACTION["pipx_install"].toolchain
-CARGO = BY_ACTION["cargo_install"].toolchain
 
 
 async def check_works(toolchain: Toolchain, program: Path, env: Mapping[str, str]) -> None:

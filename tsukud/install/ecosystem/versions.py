@@ -2,8 +2,8 @@
 layer (its URL policy, cache and retries).
 
 Each ecosystem's record (registries/ecosystems.py) names the JSON document that lists
-its versions and its reader's functions for the versions and the latest (npm's
-``dist-tags.latest``, ...); the Go proxy's is a
+its versions and its reader's functions for the versions and the latest (a
+``latest`` tag, the highest stable version, ...); the Go proxy's is a
 text list, ``/<module>/@v/list``, whose latest is the highest stable version listed, or
 ``@latest`` when the list is empty.
 
@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 # (versions listed, the registry's latest or None)
 Listing = tuple[list[str], str | None]
 Fetcher = Callable[["Http", str, str], Awaitable[Listing]]
-# What the JSON endpoints are asked for; npm's full packument whatever it is sent.
+# What the JSON endpoints are asked for (a registry may send its full document anyway).
 _JSON = {"accept": "application/json"}
-_MAX_BYTES = 64 * 1024 * 1024  # large npm packuments (typescript: ~15 MB)
+_MAX_BYTES = 64 * 1024 * 1024  # large version documents (~15 MB seen)
 
 
 async def _json(http: Http, url: str) -> Any:

