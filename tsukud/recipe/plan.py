@@ -90,10 +90,13 @@ PLAN_STORAGE_VERSION = 1
 
 # Actions whose outcome a plan cannot pin (tsuku's ``evaluable: false``) and those whose
 # result varies with the toolchain (``deterministic: false``).
-# bundler cannot lock itself with bundler: tsuku plans ``gem install`` of it directly.
-_SELF_INSTALLED = {("gem_install", "bundler"): "install_gem_direct"}
 # The primitives tsuku decomposes an ecosystem step into (its ``Decompose``).
-_ECOSYSTEM_PRIMITIVES = frozenset({*(e.plan_action for e in ECOSYSTEMS), *_SELF_INSTALLED.values()})
+_ECOSYSTEM_PRIMITIVES = frozenset(
+    {
+        *(e.plan_action for e in ECOSYSTEMS),
+        *(p for e in ECOSYSTEMS for p in e.plan_self_installed.values()),
+    }
+)
 _NOT_EVALUABLE = frozenset(
     {
         "run_command",
@@ -483,8 +486,8 @@ def _run_command(step: RunCommandStep, index: int, ctx: PlanContext) -> list[Pla
 
 
 def _ecosystem(step: EcosystemStep, index: int, ctx: PlanContext) -> list[PlanStep]:
-    """As tsuku decomposes it: the ecosystem's primitive (``npm_exec``, ``pip_exec``,
-    ``cargo_build``, ``gem_exec``, ``go_build``; bundler's ``install_gem_direct``) with
+    """As tsuku decomposes it: the ecosystem's primitive (its record's ``plan_action``,
+    or for a package that installs its own manager, ``plan_self_installed``) with
     the package, the pinned version (the registry's spelling) and the executables. What
     tsuku fills in by resolving the package with the toolchain while planning (the
     lock file, the toolchain's version) needs that resolution: it is named in
@@ -499,7 +502,7 @@ def _ecosystem(step: EcosystemStep, index: int, ctx: PlanContext) -> list[PlanSt
         "version": ctx.resolved.tag,
         "executables": list(step.executables),
     }
-    direct = _SELF_INSTALLED.get((step.action, step.package_name))
+    direct = record.plan_self_installed.get(step.package_name)
     if direct is not None:
         return [primitive(direct, **params)]
     if record.plan_package_also:

@@ -113,6 +113,9 @@ class Ecosystem:
     plan_evaluable: bool = False
     # A second key the primitive names the package under (go_build's ``install_module``).
     plan_package_also: str = ""
+    # Packages that install the ecosystem's own manager, which cannot lock itself:
+    # tsuku plans them with another primitive (package -> primitive).
+    plan_self_installed: Mapping[str, str] = field(default_factory=dict)
     # The instructions builder: the package manager an install page names for it
     # (``pipx`` for PyPI: what a page tells a person to type) and the words a page uses
     # for its command; None: a page's packages of it are shown, not built.
@@ -269,6 +272,7 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         runner="tsukud.install.ecosystem.gem",
         plan_action="gem_exec",
         plan_resolved=("lock_data", "ruby_version"),
+        plan_self_installed={"bundler": "install_gem_direct"},
         install_command="gem install {name}",
         thresholds=(1000, 5),
         priority=6,
