@@ -37,6 +37,7 @@ from tsukud.flows.eval_run import (
     agree,
     checked_options,
     completed,
+    item_done,
     new_run,
     record_item,
     session_events,
@@ -279,15 +280,11 @@ class DiscoverEval:
                 said += f" ({found})"
             if person.asked:
                 said += f"; a person would be asked ({person.asked} at {outcome.asked_stage})"
-            await progress(
-                {
-                    "stage": "eval",
-                    "message": f"[{number}/{len(corpus.items)}] {item.tool}: {said}; "
-                    f"${cost:.4f}, {took / 1000:.2f} s",
-                }
-            )
-            if category == STOPPED:
-                return "max_usd" if capped else "budget"
+            used = f"${cost:.4f}, {took / 1000:.2f} s"
+            said = f"[{number}/{len(corpus.items)}] {item.tool}: {said}; {used}"
+            stop = await item_done(progress, said, category, capped)
+            if stop is not None:
+                return stop
             if measured:
                 outcomes.append(outcome)
         return "finished"

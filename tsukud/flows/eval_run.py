@@ -228,6 +228,17 @@ async def record_item(store: EventStore, run: str, payload: dict[str, Any]) -> N
     await store.wait_durable(store.append_nowait("eval.item", {"run": run, **payload}, run).id)
 
 
+async def item_done(
+    progress: Progress, said: str, category: str | None, capped: bool
+) -> str | None:
+    """An item's line to the person; the reason the run ends when a limit stopped it
+    (``max_usd``: the request's cap, ``budget``: the day's budget or hour), else None."""
+    await progress({"stage": "eval", "message": said})
+    if category == STOPPED:
+        return "max_usd" if capped else "budget"
+    return None
+
+
 def replay_miss(exc: BaseException) -> str | None:
     """What a replay's miss said (``llm_replay_miss``: a request the recording does not
     hold), wherever in ``exc``'s causes and groups it is; None when it is no miss."""
@@ -420,15 +431,11 @@ class EvalRunner:
             said = "passed" if outcome.ok else f"failed ({category})"
             if category == NOT_RECORDED:
                 said = "recording does not match (not scored)"
-            await progress(
-                {
-                    "stage": "eval",
-                    "message": f"[{number}/{len(corpus.items)}] {item.tool}: {said}; "
-                    f"{turns} turns, {repairs} repairs, ${cost:.4f}, {took / 1000:.1f} s",
-                }
-            )
-            if category == STOPPED:
-                return "max_usd" if capped else "budget"
+            used = f"{turns} turns, {repairs} repairs, ${cost:.4f}, {took / 1000:.1f} s"
+            said = f"[{number}/{len(corpus.items)}] {item.tool}: {said}; {used}"
+            stop = await item_done(progress, said, category, capped)
+            if stop is not None:
+                return stop
             if measured:
                 outcomes.append(outcome)
         return "finished"
