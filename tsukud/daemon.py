@@ -380,13 +380,9 @@ class Daemon:
                 ),
                 Decimal(0),
             )
-            amounts = [Decimal(r.amount) / 1_000_000 for r in held.values()]
-            for rid, share in zip(held, allocate(actual, amounts), strict=True):
-                try:
-                    await self.budget.settle(rid, float(share), session=session)
-                except NotFound:
-                    continue  # settled by a client while this sweep added up its cost
-            log.get().info("budget.abandoned_settled", reservation=first, actual_usd=float(actual))
+            # The run's end first, then its money: a kill between the two leaves the
+            # reservation open, so the next start settles it and the run keeps its end.
+            # (Settled first, the end was lost: only open reservations lead to a run.)
             if session is not None:
                 await self._end_unfinished_discovery(session, actual)
                 run = await self.store.read(functools.partial(_unfinished_create, session=session))
@@ -404,6 +400,13 @@ class Daemon:
                         },
                         session,
                     )
+            amounts = [Decimal(r.amount) / 1_000_000 for r in held.values()]
+            for rid, share in zip(held, allocate(actual, amounts), strict=True):
+                try:
+                    await self.budget.settle(rid, float(share), session=session)
+                except NotFound:
+                    continue  # settled by a client while this sweep added up its cost
+            log.get().info("budget.abandoned_settled", reservation=first, actual_usd=float(actual))
 
     async def _settle_abandoned_once_writable(self, left_open: list[str]) -> None:
         """:meth:`_settle_abandoned`, tried again as soon as the ledger takes writes

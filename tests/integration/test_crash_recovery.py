@@ -279,3 +279,51 @@ def test_abandoned_call_is_settled_at_its_worst_case(tsuku: Tsuku) -> None:
     (cut,) = [json.loads(line)["payload"] for line in out.splitlines()]
     assert cut["call"] == 3 and cut["reason"] == "abandoned" and cut["estimated"] is True
     assert cut["cost_usd"] == pytest.approx(0.02)
+
+
+def test_an_abandoned_run_is_ended_before_its_reservation_is_settled(tsuku: Tsuku) -> None:
+    """The next daemon writes a dead create run's ``generation.failed`` before it
+    settles the run's reservation: killed in between, the reservation is still open, so
+    the start after settles it, and the run keeps its end. (Settled first, a kill in
+    between lost the end for good: only open reservations lead to a run.)"""
+    import trio
+
+    from tsukud import config as configmod
+    from tsukud.daemon import Daemon
+
+    session = "create-abcdef012345"
+
+    async def die_mid_run() -> None:
+        d = Daemon(config=configmod.resolve(env=tsuku.env), env=tsuku.env)
+        d.open()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(d.store.run)
+            started = {
+                "tool": "foo",
+                "repo": "acme/foo",
+                "deterministic_only": False,
+                "llm": True,
+                "skip_validation": False,
+            }
+            await d.store.wait_durable(d.store.append_nowait("create.started", started, session).id)
+            first = await d.budget.reserve(0.05, session=session, purpose="create", confirmed=True)
+            call = {"provider": "claude", "reservation": first.reservation, "call": 1}
+            ev = d.store.append_nowait("llm.turn", {**call, "cost_usd": 0.01}, session)
+            await d.store.wait_durable(ev.id)
+            d.store.close()  # the process "dies" in the middle of the run
+        d.store.close_connection()
+
+    trio.run(die_mid_run)
+    tsuku.start()
+
+    def ended() -> list[dict[str, Any]]:
+        out = tsuku.ctl("events", "--json", "--limit", "0", "--session", session).stdout
+        kinds = ("generation.failed", "budget.settled")
+        return [e for e in map(json.loads, out.splitlines()) if e["type"] in kinds]
+
+    wait_until(lambda: len(ended()) == 2, timeout=10, what="the run ended and settled")
+    failed, settled = ended()
+    assert (failed["type"], settled["type"]) == ("generation.failed", "budget.settled")
+    assert failed["payload"]["error_code"] == "abandoned"
+    assert failed["payload"]["run_cost_usd"] == pytest.approx(0.01)
+    assert settled["payload"]["actual_usd"] == pytest.approx(0.01)
