@@ -71,7 +71,7 @@ class InstallTool:
     async def run(self, req: InstallRequest, *, progress: Progress) -> ToolInstalled:
         from tsukud.install.registry import RecipeNotFound
 
-        if req.source is not None and not await self._note_unused_source(
+        if req.source is not None and not await self._looked_for_recipe(
             req.name, req.source, progress
         ):
             return await self._from_source(req, progress)
@@ -112,10 +112,11 @@ class InstallTool:
             tool_stats=UNSET if done.tool_stats is None else list(done.tool_stats),
         )
 
-    async def _note_unused_source(self, name: str, source: FromSource, progress: Progress) -> bool:
-        """A recipe exists, so ``--from`` has nothing to do: say so rather than ignore it
-        (a second run of the same ``install --from`` line installs from the recipe the
-        first one wrote; a user who wants another source replaces the recipe).
+    async def _looked_for_recipe(self, name: str, source: FromSource, progress: Progress) -> bool:
+        """Whether a recipe for ``name`` could be looked for. One that exists makes
+        ``--from`` pointless: that is said rather than ignored (a second run of the same
+        ``install --from`` line installs from the recipe the first one wrote; a user who
+        wants another source replaces the recipe).
 
         False when the recipe registry cannot be reached (offline, a firewall) and no
         local recipe answered: the person named the source, so it is used, and said so,

@@ -82,13 +82,18 @@ pattern = "{{version}}"
         yield Greet(ran, fake)
 
 
-def test_yes_alone_never_changes_the_shell_start_up(inst: Tsuku, greet: Greet) -> None:
-    run = PtyRun(inst, "install", "greet", "--yes", TERM="dumb")
+def finished(run: PtyRun) -> tuple[int, str]:
+    """The run's exit status and what the terminal showed, newlines as written."""
     try:
         status = run.wait()
     finally:
         run.kill()
-    text = run.text.replace("\r\n", "\n")
+    return status, run.text.replace("\r\n", "\n")
+
+
+def test_yes_alone_never_changes_the_shell_start_up(inst: Tsuku, greet: Greet) -> None:
+    run = PtyRun(inst, "install", "greet", "--yes", TERM="dumb")
+    status, text = finished(run)
     assert status == 12, text
     assert "--yes does not accept a change to your shell start-up" in text
     assert "the output of `bin/greet init {shell}`" in text
@@ -172,11 +177,7 @@ def test_a_build_dependency_asks_what_it_would_ask_alone(inst: Tsuku, greet: Gre
     url = recipe.split('url = "', 1)[1].split("/greet/", 1)[0]
     local_recipe(inst, "app", APP.format(url=url, sha="0" * 64))
     run = PtyRun(inst, "install", "app", "--yes", TERM="dumb")
-    try:
-        status = run.wait()
-    finally:
-        run.kill()
-    text = run.text.replace("\r\n", "\n")
+    status, text = finished(run)
     assert status == 12, text
     assert "greet adds to your shell's start-up" in text
     assert not greet.ran.exists() and not (inst.home / "share" / "shell.d").exists()
