@@ -63,11 +63,15 @@ class ProviderSpec:
 
     __slots__ = (
         "adapter",
+        "adapter_module",
+        "default_model",
+        "default_url",
         "key_env",
         "key_env_setting",
         "key_required",
         "key_setting",
         "model",
+        "model_setting",
         "name",
         "priced",
         "sdk_deprecations",
@@ -77,6 +81,7 @@ class ProviderSpec:
         "tag",
         "two_step_models",
         "url",
+        "url_setting",
         "vendor",
     )
 
@@ -84,8 +89,13 @@ class ProviderSpec:
     tag: str  # what its responses carry as ``provider`` (llm/types.py): who produced a block
     vendor: str  # whose key and API, in words: "the Anthropic key", "deprecated by Anthropic"
     adapter: str  # "module:Class", imported when first built (llm/providers.py)
+    adapter_module: str
     model: ProviderSetting  # ``llm.<x>_model``
+    model_setting: str
+    default_model: str
     url: ProviderSetting  # its API's base URL
+    url_setting: str
+    default_url: str
     key_setting: str  # the ``secrets.*`` setting holding its key
     key_env: tuple[str, ...]  # the variables that carry the key, in the order they are read
     key_env_setting: str | None  # ``llm.<name>.api_key_env``: one more, read before those
@@ -126,6 +136,10 @@ class ProviderSpec:
     ) -> None:
         self.name, self.tag, self.vendor, self.adapter = name, tag, vendor, adapter
         self.model, self.url = model, url
+        # Read everywhere by these names (the spec's settings and defaults):
+        self.model_setting, self.default_model = model.name, model.default
+        self.url_setting, self.default_url = url.name, url.default
+        self.adapter_module = adapter.partition(":")[0]
         self.key_setting, self.key_env, self.key_env_setting = key_setting, key_env, key_env_setting
         self.key_required, self.search, self.two_step_models = key_required, search, two_step_models
         self.priced, self.slow_import, self.search_tool = priced, slow_import, search_tool
@@ -133,26 +147,6 @@ class ProviderSpec:
 
     def __repr__(self) -> str:
         return f"ProviderSpec({self.name!r})"
-
-    @property
-    def model_setting(self) -> str:
-        return self.model.name
-
-    @property
-    def url_setting(self) -> str:
-        return self.url.name
-
-    @property
-    def default_model(self) -> str:
-        return self.model.default
-
-    @property
-    def default_url(self) -> str:
-        return self.url.default
-
-    @property
-    def adapter_module(self) -> str:
-        return self.adapter.partition(":")[0]
 
     @property
     def server_search(self) -> bool:
