@@ -246,7 +246,9 @@ from tsukud.llm import providers
 from tsukud.llm.service import LLM, PROVIDERS
 from tsukuctl.doctor_commands import LLM_KEYS, NO_KEY_FIX
 
-sent = caller_env.collect({{"ACMELLM_API_KEY": {KEY!r}, "ACME_OTHER": "x"}})
+sent = caller_env.collect(
+    {{"ACMELLM_API_KEY": {KEY!r}, "ACMELLM_BASE_URL": "http://127.0.0.1:8", "ACME_OTHER": "x"}}
+)
 cfg = config.resolve(env={{}}).with_caller_env(caller_env.accept(sent))
 llm = LLM(config=lambda: cfg, store=None, budget=None, generations=None, breakers=None,
           confirmations=None, clock=SystemClock())
@@ -302,12 +304,12 @@ def test_a_provider_added_as_its_row_its_adapter_and_its_prices_is_everywhere(
     assert probe.returncode == 0, probe.stderr
     said = json.loads(probe.stdout)
     assert said["where"] == str(tree / "tsukud/__init__.py")  # the copy, not this checkout
-    assert said["sent"] == ["ACMELLM_API_KEY"]  # carried; a look-alike is not
+    assert said["sent"] == ["ACMELLM_API_KEY", "ACMELLM_BASE_URL"]  # a look-alike is not
     assert said["secret_env"]  # redacted wherever it travels
     assert said["source"] == "caller:ACMELLM_API_KEY"
     assert said["providers"] == ["claude", "gemini", "local", "acmellm"]
     assert said["order"] == said["providers"]
-    assert said["info"] == ["acme-1", "http://127.0.0.1:9", "(set)", True]
+    assert said["info"] == ["acme-1", "http://127.0.0.1:8", "(set)", True]  # the caller's URL
     assert said["price"] == "1"
     assert said["adapter"] == "AcmeProvider"
     assert "secrets.acmellm_api_key" in said["doctor"][0]
