@@ -20,6 +20,7 @@ import tempfile
 import time
 
 from tsukuctl.command import out
+from tsukud.caller_env import LLM_PROVIDERS
 from tsukud.terminal import terminal_safe
 
 TYPE_CHECKING = False
@@ -128,11 +129,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     started = time.monotonic()
     home = Path(tempfile.mkdtemp(prefix="tsuku-demo-", dir="/tmp"))
     gh = demo_github().start()
-    # Nothing of the user's own setup leaks in: no keys, no other daemon's socket.
+    # Nothing of the user's own setup leaks in: no keys, no other daemon's socket. An LLM
+    # provider's variables go by their vendor's prefix (ANTHROPIC_*: its key and URL).
+    vendors = {e.split("_")[0] + "_" for p in LLM_PROVIDERS for e in (*p.key_env, *p.url.env)}
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("TSUKU_", "XDG_RUNTIME_DIR", "ANTHROPIC_", "GEMINI_", "GOOGLE_"))
+        if not k.startswith(("TSUKU_", "XDG_RUNTIME_DIR", *sorted(vendors)))
         and k not in ("GITHUB_TOKEN", "GH_TOKEN", "TAVILY_API_KEY", "BRAVE_API_KEY")
     }
     env.update(gh.env())

@@ -24,6 +24,7 @@ import sys
 from tsukuctl import render
 from tsukuctl.command import out, rpc
 from tsukud import paths
+from tsukud.caller_env import LLM_PROVIDERS
 from tsukud.errors import ExitCode, TsukuError
 from tsukud.launch import RemoteError
 
@@ -33,7 +34,13 @@ if TYPE_CHECKING:
     from typing import Any
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "FAIL", "skip"
-LLM_KEYS = ("secrets.anthropic_api_key", "secrets.google_api_key", "secrets.openai_api_key")
+# The providers' key settings, and the variables to name when none is set (the first of
+# each provider that needs a key), from the daemon's own table.
+LLM_KEYS = tuple(p.key_setting for p in LLM_PROVIDERS)
+_NEEDED = [p.key_env[0] for p in LLM_PROVIDERS if p.key_required]
+NO_KEY_FIX = f"create and discovery need an LLM key: export {_NEEDED[0]}=..." + (
+    f" (or {' or '.join(_NEEDED[1:])})" if _NEEDED[1:] else ""
+)
 
 
 def line(name: str, state: str, detail: str, fix: str = "") -> dict[str, str]:
@@ -162,10 +169,7 @@ def check_keys(
         where = render.source_text(info["source"])
         parts.append(f"{short} set ({where})" if info["set"] else f"{short} not set")
     if not any(secrets.get(k, {}).get("set") for k in LLM_KEYS):
-        fix = (
-            "create and discovery need an LLM key: export ANTHROPIC_API_KEY=... (or GOOGLE_API_KEY)"
-        )
-        return line("keys", WARN, "; ".join(parts), fix)
+        return line("keys", WARN, "; ".join(parts), NO_KEY_FIX)
     return line("keys", OK, "; ".join(parts))
 
 

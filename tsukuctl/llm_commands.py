@@ -7,6 +7,7 @@ import sys
 
 from tsukuctl import render
 from tsukuctl.command import ask_on_terminal, can_ask, out, rpc
+from tsukud.caller_env import LLM_PROVIDERS
 
 
 def cmd_llm(args: argparse.Namespace) -> int:
@@ -91,7 +92,11 @@ def _status(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("llm", help="LLM providers: status, or a tiny test call to check a key")
     p.add_argument("action", choices=("status", "test"))
-    p.add_argument("--provider", help="test: claude, gemini or local (default: the first usable)")
+    names = [s.name for s in LLM_PROVIDERS]
+    p.add_argument(
+        "--provider",
+        help=f"test: {', '.join(names[:-1])} or {names[-1]} (default: the first usable)",
+    )
     p.add_argument("--yes", action="store_true", help="accept the cost without asking")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_llm)

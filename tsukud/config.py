@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tsukud import paths
+from tsukud.caller_env import LLM_PROVIDERS, ProviderSpec
 from tsukud.errors import ConfigError, UsageError
 from tsukud.fsutil import write_atomic
 from tsukud.registries.ecosystems import URL_SETTINGS
@@ -61,6 +62,21 @@ def derive_max_concurrent(cpus: int, memory_bytes: int | None) -> tuple[int, str
     value = max(1, min(cpus, by_memory))
     memory = "memory unknown" if memory_bytes is None else f"{memory_bytes / GiB:.1f} GiB memory"
     return value, f"derived ({cpus} CPUs, {memory})"
+
+
+def _key_env_doc(p: ProviderSpec) -> str:
+    """What ``llm.<name>.api_key_env`` is, in ``config list``'s words."""
+    return f"environment variable holding the {p.vendor} key (before {p.key_env[0]})"
+
+
+# Examples in the docs of settings that name providers, from the providers' table:
+# ``'a' or 'b,a'`` (the first two, in the service's order) and the
+# providers whose own search tool ``discover.max_searches`` bounds (``max_uses``).
+_NAMES = [p.name for p in LLM_PROVIDERS]
+_EXAMPLE_ORDER = f"'{_NAMES[0]}' or '{','.join(reversed(_NAMES[:2]))}'"
+_MAX_USES = ", ".join(
+    f"{p.name.capitalize()}'s max_uses" for p in LLM_PROVIDERS if p.search == "server"
+)
 
 
 @dataclass(frozen=True)
@@ -113,7 +129,7 @@ KEYS: dict[str, Key] = {
             str,
             "",
             ("TSUKU_LLM_PROVIDER",),
-            doc="providers to try first, e.g. 'claude' or 'gemini,claude'; the others follow",
+            doc=f"providers to try first, e.g. {_EXAMPLE_ORDER}; the others follow",
         ),
         Key(
             "llm.only_provider",
@@ -122,40 +138,17 @@ KEYS: dict[str, Key] = {
             ("TSUKU_LLM_ONLY_PROVIDER",),
             doc="use only llm.provider's providers (or --provider's), never fail over to others",
         ),
-        Key(
-            "llm.claude.api_key_env",
-            str,
-            "",
-            doc="environment variable holding the Anthropic key (before ANTHROPIC_API_KEY)",
+        # The LLM providers' settings: one row each in caller_env.LLM_PROVIDERS (which the
+        # client, carrying their key variables, reads too).
+        *(
+            Key(p.key_env_setting, str, "", doc=_key_env_doc(p))
+            for p in LLM_PROVIDERS
+            if p.key_env_setting is not None
         ),
-        Key(
-            "llm.gemini.api_key_env",
-            str,
-            "",
-            doc="environment variable holding the Gemini key (before GOOGLE_API_KEY)",
-        ),
-        Key("llm.anthropic_base_url", str, "https://api.anthropic.com", ("ANTHROPIC_BASE_URL",)),
-        Key(
-            "llm.gemini_base_url",
-            str,
-            "https://generativelanguage.googleapis.com",
-            ("TSUKU_GEMINI_BASE_URL",),
-        ),
-        Key(
-            "llm.openai_base_url",
-            str,
-            "",
-            ("TSUKU_OPENAI_BASE_URL",),
-            doc="local OpenAI-compatible server, e.g. http://127.0.0.1:11434",
-        ),
-        Key("llm.claude_model", str, "claude-sonnet-5-5", ("TSUKU_CLAUDE_MODEL",)),
-        Key("llm.gemini_model", str, "gemini-3.8-flash", ("TSUKU_GEMINI_MODEL",)),
-        Key(
-            "llm.local_model",
-            str,
-            "llama3.2",
-            ("TSUKU_LOCAL_MODEL",),
-            doc="model name on the local OpenAI-compatible server",
+        *(Key(p.url.name, str, p.url.default, p.url.env, doc=p.url.doc) for p in LLM_PROVIDERS),
+        *(
+            Key(p.model.name, str, p.model.default, p.model.env, doc=p.model.doc)
+            for p in LLM_PROVIDERS
         ),
         Key(
             "llm.prices_file",
@@ -373,7 +366,7 @@ KEYS: dict[str, Key] = {
             3,
             ("TSUKU_DISCOVER_MAX_SEARCHES",),
             minimum=1,
-            doc="web searches one discovery may make (Claude's max_uses; local models)",
+            doc=f"web searches one discovery may make ({_MAX_USES}; local models)",
         ),
         Key(
             "discover.search_provider",
@@ -420,9 +413,7 @@ KEYS: dict[str, Key] = {
         Key("log.level", str, "info", ("TSUKU_LOG_LEVEL",)),
         Key("log.max_bytes", int, 10 * 1024 * 1024, (), minimum=4096),
         Key("log.backups", int, 5, (), minimum=0),
-        Key("secrets.anthropic_api_key", str, "", ("ANTHROPIC_API_KEY",), secret=True),
-        Key("secrets.google_api_key", str, "", ("GOOGLE_API_KEY", "GEMINI_API_KEY"), secret=True),
-        Key("secrets.openai_api_key", str, "", ("TSUKU_OPENAI_API_KEY",), secret=True),
+        *(Key(p.key_setting, str, "", p.key_env, secret=True) for p in LLM_PROVIDERS),
         Key("secrets.github_token", str, "", ("GITHUB_TOKEN", "GH_TOKEN"), secret=True),
         Key("secrets.tavily_api_key", str, "", ("TAVILY_API_KEY",), secret=True),
         Key("secrets.brave_api_key", str, "", ("BRAVE_API_KEY",), secret=True),
@@ -438,8 +429,7 @@ ALIASES: dict[str, str] = {"llm.require_confirmation": "llm.confirm_threshold"}
 
 # A secret read first from the environment variable another setting names.
 KEY_ENV_SETTINGS: dict[str, str] = {
-    "secrets.anthropic_api_key": "llm.claude.api_key_env",
-    "secrets.google_api_key": "llm.gemini.api_key_env",
+    p.key_setting: p.key_env_setting for p in LLM_PROVIDERS if p.key_env_setting is not None
 }
 
 
@@ -856,7 +846,7 @@ _ALIASED = "\0aliased"  # read_file's note of settings read under an alias
 
 
 def _flatten(prefix: str, table: Mapping[str, Any], flat: dict[str, Any]) -> None:
-    """``[llm.claude] api_key_env`` → ``llm.claude.api_key_env``; a table that is not
+    """``[llm.x] api_key_env`` → ``llm.x.api_key_env``; a table that is not
     a known setting's prefix stays a (refused) value."""
     for name, value in table.items():
         dotted = f"{prefix}.{name}"

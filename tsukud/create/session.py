@@ -3,7 +3,7 @@
 Providers are single-turn (``Provider.complete``); the loop lives here. Each turn sends
 the whole history with tool choice *any*, so every reply calls a tool, and the last
 turn of a round forces ``extract_pattern``. Tool calls are answered in the same order
-they came, every one of them (Anthropic's API rejects a turn that leaves a ``tool_use``
+they came, every one of them (a provider's API may reject a turn that leaves a tool call
 unanswered). ``extract_pattern`` is judged at once by the caller's ``judge`` (schema,
 limits, replay against the real release assets): a rejected answer gets the findings as
 its tool result and the model may answer again within the round. An accepted answer

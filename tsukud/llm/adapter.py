@@ -1,4 +1,4 @@
-"""What the HTTP adapters (one per provider spec, ``llm/providers.py``) share.
+"""What the HTTP adapters (one per provider spec, ``caller_env.LLM_PROVIDERS``) share.
 
 Each is a :class:`~tsukud.llm.provider.Provider` with a name and a model, talks to one
 URL through an ``httpx2.AsyncClient`` (its own, closed by :meth:`aclose`, or the
@@ -58,7 +58,7 @@ class HttpAdapter:
     """Where the user sets this adapter's key, for the hint of an auth error."""
     overloaded_statuses: ClassVar[frozenset[int]] = frozenset({503})
     """The statuses this API answers when it is overloaded (a reason to fail over):
-    HTTP's own 503 unless the API has its own (Anthropic's 529)."""
+    HTTP's own 503 unless the API has its own (e.g. a 529)."""
 
     def __init__(
         self,

@@ -38,10 +38,11 @@ from tsukud.llm.types import (
 BYTES_PER_TOKEN = 1
 # Framing the providers add per message and part (roles, block types, ids).
 MESSAGE_OVERHEAD_TOKENS = 8
-# Anthropic's tool-use system prompt (a few hundred tokens when tools are offered).
+# The system prompt a provider adds when tools are offered (a few hundred tokens).
 TOOLS_OVERHEAD_TOKENS = 512
 # What one server-side web search may add to the input: its results are read by the
-# model in the same call (Anthropic documents results of several thousand tokens).
+# model in the same call (documented as several thousand tokens by the provider whose
+# search tool is billed per use).
 SEARCH_RESULT_TOKENS = 12_000
 # The search queries one grounded request (a spec's ``search = "grounded"``) is assumed
 # to run at most. The provider documents no maximum and its search tool has no field to

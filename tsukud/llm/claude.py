@@ -49,6 +49,22 @@ _BAD_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 _SPEC = BY_NAME["claude"]
 
 
+def deprecated_models() -> dict[str, str]:
+    """Model → end-of-life date: the SDK's own list (it warns on every call with these),
+    read by ``llm/pricing.deprecation`` since this provider's spec sets
+    ``sdk_deprecations``."""
+    from anthropic.resources.messages import messages as sdk_messages
+
+    table: dict[str, str] = dict(getattr(sdk_messages, "DEPRECATED_MODELS", {}))
+    try:
+        from anthropic import _data
+
+        table.update(getattr(_data, "DEPRECATED_MODELS", {}))
+    except ImportError:
+        pass
+    return table
+
+
 class ClaudeProvider(HttpAdapter):
     """``pause_turn`` is continued here (at most ``max_continuations`` extra requests),
     so callers only see it when the bound is reached."""

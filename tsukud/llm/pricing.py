@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import importlib
 import re
 import tomllib
 from decimal import Decimal
@@ -195,32 +196,22 @@ def cost(model: str, usage: Usage, on: dt.date) -> Decimal | None:
 
 
 @functools.cache
-def _anthropic_deprecations() -> dict[str, str]:
-    # The SDK's own list (it warns on every call with these); imported lazily because
-    # the anthropic package is heavy and the daemon must start fast.
-    from anthropic.resources.messages import messages as sdk_messages
-
-    table: dict[str, str] = dict(getattr(sdk_messages, "DEPRECATED_MODELS", {}))
-    try:
-        from anthropic import _data
-
-        table.update(getattr(_data, "DEPRECATED_MODELS", {}))
-    except ImportError:
-        pass
+def _deprecated_models(spec: ProviderSpec) -> dict[str, str]:
+    """Model → end-of-life date, from the SDK of a provider whose spec sets
+    ``sdk_deprecations`` (its adapter module's ``deprecated_models``). Imported only
+    when asked: the SDKs are heavy and the daemon must start fast."""
+    table: dict[str, str] = importlib.import_module(spec.adapter_module).deprecated_models()
     return table
-
-
-def _listing() -> ProviderSpec:
-    return next(s for s in SPECS if s.sdk_deprecations)
 
 
 def deprecation(model: str) -> str | None:
     """A warning for a model its provider's SDK lists as deprecated (the spec whose
     ``sdk_deprecations`` is set), with its end-of-life date, else ``None``."""
-    eol = _anthropic_deprecations().get(model)
-    if eol is None:
-        return None
-    return (
-        f"{model} is deprecated by Anthropic and reaches end of life on {eol}; "
-        f"switch to a current model such as {_listing().default_model}."
-    )
+    for spec in (s for s in SPECS if s.sdk_deprecations):
+        eol = _deprecated_models(spec).get(model)
+        if eol is not None:
+            return (
+                f"{model} is deprecated by {spec.vendor} and reaches end of life on {eol}; "
+                f"switch to a current model such as {spec.default_model}."
+            )
+    return None

@@ -58,7 +58,7 @@ from tsukud.llm.provider import (
     ProviderError,
 )
 from tsukud.llm.providers import BY_NAME as SPECS
-from tsukud.llm.providers import NAMES, ProviderSpec, key_variables
+from tsukud.llm.providers import NAMES, ProviderSpec, build, key_variables
 from tsukud.llm.types import Request, Response
 from tsukud.policy.breaker import CircuitOpen
 from tsukud.policy.confirm import Confirmations
@@ -255,7 +255,8 @@ class LLM:
 
             return ReplayProvider(c["llm.replay_dir"], name=info.name, model=info.model)
         spec = SPECS[info.name]
-        inner = spec.build(
+        inner = build(
+            spec,
             key=c[spec.key_setting],
             model=info.model,
             base_url=info.base_url,

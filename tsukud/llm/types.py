@@ -20,7 +20,7 @@ from typing import Any, Literal
 import msgspec
 
 ProviderName = str
-"""A provider spec's ``tag`` (``llm/providers.py``): who produced an opaque block."""
+"""A provider spec's ``tag`` (``caller_env.LLM_PROVIDERS``): who produced an opaque block."""
 
 
 class ProviderBlock(msgspec.Struct, frozen=True, tag="provider_block"):
@@ -63,8 +63,8 @@ class UserMessage(msgspec.Struct, frozen=True, tag="user"):
 class AssistantMessage(msgspec.Struct, frozen=True, tag="assistant"):
     """One model turn, parts in the order the provider produced them.
 
-    Order matters: Anthropic's API requires server tool blocks and tool calls to be resent in
-    their original sequence.
+    Order matters: a provider's API may require its server tool blocks and tool calls to be
+    resent in their original sequence.
     """
 
     parts: tuple[AssistantPart, ...] = ()
@@ -95,7 +95,7 @@ class ToolResultsMessage(msgspec.Struct, frozen=True, tag="tool_results"):
     """Results for the calls of the preceding assistant turn.
 
     Adapters merge consecutive user-side messages (tool results, then user text) into
-    one user turn, tool results first, as Anthropic's API requires.
+    one user turn, tool results first, as the strictest of the providers' APIs requires.
     """
 
     results: tuple[ToolResult, ...]

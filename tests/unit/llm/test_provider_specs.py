@@ -1,16 +1,25 @@
-"""One spec per LLM provider (tsukud/llm/providers.py): the service, ``llm status``,
-discovery, the pipeline and ``tsukuctl doctor`` read it, so a provider's names, key
-variables and search strategy have one truth."""
+"""One spec per LLM provider (a row of ``tsukud/caller_env.LLM_PROVIDERS``, built into
+adapters by ``tsukud/llm/providers.py``): the settings, the variables a request carries,
+the service, ``llm status``, discovery, the pipeline and ``tsukuctl doctor`` read it, so
+a provider's names, key variables and search strategy have one truth, and adding one is
+its row, its adapter and its prices (docs/architecture.md, "Where a new thing goes")."""
 
 from __future__ import annotations
 
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
 from tests.unit.mentions import mentions
-from tsukud import config
+from tsukuctl.doctor_commands import LLM_KEYS, NO_KEY_FIX
+from tsukud import caller_env, config
 from tsukud.create.pipeline import provider_name
 from tsukud.discover.llm_discovery import strategy_for
 from tsukud.llm import providers
@@ -47,7 +56,7 @@ def test_a_spec_names_settings_that_exist(spec: providers.ProviderSpec) -> None:
         assert key in config.KEYS, key
     assert config.KEYS[spec.key_setting].secret
     assert spec.key_env  # a key can be given through the environment
-    cls = spec.adapter_class()
+    cls = providers.adapter_class(spec)
     assert cls.__module__ == spec.adapter_module
 
 
@@ -74,15 +83,16 @@ def test_gemini_s_key_is_google_api_key_everywhere(tmp_path: Path) -> None:
 
 
 def test_doctor_names_each_provider_s_first_key_variable() -> None:
-    # tsukuctl imports only the stdlib, so it spells the variables out: held to the specs
-    text = (REPO / "tsukuctl/doctor_commands.py").read_text()
-    fix = next(line for line in text.splitlines() if "need an LLM key" in line)
+    # tsukuctl reads the table too (caller_env: stdlib only), so doctor names the same
+    # first variables as the service's hints, and checks every provider's key setting
+    assert NO_KEY_FIX == (
+        "create and discovery need an LLM key: export ANTHROPIC_API_KEY=... (or GOOGLE_API_KEY)"
+    )
+    assert tuple(s.key_setting for s in SPECS) == LLM_KEYS
     for spec in SPECS:
-        if spec.key_required:
-            assert spec.key_env[0] in fix, spec.name
-    for spec in SPECS:
+        assert (spec.key_env[0] in NO_KEY_FIX) == spec.key_required, spec.name
         for other in spec.key_env[1:]:
-            assert other not in fix, other
+            assert other not in NO_KEY_FIX, other
 
 
 def test_a_local_server_needs_its_url_not_a_key(tmp_path: Path) -> None:
@@ -131,37 +141,62 @@ def test_only_a_grounded_provider_is_billed_per_grounded_prompt() -> None:
     assert [s.name for s in SPECS if not s.priced] == ["local"]
 
 
-# Where a provider's name may appear in the product (``tsukud/testing`` aside): its spec,
-# its adapter, the settings (core: config.py cannot read the specs) and the client's
-# list of variables a request carries (stdlib only: caller_env.py cannot either).
+# Where a provider's name (and the tag its responses carry) may appear in the product
+# (``tsukud/testing`` aside): its row in the table and its adapter. Everything else
+# reads the row, or speaks of a search strategy rather than of the provider that has it.
+TABLE = "tsukud/caller_env.py"
+
+
 def _allowed(spec: providers.ProviderSpec) -> set[str]:
-    adapter = spec.adapter_module.replace(".", "/") + ".py"
-    return {"tsukud/llm/providers.py", adapter, "tsukud/config.py", "tsukud/caller_env.py"}
-
-
-# Providers still named elsewhere, with the modules that do (issue 27 measured gemini:
-# 15 modules, now the four above). Each list may only shrink: a module leaving it must
-# leave it here too.
-STILL_NAMED: dict[str, set[str]] = {}  # none left (was claude's 12 modules)
+    return {TABLE, spec.adapter_module.replace(".", "/") + ".py"}
 
 
 # "local" is a word of other things too: only the names no other thing has.
-@pytest.mark.parametrize("spec", [s for s in SPECS if len(s.name) >= 6], ids=lambda s: s.name)
-def test_a_provider_s_name_appears_only_in_its_spec_adapter_and_settings(
-    spec: providers.ProviderSpec,
-) -> None:
-    """Adding a provider touches its spec, its adapter and its prices (and its
-    settings): code and prose elsewhere read the spec, or speak of a search strategy
-    rather than of the provider that has it."""
-    allowed = _allowed(spec) | STILL_NAMED.get(spec.name, set())
-    assert mentions(spec.name) <= allowed, spec.name
-    assert STILL_NAMED.get(spec.name, set()) <= mentions(spec.name), "shrunk: update"
+@pytest.mark.parametrize(
+    "word",
+    sorted({w for s in SPECS for w in (s.name, s.tag) if len(w) >= 6}),
+)
+def test_a_provider_s_name_appears_only_in_its_row_and_its_adapter(word: str) -> None:
+    """Adding a provider touches its row, its adapter and its prices: at most 3 product
+    files (issue 27 measured gemini in 15 modules, claude in 15, anthropic in 9)."""
+    spec = next(s for s in SPECS if word in (s.name, s.tag))
+    assert mentions(word) <= _allowed(spec), word
+    assert len(mentions(word)) <= 3, sorted(mentions(word))
 
 
-@pytest.mark.parametrize("spec", [s for s in SPECS if len(s.name) >= 6], ids=lambda s: s.name)
-def test_a_provider_is_named_by_at_most_four_product_modules(spec: providers.ProviderSpec) -> None:
-    # Issue 27's measure: gemini 15 modules when it was filed, claude 15.
-    assert len(mentions(spec.name)) <= 4, sorted(mentions(spec.name))
+def test_the_settings_and_the_carried_variables_come_from_the_rows() -> None:
+    """What config.py and the client's list used to spell out per provider."""
+    for spec in SPECS:
+        for setting in (spec.model, spec.url):
+            key = config.KEYS[setting.name]
+            assert (key.default, key.env, key.doc) == (setting.default, setting.env, setting.doc)
+        key = config.KEYS[spec.key_setting]
+        assert key.secret and key.env == spec.key_env
+        assert set(spec.key_env) <= config.SECRET_ENV  # redacted wherever they travel
+        for name in (*spec.key_env, *spec.url.env, *spec.model.env):
+            assert caller_env.allowed(name), name
+        if spec.key_env_setting is not None:
+            assert config.KEY_ENV_SETTINGS[spec.key_setting] == spec.key_env_setting
+            assert config.KEYS[spec.key_env_setting].doc.endswith(f"(before {spec.key_env[0]})")
+    assert caller_env.LLM_KEY_ENV == (
+        "ANTHROPIC_API_KEY",
+        "GOOGLE_API_KEY",
+        "GEMINI_API_KEY",
+        "TSUKU_OPENAI_API_KEY",
+    )
+
+
+def test_the_docs_that_give_provider_examples_read_as_before() -> None:
+    """``config list`` shows each setting's doc: built from the rows, word for word."""
+    assert config.KEYS["llm.provider"].doc == (
+        "providers to try first, e.g. 'claude' or 'gemini,claude'; the others follow"
+    )
+    assert config.KEYS["discover.max_searches"].doc == (
+        "web searches one discovery may make (Claude's max_uses; local models)"
+    )
+    assert config.KEYS["llm.gemini.api_key_env"].doc == (
+        "environment variable holding the Gemini key (before GOOGLE_API_KEY)"
+    )
 
 
 def test_only_the_provider_whose_sdk_lists_deprecations_is_asked() -> None:
@@ -170,3 +205,113 @@ def test_only_the_provider_whose_sdk_lists_deprecations_is_asked() -> None:
     assert providers.lists_deprecations("claude")
     assert not providers.lists_deprecations("gemini")
     assert not providers.lists_deprecations(None)
+
+
+# A made-up provider, added the way docs/architecture.md says: its row, its adapter and
+# its prices, in a copy of the product; nothing else of the copy is touched.
+ROW = """    ProviderSpec(
+        name="acmellm",
+        tag="acmellm",
+        vendor="Acme",
+        adapter="tsukud.llm.acmellm:AcmeProvider",
+        model=ProviderSetting("llm.acmellm_model", "acme-1", ("TSUKU_ACMELLM_MODEL",)),
+        url=ProviderSetting("llm.acmellm_base_url", "http://127.0.0.1:9", ("ACMELLM_BASE_URL",)),
+        key_setting="secrets.acmellm_api_key",
+        key_env=("ACMELLM_API_KEY",),
+        key_env_setting="llm.acmellm.api_key_env",
+    ),
+"""
+ADAPTER = '''"""Acme's models: an OpenAI-compatible API behind a key."""
+
+from tsukud.llm.openai_compat import OpenAICompatProvider
+
+
+class AcmeProvider(OpenAICompatProvider):
+    key_hint = "ACMELLM_API_KEY"
+
+    def __init__(self, api_key: str, *, model: str, base_url: str, proxy: str | None) -> None:
+        super().__init__(base_url, model=model, api_key=api_key, name="acmellm", proxy=proxy)
+'''
+PRICES = '\n[[price]]\nmodel = "acme-1"\ninput = "1"\noutput = "3"\n'
+KEY = "acme-KEY-0123456789abcdef"
+
+# What the copy's own modules say of the new provider: the variables a request carries
+# (client side, then daemon side), the settings they land in, the service's providers
+# (``llm status`` lists ``PROVIDERS`` through ``info`` and ``price``), doctor's hint.
+PROBE = f"""
+import datetime, json, tsukud
+from tsukud import caller_env, config
+from tsukud.clock import SystemClock
+from tsukud.llm import providers
+from tsukud.llm.service import LLM, PROVIDERS
+from tsukuctl.doctor_commands import LLM_KEYS, NO_KEY_FIX
+
+sent = caller_env.collect(
+    {{"ACMELLM_API_KEY": {KEY!r}, "ACMELLM_BASE_URL": "http://127.0.0.1:8", "ACME_OTHER": "x"}}
+)
+cfg = config.resolve(env={{}}).with_caller_env(caller_env.accept(sent))
+llm = LLM(config=lambda: cfg, store=None, budget=None, generations=None, breakers=None,
+          confirmations=None, clock=SystemClock())
+info = llm.info("acmellm")
+print(json.dumps({{
+    "where": tsukud.__file__,
+    "sent": sorted(sent),
+    "secret_env": "ACMELLM_API_KEY" in config.SECRET_ENV,
+    "source": cfg.setting("secrets.acmellm_api_key").source,
+    "providers": list(PROVIDERS),
+    "order": llm.order(),
+    "info": [info.model, info.base_url, info.credential, info.usable],
+    "price": str(llm.price("acmellm").input),
+    "adapter": providers.adapter_class(providers.BY_NAME["acmellm"]).__name__,
+    "doctor": [LLM_KEYS, NO_KEY_FIX],
+}}))
+"""
+
+
+def _with_a_provider_added(tree: Path) -> None:
+    for part in ("tsukud", "tsukuctl"):
+        shutil.copytree(REPO / part, tree / part, ignore=shutil.ignore_patterns("testing"))
+    table = tree / TABLE
+    lines = table.read_text().splitlines(keepends=True)
+    start = lines.index("LLM_PROVIDERS: tuple[ProviderSpec, ...] = (\n")
+    end = lines.index(")\n", start)
+    table.write_text("".join([*lines[:end], ROW, *lines[end:]]))
+    (tree / "tsukud/llm/acmellm.py").write_text(ADAPTER)
+    with (tree / "tsukud/llm/prices.toml").open("a") as f:
+        f.write(PRICES)
+
+
+def test_a_provider_added_as_its_row_its_adapter_and_its_prices_is_everywhere(
+    tmp_path: Path,
+) -> None:
+    tree = tmp_path / "tree"
+    _with_a_provider_added(tree)
+    env = {"PATH": os.environ["PATH"], "TSUKU_HOME": str(tmp_path / "home")}
+    run = functools.partial(
+        subprocess.run, capture_output=True, text=True, env=env, cwd=tree, timeout=60
+    )
+    # `tsukuctl config list` (the copy's client: no daemon needed)
+    listed = run([sys.executable, "-m", "tsukuctl", "config", "list", "--json"])
+    assert listed.returncode == 0, listed.stderr
+    shown = {s["key"]: s for s in json.loads(listed.stdout)["settings"]}
+    assert shown["llm.acmellm_model"]["value"] == "acme-1"
+    assert shown["llm.acmellm_base_url"]["value"] == "http://127.0.0.1:9"
+    assert shown["secrets.acmellm_api_key"]["secret"]
+    assert shown["llm.acmellm.api_key_env"]["doc"] == (
+        "environment variable holding the Acme key (before ACMELLM_API_KEY)"
+    )
+    probe = run([sys.executable, "-c", PROBE])
+    assert probe.returncode == 0, probe.stderr
+    said = json.loads(probe.stdout)
+    assert said["where"] == str(tree / "tsukud/__init__.py")  # the copy, not this checkout
+    assert said["sent"] == ["ACMELLM_API_KEY", "ACMELLM_BASE_URL"]  # a look-alike is not
+    assert said["secret_env"]  # redacted wherever it travels
+    assert said["source"] == "caller:ACMELLM_API_KEY"
+    assert said["providers"] == ["claude", "gemini", "local", "acmellm"]
+    assert said["order"] == said["providers"]
+    assert said["info"] == ["acme-1", "http://127.0.0.1:8", "(set)", True]  # the caller's URL
+    assert said["price"] == "1"
+    assert said["adapter"] == "AcmeProvider"
+    assert "secrets.acmellm_api_key" in said["doctor"][0]
+    assert "ACMELLM_API_KEY" in said["doctor"][1]
+    assert KEY not in probe.stdout + probe.stderr + listed.stdout + listed.stderr
