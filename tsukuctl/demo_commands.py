@@ -20,7 +20,7 @@ import tempfile
 import time
 
 from tsukuctl.command import out
-from tsukud.caller_env import LLM_PROVIDERS
+from tsukud.provider_specs import LLM_PROVIDERS
 from tsukud.terminal import terminal_safe
 
 TYPE_CHECKING = False

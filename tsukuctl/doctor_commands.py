@@ -24,9 +24,9 @@ import sys
 from tsukuctl import render
 from tsukuctl.command import out, rpc
 from tsukud import paths
-from tsukud.caller_env import LLM_PROVIDERS
 from tsukud.errors import ExitCode, TsukuError
 from tsukud.launch import RemoteError
+from tsukud.provider_specs import LLM_PROVIDERS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ import sys
 
 from tsukuctl import render
 from tsukuctl.command import ask_on_terminal, can_ask, out, rpc
-from tsukud.caller_env import LLM_PROVIDERS
+from tsukud.provider_specs import LLM_PROVIDERS
 
 
 def cmd_llm(args: argparse.Namespace) -> int:

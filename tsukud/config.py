@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from tsukud import paths
-from tsukud.caller_env import LLM_PROVIDERS, ProviderSpec
 from tsukud.errors import ConfigError, UsageError
 from tsukud.fsutil import write_atomic
+from tsukud.provider_specs import LLM_PROVIDERS, ProviderSpec
 from tsukud.registries.ecosystems import URL_SETTINGS
 
 _MISSING = object()
@@ -138,7 +138,7 @@ KEYS: dict[str, Key] = {
             ("TSUKU_LLM_ONLY_PROVIDER",),
             doc="use only llm.provider's providers (or --provider's), never fail over to others",
         ),
-        # The LLM providers' settings: one row each in caller_env.LLM_PROVIDERS (which the
+        # The LLM providers' settings: one row each in provider_specs.LLM_PROVIDERS (which the
         # client, carrying their key variables, reads too).
         *(
             Key(p.key_env_setting, str, "", doc=_key_env_doc(p))

@@ -21,8 +21,8 @@ The rules:
   lives in the features, not in each other's RPC surface;
 * nothing in ``tsukud`` imports ``tsukuctl``, and no ``from_daemon`` factory remains;
 * ``tsukuctl`` imports only the standard library, itself and ``tsukud.paths``,
-  ``tsukud.errors``, ``tsukud.launch``, ``tsukud.terminal``, ``tsukud.caller_env`` and
-  ``tsukud.wirejson`` (which import only the
+  ``tsukud.errors``, ``tsukud.launch``, ``tsukud.terminal``, ``tsukud.caller_env``,
+  ``tsukud.provider_specs`` and ``tsukud.wirejson`` (which import only the
   standard library and each other): it runs from the shell's command-not-found hook,
   where every millisecond of start-up shows.
 
@@ -51,6 +51,7 @@ CLIENT_MAY_IMPORT = frozenset(
         "tsukud.launch",
         "tsukud.terminal",
         "tsukud.caller_env",
+        "tsukud.provider_specs",
         "tsukud.wirejson",
     }
 )

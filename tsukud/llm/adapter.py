@@ -1,4 +1,4 @@
-"""What the HTTP adapters (one per provider spec, ``caller_env.LLM_PROVIDERS``) share.
+"""What the HTTP adapters (one per provider spec, ``provider_specs.LLM_PROVIDERS``) share.
 
 Each is a :class:`~tsukud.llm.provider.Provider` with a name and a model, talks to one
 URL through an ``httpx2.AsyncClient`` (its own, closed by :meth:`aclose`, or the

@@ -1,6 +1,6 @@
 """The LLM providers tsuku knows, as the daemon uses them: their adapters built.
 
-A provider is one row of ``caller_env.LLM_PROVIDERS`` (a :class:`ProviderSpec`: its
+A provider is one row of ``provider_specs.LLM_PROVIDERS`` (a :class:`ProviderSpec`: its
 name, the tag its responses carry, its adapter module, its settings and the variables
 carrying its key, how it searches the web during discovery, whether its calls are
 priced). The row lives in ``caller_env.py``, stdlib only, because the settings
@@ -20,7 +20,7 @@ import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tsukud.caller_env import LLM_PROVIDERS, ProviderSpec
+from tsukud.provider_specs import LLM_PROVIDERS, ProviderSpec
 
 if TYPE_CHECKING:
     from tsukud.llm.provider import Provider

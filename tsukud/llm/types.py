@@ -20,7 +20,7 @@ from typing import Any, Literal
 import msgspec
 
 ProviderName = str
-"""A provider spec's ``tag`` (``caller_env.LLM_PROVIDERS``): who produced an opaque block."""
+"""A provider spec's ``tag`` (``provider_specs.LLM_PROVIDERS``): who produced an opaque block."""
 
 
 class ProviderBlock(msgspec.Struct, frozen=True, tag="provider_block"):

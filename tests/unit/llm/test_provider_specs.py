@@ -1,4 +1,4 @@
-"""One spec per LLM provider (a row of ``tsukud/caller_env.LLM_PROVIDERS``, built into
+"""One spec per LLM provider (a row of ``tsukud/provider_specs.LLM_PROVIDERS``, built into
 adapters by ``tsukud/llm/providers.py``): the settings, the variables a request carries,
 the service, ``llm status``, discovery, the pipeline and ``tsukuctl doctor`` read it, so
 a provider's names, key variables and search strategy have one truth, and adding one is
@@ -19,7 +19,7 @@ import pytest
 
 from tests.unit.mentions import mentions
 from tsukuctl.doctor_commands import LLM_KEYS, NO_KEY_FIX
-from tsukud import caller_env, config
+from tsukud import caller_env, config, provider_specs
 from tsukud.create.pipeline import provider_name
 from tsukud.discover.llm_discovery import strategy_for
 from tsukud.llm import providers
@@ -83,7 +83,7 @@ def test_gemini_s_key_is_google_api_key_everywhere(tmp_path: Path) -> None:
 
 
 def test_doctor_names_each_provider_s_first_key_variable() -> None:
-    # tsukuctl reads the table too (caller_env: stdlib only), so doctor names the same
+    # tsukuctl reads the table too (provider_specs: stdlib only), so doctor names the same
     # first variables as the service's hints, and checks every provider's key setting
     assert NO_KEY_FIX == (
         "create and discovery need an LLM key: export ANTHROPIC_API_KEY=... (or GOOGLE_API_KEY)"
@@ -144,7 +144,7 @@ def test_only_a_grounded_provider_is_billed_per_grounded_prompt() -> None:
 # Where a provider's name (and the tag its responses carry) may appear in the product
 # (``tsukud/testing`` aside): its row in the table and its adapter. Everything else
 # reads the row, or speaks of a search strategy rather than of the provider that has it.
-TABLE = "tsukud/caller_env.py"
+TABLE = "tsukud/provider_specs.py"
 
 
 def _allowed(spec: providers.ProviderSpec) -> set[str]:
@@ -178,7 +178,7 @@ def test_the_settings_and_the_carried_variables_come_from_the_rows() -> None:
         if spec.key_env_setting is not None:
             assert config.KEY_ENV_SETTINGS[spec.key_setting] == spec.key_env_setting
             assert config.KEYS[spec.key_env_setting].doc.endswith(f"(before {spec.key_env[0]})")
-    assert caller_env.LLM_KEY_ENV == (
+    assert provider_specs.LLM_KEY_ENV == (
         "ANTHROPIC_API_KEY",
         "GOOGLE_API_KEY",
         "GEMINI_API_KEY",
@@ -240,7 +240,7 @@ KEY = "acme-KEY-0123456789abcdef"
 # (``llm status`` lists ``PROVIDERS`` through ``info`` and ``price``), doctor's hint.
 PROBE = f"""
 import datetime, json, tsukud
-from tsukud import caller_env, config
+from tsukud import caller_env, config, provider_specs
 from tsukud.clock import SystemClock
 from tsukud.llm import providers
 from tsukud.llm.service import LLM, PROVIDERS

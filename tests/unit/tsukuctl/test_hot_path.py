@@ -160,6 +160,7 @@ def test_the_status_path_imports_nothing_heavy(
         "tsukud.errors",
         "tsukud.launch",
         "tsukud.paths",
+        "tsukud.provider_specs",
         "tsukud.terminal",
         "tsukud.wirejson",
     }
