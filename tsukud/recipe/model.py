@@ -385,8 +385,6 @@ class EcosystemStep(_StepBase, frozen=True, kw_only=True):
         return BY_ACTION[self.action]
 
 
-# The actions a record declares: each reads as an :class:`EcosystemStep`.
-ECOSYSTEM_ACTIONS = tuple(BY_ACTION)
 # The ecosystem actions whose record names a runner (registries/ecosystems.py; a test
 # holds them to tsukud/install/ecosystem/actions.py): the others parse and resolve
 # versions, but are reported as unsupported wherever support is judged.

@@ -31,7 +31,6 @@ import msgspec
 
 from tsukud.recipe.homebrew import BottleRef
 from tsukud.recipe.model import (
-    ECOSYSTEM_ACTIONS,
     RUNNABLE_ECOSYSTEM_ACTIONS,
     Binary,
     ChmodStep,
@@ -650,7 +649,7 @@ PLANNERS: dict[str, StepPlanner] = {
     "chmod": _chmod,
     "install_binaries": _install_binaries,
     "run_command": _run_command,
-    **dict.fromkeys(ECOSYSTEM_ACTIONS, _ecosystem),
+    **dict.fromkeys(BY_ACTION, _ecosystem),
     "homebrew": _homebrew,
     **dict.fromkeys(SYSTEM_PACKAGE_ACTIONS, _system_packages),
     "require_command": _require_command,

@@ -36,7 +36,7 @@ from tsukud.recipe import (
     require_supported,
     unsupported_actions,
 )
-from tsukud.recipe.model import ECOSYSTEM_ACTIONS, RUNNABLE_ECOSYSTEM_ACTIONS
+from tsukud.recipe.model import RUNNABLE_ECOSYSTEM_ACTIONS
 from tsukud.registries import crates, goproxy, npm, pypi, rubygems
 from tsukud.registries.ecosystems import BY_ACTION
 
@@ -127,7 +127,7 @@ def test_support_rules() -> None:
 
 
 def test_the_action_registry_matches_the_recipe_model() -> None:
-    assert set(ACTIONS) == set(ECOSYSTEM_ACTIONS)
+    assert set(ACTIONS) == set(BY_ACTION)
     assert {a for a, e in ACTIONS.items() if e.runner is not None} == RUNNABLE_ECOSYSTEM_ACTIONS
     for name, entry in ACTIONS.items():
         assert entry.version_source == BY_ACTION[name].version_source
@@ -321,7 +321,7 @@ def test_entry_points_from_a_real_wheel() -> None:
 def test_ecosystem_steps_are_one_family() -> None:
     # one Struct for every record's action, its record found by the action; a step of
     # an action no record declares cannot be made
-    for action in ECOSYSTEM_ACTIONS:
+    for action in BY_ACTION:
         step = EcosystemStep(action=action, package_name="tool")
         assert step.record is BY_ACTION[action]
     with pytest.raises(ValueError, match="no ecosystem's action"):
