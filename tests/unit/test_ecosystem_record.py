@@ -2,23 +2,28 @@
 ecosystems is derived from it, and an ecosystem's names appear nowhere else.
 
 The count is what issue 27 measures: ``grep -rli rubygems tsukud`` outside
-``tsukud/testing/``, for every record's registry names and its action (at most 4
-modules: the record, the reader, the runner and, for the action, the step Struct). A
-module that starts spelling one (a new table, a hint written out by hand, an example
-in a comment) fails here until it derives from the record instead, or the record
-lists it as holding that ecosystem's own code.
+``tsukud/testing/``, for every record's registry names and its action (at most 3
+modules: the record, the reader and the runner; one ``EcosystemStep`` serves every
+action). A module that starts spelling one (a new table, a hint written out by hand,
+an example in a comment) fails here until it derives from the record instead, or the
+record lists it as holding that ecosystem's own code. And adding one is those three
+files: a made-up ecosystem (tests/unit/made_up_ecosystem/) added the way a real one
+is reads, plans and writes back with no other product module changed.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
-import msgspec
 import pytest
 
+from tests.unit.made_up_ecosystem.child import RECIPE
 from tests.unit.mentions import mentions
 from tsukud.config import KEYS
 from tsukud.create.ecosystem_builders import DRAFTERS
@@ -31,7 +36,7 @@ from tsukud.install.ecosystem.versions import FETCHERS
 from tsukud.install.pins import create_source
 from tsukud.instructions import answer
 from tsukud.recipe import Metadata, Recipe
-from tsukud.recipe.model import ECOSYSTEM_STEPS, RUNNABLE_ECOSYSTEM_ACTIONS
+from tsukud.recipe.model import RUNNABLE_ECOSYSTEM_ACTIONS, EcosystemStep
 from tsukud.recipe.plan import PLANNERS
 from tsukud.registries.ecosystems import ECOSYSTEMS, URL_SETTINGS, Ecosystem, sources_hint
 from tsukud.source import BadSource, EcosystemPackage, parse_source
@@ -43,11 +48,9 @@ def _file(module: str) -> str:
     return module.replace(".", "/") + ".py"
 
 
-# The bound issue 27 set: an ecosystem is its record, its reader and its runner (and
-# its step Struct in recipe/model.py, which names its action), so its names appear in
-# at most four product modules.
-MAX_MODULES = 4
-STEP_MODULE = "tsukud/recipe/model.py"
+# The bound issue 27 set: an ecosystem is its record, its reader and its runner, so
+# its names appear in at most three product modules.
+MAX_MODULES = 3
 
 
 def counted_names(eco: Ecosystem) -> set[str]:
@@ -83,8 +86,7 @@ def test_an_ecosystem_is_named_only_by_its_record_its_reader_and_its_runner(eco)
         assert (REPO / module).is_file(), module
     for name in sorted(counted_names(eco)):
         named = _named_by(name)
-        step = {STEP_MODULE} if name in eco.action else set()  # npm: npm_install
-        assert named <= allowed | step, (name, sorted(named - allowed - step))
+        assert named <= allowed, (name, sorted(named - allowed))
         assert len(named) <= MAX_MODULES, (name, sorted(named))
 
 
@@ -107,7 +109,7 @@ def test_the_tables_that_list_ecosystems_are_the_records():
     )
     assert set(discovery.DEFAULT_URLS) == set(ECOSYSTEM_KEYS)
     assert set(DRAFTERS) == {e.prefix for e in ECOSYSTEMS}
-    assert set(ACTIONS) == set(ECOSYSTEM_STEPS) == {e.action for e in ECOSYSTEMS}
+    assert set(ACTIONS) == {e.action for e in ECOSYSTEMS}
     assert set(FETCHERS) == {e.version_source for e in ECOSYSTEMS}
     assert {e.action for e in ECOSYSTEMS if e.runner} == RUNNABLE_ECOSYSTEM_ACTIONS
     assert set(ACTIONS) <= set(PLANNERS)
@@ -141,10 +143,6 @@ def test_an_install_page_s_manager_no_record_names_is_refused(manager):
 
 @pytest.mark.parametrize("eco", ECOSYSTEMS, ids=lambda e: e.builder)
 def test_a_record_agrees_with_its_step_its_runner_and_its_settings(eco):
-    step = ECOSYSTEM_STEPS[eco.action]
-    assert eco.version_source == step.VERSION_SOURCE
-    assert eco.package_key == step.PACKAGE_KEY
-    assert eco.package_key in {f.name for f in msgspec.structs.fields(step)}
     action = ACTIONS[eco.action]
     assert (action.toolchain, action.version_source) == (eco.toolchain, eco.version_source)
     assert action.url_setting == eco.registry.key
@@ -159,7 +157,9 @@ def test_a_record_agrees_with_its_step_its_runner_and_its_settings(eco):
     assert parse_source(f"{eco.prefix}:{name}").record is eco  # type: ignore[union-attr]
     with pytest.raises(BadSource, match=eco.name_kind):
         parse_source(f"{eco.prefix}:--exec=x")
-    recipe = Recipe(metadata=Metadata(name="tool"), steps=(step(**{eco.package_key: name}),))
+    step = EcosystemStep(action=eco.action, package_name=name)
+    assert step.record is eco
+    recipe = Recipe(metadata=Metadata(name="tool"), steps=(step,))
     assert create_source(recipe) == f"{eco.prefix}:{name}"
 
 
@@ -190,3 +190,57 @@ def test_the_client_s_help_names_the_same_sources():
         text = " ".join((REPO / module).read_text().replace('"\n', "").split())
         text = text.replace('" "', "").replace(' "', " ").replace('"', "")
         assert sources_hint() in text, module
+
+
+def test_a_made_up_ecosystem_is_its_record_its_reader_and_its_runner():
+    """Adding an ecosystem touches three product files. The made-up one's reader and
+    runner live in tests/unit/made_up_ecosystem/ and its record is written into
+    ``ecosystems.py`` (in memory, in a child process: this worker's modules stay as
+    they are); every other product module is read from disk unchanged. A recipe of its
+    action then reads, plans, checks and writes back byte for byte, and every table
+    that lists ecosystems has it."""
+    cp = subprocess.run(
+        [sys.executable, "-m", "tests.unit.made_up_ecosystem.child"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert cp.returncode == 0, cp.stderr
+    got = json.loads(cp.stdout)
+    assert got.pop("step") == ["EcosystemStep", "quokka_install", "wombat-cli", ["wombat"]]
+    assert got.pop("dumped") == RECIPE  # the record's key, where the registry writes it
+    assert got.pop("summary") == {
+        "action": "quokka_install",
+        "pouch": "wombat-cli",
+        "executables": ["wombat"],
+    }
+    (planned,) = got["plan"].pop("steps")
+    assert planned == {
+        "action": "quokka_exec",  # the record's plan_action, its resolved fields named
+        "params": {"executables": ["wombat"], "pouch": "wombat-cli", "version": "2.0.0"},
+        "evaluable": False,
+        "deterministic": False,
+        "computed_at_download": ["params.lock_data", "params.quokka_version"],
+    }
+    assert (got["plan"].pop("tool"), got["plan"].pop("unsupported")) == ("wombat", [])
+    # a refusal names the record's key and its words for a valid name
+    assert got.pop("wrong_type") == "wombat.toml: steps[0].pouch: expected a string, got 3"
+    assert got.pop("bad_name") == (
+        'wombat.toml: steps[0].pouch: expected a pouch name, got "--exec=x"'
+    )
+    assert got.pop("missing") == "wombat.toml: steps[0].pouch: required"
+    assert got.pop("setting") == ["TSUKU_QUOKKA_URL"]
+    assert got.pop("source") == got.pop("create_source") == "quokka:wombat-cli"
+    got.pop("plan")
+    assert got == {
+        "supported": [0],
+        "runner_installs": True,
+        "drafter": True,
+        "fetch": True,
+        "versions_fetcher": True,
+        "discovery": True,
+        "hint": True,
+    }
+    # and the product spells none of its names: all came from the record
+    assert not mentions("quokka") and not mentions("pouch")

@@ -19,7 +19,6 @@ from __future__ import annotations
 from tsukud.install.errors import VersionNotValidated
 from tsukud.recipe import EcosystemStep, Recipe, RecipeError, normalize_version, version_source
 from tsukud.recipe.homebrew import formula_of
-from tsukud.registries.ecosystems import BY_ACTION
 
 
 def validated_version(recipe: Recipe) -> str | None:
@@ -38,8 +37,8 @@ def create_source(recipe: Recipe) -> str:
     from tsukud.source import BadSource, EcosystemPackage, HomebrewFormula, parse_github
 
     for step in recipe.steps:
-        if isinstance(step, EcosystemStep) and step.action in BY_ACTION:
-            return str(EcosystemPackage(BY_ACTION[step.action].prefix, step.package_name))
+        if isinstance(step, EcosystemStep):
+            return str(EcosystemPackage(step.record.prefix, step.package_name))
     formula = formula_of(recipe)
     if formula is not None:
         return str(HomebrewFormula(formula))

@@ -140,14 +140,14 @@ class VersionResolver:
     ) -> Resolution:
         from tsukud.install.ecosystem import versions as eco_versions
 
-        base = self.ecosystem_urls().get(step.VERSION_SOURCE)
+        base = self.ecosystem_urls().get(step.record.version_source)
         if not base:
             raise RecipeError(
-                f"no registry URL is configured for {step.VERSION_SOURCE}",
+                f"no registry URL is configured for {step.record.version_source}",
                 hint="Set it with tsukuctl config set (the discover.*_url settings).",
             )
         package = eco_versions.version_package(step, section)
-        key = (step.VERSION_SOURCE, f"{base} {package}", requested or "")
+        key = (step.record.version_source, f"{base} {package}", requested or "")
         hit = self._cache.get(key)
         now = self._clock.now()
         if hit is not None and hit[0] > now:
@@ -292,7 +292,7 @@ def _ecosystem_step(recipe: Recipe) -> EcosystemStep | None:
         return None
     for step in recipe.steps:
         if isinstance(step, EcosystemStep) and (
-            section is None or section.source in (None, step.VERSION_SOURCE)
+            section is None or section.source in (None, step.record.version_source)
         ):
             return step
     return None

@@ -19,7 +19,7 @@ from tsukud.recipe.build import DEFAULT_RPATH, rpath_problem
 from tsukud.recipe.platform import Platform
 from tsukud.recipe.system import FAMILY_OF_MANAGER, SYSTEM_MANAGERS
 from tsukud.recipe.version_range import in_range
-from tsukud.registries.ecosystems import BY_ACTION, ECOSYSTEMS
+from tsukud.registries.ecosystems import BY_ACTION, ECOSYSTEMS, Ecosystem
 
 # ---------------------------------------------------------------------------- errors
 
@@ -359,72 +359,38 @@ class RunCommandStep(_StepBase, frozen=True, kw_only=True):
 
 class EcosystemStep(_StepBase, frozen=True, kw_only=True):
     """An install by a language's package manager into the tool's own directory:
-    ``<tool>_install``, one per record of ``registries/ecosystems.py``. Each names its
-    package under tsuku's key for it (the record's ``package_key``) and the
-    ``executables`` it puts on PATH; the version comes from that ecosystem's registry
-    (``VERSION_SOURCE``) unless ``[version]`` says otherwise."""
+    ``<tool>_install``, one action per record of ``registries/ecosystems.py``.
 
-    ACTION: ClassVar[str]
-    PACKAGE_KEY: ClassVar[str]  # the ecosystem's record says both (registries/ecosystems.py)
-    VERSION_SOURCE: ClassVar[str]
+    One Struct serves every ecosystem, so adding one is its record, reader and runner
+    and no class here: the record says what the action calls its package in a recipe
+    (``package_key``: ``package``, ``crate``, ``gem``, ``module``; ``toml_io`` reads and
+    writes that key into ``package_name``) and where its versions come from
+    (``version_source``) unless ``[version]`` says otherwise. ``executables`` are the
+    commands it puts on PATH. A step is made only for an action a record declares."""
+
     action: str
+    package_name: str
     # Required to install (tsuku's runners need them too); a recipe without them still
     # reads, so a registry's every recipe can be read.
     executables: tuple[str, ...] = ()
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        record = BY_ACTION[cls.ACTION]
-        cls.PACKAGE_KEY = record.package_key
-        cls.VERSION_SOURCE = record.version_source
+    def __post_init__(self) -> None:
+        if self.action not in BY_ACTION:
+            raise ValueError(f"{self.action!r} is no ecosystem's action")
 
     @property
-    def package_name(self) -> str:
-        name: str = getattr(self, self.PACKAGE_KEY)
-        return name
+    def record(self) -> Ecosystem:
+        """The ecosystem whose action this is: its package key, version source, runner."""
+        return BY_ACTION[self.action]
 
 
-class NpmInstallStep(EcosystemStep, frozen=True, kw_only=True):
-    ACTION: ClassVar[str] = "npm_install"
-    action: Literal["npm_install"] = "npm_install"
-    package: str
-
-
-class PipxInstallStep(EcosystemStep, frozen=True, kw_only=True):
-    ACTION: ClassVar[str] = "pipx_install"
-    action: Literal["pipx_install"] = "pipx_install"
-    package: str
-
-
-class CargoInstallStep(EcosystemStep, frozen=True, kw_only=True):
-    ACTION: ClassVar[str] = "cargo_install"
-    action: Literal["cargo_install"] = "cargo_install"
-    crate: str
-
-
-class GemInstallStep(EcosystemStep, frozen=True, kw_only=True):
-    ACTION: ClassVar[str] = "gem_install"
-    action: Literal["gem_install"] = "gem_install"
-    gem: str
-
-
-class GoInstallStep(EcosystemStep, frozen=True, kw_only=True):
-    ACTION: ClassVar[str] = "go_install"
-    action: Literal["go_install"] = "go_install"
-    module: str
-
-
-ECOSYSTEM_STEPS: dict[str, type[EcosystemStep]] = {
-    t.ACTION: t
-    for t in (NpmInstallStep, PipxInstallStep, CargoInstallStep, GemInstallStep, GoInstallStep)
-}
 # The ecosystem actions whose record names a runner (registries/ecosystems.py; a test
 # holds them to tsukud/install/ecosystem/actions.py): the others parse and resolve
 # versions, but are reported as unsupported wherever support is judged.
 RUNNABLE_ECOSYSTEM_ACTIONS = frozenset(e.action for e in ECOSYSTEMS if e.runner is not None)
 # [version] source names of the ecosystems' registries (tsuku's names).
-ECOSYSTEM_VERSION_SOURCES = tuple(t.VERSION_SOURCE for t in ECOSYSTEM_STEPS.values())
+ECOSYSTEM_VERSION_SOURCES = tuple(e.version_source for e in ECOSYSTEMS)
 
 
 class HomebrewStep(_StepBase, frozen=True, kw_only=True):
@@ -926,10 +892,10 @@ def _check_ecosystem(
             action=step.action,
             step=index,
         )
-    if source not in (None, step.VERSION_SOURCE):
+    if source not in (None, step.record.version_source):
         raise UnsupportedFeature(
             f"{name}: version source {source} cannot pin a {step.action} package "
-            f"(its versions come from {step.VERSION_SOURCE})",
+            f"(its versions come from {step.record.version_source})",
             recipe=name,
             action=step.action,
             step=index,
@@ -1019,7 +985,7 @@ def step_summary(step: SupportedStep) -> dict[str, Any]:
     if isinstance(step, EcosystemStep):
         return {
             "action": step.action,
-            step.PACKAGE_KEY: step.package_name,
+            step.record.package_key: step.package_name,
             "executables": list(step.executables),
         }
     if isinstance(step, HomebrewStep):

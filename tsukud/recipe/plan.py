@@ -31,7 +31,6 @@ import msgspec
 
 from tsukud.recipe.homebrew import BottleRef
 from tsukud.recipe.model import (
-    ECOSYSTEM_STEPS,
     RUNNABLE_ECOSYSTEM_ACTIONS,
     Binary,
     ChmodStep,
@@ -498,7 +497,7 @@ def _ecosystem(step: EcosystemStep, index: int, ctx: PlanContext) -> list[PlanSt
         raise RecipeError(f"{ctx.where(index)}: {step.action} needs executables")
     record = BY_ACTION[step.action]
     params: dict[str, Any] = {
-        step.PACKAGE_KEY: step.package_name,
+        record.package_key: step.package_name,
         "version": ctx.resolved.tag,
         "executables": list(step.executables),
     }
@@ -650,7 +649,7 @@ PLANNERS: dict[str, StepPlanner] = {
     "chmod": _chmod,
     "install_binaries": _install_binaries,
     "run_command": _run_command,
-    **dict.fromkeys(ECOSYSTEM_STEPS, _ecosystem),
+    **dict.fromkeys(BY_ACTION, _ecosystem),
     "homebrew": _homebrew,
     **dict.fromkeys(SYSTEM_PACKAGE_ACTIONS, _system_packages),
     "require_command": _require_command,

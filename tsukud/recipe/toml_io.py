@@ -31,7 +31,6 @@ from tsukud.recipe.build import (
 )
 from tsukud.recipe.model import (
     ARCHIVE_FORMAT_ALIASES,
-    ECOSYSTEM_STEPS,
     INSTALL_MODES,
     Binary,
     ChmodStep,
@@ -39,6 +38,7 @@ from tsukud.recipe.model import (
     ConfigureMakeStep,
     DownloadArchiveStep,
     DownloadStep,
+    EcosystemStep,
     ExtractStep,
     GenericStep,
     GitHubArchiveStep,
@@ -68,7 +68,7 @@ from tsukud.recipe.model import (
 from tsukud.recipe.platform import LIBCS
 from tsukud.recipe.system import SYSTEM_MANAGERS, valid_command, valid_package
 from tsukud.recipe.version_range import parse_range
-from tsukud.registries.ecosystems import ECOSYSTEMS
+from tsukud.registries.ecosystems import BY_ACTION, ECOSYSTEMS
 
 # Keys every step may carry that are not action parameters (the reference's list).
 RESERVED_STEP_KEYS = ("action", "note", "description", "phase", "when", "dependencies")
@@ -852,12 +852,12 @@ def _step(value: Any, path: str) -> Step:
             _require(known, path, "version_flag", "version_regex")
         return RequireCommandStep(**common, **known, extra=extra)
 
-    if action in ECOSYSTEM_STEPS:
-        eco_type = ECOSYSTEM_STEPS[action]
-        key = eco_type.PACKAGE_KEY
+    if action in BY_ACTION:  # any action an ecosystem's record declares
+        key = BY_ACTION[action].package_key
         known, extra = _split(params, path, {key: _ECOSYSTEM[action], "executables": _executables})
         _require(known, path, key)
-        return eco_type(**common, **known, extra=extra)
+        package = known.pop(key)
+        return EcosystemStep(action=action, package_name=package, **common, **known, extra=extra)
 
     return GenericStep(action=action, params=params, **common)
 
@@ -987,7 +987,7 @@ def _plain(value: Any) -> Any:
             if name in ("extra", "params"):
                 spill = item
             elif item is not None:
-                out[name] = _plain(item)
+                out[_toml_key(value, name)] = _plain(item)
         out.update((k, _plain(v)) for k, v in spill.items())
         return out
     if isinstance(value, list | tuple):
@@ -995,6 +995,14 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     return value
+
+
+def _toml_key(value: msgspec.Struct, field: str) -> str:
+    """The recipe's key for a Struct's field: its name, but for an ecosystem step's
+    package, which the record names (``crate = "ripgrep"``)."""
+    if isinstance(value, EcosystemStep) and field == "package_name":
+        return value.record.package_key
+    return field
 
 
 def _step_dict(step: Step) -> dict[str, Any]:

@@ -12,10 +12,12 @@ Adding an ecosystem is one record here, its reader module in ``registries/`` (th
 registry's documents, and discovery's ``probe`` over them) and its runner module in
 ``install/ecosystem/`` (``install``, create's ``draft`` and validation's ``fetch``;
 named by ``runner``: the installer imports it by name, so this core module knows no
-feature), plus its step Struct in ``recipe/model.py``. Discovery, create and
-validation dispatch through the records; a unit test keeps every mention of an
-ecosystem's names to this module, its reader, its runner and the modules the record
-lists in ``modules`` (tests/unit/test_ecosystem_record.py).
+feature), and nothing else: its recipe step is ``recipe/model.py``'s one
+``EcosystemStep``, read and written under the record's ``package_key``. Discovery,
+create, validation and the recipe format dispatch through the records; a unit test
+keeps every mention of an ecosystem's names to this module, its reader, its runner and
+the modules the record lists in ``modules``, and adds a made-up ecosystem the same way
+(tests/unit/test_ecosystem_record.py).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from tests.fakes.ecosystems import FakeEcosystems
 from tests.integration.install.conftest import events, installed, tree
 from tsukud.errors import ExitCode
 from tsukud.recipe import load_recipe
-from tsukud.recipe.model import NpmInstallStep, PipxInstallStep
+from tsukud.recipe.model import EcosystemStep
 from tsukud.testing.packages import npm_tarball, wheel
 
 needs_npm = pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
@@ -39,8 +39,8 @@ def test_create_from_npm_writes_a_validated_recipe(eco_inst: Tsuku, eco: FakeEco
     assert "host prefix" not in cp.stdout
     recipe = load_recipe(t.home / "recipes" / "greet.toml")
     (step,) = recipe.steps
-    assert isinstance(step, NpmInstallStep)
-    assert (step.package, step.executables) == ("@fake/greet", ("greet",))  # string bin
+    assert isinstance(step, EcosystemStep) and step.action == "npm_install"
+    assert (step.package_name, step.executables) == ("@fake/greet", ("greet",))  # string bin
     assert recipe.version is None and recipe.verify is not None
     assert (recipe.verify.command, recipe.verify.pattern) == ("greet --version", "{version}")
     assert not (t.home / "validate").exists() or not any((t.home / "validate").iterdir())
@@ -75,7 +75,7 @@ def test_create_from_pypi_reads_console_scripts_from_the_wheel(
     assert cp.returncode == 0, cp.stderr
     recipe = load_recipe(t.home / "recipes" / "hello.toml")
     (step,) = recipe.steps
-    assert isinstance(step, PipxInstallStep)
+    assert isinstance(step, EcosystemStep) and step.action == "pipx_install"
     assert step.executables == ("hello", "hello-gui")
     assert tree(t.home) == []  # validation left nothing in the install tree
 

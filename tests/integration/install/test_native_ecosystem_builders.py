@@ -23,7 +23,7 @@ from tests.integration.install.conftest import (
 from tests.integration.install.test_ecosystem_installs import run
 from tsukud.errors import ExitCode
 from tsukud.recipe import load_recipe
-from tsukud.recipe.model import CargoInstallStep, GemInstallStep, GoInstallStep
+from tsukud.recipe.model import EcosystemStep
 from tsukud.testing.crates import FakeCratesIo, crate
 from tsukud.testing.gems import FakeRubyGems, build_gem
 from tsukud.testing.goproxy import FakeGoProxy, go_module
@@ -54,8 +54,8 @@ def test_create_from_crates_reads_bin_names_or_the_crates_manifest(
     assert "host prefix" not in cp.stdout
     recipe = load_recipe(t.home / "recipes" / "hello-rs.toml")
     (step,) = recipe.steps
-    assert isinstance(step, CargoInstallStep)
-    assert (step.crate, step.executables) == ("hello-rs", ("hello-rs", "hr"))
+    assert isinstance(step, EcosystemStep) and step.action == "cargo_install"
+    assert (step.package_name, step.executables) == ("hello-rs", ("hello-rs", "hr"))
     assert recipe.version is None and recipe.verify is not None
     assert recipe.verify.command == "hello-rs --version"
     assert recipe.metadata.homepage == "https://github.com/fake/hello-rs"
@@ -99,8 +99,8 @@ def test_create_from_rubygems_reads_executables_from_the_gem(
     assert cp.returncode == 0, cp.stderr
     recipe = load_recipe(t.home / "recipes" / "hello.toml")
     (step,) = recipe.steps
-    assert isinstance(step, GemInstallStep)
-    assert (step.gem, step.executables) == ("hello-gem", ("hello", "hi"))
+    assert isinstance(step, EcosystemStep) and step.action == "gem_install"
+    assert (step.package_name, step.executables) == ("hello-gem", ("hello", "hi"))
     created(t, "hello")
     assert "GET /gems/hello-gem-2.1.0.gem" in gems.paths()
 
@@ -120,9 +120,9 @@ def test_create_from_go_names_the_binary_after_the_module(
     assert cp.returncode == 0, cp.stderr
     recipe = load_recipe(t.home / "recipes" / "hellogo.toml")
     (step,) = recipe.steps
-    assert isinstance(step, GoInstallStep)
+    assert isinstance(step, EcosystemStep) and step.action == "go_install"
     # /v2 is a major version, not the command: go install names it hellogo
-    assert (step.module, step.executables) == ("example.com/Fake/hellogo/v2", ("hellogo",))
+    assert (step.package_name, step.executables) == ("example.com/Fake/hellogo/v2", ("hellogo",))
     created(t, "hellogo")
 
     cp = t.ctl("install", "hellogo")
@@ -147,8 +147,8 @@ def test_create_from_go_finds_the_one_command_of_a_module(
     assert cp.returncode == 0, cp.stderr
     recipe = load_recipe(t.home / "recipes" / "kt.toml")
     (step,) = recipe.steps
-    assert isinstance(step, GoInstallStep)
-    assert (step.module, step.executables) == ("example.com/fake/kit/tools/kt", ("kt",))
+    assert isinstance(step, EcosystemStep) and step.action == "go_install"
+    assert (step.package_name, step.executables) == ("example.com/fake/kit/tools/kt", ("kt",))
     assert recipe.version is not None and recipe.version.source == "goproxy"
     assert recipe.version.module == "example.com/fake/kit" and recipe.version.extra == {}
     cp = t.ctl("install", "kt")

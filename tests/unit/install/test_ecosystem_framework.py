@@ -36,7 +36,7 @@ from tsukud.recipe import (
     require_supported,
     unsupported_actions,
 )
-from tsukud.recipe.model import ECOSYSTEM_STEPS, RUNNABLE_ECOSYSTEM_ACTIONS
+from tsukud.recipe.model import RUNNABLE_ECOSYSTEM_ACTIONS
 from tsukud.registries import crates, goproxy, npm, pypi, rubygems
 from tsukud.registries.ecosystems import BY_ACTION
 
@@ -67,9 +67,9 @@ def test_each_action_parses_and_renders_in_the_registry_style(
     text = _recipe(action, key, package)
     recipe = parse_recipe(text)
     (step,) = recipe.steps
-    assert isinstance(step, ECOSYSTEM_STEPS[action])
+    assert isinstance(step, EcosystemStep) and step.action == action
     assert step.package_name == package and step.executables == ("tool",)
-    assert key == step.PACKAGE_KEY
+    assert key == step.record.package_key
     assert dump_recipe(recipe) == text  # package before executables, as the registry writes
 
 
@@ -127,10 +127,10 @@ def test_support_rules() -> None:
 
 
 def test_the_action_registry_matches_the_recipe_model() -> None:
-    assert set(ACTIONS) == set(ECOSYSTEM_STEPS)
+    assert set(ACTIONS) == set(BY_ACTION)
     assert {a for a, e in ACTIONS.items() if e.runner is not None} == RUNNABLE_ECOSYSTEM_ACTIONS
     for name, entry in ACTIONS.items():
-        assert entry.version_source == ECOSYSTEM_STEPS[name].VERSION_SOURCE
+        assert entry.version_source == BY_ACTION[name].version_source
     urls = registry_urls(lambda key: f"https://{key}")
     assert urls["npm"] == "https://discover.npm_url"
     assert urls["pypi"] == "https://discover.pypi_url"
@@ -319,4 +319,10 @@ def test_entry_points_from_a_real_wheel() -> None:
 
 
 def test_ecosystem_steps_are_one_family() -> None:
-    assert all(issubclass(t, EcosystemStep) for t in ECOSYSTEM_STEPS.values())
+    # one Struct for every record's action, its record found by the action; a step of
+    # an action no record declares cannot be made
+    for action in BY_ACTION:
+        step = EcosystemStep(action=action, package_name="tool")
+        assert step.record is BY_ACTION[action]
+    with pytest.raises(ValueError, match="no ecosystem's action"):
+        EcosystemStep(action="github_archive", package_name="tool")

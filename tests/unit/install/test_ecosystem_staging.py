@@ -12,7 +12,7 @@ import trio
 from tsukud.install.ecosystem import pipx
 from tsukud.install.ecosystem.prefix import Prefix, RunContext
 from tsukud.install.ecosystem.staging import Stage, ToolchainUnavailable
-from tsukud.recipe.model import PipxInstallStep
+from tsukud.recipe.model import EcosystemStep
 
 
 def test_a_python_fetch_without_debian_s_pip_wheel_is_unavailable_not_run(
@@ -22,7 +22,7 @@ def test_a_python_fetch_without_debian_s_pip_wheel_is_unavailable_not_run(
     stage = Stage(tmp_path / "stage", "/tsuku/tool", "/tsuku/work")
     stage.make()
     ctx = RunContext(
-        PipxInstallStep(package="tool", executables=("tool",)),
+        EcosystemStep(action="pipx_install", package_name="tool", executables=("tool",)),
         "1.0",
         Prefix("tool", stage.tool, stage.scratch),
         Path("/usr/bin/python3"),

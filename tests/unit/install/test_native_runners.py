@@ -7,7 +7,7 @@ from pathlib import Path
 from tsukud.install.ecosystem import cargo, gem, golang
 from tsukud.install.ecosystem.actions import index_key, registry_urls
 from tsukud.install.ecosystem.prefix import Prefix, RunContext
-from tsukud.recipe.model import CargoInstallStep, GemInstallStep, GoInstallStep
+from tsukud.recipe.model import EcosystemStep
 
 PREFIX = Prefix("t", Path("/h/tools/t-1.0.0"), Path("/h/tools/.staging-t/scratch"))
 DAEMON_ENV = {"PATH": "/usr/bin", "HOME": "/root", "ANTHROPIC_API_KEY": "sk-secret"}
@@ -26,7 +26,7 @@ def ctx(step: object, url: str, version: str = "1.0.0", index: str = "") -> RunC
 
 
 def test_cargo_pins_the_version_and_uses_a_sparse_index_unless_crates_io() -> None:
-    step = CargoInstallStep(crate="hello-rs", executables=("hello-rs",))
+    step = EcosystemStep(action="cargo_install", package_name="hello-rs", executables=("hello-rs",))
     argv = cargo.argv(ctx(step, "http://x", index="sparse+http://127.0.0.1:9/index"))
     assert argv[1:] == [
         "install",
@@ -65,7 +65,7 @@ def test_rustup_home_follows_the_daemons_home_or_its_setting(tmp_path: Path) -> 
 
 
 def test_gem_uses_only_the_configured_source_and_wraps_binstubs() -> None:
-    step = GemInstallStep(gem="hello-gem", executables=("hello",))
+    step = EcosystemStep(action="gem_install", package_name="hello-gem", executables=("hello",))
     argv = gem.argv(ctx(step, "http://127.0.0.1:9"))
     source = argv.index("--source")
     assert argv[source - 1] == "--clear-sources"  # before --source: nothing else is added
@@ -84,7 +84,9 @@ def test_gem_uses_only_the_configured_source_and_wraps_binstubs() -> None:
 
 
 def test_go_installs_module_at_version_from_the_proxy_alone() -> None:
-    step = GoInstallStep(module="example.com/fake/hellogo", executables=("hellogo",))
+    step = EcosystemStep(
+        action="go_install", package_name="example.com/fake/hellogo", executables=("hellogo",)
+    )
     assert golang.argv(ctx(step, "", version="1.3.0"))[1:] == [
         "install",
         "example.com/fake/hellogo@v1.3.0",

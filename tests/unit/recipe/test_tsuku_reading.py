@@ -20,7 +20,7 @@ from tsukud.recipe import (
     unknown_keys,
     unsupported_actions,
 )
-from tsukud.recipe.model import AmbiguousAsset, Binary, GoInstallStep, InstallBinariesStep
+from tsukud.recipe.model import AmbiguousAsset, Binary, EcosystemStep, InstallBinariesStep
 from tsukud.recipe.plan import plan_recipe
 from tsukud.recipe.render import takes_first_match
 
@@ -245,7 +245,7 @@ executables = ["gotool"]
 """
     recipe = parse_recipe(text)
     step = recipe.steps[0]
-    assert isinstance(step, GoInstallStep)
+    assert isinstance(step, EcosystemStep) and step.action == "go_install"
     assert version_package(step, recipe.version) == "example.com/suite"
     bare = parse_recipe(text.replace('module = "example.com/suite"\n', ""))
     assert version_package(step, bare.version) == "example.com/suite/tools/gotool"

@@ -42,7 +42,7 @@ from tsukud.install.ecosystem.drafting import (
 )
 from tsukud.install.ecosystem.prefix import RunContext, clean_env, record_executables, run
 from tsukud.install.ecosystem.staging import Build, Stage
-from tsukud.recipe.model import CargoInstallStep
+from tsukud.recipe.model import EcosystemStep
 from tsukud.registries import crates
 from tsukud.registries._common import as_dict
 from tsukud.registries.ecosystems import BY_ACTION
@@ -168,7 +168,7 @@ async def draft(http: Http, base: str, crate: str, requested: str | None) -> Dra
     if not bins:
         raise no_executables(f"{label} {resolved.tag}", "binary (no [[bin]] target)")
     info = as_dict(doc.get("crate"))
-    step = CargoInstallStep(crate=crate, executables=tuple(bins))
+    step = EcosystemStep(action=RECORD.action, package_name=crate, executables=tuple(bins))
     return Drafted(
         step, resolved, info.get("description"), info.get("homepage") or info.get("repository")
     )

@@ -36,7 +36,7 @@ from tsukud.install.ecosystem.prefix import (
     run,
 )
 from tsukud.install.ecosystem.staging import Build, Stage
-from tsukud.recipe.model import GemInstallStep
+from tsukud.recipe.model import EcosystemStep
 from tsukud.registries import rubygems
 from tsukud.registries._common import as_dict
 from tsukud.registries.ecosystems import BY_ACTION
@@ -132,7 +132,7 @@ async def draft(http: Http, base: str, gem: str, requested: str | None) -> Draft
     executables = rubygems.gemspec_executables(gem_metadata(data))
     if not executables:
         raise no_executables(f"{label} {resolved.tag}", "executable")
-    step = GemInstallStep(gem=gem, executables=tuple(executables))
+    step = EcosystemStep(action=RECORD.action, package_name=gem, executables=tuple(executables))
     homepage = info.get("homepage_uri") or info.get("source_code_uri")
     return Drafted(step, resolved, info.get("info"), homepage)
 

@@ -20,7 +20,7 @@ from tsukud.install.ecosystem.drafting import Drafted, NotDrafted, package_bytes
 from tsukud.install.ecosystem.prefix import RunContext, clean_env, record_executables, run
 from tsukud.install.ecosystem.staging import Build, Stage
 from tsukud.install.ecosystem.versions import FETCHERS, choose
-from tsukud.recipe.model import GoInstallStep, VersionSection
+from tsukud.recipe.model import EcosystemStep, VersionSection
 from tsukud.recipe.version import check_version
 from tsukud.registries import goproxy
 
@@ -95,7 +95,9 @@ async def draft(http: Http, base: str, package: str, requested: str | None) -> D
             f"{label} {resolved.tag}: {package} is not a main package (commands: {commands})",
             hint="Name one command's package path with --from go:<path>; nothing was written.",
         )
-    step = GoInstallStep(module=package, executables=(goproxy.binary_name(package),))
+    step = EcosystemStep(
+        action="go_install", package_name=package, executables=(goproxy.binary_name(package),)
+    )
     version = None
     if goproxy.version_module(package) != module:  # the installer could not infer it
         version = VersionSection(source="goproxy", extra={"module": module})

@@ -23,7 +23,7 @@ from tsukud.install.ecosystem.drafting import Drafted, NotDrafted, json_document
 from tsukud.install.ecosystem.prefix import RunContext, clean_env, record_executables, run
 from tsukud.install.ecosystem.staging import Build, Stage
 from tsukud.install.ecosystem.versions import choose
-from tsukud.recipe.model import NpmInstallStep
+from tsukud.recipe.model import EcosystemStep
 from tsukud.recipe.version import check_version
 from tsukud.registries import npm
 
@@ -85,7 +85,7 @@ async def draft(http: Http, base: str, package: str, requested: str | None) -> D
             hint="It is a library, not a tool; nothing was written.",
         )
     return Drafted(
-        NpmInstallStep(package=package, executables=tuple(executables)),
+        EcosystemStep(action="npm_install", package_name=package, executables=tuple(executables)),
         resolved,
         manifest.get("description") or doc.get("description"),
         manifest.get("homepage") or doc.get("homepage"),

@@ -34,7 +34,7 @@ from tsukud.install.ecosystem.prefix import (
 )
 from tsukud.install.ecosystem.staging import SYSTEM_BIN, Build, Stage, ToolchainUnavailable
 from tsukud.recipe import host_platform
-from tsukud.recipe.model import PipxInstallStep
+from tsukud.recipe.model import EcosystemStep
 from tsukud.registries import pypi
 from tsukud.registries._common import as_dict
 from tsukud.registries.ecosystems import BY_ACTION
@@ -116,7 +116,7 @@ async def draft(http: Http, base: str, project: str, requested: str | None) -> D
     info = as_dict(release.get("info"))
     urls = as_dict(info.get("project_urls"))
     homepage = info.get("home_page") or urls.get("Homepage") or urls.get("Source")
-    step = PipxInstallStep(package=project, executables=tuple(scripts))
+    step = EcosystemStep(action=RECORD.action, package_name=project, executables=tuple(scripts))
     return Drafted(step, resolved, info.get("summary"), homepage)
 
 

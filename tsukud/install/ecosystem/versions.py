@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from tsukud.errors import TsukuError
 from tsukud.recipe import EcosystemStep, VersionNotFound
-from tsukud.recipe.model import GoInstallStep, VersionSection
+from tsukud.recipe.model import VersionSection
 from tsukud.recipe.version import ResolvedVersion, check_version, find_version, latest_version
 from tsukud.registries import goproxy
 from tsukud.registries.ecosystems import ECOSYSTEMS, VersionsDocument
@@ -78,13 +78,13 @@ def choose(listing: Listing, requested: str | None, label: str) -> ResolvedVersi
 def version_package(step: EcosystemStep, section: VersionSection | None) -> str:
     """Whose versions ``step`` installs: its package, except for ``go_install``, whose
     package path may lie inside a module (``goproxy.version_module``)."""
-    if not isinstance(step, GoInstallStep):
+    if step.record.version_source != "goproxy":
         return step.package_name
     declared = None
-    if section is not None and section.source == step.VERSION_SOURCE:
+    if section is not None and section.source == step.record.version_source:
         module = section.module
         declared = module if module and goproxy.valid_module(module) else None
-    return goproxy.version_module(step.module, declared)
+    return goproxy.version_module(step.package_name, declared)
 
 
 async def resolve(
@@ -97,9 +97,9 @@ async def resolve(
     """The exact version of ``step``'s package to install (``tag`` is the registry's
     spelling, ``version`` the directory's); ``section`` is the recipe's ``[version]``."""
     package = version_package(step, section)
-    label = f"{step.VERSION_SOURCE} package {package}"
+    label = f"{step.record.version_source} package {package}"
     try:
-        listing = await FETCHERS[step.VERSION_SOURCE](http, base_url, package)
+        listing = await FETCHERS[step.record.version_source](http, base_url, package)
     except TsukuError as exc:
         status = getattr(exc, "status", None)
         if status in (404, 410):
