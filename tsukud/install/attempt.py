@@ -686,7 +686,7 @@ class InstallAttempt:
             prefix=prefix,
             checks=checks,
             session=self.session,
-            deps=list(self.build_deps.values()),
+            deps=self.build_deps,
         )
         self.built = {
             "image": sandbox.image,

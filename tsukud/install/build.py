@@ -34,7 +34,7 @@ import os
 import shlex
 import shutil
 import stat
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +44,7 @@ import trio
 
 from tsukud.install.errors import BuildFailed
 from tsukud.recipe import VerifyCheck, VerifyFailed, check_verify_output
-from tsukud.recipe.build import Build
+from tsukud.recipe.build import Build, fill_rpath, rpath_dependencies
 from tsukud.sandbox.runtime import BUILD_IMAGE, DEFAULT_PATH, ImageMissing, RunResult, RunSpec
 
 if TYPE_CHECKING:
@@ -77,10 +77,13 @@ class BuildSandbox:
 # ---------------------------------------------------------------------------- pure
 
 
-def build_script(build: Build, prefix: str) -> str:
+def build_script(build: Build, prefix: str, deps: Mapping[str, Path] | None = None) -> str:
     """The ``sh`` script the build container runs: tsuku's steps for the build's kind
     (:func:`_configure_make` or :func:`_cmake`), then each executable must be in
-    ``<prefix>/bin`` and each ``set_rpath`` is applied; every word quoted."""
+    ``<prefix>/bin`` and each ``set_rpath`` is applied, a part naming a build
+    dependency's directory made the directory ``deps`` (name → tool directory) says it
+    was installed in (``KeyError`` for one it lacks); every word quoted."""
+    dirs = {name: str(path) for name, path in (deps or {}).items()}
     q = shlex.quote
     lines = [
         "set -e",
@@ -96,7 +99,8 @@ def build_script(build: Build, prefix: str) -> str:
         path = f"{prefix}/bin/{exe}"
         missing = f"expected executable {exe} not found at {path}"
         lines.append(f"[ -x {q(path)} ] || {{ echo {q(missing)}; exit 4; }}")
-    for binary, rpath in build.rpaths:  # set_rpath: tsuku's two patchelf calls
+    for binary, written in build.rpaths:  # set_rpath: tsuku's two patchelf calls
+        rpath = fill_rpath(written, dirs)
         path = q(f"{prefix}/{binary}")
         lines += [
             f"echo {q(f'+ set_rpath {binary} {rpath}')}",
@@ -104,6 +108,13 @@ def build_script(build: Build, prefix: str) -> str:
             f"patchelf --force-rpath --set-rpath {q(rpath)} {path}",
         ]
     return "\n".join(lines) + "\n"
+
+
+def missing_dependencies(build: Build, deps: Mapping[str, Path]) -> list[str]:
+    """The build dependencies a ``set_rpath`` of ``build`` names that ``deps`` (what
+    was installed for it) lacks, each once: such a build is refused before it runs."""
+    named = [n for _, rpath in build.rpaths for n in rpath_dependencies(rpath)]
+    return [n for n in dict.fromkeys(named) if n not in deps]
 
 
 def _words(*words: str) -> str:
@@ -201,7 +212,7 @@ def build_spec(
     scratch: Path,
     prefix: Path,
     labels: dict[str, str],
-    deps: Sequence[Path] = (),
+    deps: Mapping[str, Path] | None = None,
 ) -> RunSpec:
     """The build's container: the validation contract's isolation (no network, no
     capabilities, read-only root: :class:`RunSpec`'s defaults, left as they are), the
@@ -209,16 +220,17 @@ def build_spec(
     writable, the build dependencies read-only at theirs (:func:`dependency_mounts`),
     as the daemon's uid so what it writes stays the daemon's to move."""
     where = str(prefix)
+    dirs = list((deps or {}).values())
     return RunSpec(
         image=image,
-        command=["/bin/sh", "-c", build_script(build, where)],
+        command=["/bin/sh", "-c", build_script(build, where, deps)],
         mounts=(
             (source, SOURCE_DIR, True),
             (scratch, BUILD_DIR, False),
             (prefix, where, False),
-            *dependency_mounts(deps),
+            *dependency_mounts(dirs),
         ),
-        env=build_env(deps),
+        env=build_env(dirs),
         workdir=BUILD_DIR,
         user=f"{os.getuid()}:{os.getgid()}",
         timeout_s=BUILD_TIMEOUT_S,
@@ -295,11 +307,11 @@ async def build_in_container(
     prefix: Path,
     checks: Sequence[VerifyCheck],
     session: str | None,
-    deps: Sequence[Path] = (),
+    deps: Mapping[str, Path] | None = None,
 ) -> RunResult:
     """Build ``source`` (the unpacked download) in the build container into ``prefix``
     (an empty host directory, mounted at the same path) against ``deps`` (the build
-    dependencies' tool directories, read-only), then run ``checks`` (the recipe's
+    dependencies' tool directories by recipe name, read-only), then run ``checks`` (the recipe's
     verify, ``{install_dir}`` = ``prefix``) in a second container over the output, the
     dependencies mounted there too; check and tame the output tree. Raises
     :class:`BuildFailed` saying which stage failed with the end of its output; returns
@@ -307,6 +319,16 @@ async def build_in_container(
     uid = f"{os.getuid()}:{os.getgid()}"
     where = str(prefix)
     labels = {"dev.tsuku.session": session or "", "dev.tsuku.build": tool}
+    missing = missing_dependencies(build, deps or {})
+    if missing:
+        raise BuildFailed(
+            f"{tool}: set_rpath names the directory of {', '.join(missing)}, which this "
+            "build has not installed",
+            hint="Install the recipe's build dependencies first (an install does that "
+            "itself; validation installs nothing).",
+            tool=tool,
+            stage="build",
+        )
     spec = build_spec(sandbox.image, build, source, scratch, prefix, labels, deps)
     res = await _run(sandbox, spec, session)
     if not res.ok:
@@ -330,7 +352,7 @@ async def build_in_container(
         verify = RunSpec(
             image=sandbox.image,
             command=["/bin/sh", "-c", check.command],
-            mounts=((prefix, where, True), *dependency_mounts(deps)),
+            mounts=((prefix, where, True), *dependency_mounts(list((deps or {}).values()))),
             env={"PATH": f"{bin_dir}:{DEFAULT_PATH}", "HOME": "/tmp"},  # noqa: S108
             workdir="/tmp",  # noqa: S108
             user=uid,

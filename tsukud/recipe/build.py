@@ -10,6 +10,9 @@ host: a recipe that tsuku would refuse is refused here too.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection, Iterable, Mapping
+
 import msgspec
 
 # tsuku's configure_make.go ``isValidConfigureArg``.
@@ -62,20 +65,85 @@ RPATH_PREFIXES = ("$ORIGIN", "@executable_path", "@loader_path", "@rpath")
 # tsuku's WorkDir/.install, where its builds install: here the build's output itself.
 TSUKU_INSTALL_PREFIX = ".install/"
 
+# What tsuku installs as recipes for its build actions (its ActionDependencies:
+# configure_make needs make, zig and pkg-config; cmake_build also cmake). Here the
+# build image is the toolchain (gcc, make, cmake, patchelf), so a recipe naming them
+# among its dependencies is not asked to install them on the host.
+BUILD_TOOLCHAIN = frozenset({"make", "zig", "pkg-config", "cmake", "gcc", "patchelf"})
 
-def rpath_problem(rpath: str) -> str | None:
-    """Why ``rpath`` cannot be set here (tsuku's rules; absolute parts name build
-    dependencies' library directories, which are not installed yet), or ``None``."""
+# A recipe name as a dependency list writes it (``openssl``, ``openssl@3``).
+_NAME = r"[A-Za-z0-9][A-Za-z0-9._+@-]*"
+# The one absolute spelling tsuku's registry gives an rpath part (curl's):
+# ``{libs_dir}/<name>-{deps.<name>.version}/lib``. tsuku fills ``{libs_dir}`` with
+# ``$TSUKU_HOME/libs`` and the version with the dependency's, and accepts an absolute
+# part only inside that directory: it names a build dependency's library directory.
+_DEPENDENCY_PART = re.compile(
+    rf"\{{libs_dir\}}/(?P<name>{_NAME})-\{{deps\.(?P<dep>{_NAME})\.version\}}(?P<rest>/.*)?"
+)
+
+
+def dependency_part(part: str) -> tuple[str, str] | None:
+    """``(dependency, rest)`` when an rpath part is a build dependency's directory as
+    tsuku's registry spells it (``rest``, such as ``/lib``, stays inside it: no
+    ``..``, no other placeholder), else ``None``."""
+    match = _DEPENDENCY_PART.fullmatch(part)
+    if match is None or match["name"] != match["dep"]:
+        return None
+    rest = match["rest"] or ""
+    if "{" in rest or "}" in rest or any(s in (".", "..") for s in rest.split("/")[1:]):
+        return None
+    return match["name"], rest
+
+
+def dependency_names(named: Iterable[str]) -> tuple[str, ...]:
+    """The recipes among ``named`` that a build installs first, in order, each once:
+    all but the build image's toolchain."""
+    return tuple(dict.fromkeys(n for n in named if n not in BUILD_TOOLCHAIN))
+
+
+def rpath_problem(rpath: str, dependencies: Collection[str] = ()) -> str | None:
+    """Why ``rpath`` cannot be set here (tsuku's rules), or ``None``. ``dependencies``:
+    the recipe's build dependencies, the only ones whose directory a part may name
+    (each is installed first, so the part becomes its tool directory: :func:`fill_rpath`);
+    any other absolute part is refused, as tsuku refuses one outside its libs."""
     for part in (p.strip() for p in rpath.split(":")):
         if not part:
             continue
-        if part.startswith("/") or "{libs_dir}" in part:
+        if any(c in part for c in "\n\r\0"):
+            return f"an rpath part with a control character: {part!r}"
+        if "{libs_dir}" in part or "{deps." in part:
+            named = dependency_part(part)
+            if named is None:
+                return (
+                    f"a refused rpath part ({part}): a dependency's directory is "
+                    "{libs_dir}/<name>-{deps.<name>.version}/<path inside it>"
+                )
+            if named[0] not in dependencies:
+                return f"a refused rpath part ({part}): {named[0]} is not a build dependency"
+            continue
+        if part.startswith("/"):
             return f"an absolute rpath part ({part}) is not supported yet"
         if not part.startswith(RPATH_PREFIXES):
             return f"a relative rpath part must start with $ORIGIN: {part}"
-        if any(c in part for c in "\n\r\0"):
-            return f"an rpath part with a control character: {part!r}"
     return None
+
+
+def rpath_dependencies(rpath: str) -> tuple[str, ...]:
+    """The build dependencies whose directory ``rpath`` names, in order."""
+    named = (dependency_part(p.strip()) for p in rpath.split(":"))
+    return tuple(n[0] for n in named if n is not None)
+
+
+def fill_rpath(rpath: str, dirs: Mapping[str, str]) -> str:
+    """``rpath`` with each dependency part (:func:`dependency_part`) made the
+    dependency's tool directory in ``dirs`` (name → directory) plus the path inside
+    it; the other parts as written. Raises ``KeyError`` naming a dependency ``dirs``
+    lacks (the install did not install it: never guessed)."""
+    out: list[str] = []
+    for part in rpath.split(":"):
+        named = dependency_part(part.strip())
+        out.append(part if named is None else dirs[named[0]] + named[1])
+    return ":".join(out)
 
 
 def output_path(binary: str) -> str:

@@ -7,14 +7,14 @@ Pure. ``install/attempt.py`` installs them (each by its own recipe) and
 
 from __future__ import annotations
 
-from tsukud.recipe.model import CMakeBuildStep, ConfigureMakeStep, Recipe, matching_steps
+from tsukud.recipe.model import (
+    CMakeBuildStep,
+    ConfigureMakeStep,
+    Recipe,
+    declared_build_dependencies,
+    matching_steps,
+)
 from tsukud.recipe.platform import Platform
-
-# What tsuku installs as recipes for its build actions (its ActionDependencies:
-# configure_make needs make, zig and pkg-config; cmake_build also cmake). Here the
-# build image is the toolchain (gcc, make, cmake, patchelf), so a recipe naming them
-# among its dependencies is not asked to install them on the host.
-BUILD_TOOLCHAIN = frozenset({"make", "zig", "pkg-config", "cmake", "gcc", "patchelf"})
 
 
 def build_dependencies(
@@ -30,10 +30,4 @@ def build_dependencies(
         for _, step in matching_steps(recipe, target, version)
         if isinstance(step, ConfigureMakeStep | CMakeBuildStep)
     ]
-    if not builds:
-        return ()
-    meta = recipe.metadata
-    named = [*(meta.dependencies or ()), *(meta.extra_dependencies or ())]
-    for step in builds:
-        named += step.dependencies or ()
-    return tuple(dict.fromkeys(n for n in named if n not in BUILD_TOOLCHAIN))
+    return declared_build_dependencies(recipe, builds) if builds else ()

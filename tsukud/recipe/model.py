@@ -9,13 +9,13 @@ in ``extra``/``params``. ``schema/recipe.md`` documents the format; ``toml_io`` 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 import msgspec
 
 from tsukud.errors import TsukuError
-from tsukud.recipe.build import DEFAULT_RPATH, rpath_problem
+from tsukud.recipe.build import DEFAULT_RPATH, dependency_names, rpath_problem
 from tsukud.recipe.platform import Platform
 from tsukud.recipe.system import FAMILY_OF_MANAGER, SYSTEM_MANAGERS
 from tsukud.recipe.version_range import in_range
@@ -521,9 +521,11 @@ class SetRpathStep(_StepBase, frozen=True, kw_only=True):
     ``$ORIGIN/../lib``) with patchelf, after a ``configure_make``, in the build
     container like the build itself. Each part of ``rpath`` must start with
     ``$ORIGIN`` (or macOS's ``@executable_path``, ``@loader_path``, ``@rpath``), as
-    tsuku checks; an absolute one (a dependency's library directory) is not supported
-    yet. ``create_wrapper`` (tsuku's fallback when patchelf fails) is read; a failure
-    fails the build instead."""
+    tsuku checks, or name a build dependency's directory as tsuku's registry does
+    (``{libs_dir}/openssl-{deps.openssl.version}/lib``: that dependency's tool directory
+    here, installed before the build; ``recipe/build.py`` ``fill_rpath``); any other
+    absolute part is refused. ``create_wrapper`` (tsuku's fallback when patchelf fails)
+    is read; a failure fails the build instead."""
 
     ACTION: ClassVar[str] = "set_rpath"
     action: Literal["set_rpath"] = "set_rpath"
@@ -917,6 +919,8 @@ def unsupported_actions(recipe: Recipe) -> list[str]:
     """The actions of ``recipe`` (on any platform) that tsuku cannot run yet, each once,
     in step order: what a registry coverage report counts, before any platform choice."""
     out: list[str] = []
+    builds = [s for s in recipe.steps if isinstance(s, ConfigureMakeStep | CMakeBuildStep)]
+    deps = declared_build_dependencies(recipe, builds)
     for step in recipe.steps:
         if isinstance(step, GenericStep) or (
             isinstance(step, EcosystemStep) and step.action not in RUNNABLE_ECOSYSTEM_ACTIONS
@@ -925,7 +929,9 @@ def unsupported_actions(recipe: Recipe) -> list[str]:
         else:  # a parameter install refuses (requires_sudo, ...) makes the step unusable
             found = [f"{step.action} parameter {k}" for k in unmodelled_parameters(step)]
         problem = (
-            rpath_problem(step.rpath or DEFAULT_RPATH) if isinstance(step, SetRpathStep) else None
+            rpath_problem(step.rpath or DEFAULT_RPATH, deps)
+            if isinstance(step, SetRpathStep)
+            else None
         )
         if problem:  # install refuses it (curl's {libs_dir}/openssl-.../lib is absolute)
             kind = "an absolute" if problem.startswith("an absolute") else "a refused"
@@ -935,6 +941,21 @@ def unsupported_actions(recipe: Recipe) -> list[str]:
     if source not in SUPPORTED_VERSION_SOURCES:
         out.append(f"version source {source}")
     return out
+
+
+def declared_build_dependencies(
+    recipe: Recipe, builds: Sequence[ConfigureMakeStep | CMakeBuildStep]
+) -> tuple[str, ...]:
+    """tsuku's install-time dependencies of a build by ``builds`` (the recipe's build
+    steps for a platform, or all of them): ``metadata.dependencies``,
+    ``metadata.extra_dependencies`` and the steps' own ``dependencies``, in that order,
+    each once, less the build image's toolchain. What is installed first, and the only
+    recipes whose directory a ``set_rpath`` part may name."""
+    meta = recipe.metadata
+    named = [*(meta.dependencies or ()), *(meta.extra_dependencies or ())]
+    for step in builds:
+        named += step.dependencies or ()
+    return dependency_names(named)
 
 
 def unknown_keys(recipe: Recipe) -> list[str]:

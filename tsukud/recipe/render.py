@@ -21,6 +21,7 @@ from tsukud.recipe.build import (
     output_path,
     rpath_problem,
 )
+from tsukud.recipe.build_deps import build_dependencies
 from tsukud.recipe.homebrew import BottleRef
 from tsukud.recipe.model import (
     ARCHIVE_FORMAT_ALIASES,
@@ -495,6 +496,7 @@ def _fold_url_steps(
     target: Platform,
     recipe_name: str,
     bottles: Mapping[int, BottleRef] | None = None,
+    dependencies: Sequence[str] = (),
 ) -> list[_WorkFile]:
     """Replay the URL steps over one work directory, as tsuku runs them: downloads
     name files, ``extract``/``chmod`` act on them, ``install_binaries`` takes the tool
@@ -583,7 +585,7 @@ def _fold_url_steps(
             _fold_build(step, index, pending, where, version, target)
             continue
         if isinstance(step, SetRpathStep):
-            _fold_rpath(step, pending, where, version, target)
+            _fold_rpath(step, pending, where, version, target, dependencies)
             continue
         if isinstance(step, InstallLibrariesStep):
             # The download not yet installed from, or the only one there is.
@@ -660,16 +662,20 @@ def _fold_rpath(
     where: str,
     version: str,
     target: Platform,
+    dependencies: Sequence[str],
 ) -> None:
     """A ``set_rpath`` over a build's output: patchelf runs in the build container
-    after ``make install``; over a plain download it would run on the host (not yet)."""
+    after ``make install``; over a plain download it would run on the host (not yet).
+    A part naming a build dependency's directory (one of ``dependencies``) is kept as
+    written: the build fills it with where that dependency was installed
+    (``install/build.py``)."""
     built = [w for w in pending if w.build is not None]
     if len(built) != 1:
         raise _unsupported(where, "set_rpath without a configure_make or cmake_build before it")
     work = built[0]
     assert work.build is not None
     rpath = expand(step.rpath or DEFAULT_RPATH, version=version, os=target.os, arch=target.arch)
-    problem = rpath_problem(rpath)
+    problem = rpath_problem(rpath, dependencies)
     if problem is not None:
         raise _unsupported(where, f"set_rpath with {problem}")
     paths = tuple(
@@ -728,11 +734,13 @@ def render_url_steps(
     *,
     recipe_name: str = "",
     bottles: Mapping[int, BottleRef] | None = None,
+    dependencies: Sequence[str] = (),
 ) -> list[RenderedStep]:
     """The URL steps selected for ``target``, one :class:`RenderedStep` per file that
     an ``install_binaries`` (or ``download_archive``, or a ``homebrew`` bottle, whose
-    ``bottles`` the caller looked up) installs from."""
-    works = _fold_url_steps(steps, resolved, target, recipe_name, bottles)
+    ``bottles`` the caller looked up) installs from. ``dependencies``: the recipe's
+    build dependencies (``recipe/build_deps.py``), installed before a build."""
+    works = _fold_url_steps(steps, resolved, target, recipe_name, bottles, dependencies)
     if not works:
         where = f"{recipe_name}: " if recipe_name else ""
         raise RecipeError(f"{where}no install_binaries step installs what the recipe downloads")
@@ -806,7 +814,12 @@ def render_recipe(
         else:
             url_steps.append((index, step))
     if url_steps:
-        out.extend(render_url_steps(url_steps, resolved, target, recipe_name=name, bottles=bottles))
+        deps = build_dependencies(recipe, target, resolved.version)
+        out.extend(
+            render_url_steps(
+                url_steps, resolved, target, recipe_name=name, bottles=bottles, dependencies=deps
+            )
+        )
         out.sort(key=lambda r: r.index)
     return out
 

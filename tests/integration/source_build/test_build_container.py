@@ -48,6 +48,7 @@ async def _build(
     makefile: bytes = MAKEFILE,
     checks: tuple[VerifyCheck, ...] = (VERIFY,),
     also: dict[str, bytes] | None = None,
+    deps: dict[str, Path] | None = None,
 ) -> Path:
     async def rt() -> ContainerRuntime:
         return runtime
@@ -73,6 +74,7 @@ async def _build(
         prefix=prefix,
         checks=checks,
         session="test",
+        deps=deps,
     )
     return prefix
 
@@ -81,14 +83,25 @@ async def test_the_output_is_proven_and_tamed(
     runtime: ContainerRuntime, build_image: str, tmp_path: Path
 ) -> None:
     setuid = MAKEFILE + b"\tchmod 4777 $(PREFIX)/bin/hello\n"
-    # set_rpath runs in the container after the build; readelf there shows it.
-    with_rpath = msgspec.structs.replace(BUILD, rpaths=(("bin/hello", "$ORIGIN/../lib"),))
+    # set_rpath runs in the container after the build; readelf there shows it, the
+    # part naming a build dependency (tsuku's curl spelling) made its tool directory.
+    written = "$ORIGIN/../lib:{libs_dir}/libgreet-{deps.libgreet.version}/lib"
+    with_rpath = msgspec.structs.replace(BUILD, rpaths=(("bin/hello", written),))
     home = tmp_path / "home" / "tools" / "hello-src-1.0.0"
+    libgreet = tmp_path / "home" / "tools" / "libgreet-2.1"
+    (libgreet / "lib").mkdir(parents=True)
     rpath = VerifyCheck(
-        command=f"readelf -d {home}/bin/hello", patterns=("Library rpath: [$ORIGIN/../lib]",)
+        command=f"readelf -d {home}/bin/hello",
+        patterns=(f"Library rpath: [$ORIGIN/../lib:{libgreet}/lib]",),
     )
     prefix = await _build(
-        runtime, build_image, tmp_path, with_rpath, makefile=setuid, checks=(VERIFY, rpath)
+        runtime,
+        build_image,
+        tmp_path,
+        with_rpath,
+        makefile=setuid,
+        checks=(VERIFY, rpath),
+        deps={"libgreet": libgreet},
     )
     assert prefix == home
     hello = prefix / "bin" / "hello"

@@ -15,6 +15,7 @@ from tsukud.install.build import (
     build_spec,
     check_output_tree,
     dependency_env,
+    missing_dependencies,
     tame_modes,
 )
 from tsukud.recipe.build import Build
@@ -117,7 +118,7 @@ def test_build_dependencies_are_mounted_read_only_at_their_own_paths(tmp_path: P
     (lib / "include").mkdir()
     bare = tmp_path / "tools" / "data-1"  # neither headers nor libraries
     bare.mkdir()
-    spec = build_spec("img", BUILD, src, scratch, prefix, {}, [lib, bare])
+    spec = build_spec("img", BUILD, src, scratch, prefix, {}, {"libgreet": lib, "data": bare})
     host = spec.container_config()["HostConfig"]
     mounts = {(m["Source"], m["Target"]): m["ReadOnly"] for m in host["Mounts"]}
     # Untrusted build code reads its dependencies and can change none of them.
@@ -133,3 +134,21 @@ def test_build_dependencies_are_mounted_read_only_at_their_own_paths(tmp_path: P
     (lib / "bin").mkdir()
     assert dependency_env([lib])["PATH"] == f"{lib}/bin:{DEFAULT_PATH}"
     assert dependency_env([]) == {}
+
+
+def test_an_rpath_part_naming_a_dependency_becomes_where_it_was_installed(
+    tmp_path: Path,
+) -> None:
+    """tsuku's curl: ``{libs_dir}/openssl-{deps.openssl.version}/lib`` is openssl's
+    library directory; here openssl's tool directory, installed before the build."""
+    written = "$ORIGIN/../lib:{libs_dir}/libgreet-{deps.libgreet.version}/lib"
+    build = Build(index=2, source_dir="g", executables=("g",), rpaths=(("bin/g", written),))
+    lib = tmp_path / "tools" / "libgreet-2.1"
+    lines = build_script(build, PREFIX, {"libgreet": lib}).splitlines()
+    filled = f"$ORIGIN/../lib:{lib}/lib"
+    assert f"patchelf --force-rpath --set-rpath {shlex.quote(filled)} {PREFIX}/bin/g" in lines
+    assert missing_dependencies(build, {"libgreet": lib}) == []
+    # Not installed for this build: refused before anything runs, never guessed.
+    assert missing_dependencies(build, {}) == ["libgreet"]
+    assert missing_dependencies(build, {"zlib": lib}) == ["libgreet"]
+    assert missing_dependencies(BUILD, {}) == []  # $ORIGIN only: nothing to install
