@@ -105,7 +105,10 @@ async def check_lock(
     from building it anyway; this says why, before a venv is made)."""
     for entry in entries:
         url = pypi.release_url(base, entry.name, entry.version)
-        release = (await http.get(url, headers={"accept": "application/json"}, cache=True)).json()
+        answer = await http.get(
+            url, headers={"accept": "application/json"}, cache=True, accept_status=(404,)
+        )
+        release = answer.json() if answer.status == 200 else {}
         by_hash = {
             str(as_dict(f.get("digests")).get("sha256") or "").lower(): f
             for f in pypi.release_files(release)
