@@ -9,6 +9,7 @@ run on this host: here it would write a marker file).
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -70,7 +71,13 @@ def test_pip_exec_installs_only_pinned_wheels_and_only_declared_executables(
     assert cp.returncode == 6 and "is not name==version" in cp.stderr, cp.stderr
 
     # The lock as pinned: both wheels, and bin/ gets only the declared executable.
-    local_recipe(inst, "hello", recipe(lock(good, ("hello-helper", "2.0", helper.sha256))))
+    pins = lock(good, ("hello-helper", "2.0", helper.sha256))
+    local_recipe(inst, "hello", recipe(pins))
+    plan = json.loads(inst.ctl("plan", "hello", "--json", check=True).stdout)
+    assert plan["version"] == "1.0" and plan["unsupported"] == []
+    assert [(s["action"], s["params"]["locked_requirements"]) for s in plan["steps"]] == [
+        ("pip_exec", pins)
+    ]
     cp = inst.ctl("install", "hello")
     assert cp.returncode == 0, cp.stderr
     assert sorted(p.name for p in (inst.home / "bin").iterdir()) == ["hello"]

@@ -277,3 +277,16 @@ def test_cpan_names_that_would_reach_cpanm_as_something_else_are_refused(
     with pytest.raises(RecipeParseError) as err:
         parse_recipe(text)
     assert f"steps[0].{key}" in err.value.message
+
+
+@pytest.mark.parametrize("text", [BLACK, CARTON], ids=["pip_exec", "cpan_install"])
+def test_a_generated_recipe_may_not_write_either(text: str) -> None:
+    """What a generated recipe installs is what its validation proved; neither step is
+    validated, so create's static checks refuse both (a person's recipe may have them)."""
+    from tsukud.create.static_checks import check_on_paper
+
+    (step,) = parse_recipe(text).steps
+    messages = [f.message for f in check_on_paper(parse_recipe(text))]
+    assert f"steps[0]: action {step.action} is not allowed in generated recipes" in " ".join(
+        messages
+    ), messages
