@@ -17,8 +17,11 @@ counted here so new registry keys get noticed. Each parsed recipe is also planne
 (``tsukuctl plan``'s pure planner) on the four standard platforms at a stand-in version,
 with the release's assets and a bottle stood in by names its patterns match (no network):
 per action, how many of the recipes using it plan that action on every platform where
-it serves, so a gap in planning is seen beside a gap in support. No network, no
-daemon. The last line reads ``parsed P/N, supported S/N``.
+it serves, so a gap in planning is seen beside a gap in support. Then (unless
+``--no-install``) each recipe is installed for this host's platform by the real
+installer, in-process, against fakes serving a synthesized release for it
+(``coverage_installs.py``): per action, how many of the recipes using it there install.
+No network, no daemon. The last line reads ``parsed P/N, supported S/N``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # `python bench/x.py` puts bench/ first, not the repo
@@ -46,6 +50,7 @@ from tsukud.recipe import (  # noqa: E402
     ResolvedVersion,
     UnsupportedPlatform,
     check_platform,
+    host_platform,
     load_recipe,
     matching_steps,
     unknown_keys,
@@ -56,6 +61,9 @@ from tsukud.recipe.plan import plan_recipe  # noqa: E402
 from tsukud.recipe.platform import Platform  # noqa: E402
 from tsukud.recipe.render import expand, mapped  # noqa: E402
 from tsukud.recipe.system import SYSTEM_MANAGERS  # noqa: E402
+
+if TYPE_CHECKING:
+    from bench.coverage_installs import Installs
 
 NAME = "registry_coverage"
 _INDEX = re.compile(r"\[\d+\]")
@@ -75,6 +83,8 @@ class Coverage:
     # action → recipes using it, and of those the ones whose plan has it everywhere
     uses: Counter[str] = field(default_factory=Counter)
     plans: Counter[str] = field(default_factory=Counter)
+    # What the real installer installed against the fakes (coverage_installs.py).
+    installs: Installs | None = None
 
     def lines(self, show: int = 10) -> list[str]:
         n = self.total
@@ -91,6 +101,16 @@ class Coverage:
             )
             for action, count in self.uses.most_common():
                 out.append(f"  {self.plans[action]:5d}/{count:<5d}  {action}")
+        if self.installs is not None:
+            got = self.installs
+            out.append(
+                f"installs per action on {got.platform} against the fakes "
+                "(recipes that install / using it there):"
+            )
+            for action, count in got.uses.most_common():
+                out.append(f"  {got.installed[action]:5d}/{count:<5d}  {action}")
+            for code, count in got.failures.most_common(show):
+                out.append(f"  {count:5d}  not installed: {code}")
         if self.unknown:
             out.append(f"unknown keys (kept, not fatal): {sum(self.unknown.values())}")
             for key, count in self.unknown.most_common(show):
@@ -192,12 +212,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("registry", nargs="?", type=Path, default=None)
     ap.add_argument("--show", type=int, default=10, help="rows per breakdown")
     ap.add_argument("--quick", action="store_true", help="accepted for run_all; no effect")
+    ap.add_argument(
+        "--no-install", action="store_true", help="plan only: install nothing against the fakes"
+    )
     args = ap.parse_args(argv)
     root: Path = args.registry or default_registry()
     if not root.is_dir():
         print(f"registry_coverage: {root} is not a directory", file=sys.stderr)
         return 2
-    report = measure(sorted(root.rglob("*.toml")))
+    paths = sorted(root.rglob("*.toml"))
+    report = measure(paths)
+    if not args.no_install:
+        from bench.coverage_installs import measure_installs
+
+        recipes = []
+        for path in paths:
+            try:
+                recipes.append(load_recipe(path))
+            except RecipeParseError:
+                continue
+        report.installs = measure_installs(recipes, host_platform())
     print("\n".join(report.lines(args.show)))
     return 0
 

@@ -333,6 +333,16 @@ CATALOGUE: dict[str, ErrorKind] = {
         E.TOOLCHAIN_MISSING, "Install the named toolchain, then run the command again."
     ),
     "ecosystem_install_failed": ErrorKind(E.INSTALL_FAILED, _NOTHING_INSTALLED),
+    "locked_requirements_invalid": ErrorKind(
+        E.INSTALL_FAILED,
+        "pip_exec installs only wheels pinned as name==version with --hash=sha256; "
+        "nothing was installed.",
+    ),
+    "locked_hash_mismatch": ErrorKind(
+        E.INSTALL_FAILED,
+        "The package index does not serve the file the recipe's lock pins; nothing was "
+        "installed. The lock must be regenerated if the package was re-published on purpose.",
+    ),
     "not_installed": ErrorKind(E.GENERAL, "`tsukuctl list` shows the installed tools."),
     # ---- Homebrew bottles and runtime dependencies
     "homebrew_error": ErrorKind(

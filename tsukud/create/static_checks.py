@@ -34,6 +34,7 @@ from tsukud.recipe import (
     STANDARD_PLATFORMS,
     AmbiguousAsset,
     AssetNotFound,
+    CpanInstallStep,
     DownloadArchiveStep,
     EcosystemStep,
     GenericStep,
@@ -41,6 +42,7 @@ from tsukud.recipe import (
     GitHubFileStep,
     InstallBinariesStep,
     InstallShellInitStep,
+    PipExecStep,
     Platform,
     Recipe,
     RecipeError,
@@ -181,6 +183,18 @@ def check_schema(recipe: Recipe) -> list[Finding]:
     return found
 
 
+# Steps a generated recipe may not have: they act beyond the tool (a command, the
+# shell's start-up), or install what its validation does not prove (pip_exec's lock of
+# wheels, cpan_install's build); a person's recipe may.
+_PERSONS_ONLY = (
+    GenericStep,
+    RunCommandStep,
+    InstallShellInitStep,
+    PipExecStep,
+    CpanInstallStep,
+)
+
+
 def check_limits(recipe: Recipe) -> list[Finding]:
     found = []
     if len(recipe.steps) > MAX_STEPS:
@@ -202,7 +216,7 @@ def check_limits(recipe: Recipe) -> list[Finding]:
             )
         )
     for index, step in enumerate(recipe.steps):
-        if isinstance(step, GenericStep | RunCommandStep | InstallShellInitStep):
+        if isinstance(step, _PERSONS_ONLY):
             if step.action in ("run_command", "install_shell_init"):
                 # Both act on this machine beyond the tool (a command, the shell's
                 # start-up): a person's recipe may ask; a generated one may not.

@@ -104,6 +104,7 @@ from tsukud.recipe import (
     EcosystemStep,
     InstallShellInitStep,
     LinkDependenciesStep,
+    PipExecStep,
     Recipe,
     RenderedStep,
     RequireCommandStep,
@@ -111,6 +112,7 @@ from tsukud.recipe import (
     VerifyCheck,
     ecosystem_step,
     matching_steps,
+    pip_exec_step,
     render_recipe,
     render_verify,
     require_supported,
@@ -288,7 +290,7 @@ class InstallAttempt:
             f"{layout.STAGING_PREFIX}{self.name}-{res.version}-{secrets.token_hex(4)}"
         )
         self.staging.mkdir(mode=0o700)
-        eco = ecosystem_step(recipe, inst.platform)
+        eco = ecosystem_step(recipe, inst.platform) or pip_exec_step(recipe, inst.platform)
         asset_records: list[dict[str, Any]] = []
         if eco is not None:
             self._refuse_conflicts(dict.fromkeys(eco.executables), force)
@@ -453,7 +455,7 @@ class InstallAttempt:
         )
 
     async def _run_ecosystem(
-        self, step: EcosystemStep, res: Resolution, final_dir: Path
+        self, step: EcosystemStep | PipExecStep, res: Resolution, final_dir: Path
     ) -> dict[str, dict[str, str]]:
         """Install with the ecosystem's package manager, in place (``ecosystem/prefix.py``
         says why): the toolchain is found first, so a missing one changes nothing."""
@@ -502,6 +504,7 @@ class InstallAttempt:
             inst.env,
             index_url=index_url,
             proxies=inst.package_proxies(),
+            http=inst.http,
         )
         bin_dir = layout.bin_dir(inst.home)
         before = {p.name for p in bin_dir.iterdir()} if bin_dir.is_dir() else set()

@@ -580,6 +580,61 @@ class InstallShellInitStep(_StepBase, frozen=True, kw_only=True):
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class PipExecStep(_StepBase, frozen=True, kw_only=True):
+    """``pip_exec``: tsuku's primitive for Python packages, written in a recipe as it
+    is planned: ``locked_requirements`` (a requirements file, every line
+    ``name==version`` with its ``--hash=sha256:...``) installed into a venv of the
+    tool's own (``venvs/<package>``), ``--require-hashes --no-deps --only-binary
+    :all:``, so only the wheels the lock pins, and never a source package, whose build
+    would run its code here. ``package`` and ``version`` name the tool (the version
+    the lock pins is the one installed); ``executables`` are the commands it puts on
+    PATH, nothing else of the venv's ``bin/``. ``python_version`` and
+    ``has_native_addons`` are tsuku's notes (a warning there); they are kept and
+    planned as written."""
+
+    ACTION: ClassVar[str] = "pip_exec"
+    action: Literal["pip_exec"] = "pip_exec"
+    package: str
+    version: str | None = None
+    executables: tuple[str, ...] = ()
+    locked_requirements: str
+    python_version: str | None = None
+    has_native_addons: bool | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    @property
+    def package_name(self) -> str:
+        return self.package
+
+
+class CpanInstallStep(_StepBase, frozen=True, kw_only=True):
+    """``cpan_install``: tsuku's install of a CPAN ``distribution`` (``module``, when
+    given, is what cpanm is asked for; otherwise the distribution's name with ``-`` as
+    ``::``) with cpanm into the tool's directory, ``executables`` from its ``bin/``.
+    ``perl_version``, ``cpanfile``, ``mirror``, ``mirror_only`` and ``offline`` are
+    tsuku's other keys, read and planned as written. A distribution's
+    ``Makefile.PL`` is code it runs to build, so it may only run in the build
+    container; that image has no perl toolchain yet, so the step is read and planned,
+    and installing it is refused as not supported yet."""
+
+    ACTION: ClassVar[str] = "cpan_install"
+    action: Literal["cpan_install"] = "cpan_install"
+    distribution: str
+    module: str | None = None
+    executables: tuple[str, ...] = ()
+    perl_version: str | None = None
+    cpanfile: str | None = None
+    mirror: str | None = None
+    mirror_only: bool | None = None
+    offline: bool | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+# tsuku's package-manager primitives written as recipe steps: like an ecosystem step,
+# each installs into the tool's own directory and is the whole install on its platform.
+PackageStep = PipExecStep | CpanInstallStep
+
+
 # Steps that build from source: they run only in the build container.
 BuildStep = ConfigureMakeStep | CMakeBuildStep | SetupBuildEnvStep | SetRpathStep
 BUILD_ACTIONS = (
@@ -620,7 +675,9 @@ UrlStep = (
     | SetRpathStep
     | InstallLibrariesStep
 )
-SupportedStep = GitHubArchiveStep | GitHubFileStep | UrlStep | EcosystemStep | HostStep | ToolStep
+SupportedStep = (
+    GitHubArchiveStep | GitHubFileStep | UrlStep | EcosystemStep | PackageStep | HostStep | ToolStep
+)
 Step = SupportedStep | GenericStep
 
 
@@ -802,6 +859,24 @@ def _check_step(recipe_name: str, index: int, step: SupportedStep) -> None:
             action=step.action,
             step=index,
         )
+    if isinstance(step, CpanInstallStep):
+        raise UnsupportedAction(
+            f"{where}: action {step.action} is not supported yet",
+            hint=f"A CPAN distribution builds by running its own code, which may run only "
+            f"in the build container, and that image has no perl toolchain yet; install "
+            f"{step.distribution} with cpanm yourself for now (`tsukuctl plan` shows the step).",
+            recipe=recipe_name,
+            action=step.action,
+            step=index,
+        )
+    if isinstance(step, PipExecStep) and not (step.executables and step.version):
+        raise RecipeError(
+            f"{where}: {step.action} needs executables (the commands it puts on PATH) "
+            "and version (the package's version its locked_requirements pin)",
+            recipe=recipe_name,
+            action=step.action,
+            step=index,
+        )
     if unmodelled_parameters(step):
         names = ", ".join(unmodelled_parameters(step))
         raise UnsupportedFeature(
@@ -877,6 +952,16 @@ def _check_ecosystem(
     """An ecosystem step is the whole install: its package manager owns the tool's
     directory, so it stands alone, and its versions come from its own registry."""
     selected = [(i, s) for i, s in selected if not isinstance(s, HostStep | ToolStep)]
+    locked = [(i, s) for i, s in selected if isinstance(s, PipExecStep)]
+    if locked and len(selected) > 1:
+        index, alone = locked[0]
+        raise UnsupportedFeature(
+            f"{name}: steps[{index}]: {alone.action} cannot be combined with other steps "
+            "on one platform yet",
+            recipe=name,
+            action=alone.action,
+            step=index,
+        )
     eco = [(i, s) for i, s in selected if isinstance(s, EcosystemStep)]
     if not eco:
         if source in ECOSYSTEM_VERSION_SOURCES:
@@ -915,6 +1000,17 @@ def ecosystem_step(
     return None
 
 
+def pip_exec_step(
+    recipe: Recipe, target: Platform, version: str | None = None
+) -> PipExecStep | None:
+    """The ``pip_exec`` step that installs ``recipe`` on ``target``, if that is how it
+    installs (alone on its platform: checked by :func:`require_supported`)."""
+    for _index, step in require_supported(recipe, target, version):
+        if isinstance(step, PipExecStep):
+            return step
+    return None
+
+
 def unsupported_actions(recipe: Recipe) -> list[str]:
     """The actions of ``recipe`` (on any platform) that tsuku cannot run yet, each once,
     in step order: what a registry coverage report counts, before any platform choice."""
@@ -922,7 +1018,7 @@ def unsupported_actions(recipe: Recipe) -> list[str]:
     builds = [s for s in recipe.steps if isinstance(s, ConfigureMakeStep | CMakeBuildStep)]
     deps = declared_build_dependencies(recipe, builds)
     for step in recipe.steps:
-        if isinstance(step, GenericStep) or (
+        if isinstance(step, GenericStep | CpanInstallStep) or (
             isinstance(step, EcosystemStep) and step.action not in RUNNABLE_ECOSYSTEM_ACTIONS
         ):
             found = [step.action]
@@ -1007,6 +1103,12 @@ def step_summary(step: SupportedStep) -> dict[str, Any]:
         return {
             "action": step.action,
             step.record.package_key: step.package_name,
+            "executables": list(step.executables),
+        }
+    if isinstance(step, PipExecStep):
+        return {
+            "action": step.action,
+            "package": step.package,
             "executables": list(step.executables),
         }
     if isinstance(step, HomebrewStep):

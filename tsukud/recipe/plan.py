@@ -36,6 +36,7 @@ from tsukud.recipe.model import (
     ChmodStep,
     CMakeBuildStep,
     ConfigureMakeStep,
+    CpanInstallStep,
     DownloadArchiveStep,
     DownloadStep,
     EcosystemStep,
@@ -48,6 +49,7 @@ from tsukud.recipe.model import (
     InstallLibrariesStep,
     InstallShellInitStep,
     LinkDependenciesStep,
+    PipExecStep,
     Recipe,
     RecipeError,
     RequireCommandStep,
@@ -536,6 +538,40 @@ def _require_command(step: RequireCommandStep, index: int, ctx: PlanContext) -> 
     ]
 
 
+def _pip_exec(step: PipExecStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """A primitive tsuku plans as written: the shape tsuku's Python ecosystem step decomposes
+    into, the lock, version and notes given here by the recipe instead of resolved."""
+    return [
+        primitive(
+            step.action,
+            package=step.package,
+            version=step.version,
+            executables=list(step.executables),
+            locked_requirements=step.locked_requirements,
+            python_version=step.python_version,
+            has_native_addons=step.has_native_addons,
+        )
+    ]
+
+
+def _cpan_install(step: CpanInstallStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """A primitive tsuku plans as written (carton's golden plan: ``distribution`` and
+    ``executables``); installing it is refused here (``model.CpanInstallStep``)."""
+    return [
+        primitive(
+            step.action,
+            distribution=step.distribution,
+            module=step.module,
+            executables=list(step.executables),
+            perl_version=step.perl_version,
+            cpanfile=step.cpanfile,
+            mirror=step.mirror,
+            mirror_only=step.mirror_only,
+            offline=step.offline,
+        )
+    ]
+
+
 def _fill(ctx: PlanContext, text: str) -> str:
     """Text as the recipe wrote it, ``{version}``, ``{os}`` and ``{arch}`` filled in
     (tsuku's ``expandParams``)."""
@@ -661,6 +697,8 @@ PLANNERS: dict[str, StepPlanner] = {
     "install_libraries": _install_libraries,
     "link_dependencies": _link_dependencies,
     "install_shell_init": _install_shell_init,
+    "pip_exec": _pip_exec,
+    "cpan_install": _cpan_install,
 }
 
 

@@ -44,6 +44,7 @@ from tsukud.recipe.model import (
     InstallBinariesStep,
     InstallLibrariesStep,
     InstallStep,
+    PackageStep,
     Recipe,
     RecipeError,
     RunCommandStep,
@@ -807,7 +808,7 @@ def render_recipe(
                     take_first=take_first,
                 )
             )
-        elif isinstance(step, EcosystemStep | HostStep | ToolStep):
+        elif isinstance(step, EcosystemStep | PackageStep | HostStep | ToolStep):
             # Nothing to download by URL: its package manager fetches it, or the step
             # acts on the host (install/system_packages.py).
             continue

@@ -36,6 +36,7 @@ from tsukud.recipe.model import (
     ChmodStep,
     CMakeBuildStep,
     ConfigureMakeStep,
+    CpanInstallStep,
     DownloadArchiveStep,
     DownloadStep,
     EcosystemStep,
@@ -49,6 +50,7 @@ from tsukud.recipe.model import (
     InstallShellInitStep,
     LinkDependenciesStep,
     Metadata,
+    PipExecStep,
     Recipe,
     RecipeParseError,
     RequireCommandStep,
@@ -769,6 +771,48 @@ def _executables(value: Any, path: str) -> tuple[str, ...]:
 _ECOSYSTEM: dict[str, Conv] = {
     e.action: _package(e.valid_name, e.step_name_kind or e.name_kind) for e in ECOSYSTEMS
 }
+# pip_exec names its package as the ecosystem whose primitive it is does.
+_PIP_RECORD = next(e for e in ECOSYSTEMS if e.plan_action == PipExecStep.ACTION)
+_PIP_EXEC: dict[str, Conv] = {
+    "package": _package(_PIP_RECORD.valid_name, _PIP_RECORD.name_kind),
+    "version": _nonempty,
+    "executables": _executables,
+    "locked_requirements": _nonempty,
+    "python_version": _nonempty,
+    "has_native_addons": _bool,
+}
+# tsuku's isValidDistribution and isValidModuleName: the names become cpanm's
+# arguments, so nothing else is read.
+_CPAN_DISTRIBUTION = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,127}")
+_CPAN_MODULE = re.compile(r"[A-Za-z][A-Za-z0-9_]*(::[A-Za-z][A-Za-z0-9_]*)*")
+
+
+def _cpan_name(pattern: re.Pattern[str], what: str) -> Conv:
+    def conv(value: Any, path: str) -> str:
+        text = _nonempty(value, path)
+        if len(text) > 128 or not pattern.fullmatch(text):
+            _expected(path, what, value)
+        return text
+
+    return conv
+
+
+_CPAN_INSTALL: dict[str, Conv] = {
+    "distribution": _cpan_name(_CPAN_DISTRIBUTION, "a CPAN distribution name (App-Ack)"),
+    "module": _cpan_name(_CPAN_MODULE, "a Perl module name (App::Ack)"),
+    "executables": _executables,
+    "perl_version": _nonempty,
+    "cpanfile": _rel_path,
+    "mirror": _url,
+    "mirror_only": _bool,
+    "offline": _bool,
+}
+# action -> (step type, parameter spec, required parameters): tsuku's package-manager
+# primitives written as steps.
+_PACKAGE_ACTIONS: dict[str, tuple[type[Any], dict[str, Conv], tuple[str, ...]]] = {
+    PipExecStep.ACTION: (PipExecStep, _PIP_EXEC, ("package", "locked_requirements")),
+    CpanInstallStep.ACTION: (CpanInstallStep, _CPAN_INSTALL, ("distribution",)),
+}
 _VERIFY: dict[str, Conv] = {
     "command": _str,
     "pattern": _str,
@@ -858,6 +902,13 @@ def _step(value: Any, path: str) -> Step:
         _require(known, path, key)
         package = known.pop(key)
         return EcosystemStep(action=action, package_name=package, **common, **known, extra=extra)
+
+    if action in _PACKAGE_ACTIONS:
+        package_type, spec, required = _PACKAGE_ACTIONS[action]
+        known, extra = _split(params, path, spec)
+        _require(known, path, *required)
+        package_step: Step = package_type(**common, **known, extra=extra)
+        return package_step
 
     return GenericStep(action=action, params=params, **common)
 

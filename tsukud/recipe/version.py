@@ -27,6 +27,7 @@ from tsukud.recipe.model import (
     GitHubArchiveStep,
     GitHubFileStep,
     HomebrewStep,
+    PipExecStep,
     Recipe,
     RecipeError,
     UnsupportedVersionSource,
@@ -304,7 +305,9 @@ def pinned_version(recipe: Recipe) -> str | None:
     sourced = (GitHubArchiveStep, GitHubFileStep, EcosystemStep, HomebrewStep, GenericStep)
     if any(isinstance(step, sourced) for step in recipe.steps):
         return None
-    return recipe.metadata.validated_version or None
+    # A pip_exec's lock pins every package: the step's version is the one it installs.
+    locked = [s.version for s in recipe.steps if isinstance(s, PipExecStep) and s.version]
+    return recipe.metadata.validated_version or (locked[0] if locked else None)
 
 
 def json_path_value(data: Any, path: str) -> str | None:

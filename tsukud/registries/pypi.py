@@ -9,7 +9,7 @@ in no API: they are in the wheel's ``<dist>-<ver>.dist-info/entry_points.txt``.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
 from tsukud.registries._common import (
@@ -83,6 +83,74 @@ def _release_files(project: Any, packagetype: str) -> list[dict[str, Any]]:
         and isinstance(f.get("url"), str)
         and isinstance(f.get("filename"), str)
     ]
+
+
+class LockedRequirement(NamedTuple):
+    """One pin of a locked requirements file: the project, its exact version, and the
+    sha256 digests (hex) any one of which the installed file must have."""
+
+    name: str
+    version: str
+    hashes: tuple[str, ...]
+
+
+class BadLock(ValueError):
+    """A locked requirements file this project does not read: the message says which
+    line and why."""
+
+
+_PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)")
+_HASH = re.compile(r"--hash=sha256:([0-9a-fA-F]{64})")
+
+
+def parse_lock(text: str) -> tuple[LockedRequirement, ...]:
+    """``name==version --hash=sha256:<hex> ...`` entries (``\\`` continues a line,
+    ``#`` starts a comment), as ``pip-compile --generate-hashes`` and tsuku write them.
+
+    Anything else pip would honour in a requirements file is refused rather than
+    passed on: an option (``--index-url``, ``--extra-index-url``, ``-e``, ``-r``) would
+    change where packages come from, a URL or path would bypass the index, a range
+    or a missing hash would let a file nobody pinned in, and an environment marker
+    would make what installs depend on this host. Raises :class:`BadLock`."""
+    out: list[LockedRequirement] = []
+    joined = re.sub(r"\\[ \t]*\r?\n", " ", text)
+    for number, raw in enumerate(joined.splitlines(), 1):
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        words = line.split()
+        pin = _PIN.fullmatch(words[0])
+        if pin is None:
+            raise BadLock(f"entry {number} ({words[0][:60]!r}) is not name==version")
+        hashes = [_HASH.fullmatch(w) for w in words[1:]]
+        if not hashes or any(h is None for h in hashes):
+            raise BadLock(f"{words[0]}: each entry needs --hash=sha256:<hex>, and nothing else")
+        if not valid_name(pin[1]) or any(normalize(pin[1]) == normalize(e.name) for e in out):
+            raise BadLock(f"{words[0]}: {pin[1]} is pinned twice or is not a project name")
+        digests = tuple(h[1].lower() for h in hashes if h is not None)
+        out.append(LockedRequirement(pin[1], pin[2], digests))
+    if not out:
+        raise BadLock("it pins no package")
+    return tuple(out)
+
+
+def lock_text(entries: tuple[LockedRequirement, ...]) -> str:
+    """The requirements file pip reads: exactly the parsed pins and their hashes."""
+    return "".join(
+        f"{e.name}=={e.version} " + " ".join(f"--hash=sha256:{h}" for h in e.hashes) + "\n"
+        for e in entries
+    )
+
+
+def release_url(base: str, name: str, version: str) -> str:
+    """The JSON document of one release (its files and their digests)."""
+    return f"{base.rstrip('/')}/pypi/{normalize(name)}/{quote(version, safe='')}/json"
+
+
+def release_files(release: Any) -> list[dict[str, Any]]:
+    """The files of a release's JSON document that are not yanked, wheels and source
+    packages alike."""
+    return [*wheels(release), *sdists(release)]
 
 
 def console_scripts(entry_points: str) -> list[str]:

@@ -18,6 +18,7 @@ this table, never by an ecosystem's name.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, cast
 from tsukud.install.ecosystem.drafting import Drafter
 from tsukud.install.ecosystem.prefix import RunContext
 from tsukud.install.ecosystem.staging import Build, Stage
-from tsukud.recipe import EcosystemStep, UnsupportedAction
+from tsukud.recipe import EcosystemStep, PipExecStep, UnsupportedAction
 from tsukud.registries.ecosystems import ECOSYSTEMS, Ecosystem, Toolchain
 
 if TYPE_CHECKING:
@@ -67,10 +68,26 @@ def _action(e: Ecosystem) -> EcosystemAction:
 ACTIONS: dict[str, EcosystemAction] = {e.action: _action(e) for e in ECOSYSTEMS}
 
 
-def action_for(step: EcosystemStep) -> EcosystemAction:
+def _primitive(e: Ecosystem) -> EcosystemAction | None:
+    """The entry of ``e``'s plan primitive written as a step itself (``pip_exec``),
+    when its runner module installs one (``install_locked``)."""
+    module = None if e.runner is None else importlib.import_module(e.runner)
+    locked = getattr(module, "install_locked", None)
+    if locked is None:
+        return None
+    return dataclasses.replace(ACTIONS[e.action], action=e.plan_action, runner=locked)
+
+
+#: tsuku's ecosystem primitives a recipe may write as steps, by action.
+PRIMITIVES: dict[str, EcosystemAction] = {
+    p.action: p for p in (_primitive(e) for e in ECOSYSTEMS) if p is not None
+}
+
+
+def action_for(step: EcosystemStep | PipExecStep) -> EcosystemAction:
     """The step's entry; ``recipe.require_supported`` already refused an action without
     a runner (``RUNNABLE_ECOSYSTEM_ACTIONS`` lists the ones with one)."""
-    entry = ACTIONS[step.action]
+    entry = PRIMITIVES[step.action] if isinstance(step, PipExecStep) else ACTIONS[step.action]
     if entry.runner is None:
         raise UnsupportedAction(f"{step.action} is not supported yet", action=step.action)
     return entry

@@ -16,6 +16,7 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tsukud.errors import TsukuError
 from tsukud.install.ecosystem import toolchain
 from tsukud.install.ecosystem.drafting import (
     PACKAGE_MAX_BYTES,
@@ -34,7 +35,7 @@ from tsukud.install.ecosystem.prefix import (
 )
 from tsukud.install.ecosystem.staging import SYSTEM_BIN, Build, Stage, ToolchainUnavailable
 from tsukud.recipe import host_platform
-from tsukud.recipe.model import EcosystemStep
+from tsukud.recipe.model import EcosystemStep, PipExecStep
 from tsukud.registries import pypi
 from tsukud.registries._common import as_dict
 from tsukud.registries.ecosystems import BY_ACTION
@@ -46,6 +47,9 @@ VENV = "venv"
 RECORD = BY_ACTION["pipx_install"]
 TOOLCHAIN = RECORD.toolchain
 BIN_SUBDIR = f"{VENV}/bin"
+# pip with nothing of the host's configuration: no user or site config, no ``PIP_*``
+# variables, no prompt, no cache, no version check.
+PIP_ISOLATED = ("--isolated", "--no-input", "--no-cache-dir", "--disable-pip-version-check")
 
 
 def pip_argv(ctx: RunContext) -> list[str]:
@@ -54,10 +58,7 @@ def pip_argv(ctx: RunContext) -> list[str]:
         "-m",
         "pip",
         "install",
-        "--isolated",
-        "--no-input",
-        "--no-cache-dir",
-        "--disable-pip-version-check",
+        *PIP_ISOLATED,
         "--prefer-binary",
         "--index-url",
         pypi.simple_url(ctx.registry_url),
@@ -72,6 +73,120 @@ async def install(ctx: RunContext) -> dict[str, dict[str, str]]:
     await run([str(ctx.program), "-m", "venv", venv], prefix=ctx.prefix, env=env, what="venv")
     await run(pip_argv(ctx), prefix=ctx.prefix, env=env, what="pip install")
     return record_executables(ctx.prefix, ctx.step.executables, BIN_SUBDIR)
+
+
+# ---- pip_exec: tsuku's primitive written in a recipe, a lock of hashed wheels
+
+
+class LockInvalid(TsukuError):
+    """A pip_exec lock this project does not install: not only hashed ``==`` pins, or a
+    pin whose hashes name only a source package (its build would run its code here)."""
+
+    code = "locked_requirements_invalid"
+
+
+class LockHashMismatch(TsukuError):
+    """A pinned hash that no file the index lists for that release has."""
+
+    code = "locked_hash_mismatch"
+
+
+def _venv(step: PipExecStep | EcosystemStep) -> str:
+    """tsuku's pip_exec venv: ``venvs/<package>`` in the tool's directory."""
+    return f"venvs/{pypi.normalize(step.package_name)}"
+
+
+async def check_lock(
+    http: Http, base: str, tool: str, entries: tuple[pypi.LockedRequirement, ...]
+) -> None:
+    """Before anything is made: each pin's hashes must name a wheel the index lists for
+    that exact release. A hash no listed file has is :class:`LockHashMismatch`; one
+    naming only a source package is :class:`LockInvalid` (``--only-binary`` keeps pip
+    from building it anyway; this says why, before a venv is made)."""
+    for entry in entries:
+        url = pypi.release_url(base, entry.name, entry.version)
+        answer = await http.get(
+            url, headers={"accept": "application/json"}, cache=True, accept_status=(404,)
+        )
+        release = answer.json() if answer.status == 200 else {}
+        by_hash = {
+            str(as_dict(f.get("digests")).get("sha256") or "").lower(): f
+            for f in pypi.release_files(release)
+        }
+        pinned = [by_hash[h] for h in entry.hashes if h in by_hash]
+        if not pinned:
+            listed = ", ".join(f"{f['filename']} {h[:12]}" for h, f in by_hash.items() if h)
+            raise LockHashMismatch(
+                f"{tool}: {entry.name}=={entry.version}: no file of the index has the "
+                f"sha256 the recipe pins ({', '.join(h[:12] for h in entry.hashes)}); "
+                f"the index lists {listed or 'no file'}",
+                hint="The package was re-published or the recipe's lock is wrong; nothing "
+                "was installed. The lock must name the files the index serves.",
+                tool=tool,
+                package=entry.name,
+            )
+        if not any(f.get("packagetype") == "bdist_wheel" for f in pinned):
+            raise LockInvalid(
+                f"{tool}: {entry.name}=={entry.version}: the lock pins only a source "
+                f"package ({pinned[0]['filename']}), which pip would build by running its "
+                "code on this host",
+                hint="pip_exec installs wheels only; pin a wheel's sha256. Nothing was installed.",
+                tool=tool,
+                package=entry.name,
+            )
+
+
+def read_lock(tool: str, step: PipExecStep) -> tuple[pypi.LockedRequirement, ...]:
+    try:
+        return pypi.parse_lock(step.locked_requirements)
+    except pypi.BadLock as bad:
+        raise LockInvalid(
+            f"{tool}: pip_exec's locked_requirements: {bad}",
+            hint="Each line must be name==version with --hash=sha256:<hex> (as "
+            "`pip-compile --generate-hashes` writes it), and nothing else; nothing was "
+            "installed.",
+            tool=tool,
+        ) from None
+
+
+async def install_locked(ctx: RunContext) -> dict[str, dict[str, str]]:
+    """tsuku's pip_exec: the lock checked against the index, then a venv of the tool's
+    own and ``pip install --require-hashes --no-deps --only-binary :all:`` of exactly
+    its pins (the requirements file written from the parsed lock, so no option in the
+    recipe's text reaches pip). Only wheels install, so no package's code runs here;
+    the step's executables, and nothing else of the venv, are what it links."""
+    step = ctx.step
+    assert isinstance(step, PipExecStep) and ctx.http is not None
+    entries = read_lock(ctx.prefix.tool, step)
+    await check_lock(ctx.http, ctx.registry_url, ctx.prefix.tool, entries)
+    env = clean_env(ctx.prefix, ctx.program, ctx.env, {"PIP_CONFIG_FILE": "/dev/null"}, ctx.proxies)
+    await toolchain.check_works(TOOLCHAIN, ctx.program, env)
+    venv = ctx.prefix.root / _venv(step)
+    # With Debian's pip wheel the venv holds only what the lock pins (no pip of its
+    # own, and seconds of ensurepip saved); without it, the venv's own pip.
+    wheel = debian_pip()
+    bare = ["--without-pip"] if wheel else []
+    await run(
+        [str(ctx.program), "-m", "venv", *bare, str(venv)], prefix=ctx.prefix, env=env, what="venv"
+    )
+    lock = ctx.prefix.scratch / "requirements.txt"
+    lock.write_text(pypi.lock_text(entries))
+    argv = [
+        str(venv / "bin" / "python"),
+        *([f"{wheel}/pip"] if wheel else ["-m", "pip"]),
+        "install",
+        *PIP_ISOLATED,
+        "--require-hashes",
+        "--no-deps",
+        "--only-binary",
+        ":all:",
+        "--index-url",
+        pypi.simple_url(ctx.registry_url),
+        "-r",
+        str(lock),
+    ]
+    await run(argv, prefix=ctx.prefix, env=env, what="pip install")
+    return record_executables(ctx.prefix, step.executables, f"{_venv(step)}/bin")
 
 
 # ---- drafting a recipe: the console scripts are in no API, so the wheel this host
@@ -173,12 +288,7 @@ async def fetch(ctx: RunContext, stage: Stage, http: Http) -> Build:
     dist = stage.work / "dist"
     dist.mkdir()
     spec = f"{ctx.step.package_name}=={ctx.version}"
-    pip_options = [
-        "--isolated",
-        "--no-input",
-        "--no-cache-dir",
-        "--disable-pip-version-check",
-    ]
+    pip_options = list(PIP_ISOLATED)
     try:  # wheels the container's python can install, dependencies included; none built
         await run(
             [

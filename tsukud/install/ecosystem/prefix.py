@@ -23,15 +23,18 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
 from tsukud.errors import TsukuError
 from tsukud.install.assemble import files, resolve_inside
 from tsukud.install.checks import TRUST_VARIABLES, sha256_file
-from tsukud.recipe import EcosystemStep
+from tsukud.recipe import EcosystemStep, PipExecStep
 from tsukud.secrets import redact
+
+if TYPE_CHECKING:
+    from tsukud.net.http import Http
 
 RUN_TIMEOUT_S = 600.0
 OUTPUT_TAIL = 3000
@@ -80,7 +83,7 @@ class RunContext:
     environment (read for PATH, LANG and the trusted certificates only: see
     ``prefix.clean_env``)."""
 
-    step: EcosystemStep
+    step: EcosystemStep | PipExecStep
     version: str
     prefix: Prefix
     program: Path
@@ -91,6 +94,9 @@ class RunContext:
     # The proxy settings in force for the request (``proxy_env``): every package manager
     # reads the same variables, so each reaches its registry the way tsukud does.
     proxies: Mapping[str, str] = field(default_factory=dict)
+    # The daemon's HTTP (its URL policy and cache), for a runner that reads the
+    # registry itself before its package manager runs (a pip_exec lock's hashes).
+    http: Http | None = None
 
 
 #: The ``net.*`` settings and the variables package managers read them from.
