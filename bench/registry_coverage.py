@@ -20,7 +20,7 @@ per action, how many of the recipes using it plan that action on every platform 
 it serves, so a gap in planning is seen beside a gap in support. Then (unless
 ``--no-install``) each recipe is installed for this host's platform by the real
 installer, in-process, against fakes serving a synthesized release for it
-(``coverage_installs.py``): per action, how many of the recipes using it there install.
+(``_coverage_installs.py``): per action, how many of the recipes using it there install.
 No network, no daemon. The last line reads ``parsed P/N, supported S/N``.
 """
 
@@ -63,7 +63,7 @@ from tsukud.recipe.render import expand, mapped  # noqa: E402
 from tsukud.recipe.system import SYSTEM_MANAGERS  # noqa: E402
 
 if TYPE_CHECKING:
-    from bench.coverage_installs import Installs
+    from bench._coverage_installs import Installs
 
 NAME = "registry_coverage"
 _INDEX = re.compile(r"\[\d+\]")
@@ -83,7 +83,7 @@ class Coverage:
     # action → recipes using it, and of those the ones whose plan has it everywhere
     uses: Counter[str] = field(default_factory=Counter)
     plans: Counter[str] = field(default_factory=Counter)
-    # What the real installer installed against the fakes (coverage_installs.py).
+    # What the real installer installed against the fakes (_coverage_installs.py).
     installs: Installs | None = None
 
     def lines(self, show: int = 10) -> list[str]:
@@ -223,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = sorted(root.rglob("*.toml"))
     report = measure(paths)
     if not args.no_install:
-        from bench.coverage_installs import measure_installs
+        from bench._coverage_installs import measure_installs
 
         recipes = []
         for path in paths:

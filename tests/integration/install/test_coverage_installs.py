@@ -1,11 +1,11 @@
-"""``bench/registry_coverage.py``'s install half (``bench/coverage_installs.py``): the
+"""``bench/registry_coverage.py``'s install half (``bench/_coverage_installs.py``): the
 real installer, in-process, installs each recipe against a fake GitHub serving a
 release synthesized for it, and counts per action; a recipe that needs any other host
 fails offline, and one this project cannot install is counted, not attempted."""
 
 from __future__ import annotations
 
-from bench.coverage_installs import measure_installs
+from bench._coverage_installs import measure_installs
 from tests.fakes.github import fixture_recipe_paths
 from tsukud.recipe import (
     GitHubArchiveStep,
