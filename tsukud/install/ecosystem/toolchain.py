@@ -1,8 +1,11 @@
-"""Finding an ecosystem's toolchain on PATH.
+"""Finding an ecosystem's toolchain: from its registry recipe, or on the host's PATH.
 
-A missing toolchain is the user's to install (tsuku does not bootstrap language
-runtimes), so the error says exactly which program is missing, the Debian package that
-provides it and the upstream way to get it.
+When the registry holds the recipe that installs the toolchain (the record's
+``Toolchain.recipe``, as tsuku's actions declare it), it is planned and
+installed first like any dependency, and the runner finds the program in that tool's
+directory, first on PATH (:func:`path_first`). Otherwise the host's program is used and
+a missing one is the user's to install, so the error says exactly which program is
+missing, the Debian package that provides it and the upstream way to get it.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tsukud.errors import TsukuError
+from tsukud.install.registry import RecipeNotFound, Registry, RegistryUnavailable
 from tsukud.registries.ecosystems import Toolchain
 
-__all__ = ["Toolchain", "ToolchainMissing", "find"]
+__all__ = ["Toolchain", "ToolchainMissing", "find", "path_first", "recipe_held"]
 
 
 class ToolchainMissing(TsukuError):
@@ -61,3 +65,23 @@ async def check_works(toolchain: Toolchain, program: Path, env: Mapping[str, str
             program=toolchain.program,
             debian_package=toolchain.debian_package,
         )
+
+
+async def recipe_held(registry: Registry, toolchain: Toolchain) -> bool:
+    """Whether the registry (or a local recipe) holds the recipe that installs
+    ``toolchain``: then it is installed first and used; else the host's is (an
+    unreachable registry included, as before there were toolchain recipes)."""
+    if toolchain.recipe is None:
+        return False
+    try:
+        await registry.load(toolchain.recipe)
+    except (RecipeNotFound, RegistryUnavailable):
+        return False
+    return True
+
+
+def path_first(env: Mapping[str, str], bin_dirs: list[Path]) -> dict[str, str]:
+    """``env`` with ``bin_dirs`` (an installed toolchain's) before its PATH: the
+    toolchain's own program is found, not the host's of the same name."""
+    rest = (env.get("PATH") or os.defpath).split(os.pathsep)
+    return {**env, "PATH": os.pathsep.join(dict.fromkeys([*map(str, bin_dirs), *rest]))}
