@@ -180,6 +180,7 @@ class InstallAttempt:
         # The directories of an installed toolchain's programs, by the program's name:
         # first on the ecosystem runner's PATH (``_install_toolchains``).
         self.toolchain_bins: dict[str, list[Path]] = {}
+        self.toolchain_dirs: dict[str, Path] = {}  # their tool directories
         # How the tool was built, when it was (install.completed's ``build``).
         self.built: dict[str, Any] | None = None
         # Shell start-up fragments the person approved and this attempt wrote.
@@ -490,7 +491,15 @@ class InstallAttempt:
         keep: tuple[Path, ...] = ()
         if confine.available():  # a rustup under /root: its directories bound back
             rustup_home = rustup_env(inst.env).get("RUSTUP_HOME", "")
-            chosen = confine.toolchain_for_nobody(action.toolchain, program, [rustup_home])
+            installed_chain = self.toolchain_dirs.get(action.toolchain.program)
+            if installed_chain is not None:  # bound back read-only: readable by nobody
+                await trio.to_thread.run_sync(confine.open_tree, installed_chain)
+            chosen = confine.toolchain_for_nobody(
+                action.toolchain,
+                program,
+                [rustup_home],
+                system_fallback=installed_chain is None,
+            )
             program, keep = chosen.program, chosen.keep
         registry_url = inst.ecosystem_urls().get(action.version_source, "")
         self.stage = "install"
@@ -827,6 +836,7 @@ class InstallAttempt:
                 )
                 record = inst.installed()[chain.recipe]
             out[chain.program] = _program_dirs(record)
+            self.toolchain_dirs[chain.program] = Path(str(record["install_dir"]))
         return out
 
     def _may_ask(self) -> bool:
