@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tsukud.errors import TsukuError
-from tsukud.install.registry import RecipeNotFound, Registry, RegistryUnavailable
+from tsukud.install.registry import ManifestInvalid, Registry
 from tsukud.registries.ecosystems import Toolchain
 
 __all__ = ["Toolchain", "ToolchainMissing", "find", "path_first", "recipe_held"]
@@ -68,16 +68,23 @@ async def check_works(toolchain: Toolchain, program: Path, env: Mapping[str, str
 
 
 async def recipe_held(registry: Registry, toolchain: Toolchain) -> bool:
-    """Whether the registry (or a local recipe) holds the recipe that installs
-    ``toolchain``: then it is installed first and used; else the host's is (an
-    unreachable registry included, as before there were toolchain recipes)."""
-    if toolchain.recipe is None:
+    """Whether a local recipe or the registry's manifest holds the recipe that installs
+    ``toolchain``: then it is installed first and used; else the host's is. The cached
+    manifest answers when there is one (stale or not: ``update-registry`` refreshes
+    it), so an install from a local recipe does not wait on an unreachable registry
+    each time; with no manifest at all, the host's is used, as before there were
+    toolchain recipes."""
+    name = toolchain.recipe
+    if name is None:
         return False
+    if registry.local_path(name).is_file():
+        return True
+    cached = registry.cached_manifest()
     try:
-        await registry.load(toolchain.recipe)
-    except (RecipeNotFound, RegistryUnavailable):
+        manifest = cached[0] if cached is not None else (await registry.manifest())[0]
+    except ManifestInvalid:  # a registry answering garbage holds nothing usable
         return False
-    return True
+    return manifest is not None and name in manifest.names()
 
 
 def path_first(env: Mapping[str, str], bin_dirs: list[Path]) -> dict[str, str]:
