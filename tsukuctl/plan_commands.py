@@ -84,6 +84,11 @@ def plan_lines(plan: dict[str, Any]) -> list[str]:
     width = max((len(s["action"]) for s in plan["steps"]), default=0)
     for n, step in enumerate(plan["steps"], 1):
         lines.append(f"  {n:2d}. {step['action']:<{width}}  {_describe(step)}")
+    for chain in plan.get("host_toolchains") or []:
+        lines.append(
+            f"toolchain  {chain['program']} from this machine's PATH (the registry has no "
+            f"{chain['recipe']} recipe to install it from)"
+        )
     deps = plan.get("build_dependencies") or []
     if deps:
         lines.append(

@@ -121,8 +121,19 @@ from tsukud.recipe.build import Build
 from tsukud.recipe.build_deps import build_dependencies
 from tsukud.recipe.render import env_file, render_command, takes_first_match
 from tsukud.recipe.system import shell_words
+from tsukud.recipe.toolchains import toolchains
 
 CHECKSUM_FILE_MAX = 1024 * 1024
+
+
+def _program_dirs(record: Mapping[str, Any]) -> list[Path]:
+    """The directories an installed tool's binaries are in (``bin/`` of a tree),
+    absolute, in the record's order."""
+    root = Path(str(record["install_dir"]))
+    paths = [
+        b["path"] if isinstance(b, dict) else b for b in (record.get("binaries") or {}).values()
+    ]
+    return list(dict.fromkeys((root / str(p)).parent for p in paths))
 
 
 def _stream_limits(length: int | None) -> ExtractLimits:
@@ -168,6 +179,10 @@ class InstallAttempt:
         self.strays: list[str] = []  # what install scripts left in bin/ (removed)
         # Build dependencies' tool directories (mounted read-only into the build).
         self.build_deps: dict[str, Path] = {}
+        # The directories of an installed toolchain's programs, by the program's name:
+        # first on the ecosystem runner's PATH (``_install_toolchains``).
+        self.toolchain_bins: dict[str, list[Path]] = {}
+        self.toolchain_dirs: dict[str, Path] = {}  # their tool directories
         # How the tool was built, when it was (install.completed's ``build``).
         self.built: dict[str, Any] | None = None
         # Shell start-up fragments the person approved and this attempt wrote.
@@ -250,6 +265,9 @@ class InstallAttempt:
         self.deps = await self._install_dependencies(recipe)
         # Build dependencies likewise, each by its own recipe and install.
         self.build_deps = await self._install_build_dependencies(recipe)
+        # The toolchains its ecosystem steps run, from their recipes when the registry
+        # holds them (tsuku's install-time dependencies), likewise.
+        self.toolchain_bins = await self._install_toolchains(recipe)
         self.stage = "resolve"
         res = await inst.resolver.resolve(recipe, self.requested)
         self.version = res.version
@@ -458,21 +476,32 @@ class InstallAttempt:
         self, step: EcosystemStep | PipExecStep, res: Resolution, final_dir: Path
     ) -> dict[str, dict[str, str]]:
         """Install with the ecosystem's package manager, in place (``ecosystem/prefix.py``
-        says why): the toolchain is found first, so a missing one changes nothing."""
+        says why): the toolchain is found first, so a missing one changes nothing. A
+        toolchain installed from its recipe comes first on PATH, so its own program
+        runs, not the host's."""
         from tsukud.install.ecosystem.actions import action_for, index_key
         from tsukud.install.ecosystem.prefix import Prefix, RunContext
-        from tsukud.install.ecosystem.toolchain import find
+        from tsukud.install.ecosystem.toolchain import find, path_first
 
         assert self.staging is not None
         inst = self.inst
         action = action_for(step)
         assert action.runner is not None
         self.stage = "toolchain"
-        program = find(action.toolchain, inst.env)
+        env = path_first(inst.env, self.toolchain_bins.get(action.toolchain.program, []))
+        program = find(action.toolchain, env)
         keep: tuple[Path, ...] = ()
         if confine.available():  # a rustup under /root: its directories bound back
             rustup_home = rustup_env(inst.env).get("RUSTUP_HOME", "")
-            chosen = confine.toolchain_for_nobody(action.toolchain, program, [rustup_home])
+            installed_chain = self.toolchain_dirs.get(action.toolchain.program)
+            if installed_chain is not None:  # bound back read-only: readable by nobody
+                await trio.to_thread.run_sync(confine.open_tree, installed_chain)
+            chosen = confine.toolchain_for_nobody(
+                action.toolchain,
+                program,
+                [rustup_home],
+                system_fallback=installed_chain is None,
+            )
             program, keep = chosen.program, chosen.keep
         registry_url = inst.ecosystem_urls().get(action.version_source, "")
         self.stage = "install"
@@ -501,7 +530,7 @@ class InstallAttempt:
             prefix,
             program,
             registry_url,
-            inst.env,
+            env,
             index_url=index_url,
             proxies=inst.package_proxies(),
             http=inst.http,
@@ -784,6 +813,34 @@ class InstallAttempt:
             )
             dirs[name] = Path(done.install_dir)
         return dirs
+
+    async def _install_toolchains(self, recipe: Recipe) -> dict[str, list[Path]]:
+        """Each toolchain the recipe's ecosystem steps run whose recipe the registry
+        holds (the record's ``Toolchain.recipe``), installed first through that recipe as
+        its own install, with this request's ``--yes`` and terminal (it asks what it
+        would ask if installed alone; an installed one stays as it is); the directories
+        of its programs, by the program the runner looks for. A toolchain without a
+        recipe is the host's, found on PATH as before."""
+        from tsukud.install.ecosystem.toolchain import recipe_held
+
+        inst = self.inst
+        out: dict[str, list[Path]] = {}
+        for chain in toolchains(recipe, inst.platform):
+            if chain.recipe in (None, recipe.metadata.name):  # itself: no cycle
+                continue
+            if not await recipe_held(inst.registry, chain):
+                continue
+            self.stage = "dependencies"
+            record = inst.installed().get(chain.recipe)
+            if record is None:
+                await self.progress("installing_dependency", dependency=chain.recipe)
+                await inst.install(
+                    chain.recipe, progress=self._progress, can_ask=self.can_ask, yes=self.yes
+                )
+                record = inst.installed()[chain.recipe]
+            out[chain.program] = _program_dirs(record)
+            self.toolchain_dirs[chain.program] = Path(str(record["install_dir"]))
+        return out
 
     def _may_ask(self) -> bool:
         """A person can be asked for a host change: at a terminal, and not under

@@ -16,6 +16,7 @@ import msgspec
 
 from tsukud.errors import TsukuError, UsageError
 from tsukud.install import layout
+from tsukud.install.ecosystem.toolchain import recipe_held
 from tsukud.install.homebrew.errors import HomebrewError
 from tsukud.install.homebrew.pour import find_bottles
 from tsukud.recipe import (
@@ -35,11 +36,12 @@ from tsukud.recipe.plan import (
     PLAN_STORAGE_VERSION,
     Plan,
     UnsupportedStep,
-    dependency_names,
     plan_platform,
     plan_recipe,
+    planned_dependencies,
 )
 from tsukud.recipe.system import SYSTEM_MANAGERS
+from tsukud.recipe.toolchains import toolchains
 
 if TYPE_CHECKING:
     from tsukud.github.client import Release
@@ -135,9 +137,15 @@ async def _plan(
     seen: set[str],
 ) -> Plan:
     """``recipe``'s plan with its dependencies' plans nested (depth first; a tool
-    already planned in this tree is not planned again, as tsuku nests them)."""
+    already planned in this tree is not planned again, as tsuku nests them): first the
+    toolchains its ecosystem steps run, when the registry holds their recipes (tsuku's
+    actions' install-time dependencies), then the ones it names. A toolchain without
+    a recipe is the host's, and the plan says so (``host_toolchains``)."""
     dependencies: list[Plan] = []
-    for dep in dependency_names(recipe):
+    chains = toolchains(recipe, target, resolved.version)
+    held = [str(c.recipe) for c in chains if await recipe_held(inst.registry, c)]
+    names, host = planned_dependencies(recipe, target, resolved.version, held)
+    for dep in names:
         if dep not in seen:
             seen.add(dep)
             dependencies.append(await _dependency_plan(inst, dep, target, seen))
@@ -154,6 +162,7 @@ async def _plan(
         bottles=bottles,
         bottle_problem=problem,
         dependencies=dependencies,
+        host_toolchains=host,
     )
 
 

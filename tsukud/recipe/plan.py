@@ -24,7 +24,7 @@ ecosystems' steps) is one function and one row.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -81,6 +81,7 @@ from tsukud.recipe.render import (
 )
 from tsukud.recipe.system import SYSTEM_PACKAGE_ACTIONS, install_argv, shell_words
 from tsukud.recipe.toml_io import commands_of_outputs
+from tsukud.recipe.toolchains import HostToolchain, toolchains
 from tsukud.recipe.version import ResolvedVersion
 from tsukud.registries.ecosystems import BY_ACTION, ECOSYSTEMS
 
@@ -114,10 +115,11 @@ _NOT_EVALUABLE = frozenset(
     }
 )
 # configure_make's and cmake_build's IsDeterministic are false (the build depends on
-# the compiler);
-# setup_build_env's is true.
+# the compiler), and run_command's (a shell command: the goldens of rust, ruby,
+# nodejs and gcc-libs); setup_build_env's is true.
 _NOT_DETERMINISTIC = frozenset(
     {
+        "run_command",
         *RUNNABLE_ECOSYSTEM_ACTIONS,
         *_ECOSYSTEM_PRIMITIVES,
         "cpan_install",
@@ -195,7 +197,9 @@ class DependencyPlan(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tr
 class Plan(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """tsuku's installation plan (format 5: fields, order and nesting as its golden
     plans have them), then this project's own keys: ``unsupported`` (what cannot be
-    planned here) and ``warnings`` (a wildcard that matched several assets)."""
+    planned here), ``warnings`` (a wildcard that matched several assets) and
+    ``host_toolchains`` (an ecosystem's program taken from the host's PATH, where the
+    registry has no recipe for it to nest)."""
 
     format_version: int
     storage_version: int
@@ -214,6 +218,7 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     # What tsuku cannot run (or resolve) for this platform; empty for a full plan.
     unsupported: tuple[UnsupportedStep, ...]
     warnings: tuple[str, ...] = ()
+    host_toolchains: tuple[HostToolchain, ...] = ()
 
 
 class PlanContext(msgspec.Struct, frozen=True, kw_only=True):
@@ -444,11 +449,27 @@ def _download_archive(step: DownloadArchiveStep, index: int, ctx: PlanContext) -
 
 def _extract(step: ExtractStep, index: int, ctx: PlanContext) -> list[PlanStep]:
     """As written: ``strip_dirs`` only when the recipe names it (curl's golden), unlike
-    the ``extract`` a composite decomposes into, which always carries it."""
+    the ``extract`` a composite decomposes into, which always carries it; the step's
+    ``os_mapping``/``arch_mapping`` kept beside the archive name they expanded (a
+    primitive's parameters are the recipe's: rust's and ruby's goldens)."""
     os_name, arch = mapped(step, ctx.target)
     name = expand(step.archive, version=ctx.resolved.version, os=os_name, arch=arch)
     fmt = url_format(step.format, name, ctx.where(index)).value
-    return [primitive("extract", archive=name, format=fmt, strip_dirs=step.strip_dirs)]
+    return [
+        primitive(
+            "extract",
+            archive=name,
+            format=fmt,
+            strip_dirs=step.strip_dirs,
+            os_mapping=_sorted(step.os_mapping),
+            arch_mapping=_sorted(step.arch_mapping),
+        )
+    ]
+
+
+def _sorted(mapping: Mapping[str, str] | None) -> dict[str, str] | None:
+    """A table as Go writes a map: keys in order."""
+    return None if mapping is None else dict(sorted(mapping.items()))
 
 
 def _chmod(step: ChmodStep, index: int, ctx: PlanContext) -> list[PlanStep]:
@@ -643,9 +664,17 @@ def _install_libraries(step: InstallLibrariesStep, index: int, ctx: PlanContext)
 
 
 def _link_dependencies(step: LinkDependenciesStep, index: int, ctx: PlanContext) -> list[PlanStep]:
-    """A primitive tsuku plans as written; the version is the installed one when the
-    recipe names none (read when it runs, as tsuku does)."""
-    return [primitive("link_dependencies", library=step.library, version=step.version)]
+    """A primitive tsuku plans as written (the step's ``dependencies`` too: nodejs's
+    golden); the version is the installed one when the recipe names none (read when it
+    runs, as tsuku does)."""
+    return [
+        primitive(
+            "link_dependencies",
+            library=step.library,
+            version=step.version,
+            dependencies=list(step.dependencies) if step.dependencies else None,
+        )
+    ]
 
 
 def _homebrew(step: HomebrewStep, index: int, ctx: PlanContext) -> list[PlanStep]:
@@ -739,12 +768,15 @@ def plan_recipe(
     bottles: Mapping[int, BottleRef] | None = None,
     bottle_problem: str | None = None,
     dependencies: Sequence[Plan] = (),
+    host_toolchains: Sequence[HostToolchain] = (),
 ) -> Plan:
     """The plan for ``recipe`` at ``resolved`` on ``target``. ``install_dir`` fills
     ``{install_dir}`` in a ``run_command`` (where the tool would be installed);
     ``digests`` and ``sizes`` are the release's, by asset name; ``dependencies`` are
     the plans of what it needs installed first (planned by the caller for the same
-    platform), nested as tsuku nests them, their gaps (named) and warnings kept."""
+    platform), nested as tsuku nests them, their gaps (named) and warnings kept;
+    ``host_toolchains`` the toolchains its ecosystem steps take from the host's PATH
+    (no recipe to nest), a dependency's said too."""
     name = recipe.metadata.name
     ctx = PlanContext(
         recipe_name=name,
@@ -794,6 +826,9 @@ def plan_recipe(
         recipe_type=recipe.metadata.type if recipe.metadata.type == "library" else None,
         unsupported=(*unsupported, *(u for d in dependencies for u in _of_dependency(d))),
         warnings=(*ctx.warnings, *(w for d in dependencies for w in d.warnings)),
+        host_toolchains=tuple(
+            dict.fromkeys((*host_toolchains, *(h for d in dependencies for h in d.host_toolchains)))
+        ),
     )
 
 
@@ -809,6 +844,24 @@ def _of_dependency(plan: Plan) -> list[UnsupportedStep]:
         msgspec.structs.replace(u, reason=f"{plan.tool} (a dependency): {u.reason}")
         for u in plan.unsupported
     ]
+
+
+def planned_dependencies(
+    recipe: Recipe, target: Platform, version: str | None, held: Collection[str]
+) -> tuple[tuple[str, ...], tuple[HostToolchain, ...]]:
+    """What ``recipe``'s plan nests, in tsuku's order, and the toolchains taken from
+    the host instead: first the toolchains its ecosystem steps run whose recipes are
+    ``held`` (the registry has them: tsuku's actions' install-time dependencies, rust
+    before a recipe's own ``zig``), then :func:`dependency_names`, each once."""
+    nested_first: list[str] = []
+    host: list[HostToolchain] = []
+    for chain in toolchains(recipe, target, version):
+        if chain.recipe is not None and chain.recipe in held:
+            nested_first.append(chain.recipe)
+        else:
+            host.append(HostToolchain(program=chain.program, recipe=chain.recipe or ""))
+    names = dict.fromkeys([*nested_first, *dependency_names(recipe)])
+    return tuple(names), tuple(host)
 
 
 def dependency_names(recipe: Recipe) -> tuple[str, ...]:

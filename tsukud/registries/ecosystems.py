@@ -45,6 +45,10 @@ class Toolchain:
     upstream: str  # how to get it without Debian
     # Run with these arguments, it must exit 0 (python3 without the venv module does not).
     probe: tuple[str, ...] = ()
+    # The registry recipe that installs this toolchain (tsuku's action's install-time
+    # dependency): when the registry holds it, it is planned and installed first and the
+    # runner runs its program; else the host's program on PATH is (docs/install.md).
+    recipe: str | None = None
 
     def hint(self) -> str:
         return (
@@ -165,6 +169,7 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         downloads=_url("npm_downloads", "https://api.npmjs.org"),
         toolchain=Toolchain(
             program="npm",
+            recipe="nodejs",
             ecosystem="npm packages",
             debian_package="npm",
             upstream="install Node.js (which includes npm) from https://nodejs.org/en/download",
@@ -197,6 +202,7 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         registry=_url("pypi", "https://pypi.org"),
         toolchain=Toolchain(
             program="python3",
+            recipe="python-standalone",
             ecosystem="PyPI packages (a venv per tool)",
             debian_package="python3-venv",
             upstream="install Python 3 from https://www.python.org/downloads/",
@@ -234,6 +240,7 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         ),
         toolchain=Toolchain(
             program="cargo",
+            recipe="rust",
             ecosystem="Rust crates",
             debian_package="cargo",
             upstream="install Rust with rustup from https://rustup.rs",
@@ -264,6 +271,7 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         registry=_url("rubygems", "https://rubygems.org"),
         toolchain=Toolchain(
             program="gem",
+            recipe="ruby",
             ecosystem="Ruby gems",
             debian_package="ruby",
             upstream="install Ruby from https://www.ruby-lang.org/en/downloads/",
@@ -294,6 +302,7 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         registry=_url("goproxy", "https://proxy.golang.org"),
         toolchain=Toolchain(
             program="go",
+            recipe="go",
             ecosystem="Go modules",
             debian_package="golang-go",
             upstream="install Go from https://go.dev/dl/",

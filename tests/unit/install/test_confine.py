@@ -114,3 +114,34 @@ def test_a_toolchain_under_a_closed_directory_is_bound_back_for_nobody() -> None
         assert other != program
     finally:
         shutil.rmtree(base)
+
+
+def test_a_toolchain_installed_from_its_recipe_is_opened_and_never_swapped() -> None:
+    """A toolchain installed into ``$TSUKU_HOME/tools`` (0700 directories above it, as
+    the daemon's umask makes them): once its tree is opened it is bound back for
+    nobody; closed, it is refused, never replaced by the system's program of the same
+    name (the recipe asked for its own)."""
+    base = Path(tempfile.mkdtemp())
+    try:
+        os.chmod(base, 0o755)
+        home = base / "home"
+        chain_dir = home / "tools" / "nodejs-1.0.0"
+        (chain_dir / "bin").mkdir(parents=True)
+        for d in (home, home / "tools", chain_dir, chain_dir / "bin"):
+            os.chmod(d, 0o700)
+        program = chain_dir / "bin" / "cargo"
+        program.write_text("#!/bin/sh\n")
+        os.chmod(program, 0o700)
+        try:
+            confine.toolchain_for_nobody(cargo.TOOLCHAIN, program, system_fallback=False)
+            raise AssertionError("a closed toolchain was accepted")
+        except toolchain.ToolchainMissing as exc:
+            assert str(program) in exc.message and "reinstall the toolchain" in (exc.hint or "")
+        confine.open_tree(chain_dir)
+        assert os.stat(chain_dir / "bin").st_mode & 0o005 == 0o005
+        assert os.stat(program).st_mode & 0o005 == 0o005
+        assert os.stat(home / "tools").st_mode & 0o077 == 0  # $TSUKU_HOME stays closed
+        chosen = confine.toolchain_for_nobody(cargo.TOOLCHAIN, program, system_fallback=False)
+        assert chosen == confine.Toolchain4Nobody(program, (chain_dir,))
+    finally:
+        shutil.rmtree(base)

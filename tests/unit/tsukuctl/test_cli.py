@@ -791,3 +791,23 @@ def test_help_hides_the_measurement_flags() -> None:
     for command in ("install", "create", "discover"):
         sub = dict(_parsers(cli.build_parser(command)))[command]
         assert "--collect-tool-stats" not in sub.format_help(), command
+
+
+def test_a_plan_says_which_toolchain_comes_from_the_hosts_path() -> None:
+    """A toolchain the registry has no recipe for is named in the preview, not
+    dropped silently."""
+    from tsukuctl.plan_commands import plan_lines
+
+    plan = {
+        "tool": "cdk",
+        "version": "3.0.0",
+        "tag": "3.0.0",
+        "platform": {"os": "linux", "arch": "amd64"},
+        "steps": [],
+        "unsupported": [],
+        "host_toolchains": [{"program": "npm", "recipe": "nodejs"}],
+    }
+    assert (
+        "toolchain  npm from this machine's PATH (the registry has no nodejs recipe to "
+        "install it from)" in plan_lines(plan)
+    )

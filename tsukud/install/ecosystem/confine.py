@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,12 +99,19 @@ class Toolchain4Nobody:
 
 
 def toolchain_for_nobody(
-    chain: Toolchain, program: Path, extra: Sequence[str] = ()
+    chain: Toolchain,
+    program: Path,
+    extra: Sequence[str] = (),
+    *,
+    system_fallback: bool = True,
 ) -> Toolchain4Nobody:
     """``program`` as it is if ``nobody`` can run it; else with its install's
-    directory (``~/.cargo`` of ``~/.cargo/bin/cargo``) and ``extra`` (RUSTUP_HOME)
-    bound back into the namespace when everything below their closed ancestor is
-    readable; else the same program on the system's PATH; :class:`ToolchainMissing`
+    directory (``~/.cargo`` of ``~/.cargo/bin/cargo``, ``tools/<toolchain>-<version>``
+    of a toolchain installed from its recipe) and ``extra`` (RUSTUP_HOME) bound back
+    into the namespace when everything in that directory on the program's way is
+    open to others (the directories above it are the tmpfs's, made open); else, with
+    ``system_fallback``, the same program on the system's PATH (never for a toolchain
+    the recipe asked to install: its own program or none); :class:`ToolchainMissing`
     when none."""
     if runnable_by_nobody(program):
         return Toolchain4Nobody(program)
@@ -111,9 +119,17 @@ def toolchain_for_nobody(
     keep = tuple(k for k in candidates if k.is_dir() and _highest_closed(k) is not None)
     real = program.resolve()
     holder = next((k for k in keep if real.is_relative_to(k)), None)
-    closed = _highest_closed(holder) if holder is not None else None
-    if closed is not None and runnable_by_nobody(program, closed):
+    if holder is not None and runnable_by_nobody(program, holder.parent):
         return Toolchain4Nobody(program, keep)
+    if not system_fallback:
+        raise ToolchainMissing(
+            f"{program} cannot be run by an unprivileged user, and installs of "
+            f"{chain.ecosystem} run as nobody when the daemon runs as root",
+            hint="Its tool directory must be readable by others (mode 0755); "
+            "reinstall the toolchain, then run the command again.",
+            program=chain.program,
+            debian_package=chain.debian_package,
+        )
     try:
         system = find(chain, {"PATH": SYSTEM_PATH})
     except ToolchainMissing:
@@ -188,6 +204,28 @@ class Confined:
         for d in (prefix.root, prefix.scratch):
             await trio.to_thread.run_sync(chown_tree, d, NOBODY, NOBODY)
         return wrap(argv, prefix=prefix.root, home=self.home, hold=self.hold, keep=self.keep)
+
+
+def open_tree(root: Path) -> None:
+    """Make ``root`` (a toolchain installed from its recipe, bound back read-only for
+    a confined install) readable by others, as /usr/lib is: directories enterable and
+    listable, files readable, executables executable. The daemon's umask made them
+    its own only; ``$TSUKU_HOME`` itself stays closed, so only the namespace sees
+    them. Links are left as they are."""
+
+    def widen(path: str, extra: int) -> None:
+        mode = os.lstat(path).st_mode
+        if not stat.S_ISLNK(mode):
+            os.chmod(path, stat.S_IMODE(mode) | extra)
+
+    widen(str(root), 0o055)
+    for dirpath, dirs, names in os.walk(root):
+        for name in dirs:
+            widen(os.path.join(dirpath, name), 0o055)
+        for name in names:
+            path = os.path.join(dirpath, name)
+            mode = os.lstat(path).st_mode
+            widen(path, 0o055 if mode & stat.S_IXUSR else 0o044)
 
 
 def chown_tree(root: Path, uid: int, gid: int) -> None:

@@ -1,0 +1,125 @@
+"""An ecosystem step's toolchain installed from its registry recipe, as tsuku does:
+``nodejs`` is planned and installed first ("needs nodejs ... first"), and ``npm
+install`` runs the toolchain's own ``npm`` with its directory first on PATH, not the
+host's ``npm`` that comes first on the daemon's PATH.
+
+The fake registry serves a tiny ``nodejs`` recipe whose archive holds shims: its
+``npm`` records that it ran (in the tool's directory, the one place an install may
+write) and execs the machine's real npm; its ``node`` execs the real node. The host's
+first-on-PATH ``npm`` is a fake that fails, so the install succeeds only if the
+toolchain's was used. (Without a nodejs recipe the host's npm is used as before:
+``test_ecosystem_installs.py``.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.ecosystems import FakeEcosystems
+from tests.fakes.github import FakeGitHub
+from tests.integration.install.conftest import (
+    NO_SYSTEM_COMMANDS,
+    installed,
+    make_tsuku,
+    running,
+)
+from tests.integration.install.test_ecosystem_installs import recipe, run
+from tests.integration.install.test_recipe_errors import local_recipe
+from tests.integration.install.test_url_actions import HOST, tar_gz
+from tsukud.testing.download_host import FakeDownloadHost
+from tsukud.testing.packages import npm_tarball
+
+REAL_NPM, REAL_NODE = shutil.which("npm"), shutil.which("node")
+needs_npm = pytest.mark.skipif(
+    REAL_NPM is None or REAL_NODE is None, reason="npm and node are not installed"
+)
+MARKER = ".toolchain-npm-ran"
+
+
+@pytest.fixture
+def host() -> Iterator[FakeDownloadHost]:
+    with FakeDownloadHost() as fake:
+        yield fake
+
+
+@pytest.fixture
+def host_npm() -> Iterator[Path]:
+    """A directory holding an ``npm`` that fails loudly: first on the daemon's PATH."""
+    d = Path(tempfile.mkdtemp(prefix="tk-host-npm-", dir="/tmp"))
+    d.chmod(0o755)  # runnable by anyone: if it were chosen, it would run and fail
+    fake = d / "npm"
+    fake.write_text('#!/bin/sh\necho "the host\'s npm ran" >&2\nexit 97\n')
+    fake.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def nodejs_recipe(host: FakeDownloadHost) -> str:
+    return f"""[metadata]
+name = "nodejs"
+description = "Node.js (shims over this machine's node and npm, for the test)"
+
+[version]
+source = "http_json"
+url = "{host.url}/dist/index.json"
+version_path = "0.version"
+
+[[steps]]
+action = "download_archive"
+url = "{host.url}/dist/v{{version}}/node-v{{version}}-{{os}}-{{arch}}.tar.gz"
+strip_dirs = 1
+install_mode = "directory"
+binaries = ["bin/node", "bin/npm"]
+
+[verify]
+command = "{{install_dir}}/bin/node --version"
+pattern = "v{{version}}"
+"""
+
+
+def publish_nodejs(host: FakeDownloadHost, registry: Callable[[str, str], None]) -> None:
+    node = f'#!/bin/sh\n[ "$1" = --version ] && {{ echo v1.0.0; exit 0; }}\nexec {REAL_NODE} "$@"\n'
+    npm = f'#!/bin/sh\necho "$0" >> "$PWD/{MARKER}"\nexec {REAL_NPM} "$@"\n'
+    archive = tar_gz({"node-v1.0.0/bin/node": node.encode(), "node-v1.0.0/bin/npm": npm.encode()})
+    host.add_json("/dist/index.json", [{"version": "v1.0.0"}])
+    host.add(f"/dist/v1.0.0/node-v1.0.0-{HOST.os}-{HOST.arch}.tar.gz", archive)
+    registry("nodejs", nodejs_recipe(host))
+
+
+@needs_npm
+def test_the_toolchain_recipe_is_installed_first_and_its_npm_runs(
+    world: FakeGitHub,
+    eco: FakeEcosystems,
+    host: FakeDownloadHost,
+    host_npm: Path,
+    registry: Callable[[str, str], None],
+) -> None:
+    publish_nodejs(host, registry)
+    eco.publish_npm(npm_tarball("@fake/greet", "1.0.0", {"greet": "greet 1.0.0"}))
+    daemon_path = f"{host_npm}:{os.environ.get('PATH', '')}"
+    with running(make_tsuku(world, **eco.env(), PATH=daemon_path)) as inst:
+        local_recipe(inst, "greet", recipe("npm_install", "@fake/greet", ["greet"], "greet"))
+
+        # The preview: nodejs first, nested as tsuku nests it; no host toolchain.
+        plan = json.loads(inst.ctl("plan", "greet", "--json", check=True).stdout)
+        assert [d["tool"] for d in plan["dependencies"]] == ["nodejs"]
+        assert plan["dependencies"][0]["version"] == "1.0.0"
+        assert "host_toolchains" not in plan
+        shown = inst.ctl("plan", "greet", check=True).stdout
+        assert "needs nodejs 1.0.0 first" in shown
+
+        cp = inst.ctl("install", "greet", shell_env=NO_SYSTEM_COMMANDS)
+        assert cp.returncode == 0, cp.stderr
+        rows = installed(inst)
+        assert rows["nodejs"]["version"] == "1.0.0" and rows["greet"]["version"] == "1.0.0"
+        tool_dir = Path(rows["greet"]["install_dir"])
+        # The toolchain's npm ran (in the tool's directory), so the host's did not.
+        ran = (tool_dir / MARKER).read_text().split()
+        assert ran == [str(Path(rows["nodejs"]["install_dir"]) / "bin" / "npm")]
+        assert run(inst.home / "bin" / "greet", "hi").strip() == "greet 1.0.0 hi"
