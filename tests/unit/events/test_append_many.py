@@ -180,3 +180,22 @@ async def test_listeners_are_handed_only_the_types_they_fold(tmp_path: Path) -> 
         (6, "client.e"),
         (7, "breaker.closed"),
     ]
+
+
+async def test_of_several_refused_events_the_first_is_named(tmp_path: Path) -> None:
+    ok, long_session = NewEvent("client.ok", {}), "s" * 129
+    async with writing(tmp_path / "t.db") as store:
+        with pytest.raises(InvalidParams, match=r"^events\[1\]\.session"):
+            store.append_many(
+                [ok, NewEvent("client.ok", {}, long_session), ok, NewEvent("client.BAD", {})]
+            )
+        with pytest.raises(InvalidParams, match=r"^events\[2\]\.type"):
+            store.append_many(
+                [
+                    *[NewEvent("client.ok", {}, f"s-{i}") for i in range(2)],
+                    NewEvent("client.BAD", {}),
+                    NewEvent("client.ok", {}, long_session),
+                    NewEvent("client.BAD", {}),
+                ]
+            )
+        assert store.last_id == 0
