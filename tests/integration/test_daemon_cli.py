@@ -119,6 +119,10 @@ def test_client_cannot_forge_daemon_events(daemon: Tsuku) -> None:
             daemon.call("events.append", {"events": [*sent[:2], bad, *sent[2:]]})
         assert refused.value.remote_code == "invalid_params"
         assert message in refused.value.message and refused.value.hint
+    for events, message in (([], "must not be empty"), (sent * 2501, "at most 10000 events")):
+        with pytest.raises(RemoteError) as refused:
+            daemon.call("events.append", {"events": events})
+        assert message in refused.value.message
     done = daemon.call("events.append", {"events": [{"type": "client.ok"}]})
     assert done["durable"] is True
     conn = sqlite3.connect(f"file:{daemon.home / 'tsuku.db'}?mode=ro", uri=True)

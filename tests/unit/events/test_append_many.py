@@ -199,3 +199,32 @@ async def test_of_several_refused_events_the_first_is_named(tmp_path: Path) -> N
                 ]
             )
         assert store.last_id == 0
+
+
+async def test_batches_of_concurrent_appenders_each_get_consecutive_ids_in_one_chain(
+    tmp_path: Path,
+) -> None:
+    got: dict[str, tuple[int, int]] = {}
+
+    async def appender(name: str) -> None:
+        for k in range(5):
+            batch = [NewEvent(f"client.{name}", {"k": k, "i": i}) for i in range(20)]
+            got[f"{name}{k}"] = store.append_many(batch)
+            await store.wait_durable(got[f"{name}{k}"][1])  # lets the others run between
+
+    async with writing(tmp_path / "t.db") as store, trio.open_nursery() as nursery:
+        for name in ("a", "b", "c"):
+            nursery.start_soon(appender, name)
+    rows = stored(tmp_path / "t.db")
+    assert len(rows) == 300 and [r[0] for r in rows] == list(range(1, 301))
+    for key, (first, last) in got.items():
+        assert last - first == 19
+        assert {r[2] for r in rows[first - 1 : last]} == {f"client.{key[0]}"}  # none between
+        assert [r[4] for r in rows[first - 1 : last]] == [
+            f'{{"i":{i},"k":{key[1]}}}' for i in range(20)
+        ]
+    conn = sqlite3.connect(tmp_path / "t.db")
+    try:
+        assert verify_chain(conn).ok
+    finally:
+        conn.close()
