@@ -316,8 +316,8 @@ class Daemon:
         # Before anything reads bin/: drop staging left by a killed install, re-link
         # what the ledger says is installed.
         reconcile(self.home, self.state.installed.tools)
-        self.store.subscribe(self.state.apply)
-        self.store.subscribe(self.batch_queue.apply)
+        self.store.subscribe(self.state.apply, self.state.types)
+        self.store.subscribe(self.batch_queue.apply, self.batch_queue.types)
 
     def request_stop(self) -> None:
         self._stop.set()

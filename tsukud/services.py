@@ -319,10 +319,10 @@ class Services:
 
     @cached_property
     def hook_index(self) -> HookIndex:
-        from tsukud.hooks.service import HookIndex
+        from tsukud.hooks.service import INDEX_EVENTS, HookIndex
 
         index = HookIndex(self.home, self.installed, self._spawn, clock=self.clock)
-        self.store.subscribe(index.on_event)
+        self.store.subscribe(index.on_event, INDEX_EVENTS)
         return index
 
     @cached_property

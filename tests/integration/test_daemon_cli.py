@@ -20,6 +20,7 @@ import pytest
 
 from tests.conftest import Tsuku
 from tsukud.errors import ExitCode
+from tsukud.launch import RemoteError
 
 pytestmark = pytest.mark.ctl_process  # the daemon's life (auto-start, stop, logs): real processes
 
@@ -98,10 +99,39 @@ def test_events_summary_by_each_key(daemon: Tsuku) -> None:
     assert any(g["key"] == "daemon.started" for g in bytype["groups"])
 
 
+# Events a client may not append, and how the refusal names the one of the request.
+REFUSED_APPENDS = [
+    ({"type": "llm.turn", "payload": {}}, "events[2].type: event type 'llm.turn' is reserved"),
+    ({"type": "client.Bad!"}, "events[2].type: invalid event type 'client.Bad!'"),
+    ({"type": "client.x", "session": "s" * 129}, "events[2].session: invalid session id"),
+]
+
+
 def test_client_cannot_forge_daemon_events(daemon: Tsuku) -> None:
     with daemon.client() as c, pytest.raises(Exception) as e:
         c.call("events.append", {"events": [{"type": "llm.turn", "payload": {"cost_usd": -5}}]})
     assert "reserved for the daemon" in str(e.value)
+    # A request's events are one whole: the refused event is named by its index, and
+    # nothing of its request is written, not even the events before it.
+    sent = [{"type": "client.refused", "payload": {"i": i}} for i in range(4)]
+    for bad, message in REFUSED_APPENDS:
+        with pytest.raises(RemoteError) as refused:
+            daemon.call("events.append", {"events": [*sent[:2], bad, *sent[2:]]})
+        assert refused.value.remote_code == "invalid_params"
+        assert message in refused.value.message and refused.value.hint
+    for events, message in (([], "must not be empty"), (sent * 2501, "at most 10000 events")):
+        with pytest.raises(RemoteError) as refused:
+            daemon.call("events.append", {"events": events})
+        assert message in refused.value.message
+    done = daemon.call("events.append", {"events": [{"type": "client.ok"}]})
+    assert done["durable"] is True
+    conn = sqlite3.connect(f"file:{daemon.home / 'tsuku.db'}?mode=ro", uri=True)
+    try:
+        kept = conn.execute("SELECT type FROM events WHERE type LIKE 'client.%'").fetchall()
+    finally:
+        conn.close()
+    assert kept == [("client.ok",)]
+    daemon.ctl("events", "verify", check=True)  # no hash was handed out for them either
 
 
 def test_verify_passes_then_detects_tampering(daemon: Tsuku) -> None:

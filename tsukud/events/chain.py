@@ -38,6 +38,33 @@ def link_encoded(
     return h.hexdigest()
 
 
+def link_many(
+    prev_hash: str,
+    first_id: int,
+    ts: str,
+    types: Sequence[str],
+    sessions: Sequence[str | None],
+    payloads: Sequence[bytes],
+) -> list[str]:
+    """``link_encoded`` over a batch of consecutive ids sharing ``ts`` (``append_many``'s),
+    each row's hash chained to the one before: the same hashes, with each row's line
+    built from parts made once per type and session."""
+    sha256 = hashlib.sha256
+    tails: dict[tuple[str, str | None], bytes] = {}
+    prev = prev_hash.encode("ascii")
+    hashes = []
+    for id_, type_, session, payload in zip(
+        range(first_id, first_id + len(payloads)), types, sessions, payloads, strict=True
+    ):
+        tail = tails.get((type_, session))
+        if tail is None:
+            tail = tails[type_, session] = _line_head(0, ts, type_, session)[1:]
+        h = sha256(b"%s%d%s%s" % (prev, id_, tail, payload)).hexdigest()
+        hashes.append(h)
+        prev = h.encode("ascii")
+    return hashes
+
+
 # ---- verification ----------------------------------------------------------------------
 #
 # The chain alone proves that the rows present were not edited or reordered. It cannot

@@ -216,6 +216,11 @@ class State:
         # lookup instead of one per projection.
         self._types = frozenset().union(*(p.types for p in self.projections()))
 
+    @property
+    def types(self) -> frozenset[str]:
+        """Every type some projection folds (the store calls ``apply`` for these only)."""
+        return self._types
+
     def projections(self) -> list[Projection]:
         return [self.spend, self.generations, self.breakers, self.installed]
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -145,36 +146,52 @@ def contribution(ts: str, type_: str, payload: Mapping[str, Any]) -> Counted:
     estimated = payload.get("estimated")
     if type(estimated) is not bool:
         estimated = type_ == "llm.cut_off"
-    return key, [
+    return key, (
         1,
-        type_ == "llm.turn",
+        int(type_ == "llm.turn"),
         _int(payload.get("input_tokens")),
         _int(payload.get("output_tokens")),
         nano or 0,
         (nano or 0) if estimated else 0,
-        nano is None and type_ in queries.PRICED_TYPES,
-    ]
+        int(nano is None and type_ in queries.PRICED_TYPES),
+    )
 
 
-def _add(acc: dict[Any, list[int]], key: Any, sums: Sequence[int]) -> None:
+def contributions(
+    ts: str, types: Sequence[str], payloads: Sequence[Mapping[str, Any]]
+) -> list[Counted]:
+    """``contribution`` of each event of a batch sharing ``ts`` (``append_many``'s): a
+    type counted by its name alone (a client's) is worked out once, not per event."""
+    by_name: dict[str, Counted] = {}
+    counted = []
+    for type_, payload in zip(types, payloads, strict=True):
+        c = by_name.get(type_)
+        if c is None:
+            c = contribution(ts, type_, payload)
+            if type_.startswith(catalogue.CLIENT_PREFIX):
+                by_name[type_] = c
+        counted.append(c)
+    return counted
+
+
+def _add(acc: dict[Any, list[int]], key: Any, sums: Sequence[int], times: int) -> None:
     have = acc.get(key)
     if have is None:
-        acc[key] = list(sums)
-    elif sums is COUNT_ONLY:
-        have[0] += 1
-    else:
-        for i, v in enumerate(sums):
-            have[i] += v
+        have = acc[key] = [0] * len(sums)
+    for i, v in enumerate(sums):
+        have[i] += v * times
 
 
 def add_up(counted: Iterable[Counted], sessions: Iterable[str | None]) -> Batch:
     """Events' contributions (and their sessions, in the same order) -> summed columns
-    per key of each table: one batch, in memory."""
+    per key of each table: one batch, in memory. Equal contributions of one session
+    (a batch of client notes: nearly all of them) are counted in C, then added once."""
     batch = Batch({}, {})
     hourly, by_session = batch.hourly, batch.sessions
-    for (key, sums), session in zip(counted, sessions, strict=True):
-        _add(hourly, key, sums)
-        _add(by_session, (session, key[0]), sums)
+    together = Counter(zip(counted, sessions, strict=True))
+    for ((key, sums), session), times in together.items():
+        _add(hourly, key, sums, times)
+        _add(by_session, (session, key[0]), sums, times)
     return batch
 
 

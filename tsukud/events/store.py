@@ -31,7 +31,7 @@ import functools
 import os
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -50,6 +50,7 @@ from tsukud.events.chain import (
     anchor_damage,
     check_chain,
     link_encoded,
+    link_many,
 )
 from tsukud.events.readers import ReadPool
 from tsukud.fsutil import disk_full
@@ -79,6 +80,15 @@ class Event(msgspec.Struct, frozen=True):
 
 
 Row = tuple[int, str, str, str | None, str, str]
+
+
+class NewEvent(msgspec.Struct, forbid_unknown_fields=True):
+    """One event a caller asks to append: ``events.append``'s params decode straight
+    into a list of these, which ``append_many`` sequences whole."""
+
+    type: str
+    payload: dict[str, Any] = {}
+    session: str | None = None
 
 
 def row_to_event(row: Sequence[Any]) -> Event:
@@ -137,7 +147,10 @@ class EventStore:
         # wait and are tried again, as on a full disk. Why, for ``status`` and errors.
         self._unreachable: str | None = None
         self._closing = trio.Event()
-        self._listeners: list[Callable[[Event], None]] = []
+        self._listeners: list[tuple[Callable[[Event], None], Collection[str] | None]] = []
+        # The types any listener folds (None: one takes every type), so an event no
+        # listener wants (a client's note) is never built as an ``Event``.
+        self._wanted: set[str] | None = set()
         self._writer_gone = False  # run() has returned: nothing more will be written
         self.rollups_stale = False  # verify found them off: the writer rebuilds them next
         # The rollups count every committed event; while not (no space to catch up at
@@ -412,9 +425,21 @@ class EventStore:
 
     # ---- appending -------------------------------------------------------------------
 
-    def subscribe(self, listener: Callable[[Event], None]) -> None:
-        """Called synchronously with every appended event (projections fold here)."""
-        self._listeners.append(listener)
+    def subscribe(
+        self, listener: Callable[[Event], None], types: Collection[str] | None = None
+    ) -> None:
+        """Called synchronously with every appended event of ``types`` (None: of every
+        type); projections fold here."""
+        self._listeners.append((listener, types))
+        if types is None:
+            self._wanted = None
+        elif self._wanted is not None:
+            self._wanted.update(types)
+
+    def _notify(self, event: Event) -> None:
+        for listener, types in self._listeners:
+            if types is None or event.type in types:
+                listener(event)
 
     @property
     def disk_full(self) -> bool:
@@ -445,27 +470,23 @@ class EventStore:
             durable_id=self.durable_id,
         )
 
-    def append_nowait(
-        self, type_: str, payload: dict[str, Any] | None = None, session: str | None = None
-    ) -> Event:
+    def _check_appendable(self, what: str) -> None:
+        """Refuse to hand out an id the writer could not commit."""
         if self._closed:
             raise RuntimeError("event store is closed")
         if self._disk_full:
-            raise disk_full(self.path, f"cannot record {type_}")
+            raise disk_full(self.path, f"cannot record {what}")
         if self._unreachable is not None:
-            raise self._unavailable(f"cannot record {type_}")
+            raise self._unavailable(f"cannot record {what}")
         if self._writer_gone:
-            raise self._broken(f"cannot record {type_}")
-        if type_ not in _WELL_FORMED_TYPES:
-            if not _TYPE_RE.match(type_):
-                raise InvalidParams(
-                    f"invalid event type {type_!r}",
-                    hint="Event types are dotted lowercase words, e.g. 'install.completed'.",
-                )
-            if len(_WELL_FORMED_TYPES) < _TYPES_REMEMBERED:
-                _WELL_FORMED_TYPES.add(type_)
-        if session is not None and (len(session) > 128 or not session.isprintable()):
-            raise InvalidParams("invalid session id", hint="Up to 128 printable characters.")
+            raise self._broken(f"cannot record {what}")
+
+    def append_nowait(
+        self, type_: str, payload: dict[str, Any] | None = None, session: str | None = None
+    ) -> Event:
+        self._check_appendable(type_)
+        _check_type(type_)
+        _check_session(session)
         body = payload or {}
         catalogue.check(type_, body)
         # Encoded once: the text is checked for secrets (str searches: faster than the
@@ -477,10 +498,7 @@ class EventStore:
             raise InvalidParams(f"event payload is not JSON-serialisable: {e}") from None
         text = data.decode()
         if self._redactor.suspect(text):
-            # Redacted as a structure, so a scrubbed span never breaks the JSON around it.
-            body = self._redactor.value(body)
-            data = _encoder.encode(body)
-            text = data.decode()
+            body, data, text = self._redacted(body)
         id_ = self.last_id + 1
         ts = iso(self._clock.now())
         h = link_encoded(self.last_hash, id_, ts, type_, session, data)
@@ -490,9 +508,64 @@ class EventStore:
         self._counts.append(rollups.contribution(ts, type_, body))
         self._has_data.set()
         event = Event(id_, ts, type_, session, body, h)
-        for listener in self._listeners:
-            listener(event)
+        if self._wanted is None or type_ in self._wanted:
+            self._notify(event)
         return event
+
+    def _redacted(self, body: dict[str, Any]) -> tuple[dict[str, Any], bytes, str]:
+        """A payload that may hold a secret, redacted as a structure (so a scrubbed span
+        never breaks the JSON around it), and encoded again."""
+        body = self._redactor.value(body)
+        data = _encoder.encode(body)
+        return body, data, data.decode()
+
+    def append_many(self, events: Sequence[NewEvent]) -> tuple[int, int]:
+        """Append ``events`` in order, as a whole: every one is checked before any is
+        sequenced, so an invalid one refuses them all (named by its index,
+        ``events[3].type: ...``) and no id is handed out. Returns the first and last id.
+
+        The same promises as ``append_nowait`` at a fraction of its cost per event (a
+        client's batch is the ledger's throughput, ``bench/event_append.py``): the clock
+        is read once (the events share their timestamp), the payloads are encoded once
+        and searched for secrets as one text (only when that text may hold one is each
+        payload searched, and a suspect one redacted), the chain is extended over the
+        bytes stored, the rollups' part is counted once per type and session, and an
+        ``Event`` is built only for a type some listener folds."""
+        if not events:
+            raise InvalidParams("events must not be empty")
+        self._check_appendable(f"{len(events)} events")
+        types = [e.type for e in events]
+        sessions = [e.session for e in events]
+        payloads = [e.payload for e in events]
+        _check_batch(types, sessions, payloads)
+        try:
+            encoded = [_encoder.encode(body) for body in payloads]
+        except (TypeError, msgspec.EncodeError):
+            for i, body in enumerate(payloads):
+                _at(i, "payload", _encoder.encode, body)
+            raise
+        texts = [data.decode() for data in encoded]
+        # One search of the whole batch. Joining can add a match (across a boundary),
+        # never hide one: a false alarm costs only the search of each payload.
+        if self._redactor.suspect("\n".join(texts)):
+            for i, text in enumerate(texts):
+                if self._redactor.suspect(text):
+                    payloads[i], encoded[i], texts[i] = self._redacted(payloads[i])
+        first = self.last_id + 1
+        ts = iso(self._clock.now())
+        hashes = link_many(self.last_hash, first, ts, types, sessions, encoded)
+        counted = rollups.contributions(ts, types, payloads)
+        ids = range(first, first + len(events))
+        self.last_id, self.last_hash = ids[-1], hashes[-1]
+        self._buffer.extend(zip(ids, [ts] * len(ids), types, sessions, texts, hashes, strict=True))
+        self._counts.extend(counted)
+        self._has_data.set()
+        wanted = self._wanted
+        if self._listeners and (wanted is None or not wanted.isdisjoint(types)):
+            for i, type_ in enumerate(types):
+                if wanted is None or type_ in wanted:
+                    self._notify(Event(ids[i], ts, type_, sessions[i], payloads[i], hashes[i]))
+        return first, ids[-1]
 
     async def wait_writable(self) -> None:
         """Until appends are taken again (space came back, the database answers) and
@@ -613,6 +686,57 @@ class EventStore:
             return fn(conn)
         finally:
             conn.close()
+
+
+def _check_type(type_: str) -> None:
+    if type_ in _WELL_FORMED_TYPES:
+        return
+    if not _TYPE_RE.match(type_):
+        raise InvalidParams(
+            f"invalid event type {type_!r}",
+            hint="Event types are dotted lowercase words, e.g. 'install.completed'.",
+        )
+    if len(_WELL_FORMED_TYPES) < _TYPES_REMEMBERED:
+        _WELL_FORMED_TYPES.add(type_)
+
+
+def _check_session(session: str | None) -> None:
+    if session is not None and (len(session) > 128 or not session.isprintable()):
+        raise InvalidParams("invalid session id", hint="Up to 128 printable characters.")
+
+
+def _check_batch(
+    types: Sequence[str], sessions: Sequence[str | None], payloads: Sequence[dict[str, Any]]
+) -> None:
+    """Refuse a batch at its first event that ``append_nowait`` would refuse. A type or
+    session is checked once, at the first event that has it (found in C: a batch of
+    10,000 distinct sessions costs no more than 10,000 checks)."""
+    n = len(types)
+    # Each distinct value's first index: reversed, the first occurrence is written last.
+    first_type = dict(zip(reversed(types), range(n - 1, -1, -1), strict=True))
+    first_session = dict(zip(reversed(sessions), range(n - 1, -1, -1), strict=True))
+    suspects = {i for t, i in first_type.items() if t not in _WELL_FORMED_TYPES}
+    suspects.update(i for s, i in first_session.items() if s is not None)
+    for i in sorted(suspects):
+        _at(i, "type", _check_type, types[i])
+        _at(i, "session", _check_session, sessions[i])
+    declared = {t for t in first_type if not catalogue.free_form(t)}
+    if declared:
+        for i, type_ in enumerate(types):
+            if type_ in declared:
+                _at(i, "payload", catalogue.check, type_, payloads[i])
+
+
+def _at(index: int, field: str, check: Callable[..., object], *args: Any) -> None:
+    """Run ``check``; its refusal names the event of a batch it is about."""
+    try:
+        check(*args)
+    except InvalidParams as e:
+        raise InvalidParams(f"events[{index}].{field}: {e.message}", hint=e.hint) from None
+    except (TypeError, msgspec.EncodeError) as e:
+        raise InvalidParams(
+            f"events[{index}].{field}: event payload is not JSON-serialisable: {e}"
+        ) from None
 
 
 def iter_rows(

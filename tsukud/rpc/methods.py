@@ -19,7 +19,7 @@ from tsukud import config as configmod
 from tsukud.errors import FrameTooLarge, InvalidParams, LedgerCorrupt, NotFound, SummaryTooSlow
 from tsukud.events import queries, summary
 from tsukud.events.readers import ReadTooSlow
-from tsukud.events.store import EventStore
+from tsukud.events.store import EventStore, NewEvent
 from tsukud.rpc import protocol
 from tsukud.rpc.control import DaemonControl
 from tsukud.rpc.registry import NoParams, method
@@ -405,12 +405,6 @@ async def _verify_anchors(store: EventStore) -> int:
     return await store.verify_anchors()
 
 
-class NewEvent(msgspec.Struct, forbid_unknown_fields=True):
-    type: str
-    payload: dict[str, Any] = {}
-    session: str | None = None
-
-
 class AppendParams(msgspec.Struct, forbid_unknown_fields=True):
     events: list[NewEvent]
     durable: bool = True
@@ -423,17 +417,14 @@ async def events_append(s: Services, p: AppendParams, call: Call) -> Appended:
         raise InvalidParams("events must not be empty")
     if len(p.events) > MAX_APPEND_BATCH:
         raise InvalidParams(f"at most {MAX_APPEND_BATCH} events per call")
-    for e in p.events:
+    for i, e in enumerate(p.events):
         if not e.type.startswith(CLIENT_EVENT_PREFIX):
             raise InvalidParams(
-                f"event type {e.type!r} is reserved for the daemon",
+                f"events[{i}].type: event type {e.type!r} is reserved for the daemon",
                 hint=f"Clients may append {CLIENT_EVENT_PREFIX}* events only.",
             )
-    first = last = 0
-    for e in p.events:
-        ev = s.store.append_nowait(e.type, e.payload, e.session)
-        first = first or ev.id
-        last = ev.id
+    # Sequenced whole: an invalid event refuses the call before any id is handed out.
+    first, last = s.store.append_many(p.events)
     if p.durable:
         await s.store.wait_durable(last)
     return Appended(first_id=first, last_id=last, durable=p.durable)
