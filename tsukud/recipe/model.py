@@ -299,6 +299,9 @@ class DownloadArchiveStep(_StepBase, frozen=True, kw_only=True):
     binaries: tuple[Binary, ...] = ()
     install_mode: str | None = None
     checksum_url: str | None = None
+    # ``download``'s mirrors (tsuku's zig): templated like ``url``, tried in order when
+    # the one before fails, each held to the same checks as ``url``.
+    fallback_urls: tuple[str, ...] | None = None
     os_mapping: dict[str, str] | None = None
     arch_mapping: dict[str, str] | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)

@@ -70,6 +70,7 @@ from tsukud.recipe.render import (
     DEFAULT_GITHUB_URL,
     RenderedStep,
     expand,
+    expand_mirrors,
     expand_url,
     install_binaries_for,
     mapped,
@@ -395,10 +396,9 @@ def _download(step: DownloadStep, index: int, ctx: PlanContext) -> list[PlanStep
         dest = expand(step.dest, version=version, os=os_name, arch=arch)
     else:
         dest = url_file_name(url, ctx.where(index))
-    fallback = [url_of(u) for u in step.fallback_urls] if step.fallback_urls else None
     extra: dict[str, Any] = {
         "checksum_url": url_of(step.checksum_url),
-        "fallback_urls": fallback,
+        "fallback_urls": _mirrors(step, ctx, os_name, arch),
         "signature_url": url_of(step.signature_url),
         "signature_key_url": url_of(step.signature_key_url),
         "signature_key_fingerprint": step.signature_key_fingerprint,
@@ -418,7 +418,17 @@ def _download(step: DownloadStep, index: int, ctx: PlanContext) -> list[PlanStep
     return [msgspec.structs.replace(planned, skip_verification_reason=reason)]
 
 
+def _mirrors(
+    step: DownloadStep | DownloadArchiveStep, ctx: PlanContext, os_name: str, arch: str
+) -> list[str] | None:
+    """The decomposed ``download_file``'s ``fallback_urls``: the recipe's mirrors filled
+    in, or left out when it names none (as tsuku's params)."""
+    return list(expand_mirrors(step, ctx.resolved, os_name, arch)) or None
+
+
 def _download_archive(step: DownloadArchiveStep, index: int, ctx: PlanContext) -> list[PlanStep]:
+    """tsuku's decomposition: ``download_file`` (with the mirrors) + ``extract`` (no
+    mappings: they were spent on the URL) + ``chmod`` + ``install_binaries``."""
     os_name, arch = mapped(step, ctx.target)
     url = expand_url(step.url, ctx.resolved, os_name, arch)
     name = url_file_name(url, ctx.where(index))
@@ -427,7 +437,14 @@ def _download_archive(step: DownloadArchiveStep, index: int, ctx: PlanContext) -
     )
     mode = (step.install_mode or "binaries").lower()
     fmt = url_format(step.archive_format, name, ctx.where(index)).value
-    fetch = _fetched(url, name, None, None, checksum_url=checksum_url)
+    fetch = _fetched(
+        url,
+        name,
+        None,
+        None,
+        checksum_url=checksum_url,
+        fallback_urls=_mirrors(step, ctx, os_name, arch),
+    )
     if not step.binaries and mode != "directory":  # download and unpack only
         return [
             fetch,

@@ -465,6 +465,14 @@ def expand_url(template: str, resolved: ResolvedVersion, os_name: str, arch: str
     return expand(text, version=resolved.version, os=os_name, arch=arch)
 
 
+def expand_mirrors(
+    step: DownloadStep | DownloadArchiveStep, resolved: ResolvedVersion, os_name: str, arch: str
+) -> tuple[str, ...]:
+    """A URL step's ``fallback_urls`` filled in as its ``url`` is (same placeholders,
+    same mappings): install, validation and the plan all read the mirrors from here."""
+    return tuple(expand_url(u, resolved, os_name, arch) for u in step.fallback_urls or ())
+
+
 def url_file_name(url: str, where: str) -> str:
     """The reference's default ``dest``: the URL path's last segment, query dropped."""
     name = unquote(posixpath.basename(urlsplit(url).path))
@@ -538,14 +546,16 @@ def _fold_url_steps(
             else:
                 name = url_file_name(url, where)
             work = _WorkFile(
-                index=index, action=step.action, name=name, url=url, checksum_url=checksum_url
+                index=index,
+                action=step.action,
+                name=name,
+                url=url,
+                checksum_url=checksum_url,
+                fallback_urls=expand_mirrors(step, resolved, os_name, arch),
             )
             if isinstance(step, DownloadStep):
                 work.checksum = step.checksum
                 work.skip_verification_reason = step.skip_verification_reason
-                work.fallback_urls = tuple(
-                    expand_url(u, resolved, os_name, arch) for u in step.fallback_urls or ()
-                )
                 if step.signature_url and step.signature_key_url and step.signature_key_fingerprint:
                     work.signature = (
                         expand_url(step.signature_url, resolved, os_name, arch),

@@ -496,6 +496,7 @@ _DOWNLOAD_ARCHIVE: dict[str, Conv] = {
     "binaries": _binaries,
     "install_mode": _install_mode,
     "checksum_url": _url,
+    "fallback_urls": _url_list,
     "os_mapping": _name_map,
     "arch_mapping": _name_map,
 }

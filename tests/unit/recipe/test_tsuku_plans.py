@@ -175,30 +175,17 @@ version_format = "semver"
 github_repo = "ziglang/zig"
 
 [[steps]]
-action = "download"
+action = "download_archive"
 url = "https://ziglang.freetls.fastly.net/zig-{arch}-{os}-{version}.tar.xz"
 fallback_urls = [
     "https://zig.squirl.dev/zig-{arch}-{os}-{version}.tar.xz",
     "https://ziglang.org/download/{version}/zig-{arch}-{os}-{version}.tar.xz",
 ]
-os_mapping = { darwin = "macos" }
-arch_mapping = { amd64 = "x86_64", arm64 = "aarch64" }
-
-[[steps]]
-action = "extract"
-archive = "zig-{arch}-{os}-{version}.tar.xz"
 strip_dirs = 1
-os_mapping = { darwin = "macos" }
-arch_mapping = { amd64 = "x86_64", arm64 = "aarch64" }
-
-[[steps]]
-action = "chmod"
-files = ["zig"]
-
-[[steps]]
-action = "install_binaries"
 binaries = ["zig"]
 install_mode = "directory"
+os_mapping = { darwin = "macos" }
+arch_mapping = { amd64 = "x86_64", arm64 = "aarch64" }
 
 [verify]
 command = "zig version"
@@ -258,9 +245,10 @@ ZIG_GOLDEN = {
 
 
 def test_zig_plans_as_tsuku_plans_it_but_the_checksum_only_a_download_gives() -> None:
-    """Mirrors (``fallback_urls``) and ``extract`` with os/arch mappings: every field
-    as tsuku's, but the sha256 and size tsuku computed by downloading the archive,
-    which the plan names instead of leaving out."""
+    """tsuku's form: one ``download_archive`` with mirrors (``fallback_urls``), filled
+    in with the step's mappings and carried by the decomposed ``download_file``; the
+    ``extract`` has no mappings. Every field is the golden's but the sha256 and size
+    tsuku computed by downloading the archive, which the plan names instead."""
     recipe = parse_recipe(ZIG)
     v = ResolvedVersion("0.14.1", "0.14.1")
     ours, own = _json(plan_recipe(recipe, v, LINUX, install_dir="/t"))
@@ -270,21 +258,16 @@ def test_zig_plans_as_tsuku_plans_it_but_the_checksum_only_a_download_gives() ->
         "params.checksum",
         "params.checksum_algo",
     ]
-    # tsuku's zig is one ``download_archive`` with ``fallback_urls`` (its decomposed
-    # extract has no mappings); written here as download + extract, whose extract tsuku
-    # plans with its mappings as written (rust's format-5 golden,
-    # embedded/rust/v1.93.1-linux-debian-amd64.json): the one field added to the golden.
-    golden = json.loads(json.dumps(ZIG_GOLDEN))
-    extract = golden["steps"][1]["params"]
-    extract["arch_mapping"] = {"amd64": "x86_64", "arm64": "aarch64"}
-    extract["os_mapping"] = {"darwin": "macos"}
-    golden["steps"][1]["params"] = dict(sorted(extract.items()))  # as Go writes a map
-    _same(ours, _without_downloaded(golden, ours))
+    _same(ours, _without_downloaded(ZIG_GOLDEN, ours))
     assert own == {"unsupported": []}
-    # The mappings reach the extract step: on macOS the archive is zig-aarch64-macos-…
+    # The mappings reach the mirrors too: on macOS every URL names zig-aarch64-macos-…
     mac = plan_recipe(recipe, v, Platform("darwin", "arm64"), install_dir="/t")
-    assert mac.steps[1].params["archive"] == "zig-aarch64-macos-0.14.1.tar.xz"
-    assert mac.steps[0].params["dest"] == "zig-aarch64-macos-0.14.1.tar.xz"
+    mac_file = "zig-aarch64-macos-0.14.1.tar.xz"
+    assert mac.steps[0].params["fallback_urls"] == [
+        f"https://zig.squirl.dev/{mac_file}",
+        f"https://ziglang.org/download/0.14.1/{mac_file}",
+    ]
+    assert mac.steps[1].params["archive"] == mac_file
 
 
 PYTHON = """

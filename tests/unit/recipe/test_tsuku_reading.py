@@ -228,6 +228,40 @@ def test_fallback_urls_read_as_urls_and_render_with_the_step() -> None:
         parse_recipe(text.replace('["https://b.test', '["file:///b.test'))
 
 
+ZIG_ARCHIVE = """[metadata]
+name = "z"
+
+[[steps]]
+action = "download_archive"
+url = "https://a.test/z-{arch}-{os}-{version}.tar.xz"
+fallback_urls = ["https://b.test/{version}/z-{arch}-{os}-{version}.tar.xz"]
+checksum_url = "https://a.test/z-{version}.sha256"
+strip_dirs = 1
+binaries = ["z"]
+os_mapping = { darwin = "macos" }
+arch_mapping = { amd64 = "x86_64" }
+"""
+
+
+def test_download_archive_fallback_urls_render_with_the_steps_mappings() -> None:
+    """tsuku's zig: the mirrors of a ``download_archive`` are filled in as its ``url``
+    is (mappings included), reach the install beside the checks the URL is held to,
+    and write back as read."""
+    recipe = parse_recipe(ZIG_ARCHIVE)
+    (step,) = recipe.steps
+    assert step.extra == {}  # modelled, not an unknown parameter
+    (rendered,) = render_recipe(recipe, ResolvedVersion("1.0", "1.0"), Platform("darwin", "amd64"))
+    assert rendered.url == "https://a.test/z-x86_64-macos-1.0.tar.xz"
+    assert rendered.fallback_urls == ("https://b.test/1.0/z-x86_64-macos-1.0.tar.xz",)
+    assert rendered.checksum_url == "https://a.test/z-1.0.sha256"
+    assert rendered.strip_dirs == 1 and [b.src for b in rendered.binaries or ()] == ["z"]
+    written = dump_recipe(recipe)
+    assert 'fallback_urls = ["https://b.test/{version}/' in written
+    assert parse_recipe(written) == recipe
+    with pytest.raises(RecipeParseError, match=r"fallback_urls\[0\]: expected an https:// URL"):
+        parse_recipe(ZIG_ARCHIVE.replace('["https://b.test', '["file:///b.test'))
+
+
 def test_a_goproxy_version_source_takes_its_module_from_the_version_section() -> None:
     """``[version] module`` (tsuku's key, now modelled) names the module whose versions a
     go_install of a package inside it installs."""
