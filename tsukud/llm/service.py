@@ -578,8 +578,8 @@ class Run:
 
     def _retry_wait(self, e: ProviderError, attempt: int) -> float | None:
         """How long to wait before trying ``e``'s provider again; ``None``: don't."""
-        if attempt >= MAX_RETRIES:
-            return None
+        if attempt >= MAX_RETRIES or getattr(e, "unreachable", None):
+            return None  # an unreachable host stays so for seconds (tsukud.net.retry)
         said = e.data.get("retry_after")
         wait = float(said) if isinstance(said, int | float) else RETRY_BACKOFF_S * 2**attempt
         if wait > MAX_RETRY_WAIT_S:
