@@ -16,6 +16,7 @@ from tests.conftest import Tsuku
 from tests.fakes.answering_model import AnsweringAnthropic, chosen
 from tests.integration.eval.conftest import WRONG_FIRST_RATE
 from tests.integration.eval.helpers import events
+from tsukuctl.render import money
 from tsukud.errors import ExitCode
 
 # claude-sonnet-5-5's row in llm/prices.toml (USD per million tokens)
@@ -226,7 +227,14 @@ def replays_spend_nothing(home: Tsuku, replayed: dict[str, Any], before: dict[st
     assert (after["spent_usd"], after["reserved_usd"]) == (before["spent_usd"], 0)
     assert abs(after["replayed_usd"] - before["replayed_usd"] - cost) < 1e-6
     shown = home.ctl("status", check=True).stdout
-    assert f"replayed: ${after['replayed_usd']:.2f} not spent" in shown, shown
+    assert f"replayed: {money(after['replayed_usd'])} not spent" in shown, shown
+    # The ledger's summary counts no replayed dollar as spent, and says them apart.
+    summary = json.loads(home.ctl("events", "summary", "--json", check=True).stdout)
+    assert abs(summary["replayed_usd"] - after["replayed_usd"]) < 1e-6
+    assert abs(summary["totals"]["cost_usd"] - after["spent_usd"]) < 1e-6
+    assert summary["totals"]["cost_unknown"] == 0
+    table = home.ctl("events", "summary", check=True).stdout
+    assert f"replayed: {money(summary['replayed_usd'])} not spent" in table, table
     home.stop_all()
     home.start()
     rebuilt = home.call("status")["budget"]
