@@ -347,8 +347,13 @@ def _transport_error(exc: httpx2.HTTPError, url: str, proxy: str | None = None) 
 def _transport_error_for(exc: httpx2.HTTPError, url: str, proxy: str | None) -> HttpError:
     shown = _display(url)
     if proxy is not None and isinstance(exc, httpx2.ProxyError | httpx2.ConnectError):
-        # A proxy that refused the tunnel will refuse it again; one not reachable may not.
-        error = HttpError if isinstance(exc, httpx2.ProxyError) else TransientHttpError
+        # A proxy that refused the tunnel will refuse it again; one not reachable may
+        # not, unless no retry can reach it (nothing listening on a loopback proxy).
+        error: type[HttpError] = TransientHttpError
+        if isinstance(exc, httpx2.ProxyError):
+            error = HttpError
+        elif unreachable(exc, loopback=is_loopback_host(host_of(proxy))) is not None:
+            error = HttpUnreachable
         through = origin(proxy)  # never its credentials
         return error(
             f"{shown}: through the proxy {through}: {exc or type(exc).__name__}",

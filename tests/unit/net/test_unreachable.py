@@ -16,6 +16,7 @@ import trio
 from tests.fakes.http import FakeHTTPServer, Reply
 from tsukud.errors import CATALOGUE
 from tsukud.net.http import Http, HttpUnreachable, Settings, TransientHttpError
+from tsukud.net.proxy import Proxies
 from tsukud.net.retry import RetryPolicy, unreachable
 
 QUICK = RetryPolicy(max_tries=5, base_delay=0.02, max_delay=0.05)
@@ -65,6 +66,22 @@ async def test_a_download_from_nothing_listening_fails_at_once(production: Http)
         async with production.stream(url, max_bytes=1024):
             pass
     assert trio.current_time() - started < 2.0
+
+
+async def test_a_loopback_proxy_nothing_listens_on_fails_at_once(server: FakeHTTPServer) -> None:
+    """A local proxy (127.0.0.1:3128, say) that is not running stays so for seconds."""
+    dead = f"http://127.0.0.1:{await _dead_port()}"
+    h = Http(allowed_hosts=lambda: {"127.0.0.1"}, proxies=lambda: Proxies(http=dead))
+    started = trio.current_time()
+    try:
+        with pytest.raises(HttpUnreachable) as err:
+            await h.get(server.url + "/api")
+    finally:
+        await h.aclose()
+    assert trio.current_time() - started < 2.0
+    assert f"through the proxy {dead}" in err.value.message
+    assert err.value.hint.startswith("Check the proxy settings")
+    assert server.requests == []
 
 
 async def test_a_server_that_resets_twice_then_answers_succeeds(server: FakeHTTPServer) -> None:
