@@ -29,7 +29,6 @@ def _verified(d: Any) -> dict[str, Any]:
     return payload
 
 
-@pytest.mark.slow  # a whole discovery in an in-process daemon (~5 s; was ~9 s of retries)
 async def test_github_unreachable_leaves_the_candidate_unverified(world: World, home: Path) -> None:
     claude_finds(world.claude)
     env = world.env(home, "claude")
