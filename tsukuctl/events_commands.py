@@ -168,6 +168,8 @@ def _events_summary(args: argparse.Namespace) -> int:
             right=frozenset({1, 2, 3, 4}),
         )
     )
+    if res.get("replayed_usd"):  # turns a recording answered: priced, never spent
+        out(f"replayed: {render.money(res['replayed_usd'])} not spent")
     return 0
 
 

@@ -32,6 +32,8 @@ def cmd_llm(args: argparse.Namespace) -> int:
         f" {res['duration_ms']} ms: {res['input_tokens']} in / {res['output_tokens']} out tokens,"
         f" cost {render.money(res['cost_usd'])} (recorded in session {res['session']})"
     )
+    if res.get("replayed_cost_usd"):  # a recording answered: priced, never spent
+        out(f"replayed: {render.money(res['replayed_cost_usd'])} not spent")
     for warning in res.get("warnings") or ():
         sys.stderr.write(f"warning: {warning}\n")
     return 0
@@ -86,6 +88,8 @@ def _status(args: argparse.Namespace) -> int:
         f"budget: {render.money(b['spent_usd'])} spent + {render.money(b['reserved_usd'])} reserved"
         f" of {render.money(b['daily_budget_usd'])} today"
     )
+    if b.get("replayed_usd"):  # turns answered from recordings: priced, never spent
+        out(f"replayed: {render.money(b['replayed_usd'])} not spent")
     return 0
 
 

@@ -29,6 +29,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         f" confirm above {render.money(b['confirm_threshold_usd'])}",
         f"generations  {g['count']} of {g['limit']} in the last hour",
     ]
+    if b.get("replayed_usd"):  # turns answered from recordings: priced, never spent
+        lines.insert(4, f"             replayed: {render.money(b['replayed_usd'])} not spent")
     tripped = [x for x in st["breakers"] if x["state"] != "closed" or x["consecutive_failures"]]
     if not st["breakers"]:
         lines.append("breakers     no provider used yet")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import json
 import os
 import signal
@@ -488,7 +489,14 @@ class Daemon:
                         # Started all the same: reads work, and the event is written
                         # once there is space (writes are refused until then).
                         log.get().error("daemon.started_not_written", error=e.message)
-                    log.get().info("daemon.started", pid=os.getpid(), socket=str(self.socket_path))
+                    log.get().info(
+                        "daemon.started",
+                        pid=os.getpid(),
+                        socket=str(self.socket_path),
+                        # Objects kept out of the collector's full passes (``__main__``
+                        # freezes what start-up loaded): 0 says a pass walks it all again.
+                        gc_frozen=gc.get_freeze_count(),
+                    )
                     task_status.started()
                     # Jobs a dead daemon left running go back to the queue (their
                     # reservations are settled below, by their sessions).

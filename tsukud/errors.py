@@ -178,6 +178,9 @@ CATALOGUE: dict[str, ErrorKind] = {
     # ---- HTTP and GitHub
     "network_error": ErrorKind(E.NETWORK, _NETWORK, retryable=True),
     "http_status": ErrorKind(E.NETWORK, _NETWORK, retryable=True),
+    # Not tried again at once (tsukud/net/retry.py `unreachable`), but a later request
+    # may succeed: the network comes back. The class gives the hint, naming the host.
+    "network_unreachable": ErrorKind(E.NETWORK, _NETWORK, retryable=True),
     "url_refused": ErrorKind(
         E.NETWORK,
         "Only https URLs are fetched (plain http only on loopback), and private or "

@@ -72,6 +72,7 @@ CATEGORIES = (
 _REMOTE_CODES = frozenset(
     {
         "network_error",
+        "network_unreachable",  # offline: the service is out of reach, for now
         "http_status",
         "http_rate_limited",
         "github_error",

@@ -304,7 +304,7 @@ class _Retrying:
     async def search(self, query: str) -> SearchResponse:
         """The results, or :class:`DiscoverySearchFailed` saying whether any attempt may
         have reached the provider (``sent``: the ledger charges a paid query then)."""
-        from tsukud.net.http import HttpError, HttpRateLimited
+        from tsukud.net.http import HttpError, HttpRateLimited, HttpUnreachable
 
         last = ""
         sent = False
@@ -320,7 +320,14 @@ class _Retrying:
             except HttpError as exc:
                 last = exc.message
                 sent = sent or not exc.never_sent
-                if getattr(exc, "retryable", True):
+                if isinstance(exc, HttpUnreachable):  # not tried again (tsukud.net.retry)
+                    raise _failed(
+                        f"{self._label()} search failed: {exc.message}",
+                        sent,
+                        self.name,
+                        hint=exc.hint,
+                    ) from None
+                if exc.retryable:
                     continue
                 raise _failed(
                     f"{self._label()} search failed: {exc.message}", sent, self.name
@@ -348,8 +355,10 @@ class _Retrying:
         return f"HTTP {resp.status}"
 
 
-def _failed(message: str, sent: bool, provider: str, **data: Any) -> DiscoverySearchFailed:
-    error = DiscoverySearchFailed(message, provider=provider, **data)
+def _failed(
+    message: str, sent: bool, provider: str, hint: str | None = None, **data: Any
+) -> DiscoverySearchFailed:
+    error = DiscoverySearchFailed(message, provider=provider, hint=hint, **data)
     error.sent = sent
     return error
 

@@ -186,6 +186,10 @@ class LlmTurn(Payload):
     request_id: str | None = None
     error: str | None = None  # a billed call that still failed (malformed tool call)
     cost_usd: float | None = None
+    # Answered from a recording (``eval --replay``, ``llm.replay_dir``): ``cost_usd`` is
+    # 0, what the recorded call cost is ``replayed_cost_usd``, never spent or budgeted.
+    replayed: bool = False
+    replayed_cost_usd: float | None = None
 
 
 class LlmFailed(Payload):

@@ -63,11 +63,14 @@ class Reservation:
 
 @dataclass
 class Spend:
-    """Daily LLM spend: settled costs plus open reservations, per UTC day."""
+    """Daily LLM spend: settled costs plus open reservations, per UTC day; and apart,
+    what replayed turns (``llm.turn`` with ``replayed``) cost when they were recorded,
+    which nobody spent: shown, never counted against the budget."""
 
-    types: frozenset[str] = frozenset({"budget.reserved", "budget.settled"})
+    types: frozenset[str] = frozenset({"budget.reserved", "budget.settled", "llm.turn"})
     open: dict[str, Reservation] = field(default_factory=dict)
     settled: dict[str, int] = field(default_factory=dict)
+    replayed: dict[str, int] = field(default_factory=dict)
 
     def horizon(self, now: float) -> float | None:
         # A reservation lives for one run; two days back covers a run across midnight.
@@ -84,6 +87,11 @@ class Spend:
             r = self.open.pop(s.reservation, None)
             day = r.day if r is not None else (s.day or ev.ts[:10])
             self.settled[day] = self.settled.get(day, 0) + to_micro(s.actual_usd)
+        elif ev.type == "llm.turn":
+            turn = read(ev.payload, LlmTurn)
+            if turn.replayed and turn.replayed_cost_usd:
+                day = ev.ts[:10]
+                self.replayed[day] = self.replayed.get(day, 0) + to_micro(turn.replayed_cost_usd)
 
     def committed(self, day: str) -> int:
         held = sum(r.amount for r in self.open.values() if r.day == day)
@@ -94,6 +102,10 @@ class Spend:
 
     def reserved(self, day: str) -> int:
         return sum(r.amount for r in self.open.values() if r.day == day)
+
+    def replayed_on(self, day: str) -> int:
+        """What the day's replayed turns cost when recorded (micro-USD): not spent."""
+        return self.replayed.get(day, 0)
 
 
 @dataclass

@@ -280,6 +280,34 @@ def summary_sql(f: EventFilter, by: str, *, shared: bool = False) -> tuple[str, 
     return sql, params
 
 
+def replayed_sql(f: EventFilter, *, shared: bool = False) -> tuple[str, list[Any]]:
+    """What the filter's replayed turns (an ``llm.turn`` a recording answered: its
+    ``cost_usd`` is 0) cost when they were recorded, in nano-dollars. Never spent, so
+    no summed column holds it and no rollup counts it: the summary says it apart, read
+    from the turns alone (the ``(type, ts)`` index)."""
+    w, params = where(f, shared=shared)
+    turns = f"{w} {'AND' if w else 'WHERE'} type = 'llm.turn'"
+    if shared:
+        cost = "(payload::jsonb ->> 'replayed_cost_usd')::numeric"
+        return (
+            f"SELECT coalesce(sum(round({cost} * 1000000000)), 0)::bigint"  # noqa: S608
+            f" FROM tsuku.events{turns}",
+            params,
+        )
+    cost = "json_extract(payload, '$.replayed_cost_usd')"
+    return (
+        f"SELECT coalesce(sum(CAST(round({cost} * 1000000000) AS INTEGER)), 0)"  # noqa: S608
+        f" FROM events{turns}",
+        params,
+    )
+
+
+def replayed_usd(conn: Any, f: EventFilter, *, shared: bool = False) -> float:
+    """:func:`replayed_sql`'s figure, in dollars."""
+    sql, params = replayed_sql(f, shared=shared)
+    return int(conn.execute(sql, params).fetchone()[0]) / 1_000_000_000
+
+
 # Columns of a summary row as the SQL returns them (money in nano-dollars) ...
 SUM_COLUMNS = (
     "events",

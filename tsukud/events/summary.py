@@ -175,13 +175,14 @@ def summarise(
                     have = sums.setdefault(k, [0] * len(values))
                     for i, v in enumerate(values):
                         have[i] += v
+        replayed = queries.replayed_usd(conn, f)
     finally:
         if conn.in_transaction:
             conn.execute("COMMIT")
     # Raw: in SQLite's order. Merged: text keys, or NULL first, which is SQLite's order
     # too (UTF-8 bytes sort as code points).
     keys = list(sums) if p.rollup is None else sorted(sums, key=_null_first)
-    return _answer(by, sums, keys, p.source, top)
+    return {**_answer(by, sums, keys, p.source, top), "replayed_usd": replayed}
 
 
 def summarise_shared(
@@ -192,7 +193,8 @@ def summarise_shared(
     database's collation. No rollups there: the aggregate reads the events the filter
     selects (by the ``(type, ts)`` and ``ts`` indexes when it has bounds)."""
     sums = queries.raw_sums(conn, f, by, shared=True)
-    return _answer(by, sums, sorted(sums, key=_null_first), "raw", top)
+    answer = _answer(by, sums, sorted(sums, key=_null_first), "raw", top)
+    return {**answer, "replayed_usd": queries.replayed_usd(conn, f, shared=True)}
 
 
 def _answer(

@@ -399,8 +399,12 @@ class EvalRunner:
                     capped = isinstance(exc, BudgetExceeded) and "cap_usd" in exc.data
             took = round((time.monotonic() - clock) * 1000)
             after = spent.current()
-            cost = float((after.usd if after is not None else Decimal(0)) - paid_before)
-            turns, repairs = await self.store.read(functools.partial(_run_counts, session=session))
+            turns, repairs, replayed = await self.store.read(
+                functools.partial(_run_counts, session=session)
+            )
+            # A replayed item's figure is the recorded run's cost (what it costs against
+            # the real model), though this run spent none of it (docs/eval.md).
+            cost = float((after.usd if after is not None else Decimal(0)) - paid_before + replayed)
             outcome = Outcome(
                 tool=item.tool,
                 ok=category is None,
@@ -487,12 +491,21 @@ def session_events(conn: Any, session: str, types: list[str]) -> list[tuple[str,
     return found
 
 
-def _run_counts(conn: Any, session: str) -> tuple[int, int]:
-    """The model's turns and LLM repairs of one create run, from its events."""
+def _run_counts(conn: Any, session: str) -> tuple[int, int, Decimal]:
+    """The model's turns, LLM repairs and replayed turns' recorded cost (not spent) of
+    one create run, from its events."""
     found = session_events(conn, session, ["llm.turn", "repair.attempted"])
     turns = sum(1 for t, _ in found if t == "llm.turn")
     repairs = sum(1 for t, p in found if t == "repair.attempted" and p.get("kind") == "llm")
-    return turns, repairs
+    replayed = sum(
+        (
+            Decimal(str(p.get("replayed_cost_usd") or 0))
+            for t, p in found
+            if t == "llm.turn" and p.get("replayed")
+        ),
+        Decimal(0),
+    )
+    return turns, repairs, replayed
 
 
 def _run_events(conn: Any, run: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:

@@ -26,7 +26,7 @@ from tsukud.install.attempt import InstallAttempt
 from tsukud.install.checks import integrity_problems, run_checks
 from tsukud.install.download import DEFAULT_MAX_BYTES
 from tsukud.install.errors import not_installed
-from tsukud.install.homebrew.deps import dependents, unneeded
+from tsukud.install.homebrew.deps import dependents, needs, unneeded
 from tsukud.install.homebrew.errors import DependencyInUse
 from tsukud.install.registry import Registry, check_name
 from tsukud.install.results import Installed, Removed, ToolInfo, Verified, VerifyCommand
@@ -239,14 +239,13 @@ class Installer:
                 session=session,
                 # Its dependencies nothing else needs now: named, not removed (the user
                 # may use them directly; `tsukuctl remove <dep>` is one line).
-                unneeded_dependencies=unneeded(
-                    self.installed(), name, list(rec.get("runtime_dependencies") or ())
-                ),
+                unneeded_dependencies=unneeded(self.installed(), name, needs(rec)),
             )
 
     def _check_unneeded(self, name: str) -> None:
-        """:class:`DependencyInUse` while another installed tool needs ``name`` at run
-        time (its binaries load ``name``'s libraries)."""
+        """:class:`DependencyInUse` while another installed tool needs ``name``: at run
+        time (its binaries load ``name``'s libraries), or built against it from source
+        (tsuku refuses the removal of an install-time dependency alike)."""
         needed_by = dependents(self.installed(), name)
         if needed_by:
             raise DependencyInUse(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, TypeVar
+from urllib.parse import urlsplit
 
 import httpx2
 import msgspec
@@ -39,6 +40,8 @@ from tsukud.llm.types import (
     Usage,
     UserMessage,
 )
+from tsukud.net.http import is_loopback_host
+from tsukud.net.retry import unreachable
 from tsukud.secrets import redact
 
 Block = dict[str, Any]
@@ -165,10 +168,13 @@ class HttpAdapter:
         if timeout or isinstance(exc, httpx2.TimeoutException):
             err = ProviderTimeout(f"{self._name}: request timed out", provider=self._name)
         else:
+            why = unreachable(exc, loopback=is_loopback_host(urlsplit(self._url).hostname or ""))
             err = ProviderConnectionError(
-                f"{self._name}: connection to {self._url} failed: {self._clean(exc)}",
+                f"{self._name}: connection to {self._url} failed: {why or self._clean(exc)}",
                 provider=self._name,
+                unreachable=why,
             )
+            err.unreachable = why
         if never_sent(exc):
             err.unanswered = None
         return err

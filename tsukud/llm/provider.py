@@ -108,9 +108,15 @@ class ProviderTimeout(ProviderTransientError):
 
 
 class ProviderConnectionError(ProviderTransientError):
-    """Could not connect, or the connection broke before an answer."""
+    """Could not connect, or the connection broke before an answer.
+
+    ``unreachable`` says why, when it is a failure another try would not change (the
+    name does not resolve, no route, nothing listening on a loopback port:
+    ``tsukud.net.retry.unreachable``): failover still moves on to the next provider,
+    but the same one is not tried again at once."""
 
     unanswered: str | None = "connection_broken"
+    unreachable: str | None = None
 
 
 class ProviderAuthError(ProviderError):

@@ -122,7 +122,11 @@ class RecordingProvider:
 
 
 class ReplayProvider:
-    """Serves recordings from ``directory``; never touches the network."""
+    """Serves recordings from ``directory``; never touches the network, so never
+    spends: the LLM service records its turns as replayed (``replayed``), outside the
+    budget."""
+
+    replayed = True
 
     def __init__(
         self,

@@ -224,6 +224,11 @@ class LLM:
             current = self._providers[cache_key] = self._build(info)
         return current
 
+    def replaying(self) -> bool:
+        """Every provider answers from recordings (``llm.replay_dir``): a run spends
+        nothing, so it reserves nothing and its turns are recorded as replayed."""
+        return bool(self._config()["llm.replay_dir"])
+
     def _built_from(self, info: ProviderInfo) -> tuple[str, ...]:
         """What an adapter is built from; the key only as a fingerprint."""
         import hashlib
@@ -374,10 +379,14 @@ class LLM:
             external_search_usd=external_search_usd,
             restart_on_failover=restart_on_failover,
         )
-        # Without a known price, at least what is known is reserved.
-        amount = float(estimate if estimate is not None else external_search_usd)
+        # Without a known price, at least what is known is reserved. A replay spends
+        # nothing (its turns are answered from a recording): it reserves nothing.
+        replayed = self.replaying()
+        amount = (
+            0.0 if replayed else float(estimate if estimate is not None else external_search_usd)
+        )
         asker = _Asker(self.confirmations, session, confirmed, can_ask, progress)
-        if estimate is None and not confirmed:
+        if estimate is None and not confirmed and not replayed:
             unpriced = self.unknown_prices(
                 names, searches=searches, grounded_prompts=grounded_prompts
             )
@@ -483,6 +492,11 @@ class _Asker:
             )
 
 
+def is_replay(provider: Provider) -> bool:
+    """Does ``provider`` answer from a recording (``llm/replay.py``), spending nothing?"""
+    return getattr(provider, "replayed", False) is True
+
+
 MAX_RETRIES = 2  # of a transient failure when no other provider is left
 RETRY_BACKOFF_S = 1.0  # first wait when the provider did not say (doubles)
 MAX_RETRY_WAIT_S = 60.0
@@ -499,6 +513,7 @@ class Run:
     reserved_usd: float  # all of the run's reservations together
     asker: _Asker | None = None
     spent: Decimal = Decimal(0)
+    replayed: Decimal = Decimal(0)  # replayed turns' recorded cost: never spent
     unpriced_turns: int = 0
     turns: int = 0
     calls: int = 0
@@ -579,8 +594,8 @@ class Run:
 
     def _retry_wait(self, e: ProviderError, attempt: int) -> float | None:
         """How long to wait before trying ``e``'s provider again; ``None``: don't."""
-        if attempt >= MAX_RETRIES:
-            return None
+        if attempt >= MAX_RETRIES or getattr(e, "unreachable", None):
+            return None  # an unreachable host stays so for seconds (tsukud.net.retry)
         said = e.data.get("retry_after")
         wait = float(said) if isinstance(said, int | float) else RETRY_BACKOFF_S * 2**attempt
         if wait > MAX_RETRY_WAIT_S:
@@ -603,7 +618,12 @@ class Run:
         try:
             await self.llm.ready(name)
             provider = self.llm.provider(name)
-            worst = await self._within_ceiling(name, provider.model, request)
+            replayed = is_replay(provider)
+            worst = (
+                Decimal(0)  # answered from a recording: nothing is sent, nothing billed
+                if replayed
+                else await self._within_ceiling(name, provider.model, request)
+            )
             self.calls += 1
             call = self.calls
             ahead: dict[str, Any] = {
@@ -628,7 +648,14 @@ class Run:
             # The provider is up and billed the call; the caller gives the model
             # feedback and asks again. Not a breaker failure.
             await self._record(
-                name, e.model or provider.model, e.usage, None, started, call, error=e.code
+                name,
+                e.model or provider.model,
+                e.usage,
+                None,
+                started,
+                call,
+                error=e.code,
+                replayed=replayed,
             )
             raise
         except ProviderError as e:
@@ -656,7 +683,9 @@ class Run:
                 await self.llm.breakers.call_released(name)
                 await self._cut_off(name, provider.model, call, worst, "cancelled", started)
             raise
-        await self._record(name, response.model, response.usage, response, started, call)
+        await self._record(
+            name, response.model, response.usage, response, started, call, replayed=replayed
+        )
         return response
 
     async def _within_ceiling(self, name: str, model: str, request: Request) -> Decimal | None:
@@ -750,7 +779,12 @@ class Run:
         call: int,
         *,
         error: str | None = None,
+        replayed: bool = False,
     ) -> None:
+        """The turn on the ledger, priced. A replayed turn (``replayed``: answered from a
+        recording) spent nothing: its ``cost_usd`` is 0, what the recorded call cost is
+        kept apart as ``replayed_cost_usd`` (for eval's figures and the "replayed: $X
+        not spent" lines), and neither the run's spend nor the day's budget counts it."""
         from tsukud.llm.types import Usage
 
         u = usage if isinstance(usage, Usage) else Usage()
@@ -778,7 +812,13 @@ class Run:
             payload["request_id"] = response.request_id
         if error:
             payload["error"] = error
-        if cost is None:
+        if replayed:
+            payload["replayed"] = True
+            payload["cost_usd"] = 0.0
+            if cost is not None:
+                self.replayed += cost
+                payload["replayed_cost_usd"] = float(round(cost, 9))
+        elif cost is None:
             self.unpriced_turns += 1
         else:
             self.spent += cost

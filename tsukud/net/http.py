@@ -63,7 +63,13 @@ from tsukud.errors import TsukuError
 from tsukud.net import notices
 from tsukud.net.hosts import HostGate, HostLimits
 from tsukud.net.proxy import Proxies, proxy_for
-from tsukud.net.retry import TRANSIENT_STATUSES, RetryPolicy, may_retry, next_delay
+from tsukud.net.retry import (
+    TRANSIENT_STATUSES,
+    RetryPolicy,
+    may_retry,
+    next_delay,
+    unreachable,
+)
 
 if TYPE_CHECKING:
     from tsukud.config import Config
@@ -94,6 +100,17 @@ class HttpError(TsukuError):
 class TransientHttpError(HttpError):
     """A failure that may pass on its own (refused or reset connection, a timeout):
     worth another try for an idempotent request."""
+
+
+class HttpUnreachable(HttpError):
+    """The host cannot be reached in a way another try would not change (its name does
+    not resolve, no route to the network, nothing listening on a loopback port:
+    ``tsukud.net.retry.unreachable``): failed at once, not retried, with a hint for a
+    person who may be offline. Nothing was sent. A later request may succeed (the
+    catalogue calls it retryable): the network comes back."""
+
+    code = "network_unreachable"
+    never_sent = True
 
 
 class HttpStatusError(HttpError):
@@ -330,8 +347,13 @@ def _transport_error(exc: httpx2.HTTPError, url: str, proxy: str | None = None) 
 def _transport_error_for(exc: httpx2.HTTPError, url: str, proxy: str | None) -> HttpError:
     shown = _display(url)
     if proxy is not None and isinstance(exc, httpx2.ProxyError | httpx2.ConnectError):
-        # A proxy that refused the tunnel will refuse it again; one not reachable may not.
-        error = HttpError if isinstance(exc, httpx2.ProxyError) else TransientHttpError
+        # A proxy that refused the tunnel will refuse it again; one not reachable may
+        # not, unless no retry can reach it (nothing listening on a loopback proxy).
+        error: type[HttpError] = TransientHttpError
+        if isinstance(exc, httpx2.ProxyError):
+            error = HttpError
+        elif unreachable(exc, loopback=is_loopback_host(host_of(proxy))) is not None:
+            error = HttpUnreachable
         through = origin(proxy)  # never its credentials
         return error(
             f"{shown}: through the proxy {through}: {exc or type(exc).__name__}",
@@ -344,6 +366,11 @@ def _transport_error_for(exc: httpx2.HTTPError, url: str, proxy: str | None) -> 
         kind = "connect" if isinstance(exc, httpx2.ConnectTimeout) else "read"
         return TransientHttpError(f"{shown}: {kind} timed out", url=shown)
     if isinstance(exc, httpx2.ConnectError):
+        why = unreachable(exc, loopback=is_loopback_host(host_of(url)))
+        if why is not None:
+            return _unreachable(
+                f"{shown}: cannot connect: {why}; not tried again", host_of(url), url=shown
+            )
         return TransientHttpError(
             f"{shown}: cannot connect ({exc or type(exc).__name__})", url=shown
         )
@@ -360,6 +387,18 @@ def _transport_error_for(exc: httpx2.HTTPError, url: str, proxy: str | None) -> 
     if isinstance(exc, httpx2.NetworkError | httpx2.RemoteProtocolError):
         return TransientHttpError(f"{shown}: {type(exc).__name__}: {exc}", url=shown)
     return HttpError(f"{shown}: {type(exc).__name__}: {exc}", url=shown)
+
+
+def _unreachable(message: str, host: str, **data: Any) -> HttpUnreachable:
+    return HttpUnreachable(
+        message,
+        host=host,
+        **data,
+        hint=f"Offline? {host} cannot be reached, and trying again would not help. Check "
+        "the network connection or the proxy (HTTPS_PROXY), or set the URL's setting to a "
+        "server you can reach (`tsukuctl config list` shows them, e.g. github.api_url, "
+        "registry.url).",
+    )
 
 
 T = TypeVar("T")
@@ -507,9 +546,7 @@ class Http:
         except OSError as exc:
             if proxied:
                 return True  # the proxy resolves it (see check_url); not cached
-            unresolved = HttpError(f"cannot resolve {host}: {exc}", host=host)
-            unresolved.never_sent = True
-            raise unresolved from None
+            raise _unreachable(f"cannot resolve {host}: {exc}", host) from None
         public = bool(addresses) and all(
             (a := _ip(address.split("%", 1)[0])) is not None and _is_public(a)
             for address in addresses

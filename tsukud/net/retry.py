@@ -7,13 +7,20 @@ bounded time, waiting longer after each failure with jitter so that many clients
 failing together do not come back together. A server that says when to come back
 (``retry-after``) is taken at its word.
 
+Some failures to connect never pass within a retry's seconds, and retrying them only
+makes a machine without network look hung (five tries cost about 7 s per URL):
+:func:`unreachable` names them (a name that does not resolve, no route to the network,
+a refused connection to a loopback port), and they fail at once with a hint.
+
 Pure functions over a :class:`RetryPolicy`; the random source is the caller's, so tests
 seed it.
 """
 
 from __future__ import annotations
 
+import errno
 import random
+import socket
 from dataclasses import dataclass
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
@@ -57,3 +64,67 @@ def next_delay(
     if elapsed + delay > policy.max_elapsed:
         return None
     return delay
+
+
+# Resolver answers another try cannot change: the name is not known, has no address, or
+# no name server could be asked (offline). The system resolver has already tried its
+# servers (resolv.conf's ``attempts``) before it says so: a second layer of tries only
+# multiplies the wait of a machine without network.
+_NAME_UNKNOWN = frozenset(
+    code
+    for code in (
+        getattr(socket, "EAI_NONAME", None),
+        getattr(socket, "EAI_NODATA", None),
+        getattr(socket, "EAI_AGAIN", None),
+        getattr(socket, "EAI_ADDRFAMILY", None),
+    )
+    if code is not None
+)
+
+
+def unreachable(failure: BaseException, *, loopback: bool) -> str | None:
+    """Why a failure to connect is one that retrying cannot fix, or None if it may pass.
+
+    Read from the operating system's errors under ``failure`` (its causes, and each
+    address's error when several were tried): a name that does not resolve, a network
+    with no route (``ENETUNREACH``: the machine is offline), or a refused connection to
+    a loopback address (``loopback``: nothing listens on this machine's port, and no
+    server is restarting behind a balancer). Every address must have failed so; a
+    refusal from a remote host, a timeout or a reset stays worth another try.
+    """
+    reasons = [_reason(leaf, loopback) for leaf in _os_errors(failure)]
+    if not reasons or any(r is None for r in reasons):
+        return None
+    return reasons[0]
+
+
+def _reason(error: OSError, loopback: bool) -> str | None:
+    if isinstance(error, socket.gaierror):
+        return "the name does not resolve" if error.errno in _NAME_UNKNOWN else None
+    if error.errno == errno.ENETUNREACH:
+        return "no route to the network"
+    if error.errno == errno.ECONNREFUSED and loopback:
+        return "nothing is listening there (connection refused)"
+    return None
+
+
+def _os_errors(failure: BaseException) -> list[OSError]:
+    """The operating system's errors (with an errno) under ``failure``: through
+    ``__cause__``/``__context__`` and into exception groups (one error per address)."""
+    found: list[OSError] = []
+    todo: list[BaseException] = [failure]
+    seen: set[int] = set()
+    while todo and len(seen) < 64:
+        exc = todo.pop()
+        if id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        if isinstance(exc, BaseExceptionGroup):
+            todo.extend(exc.exceptions)
+        elif isinstance(exc, OSError) and exc.errno is not None:
+            found.append(exc)
+        else:
+            nxt = exc.__cause__ or exc.__context__
+            if nxt is not None:
+                todo.append(nxt)
+    return found

@@ -124,6 +124,8 @@ class Budget:
             "day": day,
             "spent_usd": to_usd(self._days.spent(day)),
             "reserved_usd": to_usd(self._days.reserved(day)),
+            # this daemon's replayed turns (a recording answered them): never spent
+            "replayed_usd": to_usd(self._spend.replayed_on(day)),
             "daily_budget_usd": lim.daily_usd,
             "confirm_threshold_usd": lim.confirm_threshold_usd,
         }

@@ -85,6 +85,8 @@ class KeyChecked(msgspec.Struct, frozen=True, kw_only=True):
     duration_ms: int
     session: str
     warnings: list[str]  # e.g. a rejected key that was failed over
+    # answered from a recording: what the recorded call cost, not spent (cost_usd is 0)
+    replayed_cost_usd: float | None = None
 
 
 class TestParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -131,4 +133,5 @@ async def llm_test(s: Services, p: TestParams, call: Call) -> KeyChecked:
         duration_ms=resp.duration_ms,
         session=session,
         warnings=list(run.warnings),
+        replayed_cost_usd=float(run.replayed) if run.replayed else None,
     )

@@ -29,7 +29,6 @@ def _verified(d: Any) -> dict[str, Any]:
     return payload
 
 
-@pytest.mark.slow  # waits out the client retry policy in real time
 async def test_github_unreachable_leaves_the_candidate_unverified(world: World, home: Path) -> None:
     claude_finds(world.claude)
     env = world.env(home, "claude")

@@ -16,6 +16,7 @@ from tests.conftest import Tsuku
 from tests.fakes.answering_model import AnsweringAnthropic, chosen
 from tests.integration.eval.conftest import WRONG_FIRST_RATE
 from tests.integration.eval.helpers import events
+from tsukuctl.render import money
 from tsukud.errors import ExitCode
 
 # claude-sonnet-5-5's row in llm/prices.toml (USD per million tokens)
@@ -178,12 +179,14 @@ def replay_a_recorded_run(
     assert (f["items"], f["passed"], f["failures"]) == (3, 2, {"static_check": 1})
 
     asked = model.replies
+    before = home.call("status")["budget"]
     replayed = eval_json(home, *args, "--replay", str(rec))
     assert model.replies == asked  # every answer came from the recording
     assert replayed["replay"] == str(rec) and replayed["recording_mismatches"] == []
     g = replayed["figures"]
     same = ("items", "passed", "failures", "turns_total", "cost_total_usd")
     assert {k: g[k] for k in same} == {k: f[k] for k in same}
+    replays_spend_nothing(home, replayed, before)
 
     # One right item's recordings as if made under an older system prompt: its request
     # now is not in the recording.
@@ -204,3 +207,37 @@ def replay_a_recorded_run(
     assert "closest recording is" in cp.stdout and "first difference: line" in cp.stdout
     assert "success rate: 50.0 % (1 of 2)" in cp.stdout, cp.stdout
     assert f"{tool}: recording does not match (not scored)" in cp.stderr
+
+
+def replays_spend_nothing(home: Tsuku, replayed: dict[str, Any], before: dict[str, Any]) -> None:
+    """A replayed run's turns are on the ledger as replayed, at no cost, their recorded
+    cost kept apart: the day's budget (spent, reserved) is what it was before, and is
+    the same once the daemon rebuilt it from the events at its next start."""
+    cost = replayed["figures"]["cost_total_usd"]
+    assert replayed["spent_usd"] == 0 and cost > 0
+    sessions = {e["payload"]["session"] for e in events(home, "eval.item", session=replayed["run"])}
+    turns = [e["payload"] for e in events(home, "llm.turn") if e["session"] in sessions]
+    assert len(turns) == replayed["figures"]["turns_total"] > 0
+    assert all(t["replayed"] is True and t["cost_usd"] == 0 for t in turns)
+    assert abs(sum(t["replayed_cost_usd"] for t in turns) - cost) < 1e-9
+    for settled in events(home, "budget.settled"):
+        if settled["session"] in sessions:
+            assert settled["payload"]["actual_usd"] == 0 == settled["payload"]["reserved_usd"]
+    after = home.call("status")["budget"]
+    assert (after["spent_usd"], after["reserved_usd"]) == (before["spent_usd"], 0)
+    assert abs(after["replayed_usd"] - before["replayed_usd"] - cost) < 1e-6
+    shown = home.ctl("status", check=True).stdout
+    assert f"replayed: {money(after['replayed_usd'])} not spent" in shown, shown
+    # The ledger's summary counts no replayed dollar as spent, and says them apart.
+    summary = json.loads(home.ctl("events", "summary", "--json", check=True).stdout)
+    assert abs(summary["replayed_usd"] - after["replayed_usd"]) < 1e-6
+    assert abs(summary["totals"]["cost_usd"] - after["spent_usd"]) < 1e-6
+    assert summary["totals"]["cost_unknown"] == 0
+    table = home.ctl("events", "summary", check=True).stdout
+    assert f"replayed: {money(summary['replayed_usd'])} not spent" in table, table
+    home.stop_all()
+    home.start()
+    rebuilt = home.call("status")["budget"]
+    assert {k: rebuilt[k] for k in ("spent_usd", "reserved_usd", "replayed_usd")} == {
+        k: after[k] for k in ("spent_usd", "reserved_usd", "replayed_usd")
+    }

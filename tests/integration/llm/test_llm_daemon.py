@@ -337,7 +337,9 @@ def test_record_then_replay_without_network_or_keys(tsuku: Tsuku, claude: FakeAn
         tsuku.ctl("llm", "test", "--provider", "claude", "--json", check=True).stdout
     )
     assert again["text"] == first["text"] == "OK, recorded"
-    assert again["cost_usd"] == first["cost_usd"]
+    # A replay spends nothing: its recorded cost is shown apart, never counted.
+    assert again["cost_usd"] == 0 and again["replayed_cost_usd"] == first["cost_usd"] > 0
+    assert tsuku.call("status")["budget"]["spent_usd"] == first["cost_usd"]
 
 
 @pytest.mark.slow  # a daemon loading every LLM SDK; the overspend test and unit llm tests stay

@@ -319,15 +319,19 @@ async def test_an_answer_cut_mid_body_is_charged_at_its_worst_case_never_zero(
 
 
 async def test_a_refused_connection_is_not_charged(tmp_path: Path) -> None:
-    """Nothing listens: the request certainly never left, so nothing is charged."""
+    """Nothing listens: the request certainly never left, so nothing is charged. And
+    nothing will listen a second later on this machine's port: the one provider is not
+    tried again (tsukud.net.retry.unreachable), where a reset or a 5xx would be."""
     with trio.socket.socket() as probe:
         await probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env_vars = {"ANTHROPIC_API_KEY": CLAUDE_KEY, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}"}
     async with service(tmp_path, env_vars, sleep=_no_wait) as env:
-        with pytest.raises(ProviderUnavailable):
+        with pytest.raises(ProviderUnavailable) as info:
             await one_call(env.llm)
-        assert len(await env.rows("llm.call_started")) >= 1
+        assert "connection refused" in info.value.message
+        assert len(await env.rows("llm.call_started")) == 1
+        assert await env.rows("provider.retry") == []
         assert await env.rows("llm.cut_off") == []
         (settled,) = await env.rows("budget.settled")
         assert settled["actual_usd"] == 0

@@ -272,6 +272,24 @@ def test_a_build_dependency_is_installed_first_and_built_against_read_only(
         assert again.returncode == 0, again.stderr
         assert [e["tool"] for e in _completed(t)] == ["libgreet", "greeter", "greeter"]
 
+        removing_what_greeter_was_built_against(t, lib_dir)
+
+
+def removing_what_greeter_was_built_against(t: Tsuku, lib_dir: Path) -> None:
+    """As tsuku keeps an install-time dependency (``RequiredBy``): libgreet is not
+    removed while greeter, built against it, is installed; once greeter is gone it is
+    named as no longer needed, and then removes."""
+    refused = t.ctl("remove", "libgreet")
+    assert refused.returncode == 1, refused.stderr
+    assert "libgreet is needed by greeter" in refused.stderr
+    assert "Remove greeter first; libgreet stays installed." in refused.stderr
+    assert lib_dir.is_dir()
+    gone = t.ctl("remove", "greeter")
+    assert gone.returncode == 0, gone.stderr
+    assert "libgreet is no longer needed by any tool: tsukuctl remove libgreet" in gone.stderr
+    assert t.ctl("remove", "libgreet").returncode == 0
+    assert not lib_dir.exists()
+
 
 def _completed(t: Tsuku) -> list[dict[str, Any]]:
     """The ``install.completed`` payloads, oldest first."""

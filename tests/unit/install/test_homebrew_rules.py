@@ -20,6 +20,7 @@ from tsukud.install.homebrew.client import HomebrewClient
 from tsukud.install.homebrew.deps import (
     dependents,
     install_order,
+    needs,
     refuse_version_change,
     unneeded,
 )
@@ -153,6 +154,33 @@ def test_a_dependency_keeps_its_version_while_tools_need_it() -> None:
     refuse_version_change(INSTALLED, "libgreet", "1.0")
     refuse_version_change(INSTALLED, "age", "1.3.0")
     refuse_version_change(INSTALLED, "newtool", "1.0")
+
+
+BUILT = {
+    "libbuild": {"version": "1.0", "install_dir": "/t/libbuild-1.0"},
+    "greeter": {
+        "version": "2.0",
+        "build": {
+            "image": "tsuku/validate-build:local",
+            "kind": "configure_make",
+            "dependencies": {"libbuild": "/t/libbuild-1.0"},
+        },
+    },
+    "bottled": {"version": "1.0", "build": None, "runtime_dependencies": None},
+}
+
+
+def test_a_tool_built_against_a_dependency_keeps_it_as_tsuku_keeps_install_time_ones() -> None:
+    """tsuku records an install-time dependency's ``RequiredBy`` and refuses its removal;
+    a build here mounted it at its path, so the output may load it from there."""
+    assert needs(BUILT["greeter"]) == ["libbuild"]
+    assert needs({"runtime_dependencies": ["a"], "build": {"dependencies": {"a": "/", "b": "/"}}})
+    assert needs(BUILT["bottled"]) == []
+    assert dependents(BUILT, "libbuild") == ["greeter"]
+    with pytest.raises(DependencyInUse, match=r"libbuild 1\.0 is needed by greeter"):
+        refuse_version_change(BUILT, "libbuild", "1.1")
+    without_greeter = {k: v for k, v in BUILT.items() if k != "greeter"}
+    assert unneeded(without_greeter, "greeter", needs(BUILT["greeter"])) == ["libbuild"]
 
 
 def test_dependencies_nothing_needs_after_a_remove() -> None:

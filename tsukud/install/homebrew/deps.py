@@ -87,21 +87,28 @@ async def dependency_graph(
     return graph
 
 
+def needs(record: Mapping[str, Any]) -> list[str]:
+    """What an installed tool's record says it needs kept installed: its runtime
+    dependencies, and the build dependencies its build from source was made against
+    (``build.dependencies``: mounted at their own paths, so the output may load their
+    libraries from there; tsuku's ``RequiredBy`` counts install-time dependencies too)."""
+    build = record.get("build")
+    built_against = (build.get("dependencies") or {}) if isinstance(build, Mapping) else {}
+    return list(dict.fromkeys([*(record.get("runtime_dependencies") or ()), *built_against]))
+
+
 def dependents(installed: Mapping[str, Mapping[str, Any]], name: str) -> list[str]:
-    """The installed tools (other than ``name``) whose record lists ``name`` as a
-    runtime dependency, sorted: their binaries load its libraries."""
-    return sorted(
-        tool
-        for tool, rec in installed.items()
-        if tool != name and name in (rec.get("runtime_dependencies") or ())
-    )
+    """The installed tools (other than ``name``) that need ``name`` (:func:`needs`:
+    at run time, or built against it), sorted."""
+    return sorted(tool for tool, rec in installed.items() if tool != name and name in needs(rec))
 
 
 def unneeded(
     installed: Mapping[str, Mapping[str, Any]], removed: str, deps: Sequence[str]
 ) -> list[str]:
-    """Which of ``removed``'s runtime dependencies are installed and needed by no other
-    installed tool once it is gone (``remove`` says so; it removes nothing itself)."""
+    """Which of ``removed``'s dependencies (:func:`needs`) are installed and needed by
+    no other installed tool once it is gone (``remove`` says so; it removes nothing
+    itself, where tsuku removes such orphans: they may be used directly)."""
     left = {tool: rec for tool, rec in installed.items() if tool != removed}
     return sorted({dep for dep in deps if dep in left and not dependents(left, dep)})
 
@@ -125,8 +132,9 @@ def refuse_version_change(
     old = current.get("version")
     who = ", ".join(needed_by)
     raise DependencyInUse(
-        f"{name} {old} is needed by {who} (their binaries load its libraries from "
-        f"{current.get('install_dir')}); installing {name} {version} would delete it",
+        f"{name} {old} is needed by {who} (their binaries load its libraries from, or were "
+        f"built against, {current.get('install_dir')}); installing {name} {version} would "
+        "delete it",
         hint=f"Remove {who} first (`tsukuctl remove {needed_by[0]}`), install {name}@{version}, "
         f"then install {who} again: they are relocated against the new {name}. "
         f"{name} {old} stays installed meanwhile.",
