@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from tests.fakes.ecosystems import FakeEcosystems
 from tests.fakes.github import FakeGitHub
 from tests.integration.install.conftest import (
     NO_SYSTEM_COMMANDS,
+    events,
     installed,
     make_tsuku,
     running,
@@ -83,8 +85,15 @@ pattern = "v{{version}}"
 """
 
 
-def publish_nodejs(host: FakeDownloadHost, registry: Callable[[str, str], None]) -> None:
-    node = f'#!/bin/sh\n[ "$1" = --version ] && {{ echo v1.0.0; exit 0; }}\nexec {REAL_NODE} "$@"\n'
+def publish_nodejs(
+    host: FakeDownloadHost, registry: Callable[[str, str], None], node_mark: Path | None = None
+) -> None:
+    """``node_mark``: a file the toolchain's node appends to each time it runs."""
+    mark = f'{{ echo "$0" >> {node_mark}; }} 2>/dev/null\n' if node_mark else ""
+    node = (
+        f'#!/bin/sh\n{mark}[ "$1" = --version ] && {{ echo v1.0.0; exit 0; }}\n'
+        f'exec {REAL_NODE} "$@"\n'
+    )
     npm = f'#!/bin/sh\necho "$0" >> "$PWD/{MARKER}"\nexec {REAL_NPM} "$@"\n'
     archive = tar_gz({"node-v1.0.0/bin/node": node.encode(), "node-v1.0.0/bin/npm": npm.encode()})
     host.add_json("/dist/index.json", [{"version": "v1.0.0"}])
@@ -123,3 +132,75 @@ def test_the_toolchain_recipe_is_installed_first_and_its_npm_runs(
         ran = (tool_dir / MARKER).read_text().split()
         assert ran == [str(Path(rows["nodejs"]["install_dir"]) / "bin" / "npm")]
         assert run(inst.home / "bin" / "greet", "hi").strip() == "greet 1.0.0 hi"
+
+
+@needs_npm
+def test_an_implicit_toolchain_is_hidden_runs_the_tool_and_is_its_runtime_dependency(
+    world: FakeGitHub,
+    eco: FakeEcosystems,
+    host: FakeDownloadHost,
+    host_npm: Path,
+    registry: Callable[[str, str], None],
+    tmp_path: Path,
+) -> None:
+    """The user has their own node and npm first on PATH (fakes that fail), the
+    registry holds a nodejs recipe: ``install --yes`` of an npm tool installs nodejs
+    hidden (nothing linked into bin/, so no shadowing question to refuse), the tool's
+    command runs on that nodejs (``#!/usr/bin/env node`` through its wrapper), nodejs
+    is its runtime dependency (``remove`` refuses it), and asked for by name nodejs is
+    judged and linked as any install."""
+    (host_npm / "node").write_text('#!/bin/sh\necho "the user\'s node ran" >&2\nexit 97\n')
+    (host_npm / "node").chmod(0o755)
+    node_mark = tmp_path / "node-ran"
+    publish_nodejs(host, registry, node_mark)
+    eco.publish_npm(npm_tarball("@fake/greet", "1.0.0", {"greet": "greet 1.0.0"}))
+    user_path = {"PATH": f"{host_npm}:{os.environ.get('PATH', '')}"}
+    with running(make_tsuku(world, **eco.env(), **user_path)) as inst:
+        local_recipe(inst, "greet", recipe("npm_install", "@fake/greet", ["greet"], "greet"))
+
+        cp = inst.ctl("install", "--yes", "greet", shell_env=user_path)
+        assert cp.returncode == 0, cp.stderr
+        rows = installed(inst)
+        bin_dir = inst.home / "bin"
+        assert sorted(p.name for p in bin_dir.iterdir()) == ["greet"]  # no node, no npm
+        done = {
+            e["payload"]["tool"]: e["payload"]
+            for e in events(inst)
+            if e["type"] == "install.completed"
+        }
+        assert done["nodejs"].get("hidden") is True and "hidden" not in done["greet"]
+        assert done["greet"]["runtime_dependencies"] == ["nodejs"]
+
+        # The user's node comes first on their PATH; the tool runs on its nodejs.
+        node_mark.unlink(missing_ok=True)
+        out = subprocess.run(
+            [str(bin_dir / "greet"), "hi"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **user_path},
+        )
+        assert (out.returncode, out.stdout.strip()) == (0, "greet 1.0.0 hi"), out.stderr
+        node_dir = Path(rows["nodejs"]["install_dir"]) / "bin"
+        assert node_mark.read_text().split() == [str(node_dir / "node")]
+
+        # nodejs is needed while greet is installed.
+        gone = inst.ctl("remove", "nodejs", "--json")
+        assert json.loads(gone.stdout)["error"]["code"] == "dependency_in_use"
+        assert "nodejs" in installed(inst)
+
+        # Asked for by name, nodejs is judged as any install: --yes does not accept
+        # hiding the user's node and npm, and nothing is linked ...
+        refused = inst.ctl("install", "--yes", "nodejs", shell_env=user_path)
+        assert refused.returncode != 0
+        assert "shadowing" in refused.stderr or "already has" in refused.stderr, refused.stderr
+        assert not (bin_dir / "node").exists()
+        # ... and with nothing to shadow it is linked, no longer hidden.
+        cp = inst.ctl("install", "nodejs", shell_env=NO_SYSTEM_COMMANDS)
+        assert cp.returncode == 0, cp.stderr
+        assert (bin_dir / "node").resolve() == (node_dir / "node").resolve()
+
+        # Once greet is gone, nodejs is unneeded and removable.
+        removed = json.loads(inst.ctl("remove", "greet", "--json", check=True).stdout)
+        assert removed["unneeded_dependencies"] == ["nodejs"]
+        inst.ctl("remove", "nodejs", check=True)
+        assert installed(inst) == {}
