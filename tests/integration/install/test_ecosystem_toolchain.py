@@ -182,6 +182,9 @@ def test_an_implicit_toolchain_is_hidden_runs_the_tool_and_is_its_runtime_depend
         assert (out.returncode, out.stdout.strip()) == (0, "greet 1.0.0 hi"), out.stderr
         node_dir = Path(rows["nodejs"]["install_dir"]) / "bin"
         assert node_mark.read_text().split() == [str(node_dir / "node")]
+        # verify: greet's wrapper and what it runs unchanged; nodejs has no links to check.
+        inst.ctl("verify", "greet", check=True)
+        inst.ctl("verify", "nodejs", check=True)
 
         # nodejs is needed while greet is installed.
         gone = inst.ctl("remove", "nodejs", "--json")
@@ -192,7 +195,10 @@ def test_an_implicit_toolchain_is_hidden_runs_the_tool_and_is_its_runtime_depend
         # hiding the user's node and npm, and nothing is linked ...
         refused = inst.ctl("install", "--yes", "nodejs", shell_env=user_path)
         assert refused.returncode != 0
-        assert "shadowing" in refused.stderr or "already has" in refused.stderr, refused.stderr
+        failed = [e["payload"] for e in events(inst) if e["type"] == "install.failed"]
+        assert [(f["tool"], f["error_code"]) for f in failed] == [
+            ("nodejs", "command_shadowing_refused")
+        ]
         assert not (bin_dir / "node").exists()
         # ... and with nothing to shadow it is linked, no longer hidden.
         cp = inst.ctl("install", "nodejs", shell_env=NO_SYSTEM_COMMANDS)
