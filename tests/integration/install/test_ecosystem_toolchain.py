@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -62,14 +63,14 @@ def host_npm() -> Iterator[Path]:
     shutil.rmtree(d, ignore_errors=True)
 
 
-def nodejs_recipe(host: FakeDownloadHost) -> str:
+def nodejs_recipe(host: FakeDownloadHost, index: str = "index.json") -> str:
     return f"""[metadata]
 name = "nodejs"
 description = "Node.js (shims over this machine's node and npm, for the test)"
 
 [version]
 source = "http_json"
-url = "{host.url}/dist/index.json"
+url = "{host.url}/dist/{index}"
 version_path = "0.version"
 
 [[steps]]
@@ -86,19 +87,24 @@ pattern = "v{{version}}"
 
 
 def publish_nodejs(
-    host: FakeDownloadHost, registry: Callable[[str, str], None], node_mark: Path | None = None
+    host: FakeDownloadHost,
+    registry: Callable[[str, str], None],
+    node_mark: Path | None = None,
+    version: str = "1.0.0",
 ) -> None:
     """``node_mark``: a file the toolchain's node appends to each time it runs."""
     mark = f'{{ echo "$0" >> {node_mark}; }} 2>/dev/null\n' if node_mark else ""
     node = (
-        f'#!/bin/sh\n{mark}[ "$1" = --version ] && {{ echo v1.0.0; exit 0; }}\n'
+        f'#!/bin/sh\n{mark}[ "$1" = --version ] && {{ echo v{version}; exit 0; }}\n'
         f'exec {REAL_NODE} "$@"\n'
     )
     npm = f'#!/bin/sh\necho "$0" >> "$PWD/{MARKER}"\nexec {REAL_NPM} "$@"\n'
-    archive = tar_gz({"node-v1.0.0/bin/node": node.encode(), "node-v1.0.0/bin/npm": npm.encode()})
-    host.add_json("/dist/index.json", [{"version": "v1.0.0"}])
-    host.add(f"/dist/v1.0.0/node-v1.0.0-{HOST.os}-{HOST.arch}.tar.gz", archive)
-    registry("nodejs", nodejs_recipe(host))
+    top = f"node-v{version}"
+    archive = tar_gz({f"{top}/bin/node": node.encode(), f"{top}/bin/npm": npm.encode()})
+    index = "index.json" if version == "1.0.0" else f"index-{version}.json"  # uncached
+    host.add_json(f"/dist/{index}", [{"version": f"v{version}"}])
+    host.add(f"/dist/v{version}/{top}-{HOST.os}-{HOST.arch}.tar.gz", archive)
+    registry("nodejs", nodejs_recipe(host, index))
 
 
 @needs_npm
@@ -192,7 +198,7 @@ def test_an_implicit_toolchain_is_hidden_runs_the_tool_and_is_its_runtime_depend
         assert "nodejs" in installed(inst)
 
         # Asked for by name, nodejs is judged as any install: --yes does not accept
-        # hiding the user's node and npm, and nothing is linked ...
+        # hiding the user's node and npm, and nothing is linked.
         refused = inst.ctl("install", "--yes", "nodejs", shell_env=user_path)
         assert refused.returncode != 0
         failed = [e["payload"] for e in events(inst) if e["type"] == "install.failed"]
@@ -200,13 +206,19 @@ def test_an_implicit_toolchain_is_hidden_runs_the_tool_and_is_its_runtime_depend
             ("nodejs", "command_shadowing_refused")
         ]
         assert not (bin_dir / "node").exists()
-        # ... and with nothing to shadow it is linked, no longer hidden.
-        cp = inst.ctl("install", "nodejs", shell_env=NO_SYSTEM_COMMANDS)
-        assert cp.returncode == 0, cp.stderr
-        assert (bin_dir / "node").resolve() == (node_dir / "node").resolve()
 
-        # Once greet is gone, nodejs is unneeded and removable.
+        # Once greet is gone, nodejs is unneeded; upgraded, it stays hidden.
         removed = json.loads(inst.ctl("remove", "greet", "--json", check=True).stdout)
         assert removed["unneeded_dependencies"] == ["nodejs"]
+        publish_nodejs(host, partial(local_recipe, inst), node_mark, version="1.1.0")
+        inst.ctl("upgrade", "nodejs", check=True, shell_env=user_path)
+        assert installed(inst)["nodejs"]["version"] == "1.1.0"
+        assert not bin_dir.exists() or list(bin_dir.iterdir()) == []
+
+        # With nothing to shadow, asked for by name it is linked, no longer hidden.
+        cp = inst.ctl("install", "nodejs", shell_env=NO_SYSTEM_COMMANDS)
+        assert cp.returncode == 0, cp.stderr
+        node_dir = Path(installed(inst)["nodejs"]["install_dir"]) / "bin"
+        assert (bin_dir / "node").resolve() == (node_dir / "node").resolve()
         inst.ctl("remove", "nodejs", check=True)
         assert installed(inst) == {}
