@@ -11,6 +11,7 @@ from pathlib import Path
 from tsukud.install.checks import integrity_problems, sha256_file
 from tsukud.install.ecosystem.wrappers import WRAPPER_DIR, wrap_commands
 from tsukud.install.layout import replace_symlink
+from tsukud.registries.ecosystems import ECOSYSTEMS
 
 
 def _tool(root: Path) -> dict[str, dict[str, str]]:
@@ -72,3 +73,17 @@ def test_verify_checks_what_the_wrapper_runs_and_skips_a_hidden_tools_links(
     node = {"node": {"path": "bin/node", "sha256": sha256_file(chain / "bin" / "node")}}
     assert integrity_problems(home, chain, node, linked=False) == []
     assert [p for p in integrity_problems(home, chain, node) if "does not point" in p]
+
+
+def test_the_toolchains_tools_run_on_are_tsukus_runtime_dependencies() -> None:
+    """tsuku's actions: npm_install, pipx_install and gem_install need their toolchain
+    at run time (wrapped, and a runtime dependency); cargo_install and go_install only
+    to build."""
+    runtime = {e.toolchain.recipe: e.toolchain.runtime for e in ECOSYSTEMS}
+    assert runtime == {
+        "nodejs": True,
+        "python-standalone": True,
+        "ruby": True,
+        "rust": False,
+        "go": False,
+    }
