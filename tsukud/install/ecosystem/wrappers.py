@@ -1,6 +1,6 @@
 """An ecosystem tool's commands run with the toolchain it was installed with.
 
-An npm package's command starts ``#!/usr/bin/env node`` (a gem's wrapper runs ``ruby``
+A Node package's command starts ``#!/usr/bin/env node`` (a gem's wrapper runs ``ruby``
 likewise), so run through a plain link it would run whatever ``node`` comes first on
 the user's PATH, not the toolchain the tool was installed with and needs. tsuku writes
 a small wrapper per command that puts its runtime dependencies' ``bin/`` first on PATH
