@@ -331,6 +331,9 @@ class InstallCompleted(Payload):
     # Shell start-up fragments the person approved ($TSUKU_HOME-relative paths):
     # removed with the tool, or when another version replaces it.
     shell_init: list[str] | None = None
+    # A toolchain installed for another tool's install, not asked for by name: its
+    # binaries are not linked into bin/ (start-up repair does not link them either).
+    hidden: bool | None = None
 
 
 class InstallFailed(Payload):

@@ -209,6 +209,8 @@ def installed_binaries(installed: Mapping[str, Mapping[str, Any]]) -> dict[str, 
     link name → {path, sha256}; a list of paths is accepted too)."""
     out: dict[str, list[str]] = {}
     for tool, rec in installed.items():
+        if rec.get("hidden"):  # not linked into bin/: its commands are not the user's
+            continue
         raw = rec.get("binaries")
         names: Iterable[Any] = raw.keys() if isinstance(raw, Mapping) else raw or ()
         out[tool] = [command_name(n) for n in names if isinstance(n, str)]

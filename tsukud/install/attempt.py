@@ -158,8 +158,13 @@ class InstallAttempt:
         *,
         can_ask: bool = False,
         yes: bool = False,
+        hidden: bool = False,
     ) -> None:
         self.inst = inst
+        # Installed as a toolchain another tool's install needed, not asked for by name:
+        # nothing is linked into bin/ (tsuku's hidden install), so nothing of the user's
+        # is shadowed and nobody is asked about it; asked for by name later, it is linked.
+        self.hidden = hidden
         self.can_ask = can_ask  # a person can be asked (a run_command's yes)
         self.yes = yes  # --yes: refuse what would need a person's yes (shadowing)
         self.name = name
@@ -183,6 +188,9 @@ class InstallAttempt:
         # first on the ecosystem runner's PATH (``_install_toolchains``).
         self.toolchain_bins: dict[str, list[Path]] = {}
         self.toolchain_dirs: dict[str, Path] = {}  # their tool directories
+        # The recipes of those the tool runs on (``Toolchain.runtime``): its runtime
+        # dependencies, and first on PATH in its commands' wrappers.
+        self.runtime_toolchains: dict[str, str] = {}  # program -> recipe
         # How the tool was built, when it was (install.completed's ``build``).
         self.built: dict[str, Any] | None = None
         # Shell start-up fragments the person approved and this attempt wrote.
@@ -282,6 +290,9 @@ class InstallAttempt:
             and current.get("version") == res.version
             and final_dir.is_dir()
             and not force
+            # A toolchain installed for another tool, now asked for by name: installed
+            # again, linked and judged as any install (its questions asked).
+            and not (current.get("hidden") and not self.hidden)
         ):
             return Installed(
                 tool=self.name,
@@ -310,10 +321,12 @@ class InstallAttempt:
         self.staging.mkdir(mode=0o700)
         eco = ecosystem_step(recipe, inst.platform) or pip_exec_step(recipe, inst.platform)
         asset_records: list[dict[str, Any]] = []
+        binaries: dict[str, dict[str, Any]]
         if eco is not None:
             self._refuse_conflicts(dict.fromkeys(eco.executables), force)
             await self._refuse_shadowing(eco.executables)
             binaries = await self._run_ecosystem(eco, res, final_dir)
+            binaries = await self._wrap_commands(eco, binaries, final_dir)
             # What it produced beyond what the recipe declared is judged too.
             await self._refuse_shadowing(set(binaries) - set(eco.executables))
         else:
@@ -360,10 +373,11 @@ class InstallAttempt:
         await self._shell_init(loaded.recipe, res.version, final_dir)
         self.stage = "activate"
         previous_dir = Path(current["install_dir"]) if current is not None else None
-        self.tx.switch_links(binaries, final_dir)
+        if not self.hidden:
+            self.tx.switch_links(binaries, final_dir)
         if current is not None:
             self.tx.remove_stale_links(current, binaries)
-        payload = {
+        payload: dict[str, Any] = {
             "tool": self.name,
             "version": res.version,
             "tag": res.tag,
@@ -375,7 +389,14 @@ class InstallAttempt:
             "assets": asset_records,
             "binaries": binaries,
             "install_dir": str(final_dir),
-            "runtime_dependencies": list(runtime_dependencies(recipe, inst.platform)),
+            "runtime_dependencies": list(
+                dict.fromkeys(
+                    [
+                        *runtime_dependencies(recipe, inst.platform),
+                        *self.runtime_toolchains.values(),
+                    ]
+                )
+            ),
             "relocation": self.relocation,
             "build": self.built,
             "shell_init": [p.relative_to(inst.home).as_posix() for p in self.shell_files],
@@ -384,6 +405,8 @@ class InstallAttempt:
                 for c in checks
             ],
         }
+        if self.hidden:
+            payload["hidden"] = True
         self.stage = "commit"
         ev = self._event("install.completed", payload)
         # Committed (the projection already has it; the writer makes it durable even if
@@ -404,7 +427,9 @@ class InstallAttempt:
             already_installed=False,
             install_dir=str(final_dir),
             binaries=sorted(binaries),
-            links=[str(layout.bin_dir(inst.home) / b) for b in sorted(binaries)],
+            links=[]
+            if self.hidden
+            else [str(layout.bin_dir(inst.home) / b) for b in sorted(binaries)],
             assets=asset_records,
             verify_output=output,
             replaced=current.get("version") if current is not None else None,
@@ -418,6 +443,8 @@ class InstallAttempt:
     # ---- steps -------------------------------------------------------------------------
 
     def _refuse_conflicts(self, binaries: Mapping[str, Any], force: bool) -> None:
+        if self.hidden:  # linked into bin/ only once asked for by name (judged then)
+            return
         conflicts = self._conflicts(binaries)
         if conflicts and not force:
             raise BinaryConflict(
@@ -433,7 +460,9 @@ class InstallAttempt:
         inst = self.inst
         current = inst.installed().get(self.name) or {}
         dirs = system_dirs(inst.caller_path(), layout.bin_dir(inst.home))
-        found = shadowing(self.name, binaries, dirs, accepted=current.get("binaries") or ())
+        # What its installed version links was judged then; a hidden one linked nothing.
+        accepted = () if current.get("hidden") else current.get("binaries") or ()
+        found = shadowing(self.name, binaries, dirs, accepted=accepted)
         if found.guarded:
             names = ", ".join(found.guarded)
             raise GuardedCommandRefused(
@@ -443,7 +472,7 @@ class InstallAttempt:
                 tool=self.name,
                 binaries=list(found.guarded),
             )
-        if not found.shadows:
+        if not found.shadows or self.hidden:  # a hidden install links nothing into bin/
             return
         lines = "\n".join(
             f"    {name}  would run instead of {path}" for name, path in found.shadows.items()
@@ -474,7 +503,7 @@ class InstallAttempt:
 
     async def _run_ecosystem(
         self, step: EcosystemStep | PipExecStep, res: Resolution, final_dir: Path
-    ) -> dict[str, dict[str, str]]:
+    ) -> dict[str, dict[str, Any]]:
         """Install with the ecosystem's package manager, in place (``ecosystem/prefix.py``
         says why): the toolchain is found first, so a missing one changes nothing. A
         toolchain installed from its recipe comes first on PATH, so its own program
@@ -548,6 +577,25 @@ class InstallAttempt:
                 await trio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
         await self._remove_strays(bin_dir, before)
         return binaries
+
+    async def _wrap_commands(
+        self,
+        step: EcosystemStep | PipExecStep,
+        binaries: dict[str, dict[str, Any]],
+        final_dir: Path,
+    ) -> dict[str, dict[str, Any]]:
+        """The commands of a tool that runs on a toolchain installed from its recipe
+        (``Toolchain.runtime``) wrapped so that toolchain comes first on PATH when they
+        run (``ecosystem/wrappers.py``: ``#!/usr/bin/env node`` finds its node, not the
+        user's); others as they are."""
+        from tsukud.install.ecosystem.actions import action_for
+        from tsukud.install.ecosystem.wrappers import wrap_commands
+
+        program = action_for(step).toolchain.program
+        if program not in self.runtime_toolchains:
+            return binaries
+        dirs = self.toolchain_bins.get(program, [])
+        return await trio.to_thread.run_sync(wrap_commands, final_dir, binaries, dirs)
 
     async def _remove_strays(self, bin_dir: Path, before: set[str]) -> None:
         """What the install's scripts put in ``bin/`` (first on PATH with the hook) is
@@ -817,10 +865,13 @@ class InstallAttempt:
     async def _install_toolchains(self, recipe: Recipe) -> dict[str, list[Path]]:
         """Each toolchain the recipe's ecosystem steps run whose recipe the registry
         holds (the record's ``Toolchain.recipe``), installed first through that recipe as
-        its own install, with this request's ``--yes`` and terminal (it asks what it
-        would ask if installed alone; an installed one stays as it is); the directories
-        of its programs, by the program the runner looks for. A toolchain without a
-        recipe is the host's, found on PATH as before."""
+        its own install, hidden (as tsuku installs an execution dependency: not linked
+        into ``bin/``, so no command of the user's is shadowed and ``--yes`` has nothing
+        to refuse), with this request's terminal for anything else it would ask; an
+        installed one stays as it is. The directories of its programs, by the program
+        the runner looks for; one the tool runs on (``Toolchain.runtime``) is noted as
+        its runtime dependency. A toolchain without a recipe is the host's, found on
+        PATH as before."""
         from tsukud.install.ecosystem.toolchain import recipe_held
 
         inst = self.inst
@@ -835,11 +886,17 @@ class InstallAttempt:
             if record is None:
                 await self.progress("installing_dependency", dependency=chain.recipe)
                 await inst.install(
-                    chain.recipe, progress=self._progress, can_ask=self.can_ask, yes=self.yes
+                    chain.recipe,
+                    progress=self._progress,
+                    can_ask=self.can_ask,
+                    yes=self.yes,
+                    hidden=True,
                 )
                 record = inst.installed()[chain.recipe]
             out[chain.program] = _program_dirs(record)
             self.toolchain_dirs[chain.program] = Path(str(record["install_dir"]))
+            if chain.runtime:
+                self.runtime_toolchains[chain.program] = chain.recipe
         return out
 
     def _may_ask(self) -> bool:

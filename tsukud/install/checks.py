@@ -152,23 +152,35 @@ async def run_checks(
     return first_output
 
 
-def integrity_problems(home: Path, install_dir: Path, binaries: Mapping[str, Any]) -> list[str]:
-    """Links and recorded sha256 of an installed tool's binaries, re-checked."""
+def integrity_problems(
+    home: Path, install_dir: Path, binaries: Mapping[str, Any], *, linked: bool = True
+) -> list[str]:
+    """Links (unless the tool is not ``linked``: a hidden toolchain) and recorded sha256
+    of an installed tool's binaries, and of the command a wrapper runs (``wraps``),
+    re-checked."""
     problems: list[str] = []
     if not install_dir.is_dir():
         return [f"{install_dir} is missing"]
     for bin_name, info in sorted(binaries.items()):
         path = install_dir / info["path"]
         link = layout.bin_dir(home) / bin_name
-        if not link.is_symlink() or Path(os.readlink(link)) != path:
+        if linked and (not link.is_symlink() or Path(os.readlink(link)) != path):
             problems.append(f"{link} does not point to {path}")
-        real = resolve_inside(install_dir, info["path"])
-        if real is None:
-            problems.append(f"{path} is missing")
-            continue
-        actual = sha256_file(real)
-        if actual != info.get("sha256"):
-            problems.append(
-                f"{path} changed since install: sha256 {actual}, recorded {info.get('sha256')}"
-            )
+        wraps = info.get("wraps")
+        for rel, recorded in [(info["path"], info.get("sha256"))] + (
+            [(wraps["path"], wraps.get("sha256"))] if isinstance(wraps, dict) else []
+        ):
+            problems += _changed(install_dir, str(rel), recorded)
     return problems
+
+
+def _changed(install_dir: Path, rel: str, recorded: Any) -> list[str]:
+    """What is wrong with the file at ``rel`` against its ``recorded`` sha256."""
+    path = install_dir / rel
+    real = resolve_inside(install_dir, rel)
+    if real is None:
+        return [f"{path} is missing"]
+    actual = sha256_file(real)
+    if actual != recorded:
+        return [f"{path} changed since install: sha256 {actual}, recorded {recorded}"]
+    return []

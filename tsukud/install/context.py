@@ -59,4 +59,5 @@ class InstallContext(Protocol):
         progress: Progress = ...,
         can_ask: bool = False,
         yes: bool = False,
+        hidden: bool = False,
     ) -> Installed: ...

@@ -14,6 +14,7 @@ import os
 import secrets
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -183,13 +184,18 @@ class Installer:
         progress: Progress = no_progress,
         can_ask: bool = False,
         yes: bool = False,
+        hidden: bool = False,
     ) -> Installed:
         """``yes``: the request said ``--yes``, which never lets a binary shadow a
-        system command (such an install is refused rather than asked)."""
+        system command (such an install is refused rather than asked). ``hidden``: a
+        toolchain installed for another tool's install, not linked into ``bin/``
+        (``attempt.py``); a hidden tool installed again without it is linked."""
         name = check_name(name)
         await self.close_interrupted()
         session = "install-" + secrets.token_hex(6)
-        attempt = InstallAttempt(self, name, version, session, progress, can_ask=can_ask, yes=yes)
+        attempt = InstallAttempt(
+            self, name, version, session, progress, can_ask=can_ask, yes=yes, hidden=hidden
+        )
         return await attempt.execute(force=force)
 
     async def close_interrupted(self) -> list[str]:
@@ -273,7 +279,10 @@ class Installer:
         async with self._holding(name) as (rec, install_dir):
             binaries: dict[str, Any] = rec.get("binaries") or {}
             problems = await trio.to_thread.run_sync(
-                integrity_problems, self.home, install_dir, binaries
+                partial(integrity_problems, linked=not rec.get("hidden")),
+                self.home,
+                install_dir,
+                binaries,
             )
             output = None
             checks = [

@@ -157,6 +157,8 @@ def reconcile(home: Path, installed: Mapping[str, Mapping[str, Any]]) -> Recover
     wanted: dict[str, Path] = {}
     for dirname, record in recorded.items():
         binaries = record.get("binaries")
+        if record.get("hidden"):  # a toolchain installed for another tool: never linked
+            continue
         if not isinstance(binaries, dict) or not (tools / dirname).is_dir():
             continue
         for bin_name, info in binaries.items():

@@ -145,7 +145,9 @@ async def upgrade(
             )
         else:
             try:
-                done = await inst.install(status.tool, None, progress=progress)
+                # A hidden toolchain stays hidden: upgraded, not linked into bin/.
+                hidden = bool((inst.installed().get(status.tool) or {}).get("hidden"))
+                done = await inst.install(status.tool, None, progress=progress, hidden=hidden)
             except TsukuError as exc:
                 failed.append(
                     NotUpgraded(tool=status.tool, error_code=exc.code, message=exc.message)

@@ -49,6 +49,11 @@ class Toolchain:
     # dependency): when the registry holds it, it is planned and installed first and the
     # runner runs its program; else the host's program on PATH is (docs/install.md).
     recipe: str | None = None
+    # Whether what the ecosystem installs runs on this toolchain (tsuku's action's
+    # runtime dependency: nodejs, python-standalone, ruby) or not (rust, go: compiled
+    # once). Installed from its recipe, a runtime toolchain is a runtime dependency of
+    # the tool (``remove`` refuses it) and the tool's commands run with it first on PATH.
+    runtime: bool = False
 
     def hint(self) -> str:
         return (
@@ -169,6 +174,7 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         downloads=_url("npm_downloads", "https://api.npmjs.org"),
         toolchain=Toolchain(
             program="npm",
+            runtime=True,
             recipe="nodejs",
             ecosystem="npm packages",
             debian_package="npm",
@@ -202,6 +208,7 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         registry=_url("pypi", "https://pypi.org"),
         toolchain=Toolchain(
             program="python3",
+            runtime=True,
             recipe="python-standalone",
             ecosystem="PyPI packages (a venv per tool)",
             debian_package="python3-venv",
@@ -271,6 +278,7 @@ ECOSYSTEMS: tuple[Ecosystem, ...] = (
         registry=_url("rubygems", "https://rubygems.org"),
         toolchain=Toolchain(
             program="gem",
+            runtime=True,
             recipe="ruby",
             ecosystem="Ruby gems",
             debian_package="ruby",

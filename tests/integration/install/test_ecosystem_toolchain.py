@@ -15,8 +15,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,7 @@ from tests.fakes.ecosystems import FakeEcosystems
 from tests.fakes.github import FakeGitHub
 from tests.integration.install.conftest import (
     NO_SYSTEM_COMMANDS,
+    events,
     installed,
     make_tsuku,
     running,
@@ -60,14 +63,14 @@ def host_npm() -> Iterator[Path]:
     shutil.rmtree(d, ignore_errors=True)
 
 
-def nodejs_recipe(host: FakeDownloadHost) -> str:
+def nodejs_recipe(host: FakeDownloadHost, index: str = "index.json") -> str:
     return f"""[metadata]
 name = "nodejs"
 description = "Node.js (shims over this machine's node and npm, for the test)"
 
 [version]
 source = "http_json"
-url = "{host.url}/dist/index.json"
+url = "{host.url}/dist/{index}"
 version_path = "0.version"
 
 [[steps]]
@@ -83,13 +86,25 @@ pattern = "v{{version}}"
 """
 
 
-def publish_nodejs(host: FakeDownloadHost, registry: Callable[[str, str], None]) -> None:
-    node = f'#!/bin/sh\n[ "$1" = --version ] && {{ echo v1.0.0; exit 0; }}\nexec {REAL_NODE} "$@"\n'
+def publish_nodejs(
+    host: FakeDownloadHost,
+    registry: Callable[[str, str], None],
+    node_mark: Path | None = None,
+    version: str = "1.0.0",
+) -> None:
+    """``node_mark``: a file the toolchain's node appends to each time it runs."""
+    mark = f'{{ echo "$0" >> {node_mark}; }} 2>/dev/null\n' if node_mark else ""
+    node = (
+        f'#!/bin/sh\n{mark}[ "$1" = --version ] && {{ echo v{version}; exit 0; }}\n'
+        f'exec {REAL_NODE} "$@"\n'
+    )
     npm = f'#!/bin/sh\necho "$0" >> "$PWD/{MARKER}"\nexec {REAL_NPM} "$@"\n'
-    archive = tar_gz({"node-v1.0.0/bin/node": node.encode(), "node-v1.0.0/bin/npm": npm.encode()})
-    host.add_json("/dist/index.json", [{"version": "v1.0.0"}])
-    host.add(f"/dist/v1.0.0/node-v1.0.0-{HOST.os}-{HOST.arch}.tar.gz", archive)
-    registry("nodejs", nodejs_recipe(host))
+    top = f"node-v{version}"
+    archive = tar_gz({f"{top}/bin/node": node.encode(), f"{top}/bin/npm": npm.encode()})
+    index = "index.json" if version == "1.0.0" else f"index-{version}.json"  # uncached
+    host.add_json(f"/dist/{index}", [{"version": f"v{version}"}])
+    host.add(f"/dist/v{version}/{top}-{HOST.os}-{HOST.arch}.tar.gz", archive)
+    registry("nodejs", nodejs_recipe(host, index))
 
 
 @needs_npm
@@ -123,3 +138,87 @@ def test_the_toolchain_recipe_is_installed_first_and_its_npm_runs(
         ran = (tool_dir / MARKER).read_text().split()
         assert ran == [str(Path(rows["nodejs"]["install_dir"]) / "bin" / "npm")]
         assert run(inst.home / "bin" / "greet", "hi").strip() == "greet 1.0.0 hi"
+
+
+@needs_npm
+def test_an_implicit_toolchain_is_hidden_runs_the_tool_and_is_its_runtime_dependency(
+    world: FakeGitHub,
+    eco: FakeEcosystems,
+    host: FakeDownloadHost,
+    host_npm: Path,
+    registry: Callable[[str, str], None],
+    tmp_path: Path,
+) -> None:
+    """The user has their own node and npm first on PATH (fakes that fail), the
+    registry holds a nodejs recipe: ``install --yes`` of an npm tool installs nodejs
+    hidden (nothing linked into bin/, so no shadowing question to refuse), the tool's
+    command runs on that nodejs (``#!/usr/bin/env node`` through its wrapper), nodejs
+    is its runtime dependency (``remove`` refuses it), and asked for by name nodejs is
+    judged and linked as any install."""
+    (host_npm / "node").write_text('#!/bin/sh\necho "the user\'s node ran" >&2\nexit 97\n')
+    (host_npm / "node").chmod(0o755)
+    node_mark = tmp_path / "node-ran"
+    publish_nodejs(host, registry, node_mark)
+    eco.publish_npm(npm_tarball("@fake/greet", "1.0.0", {"greet": "greet 1.0.0"}))
+    user_path = {"PATH": f"{host_npm}:{os.environ.get('PATH', '')}"}
+    with running(make_tsuku(world, **eco.env(), **user_path)) as inst:
+        local_recipe(inst, "greet", recipe("npm_install", "@fake/greet", ["greet"], "greet"))
+
+        cp = inst.ctl("install", "--yes", "greet", shell_env=user_path)
+        assert cp.returncode == 0, cp.stderr
+        rows = installed(inst)
+        bin_dir = inst.home / "bin"
+        assert sorted(p.name for p in bin_dir.iterdir()) == ["greet"]  # no node, no npm
+        done = {
+            e["payload"]["tool"]: e["payload"]
+            for e in events(inst)
+            if e["type"] == "install.completed"
+        }
+        assert done["nodejs"].get("hidden") is True and "hidden" not in done["greet"]
+        assert done["greet"]["runtime_dependencies"] == ["nodejs"]
+
+        # The user's node comes first on their PATH; the tool runs on its nodejs.
+        node_mark.unlink(missing_ok=True)
+        out = subprocess.run(
+            [str(bin_dir / "greet"), "hi"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **user_path},
+        )
+        assert (out.returncode, out.stdout.strip()) == (0, "greet 1.0.0 hi"), out.stderr
+        node_dir = Path(rows["nodejs"]["install_dir"]) / "bin"
+        assert node_mark.read_text().split() == [str(node_dir / "node")]
+        # verify: greet's wrapper and what it runs unchanged; nodejs has no links to check.
+        inst.ctl("verify", "greet", check=True)
+        inst.ctl("verify", "nodejs", check=True)
+
+        # nodejs is needed while greet is installed.
+        gone = inst.ctl("remove", "nodejs", "--json")
+        assert json.loads(gone.stdout)["error"]["code"] == "dependency_in_use"
+        assert "nodejs" in installed(inst)
+
+        # Asked for by name, nodejs is judged as any install: --yes does not accept
+        # hiding the user's node and npm, and nothing is linked.
+        refused = inst.ctl("install", "--yes", "nodejs", shell_env=user_path)
+        assert refused.returncode != 0
+        failed = [e["payload"] for e in events(inst) if e["type"] == "install.failed"]
+        assert [(f["tool"], f["error_code"]) for f in failed] == [
+            ("nodejs", "command_shadowing_refused")
+        ]
+        assert not (bin_dir / "node").exists()
+
+        # Once greet is gone, nodejs is unneeded; upgraded, it stays hidden.
+        removed = json.loads(inst.ctl("remove", "greet", "--json", check=True).stdout)
+        assert removed["unneeded_dependencies"] == ["nodejs"]
+        publish_nodejs(host, partial(local_recipe, inst), node_mark, version="1.1.0")
+        inst.ctl("upgrade", "nodejs", check=True, shell_env=user_path)
+        assert installed(inst)["nodejs"]["version"] == "1.1.0"
+        assert not bin_dir.exists() or list(bin_dir.iterdir()) == []
+
+        # With nothing to shadow, asked for by name it is linked, no longer hidden.
+        cp = inst.ctl("install", "nodejs", shell_env=NO_SYSTEM_COMMANDS)
+        assert cp.returncode == 0, cp.stderr
+        node_dir = Path(installed(inst)["nodejs"]["install_dir"]) / "bin"
+        assert (bin_dir / "node").resolve() == (node_dir / "node").resolve()
+        inst.ctl("remove", "nodejs", check=True)
+        assert installed(inst) == {}

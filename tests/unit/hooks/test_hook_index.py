@@ -246,6 +246,8 @@ def test_installed_payload_shapes() -> None:
             "ripgrep": {"binaries": {"rg": {"path": "bin/rg", "sha256": "0" * 64}}},
             "old": {"binaries": ["bin/oldtool"]},
             "none": {},
+            # A toolchain installed for another tool: nothing of it in bin/.
+            "nodejs": {"binaries": {"node": {"path": "bin/node"}}, "hidden": True},
         }
     ) == {"ripgrep": ["rg"], "old": ["oldtool"], "none": []}
 

@@ -87,3 +87,16 @@ def test_shell_start_up_no_installed_tool_lists_is_removed(tmp_path: Path) -> No
 
 def test_reconcile_on_an_empty_home(tmp_path: Path) -> None:
     assert not reconcile(tmp_path, {})
+
+
+def test_reconcile_never_links_a_hidden_toolchain(tmp_path: Path) -> None:
+    """A toolchain installed for another tool (``hidden``) has no bin/ links; start-up
+    repair must not add them (they would shadow the user's node and npm), nor delete
+    its directory."""
+    home = tmp_path
+    tool(home, "nodejs-22.1.0", "node", "npm")
+    tool(home, "age-1.2.1", "age")
+    hidden = {**record(home, "nodejs-22.1.0", "node", "npm"), "hidden": True}
+    reconcile(home, {"nodejs": hidden, "age": record(home, "age-1.2.1", "age")})
+    assert sorted(p.name for p in (home / "bin").iterdir()) == ["age"]
+    assert (home / "tools" / "nodejs-22.1.0" / "bin" / "node").is_file()
