@@ -21,7 +21,7 @@ from tsukud.events import queries, summary
 from tsukud.events.readers import ReadTooSlow
 from tsukud.events.store import EventStore
 from tsukud.rpc import protocol
-from tsukud.rpc.control import DaemonControl
+from tsukud.rpc.control import DaemonControl, DaemonStatus
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
 from tsukud.services import Services
@@ -121,7 +121,7 @@ async def ping(s: Services, p: NoParams, call: Call) -> Pong:
 
 
 @method("status", NoParams, inline=True, takes="control")
-async def status(d: DaemonControl, p: NoParams, call: Call) -> dict[str, Any]:
+async def status(d: DaemonControl, p: NoParams, call: Call) -> DaemonStatus:
     """Version, uptime, budget, rate window, breakers, event count."""
     await d.refresh_shared()
     return d.status()
