@@ -398,7 +398,8 @@ class Daemon:
                     await self.store.append(
                         "generation.failed",
                         {
-                            **run,
+                            "tool": run.tool,
+                            "repo": run.repo,
                             "stage": "unknown",
                             "error_code": "abandoned",
                             "message": "tsukud stopped during the run (killed or crashed); "
@@ -760,7 +761,13 @@ def _unfinished_discovery(conn: sqlite3.Connection, session: str) -> str | None:
     return None if ended is not None or row is None else str(row[0])
 
 
-def _unfinished_create(conn: sqlite3.Connection, session: str) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class _Unfinished:
+    tool: str
+    repo: str  # the repository, or the page an instructions build read
+
+
+def _unfinished_create(conn: sqlite3.Connection, session: str) -> _Unfinished | None:
     """The tool and repo of ``session``'s create run (or the tool and page of its
     instructions build) when it has no terminal event."""
     ended = conn.execute(
@@ -776,7 +783,7 @@ def _unfinished_create(conn: sqlite3.Connection, session: str) -> dict[str, Any]
     if ended is not None or row is None:
         return None
     started = json.loads(row[0])
-    return {"tool": started["tool"], "repo": started.get("repo") or started.get("url", "")}
+    return _Unfinished(started["tool"], started.get("repo") or started.get("url", ""))
 
 
 def _mtime(path: str) -> int | None:
