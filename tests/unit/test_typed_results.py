@@ -50,9 +50,6 @@ ALLOWED: dict[str, str] = {
     "tsukud.rpc.methods:config_get": _CONFIG,
     "tsukud.rpc.methods:config_set": _CONFIG,
     "tsukud.create.homebrew_builder:effective": "Homebrew's formula JSON with its variation",
-    "tsukud.create.homebrew_builder:preview": "create's preview, see CreateResult.preview",
-    "tsukud.create.pipeline:_Run._preview": "create's preview, see CreateResult.preview",
-    "tsukud.instructions.builder:preview": "create's preview, see CreateResult.preview",
     "tsukud.create.pipeline:builder_completed": _EVENT,
     "tsukud.create.pipeline:failed_event": _EVENT,
     "tsukud.create.pipeline:completed_event": _EVENT,
@@ -123,7 +120,7 @@ ALLOWED: dict[str, str] = {
 }
 
 #: The list's length may only go down: lower it when an entry goes.
-CEILING = 74
+CEILING = 71
 
 
 def _untyped(tree: ast.AST, prefix: str) -> Iterator[str]:

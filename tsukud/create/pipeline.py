@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import msgspec
 import trio
+from msgspec import UNSET
 
 from tsukud.clock import Clock, SystemClock, iso
 from tsukud.create.answer import InvalidAnswer, RecipeContext, answer_to_recipe, parse_answer
@@ -62,6 +63,7 @@ from tsukud.create.matcher import (
     uncertain_text,
 )
 from tsukud.create.payload_check import confirm_guesses
+from tsukud.create.preview import PlatformDownloads, Preview
 from tsukud.create.prompts import user_message
 from tsukud.create.repair import feedback_for, fix_layout, static_feedback, with_verify
 from tsukud.create.session import (
@@ -146,7 +148,7 @@ class CreateResult(msgspec.Struct, kw_only=True, omit_defaults=True):
     max_repairs: int = MAX_REPAIRS
     self_repairs: tuple[str, ...] = ()
     matcher: dict[str, Any] = msgspec.field(default_factory=dict)
-    preview: dict[str, Any] = msgspec.field(default_factory=dict)
+    preview: Preview | None = None
     warnings: tuple[str, ...] = ()
     tool_stats: tuple[ToolCallRecord, ...] | None = None
     duration_ms: int = 0
@@ -612,10 +614,10 @@ class _Run:
     def _summary(self, verdict: Verdict) -> ValidationSummary:
         return validation_summary(verdict, self.validations, self.clean)
 
-    def _preview(self, recipe: Recipe) -> dict[str, Any]:
+    def _preview(self, recipe: Recipe) -> Preview:
         ctx = self.ctx
         assert ctx is not None
-        downloads = []
+        downloads: list[PlatformDownloads] = []
         for target in STANDARD_PLATFORMS:
             try:
                 steps = render_recipe(
@@ -625,19 +627,19 @@ class _Run:
                     assets=ctx.release.assets,
                     github_url=self.deps.github_url,
                 )
-                entry: dict[str, Any] = {
-                    "platform": target.key,
-                    "assets": [s.asset_name for s in steps],
-                    "urls": [s.url for s in steps],
-                }
                 # What the recipe says of this platform's build (a Rosetta 2 fallback,
                 # the libc chosen) is shown beside it, not only in the TOML.
                 notes = [recipe.steps[s.index].note for s in steps if s.index < len(recipe.steps)]
-                if any(notes):
-                    entry["notes"] = list(dict.fromkeys(n for n in notes if n))
-                downloads.append(entry)
+                downloads.append(
+                    PlatformDownloads(
+                        platform=target.key,
+                        assets=[s.asset_name for s in steps],
+                        urls=[s.url for s in steps],
+                        notes=list(dict.fromkeys(n for n in notes if n)) if any(notes) else UNSET,
+                    )
+                )
             except RecipeError as exc:
-                downloads.append({"platform": target.key, "unsupported": exc.message})
+                downloads.append(PlatformDownloads(platform=target.key, unsupported=exc.message))
         actions = []
         for step in recipe.steps:
             when = ""
@@ -656,12 +658,12 @@ class _Run:
             elif isinstance(step, GitHubFileStep):
                 actions.append(f"Download the binary {step.asset_pattern}{when}")
         verify = recipe.verify
-        return {
-            "downloads": downloads,
-            "actions": actions,
-            "verify": verify.command if verify else None,
-            "verify_pattern": verify.pattern if verify else None,
-        }
+        return Preview(
+            downloads=downloads,
+            actions=actions,
+            verify=verify.command if verify else None,
+            verify_pattern=verify.pattern if verify else None,
+        )
 
 
 async def run_create(req: CreateRequest, deps: Deps, *, session: str) -> CreateResult:

@@ -24,6 +24,7 @@ import msgspec
 import trio
 
 from tsukud.create.errors import CreateError, RecipeExists
+from tsukud.create.preview import PlatformDownloads, Preview
 from tsukud.errors import TsukuError, UsageError
 from tsukud.progress import Progress
 
@@ -539,21 +540,21 @@ class Creator:
             recipe=draft.text,
             generated_by=generated_by,
             validation=summary,
-            preview={
-                "downloads": [
-                    {
-                        "platform": "any",
-                        "assets": [f"{source.package}@{draft.tag} from {base}"],
-                        "urls": [base],
-                    }
+            preview=Preview(
+                downloads=[
+                    PlatformDownloads(
+                        platform="any",
+                        assets=[f"{source.package}@{draft.tag} from {base}"],
+                        urls=[base],
+                    )
                 ],
-                "actions": [
+                actions=[
                     f"{step.action}: install {source.package}@{draft.tag} into the tool's "
                     f"directory; link {', '.join(step.executables)} into bin/"
                 ],
-                "verify": draft.recipe.verify.command if draft.recipe.verify else None,
-                "verify_pattern": draft.recipe.verify.pattern if draft.recipe.verify else None,
-            },
+                verify=draft.recipe.verify.command if draft.recipe.verify else None,
+                verify_pattern=draft.recipe.verify.pattern if draft.recipe.verify else None,
+            ),
             duration_ms=round((time.monotonic() - started) * 1000),
         )
         ev = store.append_nowait("generation.completed", builder_completed(result), session)
