@@ -60,8 +60,6 @@ ALLOWED: dict[str, str] = {
     "tsukud.create.tools:RepoTools._inspect": _MODEL,
     "tsukud.discover.chain:llm_allowance": "keyword arguments spread into LLM.run/estimate",
     "tsukud.discover.chain:_probe_summary": _DISCOVERY,
-    "tsukud.discover.present:metadata": _DISCOVERY,
-    "tsukud.discover.present:_package_metadata": _DISCOVERY,
     "tsukud.discover.chromium:Session.send": "the DevTools protocol's answer",
     "tsukud.discover.llm_discovery:LLMDiscovery._search_started": _EVENT,
     "tsukud.discover.llm_discovery:LLMDiscovery._charged": _EVENT,
@@ -120,7 +118,7 @@ ALLOWED: dict[str, str] = {
 }
 
 #: The list's length may only go down: lower it when an entry goes.
-CEILING = 71
+CEILING = 69
 
 
 def _untyped(tree: ast.AST, prefix: str) -> Iterator[str]:
