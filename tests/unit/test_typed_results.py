@@ -99,7 +99,6 @@ ALLOWED: dict[str, str] = {
     "tsukud.recipe.toml_io:recipe_to_dict": _TOML,
     "tsukud.registries._common:as_dict": _REGISTRY,
     "tsukud.registries.npm:manifest": _REGISTRY,
-    "tsukud.rpc.methods:_shared_event": "a shared ledger's event row, its payload raw JSON",
     "tsukud.rpc.protocol:result_frame": _FRAME,
     "tsukud.rpc.protocol:progress_frame": _FRAME,
     "tsukud.rpc.protocol:error_frame": _FRAME,
@@ -118,7 +117,7 @@ ALLOWED: dict[str, str] = {
 }
 
 #: The list's length may only go down: lower it when an entry goes.
-CEILING = 69
+CEILING = 68
 
 
 def _untyped(tree: ast.AST, prefix: str) -> Iterator[str]:

@@ -331,3 +331,24 @@ def test_a_found_source_shows_what_is_known_and_leaves_out_what_is_not() -> None
         "executables",
     ]
     assert shown["popularity"] == "" and shown["executables"] == ["rgx"]
+
+
+def test_a_listed_event_is_the_object_it_always_was_origin_only_when_shared() -> None:
+    from tsukud.rpc.methods import _events_chunk
+
+    row = [7, "2026-01-01T00:00:00Z", "client.note", None, '{"text":"hi"}', "ab"]
+    assert bytes(_events_chunk([row])) == (
+        b'{"events":[{"id":7,"ts":"2026-01-01T00:00:00Z","type":"client.note",'
+        b'"session":null,"payload":{"text":"hi"},"hash":"ab"}]}'
+    )
+    shared = json.loads(bytes(_events_chunk([[*row, "o-1", 3]])))
+    assert shared["events"][0] == {
+        "id": 7,
+        "ts": "2026-01-01T00:00:00Z",
+        "type": "client.note",
+        "session": None,
+        "payload": {"text": "hi"},
+        "hash": "ab",
+        "origin": "o-1",
+        "seq": 3,
+    }
