@@ -67,11 +67,6 @@ ALLOWED: dict[str, str] = {
     "tsukud.errors:TsukuError.to_wire": _STDLIB,
     "tsukud.launch:FrameReader.read": _STDLIB + " (a decoded frame, any answer)",
     "tsukud.events.anchors:heads_payload": _EVENT,
-    "tsukud.events.queries:group_row": "events.summary's group (key any column)",
-    "tsukud.events.summary:summarise": "events.summary's answer",
-    "tsukud.events.summary:summarise_shared": "events.summary's answer",
-    "tsukud.events.summary:_answer": "events.summary's answer",
-    "tsukud.events.summary:_unkeyed": "events.summary's answer",
     "tsukud.flows.batch_run:RunSummary.stopped_event": _EVENT,
     "tsukud.flows.batch_run:BatchRunner._frame": _PROGRESS,
     "tsukud.generation.loop:failure_data": _EVENT,
@@ -117,7 +112,7 @@ ALLOWED: dict[str, str] = {
 }
 
 #: The list's length may only go down: lower it when an entry goes.
-CEILING = 68
+CEILING = 63
 
 
 def _untyped(tree: ast.AST, prefix: str) -> Iterator[str]:

@@ -352,3 +352,27 @@ def test_a_listed_event_is_the_object_it_always_was_origin_only_when_shared() ->
         "origin": "o-1",
         "seq": 3,
     }
+
+
+def test_a_summary_has_keyless_totals_and_a_rest_only_past_top() -> None:
+    from tsukud.events.summary import _answer
+
+    sums = {None: [1, 0, 0, 0, 0, 0, 0], "s": [2, 1, 10, 5, 3_000_000_000, 0, 0]}
+    whole = _wire(_answer("session", sums, [None, "s"], "raw", 10))
+    assert list(whole) == ["by", "groups", "totals", "source"]  # no rest: all listed
+    assert whole["groups"][0] == {
+        "key": None,  # events without a session are a group of their own
+        "events": 1,
+        "llm_turns": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost_usd": 0.0,
+        "cost_estimated_usd": 0.0,
+        "cost_unknown": 0,
+    }
+    assert "key" not in whole["totals"] and whole["totals"]["events"] == 3
+    capped = _wire(_answer("session", sums, [None, "s"], "raw", 1))
+    assert [g["key"] for g in capped["groups"]] == ["s"]
+    unkeyed = {k: v for k, v in whole["groups"][0].items() if k != "key"}
+    assert capped["rest"] == {**unkeyed, "groups": 1}
+    assert list(capped["rest"])[-1] == "groups"
