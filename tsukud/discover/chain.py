@@ -722,11 +722,7 @@ class _Chain:
         for item in verified:
             await self.emit(
                 "discovery.verified",
-                {
-                    "source": item.source,
-                    **msgspec.to_builtins(present.metadata(item)),
-                    "warnings": list(item.warnings),
-                },
+                {"source": item.source, **present.metadata(item), "warnings": list(item.warnings)},
             )
         decision = decide(verified)
         await self.stage_event(
@@ -781,13 +777,11 @@ class _Chain:
                 if v.candidate.evidence
                 else ""
             ),
-            metadata=msgspec.to_builtins(present.metadata(v)),
+            metadata=present.metadata(v),
             evidence=v.candidate.evidence,
             sources=tuple(url for url, _t in sources),
             warnings=tuple(v.warnings),
-            alternatives=tuple(
-                msgspec.to_builtins(present.metadata(a)) for a in decision.alternatives
-            ),
+            alternatives=tuple(present.metadata(a) for a in decision.alternatives),
             rejected=rejected,
             provider=outcome.provider,
             model=outcome.model,

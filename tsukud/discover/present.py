@@ -3,10 +3,12 @@ speaks for or against it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from tsukud.discover.ecosystem import evidence, install_command
-from tsukud.discover.model import Discovery, Probe, ReleaseCheck, RepoMeta, Verified
+from tsukud.discover.model import Discovery, Probe, RepoMeta, Verified
 from tsukud.discover.verify import ago
 from tsukud.terminal import terminal_safe
 
@@ -21,109 +23,68 @@ def _stars(n: int) -> str:
     return f"{n:,}"
 
 
-class RepoShown(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """A GitHub repository found for a tool, as confirm frames, results and events show
-    it: what GitHub said of it (when it could be asked), whether its owner changed, its
-    latest release for this platform, why it counts as popular, why it was not taken.
-    What is not known is not sent."""
-
-    repo: str
-    url: str
-    status: str
-    confidence: int
-    stars: int | None = None
-    created_at: str | None = None
-    age_days: int | None = None
-    pushed_at: str | None = None
-    last_push_days: int | None = None
-    owner: str | None = None
-    owner_type: str | None = None
-    description: str | None = None
-    fork: bool | None = None
-    parent: str | None = None
-    parent_stars: int | None = None
-    previous_owner: str | None = None
-    release: ReleaseCheck | None = None
-    popularity: str | None = None
-    reason: str | None = None
-
-
-class PackageShown(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """An ecosystem's package found for a tool: the command that installs it and what
-    its registry said (downloads, versions, repository, executables). What is not known
-    is not sent."""
-
-    builder: str
-    package: str
-    status: str
-    confidence: int
-    install_command: str | None = None
-    popularity: str | None = None
-    reason: str | None = None
-    description: str | None = None
-    downloads: int | None = None
-    version_count: int | None = None
-    latest: str | None = None
-    repository: str | None = None
-    executables: list[str] | None = None
-
-
-def metadata(v: Verified) -> RepoShown | PackageShown:
+def metadata(v: Verified) -> dict[str, Any]:
     """The JSON form (confirm frames, results, events)."""
     if v.builder != "github":
         return _package_metadata(v)
     m = v.meta
+    out: dict[str, Any] = {
+        "repo": v.source,
+        "url": f"https://github.com/{v.source}",
+        "status": v.status,
+        "confidence": v.candidate.confidence,
+    }
+    if m is not None:
+        out.update(
+            {
+                "stars": m.stars,
+                "created_at": m.created_at,
+                "age_days": v.age_days,
+                "pushed_at": m.pushed_at,
+                "last_push_days": v.last_push_days,
+                "owner": m.owner,
+                "owner_type": m.owner_type,
+                "description": m.description,
+                "fork": m.fork,
+                "parent": m.parent,
+                "parent_stars": m.parent_stars,
+            }
+        )
     moved = v.owner_change
-    shown = RepoShown(
-        repo=v.source,
-        url=f"https://github.com/{v.source}",
-        status=v.status,
-        confidence=v.candidate.confidence,
-        previous_owner=moved[0] if moved is not None else None,
-        release=v.release,
-        popularity=v.popularity or None,
-        reason=v.reason or None,
-    )
-    if m is None:
-        return shown
-    return msgspec.structs.replace(
-        shown,
-        stars=m.stars,
-        created_at=m.created_at,
-        age_days=v.age_days,
-        pushed_at=m.pushed_at,
-        last_push_days=v.last_push_days,
-        owner=m.owner,
-        owner_type=m.owner_type,
-        description=m.description,
-        fork=m.fork,
-        parent=m.parent,
-        parent_stars=m.parent_stars,
-    )
+    if moved is not None:
+        out["previous_owner"] = moved[0]
+    if v.release is not None:
+        out["release"] = msgspec.to_builtins(v.release)
+    if v.popularity:
+        out["popularity"] = v.popularity
+    if v.reason:
+        out["reason"] = v.reason
+    return {k: val for k, val in out.items() if val is not None}
 
 
-def _package_metadata(v: Verified) -> PackageShown:
+def _package_metadata(v: Verified) -> dict[str, Any]:
     p = v.probe
-    shown = PackageShown(
-        builder=v.builder,
-        package=v.source,
-        status=v.status,
-        confidence=v.candidate.confidence,
-        install_command=install_command(v.builder, v.source),
-        popularity=v.popularity,
-        reason=v.reason,
-    )
-    if p is None:
-        return shown
-    return msgspec.structs.replace(
-        shown,
-        description=p.description,
-        downloads=p.downloads,
-        version_count=p.version_count,
-        latest=p.latest,
-        repository=p.repository,
-        executables=list(p.executables) if p.executables is not None else None,
-    )
+    out: dict[str, Any] = {
+        "builder": v.builder,
+        "package": v.source,
+        "status": v.status,
+        "confidence": v.candidate.confidence,
+        "install_command": install_command(v.builder, v.source),
+        "popularity": v.popularity,
+        "reason": v.reason,
+    }
+    if p is not None:
+        out.update(
+            {
+                "description": p.description,
+                "downloads": p.downloads,
+                "version_count": p.version_count,
+                "latest": p.latest,
+                "repository": p.repository,
+                "executables": list(p.executables) if p.executables is not None else None,
+            }
+        )
+    return {k: val for k, val in out.items() if val is not None}
 
 
 def _shown(text: str) -> str:

@@ -288,51 +288,6 @@ def test_registry_update_and_reindex_are_the_objects_they_always_were() -> None:
     ]
 
 
-def test_a_found_source_shows_what_is_known_and_leaves_out_what_is_not() -> None:
-    from tsukud.discover.model import Candidate, ReleaseCheck, RepoMeta, Verified
-    from tsukud.discover.present import metadata
-
-    bare = Verified(candidate=Candidate(source="o/t", confidence=80), status="unverified")
-    assert _wire(metadata(bare)) == {
-        "repo": "o/t",
-        "url": "https://github.com/o/t",
-        "status": "unverified",
-        "confidence": 80,
-    }
-    moved = Verified(
-        candidate=Candidate(source="old/t", confidence=90),
-        status="verified",
-        meta=RepoMeta(full_name="new/t", stars=0, owner="new"),
-        popularity="",
-        release=ReleaseCheck(platform="linux/amd64", installable=True, tag="v1"),
-    )
-    wire = _wire(metadata(moved))
-    # GitHub's zero stars and no fork are facts, shown; an empty popularity is not.
-    assert wire["stars"] == 0 and wire["fork"] is False and "popularity" not in wire
-    assert wire["previous_owner"] == "old"
-    assert wire["release"] == {"platform": "linux/amd64", "installable": True, "tag": "v1"}
-    assert "parent" not in wire and "description" not in wire
-    package = Verified(
-        candidate=Candidate(source="rgx", confidence=70, builder="npm"),
-        status="verified",
-        popularity="",
-        probe=Probe(builder="npm", source="rgx", downloads=5, executables=("rgx",)),
-    )
-    shown = _wire(metadata(package))
-    assert list(shown) == [
-        "builder",
-        "package",
-        "status",
-        "confidence",
-        "install_command",
-        "popularity",
-        "downloads",
-        "version_count",
-        "executables",
-    ]
-    assert shown["popularity"] == "" and shown["executables"] == ["rgx"]
-
-
 def test_a_listed_event_is_the_object_it_always_was_origin_only_when_shared() -> None:
     from tsukud.rpc.methods import _events_chunk
 
