@@ -277,32 +277,20 @@ class _Listed(msgspec.Struct, frozen=True):
 def _events_chunk(rows: list[list[Any]]) -> msgspec.Raw:
     """One ``{"events": [...]}`` progress body, encoded (payloads are stored as JSON). A
     shared ledger's events also name their origin and their place in its chain."""
-    if rows and len(rows[0]) > 6:
-        events = [
-            ListedEvent(
-                id=r[0],
-                ts=r[1],
-                type=r[2],
-                session=r[3],
-                payload=msgspec.Raw(r[4].encode()),
-                hash=r[5],
-                origin=r[6],
-                seq=r[7],
-            )
-            for r in rows
-        ]
-    else:
-        events = [
-            ListedEvent(
-                id=r[0],
-                ts=r[1],
-                type=r[2],
-                session=r[3],
-                payload=msgspec.Raw(r[4].encode()),
-                hash=r[5],
-            )
-            for r in rows
-        ]
+    shared = bool(rows) and len(rows[0]) > 6
+    events = [
+        ListedEvent(
+            id=r[0],
+            ts=r[1],
+            type=r[2],
+            session=r[3],
+            payload=msgspec.Raw(r[4].encode()),
+            hash=r[5],
+            origin=r[6] if shared else UNSET,
+            seq=r[7] if shared else UNSET,
+        )
+        for r in rows
+    ]
     return msgspec.Raw(msgspec.json.encode(_Listed(events)))
 
 
