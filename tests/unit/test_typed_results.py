@@ -50,9 +50,6 @@ ALLOWED: dict[str, str] = {
     "tsukud.rpc.methods:config_get": _CONFIG,
     "tsukud.rpc.methods:config_set": _CONFIG,
     "tsukud.create.homebrew_builder:effective": "Homebrew's formula JSON with its variation",
-    "tsukud.create.pipeline:builder_completed": _EVENT,
-    "tsukud.create.pipeline:failed_event": _EVENT,
-    "tsukud.create.pipeline:completed_event": _EVENT,
     "tsukud.create.tools:tool_error": _MODEL,
     "tsukud.create.tools:listing_result": _MODEL,
     "tsukud.create.tools:RepoTools.call": _MODEL,
@@ -69,7 +66,6 @@ ALLOWED: dict[str, str] = {
     "tsukud.errors:TsukuError.to_wire": _STDLIB,
     "tsukud.launch:FrameReader.read": _STDLIB + " (a decoded frame, any answer)",
     "tsukud.events.anchors:heads_payload": _EVENT,
-    "tsukud.flows.batch_run:RunSummary.stopped_event": _EVENT,
     "tsukud.flows.batch_run:BatchRunner._frame": _PROGRESS,
     "tsukud.generation.loop:failure_data": _EVENT,
     "tsukud.install.attempt:InstallAttempt._fetch_and_unpack": _INSTALLED,
@@ -88,7 +84,6 @@ ALLOWED: dict[str, str] = {
     "tsukud.llm.claude:_arguments": _LLM,
     "tsukud.llm.openai_compat:_assistant": _LLM,
     "tsukud.llm.openai_compat:build_payload": _LLM,
-    "tsukud.policy.pg_leases:ExpiredHold.payload": _EVENT,
     "tsukud.recipe.model:step_summary": _STEP,
     "tsukud.recipe.toml_io:_table": _TOML,
     "tsukud.recipe.toml_io:_exact_table": _TOML,
@@ -96,6 +91,7 @@ ALLOWED: dict[str, str] = {
     "tsukud.recipe.toml_io:recipe_to_dict": _TOML,
     "tsukud.registries._common:as_dict": _REGISTRY,
     "tsukud.registries.npm:manifest": _REGISTRY,
+    "tsukud.events.catalogue:as_payload": "a catalogue Struct as the dict append and Emit take",
     "tsukud.rpc.protocol:result_frame": _FRAME,
     "tsukud.rpc.protocol:progress_frame": _FRAME,
     "tsukud.rpc.protocol:error_frame": _FRAME,
@@ -114,7 +110,7 @@ ALLOWED: dict[str, str] = {
 }
 
 #: The list's length may only go down: lower it when an entry goes.
-CEILING = 65
+CEILING = 61
 
 
 def _untyped(tree: ast.AST, prefix: str) -> Iterator[str]:

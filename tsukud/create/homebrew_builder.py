@@ -23,6 +23,7 @@ from tsukud.create.pipeline import CreateResult, builder_completed
 from tsukud.create.preview import PlatformDownloads, Preview
 from tsukud.create.tools import Emit
 from tsukud.errors import TsukuError
+from tsukud.events.catalogue import as_payload
 from tsukud.install.homebrew.client import HomebrewClient
 from tsukud.recipe import (
     Binary,
@@ -205,5 +206,5 @@ async def build_from_homebrew(
         preview=shown,
         duration_ms=int((time.monotonic() - started) * 1000),
     )
-    await emit("generation.completed", builder_completed(result))
+    await emit("generation.completed", as_payload(builder_completed(result)))
     return result

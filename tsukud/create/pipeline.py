@@ -77,6 +77,8 @@ from tsukud.create.session import (
 from tsukud.create.static_checks import check_recipe, check_verify
 from tsukud.create.tools import RepoTools, ToolCallRecord
 from tsukud.errors import ProviderUnavailable, SandboxError
+from tsukud.events import catalogue
+from tsukud.events.catalogue import GenerationCompleted, as_payload
 from tsukud.generation.errors import GenerationFailed
 from tsukud.generation.loop import Answered, Loop, Strategy, failure_data
 from tsukud.llm.providers import key_variables, lists_deprecations, name_of_tag
@@ -158,25 +160,25 @@ class CreateResult(msgspec.Struct, kw_only=True, omit_defaults=True):
     command_cost_usd: float | None = None
 
 
-def builder_completed(result: CreateResult) -> dict[str, Any]:
+def builder_completed(result: CreateResult) -> GenerationCompleted:
     """The ``generation.completed`` payload of a run with no model (a registry's or
-    Homebrew's builder): no turns, no tokens, no money."""
-    return {
-        "tool": result.tool,
-        "repo": result.repo,
-        "tag": result.tag,
-        "generated_by": result.generated_by,
-        "provider": None,
-        "model": None,
-        "validation": result.validation.status,
-        "repairs": 0,
-        "self_repairs": 0,
-        "turns": 0,
-        "run_input_tokens": 0,
-        "run_output_tokens": 0,
-        "run_cost_usd": 0.0,
-        "duration_ms": result.duration_ms,
-    }
+    Homebrew's builder): no turns, no tokens, no money, no repairs allowed."""
+    return GenerationCompleted(
+        tool=result.tool,
+        repo=result.repo,
+        tag=result.tag,
+        generated_by=result.generated_by,
+        provider=None,
+        model=None,
+        validation=result.validation.status,
+        repairs=0,
+        self_repairs=0,
+        turns=0,
+        run_input_tokens=0,
+        run_output_tokens=0,
+        run_cost_usd=0.0,
+        duration_ms=result.duration_ms,
+    )
 
 
 @dataclass
@@ -717,19 +719,21 @@ async def recorded(
         with trio.CancelScope(shield=True):
             await emit(
                 "generation.failed",
-                failed_event(
-                    tool,
-                    source,
-                    exc,
-                    stage=run.stage,
-                    repairs=run.repairs,
-                    spent=run.spent,
-                    clean=clean,
-                    max_repairs=max_repairs,
+                as_payload(
+                    failed_event(
+                        tool,
+                        source,
+                        exc,
+                        stage=run.stage,
+                        repairs=run.repairs,
+                        spent=run.spent,
+                        clean=clean,
+                        max_repairs=max_repairs,
+                    )
                 ),
             )
         raise
-    await emit("generation.completed", completed_event(tool, result))
+    await emit("generation.completed", as_payload(completed_event(tool, result)))
     return result
 
 
@@ -743,7 +747,7 @@ def failed_event(
     spent: float | None,
     clean: Callable[[str], str] = str,
     max_repairs: int | None = None,
-) -> dict[str, Any]:
+) -> catalogue.GenerationFailed:
     """The payload of ``generation.failed`` for whatever ended a run. ``run_cost_usd``:
     the total of the run's ``llm.turn`` events (only events that spend carry
     cost_usd/input_tokens, so summaries never count them twice)."""
@@ -755,36 +759,36 @@ def failed_event(
         code, message = "internal", f"{type(exc).__name__}: {exc}"
     else:
         code, message = "cancelled", "the run was cancelled"
-    return {
-        "tool": tool,
-        "repo": repo,
-        "stage": stage,
-        "error_code": code,
-        "message": clean(message)[:1000],
-        "repairs": repairs,
-        "run_cost_usd": spent,
-        "max_repairs": max_repairs,
-    }
+    return catalogue.GenerationFailed(
+        tool=tool,
+        repo=repo,
+        stage=stage,
+        error_code=code,
+        message=clean(message)[:1000],
+        repairs=repairs,
+        run_cost_usd=spent,
+        max_repairs=max_repairs,
+    )
 
 
-def completed_event(tool: str, result: CreateResult) -> dict[str, Any]:
+def completed_event(tool: str, result: CreateResult) -> GenerationCompleted:
     """The payload of ``generation.completed``. ``run_*``: totals of the run's
     ``llm.turn`` events; only events that spend carry cost_usd/input_tokens, so
     summaries never count them twice."""
-    return {
-        "tool": tool,
-        "repo": result.repo,
-        "tag": result.tag,
-        "generated_by": result.generated_by,
-        "provider": result.provider,
-        "model": result.model,
-        "validation": result.validation.status,
-        "repairs": result.repairs,
-        "self_repairs": len(result.self_repairs),
-        "turns": result.turns,
-        "run_input_tokens": result.input_tokens,
-        "run_output_tokens": result.output_tokens,
-        "run_cost_usd": result.cost_usd,
-        "duration_ms": result.duration_ms,
-        "max_repairs": result.max_repairs if result.provider is not None else None,
-    }
+    return GenerationCompleted(
+        tool=tool,
+        repo=result.repo,
+        tag=result.tag,
+        generated_by=result.generated_by,
+        provider=result.provider,
+        model=result.model,
+        validation=result.validation.status,
+        repairs=result.repairs,
+        self_repairs=len(result.self_repairs),
+        turns=result.turns,
+        run_input_tokens=result.input_tokens,
+        run_output_tokens=result.output_tokens,
+        run_cost_usd=result.cost_usd,
+        duration_ms=result.duration_ms,
+        max_repairs=result.max_repairs if result.provider is not None else None,
+    )
