@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2] / "tsukud"
 UNTYPED = frozenset({"dict[str, Any]", "dict[str, Any] | None", "Optional[dict[str, Any]]"})
 
 _TOML = "a TOML document's table, read or written"
+_KWARGS = "keyword arguments spread into a call (LLM.run/estimate, an error's data)"
 _EVENT = "an event payload: append/Emit take a dict, its Struct is in events/catalogue.py"
 _MODEL = "a tool call's result handed to the model: its shape is the model's JSON"
 _DOCKER = "the Docker Engine API's JSON (container config, version, inspect)"
@@ -55,7 +56,7 @@ ALLOWED: dict[str, str] = {
     "tsukud.create.tools:RepoTools.call": _MODEL,
     "tsukud.create.tools:RepoTools.inspect_archive": _MODEL,
     "tsukud.create.tools:RepoTools._inspect": _MODEL,
-    "tsukud.discover.chain:llm_allowance": "keyword arguments spread into LLM.run/estimate",
+    "tsukud.discover.chain:llm_allowance": _KWARGS,
     "tsukud.discover.chain:_probe_summary": _DISCOVERY,
     "tsukud.discover.present:metadata": _DISCOVERY,
     "tsukud.discover.present:_package_metadata": _DISCOVERY,
@@ -67,7 +68,7 @@ ALLOWED: dict[str, str] = {
     "tsukud.launch:FrameReader.read": _STDLIB + " (a decoded frame, any answer)",
     "tsukud.events.anchors:heads_payload": _EVENT,
     "tsukud.flows.batch_run:BatchRunner._frame": _PROGRESS,
-    "tsukud.generation.loop:failure_data": _EVENT,
+    "tsukud.generation.loop:failure_data": _KWARGS,
     "tsukud.install.attempt:InstallAttempt._fetch_and_unpack": _INSTALLED,
     "tsukud.install.homebrew.client:HomebrewClient.formula": "Homebrew's formula JSON",
     "tsukud.install.homebrew.pour:merge_summaries": _INSTALLED,
