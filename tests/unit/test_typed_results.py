@@ -17,6 +17,7 @@ The test fails when a new one appears outside the list and when a listed one is 
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -124,14 +125,15 @@ def _untyped(tree: ast.AST, prefix: str) -> Iterator[str]:
             yield from _untyped(node, f"{prefix}{node.name}.")
 
 
-def untyped_functions(root: Path = ROOT) -> set[str]:
+@functools.cache
+def untyped_functions(root: Path = ROOT) -> frozenset[str]:
     """``module:qualname`` of every function under ``root`` returning an untyped dict."""
     found = set()
     for path in sorted(root.rglob("*.py")):
         module = ".".join(path.relative_to(root.parent).with_suffix("").parts)
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         found |= {f"{module}:{name}" for name in _untyped(tree, "")}
-    return found
+    return frozenset(found)
 
 
 def test_no_new_function_returns_an_untyped_dict() -> None:
