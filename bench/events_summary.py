@@ -21,18 +21,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from _common import BIN, fmt, goal, header, line, median, note, parse_args, temp_home, time_cmd
 from _ledger import DAYS, build_ledger, wait_started
 
 from tsukud.clock import iso
-from tsukud.events.queries import EventFilter, run_summary
+from tsukud.events.queries import EventFilter, SummaryRow, run_summary
 
 NAME = "events_summary"
 GOAL_MS = 100.0
 REPS = 5
 
 
-def raw_summary(db: Path, f: EventFilter, by: str) -> list[dict[str, Any]]:
+def raw_summary(db: Path, f: EventFilter, by: str) -> list[SummaryRow]:
     """The summary from the raw events: connect, execute, fetch (no rollups)."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
@@ -47,7 +48,7 @@ def timed(
     """RPC and raw seconds, interleaved, after one warm-up each; raises when they differ."""
     params = {"by": by, "filter": filt}
     res = c.call("events.summary", params)
-    raw = raw_summary(db, EventFilter(**filt), by)
+    raw = msgspec.to_builtins(raw_summary(db, EventFilter(**filt), by))
     listed = res["groups"]
     rest = res.get("rest", {}).get("groups", 0)  # past the most one answer lists
     kept = {g["key"] for g in listed}

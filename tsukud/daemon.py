@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
+from msgspec import UNSET
 
 from tsukud import __version__, log, paths
 from tsukud import config as configmod
@@ -47,6 +48,13 @@ from tsukud.policy.breaker import BreakerSettings
 from tsukud.policy.budget import Budget, BudgetLimits
 from tsukud.policy.locks import ContainerLock
 from tsukud.policy.ratelimit import GenerationLimit
+from tsukud.rpc.control import (
+    DaemonStatus,
+    LedgerShown,
+    ProblemShown,
+    SettingShown,
+    SlotsShown,
+)
 from tsukud.secrets import REDACTOR
 from tsukud.services import Services
 
@@ -113,7 +121,7 @@ class Daemon:
         REDACTOR.update(self.config.secret_values())
         self._config_stamp = configmod.file_stamp(self.config.path)
         # The settings as `status` shows them, for the last Config asked (they are immutable).
-        self._shown: tuple[configmod.Config, list[dict[str, Any]]] | None = None
+        self._shown: tuple[configmod.Config, list[SettingShown]] | None = None
         self.home = Path(paths.tsuku_home(self.env))
         self._recipes_dir = str(self.home / "recipes")  # a str: stat'ed per request
         self._recipes_stamp = _mtime(self._recipes_dir)
@@ -391,7 +399,8 @@ class Daemon:
                     await self.store.append(
                         "generation.failed",
                         {
-                            **run,
+                            "tool": run.tool,
+                            "repo": run.repo,
                             "stage": "unknown",
                             "error_code": "abandoned",
                             "message": "tsukud stopped during the run (killed or crashed); "
@@ -574,7 +583,7 @@ class Daemon:
         await self.breakers.refresh()
         await self.store.refresh_team()
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> DaemonStatus:
         """The daemon's state. A setting the config file spoils (a typo, a bad value)
         shows its default here and the file's problem is listed: status is where a user
         looks first, so it must answer. A bad value in the caller's own environment
@@ -597,34 +606,35 @@ class Daemon:
         breakers = self.breakers.snapshot(
             BreakerSettings(read("breaker.failure_threshold"), read("breaker.reset_seconds"))
         )
-        return {
-            "version": __version__,
-            "pid": os.getpid(),
-            "uptime_s": round(self.uptime_s, 3),
-            "started_at": self.started_wall,
-            "socket": str(self.socket_path) if self.socket_path else None,
-            "activation": self.activation,
-            "home": str(self.home),
-            "database": self.store.location,
-            "budget": budget,
-            "generations": generations,
-            "breakers": breakers,
-            "events": {
-                "count": self.store.last_id,
-                "durable": self.store.durable_id,
-                "disk_full": self.store.disk_full,
-                "ledger": self.store.backend,
-                "unreachable": self.store.unreachable,
-                "origin": self.store.origin,
-                **({"origins": self.store.team} if self.store.origin is not None else {}),
-            },
-            "sandbox": {"slots": self.container_lock.slots, "busy": self.container_lock.busy},
-            "connections": self.server.connections if self.server is not None else 0,
-            "settings": self._shown_settings(cfg),
-            "problems": [{"message": e.message, "hint": e.hint} for e in problems],
-        }
+        store = self.store
+        return DaemonStatus(
+            version=__version__,
+            pid=os.getpid(),
+            uptime_s=round(self.uptime_s, 3),
+            started_at=self.started_wall,
+            socket=str(self.socket_path) if self.socket_path else None,
+            activation=self.activation,
+            home=str(self.home),
+            database=store.location,
+            budget=budget,
+            generations=generations,
+            breakers=breakers,
+            events=LedgerShown(
+                count=store.last_id,
+                durable=store.durable_id,
+                disk_full=store.disk_full,
+                ledger=store.backend,
+                unreachable=store.unreachable,
+                origin=store.origin,
+                origins=store.team if store.origin is not None else UNSET,
+            ),
+            sandbox=SlotsShown(slots=self.container_lock.slots, busy=self.container_lock.busy),
+            connections=self.server.connections if self.server is not None else 0,
+            settings=self._shown_settings(cfg),
+            problems=[ProblemShown(message=e.message, hint=e.hint) for e in problems],
+        )
 
-    def _shown_settings(self, config: configmod.Config) -> list[dict[str, Any]]:
+    def _shown_settings(self, config: configmod.Config) -> list[SettingShown]:
         """Built once per configuration, not per ``status``: status is the request a
         busy daemon must answer at once, and the settings are most of its work."""
         if self._shown is None or self._shown[0] is not config:
@@ -632,16 +642,16 @@ class Daemon:
         return self._shown[1]
 
 
-def _shown_source(s: configmod.Setting) -> dict[str, Any]:
+def _shown_source(s: configmod.Setting) -> SettingShown:
     """A setting as ``status`` shows it: where its value came from, and the value
     itself only when it is not a secret (a secret is just set or not)."""
-    return {
-        "key": s.key.name,
-        "value": None if s.key.secret else s.value,
-        "set": bool(s.value) if s.key.secret else True,
-        "secret": s.key.secret,
-        "source": s.source,
-    }
+    return SettingShown(
+        key=s.key.name,
+        value=None if s.key.secret else s.value,
+        set=bool(s.value) if s.key.secret else True,
+        secret=s.key.secret,
+        source=s.source,
+    )
 
 
 @dataclass
@@ -759,7 +769,13 @@ def _unfinished_discovery(conn: sqlite3.Connection, session: str) -> str | None:
     return None if ended is not None or row is None else str(row[0])
 
 
-def _unfinished_create(conn: sqlite3.Connection, session: str) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class _Unfinished:
+    tool: str
+    repo: str  # the repository, or the page an instructions build read
+
+
+def _unfinished_create(conn: sqlite3.Connection, session: str) -> _Unfinished | None:
     """The tool and repo of ``session``'s create run (or the tool and page of its
     instructions build) when it has no terminal event."""
     ended = conn.execute(
@@ -775,7 +791,7 @@ def _unfinished_create(conn: sqlite3.Connection, session: str) -> dict[str, Any]
     if ended is not None or row is None:
         return None
     started = json.loads(row[0])
-    return {"tool": started["tool"], "repo": started.get("repo") or started.get("url", "")}
+    return _Unfinished(started["tool"], started.get("repo") or started.get("url", ""))
 
 
 def _mtime(path: str) -> int | None:

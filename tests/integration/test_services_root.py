@@ -69,5 +69,5 @@ async def test_background_work_waits_for_the_daemon_to_serve(d: Daemon, tmp_path
         index.request_rebuild()
         await wait_for(lambda: index.last is not None)  # run in the daemon's nursery
         assert index.last is not None
-        assert index.last["path"] == index_path(str(tmp_path))
+        assert index.last.path == index_path(str(tmp_path))
         d.store.close()

@@ -125,7 +125,7 @@ async def test_settle_frees_the_unspent_part(backend: Backend, tmp_path: Path) -
         g = await lg.budget.reserve(0.45, session="s", purpose="p")
         await lg.budget.settle(g.reservation, 0.05, session="s")
         snap = lg.budget.snapshot()
-        assert snap["spent_usd"] == 0.05 and snap["reserved_usd"] == 0.0
+        assert snap.spent_usd == 0.05 and snap.reserved_usd == 0.0
         await lg.budget.reserve(0.45, session="s2", purpose="p")
         await lg.budget.reserve(0.45, session="s3", purpose="p")  # 0.05 + 0.9 ≤ 1.0
 
@@ -338,7 +338,7 @@ async def test_two_daemons_share_the_hours_generations_on_a_shared_ledger(
         with pytest.raises(RateLimited):
             await b.gen.check(session="c", tool="stern")
         await a.gen.refresh()
-        assert a.gen.snapshot()["count"] == 3
+        assert a.gen.snapshot().count == 3
         await trio.sleep(1800)  # 01:00: a new hour's row
         await b.gen.start(session="next", tool="stern")
 
@@ -359,6 +359,6 @@ async def test_a_hold_left_without_its_event_is_released_at_the_next_start(
             await lg.budget.reserve(0.30, session="t", purpose="p", confirmed=True)
     async with ledger(tmp_path, clock, backend) as again:
         await again.budget.refresh()
-        assert again.budget.snapshot()["reserved_usd"] == 0.30  # the recorded one only
+        assert again.budget.snapshot().reserved_usd == 0.30  # the recorded one only
         assert list(again.state.spend.open) == [recorded.reservation]
         await again.budget.reserve(0.70, session="u", purpose="p", confirmed=True)

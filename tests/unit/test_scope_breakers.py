@@ -43,8 +43,8 @@ async def test_transport_failures_open_it_and_bad_jobs_never_do(
         assert not b.admit(NPM)
         types = await lg.types()
         assert types.count("breaker.failure") == 3 and types.count("breaker.opened") == 1
-        (row,) = [s for s in b.snapshot() if s["scope"] == NPM]
-        assert row["state"] == "open" and row["last_error"] == "transport"
+        (row,) = [s for s in b.snapshot() if s.scope == NPM]
+        assert row.state == "open" and row.last_error == "transport"
         await lg.store.wait_durable(lg.store.last_id)
         payloads = lg.store.read_sync(
             lambda c: [

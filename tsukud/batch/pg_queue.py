@@ -44,7 +44,7 @@ from tsukud import log
 from tsukud.batch import queue as q
 from tsukud.batch.backend import Admission, RunSlot
 from tsukud.batch.errors import BatchRunning
-from tsukud.batch.results import Added, Cleared, Exported, QueuedSource, Retried
+from tsukud.batch.results import Added, BatchStatus, Cleared, Exported, QueuedSource, Retried
 from tsukud.batch.service import ADD_CHUNK, Lease, write_tree
 from tsukud.batch.sources import parse
 from tsukud.clock import Clock, iso
@@ -295,7 +295,7 @@ class PgBatchService(RunSlot):
 
         return await self._db(read)
 
-    async def status(self, examples: int = 3) -> dict[str, Any]:
+    async def status(self, examples: int = 3) -> BatchStatus:
         return q.status_of(await self.snapshot(), examples, self.active_run)
 
     async def export(self, directory: str, *, unvalidated: bool = False) -> Exported:

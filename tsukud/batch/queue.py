@@ -20,8 +20,14 @@ import heapq
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from tsukud.batch.results import (
+    BatchStatus,
+    Deferral,
+    FailureExample,
+    FailureGroup,
+    RunningJob,
+)
 from tsukud.clock import parse_iso
 from tsukud.events.catalogue import (
     BatchAdded,
@@ -273,30 +279,30 @@ def remaining(counts: dict[str, int]) -> int:
     return counts["queued"] + counts["running"] + counts["backoff"]
 
 
-def failures(queue: Queue, examples: int = 3) -> list[dict[str, object]]:
+def failures(queue: Queue, examples: int = 3) -> list[FailureGroup]:
     """Failed jobs grouped by category, largest group first, with a few examples each."""
     groups: dict[str, list[Job]] = {}
     for j in queue.jobs.values():
         if j.state == "failed":
             groups.setdefault(j.category or "internal", []).append(j)
-    out: list[dict[str, object]] = []
+    out: list[FailureGroup] = []
     for category, jobs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         jobs.sort(key=lambda j: j.seq)
         out.append(
-            {
-                "category": category,
-                "count": len(jobs),
-                "backoff": sum(1 for j in jobs if j.in_backoff),
-                "examples": [
-                    {"tool": j.tool, "source": j.source, "message": j.message or ""}
+            FailureGroup(
+                category=category,
+                count=len(jobs),
+                backoff=sum(1 for j in jobs if j.in_backoff),
+                examples=[
+                    FailureExample(tool=j.tool, source=j.source, message=j.message or "")
                     for j in jobs[:examples]
                 ],
-            }
+            )
         )
     return out
 
 
-def status_of(queue: Queue, examples: int, active_run: str | None) -> dict[str, Any]:
+def status_of(queue: Queue, examples: int, active_run: str | None) -> BatchStatus:
     """``batch status``'s answer for ``queue`` (the fold on SQLite, a snapshot of the
     rows on PostgreSQL): counts by state, failures by category, deferrals by reason,
     the running jobs, what finished runs spent and how many stale commits were refused."""
@@ -305,26 +311,20 @@ def status_of(queue: Queue, examples: int, active_run: str | None) -> dict[str, 
     for j in queue.jobs.values():
         if j.state == "deferred":
             deferred[j.category or "unknown"] = deferred.get(j.category or "unknown", 0) + 1
-    return {
-        "counts": queue.counts(),
-        "total": len(queue.jobs),
-        "remaining": queue.remaining(),
-        "failures": failures(queue, examples),
-        "deferred": [{"reason": r, "count": n} for r, n in sorted(deferred.items())],
-        "running": [
-            {
-                "job": j.id,
-                "tool": j.tool,
-                "source": j.source,
-                "fence": j.fence,
-                "attempt": j.attempts,
-            }
+    return BatchStatus(
+        counts=queue.counts(),
+        total=len(queue.jobs),
+        remaining=queue.remaining(),
+        failures=failures(queue, examples),
+        deferred=[Deferral(reason=r, count=n) for r, n in sorted(deferred.items())],
+        running=[
+            RunningJob(job=j.id, tool=j.tool, source=j.source, fence=j.fence, attempt=j.attempts)
             for j in running
         ],
-        "active_run": active_run,
-        "spent_usd": queue.spent_usd,
-        "stale_commits": queue.stale_commits,
-    }
+        active_run=active_run,
+        spent_usd=queue.spent_usd,
+        stale_commits=queue.stale_commits,
+    )
 
 
 def export_files(queue: Queue, *, unvalidated: bool = False) -> dict[str, str]:

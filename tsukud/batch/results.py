@@ -46,3 +46,48 @@ class Exported(msgspec.Struct, frozen=True, kw_only=True):
     unchanged: int
     recipes: int
     unvalidated_skipped: int  # recipes made with --skip-validation, left out
+
+
+class FailureExample(msgspec.Struct, frozen=True, kw_only=True):
+    tool: str
+    source: str
+    message: str
+
+
+class FailureGroup(msgspec.Struct, frozen=True, kw_only=True):
+    """Failed jobs of one category: how many, how many of them wait in a backoff, and
+    the first few (by queue order) as examples."""
+
+    category: str
+    count: int
+    backoff: int
+    examples: list[FailureExample]
+
+
+class Deferral(msgspec.Struct, frozen=True, kw_only=True):
+    reason: str  # budget, breaker, ...
+    count: int
+
+
+class RunningJob(msgspec.Struct, frozen=True, kw_only=True):
+    job: str
+    tool: str
+    source: str
+    fence: int  # the lease's fence: a commit under an older one is refused
+    attempt: int
+
+
+class BatchStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """``batch.status``: counts by state (``backoff`` counted apart from ``failed``),
+    failures by category, deferrals by reason, the running jobs, what finished runs
+    spent and how many stale commits were refused."""
+
+    counts: dict[str, int]
+    total: int
+    remaining: int
+    failures: list[FailureGroup]
+    deferred: list[Deferral]
+    running: list[RunningJob]
+    active_run: str | None
+    spent_usd: float
+    stale_commits: int

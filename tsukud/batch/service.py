@@ -21,7 +21,7 @@ import msgspec
 
 from tsukud.batch import queue as q
 from tsukud.batch.backend import RunSlot
-from tsukud.batch.results import Added, Cleared, Exported, QueuedSource, Retried
+from tsukud.batch.results import Added, BatchStatus, Cleared, Exported, QueuedSource, Retried
 from tsukud.batch.sources import parse
 from tsukud.clock import Clock, iso
 from tsukud.errors import UsageError
@@ -120,7 +120,7 @@ class BatchService(RunSlot):
         await self.store.wait_durable(ev.id)
         return Cleared(count)
 
-    async def status(self, examples: int = 3) -> dict[str, Any]:
+    async def status(self, examples: int = 3) -> BatchStatus:
         return q.status_of(self.queue, examples, self.active_run)
 
     async def counts(self) -> dict[str, int]:

@@ -20,8 +20,10 @@ from typing import Any
 
 from tsukud.create.errors import CreateError
 from tsukud.create.pipeline import CreateResult, builder_completed
+from tsukud.create.preview import PlatformDownloads, Preview
 from tsukud.create.tools import Emit
 from tsukud.errors import TsukuError
+from tsukud.events.catalogue import as_payload
 from tsukud.install.homebrew.client import HomebrewClient
 from tsukud.recipe import (
     Binary,
@@ -63,18 +65,20 @@ def commands(entries: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return sorted(found)
 
 
-def preview(formula: str, tag: str, entries: Mapping[str, Any], recipe: Recipe) -> dict[str, Any]:
+def preview(formula: str, tag: str, entries: Mapping[str, Any], recipe: Recipe) -> Preview:
     """What the terminal preview shows: the bottle each standard platform would pour
     (from the index: nothing is downloaded for it), the actions and the verify."""
     pkg = split_oci_tag(tag)[0]
-    downloads: list[dict[str, Any]] = []
+    downloads: list[PlatformDownloads] = []
     for p in STANDARD_PLATFORMS:
         chosen = choose_tag(list(entries), platform_tags(p))
         if chosen is None:
-            downloads.append({"platform": p.key, "unsupported": True})
+            downloads.append(PlatformDownloads(platform=p.key, unsupported=True))
         else:
             downloads.append(
-                {"platform": p.key, "assets": [f"{formula}--{pkg}.{chosen}.bottle.tar.gz"]}
+                PlatformDownloads(
+                    platform=p.key, assets=[f"{formula}--{pkg}.{chosen}.bottle.tar.gz"]
+                )
             )
     deps = ", ".join(recipe.metadata.runtime_dependencies or ()) or "none"
     bins = [
@@ -84,17 +88,17 @@ def preview(formula: str, tag: str, entries: Mapping[str, Any], recipe: Recipe) 
         for b in s.binaries
     ]
     verify = recipe.verify
-    return {
-        "downloads": downloads,
-        "actions": [
+    return Preview(
+        downloads=downloads,
+        actions=[
             f"runtime dependencies first: {deps}",
             f"homebrew: pour the {formula} {pkg} bottle (sha256 checked against its "
             "manifest) and relocate it into the tool's directory",
             f"install_binaries: link {', '.join(bins)}",
         ],
-        "verify": verify.command if verify else None,
-        "verify_pattern": verify.pattern if verify else None,
-    }
+        verify=verify.command if verify else None,
+        verify_pattern=verify.pattern if verify else None,
+    )
 
 
 def unsupported(entries: Sequence[str]) -> list[str]:
@@ -202,5 +206,5 @@ async def build_from_homebrew(
         preview=shown,
         duration_ms=int((time.monotonic() - started) * 1000),
     )
-    await emit("generation.completed", builder_completed(result))
+    await emit("generation.completed", as_payload(builder_completed(result)))
     return result

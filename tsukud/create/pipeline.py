@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import msgspec
 import trio
+from msgspec import UNSET
 
 from tsukud.clock import Clock, SystemClock, iso
 from tsukud.create.answer import InvalidAnswer, RecipeContext, answer_to_recipe, parse_answer
@@ -62,6 +63,7 @@ from tsukud.create.matcher import (
     uncertain_text,
 )
 from tsukud.create.payload_check import confirm_guesses
+from tsukud.create.preview import PlatformDownloads, Preview
 from tsukud.create.prompts import user_message
 from tsukud.create.repair import feedback_for, fix_layout, static_feedback, with_verify
 from tsukud.create.session import (
@@ -75,6 +77,8 @@ from tsukud.create.session import (
 from tsukud.create.static_checks import check_recipe, check_verify
 from tsukud.create.tools import RepoTools, ToolCallRecord
 from tsukud.errors import ProviderUnavailable, SandboxError
+from tsukud.events import catalogue
+from tsukud.events.catalogue import GenerationCompleted, as_payload
 from tsukud.generation.errors import GenerationFailed
 from tsukud.generation.loop import Answered, Loop, Strategy, failure_data
 from tsukud.llm.providers import key_variables, lists_deprecations, name_of_tag
@@ -146,7 +150,7 @@ class CreateResult(msgspec.Struct, kw_only=True, omit_defaults=True):
     max_repairs: int = MAX_REPAIRS
     self_repairs: tuple[str, ...] = ()
     matcher: dict[str, Any] = msgspec.field(default_factory=dict)
-    preview: dict[str, Any] = msgspec.field(default_factory=dict)
+    preview: Preview | None = None
     warnings: tuple[str, ...] = ()
     tool_stats: tuple[ToolCallRecord, ...] | None = None
     duration_ms: int = 0
@@ -156,25 +160,25 @@ class CreateResult(msgspec.Struct, kw_only=True, omit_defaults=True):
     command_cost_usd: float | None = None
 
 
-def builder_completed(result: CreateResult) -> dict[str, Any]:
+def builder_completed(result: CreateResult) -> GenerationCompleted:
     """The ``generation.completed`` payload of a run with no model (a registry's or
-    Homebrew's builder): no turns, no tokens, no money."""
-    return {
-        "tool": result.tool,
-        "repo": result.repo,
-        "tag": result.tag,
-        "generated_by": result.generated_by,
-        "provider": None,
-        "model": None,
-        "validation": result.validation.status,
-        "repairs": 0,
-        "self_repairs": 0,
-        "turns": 0,
-        "run_input_tokens": 0,
-        "run_output_tokens": 0,
-        "run_cost_usd": 0.0,
-        "duration_ms": result.duration_ms,
-    }
+    Homebrew's builder): no turns, no tokens, no money, no repairs allowed."""
+    return GenerationCompleted(
+        tool=result.tool,
+        repo=result.repo,
+        tag=result.tag,
+        generated_by=result.generated_by,
+        provider=None,
+        model=None,
+        validation=result.validation.status,
+        repairs=0,
+        self_repairs=0,
+        turns=0,
+        run_input_tokens=0,
+        run_output_tokens=0,
+        run_cost_usd=0.0,
+        duration_ms=result.duration_ms,
+    )
 
 
 @dataclass
@@ -612,10 +616,10 @@ class _Run:
     def _summary(self, verdict: Verdict) -> ValidationSummary:
         return validation_summary(verdict, self.validations, self.clean)
 
-    def _preview(self, recipe: Recipe) -> dict[str, Any]:
+    def _preview(self, recipe: Recipe) -> Preview:
         ctx = self.ctx
         assert ctx is not None
-        downloads = []
+        downloads: list[PlatformDownloads] = []
         for target in STANDARD_PLATFORMS:
             try:
                 steps = render_recipe(
@@ -625,19 +629,19 @@ class _Run:
                     assets=ctx.release.assets,
                     github_url=self.deps.github_url,
                 )
-                entry: dict[str, Any] = {
-                    "platform": target.key,
-                    "assets": [s.asset_name for s in steps],
-                    "urls": [s.url for s in steps],
-                }
                 # What the recipe says of this platform's build (a Rosetta 2 fallback,
                 # the libc chosen) is shown beside it, not only in the TOML.
                 notes = [recipe.steps[s.index].note for s in steps if s.index < len(recipe.steps)]
-                if any(notes):
-                    entry["notes"] = list(dict.fromkeys(n for n in notes if n))
-                downloads.append(entry)
+                downloads.append(
+                    PlatformDownloads(
+                        platform=target.key,
+                        assets=[s.asset_name for s in steps],
+                        urls=[s.url for s in steps],
+                        notes=list(dict.fromkeys(n for n in notes if n)) if any(notes) else UNSET,
+                    )
+                )
             except RecipeError as exc:
-                downloads.append({"platform": target.key, "unsupported": exc.message})
+                downloads.append(PlatformDownloads(platform=target.key, unsupported=exc.message))
         actions = []
         for step in recipe.steps:
             when = ""
@@ -656,12 +660,12 @@ class _Run:
             elif isinstance(step, GitHubFileStep):
                 actions.append(f"Download the binary {step.asset_pattern}{when}")
         verify = recipe.verify
-        return {
-            "downloads": downloads,
-            "actions": actions,
-            "verify": verify.command if verify else None,
-            "verify_pattern": verify.pattern if verify else None,
-        }
+        return Preview(
+            downloads=downloads,
+            actions=actions,
+            verify=verify.command if verify else None,
+            verify_pattern=verify.pattern if verify else None,
+        )
 
 
 async def run_create(req: CreateRequest, deps: Deps, *, session: str) -> CreateResult:
@@ -715,19 +719,21 @@ async def recorded(
         with trio.CancelScope(shield=True):
             await emit(
                 "generation.failed",
-                failed_event(
-                    tool,
-                    source,
-                    exc,
-                    stage=run.stage,
-                    repairs=run.repairs,
-                    spent=run.spent,
-                    clean=clean,
-                    max_repairs=max_repairs,
+                as_payload(
+                    failed_event(
+                        tool,
+                        source,
+                        exc,
+                        stage=run.stage,
+                        repairs=run.repairs,
+                        spent=run.spent,
+                        clean=clean,
+                        max_repairs=max_repairs,
+                    )
                 ),
             )
         raise
-    await emit("generation.completed", completed_event(tool, result))
+    await emit("generation.completed", as_payload(completed_event(tool, result)))
     return result
 
 
@@ -741,7 +747,7 @@ def failed_event(
     spent: float | None,
     clean: Callable[[str], str] = str,
     max_repairs: int | None = None,
-) -> dict[str, Any]:
+) -> catalogue.GenerationFailed:
     """The payload of ``generation.failed`` for whatever ended a run. ``run_cost_usd``:
     the total of the run's ``llm.turn`` events (only events that spend carry
     cost_usd/input_tokens, so summaries never count them twice)."""
@@ -753,36 +759,36 @@ def failed_event(
         code, message = "internal", f"{type(exc).__name__}: {exc}"
     else:
         code, message = "cancelled", "the run was cancelled"
-    return {
-        "tool": tool,
-        "repo": repo,
-        "stage": stage,
-        "error_code": code,
-        "message": clean(message)[:1000],
-        "repairs": repairs,
-        "run_cost_usd": spent,
-        "max_repairs": max_repairs,
-    }
+    return catalogue.GenerationFailed(
+        tool=tool,
+        repo=repo,
+        stage=stage,
+        error_code=code,
+        message=clean(message)[:1000],
+        repairs=repairs,
+        run_cost_usd=spent,
+        max_repairs=max_repairs,
+    )
 
 
-def completed_event(tool: str, result: CreateResult) -> dict[str, Any]:
+def completed_event(tool: str, result: CreateResult) -> GenerationCompleted:
     """The payload of ``generation.completed``. ``run_*``: totals of the run's
     ``llm.turn`` events; only events that spend carry cost_usd/input_tokens, so
     summaries never count them twice."""
-    return {
-        "tool": tool,
-        "repo": result.repo,
-        "tag": result.tag,
-        "generated_by": result.generated_by,
-        "provider": result.provider,
-        "model": result.model,
-        "validation": result.validation.status,
-        "repairs": result.repairs,
-        "self_repairs": len(result.self_repairs),
-        "turns": result.turns,
-        "run_input_tokens": result.input_tokens,
-        "run_output_tokens": result.output_tokens,
-        "run_cost_usd": result.cost_usd,
-        "duration_ms": result.duration_ms,
-        "max_repairs": result.max_repairs if result.provider is not None else None,
-    }
+    return GenerationCompleted(
+        tool=tool,
+        repo=result.repo,
+        tag=result.tag,
+        generated_by=result.generated_by,
+        provider=result.provider,
+        model=result.model,
+        validation=result.validation.status,
+        repairs=result.repairs,
+        self_repairs=len(result.self_repairs),
+        turns=result.turns,
+        run_input_tokens=result.input_tokens,
+        run_output_tokens=result.output_tokens,
+        run_cost_usd=result.cost_usd,
+        duration_ms=result.duration_ms,
+        max_repairs=result.max_repairs if result.provider is not None else None,
+    )

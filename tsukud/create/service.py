@@ -24,7 +24,9 @@ import msgspec
 import trio
 
 from tsukud.create.errors import CreateError, RecipeExists
+from tsukud.create.preview import PlatformDownloads, Preview
 from tsukud.errors import TsukuError, UsageError
+from tsukud.events.catalogue import as_payload
 from tsukud.progress import Progress
 
 if TYPE_CHECKING:
@@ -454,7 +456,9 @@ class Creator:
         async def failed(stage: str, exc: BaseException) -> None:
             # Whatever ended the run, Ctrl-C included, is its last event, as for a
             # model's run (shielded: a cancelled run still records why it ended).
-            payload = failed_event(tool, str(source), exc, stage=stage, repairs=0, spent=0.0)
+            payload = as_payload(
+                failed_event(tool, str(source), exc, stage=stage, repairs=0, spent=0.0)
+            )
             with trio.CancelScope(shield=True):
                 ev = store.append_nowait("generation.failed", payload, session)
                 await store.wait_durable(ev.id)
@@ -539,24 +543,26 @@ class Creator:
             recipe=draft.text,
             generated_by=generated_by,
             validation=summary,
-            preview={
-                "downloads": [
-                    {
-                        "platform": "any",
-                        "assets": [f"{source.package}@{draft.tag} from {base}"],
-                        "urls": [base],
-                    }
+            preview=Preview(
+                downloads=[
+                    PlatformDownloads(
+                        platform="any",
+                        assets=[f"{source.package}@{draft.tag} from {base}"],
+                        urls=[base],
+                    )
                 ],
-                "actions": [
+                actions=[
                     f"{step.action}: install {source.package}@{draft.tag} into the tool's "
                     f"directory; link {', '.join(step.executables)} into bin/"
                 ],
-                "verify": draft.recipe.verify.command if draft.recipe.verify else None,
-                "verify_pattern": draft.recipe.verify.pattern if draft.recipe.verify else None,
-            },
+                verify=draft.recipe.verify.command if draft.recipe.verify else None,
+                verify_pattern=draft.recipe.verify.pattern if draft.recipe.verify else None,
+            ),
             duration_ms=round((time.monotonic() - started) * 1000),
         )
-        ev = store.append_nowait("generation.completed", builder_completed(result), session)
+        ev = store.append_nowait(
+            "generation.completed", as_payload(builder_completed(result)), session
+        )
         await store.wait_durable(ev.id)
         if write:
             self._write(result, target, force, session)

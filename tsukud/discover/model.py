@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from tsukud.discover.registry_lookup import Entry
+
 Stage = Literal["recipe", "registry", "ecosystem", "llm"]
 Approval = Literal["trusted", "yes_flag", "user", "not_needed"]
 
@@ -31,6 +33,27 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     # it (a package's maintainers, authors or publisher, as its registry names them).
     first_published: str | None = None
     maintainers: tuple[str, ...] = ()
+
+
+class PackageMatch(Probe, frozen=True, kw_only=True, omit_defaults=True):
+    """``search``: one ecosystem's package of the exact name, with what ``--from`` would
+    name it (None: no prefix installs from that ecosystem) and whether it passes
+    discovery's filter (downloads, versions, a repository)."""
+
+    from_: str | None = msgspec.field(name="from")
+    passes_filter: bool
+
+
+class SearchAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    """``search``: what is known of a name without money or questions (schema/rpc.md)."""
+
+    tool: str
+    recipe: str | None  # where its recipe is, in words
+    registry_entry: Entry | None  # the discovery registry's
+    packages: list[PackageMatch]
+    did_you_mean: str | None  # a known tool this name is a near miss of
+    errors: dict[str, str]  # what could not be asked, and why
+    install_would: str
 
 
 class Candidate(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

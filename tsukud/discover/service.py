@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tsukud.discover.chain import Ask, Choose, Deps, Request, discover
-from tsukud.discover.model import Discovery
+from tsukud.discover.model import Discovery, PackageMatch, SearchAnswer
 from tsukud.progress import Progress
 from tsukud.registries.ecosystems import DISCOVERY_URLS
 
@@ -238,7 +238,7 @@ class DiscoveryService:
 
     # ---- one discovery --------------------------------------------------------------------
 
-    async def search(self, name: str) -> dict[str, Any]:
+    async def search(self, name: str) -> SearchAnswer:
         """``tsukuctl search NAME``: what is known of a name without spending money or
         asking anyone: its recipe, the discovery registry's entry, the packages of that
         exact name in each ecosystem (with the evidence a person weighs), a known tool it
@@ -262,11 +262,11 @@ class DiscoveryService:
         errors.update(report.errors)
         prefixes = builder_sources()
         packages = [
-            {
-                **msgspec.to_builtins(p),
-                "from": f"{prefixes[p.builder]}:{p.source}" if p.builder in prefixes else None,
-                "passes_filter": p in report.accepted,
-            }
+            PackageMatch(
+                **msgspec.structs.asdict(p),
+                from_=f"{prefixes[p.builder]}:{p.source}" if p.builder in prefixes else None,
+                passes_filter=p in report.accepted,
+            )
             for p in report.matches
         ]
         squat = None if recipe else typosquat(tool, self.known_names())
@@ -282,19 +282,19 @@ class DiscoveryService:
             would = (
                 "show these packages with their evidence and install the one you pick "
                 f"(`--from` names one: tsukuctl install {tool} --from "
-                f"{packages[0]['from'] or packages[0]['source']})"
+                f"{packages[0].from_ or packages[0].source})"
             )
         else:
             would = "search the web with an LLM (it states the cost and asks first)"
-        return {
-            "tool": tool,
-            "recipe": recipe,
-            "registry_entry": msgspec.to_builtins(entry) if entry is not None else None,
-            "packages": packages,
-            "did_you_mean": squat.similar if squat is not None else None,
-            "errors": errors,
-            "install_would": would,
-        }
+        return SearchAnswer(
+            tool=tool,
+            recipe=recipe,
+            registry_entry=entry,
+            packages=packages,
+            did_you_mean=squat.similar if squat is not None else None,
+            errors=errors,
+            install_would=would,
+        )
 
     async def discover(
         self,

@@ -24,13 +24,17 @@ builtin one, ``discover.json``, does: it has tools no release data is shipped fo
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from tsukud.errors import TsukuError
+
+if TYPE_CHECKING:
+    from tsukud.create.preview import PlatformDownloads
 
 FORMAT = 1
 BUILTIN = "builtin"
@@ -113,11 +117,11 @@ def corpus_hash(corpus: Corpus) -> str:
     return hashlib.sha256(items).hexdigest()
 
 
-def mismatches(item: Item, downloads: list[dict[str, Any]]) -> list[str]:
-    """Where a created recipe's downloads (``CreateResult.preview["downloads"]``: per
+def mismatches(item: Item, downloads: Sequence[PlatformDownloads]) -> list[str]:
+    """Where a created recipe's downloads (``CreateResult.preview.downloads``: per
     platform its ``assets``, or ``unsupported``) differ from the known answer; empty
     when it is right."""
-    got = {d["platform"]: list(d.get("assets") or ()) for d in downloads}
+    got = {d.platform: list(d.assets or ()) for d in downloads}
     out = []
     for platform, want in sorted((item.assets or {}).items()):
         have = got.get(platform, [])

@@ -937,6 +937,13 @@ def payload_type(type_: str) -> type[Payload]:
     )
 
 
+def as_payload(payload: Payload) -> dict[str, Any]:
+    """A payload built as its Struct (so the type checker holds its fields), as the
+    dict the store's ``append`` and an ``Emit`` take: every field, in order."""
+    fields: dict[str, Any] = msgspec.to_builtins(payload)
+    return fields
+
+
 def check(type_: str, payload: dict[str, Any]) -> None:
     """Refuse a payload that does not fit its type's Struct: a bug in the appender."""
     if free_form(type_):

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from tsukud.errors import InvalidParams
 
@@ -331,19 +332,36 @@ SUMMARY_COLUMNS = (
 )
 
 
-def group_row(key: Any, sums: Sequence[int]) -> dict[str, Any]:
-    """One summary group as answered: nano-dollars become dollars."""
+class SummaryRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One summary group as answered (``key``: the day, hour, provider, ... it counts),
+    or, without a key, the totals; ``rest``, the groups past ``top`` summed, also says
+    how many ``groups`` it holds (schema/rpc.md, ``events.summary``)."""
+
+    key: Any | UnsetType = UNSET  # None is a key: events without a session, say
+    events: int
+    llm_turns: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    cost_estimated_usd: float
+    cost_unknown: int
+    groups: int | UnsetType = UNSET
+
+
+def group_row(key: Any, sums: Sequence[int]) -> SummaryRow:
+    """One summary group as answered: nano-dollars become dollars. ``key`` UNSET: the
+    totals' row."""
     events, turns, tin, tout, nano, est_nano, unknown = sums
-    return {
-        "key": key,
-        "events": events,
-        "llm_turns": turns,
-        "input_tokens": tin,
-        "output_tokens": tout,
-        "cost_usd": nano / 1_000_000_000,
-        "cost_estimated_usd": est_nano / 1_000_000_000,
-        "cost_unknown": unknown,
-    }
+    return SummaryRow(
+        key=key,
+        events=events,
+        llm_turns=turns,
+        input_tokens=tin,
+        output_tokens=tout,
+        cost_usd=nano / 1_000_000_000,
+        cost_estimated_usd=est_nano / 1_000_000_000,
+        cost_unknown=unknown,
+    )
 
 
 def raw_sums(
@@ -354,7 +372,7 @@ def raw_sums(
     return {row[0]: list(row[1:]) for row in conn.execute(sql, params)}
 
 
-def run_summary(conn: sqlite3.Connection, f: EventFilter, by: str) -> list[dict[str, Any]]:
+def run_summary(conn: sqlite3.Connection, f: EventFilter, by: str) -> list[SummaryRow]:
     """The summary's groups computed from the raw events (no rollups): the reference the
     rollups are held to, and the benchmarks' baseline."""
     sql, params = summary_sql(f, by)

@@ -25,8 +25,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+from msgspec import UNSET, UnsetType
+
 from tsukud.events import queries, rollups
-from tsukud.events.queries import EventFilter
+from tsukud.events.queries import EventFilter, SummaryRow
 
 # Grouping -> the rollups' column for it ...
 # The most groups one answer lists (about 250 bytes each, so well inside a frame); the
@@ -49,6 +52,19 @@ _GROUPINGS = {
 HOUR = 13  # len('YYYY-MM-DDTHH')
 HOUR_START = ":00:00.000000Z"  # the smallest time in an hour a ledger timestamp has
 PAST_HOUR = "\x7f"  # H + this sorts after every timestamp of hour H, before the next's
+
+
+class SummaryAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    """``events.summary``: the groups (at most ``top``), the totals over all of them,
+    where they were read from, and ``rest``, the groups not listed summed, only when
+    there were more than ``top``."""
+
+    by: str
+    groups: list[SummaryRow]
+    totals: SummaryRow
+    source: str  # rollups, rollups+raw or raw
+    rest: SummaryRow | UnsetType = UNSET
+    replayed_usd: float = 0.0  # turns a recording answered: priced, never spent
 
 
 @dataclass(frozen=True)
@@ -155,7 +171,7 @@ def _current(conn: sqlite3.Connection, table: rollups.Table) -> bool:
 
 def summarise(
     conn: sqlite3.Connection, f: EventFilter, by: str, top: int = MAX_GROUPS
-) -> dict[str, Any]:
+) -> SummaryAnswer:
     """The summary's answer: groups (at most ``top``, see :func:`_answer`), totals and
     ``source``. Its parts are read in one transaction, so they see the same ledger."""
     p = plan(f, by)
@@ -182,46 +198,44 @@ def summarise(
     # Raw: in SQLite's order. Merged: text keys, or NULL first, which is SQLite's order
     # too (UTF-8 bytes sort as code points).
     keys = list(sums) if p.rollup is None else sorted(sums, key=_null_first)
-    return {**_answer(by, sums, keys, p.source, top), "replayed_usd": replayed}
+    return msgspec.structs.replace(
+        _answer(by, sums, keys, p.source, top), replayed_usd=replayed
+    )
 
 
 def summarise_shared(
     conn: sqlite3.Connection, f: EventFilter, by: str, top: int = MAX_GROUPS
-) -> dict[str, Any]:
+) -> SummaryAnswer:
     """The same answer from a shared ledger (PostgreSQL): one aggregate statement over
     every origin's events (or ``f.origin``'s), in SQLite's order of keys whatever the
     database's collation. No rollups there: the aggregate reads the events the filter
     selects (by the ``(type, ts)`` and ``ts`` indexes when it has bounds)."""
     sums = queries.raw_sums(conn, f, by, shared=True)
     answer = _answer(by, sums, sorted(sums, key=_null_first), "raw", top)
-    return {**answer, "replayed_usd": queries.replayed_usd(conn, f, shared=True)}
+    return msgspec.structs.replace(
+        answer, replayed_usd=queries.replayed_usd(conn, f, shared=True)
+    )
 
 
 def _answer(
     by: str, sums: dict[Any, list[int]], keys: list[Any], source: str, top: int
-) -> dict[str, Any]:
+) -> SummaryAnswer:
     """Groups in key order, totals over all of them. Past ``top`` groups (a year of
     sessions is tens of thousands: more than one frame holds), only the ``top`` costing
     most (then with most events) are listed and the others are summed in ``rest`` with
     their number, so the answer always fits a frame and still adds up to the totals."""
-    totals = _summed(sums.values())
-    answer: dict[str, Any] = {"by": by, "groups": [], "totals": _unkeyed(totals), "source": source}
+    totals = queries.group_row(UNSET, _summed(sums.values()))
+    rest: SummaryRow | UnsetType = UNSET
     if len(keys) > top:
         cost = queries.SUM_COLUMNS.index("cost_nano")
         ranked = sorted(keys, key=lambda k: (sums[k][cost], sums[k][0]), reverse=True)
         kept = frozenset(ranked[:top])
-        rest = [sums[k] for k in keys if k not in kept]
-        answer["rest"] = {**_unkeyed(_summed(rest)), "groups": len(rest)}
+        left = [sums[k] for k in keys if k not in kept]
+        rest = msgspec.structs.replace(queries.group_row(UNSET, _summed(left)), groups=len(left))
         keys = [k for k in keys if k in kept]
-    answer["groups"] = [queries.group_row(k, sums[k]) for k in keys]
-    return answer
+    groups = [queries.group_row(k, sums[k]) for k in keys]
+    return SummaryAnswer(by=by, groups=groups, totals=totals, source=source, rest=rest)
 
 
 def _summed(rows: Iterable[list[int]]) -> list[int]:
     return [sum(col) for col in zip(*rows, strict=True)] or [0] * len(queries.SUM_COLUMNS)
-
-
-def _unkeyed(sums: list[int]) -> dict[str, Any]:
-    row = queries.group_row(None, sums)
-    del row["key"]
-    return row

@@ -37,6 +37,7 @@ import trio
 from tsukud import log
 from tsukud.batch.queue import MAX_ATTEMPTS, remaining
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, LedgerUnavailable, TsukuError
+from tsukud.events.catalogue import BatchRunStopped, as_payload
 from tsukud.policy import spent
 from tsukud.progress import Progress, no_progress
 from tsukud.source import parse_source
@@ -104,18 +105,18 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     duration_ms: int
     rate_per_min: float
 
-    def stopped_event(self) -> dict[str, Any]:
+    def stopped_event(self) -> BatchRunStopped:
         """The ``batch.run_stopped`` payload: the run's totals, not its breakdowns."""
-        return {
-            "run": self.run,
-            "reason": self.reason,
-            "done": self.done,
-            "failed": self.failed,
-            "deferred": self.deferred,
-            "remaining": self.remaining,
-            "spent_usd": self.spent_usd,
-            "duration_ms": self.duration_ms,
-        }
+        return BatchRunStopped(
+            run=self.run,
+            reason=self.reason,
+            done=self.done,
+            failed=self.failed,
+            deferred=self.deferred,
+            remaining=self.remaining,
+            spent_usd=self.spent_usd,
+            duration_ms=self.duration_ms,
+        )
 
 
 class RunOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -262,7 +263,7 @@ class BatchRunner:
         finally:
             with trio.CancelScope(shield=True):
                 summary = await self._summary(run, reason, tally, started, workers)
-                ev = store.append_nowait("batch.run_stopped", summary.stopped_event())
+                ev = store.append_nowait("batch.run_stopped", as_payload(summary.stopped_event()))
                 await store.wait_durable(ev.id)
         return summary
 

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from tsukud.create.errors import NoBinaryAssets
+from tsukud.create.preview import page_uses
 from tsukud.flows.install_missing import with_command_cost
 from tsukud.flows.no_build import NoBuildFallback, PagePackage, page_consent
 from tsukud.instructions.trust import decode_uses
@@ -116,7 +117,7 @@ class CreateRecipe:
             # Written where install finds it, with no preview: the person must have
             # seen what the repository does not name.
             await consent(
-                result.preview.get("uses"),
+                page_uses(result.preview),
                 f"tsukuctl create {tool} --from {source} without --yes",
                 session=result.session,
             )

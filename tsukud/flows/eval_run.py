@@ -384,7 +384,9 @@ class EvalRunner:
                     session=session,
                     max_repairs=opts.repairs,
                 )
-                wrong = corpora.mismatches(item, result.preview.get("downloads", []))
+                wrong = corpora.mismatches(
+                    item, result.preview.downloads if result.preview is not None else []
+                )
                 if wrong:
                     category, detail = WRONG_ASSET, "; ".join(wrong)
             except Exception as exc:  # one item's failure, whatever it is, is a figure

@@ -10,19 +10,21 @@ no registry names.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+import msgspec
 
 from tsukud.errors import TsukuError
 from tsukud.progress import Progress
 
 if TYPE_CHECKING:
-    from tsukud.hooks.service import HookIndex
+    from tsukud.hooks.service import HookIndex, IndexBuilt
     from tsukud.install.registry import Registry
 
 
 async def reindex(
     hook_index: HookIndex, registry: Registry | None, progress: Progress
-) -> dict[str, Any]:
+) -> IndexBuilt:
     """Rebuild the index; first fetch the manifest if ``registry`` is given and none is
     cached. The index's stats, plus ``manifest``: ``cached``, ``fetched`` or the error."""
     manifest = "not asked"
@@ -38,4 +40,4 @@ async def reindex(
             except TsukuError as e:
                 manifest = f"unavailable: {e.message}"
     await progress({"stage": "building the command index"})
-    return {**await hook_index.rebuild(), "manifest": manifest}
+    return msgspec.structs.replace(await hook_index.rebuild(), manifest=manifest)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from tsukud.create.errors import NoBinaryAssets
+from tsukud.create.preview import page_uses
 from tsukud.discover.ecosystem import BUILDER_SOURCES
 from tsukud.discover.errors import (
     CreateUnavailable,
@@ -381,7 +382,7 @@ class InstallMissing:
                 collect_tool_stats=collect_tool_stats,
             )
         res = outcome.result
-        strangers = foreign(decode_uses(res.preview.get("uses")))
+        strangers = foreign(decode_uses(page_uses(res.preview)))
         if strangers and not trust_page_hosts:
             if not can_ask or self.confirmations is None:
                 raise refusal(name, url, strangers, f"tsukuctl install {name} without --yes")

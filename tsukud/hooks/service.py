@@ -22,7 +22,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import trio
+from msgspec import UNSET, UnsetType
 
 from tsukud import log
 from tsukud.clock import Clock, SystemClock
@@ -34,6 +36,34 @@ if TYPE_CHECKING:
 
 # A recipe written by ``create`` (or saved after its preview) names commands too.
 INDEX_EVENTS = frozenset({"install.completed", "install.removed", "recipe.written"})
+
+
+class IgnoredClaim(msgspec.Struct, frozen=True, kw_only=True):
+    """An alias claim on a command another tool provides under its own name: dropped
+    from the index, and reported (``hook install``, ``doctor``)."""
+
+    command: str
+    tool: str
+    source: str
+    owner: str
+
+
+class IndexBuilt(msgspec.Struct, frozen=True, kw_only=True):
+    """What a rebuild wrote (``hooks.reindex``): where, how many rows, commands and tools,
+    by source, when and how long it took, the recipes that could not be read; the
+    ``hooks.reindex`` flow adds whether the registry's manifest was there first."""
+
+    ignored_claims: list[IgnoredClaim]
+    ambiguous: int  # commands several tools claim with none named after them
+    path: str
+    entries: int
+    commands: int
+    tools: int
+    by_source: dict[str, int]
+    built_at: float
+    duration_ms: float
+    recipe_errors: dict[str, str]  # recipe file → why it could not be read
+    manifest: str | UnsetType = UNSET  # not asked, cached, fetched or unavailable: ...
 
 
 class HookIndex:
@@ -52,7 +82,7 @@ class HookIndex:
         self._lock = trio.Lock()
         self._dirty = False
         self._scheduled = False
-        self.last: dict[str, Any] | None = None
+        self.last: IndexBuilt | None = None
 
     def on_event(self, ev: Event) -> None:
         if ev.type in INDEX_EVENTS:
@@ -82,7 +112,7 @@ class HookIndex:
         finally:
             self._scheduled = False
 
-    async def rebuild(self) -> dict[str, Any]:
+    async def rebuild(self) -> IndexBuilt:
         """Rewrite the index now and describe it."""
         async with self._lock:
             # The projection is only touched from the event loop: copy it here.
@@ -91,32 +121,37 @@ class HookIndex:
         self.last = stats
         log.get().info(
             "hooks.index_built",
-            **{k: v for k, v in stats.items() if k not in ("recipe_errors", "ignored_claims")},
-            recipe_errors=len(stats["recipe_errors"]),
-            ignored_claims=len(stats["ignored_claims"]),
+            path=stats.path,
+            entries=stats.entries,
+            commands=stats.commands,
+            tools=stats.tools,
+            by_source=stats.by_source,
+            built_at=stats.built_at,
+            duration_ms=stats.duration_ms,
+            ambiguous=stats.ambiguous,
+            recipe_errors=len(stats.recipe_errors),
+            ignored_claims=len(stats.ignored_claims),
         )
         return stats
 
-    def _build_sync(self, installed: dict[str, list[str]]) -> dict[str, Any]:
+    def _build_sync(self, installed: dict[str, list[str]]) -> IndexBuilt:
         t0 = self._clock.now()
         recipes = self._reader.scan(self.home)
         plan = plan_index(recipes, installed)
         text = render_index(plan)
         path = write_index(str(self.home), text)
         rows = parse_index(text)
-        return {
-            # Alias claims on a command another tool provides under its own name:
-            # dropped, and reported (`hook install`, `doctor`).
-            "ignored_claims": [
-                {"command": b, "tool": t, "source": src, "owner": b} for b, t, src in plan.ignored
+        return IndexBuilt(
+            ignored_claims=[
+                IgnoredClaim(command=b, tool=t, source=src, owner=b) for b, t, src in plan.ignored
             ],
-            "ambiguous": sum(1 for r in plan.rows if r[3]),
-            "path": path,
-            "entries": len(rows),
-            "commands": len({b for b, _, _ in rows}),
-            "tools": len({t for _, t, _ in rows}),
-            "by_source": {s: sum(1 for r in rows if r[2] == s) for s in SOURCES},
-            "built_at": (done := self._clock.now()),
-            "duration_ms": round((done - t0) * 1000, 1),
-            "recipe_errors": dict(sorted(self._reader.errors.items())),
-        }
+            ambiguous=sum(1 for r in plan.rows if r[3]),
+            path=path,
+            entries=len(rows),
+            commands=len({b for b, _, _ in rows}),
+            tools=len({t for _, t, _ in rows}),
+            by_source={s: sum(1 for r in rows if r[2] == s) for s in SOURCES},
+            built_at=(done := self._clock.now()),
+            duration_ms=round((done - t0) * 1000, 1),
+            recipe_errors=dict(sorted(self._reader.errors.items())),
+        )

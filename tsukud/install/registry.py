@@ -27,6 +27,7 @@ from tsukud import log
 from tsukud.clock import Clock, SystemClock
 from tsukud.errors import TsukuError
 from tsukud.fsutil import fresh, write_atomic
+from tsukud.install.results import RegistryUpdated
 from tsukud.net.http import Http, HttpError, HttpStatusError
 from tsukud.recipe import Recipe, RecipeError, parse_recipe
 
@@ -327,7 +328,7 @@ class Registry:
             return []
         return sorted(p.stem for p in self.cache_dir.glob("*/*.toml"))
 
-    async def update(self) -> dict[str, Any]:
+    async def update(self) -> RegistryUpdated:
         """Refetch the manifest and every cached recipe (``tsukuctl update-registry``)."""
         manifest = await self.fetch_manifest()
         refreshed: list[str] = []
@@ -348,12 +349,12 @@ class Registry:
                 refreshed.append(name)
             except (HttpError, RecipeError) as exc:
                 failed[name] = exc.message
-        return {
-            "manifest_url": self.manifest_url,
-            "registry_url": self.base_url,
-            "recipes_listed": len(manifest.recipes),
-            "generated_at": manifest.generated_at,
-            "refreshed": refreshed,
-            "removed": removed,
-            "failed": failed,
-        }
+        return RegistryUpdated(
+            manifest_url=self.manifest_url,
+            registry_url=self.base_url,
+            recipes_listed=len(manifest.recipes),
+            generated_at=manifest.generated_at,
+            refreshed=refreshed,
+            removed=removed,
+            failed=failed,
+        )

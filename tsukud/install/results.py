@@ -113,3 +113,16 @@ class Upgrades(msgspec.Struct, frozen=True, kw_only=True):
     upgraded: list[Upgraded]
     current: list[Current]
     failed: list[NotUpgraded]
+
+
+class RegistryUpdated(msgspec.Struct, frozen=True, kw_only=True):
+    """``registry.update``: the manifest read again and every cached recipe refetched:
+    refreshed, removed (the registry no longer has it) or failed (why, by name)."""
+
+    manifest_url: str
+    registry_url: str
+    recipes_listed: int
+    generated_at: str | None
+    refreshed: list[str]
+    removed: list[str]
+    failed: dict[str, str]

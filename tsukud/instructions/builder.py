@@ -37,6 +37,7 @@ from tsukud.create.pipeline import (
     provider_name,
     recorded,
 )
+from tsukud.create.preview import PlatformDownloads, Preview
 from tsukud.create.repair import feedback_for
 from tsukud.create.session import MALFORMED
 from tsukud.discover.stylesheets import MAX_BYTES as STYLESHEET_MAX_BYTES
@@ -638,12 +639,12 @@ class _Run:
             turns=self.turns,
             repairs=self.repairs,
             max_repairs=self.req.max_repairs,
-            preview={
-                **preview(recipe, version, verdict.tag or version),
-                "uses": [msgspec.to_builtins(u) for u in self.uses(self.answer)]
+            preview=msgspec.structs.replace(
+                preview(recipe, version, verdict.tag or version),
+                uses=[msgspec.to_builtins(u) for u in self.uses(self.answer)]
                 if self.answer is not None
                 else [],
-            },
+            ),
             warnings=tuple(self.warnings),
             duration_ms=round((self.deps.clock.now() - started) * 1000),
             tool_stats=tuple(self.tool_calls) if self.req.collect_tool_stats else None,
@@ -682,26 +683,26 @@ def downloaded_script(recipe: Recipe, prepared: Prepared) -> str | None:
     return None
 
 
-def preview(recipe: Recipe, version: str, tag: str) -> dict[str, Any]:
+def preview(recipe: Recipe, version: str, tag: str) -> Preview:
     """What the user sees before accepting: each platform's downloads, the actions, the
     verify command (create's preview shape)."""
     from tsukud.recipe import ResolvedVersion
 
-    downloads = []
+    downloads: list[PlatformDownloads] = []
     for target in STANDARD_PLATFORMS:
         try:
             steps = render_recipe(
                 recipe, ResolvedVersion(version, tag), target, assets=(), github_url=""
             )
             downloads.append(
-                {
-                    "platform": target.key,
-                    "assets": [s.url for s in steps],  # the hosts are what to judge
-                    "urls": [s.url for s in steps],
-                }
+                PlatformDownloads(
+                    platform=target.key,
+                    assets=[s.url for s in steps],  # the hosts are what to judge
+                    urls=[s.url for s in steps],
+                )
             )
         except RecipeError as exc:
-            downloads.append({"platform": target.key, "unsupported": exc.message})
+            downloads.append(PlatformDownloads(platform=target.key, unsupported=exc.message))
     actions = []
     for step in recipe.steps:
         when = step.when
@@ -713,12 +714,12 @@ def preview(recipe: Recipe, version: str, tag: str) -> dict[str, Any]:
         elif step.action == "download":
             actions.append(f"Download the binary {url}{on}")
     verify = recipe.verify
-    return {
-        "downloads": downloads,
-        "actions": actions,
-        "verify": verify.command if verify else None,
-        "verify_pattern": verify.pattern if verify else None,
-    }
+    return Preview(
+        downloads=downloads,
+        actions=actions,
+        verify=verify.command if verify else None,
+        verify_pattern=verify.pattern if verify else None,
+    )
 
 
 async def build(

@@ -38,6 +38,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+import msgspec
+from msgspec import UNSET, UnsetType
+
 from tsukud.clock import Clock, iso
 from tsukud.errors import ProviderUnavailable
 from tsukud.events.projections import Breakers
@@ -51,6 +54,20 @@ Admitted = Literal["go", "probe", "wait"]
 class BreakerSettings:
     failure_threshold: int = 3
     reset_seconds: float = 60.0
+
+
+class BreakerShown(msgspec.Struct, frozen=True, kw_only=True):
+    """One scope's circuit as ``status`` shows it. ``provider`` repeats the scope's name
+    (for readers from before scopes); ``probe_owner``, the origin whose probe is out, is
+    sent only for a shared ledger's circuit."""
+
+    scope: str
+    provider: str
+    state: str
+    consecutive_failures: int
+    retry_at: str | None
+    last_error: str | None
+    probe_owner: str | UnsetType | None = UNSET
 
 
 class CircuitOpen(ProviderUnavailable):
@@ -108,7 +125,7 @@ class CircuitBreakers:
         """``closed``, ``open`` or ``half_open``."""
         return self._b.get(scope).state
 
-    def snapshot(self, settings: BreakerSettings | None = None) -> list[dict[str, Any]]:
+    def snapshot(self, settings: BreakerSettings | None = None) -> list[BreakerShown]:
         """``settings`` stand in for the settings' when those cannot be read (as for
         Budget). ``provider`` is the scope's name, for readers from before scopes."""
         out = []
@@ -116,14 +133,14 @@ class CircuitBreakers:
             st = self._b.states[name]
             at = self.retry_at(name, settings)
             out.append(
-                {
-                    "scope": name,
-                    "provider": name,
-                    "state": st.state,
-                    "consecutive_failures": st.failures,
-                    "retry_at": iso(at) if at is not None else None,
-                    "last_error": st.last_error,
-                }
+                BreakerShown(
+                    scope=name,
+                    provider=name,
+                    state=st.state,
+                    consecutive_failures=st.failures,
+                    retry_at=iso(at) if at is not None else None,
+                    last_error=st.last_error,
+                )
             )
         return out
 

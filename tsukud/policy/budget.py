@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
 
+import msgspec
+
 import tsukud.policy.spent as spent
 from tsukud.clock import Clock, utc_day
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, InvalidParams, NotFound
@@ -19,6 +21,18 @@ from tsukud.events.store import EventStore
 @dataclass(frozen=True)
 class BudgetLimits:
     daily_usd: float
+    confirm_threshold_usd: float
+
+
+class BudgetShown(msgspec.Struct, frozen=True, kw_only=True):
+    """Today's budget as ``status`` and ``llm.status`` show it (schema/rpc.md): spent and
+    held against the limits in force (on a shared ledger, the whole team's, as last read)."""
+
+    day: str
+    spent_usd: float
+    reserved_usd: float
+    replayed_usd: float = 0.0  # priced turns a recording answered: never spent
+    daily_budget_usd: float
     confirm_threshold_usd: float
 
 
@@ -115,20 +129,20 @@ class Budget:
     def today(self) -> str:
         return utc_day(self._clock.now())
 
-    def snapshot(self, limits: BudgetLimits | None = None) -> dict[str, float | str]:
+    def snapshot(self, limits: BudgetLimits | None = None) -> BudgetShown:
         """``limits`` stand in for the settings' when those cannot be read (``status``
         shows the state of a daemon whose config file has a problem)."""
         day = self.today()
         lim = self._limits() if limits is None else limits
-        return {
-            "day": day,
-            "spent_usd": to_usd(self._days.spent(day)),
-            "reserved_usd": to_usd(self._days.reserved(day)),
+        return BudgetShown(
+            day=day,
+            spent_usd=to_usd(self._days.spent(day)),
+            reserved_usd=to_usd(self._days.reserved(day)),
             # this daemon's replayed turns (a recording answered them): never spent
-            "replayed_usd": to_usd(self._spend.replayed_on(day)),
-            "daily_budget_usd": lim.daily_usd,
-            "confirm_threshold_usd": lim.confirm_threshold_usd,
-        }
+            replayed_usd=to_usd(self._spend.replayed_on(day)),
+            daily_budget_usd=lim.daily_usd,
+            confirm_threshold_usd=lim.confirm_threshold_usd,
+        )
 
     async def reserve(
         self,

@@ -35,6 +35,7 @@ from tsukud.events.store import Event, EventStore
 from tsukud.policy.breaker import (
     Admitted,
     BreakerSettings,
+    BreakerShown,
     CircuitBreakers,
     CircuitOpen,
     Outcome,
@@ -307,24 +308,24 @@ class SharedBreakers(CircuitBreakers):
         if rows is not None:
             self._rows = rows
 
-    def snapshot(self, settings: BreakerSettings | None = None) -> list[dict[str, Any]]:
+    def snapshot(self, settings: BreakerSettings | None = None) -> list[BreakerShown]:
         """The shared circuits (as last read) and this daemon's own registry scopes."""
-        own = [b for b in super().snapshot(settings) if b["scope"] not in self._rows]
+        own = [b for b in super().snapshot(settings) if b.scope not in self._rows]
         shared = [
-            {
-                "scope": name,
-                "provider": name,
-                "state": "half_open"
+            BreakerShown(
+                scope=name,
+                provider=name,
+                state="half_open"
                 if row.state == "open" and row.probe_owner is not None
                 else row.state,
-                "consecutive_failures": row.failures,
-                "retry_at": iso(row.open_until) if row.open_until is not None else None,
-                "last_error": row.last_error,
-                "probe_owner": row.probe_owner,
-            }
+                consecutive_failures=row.failures,
+                retry_at=iso(row.open_until) if row.open_until is not None else None,
+                last_error=row.last_error,
+                probe_owner=row.probe_owner,
+            )
             for name, row in self._rows.items()
         ]
-        return sorted(own + shared, key=lambda b: str(b["scope"]))
+        return sorted(own + shared, key=lambda b: b.scope)
 
 
 def _row(r: Any) -> Row:

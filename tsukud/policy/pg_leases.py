@@ -33,6 +33,7 @@ import psycopg
 
 from tsukud import log
 from tsukud.errors import DiskFull, LedgerUnavailable
+from tsukud.events.catalogue import BudgetExpiredHoldSettled, as_payload
 from tsukud.events.projections import to_usd
 from tsukud.events.store import EventStore
 from tsukud.policy.pg_db import SharedDb
@@ -68,17 +69,17 @@ class ExpiredHold:
     amount: int  # micro-USD: the worst case, charged whole
     silent_since: str  # the origin's lease ran out then (ISO 8601)
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> BudgetExpiredHoldSettled:
         usd = to_usd(self.amount)
-        return {
-            "origin": self.origin,
-            "reservation": self.reservation,
-            "day": self.day,
-            "reserved_usd": usd,
-            "actual_usd": usd,
-            "estimated": True,
-            "lease_expired_at": self.silent_since,
-        }
+        return BudgetExpiredHoldSettled(
+            origin=self.origin,
+            reservation=self.reservation,
+            day=self.day,
+            reserved_usd=usd,
+            actual_usd=usd,
+            estimated=True,
+            lease_expired_at=self.silent_since,
+        )
 
 
 def renew(conn: psycopg.Connection[Any], origin: str, instance: str, lease_s: float) -> None:
@@ -124,7 +125,7 @@ class OriginLease:
             log.get().warning(
                 "budget.expired_hold_settled", origin=hold.origin, reservation=hold.reservation
             )
-            await store.append(EVENT, hold.payload())
+            await store.append(EVENT, as_payload(hold.payload()))
         return settled
 
     async def round(self, store: EventStore, lease_s: float) -> None:

@@ -12,10 +12,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import msgspec
+
 from tsukud.clock import Clock, iso
 from tsukud.errors import RateLimited
 from tsukud.events.projections import GenerationWindow
 from tsukud.events.store import Event, EventStore
+
+
+class HourShown(msgspec.Struct, frozen=True, kw_only=True):
+    """The hour's generations as ``status`` shows them: counted, and the limit."""
+
+    count: int
+    limit: int
 
 
 @dataclass(frozen=True)
@@ -81,11 +90,11 @@ class GenerationLimit:
         self._limit = limit
         self._hours: Hours = hours if hours is not None else LocalHours(window)
 
-    def snapshot(self, limit: int | None = None) -> dict[str, Any]:
+    def snapshot(self, limit: int | None = None) -> HourShown:
         """``limit`` stands in for the setting when it cannot be read (as for Budget)."""
         now = self._clock.now()
         limit = self._limit() if limit is None else limit
-        return {"count": self._hours.count(now), "limit": limit}
+        return HourShown(count=self._hours.count(now), limit=limit)
 
     async def refresh(self) -> None:
         """The hour's count as every daemon on the ledger sees it, for ``status``."""

@@ -7,7 +7,7 @@ run loop, which spans create and validation, is ``tsukud.flows.batch_run``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -17,7 +17,7 @@ from tsukud.rpc.server import Call
 from tsukud.services import Services
 
 if TYPE_CHECKING:
-    from tsukud.batch.results import Added, Cleared, Exported, Retried
+    from tsukud.batch.results import Added, BatchStatus, Cleared, Exported, Retried
 
 
 class AddParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -66,7 +66,7 @@ async def batch_run(s: Services, p: RunOptions, call: Call) -> RunSummary:
 
 
 @method("batch.status", StatusParams)
-async def batch_status(s: Services, p: StatusParams, call: Call) -> dict[str, Any]:
+async def batch_status(s: Services, p: StatusParams, call: Call) -> BatchStatus:
     """Counts by state, failures grouped by category, running jobs, spend."""
     return await s.batch.status(max(0, min(p.examples, 50)))
 

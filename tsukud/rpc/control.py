@@ -11,8 +11,76 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from tsukud.policy.breaker import BreakerShown
+from tsukud.policy.budget import BudgetShown
+from tsukud.policy.ratelimit import HourShown
+
 if TYPE_CHECKING:
     from tsukud.config import Config
+
+
+class LedgerShown(msgspec.Struct, frozen=True, kw_only=True):
+    """``status``'s ``events``: how far the ledger is written and made durable, which
+    backend holds it and whether it can be reached; on a shared ledger this daemon's
+    chain (``origin``) and every daemon's (``origins``, sent only there)."""
+
+    count: int
+    durable: int
+    disk_full: bool
+    ledger: str  # sqlite or postgresql
+    unreachable: str | None
+    origin: str | None
+    origins: list[dict[str, Any]] | UnsetType = UNSET
+
+
+class SlotsShown(msgspec.Struct, frozen=True, kw_only=True):
+    """``status``'s ``sandbox``: the validation container slots, and how many are taken."""
+
+    slots: int
+    busy: int
+
+
+class SettingShown(msgspec.Struct, frozen=True, kw_only=True):
+    """A setting in force and where its value came from; a secret's value is never
+    shown, only whether it is set."""
+
+    key: str
+    value: Any
+    set: bool
+    secret: bool
+    source: str
+
+
+class ProblemShown(msgspec.Struct, frozen=True, kw_only=True):
+    """A problem of the config file: status still answers and says what to do."""
+
+    message: str
+    hint: str | None
+
+
+class DaemonStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """``status`` (schema/rpc.md): answered from memory, the request a busy daemon must
+    answer at once."""
+
+    version: str
+    pid: int
+    uptime_s: float
+    started_at: float
+    socket: str | None
+    activation: str
+    home: str
+    database: str
+    budget: BudgetShown
+    generations: HourShown
+    breakers: list[BreakerShown]
+    events: LedgerShown
+    sandbox: SlotsShown
+    connections: int
+    settings: list[SettingShown]
+    problems: list[ProblemShown]
 
 
 class DaemonControl(Protocol):
@@ -26,7 +94,7 @@ class DaemonControl(Protocol):
     async def refresh_shared(self) -> None:
         """Before ``status``: the numbers every daemon on a shared ledger sees."""
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> DaemonStatus:
         """The daemon's state as ``status`` answers it (schema/rpc.md)."""
 
     def request_stop(self) -> None:

@@ -9,7 +9,7 @@ Everything heavy is imported by the service, on first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -18,7 +18,7 @@ from tsukud.rpc.server import Call
 from tsukud.services import Services
 
 if TYPE_CHECKING:
-    from tsukud.discover.model import Discovered
+    from tsukud.discover.model import Discovered, SearchAnswer
 
 
 class DiscoverParams(msgspec.Struct, forbid_unknown_fields=True):
@@ -63,7 +63,7 @@ class SearchParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 @method("search", SearchParams)
-async def search(s: Services, p: SearchParams, call: Call) -> dict[str, Any]:
+async def search(s: Services, p: SearchParams, call: Call) -> SearchAnswer:
     """What is known of ``name`` without money or questions: recipe, discovery registry
     entry, same-name packages per ecosystem, and what ``install`` would do."""
     return await s.discovery.search(p.name)

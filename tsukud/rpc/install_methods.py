@@ -19,7 +19,7 @@ from tsukud.services import Services
 
 if TYPE_CHECKING:
     from tsukud.flows.install_tool import ToolInstalled
-    from tsukud.install.results import Removed, ToolInfo, Upgrades, Verified
+    from tsukud.install.results import RegistryUpdated, Removed, ToolInfo, Upgrades, Verified
     from tsukud.install.upgrades import ToolStatus
 
 
@@ -133,7 +133,7 @@ async def tools_plan(s: Services, p: PlanParams, call: Call) -> dict[str, Any]:
 
 
 @method("registry.update", NoParams)
-async def registry_update(s: Services, p: NoParams, call: Call) -> dict[str, Any]:
+async def registry_update(s: Services, p: NoParams, call: Call) -> RegistryUpdated:
     """Refetch the registry manifest and every cached recipe."""
     result = await s.installer.registry.update()
     s.hook_index.request_rebuild()  # the shell hook's index lists registry recipes

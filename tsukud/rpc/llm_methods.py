@@ -7,13 +7,65 @@ from typing import Any
 
 import msgspec
 
+from tsukud.policy.breaker import BreakerShown
+from tsukud.policy.budget import BudgetShown
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
 from tsukud.services import Services
 
 
+class PriceShown(msgspec.Struct, frozen=True, kw_only=True):
+    """A model's price as ``llm status`` shows it: USD per 1M tokens and per fee; the
+    ``*_above`` rates are the long-context tier's (null when the model has one tier)."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+    cache_read_per_mtok: float | None
+    cache_write_per_mtok: float | None
+    per_search: float | None
+    per_grounded_prompt: float | None
+    above_tokens: int | None
+    input_above_per_mtok: float | None
+    output_above_per_mtok: float | None
+    valid_until: str | None
+
+
+class NeverTripped(msgspec.Struct, frozen=True, kw_only=True):
+    """The breaker of a provider that has never failed: closed, no failures counted."""
+
+    state: str = "closed"
+    consecutive_failures: int = 0
+
+
+class ProviderShown(msgspec.Struct, frozen=True, kw_only=True):
+    """One provider in ``llm status``: its model, whether its credentials are set and it
+    can be used (why not), its circuit, its price, and a deprecation warning."""
+
+    name: str
+    in_order: bool
+    model: str
+    base_url: str
+    credential: str
+    usable: bool
+    reason: str
+    breaker: BreakerShown | NeverTripped
+    price: PriceShown | None
+    self_hosted: bool
+    deprecated: str | None
+
+
+class LlmStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """``llm.status``: the providers in the order they are tried, then the others."""
+
+    order: list[str]
+    providers: list[ProviderShown]
+    replay_dir: str | None
+    record_dir: str | None
+    budget: BudgetShown
+
+
 @method("llm.status", NoParams)
-async def llm_status(s: Services, p: NoParams, call: Call) -> dict[str, Any]:
+async def llm_status(s: Services, p: NoParams, call: Call) -> LlmStatus:
     """Providers in order: model, credentials set or not, breaker, price, deprecation."""
     await s.budget.refresh()
     from tsukud.llm.providers import lists_deprecations
@@ -21,7 +73,7 @@ async def llm_status(s: Services, p: NoParams, call: Call) -> dict[str, Any]:
 
     llm = s.llm
     order = llm.order()
-    breakers = {b["provider"]: b for b in s.breakers.snapshot()}
+    breakers = {b.provider: b for b in s.breakers.snapshot()}
     providers = []
     for name in [*order, *(n for n in PROVIDERS if n not in order)]:
         info = llm.info(name)
@@ -32,41 +84,41 @@ async def llm_status(s: Services, p: NoParams, call: Call) -> dict[str, Any]:
 
             deprecated = deprecation(info.model)
         providers.append(
-            {
-                "name": name,
-                "in_order": name in order,
-                "model": info.model,
-                "base_url": info.base_url,
-                "credential": info.credential,
-                "usable": info.usable,
-                "reason": info.reason,
-                "breaker": breakers.get(name, {"state": "closed", "consecutive_failures": 0}),
-                "price": None
+            ProviderShown(
+                name=name,
+                in_order=name in order,
+                model=info.model,
+                base_url=info.base_url,
+                credential=info.credential,
+                usable=info.usable,
+                reason=info.reason,
+                breaker=breakers.get(name) or NeverTripped(),
+                price=None
                 if price is None
-                else {
-                    "input_per_mtok": float(price.input),
-                    "output_per_mtok": float(price.output),
-                    "cache_read_per_mtok": _f(price.cache_read),
-                    "cache_write_per_mtok": _f(price.cache_write),
-                    "per_search": _f(price.per_search),
-                    "per_grounded_prompt": _f(price.per_grounded_prompt),
-                    "above_tokens": price.above_tokens,
-                    "input_above_per_mtok": _f(price.input_above),
-                    "output_above_per_mtok": _f(price.output_above),
-                    "valid_until": price.until.isoformat() if price.until else None,
-                },
-                "self_hosted": name == "local",
-                "deprecated": deprecated,
-            }
+                else PriceShown(
+                    input_per_mtok=float(price.input),
+                    output_per_mtok=float(price.output),
+                    cache_read_per_mtok=_f(price.cache_read),
+                    cache_write_per_mtok=_f(price.cache_write),
+                    per_search=_f(price.per_search),
+                    per_grounded_prompt=_f(price.per_grounded_prompt),
+                    above_tokens=price.above_tokens,
+                    input_above_per_mtok=_f(price.input_above),
+                    output_above_per_mtok=_f(price.output_above),
+                    valid_until=price.until.isoformat() if price.until else None,
+                ),
+                self_hosted=name == "local",
+                deprecated=deprecated,
+            )
         )
     c = s.config()
-    return {
-        "order": order,
-        "providers": providers,
-        "replay_dir": c["llm.replay_dir"] or None,
-        "record_dir": c["llm.record_dir"] or None,
-        "budget": s.budget.snapshot(),
-    }
+    return LlmStatus(
+        order=order,
+        providers=providers,
+        replay_dir=c["llm.replay_dir"] or None,
+        record_dir=c["llm.record_dir"] or None,
+        budget=s.budget.snapshot(),
+    )
 
 
 def _f(x: Any) -> float | None:

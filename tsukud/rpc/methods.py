@@ -21,7 +21,7 @@ from tsukud.events import queries, summary
 from tsukud.events.readers import ReadTooSlow
 from tsukud.events.store import EventStore, NewEvent
 from tsukud.rpc import protocol
-from tsukud.rpc.control import DaemonControl
+from tsukud.rpc.control import DaemonControl, DaemonStatus
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
 from tsukud.services import Services
@@ -121,7 +121,7 @@ async def ping(s: Services, p: NoParams, call: Call) -> Pong:
 
 
 @method("status", NoParams, inline=True, takes="control")
-async def status(d: DaemonControl, p: NoParams, call: Call) -> dict[str, Any]:
+async def status(d: DaemonControl, p: NoParams, call: Call) -> DaemonStatus:
     """Version, uptime, budget, rate window, breakers, event count."""
     await d.refresh_shared()
     return d.status()
@@ -256,36 +256,42 @@ def _quick_list_in_sql(
     return int(total), protocol.HEADER.pack(len(body)) + body
 
 
+class ListedEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """An event as ``events.list`` sends it, its payload the stored JSON as it is; a
+    shared ledger's also names its origin and its place in that origin's chain."""
+
+    id: int
+    ts: str
+    type: str
+    session: str | None
+    payload: msgspec.Raw
+    hash: str
+    origin: str | UnsetType = UNSET
+    seq: int | UnsetType = UNSET
+
+
+class _Listed(msgspec.Struct, frozen=True):
+    events: list[ListedEvent]
+
+
 def _events_chunk(rows: list[list[Any]]) -> msgspec.Raw:
     """One ``{"events": [...]}`` progress body, encoded (payloads are stored as JSON). A
     shared ledger's events also name their origin and their place in its chain."""
-    if rows and len(rows[0]) > 6:
-        return msgspec.Raw(msgspec.json.encode({"events": [_shared_event(r) for r in rows]}))
+    shared = bool(rows) and len(rows[0]) > 6
     events = [
-        {
-            "id": r[0],
-            "ts": r[1],
-            "type": r[2],
-            "session": r[3],
-            "payload": msgspec.Raw(r[4].encode()),
-            "hash": r[5],
-        }
+        ListedEvent(
+            id=r[0],
+            ts=r[1],
+            type=r[2],
+            session=r[3],
+            payload=msgspec.Raw(r[4].encode()),
+            hash=r[5],
+            origin=r[6] if shared else UNSET,
+            seq=r[7] if shared else UNSET,
+        )
         for r in rows
     ]
-    return msgspec.Raw(msgspec.json.encode({"events": events}))
-
-
-def _shared_event(r: list[Any]) -> dict[str, Any]:
-    return {
-        "id": r[0],
-        "ts": r[1],
-        "type": r[2],
-        "session": r[3],
-        "payload": msgspec.Raw(r[4].encode()),
-        "hash": r[5],
-        "origin": r[6],
-        "seq": r[7],
-    }
+    return msgspec.Raw(msgspec.json.encode(_Listed(events)))
 
 
 class SummaryParams(msgspec.Struct, forbid_unknown_fields=True):

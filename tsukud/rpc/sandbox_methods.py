@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from tsukud.errors import InvalidParams
 from tsukud.rpc.registry import NoParams, method
 from tsukud.rpc.server import Call
+from tsukud.sandbox.service import SandboxStatus
 from tsukud.services import Services
 
 
@@ -30,7 +29,7 @@ class Checked(msgspec.Struct, frozen=True, kw_only=True):
 
 
 @method("sandbox.status", NoParams)
-async def sandbox_status(s: Services, p: NoParams, call: Call) -> dict[str, Any]:
+async def sandbox_status(s: Services, p: NoParams, call: Call) -> SandboxStatus:
     """Which runtime answers, its version, and whether the validation image is there."""
     return await s.sandbox.status()
 

@@ -18,7 +18,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+import msgspec
 import trio
+from msgspec import UNSET, UnsetType
 
 from tsukud import log
 from tsukud.errors import SandboxError
@@ -45,6 +47,22 @@ STOP_SWEEP_S = 5.0
 def _import(*modules: str) -> None:
     for name in modules:
         importlib.import_module(name)
+
+
+class SandboxStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """``sandbox.status``: the runtime that answers (its endpoint, version, how it was
+    chosen and the sockets passed over), or why none does (``error``, ``hint``); and
+    whether the validation image is there. What one answer lacks is not sent."""
+
+    available: bool
+    error: str | UnsetType = UNSET
+    hint: str | UnsetType | None = UNSET
+    endpoint: str | UnsetType = UNSET
+    version: str | UnsetType = UNSET
+    image: str
+    image_present: bool | UnsetType = UNSET
+    chosen_by: str | UnsetType = UNSET
+    passed_over: list[str] | UnsetType = UNSET
 
 
 class Sandbox:
@@ -198,26 +216,29 @@ class Sandbox:
         await self._store.append("sandbox.image_prepared", {"image": image, "imported": imported})
         return image, imported
 
-    async def status(self) -> dict[str, Any]:
+    async def status(self) -> SandboxStatus:
         try:
             rt = await self.runtime()
             version = await rt.ping()
             image = await rt.image_exists(self.image)
         except SandboxError as e:
             self.forget()
-            return {"available": False, "error": e.message, "hint": e.hint, "image": self.image}
-        answer: dict[str, Any] = {
-            "available": True,
-            "endpoint": rt.endpoint,
-            "version": version,
-            "image": self.image,
-            "image_present": image,
-            "chosen_by": "the sandbox.docker_host setting (DOCKER_HOST)",
-        }
-        if not self._endpoint().strip():
+            return SandboxStatus(available=False, error=e.message, hint=e.hint, image=self.image)
+        if self._endpoint().strip():
+            chosen_by = "the sandbox.docker_host setting (DOCKER_HOST)"
+            passed_over: list[str] | UnsetType = UNSET
+        else:
             from tsukud.sandbox.runtime import choose_endpoint
 
             choice = await choose_endpoint()
-            answer["chosen_by"] = "the first of Podman's, then Docker's sockets that answers"
-            answer["passed_over"] = [u for u in choice.passed_over if u != rt.endpoint]
-        return answer
+            chosen_by = "the first of Podman's, then Docker's sockets that answers"
+            passed_over = [u for u in choice.passed_over if u != rt.endpoint]
+        return SandboxStatus(
+            available=True,
+            endpoint=rt.endpoint,
+            version=version,
+            image=self.image,
+            image_present=image,
+            chosen_by=chosen_by,
+            passed_over=passed_over,
+        )

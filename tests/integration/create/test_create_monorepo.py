@@ -8,6 +8,8 @@ finds the prefix from the release history and the run reports the release it che
 
 from __future__ import annotations
 
+import msgspec
+
 from tests.fakes.github import FakeGitHub
 from tests.integration.create.helpers import Sink, create_in_process, human_repo
 from tests.unit.create.named_recipes import KUSTOMIZE
@@ -73,5 +75,9 @@ async def test_deterministic_recipe_is_checked_at_its_own_products_release(
     recipe = parse_recipe(result.recipe)
     assert recipe.version is not None and recipe.version.tag_prefix == "kustomize/v"
     assert (result.tag, result.version) == ("kustomize/v5.4.2", "5.4.2")
-    linux = next(d for d in result.preview["downloads"] if d["platform"] == "linux/amd64")
+    linux = next(
+        d
+        for d in msgspec.to_builtins(result.preview)["downloads"]
+        if d["platform"] == "linux/amd64"
+    )
     assert linux["assets"] == ["kustomize_v5.4.2_linux_amd64.tar.gz"]

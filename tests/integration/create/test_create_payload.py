@@ -11,6 +11,7 @@ with the reason instead of writing the recipe.
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from tests.fakes.github import FakeGitHub
@@ -57,7 +58,9 @@ async def test_an_elf_of_the_arch_confirms_linux(
     _repo(gh, repo, elf(EM_X86_64, interp=False), elf(EM_AARCH64, interp=True))
     result = await _create(gh, github, http, repo)
     recipe = parse_recipe(result.recipe)
-    linux = {d["platform"]: d.get("assets") for d in result.preview["downloads"]}
+    linux = {
+        d["platform"]: d.get("assets") for d in msgspec.to_builtins(result.preview)["downloads"]
+    }
     assert linux["linux/amd64"] == ["portable-x86_64"]
     assert linux["linux/arm64"] == ["portable-aarch64"]
     reasons = result.matcher["reasons"]
@@ -142,7 +145,9 @@ async def test_a_build_named_arm_is_arm64_only_when_its_payload_is(
         deterministic_only=True,
         skip_validation=True,
     )
-    downloads = {d["platform"]: d.get("assets") for d in result.preview["downloads"]}
+    downloads = {
+        d["platform"]: d.get("assets") for d in msgspec.to_builtins(result.preview)["downloads"]
+    }
     assert downloads["linux/amd64"] == ["quill-linux-x86_64"]
     # An arm32 ELF refuses the guess; the recipe is written without linux/arm64.
     assert downloads["linux/arm64"] == linux_arm64
@@ -156,7 +161,9 @@ async def test_the_macos_build_placed_by_elimination_is_held_to_a_mach_o(
     linux = {"{tool}-linux-amd64": elf(EM_X86_64, interp=True)}
     _builds(gh, "acme/lumen", {**linux, "{tool}-portable": universal})
     result = await _create(gh, github, http, "acme/lumen")
-    downloads = {d["platform"]: d.get("assets") for d in result.preview["downloads"]}
+    downloads = {
+        d["platform"]: d.get("assets") for d in msgspec.to_builtins(result.preview)["downloads"]
+    }
     assert downloads["darwin/amd64"] == downloads["darwin/arm64"] == ["lumen-portable"]
     assert _downloads(gh, "lumen-portable") == 1
     # The same name holding a Linux ELF is not taken as macOS.

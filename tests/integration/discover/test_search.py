@@ -4,10 +4,23 @@ it is a near miss of, and what `install` would do. No LLM is asked, nothing is s
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
+
+import msgspec
 
 from tests.integration.discover.helpers import World, events, in_daemon
 from tsukuctl.discover_commands import search_text
+from tsukud.daemon import Daemon
+
+
+async def search(d: Daemon, name: str) -> dict[str, Any]:
+    """The service's answer as the client reads it off the wire."""
+    answer: dict[str, Any] = json.loads(
+        msgspec.json.encode(await d.services.discovery.search(name))
+    )
+    return answer
 
 
 async def test_search_lists_packages_with_their_evidence_and_spends_nothing(
@@ -20,7 +33,7 @@ async def test_search_lists_packages_with_their_evidence_and_spends_nothing(
     (home / "recipes").mkdir()
     (home / "recipes" / "stern.toml").write_text("[metadata]\nname = 'stern'\n")
     async with in_daemon(world.env(home, "claude")) as d:
-        found = await d.services.discovery.search("rgx")
+        found = await search(d, "rgx")
         assert found["recipe"] is None and found["registry_entry"] is None
         by_from = {p["from"]: p for p in found["packages"]}
         assert set(by_from) == {"crates:rgx", "npm:rgx"}
@@ -33,11 +46,11 @@ async def test_search_lists_packages_with_their_evidence_and_spends_nothing(
         assert "below discovery's bar" in text
         assert text.splitlines()[-1].startswith("tsukuctl install rgx would show these packages")
 
-        mine = await d.services.discovery.search("stern")
+        mine = await search(d, "stern")
         assert mine["recipe"].startswith("local recipe ")
         assert mine["install_would"] == "install stern from its local recipe"
 
-        near = await d.services.discovery.search("stren")
+        near = await search(d, "stren")
         assert near["did_you_mean"] == "stern" and near["packages"] == []
         assert "web" in near["install_would"]  # the last resort, which asks first
         assert "did you mean stern? tsukuctl search stern" in search_text(near)

@@ -71,8 +71,8 @@ async def test_request_before_serving_is_not_lost(tmp_path: Path) -> None:
     svc.request_rebuild()  # nowhere to run it yet: remembered, not dropped or raised
     assert svc._dirty and not svc._scheduled
     stats = await svc.rebuild()
-    assert stats["path"] == index_path(str(tmp_path))
-    assert stats["entries"] == 0
+    assert stats.path == index_path(str(tmp_path))
+    assert stats.entries == 0
 
 
 def test_reindex_over_rpc_reports_what_it_wrote(daemon: Tsuku) -> None:

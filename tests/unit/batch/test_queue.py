@@ -14,7 +14,7 @@ import trio.lowlevel
 
 from tsukud.batch import queue as q
 from tsukud.batch.errors import BatchRunning
-from tsukud.batch.results import Cleared, QueuedSource, Retried
+from tsukud.batch.results import Cleared, Deferral, FailureExample, QueuedSource, Retried
 from tsukud.batch.service import BatchService, Lease
 from tsukud.clock import FixedClock
 from tsukud.errors import UsageError
@@ -211,7 +211,7 @@ async def test_deferred_jobs_and_retry_of_both(ledger: Ledger) -> None:
     assert pricey is not None and bad is not None
     assert await svc.defer(pricey, reason="budget", message="cap")
     assert await svc.fail(bad, category="x", message="y", transient=False)
-    assert (await svc.status())["deferred"] == [{"reason": "budget", "count": 1}]
+    assert (await svc.status()).deferred == [Deferral(reason="budget", count=1)]
     assert (await svc.retry(failed=False, deferred=False)).retried == 2
 
 
@@ -223,12 +223,12 @@ async def test_status_groups_failures_by_category(ledger: Ledger) -> None:
         assert lease is not None
         category = "no_binary_assets" if i < 4 else "github_not_found"
         assert await svc.fail(lease, category=category, message=f"m{i}", transient=False)
-    groups = (await svc.status(examples=2))["failures"]
-    assert [(g["category"], g["count"], len(g["examples"])) for g in groups] == [
+    groups = (await svc.status(examples=2)).failures
+    assert [(g.category, g.count, len(g.examples)) for g in groups] == [
         ("no_binary_assets", 4, 2),
         ("github_not_found", 2, 2),
     ]
-    assert groups[0]["examples"][0] == {"tool": "t0", "source": "npm:t0", "message": "m0"}
+    assert groups[0].examples[0] == FailureExample(tool="t0", source="npm:t0", message="m0")
 
 
 async def test_clear_is_refused_during_a_run_and_the_fold_starts_after_it(

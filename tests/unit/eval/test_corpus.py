@@ -10,6 +10,7 @@ import msgspec
 import pytest
 
 from tests.unit.create.releases import require_shared
+from tsukud.create.preview import PlatformDownloads
 from tsukud.eval.corpus import (
     DISCOVER_FILE,
     CorpusError,
@@ -93,12 +94,12 @@ def test_a_recipe_is_right_only_with_the_known_assets() -> None:
         assets={"linux/amd64": ["t-linux-amd64"], "darwin/amd64": []},
     )
     right = [
-        {"platform": "linux/amd64", "assets": ["t-linux-amd64"]},
-        {"platform": "darwin/amd64", "unsupported": "no build"},
+        PlatformDownloads(platform="linux/amd64", assets=["t-linux-amd64"]),
+        PlatformDownloads(platform="darwin/amd64", unsupported="no build"),
     ]
     assert mismatches(item, right) == []
-    wrong_asset = [{"platform": "linux/amd64", "assets": ["t-linux-musl"]}, right[1]]
+    wrong_asset = [PlatformDownloads(platform="linux/amd64", assets=["t-linux-musl"]), right[1]]
     assert mismatches(item, wrong_asset) == ["linux/amd64: t-linux-musl (want t-linux-amd64)"]
-    extra = [right[0], {"platform": "darwin/amd64", "assets": ["t-darwin"]}]
+    extra = [right[0], PlatformDownloads(platform="darwin/amd64", assets=["t-darwin"])]
     assert mismatches(item, extra) == ["darwin/amd64: t-darwin (want nothing)"]
     assert mismatches(item, []) == ["linux/amd64: nothing (want t-linux-amd64)"]

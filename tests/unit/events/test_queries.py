@@ -112,7 +112,7 @@ def any_ledger(backend: StoreFactory, tmp_path: Path) -> Iterator[sqlite3.Connec
 
 
 def test_summary_counts_money_only_where_it_was_spent(ledger: sqlite3.Connection) -> None:
-    groups = {g["key"]: g for g in run_summary(ledger, EventFilter(), "provider")}
+    groups = {g.key: msgspec.to_builtins(g) for g in run_summary(ledger, EventFilter(), "provider")}
     assert groups["claude"]["cost_usd"] == 0.75 and groups["claude"]["llm_turns"] == 2
     assert groups["claude"]["input_tokens"] == 20 and groups["claude"]["output_tokens"] == 10
     assert groups["local"]["cost_unknown"] == 1 and groups["local"]["cost_usd"] == 0.0
@@ -149,7 +149,7 @@ def test_too_many_type_filters_are_refused_before_sqlite_sees_them(
     assert "llm.*" in e.value.hint
     # The most allowed still runs on SQLite.
     most = EventFilter(types=["llm.turn", *(f"t{i}.*" for i in range(99))])
-    assert [g["events"] for g in run_summary(ledger, most, "type")] == [3]
+    assert [g.events for g in run_summary(ledger, most, "type")] == [3]
 
 
 def test_listed_events_come_in_runs_that_fit_a_frame() -> None:

@@ -12,6 +12,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
@@ -138,9 +139,14 @@ def write(db: Path, batches: list[list[tuple[float, str, dict[str, Any], str | N
     trio.run(main)
 
 
+def wire(answer: object) -> Any:
+    """A summary's answer as the client reads it."""
+    return msgspec.to_builtins(answer)
+
+
 def assert_same(conn: sqlite3.Connection, f: EventFilter, by: str) -> None:
-    got = summarise(conn, f, by)
-    want = run_summary(conn, f, by)
+    got = wire(summarise(conn, f, by))
+    want = wire(run_summary(conn, f, by))
     assert got["groups"] == want, (f, by, plan(f, by))
     for column in ("events", "llm_turns", "input_tokens", "output_tokens", "cost_unknown"):
         assert got["totals"][column] == sum(g[column] for g in want)
@@ -215,10 +221,10 @@ def test_an_old_ledger_gets_its_rollups_at_start(tmp_path: Path) -> None:
     write(db, [[(DAY0 + 2, "llm.turn", turn, "s")]])  # opening folds the first two
     conn = connect(db, readonly=True)
     try:
-        got = summarise(conn, EventFilter(), "provider")
+        got = wire(summarise(conn, EventFilter(), "provider"))
         assert got["source"] == "rollups"
         claude = got["groups"][-1]
-        assert claude == group_row("claude", [3, 2, 20, 0, 1_250_000_000, 250_000_000, 0])
+        assert claude == wire(group_row("claude", [3, 2, 20, 0, 1_250_000_000, 250_000_000, 0]))
         assert claude["cost_usd"] == 1.25 and claude["cost_estimated_usd"] == 0.25
         assert rollups.through(conn) == 3
     finally:
@@ -241,9 +247,9 @@ def test_a_ledger_with_hourly_rollups_only_gets_its_session_rollups_at_start(
     write(db, [[(DAY0 + 2, "llm.turn", turn, "s")]])
     conn = connect(db, readonly=True)
     try:
-        got = summarise(conn, EventFilter(), "session")
+        got = wire(summarise(conn, EventFilter(), "session"))
         assert got["source"] == "rollups"
-        assert got["groups"] == run_summary(conn, EventFilter(), "session")
+        assert got["groups"] == wire(run_summary(conn, EventFilter(), "session"))
         assert [g["events"] for g in got["groups"]] == [1, 2]  # None, then 's'
         assert conn.execute("SELECT sum(input_tokens) FROM rollups").fetchone()[0] == 7 + 10
     finally:
@@ -334,9 +340,9 @@ def test_verify_rebuilds_rollups_that_do_not_add_up(tmp_path: Path, table: str) 
     conn = connect(db, readonly=True)
     try:
         for by in ("provider", "session"):
-            got = summarise(conn, EventFilter(), by)
+            got = wire(summarise(conn, EventFilter(), by))
             assert got["source"] == "rollups"
-            assert got["groups"] == run_summary(conn, EventFilter(), by)
+            assert got["groups"] == wire(run_summary(conn, EventFilter(), by))
             assert got["totals"]["cost_usd"] == 1.0
         assert rollups.agree(conn)
     finally:
@@ -352,11 +358,11 @@ def test_a_summary_reads_the_events_while_the_rollups_lag_them(tmp_path: Path) -
     conn = connect(db)
     try:
         for table, by in ((rollups.THROUGH, "day"), (rollups.SESSION_THROUGH, "session")):
-            assert summarise(conn, EventFilter(), by)["source"] == "rollups"
+            assert wire(summarise(conn, EventFilter(), by))["source"] == "rollups"
             conn.execute("UPDATE meta SET value = '1' WHERE key = ?", (table,))
-            got = summarise(conn, EventFilter(), by)
+            got = wire(summarise(conn, EventFilter(), by))
             assert got["source"] == "raw"
-            assert got["groups"] == run_summary(conn, EventFilter(), by)
+            assert got["groups"] == wire(run_summary(conn, EventFilter(), by))
             assert got["totals"]["cost_usd"] == 1.0
     finally:
         conn.close()
@@ -376,7 +382,7 @@ def test_a_session_filter_holds_in_the_part_hours_too(tmp_path: Path, by: str) -
     conn = connect(db, readonly=True)
     try:
         assert_same(conn, f, by)
-        assert summarise(conn, f, by)["totals"]["events"] == 4
+        assert wire(summarise(conn, f, by))["totals"]["events"] == 4
     finally:
         conn.close()
 
@@ -399,10 +405,10 @@ def test_past_top_groups_only_the_costliest_are_listed_and_the_rest_add_up(
     )
     conn = connect(db, readonly=True)
     try:
-        whole = summarise(conn, EventFilter(), "session")
+        whole = wire(summarise(conn, EventFilter(), "session"))
         assert [g["key"] for g in whole["groups"]] == ["s1", "s2", "s3", "s4", "s5"]
         assert "rest" not in whole
-        got = summarise(conn, EventFilter(), "session", top=2)
+        got = wire(summarise(conn, EventFilter(), "session", top=2))
         assert [g["key"] for g in got["groups"]] == ["s2", "s4"]
         assert got["rest"]["groups"] == 3
         assert got["rest"]["cost_usd"] == pytest.approx(0.3)

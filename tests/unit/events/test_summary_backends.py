@@ -10,6 +10,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 
@@ -83,7 +84,7 @@ def write(store: EventStore, clock: FixedClock, ledger: list[Any]) -> None:
 def answer(store: EventStore, f: EventFilter, by: str) -> dict[str, Any]:
     """What ``events.summary`` answers on ``store``'s backend (the RPC's choice)."""
     fn = summary.summarise if store.origin is None else summary.summarise_shared
-    return store.read_sync(lambda conn: fn(conn, f, by))  # type: ignore[no-any-return]
+    return msgspec.to_builtins(store.read_sync(lambda conn: fn(conn, f, by)))  # type: ignore[no-any-return]
 
 
 def test_every_summary_is_the_same_on_both_backends(backend: StoreFactory, tmp_path: Path) -> None:
@@ -96,7 +97,9 @@ def test_every_summary_is_the_same_on_both_backends(backend: StoreFactory, tmp_p
     write(ref, ref_clock, LEDGER)
     for f in FILTERS:
         for by in GROUP_KEYS:
-            want = ref.read_sync(lambda conn, f=f, by=by: run_summary(conn, f, by))
+            want = ref.read_sync(
+                lambda conn, f=f, by=by: msgspec.to_builtins(run_summary(conn, f, by))
+            )
             got = answer(store, f, by)
             assert got["by"] == by
             assert got["groups"] == want, (store.backend, f, by)
@@ -167,7 +170,9 @@ def test_a_database_whose_collation_ignores_punctuation_filters_as_sqlite_does(
         ref = EventStore(tmp_path / "ref" / "tsuku.db", clock=ref_clock)
         write(ref, ref_clock, LEDGER)
         for f in FILTERS:
-            want = ref.read_sync(lambda conn, f=f: run_summary(conn, f, "type"))
+            want = ref.read_sync(
+                lambda conn, f=f: msgspec.to_builtins(run_summary(conn, f, "type"))
+            )
             assert answer(store, f, "type")["groups"] == want, f
             listed = store.read_sync(lambda conn, f=f: types(iter_list(conn, f, 0, shared=True)))
             assert listed == ref.read_sync(lambda conn, f=f: types(iter_list(conn, f, 0))), f

@@ -129,8 +129,8 @@ async def test_update_refreshes_manifest_and_cached_recipes(
     fake.add_recipe("stern", recipe_text("s/stern.toml").replace("Multi-pod", "Updated"))
     del fake.recipes["helix"]
     report = await registry.update()
-    assert report["recipes_listed"] == 1
-    assert report["refreshed"] == ["stern"] and report["removed"] == ["helix"]
+    assert report.recipes_listed == 1
+    assert report.refreshed == ["stern"] and report.removed == ["helix"]
     assert "Updated" in registry.cache_path("stern").read_text()
     assert not registry.cache_path("helix").exists()
 

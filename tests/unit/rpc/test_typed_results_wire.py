@@ -90,7 +90,7 @@ def test_a_batch_run_s_summary_is_the_object_batch_run_always_sent() -> None:
         "duration_ms",
         "rate_per_min",
     ]
-    stopped = summary.stopped_event()
+    stopped = msgspec.to_builtins(summary.stopped_event())
     assert stopped == {k: wire[k] for k in stopped}
     assert list(stopped) == [
         "run",
