@@ -198,9 +198,7 @@ def summarise(
     # Raw: in SQLite's order. Merged: text keys, or NULL first, which is SQLite's order
     # too (UTF-8 bytes sort as code points).
     keys = list(sums) if p.rollup is None else sorted(sums, key=_null_first)
-    return msgspec.structs.replace(
-        _answer(by, sums, keys, p.source, top), replayed_usd=replayed
-    )
+    return msgspec.structs.replace(_answer(by, sums, keys, p.source, top), replayed_usd=replayed)
 
 
 def summarise_shared(
@@ -212,9 +210,7 @@ def summarise_shared(
     selects (by the ``(type, ts)`` and ``ts`` indexes when it has bounds)."""
     sums = queries.raw_sums(conn, f, by, shared=True)
     answer = _answer(by, sums, sorted(sums, key=_null_first), "raw", top)
-    return msgspec.structs.replace(
-        answer, replayed_usd=queries.replayed_usd(conn, f, shared=True)
-    )
+    return msgspec.structs.replace(answer, replayed_usd=queries.replayed_usd(conn, f, shared=True))
 
 
 def _answer(

@@ -105,6 +105,7 @@ def test_status_is_the_object_it_always_was() -> None:
         "day": "2026-01-01",
         "spent_usd": 0.5,
         "reserved_usd": 0.0,
+        "replayed_usd": 0.0,  # priced turns a recording answered: never spent
         "daily_budget_usd": 5.0,
         "confirm_threshold_usd": 1.0,
     }
@@ -314,7 +315,8 @@ def test_a_summary_has_keyless_totals_and_a_rest_only_past_top() -> None:
 
     sums = {None: [1, 0, 0, 0, 0, 0, 0], "s": [2, 1, 10, 5, 3_000_000_000, 0, 0]}
     whole = _wire(_answer("session", sums, [None, "s"], "raw", 10))
-    assert list(whole) == ["by", "groups", "totals", "source"]  # no rest: all listed
+    # no rest: all listed
+    assert list(whole) == ["by", "groups", "totals", "source", "replayed_usd"]
     assert whole["groups"][0] == {
         "key": None,  # events without a session are a group of their own
         "events": 1,
