@@ -613,9 +613,9 @@ class CpanInstallStep(_StepBase, frozen=True, kw_only=True):
     ``::``) with cpanm into the tool's directory, ``executables`` from its ``bin/``.
     ``perl_version``, ``cpanfile``, ``mirror``, ``mirror_only`` and ``offline`` are
     tsuku's other keys, read and planned as written. A distribution's
-    ``Makefile.PL`` is code it runs to build, so it may only run in the build
-    container; that image has no perl toolchain yet, so the step is read and planned,
-    and installing it is refused as not supported yet."""
+    ``Makefile.PL`` is code it runs to build, so cpanm runs only in the build
+    container, from a mirror of the distribution's bytes fetched here
+    (``install/cpan.py``); like ``pip_exec`` it is the whole install on its platform."""
 
     ACTION: ClassVar[str] = "cpan_install"
     action: Literal["cpan_install"] = "cpan_install"
@@ -859,12 +859,9 @@ def _check_step(recipe_name: str, index: int, step: SupportedStep) -> None:
             action=step.action,
             step=index,
         )
-    if isinstance(step, CpanInstallStep):
-        raise UnsupportedAction(
-            f"{where}: action {step.action} is not supported yet",
-            hint=f"A CPAN distribution builds by running its own code, which may run only "
-            f"in the build container, and that image has no perl toolchain yet; install "
-            f"{step.distribution} with cpanm yourself for now (`tsukuctl plan` shows the step).",
+    if isinstance(step, CpanInstallStep) and not step.executables:
+        raise RecipeError(
+            f"{where}: {step.action} needs executables (the commands it puts on PATH)",
             recipe=recipe_name,
             action=step.action,
             step=index,
@@ -952,7 +949,7 @@ def _check_ecosystem(
     """An ecosystem step is the whole install: its package manager owns the tool's
     directory, so it stands alone, and its versions come from its own registry."""
     selected = [(i, s) for i, s in selected if not isinstance(s, HostStep | ToolStep)]
-    locked = [(i, s) for i, s in selected if isinstance(s, PipExecStep)]
+    locked = [(i, s) for i, s in selected if isinstance(s, PipExecStep | CpanInstallStep)]
     if locked and len(selected) > 1:
         index, alone = locked[0]
         raise UnsupportedFeature(
@@ -1000,13 +997,14 @@ def ecosystem_step(
     return None
 
 
-def pip_exec_step(
+def package_step(
     recipe: Recipe, target: Platform, version: str | None = None
-) -> PipExecStep | None:
-    """The ``pip_exec`` step that installs ``recipe`` on ``target``, if that is how it
-    installs (alone on its platform: checked by :func:`require_supported`)."""
+) -> PackageStep | None:
+    """The ``pip_exec`` or ``cpan_install`` step that installs ``recipe`` on ``target``,
+    if that is how it installs (alone on its platform: checked by
+    :func:`require_supported`)."""
     for _index, step in require_supported(recipe, target, version):
-        if isinstance(step, PipExecStep):
+        if isinstance(step, PipExecStep | CpanInstallStep):
             return step
     return None
 
@@ -1018,7 +1016,7 @@ def unsupported_actions(recipe: Recipe) -> list[str]:
     builds = [s for s in recipe.steps if isinstance(s, ConfigureMakeStep | CMakeBuildStep)]
     deps = declared_build_dependencies(recipe, builds)
     for step in recipe.steps:
-        if isinstance(step, GenericStep | CpanInstallStep) or (
+        if isinstance(step, GenericStep) or (
             isinstance(step, EcosystemStep) and step.action not in RUNNABLE_ECOSYSTEM_ACTIONS
         ):
             found = [step.action]
