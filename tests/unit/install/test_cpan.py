@@ -1,0 +1,137 @@
+"""``install/cpan.py``'s pure part: which file of the mirror is the distribution, the
+cpanm script and container, and tsuku's wrapper. The real cpanm in the real build
+container is tests/integration/source_build/test_cpan_install.py."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tsukud.install.build import BUILD_DIR
+from tsukud.install.cpan import (
+    MIRROR_DIR,
+    IndexEntry,
+    check_executables,
+    choose_distribution,
+    cpanm_spec,
+    mirror_index,
+    module_of,
+    parse_index,
+    wrapper,
+    write_wrappers,
+)
+from tsukud.install.errors import BuildFailed, CpanDistributionUnavailable
+from tsukud.recipe import CpanInstallStep
+from tsukud.testing.cpan import packages_index, perl_distribution
+
+STEP = CpanInstallStep(distribution="Acme-Hello", executables=("hello",))
+PATH = "T/TS/TSUKU/Acme-Hello-1.0.tar.gz"
+ENTRY = IndexEntry("Acme::Hello", "1.0", PATH)
+
+
+def _index(path: str = PATH, module: str = "Acme::Hello") -> dict[str, IndexEntry]:
+    return {module: IndexEntry(module, "1.0", path)}
+
+
+def test_the_module_is_the_steps_or_the_distribution_with_double_colons() -> None:
+    assert module_of(STEP) == "Acme::Hello"
+    assert module_of(CpanInstallStep(distribution="ack", module="App::Ack")) == "App::Ack"
+
+
+def test_pauses_index_is_read_past_its_header() -> None:
+    text = gzip.decompress(packages_index([perl_distribution("Acme-Hello", "1.0", "h")]))
+    assert parse_index(text.decode()) == {"Acme::Hello": ENTRY}
+    # The index written for the container's mirror reads back as that line alone.
+    assert parse_index(gzip.decompress(mirror_index(ENTRY)).decode()) == {"Acme::Hello": ENTRY}
+
+
+def test_the_distribution_is_the_indexed_file_of_that_name_and_version() -> None:
+    assert choose_distribution(_index(), STEP, "1.0", "m") == ENTRY
+    tgz = _index("T/TS/TSUKU/sub/Acme-Hello-1.0.tgz")
+    assert choose_distribution(tgz, STEP, "1.0", "m").file == "Acme-Hello-1.0.tgz"
+
+
+@pytest.mark.parametrize(
+    ("index", "version", "says"),
+    [
+        (_index(module="Acme::Other"), "1.0", "does not index the module Acme::Hello"),
+        (_index(), "0.9", "not in Acme-Hello 0.9"),  # the mirror has another release
+        (_index("T/TS/TSUKU/Acme-Evil-1.0.tar.gz"), "1.0", "not in Acme-Hello"),
+        (_index("T/TS/TSUKU/../../../x/Acme-Hello-1.0.tar.gz"), "1.0", "not in"),
+        (_index("/etc/Acme-Hello-1.0.tar.gz"), "1.0", "not in"),
+        (_index("http://elsewhere/Acme-Hello-1.0.tar.gz"), "1.0", "not in"),
+        (_index("T/TS/TSUKU/Acme-Hello-1.0.zip"), "1.0", "not in"),
+    ],
+)
+def test_what_the_mirror_does_not_serve_for_that_version_is_refused_with_a_hint(
+    index: dict[str, IndexEntry], version: str, says: str
+) -> None:
+    with pytest.raises(CpanDistributionUnavailable) as err:
+        choose_distribution(index, STEP, version, "m")
+    assert says in err.value.message
+    assert err.value.hint is not None and "nothing was installed" in err.value.hint
+
+
+def test_cpanm_runs_in_the_isolated_container_from_the_mirror_copy_only(tmp_path: Path) -> None:
+    mirror, scratch, out = tmp_path / "m", tmp_path / "b", tmp_path / "out"
+    where = "/home/u/.tsuku/tools/hello-1.0"
+    spec = cpanm_spec(
+        "img", ENTRY, STEP, mirror=mirror, scratch=scratch, output=out, where=where, labels={}
+    )
+    config = spec.container_config()
+    host = config["HostConfig"]
+    assert host["NetworkMode"] == "none" and config["NetworkDisabled"] is True
+    assert host["ReadonlyRootfs"] is True and host["Privileged"] is False
+    assert host["CapDrop"] == ["ALL"] and "no-new-privileges" in host["SecurityOpt"]
+    mounts = {(m["Source"], m["Target"]): m["ReadOnly"] for m in host["Mounts"]}
+    assert mounts == {
+        (str(mirror), MIRROR_DIR): True,  # the fetched bytes are never written
+        (str(scratch), BUILD_DIR): False,
+        (str(out), where): False,  # the tool's directory at the path it will have
+    }
+    assert config["User"] == f"{os.getuid()}:{os.getgid()}"
+    assert not [e for e in config["Env"] if e.startswith("PERL") and "CPANM_HOME" not in e]
+    assert "SOURCE_DATE_EPOCH=0" in config["Env"]
+    lines = config["Cmd"][2].splitlines()
+    cpanm = next(shlex.split(x) for x in lines if x.startswith("cpanm "))
+    assert cpanm == [
+        "cpanm",
+        "--mirror",
+        f"file://{MIRROR_DIR}",
+        "--mirror-only",
+        "--local-lib",
+        where,
+        "--notest",
+        "--verbose",
+        f"{MIRROR_DIR}/authors/id/{PATH}",
+    ]
+    assert f"[ -f {where}/bin/hello ] ||" in config["Cmd"][2]
+
+
+def test_executables_that_are_not_file_names_in_bin_are_refused() -> None:
+    check_executables(["hello", "ack-grep", "perl5.36"])
+    for bad in ("../hello", "a/b", "$(x)", "a b", ""):
+        with pytest.raises(BuildFailed):
+            check_executables([bad])
+
+
+def test_the_wrapper_sets_perl5lib_and_runs_the_renamed_script(tmp_path: Path) -> None:
+    tool = tmp_path / "tools" / "hello 1.0"  # a space: every path quoted
+    (tool / "bin").mkdir(parents=True)
+    (tool / "lib" / "perl5").mkdir(parents=True)
+    (tool / "bin" / "hello").write_text('#!/usr/bin/perl\nprint "$ENV{PERL5LIB} @ARGV\\n";\n')
+    binaries = write_wrappers(tool, str(tool), ["hello"])
+    assert binaries["hello"]["path"] == "bin/hello"
+    assert (tool / "bin" / "hello").read_text() == wrapper("hello", str(tool))
+    assert (tool / "bin" / "hello.cpanm").is_file()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PERL5LIB": "/elsewhere"}
+    ran = subprocess.run(
+        [str(tool / "bin" / "hello"), "a b", "c"], capture_output=True, text=True, env=env
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == f"{tool}/lib/perl5 a b c\n"
