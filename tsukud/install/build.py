@@ -5,9 +5,9 @@ Source code fetched from the network is untrusted, and ``./configure`` and ``mak
 whatever it says. So the daemon only downloads the source (checksummed like any
 download) and unpacks it with the safe extractor; the build itself runs in a container
 of the build image (:data:`~tsukud.sandbox.runtime.BUILD_IMAGE`: the Debian minbase
-with gcc, make, libc6-dev, patchelf, cmake, perl and cpanminus) with the validation limits: no network,
-no capabilities, no new privileges, read-only root, bounded memory, CPU, processes and
-time.
+with gcc, make, libc6-dev, patchelf, cmake, perl and cpanminus) with the validation
+limits: no network, no capabilities, no new privileges, read-only root, bounded
+memory, CPU, processes and time.
 
 Inside it the unpacked source is mounted read-only and copied into a scratch directory
 (configure and make write beside the sources); ``make install`` writes into the tool's
@@ -340,14 +340,7 @@ async def build_in_container(
             tool=tool,
             stage="build",
         )
-    problems = await trio.to_thread.run_sync(check_output_tree, prefix)
-    if problems:
-        raise BuildFailed(
-            f"{tool}: the build's output cannot be installed: " + "; ".join(problems[:5]),
-            tool=tool,
-            stage="output",
-        )
-    await trio.to_thread.run_sync(tame_modes, prefix)
+    await accept_output(prefix, tool)
     await verify_in_container(
         sandbox,
         checks,
@@ -359,6 +352,19 @@ async def build_in_container(
         session=session,
     )
     return res
+
+
+async def accept_output(output: Path, tool: str) -> None:
+    """What a build wrote, checked (:func:`check_output_tree`: :class:`BuildFailed` at
+    stage ``output`` for anything the host must not take) and tamed (:func:`tame_modes`)."""
+    problems = await trio.to_thread.run_sync(check_output_tree, output)
+    if problems:
+        raise BuildFailed(
+            f"{tool}: the build's output cannot be installed: " + "; ".join(problems[:5]),
+            tool=tool,
+            stage="output",
+        )
+    await trio.to_thread.run_sync(tame_modes, output)
 
 
 async def verify_in_container(

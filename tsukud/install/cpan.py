@@ -46,10 +46,9 @@ from tsukud.install.build import (
     BUILD_TIMEOUT_S,
     OUTPUT_CAP,
     BuildSandbox,
-    check_output_tree,
+    accept_output,
     run_build,
     tail,
-    tame_modes,
     verify_in_container,
 )
 from tsukud.install.errors import BuildFailed, CpanDistributionUnavailable
@@ -333,14 +332,7 @@ async def build_distribution(
             tool=tool,
             stage="build",
         )
-    problems = await trio.to_thread.run_sync(check_output_tree, output)
-    if problems:
-        raise BuildFailed(
-            f"{tool}: the build's output cannot be installed: " + "; ".join(problems[:5]),
-            tool=tool,
-            stage="output",
-        )
-    await trio.to_thread.run_sync(tame_modes, output)
+    await accept_output(output, tool)
     binaries = await trio.to_thread.run_sync(write_wrappers, output, where, step.executables)
     await verify_in_container(
         sandbox, checks, tool=tool, output=output, where=where, labels=labels, session=session

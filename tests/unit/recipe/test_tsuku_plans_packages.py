@@ -26,9 +26,9 @@ from test_tsuku_plans_ecosystems import (
 from tsukud.recipe import (
     CpanInstallStep,
     PipExecStep,
+    RecipeError,
     RecipeParseError,
     ResolvedVersion,
-    RecipeError,
     parse_recipe,
     require_supported,
     unsupported_actions,
