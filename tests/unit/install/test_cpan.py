@@ -8,17 +8,22 @@ import gzip
 import os
 import shlex
 import subprocess
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from tsukud.install.build import BUILD_DIR
 from tsukud.install.cpan import (
+    INDEX,
     MIRROR_DIR,
     IndexEntry,
     check_executables,
     choose_distribution,
     cpanm_spec,
+    fetch_distribution,
     mirror_index,
     module_of,
     parse_index,
@@ -26,8 +31,10 @@ from tsukud.install.cpan import (
     write_wrappers,
 )
 from tsukud.install.errors import BuildFailed, CpanDistributionUnavailable
+from tsukud.net.http import Http, RetryPolicy, Settings
 from tsukud.recipe import CpanInstallStep
-from tsukud.testing.cpan import packages_index, perl_distribution
+from tsukud.testing.cpan import FakeCpanMirror, packages_index, perl_distribution
+from tsukud.testing.http import Reply
 
 STEP = CpanInstallStep(distribution="Acme-Hello", executables=("hello",))
 PATH = "T/TS/TSUKU/Acme-Hello-1.0.tar.gz"
@@ -135,3 +142,61 @@ def test_the_wrapper_sets_perl5lib_and_runs_the_renamed_script(tmp_path: Path) -
     )
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout == f"{tool}/lib/perl5 a b c\n"
+
+
+# ---- the shell over the fake mirror: bytes only, laid out as a mirror; what CPAN refuses
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[Http]:
+    h = Http(settings=Settings(retry=RetryPolicy(max_tries=1)), allowed_hosts=lambda: {"127.0.0.1"})
+    yield h
+    await h.aclose()
+
+
+async def test_the_distribution_is_fetched_as_bytes_into_a_one_file_mirror(
+    http: Http, tmp_path: Path
+) -> None:
+    dist = perl_distribution("Acme-Hello", "1.0", "hello")
+    with FakeCpanMirror() as mirror:
+        mirror.publish(perl_distribution("Acme-Other", "2.0", "other"))
+        mirror.publish(dist)
+        entry = await fetch_distribution(http, mirror.url + "/", STEP, "1.0", tmp_path)
+        assert mirror.paths() == [f"/{INDEX}", f"/authors/id/{PATH}"]
+    assert entry == ENTRY
+    assert (tmp_path / "authors" / "id" / PATH).read_bytes() == dist.tarball
+    index = gzip.decompress((tmp_path / INDEX).read_bytes()).decode()
+    assert parse_index(index) == {"Acme::Hello": ENTRY}  # the other distribution is not
+
+
+async def test_a_mirror_that_lacks_the_release_or_its_file_installs_nothing(
+    http: Http, tmp_path: Path
+) -> None:
+    with FakeCpanMirror() as mirror:
+        mirror.publish(perl_distribution("Acme-Hello", "1.1", "hello"))
+        with pytest.raises(CpanDistributionUnavailable) as err:
+            await fetch_distribution(http, mirror.url, STEP, "1.0", tmp_path / "a")
+        assert "indexes Acme::Hello in T/TS/TSUKU/Acme-Hello-1.1.tar.gz" in err.value.message
+        assert mirror.paths() == [f"/{INDEX}"]  # the other release was not fetched
+        # An indexed path the mirror does not serve is CPAN's 404, and said so.
+        mirror.push(Reply(body=packages_index(mirror.dists)), Reply(404, body=b"not found"))
+        with pytest.raises(CpanDistributionUnavailable) as err:
+            await fetch_distribution(http, mirror.url, STEP, "1.1", tmp_path / "b")
+        assert "could not be fetched" in err.value.message
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_the_fake_mirror_answers_only_what_a_mirror_serves() -> None:
+    with FakeCpanMirror() as mirror:
+        mirror.publish(perl_distribution("Acme-Hello", "1.0", "hello"))
+        get = urllib.request.urlopen
+        with get(f"{mirror.url}/authors/id/{PATH}") as answer:
+            assert answer.status == 200
+        for path in ("authors/id/T/TS/TSUKU/Acme-Hello-0.9.tar.gz", "modules/other", ""):
+            with pytest.raises(urllib.error.HTTPError) as err:
+                get(f"{mirror.url}/{path}")
+            assert err.value.code == 404
+        post = urllib.request.Request(f"{mirror.url}/{INDEX}", data=b"x", method="POST")
+        with pytest.raises(urllib.error.HTTPError) as err:
+            get(post)
+        assert err.value.code == 405
