@@ -113,7 +113,7 @@ def choose_distribution(
     index: Mapping[str, IndexEntry], step: CpanInstallStep, version: str, mirror: str
 ) -> IndexEntry:
     """The index's entry for the step's module, which must be a PAUSE path to the
-    step's distribution at ``version`` (``<distribution>-<version>.tar.gz``): a mirror
+    step's distribution at ``version`` (:func:`release_files`): a mirror
     indexes only a module's newest release, and installing another than the one asked
     for would install what no one chose."""
     module = module_of(step)
@@ -125,7 +125,7 @@ def choose_distribution(
             "(cpan.mirror_url); nothing was installed.",
             module=module,
         )
-    wanted = {f"{step.distribution}-{version}.tar.gz", f"{step.distribution}-{version}.tgz"}
+    wanted = release_files(step.distribution, version)
     if not _DIST_PATH.fullmatch(entry.path) or ".." in entry.path or entry.file not in wanted:
         raise CpanDistributionUnavailable(
             f"the CPAN mirror {mirror} indexes {module} in {entry.path}, not in "
@@ -136,6 +136,13 @@ def choose_distribution(
             path=entry.path,
         )
     return entry
+
+
+def release_files(distribution: str, version: str) -> set[str]:
+    """The names a release's file has on CPAN: ``<distribution>-<version>`` with a
+    ``v`` or not (Carton-v1.0.35.tar.gz is carton 1.0.35), ``.tar.gz`` or ``.tgz``."""
+    bare = version.removeprefix("v")
+    return {f"{distribution}-{v}{ext}" for v in (bare, f"v{bare}") for ext in (".tar.gz", ".tgz")}
 
 
 def mirror_index(entry: IndexEntry) -> bytes:

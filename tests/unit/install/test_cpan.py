@@ -61,6 +61,10 @@ def test_the_distribution_is_the_indexed_file_of_that_name_and_version() -> None
     assert choose_distribution(_index(), STEP, "1.0", "m") == ENTRY
     tgz = _index("T/TS/TSUKU/sub/Acme-Hello-1.0.tgz")
     assert choose_distribution(tgz, STEP, "1.0", "m").file == "Acme-Hello-1.0.tgz"
+    # CPAN names carton 1.0.35's file Carton-v1.0.35.tar.gz.
+    v = _index("M/MI/MIYAGAWA/Acme-Hello-v1.0.tar.gz")
+    assert choose_distribution(v, STEP, "1.0", "m").file == "Acme-Hello-v1.0.tar.gz"
+    assert choose_distribution(v, STEP, "v1.0", "m").file == "Acme-Hello-v1.0.tar.gz"
 
 
 @pytest.mark.parametrize(
