@@ -264,11 +264,8 @@ def write_wrappers(
 # ---------------------------------------------------------------------------- shell
 
 
-async def fetch_distribution(
-    http: Http, base: str, step: CpanInstallStep, version: str, mirror: Path
-) -> IndexEntry:
-    """The distribution's bytes (nothing of it runs here) laid out in ``mirror`` as a
-    one-distribution CPAN mirror."""
+async def read_index(http: Http, base: str) -> dict[str, IndexEntry]:
+    """The mirror's ``02packages`` index, read."""
     base = base.rstrip("/")
     try:
         answer = await http.get(f"{base}/{INDEX}", max_bytes=INDEX_MAX_BYTES)
@@ -278,7 +275,44 @@ async def fetch_distribution(
             f"the CPAN mirror's index {base}/{INDEX} could not be read: {exc}",
             hint="Check the mirror (cpan.mirror_url) and the network; nothing was installed.",
         ) from None
-    entry = choose_distribution(parse_index(text), step, version, base)
+    return parse_index(text)
+
+
+async def newest_release(http: Http, base: str, step: CpanInstallStep) -> str:
+    """The ``metacpan`` version source: the version of the step's distribution whose
+    file the mirror indexes for its module (a mirror indexes the newest release)."""
+    index = await read_index(http, base)
+    entry = index.get(module_of(step))
+    version = None if entry is None else release_version(entry.file, step.distribution)
+    if version is None:
+        module = module_of(step)
+        raise CpanDistributionUnavailable(
+            f"the CPAN mirror {base.rstrip('/')} indexes no release of {step.distribution} "
+            f"for {module}" + (f" (it names {entry.path})" if entry is not None else ""),
+            hint="Check the recipe's distribution and module names, or the mirror "
+            "(cpan.mirror_url); nothing was installed.",
+            module=module,
+        )
+    return version
+
+
+def release_version(file: str, distribution: str) -> str | None:
+    """The version a release's file names (``Carton-v1.0.35.tar.gz`` → ``1.0.35``); None
+    for a file of another distribution."""
+    stem = file.removesuffix(".tar.gz").removesuffix(".tgz")
+    if stem == file or not stem.startswith(f"{distribution}-"):
+        return None
+    version = stem.removeprefix(f"{distribution}-").removeprefix("v")
+    return version if re.fullmatch(r"[0-9][0-9A-Za-z._-]*", version) else None
+
+
+async def fetch_distribution(
+    http: Http, base: str, step: CpanInstallStep, version: str, mirror: Path
+) -> IndexEntry:
+    """The distribution's bytes (nothing of it runs here) laid out in ``mirror`` as a
+    one-distribution CPAN mirror."""
+    base = base.rstrip("/")
+    entry = choose_distribution(await read_index(http, base), step, version, base)
     url = f"{base}/authors/id/{entry.path}"
     try:
         data = (await http.get(url, max_bytes=DIST_MAX_BYTES)).body

@@ -770,11 +770,15 @@ class Recipe(msgspec.Struct, frozen=True, kw_only=True):
 GITHUB_VERSION_SOURCES = (None, "github", "github_releases", "github_tags")
 HTTP_JSON_SOURCE = "http_json"
 HOMEBREW_SOURCE = "homebrew"  # the formula's version from the Homebrew formulae API
+# A cpan_install's distribution: the release the CPAN mirror's index names (tsuku asks
+# MetaCPAN's API for the newest; a mirror indexes that one).
+METACPAN_SOURCE = "metacpan"
 SUPPORTED_VERSION_SOURCES = (
     *GITHUB_VERSION_SOURCES,
     HTTP_JSON_SOURCE,
     *ECOSYSTEM_VERSION_SOURCES,
     HOMEBREW_SOURCE,
+    METACPAN_SOURCE,
 )
 # Hash algorithms the download pump computes while streaming.
 CHECKSUM_ALGOS = ("sha256",)
@@ -958,6 +962,10 @@ def _check_ecosystem(
             recipe=name,
             action=alone.action,
             step=index,
+        )
+    if source == METACPAN_SOURCE and not any(isinstance(s, CpanInstallStep) for _, s in selected):
+        raise UnsupportedFeature(
+            f"{name}: version source {source} needs a cpan_install step", recipe=name
         )
     eco = [(i, s) for i, s in selected if isinstance(s, EcosystemStep)]
     if not eco:

@@ -27,6 +27,7 @@ from tsukud.install.cpan import (
     mirror_index,
     module_of,
     parse_index,
+    release_version,
     wrapper,
     write_wrappers,
 )
@@ -48,6 +49,24 @@ def _index(path: str = PATH, module: str = "Acme::Hello") -> dict[str, IndexEntr
 def test_the_module_is_the_steps_or_the_distribution_with_double_colons() -> None:
     assert module_of(STEP) == "Acme::Hello"
     assert module_of(CpanInstallStep(distribution="ack", module="App::Ack")) == "App::Ack"
+
+
+@pytest.mark.parametrize(
+    ("file", "version"),
+    [
+        ("Acme-Hello-1.0.tar.gz", "1.0"),
+        ("Acme-Hello-v1.0.35.tgz", "1.0.35"),  # Carton-v1.0.35.tar.gz is carton 1.0.35
+        ("Acme-Hello-1.02_01.tar.gz", "1.02_01"),
+        ("Acme-Hello-World-1.0.tar.gz", None),  # another distribution
+        ("Acme-Hello-1.0.zip", None),
+        ("Acme-Hello-.tar.gz", None),
+        ("Acme-Hello-1.0;rm.tar.gz", None),
+    ],
+)
+def test_the_metacpan_source_reads_the_version_from_the_indexed_file(
+    file: str, version: str | None
+) -> None:
+    assert release_version(file, "Acme-Hello") == version
 
 
 def test_pauses_index_is_read_past_its_header() -> None:

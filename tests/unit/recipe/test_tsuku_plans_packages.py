@@ -251,9 +251,15 @@ def test_cpan_install_reads_tsukus_keys_and_is_supported_without_executables_ref
     assert isinstance(step, CpanInstallStep)
     assert (step.distribution, step.module, step.mirror_only) == ("Carton", "App::Carton", True)
     assert parse_recipe(dump_recipe(recipe)) == recipe
-    # The step installs (in the build container: install/cpan.py); tsuku's metacpan
-    # version source does not resolve here yet.
-    assert unsupported_actions(recipe) == ["version source metacpan"]
+    # The step installs (in the build container: install/cpan.py), its version from the
+    # CPAN mirror's index (metacpan); that source goes with a cpan_install step only.
+    assert unsupported_actions(recipe) == []
+    elsewhere = parse_recipe(
+        PERL.replace("[[steps]]", '[version]\nsource = "metacpan"\n\n[[steps]]')
+    )
+    with pytest.raises(RecipeError) as needs:
+        require_supported(elsewhere, LINUX)
+    assert "version source metacpan needs a cpan_install step" in needs.value.message
     unsourced = parse_recipe(text.replace('source = "metacpan"\n', ""))
     assert [s for _, s in require_supported(unsourced, LINUX)] == [step]
     bare = parse_recipe(
