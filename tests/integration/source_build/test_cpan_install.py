@@ -64,7 +64,11 @@ def test_a_cpan_distribution_builds_in_the_container_installs_runs_and_is_remove
             assert out.returncode == 0, out.stderr
             res = json.loads(out.stdout)
             assert res["binaries"] == [SCRIPT]
-            assert res["build"]["image"] == build_image
+            assert res["build"] == {
+                "image": build_image,
+                "kind": "cpan_install",
+                "dependencies": {},
+            }
             (asset,) = res["assets"]
             assert asset["name"] == f"{DIST}-{VERSION}.tar.gz"
             # Only the index (for the version, then the file) and the distribution were
