@@ -870,6 +870,17 @@ def _check_step(recipe_name: str, index: int, step: SupportedStep) -> None:
             action=step.action,
             step=index,
         )
+    unhonoured = cpan_unhonoured(step) if isinstance(step, CpanInstallStep) else []
+    if unhonoured:
+        raise UnsupportedFeature(
+            f"{where}: {step.action}'s {' and '.join(unhonoured)} is not supported yet",
+            hint="A cpanfile would change what is installed and perl_version which perl "
+            "builds it; neither is honoured yet, so nothing was installed rather than "
+            "something else.",
+            recipe=recipe_name,
+            action=step.action,
+            step=index,
+        )
     if isinstance(step, PipExecStep) and not (step.executables and step.version):
         raise RecipeError(
             f"{where}: {step.action} needs executables (the commands it puts on PATH) "
@@ -1029,7 +1040,10 @@ def unsupported_actions(recipe: Recipe) -> list[str]:
         ):
             found = [step.action]
         else:  # a parameter install refuses (requires_sudo, ...) makes the step unusable
-            found = [f"{step.action} parameter {k}" for k in unmodelled_parameters(step)]
+            unhonoured = cpan_unhonoured(step) if isinstance(step, CpanInstallStep) else []
+            found = [
+                f"{step.action} parameter {k}" for k in [*unmodelled_parameters(step), *unhonoured]
+            ]
         problem = (
             rpath_problem(step.rpath or DEFAULT_RPATH, deps)
             if isinstance(step, SetRpathStep)
@@ -1083,6 +1097,13 @@ def unknown_keys(recipe: Recipe) -> list[str]:
 # beside an action that names none, ``os_mapping`` on a step without ``{os}``): tsuku
 # ignores them there, and so do we; they stay in ``extra`` and are written back.
 KNOWN_IGNORED_STEP_KEYS = frozenset({"files", "os_mapping"})
+
+
+def cpan_unhonoured(step: CpanInstallStep) -> list[str]:
+    """tsuku's ``cpan_install`` keys install does not honour yet, when set: a
+    ``cpanfile`` (its dependencies instead of the distribution) and ``perl_version``
+    (the perl it must build with; the build image has Debian's)."""
+    return [k for k in ("cpanfile", "perl_version") if getattr(step, k)]
 
 
 def unmodelled_parameters(step: SupportedStep) -> list[str]:

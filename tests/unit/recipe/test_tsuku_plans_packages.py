@@ -268,6 +268,13 @@ def test_cpan_install_reads_tsukus_keys_and_is_supported_without_executables_ref
     with pytest.raises(RecipeError) as err:
         require_supported(bare, LINUX)
     assert "cpan_install needs executables" in err.value.message
+    # What would change what is installed, or with which perl, is refused, not ignored.
+    for key, value in (("cpanfile", '"cpanfile"'), ("perl_version", '"5.38.0"')):
+        keyed = parse_recipe(text.replace("mirror_only = true\n", f"{key} = {value}\n"))
+        assert unsupported_actions(keyed) == [f"cpan_install parameter {key}"]
+        with pytest.raises(RecipeError) as refused:
+            require_supported(keyed, LINUX)
+        assert f"cpan_install's {key} is not supported yet" in refused.value.message
 
 
 @pytest.mark.parametrize(
