@@ -298,6 +298,14 @@ KEYS: dict[str, Key] = {
             doc="the registry serving Homebrew bottles (token, index, manifests, blobs)",
         ),
         Key(
+            "cpan.mirror_url",
+            str,
+            "https://www.cpan.org",
+            ("TSUKU_CPAN_MIRROR_URL",),
+            doc="the CPAN mirror cpan_install steps fetch distributions from (its "
+            "modules/02packages.details.txt.gz and authors/id/)",
+        ),
+        Key(
             "registry.manifest_url",
             str,
             "",

@@ -272,6 +272,11 @@ CATALOGUE: dict[str, ErrorKind] = {
         "produce what the recipe says; nothing was installed. The message holds the "
         "end of its output.",
     ),
+    "cpan_distribution_unavailable": ErrorKind(
+        E.INSTALL_FAILED,
+        "The CPAN mirror (cpan.mirror_url) does not serve that distribution at that "
+        "version; nothing was installed.",
+    ),
     "system_packages_need_consent": ErrorKind(
         E.NOT_INTERACTIVE,
         "A system package command runs only after a person at a terminal said yes to it "

@@ -120,9 +120,10 @@ class Services:
 
         from tsukud.registries.ecosystems import DISCOVERY_URLS
 
-        # create reads an ecosystem package's metadata through this client (<prefix>:x): the
-        # registry a person configured, a private mirror included, must be reachable.
-        registries = tuple(u.key for u in DISCOVERY_URLS.values())
+        # create reads an ecosystem package's metadata through this client (<prefix>:x), and
+        # cpan_install a CPAN mirror's files: the registry or mirror a person configured, a
+        # private one included, must be reachable.
+        registries = (*(u.key for u in DISCOVERY_URLS.values()), "cpan.mirror_url")
         return Http(
             allowed_hosts=lambda: endpoint_hosts(self.config(), registries),
             credentials=lambda: github_credentials(self.config()),
@@ -203,10 +204,13 @@ class Services:
         )
 
     def _ecosystem_urls(self) -> dict[str, str]:
-        """Each ecosystem registry's base URL (discovery's settings), by version source."""
+        """Each ecosystem registry's base URL (discovery's settings), by version source,
+        and the CPAN mirror cpan_install fetches from."""
+        from tsukud.install.cpan import MIRROR_KEY
         from tsukud.install.ecosystem.actions import registry_urls
 
-        return registry_urls(lambda key: self._setting(key)())
+        urls = registry_urls(lambda key: self._setting(key)())
+        return {**urls, MIRROR_KEY: str(self._setting("cpan.mirror_url")())}
 
     def _package_proxies(self) -> dict[str, str]:
         """The proxy variables every package manager gets for this request."""

@@ -325,7 +325,7 @@ class InstallCompleted(Payload):
     # A Homebrew bottle's relocation: {text_files, elf_files, macho_files: counts,
     # left_alone: [{file, placeholders}]} (files that still hold a placeholder).
     relocation: dict[str, Any] | None = None
-    # A tool built from source: {image, kind (configure_make, cmake_build),
+    # A tool built from source: {image, kind (configure_make, cmake_build, cpan_install),
     # dependencies: {recipe: tool directory}} (mounted read-only into the build).
     build: dict[str, Any] | None = None
     # Shell start-up fragments the person approved ($TSUKU_HOME-relative paths):

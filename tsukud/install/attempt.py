@@ -101,6 +101,7 @@ from tsukud.install.versions import Resolution
 from tsukud.progress import Progress
 from tsukud.recipe import (
     ArchiveFormat,
+    CpanInstallStep,
     EcosystemStep,
     InstallShellInitStep,
     LinkDependenciesStep,
@@ -112,7 +113,7 @@ from tsukud.recipe import (
     VerifyCheck,
     ecosystem_step,
     matching_steps,
-    pip_exec_step,
+    package_step,
     render_recipe,
     render_verify,
     require_supported,
@@ -319,10 +320,18 @@ class InstallAttempt:
             f"{layout.STAGING_PREFIX}{self.name}-{res.version}-{secrets.token_hex(4)}"
         )
         self.staging.mkdir(mode=0o700)
-        eco = ecosystem_step(recipe, inst.platform) or pip_exec_step(recipe, inst.platform)
+        packaged = package_step(recipe, inst.platform)
+        eco = ecosystem_step(recipe, inst.platform) or (
+            packaged if isinstance(packaged, PipExecStep) else None
+        )
         asset_records: list[dict[str, Any]] = []
         binaries: dict[str, dict[str, Any]]
-        if eco is not None:
+        if isinstance(packaged, CpanInstallStep):
+            self._refuse_conflicts(dict.fromkeys(packaged.executables), force)
+            await self._refuse_shadowing(packaged.executables)
+            binaries, record = await self._cpan(packaged, loaded, res.version, final_dir)
+            asset_records.append(record)
+        elif eco is not None:
             self._refuse_conflicts(dict.fromkeys(eco.executables), force)
             await self._refuse_shadowing(eco.executables)
             binaries = await self._run_ecosystem(eco, res, final_dir)
@@ -776,6 +785,69 @@ class InstallAttempt:
         await trio.to_thread.run_sync(replace_with_output, source, prefix)
         await trio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
         await self.progress("built", source_dir=build.source_dir, verified=bool(checks))
+
+    async def _cpan(
+        self, step: CpanInstallStep, loaded: LoadedRecipe, version: str, final_dir: Path
+    ) -> tuple[dict[str, dict[str, str]], dict[str, Any]]:
+        """The distribution's bytes fetched here, installed by cpanm in the build
+        container, never here, and verified there; what it proved moves into place
+        (``cpan.py`` says why and how). Returns the executables to link and the
+        distribution's asset record."""
+        from tsukud.install.cpan import MIRROR_KEY, build_distribution, fetch_distribution
+
+        assert self.staging is not None
+        inst = self.inst
+        sandbox = inst.builds() if inst.builds is not None else None
+        if sandbox is None:
+            raise BuildFailed(
+                f"{self.name}: a CPAN distribution builds only in the build container, and "
+                "this installer has none",
+                tool=self.name,
+                stage="build",
+            )
+        self.stage = "download"
+        base = step.mirror or inst.ecosystem_urls().get(MIRROR_KEY, "")
+        mirror = self.staging / "cpan"
+        scratch = self.staging / "build"
+        output = self.staging / "root"
+        for d in (mirror, scratch, output):
+            d.mkdir()
+        entry = await fetch_distribution(inst.http, base, step, version, mirror)
+        self.stage = "build"
+        await self.progress(
+            "building",
+            distribution=entry.file,
+            image=sandbox.image,
+            message=f"installing {entry.file} with cpanm in the build container ({sandbox.image})",
+        )
+        checks = self._verify_checks(loaded, version, final_dir)
+        _run, binaries = await build_distribution(
+            sandbox,
+            entry,
+            step,
+            tool=self.name,
+            mirror=mirror,
+            scratch=scratch,
+            output=output,
+            where=str(final_dir),
+            checks=checks,
+            session=self.session,
+        )
+        self.built = {"image": sandbox.image, "kind": step.action, "dependencies": {}}
+        archive = mirror / "authors" / "id" / entry.path
+        record = {
+            "name": entry.file,
+            "url": f"{base.rstrip('/')}/authors/id/{entry.path}",
+            "sha256": await trio.to_thread.run_sync(sha256_file, archive),
+            "size": archive.stat().st_size,
+            "digest_checked": False,
+            "checked_against": [],
+        }
+        await trio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
+        self.stage = "install"
+        await self.progress("installing", version=version)
+        self.tx.move_into_place(output, final_dir)
+        return binaries, record
 
     async def _relocate(self, step: RenderedStep, bottle: Bottle, final_dir: Path) -> None:
         """The unpacked keg rewritten for where it will live (``homebrew/relocate.py``)."""

@@ -5,9 +5,9 @@ Source code fetched from the network is untrusted, and ``./configure`` and ``mak
 whatever it says. So the daemon only downloads the source (checksummed like any
 download) and unpacks it with the safe extractor; the build itself runs in a container
 of the build image (:data:`~tsukud.sandbox.runtime.BUILD_IMAGE`: the Debian minbase
-with gcc, make, libc6-dev, patchelf and cmake) with the validation limits: no network,
-no capabilities, no new privileges, read-only root, bounded memory, CPU, processes and
-time.
+with gcc, make, libc6-dev, patchelf, cmake, perl and cpanminus) with the validation
+limits: no network, no capabilities, no new privileges, read-only root, bounded
+memory, CPU, processes and time.
 
 Inside it the unpacked source is mounted read-only and copied into a scratch directory
 (configure and make write beside the sources); ``make install`` writes into the tool's
@@ -282,7 +282,9 @@ def tail(text: str, keep: int = OUTPUT_KEEP) -> str:
 # ---------------------------------------------------------------------------- shell
 
 
-async def _run(sandbox: BuildSandbox, spec: RunSpec, session: str | None) -> RunResult:
+async def run_build(sandbox: BuildSandbox, spec: RunSpec, session: str | None) -> RunResult:
+    """``spec`` run in the build container under the shared container lock; a missing
+    build image is :class:`ImageMissing` with how to build it."""
     rt = await sandbox.runtime()
     try:
         async with sandbox.lock(session):
@@ -292,8 +294,8 @@ async def _run(sandbox: BuildSandbox, spec: RunSpec, session: str | None) -> Run
             f"the build image {spec.image!r} is not present in the container runtime; "
             "builds from source run only there, never on this machine",
             hint="Build it with `tsukuctl sandbox prepare --build` (debootstrap "
-            "--variant=minbase --include=gcc,make,libc6-dev,patchelf,cmake from Debian's "
-            "packages, imported; no registry needed). Nothing was installed.",
+            "--variant=minbase --include=gcc,make,libc6-dev,patchelf,cmake,perl,cpanminus "
+            "from Debian's packages, imported; no registry needed). Nothing was installed.",
         ) from exc
 
 
@@ -316,7 +318,6 @@ async def build_in_container(
     dependencies mounted there too; check and tame the output tree. Raises
     :class:`BuildFailed` saying which stage failed with the end of its output; returns
     the build's run."""
-    uid = f"{os.getuid()}:{os.getgid()}"
     where = str(prefix)
     labels = {"dev.tsuku.session": session or "", "dev.tsuku.build": tool}
     missing = missing_dependencies(build, deps or {})
@@ -330,7 +331,7 @@ async def build_in_container(
             stage="build",
         )
     spec = build_spec(sandbox.image, build, source, scratch, prefix, labels, deps)
-    res = await _run(sandbox, spec, session)
+    res = await run_build(sandbox, spec, session)
     if not res.ok:
         why = "timed out" if res.timed_out else f"exited with {res.exit_code}"
         raise BuildFailed(
@@ -339,28 +340,62 @@ async def build_in_container(
             tool=tool,
             stage="build",
         )
-    problems = await trio.to_thread.run_sync(check_output_tree, prefix)
+    await accept_output(prefix, tool)
+    await verify_in_container(
+        sandbox,
+        checks,
+        tool=tool,
+        output=prefix,
+        where=where,
+        deps=list((deps or {}).values()),
+        labels=labels,
+        session=session,
+    )
+    return res
+
+
+async def accept_output(output: Path, tool: str) -> None:
+    """What a build wrote, checked (:func:`check_output_tree`: :class:`BuildFailed` at
+    stage ``output`` for anything the host must not take) and tamed (:func:`tame_modes`)."""
+    problems = await trio.to_thread.run_sync(check_output_tree, output)
     if problems:
         raise BuildFailed(
             f"{tool}: the build's output cannot be installed: " + "; ".join(problems[:5]),
             tool=tool,
             stage="output",
         )
-    await trio.to_thread.run_sync(tame_modes, prefix)
-    bin_dir = f"{where}/bin"
+    await trio.to_thread.run_sync(tame_modes, output)
+
+
+async def verify_in_container(
+    sandbox: BuildSandbox,
+    checks: Sequence[VerifyCheck],
+    *,
+    tool: str,
+    output: Path,
+    where: str,
+    deps: Sequence[Path] = (),
+    labels: dict[str, str],
+    session: str | None,
+) -> None:
+    """Each of ``checks`` (the recipe's verify) run in a container of the build image
+    over ``output``, mounted read-only at ``where`` (the path the commands name), its
+    ``bin/`` first on PATH, the build dependencies beside it; the first that fails is
+    :class:`BuildFailed` (stage ``verify``)."""
+    uid = f"{os.getuid()}:{os.getgid()}"
     for check in checks:
         verify = RunSpec(
             image=sandbox.image,
             command=["/bin/sh", "-c", check.command],
-            mounts=((prefix, where, True), *dependency_mounts(list((deps or {}).values()))),
-            env={"PATH": f"{bin_dir}:{DEFAULT_PATH}", "HOME": "/tmp"},  # noqa: S108
+            mounts=((output, where, True), *dependency_mounts(deps)),
+            env={"PATH": f"{where}/bin:{DEFAULT_PATH}", "HOME": "/tmp"},  # noqa: S108
             workdir="/tmp",  # noqa: S108
             user=uid,
             timeout_s=VERIFY_TIMEOUT_S,
             labels=labels,
             output_cap=OUTPUT_CAP,
         )
-        ran = await _run(sandbox, verify, session)
+        ran = await run_build(sandbox, verify, session)
         try:
             check_verify_output(check, 137 if ran.timed_out else ran.exit_code, ran.text)
         except VerifyFailed as exc:
@@ -370,7 +405,6 @@ async def build_in_container(
                 tool=tool,
                 stage="verify",
             ) from None
-    return res
 
 
 def replace_with_output(work: Path, prefix: Path) -> None:

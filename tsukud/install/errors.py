@@ -47,6 +47,13 @@ class BuildFailed(InstallError):
     code = "build_failed"
 
 
+class CpanDistributionUnavailable(InstallError):
+    """The CPAN mirror does not serve the distribution a ``cpan_install`` step asks for
+    at the version being installed (``cpan.py``)."""
+
+    code = "cpan_distribution_unavailable"
+
+
 class NotInstalled(NotFound):
     code = "not_installed"
 

@@ -37,6 +37,7 @@ from tsukud.clock import Clock, SystemClock
 from tsukud.errors import TsukuError
 from tsukud.github.client import LATEST_PAGE, GitHub, Release, ReleaseNotFound
 from tsukud.recipe import (
+    CpanInstallStep,
     EcosystemStep,
     Recipe,
     RecipeError,
@@ -49,7 +50,7 @@ from tsukud.recipe import (
     version_source,
 )
 from tsukud.recipe.homebrew import formula_of
-from tsukud.recipe.model import HTTP_JSON_SOURCE, VersionSection
+from tsukud.recipe.model import HTTP_JSON_SOURCE, METACPAN_SOURCE, VersionSection
 from tsukud.recipe.version import (
     PublishedRelease,
     candidate_tags,
@@ -112,6 +113,8 @@ class VersionResolver:
             return _pinned(recipe.metadata.name, pinned, requested)
         if recipe.version is not None and recipe.version.source == HTTP_JSON_SOURCE:
             return await self._http_json(recipe, requested)
+        if recipe.version is not None and recipe.version.source == METACPAN_SOURCE:
+            return await self._cpan(recipe, requested)
         eco = _ecosystem_step(recipe)
         if eco is not None:
             return await self._ecosystem(eco, requested, recipe.version)
@@ -156,6 +159,30 @@ class VersionResolver:
         res = Resolution(resolved=resolved, repo="", requested=requested, how="registry")
         self._cache[key] = (now + self.ttl, res)
         return res
+
+    async def _cpan(self, recipe: Recipe, requested: str | None) -> Resolution:
+        """``metacpan``: the release of the recipe's ``cpan_install`` distribution the
+        CPAN mirror indexes, the only one it serves (``install/cpan.py``)."""
+        from tsukud.install.cpan import MIRROR_KEY, newest_release
+
+        name = recipe.metadata.name
+        step = next((s for s in recipe.steps if isinstance(s, CpanInstallStep)), None)
+        if step is None:
+            raise RecipeError(
+                f"{name}: version source metacpan needs a cpan_install step", recipe=name
+            )
+        base = step.mirror or self.ecosystem_urls().get(MIRROR_KEY, "")
+        version = await newest_release(self.github.http, base, step)
+        if requested is not None and normalize_version(requested) != normalize_version(version):
+            raise VersionNotFound(
+                f"{name}: the CPAN mirror indexes {step.distribution} {version}, not {requested}",
+                hint=f"A CPAN mirror serves a distribution's newest release only: install "
+                f"{name}@{version}; nothing was installed.",
+                requested=requested,
+                available=[version],
+            )
+        resolved = ResolvedVersion(version, version)
+        return Resolution(resolved=resolved, repo="", requested=requested, how="cpan-index")
 
     async def _http_json(self, recipe: Recipe, requested: str | None) -> Resolution:
         name = recipe.metadata.name

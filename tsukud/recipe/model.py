@@ -616,9 +616,9 @@ class CpanInstallStep(_StepBase, frozen=True, kw_only=True):
     ``::``) with cpanm into the tool's directory, ``executables`` from its ``bin/``.
     ``perl_version``, ``cpanfile``, ``mirror``, ``mirror_only`` and ``offline`` are
     tsuku's other keys, read and planned as written. A distribution's
-    ``Makefile.PL`` is code it runs to build, so it may only run in the build
-    container; that image has no perl toolchain yet, so the step is read and planned,
-    and installing it is refused as not supported yet."""
+    ``Makefile.PL`` is code it runs to build, so cpanm runs only in the build
+    container, from a mirror of the distribution's bytes fetched here
+    (``install/cpan.py``); like ``pip_exec`` it is the whole install on its platform."""
 
     ACTION: ClassVar[str] = "cpan_install"
     action: Literal["cpan_install"] = "cpan_install"
@@ -773,11 +773,15 @@ class Recipe(msgspec.Struct, frozen=True, kw_only=True):
 GITHUB_VERSION_SOURCES = (None, "github", "github_releases", "github_tags")
 HTTP_JSON_SOURCE = "http_json"
 HOMEBREW_SOURCE = "homebrew"  # the formula's version from the Homebrew formulae API
+# A cpan_install's distribution: the release the CPAN mirror's index names (tsuku asks
+# MetaCPAN's API for the newest; a mirror indexes that one).
+METACPAN_SOURCE = "metacpan"
 SUPPORTED_VERSION_SOURCES = (
     *GITHUB_VERSION_SOURCES,
     HTTP_JSON_SOURCE,
     *ECOSYSTEM_VERSION_SOURCES,
     HOMEBREW_SOURCE,
+    METACPAN_SOURCE,
 )
 # Hash algorithms the download pump computes while streaming.
 CHECKSUM_ALGOS = ("sha256",)
@@ -862,12 +866,20 @@ def _check_step(recipe_name: str, index: int, step: SupportedStep) -> None:
             action=step.action,
             step=index,
         )
-    if isinstance(step, CpanInstallStep):
-        raise UnsupportedAction(
-            f"{where}: action {step.action} is not supported yet",
-            hint=f"A CPAN distribution builds by running its own code, which may run only "
-            f"in the build container, and that image has no perl toolchain yet; install "
-            f"{step.distribution} with cpanm yourself for now (`tsukuctl plan` shows the step).",
+    if isinstance(step, CpanInstallStep) and not step.executables:
+        raise RecipeError(
+            f"{where}: {step.action} needs executables (the commands it puts on PATH)",
+            recipe=recipe_name,
+            action=step.action,
+            step=index,
+        )
+    unhonoured = cpan_unhonoured(step) if isinstance(step, CpanInstallStep) else []
+    if unhonoured:
+        raise UnsupportedFeature(
+            f"{where}: {step.action}'s {' and '.join(unhonoured)} is not supported yet",
+            hint="A cpanfile would change what is installed and perl_version which perl "
+            "builds it; neither is honoured yet, so nothing was installed rather than "
+            "something else.",
             recipe=recipe_name,
             action=step.action,
             step=index,
@@ -955,7 +967,7 @@ def _check_ecosystem(
     """An ecosystem step is the whole install: its package manager owns the tool's
     directory, so it stands alone, and its versions come from its own registry."""
     selected = [(i, s) for i, s in selected if not isinstance(s, HostStep | ToolStep)]
-    locked = [(i, s) for i, s in selected if isinstance(s, PipExecStep)]
+    locked = [(i, s) for i, s in selected if isinstance(s, PipExecStep | CpanInstallStep)]
     if locked and len(selected) > 1:
         index, alone = locked[0]
         raise UnsupportedFeature(
@@ -964,6 +976,10 @@ def _check_ecosystem(
             recipe=name,
             action=alone.action,
             step=index,
+        )
+    if source == METACPAN_SOURCE and not any(isinstance(s, CpanInstallStep) for _, s in selected):
+        raise UnsupportedFeature(
+            f"{name}: version source {source} needs a cpan_install step", recipe=name
         )
     eco = [(i, s) for i, s in selected if isinstance(s, EcosystemStep)]
     if not eco:
@@ -1003,13 +1019,14 @@ def ecosystem_step(
     return None
 
 
-def pip_exec_step(
+def package_step(
     recipe: Recipe, target: Platform, version: str | None = None
-) -> PipExecStep | None:
-    """The ``pip_exec`` step that installs ``recipe`` on ``target``, if that is how it
-    installs (alone on its platform: checked by :func:`require_supported`)."""
+) -> PackageStep | None:
+    """The ``pip_exec`` or ``cpan_install`` step that installs ``recipe`` on ``target``,
+    if that is how it installs (alone on its platform: checked by
+    :func:`require_supported`)."""
     for _index, step in require_supported(recipe, target, version):
-        if isinstance(step, PipExecStep):
+        if isinstance(step, PipExecStep | CpanInstallStep):
             return step
     return None
 
@@ -1021,12 +1038,15 @@ def unsupported_actions(recipe: Recipe) -> list[str]:
     builds = [s for s in recipe.steps if isinstance(s, ConfigureMakeStep | CMakeBuildStep)]
     deps = declared_build_dependencies(recipe, builds)
     for step in recipe.steps:
-        if isinstance(step, GenericStep | CpanInstallStep) or (
+        if isinstance(step, GenericStep) or (
             isinstance(step, EcosystemStep) and step.action not in RUNNABLE_ECOSYSTEM_ACTIONS
         ):
             found = [step.action]
         else:  # a parameter install refuses (requires_sudo, ...) makes the step unusable
-            found = [f"{step.action} parameter {k}" for k in unmodelled_parameters(step)]
+            unhonoured = cpan_unhonoured(step) if isinstance(step, CpanInstallStep) else []
+            found = [
+                f"{step.action} parameter {k}" for k in [*unmodelled_parameters(step), *unhonoured]
+            ]
         problem = (
             rpath_problem(step.rpath or DEFAULT_RPATH, deps)
             if isinstance(step, SetRpathStep)
@@ -1080,6 +1100,13 @@ def unknown_keys(recipe: Recipe) -> list[str]:
 # beside an action that names none, ``os_mapping`` on a step without ``{os}``): tsuku
 # ignores them there, and so do we; they stay in ``extra`` and are written back.
 KNOWN_IGNORED_STEP_KEYS = frozenset({"files", "os_mapping"})
+
+
+def cpan_unhonoured(step: CpanInstallStep) -> list[str]:
+    """tsuku's ``cpan_install`` keys install does not honour yet, when set: a
+    ``cpanfile`` (its dependencies instead of the distribution) and ``perl_version``
+    (the perl it must build with; the build image has Debian's)."""
+    return [k for k in ("cpanfile", "perl_version") if getattr(step, k)]
 
 
 def unmodelled_parameters(step: SupportedStep) -> list[str]:

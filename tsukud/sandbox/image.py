@@ -62,7 +62,7 @@ __all__ = [
 #: What the build image adds to minbase: a C compiler, make, the C library's headers,
 #: patchelf for set_rpath and cmake for cmake_build (scripts/dev ``setup_build_image``
 #: installs the same).
-BUILD_PACKAGES = ("gcc", "make", "libc6-dev", "patchelf", "cmake")
+BUILD_PACKAGES = ("gcc", "make", "libc6-dev", "patchelf", "cmake", "perl", "cpanminus")
 
 #: Debian's package mirror; ``TSUKU_DEBIAN_MIRROR`` names another (a local one, a proxy).
 DEBIAN_MIRROR = "http://deb.debian.org/debian"

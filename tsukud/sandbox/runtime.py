@@ -79,10 +79,13 @@ ROLE_LABEL = f"{ROLE_LABEL_KEY}={ROLE_LABEL_VALUE}"
 DEBIAN_IMAGE = "tsuku/validate-debian:local"
 DEFAULT_IMAGE = DEBIAN_IMAGE
 
-#: The build image: the Debian minbase with gcc, make, libc6-dev, patchelf and cmake.
-#: Builds from source (``configure_make``, ``cmake_build``) run in it, never on the
-#: host (:func:`tsukud.sandbox.image.prepare_build_image`).
-BUILD_IMAGE = "tsuku/validate-build:local"
+#: The build image: the Debian minbase with gcc, make, libc6-dev, patchelf, cmake, perl
+#: and cpanminus. Builds from source (``configure_make``, ``cmake_build``,
+#: ``cpan_install``'s cpanm) run in it, never on the host
+#: (:func:`tsukud.sandbox.image.prepare_build_image`). The tag names its contents'
+#: version: an image is built only when its tag is missing, so a machine holding an
+#: older build image builds this one when the tag changes with what it carries.
+BUILD_IMAGE = "tsuku/validate-build:local-v2"
 
 #: The static fallback: the host's busybox-static alone. It cannot run glibc-linked
 #: binaries, only static ones and scripts (:func:`tsukud.sandbox.image.prepare_busybox_image`).

@@ -32,6 +32,7 @@ command = "elsewhere --version"
 CARTON = """
 [metadata]
 name = "carton"
+validated_version = "1.0.35"
 
 [[steps]]
 action = "cpan_install"
@@ -54,5 +55,5 @@ def test_the_fixture_recipes_install_and_other_hosts_are_never_reached() -> None
         "cpan_install": 1,
     }
     assert dict(report.installed) == {"github_archive": 2, "github_file": 1}
-    # carton is not attempted; elsewhere's host is reached only through a dead proxy.
-    assert dict(report.failures) == {"recipe_unsupported_action": 1, "download_failed": 1}
+    # Neither CPAN's mirror (carton) nor elsewhere's host is reached: only a dead proxy.
+    assert dict(report.failures) == {"cpan_distribution_unavailable": 1, "download_failed": 1}

@@ -26,9 +26,9 @@ from test_tsuku_plans_ecosystems import (
 from tsukud.recipe import (
     CpanInstallStep,
     PipExecStep,
+    RecipeError,
     RecipeParseError,
     ResolvedVersion,
-    UnsupportedAction,
     parse_recipe,
     require_supported,
     unsupported_actions,
@@ -240,7 +240,7 @@ def test_cpan_install_plans_as_tsuku_plans_carton() -> None:
     assert own["unsupported"] == []
 
 
-def test_cpan_install_reads_tsukus_keys_and_is_refused_for_install_with_a_hint() -> None:
+def test_cpan_install_reads_tsukus_keys_and_is_supported_without_executables_refused() -> None:
     text = CARTON.replace(
         'executables = ["carton"]\n',
         'module = "App::Carton"\nexecutables = ["carton"]\nmirror = "http://127.0.0.1:1/"\n'
@@ -251,12 +251,30 @@ def test_cpan_install_reads_tsukus_keys_and_is_refused_for_install_with_a_hint()
     assert isinstance(step, CpanInstallStep)
     assert (step.distribution, step.module, step.mirror_only) == ("Carton", "App::Carton", True)
     assert parse_recipe(dump_recipe(recipe)) == recipe
-    assert unsupported_actions(recipe) == ["cpan_install", "version source metacpan"]
+    # The step installs (in the build container: install/cpan.py), its version from the
+    # CPAN mirror's index (metacpan); that source goes with a cpan_install step only.
+    assert unsupported_actions(recipe) == []
+    elsewhere = parse_recipe(
+        PERL.replace("[[steps]]", '[version]\nsource = "metacpan"\n\n[[steps]]')
+    )
+    with pytest.raises(RecipeError) as needs:
+        require_supported(elsewhere, LINUX)
+    assert "version source metacpan needs a cpan_install step" in needs.value.message
     unsourced = parse_recipe(text.replace('source = "metacpan"\n', ""))
-    with pytest.raises(UnsupportedAction) as err:
-        require_supported(unsourced, LINUX)
-    assert "cpan_install is not supported yet" in err.value.message
-    assert err.value.hint is not None and "build container" in err.value.hint
+    assert [s for _, s in require_supported(unsourced, LINUX)] == [step]
+    bare = parse_recipe(
+        text.replace('source = "metacpan"\n', "").replace('executables = ["carton"]\n', "")
+    )
+    with pytest.raises(RecipeError) as err:
+        require_supported(bare, LINUX)
+    assert "cpan_install needs executables" in err.value.message
+    # What would change what is installed, or with which perl, is refused, not ignored.
+    for key, value in (("cpanfile", '"cpanfile"'), ("perl_version", '"5.38.0"')):
+        keyed = parse_recipe(text.replace("mirror_only = true\n", f"{key} = {value}\n"))
+        assert unsupported_actions(keyed) == [f"cpan_install parameter {key}"]
+        with pytest.raises(RecipeError) as refused:
+            require_supported(keyed, LINUX)
+        assert f"cpan_install's {key} is not supported yet" in refused.value.message
 
 
 @pytest.mark.parametrize(

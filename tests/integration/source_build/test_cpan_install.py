@@ -1,0 +1,97 @@
+"""A ``cpan_install`` recipe installs what cpanm installed in the build container.
+
+A tiny pure-Perl distribution served by the fake CPAN mirror: the daemon fetches the
+mirror's index and the distribution's bytes, then the real ``cpanm`` installs it in the
+build container (no network: a copy of those bytes is its only mirror), the recipe's
+verify runs there against the output, and the output becomes the tool's directory
+with tsuku's PERL5LIB wrapper; the installed command runs here, and ``remove`` takes
+it away. Nothing of the distribution runs on the host: its ``Makefile.PL`` writes a
+marker at a host path, which exists only here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from tests.conftest import Tsuku, base_env, short_home
+from tests.integration.install.conftest import running
+from tests.integration.install.test_recipe_errors import local_recipe
+from tsukud.testing.cpan import FakeCpanMirror, perl_distribution
+
+DIST, VERSION, SCRIPT = "Acme-TsukuHello", "1.02", "tsuku-hello"
+
+# As tsuku's registry writes one (carton's): the version from the CPAN mirror's index.
+RECIPE = f"""[metadata]
+name = "tsuku-hello"
+description = "A tiny CPAN distribution"
+
+[version]
+source = "metacpan"
+distribution = "{DIST}"
+
+[[steps]]
+action = "cpan_install"
+distribution = "{DIST}"
+executables = ["{SCRIPT}"]
+
+[verify]
+command = "{SCRIPT} --version"
+pattern = "{SCRIPT} {{version}} --version"
+"""
+
+
+def test_a_cpan_distribution_builds_in_the_container_installs_runs_and_is_removed(
+    tmp_path: Path, build_image: str
+) -> None:
+    marker = tmp_path / "makefile-pl-ran-on-the-host"
+    with FakeCpanMirror() as mirror:
+        mirror.publish(perl_distribution(DIST, VERSION, SCRIPT, marker=marker))
+        home = short_home()
+        with running(Tsuku(home, {**base_env(home), **mirror.env()})) as t:
+            local_recipe(t, "tsuku-hello", RECIPE)
+            plan = json.loads(t.ctl("plan", "tsuku-hello", "--json", check=True).stdout)
+            assert [s["action"] for s in plan["steps"]] == ["cpan_install"]
+            assert plan["unsupported"] == []
+            # The mirror serves its newest release only: another is refused unfetched.
+            older = t.ctl("install", "tsuku-hello@1.01", "--yes")
+            assert older.returncode != 0 and f"indexes {DIST} {VERSION}, not 1.01" in older.stderr
+            assert not any("/authors/" in p for p in mirror.paths())
+
+            out = t.ctl("install", "tsuku-hello", "--yes", "--json")
+            assert not marker.exists(), "Makefile.PL ran on the host"
+            assert out.returncode == 0, out.stderr
+            res = json.loads(out.stdout)
+            assert res["binaries"] == [SCRIPT]
+            assert res["build"] == {
+                "image": build_image,
+                "kind": "cpan_install",
+                "dependencies": {},
+            }
+            (asset,) = res["assets"]
+            assert asset["name"] == f"{DIST}-{VERSION}.tar.gz"
+            # Only the index (for the version, then the file) and the distribution were
+            # fetched, nothing else.
+            assert set(mirror.paths()) == {
+                "/modules/02packages.details.txt.gz",
+                f"/authors/id/T/TS/TSUKU/{DIST}-{VERSION}.tar.gz",
+            }
+
+            ran = subprocess.run(
+                [str(t.home / "bin" / SCRIPT), "a", "b"], capture_output=True, text=True
+            )
+            assert ran.returncode == 0, ran.stderr
+            assert ran.stdout == f"{SCRIPT} {VERSION} a b\n"
+            tool = t.home / "tools" / f"tsuku-hello-{VERSION}"
+            # The local-lib cpanm wrote (the module under lib/perl5), the script renamed
+            # beside tsuku's wrapper.
+            assert (tool / "lib" / "perl5" / "Acme" / "TsukuHello.pm").is_file()
+            assert sorted(p.name for p in (tool / "bin").iterdir()) == [
+                SCRIPT,
+                f"{SCRIPT}.cpanm",
+            ]
+
+            t.ctl("remove", "tsuku-hello", check=True)
+            assert not (t.home / "bin" / SCRIPT).exists()
+            assert not tool.exists()

@@ -1,0 +1,381 @@
+"""``cpan_install``: a CPAN distribution installed with cpanm, built in the build
+container, never on the host.
+
+A distribution installs by running its own code (``perl Makefile.PL``, ``make``), so
+this host only fetches bytes: the mirror's index (``modules/02packages.details.txt.gz``)
+names the file of the module the step asks for, which must be the distribution at the
+version being installed; that file is downloaded and laid out as a one-distribution
+mirror (the file, and an index of its line alone) in the install's staging directory.
+The build container (:data:`~tsukud.sandbox.runtime.BUILD_IMAGE`, which carries
+Debian's perl and cpanminus) then runs ``cpanm --mirror file://… --mirror-only
+--local-lib <tool's directory> --notest`` on that file, with no network, the validation
+limits and nothing of the host's ``PERL*`` variables, the tool's directory mounted at
+the path the host will have it (an empty directory of the staging area), so whatever
+the build bakes in names where the tool will live.
+
+What the container proved is what is installed: each executable must be in ``bin/``,
+the output tree is checked and tamed as a build's is (``build.py``), and the recipe's
+verify runs in a second container over it. Then, as tsuku does, each executable is
+renamed ``<name>.cpanm`` and a wrapper takes its name, setting ``PERL5LIB`` to the
+tool's ``lib/perl5`` (a local-lib is found through it) before running the script with
+``perl``. The distribution's dependencies are not fetched: one that needs a module
+neither the image's perl nor the distribution carries fails in the container, saying
+which (``build_failed``).
+
+The pure part (reading the index, the script, the wrapper) is separate from the shell
+that fetches and runs, so both are tested on their own.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+
+from tsukud.install.build import (
+    BUILD_DIR,
+    BUILD_PIDS,
+    BUILD_TIMEOUT_S,
+    OUTPUT_CAP,
+    BuildSandbox,
+    accept_output,
+    run_build,
+    tail,
+    verify_in_container,
+)
+from tsukud.install.errors import BuildFailed, CpanDistributionUnavailable
+from tsukud.net.http import HttpError
+from tsukud.recipe import CpanInstallStep, VerifyCheck
+from tsukud.sandbox.runtime import DEFAULT_PATH, RunResult, RunSpec
+
+if TYPE_CHECKING:
+    from tsukud.net.http import Http
+
+INDEX = "modules/02packages.details.txt.gz"
+#: The CPAN mirror's base URL in the installer's ``ecosystem_urls`` (``cpan.mirror_url``).
+MIRROR_KEY = "cpan.mirror"
+# Where the one-distribution mirror is mounted in the build container (read-only).
+MIRROR_DIR = "/tsuku/cpan"
+# The index of the real CPAN is about 3 MB compressed; a distribution rarely 10 MB.
+INDEX_MAX_BYTES = 64 * 1024 * 1024
+DIST_MAX_BYTES = 256 * 1024 * 1024
+# PAUSE's paths: an author's directory (A/AU/AUTHOR), then the file, maybe in a
+# subdirectory of it; nothing that climbs out or names another host.
+_DIST_PATH = re.compile(
+    r"[A-Z]/[A-Z0-9]{2}/[A-Z0-9][A-Z0-9-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.+-]*)+\.(?:tar\.gz|tgz)"
+)
+# A wrapper's name is a file name in bin/ (tsuku's checks: no separator, no control
+# character, no shell metacharacter).
+_EXECUTABLE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,255}")
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    module: str
+    version: str
+    path: str  # below authors/id/
+
+    @property
+    def file(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+# ---------------------------------------------------------------------------- pure
+
+
+def module_of(step: CpanInstallStep) -> str:
+    """What cpanm is asked for: the step's ``module``, else the distribution's name
+    with ``-`` as ``::`` (tsuku's ``distributionToModule``)."""
+    return step.module or step.distribution.replace("-", "::")
+
+
+def parse_index(text: str) -> dict[str, IndexEntry]:
+    """PAUSE's ``02packages.details.txt``: header lines up to the first blank line,
+    then ``module version path`` per line. Lines of another shape are skipped."""
+    _header, _, body = text.partition("\n\n")
+    out: dict[str, IndexEntry] = {}
+    for line in body.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            out[parts[0]] = IndexEntry(*parts)
+    return out
+
+
+def choose_distribution(
+    index: Mapping[str, IndexEntry], step: CpanInstallStep, version: str, mirror: str
+) -> IndexEntry:
+    """The index's entry for the step's module, which must be a PAUSE path to the
+    step's distribution at ``version`` (:func:`release_files`): a mirror
+    indexes only a module's newest release, and installing another than the one asked
+    for would install what no one chose."""
+    module = module_of(step)
+    entry = index.get(module)
+    if entry is None:
+        raise CpanDistributionUnavailable(
+            f"the CPAN mirror {mirror} does not index the module {module}",
+            hint="Check the recipe's distribution and module names, or the mirror "
+            "(cpan.mirror_url); nothing was installed.",
+            module=module,
+        )
+    wanted = release_files(step.distribution, version)
+    if not _DIST_PATH.fullmatch(entry.path) or ".." in entry.path or entry.file not in wanted:
+        raise CpanDistributionUnavailable(
+            f"the CPAN mirror {mirror} indexes {module} in {entry.path}, not in "
+            f"{step.distribution} {version}",
+            hint="A mirror serves a module's newest release only: install the version it "
+            "indexes, or use a mirror that has this one; nothing was installed.",
+            module=module,
+            path=entry.path,
+        )
+    return entry
+
+
+def release_files(distribution: str, version: str) -> set[str]:
+    """The names a release's file has on CPAN: ``<distribution>-<version>`` with a
+    ``v`` or not (Carton-v1.0.35.tar.gz is carton 1.0.35), ``.tar.gz`` or ``.tgz``."""
+    bare = version.removeprefix("v")
+    return {f"{distribution}-{v}{ext}" for v in (bare, f"v{bare}") for ext in (".tar.gz", ".tgz")}
+
+
+def mirror_index(entry: IndexEntry) -> bytes:
+    """The one-distribution mirror's ``02packages.details.txt.gz``: its line alone."""
+    text = (
+        "File:         02packages.details.txt\n"
+        "Line-Count:   1\n"
+        "\n"
+        f"{entry.module} {entry.version} {entry.path}\n"
+    )
+    return gzip.compress(text.encode(), mtime=0)
+
+
+def check_executables(names: Sequence[str]) -> None:
+    bad = [n for n in names if not _EXECUTABLE.fullmatch(n) or ".." in n]
+    if bad:
+        raise BuildFailed(
+            f"cpan_install: executables must be file names in bin/, not {', '.join(bad)}",
+            stage="build",
+        )
+
+
+def cpanm_script(entry: IndexEntry, prefix: str, executables: Sequence[str]) -> str:
+    """The ``sh`` script the build container runs: cpanm on the mirrored file into the
+    local-lib ``prefix``, the mirror its only source; then each executable must be in
+    ``<prefix>/bin``. Every word quoted."""
+    q = shlex.quote
+    argv = [
+        "cpanm",
+        "--mirror",
+        f"file://{MIRROR_DIR}",
+        "--mirror-only",
+        "--local-lib",
+        prefix,
+        "--notest",
+        "--verbose",
+        f"{MIRROR_DIR}/authors/id/{entry.path}",
+    ]
+    lines = ["set -e", f"mkdir -p {BUILD_DIR}/.tmp", " ".join(q(a) for a in argv)]
+    for exe in executables:
+        path = f"{prefix}/bin/{exe}"
+        missing = f"expected executable {exe} not found at {path}"
+        lines.append(f"[ -f {q(path)} ] || {{ echo {q(missing)}; exit 4; }}")
+    return "\n".join(lines) + "\n"
+
+
+def cpanm_env() -> dict[str, str]:
+    """The build's whole environment: no ``PERL*`` of anyone's (tsuku clears them),
+    cpanm's work and temporary files in the scratch directory, tsuku's
+    ``SOURCE_DATE_EPOCH=0``."""
+    return {
+        "PATH": DEFAULT_PATH,
+        "HOME": f"{BUILD_DIR}/.tmp",
+        "TMPDIR": f"{BUILD_DIR}/.tmp",
+        "PERL_CPANM_HOME": f"{BUILD_DIR}/.cpanm",
+        "SOURCE_DATE_EPOCH": "0",
+    }
+
+
+def cpanm_spec(
+    image: str,
+    entry: IndexEntry,
+    step: CpanInstallStep,
+    *,
+    mirror: Path,
+    scratch: Path,
+    output: Path,
+    where: str,
+    labels: dict[str, str],
+) -> RunSpec:
+    """The build's container: the validation contract's isolation (no network, no
+    capabilities, read-only root: :class:`RunSpec`'s defaults, left as they are), the
+    mirror read-only, the scratch directory and ``output`` (at ``where``, the tool's
+    directory as the host will have it) writable, as the daemon's uid."""
+    return RunSpec(
+        image=image,
+        command=["/bin/sh", "-c", cpanm_script(entry, where, step.executables)],
+        mounts=((mirror, MIRROR_DIR, True), (scratch, BUILD_DIR, False), (output, where, False)),
+        env=cpanm_env(),
+        workdir=BUILD_DIR,
+        user=f"{os.getuid()}:{os.getgid()}",
+        timeout_s=BUILD_TIMEOUT_S,
+        pids_limit=BUILD_PIDS,
+        labels=labels,
+        output_cap=OUTPUT_CAP,
+    )
+
+
+def wrapper(exe: str, tool_dir: str) -> str:
+    """tsuku's wrapper for a cpanm script: ``PERL5LIB`` at the tool's local-lib, then
+    the renamed script run by ``perl``."""
+    q = shlex.quote
+    return (
+        "#!/bin/sh\n"
+        f"# tsuku wrapper for {exe} (PERL5LIB at its own CPAN distribution)\n"
+        f"PERL5LIB={q(f'{tool_dir}/lib/perl5')}\n"
+        "export PERL5LIB\n"
+        f'exec perl {q(f"{tool_dir}/bin/{exe}.cpanm")} "$@"\n'
+    )
+
+
+def write_wrappers(
+    output: Path, tool_dir: str, executables: Sequence[str]
+) -> dict[str, dict[str, str]]:
+    """Each executable renamed ``<name>.cpanm`` and its wrapper written in its place
+    (in ``output``, which becomes ``tool_dir``): ``{name: {path, sha256}}``, what the
+    installer links."""
+    out: dict[str, dict[str, str]] = {}
+    for exe in executables:
+        script = output / "bin" / exe
+        script.rename(script.with_name(f"{exe}.cpanm"))
+        data = wrapper(exe, tool_dir).encode()
+        script.write_bytes(data)
+        script.chmod(0o755)
+        out[exe] = {"path": f"bin/{exe}", "sha256": hashlib.sha256(data).hexdigest()}
+    return out
+
+
+# ---------------------------------------------------------------------------- shell
+
+
+async def read_index(http: Http, base: str) -> dict[str, IndexEntry]:
+    """The mirror's ``02packages`` index, read."""
+    base = base.rstrip("/")
+    try:
+        answer = await http.get(f"{base}/{INDEX}", max_bytes=INDEX_MAX_BYTES)
+        text = gzip.decompress(answer.body).decode("utf-8", "replace")
+    except (HttpError, OSError, EOFError) as exc:
+        raise CpanDistributionUnavailable(
+            f"the CPAN mirror's index {base}/{INDEX} could not be read: {exc}",
+            hint="Check the mirror (cpan.mirror_url) and the network; nothing was installed.",
+        ) from None
+    return parse_index(text)
+
+
+async def newest_release(http: Http, base: str, step: CpanInstallStep) -> str:
+    """The ``metacpan`` version source: the version of the step's distribution whose
+    file the mirror indexes for its module (a mirror indexes the newest release)."""
+    index = await read_index(http, base)
+    entry = index.get(module_of(step))
+    version = None if entry is None else release_version(entry.file, step.distribution)
+    if version is None:
+        module = module_of(step)
+        raise CpanDistributionUnavailable(
+            f"the CPAN mirror {base.rstrip('/')} indexes no release of {step.distribution} "
+            f"for {module}" + (f" (it names {entry.path})" if entry is not None else ""),
+            hint="Check the recipe's distribution and module names, or the mirror "
+            "(cpan.mirror_url); nothing was installed.",
+            module=module,
+        )
+    return version
+
+
+def release_version(file: str, distribution: str) -> str | None:
+    """The version a release's file names (``Carton-v1.0.35.tar.gz`` → ``1.0.35``); None
+    for a file of another distribution."""
+    stem = file.removesuffix(".tar.gz").removesuffix(".tgz")
+    if stem == file or not stem.startswith(f"{distribution}-"):
+        return None
+    version = stem.removeprefix(f"{distribution}-").removeprefix("v")
+    return version if re.fullmatch(r"[0-9][0-9A-Za-z._-]*", version) else None
+
+
+async def fetch_distribution(
+    http: Http, base: str, step: CpanInstallStep, version: str, mirror: Path
+) -> IndexEntry:
+    """The distribution's bytes (nothing of it runs here) laid out in ``mirror`` as a
+    one-distribution CPAN mirror."""
+    base = base.rstrip("/")
+    entry = choose_distribution(await read_index(http, base), step, version, base)
+    url = f"{base}/authors/id/{entry.path}"
+    try:
+        data = (await http.get(url, max_bytes=DIST_MAX_BYTES)).body
+    except HttpError as exc:
+        raise CpanDistributionUnavailable(
+            f"{url} could not be fetched: {exc}",
+            hint="The mirror indexes a file it does not serve; try another mirror "
+            "(cpan.mirror_url). Nothing was installed.",
+            path=entry.path,
+        ) from None
+
+    def lay_out() -> None:
+        target = mirror / "authors" / "id" / entry.path
+        target.parent.mkdir(parents=True)
+        target.write_bytes(data)
+        (mirror / "modules").mkdir()
+        (mirror / INDEX).write_bytes(mirror_index(entry))
+
+    await trio.to_thread.run_sync(lay_out)
+    return entry
+
+
+async def build_distribution(
+    sandbox: BuildSandbox,
+    entry: IndexEntry,
+    step: CpanInstallStep,
+    *,
+    tool: str,
+    mirror: Path,
+    scratch: Path,
+    output: Path,
+    where: str,
+    checks: Sequence[VerifyCheck],
+    session: str | None,
+) -> tuple[RunResult, dict[str, dict[str, str]]]:
+    """cpanm in the build container into ``output`` (mounted at ``where``), the tree
+    checked and tamed, the wrappers written, then ``checks`` run in the container over
+    it. Raises :class:`BuildFailed` saying which stage failed; returns the build's run
+    and the executables to link."""
+    check_executables(step.executables)
+    labels = {"dev.tsuku.session": session or "", "dev.tsuku.build": tool}
+    spec = cpanm_spec(
+        sandbox.image,
+        entry,
+        step,
+        mirror=mirror,
+        scratch=scratch,
+        output=output,
+        where=where,
+        labels=labels,
+    )
+    res = await run_build(sandbox, spec, session)
+    if not res.ok:
+        why = "timed out" if res.timed_out else f"exited with {res.exit_code}"
+        raise BuildFailed(
+            f"{tool}: cpanm's install of {entry.file} {why} in the build container"
+            f"\nOutput: {tail(res.text)}",
+            tool=tool,
+            stage="build",
+        )
+    await accept_output(output, tool)
+    binaries = await trio.to_thread.run_sync(write_wrappers, output, where, step.executables)
+    await verify_in_container(
+        sandbox, checks, tool=tool, output=output, where=where, labels=labels, session=session
+    )
+    return res, binaries

@@ -1,0 +1,129 @@
+"""A fake CPAN mirror on loopback (``TSUKU_CPAN_MIRROR_URL=<url>``), laid out as every
+CPAN mirror is: ``modules/02packages.details.txt.gz`` (PAUSE's index: a header, a blank
+line, then ``Module::Name  version  A/AU/AUTHOR/Dist-1.0.tar.gz`` per package) and the
+distributions under ``authors/id/``. Anything else is a 404, as a mirror answers; only
+GET and HEAD are served.
+
+:func:`perl_distribution` builds a tiny pure-Perl distribution the real ``cpanm``
+installs: a ``Makefile.PL`` (ExtUtils::MakeMaker, which Debian's perl carries), a
+module, and a script in ``script/`` that prints the module's version and its arguments.
+Its ``Makefile.PL`` can also write a marker at a host path: that path exists only on
+the host, so the marker shows the distribution's code ran there.
+
+    with FakeCpanMirror() as mirror:
+        mirror.publish(perl_distribution("Acme-Hello", "1.0", "hello-cpan"))
+        env = mirror.env()   # TSUKU_CPAN_MIRROR_URL
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote
+
+from tsukud.testing.http import FakeHTTPServer, RecordedRequest, Reply
+
+AUTHOR = "TSUKU"
+INDEX = "modules/02packages.details.txt.gz"
+
+
+@dataclass(frozen=True)
+class PerlDistribution:
+    name: str  # Acme-Hello
+    version: str
+    module: str  # Acme::Hello
+    tarball: bytes
+    author: str = AUTHOR
+
+    @property
+    def path(self) -> str:
+        """Where the index says it is, below ``authors/id/`` (``T/TS/TSUKU/...``)."""
+        a = self.author
+        return f"{a[0]}/{a[:2]}/{a}/{self.name}-{self.version}.tar.gz"
+
+
+def perl_distribution(
+    name: str, version: str, script: str, *, marker: Path | None = None
+) -> PerlDistribution:
+    """``name``-``version``.tar.gz: the module named after the distribution, and
+    ``script/<script>`` printing ``<script> <module's $VERSION> <args>``; with
+    ``marker``, ``Makefile.PL`` first writes that file (if it can: it runs in a
+    container where the host's path does not exist)."""
+    module = name.replace("-", "::")
+    top = f"{name}-{version}"
+    pm = f"lib/{module.replace('::', '/')}.pm"
+    touch = (
+        f"if (open(my $fh, '>', '{marker}')) {{ print $fh \"ran\\n\"; close($fh); }}\n"
+        if marker is not None
+        else ""
+    )
+    files = {
+        "Makefile.PL": (
+            "use strict;\nuse ExtUtils::MakeMaker;\n"
+            + touch
+            + f"WriteMakefile(NAME => '{module}', VERSION_FROM => '{pm}', "
+            f"EXE_FILES => ['script/{script}'], ABSTRACT => 'a fake');\n",
+            0o644,
+        ),
+        pm: (f"package {module};\nour $VERSION = '{version}';\n1;\n", 0o644),
+        f"script/{script}": (
+            f"#!/usr/bin/perl\nuse strict;\nuse {module};\n"
+            f'print "{script} $' + module + '::VERSION @ARGV\\n";\n',
+            0o755,
+        ),
+        "MANIFEST": (f"Makefile.PL\n{pm}\nscript/{script}\nMANIFEST\n", 0o644),
+    }
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for rel, (text, mode) in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{top}/{rel}")
+            info.size, info.mode, info.mtime = len(data), mode, 1_700_000_000
+            tar.addfile(info, io.BytesIO(data))
+    return PerlDistribution(name, version, module, buf.getvalue())
+
+
+def packages_index(dists: list[PerlDistribution]) -> bytes:
+    """PAUSE's ``02packages.details.txt.gz`` listing ``dists``' modules."""
+    lines = [f"{d.module:<40} {d.version:>8}  {d.path}" for d in dists]
+    header = (
+        "File:         02packages.details.txt\n"
+        "Description:  Package names found in directory $CPAN/authors/id/\n"
+        "Columns:      package name, version, path\n"
+        f"Line-Count:   {len(lines)}\n"
+        "\n"
+    )
+    return gzip.compress((header + "".join(f"{x}\n" for x in lines)).encode(), mtime=0)
+
+
+class FakeCpanMirror(FakeHTTPServer):
+    def __init__(self) -> None:
+        super().__init__(fallback=self._route, role="cpan")
+        self.dists: list[PerlDistribution] = []
+
+    def env(self) -> dict[str, str]:
+        return {"TSUKU_CPAN_MIRROR_URL": self.url}
+
+    def publish(self, dist: PerlDistribution) -> None:
+        self.dists.append(dist)
+
+    def paths(self) -> list[str]:
+        return [unquote(r.route) for r in self.requests]
+
+    def _route(self, request: RecordedRequest) -> Reply:
+        if request.method not in ("GET", "HEAD"):
+            return Reply(405, body=b"method not allowed", headers={"allow": "GET, HEAD"})
+        path = unquote(request.route).lstrip("/")
+        if path == INDEX:
+            return Reply(
+                body=packages_index(self.dists), headers={"content-type": "application/x-gzip"}
+            )
+        for dist in self.dists:
+            if path == f"authors/id/{dist.path}":
+                return Reply(body=dist.tarball, headers={"content-type": "application/x-gzip"})
+        return Reply(
+            404, body=f"not found: {path}".encode(), headers={"content-type": "text/plain"}
+        )
