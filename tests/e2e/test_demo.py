@@ -64,5 +64,8 @@ def test_demo_runs_the_whole_pipeline_offline() -> None:
     total = re.search(r"^total\s+\d+\s+(\d+)\s+(\d+)\s+(\d+)\s+\$([\d.]+)", provider, re.M)
     assert total is not None, provider
     turns, tokens_in, tokens_out, cost = total.groups()
-    assert (turns, tokens_in, tokens_out, cost) == ("2", "8900", "300", "0.02")
+    # A recorded session answers: its turns are priced but never spent (a replay costs
+    # nothing), and the summary says what the recording cost apart.
+    assert (turns, tokens_in, tokens_out, cost) == ("2", "8900", "300", "0.00")
+    assert "replayed: $0.02 not spent" in provider, provider
     home.rmdir()

@@ -52,7 +52,7 @@ from tsukud.install.build import (
     verify_in_container,
 )
 from tsukud.install.errors import BuildFailed, CpanDistributionUnavailable
-from tsukud.net.http import HttpError
+from tsukud.net.http import HttpError, HttpUnreachable
 from tsukud.recipe import CpanInstallStep, VerifyCheck
 from tsukud.sandbox.runtime import DEFAULT_PATH, RunResult, RunSpec
 
@@ -270,6 +270,8 @@ async def read_index(http: Http, base: str) -> dict[str, IndexEntry]:
     try:
         answer = await http.get(f"{base}/{INDEX}", max_bytes=INDEX_MAX_BYTES)
         text = gzip.decompress(answer.body).decode("utf-8", "replace")
+    except HttpUnreachable:
+        raise  # offline, or the mirror's host is out of reach: its own error and hint
     except (HttpError, OSError, EOFError) as exc:
         raise CpanDistributionUnavailable(
             f"the CPAN mirror's index {base}/{INDEX} could not be read: {exc}",
@@ -316,6 +318,8 @@ async def fetch_distribution(
     url = f"{base}/authors/id/{entry.path}"
     try:
         data = (await http.get(url, max_bytes=DIST_MAX_BYTES)).body
+    except HttpUnreachable:
+        raise
     except HttpError as exc:
         raise CpanDistributionUnavailable(
             f"{url} could not be fetched: {exc}",
