@@ -224,6 +224,18 @@ def _kill(process: trio.Process) -> None:
             process.kill()
 
 
+async def _group_gone(pgid: int) -> None:
+    """Until the killed group's last member is gone: the renderer and zygote die a
+    moment after the browser, and a read that returned must leave no process behind
+    (they are reparented, so only the group can be asked)."""
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        await trio.sleep(0.01)
+
+
 @asynccontextmanager
 async def open_browser(executable: str, *, time_limit: float) -> AsyncIterator[Browser]:
     """A Chromium for at most ``time_limit`` seconds: started here, killed (with its
@@ -264,4 +276,5 @@ async def open_browser(executable: str, *, time_limit: float) -> AsyncIterator[B
             _kill(process)
             with trio.CancelScope(shield=True), trio.move_on_after(5):
                 await process.wait()
+                await _group_gone(process.pid)
         shutil.rmtree(profile, ignore_errors=True)
