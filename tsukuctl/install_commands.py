@@ -201,7 +201,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         [
             t["tool"],
             t["version"],
-            ", ".join(t["binaries"]),
+            commands_shown(t),
             (t.get("installed_at") or "")[:19].replace("T", " "),
             t.get("recipe_source") or "",
         ]
@@ -209,6 +209,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     ]
     out(render.table(("TOOL", "VERSION", "BINARIES", "INSTALLED (UTC)", "RECIPE"), rows))
     return 0
+
+
+def commands_shown(row: dict[str, Any]) -> str:
+    """A ``list`` row's commands on PATH: a hidden toolchain has none (nothing of it is
+    linked into bin/), so it is shown as what it is, never as its programs."""
+    if "toolchain_for" not in row:
+        return ", ".join(row["binaries"])
+    users = row["toolchain_for"]
+    return f"(toolchain for {', '.join(users)})" if users else "(toolchain, not on PATH)"
 
 
 def cmd_remove(args: argparse.Namespace) -> int:

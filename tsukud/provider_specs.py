@@ -84,9 +84,11 @@ class ProviderSpec:
     priced: bool  # False: self-hosted, no per-token price
     slow_import: bool  # its SDK takes seconds to import: import off the event loop
     search_tool: str  # the ledger's name for the searches it ran itself (``tool.called``)
-    # Its SDK lists the models it deprecates (its adapter module's ``deprecated_models``):
-    # a run or ``llm status`` on one warns, naming this provider's default.
-    sdk_deprecations: bool
+    # The SDK module whose ``DEPRECATED_MODELS`` lists the models it deprecates (read
+    # from its file alone, ``llm/pricing.py``: importing the SDK takes seconds; its
+    # adapter module's ``deprecated_models`` when that file is gone): a run or ``llm
+    # status`` on one warns, naming this provider's default. ``None``: no such list.
+    sdk_deprecations: str | None
 
     def __init__(
         self,
@@ -106,7 +108,7 @@ class ProviderSpec:
         priced: bool = True,
         slow_import: bool = False,
         search_tool: str = "web_search",
-        sdk_deprecations: bool = False,
+        sdk_deprecations: str | None = None,
     ) -> None:
         self.name, self.tag, self.vendor, self.adapter = name, tag, vendor, adapter
         self.model, self.url = model, url
@@ -160,7 +162,7 @@ LLM_PROVIDERS: tuple[ProviderSpec, ...] = (
         key_env_setting="llm.claude.api_key_env",
         search="server",
         slow_import=True,
-        sdk_deprecations=True,
+        sdk_deprecations="anthropic._data.deprecated_models",
     ),
     ProviderSpec(
         name="gemini",

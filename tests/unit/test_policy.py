@@ -228,6 +228,50 @@ async def test_hourly_generation_limit_is_a_rolling_window(
         assert (await lg.types()).count("ratelimit.denied") == 1
 
 
+async def test_replayed_generations_take_no_slot_live_or_rebuilt(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    # A replay calls no provider: the hour (limit 3) bounds real generations only, and
+    # the daemon rebuilt from the ledger counts what the live one counted.
+    clock = TrioClock()
+    async with ledger(tmp_path, clock) as lg:
+        for i in range(5):
+            await lg.gen.start(session=f"r{i}", tool="stern", replayed=True)
+        for i in range(3):
+            await lg.gen.start(session=f"s{i}", tool="stern")
+        assert lg.gen.snapshot().count == 3
+        with pytest.raises(RateLimited):
+            await lg.gen.start(session="s9", tool="stern")
+        await lg.gen.start(session="r9", tool="stern", replayed=True)  # full hour: still runs
+        await lg.store.wait_durable(lg.store.last_id)
+        assert (await lg.types()).count("generation.started") == 9  # each on the ledger
+    async with ledger(tmp_path, clock) as lg2:
+        assert lg2.gen.snapshot().count == 3
+
+
+async def test_replayed_turns_neither_end_nor_extend_a_providers_streak(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    # A recording's answer (or miss) says nothing about the provider: two real
+    # failures, a replayed success and a replayed failure, then one real failure is a
+    # streak of three, live and after a rebuild.
+    clock = TrioClock()
+    replayed_turn = {"provider": "claude", "replayed": True, "cost_usd": 0.0}
+    replayed_miss = {"provider": "claude", "error_type": "replay_miss", "breaker": False}
+    async with ledger(tmp_path, clock) as lg:
+        for _ in range(2):
+            lg.breakers.failed("claude", "overloaded")
+        lg.store.append_nowait("llm.turn", replayed_turn, "r1")
+        lg.store.append_nowait("llm.failed", {**replayed_miss, "replayed": True}, "r1")
+        assert lg.state.breakers.get("claude").failures == 2
+        await lg.store.wait_durable(lg.store.last_id)
+    async with ledger(tmp_path, clock) as lg2:
+        assert lg2.state.breakers.get("claude").failures == 2
+        lg2.breakers.failed("claude", "overloaded")
+        with pytest.raises(CircuitOpen):
+            lg2.breakers.acquire("claude")
+
+
 async def test_breaker_opens_half_opens_and_closes(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:

@@ -153,6 +153,9 @@ class ConfirmationAnswered(Payload):
 class GenerationStarted(Payload):
     tool: str
     purpose: str | None = None
+    # Its model answers come from a recording (``eval --replay``, ``llm.replay_dir``):
+    # no provider is called, so the hourly limit on real generations does not count it.
+    replayed: bool = False
 
 
 class RateLimitDenied(Payload):
@@ -201,6 +204,9 @@ class LlmFailed(Payload):
     purpose: str | None = None
     reservation: str | None = None
     call: int | None = None
+    # A recording could not answer (a replay's miss): no provider was asked, so no
+    # breaker counts it.
+    replayed: bool = False
 
 
 class LlmCallStarted(Payload):

@@ -24,6 +24,7 @@ from tsukud.events.catalogue import (
     BreakerOpened,
     BudgetReserved,
     BudgetSettled,
+    GenerationStarted,
     InstallCompleted,
     InstallRemoved,
     LlmFailed,
@@ -110,7 +111,8 @@ class Spend:
 
 @dataclass
 class GenerationWindow:
-    """Recipe generations started in the last hour (a rolling window, not a clock hour)."""
+    """Recipe generations started in the last hour (a rolling window, not a clock hour).
+    A replayed one (its answers from a recording) calls no provider: not counted."""
 
     types: frozenset[str] = frozenset({"generation.started"})
     starts: deque[float] = field(default_factory=deque)
@@ -119,7 +121,8 @@ class GenerationWindow:
         return now - HOUR
 
     def apply(self, ev: Event) -> None:
-        self.starts.append(parse_iso(ev.ts))
+        if not read(ev.payload, GenerationStarted).replayed:
+            self.starts.append(parse_iso(ev.ts))
 
     def count(self, now: float) -> int:
         while self.starts and self.starts[0] <= now - HOUR:
@@ -144,9 +147,10 @@ class BreakerState:
 class Breakers:
     """Per-scope circuit state. Streaks older than a day are forgotten on restart.
 
-    An LLM provider's streak is counted from ``llm.turn`` / ``llm.failed``; any other
-    scope's from ``breaker.failure`` / ``breaker.streak_ended``. The transitions are the
-    same events for both, keyed by ``scope`` (old rows: ``provider``)."""
+    An LLM provider's streak is counted from ``llm.turn`` / ``llm.failed``, except a
+    replayed one's (a recording answered, or missed: the provider was not asked); any
+    other scope's from ``breaker.failure`` / ``breaker.streak_ended``. The transitions
+    are the same events for both, keyed by ``scope`` (old rows: ``provider``)."""
 
     types: frozenset[str] = frozenset(
         {
@@ -172,9 +176,13 @@ class Breakers:
 
     def apply(self, ev: Event) -> None:
         if ev.type == "llm.turn":
-            self.get(read(ev.payload, LlmTurn).provider).failures = 0
+            turn = read(ev.payload, LlmTurn)
+            if not turn.replayed:
+                self.get(turn.provider).failures = 0
         elif ev.type == "llm.failed":
             failed = read(ev.payload, LlmFailed)
+            if failed.replayed:
+                return
             st = self.get(failed.provider)
             # Only failures that say nothing about our request (429, 5xx, timeouts)
             # count towards opening the circuit; a 401 is the user's to fix.

@@ -68,9 +68,14 @@ def discard(path: Path) -> None:
 
 
 def installed_rows(installed: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """``tsukuctl list`` rows from the installed-tools projection."""
-    return [
-        {
+    """``tsukuctl list`` rows from the installed-tools projection. A hidden toolchain
+    (installed for another tool's install: nothing of it is linked into ``bin/``) claims
+    no binaries, since none of its commands is on the user's PATH; ``toolchain_for``
+    says what it is, naming the installed tools that run on it (none: one needed only to
+    build, or by no tool installed now)."""
+    rows = []
+    for name, rec in sorted(installed.items()):
+        row: dict[str, Any] = {
             "tool": name,
             "version": rec.get("version"),
             "binaries": sorted((rec.get("binaries") or {}).keys()),
@@ -78,8 +83,15 @@ def installed_rows(installed: Mapping[str, Mapping[str, Any]]) -> list[dict[str,
             "recipe_source": rec.get("recipe_source"),
             "install_dir": rec.get("install_dir"),
         }
-        for name, rec in sorted(installed.items())
-    ]
+        if rec.get("hidden"):
+            row["binaries"] = []
+            row["toolchain_for"] = sorted(
+                user
+                for user, other in installed.items()
+                if name in (other.get("runtime_dependencies") or ())
+            )
+        rows.append(row)
+    return rows
 
 
 @dataclass

@@ -197,11 +197,42 @@ def cost(model: str, usage: Usage, on: dt.date) -> Decimal | None:
 
 @functools.cache
 def _deprecated_models(spec: ProviderSpec) -> dict[str, str]:
-    """Model → end-of-life date, from the SDK of a provider whose spec sets
-    ``sdk_deprecations`` (its adapter module's ``deprecated_models``). Imported only
-    when asked: the SDKs are heavy and the daemon must start fast."""
-    table: dict[str, str] = importlib.import_module(spec.adapter_module).deprecated_models()
-    return table
+    """Model → end-of-life date, from the SDK of a provider whose spec names its list
+    (``sdk_deprecations``): that one module's file, run alone, so ``llm status`` on a
+    fresh daemon answers in milliseconds instead of the seconds the whole SDK takes to
+    import (its package's ``__init__`` imports everything). When the SDK moved the list,
+    its adapter module's ``deprecated_models`` imports the SDK: slow, never silent."""
+    table = _sdk_table(spec.sdk_deprecations) if spec.sdk_deprecations else None
+    if table is None:
+        table = importlib.import_module(spec.adapter_module).deprecated_models()
+    return dict(table)
+
+
+def _sdk_table(module: str) -> dict[str, str] | None:
+    """``module``'s ``DEPRECATED_MODELS``, executed from its file without importing the
+    packages above it; ``None`` when there is no such file or table."""
+    import importlib.util
+    import pathlib
+
+    top, _, rest = module.partition(".")
+    try:
+        package = importlib.util.find_spec(top)  # finds; imports nothing
+    except (ImportError, ValueError):
+        return None
+    for base in (package.submodule_search_locations or []) if package else []:
+        path = pathlib.Path(base, *rest.split(".")).with_suffix(".py")
+        loaded = importlib.util.spec_from_file_location(f"_tsuku_sdk_list.{module}", path)
+        if not path.is_file() or loaded is None or loaded.loader is None:
+            continue
+        data = importlib.util.module_from_spec(loaded)
+        try:
+            loaded.loader.exec_module(data)
+        except Exception:  # an SDK changed under us: the adapter's own reading answers
+            return None
+        table = getattr(data, "DEPRECATED_MODELS", None)
+        if isinstance(table, dict):
+            return {str(k): str(v) for k, v in table.items()}
+    return None
 
 
 def deprecation(model: str) -> str | None:

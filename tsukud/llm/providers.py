@@ -66,9 +66,9 @@ def searches_itself(name: str | None) -> bool:
 
 def lists_deprecations(name: str | None) -> bool:
     """Whether provider ``name``'s SDK lists deprecated models (an unknown name: no):
-    only then is that list, in a heavy SDK, worth importing."""
+    only then is that list, in a heavy SDK, worth reading."""
     s = BY_NAME.get(name or "")
-    return s is not None and s.sdk_deprecations
+    return s is not None and s.sdk_deprecations is not None
 
 
 def name_of_tag(tag: str) -> str:

@@ -365,7 +365,10 @@ class LLM:
         generation_tool: str | None = None,
     ) -> AsyncIterator[Run]:
         names = self.usable(providers, only=only_provider)
-        if generation_tool is not None:
+        # A replay spends nothing and calls no provider (its turns are answered from a
+        # recording): it reserves nothing and takes no slot of the hourly limit.
+        replayed = self.replaying()
+        if generation_tool is not None and not replayed:
             # Refuse a full hour before asking anyone; the slot itself is taken only
             # once the run is admitted (budget and confirmation passed).
             await self.generations.check(session=session, tool=generation_tool)
@@ -379,9 +382,7 @@ class LLM:
             external_search_usd=external_search_usd,
             restart_on_failover=restart_on_failover,
         )
-        # Without a known price, at least what is known is reserved. A replay spends
-        # nothing (its turns are answered from a recording): it reserves nothing.
-        replayed = self.replaying()
+        # Without a known price, at least what is known is reserved.
         amount = (
             0.0 if replayed else float(estimate if estimate is not None else external_search_usd)
         )
@@ -401,7 +402,9 @@ class LLM:
         grant = await asker.reserve(self.budget, amount, purpose=purpose)
         if generation_tool is not None:
             try:
-                await self.generations.start(session=session, tool=generation_tool, purpose=purpose)
+                await self.generations.start(
+                    session=session, tool=generation_tool, purpose=purpose, replayed=replayed
+                )
             except BaseException:
                 with trio.CancelScope(shield=True):
                     await self.budget.settle(grant.reservation, 0.0, session=session)
@@ -613,12 +616,19 @@ class Run:
 
     async def _attempt(self, name: str, request: Request) -> Response:
         """One request to ``name``: within the ceiling, announced before it is sent,
-        and accounted for however it ends."""
-        await self.llm.breakers.enter(name, session=self.session)
+        and accounted for however it ends. A replay (answered from a recording) asks no
+        provider: the provider's breaker neither refuses it nor hears how it went."""
+        entered = not self.llm.replaying()
+        if entered:
+            await self.llm.breakers.enter(name, session=self.session)
         try:
-            await self.llm.ready(name)
+            if entered:
+                await self.llm.ready(name)
             provider = self.llm.provider(name)
             replayed = is_replay(provider)
+            if replayed and entered:
+                entered = False  # the settings turned to a replay meanwhile
+                await self.llm.breakers.call_released(name)
             worst = (
                 Decimal(0)  # answered from a recording: nothing is sent, nothing billed
                 if replayed
@@ -638,8 +648,9 @@ class Run:
             ev = self.llm.store.append_nowait("llm.call_started", ahead, self.session)
             await self.llm.store.wait_durable(ev.id)  # on disk before any money moves
         except BaseException:
-            with trio.CancelScope(shield=True):
-                await self.llm.breakers.call_released(name)
+            if entered:
+                with trio.CancelScope(shield=True):
+                    await self.llm.breakers.call_released(name)
             raise
         started = time.monotonic()
         try:
@@ -663,24 +674,28 @@ class Run:
                 # Maybe sent, and no usage came back (timed out, body cut, connection
                 # broken after writing, unreadable answer): what it may have cost.
                 await self._cut_off(name, provider.model, call, worst, e.unanswered, started)
-            ev = await self.llm.breakers.call_failed(
-                name,
-                e.code,
-                counts=e.retryable,
-                session=self.session,
-                details={
-                    "model": provider.model,
-                    "status": e.status,
-                    "purpose": self.purpose,
-                    "reservation": self.reservation,
-                    "call": call,
-                },
-            )
+            details = {
+                "model": provider.model,
+                "status": e.status,
+                "purpose": self.purpose,
+                "reservation": self.reservation,
+                "call": call,
+            }
+            if replayed:  # the recording missed: on the ledger, not on the breaker
+                failed = {**details, "provider": name, "error_type": e.code, "breaker": False}
+                ev = self.llm.store.append_nowait(
+                    "llm.failed", {**failed, "replayed": True}, self.session
+                )
+            else:
+                ev = await self.llm.breakers.call_failed(
+                    name, e.code, counts=e.retryable, session=self.session, details=details
+                )
             await self.llm.store.wait_durable(ev.id)
             raise
         except BaseException:
             with trio.CancelScope(shield=True):
-                await self.llm.breakers.call_released(name)
+                if entered:
+                    await self.llm.breakers.call_released(name)
                 await self._cut_off(name, provider.model, call, worst, "cancelled", started)
             raise
         await self._record(
@@ -825,7 +840,11 @@ class Run:
             payload["cost_usd"] = float(round(cost, 9))
         while True:
             try:
-                ev = await self.llm.breakers.call_succeeded(name, payload, session=self.session)
+                if replayed:  # no provider answered: its breaker hears nothing
+                    payload["provider"] = name
+                    ev = self.llm.store.append_nowait("llm.turn", payload, self.session)
+                else:
+                    ev = await self.llm.breakers.call_succeeded(name, payload, session=self.session)
                 break
             except LedgerUnavailable:
                 # A shared ledger out of reach: the call was billed, so its turn waits

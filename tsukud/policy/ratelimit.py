@@ -107,12 +107,19 @@ class GenerationLimit:
         if not slot.granted:
             await self._refuse(slot, limit, session=session, tool=tool)
 
-    async def start(self, *, session: str, tool: str, **details: Any) -> Event:
-        """Record ``generation.started`` or refuse with ``ratelimit.denied``."""
-        limit = self._limit()
-        slot = await self._hours.take(self._clock.now(), limit)
-        if not slot.granted:
-            await self._refuse(slot, limit, session=session, tool=tool)
+    async def start(
+        self, *, session: str, tool: str, replayed: bool = False, **details: Any
+    ) -> Event:
+        """Record ``generation.started`` or refuse with ``ratelimit.denied``. A replayed
+        generation (its answers from a recording) takes no slot: the limit bounds real
+        calls to providers, and a replay makes none."""
+        if replayed:
+            details["replayed"] = True
+        else:
+            limit = self._limit()
+            slot = await self._hours.take(self._clock.now(), limit)
+            if not slot.granted:
+                await self._refuse(slot, limit, session=session, tool=tool)
         # No await since the slot was taken: deciding and recording are one step (on a
         # shared ledger the row is the decision and the event follows it).
         ev = self._store.append_nowait("generation.started", {"tool": tool, **details}, session)

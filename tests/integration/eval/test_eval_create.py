@@ -207,6 +207,45 @@ def replay_a_recorded_run(
     assert "closest recording is" in cp.stdout and "first difference: line" in cp.stdout
     assert "success rate: 50.0 % (1 of 2)" in cp.stdout, cp.stdout
     assert f"{tool}: recording does not match (not scored)" in cp.stderr
+    replays_leave_the_policy_alone(home, model, args, rec, right[1])
+
+
+def replays_leave_the_policy_alone(
+    home: Tsuku,
+    model: AnsweringAnthropic,
+    args: tuple[str, ...],
+    rec: Path,
+    item: dict[str, Any],
+) -> None:
+    """A replay asks no provider: Claude's open breaker neither refuses it nor is
+    closed by it, and it takes no slot of an hourly limit that is full (one recording
+    misses: its failure is not counted against Claude either)."""
+    hold = {"TSUKU_BREAKER_RESET_SECONDS": "3600"}
+    for _ in range(3):  # overloaded three times in a row: the circuit opens
+        model.error(529, "overloaded_error", "Overloaded", headers={"retry-after": "0"})
+    cp = home.ctl("llm", "test", "--yes", shell_env=hold)
+    assert cp.returncode != 0 and "Overloaded" in cp.stderr, cp.stderr
+
+    def claude() -> dict[str, Any]:
+        status = home.call("status")
+        (shown,) = [b for b in status["breakers"] if b["scope"] == "claude"]
+        return {"breaker": shown, "generations": status["generations"]}
+
+    before = claude()
+    assert before["breaker"]["state"] == "open", before
+    full = {**hold, "TSUKU_LLM_HOURLY_LIMIT": str(before["generations"]["count"])}
+    asked = model.replies
+    cp = home.ctl(
+        "eval", "create", *args, "--replay", str(rec), "--skip-validation", "--yes", shell_env=full
+    )
+    assert cp.returncode == 0, cp.stderr
+    assert "success rate: 50.0 % (1 of 2)" in cp.stdout, cp.stdout
+    assert model.replies == asked
+    assert claude() == before  # still open, same streak, not one more generation counted
+    # the hour is full for a real generation: the limit still holds what it bounds
+    real = ("create", item["tool"], "--from", item["source"], "--llm", "--skip-validation")
+    cp = home.ctl(*real, "--yes", shell_env=full)
+    assert cp.returncode == ExitCode.RATE_LIMITED, cp.stderr
 
 
 def replays_spend_nothing(home: Tsuku, replayed: dict[str, Any], before: dict[str, Any]) -> None:

@@ -176,6 +176,11 @@ def test_an_implicit_toolchain_is_hidden_runs_the_tool_and_is_its_runtime_depend
         }
         assert done["nodejs"].get("hidden") is True and "hidden" not in done["greet"]
         assert done["greet"]["runtime_dependencies"] == ["nodejs"]
+        # list: nodejs is greet's toolchain, not node and npm on the user's PATH
+        listed = {r["tool"]: r for r in json.loads(inst.ctl("list", "--json").stdout)["tools"]}
+        assert (listed["nodejs"]["binaries"], listed["nodejs"]["toolchain_for"]) == ([], ["greet"])
+        table = inst.ctl("list", check=True).stdout
+        assert "(toolchain for greet)" in table and "node, npm" not in table, table
 
         # The user's node comes first on their PATH; the tool runs on its nodejs.
         node_mark.unlink(missing_ok=True)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
 from decimal import Decimal
 
 import pytest
@@ -110,6 +112,29 @@ def test_deprecation_from_the_sdk_list() -> None:
     assert "claude-sonnet-5-5" in message
     assert pricing.deprecation("claude-sonnet-5-5") is None
     assert pricing.deprecation("gemini-3.8-flash") is None
+
+
+def test_deprecations_are_read_without_importing_the_sdk() -> None:
+    # Importing the Anthropic SDK takes seconds: `llm status` on a fresh daemon waited
+    # for it. The list is read from the SDK's one data file; the SDK stays unimported.
+    code = (
+        "import sys\n"
+        "from tsukud.llm.pricing import deprecation\n"
+        "assert 'end of life' in (deprecation('claude-sonnet-4-5') or '')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('anthropic', 'httpx2')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_a_moved_sdk_list_is_not_found_rather_than_guessed() -> None:
+    # None sends the reader to the adapter's own (slow, importing) list: never no warning
+    assert pricing._sdk_table("anthropic._data.no_such_module") is None
+    assert pricing._sdk_table("no_such_sdk_package._data") is None
+    table = pricing._sdk_table("anthropic._data.deprecated_models")
+    assert table is not None and "claude-sonnet-4-5" in table
 
 
 counts = st.integers(min_value=0, max_value=10**9)
