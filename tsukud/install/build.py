@@ -282,6 +282,22 @@ def tail(text: str, keep: int = OUTPUT_KEEP) -> str:
 # ---------------------------------------------------------------------------- shell
 
 
+async def build_or_fail(
+    sandbox: BuildSandbox, spec: RunSpec, session: str | None, *, tool: str, what: str
+) -> RunResult:
+    """:func:`run_build`, and :class:`BuildFailed` naming ``what`` ran (the build of a
+    source tree, cpanm's install of a distribution) when it did not succeed."""
+    res = await run_build(sandbox, spec, session)
+    if not res.ok:
+        why = "timed out" if res.timed_out else f"exited with {res.exit_code}"
+        raise BuildFailed(
+            f"{tool}: {what} {why} in the build container\nOutput: {tail(res.text)}",
+            tool=tool,
+            stage="build",
+        )
+    return res
+
+
 async def run_build(sandbox: BuildSandbox, spec: RunSpec, session: str | None) -> RunResult:
     """``spec`` run in the build container under the shared container lock; a missing
     build image is :class:`ImageMissing` with how to build it."""
@@ -331,15 +347,9 @@ async def build_in_container(
             stage="build",
         )
     spec = build_spec(sandbox.image, build, source, scratch, prefix, labels, deps)
-    res = await run_build(sandbox, spec, session)
-    if not res.ok:
-        why = "timed out" if res.timed_out else f"exited with {res.exit_code}"
-        raise BuildFailed(
-            f"{tool}: the build of {build.source_dir} {why} in the build container"
-            f"\nOutput: {tail(res.text)}",
-            tool=tool,
-            stage="build",
-        )
+    res = await build_or_fail(
+        sandbox, spec, session, tool=tool, what=f"the build of {build.source_dir}"
+    )
     await accept_output(prefix, tool)
     await verify_in_container(
         sandbox,

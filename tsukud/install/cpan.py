@@ -47,8 +47,7 @@ from tsukud.install.build import (
     OUTPUT_CAP,
     BuildSandbox,
     accept_output,
-    run_build,
-    tail,
+    build_or_fail,
     verify_in_container,
 )
 from tsukud.install.errors import BuildFailed, CpanDistributionUnavailable
@@ -368,15 +367,9 @@ async def build_distribution(
         where=where,
         labels=labels,
     )
-    res = await run_build(sandbox, spec, session)
-    if not res.ok:
-        why = "timed out" if res.timed_out else f"exited with {res.exit_code}"
-        raise BuildFailed(
-            f"{tool}: cpanm's install of {entry.file} {why} in the build container"
-            f"\nOutput: {tail(res.text)}",
-            tool=tool,
-            stage="build",
-        )
+    res = await build_or_fail(
+        sandbox, spec, session, tool=tool, what=f"cpanm's install of {entry.file}"
+    )
     await accept_output(output, tool)
     binaries = await trio.to_thread.run_sync(write_wrappers, output, where, step.executables)
     await verify_in_container(
