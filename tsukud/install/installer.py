@@ -112,9 +112,6 @@ class Installer:
 
     # ---- queries -----------------------------------------------------------------------
 
-    def list_tools(self) -> list[dict[str, Any]]:
-        return layout.installed_rows(self.installed())
-
     def record(self, name: str) -> dict[str, Any]:
         name = check_name(name)
         installed = self.installed()
