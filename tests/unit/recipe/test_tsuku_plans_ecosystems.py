@@ -523,6 +523,13 @@ BLOBS = {
         "9b94ff7d2b35b1b560c7752d7ff6b634bd2911aa15f925609d0f0814a1b418a9",
         24368066,
     ),
+    # the toolchains' nested bottles (test_tsuku_plans_toolchains.py)
+    "gcc": ("gcc", "eebab9738ff2c231ec19c5da5725a830d89322914f8aa84d58728c6b45f84a58", 161971540),
+    "libyaml": (
+        "libyaml",
+        "354677a745b6c62109e792ddbd0cbdaf9e6a471d84fdbde3a7d9bae36d832da8",
+        125801,
+    ),
 }
 
 

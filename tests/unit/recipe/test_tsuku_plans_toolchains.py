@@ -26,35 +26,16 @@ from test_tsuku_plans_ecosystems import (
     CDK_STEP,
     JEKYLL_STEP,
     LINUX,
+    _bottle_steps,
+    _bottled,
     _header,
     _json,
     _same,
 )
 
 from tsukud.recipe import ResolvedVersion, parse_recipe
-from tsukud.recipe.homebrew import BottleRef
 from tsukud.recipe.plan import Plan, plan_recipe, planned_dependencies
 from tsukud.recipe.toolchains import HostToolchain
-
-# formula -> (blob path, sha256, size), from the goldens
-BLOBS = {
-    "patchelf": (
-        "patchelf",
-        "fe8a76cdde4a5666cccbcdfc328bfb77f5d05b63a52ce103b487166be696ac6b",
-        130124,
-    ),
-    "gcc": ("gcc", "eebab9738ff2c231ec19c5da5725a830d89322914f8aa84d58728c6b45f84a58", 161971540),
-    "libyaml": (
-        "libyaml",
-        "354677a745b6c62109e792ddbd0cbdaf9e6a471d84fdbde3a7d9bae36d832da8",
-        125801,
-    ),
-}
-
-
-def _blob_url(formula: str) -> str:
-    path, sha, _ = BLOBS[formula]
-    return f"https://ghcr.io/v2/homebrew/core/{path}/blobs/sha256:{sha}"
 
 
 def _bottle(name: str, formula: str, *, library: bool, steps: str, verify: str) -> str:
@@ -77,42 +58,8 @@ formula = "{formula}"
 """
 
 
-def _bottled(text: str, formula: str, version: str, dependencies: list[Plan]) -> Plan:
-    _, sha, _ = BLOBS[formula]
-    ref = BottleRef(
-        formula=formula,
-        pkg_version=version,
-        platform_tag="x86_64_linux",
-        url=_blob_url(formula),
-        sha256=sha,
-    )
-    return plan_recipe(
-        parse_recipe(text),
-        ResolvedVersion(version, version),
-        LINUX,
-        install_dir="/t",
-        bottles={0: ref},
-        dependencies=dependencies,
-    )
-
-
 def _step(action: str, params: dict[str, Any], *, evaluable: bool = True, det: bool = True):
     return {"action": action, "params": params, "evaluable": evaluable, "deterministic": det}
-
-
-def _bottle_steps(formula: str) -> list[dict[str, Any]]:
-    _, sha, size = BLOBS[formula]
-    url, work = _blob_url(formula), f"{formula}.tar.gz"
-    return [
-        {
-            **_step("download_file", {"checksum": sha, "dest": work, "url": url}),
-            "url": url,
-            "checksum": sha,
-            "size": size,
-        },
-        _step("extract", {"archive": work, "format": "tar.gz", "strip_dirs": 2}),
-        _step("homebrew_relocate", {"formula": formula}, evaluable=False),
-    ]
 
 
 def _fetched(url: str, dest: str) -> dict[str, Any]:
