@@ -126,28 +126,36 @@ BLACK_LOCK = (
     "    --hash=sha256:981153a64e25f12d547d3426c367a4857371575ee7ad18df2a6183ab0545b2a6\n"
     + RESOLVED
 )
+
+
 # golden: b/black/v26.1a1-linux-amd64.json (stored in format 3, python-standalone
 # 20251217 nested)
-BLACK_GOLDEN = {
-    **_header("black", "26.1a1", deterministic=False),
-    "dependencies": [_nested(PY_GOLDEN)],
-    "steps": [
-        {
-            "action": "pip_exec",
-            "params": {
-                "executables": ["black", "blackd"],
-                "has_native_addons": True,
-                "locked_requirements": BLACK_LOCK,
-                "package": "black",
-                "python_version": "3.10.19",
-                "version": "26.1a1",
-            },
-            "evaluable": False,
-            "deterministic": False,
-        }
-    ],
-    "verify": {"command": "black --version", "pattern": "black, {version}"},
-}
+def black_golden(lock: str) -> dict[str, Any]:
+    """black's golden plan with ``lock`` as its ``locked_requirements`` (here tsuku's
+    resolution is named; a recipe writing ``pip_exec`` itself gives the whole lock)."""
+    return {
+        **_header("black", "26.1a1", deterministic=False),
+        "dependencies": [_nested(PY_GOLDEN)],
+        "steps": [
+            {
+                "action": "pip_exec",
+                "params": {
+                    "executables": ["black", "blackd"],
+                    "has_native_addons": True,
+                    "locked_requirements": lock,
+                    "package": "black",
+                    "python_version": "3.10.19",
+                    "version": "26.1a1",
+                },
+                "evaluable": False,
+                "deterministic": False,
+            }
+        ],
+        "verify": {"command": "black --version", "pattern": "black, {version}"},
+    }
+
+
+BLACK_GOLDEN = black_golden(BLACK_LOCK)
 
 
 def test_black_decomposes_into_pip_exec_with_python_standalone_nested() -> None:

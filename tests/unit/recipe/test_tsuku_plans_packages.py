@@ -13,7 +13,7 @@ nothing is named ``computed_at_download``. ``cpan_install``'s is carton's
 from __future__ import annotations
 
 import pytest
-from test_tsuku_plans import PERL_FILE, PERL_SHA, PERL_URL, PY_GOLDEN, _github_archive_golden
+from test_tsuku_plans import PERL_FILE, PERL_SHA, PERL_URL, _github_archive_golden
 from test_tsuku_plans_ecosystems import (
     LINUX,
     _header,
@@ -21,6 +21,7 @@ from test_tsuku_plans_ecosystems import (
     _nested,
     _python_standalone,
     _same,
+    black_golden,
 )
 
 from tsukud.recipe import (
@@ -82,26 +83,7 @@ command = "black --version"
 pattern = "black, {{version}}"
 """
 
-BLACK_GOLDEN = {
-    **_header("black", "26.1a1", deterministic=False),
-    "dependencies": [_nested(PY_GOLDEN)],
-    "steps": [
-        {
-            "action": "pip_exec",
-            "params": {
-                "executables": ["black", "blackd"],
-                "has_native_addons": True,
-                "locked_requirements": BLACK_LOCK,
-                "package": "black",
-                "python_version": "3.10.19",
-                "version": "26.1a1",
-            },
-            "evaluable": False,
-            "deterministic": False,
-        }
-    ],
-    "verify": {"command": "black --version", "pattern": "black, {version}"},
-}
+BLACK_GOLDEN = black_golden(BLACK_LOCK)
 
 
 def test_a_written_pip_exec_plans_as_the_step_tsuku_decomposes_black_into() -> None:
