@@ -8,6 +8,7 @@ import shlex
 import stat
 from pathlib import Path
 
+from tests.unit.container_isolation import isolated_mounts
 from tsukud.install.build import (
     BUILD_DIR,
     SOURCE_DIR,
@@ -64,12 +65,7 @@ def test_a_cmake_build_is_tsukus_three_cmake_calls() -> None:
 def test_the_build_container_keeps_the_validation_isolation(tmp_path: Path) -> None:
     src, scratch, prefix = tmp_path / "src", tmp_path / "b", tmp_path / "tools" / "t-1"
     spec = build_spec("img", BUILD, src, scratch, prefix, {"k": "v"})
-    config = spec.container_config()
-    host = config["HostConfig"]
-    assert host["NetworkMode"] == "none" and config["NetworkDisabled"] is True
-    assert host["ReadonlyRootfs"] is True and host["Privileged"] is False
-    assert host["CapDrop"] == ["ALL"] and "no-new-privileges" in host["SecurityOpt"]
-    mounts = {(m["Source"], m["Target"]): m["ReadOnly"] for m in host["Mounts"]}
+    config, mounts = spec.container_config(), isolated_mounts(spec)
     assert mounts == {
         (str(src), SOURCE_DIR): True,  # the downloaded source is never written
         (str(scratch), BUILD_DIR): False,

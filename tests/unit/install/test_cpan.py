@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.container_isolation import isolated_mounts
 from tsukud.install.build import BUILD_DIR
 from tsukud.install.cpan import (
     INDEX,
@@ -113,12 +114,7 @@ def test_cpanm_runs_in_the_isolated_container_from_the_mirror_copy_only(tmp_path
     spec = cpanm_spec(
         "img", ENTRY, STEP, mirror=mirror, scratch=scratch, output=out, where=where, labels={}
     )
-    config = spec.container_config()
-    host = config["HostConfig"]
-    assert host["NetworkMode"] == "none" and config["NetworkDisabled"] is True
-    assert host["ReadonlyRootfs"] is True and host["Privileged"] is False
-    assert host["CapDrop"] == ["ALL"] and "no-new-privileges" in host["SecurityOpt"]
-    mounts = {(m["Source"], m["Target"]): m["ReadOnly"] for m in host["Mounts"]}
+    config, mounts = spec.container_config(), isolated_mounts(spec)
     assert mounts == {
         (str(mirror), MIRROR_DIR): True,  # the fetched bytes are never written
         (str(scratch), BUILD_DIR): False,
