@@ -288,3 +288,35 @@ def test_a_message_keeps_what_is_not_a_secret_around_what_is(text: str, expected
 def test_a_colon_value_is_not_cut_short_by_ordinary_words(text: str) -> None:
     value = text.split(": ", 1)[1].split(",")[0]
     assert value not in redact(text) and value.split()[-1] not in redact(text)
+
+
+# ---- one search of a batch (the ledger's append path) ------------------------------------
+
+_PIECES = st.sampled_from(
+    ["token", "TOKEN", "Api_Key", "sk-", "SK-", "://", "ghp_", "eyJ", "to\u212aen", "k", "to",
+     "ken", "1", "42", "0.5", '"', ":", ",", "{", "}", " ", "note", "value", "\u00e9", "s3ss10n"]
+)  # fmt: skip
+
+
+@given(st.lists(st.lists(_PIECES, max_size=6).map("".join), min_size=1, max_size=8))
+def test_a_batch_is_flagged_exactly_at_the_texts_one_by_one_would_flag(texts: list[str]) -> None:
+    """``suspects`` finds its indexes with one search of the batch first (case folded
+    as bytes, digits dropped, repeats searched once): it must name exactly the texts
+    ``suspect`` flags one by one, whatever their case, digits or non-ASCII letters."""
+    r = Redactor(["correct-horse"])
+    assert r.suspects(texts) == [i for i, t in enumerate(texts) if r.suspect(t)]
+
+
+@pytest.mark.parametrize(
+    "odd_one",
+    [
+        '{"note":"a TOKEN here"}',  # upper case: folded, not missed
+        '{"note":"to\u212aen"}',  # the Kelvin sign lowers to an ASCII k
+        '{"n":7,"note":"Bearer 12"}',  # among texts that differ only in their digits
+        '{"note":"correct-horse"}',  # a registered value
+    ],
+)
+def test_one_suspect_text_among_many_ordinary_ones_is_found(odd_one: str) -> None:
+    texts = [f'{{"n":{i},"note":"benchmark event"}}' for i in range(500)]
+    texts[321] = odd_one
+    assert Redactor(["correct-horse"]).suspects(texts) == [321]

@@ -527,10 +527,11 @@ class EventStore:
         The same promises as ``append_nowait`` at a fraction of its cost per event (a
         client's batch is the ledger's throughput, ``bench/event_append.py``): the clock
         is read once (the events share their timestamp), the payloads are encoded once
-        and searched for secrets as one text (only when that text may hold one is each
-        payload searched, and a suspect one redacted), the chain is extended over the
-        bytes stored, the rollups' part is counted once per type and session, and an
-        ``Event`` is built only for a type some listener folds."""
+        and searched for secrets as one batch (``Redactor.suspects``: only when the
+        batch may hold one is each payload searched, and a suspect one redacted), the
+        chain is extended over the bytes stored, the rollups' part is counted once per
+        type and session, and an ``Event`` is built only for a type some listener
+        folds."""
         if not events:
             raise InvalidParams("events must not be empty")
         self._check_appendable(f"{len(events)} events")
@@ -545,12 +546,8 @@ class EventStore:
                 _at(i, "payload", _encoder.encode, body)
             raise
         texts = [data.decode() for data in encoded]
-        # One search of the whole batch. Joining can add a match (across a boundary),
-        # never hide one: a false alarm costs only the search of each payload.
-        if self._redactor.suspect("\n".join(texts)):
-            for i, text in enumerate(texts):
-                if self._redactor.suspect(text):
-                    payloads[i], encoded[i], texts[i] = self._redacted(payloads[i])
+        for i in self._redactor.suspects(texts):
+            payloads[i], encoded[i], texts[i] = self._redacted(payloads[i])
         first = self.last_id + 1
         ts = iso(self._clock.now())
         hashes = link_many(self.last_hash, first, ts, types, sessions, encoded)
