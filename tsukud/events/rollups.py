@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -185,14 +184,47 @@ def _add(acc: dict[Any, list[int]], key: Any, sums: Sequence[int], times: int) -
 def add_up(counted: Iterable[Counted], sessions: Iterable[str | None]) -> Batch:
     """Events' contributions (and their sessions, in the same order) -> summed columns
     per key of each table: one batch, in memory. Equal contributions of one session
-    (a batch of client notes: nearly all of them) are counted in C, then added once."""
+    (a batch of client notes: nearly all of them) are counted first, then added once.
+    They are counted in runs of the same tuple (``contributions`` hands every event of a
+    type counted by its name alone the same one) and session, compared by identity: a
+    batch's events mostly come in such runs, and a tuple hashed per event would hash its
+    key and every column each time."""
     batch = Batch({}, {})
     hourly, by_session = batch.hourly, batch.sessions
-    together = Counter(zip(counted, sessions, strict=True))
-    for ((key, sums), session), times in together.items():
+    for (key, sums), session, times in _runs(counted, sessions):
         _add(hourly, key, sums, times)
         _add(by_session, (session, key[0]), sums, times)
     return batch
+
+
+def _runs(
+    counted: Iterable[Counted], sessions: Iterable[str | None]
+) -> list[tuple[Counted, str | None, int]]:
+    """Each distinct (contribution, session) of a batch and how many events it has."""
+    together: dict[tuple[int, str | None], list[Any]] = {}
+    last: Counted | None = None
+    session_of_last: str | None = None
+    run = 0
+    for c, session in zip(counted, sessions, strict=True):
+        if c is last and session == session_of_last:
+            run += 1
+            continue
+        if last is not None:
+            _tally(together, last, session_of_last, run)
+        last, session_of_last, run = c, session, 1
+    if last is not None:
+        _tally(together, last, session_of_last, run)
+    return [(c, session, times) for c, session, times in together.values()]
+
+
+def _tally(
+    together: dict[tuple[int, str | None], list[Any]], c: Counted, session: str | None, n: int
+) -> None:
+    entry = together.get((id(c), session))
+    if entry is None:
+        together[id(c), session] = [c, session, n]  # c is kept alive: its id stays unique
+    else:
+        entry[2] += n
 
 
 def _upsert(conn: sqlite3.Connection, table: Table, sums: Mapping[Any, Iterable[int]]) -> None:
