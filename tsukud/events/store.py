@@ -82,9 +82,11 @@ class Event(msgspec.Struct, frozen=True):
 Row = tuple[int, str, str, str | None, str, str]
 
 
-class NewEvent(msgspec.Struct, forbid_unknown_fields=True):
+class NewEvent(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     """One event a caller asks to append: ``events.append``'s params decode straight
-    into a list of these, which ``append_many`` sequences whole."""
+    into a list of these, which ``append_many`` sequences whole. ``omit_defaults``: a
+    large append's frame is then checked from its decoded value (``rpc.protocol``'s
+    ``decode_call``), not decoded twice."""
 
     type: str
     payload: dict[str, Any] = {}

@@ -411,7 +411,7 @@ async def _verify_anchors(store: EventStore) -> int:
     return await store.verify_anchors()
 
 
-class AppendParams(msgspec.Struct, forbid_unknown_fields=True):
+class AppendParams(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     events: list[NewEvent]
     durable: bool = True
 

@@ -20,6 +20,7 @@ daemon. A key repeated in any object, at any depth, is a ``BadRequest``.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -38,7 +39,7 @@ _NO_PARAMS = msgspec.Raw(b"{}")
 _OPEN_BRACE = ord("{")
 
 
-class Request(msgspec.Struct, forbid_unknown_fields=True):
+class Request(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     id: RequestId
     method: str
     # Kept as the frame's bytes (an object, checked below) and decoded once, straight
@@ -50,6 +51,7 @@ class Request(msgspec.Struct, forbid_unknown_fields=True):
     # refuses the request.
     env: dict[str, str] = {}
     home: str | None = None
+    # ``omit_defaults``: re-encoded, it holds only the keys surely sent (``decode_call``).
 
 
 class _CheckedRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -69,9 +71,53 @@ _any_decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 
 
-def params_decoder(params: type[msgspec.Struct]) -> msgspec.json.Decoder[Any]:
-    """The decoder of one method's params (built once per method, at registration)."""
-    return msgspec.json.Decoder(params)
+class ParamsReader:
+    """One method's params: their decoder, and whether a decoded value re-encodes to
+    only keys that were sent (``countable``), so ``decode_call`` may check a frame's
+    keys from it instead of decoding the frame a second time."""
+
+    def __init__(self, params: type[msgspec.Struct]) -> None:
+        self.decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(params)
+        self.countable = _countable(msgspec.inspect.type_info(params), set())
+
+
+def _countable(t: msgspec.inspect.Type, seen: set[type]) -> bool:
+    """Whether every value of type ``t``, decoded from JSON without a backslash and
+    re-encoded, holds at most the keys and colons it was decoded from: objects are
+    Structs with ``omit_defaults`` (a member left at its default may not have been sent,
+    and is not written back) or dicts with string keys (a repeated key is held once),
+    and every string re-encodes to its own bytes. Types that could write back more
+    (``Raw`` echoes its bytes, repeats and all; a datetime or UUID may be re-spelled)
+    are not: their frames take the generic check."""
+    inspect = msgspec.inspect
+    if isinstance(t, inspect.StructType):
+        if t.cls in seen:
+            return True
+        seen.add(t.cls)
+        return bool(t.cls.__struct_config__.omit_defaults) and all(
+            _countable(f.type, seen) for f in t.fields
+        )
+    if isinstance(t, inspect.DictType):
+        return isinstance(t.key_type, inspect.StrType) and _countable(t.value_type, seen)
+    if isinstance(t, inspect.ListType | inspect.VarTupleType | inspect.SetType):
+        return _countable(t.item_type, seen)
+    if isinstance(t, inspect.TupleType):
+        return all(_countable(item, seen) for item in t.item_types)
+    if isinstance(t, inspect.UnionType):
+        return all(_countable(member, seen) for member in t.types)
+    return isinstance(t, _PLAIN)
+
+
+_PLAIN = (
+    msgspec.inspect.AnyType,
+    msgspec.inspect.NoneType,
+    msgspec.inspect.BoolType,
+    msgspec.inspect.IntType,
+    msgspec.inspect.FloatType,
+    msgspec.inspect.StrType,
+    msgspec.inspect.LiteralType,
+    msgspec.inspect.EnumType,
+)
 
 
 def encode_frame(obj: Any) -> bytes:
@@ -214,6 +260,80 @@ def decode_request(body: bytes) -> Request:
             None,
         )
     return req
+
+
+# From this many bytes a frame is decoded once (``decode_call``); below it the generic
+# decode costs less than the count's fixed steps, and most frames are small.
+DECODE_ONCE_FROM = 4096
+
+
+def decode_call(
+    body: bytes, reader_for: Callable[[str], ParamsReader | None]
+) -> tuple[Request, Any]:
+    """The request in ``body`` and its params decoded by its method's reader
+    (``reader_for``; None: no such method): the params Struct, the
+    ``msgspec.ValidationError`` that refused them (the method answers
+    ``invalid_params``), or None for a method that does not exist. ``BadRequest``
+    exactly as ``decode_request`` refuses the frame, and before anything about its
+    params.
+
+    A large frame (an ``events.append`` of a thousand events) is decoded once: the
+    request with its params as raw bytes, then the params straight into their Struct.
+    Its keys are then checked by count: every key the decoded values hold was sent (in
+    the same object), so they hold at most as many keys as the frame writes, and as
+    many only when no object names a key twice. Without a backslash in the frame every
+    string re-encodes to the same bytes, so the colons of the re-encoded values and of
+    the frame compare alike (keys and strings both). Any frame where they differ (a
+    repeat, a default sent explicitly), or that is refused on the way, takes
+    ``decode_request``'s generic decode of the whole frame, so every frame is held to
+    the same checks and refused with the same error."""
+    reader = None
+    if len(body) >= DECODE_ONCE_FROM and b"\\" not in body:
+        req = _envelope(body)
+        if req is not None:
+            reader = reader_for(req.method)
+            if reader is not None and reader.countable:
+                try:
+                    params = reader.decoder.decode(req.params)
+                except msgspec.ValidationError:
+                    pass  # refused below, after the frame's own checks
+                except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+                    pass  # not a frame: decode_request says why
+                else:
+                    if _held_colons(req, params) == body.count(b":"):
+                        return req, params
+    req = decode_request(body)
+    if reader is None:
+        reader = reader_for(req.method)
+        if reader is None:
+            return req, None
+    try:
+        return req, reader.decoder.decode(req.params)
+    except msgspec.ValidationError as e:
+        return req, e
+
+
+def _envelope(body: bytes) -> Request | None:
+    """``body``'s request when its envelope passes every check that does not need the
+    params decoded; None when ``decode_request`` must say what is wrong with it."""
+    try:
+        req = _request_decoder.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
+        return None
+    if memoryview(req.params)[0] != _OPEN_BRACE:
+        return None
+    if isinstance(req.id, str) and len(req.id) > MAX_ID_LENGTH:
+        return None
+    if _nests_deeper_than(body, MAX_DEPTH):
+        return None
+    return req
+
+
+def _held_colons(req: Request, params: Any) -> int:
+    """The colons of ``req`` and its decoded ``params`` re-encoded: the envelope holds
+    its params as the frame's raw bytes, which are counted as decoded instead."""
+    envelope = _encoder.encode(req).count(b":") - bytes(req.params).count(b":")
+    return envelope + _encoder.encode(params).count(b":")
 
 
 def _nested_too_deeply() -> ProtocolError:

@@ -244,9 +244,9 @@ class RpcServer:
         # Looked up per request, so a table that loads methods on first use (the
         # daemon's ``registry.MethodTable``) is served as it grows.
         self.methods = methods
-        # Each params Struct's decoder, built at its first request: a request's params
+        # Each params Struct's reader, built at its first request: a request's params
         # are decoded from the frame's bytes straight into the method's Struct.
-        self._decoders: dict[type[msgspec.Struct], msgspec.json.Decoder[Any]] = {}
+        self._readers: dict[type[msgspec.Struct], protocol.ParamsReader] = {}
         self.context = context
         # Each handler's first argument (``Method.takes``: the context, or one of its
         # attributes), found on first use and then kept: not per call.
@@ -269,6 +269,16 @@ class RpcServer:
         if found is None:
             found = self._contexts[method.takes] = getattr(self.context, method.takes)
         return found
+
+    def reader_for(self, name: str) -> protocol.ParamsReader | None:
+        """The params reader of the method ``name`` (None: no such method)."""
+        method = self.methods.get(name)
+        if method is None:
+            return None
+        reader = self._readers.get(method.params)
+        if reader is None:
+            reader = self._readers[method.params] = protocol.ParamsReader(method.params)
+        return reader
 
     async def serve(self, listeners: list[trio.SocketListener]) -> None:
         await trio.serve_listeners(self.handle, listeners)
@@ -340,7 +350,7 @@ class RpcServer:
                 await conn.send(protocol.error_frame(None, e))
                 break
             try:
-                req = protocol.decode_request(body)
+                req, params = protocol.decode_call(body, self.reader_for)
             except protocol.BadRequest as bad:
                 await conn.send(protocol.error_frame(bad.request_id, bad.error))
                 continue
@@ -348,17 +358,18 @@ class RpcServer:
             if method is None or method.inline:
                 # Answered before the next frame is read, so no ``cancel`` can reach it:
                 # no cancel scope of its own (entering one costs more than a ping).
-                await self._run(conn, method, req, None)
+                await self._run(conn, method, req, params, None)
             else:
                 # Tracked before the task starts: a ``cancel`` right behind it finds it.
                 scope = conn.running[req.id] = trio.CancelScope()
-                nursery.start_soon(self._run, conn, method, req, scope)
+                nursery.start_soon(self._run, conn, method, req, params, scope)
 
     async def _run(
         self,
         conn: Connection,
         method: Method | None,
         req: protocol.Request,
+        params: Any,
         scope: trio.CancelScope | None,
     ) -> None:
         """Answer ``req`` within its request scope, so even its error frame is redacted
@@ -374,7 +385,7 @@ class RpcServer:
                     )
                     await conn.send(protocol.error_frame(req.id, unknown))
                     return
-                await self._answer(conn, method, req, scope)
+                await self._answer(conn, method, req, params, scope)
         except TsukuError as e:  # raised by the scope itself: nothing ran
             await conn.send(protocol.error_frame(req.id, e))
         finally:
@@ -386,20 +397,18 @@ class RpcServer:
         conn: Connection,
         method: Method,
         req: protocol.Request,
+        params: Any,
         scope: trio.CancelScope | None,
     ) -> None:
+        """Run ``method`` on ``params`` (``protocol.decode_call``'s: the Struct, or the
+        error that refused them) and send its answer."""
         started = time.perf_counter()
         outcome = "ok"
         counting = spent.tally() if scope is not None else None
         tally = _UNCOUNTED if counting is None else counting.counted
         try:
-            try:
-                decoder = self._decoders.get(method.params)
-                if decoder is None:
-                    decoder = self._decoders[method.params] = protocol.params_decoder(method.params)
-                params = decoder.decode(req.params)
-            except msgspec.ValidationError as e:
-                raise InvalidParams(f"{method.name}: {e}".replace("`$", "`$.params")) from None
+            if isinstance(params, msgspec.ValidationError):
+                raise InvalidParams(f"{method.name}: {params}".replace("`$", "`$.params"))
             call = Call(conn, req.id)
             if self.before_request is not None:
                 self.before_request()
