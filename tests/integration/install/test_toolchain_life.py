@@ -50,6 +50,10 @@ def test_removing_the_last_tool_on_a_hidden_toolchain_removes_it_and_says_so(
         local_recipe(inst, "greet", GREET)
         inst.ctl("install", "--yes", "greet", check=True, shell_env=NO_SYSTEM_COMMANDS)
         node_dir = Path(installed(inst)["nodejs"]["install_dir"])
+        # greet's record names the toolchain its npm ran from: who uses it (a build-only
+        # one, rust for a crate, is named only there)
+        (done,) = [e for e in events(inst) if e["type"] == "install.completed"][1:]
+        assert (done["payload"]["tool"], done["payload"]["toolchains"]) == ("greet", ["nodejs"])
         shown = inst.ctl("list", check=True).stdout
         assert "(toolchain for greet)" in shown
         assert "removed with the last tool that uses it" in shown  # what will happen
