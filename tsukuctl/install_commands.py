@@ -235,11 +235,21 @@ def toolchains_told(example: str = "nodejs") -> str:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    return each_tool(args, lambda tool: _remove(args, tool))
+    """``remove greet nodejs``: greet's removal takes its hidden nodejs with it, so
+    nodejs, named after it, is already gone as asked: said, not an error."""
+    taken: dict[str, str] = {}  # a toolchain an earlier tool's removal took -> that tool
+    return each_tool(args, lambda tool: _remove(args, tool, taken))
 
 
-def _remove(args: argparse.Namespace, tool: str) -> int:
+def _remove(args: argparse.Namespace, tool: str, taken: dict[str, str]) -> int:
+    if tool in taken:
+        if args.json:
+            out(render.jsonl({"tool": tool, "removed_with": taken[tool]}))
+        else:
+            out(f"{tool}: removed with {taken[tool]}, as its toolchain")
+        return 0
     res = rpc(args, "tools.remove", {"tool": tool})
+    taken.update((chain["tool"], res["tool"]) for chain in res.get("also_removed") or [])
     if args.json:
         out(render.jsonl(res))
         return 0
