@@ -77,7 +77,7 @@ def refuse_replacing(installed: Installed, name: str, version: str) -> None:
     its versioned directory, ``tools/nodejs-22.1.0/bin``, which the new version's
     install deletes).
 
-    tsuku refuses rather than keeping the old version for them: the ledger keeps one
+    Refused rather than keeping the old version for them: the ledger keeps one
     record, one active version, per tool name, and a second copy kept aside would be a
     tool no ``list``, ``remove`` or ``upgrade`` could name. The refusal leaves nothing
     broken and says both ways on: the version they run on made the user's (``install
