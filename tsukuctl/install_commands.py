@@ -208,6 +208,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         for t in tools
     ]
     out(render.table(("TOOL", "VERSION", "BINARIES", "INSTALLED (UTC)", "RECIPE"), rows))
+    hidden = [t["tool"] for t in tools if "toolchain_for" in t]
+    if hidden:
+        out("note: " + toolchains_told(hidden[0]))
     return 0
 
 
@@ -220,16 +223,42 @@ def commands_shown(row: dict[str, Any]) -> str:
     return f"(toolchain for {', '.join(users)})" if users else "(toolchain, not on PATH)"
 
 
+def toolchains_told(example: str = "nodejs") -> str:
+    """What happens to a toolchain tsuku installed for other tools: said under a
+    ``list`` that shows one (``example``: one of those shown) and in ``remove --help``."""
+    return (
+        "A toolchain tsuku installed for other tools (nodejs for an npm tool, rust for a "
+        "crate, ...) is hidden: none of its commands is on your PATH, and it is removed "
+        "with the last tool that uses it. One you install by name (tsukuctl install "
+        f"{example}) is yours: linked into bin/ and never removed that way."
+    )
+
+
 def cmd_remove(args: argparse.Namespace) -> int:
-    return each_tool(args, lambda tool: _remove(args, tool))
+    """``remove greet nodejs``: greet's removal takes its hidden nodejs with it, so
+    nodejs, named after it, is already gone as asked: said, not an error."""
+    taken: dict[str, str] = {}  # a toolchain an earlier tool's removal took -> that tool
+    return each_tool(args, lambda tool: _remove(args, tool, taken))
 
 
-def _remove(args: argparse.Namespace, tool: str) -> int:
+def _remove(args: argparse.Namespace, tool: str, taken: dict[str, str]) -> int:
+    if tool in taken:
+        if args.json:
+            out(render.jsonl({"tool": tool, "removed_with": taken[tool]}))
+        else:
+            out(f"{tool}: removed with {taken[tool]}, as its toolchain")
+        return 0
     res = rpc(args, "tools.remove", {"tool": tool})
+    taken.update((chain["tool"], res["tool"]) for chain in res.get("also_removed") or [])
     if args.json:
         out(render.jsonl(res))
         return 0
     out(f"removed {res['tool']} {res['version']}")
+    for chain in res.get("also_removed") or []:
+        out(
+            f"also removed {chain['tool']} {chain['version']} "
+            f"(toolchain for {chain['toolchain_for']}, no longer needed)"
+        )
     for dep in res.get("unneeded_dependencies") or []:
         err(f"{dep} is no longer needed by any tool: tsukuctl remove {dep}")
     return 0
@@ -336,7 +365,12 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_list)
 
-    p = sub.add_parser("remove", aliases=["uninstall", "rm"], help="remove installed tools")
+    p = sub.add_parser(
+        "remove",
+        aliases=["uninstall", "rm"],
+        help="remove installed tools",
+        description="Remove installed tools. " + toolchains_told(),
+    )
     tool_names(p.add_argument("tools", nargs="+", metavar="TOOL"), "installed")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_remove)

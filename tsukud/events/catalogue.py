@@ -340,6 +340,9 @@ class InstallCompleted(Payload):
     # A toolchain installed for another tool's install, not asked for by name: its
     # binaries are not linked into bin/ (start-up repair does not link them either).
     hidden: bool | None = None
+    # The toolchains installed from their recipes its package manager ran with (runtime
+    # or only to build): a hidden one goes with the last tool using it (install/hidden.py).
+    toolchains: list[str] | None = None
 
 
 class InstallFailed(Payload):
@@ -354,6 +357,9 @@ class InstallFailed(Payload):
 class InstallRemoved(Payload):
     tool: str
     version: str | None
+    # A hidden toolchain removed because removing this tool left nothing using it (the
+    # same session's first ``install.removed`` is that tool's; install/hidden.py).
+    toolchain_for: str | None = None
 
 
 class InstallVerified(Payload):

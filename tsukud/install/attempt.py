@@ -73,6 +73,7 @@ from tsukud.install.errors import (
     no_space,
 )
 from tsukud.install.extract import ExtractLimits, extract
+from tsukud.install.hidden import refuse_replacing
 from tsukud.install.homebrew import pour
 from tsukud.install.homebrew.client import Bottle
 from tsukud.install.homebrew.deps import (
@@ -192,6 +193,9 @@ class InstallAttempt:
         # The recipes of those the tool runs on (``Toolchain.runtime``): its runtime
         # dependencies, and first on PATH in its commands' wrappers.
         self.runtime_toolchains: dict[str, str] = {}  # program -> recipe
+        # Every toolchain installed from its recipe it ran with, runtime or not: who
+        # uses a hidden one (install.completed's ``toolchains``, ``hidden.py``).
+        self.toolchain_recipes: list[str] = []
         # How the tool was built, when it was (install.completed's ``build``).
         self.built: dict[str, Any] | None = None
         # Shell start-up fragments the person approved and this attempt wrote.
@@ -282,7 +286,10 @@ class InstallAttempt:
         self.version = res.version
         # A generated recipe installs only the release it validated (pins.py).
         require_validated(recipe, res.version)
-        # Another version would delete the directory its dependents' RPATH names.
+        # Another version would delete the directory its dependents' RPATH names, or
+        # that their wrappers name (a hidden toolchain asked for by name: hidden.py).
+        if not self.hidden:
+            refuse_replacing(inst.installed(), self.name, res.version)
         refuse_version_change(inst.installed(), self.name, res.version)
         current = inst.installed().get(self.name)
         final_dir = layout.tool_dir(inst.home, self.name, res.version)
@@ -414,6 +421,8 @@ class InstallAttempt:
                 for c in checks
             ],
         }
+        if self.toolchain_recipes:
+            payload["toolchains"] = self.toolchain_recipes
         if self.hidden:
             payload["hidden"] = True
         self.stage = "commit"
@@ -967,6 +976,7 @@ class InstallAttempt:
                 record = inst.installed()[chain.recipe]
             out[chain.program] = _program_dirs(record)
             self.toolchain_dirs[chain.program] = Path(str(record["install_dir"]))
+            self.toolchain_recipes.append(chain.recipe)
             if chain.runtime:
                 self.runtime_toolchains[chain.program] = chain.recipe
         return out

@@ -27,10 +27,18 @@ from tsukud.install.attempt import InstallAttempt
 from tsukud.install.checks import integrity_problems, run_checks
 from tsukud.install.download import DEFAULT_MAX_BYTES
 from tsukud.install.errors import not_installed
+from tsukud.install.hidden import orphaned, unused_hidden
 from tsukud.install.homebrew.deps import dependents, needs, unneeded
 from tsukud.install.homebrew.errors import DependencyInUse
 from tsukud.install.registry import Registry, check_name
-from tsukud.install.results import Installed, Removed, ToolInfo, Verified, VerifyCommand
+from tsukud.install.results import (
+    Installed,
+    Removed,
+    RemovedToolchain,
+    ToolInfo,
+    Verified,
+    VerifyCommand,
+)
 from tsukud.install.versions import VersionResolver
 from tsukud.progress import Progress, no_progress
 from tsukud.recipe import (
@@ -223,17 +231,22 @@ class Installer:
     # ---- remove ------------------------------------------------------------------------
 
     async def remove(self, name: str) -> Removed:
+        """Remove ``name``, then each hidden toolchain it leaves used by no installed
+        tool (``hidden.orphaned``: as tsuku removes an orphaned implicit dependency;
+        one the user installed by name stays), each with its own ``install.removed``
+        (``toolchain_for``: the tool it was there for) in this session. Its other
+        dependencies that nothing needs now are named, not removed."""
         name = check_name(name)
         session = "remove-" + secrets.token_hex(6)
         async with self._holding(name) as (rec, install_dir):
             self._check_unneeded(name)
-            links = self._unlink_binaries(rec)
-            ev = self.store.append_nowait(
-                "install.removed", {"tool": name, "version": rec.get("version")}, session
-            )
-            await self.store.wait_durable(ev.id)
-            layout.discard(install_dir)
-            shell_init.discard(self.home, list(rec.get("shell_init") or ()))
+            orphans = orphaned(self.installed(), name)
+            links = await self._discard(name, rec, session)
+            also: list[RemovedToolchain] = []
+            for toolchain, served in orphans:
+                gone = await self._discard_orphan(toolchain, served, session)
+                if gone is not None:
+                    also.append(gone)
             return Removed(
                 tool=name,
                 version=rec.get("version"),
@@ -243,6 +256,40 @@ class Installer:
                 # Its dependencies nothing else needs now: named, not removed (the user
                 # may use them directly; `tsukuctl remove <dep>` is one line).
                 unneeded_dependencies=unneeded(self.installed(), name, needs(rec)),
+                also_removed=also,
+            )
+
+    async def _discard(
+        self, name: str, rec: dict[str, Any], session: str, toolchain_for: str | None = None
+    ) -> list[str]:
+        """Unlink, record (durably) and delete one installed tool; its lock is held."""
+        links = self._unlink_binaries(rec)
+        payload: dict[str, Any] = {"tool": name, "version": rec.get("version")}
+        if toolchain_for is not None:
+            payload["toolchain_for"] = toolchain_for
+        ev = self.store.append_nowait("install.removed", payload, session)
+        await self.store.wait_durable(ev.id)
+        layout.discard(Path(rec["install_dir"]))
+        shell_init.discard(self.home, list(rec.get("shell_init") or ()))
+        return links
+
+    async def _discard_orphan(
+        self, toolchain: str, served: str, session: str
+    ) -> RemovedToolchain | None:
+        """Remove a hidden toolchain ``served``'s removal left unused, under its own
+        lock and only if it still is one: an install that meanwhile asked for it by name
+        (no longer hidden) or ran on it keeps it. Checked and recorded with no ``await``
+        between (the projection is the truth the next install reads)."""
+        async with self.lock(toolchain):
+            if not unused_hidden(self.installed(), toolchain):
+                return None
+            rec = self.installed()[toolchain]
+            await self._discard(toolchain, rec, session, toolchain_for=served)
+            return RemovedToolchain(
+                tool=toolchain,
+                version=rec.get("version"),
+                toolchain_for=served,
+                install_dir=str(rec["install_dir"]),
             )
 
     def _check_unneeded(self, name: str) -> None:

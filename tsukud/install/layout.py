@@ -71,8 +71,11 @@ def installed_rows(installed: Mapping[str, Mapping[str, Any]]) -> list[dict[str,
     """``tsukuctl list`` rows from the installed-tools projection. A hidden toolchain
     (installed for another tool's install: nothing of it is linked into ``bin/``) claims
     no binaries, since none of its commands is on the user's PATH; ``toolchain_for``
-    says what it is, naming the installed tools that run on it (none: one needed only to
-    build, or by no tool installed now)."""
+    says what it is, naming the installed tools that use it (``hidden.users``: run on
+    it or were installed with it; none: recorded before installs named their toolchains,
+    or its tool's install failed), the tools whose removal removes it."""
+    from tsukud.install.hidden import users  # its rule; this module stays stdlib at import
+
     rows = []
     for name, rec in sorted(installed.items()):
         row: dict[str, Any] = {
@@ -85,11 +88,7 @@ def installed_rows(installed: Mapping[str, Mapping[str, Any]]) -> list[dict[str,
         }
         if rec.get("hidden"):
             row["binaries"] = []
-            row["toolchain_for"] = sorted(
-                user
-                for user, other in installed.items()
-                if name in (other.get("runtime_dependencies") or ())
-            )
+            row["toolchain_for"] = users(installed, name)
         rows.append(row)
     return rows
 

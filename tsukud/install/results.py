@@ -13,9 +13,21 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 
+class RemovedToolchain(msgspec.Struct, frozen=True, kw_only=True):
+    """A hidden toolchain a ``remove`` took with it: installed for ``toolchain_for``
+    (the tool removed, or a toolchain removed with it), used by no installed tool now."""
+
+    tool: str
+    version: str | None
+    toolchain_for: str
+    install_dir: str
+
+
 class Removed(msgspec.Struct, frozen=True, kw_only=True):
-    """``tools.remove``: what went, and the dependencies nothing needs now (named, not
-    removed: the user may use them directly)."""
+    """``tools.remove``: what went, the hidden toolchains that went with it
+    (``also_removed``: installed for it, used by nothing now: ``hidden.py``), and the
+    dependencies nothing needs now (named, not removed: the user may use them
+    directly)."""
 
     tool: str
     version: str | None
@@ -23,6 +35,7 @@ class Removed(msgspec.Struct, frozen=True, kw_only=True):
     install_dir: str
     session: str
     unneeded_dependencies: list[str]
+    also_removed: list[RemovedToolchain] = []
 
 
 class Verified(msgspec.Struct, frozen=True, kw_only=True):

@@ -212,9 +212,23 @@ def test_an_implicit_toolchain_is_hidden_runs_the_tool_and_is_its_runtime_depend
         ]
         assert not (bin_dir / "node").exists()
 
-        # Once greet is gone, nodejs is unneeded; upgraded, it stays hidden.
-        removed = json.loads(inst.ctl("remove", "greet", "--json", check=True).stdout)
-        assert removed["unneeded_dependencies"] == ["nodejs"]
+        # Once greet is gone, nodejs goes with it (test_toolchain_life.py says more):
+        # named after greet in the same command, it is gone as asked, not an error.
+        cp = inst.ctl("remove", "greet", "nodejs", "--json", check=True)
+        removed, named = map(json.loads, cp.stdout.splitlines())
+        assert [t["tool"] for t in removed["also_removed"]] == ["nodejs"]
+        assert named == {"tool": "nodejs", "removed_with": "greet"}
+        assert removed["unneeded_dependencies"] == [] and installed(inst) == {}
+
+        # A hidden toolchain left by a tool whose install failed after it (its verify
+        # never matches) is used by nothing; upgraded, it stays hidden.
+        broken = recipe("npm_install", "@fake/greet", ["greet"], "greet").replace(
+            'name = "greet"', 'name = "broken"'
+        )
+        local_recipe(inst, "broken", broken.replace('"{version}"', '"never printed"'))
+        assert inst.ctl("install", "--yes", "broken", shell_env=user_path).returncode != 0
+        assert list(installed(inst)) == ["nodejs"]
+        assert "(toolchain, not on PATH)" in inst.ctl("list", check=True).stdout
         publish_nodejs(host, partial(local_recipe, inst), node_mark, version="1.1.0")
         inst.ctl("upgrade", "nodejs", check=True, shell_env=user_path)
         assert installed(inst)["nodejs"]["version"] == "1.1.0"

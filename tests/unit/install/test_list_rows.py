@@ -41,3 +41,12 @@ def test_a_toolchain_asked_for_by_name_is_a_tool_like_any() -> None:
     (row,) = installed_rows(projection(nodejs={"binaries": NODE}))
     assert row["binaries"] == ["node", "npm", "npx"] and "toolchain_for" not in row
     assert commands_shown(row) == "node, npm, npx"
+
+
+def test_a_toolchain_needed_only_to_build_names_the_tools_installed_with_it() -> None:
+    # rust is no runtime dependency of a crate's tool; its install ran cargo from it, and
+    # its removal takes rust with it (install/hidden.py), so list names it
+    rows = installed_rows(
+        projection(rust={"binaries": {"cargo": {}}, "hidden": True}, rg={"toolchains": ["rust"]})
+    )
+    assert commands_shown({r["tool"]: r for r in rows}["rust"]) == "(toolchain for rg)"

@@ -35,6 +35,7 @@ def test_removed_is_the_object_tools_remove_always_sent() -> None:
         "install_dir": "/h/tools/kind-0.1",
         "session": "remove-1",
         "unneeded_dependencies": [],
+        "also_removed": [],
     }
 
 

@@ -1,0 +1,107 @@
+"""A hidden toolchain's life: installed for a tool, removed with the last one using it,
+the user's own once asked for by name.
+
+tsuku installs an ecosystem action's toolchain implicitly (hidden: nothing linked into
+``bin/``), removes such an implicit dependency when the last tool that required it is
+removed, and never one the user installed explicitly (its ``IsExplicit``, ``RequiredBy``);
+installing it by name marks it explicit. Here a record's ``hidden`` is that implicit
+mark: ``tsukuctl install nodejs`` installs it again without the mark (linked, judged
+as any install), so from then on it is the user's and stays when its users go. A
+record's ``toolchains`` (the toolchains its install ran its package manager with) and
+:func:`~tsukud.install.homebrew.deps.needs` (what it runs on or was built against) say
+who uses one.
+
+Pure: plain functions over the installed-tools projection; ``installer.py`` removes
+what :func:`orphaned` names (each if :func:`unused_hidden` still), ``attempt.py`` calls
+:func:`refuse_replacing`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tsukud.install.homebrew.deps import dependents, needs
+from tsukud.install.homebrew.errors import DependencyInUse
+
+Installed = Mapping[str, Mapping[str, Any]]
+
+
+def uses(record: Mapping[str, Any]) -> list[str]:
+    """What an installed tool uses of other installed tools: what it needs kept
+    (runtime, built against: ``needs``), then the toolchains its install ran with
+    (``rust`` for a cargo tool: needed again only to reinstall or upgrade it)."""
+    return list(dict.fromkeys([*needs(record), *(record.get("toolchains") or ())]))
+
+
+def users(installed: Installed, name: str) -> list[str]:
+    """The installed tools (other than ``name``) that use ``name`` (:func:`uses`),
+    sorted: a hidden toolchain is ``list``'s ``(toolchain for <users>)``."""
+    return sorted(tool for tool, rec in installed.items() if tool != name and name in uses(rec))
+
+
+def unused_hidden(installed: Installed, name: str) -> bool:
+    """Whether ``name`` is installed hidden (never asked for by name) and used by no
+    installed tool: what a ``remove`` may take with it. Asked once per toolchain when a
+    remove plans, and again under its lock right before it goes."""
+    record = installed.get(name)
+    return record is not None and bool(record.get("hidden")) and not users(installed, name)
+
+
+def orphaned(installed: Installed, removed: str) -> list[tuple[str, str]]:
+    """The hidden toolchains that removing ``removed`` leaves used by no installed tool,
+    each with the tool it was there for, in the order they go: ``removed``'s own, then
+    theirs (a toolchain's own hidden toolchain), each once. A tool the user installed by
+    name (no ``hidden`` mark) is never among them, nor one another tool still uses; one
+    ``removed`` never used is none of its business (an unrelated ``remove`` touches no
+    toolchain)."""
+    left = {tool: rec for tool, rec in installed.items() if tool != removed}
+    record = installed.get(removed)
+    if record is None:
+        return []
+    out: list[tuple[str, str]] = []
+    frontier: list[tuple[str, Mapping[str, Any]]] = [(removed, record)]
+    while frontier:
+        tool, rec = frontier.pop(0)
+        for dep in uses(rec):
+            if not unused_hidden(left, dep):
+                continue
+            out.append((dep, tool))
+            frontier.append((dep, left.pop(dep)))
+    return out
+
+
+def refuse_replacing(installed: Installed, name: str, version: str) -> None:
+    """:class:`DependencyInUse` when ``install <toolchain>`` by name would put another
+    version of a hidden toolchain in place while tools run on it (their wrappers name
+    its versioned directory, ``tools/nodejs-22.1.0/bin``, which the new version's
+    install deletes).
+
+    Refused rather than keeping the old version for them: the ledger keeps one
+    record, one active version, per tool name, and a second copy kept aside would be a
+    tool no ``list``, ``remove`` or ``upgrade`` could name. The refusal leaves nothing
+    broken and says both ways on: the version they run on made the user's (``install
+    nodejs@<installed>``), or the newer one after the tools that run on the old one are
+    removed and installed again on it. The same version is installed again as always
+    (linked, no longer hidden)."""
+    current = installed.get(name)
+    if current is None or not current.get("hidden") or str(current.get("version")) == version:
+        return
+    on_it = dependents(installed, name)
+    if not on_it:
+        return
+    old = current.get("version")
+    who = ", ".join(on_it)
+    raise DependencyInUse(
+        f"{name} {old} is installed as the toolchain {who} {'runs' if len(on_it) == 1 else 'run'} "
+        f"on ({current.get('install_dir')}); installing {name} {version} would delete it",
+        hint=f"Run `tsukuctl install {name}@{old}` to put the {name} {who} runs on on your "
+        f"PATH (yours from then on: kept when {who} is removed). For {name} {version}: "
+        f"`tsukuctl remove {' '.join(on_it)}` (removes the hidden {name} with "
+        f"{'it' if len(on_it) == 1 else 'them'}), `tsukuctl install {name}`, then install "
+        f"{who} again: {'it runs' if len(on_it) == 1 else 'they run'} on {name} {version}.",
+        tool=name,
+        needed_by=on_it,
+        version=old,
+        requested=version,
+    )
