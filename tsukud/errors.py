@@ -277,6 +277,11 @@ CATALOGUE: dict[str, ErrorKind] = {
         "The CPAN mirror (cpan.mirror_url) does not serve that distribution at that "
         "version; nothing was installed.",
     ),
+    "cpan_checksums_invalid": ErrorKind(
+        E.INSTALL_FAILED,
+        "The CPAN mirror's CHECKSUMS is not the plain data CPAN publishes (it is read, "
+        "never run); use another mirror (cpan.mirror_url). Nothing was installed.",
+    ),
     "system_packages_need_consent": ErrorKind(
         E.NOT_INTERACTIVE,
         "A system package command runs only after a person at a terminal said yes to it "
