@@ -9,8 +9,11 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tsukud.errors import CATALOGUE, ExitCode
+from tsukud.registries import cpan_checksums
 from tsukud.registries.cpan_checksums import (
     MAX_BYTES,
     MAX_ENTRIES,
@@ -192,12 +195,39 @@ def test_a_refusal_names_the_line_it_stands_on() -> None:
     assert e.message.endswith("(line 4)")
 
 
-def test_more_files_than_an_author_directory_has_are_refused() -> None:
-    entries = ",".join(f"'f{i}' => {{}}" for i in range(MAX_ENTRIES + 1))
-    assert "more entries" in _refused(_literal(entries)).message
+def test_more_files_than_an_author_directory_has_are_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert MAX_ENTRIES == 100_000  # the largest author directories list a few thousand
+    monkeypatch.setattr(cpan_checksums, "MAX_ENTRIES", 1000)  # the same rule, read faster
+    entries = ",".join(f"'f{i}' => {{}}" for i in range(1000))
+    assert len(parse_checksums(_literal(entries))) == 1000
+    assert "more entries" in _refused(_literal(entries + ",'one more' => {}")).message
     fields = ",".join(f"'f{i}' => 1" for i in range(65))
     assert "more entries" in _refused(_literal(f"'a' => {{ {fields} }}")).message
 
 
 def test_the_code_is_in_the_catalogue_with_a_hint() -> None:
     assert CATALOGUE["cpan_checksums_invalid"].hint
+
+
+# Pieces of Perl a hostile mirror would splice into a CHECKSUMS.
+_PIECES = st.sampled_from(
+    ["{", "}", "=>", ",", ";", "'", '"', "$", "@", "\\", "`", "do", "sub", "#", "\n", "-", "0x1"]
+)
+
+
+@given(st.integers(0, len(PAUSE)), st.lists(st.one_of(_PIECES, st.text(max_size=6)), max_size=6))
+def test_any_splice_into_pauses_text_reads_as_data_or_is_refused(
+    at: int, pieces: list[str]
+) -> None:
+    """Whatever is spliced in, the parser answers data or its one typed refusal: no
+    other exception, and every sha256 it answers is 64 lowercase hex digits."""
+    text = PAUSE[:at] + "".join(pieces) + PAUSE[at:]
+    try:
+        sums = parse_checksums(text.encode("utf-8", "surrogatepass"))
+    except CpanChecksumsInvalid as e:
+        assert e.hint
+        return
+    for entry in sums.values():
+        assert entry.sha256 is None or (len(entry.sha256) == 64 and entry.sha256.islower())
