@@ -275,7 +275,7 @@ CATALOGUE: dict[str, ErrorKind] = {
     "cpan_distribution_unavailable": ErrorKind(
         E.INSTALL_FAILED,
         "The CPAN mirror (cpan.mirror_url) does not serve that distribution at that "
-        "version; nothing was installed.",
+        "version, or no CHECKSUMS vouching for it; nothing was installed.",
     ),
     "cpan_checksums_invalid": ErrorKind(
         E.INSTALL_FAILED,
