@@ -28,11 +28,11 @@ import msgspec
 
 from tsukud.errors import TsukuError
 
-#: The largest CHECKSUMS read: the most prolific authors' are about 2 MB.
+#: The largest CHECKSUMS read: a bound far above what an author directory lists.
 MAX_BYTES = 16 * 1024 * 1024
 #: The most files one author directory's CHECKSUMS may list.
 MAX_ENTRIES = 100_000
-#: The most fields one file's entry may have (CPAN::Checksums writes at most ten).
+#: The most fields one file's entry may have (CPAN::Checksums writes about ten).
 MAX_FIELDS = 64
 #: The file's hash holds each file's hash of fields: two levels, no deeper.
 MAX_DEPTH = 2
@@ -47,7 +47,7 @@ _SIGNED = "-----BEGIN PGP SIGNED MESSAGE-----"
 _SIGNATURE = "-----BEGIN PGP SIGNATURE-----"
 _SIGNATURE_END = "-----END PGP SIGNATURE-----"
 # PAUSE's first line, a heredoc that makes Perl skip the armour's header.
-_PERL_PREAMBLE = re.compile(r"0&&<<'';[^\n]*\n")
+_PERL_PREAMBLE = re.compile(r"0&&<<'';(?:[ \t]*#[^\n]*)?\n")
 _ARMOUR_HEADER = re.compile(r"[A-Za-z][A-Za-z0-9-]*: [^\n]*")
 _SIGNATURE_LINE = re.compile(r"[A-Za-z0-9+/=]*|[A-Za-z][A-Za-z0-9-]*: [^\n]*")
 _SHA256 = re.compile(r"[0-9a-f]{64}")

@@ -175,6 +175,7 @@ def test_anything_but_cpans_hash_literal_is_refused_with_a_hint(
     [
         ("Perl before the armour", f"{SMUGGLED};\n" + PAUSE.split("\n", 1)[1], "before the signed"),
         ("Perl after the signature", PAUSE + f"{SMUGGLED};\n", "after the signature"),
+        ("Perl in the preamble", PAUSE.replace("0&&<<'';", f"0&&<<''; {SMUGGLED};"), "before the"),
         ("a second signed message", PAUSE + PAUSE.split("\n", 1)[1], "after the signature"),
         ("a lost signature", PAUSE.split("__END__")[0], "without its signature"),
         ("text in the signature", PAUSE.replace("=ab/+", f"{SMUGGLED};"), "inside the signature"),
