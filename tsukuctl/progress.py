@@ -209,6 +209,7 @@ _AGAINST = {
     "github_digest": "GitHub's digest",
     "recipe": "the recipe",
     "checksum_file": "the release's checksum file",
+    "cpan_checksums": "the CPAN mirror's CHECKSUMS",
 }
 
 

@@ -275,7 +275,12 @@ CATALOGUE: dict[str, ErrorKind] = {
     "cpan_distribution_unavailable": ErrorKind(
         E.INSTALL_FAILED,
         "The CPAN mirror (cpan.mirror_url) does not serve that distribution at that "
-        "version; nothing was installed.",
+        "version, or no CHECKSUMS vouching for it; nothing was installed.",
+    ),
+    "cpan_checksums_invalid": ErrorKind(
+        E.INSTALL_FAILED,
+        "The CPAN mirror's CHECKSUMS is not the plain data CPAN publishes (it is read, "
+        "never run); use another mirror (cpan.mirror_url). Nothing was installed.",
     ),
     "system_packages_need_consent": ErrorKind(
         E.NOT_INTERACTIVE,

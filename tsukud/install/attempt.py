@@ -802,7 +802,12 @@ class InstallAttempt:
         container, never here, and verified there; what it proved moves into place
         (``cpan.py`` says why and how). Returns the executables to link and the
         distribution's asset record."""
-        from tsukud.install.cpan import MIRROR_KEY, build_distribution, fetch_distribution
+        from tsukud.install.cpan import (
+            CHECKED_AGAINST,
+            MIRROR_KEY,
+            build_distribution,
+            fetch_distribution,
+        )
 
         assert self.staging is not None
         inst = self.inst
@@ -822,6 +827,11 @@ class InstallAttempt:
         for d in (mirror, scratch, output):
             d.mkdir()
         entry = await fetch_distribution(inst.http, base, step, version, mirror)
+        archive = mirror / "authors" / "id" / entry.path
+        sha256 = await trio.to_thread.run_sync(sha256_file, archive)
+        await self.progress(
+            "verified_checksum", file=entry.file, sha256=sha256, checked=[CHECKED_AGAINST]
+        )
         self.stage = "build"
         await self.progress(
             "building",
@@ -843,14 +853,13 @@ class InstallAttempt:
             session=self.session,
         )
         self.built = {"image": sandbox.image, "kind": step.action, "dependencies": {}}
-        archive = mirror / "authors" / "id" / entry.path
         record = {
             "name": entry.file,
             "url": f"{base.rstrip('/')}/authors/id/{entry.path}",
-            "sha256": await trio.to_thread.run_sync(sha256_file, archive),
+            "sha256": sha256,
             "size": archive.stat().st_size,
             "digest_checked": False,
-            "checked_against": [],
+            "checked_against": [CHECKED_AGAINST],  # fetch_distribution checked them
         }
         await trio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
         self.stage = "install"

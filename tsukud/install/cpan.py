@@ -4,8 +4,13 @@ container, never on the host.
 A distribution installs by running its own code (``perl Makefile.PL``, ``make``), so
 this host only fetches bytes: the mirror's index (``modules/02packages.details.txt.gz``)
 names the file of the module the step asks for, which must be the distribution at the
-version being installed; that file is downloaded and laid out as a one-distribution
-mirror (the file, and an index of its line alone) in the install's staging directory.
+version being installed. The author directory's ``CHECKSUMS`` (``A/AU/AUTHOR/CHECKSUMS``,
+PAUSE's) is read as data (``registries/cpan_checksums.py``: never run, its PGP signature
+not checked) and must give that file's sha256; the file is downloaded, and only when its
+sha256 (and size, when given) is what CHECKSUMS says is it laid out as a
+one-distribution mirror (the file, and an index of its line alone) in the install's
+staging directory. A mirror or proxy that swapped the file, and not CHECKSUMS with it,
+is ``checksum_mismatch`` before the bytes go anywhere.
 The build container (:data:`~tsukud.sandbox.runtime.BUILD_IMAGE`, which carries
 Debian's perl and cpanminus) then runs ``cpanm --mirror file://… --mirror-only
 --local-lib <tool's directory> --notest`` on that file, with no network, the validation
@@ -31,6 +36,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import posixpath
 import re
 import shlex
 from collections.abc import Mapping, Sequence
@@ -50,15 +56,20 @@ from tsukud.install.build import (
     build_or_fail,
     verify_in_container,
 )
+from tsukud.install.download import ChecksumMismatch, check_sha256
 from tsukud.install.errors import BuildFailed, CpanDistributionUnavailable
-from tsukud.net.http import HttpError, HttpUnreachable
+from tsukud.net.http import HttpError, HttpStatusError, HttpUnreachable
 from tsukud.recipe import CpanInstallStep, VerifyCheck
+from tsukud.registries.cpan_checksums import MAX_BYTES as CHECKSUMS_MAX_BYTES
+from tsukud.registries.cpan_checksums import FileSums, parse_checksums
 from tsukud.sandbox.runtime import DEFAULT_PATH, RunResult, RunSpec
 
 if TYPE_CHECKING:
     from tsukud.net.http import Http
 
 INDEX = "modules/02packages.details.txt.gz"
+#: What the asset record's ``checked_against`` names: the author directory's CHECKSUMS.
+CHECKED_AGAINST = "cpan_checksums"
 #: The CPAN mirror's base URL in the installer's ``ecosystem_urls`` (``cpan.mirror_url``).
 MIRROR_KEY = "cpan.mirror"
 # Where the one-distribution mirror is mounted in the build container (read-only).
@@ -142,6 +153,59 @@ def release_files(distribution: str, version: str) -> set[str]:
     ``v`` or not (Carton-v1.0.35.tar.gz is carton 1.0.35), ``.tar.gz`` or ``.tgz``."""
     bare = version.removeprefix("v")
     return {f"{distribution}-{v}{ext}" for v in (bare, f"v{bare}") for ext in (".tar.gz", ".tgz")}
+
+
+def checksums_path(entry: IndexEntry) -> str:
+    """Where the CHECKSUMS vouching for ``entry``'s file is, below ``authors/id/``: the
+    file's own directory (PAUSE writes one per directory; file names are unique only
+    within an author's)."""
+    return f"{posixpath.dirname(entry.path)}/CHECKSUMS"
+
+
+def vouched_sums(sums: Mapping[str, FileSums], entry: IndexEntry, url: str) -> FileSums:
+    """CHECKSUMS' entry for ``entry``'s file, which must give its sha256: a file that
+    CHECKSUMS does not vouch for is not installed."""
+    found = sums.get(entry.file)
+    if found is None or found.sha256 is None:
+        lacks = "no entry" if found is None else "an entry without a sha256"
+        raise CpanDistributionUnavailable(
+            f"the CPAN mirror's {url} has {lacks} for {entry.file}, so nothing vouches for "
+            "its bytes",
+            hint=f"The mirror's CHECKSUMS for {posixpath.dirname(entry.path)} lacks "
+            f"{entry.file}'s sha256 (a mirror part-way through syncing, or not a CPAN "
+            "mirror): try again later or use another mirror (cpan.mirror_url). Nothing was "
+            "installed.",
+            path=entry.path,
+            checksums=url,
+        )
+    return found
+
+
+def check_distribution(entry: IndexEntry, data: bytes, sums: FileSums, url: str) -> None:
+    """``data`` must be the file CHECKSUMS (at ``url``) names: its sha256 and, when
+    given, its size. Otherwise :class:`ChecksumMismatch` naming the file, what CHECKSUMS
+    says and what was served."""
+    assert sums.sha256 is not None  # vouched_sums'
+    try:
+        check_sha256(
+            entry.file, hashlib.sha256(data).hexdigest(), sums.sha256, f"the mirror's {url}"
+        )
+        if sums.size is not None and sums.size != len(data):
+            raise ChecksumMismatch(
+                f"size mismatch for {entry.file}: the mirror's {url} says {sums.size} bytes, "
+                f"the download has {len(data)}",
+                file=entry.file,
+                expected=sums.size,
+                actual=len(data),
+                source=url,
+            )
+    except ChecksumMismatch as exc:
+        exc.hint = (
+            f"The {entry.file} the CPAN mirror served is not the file its CHECKSUMS names: "
+            "the mirror, or something between it and this machine, changed it. Use another "
+            "mirror (cpan.mirror_url); nothing of it ran and nothing was installed."
+        )
+        raise
 
 
 def mirror_index(entry: IndexEntry) -> bytes:
@@ -307,13 +371,40 @@ def release_version(file: str, distribution: str) -> str | None:
     return version if re.fullmatch(r"[0-9][0-9A-Za-z._-]*", version) else None
 
 
+async def read_checksums(http: Http, url: str, entry: IndexEntry) -> dict[str, FileSums]:
+    """The author directory's CHECKSUMS at ``url``, read (never run); a mirror that
+    serves none vouches for nothing."""
+    try:
+        answer = await http.get(url, max_bytes=CHECKSUMS_MAX_BYTES)
+    except HttpUnreachable:
+        raise
+    except HttpError as exc:
+        missing = isinstance(exc, HttpStatusError) and exc.status in (404, 410)
+        raise CpanDistributionUnavailable(
+            f"the CPAN mirror's {url} could not be read: {exc}",
+            hint=(
+                f"The mirror serves no CHECKSUMS for {posixpath.dirname(entry.path)}, so "
+                f"nothing vouches for {entry.file}'s bytes"
+                if missing
+                else "Check the mirror (cpan.mirror_url) and the network"
+            )
+            + "; use another mirror (cpan.mirror_url). Nothing was installed.",
+            path=entry.path,
+            checksums=url,
+        ) from None
+    return parse_checksums(answer.body)
+
+
 async def fetch_distribution(
     http: Http, base: str, step: CpanInstallStep, version: str, mirror: Path
 ) -> IndexEntry:
-    """The distribution's bytes (nothing of it runs here) laid out in ``mirror`` as a
-    one-distribution CPAN mirror."""
+    """The distribution's bytes (nothing of it runs here), checked against the author
+    directory's CHECKSUMS, then laid out in ``mirror`` as a one-distribution CPAN
+    mirror: bytes that CHECKSUMS does not vouch for are never written."""
     base = base.rstrip("/")
     entry = choose_distribution(await read_index(http, base), step, version, base)
+    sums_url = f"{base}/authors/id/{checksums_path(entry)}"
+    sums = vouched_sums(await read_checksums(http, sums_url, entry), entry, sums_url)
     url = f"{base}/authors/id/{entry.path}"
     try:
         data = (await http.get(url, max_bytes=DIST_MAX_BYTES)).body
@@ -326,6 +417,7 @@ async def fetch_distribution(
             "(cpan.mirror_url). Nothing was installed.",
             path=entry.path,
         ) from None
+    check_distribution(entry, data, sums, sums_url)
 
     def lay_out() -> None:
         target = mirror / "authors" / "id" / entry.path

@@ -49,7 +49,7 @@ class BuildFailed(InstallError):
 
 class CpanDistributionUnavailable(InstallError):
     """The CPAN mirror does not serve the distribution a ``cpan_install`` step asks for
-    at the version being installed (``cpan.py``)."""
+    at the version being installed, or no CHECKSUMS with its sha256 (``cpan.py``)."""
 
     code = "cpan_distribution_unavailable"
 

@@ -1,8 +1,16 @@
 """A fake CPAN mirror on loopback (``TSUKU_CPAN_MIRROR_URL=<url>``), laid out as every
 CPAN mirror is: ``modules/02packages.details.txt.gz`` (PAUSE's index: a header, a blank
-line, then ``Module::Name  version  A/AU/AUTHOR/Dist-1.0.tar.gz`` per package) and the
-distributions under ``authors/id/``. Anything else is a 404, as a mirror answers; only
-GET and HEAD are served.
+line, then ``Module::Name  version  A/AU/AUTHOR/Dist-1.0.tar.gz`` per package), the
+distributions under ``authors/id/``, and beside them each author directory's
+``CHECKSUMS`` as PAUSE writes it (:func:`checksums_file`: Data::Dumper's hash of each
+file's sha256, md5 and size, in a PGP clearsigned message whose signature is made up:
+tsuku does not check it). Anything else is a 404, as a mirror answers; only GET and
+HEAD are served.
+
+A test attacks the mirror with :attr:`FakeCpanMirror.checksums` (``"wrong_sha256"``,
+``"no_entry"``, ``"missing"``; ``"published"`` by default) or
+:meth:`FakeCpanMirror.swap` (another file served where a distribution's is, its
+CHECKSUMS left as published: a mirror or proxy that swapped the bytes).
 
 :func:`perl_distribution` builds a tiny pure-Perl distribution the real ``cpanm``
 installs: a ``Makefile.PL`` (ExtUtils::MakeMaker, which Debian's perl carries), a
@@ -18,10 +26,13 @@ the host, so the marker shows the distribution's code ran there.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
+import posixpath
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 from urllib.parse import unquote
 
 from tsukud.testing.http import FakeHTTPServer, RecordedRequest, Reply
@@ -99,10 +110,74 @@ def packages_index(dists: list[PerlDistribution]) -> bytes:
     return gzip.compress((header + "".join(f"{x}\n" for x in lines)).encode(), mtime=0)
 
 
+ChecksumsMode = Literal["published", "wrong_sha256", "no_entry", "missing"]
+
+# What a clearsigned CHECKSUMS carries around the Perl (PAUSE's key signs it; this
+# signature is made-up bytes in the armour's shape).
+_PREAMBLE = "0&&<<''; # this PGP-signed message is also valid perl\n"
+_SIGNED = "-----BEGIN PGP SIGNED MESSAGE-----\nHash: SHA256\n\n"
+_SIGNATURE = (
+    "-----BEGIN PGP SIGNATURE-----\n\n"
+    "iF0EARECAB0WIQRyJ3Kk0Yc5o1sYb1e2nZ4c3cN0AAUCZQAAAAAKCRC2nZ4c3cN0AA==\n"
+    "=tsku\n"
+    "-----END PGP SIGNATURE-----\n"
+)
+
+
+def checksums_file(files: dict[str, bytes], *, signed: bool = True) -> bytes:
+    """An author directory's ``CHECKSUMS`` for ``files`` (name → bytes), written as
+    CPAN::Checksums writes it (Data::Dumper, ``Indent = 1``, keys quoted and sorted),
+    clearsigned unless ``signed`` is false."""
+    entries = []
+    for name in sorted(files):
+        data = files[name]
+        fields = {
+            "md5": hashlib.md5(data, usedforsecurity=False).hexdigest(),  # CPAN writes it too
+            "mtime": "2024-05-16",
+            "sha256": hashlib.sha256(data).hexdigest(),
+        }
+        lines = [f"    '{k}' => '{v}'" for k, v in fields.items()]
+        lines.append(f"    'size' => {len(data)}")
+        entries.append(f"  '{name}' => {{\n" + ",\n".join(lines) + "\n  }")
+    body = (
+        "# CHECKSUMS file written on Thu May 16 12:34:56 2024 GMT by CPAN::Checksums (v2.14)\n"
+        "$cksum = {\n" + ",\n".join(entries) + "\n};\n"
+    )
+    if not signed:
+        return body.encode()
+    return (_PREAMBLE + _SIGNED + body + "__END__\n" + _SIGNATURE).encode()
+
+
 class FakeCpanMirror(FakeHTTPServer):
     def __init__(self) -> None:
         super().__init__(fallback=self._route, role="cpan")
         self.dists: list[PerlDistribution] = []
+        #: What each author directory's CHECKSUMS says: the truth, a wrong sha256 for
+        #: every file, no entry for the distributions, or no CHECKSUMS at all (404).
+        self.checksums: ChecksumsMode = "published"
+        self.swapped: dict[str, bytes] = {}  # path below authors/id/ → bytes served
+
+    def swap(self, dist: PerlDistribution, data: bytes) -> None:
+        """Serve ``data`` where ``dist``'s file is; its CHECKSUMS still says ``dist``'s."""
+        self.swapped[dist.path] = data
+
+    def checksums_of(self, directory: str) -> bytes | None:
+        """``directory``'s CHECKSUMS (below ``authors/id/``) as :attr:`checksums` says."""
+        files = {
+            posixpath.basename(d.path): d.tarball
+            for d in self.dists
+            if posixpath.dirname(d.path) == directory
+        }
+        if not files or self.checksums == "missing":
+            return None
+        if self.checksums == "no_entry":
+            files = {"README": b"an author's directory holds other files too\n"}
+        text = checksums_file(files).decode()
+        if self.checksums == "wrong_sha256":  # the sizes stay true: the sha256 must catch it
+            for data in files.values():
+                other = hashlib.sha256(b"another file " + data).hexdigest()
+                text = text.replace(hashlib.sha256(data).hexdigest(), other)
+        return text.encode()
 
     def env(self) -> dict[str, str]:
         return {"TSUKU_CPAN_MIRROR_URL": self.url}
@@ -123,7 +198,12 @@ class FakeCpanMirror(FakeHTTPServer):
             )
         for dist in self.dists:
             if path == f"authors/id/{dist.path}":
-                return Reply(body=dist.tarball, headers={"content-type": "application/x-gzip"})
+                body = self.swapped.get(dist.path, dist.tarball)
+                return Reply(body=body, headers={"content-type": "application/x-gzip"})
+        if path.startswith("authors/id/") and path.endswith("/CHECKSUMS"):
+            checksums = self.checksums_of(posixpath.dirname(path.removeprefix("authors/id/")))
+            if checksums is not None:
+                return Reply(body=checksums, headers={"content-type": "text/plain"})
         return Reply(
             404, body=f"not found: {path}".encode(), headers={"content-type": "text/plain"}
         )

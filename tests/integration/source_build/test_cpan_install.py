@@ -6,17 +6,23 @@ build container (no network: a copy of those bytes is its only mirror), the reci
 verify runs there against the output, and the output becomes the tool's directory
 with tsuku's PERL5LIB wrapper; the installed command runs here, and ``remove`` takes
 it away. Nothing of the distribution runs on the host: its ``Makefile.PL`` writes a
-marker at a host path, which exists only here.
+marker at a host path, which exists only here. The bytes are checked against the
+author directory's CHECKSUMS first: a mirror that swapped them installs nothing and
+starts no container.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
+import socket
 import subprocess
+import time
+from hashlib import sha256
 from pathlib import Path
 
 from tests.conftest import Tsuku, base_env, short_home
-from tests.integration.install.conftest import running
+from tests.integration.install.conftest import events, running
 from tests.integration.install.test_recipe_errors import local_recipe
 from tsukud.testing.cpan import FakeCpanMirror, perl_distribution
 
@@ -71,10 +77,13 @@ def test_a_cpan_distribution_builds_in_the_container_installs_runs_and_is_remove
             }
             (asset,) = res["assets"]
             assert asset["name"] == f"{DIST}-{VERSION}.tar.gz"
-            # Only the index (for the version, then the file) and the distribution were
-            # fetched, nothing else.
+            # The author's CHECKSUMS vouched for the bytes.
+            assert asset["checked_against"] == ["cpan_checksums"]
+            # Only the index (for the version, then the file), the author's CHECKSUMS
+            # and the distribution were fetched, nothing else.
             assert set(mirror.paths()) == {
                 "/modules/02packages.details.txt.gz",
+                "/authors/id/T/TS/TSUKU/CHECKSUMS",
                 f"/authors/id/T/TS/TSUKU/{DIST}-{VERSION}.tar.gz",
             }
 
@@ -95,3 +104,59 @@ def test_a_cpan_distribution_builds_in_the_container_installs_runs_and_is_remove
             t.ctl("remove", "tsuku-hello", check=True)
             assert not (t.home / "bin" / SCRIPT).exists()
             assert not tool.exists()
+
+
+def containers_created(endpoint: str, label: str, since: float) -> list[str]:
+    """The engine's record of containers created with ``label`` since ``since`` (its
+    events, which outlive the containers a build removes)."""
+
+    class Unix(http.client.HTTPConnection):
+        def connect(self) -> None:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.connect(endpoint.removeprefix("unix://"))
+
+    filters = json.dumps({"type": ["container"], "event": ["create"], "label": [label]})
+    conn = Unix("localhost", timeout=10)
+    try:
+        query = f"since={since:.3f}&until={time.time():.3f}&filters={filters}"
+        conn.request("GET", "/events?" + query.replace(" ", ""))
+        body = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    return [json.loads(line)["id"] for line in body.splitlines() if line.strip()]
+
+
+def test_a_swapped_distribution_is_refused_before_anything_is_built(
+    tmp_path: Path, build_image: str, docker_endpoint: str
+) -> None:
+    """A mirror (or a proxy) serving other bytes than the ones the author's CHECKSUMS
+    names: ``checksum_mismatch`` at stage download, no container, nothing installed.
+    The swapped file is a working distribution: unchecked, it would install."""
+    dist = perl_distribution(DIST, VERSION, SCRIPT)
+    evil = perl_distribution(DIST, VERSION, SCRIPT, marker=tmp_path / "swapped-ran")
+    name = "tsuku-swapped"
+    with FakeCpanMirror() as mirror:
+        mirror.publish(dist)
+        mirror.swap(dist, evil.tarball)
+        home = short_home()
+        with running(Tsuku(home, {**base_env(home), **mirror.env()})) as t:
+            local_recipe(t, name, RECIPE.replace('name = "tsuku-hello"', f'name = "{name}"'))
+            since = time.time()
+            out = t.ctl("install", name, "--yes", "--json")
+            assert out.returncode == 6, out.stdout
+            error = json.loads(out.stdout)["error"]
+            assert error["code"] == "checksum_mismatch"
+            assert error["data"]["file"] == f"{DIST}-{VERSION}.tar.gz"
+            checksums = f"{mirror.url}/authors/id/T/TS/TSUKU/CHECKSUMS"
+            assert error["message"] == (
+                f"checksum mismatch for {DIST}-{VERSION}.tar.gz: the mirror's {checksums} "
+                f"says sha256 {sha256(dist.tarball).hexdigest()}, the download has sha256 "
+                f"{sha256(evil.tarball).hexdigest()}"
+            )
+            assert "not the file its CHECKSUMS names" in error["hint"]
+            (failed,) = [e["payload"] for e in events(t) if e["type"] == "install.failed"]
+            assert (failed["error_code"], failed["stage"]) == ("checksum_mismatch", "download")
+            assert not (t.home / "tools" / f"{name}-{VERSION}").exists()
+            assert not (t.home / "bin" / SCRIPT).exists()
+            label = f"dev.tsuku.build={name}"
+            assert containers_created(docker_endpoint, label, since) == []

@@ -1,10 +1,12 @@
-"""``install/cpan.py``'s pure part: which file of the mirror is the distribution, the
-cpanm script and container, and tsuku's wrapper. The real cpanm in the real build
-container is tests/integration/source_build/test_cpan_install.py."""
+"""``install/cpan.py``'s pure part: which file of the mirror is the distribution, what
+its author's CHECKSUMS must say of it, the cpanm script and container, and tsuku's
+wrapper; and its shell over the fake mirror. The real cpanm in the real build container
+is tests/integration/source_build/test_cpan_install.py."""
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import os
 import shlex
 import subprocess
@@ -21,7 +23,9 @@ from tsukud.install.cpan import (
     INDEX,
     MIRROR_DIR,
     IndexEntry,
+    check_distribution,
     check_executables,
+    checksums_path,
     choose_distribution,
     cpanm_spec,
     fetch_distribution,
@@ -29,18 +33,28 @@ from tsukud.install.cpan import (
     module_of,
     parse_index,
     release_version,
+    vouched_sums,
     wrapper,
     write_wrappers,
 )
+from tsukud.install.download import ChecksumMismatch
 from tsukud.install.errors import BuildFailed, CpanDistributionUnavailable
 from tsukud.net.http import Http, RetryPolicy, Settings
 from tsukud.recipe import CpanInstallStep
-from tsukud.testing.cpan import FakeCpanMirror, packages_index, perl_distribution
+from tsukud.registries.cpan_checksums import CpanChecksumsInvalid, FileSums
+from tsukud.testing.cpan import (
+    ChecksumsMode,
+    FakeCpanMirror,
+    checksums_file,
+    packages_index,
+    perl_distribution,
+)
 from tsukud.testing.http import Reply
 
 STEP = CpanInstallStep(distribution="Acme-Hello", executables=("hello",))
 PATH = "T/TS/TSUKU/Acme-Hello-1.0.tar.gz"
 ENTRY = IndexEntry("Acme::Hello", "1.0", PATH)
+CHECKSUMS = "T/TS/TSUKU/CHECKSUMS"
 
 
 def _index(path: str = PATH, module: str = "Acme::Hello") -> dict[str, IndexEntry]:
@@ -106,6 +120,47 @@ def test_what_the_mirror_does_not_serve_for_that_version_is_refused_with_a_hint(
         choose_distribution(index, STEP, version, "m")
     assert says in err.value.message
     assert err.value.hint is not None and "nothing was installed" in err.value.hint
+
+
+def test_the_checksums_vouching_for_a_file_are_its_own_directorys() -> None:
+    assert checksums_path(ENTRY) == CHECKSUMS
+    sub = IndexEntry("Acme::Hello", "1.0", "T/TS/TSUKU/sub/Acme-Hello-1.0.tgz")
+    assert checksums_path(sub) == "T/TS/TSUKU/sub/CHECKSUMS"
+
+
+DATA = b"the distribution's bytes"
+SUMS = FileSums(sha256=hashlib.sha256(DATA).hexdigest(), size=len(DATA))
+
+
+def test_a_file_checksums_do_not_give_a_sha256_for_is_not_vouched_for() -> None:
+    assert vouched_sums({ENTRY.file: SUMS, "other": FileSums()}, ENTRY, "u") == SUMS
+    for sums, says in (
+        ({"Acme-Hello-1.1.tar.gz": SUMS}, "has no entry for Acme-Hello-1.0.tar.gz"),
+        ({ENTRY.file: FileSums(size=3)}, "has an entry without a sha256"),
+    ):
+        with pytest.raises(CpanDistributionUnavailable) as err:
+            vouched_sums(sums, ENTRY, "https://m/authors/id/T/TS/TSUKU/CHECKSUMS")
+        assert says in err.value.message
+        assert err.value.data["checksums"] == "https://m/authors/id/T/TS/TSUKU/CHECKSUMS"
+        assert "CHECKSUMS for T/TS/TSUKU lacks" in err.value.hint
+        assert "Nothing was installed" in err.value.hint
+
+
+def test_bytes_other_than_the_ones_checksums_name_are_a_checksum_mismatch() -> None:
+    check_distribution(ENTRY, DATA, SUMS, "u")
+    check_distribution(ENTRY, DATA, FileSums(sha256=SUMS.sha256), "u")  # no size given
+    swapped = DATA.replace(b"the", b"evil")
+    for data, sums, says in (
+        (swapped, SUMS, f"says sha256 {SUMS.sha256}, the download has sha256 "),
+        # A CHECKSUMS whose size disagrees with its own sha256 vouches for nothing.
+        (DATA, FileSums(sha256=SUMS.sha256, size=len(DATA) + 1), "says 25 bytes"),
+    ):
+        with pytest.raises(ChecksumMismatch) as err:
+            check_distribution(ENTRY, data, sums, "https://m/CHECKSUMS")
+        e = err.value
+        assert e.code == "checksum_mismatch" and e.data["file"] == ENTRY.file
+        assert says in e.message and "the mirror's https://m/CHECKSUMS" in e.message
+        assert "not the file its CHECKSUMS names" in e.hint and "nothing was installed" in e.hint
 
 
 def test_cpanm_runs_in_the_isolated_container_from_the_mirror_copy_only(tmp_path: Path) -> None:
@@ -181,7 +236,7 @@ async def test_the_distribution_is_fetched_as_bytes_into_a_one_file_mirror(
         mirror.publish(perl_distribution("Acme-Other", "2.0", "other"))
         mirror.publish(dist)
         entry = await fetch_distribution(http, mirror.url + "/", STEP, "1.0", tmp_path)
-        assert mirror.paths() == [f"/{INDEX}", f"/authors/id/{PATH}"]
+        assert mirror.paths() == [f"/{INDEX}", f"/authors/id/{CHECKSUMS}", f"/authors/id/{PATH}"]
     assert entry == ENTRY
     assert (tmp_path / "authors" / "id" / PATH).read_bytes() == dist.tarball
     index = gzip.decompress((tmp_path / INDEX).read_bytes()).decode()
@@ -198,11 +253,73 @@ async def test_a_mirror_that_lacks_the_release_or_its_file_installs_nothing(
         assert "indexes Acme::Hello in T/TS/TSUKU/Acme-Hello-1.1.tar.gz" in err.value.message
         assert mirror.paths() == [f"/{INDEX}"]  # the other release was not fetched
         # An indexed path the mirror does not serve is CPAN's 404, and said so.
-        mirror.push(Reply(body=packages_index(mirror.dists)), Reply(404, body=b"not found"))
+        sums = checksums_file({"Acme-Hello-1.1.tar.gz": mirror.dists[0].tarball})
+        mirror.push(
+            Reply(body=packages_index(mirror.dists)),
+            Reply(body=sums),
+            Reply(404, body=b"not found"),
+        )
         with pytest.raises(CpanDistributionUnavailable) as err:
             await fetch_distribution(http, mirror.url, STEP, "1.1", tmp_path / "b")
         assert "could not be fetched" in err.value.message
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+async def test_a_swapped_file_is_refused_before_its_bytes_are_written(
+    http: Http, tmp_path: Path
+) -> None:
+    dist = perl_distribution("Acme-Hello", "1.0", "hello")
+    evil = perl_distribution("Acme-Hello", "1.0", "hello", marker=tmp_path / "ran")
+    with FakeCpanMirror() as mirror:
+        mirror.publish(dist)
+        mirror.swap(dist, evil.tarball)  # CHECKSUMS still says dist's
+        with pytest.raises(ChecksumMismatch) as err:
+            await fetch_distribution(http, mirror.url, STEP, "1.0", tmp_path / "m")
+        assert err.value.message.startswith(
+            f"checksum mismatch for Acme-Hello-1.0.tar.gz: the mirror's {mirror.url}/authors/"
+            f"id/{CHECKSUMS} says sha256 {hashlib.sha256(dist.tarball).hexdigest()}, the "
+            f"download has sha256 {hashlib.sha256(evil.tarball).hexdigest()}"
+        )
+        # CHECKSUMS itself lying about the sha256 (its sizes true) is the same refusal.
+        mirror.swapped.clear()
+        mirror.checksums = "wrong_sha256"
+        with pytest.raises(ChecksumMismatch):
+            await fetch_distribution(http, mirror.url, STEP, "1.0", tmp_path / "m")
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize(
+    ("mode", "says"),
+    [
+        ("missing", "serves no CHECKSUMS for T/TS/TSUKU"),
+        ("no_entry", "CHECKSUMS for T/TS/TSUKU lacks"),
+    ],
+)
+async def test_a_mirror_whose_checksums_do_not_vouch_for_the_file_installs_nothing(
+    http: Http, tmp_path: Path, mode: ChecksumsMode, says: str
+) -> None:
+    with FakeCpanMirror() as mirror:
+        mirror.publish(perl_distribution("Acme-Hello", "1.0", "hello"))
+        mirror.checksums = mode
+        with pytest.raises(CpanDistributionUnavailable) as err:
+            await fetch_distribution(http, mirror.url, STEP, "1.0", tmp_path)
+        assert says in err.value.hint and "Nothing was installed" in err.value.hint
+        # The file CHECKSUMS does not vouch for is not even fetched.
+        assert mirror.paths() == [f"/{INDEX}", f"/authors/id/{CHECKSUMS}"]
+    assert not (tmp_path / "authors").exists() and not (tmp_path / "modules").exists()
+
+
+async def test_checksums_that_are_not_cpans_data_are_refused_unrun(
+    http: Http, tmp_path: Path
+) -> None:
+    with FakeCpanMirror() as mirror:
+        mirror.publish(perl_distribution("Acme-Hello", "1.0", "hello"))
+        hostile = b"$cksum = do { system('touch " + str(tmp_path / "ran").encode() + b"') };\n"
+        mirror.push(Reply(body=packages_index(mirror.dists)), Reply(body=hostile))
+        with pytest.raises(CpanChecksumsInvalid) as err:
+            await fetch_distribution(http, mirror.url, STEP, "1.0", tmp_path / "m")
+        assert "'do' is not plain data" in err.value.message
+    assert not (tmp_path / "ran").exists() and not (tmp_path / "m").exists()
 
 
 def test_the_fake_mirror_answers_only_what_a_mirror_serves() -> None:
@@ -211,7 +328,14 @@ def test_the_fake_mirror_answers_only_what_a_mirror_serves() -> None:
         get = urllib.request.urlopen
         with get(f"{mirror.url}/authors/id/{PATH}") as answer:
             assert answer.status == 200
-        for path in ("authors/id/T/TS/TSUKU/Acme-Hello-0.9.tar.gz", "modules/other", ""):
+        with get(f"{mirror.url}/authors/id/{CHECKSUMS}") as answer:
+            assert answer.read().startswith(b"0&&<<''; # this PGP-signed message")
+        for path in (
+            "authors/id/T/TS/TSUKU/Acme-Hello-0.9.tar.gz",
+            "modules/other",
+            "",
+            "authors/id/O/OT/OTHER/CHECKSUMS",  # an author with nothing published
+        ):
             with pytest.raises(urllib.error.HTTPError) as err:
                 get(f"{mirror.url}/{path}")
             assert err.value.code == 404

@@ -139,3 +139,11 @@ def test_placeholders_left_in_a_bottle_are_one_warning_line() -> None:
         "warning: hello: 1 file keeps a Homebrew placeholder that could not be rewritten "
         "(@@HOMEBREW_JAVA@@, @@HOMEBREW_PREFIX@@): share/blob.bin",
     ]
+
+
+def test_a_cpan_distribution_checked_against_checksums_says_so() -> None:
+    pipe = io.StringIO()
+    progress = Progress(display=Display(pipe, env={}))
+    frame = {"stage": "verified_checksum", "file": "A-1.0.tar.gz", "sha256": "ab"}
+    progress({**frame, "checked": ["cpan_checksums"]})
+    assert pipe.getvalue() == "sha256 ab (matches the CPAN mirror's CHECKSUMS)\n"
