@@ -48,18 +48,20 @@ def link_many(
 ) -> list[str]:
     """``link_encoded`` over a batch of consecutive ids sharing ``ts`` (``append_many``'s),
     each row's hash chained to the one before: the same hashes, with each row's line
-    built from parts made once per type and session."""
+    built from parts made once per type and session, and every line formatted before
+    the loop, which then only hashes (the chain is sequential; the lines are not)."""
+    heads = {
+        (type_, session): _line_head(0, ts, type_, session)[1:]
+        for type_, session in set(zip(types, sessions, strict=True))
+    }
+    tails = map(heads.__getitem__, zip(types, sessions, strict=True))
+    ids = range(first_id, first_id + len(payloads))
+    lines = list(map(b"%d%s%s".__mod__, zip(ids, tails, payloads, strict=True)))
     sha256 = hashlib.sha256
-    tails: dict[tuple[str, str | None], bytes] = {}
     prev = prev_hash.encode("ascii")
     hashes = []
-    for id_, type_, session, payload in zip(
-        range(first_id, first_id + len(payloads)), types, sessions, payloads, strict=True
-    ):
-        tail = tails.get((type_, session))
-        if tail is None:
-            tail = tails[type_, session] = _line_head(0, ts, type_, session)[1:]
-        h = sha256(b"%s%d%s%s" % (prev, id_, tail, payload)).hexdigest()
+    for line in lines:
+        h = sha256(prev + line).hexdigest()
         hashes.append(h)
         prev = h.encode("ascii")
     return hashes
