@@ -3,12 +3,17 @@
 The hash chain proves that the rows present were not edited; it cannot show that the
 newest rows are gone, because a shorter chain is still a valid one. So the writer keeps a
 checkpoint outside the database, ``state/ledger.head`` next to it: the last committed id
-and its hash, replaced atomically after every committed batch (one small file per
-batch, not per event). It is written only after SQLite has committed (and fsynced) the
-batch, so it never runs ahead of the database; after a crash it may lag by one batch,
-which is harmless. It is fsynced, file and directory, before it replaces the old one:
-a checkpoint that a power failure could leave empty would be indistinguishable from
-one an attacker deleted.
+and its hash, moved after every committed batch (one small write per batch, not per
+event). It is written only after SQLite has committed (and fsynced) the batch, so it
+never runs ahead of the database; after a crash it may lag by one batch, which is
+harmless. A power failure must never leave it empty or unreadable (that would be
+indistinguishable from one an attacker deleted), so it holds two slots, each with its
+own checksum, a page apart; each batch overwrites the older slot in place and syncs it
+(``CheckpointWriter``), and a read takes the newest slot that checks out. A torn write
+can only damage the slot being written, and the other still holds the previous
+checkpoint. The file itself is created, and replaced when it is not the one this writer
+made, atomically: written whole, fsynced, renamed over the old one, directory fsynced.
+A one-line checkpoint from before the slots is still read.
 
 A database that ends before the checkpoint's id (a truncated or deleted file, a lost
 ``-wal``, deleted rows), whose row at that id has another hash (a rewritten chain), or
@@ -24,6 +29,9 @@ Same-uid attackers can rewrite both files; docs/events.md says so, and offers
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -38,9 +46,17 @@ CHECKPOINT_SOURCE = "the checkpoint"
 _HEX = frozenset("0123456789abcdef")
 
 
-class _Checkpoint(msgspec.Struct, forbid_unknown_fields=True):
+class _Checkpoint(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     last_id: int
     head: str
+    sum: str = ""  # of a slot (``_slot_sum``); "" in a one-line checkpoint from before slots
+
+
+# Two slots, each on a page of its own (a torn write of one cannot reach the other), each
+# a JSON object padded with spaces to a fixed size and ended by a newline.
+SLOT_SIZE = 128
+SLOT_OFFSETS = (0, 4096)
+CHECKPOINT_SIZE = SLOT_OFFSETS[1] + SLOT_SIZE
 
 
 _encoder = msgspec.json.Encoder()
@@ -53,7 +69,8 @@ def checkpoint_path_for(db: Path) -> Path:
 
 def read_checkpoint(path: Path) -> Anchor | None:
     """The checkpoint, or None when there is none (a new home, or a ledger from before
-    checkpoints). One that cannot be read is damage, not absence."""
+    checkpoints). One that cannot be read is damage, not absence: the newest slot that
+    checks out is the checkpoint, and a file with neither is unreadable."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -62,18 +79,91 @@ def read_checkpoint(path: Path) -> Anchor | None:
         raise _unreadable(path, str(e)) from None
     if not data:
         raise _unreadable(path, "empty")
+    if len(data) != CHECKPOINT_SIZE:  # one line, as written before the slots
+        try:
+            cp = _decoder.decode(data)
+        except msgspec.DecodeError as e:
+            raise _unreadable(path, str(e)) from None
+        if cp.sum or not _sound(cp):
+            raise _unreadable(path, "not a (last id, head hash) pair")
+        return Anchor(cp.last_id, cp.head, CHECKPOINT_SOURCE)
+    slots = [_read_slot(data[at : at + SLOT_SIZE]) for at in SLOT_OFFSETS]
+    found = [cp for cp in slots if cp is not None]
+    if not found:
+        raise _unreadable(path, "neither of its two slots holds a checked (last id, head hash)")
+    newest = max(found, key=lambda cp: cp.last_id)
+    return Anchor(newest.last_id, newest.head, CHECKPOINT_SOURCE)
+
+
+def _read_slot(data: bytes) -> _Checkpoint | None:
     try:
         cp = _decoder.decode(data)
-    except msgspec.DecodeError as e:
-        raise _unreadable(path, str(e)) from None
-    if cp.last_id < 0 or len(cp.head) != 64 or not set(cp.head) <= _HEX:
-        raise _unreadable(path, "not a (last id, head hash) pair")
-    return Anchor(cp.last_id, cp.head, CHECKPOINT_SOURCE)
+    except msgspec.DecodeError:
+        return None  # torn by a crash mid-write, or never written
+    if not _sound(cp) or cp.sum != _slot_sum(cp.last_id, cp.head):
+        return None
+    return cp
+
+
+def _sound(cp: _Checkpoint) -> bool:
+    return cp.last_id >= 0 and len(cp.head) == 64 and set(cp.head) <= _HEX
+
+
+def _slot_sum(last_id: int, head: str) -> str:
+    return hashlib.sha256(b"%d:%s" % (last_id, head.encode("ascii"))).hexdigest()[:16]
+
+
+def _slot(last_id: int, head: str) -> bytes:
+    body = _encoder.encode(_Checkpoint(last_id, head, _slot_sum(last_id, head)))
+    return body.ljust(SLOT_SIZE - 1) + b"\n"
 
 
 def write_checkpoint(path: Path, last_id: int, head: str) -> None:
-    data = _encoder.encode(_Checkpoint(last_id, head)) + b"\n"
-    write_atomic(path, data, mode=0o600, sync=True)
+    """A new checkpoint file, both slots holding (``last_id``, ``head``), replacing
+    whatever was there atomically: a writer's first checkpoint, and set-ups (a
+    benchmark's ledger built outside a daemon)."""
+    slot = _slot(last_id, head)
+    gap = b" " * (SLOT_OFFSETS[1] - SLOT_SIZE - 1) + b"\n"
+    write_atomic(path, slot + gap + slot, mode=0o600, sync=True)
+
+
+class CheckpointWriter:
+    """The writer's side: its first checkpoint (and any after the file was removed or
+    replaced under it) written whole and atomically, every other one into the older
+    slot, in place, synced before returning. Two system calls and one data sync per
+    batch, where a whole new file cost a temporary file, two syncs, a rename and a
+    directory sync. Blocking: the writer's thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: tuple[int, int] | None = None  # (device, inode) of the file it made
+        self._next = 0  # the slot the next checkpoint goes to
+
+    def write(self, last_id: int, head: str) -> None:
+        if self._file is not None and self._write_slot(_slot(last_id, head)):
+            return
+        write_checkpoint(self.path, last_id, head)
+        st = os.stat(self.path)
+        self._file, self._next = (st.st_dev, st.st_ino), 1
+
+    def _write_slot(self, slot: bytes) -> bool:
+        """Overwrite the older slot in place; False when the file is not the one this
+        writer made (removed, or replaced by something else), so it is made again."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return False
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != self._file or st.st_size != CHECKPOINT_SIZE:
+                return False
+            if os.pwrite(fd, slot, SLOT_OFFSETS[self._next]) != len(slot):
+                raise OSError(errno.EIO, f"short write to {self.path}")
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+        self._next ^= 1
+        return True
 
 
 def check_head(

@@ -460,7 +460,7 @@ class PgEventStore(EventStore):
                 hint="The daemon log has the error; restart the daemon once it is fixed.",
             ) from None
         try:
-            integrity.write_checkpoint(self.checkpoint_path, rows[-1][0], rows[-1][5])
+            self._checkpoints.write(rows[-1][0], rows[-1][5])
         except OSError as e:
             return str(e)
         return None

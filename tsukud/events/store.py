@@ -129,6 +129,7 @@ class EventStore:
     ) -> None:
         self.path = path
         self.checkpoint_path = checkpoint or integrity.checkpoint_path_for(path)
+        self._checkpoints = integrity.CheckpointWriter(self.checkpoint_path)
         self._clock = clock
         self._redactor = redactor
         self._batch_max = batch_max
@@ -403,7 +404,7 @@ class EventStore:
                 conn.execute("ROLLBACK")
             raise
         try:
-            integrity.write_checkpoint(self.checkpoint_path, rows[-1][0], rows[-1][5])
+            self._checkpoints.write(rows[-1][0], rows[-1][5])
         except OSError as e:
             return str(e)
         return None

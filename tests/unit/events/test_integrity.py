@@ -19,7 +19,15 @@ from tests.unit.events.test_store import rows, writing
 from tsukud.clock import FixedClock
 from tsukud.errors import ExitCode, LedgerCorrupt
 from tsukud.events.chain import GENESIS, link
-from tsukud.events.integrity import checkpoint_path_for, read_checkpoint, write_checkpoint
+from tsukud.events.integrity import (
+    CHECKPOINT_SIZE,
+    SLOT_OFFSETS,
+    SLOT_SIZE,
+    CheckpointWriter,
+    checkpoint_path_for,
+    read_checkpoint,
+    write_checkpoint,
+)
 from tsukud.events.store import EventStore, connect
 
 NOW = 1_800_000_000.0
@@ -72,6 +80,11 @@ def sql(db: Path, *statements: str) -> None:
     conn.close()
 
 
+def held(cp: Path) -> tuple[int, str] | None:
+    anchor = read_checkpoint(cp)
+    return None if anchor is None else (anchor.id, anchor.hash)
+
+
 async def test_a_new_home_opens_and_the_checkpoint_follows_every_batch(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
     cp = checkpoint_path_for(db)
@@ -79,12 +92,11 @@ async def test_a_new_home_opens_and_the_checkpoint_follows_every_batch(tmp_path:
     async with writing(db) as store:
         assert not store.adopted and not cp.exists()  # nothing committed yet
         await store.append("client.a", {})
-        assert read_checkpoint(cp) is not None
-        assert json.loads(cp.read_text()) == {"last_id": 1, "head": store.last_hash}
+        assert held(cp) == (1, store.last_hash)
         for i in range(3):
             store.append_nowait("client.b", {"i": i})
         await store.wait_durable(4)
-        assert json.loads(cp.read_text()) == {"last_id": 4, "head": store.last_hash}
+        assert held(cp) == (4, store.last_hash)
     assert cp.stat().st_mode & 0o777 == 0o600 and cp.parent.stat().st_mode & 0o777 == 0o700
 
 
@@ -389,3 +401,123 @@ async def test_the_writer_refuses_to_chain_onto_rows_removed_under_it(tmp_path: 
         with pytest.raises(LedgerCorrupt):
             store.append_nowait("client.test", {"i": "refused"})
     assert [i for i, _t in rows(db)] == [1, 2, 3, 4]  # nothing chained onto the gap
+
+
+# ---- two slots, overwritten in place ---------------------------------------------------
+
+H = [f"{i:x}" * 64 for i in range(10)]  # ten distinct head hashes ("000…", "111…", …)
+
+
+def test_each_batch_overwrites_the_older_slot_of_the_same_file(tmp_path: Path) -> None:
+    cp = tmp_path / "state" / "ledger.head"
+    writer = CheckpointWriter(cp)
+    writer.write(1, H[1])  # the first: a new file, both slots, atomically
+    inode = cp.stat().st_ino
+    for i in range(2, 6):
+        writer.write(i, H[i])
+        assert held(cp) == (i, H[i])
+        assert cp.stat().st_ino == inode  # in place: no new file per batch
+    data = cp.read_bytes()
+    assert len(data) == CHECKPOINT_SIZE
+    slots = [json.loads(data[at : at + SLOT_SIZE]) for at in SLOT_OFFSETS]
+    assert sorted(s["last_id"] for s in slots) == [4, 5]  # the newest two
+
+
+@pytest.mark.parametrize("damage", ["zeros", "half-written", "one-char", "sum"])
+def test_a_torn_newest_slot_leaves_the_one_before(tmp_path: Path, damage: str) -> None:
+    """A power failure mid-write damages only the slot being written: the read takes
+    the other, one batch behind (harmless: the checkpoint may lag one batch)."""
+    cp = tmp_path / "ledger.head"
+    writer = CheckpointWriter(cp)
+    for i in range(1, 4):
+        writer.write(i, H[i])
+    data = bytearray(cp.read_bytes())
+    at = next(a for a in SLOT_OFFSETS if json.loads(data[a : a + SLOT_SIZE])["last_id"] == 3)
+    slot = data[at : at + SLOT_SIZE]
+    if damage == "zeros":
+        slot = bytearray(SLOT_SIZE)
+    elif damage == "half-written":
+        slot[40:] = bytes(SLOT_SIZE - 40)
+    elif damage == "one-char":  # still JSON, another head: the sum tells
+        slot = slot.replace(b'"head":"3', b'"head":"4', 1)
+    else:
+        slot = slot.replace(b'"sum":"', b'"sum":"0', 1)[:SLOT_SIZE]
+    data[at : at + SLOT_SIZE] = slot
+    cp.write_bytes(data)
+    assert held(cp) == (2, H[2])
+
+
+def test_neither_slot_readable_is_refused_not_taken_for_no_checkpoint(tmp_path: Path) -> None:
+    cp = tmp_path / "ledger.head"
+    CheckpointWriter(cp).write(3, H[3])
+    cp.write_bytes(b" " * CHECKPOINT_SIZE)
+    with pytest.raises(LedgerCorrupt) as e:
+        read_checkpoint(cp)
+    assert "neither of its two slots" in e.value.message
+
+
+def test_a_one_line_checkpoint_from_before_the_slots_is_read_and_replaced(
+    tmp_path: Path,
+) -> None:
+    cp = tmp_path / "ledger.head"
+    cp.write_text(json.dumps({"last_id": 7, "head": H[7]}) + "\n")
+    assert held(cp) == (7, H[7])
+    cp.write_text(json.dumps({"last_id": 7, "head": H[7], "sum": "00"}))  # not a slot's
+    with pytest.raises(LedgerCorrupt):
+        read_checkpoint(cp)
+    cp.write_text(json.dumps({"last_id": 7, "head": H[7]}))
+    CheckpointWriter(cp).write(8, H[8])  # a writer's first write makes the file anew
+    assert held(cp) == (8, H[8]) and cp.stat().st_size == CHECKPOINT_SIZE
+
+
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+def test_a_checkpoint_removed_or_replaced_under_the_writer_is_made_again(
+    tmp_path: Path, how: str
+) -> None:
+    """Written in place, the slots would go to a removed file's orphaned inode (and the
+    next start find no checkpoint) or into someone else's file: the writer notices and
+    writes the whole file again."""
+    cp = tmp_path / "ledger.head"
+    writer = CheckpointWriter(cp)
+    writer.write(1, H[1])
+    writer.write(2, H[2])
+    if how == "removed":
+        cp.unlink()
+    else:
+        cp.write_text(json.dumps({"last_id": 0, "head": H[0]}))
+    writer.write(3, H[3])
+    assert held(cp) == (3, H[3]) and cp.stat().st_size == CHECKPOINT_SIZE
+
+
+def test_a_new_writer_never_takes_an_older_runs_higher_slot(tmp_path: Path) -> None:
+    """After a loss the user accepted (``--accept-ledger``) the next id is lower than
+    the last checkpoint's: the new run's first write replaces both slots, so the newest
+    slot is always this run's."""
+    cp = tmp_path / "ledger.head"
+    first = CheckpointWriter(cp)
+    for i in range(5, 8):
+        first.write(i, H[i])
+    second = CheckpointWriter(cp)
+    second.write(3, H[3])
+    assert held(cp) == (3, H[3])
+    second.write(4, H[4])
+    assert held(cp) == (4, H[4])
+
+
+def test_every_checkpoint_written_in_place_is_synced_before_the_writer_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[str] = []
+    real = os.fdatasync
+
+    def fdatasync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+    cp = tmp_path / "ledger.head"
+    writer = CheckpointWriter(cp)
+    writer.write(1, H[1])  # whole and atomic: fsync'd as write_checkpoint is
+    for i in range(2, 5):
+        writer.write(i, H[i])
+    assert synced == [str(cp)] * 3
