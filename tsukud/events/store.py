@@ -82,11 +82,13 @@ class Event(msgspec.Struct, frozen=True):
 Row = tuple[int, str, str, str | None, str, str]
 
 
-class NewEvent(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+class NewEvent(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, gc=False):
     """One event a caller asks to append: ``events.append``'s params decode straight
     into a list of these, which ``append_many`` sequences whole. ``omit_defaults``: a
     large append's frame is then checked from its decoded value (``rpc.protocol``'s
-    ``decode_call``), not decoded twice."""
+    ``decode_call``), not decoded twice. ``gc=False``: a thousand of them per request
+    are not tracked by the collector (decoding is a third cheaper); one can hold no
+    reference cycle (a payload is JSON, which cannot refer back to its event)."""
 
     type: str
     payload: dict[str, Any] = {}
