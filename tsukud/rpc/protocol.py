@@ -196,8 +196,9 @@ def _nests_deeper_than(body: bytes, limit: int) -> bool:
     deeper. Only a body that reaches that deep has its brackets counted exactly: escapes
     and then strings dropped, every bracket made square and everything else deleted; then
     each round removes every innermost pair, so ``limit`` rounds empty any body within
-    the limit."""
-    if body.count(b"[") + body.count(b"{") <= limit:
+    the limit. (The count is taken of small bodies only: a large one would pay two scans
+    of itself for an answer that is nearly always "count again".)"""
+    if len(body) <= _COUNT_BRACKETS_BELOW and body.count(b"[") + body.count(b"{") <= limit:
         return False
     try:
         formatted = msgspec.json.format(body, indent=1)
@@ -213,6 +214,7 @@ def _nests_deeper_than(body: bytes, limit: int) -> bool:
     return bool(brackets)
 
 
+_COUNT_BRACKETS_BELOW = 4096
 _SQUARE = bytes.maketrans(b"{}", b"[]")
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
@@ -330,10 +332,12 @@ def _envelope(body: bytes) -> Request | None:
 
 
 def _held_colons(req: Request, params: Any) -> int:
-    """The colons of ``req`` and its decoded ``params`` re-encoded: the envelope holds
-    its params as the frame's raw bytes, which are counted as decoded instead."""
-    envelope = _encoder.encode(req).count(b":") - bytes(req.params).count(b":")
-    return envelope + _encoder.encode(params).count(b":")
+    """The colons of ``req`` and its decoded ``params`` re-encoded. The envelope holds
+    its params as the frame's raw bytes: it is re-encoded without them (its ``params``
+    key counted by hand), and the params are counted as decoded."""
+    envelope = msgspec.structs.replace(req, params=_NO_PARAMS)  # omitted: the default
+    sent = req.params is not _NO_PARAMS
+    return _encoder.encode(envelope).count(b":") + sent + _encoder.encode(params).count(b":")
 
 
 def _nested_too_deeply() -> ProtocolError:
