@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import operator
 import os
 import re
 import sqlite3
@@ -93,6 +94,11 @@ class NewEvent(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, g
     type: str
     payload: dict[str, Any] = {}
     session: str | None = None
+
+
+_TYPE = operator.attrgetter("type")
+_SESSION = operator.attrgetter("session")
+_PAYLOAD = operator.attrgetter("payload")
 
 
 def row_to_event(row: Sequence[Any]) -> Event:
@@ -540,9 +546,9 @@ class EventStore:
         if not events:
             raise InvalidParams("events must not be empty")
         self._check_appendable(f"{len(events)} events")
-        types = [e.type for e in events]
-        sessions = [e.session for e in events]
-        payloads = [e.payload for e in events]
+        types = list(map(_TYPE, events))
+        sessions = list(map(_SESSION, events))
+        payloads = list(map(_PAYLOAD, events))
         _check_batch(types, sessions, payloads)
         try:
             encoded = [_encoder.encode(body) for body in payloads]

@@ -423,12 +423,13 @@ async def events_append(s: Services, p: AppendParams, call: Call) -> Appended:
         raise InvalidParams("events must not be empty")
     if len(p.events) > MAX_APPEND_BATCH:
         raise InvalidParams(f"at most {MAX_APPEND_BATCH} events per call")
-    for i, e in enumerate(p.events):
-        if not e.type.startswith(CLIENT_EVENT_PREFIX):
-            raise InvalidParams(
-                f"events[{i}].type: event type {e.type!r} is reserved for the daemon",
-                hint=f"Clients may append {CLIENT_EVENT_PREFIX}* events only.",
-            )
+    if not all(t.startswith(CLIENT_EVENT_PREFIX) for t in {e.type for e in p.events}):
+        for i, e in enumerate(p.events):  # the first one, named by its index
+            if not e.type.startswith(CLIENT_EVENT_PREFIX):
+                raise InvalidParams(
+                    f"events[{i}].type: event type {e.type!r} is reserved for the daemon",
+                    hint=f"Clients may append {CLIENT_EVENT_PREFIX}* events only.",
+                )
     # Sequenced whole: an invalid event refuses the call before any id is handed out.
     first, last = s.store.append_many(p.events)
     if p.durable:
