@@ -551,12 +551,12 @@ class EventStore:
         payloads = list(map(_PAYLOAD, events))
         _check_batch(types, sessions, payloads)
         try:
-            encoded = [_encoder.encode(body) for body in payloads]
+            encoded = list(map(_encoder.encode, payloads))
         except (TypeError, msgspec.EncodeError):
             for i, body in enumerate(payloads):
                 _at(i, "payload", _encoder.encode, body)
             raise
-        texts = [data.decode() for data in encoded]
+        texts = list(map(bytes.decode, encoded))
         for i in self._redactor.suspects(texts):
             payloads[i], encoded[i], texts[i] = self._redacted(payloads[i])
         first = self.last_id + 1
