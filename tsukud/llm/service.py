@@ -56,6 +56,7 @@ from tsukud.llm.provider import (
     Provider,
     ProviderAuthError,
     ProviderError,
+    ProvidersUnreachable,
 )
 from tsukud.llm.providers import BY_NAME as SPECS
 from tsukud.llm.providers import NAMES, ProviderSpec, build, key_variables
@@ -500,6 +501,26 @@ def is_replay(provider: Provider) -> bool:
     return getattr(provider, "replayed", False) is True
 
 
+def out_of_reach(failures: list[ProviderError], message: str) -> ProvidersUnreachable:
+    """Every provider tried was out of reach: the error names each one's API and the
+    setting (and variable) that points at it, as every unreachable service does."""
+    from tsukud.net.http import offline_hint, setting_names
+
+    places = []
+    settings = []
+    for e in failures:
+        spec = SPECS[str(e.data.get("provider"))]
+        places.append(f"the {spec.name} API {e.data.get('url', spec.default_url)}")
+        settings.append(setting_names(spec.url_setting))
+    fix = f"point {' or '.join(settings)} at a server you can reach"
+    where = " and ".join(places)
+    return ProvidersUnreachable(
+        message,
+        hint=offline_hint(where[0].upper() + where[1:], fix),
+        providers=[str(e.data.get("provider")) for e in failures],
+    )
+
+
 MAX_RETRIES = 2  # of a transient failure when no other provider is left
 RETRY_BACKOFF_S = 1.0  # first wait when the provider did not say (doubles)
 MAX_RETRY_WAIT_S = 60.0
@@ -548,6 +569,7 @@ class Run:
         about the key is kept in ``warnings``); with none left it is raised as is.
         """
         errors: list[str] = []
+        unreached: list[ProviderError] = []  # failed as out of reach (tsukud.net.retry)
         retry_ats: list[float] = []
         candidates = [only] if only else self.names
         for i, name in enumerate(candidates):
@@ -582,8 +604,12 @@ class Run:
                         await self._retry(name, attempt, e.code, wait)
                         continue
                     errors.append(f"{name}: {e.message}")
+                    if getattr(e, "unreachable", None):
+                        unreached.append(e)
                     await self._failover(name, nxt, e.code)
                     break
+        if unreached and len(unreached) == len(errors):
+            raise out_of_reach(unreached, "every LLM provider failed: " + "; ".join(errors))
         retry = min(retry_ats) if retry_ats else None
         raise ProviderUnavailable(
             "every LLM provider failed: " + "; ".join(errors),

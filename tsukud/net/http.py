@@ -112,6 +112,43 @@ class HttpUnreachable(HttpError):
     code = "network_unreachable"
     never_sent = True
 
+    def at(
+        self, endpoint: str, base: str, setting: str = "", *, doing: str = "", instead: str = ""
+    ) -> HttpUnreachable:
+        """This failure as the service a caller was trying to reach: ``endpoint`` in a
+        person's words ("recipe registry") at ``base``, the URL ``setting`` configures
+        (none: the URL came from elsewhere, a recipe).
+
+        The one way a wrapper (the recipe registry's client, GitHub's, an ecosystem's
+        registry, an LLM provider's) reports that its service is out of reach: the code,
+        exit code and retryability stay this error's, so "no network" reads the same
+        from every command, and the wrapper adds what it was doing (``doing``) and which
+        setting points where (the hint names it with its variable, since a person
+        offline or behind a firewall fixes that, or waits). ``instead``: a way to do
+        without the service, said after the fix. An unreachable proxy keeps its own hint
+        (the proxy settings are the fix), and an error already placed keeps its
+        service: the innermost wrapper knows best which one it was."""
+        if "endpoint" in self.data:
+            message = f"{doing}: {self.message}" if doing else self.message
+            return HttpUnreachable(message, hint=self.hint, **self.data)
+        named = f", set by {setting_names(setting)}," if setting else ""
+        where = f"the {endpoint} {base}{named}"
+        hint = self.hint
+        if "proxy" not in self.data:
+            fix = (
+                f"point {setting_names(setting)} at a server you can reach"
+                if setting
+                else "check that URL"
+            )
+            hint = offline_hint(f"The {endpoint} {base}", fix)
+            hint += f" {instead}" if instead else ""
+        message = f"{where} cannot be reached: {self.message}"
+        return HttpUnreachable(
+            f"{doing}: {message}" if doing else message,
+            hint=hint,
+            **{**self.data, "endpoint": endpoint, **({"setting": setting} if setting else {})},
+        )
+
 
 class HttpStatusError(HttpError):
     code = "http_status"
@@ -390,15 +427,28 @@ def _transport_error_for(exc: httpx2.HTTPError, url: str, proxy: str | None) -> 
 
 
 def _unreachable(message: str, host: str, **data: Any) -> HttpUnreachable:
-    return HttpUnreachable(
-        message,
-        host=host,
-        **data,
-        hint=f"Offline? {host} cannot be reached, and trying again would not help. Check "
-        "the network connection or the proxy (HTTPS_PROXY), or set the URL's setting to a "
-        "server you can reach (`tsukuctl config list` shows them, e.g. github.api_url, "
-        "registry.url).",
+    fix = (
+        "set the URL's setting to a server you can reach (`tsukuctl config list` shows "
+        "them, e.g. github.api_url, registry.url)"
     )
+    return HttpUnreachable(message, host=host, **data, hint=offline_hint(host, fix))
+
+
+def offline_hint(what: str, fix: str) -> str:
+    """The hint of every unreachable endpoint: offline, a proxy, or the setting."""
+    return (
+        f"Offline? {what} cannot be reached, and trying again would not help. Check the "
+        f"network connection or the proxy (HTTPS_PROXY), or {fix}."
+    )
+
+
+def setting_names(setting: str) -> str:
+    """A URL setting as a person sets it: its key and, when it has one, its variable
+    (``registry.url (TSUKU_REGISTRY_URL)``)."""
+    from tsukud.config import KEYS  # core, as this module; read only to name a setting
+
+    key = KEYS.get(setting)
+    return f"{setting} ({key.env[0]})" if key is not None and key.env else setting
 
 
 T = TypeVar("T")

@@ -20,5 +20,5 @@ def test_an_offline_install_from_a_source_fails_at_once_with_the_offline_hint(
     cp = daemon.ctl("install", "ripgrep", "--from", "github:BurntSushi/ripgrep", "--yes")
     took = time.monotonic() - started
     assert cp.returncode == ExitCode.NETWORK, cp.stderr
-    assert "Offline? 127.0.0.1 cannot be reached" in cp.stderr
+    assert "Offline? The GitHub API http://127.0.0.1:9 cannot be reached" in cp.stderr
     assert took < 3.0  # retried, the refused port cost about 7 s per URL
