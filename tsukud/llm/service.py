@@ -501,21 +501,22 @@ def is_replay(provider: Provider) -> bool:
     return getattr(provider, "replayed", False) is True
 
 
-def out_of_reach(failures: list[ProviderError], message: str) -> ProvidersUnreachable:
+def out_of_reach(failures: list[ProviderError]) -> ProvidersUnreachable:
     """Every provider tried was out of reach: the error names each one's API and the
     setting (and variable) that points at it, as every unreachable service does."""
     from tsukud.net.http import offline_hint, setting_names
 
-    places = []
-    settings = []
+    places, settings, why = [], [], []
     for e in failures:
         spec = SPECS[str(e.data.get("provider"))]
-        places.append(f"the {spec.name} API {e.data.get('url', spec.default_url)}")
+        place = f"the {spec.name} API {e.data.get('url', spec.default_url)}"
+        places.append(place)
         settings.append(setting_names(spec.url_setting))
+        why.append(f"{place}, set by {settings[-1]}, cannot be reached: {e.message}")
     fix = f"point {' or '.join(settings)} at a server you can reach"
     where = " and ".join(places)
     return ProvidersUnreachable(
-        message,
+        "every LLM provider failed: " + "; ".join(why),
         hint=offline_hint(where[0].upper() + where[1:], fix),
         providers=[str(e.data.get("provider")) for e in failures],
     )
@@ -609,7 +610,7 @@ class Run:
                     await self._failover(name, nxt, e.code)
                     break
         if unreached and len(unreached) == len(errors):
-            raise out_of_reach(unreached, "every LLM provider failed: " + "; ".join(errors))
+            raise out_of_reach(unreached)
         retry = min(retry_ats) if retry_ats else None
         raise ProviderUnavailable(
             "every LLM provider failed: " + "; ".join(errors),
