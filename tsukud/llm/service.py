@@ -504,21 +504,22 @@ def is_replay(provider: Provider) -> bool:
 def out_of_reach(failures: list[ProviderError]) -> ProvidersUnreachable:
     """Every provider tried was out of reach: the error names each one's API and the
     setting (and variable) that points at it, as every unreachable service does."""
-    from tsukud.net.http import offline_hint, setting_names
+    from tsukud.net.reach import Place, as_data, described, hint_for
 
-    places, settings, why = [], [], []
+    places = []
+    why = []
     for e in failures:
         spec = SPECS[str(e.data.get("provider"))]
-        place = f"the {spec.name} API {e.data.get('url', spec.default_url)}"
+        place = Place(
+            f"{spec.name} API", str(e.data.get("url", spec.default_url)), spec.url_setting
+        )
         places.append(place)
-        settings.append(setting_names(spec.url_setting))
-        why.append(f"{place}, set by {settings[-1]}, cannot be reached: {e.message}")
-    fix = f"point {' or '.join(settings)} at a server you can reach"
-    where = " and ".join(places)
+        why.append(f"{described(place)} cannot be reached: {e.message}")
     return ProvidersUnreachable(
         "every LLM provider failed: " + "; ".join(why),
-        hint=offline_hint(where[0].upper() + where[1:], fix),
+        hint=hint_for(places),
         providers=[str(e.data.get("provider")) for e in failures],
+        places=as_data(places),
     )
 
 

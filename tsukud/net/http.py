@@ -63,6 +63,7 @@ from tsukud.errors import TsukuError
 from tsukud.net import notices
 from tsukud.net.hosts import HostGate, HostLimits
 from tsukud.net.proxy import Proxies, proxy_for
+from tsukud.net.reach import Place, as_data, described, hint_for, offline_hint, places_in
 from tsukud.net.retry import (
     TRANSIENT_STATUSES,
     RetryPolicy,
@@ -128,26 +129,31 @@ class HttpUnreachable(HttpError):
         without the service, said after the fix. An unreachable proxy keeps its own hint
         (the proxy settings are the fix), and an error already placed keeps its
         service: the innermost wrapper knows best which one it was."""
-        if "endpoint" in self.data:
+        if "places" in self.data:
             message = f"{doing}: {self.message}" if doing else self.message
             return HttpUnreachable(message, hint=self.hint, **self.data)
-        named = f", set by {setting_names(setting)}," if setting else ""
-        where = f"the {endpoint} {base}{named}"
+        place = Place(endpoint, base, setting)
         hint = self.hint
         if "proxy" not in self.data:
-            fix = (
-                f"point {setting_names(setting)} at a server you can reach"
-                if setting
-                else "check that URL"
-            )
-            hint = offline_hint(f"The {endpoint} {base}", fix)
-            hint += f" {instead}" if instead else ""
-        message = f"{where} cannot be reached: {self.message}"
+            hint = hint_for([place]) + (f" {instead}" if instead else "")
+        message = f"{described(place)} cannot be reached: {self.message}"
         return HttpUnreachable(
             f"{doing}: {message}" if doing else message,
             hint=hint,
-            **{**self.data, "endpoint": endpoint, **({"setting": setting} if setting else {})},
+            **{**self.data, "places": as_data([place])},
         )
+
+
+def all_out_of_reach(failures: Sequence[TsukuError], doing: str) -> HttpUnreachable:
+    """Every service a command asked was out of reach (each failure placed): one error
+    naming them all with their settings. Search and discovery ask several services; when
+    none answers, the network is the cause, not a tool that does not exist."""
+    places = [p for e in failures for p in places_in(e.data)]
+    return HttpUnreachable(
+        f"{doing}: " + "; ".join(e.message for e in failures),
+        hint=hint_for(places),
+        places=as_data(dict.fromkeys(places)),
+    )
 
 
 class HttpStatusError(HttpError):
@@ -432,23 +438,6 @@ def _unreachable(message: str, host: str, **data: Any) -> HttpUnreachable:
         "them, e.g. github.api_url, registry.url)"
     )
     return HttpUnreachable(message, host=host, **data, hint=offline_hint(host, fix))
-
-
-def offline_hint(what: str, fix: str) -> str:
-    """The hint of every unreachable endpoint: offline, a proxy, or the setting."""
-    return (
-        f"Offline? {what} cannot be reached, and trying again would not help. Check the "
-        f"network connection or the proxy (HTTPS_PROXY), or {fix}."
-    )
-
-
-def setting_names(setting: str) -> str:
-    """A URL setting as a person sets it: its key and, when it has one, its variable
-    (``registry.url (TSUKU_REGISTRY_URL)``)."""
-    from tsukud.config import KEYS  # core, as this module; read only to name a setting
-
-    key = KEYS.get(setting)
-    return f"{setting} ({key.env[0]})" if key is not None and key.env else setting
 
 
 T = TypeVar("T")

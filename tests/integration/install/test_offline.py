@@ -97,6 +97,11 @@ TABLE = (
         "TSUKU_HOMEBREW_API_URL",
     ),
     Entry("call the LLM", ("llm", "test"), "claude API", "ANTHROPIC_BASE_URL", KEY),
+    Entry("search", ("search", "ripgrep"), "npm registry", "TSUKU_REGISTRY_URL"),
+    Entry("discover", ("discover", "ripgrep"), "PyPI registry", "TSUKU_CRATES_URL"),
+    Entry(
+        "discover with an LLM", ("discover", "ripgrep"), "claude API", "ANTHROPIC_BASE_URL", KEY
+    ),
 )
 
 #: Commands that ask before acting: the table answers yes (nothing is reached anyway).
