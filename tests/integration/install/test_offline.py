@@ -50,6 +50,29 @@ command = "hello --version"
 pattern = "{version}"
 """
 
+VERSION_URL_RECIPE = f"""[metadata]
+name = "zag"
+description = "a tool whose versions a JSON document lists"
+
+[version]
+source = "http_json"
+url = "{CLOSED_PORT}/zag.json"
+version_path = "version"
+
+[[steps]]
+action = "download"
+url = "{CLOSED_PORT}/zag-{{version}}.tar.gz"
+checksum = "{"0" * 64}"
+
+[[steps]]
+action = "install_binaries"
+binaries = ["zag"]
+
+[verify]
+command = "zag"
+pattern = "zag {{version}}"
+"""
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -58,7 +81,7 @@ class Entry:
     why: str
     argv: tuple[str, ...]
     service: str  # the service, in the words the message uses
-    variable: str  # the setting's variable, named in the hint
+    variable: str  # the setting's variable (or the URL a recipe names), in the hint
     env: dict[str, str] | None = None
 
 
@@ -96,12 +119,16 @@ TABLE = (
         "Homebrew formulae API",
         "TSUKU_HOMEBREW_API_URL",
     ),
+    Entry(
+        "a recipe's version URL",
+        ("plan", "zag"),
+        "recipe's version URL",
+        f"{CLOSED_PORT}/zag.json",  # no setting: the recipe names it
+    ),
     Entry("call the LLM", ("llm", "test"), "claude API", "ANTHROPIC_BASE_URL", KEY),
     Entry("search", ("search", "ripgrep"), "npm registry", "TSUKU_REGISTRY_URL"),
     Entry("discover", ("discover", "ripgrep"), "PyPI registry", "TSUKU_CRATES_URL"),
-    Entry(
-        "discover with an LLM", ("discover", "ripgrep"), "claude API", "ANTHROPIC_BASE_URL", KEY
-    ),
+    Entry("discover with an LLM", ("discover", "ripgrep"), "claude API", "ANTHROPIC_BASE_URL", KEY),
 )
 
 #: Commands that ask before acting: the table answers yes (nothing is reached anyway).
@@ -113,6 +140,7 @@ def test_every_entry_point_ends_network_unreachable_naming_its_setting(daemon: T
     recipes.mkdir(parents=True, exist_ok=True)
     (recipes / "greet.toml").write_text(NPM_RECIPE)
     (recipes / "hello.toml").write_text(HOMEBREW_RECIPE)
+    (recipes / "zag.toml").write_text(VERSION_URL_RECIPE)
     wrong: list[str] = []
     for entry in TABLE:
         argv = (*entry.argv, "--json", *(("--yes",) if entry.argv[0] in _ASKS else ()))
