@@ -555,7 +555,7 @@ class BatchRunner:
             reason = "budget" if isinstance(exc, BudgetExceeded) else "confirmation"
             ok = await self.batch.defer(lease, reason=reason, message=message)
             outcome = "deferred"
-        elif isinstance(exc, TsukuError) and exc.code == NETWORK_UNREACHABLE:
+        elif failure.transport and isinstance(exc, TsukuError) and exc.code == NETWORK_UNREACHABLE:
             # Out of reach (offline, a firewall): another try in this run fails the
             # same way at once, so the job goes back to the queue once, as it was,
             # and no job of that service is leased again until a later run.

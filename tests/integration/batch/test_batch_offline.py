@@ -50,3 +50,16 @@ def test_jobs_out_of_reach_stay_queued_once_and_the_next_run_does_them(home: Tsu
     cp = t.ctl(*RUN, timeout=120)  # the network is back
     assert cp.returncode == 0, cp.stderr
     assert ctl_json(t, "batch", "status")["counts"]["done"] == 3
+
+
+def test_llm_providers_out_of_reach_are_the_llm_s_failure_not_the_registry_s() -> None:
+    """Offline providers end as ``network_unreachable`` like everything else, but a batch
+    reads them as ``llm`` (their own breakers), never as the source registry's outage."""
+    from tsukud.batch.outcome import classify
+    from tsukud.llm.provider import ProvidersUnreachable
+    from tsukud.net.http import HttpUnreachable
+
+    llm = classify(ProvidersUnreachable("every LLM provider failed"), source="github:o/r")
+    assert (llm.category, llm.transport) == ("llm", False)
+    github = classify(HttpUnreachable(f"{CLOSED_PORT}: refused"), source="github:o/r")
+    assert (github.category, github.transport) == ("transport", True)
