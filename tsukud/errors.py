@@ -229,7 +229,12 @@ CATALOGUE: dict[str, ErrorKind] = {
     ),
     # ---- installing
     "recipe_not_found": ErrorKind(E.RECIPE_NOT_FOUND),
-    "registry_unavailable": ErrorKind(E.NETWORK, retryable=True),
+    "registry_unavailable": ErrorKind(
+        E.NETWORK,
+        "The recipe registry failed to answer; try again later. A recipe in "
+        "$TSUKU_HOME/recipes/<tool>.toml is used without the registry.",
+        retryable=True,
+    ),
     "registry_manifest_invalid": ErrorKind(
         E.NETWORK,
         "The registry answered, but not with a tsuku recipe manifest (a captive portal, a "

@@ -30,7 +30,7 @@ from __future__ import annotations
 import msgspec
 import trio
 
-from tsukud.errors import TsukuError
+from tsukud.errors import ProviderUnavailable, TsukuError
 from tsukud.secrets import REDACTOR
 from tsukud.source import GITHUB_PREFIX, PREFIXES
 from tsukud.terminal import terminal_safe
@@ -225,6 +225,8 @@ def _category(exc: BaseException) -> str:
         return CANCELLED
     if not isinstance(exc, TsukuError):
         return INTERNAL
+    if isinstance(exc, ProviderUnavailable):
+        return LLM  # the providers have their own breakers, whatever the code (offline too)
     if _transport(exc):
         return TRANSPORT
     cause = exc.__cause__

@@ -25,9 +25,11 @@ from tsukud.create.context import clean_description
 from tsukud.create.errors import CreateError
 from tsukud.install.ecosystem.actions import ACTIONS
 from tsukud.install.ecosystem.drafting import Drafted, Drafter, NotDrafted
+from tsukud.install.ecosystem.versions import registry_unreachable
+from tsukud.net.http import HttpUnreachable
 from tsukud.recipe import Metadata, Recipe, Verify, dump_recipe
 from tsukud.recipe.model import EcosystemStep
-from tsukud.registries.ecosystems import ECOSYSTEMS
+from tsukud.registries.ecosystems import ECOSYSTEMS, Ecosystem
 
 if TYPE_CHECKING:
     from tsukud.net.http import Http
@@ -69,10 +71,13 @@ def recipe_of(tool: str, drafted: Drafted) -> Draft:
 Builder = Callable[["Http", str, str, str, "str | None"], Awaitable[Draft]]
 
 
-def _builder(drafter: Drafter) -> Builder:
+def _builder(record: Ecosystem, drafter: Drafter) -> Builder:
     async def build(http: Http, base: str, tool: str, package: str, version: str | None) -> Draft:
         try:
             drafted = await drafter(http, base, package, version)
+        except HttpUnreachable as exc:
+            doing = f"cannot read {record.prefix}:{package}"
+            raise registry_unreachable(exc, record, base, doing) from None
         except NotDrafted as exc:
             data = {} if exc.status is None else {"status": exc.status}
             raise CreateError(exc.message, hint=exc.hint, **data) from None
@@ -83,7 +88,7 @@ def _builder(drafter: Drafter) -> Builder:
 
 #: ``--from`` prefix -> its builder, for every record whose runner drafts.
 DRAFTERS: dict[str, Builder] = {
-    e.prefix: _builder(drafter)
+    e.prefix: _builder(e, drafter)
     for e in ECOSYSTEMS
     if (drafter := ACTIONS[e.action].drafter) is not None
 }

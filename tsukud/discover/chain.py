@@ -93,6 +93,7 @@ from tsukud.discover.verify import Decision, assess, assess_package, decide, mer
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, TsukuError, UserDeclined
 from tsukud.events.catalogue import ToolCalled
 from tsukud.llm.providers import key_variables, searches_itself
+from tsukud.net.http import HttpUnreachable, all_out_of_reach
 from tsukud.policy.confirm import pausing
 from tsukud.progress import Emit, Progress, no_emit, no_progress
 from tsukud.registries.ecosystems import labels
@@ -128,7 +129,12 @@ async def _refuse_choice(question: ConfirmationRequired, _options: list[Any]) ->
 
 class RecipeRegistryUnreachable(Exception):
     """``recipe_lookup`` could not ask the recipe registry (and had nothing cached): not
-    a hit, so discovery goes on, but it must not claim the registry lacks the tool."""
+    a hit, so discovery goes on, but it must not claim the registry lacks the tool.
+    ``cause``: the registry's error (``network_unreachable`` when out of reach)."""
+
+    def __init__(self, message: str, cause: TsukuError | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
 
 
 @dataclass
@@ -189,6 +195,10 @@ class _State:
     package: Probe | None = None  # the same-name package the ecosystem stage found
     unreachable: list[str] = field(default_factory=list)  # ecosystems that erred or were late
     registry_down: str | None = None  # why the recipe registry could not be asked
+    # The registry and every ecosystem out of reach (``network_unreachable``, each placed
+    # at its setting): nothing was asked, so no answer is "not found" (``_offline``).
+    registry_out_of_reach: TsukuError | None = None
+    offline: list[TsukuError] = field(default_factory=list)
     tool_calls: list[ToolCalled] = field(default_factory=list)
 
 
@@ -354,6 +364,8 @@ class _Chain:
                 where = await self.deps.recipe_lookup(self.tool)
             except RecipeRegistryUnreachable as e:
                 where, self.st.registry_down = None, str(e)
+                if e.cause is not None and e.cause.code == HttpUnreachable.code:
+                    self.st.registry_out_of_reach = e.cause
             if where is not None:
                 await self.stage_event("registry", "hit", started, kind="recipe")
                 return Discovery(
@@ -408,6 +420,8 @@ class _Chain:
         report = await self.deps.probe(self.tool)
         self.st.probes = list(report.matches)
         self.st.unreachable = sorted({*report.errors, *report.late})
+        if self.st.registry_out_of_reach is not None and report.none_reached():
+            self.st.offline = [self.st.registry_out_of_reach, *report.out_of_reach.values()]
         why_not = {p.builder: misfit(p, self.tool) for p in report.matches}
         fitting = [p for p in report.accepted if not why_not[p.builder]]
         self.st.eco_choices = [
@@ -615,8 +629,21 @@ class _Chain:
             searches=outcome.searches,
         )
 
+    def _offline(self, more: Sequence[TsukuError] = ()) -> TsukuError | None:
+        """When the recipe registry, every ecosystem (and ``more``: the LLM providers)
+        were out of reach, nothing was asked: the network is why nothing was found, and
+        discovery ends as every command does offline, naming each service's setting."""
+        if not self.st.offline:
+            return None
+        return all_out_of_reach(
+            [*self.st.offline, *more], f"nothing could be asked about {self.tool}"
+        )
+
     def _llm_miss(self, outcome: Outcome) -> TsukuError:
         if outcome.provider is None and outcome.provider_errors:
+            offline = len(outcome.out_of_reach) == len(outcome.provider_errors)
+            if offline and (error := self._offline(outcome.out_of_reach)) is not None:
+                return error
             data: dict[str, Any] = {}
             hint = (
                 " ".join(h for h in dict.fromkeys(outcome.key_hints) if h)
@@ -643,7 +670,9 @@ class _Chain:
         said = f" (the model said: {outcome.answer})" if outcome.answer else ""
         return self._not_found(f"web search found no source for {self.tool}{said}")
 
-    def _not_found(self, detail: str | None = None, **data: Any) -> DiscoveryNotFound:
+    def _not_found(self, detail: str | None = None, **data: Any) -> TsukuError:
+        if detail is None and (offline := self._offline()) is not None:
+            return offline
         where = "any ecosystem" if self.st.registry_down else "the registry or any ecosystem"
         message = detail or f"could not find {self.tool} in {where}"
         if self.st.registry_down:

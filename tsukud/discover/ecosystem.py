@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tsukud.discover.model import Probe
+from tsukud.install.ecosystem.versions import registry_unreachable
+from tsukud.net.http import HttpUnreachable
 from tsukud.registries._common import Get, PackageFacts
 from tsukud.registries.ecosystems import BY_BUILDER, DISCOVERY_URLS, ECOSYSTEMS
 from tsukud.source import repo_from_url
@@ -263,8 +265,15 @@ class ProbeReport:
     accepted: list[Probe] = field(default_factory=list)  # matches that pass the filter
     rejected: dict[str, str] = field(default_factory=dict)  # builder -> why filtered out
     errors: dict[str, str] = field(default_factory=dict)  # builder -> error message
+    # builder -> its registry out of reach (``network_unreachable``, placed at its setting)
+    out_of_reach: dict[str, HttpUnreachable] = field(default_factory=dict)
     late: list[str] = field(default_factory=list)  # builders cut off by the deadline
     duration_ms: int = 0
+    asked: tuple[str, ...] = ()  # the builders probed
+
+    def none_reached(self) -> bool:
+        """Every registry asked was out of reach: nothing answered, not even "no"."""
+        return bool(self.asked) and set(self.out_of_reach) == set(self.asked)
 
 
 async def probe_all(
@@ -285,7 +294,7 @@ async def probe_all(
         second = base.get(f"{builder}_downloads", "")
         return as_probe(builder, await eco.probe(get, name, base[builder], second))
 
-    report = ProbeReport()
+    report = ProbeReport(asked=tuple(builders))
     done: set[str] = set()
     found: dict[str, Probe] = {}
     started = time.monotonic()
@@ -295,6 +304,9 @@ async def probe_all(
             probe = await ask(builder)
         except Exception as exc:  # any failure of one registry is a miss for it
             report.errors[builder] = str(getattr(exc, "message", None) or exc or type(exc).__name__)
+            if isinstance(exc, HttpUnreachable):
+                placed = registry_unreachable(exc, BY_BUILDER[builder], base[builder], "")
+                report.out_of_reach[builder] = placed
             probe = None
         done.add(builder)
         if probe is not None:
@@ -305,6 +317,8 @@ async def probe_all(
             for b in builders:
                 nursery.start_soon(run, b)
     report.late = [b for b in builders if b not in done]
+    unreached = report.out_of_reach  # in the builders' order, whatever failed first
+    report.out_of_reach = {b: unreached[b] for b in builders if b in unreached}
     for b in builders:  # a stable order, whatever finished first
         probe = found.get(b)
         if probe is None:

@@ -51,6 +51,7 @@ from tsukud.discover.errors import DiscoverySearchFailed
 from tsukud.discover.model import MIN_CONFIDENCE, Candidate
 from tsukud.discover.sanitize_html import clean, clip, remove_invisible
 from tsukud.discover.search import Searcher, SearchResponse, format_for_llm
+from tsukud.errors import TsukuError
 from tsukud.events.catalogue import ToolCalled
 from tsukud.llm.providers import BY_NAME, BY_TAG
 from tsukud.llm.types import (
@@ -376,6 +377,7 @@ class Outcome:
     searches: int = 0  # server-side and client-side
     search_errors: list[str] = field(default_factory=list)
     provider_errors: list[str] = field(default_factory=list)
+    out_of_reach: list[TsukuError] = field(default_factory=list)  # providers offline
     key_hints: list[str] = field(default_factory=list)  # providers that refused the key
     answer: str = ""  # the model's last words when it found nothing
 
@@ -467,10 +469,11 @@ class LLMDiscovery:
     async def discover(self, providers: Sequence[tuple[str, str]]) -> Outcome:
         """Try ``(name, model)`` in order until one completes its session."""
         from tsukud.errors import ProviderUnavailable
-        from tsukud.llm.provider import ProviderAuthError, ProviderError
+        from tsukud.llm.provider import ProviderAuthError, ProviderError, ProvidersUnreachable
 
         errors: list[str] = []
         key_hints: list[str] = []
+        unreached: list[TsukuError] = []
         for name, model in providers:
             outcome = Outcome(
                 provider=name, model=model, provider_errors=errors, key_hints=key_hints
@@ -490,6 +493,8 @@ class LLMDiscovery:
                     await self._loop(name, outcome, client_search=kind == "client")
             except (ProviderError, ProviderUnavailable) as exc:
                 errors.append(f"{name}: {exc.message}")
+                if isinstance(exc, ProvidersUnreachable):
+                    unreached.append(exc)
                 if isinstance(exc, ProviderAuthError):
                     self.run.keep_hint(exc)  # the next provider may answer: keep the hint
                     key_hints.append(exc.hint or "")
@@ -499,7 +504,7 @@ class LLMDiscovery:
                 )
                 continue
             return outcome
-        return Outcome(provider_errors=errors, key_hints=key_hints)
+        return Outcome(provider_errors=errors, key_hints=key_hints, out_of_reach=unreached)
 
     # ---- one provider ---------------------------------------------------------------
 

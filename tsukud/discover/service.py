@@ -138,7 +138,7 @@ class DiscoveryService:
             # Unreachable and nothing cached: not a hit, and discovery says so.
             from tsukud.discover.chain import RecipeRegistryUnreachable
 
-            raise RecipeRegistryUnreachable(e.message) from None
+            raise RecipeRegistryUnreachable(e.message, e) from None
         return f"{loaded.source} recipe {loaded.path}"
 
     def known_names(self) -> Iterable[str]:
@@ -248,18 +248,28 @@ class DiscoveryService:
 
         from tsukud.discover.chain import RecipeRegistryUnreachable
         from tsukud.discover.normalize import normalize_name, typosquat
+        from tsukud.errors import TsukuError
+        from tsukud.net.http import HttpUnreachable, all_out_of_reach
 
         tool = normalize_name(name)
         errors: dict[str, str] = {}
+        registry_out: TsukuError | None = None  # the recipe registry out of reach
         try:
             recipe = await self._recipe(tool)
         except RecipeRegistryUnreachable as e:
             recipe, errors["recipes"] = None, str(e)
+            if e.cause is not None and e.cause.code == HttpUnreachable.code:
+                registry_out = e.cause
         looked = await self.discovery_registry().lookup(tool)
         if looked.error:
             errors["discovery registry"] = looked.error
         report = await self._probe(tool)
         errors.update(report.errors)
+        if registry_out is not None and looked.entry is None and report.none_reached():
+            # Nothing answered (the discovery registry is the recipe registry's host): the
+            # network is why nothing is known of the name, and search says so as a failure.
+            offline = [registry_out, *report.out_of_reach.values()]
+            raise all_out_of_reach(offline, f"nothing could be asked about {tool}")
         prefixes = builder_sources()
         packages = [
             PackageMatch(

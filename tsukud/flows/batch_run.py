@@ -38,6 +38,7 @@ from tsukud import log
 from tsukud.batch.queue import MAX_ATTEMPTS, remaining
 from tsukud.errors import BudgetExceeded, ConfirmationRequired, LedgerUnavailable, TsukuError
 from tsukud.events.catalogue import BatchRunStopped, as_payload
+from tsukud.net.http import HttpUnreachable
 from tsukud.policy import spent
 from tsukud.progress import Progress, no_progress
 from tsukud.source import parse_source
@@ -55,6 +56,7 @@ KEEPER_SECONDS = 10.0  # reap expired leases, then renew held ones, this often
 #: Probes of an open registry a run makes before it leaves that registry's jobs queued
 #: for a later run: a registry down for good must not keep a batch waiting for ever.
 PROBES_PER_RUN = 3
+NETWORK_UNREACHABLE = HttpUnreachable.code  # a service out of reach, whoever reports it
 #: How often a worker with nothing to lease looks again while a breaker's probe is out.
 IDLE_LOOK_SECONDS = 1.0
 #: How often a worker tries the queue again while the shared ledger is out of reach.
@@ -69,6 +71,12 @@ def breaker_scope(source: str) -> str | None:
 
     eco = ecosystem_of(source)
     return None if eco is None else registry_scope(eco)
+
+
+def reach_key(source: str) -> str:
+    """What one unreachable job says is out of reach for the rest of a run: the
+    service its source is read from (its breaker scope), or the source itself."""
+    return breaker_scope(source) or source
 
 
 def default_workers() -> int:
@@ -147,6 +155,9 @@ class _Tally:
     # transport failures of each job in this run, probes aside (bounded by
     # PROBES_PER_RUN): a source whose registry fails it alone must not loop for ever
     transport_tries: dict[str, int] = field(default_factory=dict)
+    # services found out of reach in this run (``network_unreachable``), by
+    # :func:`reach_key`, with the first such failure: their jobs wait for a later run
+    out_of_reach: dict[str, TsukuError] = field(default_factory=dict)
     changed: trio.Event = field(default_factory=trio.Event)  # a job ended somewhere
 
     def ended(self) -> None:
@@ -172,6 +183,8 @@ class _Admission:
         return self.tally.probes_failed.get(scope, 0) >= PROBES_PER_RUN
 
     def __call__(self, source: str) -> bool:
+        if reach_key(source) in self.tally.out_of_reach:
+            return False
         scope = self._scope(source)
         if scope is None or self.breakers is None:
             return True
@@ -184,6 +197,8 @@ class _Admission:
         return admitted
 
     async def ask(self, source: str) -> bool:
+        if reach_key(source) in self.tally.out_of_reach:
+            return False
         scope = self._scope(source)
         if scope is None or self.breakers is None:
             return True
@@ -193,6 +208,27 @@ class _Admission:
         if verdict == "probe":
             self.tally.admitted_probe = scope
         return verdict != "wait"
+
+
+def _stopped_by_the_network(summary: RunSummary, tally: _Tally) -> HttpUnreachable:
+    """A run that found a service out of reach ends as every command does then
+    (``network_unreachable``, exit 5, the service and its setting named by the first
+    such failure), after its jobs went back to the queue and its end was recorded;
+    what it did get done is in the message and the data."""
+    first = next(iter(tally.out_of_reach.values()))
+    given_back = ", ".join(sorted(tally.out_of_reach))
+    return HttpUnreachable(
+        f"batch run {summary.run}: {summary.done} done, {summary.failed} failed, "
+        f"{summary.remaining} left in the queue; out of reach: {given_back}: {first.message}",
+        hint=f"{first.hint} The jobs stay queued: `tsukuctl batch run` takes them up again.",
+        **{
+            **first.data,
+            "run": summary.run,
+            "done": summary.done,
+            "failed": summary.failed,
+            "remaining": summary.remaining,
+        },
+    )
 
 
 class BatchRunner:
@@ -212,11 +248,16 @@ class BatchRunner:
         batch = self.batch
         run = batch.begin_run()
         try:
-            return await self._run(run, opts, progress)
+            summary, tally = await self._run(run, opts, progress)
         finally:
             batch.end_run(run)
+        if tally.out_of_reach:
+            raise _stopped_by_the_network(summary, tally)
+        return summary
 
-    async def _run(self, run: str, opts: RunOptions, progress: Progress) -> RunSummary:
+    async def _run(
+        self, run: str, opts: RunOptions, progress: Progress
+    ) -> tuple[RunSummary, _Tally]:
         batch, store = self.batch, self.batch.store
         workers = opts.jobs or default_workers()
         orphans = await batch.requeue_orphans(own=True)  # begin_run: no other run is active
@@ -265,7 +306,7 @@ class BatchRunner:
                 summary = await self._summary(run, reason, tally, started, workers)
                 ev = store.append_nowait("batch.run_stopped", as_payload(summary.stopped_event()))
                 await store.wait_durable(ev.id)
-        return summary
+        return summary, tally
 
     async def _summary(
         self, run: str, reason: str, tally: _Tally, started: float, workers: int
@@ -362,7 +403,7 @@ class BatchRunner:
             waiting = [
                 s
                 for s in await self.waiting_on_breakers(tally)
-                if tally.probes_failed.get(s, 0) < PROBES_PER_RUN
+                if tally.probes_failed.get(s, 0) < PROBES_PER_RUN and s not in tally.out_of_reach
             ]
             if not waiting:
                 try:
@@ -514,6 +555,17 @@ class BatchRunner:
             reason = "budget" if isinstance(exc, BudgetExceeded) else "confirmation"
             ok = await self.batch.defer(lease, reason=reason, message=message)
             outcome = "deferred"
+        elif failure.transport and isinstance(exc, TsukuError) and exc.code == NETWORK_UNREACHABLE:
+            # Out of reach (offline, a firewall): another try in this run fails the
+            # same way at once, so the job goes back to the queue once, as it was,
+            # and no job of that service is leased again until a later run.
+            tally.out_of_reach.setdefault(reach_key(lease.source), exc)
+            await self._verdict(lease, failure, tally, answered=True)
+            if not await self.batch.give_back(lease, f"{failure.category}: {message}"):
+                tally.stale += 1
+                return "stale", message
+            tally.requeued += 1
+            return "requeued", message
         elif failure.transport and self._transport_retry(lease, tally):
             # The registry is unwell, not the job: back to the queue, in its place,
             # where it waits for the registry's breaker (open after a few of these)

@@ -122,11 +122,11 @@ class InstallTool:
         local recipe answered: the person named the source, so it is used, and said so,
         rather than stopping at a look-up that only asked whether a recipe exists."""
         from tsukud.errors import TsukuError
-        from tsukud.install.registry import RecipeNotFound, RegistryUnavailable
+        from tsukud.install.registry import NOT_ASKED, RecipeNotFound
 
         try:
             loaded = await self.installer.registry.load(name)
-        except RegistryUnavailable as e:
+        except NOT_ASKED as e:
             await progress(
                 {
                     "stage": "note",

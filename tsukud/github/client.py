@@ -26,7 +26,7 @@ from urllib.parse import quote
 import msgspec
 
 from tsukud.errors import TsukuError
-from tsukud.net.http import Http, HttpRateLimited, HttpStatusError, Response
+from tsukud.net.http import Http, HttpRateLimited, HttpStatusError, HttpUnreachable, Response
 
 DEFAULT_API_URL = "https://api.github.com"
 API_HEADERS = {
@@ -249,6 +249,9 @@ class GitHub:
     ) -> Response:
         try:
             return await self.http.get(url, headers=headers or API_HEADERS, cache=True)
+        except HttpUnreachable as exc:
+            doing = f"cannot fetch {what}"
+            raise exc.at("GitHub API", self.api_url, "github.api_url", doing=doing) from None
         except HttpRateLimited as exc:
             retry_at = exc.data.get("retry_at")
             if "secondary rate limit" in str(exc.data.get("body", "")):

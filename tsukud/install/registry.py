@@ -28,7 +28,7 @@ from tsukud.clock import Clock, SystemClock
 from tsukud.errors import TsukuError
 from tsukud.fsutil import fresh, write_atomic
 from tsukud.install.results import RegistryUpdated
-from tsukud.net.http import Http, HttpError, HttpStatusError
+from tsukud.net.http import Http, HttpError, HttpStatusError, HttpUnreachable
 from tsukud.recipe import Recipe, RecipeError, parse_recipe
 
 DEFAULT_REGISTRY_URL = "https://raw.githubusercontent.com/tsukumogami/tsuku/main"
@@ -50,7 +50,15 @@ class AmbiguousAlias(TsukuError):
 
 
 class RegistryUnavailable(TsukuError):
+    """The registry was reached and failed (a 5xx after the retries, a broken
+    connection). One out of reach is :class:`HttpUnreachable`, placed at the registry
+    (``network_unreachable``, as every unreachable service)."""
+
     code = "registry_unavailable"
+
+
+#: The recipe registry could not be asked: it failed, or it is out of reach.
+NOT_ASKED = (RegistryUnavailable, HttpUnreachable)
 
 
 class ManifestInvalid(TsukuError):
@@ -201,10 +209,13 @@ class Registry:
 
     async def fetch_manifest(self) -> Manifest:
         url = self.manifest_url
+        doing = "cannot fetch the recipe manifest"
         try:
             resp = await self.http.get(url, max_bytes=MAX_MANIFEST_BYTES)
+        except HttpUnreachable as exc:
+            raise exc.at("recipe manifest", url, "registry.manifest_url", doing=doing) from None
         except HttpError as exc:
-            raise RegistryUnavailable(f"cannot fetch the recipe manifest: {exc.message}") from None
+            raise RegistryUnavailable(f"{doing}: {exc.message}") from None
         manifest = _parse_manifest(resp.body, url)
         self._keep(self.manifest_path, resp.body)
         return manifest
@@ -218,7 +229,7 @@ class Registry:
             return cached
         try:
             return await self.fetch_manifest(), True
-        except RegistryUnavailable as exc:
+        except NOT_ASKED as exc:
             log.get().warning("registry.manifest_unavailable", error=exc.message)
             return (cached[0], False) if cached is not None else (None, False)
 
@@ -281,11 +292,19 @@ class Registry:
             if stale is not None:
                 log.get().warning("registry.stale_recipe", recipe=name, error=exc.message)
                 return self._loaded(name, stale, cache, "registry", url, True)
+            instead = f"A recipe in {self.local_path(name)} is used without the registry."
+            if isinstance(exc, HttpUnreachable):
+                raise exc.at(
+                    "recipe registry",
+                    self.base_url,
+                    "registry.url",
+                    doing=f"cannot fetch the recipe for {name}",
+                    instead=instead,
+                ) from None
             status = exc.status if isinstance(exc, HttpStatusError) else None
             raise RegistryUnavailable(
                 f"cannot fetch the recipe for {name} from {self.base_url}: {exc.message}",
-                hint="Check the network, or put a recipe in "
-                f"{self.local_path(name)} to install without the registry.",
+                hint=f"Try again later. {instead}",
                 status=status,
             ) from None
         if resp.status == 404:

@@ -36,6 +36,7 @@ import msgspec
 from tsukud.clock import Clock, SystemClock
 from tsukud.errors import TsukuError
 from tsukud.github.client import LATEST_PAGE, GitHub, Release, ReleaseNotFound
+from tsukud.net.http import HttpUnreachable
 from tsukud.recipe import (
     CpanInstallStep,
     EcosystemStep,
@@ -155,7 +156,11 @@ class VersionResolver:
         now = self._clock.now()
         if hit is not None and hit[0] > now:
             return hit[1]
-        resolved = await eco_versions.resolve(self.github.http, step, base, requested, section)
+        try:
+            resolved = await eco_versions.resolve(self.github.http, step, base, requested, section)
+        except HttpUnreachable as exc:
+            doing = f"cannot list the versions of {package}"
+            raise eco_versions.registry_unreachable(exc, step.record, base, doing) from None
         res = Resolution(resolved=resolved, repo="", requested=requested, how="registry")
         self._cache[key] = (now + self.ttl, res)
         return res
@@ -207,6 +212,9 @@ class VersionResolver:
                     section.url, headers={"accept": "application/json"}, cache=True
                 )
                 tag = json_path_value(json.loads(resp.body), section.version_path)
+            except HttpUnreachable as exc:
+                doing = f"{name}: cannot read the version"
+                raise exc.at("recipe's version URL", section.url, doing=doing) from None
             except TsukuError as exc:
                 raise VersionNotFound(
                     f"{name}: cannot read the version from {section.url}: {exc.message}",

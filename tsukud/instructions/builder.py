@@ -260,7 +260,7 @@ class _Run:
     # ---- the page -----------------------------------------------------------------
 
     async def fetch(self) -> str:
-        from tsukud.net.http import HttpError
+        from tsukud.net.http import HttpError, HttpUnreachable
 
         url = self.req.url
         await self.progress("reading", f"reading the install page {url}")
@@ -268,6 +268,8 @@ class _Run:
             resp = await self.deps.http.get(
                 url, max_bytes=PAGE_MAX_BYTES, cache=False, accept_status=range(400, 600)
             )
+        except HttpUnreachable as exc:
+            raise exc.at("install page", url, doing="cannot read the install page") from None
         except HttpError as exc:
             raise InstructionsUnavailable(
                 f"cannot read the install page {url}: {exc.message}", url=url

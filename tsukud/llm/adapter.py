@@ -172,6 +172,7 @@ class HttpAdapter:
             err = ProviderConnectionError(
                 f"{self._name}: connection to {self._url} failed: {why or self._clean(exc)}",
                 provider=self._name,
+                url=self._url,
                 unreachable=why,
             )
             err.unreachable = why

@@ -119,6 +119,16 @@ class ProviderConnectionError(ProviderTransientError):
     unreachable: str | None = None
 
 
+class ProvidersUnreachable(ProviderUnavailable):
+    """Every provider a call tried was out of reach (:class:`ProviderConnectionError`
+    with ``unreachable``): ``network_unreachable``, the code of every service out of
+    reach, its hint naming each provider's URL setting. Still a
+    :class:`ProviderUnavailable`, so a caller that moves on to another provider or
+    falls back without a model does so unchanged."""
+
+    code = "network_unreachable"
+
+
 class ProviderAuthError(ProviderError):
     """401/403 (and billing problems): nothing changes until the user fixes the key."""
 

@@ -56,6 +56,7 @@ from tsukud.llm.provider import (
     Provider,
     ProviderAuthError,
     ProviderError,
+    ProvidersUnreachable,
 )
 from tsukud.llm.providers import BY_NAME as SPECS
 from tsukud.llm.providers import NAMES, ProviderSpec, build, key_variables
@@ -500,6 +501,28 @@ def is_replay(provider: Provider) -> bool:
     return getattr(provider, "replayed", False) is True
 
 
+def out_of_reach(failures: list[ProviderError]) -> ProvidersUnreachable:
+    """Every provider tried was out of reach: the error names each one's API and the
+    setting (and variable) that points at it, as every unreachable service does."""
+    from tsukud.net.reach import Place, as_data, described, hint_for
+
+    places = []
+    why = []
+    for e in failures:
+        spec = SPECS[str(e.data.get("provider"))]
+        place = Place(
+            f"{spec.name} API", str(e.data.get("url", spec.default_url)), spec.url_setting
+        )
+        places.append(place)
+        why.append(f"{described(place)} cannot be reached: {e.message}")
+    return ProvidersUnreachable(
+        "every LLM provider failed: " + "; ".join(why),
+        hint=hint_for(places),
+        providers=[str(e.data.get("provider")) for e in failures],
+        places=as_data(places),
+    )
+
+
 MAX_RETRIES = 2  # of a transient failure when no other provider is left
 RETRY_BACKOFF_S = 1.0  # first wait when the provider did not say (doubles)
 MAX_RETRY_WAIT_S = 60.0
@@ -548,6 +571,7 @@ class Run:
         about the key is kept in ``warnings``); with none left it is raised as is.
         """
         errors: list[str] = []
+        unreached: list[ProviderError] = []  # failed as out of reach (tsukud.net.retry)
         retry_ats: list[float] = []
         candidates = [only] if only else self.names
         for i, name in enumerate(candidates):
@@ -582,8 +606,12 @@ class Run:
                         await self._retry(name, attempt, e.code, wait)
                         continue
                     errors.append(f"{name}: {e.message}")
+                    if getattr(e, "unreachable", None):
+                        unreached.append(e)
                     await self._failover(name, nxt, e.code)
                     break
+        if unreached and len(unreached) == len(errors):
+            raise out_of_reach(unreached)
         retry = min(retry_ats) if retry_ats else None
         raise ProviderUnavailable(
             "every LLM provider failed: " + "; ".join(errors),

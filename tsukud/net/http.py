@@ -63,6 +63,7 @@ from tsukud.errors import TsukuError
 from tsukud.net import notices
 from tsukud.net.hosts import HostGate, HostLimits
 from tsukud.net.proxy import Proxies, proxy_for
+from tsukud.net.reach import Place, as_data, described, hint_for, offline_hint, places_in
 from tsukud.net.retry import (
     TRANSIENT_STATUSES,
     RetryPolicy,
@@ -111,6 +112,48 @@ class HttpUnreachable(HttpError):
 
     code = "network_unreachable"
     never_sent = True
+
+    def at(
+        self, endpoint: str, base: str, setting: str = "", *, doing: str = "", instead: str = ""
+    ) -> HttpUnreachable:
+        """This failure as the service a caller was trying to reach: ``endpoint`` in a
+        person's words ("recipe registry") at ``base``, the URL ``setting`` configures
+        (none: the URL came from elsewhere, a recipe).
+
+        The one way a wrapper (the recipe registry's client, GitHub's, an ecosystem's
+        registry, an LLM provider's) reports that its service is out of reach: the code,
+        exit code and retryability stay this error's, so "no network" reads the same
+        from every command, and the wrapper adds what it was doing (``doing``) and which
+        setting points where (the hint names it with its variable, since a person
+        offline or behind a firewall fixes that, or waits). ``instead``: a way to do
+        without the service, said after the fix. An unreachable proxy keeps its own hint
+        (the proxy settings are the fix), and an error already placed keeps its
+        service: the innermost wrapper knows best which one it was."""
+        if "places" in self.data:
+            message = f"{doing}: {self.message}" if doing else self.message
+            return HttpUnreachable(message, hint=self.hint, **self.data)
+        place = Place(endpoint, base, setting)
+        hint = self.hint
+        if "proxy" not in self.data:
+            hint = hint_for([place]) + (f" {instead}" if instead else "")
+        message = f"{described(place)} cannot be reached: {self.message}"
+        return HttpUnreachable(
+            f"{doing}: {message}" if doing else message,
+            hint=hint,
+            **{**self.data, "places": as_data([place])},
+        )
+
+
+def all_out_of_reach(failures: Sequence[TsukuError], doing: str) -> HttpUnreachable:
+    """Every service a command asked was out of reach (each failure placed): one error
+    naming them all with their settings. Search and discovery ask several services; when
+    none answers, the network is the cause, not a tool that does not exist."""
+    places = [p for e in failures for p in places_in(e.data)]
+    return HttpUnreachable(
+        f"{doing}: " + "; ".join(e.message for e in failures),
+        hint=hint_for(places),
+        places=as_data(dict.fromkeys(places)),
+    )
 
 
 class HttpStatusError(HttpError):
@@ -390,15 +433,11 @@ def _transport_error_for(exc: httpx2.HTTPError, url: str, proxy: str | None) -> 
 
 
 def _unreachable(message: str, host: str, **data: Any) -> HttpUnreachable:
-    return HttpUnreachable(
-        message,
-        host=host,
-        **data,
-        hint=f"Offline? {host} cannot be reached, and trying again would not help. Check "
-        "the network connection or the proxy (HTTPS_PROXY), or set the URL's setting to a "
-        "server you can reach (`tsukuctl config list` shows them, e.g. github.api_url, "
-        "registry.url).",
+    fix = (
+        "set the URL's setting to a server you can reach (`tsukuctl config list` shows "
+        "them, e.g. github.api_url, registry.url)"
     )
+    return HttpUnreachable(message, host=host, **data, hint=offline_hint(host, fix))
 
 
 T = TypeVar("T")

@@ -106,18 +106,23 @@ async def probe(get: Get, name: str, base: str, downloads_base: str) -> PackageF
     import trio
 
     results: dict[str, tuple[int, bytes] | None] = {}
+    failed: list[Exception] = []
 
     async def fetch(key: str, url: str) -> None:
         try:
             results[key] = await get(url)
-        except Exception:
+        except Exception as exc:
             results[key] = None  # the download count is optional; a failure is 0
+            if key == "doc":  # the package's document is not: the registry was not asked
+                failed.append(exc)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(fetch, "doc", f"{base}/{quote(name, safe='@')}")
         nursery.start_soon(
             fetch, "dl", f"{downloads_base}/downloads/point/last-week/{quote(name, safe='@')}"
         )
+    if failed:
+        raise failed[0]
     doc = results.get("doc")
     if doc is None or reachable(doc[0]) != 200:
         return None

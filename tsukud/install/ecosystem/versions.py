@@ -22,10 +22,10 @@ from tsukud.recipe import EcosystemStep, VersionNotFound
 from tsukud.recipe.model import VersionSection
 from tsukud.recipe.version import ResolvedVersion, check_version, find_version, latest_version
 from tsukud.registries import goproxy
-from tsukud.registries.ecosystems import ECOSYSTEMS, VersionsDocument
+from tsukud.registries.ecosystems import ECOSYSTEMS, Ecosystem, VersionsDocument
 
 if TYPE_CHECKING:
-    from tsukud.net.http import Http
+    from tsukud.net.http import Http, HttpUnreachable
 
 # (versions listed, the registry's latest or None)
 Listing = tuple[list[str], str | None]
@@ -110,3 +110,11 @@ async def resolve(
             ) from None
         raise
     return check_version(choose(listing, requested, label), label)
+
+
+def registry_unreachable(
+    exc: HttpUnreachable, record: Ecosystem, base: str, doing: str
+) -> HttpUnreachable:
+    """An ecosystem's registry out of reach, named with its setting (install's version
+    look-up and create's drafter both read it)."""
+    return exc.at(f"{record.label} registry", base, record.registry.key, doing=doing)

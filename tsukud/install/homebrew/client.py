@@ -28,7 +28,7 @@ import msgspec
 
 from tsukud.errors import TsukuError
 from tsukud.install.homebrew.errors import HomebrewError
-from tsukud.net.http import Http
+from tsukud.net.http import Http, HttpUnreachable
 from tsukud.recipe import Platform, UnsupportedPlatform, VersionNotFound
 from tsukud.recipe.homebrew import (
     BOTTLE_DIGEST,
@@ -99,6 +99,8 @@ class HomebrewClient:
             resp = await self.http.get(
                 url, headers=headers, max_bytes=JSON_MAX, accept_status=(404,)
             )
+        except HttpUnreachable as exc:
+            raise self._out_of_reach(exc, url, f"cannot read {what}") from None
         except TsukuError as exc:
             # Chained: a batch tells the bottle host's outage (a 503) from a bad formula.
             raise HomebrewError(f"cannot read {what}: {exc.message}", url=url) from exc
@@ -108,6 +110,15 @@ class HomebrewClient:
             return resp.status, json.loads(resp.body), resp.body
         except ValueError:
             raise HomebrewError(f"{what} is not JSON", url=url) from None
+
+    def _out_of_reach(self, exc: HttpUnreachable, url: str, doing: str) -> HttpUnreachable:
+        """The formulae API or the bottle registry, whichever ``url`` is under, out of
+        reach: named with its setting, as every unreachable service."""
+        api = self.api_url().rstrip("/")
+        if url.startswith(api + "/"):
+            return exc.at("Homebrew formulae API", api, "homebrew.api_url", doing=doing)
+        registry = self.registry_url().rstrip("/")
+        return exc.at("Homebrew bottle registry", registry, "homebrew.registry_url", doing=doing)
 
     async def formula(self, name: str) -> dict[str, Any]:
         """The formula's JSON document; :class:`VersionNotFound` when there is none."""
