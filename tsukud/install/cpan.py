@@ -327,14 +327,19 @@ def write_wrappers(
 # ---------------------------------------------------------------------------- shell
 
 
+def _placed(exc: HttpUnreachable, base: str, doing: str) -> HttpUnreachable:
+    """The mirror out of reach, named with the setting that points at it."""
+    return exc.at("CPAN mirror", base, "cpan.mirror_url", doing=doing)
+
+
 async def read_index(http: Http, base: str) -> dict[str, IndexEntry]:
     """The mirror's ``02packages`` index, read."""
     base = base.rstrip("/")
     try:
         answer = await http.get(f"{base}/{INDEX}", max_bytes=INDEX_MAX_BYTES)
         text = gzip.decompress(answer.body).decode("utf-8", "replace")
-    except HttpUnreachable:
-        raise  # offline, or the mirror's host is out of reach: its own error and hint
+    except HttpUnreachable as exc:  # offline, or the mirror's host is out of reach
+        raise _placed(exc, base, "cannot read the CPAN mirror's index") from None
     except (HttpError, OSError, EOFError) as exc:
         raise CpanDistributionUnavailable(
             f"the CPAN mirror's index {base}/{INDEX} could not be read: {exc}",
@@ -376,8 +381,8 @@ async def read_checksums(http: Http, url: str, entry: IndexEntry) -> dict[str, F
     serves none vouches for nothing."""
     try:
         answer = await http.get(url, max_bytes=CHECKSUMS_MAX_BYTES)
-    except HttpUnreachable:
-        raise
+    except HttpUnreachable as exc:
+        raise _placed(exc, url, "cannot read the CPAN mirror's CHECKSUMS") from None
     except HttpError as exc:
         missing = isinstance(exc, HttpStatusError) and exc.status in (404, 410)
         raise CpanDistributionUnavailable(
@@ -408,8 +413,8 @@ async def fetch_distribution(
     url = f"{base}/authors/id/{entry.path}"
     try:
         data = (await http.get(url, max_bytes=DIST_MAX_BYTES)).body
-    except HttpUnreachable:
-        raise
+    except HttpUnreachable as exc:
+        raise _placed(exc, base, f"cannot fetch {entry.file}") from None
     except HttpError as exc:
         raise CpanDistributionUnavailable(
             f"{url} could not be fetched: {exc}",

@@ -50,6 +50,24 @@ command = "hello --version"
 pattern = "{version}"
 """
 
+CPAN_RECIPE = """[metadata]
+name = "hi-perl"
+description = "a CPAN distribution for tests"
+
+[version]
+source = "metacpan"
+distribution = "Acme-Hi"
+
+[[steps]]
+action = "cpan_install"
+distribution = "Acme-Hi"
+executables = ["hi"]
+
+[verify]
+command = "hi --version"
+pattern = "{version}"
+"""
+
 VERSION_URL_RECIPE = f"""[metadata]
 name = "zag"
 description = "a tool whose versions a JSON document lists"
@@ -120,6 +138,12 @@ TABLE = (
         "TSUKU_HOMEBREW_API_URL",
     ),
     Entry(
+        "install a CPAN recipe (its mirror's index)",
+        ("plan", "hi-perl"),
+        "CPAN mirror",
+        "TSUKU_CPAN_MIRROR_URL",
+    ),
+    Entry(
         "a recipe's version URL",
         ("plan", "zag"),
         "recipe's version URL",
@@ -141,6 +165,7 @@ def test_every_entry_point_ends_network_unreachable_naming_its_setting(daemon: T
     (recipes / "greet.toml").write_text(NPM_RECIPE)
     (recipes / "hello.toml").write_text(HOMEBREW_RECIPE)
     (recipes / "zag.toml").write_text(VERSION_URL_RECIPE)
+    (recipes / "hi-perl.toml").write_text(CPAN_RECIPE)
     wrong: list[str] = []
     for entry in TABLE:
         argv = (*entry.argv, "--json", *(("--yes",) if entry.argv[0] in _ASKS else ()))
