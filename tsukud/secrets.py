@@ -24,7 +24,7 @@ import functools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 REDACTED = "[REDACTED]"
 
@@ -50,10 +50,9 @@ _WORDS = (
     r"api[_-]?key|apikey|secret|secret[_-]?key|passw(?:or)?d|passphrase|authorization"
     r"|credentials?|access[_-]?key|private[_-]?key|session[_-]?id|cookie|auth[_-]?token"
 )
-_SECRET_NAME = re.compile(
+_SECRET_NAME = (
     rf"(?:[\w.-]*[_.-])?(?:{_WORD_OR_SUFFIX})|[\w.-]*[_.-](?:{_SUFFIX_ONLY})"
-    rf"|[\w.-]*[_-]{_KEY_SUFFIX}|[\w.-]*(?:{_WORDS})",
-    re.I,
+    rf"|[\w.-]*[_-]{_KEY_SUFFIX}|[\w.-]*(?:{_WORDS})"
 )
 
 # ``key=value``, ``key: value`` and JSON/YAML ``"key": "value"`` with a credential-like
@@ -69,30 +68,28 @@ _PAIR_HEAD = (
     rf"|(?<=[_-]){_KEY_SUFFIX}|{_WORDS})[\"']?[ \t]*"
 )
 _QUOTED = r"\"[^\"\r\n]*\"|'[^'\r\n]*'"
-_PAIR = re.compile(
-    rf"{_PAIR_HEAD}=[ \t]*)(?!{re.escape(REDACTED)})(?P<value>{_QUOTED}|[^\s\"',;&)\]}}]+)"
-)
+_PAIR = rf"{_PAIR_HEAD}=[ \t]*)(?!{re.escape(REDACTED)})(?P<value>{_QUOTED}|[^\s\"',;&)\]}}]+)"
 # A value after ``:`` runs to the end of the line, but stops before a word that starts
 # another credential pair (``token: 1234 password=x`` is two secrets, the second one's
 # name kept; ``password: correct horse=battery`` stays one) and before a value already
 # replaced.
-_STOP = rf"\s+(?:{_SECRET_NAME.pattern})[\"']?[ \t]*[=:]|{re.escape(REDACTED)}"
+_STOP = rf"\s+(?:{_SECRET_NAME})[\"']?[ \t]*[=:]|{re.escape(REDACTED)}"
 _COLON_END = rf"(?:(?!{re.escape(REDACTED)})[^\s\"',;&)\]}}])"
-_COLON_PAIR = re.compile(
+_COLON_PAIR = (
     rf"{_PAIR_HEAD}:[ \t]*)(?!{re.escape(REDACTED)})"
     rf"(?P<value>{_QUOTED}|[^\s\"',;&)\]}}](?:(?:(?!{_STOP})[^\r\n\"',;&)\]}}])*{_COLON_END})?)"
 )
 # ``--password VALUE``, ``--github-token VALUE``: a credential flag and the word after
 # it, unless that word is the next flag. ``--token=x`` is a pair above; ``--max-tokens 9``
 # and ``--password-stdin`` do not end in a credential word.
-_CLI_FLAG = re.compile(
+_CLI_FLAG = (
     r"(?i)(?<![\w-])(?P<head>--(?:[a-z0-9]+-)*(?:password|passwd|token|secret|api-?key|auth)"
     rf"[ \t]+)(?!{re.escape(REDACTED)})(?P<value>{_QUOTED}|(?!-)[^\s\"']+)"
 )
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+(?::[^/\s@]*)?@")
-_AUTH_HEADER = re.compile(r"(?im)\b((?:proxy-)?authorization\s*[:=]\s*)(?![\"'])[^\r\n]+")
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}")
-_TOKEN_SHAPES = re.compile(
+_URL_USERINFO = r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+(?::[^/\s@]*)?@"
+_AUTH_HEADER = r"(?im)\b((?:proxy-)?authorization\s*[:=]\s*)(?![\"'])[^\r\n]+"
+_BEARER = r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}"
+_KNOWN_SHAPES = (
     r"gh[pousr]_[A-Za-z0-9]{16,}"
     r"|github_pat_[A-Za-z0-9_]{16,}"
     r"|sk-ant-[A-Za-z0-9_-]{8,}"
@@ -104,9 +101,39 @@ _TOKEN_SHAPES = re.compile(
     r"|tvly-[A-Za-z0-9-]{16,}"
     r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
 )
-_PRIVATE_KEY = re.compile(
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S
-)
+_PRIVATE_KEY = r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)"
+
+
+class _Compiled(NamedTuple):
+    secret_name: re.Pattern[str]
+    pair: re.Pattern[str]
+    colon_pair: re.Pattern[str]
+    cli_flag: re.Pattern[str]
+    url_userinfo: re.Pattern[str]
+    auth_header: re.Pattern[str]
+    bearer: re.Pattern[str]
+    token_shapes: re.Pattern[str]
+    private_key: re.Pattern[str]
+
+
+@functools.cache
+def _compiled() -> _Compiled:
+    """The patterns above, compiled at their first use rather than at import: compiling
+    them takes ~6 ms, which every daemon start and every command that imports this
+    module would pay, while most never redact anything that needs them (the triggers
+    below turn nearly every text away first)."""
+    return _Compiled(
+        re.compile(_SECRET_NAME, re.I),
+        re.compile(_PAIR),
+        re.compile(_COLON_PAIR),
+        re.compile(_CLI_FLAG),
+        re.compile(_URL_USERINFO),
+        re.compile(_AUTH_HEADER),
+        re.compile(_BEARER),
+        re.compile(_KNOWN_SHAPES),
+        re.compile(_PRIVATE_KEY, re.S),
+    )
+
 
 # Lower-case fragments at least one of which every pattern above needs: text holding
 # none of them (most log lines and events) skips the regular expressions entirely.
@@ -120,7 +147,7 @@ _TRIGGERS = (
 @functools.lru_cache(maxsize=1024)
 def is_secret_name(name: str) -> bool:
     """Whether a field, header, variable or config key of this name holds a credential."""
-    return bool(_SECRET_NAME.fullmatch(name))
+    return bool(_compiled().secret_name.fullmatch(name))
 
 
 def _pair(match: re.Match[str]) -> str:
@@ -176,12 +203,13 @@ def _scrub(text: str, known: tuple[str, ...]) -> str:
             text = text.replace(value, REDACTED)
     if not _may_hold_pattern(text):
         return text
-    text = _PRIVATE_KEY.sub(REDACTED, text)
-    text = _URL_USERINFO.sub(rf"\1{REDACTED}@", text)
-    text = _AUTH_HEADER.sub(rf"\1{REDACTED}", text)
-    text = _BEARER.sub(rf"\1 {REDACTED}", text)
-    text = _TOKEN_SHAPES.sub(REDACTED, text)
-    return _CLI_FLAG.sub(_pair, _COLON_PAIR.sub(_pair, _PAIR.sub(_pair, text)))
+    p = _compiled()
+    text = p.private_key.sub(REDACTED, text)
+    text = p.url_userinfo.sub(rf"\1{REDACTED}@", text)
+    text = p.auth_header.sub(rf"\1{REDACTED}", text)
+    text = p.bearer.sub(rf"\1 {REDACTED}", text)
+    text = p.token_shapes.sub(REDACTED, text)
+    return p.cli_flag.sub(_pair, p.colon_pair.sub(_pair, p.pair.sub(_pair, text)))
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
