@@ -144,10 +144,11 @@ def test_a_key_repeated_in_a_large_frame_is_refused_as_the_generic_decode_refuse
         (b'{"id":7,', b'{"id":7,"id":8,'),  # the envelope's own key
         (b'"method":"events.append",', b'"method":"events.append","home":"/h","home":"/h",'),
         (b'{"events":[', b'{"durable":true,"durable":true,"events":['),
+        (b'"method":"events.append",', b'"method":"events.append","params":{"events":[]},'),
         (b'"session":"bench-1"}', b'"session":"bench-1","session":null}'),
         (b'{"type":"client.bench"', b'{"type":"client.bench","type":"client.bench"'),
     ],
-    ids=["id", "home", "durable", "session-to-default", "type"],
+    ids=["id", "home", "durable", "params", "session-to-default", "type"],
 )
 def test_a_repeat_in_the_envelope_params_or_an_event_is_refused(
     change: tuple[bytes, bytes],
