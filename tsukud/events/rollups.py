@@ -28,7 +28,7 @@ import math
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from tsukud.events import catalogue, queries
 
@@ -50,12 +50,16 @@ class Table:
     """One rollup table: its key columns, the SQL over ``events`` for each, and the
     ``meta`` key recording the last event id it counts. Each table has its own record,
     so a ledger from a version that had only ``rollups`` gets ``session_rollups`` folded
-    at its next start without refolding the other."""
+    at its next start without refolding the other. ``pg_keys``: the keys over a shared
+    ledger's row (its payload parsed once as ``j``, ``queries.PG_SUMS``'s reading);
+    ``nullable``: the keys that may be NULL (the unique index's care, ``pg_conflict``)."""
 
     name: str
     keys: tuple[str, ...]
     over_events: tuple[str, ...]  # the same keys as SQL over one ``events`` row
     through: str
+    pg_keys: tuple[str, ...] = ()
+    nullable: frozenset[str] = frozenset()
 
     @property
     def update_sql(self) -> str:
@@ -89,11 +93,23 @@ HOURLY = Table(
     ("hour", "type", "provider", "model"),
     ("substr(ts, 1, 13)", "type", queries.PROVIDER, queries.MODEL),
     THROUGH,
+    (
+        "substr(ts, 1, 13)",
+        "type",
+        queries.PG_GROUP_KEYS["provider"],
+        queries.PG_GROUP_KEYS["model"],
+    ),
+    frozenset({"provider", "model"}),
 )
 # Per session and hour: ``events summary --by session`` (and a session filter) without
 # reading the events. Hours too, so a since/until on an hour boundary is answered alike.
 SESSIONS = Table(
-    "session_rollups", ("session", "hour"), ("session", "substr(ts, 1, 13)"), SESSION_THROUGH
+    "session_rollups",
+    ("session", "hour"),
+    ("session", "substr(ts, 1, 13)"),
+    SESSION_THROUGH,
+    ("session", "substr(ts, 1, 13)"),
+    frozenset({"session"}),
 )
 TABLES = (HOURLY, SESSIONS)
 
@@ -304,3 +320,167 @@ def agree(conn: sqlite3.Connection) -> bool:
     finally:
         if conn.in_transaction:
             conn.execute("COMMIT")
+
+
+# ---- a shared ledger (PostgreSQL) --------------------------------------------------------
+# The same tables in schema ``tsuku`` (events_pg.sql), one pair for every origin, folded
+# with the same ``add_up`` and the same sums (``queries.PG_SUMS``, the shared ledger's
+# reading of ``SUMS``); only the SQL's dialect differs. What they count is a mark per
+# origin (``rollup_marks.through``, a seq of its chain) rather than one id. The
+# statements take ``?`` placeholders, as every read of the ledger does (``pg_store``
+# turns them into psycopg's on the connections it hands in).
+
+
+class Statements(Protocol):
+    """A connection's ``execute`` (``?`` placeholders): a read connection of
+    ``pg_store``, or its writer's, presented so."""
+
+    def execute(self, sql: str, params: Sequence[Any] = (), /) -> Any: ...
+
+
+_MARKS = "tsuku.rollup_marks"
+# Every origin's range of seqs to fold, bound as three arrays: (origin, after, through].
+_RANGES = "unnest(?::text[], ?::bigint[], ?::bigint[]) AS r(origin, lo, hi)"
+
+
+def _pg_conflict(table: Table) -> str:
+    """The unique index's expressions (events_pg.sql), which ON CONFLICT must name: a
+    NULL key is ``coalesce(k, '')`` with ``k IS NULL``, so it matches itself and not ''."""
+    parts = [f"coalesce({k}, ''), ({k} IS NULL)" if k in table.nullable else k for k in table.keys]
+    return ", ".join(parts)
+
+
+def pg_upsert_sql(table: Table) -> str:
+    """Add rows (bound as one array per column) to ``table``: one statement, safe under
+    concurrent writers (a key another transaction is adding waits for it, then adds)."""
+    cols = (*table.keys, *_COLUMNS)
+    arrays = ", ".join(["?::text[]"] * len(table.keys) + ["?::bigint[]"] * len(_COLUMNS))
+    sets = ", ".join(f"{c} = r.{c} + EXCLUDED.{c}" for c in _COLUMNS)
+    return (
+        f"INSERT INTO tsuku.{table.name} AS r ({', '.join(cols)})"  # noqa: S608 (constants)
+        f" SELECT * FROM unnest({arrays})"
+        f" ON CONFLICT ({_pg_conflict(table)}) DO UPDATE SET {sets}"
+    )
+
+
+def pg_fold_sql(table: Table) -> str:
+    """``table``'s sums over the events of the ranges bound (``_RANGES``), grouped by its
+    keys: the catch-up's fold and what ``pg_agree`` holds the table to."""
+    keys = ", ".join(f"{e} AS k{i}" for i, e in enumerate(table.pg_keys))
+    group = ", ".join(f"k{i}" for i in range(len(table.keys)))
+    return (
+        f"SELECT {keys}, {', '.join(queries.PG_SUMS)} FROM"  # noqa: S608 (constants)
+        " (SELECT e.type, e.ts, e.session, e.payload::jsonb AS j FROM tsuku.events e"
+        f" JOIN {_RANGES} ON e.origin = r.origin AND e.seq > r.lo AND e.seq <= r.hi) AS e"
+        f" GROUP BY {group}"
+    )
+
+
+def _in_lock_order(sums: Mapping[Any, Iterable[int]]) -> list[tuple[Any, list[int]]]:
+    """The rows of a batch in one order every writer uses (NULL before text), so two
+    transactions adding to the same keys lock them in the same order: no deadlock."""
+    return sorted(
+        ((key, list(values)) for key, values in sums.items()),
+        key=lambda kv: tuple((v is not None, v or "") for v in kv[0]),
+    )
+
+
+def _pg_upsert(conn: Statements, table: Table, sums: Mapping[Any, Iterable[int]]) -> None:
+    rows = _in_lock_order(sums)
+    if not rows:
+        return
+    keys = [list(col) for col in zip(*(k for k, _ in rows), strict=True)]
+    values = [list(col) for col in zip(*(v for _, v in rows), strict=True)]
+    conn.execute(pg_upsert_sql(table), [*keys, *values])
+
+
+def pg_add(conn: Statements, origin: str, after: int, through: int, batch: Batch) -> bool:
+    """Add ``batch`` (``origin``'s events ``after`` < seq <= ``through``) inside the
+    writer's transaction, if the rollups count that origin up to ``after``: its mark is
+    moved by one conditional UPDATE, which locks it (before any rollup row) until the
+    commit. False, and nothing added, when they do not (a catch-up is due)."""
+    moved = conn.execute(
+        f"UPDATE {_MARKS} SET through = ? WHERE origin = ? AND through = ?",  # noqa: S608
+        (through, origin, after),
+    )
+    if moved.rowcount != 1:
+        return False
+    for table in TABLES:
+        _pg_upsert(conn, table, batch.of(table))
+    return True
+
+
+def _ranges(spans: Sequence[tuple[str, int, int]]) -> list[list[Any]]:
+    return [[s[0] for s in spans], [s[1] for s in spans], [s[2] for s in spans]]
+
+
+def pg_catch_up(conn: Statements, *, rebuild: bool = False) -> int:
+    """Bring the rollups to every origin's head, folding per origin only what its mark
+    does not count, from scratch if ``rebuild`` (or when a mark claims more than its
+    chain holds: a loss accepted); returns how many events were folded. Inside the
+    caller's transaction. Every mark is locked first, in one order: a writer adding a
+    batch holds its own mark, so its events are either counted by it (committed before
+    the lock is had) or after it (its conditional UPDATE then sees the moved mark); and
+    two daemons starting together fold each event once, the second finding nothing."""
+    conn.execute(
+        f"INSERT INTO {_MARKS} (origin, through)"  # noqa: S608 (a constant)
+        " SELECT origin, 0 FROM tsuku.origins ORDER BY origin ON CONFLICT (origin) DO NOTHING"
+    )
+    marks = {
+        str(o): int(t)
+        for o, t in conn.execute(
+            f"SELECT origin, through FROM {_MARKS} ORDER BY origin FOR UPDATE"  # noqa: S608
+        ).fetchall()
+    }
+    # Read once every mark is held: the heads of the chains no writer is adding to now.
+    heads = {
+        str(o): int(h)
+        for o, h in conn.execute("SELECT origin, head_seq FROM tsuku.origins").fetchall()
+    }
+    if rebuild or any(t > heads.get(o, 0) for o, t in marks.items()):
+        for table in TABLES:
+            conn.execute(f"DELETE FROM tsuku.{table.name}")  # noqa: S608 (a constant)
+        conn.execute(f"UPDATE {_MARKS} SET through = 0")  # noqa: S608 (a constant)
+        marks = dict.fromkeys(marks, 0)
+    spans = [(o, marks.get(o, 0), h) for o, h in sorted(heads.items()) if marks.get(o, 0) != h]
+    if not spans:
+        return 0
+    ranges = _ranges(spans)
+    for table in TABLES:
+        n = len(table.keys)
+        rows = conn.execute(pg_fold_sql(table), ranges).fetchall()
+        _pg_upsert(conn, table, {tuple(r[:n]): r[n:] for r in rows})
+    conn.execute(
+        f"UPDATE {_MARKS} m SET through = r.hi FROM {_RANGES}"  # noqa: S608 (constants)
+        " WHERE m.origin = r.origin",
+        ranges,
+    )
+    return sum(hi - lo for _, lo, hi in spans)
+
+
+def pg_current(conn: Statements) -> bool:
+    """Do the rollups count every origin's chain to its head (in the caller's snapshot)?"""
+    behind = conn.execute(
+        f"SELECT count(*) FROM tsuku.origins o LEFT JOIN {_MARKS} m"  # noqa: S608
+        " ON m.origin = o.origin WHERE o.head_seq <> coalesce(m.through, 0)"
+    ).fetchone()
+    return int(behind[0]) == 0
+
+
+def pg_agree(conn: Statements) -> bool:
+    """``agree`` on a shared ledger: do the rollups hold what every origin's events up
+    to its mark add up to? One snapshot (REPEATABLE READ), a whole-ledger scan per table."""
+    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    try:
+        marks = conn.execute(f"SELECT origin, 0, through FROM {_MARKS}").fetchall()  # noqa: S608
+        ranges = _ranges([(str(o), 0, int(t)) for o, _, t in marks])
+        for table in TABLES:
+            n = len(table.keys)
+            rows = f"SELECT {', '.join((*table.keys, *_COLUMNS))} FROM tsuku.{table.name}"  # noqa: S608
+            have = {tuple(r[:n]): list(r[n:]) for r in conn.execute(rows)}
+            want = {tuple(r[:n]): list(r[n:]) for r in conn.execute(pg_fold_sql(table), ranges)}
+            if have != want:
+                return False
+        return True
+    finally:
+        conn.execute("COMMIT")
