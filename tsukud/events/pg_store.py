@@ -207,7 +207,7 @@ def _paramstyle(text: str) -> str:
     return text.replace("%", "%%").replace("?", "%s")
 
 
-class _Qmark:
+class Qmark:
     """The writer's connection as the ledger's SQL speaks to it (``?`` placeholders):
     what ``rollups``' statements are run through."""
 
@@ -382,7 +382,7 @@ class PgEventStore(EventStore):
             self.last_id, self.last_hash = found
             loss = self._hold_to_checkpoint(conn, accept)
             with conn.transaction():
-                folded = rollups.pg_catch_up(_Qmark(conn))
+                folded = rollups.pg_catch_up(Qmark(conn))
         except (psycopg.OperationalError, psycopg.InterfaceError) as e:
             conn.close()
             raise unreachable(e) from None
@@ -472,7 +472,7 @@ class PgEventStore(EventStore):
                         done = len(rows) - len(pending)
                         sums = rollups.add_up(counts[done:], [row[3] for row in pending])
                     after, through = pending[0][0] - 1, pending[-1][0]
-                    if not rollups.pg_add(_Qmark(conn), self.origin, after, through, sums):
+                    if not rollups.pg_add(Qmark(conn), self.origin, after, through, sums):
                         # They do not count this origin up to here: folded between
                         # batches instead (``_rebuild_rollups``), summaries raw meanwhile.
                         log.get().warning("ledger.rollups_behind", origin=self.origin)
@@ -530,7 +530,7 @@ class PgEventStore(EventStore):
             if self._writer is None or self._writer.closed or self._writer.broken:
                 self._writer = _connect(self.url)
             with self._writer.transaction():
-                folded = rollups.pg_catch_up(_Qmark(self._writer), rebuild=rebuild)
+                folded = rollups.pg_catch_up(Qmark(self._writer), rebuild=rebuild)
         except (psycopg.Error, LedgerUnavailable) as e:
             log.get().error("ledger.rollups_not_rebuilt", error=str(e))
         else:

@@ -422,9 +422,12 @@ def pg_catch_up(conn: Statements, *, rebuild: bool = False) -> int:
     batch holds its own mark, so its events are either counted by it (committed before
     the lock is had) or after it (its conditional UPDATE then sees the moved mark); and
     two daemons starting together fold each event once, the second finding nothing."""
+    # A mark of 0 for an origin no fold has seen yet (its events were written before the
+    # rollups were, or it has none), left alone where one exists.
     conn.execute(
-        f"INSERT INTO {_MARKS} (origin, through)"  # noqa: S608 (a constant)
-        " SELECT origin, 0 FROM tsuku.origins ORDER BY origin ON CONFLICT (origin) DO NOTHING"
+        f"INSERT INTO {_MARKS} (origin, through) SELECT o.origin, 0 FROM tsuku.origins o"  # noqa: S608
+        f" WHERE NOT EXISTS (SELECT 1 FROM {_MARKS} m WHERE m.origin = o.origin)"
+        " ORDER BY o.origin ON CONFLICT (origin) DO NOTHING"
     )
     marks = {
         str(o): int(t)
