@@ -350,17 +350,33 @@ def _pg_conflict(table: Table) -> str:
     return ", ".join(parts)
 
 
-def pg_upsert_sql(table: Table) -> str:
+def pg_upsert_sql(table: Table, only_if: str = "") -> str:
     """Add rows (bound as one array per column) to ``table``: one statement, safe under
-    concurrent writers (a key another transaction is adding waits for it, then adds)."""
+    concurrent writers (a key another transaction is adding waits for it, then adds).
+    ``only_if``: a condition the rows are added under (``pg_add``'s moved mark)."""
     cols = (*table.keys, *_COLUMNS)
     arrays = ", ".join(["?::text[]"] * len(table.keys) + ["?::bigint[]"] * len(_COLUMNS))
     sets = ", ".join(f"{c} = r.{c} + EXCLUDED.{c}" for c in _COLUMNS)
+    where = f" WHERE {only_if}" if only_if else ""
     return (
         f"INSERT INTO tsuku.{table.name} AS r ({', '.join(cols)})"  # noqa: S608 (constants)
-        f" SELECT * FROM unnest({arrays})"
+        f" SELECT * FROM unnest({arrays}) AS u{where}"
         f" ON CONFLICT ({_pg_conflict(table)}) DO UPDATE SET {sets}"
     )
+
+
+# A batch's sums, added only if its origin's mark moves from the batch's predecessor:
+# one statement, one round trip. ``moved`` is read before any row is added (the
+# condition is evaluated once, first), so the mark is locked before any rollup row.
+PG_ADD = (
+    f"WITH moved AS (UPDATE {_MARKS} SET through = ?"  # noqa: S608 (constants)
+    " WHERE origin = ? AND through = ? RETURNING origin), "
+    + ", ".join(
+        f"add_{t.name} AS ({pg_upsert_sql(t, 'EXISTS (SELECT 1 FROM moved)')})"  # noqa: S608
+        for t in TABLES
+    )
+    + " SELECT count(*) FROM moved"
+)
 
 
 def pg_fold_sql(table: Table) -> str:
@@ -385,29 +401,27 @@ def _in_lock_order(sums: Mapping[Any, Iterable[int]]) -> list[tuple[Any, list[in
     )
 
 
-def _pg_upsert(conn: Statements, table: Table, sums: Mapping[Any, Iterable[int]]) -> None:
+def _columns(table: Table, sums: Mapping[Any, Iterable[int]]) -> list[list[Any]]:
+    """``sums`` as ``pg_upsert_sql`` binds them: one list per column, rows in lock order."""
     rows = _in_lock_order(sums)
-    if not rows:
-        return
-    keys = [list(col) for col in zip(*(k for k, _ in rows), strict=True)]
-    values = [list(col) for col in zip(*(v for _, v in rows), strict=True)]
-    conn.execute(pg_upsert_sql(table), [*keys, *values])
+    width = len(table.keys) + len(_COLUMNS)
+    return [[(*k, *v)[i] for k, v in rows] for i in range(width)]
+
+
+def _pg_upsert(conn: Statements, table: Table, sums: Mapping[Any, Iterable[int]]) -> None:
+    if sums:
+        conn.execute(pg_upsert_sql(table), _columns(table, sums))
 
 
 def pg_add(conn: Statements, origin: str, after: int, through: int, batch: Batch) -> bool:
     """Add ``batch`` (``origin``'s events ``after`` < seq <= ``through``) inside the
     writer's transaction, if the rollups count that origin up to ``after``: its mark is
-    moved by one conditional UPDATE, which locks it (before any rollup row) until the
-    commit. False, and nothing added, when they do not (a catch-up is due)."""
-    moved = conn.execute(
-        f"UPDATE {_MARKS} SET through = ? WHERE origin = ? AND through = ?",  # noqa: S608
-        (through, origin, after),
-    )
-    if moved.rowcount != 1:
-        return False
-    for table in TABLES:
-        _pg_upsert(conn, table, batch.of(table))
-    return True
+    moved by a conditional UPDATE, which locks it (before any rollup row) until the
+    commit, in the statement that adds the sums (``PG_ADD``). False, and nothing added,
+    when they do not (a catch-up is due)."""
+    columns = [c for table in TABLES for c in _columns(table, batch.of(table))]
+    moved = conn.execute(PG_ADD, [through, origin, after, *columns]).fetchone()
+    return int(moved[0]) == 1
 
 
 def _ranges(spans: Sequence[tuple[str, int, int]]) -> list[list[Any]]:

@@ -1,7 +1,7 @@
 """``events summary`` on both backends: the same events give the same groups, totals and
-key order on SQLite (rollups, or the events) and on a shared PostgreSQL ledger (one
-aggregate statement), for every grouping; a shared ledger's summary is the team's, and
-``origin`` narrows it to one daemon's."""
+key order on SQLite and on a shared PostgreSQL ledger, each from its rollups where the
+filter allows (``source`` says so) and from the events where not, for every grouping; a
+shared ledger's summary is the team's, and ``origin`` narrows it to one daemon's."""
 
 from __future__ import annotations
 
