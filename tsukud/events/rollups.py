@@ -50,15 +50,13 @@ class Table:
     """One rollup table: its key columns, the SQL over ``events`` for each, and the
     ``meta`` key recording the last event id it counts. Each table has its own record,
     so a ledger from a version that had only ``rollups`` gets ``session_rollups`` folded
-    at its next start without refolding the other. ``pg_keys``: the keys over a shared
-    ledger's row (its payload parsed once as ``j``, ``queries.PG_SUMS``'s reading);
-    ``nullable``: the keys that may be NULL (the unique index's care, ``pg_conflict``)."""
+    at its next start without refolding the other. ``nullable``: the keys that may be
+    NULL (a shared ledger's unique index's care, ``_pg_conflict``)."""
 
     name: str
     keys: tuple[str, ...]
     over_events: tuple[str, ...]  # the same keys as SQL over one ``events`` row
     through: str
-    pg_keys: tuple[str, ...] = ()
     nullable: frozenset[str] = frozenset()
 
     @property
@@ -93,12 +91,6 @@ HOURLY = Table(
     ("hour", "type", "provider", "model"),
     ("substr(ts, 1, 13)", "type", queries.PROVIDER, queries.MODEL),
     THROUGH,
-    (
-        "substr(ts, 1, 13)",
-        "type",
-        queries.PG_GROUP_KEYS["provider"],
-        queries.PG_GROUP_KEYS["model"],
-    ),
     frozenset({"provider", "model"}),
 )
 # Per session and hour: ``events summary --by session`` (and a session filter) without
@@ -108,7 +100,6 @@ SESSIONS = Table(
     ("session", "hour"),
     ("session", "substr(ts, 1, 13)"),
     SESSION_THROUGH,
-    ("session", "substr(ts, 1, 13)"),
     frozenset({"session"}),
 )
 TABLES = (HOURLY, SESSIONS)
@@ -350,19 +341,24 @@ def _pg_conflict(table: Table) -> str:
     return ", ".join(parts)
 
 
-def pg_upsert_sql(table: Table, only_if: str = "") -> str:
-    """Add rows (bound as one array per column) to ``table``: one statement, safe under
-    concurrent writers (a key another transaction is adding waits for it, then adds).
-    ``only_if``: a condition the rows are added under (``pg_add``'s moved mark)."""
+def _pg_into(table: Table, rows: str) -> str:
+    """Add ``rows`` (a SELECT of ``table``'s keys and sums, in order) to ``table``: safe
+    under concurrent writers (a key another transaction is adding waits for it, then
+    adds to it)."""
     cols = (*table.keys, *_COLUMNS)
-    arrays = ", ".join(["?::text[]"] * len(table.keys) + ["?::bigint[]"] * len(_COLUMNS))
     sets = ", ".join(f"{c} = r.{c} + EXCLUDED.{c}" for c in _COLUMNS)
-    where = f" WHERE {only_if}" if only_if else ""
     return (
-        f"INSERT INTO tsuku.{table.name} AS r ({', '.join(cols)})"  # noqa: S608 (constants)
-        f" SELECT * FROM unnest({arrays}) AS u{where}"
+        f"INSERT INTO tsuku.{table.name} AS r ({', '.join(cols)}) {rows}"
         f" ON CONFLICT ({_pg_conflict(table)}) DO UPDATE SET {sets}"
     )
+
+
+def pg_upsert_sql(table: Table, only_if: str = "") -> str:
+    """Add rows bound as one array per column (``_columns``) to ``table``, under the
+    condition ``only_if`` (``pg_add``'s moved mark)."""
+    arrays = ", ".join(["?::text[]"] * len(table.keys) + ["?::bigint[]"] * len(_COLUMNS))
+    where = f" WHERE {only_if}" if only_if else ""
+    return _pg_into(table, f"SELECT * FROM unnest({arrays}) AS u{where}")  # noqa: S608
 
 
 # A batch's sums, added only if its origin's mark moves from the batch's predecessor:
@@ -379,17 +375,49 @@ PG_ADD = (
 )
 
 
-def pg_fold_sql(table: Table) -> str:
-    """``table``'s sums over the events of the ranges bound (``_RANGES``), grouped by its
-    keys: the catch-up's fold and what ``pg_agree`` holds the table to."""
-    keys = ", ".join(f"{e} AS k{i}" for i, e in enumerate(table.pg_keys))
-    group = ", ".join(f"k{i}" for i in range(len(table.keys)))
-    return (
-        f"SELECT {keys}, {', '.join(queries.PG_SUMS)} FROM"  # noqa: S608 (constants)
-        " (SELECT e.type, e.ts, e.session, e.payload::jsonb AS j FROM tsuku.events e"
-        f" JOIN {_RANGES} ON e.origin = r.origin AND e.seq > r.lo AND e.seq <= r.hi) AS e"
-        f" GROUP BY {group}"
-    )
+# Both tables' sums over the events of the ranges bound (``_RANGES``), in one scan (each
+# payload parsed once, as ``j``): the catch-up's fold and what ``pg_agree`` holds the
+# tables to. A row is ``rollups``' when ``GROUPING(session)`` is 1 (its set has no
+# session), ``session_rollups``' otherwise; the keys are ``queries``' shared reading.
+PG_FOLD = (
+    "SELECT hour, type, provider, model, session, GROUPING(session) AS hourly,"  # noqa: S608
+    f" {', '.join(queries.PG_SUMS)} FROM"
+    f" (SELECT substr(e.ts, 1, 13) AS hour, e.type, {queries.PG_GROUP_KEYS['provider']}"
+    f" AS provider, {queries.PG_GROUP_KEYS['model']} AS model, e.session, j FROM"
+    " (SELECT e.type, e.ts, e.session, e.payload::jsonb AS j FROM tsuku.events e"
+    f" JOIN {_RANGES} ON e.origin = r.origin AND e.seq > r.lo AND e.seq <= r.hi) AS e) AS e"
+    " GROUP BY GROUPING SETS ((hour, type, provider, model), (session, hour))"
+)
+
+
+# The catch-up: ``PG_FOLD`` added to both tables in the database, one statement. Its rows
+# need no order: a catch-up holds every mark, so no writer is adding to any row.
+_FOLDED = ("hour", "type", "provider", "model", "session", "hourly", *_COLUMNS)
+
+
+def _add_folded(table: Table) -> str:
+    """``table``'s rows of ``f`` (``PG_FOLD``'s answer) added to it."""
+    cols = ", ".join((*table.keys, *_COLUMNS))
+    rows = f"SELECT {cols} FROM f WHERE hourly = {int(table is HOURLY)}"  # noqa: S608
+    return f"add_{table.name} AS ({_pg_into(table, rows)})"
+
+
+PG_CATCH_UP = (
+    f"WITH f ({', '.join(_FOLDED)}) AS MATERIALIZED ({PG_FOLD}), "
+    + ", ".join(_add_folded(t) for t in TABLES)
+    + " SELECT 1"
+)
+
+
+def _pg_fold(conn: Statements, ranges: list[list[Any]]) -> Batch:
+    """``PG_FOLD``'s rows as the tables' keys and sums."""
+    folded = Batch({}, {})
+    for hour, type_, provider, model, session, hourly, *sums in conn.execute(PG_FOLD, ranges):
+        if hourly:
+            folded.hourly[hour, type_, provider, model] = sums
+        else:
+            folded.sessions[session, hour] = sums
+    return folded
 
 
 def _in_lock_order(sums: Mapping[Any, Iterable[int]]) -> list[tuple[Any, list[int]]]:
@@ -406,11 +434,6 @@ def _columns(table: Table, sums: Mapping[Any, Iterable[int]]) -> list[list[Any]]
     rows = _in_lock_order(sums)
     width = len(table.keys) + len(_COLUMNS)
     return [[(*k, *v)[i] for k, v in rows] for i in range(width)]
-
-
-def _pg_upsert(conn: Statements, table: Table, sums: Mapping[Any, Iterable[int]]) -> None:
-    if sums:
-        conn.execute(pg_upsert_sql(table), _columns(table, sums))
 
 
 def pg_add(conn: Statements, origin: str, after: int, through: int, batch: Batch) -> bool:
@@ -463,10 +486,7 @@ def pg_catch_up(conn: Statements, *, rebuild: bool = False) -> int:
     if not spans:
         return 0
     ranges = _ranges(spans)
-    for table in TABLES:
-        n = len(table.keys)
-        rows = conn.execute(pg_fold_sql(table), ranges).fetchall()
-        _pg_upsert(conn, table, {tuple(r[:n]): r[n:] for r in rows})
+    conn.execute(PG_CATCH_UP, ranges)
     conn.execute(
         f"UPDATE {_MARKS} m SET through = r.hi FROM {_RANGES}"  # noqa: S608 (constants)
         " WHERE m.origin = r.origin",
@@ -489,14 +509,13 @@ def pg_agree(conn: Statements) -> bool:
     to its mark add up to? One snapshot (REPEATABLE READ), a whole-ledger scan per table."""
     conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
     try:
-        marks = conn.execute(f"SELECT origin, 0, through FROM {_MARKS}").fetchall()  # noqa: S608
-        ranges = _ranges([(str(o), 0, int(t)) for o, _, t in marks])
+        marks = conn.execute(f"SELECT origin, through FROM {_MARKS}").fetchall()  # noqa: S608
+        want = _pg_fold(conn, _ranges([(str(o), 0, int(t)) for o, t in marks]))
         for table in TABLES:
             n = len(table.keys)
             rows = f"SELECT {', '.join((*table.keys, *_COLUMNS))} FROM tsuku.{table.name}"  # noqa: S608
             have = {tuple(r[:n]): list(r[n:]) for r in conn.execute(rows)}
-            want = {tuple(r[:n]): list(r[n:]) for r in conn.execute(pg_fold_sql(table), ranges)}
-            if have != want:
+            if have != want.of(table):
                 return False
         return True
     finally:
