@@ -193,3 +193,22 @@ def collations(conn: Any) -> list[tuple[str]]:
 
 def types(chunks: Any) -> list[str]:
     return [row[2] for rows in chunks for row in rows]
+
+
+def test_replayed_turns_are_said_apart_on_both_backends(
+    backend: StoreFactory, tmp_path: Path
+) -> None:
+    """What replayed turns cost when recorded is read from the turns that carry it (on
+    PostgreSQL only those payloads are parsed), never from a client's note claiming it."""
+    clock = FixedClock(DAY0)
+    store = backend(tmp_path / "home", clock)
+    replayed = {"provider": "claude", "cost_usd": 0.0, "replayed": True, "replayed_cost_usd": 0.25}
+    ledger = [
+        (0, "llm.turn", replayed, None),
+        (1, "llm.turn", {"provider": "claude", "cost_usd": 0.5}, None),
+        (2, "client.note", {"replayed_cost_usd": 9}, None),
+    ]
+    write(store, clock, ledger)
+    got = answer(store, EventFilter(), "provider")
+    assert got["replayed_usd"] == 0.25 and got["totals"]["cost_usd"] == 0.5
+    assert got["source"] == "rollups"
