@@ -41,6 +41,54 @@ CREATE INDEX IF NOT EXISTS events_origin_type_ts ON tsuku.events (origin, type, 
 CREATE INDEX IF NOT EXISTS events_type_ts ON tsuku.events (type, ts);
 CREATE INDEX IF NOT EXISTS events_session ON tsuku.events (session) WHERE session IS NOT NULL;
 
+-- Summary rollups (tsukud/events/rollups.py): the SQLite ledger's `rollups` and
+-- `session_rollups` (schema/events.sql), one pair for every origin (a team's summary is
+-- over everyone's events). Each batch adds its sums here in the transaction that writes
+-- its events, with INSERT ... ON CONFLICT DO UPDATE (col = col + EXCLUDED.col), so
+-- daemons writing at once add up rather than collide. A NULL key matches itself: the
+-- unique indexes key on coalesce(k, '') and (k IS NULL) (NULLS NOT DISTINCT would need
+-- PostgreSQL 15), and rollups.Table.pg_conflict names the same expressions. Derived
+-- data, updated in place: held to the events by `events verify`, rebuilt when off.
+CREATE TABLE IF NOT EXISTS tsuku.rollups (
+    hour            text COLLATE "C" NOT NULL,  -- substr(ts, 1, 13): 'YYYY-MM-DDTHH'
+    type            text COLLATE "C" NOT NULL,
+    provider        text,                       -- a daemon event's payload.provider
+    model           text,                       -- a daemon event's payload.model
+    events          bigint NOT NULL,
+    llm_turns       bigint NOT NULL,
+    input_tokens    bigint NOT NULL,
+    output_tokens   bigint NOT NULL,
+    cost_nano       bigint NOT NULL,            -- nano-dollars
+    estimated_nano  bigint NOT NULL,            -- the part of cost_nano that is estimated
+    cost_unknown    bigint NOT NULL             -- calls with no known price
+);
+CREATE UNIQUE INDEX IF NOT EXISTS rollups_key ON tsuku.rollups
+    (hour, type, coalesce(provider, ''), (provider IS NULL), coalesce(model, ''), (model IS NULL));
+
+CREATE TABLE IF NOT EXISTS tsuku.session_rollups (
+    session         text,                       -- NULL: events outside any session
+    hour            text COLLATE "C" NOT NULL,
+    events          bigint NOT NULL,
+    llm_turns       bigint NOT NULL,
+    input_tokens    bigint NOT NULL,
+    output_tokens   bigint NOT NULL,
+    cost_nano       bigint NOT NULL,
+    estimated_nano  bigint NOT NULL,
+    cost_unknown    bigint NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS session_rollups_key ON tsuku.session_rollups
+    (coalesce(session, ''), (session IS NULL), hour);
+
+-- Which events of each origin both tables count: every seq up to `through`, moved in
+-- the same transaction as the sums. A writer moves its own mark only from the seq it
+-- last counted (one conditional UPDATE, which also locks the row for its transaction);
+-- a catch-up or rebuild (rollups.pg_catch_up) locks every mark first, so it never
+-- folds what a writer is adding, and two daemons starting together fold it once.
+CREATE TABLE IF NOT EXISTS tsuku.rollup_marks (
+    origin  text   PRIMARY KEY REFERENCES tsuku.origins (origin),
+    through bigint NOT NULL
+);
+
 -- Append-only: tsuku never updates or deletes an event (the chains detect it if someone
 -- with the rights does).
 CREATE OR REPLACE FUNCTION tsuku.append_only() RETURNS trigger LANGUAGE plpgsql AS $$

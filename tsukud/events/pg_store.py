@@ -57,7 +57,8 @@ SCHEMA_FILES: tuple[Path, ...] = (
     _HERE / "roles_pg.sql",
 )
 # 2: origins belong to a role, row-level security on events and origins (roles_pg.sql).
-SCHEMA_VERSION = 2
+# 3: summary rollups and each origin's mark of what they count (events_pg.sql).
+SCHEMA_VERSION = 3
 # Held while the schema is created or migrated: daemons starting together take turns.
 _MIGRATE_LOCK = 0x7473756B  # "tsuk"
 _ORIGIN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -206,6 +207,17 @@ def _paramstyle(text: str) -> str:
     return text.replace("%", "%%").replace("?", "%s")
 
 
+class Qmark:
+    """The writer's connection as the ledger's SQL speaks to it (``?`` placeholders):
+    what ``rollups``' statements are run through."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._conn = conn
+
+    def execute(self, text: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
+        return self._conn.execute(_paramstyle(text), tuple(params))
+
+
 class PgReadConnection:
     """A read connection presenting the part of ``sqlite3.Connection`` the ledger's read
     functions use (``execute`` with ``?`` placeholders, rows as tuples, ``interrupt``),
@@ -258,6 +270,11 @@ class PgReadConnection:
             self.broken = True
             raise
 
+    @property
+    def in_transaction(self) -> bool:
+        """Inside a transaction a read began (``BEGIN``: one snapshot for its reads)."""
+        return self._conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
     def interrupt(self) -> None:
         with contextlib.suppress(psycopg.Error):
             self._conn.cancel_safe(timeout=2)
@@ -303,7 +320,8 @@ class PgEventStore(EventStore):
         self.origin = ""
         self._writer: psycopg.Connection[Any] | None = None
         self._row_security = False  # bound by roles_pg.sql's policies: INSERT, not COPY
-        self._rollups_current = False  # summaries are not built on PostgreSQL yet
+        # Verify found the rollups off (not merely behind): the writer rebuilds them.
+        self._rollups_disagree = False
         self.readers = ReadPool(
             cast(Callable[[], sqlite3.Connection], self._open_reader),
             readers,
@@ -363,6 +381,8 @@ class PgEventStore(EventStore):
                 )
             self.last_id, self.last_hash = found
             loss = self._hold_to_checkpoint(conn, accept)
+            with conn.transaction():
+                folded = rollups.pg_catch_up(Qmark(conn))
         except (psycopg.OperationalError, psycopg.InterfaceError) as e:
             conn.close()
             raise unreachable(e) from None
@@ -384,6 +404,8 @@ class PgEventStore(EventStore):
         log.get().info(
             "ledger.shared_opened", origin=self.origin, last_id=self.last_id, db=self.location
         )
+        if folded:
+            log.get().info("ledger.rollups_caught_up", events=folded, last_id=self.last_id)
         if loss is not None:
             self._adopt(loss, 0)
 
@@ -425,8 +447,10 @@ class PgEventStore(EventStore):
 
     def _write(self, rows: list[Row], counts: list[rollups.Counted]) -> str | None:
         """Commit ``rows`` whole under this origin's head (locked for the transaction),
-        then move the checkpoint. Rows a lost answer already committed are not written
-        again."""
+        with the summary rollups they add up to, then move the checkpoint. Rows a lost
+        answer already committed (with their sums) are not written again."""
+        # Added up before the transaction: the head is held for database work only.
+        sums = rollups.add_up(counts, [row[3] for row in rows])
         try:
             if self._writer is None or self._writer.closed or self._writer.broken:
                 self._writer = _connect(self.url)
@@ -444,6 +468,15 @@ class PgEventStore(EventStore):
                         with conn.cursor().copy(_COPY) as copy:
                             for r in pending:
                                 copy.write_row((self.origin, *r))
+                    if len(pending) < len(rows):  # the rest were counted with their commit
+                        done = len(rows) - len(pending)
+                        sums = rollups.add_up(counts[done:], [row[3] for row in pending])
+                    after, through = pending[0][0] - 1, pending[-1][0]
+                    if not rollups.pg_add(Qmark(conn), self.origin, after, through, sums):
+                        # They do not count this origin up to here: folded between
+                        # batches instead (``_rebuild_rollups``), summaries raw meanwhile.
+                        log.get().warning("ledger.rollups_behind", origin=self.origin)
+                        self.rollups_stale = True
                     conn.execute(
                         "UPDATE tsuku.origins SET head_seq = %s, head_hash = %s WHERE origin = %s",
                         (rows[-1][0], rows[-1][5], self.origin),
@@ -488,7 +521,24 @@ class PgEventStore(EventStore):
         raise integrity.damaged(damage, db=self._label, checkpoint=self.checkpoint_path)
 
     def _rebuild_rollups(self) -> None:
-        self.rollups_stale = False  # no rollups on PostgreSQL yet
+        """Fold what the rollups lag behind, every origin's (a batch found this one's
+        behind), or rebuild them from the events (verify found them off), between
+        batches on the writer's connection. A failure leaves them as they were, logged:
+        summaries read the events until they count every origin again."""
+        rebuild, self._rollups_disagree = self._rollups_disagree, False
+        try:
+            if self._writer is None or self._writer.closed or self._writer.broken:
+                self._writer = _connect(self.url)
+            with self._writer.transaction():
+                folded = rollups.pg_catch_up(Qmark(self._writer), rebuild=rebuild)
+        except (psycopg.Error, LedgerUnavailable) as e:
+            log.get().error("ledger.rollups_not_rebuilt", error=str(e))
+        else:
+            if rebuild:
+                log.get().warning("ledger.rollups_rebuilt", events=folded)
+            else:
+                log.get().info("ledger.rollups_caught_up", events=folded, last_id=self.durable_id)
+        self.rollups_stale = False
 
     # ---- reading ---------------------------------------------------------------------
 
@@ -501,16 +551,22 @@ class PgEventStore(EventStore):
 
     async def verify(self, head: str | None = None) -> VerifyReport:
         """This origin's chain, held to this writer's last commit, the checkpoint and
-        ``head``; ``ledger_corrupt`` saying what is wrong."""
+        ``head``; ``ledger_corrupt`` saying what is wrong. The team's summary rollups are
+        held to a fold of every origin's events up to its mark (one snapshot): rollups
+        that do not add up are rebuilt by the writer (``rollups_stale`` until then)."""
         anchors = [Anchor(self.durable_id, self.durable_hash, "the daemon's last commit")]
 
-        def work(conn: sqlite3.Connection) -> VerifyReport:
+        def work(conn: sqlite3.Connection) -> tuple[VerifyReport, bool]:
             checkpoint = integrity.read_checkpoint(self.checkpoint_path)
             if checkpoint is not None:
                 anchors.append(checkpoint)
-            return verify_chain(conn, anchors, head)
+            report = verify_chain(conn, anchors, head)
+            return report, report.damage is not None or rollups.pg_agree(conn)
 
-        report = await self.read(work, heavy=True)
+        report, agree = await self.read(work, heavy=True)
+        if not agree:
+            self._rollups_disagree = True
+            self._rollups_off()
         if report.damage is not None:
             raise integrity.damaged(
                 report.damage,

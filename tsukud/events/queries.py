@@ -289,10 +289,12 @@ def replayed_sql(f: EventFilter, *, shared: bool = False) -> tuple[str, list[Any
     w, params = where(f, shared=shared)
     turns = f"{w} {'AND' if w else 'WHERE'} type = 'llm.turn'"
     if shared:
+        # Parsed only where the key's text is: most turns were not replayed, and parsing
+        # every turn's payload would make a summary the rollups answer read them all.
         cost = "(payload::jsonb ->> 'replayed_cost_usd')::numeric"
         return (
             f"SELECT coalesce(sum(round({cost} * 1000000000)), 0)::bigint"  # noqa: S608
-            f" FROM tsuku.events{turns}",
+            f" FROM tsuku.events{turns} AND strpos(payload, '\"replayed_cost_usd\"') > 0",
             params,
         )
     cost = "json_extract(payload, '$.replayed_cost_usd')"

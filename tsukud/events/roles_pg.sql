@@ -75,3 +75,21 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- A migration that added tables (summary rollups, schema version 3) grants them to every
+-- role already granted a daemon's rights (it may insert events): its daemon, restarted
+-- on the new version, would otherwise be refused at start until the owner called
+-- grant_daemon again. Run by every migration; a role granted once is granted again.
+DO $$
+DECLARE
+    r name;
+BEGIN
+    FOR r IN SELECT DISTINCT a.grantee::regrole::name
+               FROM pg_class c, aclexplode(c.relacl) AS a
+              WHERE c.oid = 'tsuku.events'::regclass AND a.privilege_type = 'INSERT'
+                AND a.grantee <> 0 AND a.grantee <> c.relowner
+    LOOP
+        PERFORM tsuku.grant_daemon(r);
+    END LOOP;
+END
+$$;

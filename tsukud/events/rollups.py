@@ -28,7 +28,7 @@ import math
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from tsukud.events import catalogue, queries
 
@@ -50,12 +50,14 @@ class Table:
     """One rollup table: its key columns, the SQL over ``events`` for each, and the
     ``meta`` key recording the last event id it counts. Each table has its own record,
     so a ledger from a version that had only ``rollups`` gets ``session_rollups`` folded
-    at its next start without refolding the other."""
+    at its next start without refolding the other. ``nullable``: the keys that may be
+    NULL (a shared ledger's unique index's care, ``_pg_conflict``)."""
 
     name: str
     keys: tuple[str, ...]
     over_events: tuple[str, ...]  # the same keys as SQL over one ``events`` row
     through: str
+    nullable: frozenset[str] = frozenset()
 
     @property
     def update_sql(self) -> str:
@@ -89,11 +91,16 @@ HOURLY = Table(
     ("hour", "type", "provider", "model"),
     ("substr(ts, 1, 13)", "type", queries.PROVIDER, queries.MODEL),
     THROUGH,
+    frozenset({"provider", "model"}),
 )
 # Per session and hour: ``events summary --by session`` (and a session filter) without
 # reading the events. Hours too, so a since/until on an hour boundary is answered alike.
 SESSIONS = Table(
-    "session_rollups", ("session", "hour"), ("session", "substr(ts, 1, 13)"), SESSION_THROUGH
+    "session_rollups",
+    ("session", "hour"),
+    ("session", "substr(ts, 1, 13)"),
+    SESSION_THROUGH,
+    frozenset({"session"}),
 )
 TABLES = (HOURLY, SESSIONS)
 
@@ -312,3 +319,212 @@ def agree(conn: sqlite3.Connection) -> bool:
     finally:
         if conn.in_transaction:
             conn.execute("COMMIT")
+
+
+# ---- a shared ledger (PostgreSQL) --------------------------------------------------------
+# The same tables in schema ``tsuku`` (events_pg.sql), one pair for every origin, folded
+# with the same ``add_up`` and the same sums (``queries.PG_SUMS``, the shared ledger's
+# reading of ``SUMS``); only the SQL's dialect differs. What they count is a mark per
+# origin (``rollup_marks.through``, a seq of its chain) rather than one id. The
+# statements take ``?`` placeholders, as every read of the ledger does (``pg_store``
+# turns them into psycopg's on the connections it hands in).
+
+
+class Statements(Protocol):
+    """A connection's ``execute`` (``?`` placeholders): a read connection of
+    ``pg_store``, or its writer's, presented so."""
+
+    def execute(self, sql: str, params: Sequence[Any] = (), /) -> Any: ...
+
+
+_MARKS = "tsuku.rollup_marks"
+# Every origin's range of seqs to fold, bound as three arrays: (origin, after, through].
+_RANGES = "unnest(?::text[], ?::bigint[], ?::bigint[]) AS r(origin, lo, hi)"
+
+
+def _pg_conflict(table: Table) -> str:
+    """The unique index's expressions (events_pg.sql), which ON CONFLICT must name: a
+    NULL key is ``coalesce(k, '')`` with ``k IS NULL``, so it matches itself and not ''."""
+    parts = [f"coalesce({k}, ''), ({k} IS NULL)" if k in table.nullable else k for k in table.keys]
+    return ", ".join(parts)
+
+
+def _pg_into(table: Table, rows: str) -> str:
+    """Add ``rows`` (a SELECT of ``table``'s keys and sums, in order) to ``table``: safe
+    under concurrent writers (a key another transaction is adding waits for it, then
+    adds to it)."""
+    cols = (*table.keys, *_COLUMNS)
+    sets = ", ".join(f"{c} = r.{c} + EXCLUDED.{c}" for c in _COLUMNS)
+    return (
+        f"INSERT INTO tsuku.{table.name} AS r ({', '.join(cols)}) {rows}"
+        f" ON CONFLICT ({_pg_conflict(table)}) DO UPDATE SET {sets}"
+    )
+
+
+def pg_upsert_sql(table: Table, only_if: str = "") -> str:
+    """Add rows bound as one array per column (``_columns``) to ``table``, under the
+    condition ``only_if`` (``pg_add``'s moved mark)."""
+    arrays = ", ".join(["?::text[]"] * len(table.keys) + ["?::bigint[]"] * len(_COLUMNS))
+    where = f" WHERE {only_if}" if only_if else ""
+    return _pg_into(table, f"SELECT * FROM unnest({arrays}) AS u{where}")  # noqa: S608
+
+
+# A batch's sums, added only if its origin's mark moves from the batch's predecessor:
+# one statement, one round trip. ``moved`` is read before any row is added (the
+# condition is evaluated once, first), so the mark is locked before any rollup row.
+PG_ADD = (
+    f"WITH moved AS (UPDATE {_MARKS} SET through = ?"  # noqa: S608 (constants)
+    " WHERE origin = ? AND through = ? RETURNING origin), "
+    + ", ".join(
+        f"add_{t.name} AS ({pg_upsert_sql(t, 'EXISTS (SELECT 1 FROM moved)')})"  # noqa: S608
+        for t in TABLES
+    )
+    + " SELECT count(*) FROM moved"
+)
+
+
+# Both tables' sums over the events of the ranges bound (``_RANGES``), in one scan (each
+# payload parsed once, as ``j``): the catch-up's fold and what ``pg_agree`` holds the
+# tables to. A row is ``rollups``' when ``GROUPING(session)`` is 1 (its set has no
+# session), ``session_rollups``' otherwise; the keys are ``queries``' shared reading.
+PG_FOLD = (
+    "SELECT hour, type, provider, model, session, GROUPING(session) AS hourly,"  # noqa: S608
+    f" {', '.join(queries.PG_SUMS)} FROM"
+    f" (SELECT substr(e.ts, 1, 13) AS hour, e.type, {queries.PG_GROUP_KEYS['provider']}"
+    f" AS provider, {queries.PG_GROUP_KEYS['model']} AS model, e.session, j FROM"
+    " (SELECT e.type, e.ts, e.session, e.payload::jsonb AS j FROM tsuku.events e"
+    f" JOIN {_RANGES} ON e.origin = r.origin AND e.seq > r.lo AND e.seq <= r.hi) AS e) AS e"
+    " GROUP BY GROUPING SETS ((hour, type, provider, model), (session, hour))"
+)
+
+
+# The catch-up: ``PG_FOLD`` added to both tables in the database, one statement. Its rows
+# need no order: a catch-up holds every mark, so no writer is adding to any row.
+_FOLDED = ("hour", "type", "provider", "model", "session", "hourly", *_COLUMNS)
+
+
+def _add_folded(table: Table) -> str:
+    """``table``'s rows of ``f`` (``PG_FOLD``'s answer) added to it."""
+    cols = ", ".join((*table.keys, *_COLUMNS))
+    rows = f"SELECT {cols} FROM f WHERE hourly = {int(table is HOURLY)}"  # noqa: S608
+    return f"add_{table.name} AS ({_pg_into(table, rows)})"
+
+
+PG_CATCH_UP = (
+    f"WITH f ({', '.join(_FOLDED)}) AS MATERIALIZED ({PG_FOLD}), "
+    + ", ".join(_add_folded(t) for t in TABLES)
+    + " SELECT 1"
+)
+
+
+def _pg_fold(conn: Statements, ranges: list[list[Any]]) -> Batch:
+    """``PG_FOLD``'s rows as the tables' keys and sums."""
+    folded = Batch({}, {})
+    for hour, type_, provider, model, session, hourly, *sums in conn.execute(PG_FOLD, ranges):
+        if hourly:
+            folded.hourly[hour, type_, provider, model] = sums
+        else:
+            folded.sessions[session, hour] = sums
+    return folded
+
+
+def _in_lock_order(sums: Mapping[Any, Iterable[int]]) -> list[tuple[Any, list[int]]]:
+    """The rows of a batch in one order every writer uses (NULL before text), so two
+    transactions adding to the same keys lock them in the same order: no deadlock."""
+    return sorted(
+        ((key, list(values)) for key, values in sums.items()),
+        key=lambda kv: tuple((v is not None, v or "") for v in kv[0]),
+    )
+
+
+def _columns(table: Table, sums: Mapping[Any, Iterable[int]]) -> list[list[Any]]:
+    """``sums`` as ``pg_upsert_sql`` binds them: one list per column, rows in lock order."""
+    rows = _in_lock_order(sums)
+    width = len(table.keys) + len(_COLUMNS)
+    return [[(*k, *v)[i] for k, v in rows] for i in range(width)]
+
+
+def pg_add(conn: Statements, origin: str, after: int, through: int, batch: Batch) -> bool:
+    """Add ``batch`` (``origin``'s events ``after`` < seq <= ``through``) inside the
+    writer's transaction, if the rollups count that origin up to ``after``: its mark is
+    moved by a conditional UPDATE, which locks it (before any rollup row) until the
+    commit, in the statement that adds the sums (``PG_ADD``). False, and nothing added,
+    when they do not (a catch-up is due)."""
+    columns = [c for table in TABLES for c in _columns(table, batch.of(table))]
+    moved = conn.execute(PG_ADD, [through, origin, after, *columns]).fetchone()
+    return int(moved[0]) == 1
+
+
+def _ranges(spans: Sequence[tuple[str, int, int]]) -> list[list[Any]]:
+    return [[s[0] for s in spans], [s[1] for s in spans], [s[2] for s in spans]]
+
+
+def pg_catch_up(conn: Statements, *, rebuild: bool = False) -> int:
+    """Bring the rollups to every origin's head, folding per origin only what its mark
+    does not count, from scratch if ``rebuild`` (or when a mark claims more than its
+    chain holds: a loss accepted); returns how many events were folded. Inside the
+    caller's transaction. Every mark is locked first, in one order: a writer adding a
+    batch holds its own mark, so its events are either counted by it (committed before
+    the lock is had) or after it (its conditional UPDATE then sees the moved mark); and
+    two daemons starting together fold each event once, the second finding nothing."""
+    # A mark of 0 for an origin no fold has seen yet (its events were written before the
+    # rollups were, or it has none), left alone where one exists.
+    conn.execute(
+        f"INSERT INTO {_MARKS} (origin, through) SELECT o.origin, 0 FROM tsuku.origins o"  # noqa: S608
+        f" WHERE NOT EXISTS (SELECT 1 FROM {_MARKS} m WHERE m.origin = o.origin)"
+        " ORDER BY o.origin ON CONFLICT (origin) DO NOTHING"
+    )
+    marks = {
+        str(o): int(t)
+        for o, t in conn.execute(
+            f"SELECT origin, through FROM {_MARKS} ORDER BY origin FOR UPDATE"  # noqa: S608
+        ).fetchall()
+    }
+    # Read once every mark is held: the heads of the chains no writer is adding to now.
+    heads = {
+        str(o): int(h)
+        for o, h in conn.execute("SELECT origin, head_seq FROM tsuku.origins").fetchall()
+    }
+    if rebuild or any(t > heads.get(o, 0) for o, t in marks.items()):
+        for table in TABLES:
+            conn.execute(f"DELETE FROM tsuku.{table.name}")  # noqa: S608 (a constant)
+        conn.execute(f"UPDATE {_MARKS} SET through = 0")  # noqa: S608 (a constant)
+        marks = dict.fromkeys(marks, 0)
+    spans = [(o, marks.get(o, 0), h) for o, h in sorted(heads.items()) if marks.get(o, 0) != h]
+    if not spans:
+        return 0
+    ranges = _ranges(spans)
+    conn.execute(PG_CATCH_UP, ranges)
+    conn.execute(
+        f"UPDATE {_MARKS} m SET through = r.hi FROM {_RANGES}"  # noqa: S608 (constants)
+        " WHERE m.origin = r.origin",
+        ranges,
+    )
+    return sum(hi - lo for _, lo, hi in spans)
+
+
+def pg_current(conn: Statements) -> bool:
+    """Do the rollups count every origin's chain to its head (in the caller's snapshot)?"""
+    behind = conn.execute(
+        f"SELECT count(*) FROM tsuku.origins o LEFT JOIN {_MARKS} m"  # noqa: S608
+        " ON m.origin = o.origin WHERE o.head_seq <> coalesce(m.through, 0)"
+    ).fetchone()
+    return int(behind[0]) == 0
+
+
+def pg_agree(conn: Statements) -> bool:
+    """``agree`` on a shared ledger: do the rollups hold what every origin's events up
+    to its mark add up to? One snapshot (REPEATABLE READ), a whole-ledger scan per table."""
+    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    try:
+        marks = conn.execute(f"SELECT origin, through FROM {_MARKS}").fetchall()  # noqa: S608
+        want = _pg_fold(conn, _ranges([(str(o), 0, int(t)) for o, t in marks]))
+        for table in TABLES:
+            n = len(table.keys)
+            rows = f"SELECT {', '.join((*table.keys, *_COLUMNS))} FROM tsuku.{table.name}"  # noqa: S608
+            have = {tuple(r[:n]): list(r[n:]) for r in conn.execute(rows)}
+            if have != want.of(table):
+                return False
+        return True
+    finally:
+        conn.execute("COMMIT")

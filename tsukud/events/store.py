@@ -651,9 +651,7 @@ class EventStore:
 
         report, rollups_agree = await self.read(work, heavy=True)
         if not rollups_agree:
-            log.get().warning("ledger.rollups_disagree", durable_id=self.durable_id)
-            self.rollups_stale = True
-            self._has_data.set()  # wake the writer, which rebuilds them
+            self._rollups_off()
         if report.damage is not None:
             raise integrity.damaged(
                 report.damage,
@@ -662,6 +660,13 @@ class EventStore:
                 checked=report.checked,
             )
         return report
+
+    def _rollups_off(self) -> None:
+        """Verify found the summary rollups not adding up to the events: the writer
+        rebuilds them before its next batch, and ``events verify`` says so."""
+        log.get().warning("ledger.rollups_disagree", durable_id=self.durable_id)
+        self.rollups_stale = True
+        self._has_data.set()  # wake the writer, which rebuilds them
 
     async def refresh_team(self) -> None:
         """Read every origin's chain for ``status`` into ``team`` (a shared ledger's,

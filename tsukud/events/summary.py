@@ -12,6 +12,10 @@ What they cannot answer is read from the events with the summary's own SQL
   events for the part-hour at each end, added together per group;
 - both ends inside the same hour: the events.
 
+A shared ledger (PostgreSQL) answers the same way from its own rollups, which count every
+origin's events (``rollups.pg_current``: each origin's mark at its head); a filter on one
+origin is read from the events, as the rollups have no origin.
+
 Timestamps are the ledger's fixed-width form ('YYYY-MM-DDTHH:MM:SS.ffffffZ'), so
 ``ts >= s`` for every event of hour H exactly when ``s <= H + ':00:00.000000Z'``, and a
 bound of 13 characters or fewer compares with the hour as it does with the timestamp.
@@ -90,7 +94,9 @@ def _aligned(bound: str) -> bool:
 
 def _table(f: EventFilter, by: str) -> rollups.Table | None:
     """The rollup table that holds ``by`` and can apply ``f``'s type and session filters
-    (``session_rollups`` has no type; ``rollups`` no session), or None."""
+    (``session_rollups`` has no type; ``rollups`` no session; neither an origin), or None."""
+    if f.origin:
+        return None
     if f.session:
         ok = by in _GROUPINGS[rollups.SESSIONS] and not f.types
         return rollups.SESSIONS if ok else None
@@ -152,65 +158,69 @@ def plan(f: EventFilter, by: str) -> Plan:
     return Plan((where, params), raw, table)
 
 
-def rollup_sql(where: str, by: str, table: rollups.Table = rollups.HOURLY) -> str:
+def rollup_sql(
+    where: str, by: str, table: rollups.Table = rollups.HOURLY, *, shared: bool = False
+) -> str:
+    """The rollups' groups (``shared``: a shared ledger's tables, its sums, numeric
+    there, cast back to integers)."""
     # Interpolated parts are constants and placeholders; values are bound.
-    sums = ", ".join(f"sum({c})" for c in queries.SUM_COLUMNS)
+    cast, name = ("::bigint", f"tsuku.{table.name}") if shared else ("", table.name)
+    sums = ", ".join(f"sum({c}){cast}" for c in queries.SUM_COLUMNS)
     key = ROLLUP_BY[by]
-    return f"SELECT {key} AS k, {sums} FROM {table.name}{where} GROUP BY k ORDER BY k"  # noqa: S608
+    return f"SELECT {key} AS k, {sums} FROM {name}{where} GROUP BY k ORDER BY k"  # noqa: S608
 
 
 def _null_first(key: str | None) -> tuple[bool, str]:
     return key is not None, key or ""
 
 
-def _current(conn: sqlite3.Connection, table: rollups.Table) -> bool:
-    """Does ``table`` count every event in this snapshot?"""
+def _current(conn: sqlite3.Connection, table: rollups.Table, shared: bool) -> bool:
+    """Does ``table`` count every event in this snapshot (``shared``: every origin's)?"""
+    if shared:
+        return rollups.pg_current(conn)
     last = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
     return rollups.through(conn, table) == last
 
 
 def summarise(
-    conn: sqlite3.Connection, f: EventFilter, by: str, top: int = MAX_GROUPS
+    conn: sqlite3.Connection,
+    f: EventFilter,
+    by: str,
+    top: int = MAX_GROUPS,
+    *,
+    shared: bool = False,
 ) -> SummaryAnswer:
     """The summary's answer: groups (at most ``top``, see :func:`_answer`), totals and
-    ``source``. Its parts are read in one transaction, so they see the same ledger."""
+    ``source``. Its parts are read in one transaction, so they see the same ledger.
+    ``shared``: a shared ledger (PostgreSQL), the whole team's (or ``f.origin``'s), read
+    in one REPEATABLE READ snapshot, its events' reading ``queries``' shared SQL."""
     p = plan(f, by)
     sums: dict[Any, list[int]] = {}
-    conn.execute("BEGIN")
+    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ" if shared else "BEGIN")
     try:
-        if p.rollup is not None and not _current(conn, p.table):
+        if p.rollup is not None and not _current(conn, p.table, shared):
             p = Plan(None, [f])  # the rollups lag the events (see rollups.catch_up)
         if p.rollup is None:
-            sums = queries.raw_sums(conn, f, by)
+            sums = queries.raw_sums(conn, f, by, shared=shared)
         else:
             where, params = p.rollup
-            sql = rollup_sql(where, by, p.table)
+            sql = rollup_sql(where, by, p.table, shared=shared)
             sums = {r[0]: list(r[1:]) for r in conn.execute(sql, params)}
             for part in p.raw:
-                for k, values in queries.raw_sums(conn, part, by).items():
+                for k, values in queries.raw_sums(conn, part, by, shared=shared).items():
                     have = sums.setdefault(k, [0] * len(values))
                     for i, v in enumerate(values):
                         have[i] += v
-        replayed = queries.replayed_usd(conn, f)
+        replayed = queries.replayed_usd(conn, f, shared=shared)
     finally:
         if conn.in_transaction:
             conn.execute("COMMIT")
-    # Raw: in SQLite's order. Merged: text keys, or NULL first, which is SQLite's order
-    # too (UTF-8 bytes sort as code points).
-    keys = list(sums) if p.rollup is None else sorted(sums, key=_null_first)
+    # SQLite's raw answer is in its order. Merged, or from a database whose collation
+    # is its own: text keys, or NULL first, which is SQLite's order too (UTF-8 bytes
+    # sort as code points).
+    in_order = p.rollup is None and not shared
+    keys = list(sums) if in_order else sorted(sums, key=_null_first)
     return msgspec.structs.replace(_answer(by, sums, keys, p.source, top), replayed_usd=replayed)
-
-
-def summarise_shared(
-    conn: sqlite3.Connection, f: EventFilter, by: str, top: int = MAX_GROUPS
-) -> SummaryAnswer:
-    """The same answer from a shared ledger (PostgreSQL): one aggregate statement over
-    every origin's events (or ``f.origin``'s), in SQLite's order of keys whatever the
-    database's collation. No rollups there: the aggregate reads the events the filter
-    selects (by the ``(type, ts)`` and ``ts`` indexes when it has bounds)."""
-    sums = queries.raw_sums(conn, f, by, shared=True)
-    answer = _answer(by, sums, sorted(sums, key=_null_first), "raw", top)
-    return msgspec.structs.replace(answer, replayed_usd=queries.replayed_usd(conn, f, shared=True))
 
 
 def _answer(

@@ -316,22 +316,15 @@ async def events_summary(s: Services, p: SummaryParams, call: Call) -> msgspec.R
     # so it stops holding a reader and a CPU; waiting for a reader does not count.
     setting = float(s.config()["events.summary_timeout_seconds"])
     limit = setting if setting > 0 else None
-    source = "raw" if shared else summary.plan(p.filter, p.by).source
+    source = summary.plan(p.filter, p.by).source
     try:
-        if shared:
-            # The whole team's (or one origin's), one aggregate statement in the database.
-            return await s.store.read(
-                lambda conn: msgspec.Raw(
-                    msgspec.json.encode(summary.summarise_shared(conn, p.filter, p.by, p.top))
-                ),
-                heavy=True,
-                limit=limit,
-            )
 
         def summarise(conn: Any) -> msgspec.Raw:
             # Encoding in the thread too: thousands of groups (by session) would otherwise
-            # hold the event loop for milliseconds.
-            return msgspec.Raw(msgspec.json.encode(summary.summarise(conn, p.filter, p.by, p.top)))
+            # hold the event loop for milliseconds. Shared: the whole team's (or one
+            # origin's), from the team's rollups as on SQLite.
+            answer = summary.summarise(conn, p.filter, p.by, p.top, shared=shared)
+            return msgspec.Raw(msgspec.json.encode(answer))
 
         # From the rollups (with at most a part-hour of events at each end) it is a quick
         # read; a summary the rollups cannot answer scans events: heavy.

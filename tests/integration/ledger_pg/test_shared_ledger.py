@@ -111,15 +111,24 @@ def test_two_daemons_append_concurrently_and_each_chain_verifies(
         assert {o["origin"] for o in res["origins"]} == {origin_a, origin_b}
         assert all(o["checked"] > 500 for o in res["origins"])
 
-    # Summaries are the team's, from either daemon; --origin narrows them to one.
-    def notes(*args: str) -> int:
+    # Summaries are the team's, from either daemon, from the team's rollups; --origin
+    # narrows them to one, from its events.
+    def notes(*args: str) -> tuple[int, str]:
         cp = a.ctl("events", "summary", "--by", "type", "--json", *args, check=True)
-        groups = json.loads(cp.stdout)["groups"]
-        return sum(g["events"] for g in groups if g["key"] == "client.note")
+        answer = json.loads(cp.stdout)
+        groups = answer["groups"]
+        return sum(g["events"] for g in groups if g["key"] == "client.note"), answer["source"]
 
-    assert notes() == 1000 and notes("--origin", origin_b) == 500
+    assert notes() == (1000, "rollups") and notes("--origin", origin_b) == (500, "raw")
     table = b.ctl("events", "summary", "--by", "day", check=True).stdout
     assert "total" in table and "Traceback" not in table
+    # A rollup row edited in the database: verify (either daemon's) finds it and rebuilds.
+    with psycopg.connect(pg_database.url, autocommit=True) as conn:
+        conn.execute("UPDATE tsuku.rollups SET events = events + 1 WHERE type = 'client.note'")
+    assert notes() == (1001, "rollups")
+    res = json.loads(b.ctl("events", "verify", "--json", check=True).stdout)
+    assert res["rollups"] == "rebuilt"
+    wait_until(lambda: notes() == (1000, "rollups"), "the rollups rebuilt from the events")
 
     # status shows the team's chains; --origin narrows it to one daemon's.
     team = {o["origin"]: o["events"] for o in a.call("status")["events"]["origins"]}

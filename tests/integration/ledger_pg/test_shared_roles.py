@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
+import trio
 
 from tests.conftest import Tsuku
 from tests.integration.ledger_pg.test_shared_ledger import annotate, listed
 from tests.pg import PgDatabase, url
+from tsukud.clock import FixedClock
 from tsukud.events.chain import GENESIS
-from tsukud.events.pg_store import migrate
+from tsukud.events.pg_store import PgEventStore, migrate
+from tsukud.events.queries import EventFilter
+from tsukud.events.summary import summarise
 
 
 @pytest.fixture
@@ -103,6 +108,39 @@ def test_a_daemons_role_does_not_migrate_and_refuses_an_older_schema(
     _out, err = proc.communicate(timeout=60)
     text = err.decode()
     assert proc.returncode == 5, text
-    assert "schema is version 1; this tsukud needs 2" in text
+    assert "schema is version 1; this tsukud needs 3" in text
     assert "connecting as the schema's owner" in text  # the hint
     assert "Traceback" not in text
+
+
+def test_an_upgrade_that_adds_tables_grants_them_to_the_daemons_roles(
+    pg_database: PgDatabase, daemon_roles: list[str], tmp_path: Path
+) -> None:
+    """A team on schema 2 (no summary rollups), its daemons on roles granted then: the
+    owner's migration to 3 grants the rollups to those roles, so a daemon restarted on
+    the new version writes (and counts) its events without the owner calling
+    grant_daemon again."""
+    ra = daemon_roles[0]
+    with psycopg.connect(pg_database.url, autocommit=True) as conn:
+        for table in ("rollups", "session_rollups", "rollup_marks"):
+            conn.execute(f"REVOKE ALL ON tsuku.{table} FROM {ra}".encode())
+        conn.execute("UPDATE tsuku.meta SET value = '2' WHERE key = 'schema_version'")
+    owner = PgEventStore(pg_database.url, tmp_path / "owner", clock=FixedClock(0))
+    owner.open()  # migrates
+    owner.close_connection()
+    port, db = pg_database.server.port, pg_database.name
+    store = PgEventStore(url(ra, ra, port, db), tmp_path / "a", clock=FixedClock(0))
+
+    async def note() -> None:
+        store.open()
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(store.run)
+                await store.append("client.note", {"n": 1})
+                store.close()
+        finally:
+            store.close_connection()
+
+    trio.run(note)
+    answer = store.read_sync(lambda conn: summarise(conn, EventFilter(), "type", shared=True))
+    assert answer.source == "rollups" and answer.totals.events == 1

@@ -3,6 +3,7 @@ tests, one implementation each."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import trio
 from tests.unit.events.conftest import StoreFactory
 from tsukud.clock import FixedClock
 from tsukud.errors import InternalError, LedgerCorrupt
+from tsukud.events import rollups
 from tsukud.events.projections import rebuild
 from tsukud.events.queries import EventFilter, iter_list
 from tsukud.events.store import EventStore
@@ -194,12 +196,16 @@ async def test_a_batch_whose_commit_answer_was_lost_is_not_written_twice(
         store.durable_id, store.durable_hash = 0, GENESIS
         ts = rows[-1][1]
         extra = (3, ts, "client.c", None, "{}", link(rows[-1][5], 3, ts, "client.c", None, "{}"))
-        store._write([*rows, extra], [])
+        batch = [*rows, extra]
+        counts = [rollups.contribution(r[1], r[2], json.loads(r[4])) for r in batch]
+        store._write(batch, counts)
         assert store.read_sync(own_rows) == [(1, "client.a"), (2, "client.b"), (3, "client.c")]
     finally:
         store.close_connection()
 
     async def check(s: EventStore) -> None:
         assert s.last_id == 3 and (await s.verify()).checked == 3
+        # The summary rollups counted rows 1-2 with their commit, and row 3 once more.
+        assert not s.rollups_stale
 
     await run_store(PgEventStore(pg_database.url, tmp_path, clock=FixedClock(NOW)), check)

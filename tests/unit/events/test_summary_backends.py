@@ -1,7 +1,7 @@
 """``events summary`` on both backends: the same events give the same groups, totals and
-key order on SQLite (rollups, or the events) and on a shared PostgreSQL ledger (one
-aggregate statement), for every grouping; a shared ledger's summary is the team's, and
-``origin`` narrows it to one daemon's."""
+key order on SQLite and on a shared PostgreSQL ledger, each from its rollups where the
+filter allows (``source`` says so) and from the events where not, for every grouping; a
+shared ledger's summary is the team's, and ``origin`` narrows it to one daemon's."""
 
 from __future__ import annotations
 
@@ -82,9 +82,10 @@ def write(store: EventStore, clock: FixedClock, ledger: list[Any]) -> None:
 
 
 def answer(store: EventStore, f: EventFilter, by: str) -> dict[str, Any]:
-    """What ``events.summary`` answers on ``store``'s backend (the RPC's choice)."""
-    fn = summary.summarise if store.origin is None else summary.summarise_shared
-    return msgspec.to_builtins(store.read_sync(lambda conn: fn(conn, f, by)))  # type: ignore[no-any-return]
+    """What ``events.summary`` answers on ``store``'s backend (the RPC's call)."""
+    shared = store.origin is not None
+    got = store.read_sync(lambda conn: summary.summarise(conn, f, by, shared=shared))
+    return msgspec.to_builtins(got)  # type: ignore[no-any-return]
 
 
 def test_every_summary_is_the_same_on_both_backends(backend: StoreFactory, tmp_path: Path) -> None:
@@ -102,6 +103,8 @@ def test_every_summary_is_the_same_on_both_backends(backend: StoreFactory, tmp_p
             )
             got = answer(store, f, by)
             assert got["by"] == by
+            # From the rollups wherever the filter allows, on either backend.
+            assert got["source"] == summary.plan(f, by).source, (store.backend, f, by)
             assert got["groups"] == want, (store.backend, f, by)
             for column, value in got["totals"].items():
                 assert value == pytest.approx(sum(g[column] for g in want)), (f, by, column)
@@ -190,3 +193,22 @@ def collations(conn: Any) -> list[tuple[str]]:
 
 def types(chunks: Any) -> list[str]:
     return [row[2] for rows in chunks for row in rows]
+
+
+def test_replayed_turns_are_said_apart_on_both_backends(
+    backend: StoreFactory, tmp_path: Path
+) -> None:
+    """What replayed turns cost when recorded is read from the turns that carry it (on
+    PostgreSQL only those payloads are parsed), never from a client's note claiming it."""
+    clock = FixedClock(DAY0)
+    store = backend(tmp_path / "home", clock)
+    replayed = {"provider": "claude", "cost_usd": 0.0, "replayed": True, "replayed_cost_usd": 0.25}
+    ledger = [
+        (0, "llm.turn", replayed, None),
+        (1, "llm.turn", {"provider": "claude", "cost_usd": 0.5}, None),
+        (2, "client.note", {"replayed_cost_usd": 9}, None),
+    ]
+    write(store, clock, ledger)
+    got = answer(store, EventFilter(), "provider")
+    assert got["replayed_usd"] == 0.25 and got["totals"]["cost_usd"] == 0.5
+    assert got["source"] == "rollups"
