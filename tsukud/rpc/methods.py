@@ -8,6 +8,7 @@ validated params Struct and the ``Call``; they return a JSON-able result or rais
 from __future__ import annotations
 
 import contextlib
+import operator
 import os
 from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
@@ -404,6 +405,9 @@ async def _verify_anchors(store: EventStore) -> int:
     return await store.verify_anchors()
 
 
+_TYPE_OF = operator.attrgetter("type")
+
+
 class AppendParams(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     events: list[NewEvent]
     durable: bool = True
@@ -416,7 +420,7 @@ async def events_append(s: Services, p: AppendParams, call: Call) -> Appended:
         raise InvalidParams("events must not be empty")
     if len(p.events) > MAX_APPEND_BATCH:
         raise InvalidParams(f"at most {MAX_APPEND_BATCH} events per call")
-    if not all(t.startswith(CLIENT_EVENT_PREFIX) for t in {e.type for e in p.events}):
+    if not all(t.startswith(CLIENT_EVENT_PREFIX) for t in set(map(_TYPE_OF, p.events))):
         for i, e in enumerate(p.events):  # the first one, named by its index
             if not e.type.startswith(CLIENT_EVENT_PREFIX):
                 raise InvalidParams(
