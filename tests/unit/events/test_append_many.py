@@ -18,7 +18,16 @@ from tsukud.clock import FixedClock
 from tsukud.errors import InvalidParams
 from tsukud.events import rollups
 from tsukud.events.chain import link, link_many
-from tsukud.events.store import Event, EventStore, NewEvent, connect, verify_chain
+from tsukud.events.store import (
+    _SCHEMA,
+    ROWS_PER_INSERT,
+    Event,
+    EventStore,
+    NewEvent,
+    connect,
+    insert_rows,
+    verify_chain,
+)
 from tsukud.secrets import REDACTED, Redactor
 
 NOW = 1_800_000_000.0
@@ -223,6 +232,49 @@ async def test_batches_of_concurrent_appenders_each_get_consecutive_ids_in_one_c
         assert [r[4] for r in rows[first - 1 : last]] == [
             f'{{"i":{i},"k":{key[1]}}}' for i in range(20)
         ]
+    conn = sqlite3.connect(tmp_path / "t.db")
+    try:
+        assert verify_chain(conn).ok
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("n", [1, 99, 100, 101, 250, 300])
+def test_rows_inserted_a_hundred_a_statement_are_the_rows_executemany_inserts(n: int) -> None:
+    """The writer's multi-row INSERT (``insert_rows``) against the one-row statement, on
+    both sides of each multiple of ``ROWS_PER_INSERT``: the same rows, in order, none
+    lost at the boundary."""
+    rows = [
+        (
+            i,
+            f"2027-01-01T00:00:{i % 60:02d}.000000Z",
+            "client.a",
+            None if i % 3 else "s",
+            "{}",
+            f"{i:064x}",
+        )
+        for i in range(1, n + 1)
+    ]
+    got, want = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
+    for conn in (got, want):
+        conn.executescript(_SCHEMA)
+    insert_rows(got, rows)
+    want.executemany(
+        "INSERT INTO events (id, ts, type, session, payload, hash) VALUES (?, ?, ?, ?, ?, ?)", rows
+    )
+    query = "SELECT id, ts, type, session, payload, hash FROM events ORDER BY id"
+    assert list(got.execute(query)) == list(want.execute(query)) == rows
+    assert ROWS_PER_INSERT == 100
+
+
+async def test_a_batch_of_hundreds_is_stored_whole_and_chained(tmp_path: Path) -> None:
+    events = [NewEvent("client.note", {"i": i}, f"s-{i % 7}") for i in range(257)]
+    async with writing(tmp_path / "t.db") as store:
+        first, last = store.append_many(events)
+        await store.wait_durable(last)
+    rows = stored(tmp_path / "t.db")
+    assert (first, last) == (1, 257) and [r[0] for r in rows] == list(range(1, 258))
+    assert [r[4] for r in rows] == [f'{{"i":{i}}}' for i in range(257)]
     conn = sqlite3.connect(tmp_path / "t.db")
     try:
         assert verify_chain(conn).ok
