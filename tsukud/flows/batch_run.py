@@ -491,6 +491,18 @@ class BatchRunner:
         tally.done += 1
         return "done", None
 
+    async def _give_back(
+        self, lease: Lease, failure: Failure, tally: _Tally, message: str
+    ) -> tuple[str, str]:
+        """The job back to the queue as it was (its service, not the job, failed): the
+        breaker told, then "requeued" (or "stale": the lease had passed to another)."""
+        await self._verdict(lease, failure, tally, answered=True)
+        if not await self.batch.give_back(lease, f"{failure.category}: {message}"):
+            tally.stale += 1
+            return "stale", message
+        tally.requeued += 1
+        return "requeued", message
+
     async def _verdict(
         self, lease: Lease, failure: Failure | None, tally: _Tally, *, answered: bool
     ) -> None:
@@ -560,22 +572,12 @@ class BatchRunner:
             # same way at once, so the job goes back to the queue once, as it was,
             # and no job of that service is leased again until a later run.
             tally.out_of_reach.setdefault(reach_key(lease.source), exc)
-            await self._verdict(lease, failure, tally, answered=True)
-            if not await self.batch.give_back(lease, f"{failure.category}: {message}"):
-                tally.stale += 1
-                return "stale", message
-            tally.requeued += 1
-            return "requeued", message
+            return await self._give_back(lease, failure, tally, message)
         elif failure.transport and self._transport_retry(lease, tally):
             # The registry is unwell, not the job: back to the queue, in its place,
             # where it waits for the registry's breaker (open after a few of these)
             # rather than a backoff of its own.
-            await self._verdict(lease, failure, tally, answered=True)
-            if not await self.batch.give_back(lease, f"{failure.category}: {message}"):
-                tally.stale += 1
-                return "stale", message
-            tally.requeued += 1
-            return "requeued", message
+            return await self._give_back(lease, failure, tally, message)
         else:
             await self._verdict(lease, failure, tally, answered=True)
             ok = await self.batch.fail(
