@@ -215,6 +215,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     hidden = [t["tool"] for t in tools if "toolchain_for" in t]
     if hidden:
         out("note: " + toolchains_told(hidden[0]))
+    if any(t.get("toolchain_for") == [] for t in tools):  # left behind: no tool uses it
+        out("note: `tsukuctl remove --unused` removes the toolchains no installed tool uses.")
     return 0
 
 

@@ -224,7 +224,8 @@ def test_remove_unused_offers_the_toolchain_a_failed_install_left_and_nothing_el
     local_recipe(inst, "missing", MISSING)
     failed = inst.ctl("install", "--yes", "missing", shell_env=NO_SYSTEM_COMMANDS)
     assert failed.returncode != 0
-    assert "(toolchain, not on PATH)" in inst.ctl("list", check=True).stdout
+    listed = inst.ctl("list", check=True).stdout
+    assert "(toolchain, not on PATH)" in listed and "`tsukuctl remove --unused`" in listed
     node_dir = Path(installed(inst)["nodejs"]["install_dir"])
 
     asked = inst.ctl("remove", "--unused")  # no terminal here
