@@ -50,6 +50,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "remove": (
         "tsukuctl remove ripgrep",
         "tsukuctl remove age k9s --json       # a JSON line per tool",
+        "tsukuctl remove --unused             # hidden toolchains no tool uses (asks)",
     ),
     "verify": (
         "tsukuctl verify ripgrep              # run its verify command, re-hash its binaries",

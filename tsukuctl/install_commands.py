@@ -82,11 +82,15 @@ def _hook_installed() -> bool:
         return False
 
 
-def each_tool(args: argparse.Namespace, one: Callable[[str], int]) -> int:
+def each_tool(
+    args: argparse.Namespace, one: Callable[[str], int], queue: list[str] | None = None
+) -> int:
     """``install fd jq``, ``remove fd jq``: each tool in turn, as if named alone. One that
     fails says why and the rest still run; the exit code is then that failure's when
     every tool failed the same way, else 15 (some of several failed). A single tool's
-    error is exactly what it always was. Ctrl-C ends the whole command."""
+    error is exactly what it always was. Ctrl-C ends the whole command. ``queue``: the
+    names in turn, which ``one`` may append a name to (``remove``'s set), by default
+    ``args.tools``."""
     from tsukuctl.cli import error_object, print_error
     from tsukuctl.client import RemoteError
 
@@ -94,7 +98,7 @@ def each_tool(args: argparse.Namespace, one: Callable[[str], int]) -> int:
     if len(tools) == 1:
         return one(tools[0])
     codes: list[int] = []
-    for spec in tools:
+    for spec in tools if queue is None else queue:
         try:
             one(spec)
         except RemoteError as e:
@@ -211,6 +215,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     hidden = [t["tool"] for t in tools if "toolchain_for" in t]
     if hidden:
         out("note: " + toolchains_told(hidden[0]))
+    if any(t.get("toolchain_for") == [] for t in tools):  # left behind: no tool uses it
+        out("note: `tsukuctl remove --unused` removes the toolchains no installed tool uses.")
     return 0
 
 
@@ -235,13 +241,56 @@ def toolchains_told(example: str = "nodejs") -> str:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    """``remove greet nodejs``: greet's removal takes its hidden nodejs with it, so
-    nodejs, named after it, is already gone as asked: said, not an error."""
+    """``remove nodejs greet``: the names are judged as one set, whatever order they
+    were typed in. A tool the daemon will not remove yet because tools named after it
+    need it (``dependency_in_use`` naming only those) waits until they have gone, so
+    the tools go first and then the toolchains (and other dependencies) they no longer
+    need; the daemon's own rule decides, nothing is guessed here. A hidden toolchain a
+    tool's removal took with it is then already gone as asked: said, not an error.
+    ``remove --unused``: the hidden toolchains no installed tool uses."""
+    from tsukuctl.client import RemoteError
+
+    if args.unused:
+        if args.tools:
+            raise UsageError(
+                "--unused removes the toolchains no tool uses, and tools were named too",
+                hint="Run `tsukuctl remove --unused` on its own, and `tsukuctl remove TOOL` "
+                "for the tools.",
+            )
+        return _remove_unused(args)
+    if not args.tools:
+        raise UsageError(
+            "name the tools to remove",
+            hint="`tsukuctl remove TOOL ...`, or `tsukuctl remove --unused` for the hidden "
+            "toolchains no installed tool uses.",
+        )
     taken: dict[str, str] = {}  # a toolchain an earlier tool's removal took -> that tool
-    return each_tool(args, lambda tool: _remove(args, tool, taken))
+    waited: dict[str, list[str]] = {}  # a tool put after the named tools that need it
+    queue: list[str] = list(args.tools)
+    turn = [-1]  # the position in ``queue`` of the name being removed
+
+    def one(tool: str) -> int:
+        turn[0] += 1
+        try:
+            return _remove(args, tool, taken, waited.get(tool))
+        except RemoteError as e:
+            needed_by = [str(u) for u in e.data.get("needed_by") or []]
+            rest = queue[turn[0] + 1 :]  # the names whose turn is still to come
+            if e.remote_code == "dependency_in_use" and needed_by and set(needed_by) <= set(rest):
+                waited[tool] = needed_by
+                queue.append(tool)  # judged again once they have gone
+                return _LATER
+            raise
+
+    return each_tool(args, one, queue)
 
 
-def _remove(args: argparse.Namespace, tool: str, taken: dict[str, str]) -> int:
+_LATER = -1  # ``one`` of ``each_tool``: this tool was put after others; not a result
+
+
+def _remove(
+    args: argparse.Namespace, tool: str, taken: dict[str, str], after: list[str] | None
+) -> int:
     if tool in taken:
         if args.json:
             out(render.jsonl({"tool": tool, "removed_with": taken[tool]}))
@@ -253,14 +302,62 @@ def _remove(args: argparse.Namespace, tool: str, taken: dict[str, str]) -> int:
     if args.json:
         out(render.jsonl(res))
         return 0
-    out(f"removed {res['tool']} {res['version']}")
+    why = f" (after {', '.join(after)}, which needed it)" if after else ""
+    out(f"removed {res['tool']} {res['version']}{why}")
     for chain in res.get("also_removed") or []:
         out(
             f"also removed {chain['tool']} {chain['version']} "
             f"(toolchain for {chain['toolchain_for']}, no longer needed)"
         )
     for dep in res.get("unneeded_dependencies") or []:
-        err(f"{dep} is no longer needed by any tool: tsukuctl remove {dep}")
+        if dep not in args.tools:  # named: its own turn comes
+            err(f"{dep} is no longer needed by any tool: tsukuctl remove {dep}")
+    return 0
+
+
+def _remove_unused(args: argparse.Namespace) -> int:
+    """The hidden toolchains ``list`` shows as used by no installed tool (``(toolchain,
+    not on PATH)``: their tool's install failed after them, or an upgrade stopped using
+    them), shown, asked about (``--yes`` answers), then exactly those sent: the daemon
+    removes each that is still unused when its turn comes and keeps any other."""
+    rows = [
+        t
+        for t in rpc(args, "tools.list")["tools"]
+        if "toolchain_for" in t and not t["toolchain_for"]
+    ]
+    if not rows:
+        if args.json:
+            out(render.jsonl({"removed": [], "kept": []}))
+        else:
+            out("no unused toolchains: every hidden toolchain is used by an installed tool")
+        return 0
+    shown = "\n".join(f"  {t['tool']} {t['version']}  {t['install_dir']}" for t in rows)
+    told = (
+        f"{'This toolchain was' if len(rows) == 1 else 'These toolchains were'} installed "
+        f"for other tools and no installed tool uses {'it' if len(rows) == 1 else 'them'} "
+        f"now (none of {'its' if len(rows) == 1 else 'their'} commands is on your PATH):\n" + shown
+    )
+    if not args.yes:
+        if args.json or not can_ask():
+            from tsukud.errors import ConfirmationRequired
+
+            raise ConfirmationRequired(
+                told.replace("\n", " ").replace("  ", " ") + "; nothing was removed",
+                hint="Run `tsukuctl remove --unused --yes` to remove them, or run it from a "
+                "terminal to be asked.",
+            )
+        if not ask_on_terminal({"message": told, "question": "Remove them?"}):
+            from tsukud.errors import UserDeclined
+
+            raise UserDeclined("nothing removed", hint="`tsukuctl remove --unused` asks again.")
+    res = rpc(args, "tools.remove_unused", {"tools": [t["tool"] for t in rows]})
+    if args.json:
+        out(render.jsonl(res))
+        return 0
+    for gone in res["removed"]:
+        out(f"removed {gone['tool']} {gone['version']} (toolchain no installed tool used)")
+    for name in res["kept"]:
+        out(f"kept {name}: it is no longer an unused hidden toolchain (used or asked for since)")
     return 0
 
 
@@ -371,7 +468,15 @@ def register(sub: Any) -> None:
         help="remove installed tools",
         description="Remove installed tools. " + toolchains_told(),
     )
-    tool_names(p.add_argument("tools", nargs="+", metavar="TOOL"), "installed")
+    tool_names(p.add_argument("tools", nargs="*", metavar="TOOL"), "installed")
+    p.add_argument(
+        "--unused",
+        action="store_true",
+        help="remove the hidden toolchains no installed tool uses (shown first, then asked)",
+    )
+    p.add_argument(
+        "-y", "--yes", action="store_true", help="with --unused: answer yes to the question"
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_remove)
 

@@ -37,9 +37,9 @@ _tsukuctl() {
             " llm") words="-h --help --provider --yes --json -q --quiet -v --verbose" ;;
             " install") words="-h --help --force -y --yes --json --from --search-provider --provider --only-provider --no-discover --trust-page-hosts -q --quiet -v --verbose" ;;
             " list") words="-h --help --json -q --quiet -v --verbose" ;;
-            " remove") words="-h --help --json -q --quiet -v --verbose" ;;
-            " uninstall") words="-h --help --json -q --quiet -v --verbose" ;;
-            " rm") words="-h --help --json -q --quiet -v --verbose" ;;
+            " remove") words="-h --help --unused -y --yes --json -q --quiet -v --verbose" ;;
+            " uninstall") words="-h --help --unused -y --yes --json -q --quiet -v --verbose" ;;
+            " rm") words="-h --help --unused -y --yes --json -q --quiet -v --verbose" ;;
             " verify") words="-h --help --json -q --quiet -v --verbose" ;;
             " info") words="-h --help --json -q --quiet -v --verbose" ;;
             " update-registry") words="-h --help --json -q --quiet -v --verbose" ;;

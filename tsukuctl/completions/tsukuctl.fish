@@ -78,13 +78,13 @@ function __tsukuctl_complete
                 printf '%s\n' -h --help --json -q --quiet -v --verbose
                 return
             case " remove"
-                printf '%s\n' -h --help --json -q --quiet -v --verbose
+                printf '%s\n' -h --help --unused -y --yes --json -q --quiet -v --verbose
                 return
             case " uninstall"
-                printf '%s\n' -h --help --json -q --quiet -v --verbose
+                printf '%s\n' -h --help --unused -y --yes --json -q --quiet -v --verbose
                 return
             case " rm"
-                printf '%s\n' -h --help --json -q --quiet -v --verbose
+                printf '%s\n' -h --help --unused -y --yes --json -q --quiet -v --verbose
                 return
             case " verify"
                 printf '%s\n' -h --help --json -q --quiet -v --verbose

@@ -38,9 +38,9 @@ _tsukuctl() {
             (" llm") cands=(-h --help --provider --yes --json -q --quiet -v --verbose) ;;
             (" install") cands=(-h --help --force -y --yes --json --from --search-provider --provider --only-provider --no-discover --trust-page-hosts -q --quiet -v --verbose) ;;
             (" list") cands=(-h --help --json -q --quiet -v --verbose) ;;
-            (" remove") cands=(-h --help --json -q --quiet -v --verbose) ;;
-            (" uninstall") cands=(-h --help --json -q --quiet -v --verbose) ;;
-            (" rm") cands=(-h --help --json -q --quiet -v --verbose) ;;
+            (" remove") cands=(-h --help --unused -y --yes --json -q --quiet -v --verbose) ;;
+            (" uninstall") cands=(-h --help --unused -y --yes --json -q --quiet -v --verbose) ;;
+            (" rm") cands=(-h --help --unused -y --yes --json -q --quiet -v --verbose) ;;
             (" verify") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" info") cands=(-h --help --json -q --quiet -v --verbose) ;;
             (" update-registry") cands=(-h --help --json -q --quiet -v --verbose) ;;

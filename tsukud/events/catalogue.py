@@ -360,6 +360,8 @@ class InstallRemoved(Payload):
     # A hidden toolchain removed because removing this tool left nothing using it (the
     # same session's first ``install.removed`` is that tool's; install/hidden.py).
     toolchain_for: str | None = None
+    # A hidden toolchain no installed tool used, removed by ``tsukuctl remove --unused``.
+    unused: bool | None = None
 
 
 class InstallVerified(Payload):

@@ -287,9 +287,8 @@ class InstallAttempt:
         # A generated recipe installs only the release it validated (pins.py).
         require_validated(recipe, res.version)
         # Another version would delete the directory its dependents' RPATH names, or
-        # that their wrappers name (a hidden toolchain asked for by name: hidden.py).
-        if not self.hidden:
-            refuse_replacing(inst.installed(), self.name, res.version)
+        # that their wrappers name (a hidden toolchain, by name or upgraded: hidden.py).
+        refuse_replacing(inst.installed(), self.name, res.version, by_name=not self.hidden)
         refuse_version_change(inst.installed(), self.name, res.version)
         current = inst.installed().get(self.name)
         final_dir = layout.tool_dir(inst.home, self.name, res.version)

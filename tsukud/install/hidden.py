@@ -71,19 +71,21 @@ def orphaned(installed: Installed, removed: str) -> list[tuple[str, str]]:
     return out
 
 
-def refuse_replacing(installed: Installed, name: str, version: str) -> None:
-    """:class:`DependencyInUse` when ``install <toolchain>`` by name would put another
-    version of a hidden toolchain in place while tools run on it (their wrappers name
-    its versioned directory, ``tools/nodejs-22.1.0/bin``, which the new version's
-    install deletes).
+def refuse_replacing(installed: Installed, name: str, version: str, *, by_name: bool) -> None:
+    """:class:`DependencyInUse` when installing another version of a hidden toolchain
+    would delete the one tools run on (their wrappers name its versioned directory,
+    ``tools/nodejs-22.1.0/bin``, which the new version's install deletes): asked for by
+    name (``by_name``: ``install nodejs``) or upgraded (``upgrade nodejs``, ``upgrade
+    --all``, which keep it hidden).
 
     Refused rather than keeping the old version for them: the ledger keeps one
     record, one active version, per tool name, and a second copy kept aside would be a
     tool no ``list``, ``remove`` or ``upgrade`` could name. The refusal leaves nothing
-    broken and says both ways on: the version they run on made the user's (``install
-    nodejs@<installed>``), or the newer one after the tools that run on the old one are
-    removed and installed again on it. The same version is installed again as always
-    (linked, no longer hidden)."""
+    broken and says the ways on in the toolchain's own words (not the wording of a
+    library dependency's refusal, ``deps.refuse_version_change``): by name, the version
+    they run on made the user's (``install nodejs@<installed>``); either way, the newer
+    one for the tools by removing them (the hidden toolchain goes with them) and
+    installing them again. The same version is installed again as always."""
     current = installed.get(name)
     if current is None or not current.get("hidden") or str(current.get("version")) == version:
         return
@@ -92,16 +94,33 @@ def refuse_replacing(installed: Installed, name: str, version: str) -> None:
         return
     old = current.get("version")
     who = ", ".join(on_it)
+    one = len(on_it) == 1
+    runs, them = ("runs", "it") if one else ("run", "them")
+    again = (
+        f"`tsukuctl remove {' '.join(on_it)}` (removes the hidden {name} with {them}), "
+        f"then `tsukuctl install {' '.join(on_it)}`: {'it runs' if one else 'they run'} on "
+        f"the newest {name}, installed for {them} again"
+    )
+    if by_name:
+        message = (
+            f"{name} {old} is installed as the toolchain {who} {runs} on "
+            f"({current.get('install_dir')}); installing {name} {version} would delete it"
+        )
+        hint = (
+            f"Run `tsukuctl install {name}@{old}` to put the {name} {who} {runs} on on your "
+            f"PATH (yours from then on: kept when {who} {'is' if one else 'are'} removed). For "
+            f"{name} {version} as well: {again}, and `tsukuctl install {name}`."
+        )
+    else:
+        message = (
+            f"{name} {old} is the hidden toolchain {who} {runs} on: {'its' if one else 'their'} "
+            f"commands run {name}'s programs from {current.get('install_dir')}, which "
+            f"upgrading {name} to {version} would delete"
+        )
+        hint = (
+            f"To move {who} to {name} {version}: {again}. Until then {name} {old} stays "
+            f"and {who} {'keeps' if one else 'keep'} working."
+        )
     raise DependencyInUse(
-        f"{name} {old} is installed as the toolchain {who} {'runs' if len(on_it) == 1 else 'run'} "
-        f"on ({current.get('install_dir')}); installing {name} {version} would delete it",
-        hint=f"Run `tsukuctl install {name}@{old}` to put the {name} {who} runs on on your "
-        f"PATH (yours from then on: kept when {who} is removed). For {name} {version}: "
-        f"`tsukuctl remove {' '.join(on_it)}` (removes the hidden {name} with "
-        f"{'it' if len(on_it) == 1 else 'them'}), `tsukuctl install {name}`, then install "
-        f"{who} again: {'it runs' if len(on_it) == 1 else 'they run'} on {name} {version}.",
-        tool=name,
-        needed_by=on_it,
-        version=old,
-        requested=version,
+        message, hint=hint, tool=name, needed_by=on_it, version=old, requested=version
     )

@@ -36,6 +36,8 @@ from tsukud.install.results import (
     Removed,
     RemovedToolchain,
     ToolInfo,
+    UnusedRemoved,
+    UnusedToolchain,
     Verified,
     VerifyCommand,
 )
@@ -259,14 +261,47 @@ class Installer:
                 also_removed=also,
             )
 
+    async def remove_unused(self, names: list[str]) -> UnusedRemoved:
+        """``remove --unused``: remove each of ``names`` (the hidden toolchains the person
+        was shown as used by no installed tool, and said yes to) that still is one when
+        its turn comes, under its lock (``hidden.unused_hidden``); any other name is kept,
+        so a yes never takes more than was shown, and never a tool the user installed by
+        name. Each is its own ``install.removed`` (``unused: true``) in one session."""
+        session = "remove-" + secrets.token_hex(6)
+        removed: list[UnusedToolchain] = []
+        kept: list[str] = []
+        for name in dict.fromkeys(check_name(n) for n in names):
+            async with self.lock(name):
+                if not unused_hidden(self.installed(), name):
+                    kept.append(name)
+                    continue
+                rec = self.installed()[name]
+                await self._discard(name, rec, session, unused=True)
+                removed.append(
+                    UnusedToolchain(
+                        tool=name, version=rec.get("version"), install_dir=str(rec["install_dir"])
+                    )
+                )
+        return UnusedRemoved(session=session, removed=removed, kept=kept)
+
     async def _discard(
-        self, name: str, rec: dict[str, Any], session: str, toolchain_for: str | None = None
+        self,
+        name: str,
+        rec: dict[str, Any],
+        session: str,
+        toolchain_for: str | None = None,
+        *,
+        unused: bool = False,
     ) -> list[str]:
-        """Unlink, record (durably) and delete one installed tool; its lock is held."""
+        """Unlink, record (durably) and delete one installed tool; its lock is held.
+        Why it went, when not asked for by name: ``toolchain_for`` (with the last tool
+        using it) or ``unused`` (``remove --unused``)."""
         links = self._unlink_binaries(rec)
         payload: dict[str, Any] = {"tool": name, "version": rec.get("version")}
         if toolchain_for is not None:
             payload["toolchain_for"] = toolchain_for
+        if unused:
+            payload["unused"] = True
         ev = self.store.append_nowait("install.removed", payload, session)
         await self.store.wait_durable(ev.id)
         layout.discard(Path(rec["install_dir"]))

@@ -38,6 +38,25 @@ class Removed(msgspec.Struct, frozen=True, kw_only=True):
     also_removed: list[RemovedToolchain] = []
 
 
+class UnusedToolchain(msgspec.Struct, frozen=True, kw_only=True):
+    """A hidden toolchain ``remove --unused`` removed: used by no installed tool (its
+    tool's install failed after it, or an upgrade stopped using it)."""
+
+    tool: str
+    version: str | None
+    install_dir: str
+
+
+class UnusedRemoved(msgspec.Struct, frozen=True, kw_only=True):
+    """``tools.remove_unused``: of the toolchains named (those the person was shown),
+    what went, in one session, and what stayed (``kept``: no longer hidden and unused
+    when its turn came: asked for by name, used by an install since, or gone)."""
+
+    session: str
+    removed: list[UnusedToolchain]
+    kept: list[str]
+
+
 class Verified(msgspec.Struct, frozen=True, kw_only=True):
     """``tools.verify`` that passed (a failure is ``verify_failed``, with its problems)."""
 

@@ -150,7 +150,9 @@ async def upgrade(
                 done = await inst.install(status.tool, None, progress=progress, hidden=hidden)
             except TsukuError as exc:
                 failed.append(
-                    NotUpgraded(tool=status.tool, error_code=exc.code, message=exc.message)
+                    NotUpgraded(
+                        tool=status.tool, error_code=exc.code, message=exc.message, hint=exc.hint
+                    )
                 )
                 continue
             session = None if isinstance(done.session, UnsetType) else done.session

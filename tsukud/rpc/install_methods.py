@@ -19,7 +19,14 @@ from tsukud.services import Services
 
 if TYPE_CHECKING:
     from tsukud.flows.install_tool import ToolInstalled
-    from tsukud.install.results import RegistryUpdated, Removed, ToolInfo, Upgrades, Verified
+    from tsukud.install.results import (
+        RegistryUpdated,
+        Removed,
+        ToolInfo,
+        UnusedRemoved,
+        Upgrades,
+        Verified,
+    )
     from tsukud.install.upgrades import ToolStatus
 
 
@@ -150,6 +157,13 @@ async def tools_outdated(s: Services, p: ToolsParams, call: Call) -> ToolsChecke
     from tsukud.install.upgrades import outdated
 
     return ToolsChecked(await outdated(s.installer, p.tools))
+
+
+@method("tools.remove_unused", ToolsParams)
+async def tools_remove_unused(s: Services, p: ToolsParams, call: Call) -> UnusedRemoved:
+    """``tsukuctl remove --unused``: of ``tools`` (the hidden toolchains the person was
+    shown), remove those no installed tool uses still; the others are kept."""
+    return await s.installer.remove_unused(p.tools)
 
 
 class UpgradeParams(msgspec.Struct, forbid_unknown_fields=True):

@@ -36,12 +36,19 @@ from tests.integration.install.test_ecosystem_installs import recipe, run
 from tests.integration.install.test_recipe_errors import local_recipe
 from tests.integration.install.test_url_actions import HOST, tar_gz
 from tsukud.testing.download_host import FakeDownloadHost
-from tsukud.testing.packages import npm_tarball
+from tsukud.testing.packages import npm_tarball, wheel
 
 REAL_NPM, REAL_NODE = shutil.which("npm"), shutil.which("node")
+# The machine's python3 a confined install can run (the daemon's own rule for a host
+# toolchain outside the system directories): the shim of the python-standalone recipe
+# execs it.
+REAL_PYTHON = next(
+    (p for p in ("/usr/local/bin/python3", "/usr/bin/python3") if os.access(p, os.X_OK)), None
+)
 needs_npm = pytest.mark.skipif(
     REAL_NPM is None or REAL_NODE is None, reason="npm and node are not installed"
 )
+needs_python = pytest.mark.skipif(REAL_PYTHON is None, reason="no python3 in /usr")
 MARKER = ".toolchain-npm-ran"
 
 
@@ -51,39 +58,77 @@ def host() -> Iterator[FakeDownloadHost]:
         yield fake
 
 
-@pytest.fixture
-def host_npm() -> Iterator[Path]:
-    """A directory holding an ``npm`` that fails loudly: first on the daemon's PATH."""
-    d = Path(tempfile.mkdtemp(prefix="tk-host-npm-", dir="/tmp"))
+def failing_host(program: str) -> Iterator[Path]:
+    """A directory holding a ``program`` that fails loudly: first on the daemon's PATH."""
+    d = Path(tempfile.mkdtemp(prefix=f"tk-host-{program}-", dir="/tmp"))
     d.chmod(0o755)  # runnable by anyone: if it were chosen, it would run and fail
-    fake = d / "npm"
-    fake.write_text('#!/bin/sh\necho "the host\'s npm ran" >&2\nexit 97\n')
+    fake = d / program
+    fake.write_text(f'#!/bin/sh\necho "the host\'s {program} ran" >&2\nexit 97\n')
     fake.chmod(0o755)
     yield d
     shutil.rmtree(d, ignore_errors=True)
 
 
-def nodejs_recipe(host: FakeDownloadHost, index: str = "index.json") -> str:
+@pytest.fixture
+def host_npm() -> Iterator[Path]:
+    yield from failing_host("npm")
+
+
+@pytest.fixture
+def host_python() -> Iterator[Path]:
+    yield from failing_host("python3")
+
+
+def toolchain_recipe(host: FakeDownloadHost, name: str, programs: list[str], index: str) -> str:
+    """A toolchain's recipe as the registry would serve it: an archive of ``programs``
+    (in its ``bin/``) from the download host; verified by the first one's ``--version``."""
+    binaries = ", ".join(f'"bin/{program}"' for program in programs)
     return f"""[metadata]
-name = "nodejs"
-description = "Node.js (shims over this machine's node and npm, for the test)"
+name = "{name}"
+description = "{name} (shims over this machine's {" and ".join(programs)}, for the test)"
 
 [version]
 source = "http_json"
-url = "{host.url}/dist/{index}"
+url = "{host.url}/dist/{name}/{index}"
 version_path = "0.version"
 
 [[steps]]
 action = "download_archive"
-url = "{host.url}/dist/v{{version}}/node-v{{version}}-{{os}}-{{arch}}.tar.gz"
+url = "{host.url}/dist/{name}/v{{version}}/{name}-v{{version}}-{{os}}-{{arch}}.tar.gz"
 strip_dirs = 1
 install_mode = "directory"
-binaries = ["bin/node", "bin/npm"]
+binaries = [{binaries}]
 
 [verify]
-command = "{{install_dir}}/bin/node --version"
-pattern = "v{{version}}"
+command = "{{install_dir}}/bin/{programs[0]} --version"
+pattern = "{{version}}"
 """
+
+
+def publish_toolchain(
+    host: FakeDownloadHost,
+    registry: Callable[[str, str], None],
+    name: str,
+    programs: dict[str, str],
+    version: str,
+) -> None:
+    """``name``'s recipe into ``registry`` and its archive of ``programs`` (a command of
+    its ``bin/`` → the script it is) on the download host, at ``version``."""
+    top = f"{name}-v{version}"
+    archive = tar_gz({f"{top}/bin/{cmd}": text.encode() for cmd, text in programs.items()})
+    index = "index.json" if version == "1.0.0" else f"index-{version}.json"  # uncached
+    host.add_json(f"/dist/{name}/{index}", [{"version": f"v{version}"}])
+    host.add(f"/dist/{name}/v{version}/{top}-{HOST.os}-{HOST.arch}.tar.gz", archive)
+    registry(name, toolchain_recipe(host, name, list(programs), index))
+
+
+def shim(real: str | None, version_line: str, first: str = "") -> str:
+    """A toolchain program that answers ``--version`` itself and otherwise runs
+    ``first`` (a line of shell), then execs the machine's ``real`` program."""
+    return (
+        f'#!/bin/sh\n{first}[ "$1" = --version ] && {{ echo {version_line}; exit 0; }}\n'
+        f'exec {real} "$@"\n'
+    )
 
 
 def publish_nodejs(
@@ -94,17 +139,9 @@ def publish_nodejs(
 ) -> None:
     """``node_mark``: a file the toolchain's node appends to each time it runs."""
     mark = f'{{ echo "$0" >> {node_mark}; }} 2>/dev/null\n' if node_mark else ""
-    node = (
-        f'#!/bin/sh\n{mark}[ "$1" = --version ] && {{ echo v{version}; exit 0; }}\n'
-        f'exec {REAL_NODE} "$@"\n'
-    )
+    node = shim(REAL_NODE, f"v{version}", mark)
     npm = f'#!/bin/sh\necho "$0" >> "$PWD/{MARKER}"\nexec {REAL_NPM} "$@"\n'
-    top = f"node-v{version}"
-    archive = tar_gz({f"{top}/bin/node": node.encode(), f"{top}/bin/npm": npm.encode()})
-    index = "index.json" if version == "1.0.0" else f"index-{version}.json"  # uncached
-    host.add_json(f"/dist/{index}", [{"version": f"v{version}"}])
-    host.add(f"/dist/v{version}/{top}-{HOST.os}-{HOST.arch}.tar.gz", archive)
-    registry("nodejs", nodejs_recipe(host, index))
+    publish_toolchain(host, registry, "nodejs", {"node": node, "npm": npm}, version)
 
 
 @needs_npm
@@ -241,3 +278,34 @@ def test_an_implicit_toolchain_is_hidden_runs_the_tool_and_is_its_runtime_depend
         assert (bin_dir / "node").resolve() == (node_dir / "node").resolve()
         inst.ctl("remove", "nodejs", check=True)
         assert installed(inst) == {}
+
+
+@needs_python
+def test_a_pypi_tool_makes_its_venv_with_the_python_standalone_recipe_not_the_hosts(
+    world: FakeGitHub,
+    eco: FakeEcosystems,
+    host: FakeDownloadHost,
+    host_python: Path,
+    registry: Callable[[str, str], None],
+) -> None:
+    """pipx_install with the registry's ``python-standalone`` recipe: it is installed
+    first (hidden) and its ``python3`` makes the tool's venv; the host's ``python3``,
+    first on the daemon's PATH, fails if it is run. The toolchain's python3 is a shim
+    that notes ``-m venv`` in the tool's directory, then execs this machine's python."""
+    ran = '[ "$1" = -m ] && echo "$0 $2" >> "$PWD/.toolchain-python-ran"\n'
+    python = shim(REAL_PYTHON, "Python 1.0.0", ran)
+    publish_toolchain(host, registry, "python-standalone", {"python3": python}, "1.0.0")
+    eco.publish_wheel(wheel("Hello_Py", "1.0", {"hello": "hello 1.0"}))
+    daemon_path = f"{host_python}:{os.environ.get('PATH', '')}"
+    with running(make_tsuku(world, **eco.env(), PATH=daemon_path)) as inst:
+        local_recipe(inst, "hello", recipe("pipx_install", "Hello_Py", ["hello"], "hello"))
+        cp = inst.ctl("install", "hello", shell_env=NO_SYSTEM_COMMANDS)
+        assert cp.returncode == 0, cp.stderr
+        rows = installed(inst)
+        toolchain = rows["python-standalone"]
+        assert toolchain["toolchain_for"] == ["hello"] and toolchain["binaries"] == []  # hidden
+        tool_dir = Path(rows["hello"]["install_dir"])
+        made = (tool_dir / ".toolchain-python-ran").read_text().split()
+        assert made == [str(Path(toolchain["install_dir"]) / "bin" / "python3"), "venv"]
+        # its venv's python is this machine's, reached through the toolchain's
+        assert run(inst.home / "bin" / "hello", "hi").strip() == "hello 1.0 hi"

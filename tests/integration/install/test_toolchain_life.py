@@ -1,19 +1,23 @@
 """A hidden toolchain's life through the real daemon and client (``install/hidden.py``):
 ``remove`` of the last tool on it removes it too and says so, in its output and in the
 ledger; asked for by name it becomes the user's (linked) and is never removed with its
-tools; a newer release asked for by name while a tool runs on the hidden one is refused
-with the ways on, and the tool keeps running. The fixtures are those of
-``test_ecosystem_toolchain.py``: a registry nodejs recipe of shims over this machine's
-node and npm, an npm tool from the fake npm registry."""
+tools; a newer release asked for by name (or an upgrade) while a tool runs on the hidden
+one is refused with the ways on, and the tool keeps running; a ``remove`` of several
+names is judged as one set; ``remove --unused`` takes what a failed install left. The
+fixtures are those of ``test_ecosystem_toolchain.py``: a registry nodejs recipe of shims
+over this machine's node and npm, an npm tool from the fake npm registry."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 
+import pytest
+
+from tests.conftest import Tsuku
 from tests.fakes.ecosystems import FakeEcosystems
 from tests.fakes.github import FakeGitHub
 from tests.integration.install.conftest import (
@@ -31,6 +35,7 @@ from tests.integration.install.test_ecosystem_toolchain import (  # noqa: F401 (
     publish_nodejs,
 )
 from tests.integration.install.test_recipe_errors import local_recipe
+from tsukud.errors import exit_code_for
 from tsukud.testing.download_host import FakeDownloadHost
 from tsukud.testing.packages import npm_tarball
 
@@ -129,3 +134,120 @@ def test_a_hidden_toolchain_asked_for_by_name_becomes_the_users_and_stays(
         assert [e["payload"]["tool"] for e in events(inst) if e["type"] == "install.removed"] == [
             "greet"
         ]
+
+
+# Its package is in no registry: its install fails after nodejs was installed for it.
+MISSING = recipe("npm_install", "@fake/missing", ["missing"], "missing")
+
+
+@pytest.fixture
+def on_nodejs(
+    world: FakeGitHub,
+    eco: FakeEcosystems,
+    host: FakeDownloadHost,  # noqa: F811
+    registry: Callable[[str, str], None],
+) -> Iterator[tuple[Tsuku, FakeDownloadHost]]:
+    """A daemon whose registry has the nodejs recipe (1.0.0) and greet's npm package,
+    greet's recipe local, nothing installed yet; and the download host."""
+    publish_nodejs(host, registry)
+    eco.publish_npm(npm_tarball("@fake/greet", "1.0.0", {"greet": "greet 1.0.0"}))
+    with running(make_tsuku(world, **eco.env())) as inst:
+        local_recipe(inst, "greet", GREET)
+        yield inst, host
+
+
+@needs_npm
+def test_a_remove_of_several_names_removes_the_tools_first_whatever_the_order(
+    on_nodejs: tuple[Tsuku, FakeDownloadHost],
+) -> None:
+    """``remove nodejs greet``: nodejs, typed first, is needed by greet, named after it;
+    it waits for greet, whose removal takes the hidden nodejs with it, so nodejs is
+    gone as asked and the command succeeds. Then with nodejs the user's own (installed
+    by name): greet goes, then nodejs, said to be after greet. Then upgrading the
+    hidden nodejs greet runs on is refused saying what runs on it and how to move it."""
+    inst, download_host = on_nodejs
+    inst.ctl("install", "--yes", "greet", check=True, shell_env=NO_SYSTEM_COMMANDS)
+
+    hidden = inst.ctl("remove", "nodejs", "greet")
+    assert hidden.returncode == 0, hidden.stderr
+    assert hidden.stdout.splitlines() == [
+        "removed greet 1.0.0",
+        "also removed nodejs 1.0.0 (toolchain for greet, no longer needed)",
+        "nodejs: removed with greet, as its toolchain",
+    ]
+    assert installed(inst) == {}
+
+    inst.ctl("install", "--yes", "greet", check=True, shell_env=NO_SYSTEM_COMMANDS)
+    inst.ctl("install", "nodejs", check=True, shell_env=NO_SYSTEM_COMMANDS)  # the user's
+    mine = inst.ctl("remove", "nodejs", "greet")
+    assert mine.returncode == 0, mine.stderr
+    assert mine.stdout.splitlines() == [
+        "removed greet 1.0.0",
+        "removed nodejs 1.0.0 (after greet, which needed it)",
+    ]
+    assert "no longer needed" not in mine.stderr  # named: removed, not pointed at
+    assert installed(inst) == {}
+    gone = [e["payload"]["tool"] for e in events(inst) if e["type"] == "install.removed"]
+    assert gone == ["greet", "nodejs", "greet", "nodejs"]
+
+    # A tool needed by one not named is still refused, as when named alone.
+    inst.ctl("install", "--yes", "greet", check=True, shell_env=NO_SYSTEM_COMMANDS)
+    refused = inst.ctl("remove", "nodejs", "jq")
+    assert refused.returncode != 0
+    assert "nodejs: nodejs is needed by greet" in refused.stderr
+    assert "jq: jq is not installed" in refused.stderr
+    assert "nodejs" in installed(inst)
+
+    # upgrade of the hidden nodejs greet runs on: its own words, its own hint
+    publish_nodejs(download_host, partial(local_recipe, inst), version="1.1.0")
+    up = inst.ctl("upgrade", "nodejs", shell_env=NO_SYSTEM_COMMANDS)
+    assert up.returncode == exit_code_for("dependency_in_use"), up.stderr
+    assert (
+        "nodejs was not upgraded: nodejs 1.0.0 is the hidden toolchain greet runs on: its "
+        "commands run nodejs's programs from " in up.stderr
+    )
+    assert "libraries" not in up.stderr
+    assert "hint: To move greet to nodejs 1.1.0: `tsukuctl remove greet`" in up.stderr
+    assert installed(inst)["nodejs"]["version"] == "1.0.0"
+    assert run(inst.home / "bin" / "greet", "hi").strip() == "greet 1.0.0 hi"
+
+
+@needs_npm
+def test_remove_unused_offers_the_toolchain_a_failed_install_left_and_nothing_else(
+    on_nodejs: tuple[Tsuku, FakeDownloadHost],
+) -> None:
+    """A tool whose install failed after its nodejs leaves nodejs hidden and used by
+    nothing. ``remove --unused`` lists it; with no one to ask and no ``--yes`` nothing
+    goes; with ``--yes`` it goes, on the ledger as ``unused``. A toolchain the user
+    asked for by name after it was listed is kept even when the listing is sent."""
+    inst, _host = on_nodejs
+    local_recipe(inst, "missing", MISSING)
+    failed = inst.ctl("install", "--yes", "missing", shell_env=NO_SYSTEM_COMMANDS)
+    assert failed.returncode != 0
+    listed = inst.ctl("list", check=True).stdout
+    assert "(toolchain, not on PATH)" in listed and "`tsukuctl remove --unused`" in listed
+    node_dir = Path(installed(inst)["nodejs"]["install_dir"])
+
+    asked = inst.ctl("remove", "--unused")  # no terminal here
+    assert asked.returncode == exit_code_for("confirmation_required"), asked.stderr
+    assert "nodejs 1.0.0" in asked.stderr and "nothing was removed" in asked.stderr
+    assert "`tsukuctl remove --unused --yes`" in asked.stderr
+    assert "nodejs" in installed(inst)
+
+    done = inst.ctl("remove", "--unused", "--yes", check=True)
+    assert done.stdout.splitlines() == ["removed nodejs 1.0.0 (toolchain no installed tool used)"]
+    assert installed(inst) == {} and not node_dir.exists()
+    (ev,) = [e for e in events(inst) if e["type"] == "install.removed"]
+    assert ev["payload"] == {"tool": "nodejs", "version": "1.0.0", "unused": True}
+    again = inst.ctl("remove", "--unused", check=True)
+    assert "no unused toolchains" in again.stdout
+
+    # Listed as unused, then asked for by name before the removal arrives: kept.
+    inst.ctl("install", "--yes", "missing", shell_env=NO_SYSTEM_COMMANDS)
+    listed = [t["tool"] for t in inst.call("tools.list")["tools"] if t.get("toolchain_for") == []]
+    assert listed == ["nodejs"]
+    inst.ctl("install", "nodejs", check=True, shell_env=NO_SYSTEM_COMMANDS)
+    res = inst.call("tools.remove_unused", {"tools": [*listed, "missing-too"]})
+    assert (res["removed"], res["kept"]) == ([], ["nodejs", "missing-too"])
+    assert "toolchain_for" not in installed(inst)["nodejs"]
+    assert (inst.home / "bin" / "node").exists()

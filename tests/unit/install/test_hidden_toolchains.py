@@ -75,11 +75,16 @@ def test_a_toolchains_own_hidden_toolchain_goes_with_it_after_it() -> None:
     assert orphaned(chain, "greet") == [("nodejs", "greet"), ("python-standalone", "nodejs")]
 
 
+def refusal(installed: dict[str, dict[str, Any]], *, by_name: bool) -> DependencyInUse:
+    """The refusal of nodejs 1.1.0 over the hidden 1.0.0 in ``installed``."""
+    with pytest.raises(DependencyInUse) as caught:
+        refuse_replacing(installed, "nodejs", "1.1.0", by_name=by_name)
+    return caught.value
+
+
 def test_a_newer_release_asked_for_by_name_is_refused_while_a_tool_runs_on_the_hidden_one() -> None:
     on_it = projection(nodejs=NODE, greet=ON_NODE)
-    with pytest.raises(DependencyInUse) as caught:
-        refuse_replacing(on_it, "nodejs", "1.1.0")
-    exc = caught.value
+    exc = refusal(on_it, by_name=True)
     assert exc.message == (
         "nodejs 1.0.0 is installed as the toolchain greet runs on (/t/nodejs-1.0.0); "
         "installing nodejs 1.1.0 would delete it"
@@ -89,7 +94,32 @@ def test_a_newer_release_asked_for_by_name_is_refused_while_a_tool_runs_on_the_h
     assert "`tsukuctl remove greet`" in exc.hint and "they run" not in exc.hint
     # the same version (installed again, linked), a visible one (the homebrew rule's
     # business), one nothing runs on, and a first install are not this refusal
-    refuse_replacing(on_it, "nodejs", "1.0.0")
-    refuse_replacing(projection(nodejs={}, greet=ON_NODE), "nodejs", "1.1.0")
-    refuse_replacing(projection(nodejs=NODE), "nodejs", "1.1.0")
-    refuse_replacing(projection(greet=ON_NODE), "nodejs", "1.1.0")
+    refuse_replacing(on_it, "nodejs", "1.0.0", by_name=True)
+    refuse_replacing(projection(nodejs={}, greet=ON_NODE), "nodejs", "1.1.0", by_name=True)
+    refuse_replacing(projection(nodejs=NODE), "nodejs", "1.1.0", by_name=True)
+    refuse_replacing(projection(greet=ON_NODE), "nodejs", "1.1.0", by_name=True)
+
+
+def test_upgrading_a_hidden_toolchain_tools_run_on_is_refused_in_its_own_words() -> None:
+    """``upgrade nodejs`` (or ``--all``) keeps it hidden, and would delete the directory
+    greet's wrapper runs node from: refused saying so, not as a library dependency
+    ("their binaries load its libraries"), with how to move greet to the new one."""
+    on_it = projection(nodejs=NODE, greet=ON_NODE, wave=ON_NODE)
+    exc = refusal(on_it, by_name=False)
+    assert exc.message == (
+        "nodejs 1.0.0 is the hidden toolchain greet, wave run on: their commands run "
+        "nodejs's programs from /t/nodejs-1.0.0, which upgrading nodejs to 1.1.0 would delete"
+    )
+    assert "libraries" not in exc.message + exc.hint
+    assert exc.hint == (
+        "To move greet, wave to nodejs 1.1.0: `tsukuctl remove greet wave` (removes the "
+        "hidden nodejs with them), then `tsukuctl install greet wave`: they run on the "
+        "newest nodejs, installed for them again. Until then nodejs 1.0.0 stays and "
+        "greet, wave keep working."
+    )
+    assert exc.data["needed_by"] == ["greet", "wave"]
+    # the same version, and a hidden one nothing runs on (rust for a crate), upgrade freely
+    refuse_replacing(on_it, "nodejs", "1.0.0", by_name=False)
+    refuse_replacing(
+        projection(rust=NODE, rg={"toolchains": ["rust"]}), "rust", "2.0", by_name=False
+    )
