@@ -88,7 +88,7 @@ def test_pauses_index_is_read_past_its_header() -> None:
     text = gzip.decompress(packages_index([perl_distribution("Acme-Hello", "1.0", "h")]))
     assert parse_index(text.decode()) == {"Acme::Hello": ENTRY}
     # The index written for the container's mirror reads back as that line alone.
-    assert parse_index(gzip.decompress(mirror_index(ENTRY)).decode()) == {"Acme::Hello": ENTRY}
+    assert parse_index(gzip.decompress(mirror_index({}, ENTRY)).decode()) == {"Acme::Hello": ENTRY}
 
 
 def test_the_distribution_is_the_indexed_file_of_that_name_and_version() -> None:
@@ -235,7 +235,7 @@ async def test_the_distribution_is_fetched_as_bytes_into_a_one_file_mirror(
     with FakeCpanMirror() as mirror:
         mirror.publish(perl_distribution("Acme-Other", "2.0", "other"))
         mirror.publish(dist)
-        entry = await fetch_distribution(http, mirror.url + "/", STEP, "1.0", tmp_path)
+        entry = (await fetch_distribution(http, mirror.url + "/", STEP, "1.0", tmp_path)).entry
         assert mirror.paths() == [f"/{INDEX}", f"/authors/id/{CHECKSUMS}", f"/authors/id/{PATH}"]
     assert entry == ENTRY
     assert (tmp_path / "authors" / "id" / PATH).read_bytes() == dist.tarball
