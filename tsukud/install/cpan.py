@@ -7,10 +7,10 @@ names the file of the module the step asks for, which must be the distribution a
 version being installed. The author directory's ``CHECKSUMS`` (``A/AU/AUTHOR/CHECKSUMS``,
 PAUSE's) is read as data (``registries/cpan_checksums.py``: never run, its PGP signature
 not checked) and must give that file's sha256; the file is downloaded, and only when its
-sha256 (and size, when given) is what CHECKSUMS says is it laid out as a
-one-distribution mirror (the file, and an index of its line alone) in the install's
-staging directory. A mirror or proxy that swapped the file, and not CHECKSUMS with it,
-is ``checksum_mismatch`` before the bytes go anywhere.
+sha256 (and size, when given) is what CHECKSUMS says is it laid out, with the
+distributions it needs (below), as a local mirror (the files, and an index of their
+lines alone) in the install's staging directory. A mirror or proxy that swapped the
+file, and not CHECKSUMS with it, is ``checksum_mismatch`` before the bytes go anywhere.
 The build container (:data:`~tsukud.sandbox.runtime.BUILD_IMAGE`, which carries
 Debian's perl and cpanminus) then runs ``cpanm --mirror file://… --mirror-only
 --local-lib <tool's directory> --notest`` on that file, with no network, the validation
@@ -23,9 +23,13 @@ the output tree is checked and tamed as a build's is (``build.py``), and the rec
 verify runs in a second container over it. Then, as tsuku does, each executable is
 renamed ``<name>.cpanm`` and a wrapper takes its name, setting ``PERL5LIB`` to the
 tool's ``lib/perl5`` (a local-lib is found through it) before running the script with
-``perl``. The distribution's dependencies are not fetched: one that needs a module
-neither the image's perl nor the distribution carries fails in the container, saying
-which (``build_failed``).
+``perl``. The container has no network, so the distributions it needs are gathered
+here first (``cpan_deps.py``: its META file read as data, each required module that is
+not perl's resolved through the same index, each distribution fetched once and checked
+against its author's CHECKSUMS as this one is) and laid out in the same local mirror,
+whose index lists them all; cpanm installs them into the same local-lib. A module only
+``Makefile.PL`` would add (``dynamic_config``) is not seen here and fails in the
+container, saying which (``build_failed``).
 
 The pure part (reading the index, the script, the wrapper) is separate from the shell
 that fetches and runs, so both are tested on their own.
@@ -73,7 +77,8 @@ INDEX = "modules/02packages.details.txt.gz"
 CHECKED_AGAINST = "cpan_checksums"
 #: The CPAN mirror's base URL in the installer's ``ecosystem_urls`` (``cpan.mirror_url``).
 MIRROR_KEY = "cpan.mirror"
-# Where the one-distribution mirror is mounted in the build container (read-only).
+# Where the local mirror (the distribution and what it needs) is mounted in the build
+# container (read-only).
 MIRROR_DIR = "/tsuku/cpan"
 # The index of the real CPAN is about 3 MB compressed; a distribution rarely 10 MB.
 INDEX_MAX_BYTES = 64 * 1024 * 1024
