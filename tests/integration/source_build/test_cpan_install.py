@@ -180,10 +180,22 @@ def test_a_distribution_that_requires_another_installs_both_from_the_host_fetche
     )
     with FakeCpanMirror() as mirror:
         mirror.publish(a)
-        mirror.publish(b)
         home = short_home()
         with running(Tsuku(home, {**base_env(home), **mirror.env()})) as t:
             local_recipe(t, name, recipe)
+            # A mirror without B: refused on the host, naming the module and who needs it.
+            out = t.ctl("install", name, "--yes", "--json")
+            assert out.returncode == 6, out.stdout
+            error = json.loads(out.stdout)["error"]
+            assert error["code"] == "cpan_dependency_unavailable"
+            assert error["data"] == {
+                "module": "Acme::TsukuB",
+                "needed_by": "Acme-TsukuA-1.0.tar.gz",
+            }
+            assert "cpan.mirror_url" in error["hint"]
+            assert not (t.home / "tools" / f"{name}-1.0").exists()
+
+            mirror.publish(b)
             out = t.ctl("install", name, "--yes")
             assert out.returncode == 0, out.stderr
             assert not (tmp_path / "b-ran").exists(), "B's Makefile.PL ran on the host"
