@@ -829,6 +829,16 @@ class InstallAttempt:
             d.mkdir()
         local = await fetch_distribution(inst.http, base, step, version, mirror)
         entry = local.entry
+        if local.dependencies:  # what the container will install besides the distribution
+            await self.progress(
+                "cpan_dependencies",
+                distribution=entry.file,
+                dependencies=[
+                    {"file": d.entry.file, "module": d.entry.module, "needed_by": d.needed_by}
+                    for d in local.dependencies
+                ],
+                message=dependencies_message(local),
+            )
         records: list[dict[str, Any]] = []
         for each in local.entries:
             archive = mirror / "authors" / "id" / each.path
@@ -845,16 +855,6 @@ class InstallAttempt:
                     "digest_checked": False,
                     "checked_against": [CHECKED_AGAINST],  # fetch_distribution checked them
                 }
-            )
-        if local.dependencies:  # what the container will install besides the distribution
-            await self.progress(
-                "cpan_dependencies",
-                distribution=entry.file,
-                dependencies=[
-                    {"file": d.entry.file, "module": d.entry.module, "needed_by": d.needed_by}
-                    for d in local.dependencies
-                ],
-                message=dependencies_message(local),
             )
         self.stage = "build"
         await self.progress(
