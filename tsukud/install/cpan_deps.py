@@ -45,6 +45,8 @@ from tsukud.recipe.model import ArchiveFormat
 if TYPE_CHECKING:
     from tsukud.install.cpan import IndexEntry
 
+#: The build image's perl's modules, as Module::CoreList in that image lists them.
+CORE_FILE = "perl_core_modules.json"
 #: The phases cpanm installs for with ``--notest``.
 PHASES = ("configure", "build", "runtime")
 #: The older META.yml's keys for them.
@@ -205,7 +207,7 @@ def core_modules() -> frozenset[str]:
     ``Module::CoreList`` in that image lists them (``perl_core_modules.json`` says how it
     was made): a static list, since the image is built once per tag and its perl is
     fixed, and asking a container per install would cost a start each time."""
-    text = resources.files("tsukud.install").joinpath("perl_core_modules.json").read_text()
+    text = resources.files("tsukud.install").joinpath(CORE_FILE).read_text()
     return frozenset(json.loads(text)["modules"])
 
 

@@ -11,6 +11,7 @@ import io
 import json
 import tarfile
 from collections.abc import AsyncIterator, Mapping
+from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 
@@ -18,6 +19,7 @@ import pytest
 
 from tsukud.install.cpan import INDEX, IndexEntry, fetch_distribution, mirror_index, parse_index
 from tsukud.install.cpan_deps import (
+    CORE_FILE,
     MAX_REQUIREMENTS,
     Dependency,
     core_modules,
@@ -35,6 +37,7 @@ from tsukud.install.errors import (
 from tsukud.install.extract import ArchiveLimitExceeded, CorruptArchive, UnsafeArchive
 from tsukud.net.http import Http, RetryPolicy, Settings
 from tsukud.recipe import CpanInstallStep
+from tsukud.sandbox.runtime import BUILD_IMAGE
 from tsukud.testing.cpan import FakeCpanMirror, meta_json, perl_distribution
 
 
@@ -184,12 +187,13 @@ def test_the_top_directorys_meta_json_wins_and_meta_yml_is_read_only_without_it(
     assert distribution_requires(_tar({"X-1/Makefile.PL": b"die"}), "x") == {}
     # A link named META.json is never followed.
     assert distribution_requires(_tar({}, link="X-1/META.json"), "x") == {}
-    # The fake mirror's releases carry MakeMaker's META.json.
-    dist = perl_distribution("Acme-A", "1.0", "a", requires={"Acme::B": "2"})
-    assert distribution_requires(dist.tarball, "x") == {
-        "ExtUtils::MakeMaker": "0",
-        "Acme::B": "2",
-    }
+    # The fake mirror's releases carry MakeMaker's META.json, or an older META.yml.
+    for meta in ("json", "yml"):
+        dist = perl_distribution("Acme-A", "1.0", "a", requires={"Acme::B": "2"}, meta=meta)
+        assert distribution_requires(dist.tarball, "x") == {
+            "ExtUtils::MakeMaker": "0",
+            "Acme::B": "2",
+        }
 
 
 def test_a_hostile_tarball_is_refused_before_its_meta_is_believed() -> None:
@@ -315,6 +319,10 @@ def test_the_core_list_is_the_build_images_perl() -> None:
     core = core_modules()
     assert {"ExtUtils::MakeMaker", "File::Spec", "List::Util", "Carp", "JSON::PP"} <= core
     assert "Acme::B" not in core and "Moose" not in core
+    # The list was asked of this image: another image (its tag changes with what it
+    # carries) needs the list asked of it again.
+    data = json.loads(resources.files("tsukud.install").joinpath(CORE_FILE).read_text())
+    assert data["image"] == BUILD_IMAGE and data["perl"] == "5.036000"
 
 
 # ---- the shell: every distribution checked against its author's CHECKSUMS
