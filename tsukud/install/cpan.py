@@ -60,7 +60,8 @@ from tsukud.install.build import (
     build_or_fail,
     verify_in_container,
 )
-from tsukud.install.cpan_deps import Dependency, gather, is_pause_path
+from tsukud.install.cpan_deps import Dependency, gather
+from tsukud.install.cpan_index import IndexEntry, is_pause_path, parse_index
 from tsukud.install.download import ChecksumMismatch, check_sha256
 from tsukud.install.errors import BuildFailed, CpanDistributionUnavailable
 from tsukud.net.http import HttpError, HttpStatusError, HttpUnreachable
@@ -88,17 +89,6 @@ DIST_MAX_BYTES = 256 * 1024 * 1024
 _EXECUTABLE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,255}")
 
 
-@dataclass(frozen=True)
-class IndexEntry:
-    module: str
-    version: str
-    path: str  # below authors/id/
-
-    @property
-    def file(self) -> str:
-        return self.path.rsplit("/", 1)[-1]
-
-
 # ---------------------------------------------------------------------------- pure
 
 
@@ -106,18 +96,6 @@ def module_of(step: CpanInstallStep) -> str:
     """What cpanm is asked for: the step's ``module``, else the distribution's name
     with ``-`` as ``::`` (tsuku's ``distributionToModule``)."""
     return step.module or step.distribution.replace("-", "::")
-
-
-def parse_index(text: str) -> dict[str, IndexEntry]:
-    """PAUSE's ``02packages.details.txt``: header lines up to the first blank line,
-    then ``module version path`` per line. Lines of another shape are skipped."""
-    _header, _, body = text.partition("\n\n")
-    out: dict[str, IndexEntry] = {}
-    for line in body.splitlines():
-        parts = line.split()
-        if len(parts) == 3:
-            out[parts[0]] = IndexEntry(*parts)
-    return out
 
 
 def choose_distribution(

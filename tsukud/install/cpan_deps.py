@@ -32,8 +32,9 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tsukud.install.cpan_index import IndexEntry, is_pause_path
 from tsukud.install.errors import (
     CpanDependencyUnavailable,
     CpanMetaInvalid,
@@ -41,9 +42,6 @@ from tsukud.install.errors import (
 )
 from tsukud.install.extract import read_files
 from tsukud.recipe.model import ArchiveFormat
-
-if TYPE_CHECKING:
-    from tsukud.install.cpan import IndexEntry
 
 #: The build image's perl's modules, as Module::CoreList in that image lists them.
 CORE_FILE = "perl_core_modules.json"
@@ -57,11 +55,6 @@ MAX_BYTES = 512 * 1024 * 1024
 # A META file is a few kilobytes; a distribution requiring a thousand modules is not one.
 META_MAX_BYTES = 1024 * 1024
 MAX_REQUIREMENTS = 1000
-# PAUSE's paths: an author's directory (A/AU/AUTHOR), then the file, maybe in a
-# subdirectory of it; nothing that climbs out or names another host.
-PAUSE_PATH = re.compile(
-    r"[A-Z]/[A-Z0-9]{2}/[A-Z0-9][A-Z0-9-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.+-]*)+\.(?:tar\.gz|tgz)"
-)
 # Perl's package names (what cpanm is asked for), and the version text kept.
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:::|')[A-Za-z0-9_]+)*")
 _VERSION = re.compile(r"[0-9A-Za-z_.,<>=! v-]{0,128}")
@@ -70,11 +63,6 @@ _YML_TOP = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(.*)")
 _YML_REQ = re.compile(
     r"[ ]+([A-Za-z0-9_:']+?):(?:[ ]+(?:'([^']*)'|\"([^\"]*)\"|([^\s'\"#]+)))?[ ]*"
 )
-
-
-def is_pause_path(path: str) -> bool:
-    """A path below ``authors/id/`` as PAUSE writes one, and nothing that climbs."""
-    return PAUSE_PATH.fullmatch(path) is not None and ".." not in path
 
 
 # ---------------------------------------------------------------------------- META

@@ -22,7 +22,6 @@ from tsukud.install.build import BUILD_DIR
 from tsukud.install.cpan import (
     INDEX,
     MIRROR_DIR,
-    IndexEntry,
     check_distribution,
     check_executables,
     checksums_path,
@@ -31,12 +30,12 @@ from tsukud.install.cpan import (
     fetch_distribution,
     mirror_index,
     module_of,
-    parse_index,
     release_version,
     vouched_sums,
     wrapper,
     write_wrappers,
 )
+from tsukud.install.cpan_index import IndexEntry, parse_index
 from tsukud.install.download import ChecksumMismatch
 from tsukud.install.errors import BuildFailed, CpanDistributionUnavailable
 from tsukud.net.http import Http, RetryPolicy, Settings

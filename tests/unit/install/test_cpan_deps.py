@@ -17,7 +17,7 @@ from types import MappingProxyType
 
 import pytest
 
-from tsukud.install.cpan import INDEX, IndexEntry, fetch_distribution, mirror_index, parse_index
+from tsukud.install.cpan import INDEX, fetch_distribution, mirror_index
 from tsukud.install.cpan_deps import (
     CORE_FILE,
     MAX_REQUIREMENTS,
@@ -28,6 +28,7 @@ from tsukud.install.cpan_deps import (
     meta_json_requires,
     meta_yml_requires,
 )
+from tsukud.install.cpan_index import IndexEntry, parse_index
 from tsukud.install.download import ChecksumMismatch
 from tsukud.install.errors import (
     CpanDependencyUnavailable,
