@@ -35,9 +35,16 @@ from tsukud.install.errors import (
     CpanMetaInvalid,
     CpanTooManyDependencies,
 )
-from tsukud.install.extract import ArchiveLimitExceeded, CorruptArchive, UnsafeArchive
+from tsukud.install.extract import (
+    ArchiveLimitExceeded,
+    CorruptArchive,
+    ExtractLimits,
+    UnsafeArchive,
+    read_files,
+)
 from tsukud.net.http import Http, RetryPolicy, Settings
 from tsukud.recipe import CpanInstallStep
+from tsukud.recipe.model import ArchiveFormat
 from tsukud.sandbox.runtime import BUILD_IMAGE
 from tsukud.testing.cpan import FakeCpanMirror, meta_json, perl_distribution
 
@@ -384,3 +391,19 @@ def test_the_local_index_lists_every_module_of_the_fetched_distributions_only() 
     text = gzip.decompress(mirror_index(index, a, [Dependency(b, b"", a.file)])).decode()
     assert sorted(parse_index(text)) == ["Acme::A", "Acme::B", "Acme::B::Util"]
     assert "Line-Count:   3\n" in text
+
+
+def test_reading_a_file_out_of_a_bomb_stops_at_the_limits_not_at_the_end() -> None:
+    """``extract.read_files`` charges what it decompresses, not what headers claim."""
+    limits = ExtractLimits(max_entries=5, ratio_floor_bytes=1024 * 1024, max_ratio=10)
+    bomb = _tar({"X-1/zeros": b"\0" * (4 * 1024 * 1024), "X-1/META.json": b"{}"})
+    meta = lambda parts: parts[-1] == "META.json"  # noqa: E731 - the one rule, three reads
+    # The zeros are not wanted, but skipping them in the stream still decompresses them.
+    with pytest.raises(ArchiveLimitExceeded, match="compression ratio limit"):
+        read_files(bomb, ArchiveFormat.TAR_GZ, meta, max_file_bytes=10, limits=limits)
+    many = _tar({f"X-1/f{i}": b"" for i in range(6)})
+    with pytest.raises(ArchiveLimitExceeded, match="more than 5 entries"):
+        read_files(many, ArchiveFormat.TAR_GZ, lambda _: False, max_file_bytes=10, limits=limits)
+    ok = _tar({"X-1/META.json": b"{}", "X-1/other": b"x"})
+    got = read_files(ok, ArchiveFormat.TAR_GZ, meta, max_file_bytes=10, limits=limits)
+    assert got == {"X-1/META.json": b"{}"}
