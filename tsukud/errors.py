@@ -282,6 +282,22 @@ CATALOGUE: dict[str, ErrorKind] = {
         "The CPAN mirror (cpan.mirror_url) does not serve that distribution at that "
         "version, or no CHECKSUMS vouching for it; nothing was installed.",
     ),
+    "cpan_dependency_unavailable": ErrorKind(
+        E.INSTALL_FAILED,
+        "A module the CPAN distribution requires is neither part of perl nor indexed by "
+        "the CPAN mirror (cpan.mirror_url): use a mirror that has it; nothing was "
+        "installed.",
+    ),
+    "cpan_too_many_dependencies": ErrorKind(
+        E.INSTALL_FAILED,
+        "The CPAN distribution needs more distributions (or bytes) than tsuku gathers "
+        "for one install; nothing was built or installed.",
+    ),
+    "cpan_meta_invalid": ErrorKind(
+        E.INSTALL_FAILED,
+        "The CPAN distribution's META.json/META.yml is not the plain data the CPAN meta "
+        "spec describes (it is read, never run); nothing was installed.",
+    ),
     "cpan_checksums_invalid": ErrorKind(
         E.INSTALL_FAILED,
         "The CPAN mirror's CHECKSUMS is not the plain data CPAN publishes (it is read, "

@@ -335,8 +335,8 @@ class InstallAttempt:
         if isinstance(packaged, CpanInstallStep):
             self._refuse_conflicts(dict.fromkeys(packaged.executables), force)
             await self._refuse_shadowing(packaged.executables)
-            binaries, record = await self._cpan(packaged, loaded, res.version, final_dir)
-            asset_records.append(record)
+            binaries, records = await self._cpan(packaged, loaded, res.version, final_dir)
+            asset_records.extend(records)
         elif eco is not None:
             self._refuse_conflicts(dict.fromkeys(eco.executables), force)
             await self._refuse_shadowing(eco.executables)
@@ -796,15 +796,16 @@ class InstallAttempt:
 
     async def _cpan(
         self, step: CpanInstallStep, loaded: LoadedRecipe, version: str, final_dir: Path
-    ) -> tuple[dict[str, dict[str, str]], dict[str, Any]]:
-        """The distribution's bytes fetched here, installed by cpanm in the build
-        container, never here, and verified there; what it proved moves into place
-        (``cpan.py`` says why and how). Returns the executables to link and the
-        distribution's asset record."""
+    ) -> tuple[dict[str, dict[str, str]], list[dict[str, Any]]]:
+        """The distribution's bytes, and those of the distributions it needs, fetched
+        here, installed by cpanm in the build container, never here, and verified
+        there; what it proved moves into place (``cpan.py`` says why and how). Returns
+        the executables to link and an asset record per distribution fetched."""
         from tsukud.install.cpan import (
             CHECKED_AGAINST,
             MIRROR_KEY,
             build_distribution,
+            dependencies_message,
             fetch_distribution,
         )
 
@@ -825,12 +826,35 @@ class InstallAttempt:
         output = self.staging / "root"
         for d in (mirror, scratch, output):
             d.mkdir()
-        entry = await fetch_distribution(inst.http, base, step, version, mirror)
-        archive = mirror / "authors" / "id" / entry.path
-        sha256 = await trio.to_thread.run_sync(sha256_file, archive)
-        await self.progress(
-            "verified_checksum", file=entry.file, sha256=sha256, checked=[CHECKED_AGAINST]
-        )
+        local = await fetch_distribution(inst.http, base, step, version, mirror)
+        entry = local.entry
+        if local.dependencies:  # what the container will install besides the distribution
+            await self.progress(
+                "cpan_dependencies",
+                distribution=entry.file,
+                dependencies=[
+                    {"file": d.entry.file, "module": d.entry.module, "needed_by": d.needed_by}
+                    for d in local.dependencies
+                ],
+                message=dependencies_message(local),
+            )
+        records: list[dict[str, Any]] = []
+        for each in local.entries:
+            archive = mirror / "authors" / "id" / each.path
+            sha256 = await trio.to_thread.run_sync(sha256_file, archive)
+            await self.progress(
+                "verified_checksum", file=each.file, sha256=sha256, checked=[CHECKED_AGAINST]
+            )
+            records.append(
+                {
+                    "name": each.file,
+                    "url": f"{base.rstrip('/')}/authors/id/{each.path}",
+                    "sha256": sha256,
+                    "size": archive.stat().st_size,
+                    "digest_checked": False,
+                    "checked_against": [CHECKED_AGAINST],  # fetch_distribution checked them
+                }
+            )
         self.stage = "build"
         await self.progress(
             "building",
@@ -852,19 +876,11 @@ class InstallAttempt:
             session=self.session,
         )
         self.built = {"image": sandbox.image, "kind": step.action, "dependencies": {}}
-        record = {
-            "name": entry.file,
-            "url": f"{base.rstrip('/')}/authors/id/{entry.path}",
-            "sha256": sha256,
-            "size": archive.stat().st_size,
-            "digest_checked": False,
-            "checked_against": [CHECKED_AGAINST],  # fetch_distribution checked them
-        }
         await trio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
         self.stage = "install"
         await self.progress("installing", version=version)
         self.tx.move_into_place(output, final_dir)
-        return binaries, record
+        return binaries, records
 
     async def _relocate(self, step: RenderedStep, bottle: Bottle, final_dir: Path) -> None:
         """The unpacked keg rewritten for where it will live (``homebrew/relocate.py``)."""

@@ -7,10 +7,10 @@ names the file of the module the step asks for, which must be the distribution a
 version being installed. The author directory's ``CHECKSUMS`` (``A/AU/AUTHOR/CHECKSUMS``,
 PAUSE's) is read as data (``registries/cpan_checksums.py``: never run, its PGP signature
 not checked) and must give that file's sha256; the file is downloaded, and only when its
-sha256 (and size, when given) is what CHECKSUMS says is it laid out as a
-one-distribution mirror (the file, and an index of its line alone) in the install's
-staging directory. A mirror or proxy that swapped the file, and not CHECKSUMS with it,
-is ``checksum_mismatch`` before the bytes go anywhere.
+sha256 (and size, when given) is what CHECKSUMS says is it laid out, with the
+distributions it needs (below), as a local mirror (the files, and an index of their
+lines alone) in the install's staging directory. A mirror or proxy that swapped the
+file, and not CHECKSUMS with it, is ``checksum_mismatch`` before the bytes go anywhere.
 The build container (:data:`~tsukud.sandbox.runtime.BUILD_IMAGE`, which carries
 Debian's perl and cpanminus) then runs ``cpanm --mirror file://… --mirror-only
 --local-lib <tool's directory> --notest`` on that file, with no network, the validation
@@ -23,9 +23,13 @@ the output tree is checked and tamed as a build's is (``build.py``), and the rec
 verify runs in a second container over it. Then, as tsuku does, each executable is
 renamed ``<name>.cpanm`` and a wrapper takes its name, setting ``PERL5LIB`` to the
 tool's ``lib/perl5`` (a local-lib is found through it) before running the script with
-``perl``. The distribution's dependencies are not fetched: one that needs a module
-neither the image's perl nor the distribution carries fails in the container, saying
-which (``build_failed``).
+``perl``. The container has no network, so the distributions it needs are gathered
+here first (``cpan_deps.py``: its META file read as data, each required module that is
+not perl's resolved through the same index, each distribution fetched once and checked
+against its author's CHECKSUMS as this one is) and laid out in the same local mirror,
+whose index lists them all; cpanm installs them into the same local-lib. A module only
+``Makefile.PL`` would add (``dynamic_config``) is not seen here and fails in the
+container, saying which (``build_failed``).
 
 The pure part (reading the index, the script, the wrapper) is separate from the shell
 that fetches and runs, so both are tested on their own.
@@ -56,6 +60,8 @@ from tsukud.install.build import (
     build_or_fail,
     verify_in_container,
 )
+from tsukud.install.cpan_deps import Dependency, gather
+from tsukud.install.cpan_index import IndexEntry, is_pause_path, parse_index
 from tsukud.install.download import ChecksumMismatch, check_sha256
 from tsukud.install.errors import BuildFailed, CpanDistributionUnavailable
 from tsukud.net.http import HttpError, HttpStatusError, HttpUnreachable
@@ -72,30 +78,15 @@ INDEX = "modules/02packages.details.txt.gz"
 CHECKED_AGAINST = "cpan_checksums"
 #: The CPAN mirror's base URL in the installer's ``ecosystem_urls`` (``cpan.mirror_url``).
 MIRROR_KEY = "cpan.mirror"
-# Where the one-distribution mirror is mounted in the build container (read-only).
+# Where the local mirror (the distribution and what it needs) is mounted in the build
+# container (read-only).
 MIRROR_DIR = "/tsuku/cpan"
 # The index of the real CPAN is about 3 MB compressed; a distribution rarely 10 MB.
 INDEX_MAX_BYTES = 64 * 1024 * 1024
 DIST_MAX_BYTES = 256 * 1024 * 1024
-# PAUSE's paths: an author's directory (A/AU/AUTHOR), then the file, maybe in a
-# subdirectory of it; nothing that climbs out or names another host.
-_DIST_PATH = re.compile(
-    r"[A-Z]/[A-Z0-9]{2}/[A-Z0-9][A-Z0-9-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.+-]*)+\.(?:tar\.gz|tgz)"
-)
 # A wrapper's name is a file name in bin/ (tsuku's checks: no separator, no control
 # character, no shell metacharacter).
 _EXECUTABLE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,255}")
-
-
-@dataclass(frozen=True)
-class IndexEntry:
-    module: str
-    version: str
-    path: str  # below authors/id/
-
-    @property
-    def file(self) -> str:
-        return self.path.rsplit("/", 1)[-1]
 
 
 # ---------------------------------------------------------------------------- pure
@@ -105,18 +96,6 @@ def module_of(step: CpanInstallStep) -> str:
     """What cpanm is asked for: the step's ``module``, else the distribution's name
     with ``-`` as ``::`` (tsuku's ``distributionToModule``)."""
     return step.module or step.distribution.replace("-", "::")
-
-
-def parse_index(text: str) -> dict[str, IndexEntry]:
-    """PAUSE's ``02packages.details.txt``: header lines up to the first blank line,
-    then ``module version path`` per line. Lines of another shape are skipped."""
-    _header, _, body = text.partition("\n\n")
-    out: dict[str, IndexEntry] = {}
-    for line in body.splitlines():
-        parts = line.split()
-        if len(parts) == 3:
-            out[parts[0]] = IndexEntry(*parts)
-    return out
 
 
 def choose_distribution(
@@ -136,7 +115,7 @@ def choose_distribution(
             module=module,
         )
     wanted = release_files(step.distribution, version)
-    if not _DIST_PATH.fullmatch(entry.path) or ".." in entry.path or entry.file not in wanted:
+    if not is_pause_path(entry.path) or entry.file not in wanted:
         raise CpanDistributionUnavailable(
             f"the CPAN mirror {mirror} indexes {module} in {entry.path}, not in "
             f"{step.distribution} {version}",
@@ -208,15 +187,32 @@ def check_distribution(entry: IndexEntry, data: bytes, sums: FileSums, url: str)
         raise
 
 
-def mirror_index(entry: IndexEntry) -> bytes:
-    """The one-distribution mirror's ``02packages.details.txt.gz``: its line alone."""
-    text = (
-        "File:         02packages.details.txt\n"
-        "Line-Count:   1\n"
-        "\n"
-        f"{entry.module} {entry.version} {entry.path}\n"
-    )
+def mirror_index(
+    index: Mapping[str, IndexEntry], entry: IndexEntry, dependencies: Sequence[Dependency] = ()
+) -> bytes:
+    """The local mirror's ``02packages.details.txt.gz``: the lines of ``index`` (the
+    mirror's) whose file is the distribution's or one of its dependencies', so cpanm
+    finds each module it needs in a file the mirror holds; ``entry``'s line always."""
+    paths = {entry.path, *(d.entry.path for d in dependencies)}
+    lines = {e.module: e for e in index.values() if e.path in paths}
+    lines.update({entry.module: entry, **{d.entry.module: d.entry for d in dependencies}})
+    body = "".join(f"{m} {e.version} {e.path}\n" for m, e in sorted(lines.items()))
+    text = f"File:         02packages.details.txt\nLine-Count:   {len(lines)}\n\n{body}"
     return gzip.compress(text.encode(), mtime=0)
+
+
+def dependencies_message(local: LocalMirror) -> str:
+    """The line a person reads before the build: the distributions fetched besides
+    the one asked for, each with the module that brought it in and who needs it."""
+    deps = local.dependencies
+    listed = "; ".join(
+        f"{d.entry.file} (for {d.entry.module}, needed by {d.needed_by})" for d in deps
+    )
+    noun = "distribution" if len(deps) == 1 else "distributions"
+    return (
+        f"{local.entry.file} needs {len(deps)} more CPAN {noun}, fetched and checked "
+        f"against their CHECKSUMS, built with it in the container: {listed}"
+    )
 
 
 def check_executables(names: Sequence[str]) -> None:
@@ -400,39 +396,77 @@ async def read_checksums(http: Http, url: str, entry: IndexEntry) -> dict[str, F
     return parse_checksums(answer.body)
 
 
+@dataclass(frozen=True)
+class LocalMirror:
+    """What :func:`fetch_distribution` laid out: the distribution's entry and the
+    distributions it needs, each with the CHECKSUMS URL that vouched for it."""
+
+    entry: IndexEntry
+    dependencies: tuple[Dependency, ...]
+
+    @property
+    def entries(self) -> list[IndexEntry]:
+        return [self.entry, *(d.entry for d in self.dependencies)]
+
+
+class _Fetcher:
+    """Distributions' bytes from one mirror, each checked against its author
+    directory's CHECKSUMS (read once per directory) before anyone sees them."""
+
+    def __init__(self, http: Http, base: str) -> None:
+        self.http, self.base = http, base
+        self.sums: dict[str, dict[str, FileSums]] = {}
+
+    def sums_url(self, entry: IndexEntry) -> str:
+        return f"{self.base}/authors/id/{checksums_path(entry)}"
+
+    async def __call__(self, entry: IndexEntry) -> bytes:
+        sums_url = self.sums_url(entry)
+        if sums_url not in self.sums:
+            self.sums[sums_url] = await read_checksums(self.http, sums_url, entry)
+        sums = vouched_sums(self.sums[sums_url], entry, sums_url)
+        url = f"{self.base}/authors/id/{entry.path}"
+        try:
+            data = (await self.http.get(url, max_bytes=DIST_MAX_BYTES)).body
+        except HttpUnreachable as exc:
+            raise _placed(exc, self.base, f"cannot fetch {entry.file}") from None
+        except HttpError as exc:
+            raise CpanDistributionUnavailable(
+                f"{url} could not be fetched: {exc}",
+                hint="The mirror indexes a file it does not serve; try another mirror "
+                "(cpan.mirror_url). Nothing was installed.",
+                path=entry.path,
+            ) from None
+        check_distribution(entry, data, sums, sums_url)
+        return data
+
+
 async def fetch_distribution(
     http: Http, base: str, step: CpanInstallStep, version: str, mirror: Path
-) -> IndexEntry:
+) -> LocalMirror:
     """The distribution's bytes (nothing of it runs here), checked against the author
-    directory's CHECKSUMS, then laid out in ``mirror`` as a one-distribution CPAN
-    mirror: bytes that CHECKSUMS does not vouch for are never written."""
+    directory's CHECKSUMS, then the distributions it needs (``cpan_deps.py``: read
+    from its META file, resolved through the same index, each checked the same way),
+    all laid out in ``mirror`` as a CPAN mirror holding just them: bytes that CHECKSUMS
+    does not vouch for are never written."""
     base = base.rstrip("/")
-    entry = choose_distribution(await read_index(http, base), step, version, base)
-    sums_url = f"{base}/authors/id/{checksums_path(entry)}"
-    sums = vouched_sums(await read_checksums(http, sums_url, entry), entry, sums_url)
-    url = f"{base}/authors/id/{entry.path}"
-    try:
-        data = (await http.get(url, max_bytes=DIST_MAX_BYTES)).body
-    except HttpUnreachable as exc:
-        raise _placed(exc, base, f"cannot fetch {entry.file}") from None
-    except HttpError as exc:
-        raise CpanDistributionUnavailable(
-            f"{url} could not be fetched: {exc}",
-            hint="The mirror indexes a file it does not serve; try another mirror "
-            "(cpan.mirror_url). Nothing was installed.",
-            path=entry.path,
-        ) from None
-    check_distribution(entry, data, sums, sums_url)
+    index = await read_index(http, base)
+    entry = choose_distribution(index, step, version, base)
+    fetch = _Fetcher(http, base)
+    data = await fetch(entry)
+    dependencies = await gather(entry, data, index, fetch)
+    files = {entry.path: data, **{d.entry.path: d.data for d in dependencies}}
 
     def lay_out() -> None:
-        target = mirror / "authors" / "id" / entry.path
-        target.parent.mkdir(parents=True)
-        target.write_bytes(data)
+        for path, body in files.items():
+            target = mirror / "authors" / "id" / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(body)
         (mirror / "modules").mkdir()
-        (mirror / INDEX).write_bytes(mirror_index(entry))
+        (mirror / INDEX).write_bytes(mirror_index(index, entry, dependencies))
 
     await trio.to_thread.run_sync(lay_out)
-    return entry
+    return LocalMirror(entry, tuple(dependencies))
 
 
 async def build_distribution(

@@ -54,6 +54,28 @@ class CpanDistributionUnavailable(InstallError):
     code = "cpan_distribution_unavailable"
 
 
+class CpanDependencyUnavailable(InstallError):
+    """A module a CPAN distribution requires (configure, build or runtime) that perl
+    does not carry and the mirror does not index, or indexes at a path that is not
+    PAUSE's (``cpan_deps.py``): named with the distribution that needs it."""
+
+    code = "cpan_dependency_unavailable"
+
+
+class CpanTooManyDependencies(InstallError):
+    """A CPAN distribution's dependencies, gathered on the host, past the cap on their
+    number or their bytes (``cpan_deps.py``)."""
+
+    code = "cpan_too_many_dependencies"
+
+
+class CpanMetaInvalid(InstallError):
+    """A CPAN distribution's ``META.json``/``META.yml`` that is not the plain data the
+    CPAN meta spec describes, or not the strict subset of YAML read here."""
+
+    code = "cpan_meta_invalid"
+
+
 class NotInstalled(NotFound):
     code = "not_installed"
 

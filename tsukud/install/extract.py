@@ -714,3 +714,69 @@ def list_entries(
         raise
     except (_DecodeError, *_DECODE_ERRORS) as exc:
         raise CorruptArchive(f"{label}: cannot read as {fmt.value}: {exc}") from exc
+
+
+# ------------------------------------------------------------------------ reading
+
+
+def read_files(
+    archive: bytes,
+    fmt: ArchiveFormat,
+    wanted: Callable[[list[str]], bool],
+    *,
+    max_file_bytes: int,
+    limits: ExtractLimits = ExtractLimits(),  # noqa: B008 - frozen, safe to share
+    name: str = "archive",
+) -> dict[str, bytes]:
+    """The regular files of a tar archive (given as bytes) whose path components
+    ``wanted`` accepts, read into memory: nothing is written anywhere. For reading a
+    package's metadata (a CPAN distribution's ``META.json``) without unpacking it.
+
+    The archive is as hostile here as in :func:`extract`: every entry's name is checked
+    (``..``, absolute, backslash, NUL are :class:`UnsafeArchive`), the entry count and
+    the decompressed bytes (ratio and total) are charged as they are produced, and a
+    wanted file larger than ``max_file_bytes`` is :class:`ArchiveLimitExceeded`.
+    Links and special entries are never followed or read. Keys are the entry's
+    components joined by ``/``; a name given twice is refused (which one a reader
+    would take is not for the archive to decide)."""
+    fmt = ArchiveFormat(fmt)
+    if not fmt.is_tar:
+        raise ValueError(f"read_files reads tar archives, not {fmt.value}")
+    budget = _total_budget(limits, len(archive), name)
+    out: dict[str, bytes] = {}
+    entries = 0
+    try:
+        with _decompressor(io.BytesIO(archive), fmt) as plain:
+            stream = cast(IO[bytes], _Counted(plain, budget))
+            with tarfile.open(fileobj=stream, mode="r|") as tar:
+                for member in tar:
+                    entries += 1
+                    if entries > limits.max_entries:
+                        raise ArchiveLimitExceeded(
+                            f"{name}: more than {limits.max_entries} entries",
+                            limit=limits.max_entries,
+                        )
+                    parts = _components(member.name, "entry")
+                    if not member.isreg() or not wanted(parts):
+                        continue
+                    key = "/".join(parts)
+                    if key in out:
+                        raise UnsafeArchive(f"{name}: entry {key!r} is given twice")
+                    if member.size > max_file_bytes:
+                        raise ArchiveLimitExceeded(
+                            f"{name}: {key} is larger than the {max_file_bytes}-byte limit",
+                            limit=max_file_bytes,
+                        )
+                    reader = tar.extractfile(member)
+                    data = reader.read(max_file_bytes + 1) if reader is not None else b""
+                    if len(data) > max_file_bytes:  # pragma: no cover - the header said less
+                        raise ArchiveLimitExceeded(
+                            f"{name}: {key} is larger than the {max_file_bytes}-byte limit",
+                            limit=max_file_bytes,
+                        )
+                    out[key] = data
+    except TsukuError:
+        raise
+    except (_DecodeError, *_DECODE_ERRORS) as exc:
+        raise CorruptArchive(f"{name}: cannot read as {fmt.value}: {exc}") from exc
+    return out

@@ -28,8 +28,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import json
 import posixpath
 import tarfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -57,13 +59,25 @@ class PerlDistribution:
 
 
 def perl_distribution(
-    name: str, version: str, script: str, *, marker: Path | None = None
+    name: str,
+    version: str,
+    script: str | None,
+    *,
+    marker: Path | None = None,
+    requires: Mapping[str, str] | None = None,
+    meta: Literal["json", "yml", "none"] = "json",
 ) -> PerlDistribution:
     """``name``-``version``.tar.gz: the module named after the distribution, and
-    ``script/<script>`` printing ``<script> <module's $VERSION> <args>``; with
-    ``marker``, ``Makefile.PL`` first writes that file (if it can: it runs in a
-    container where the host's path does not exist)."""
+    ``script/<script>`` (none when ``script`` is None) printing ``<script> <module's
+    $VERSION> <args>``; with ``marker``, ``Makefile.PL`` first writes that file (if it
+    can: it runs in a container where the host's path does not exist). ``requires``
+    (module → version) are runtime prerequisites as CPAN carries them: in the
+    ``META.json`` (or ``META.yml``: ``meta``) a release is uploaded with and in
+    ``Makefile.PL``'s ``PREREQ_PM``; the module ``use``s each of them, so it loads only
+    where they are installed. ExtUtils::MakeMaker (perl's own) is its configure
+    requirement, as a real release's META says."""
     module = name.replace("-", "::")
+    requires = dict(requires or {})
     top = f"{name}-{version}"
     pm = f"lib/{module.replace('::', '/')}.pm"
     touch = (
@@ -71,22 +85,30 @@ def perl_distribution(
         if marker is not None
         else ""
     )
+    prereq = ", ".join(f"'{m}' => '{v}'" for m, v in requires.items())
+    exe = f"EXE_FILES => ['script/{script}'], " if script is not None else ""
+    uses = "".join(f"use {m};\n" for m in requires)
     files = {
         "Makefile.PL": (
             "use strict;\nuse ExtUtils::MakeMaker;\n"
             + touch
             + f"WriteMakefile(NAME => '{module}', VERSION_FROM => '{pm}', "
-            f"EXE_FILES => ['script/{script}'], ABSTRACT => 'a fake');\n",
+            f"{exe}PREREQ_PM => {{{prereq}}}, ABSTRACT => 'a fake');\n",
             0o644,
         ),
-        pm: (f"package {module};\nour $VERSION = '{version}';\n1;\n", 0o644),
-        f"script/{script}": (
+        pm: (f"package {module};\n{uses}our $VERSION = '{version}';\n1;\n", 0o644),
+    }
+    if script is not None:
+        files[f"script/{script}"] = (
             f"#!/usr/bin/perl\nuse strict;\nuse {module};\n"
             f'print "{script} $' + module + '::VERSION @ARGV\\n";\n',
             0o755,
-        ),
-        "MANIFEST": (f"Makefile.PL\n{pm}\nscript/{script}\nMANIFEST\n", 0o644),
-    }
+        )
+    if meta == "json":
+        files["META.json"] = (meta_json(name, version, requires), 0o644)
+    elif meta == "yml":
+        files["META.yml"] = (meta_yml(name, version, requires), 0o644)
+    files["MANIFEST"] = ("".join(f"{f}\n" for f in [*files, "MANIFEST"]), 0o644)
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         for rel, (text, mode) in files.items():
@@ -95,6 +117,41 @@ def perl_distribution(
             info.size, info.mode, info.mtime = len(data), mode, 1_700_000_000
             tar.addfile(info, io.BytesIO(data))
     return PerlDistribution(name, version, module, buf.getvalue())
+
+
+def meta_json(name: str, version: str, requires: Mapping[str, str]) -> str:
+    """A release's ``META.json`` (CPAN::Meta::Spec 2) as ExtUtils::MakeMaker writes it,
+    with ``requires`` at runtime and tests' needs that ``--notest`` never installs."""
+    doc = {
+        "abstract": "a fake",
+        "author": ["TSUKU"],
+        "dynamic_config": 1,
+        "license": ["perl_5"],
+        "meta-spec": {"url": "http://search.cpan.org/perldoc?CPAN::Meta::Spec", "version": 2},
+        "name": name,
+        "prereqs": {
+            "build": {"requires": {"ExtUtils::MakeMaker": "0"}},
+            "configure": {"requires": {"ExtUtils::MakeMaker": "0"}},
+            "runtime": {"requires": dict(requires)},
+            "test": {"requires": {"Test::NeverInstalled": "1.0"}},
+        },
+        "release_status": "stable",
+        "version": version,
+    }
+    return json.dumps(doc, indent=3) + "\n"
+
+
+def meta_yml(name: str, version: str, requires: Mapping[str, str]) -> str:
+    """The older ``META.yml`` (spec 1.4), as a release without a META.json carries it."""
+    runtime = "".join(f"  {m}: '{v}'\n" for m, v in requires.items())
+    return (
+        "---\nabstract: 'a fake'\nauthor:\n  - TSUKU\n"
+        "build_requires:\n  ExtUtils::MakeMaker: '0'\n"
+        "configure_requires:\n  ExtUtils::MakeMaker: 0\n"
+        f"name: {name}\n"
+        + (f"requires:\n{runtime}" if runtime else "requires: {}\n")
+        + f"version: '{version}'\n"
+    )
 
 
 def packages_index(dists: list[PerlDistribution]) -> bytes:

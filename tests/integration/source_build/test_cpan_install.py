@@ -160,3 +160,60 @@ def test_a_swapped_distribution_is_refused_before_anything_is_built(
             assert not (t.home / "bin" / SCRIPT).exists()
             label = f"dev.tsuku.build={name}"
             assert containers_created(docker_endpoint, label, since) == []
+
+
+def test_a_distribution_that_requires_another_installs_both_from_the_host_fetched_mirror(
+    tmp_path: Path, build_image: str
+) -> None:
+    """Acme-TsukuA requires Acme::TsukuB (not perl's): the host reads A's META.json,
+    resolves B through the mirror's index, checks B against its author's CHECKSUMS and
+    lays both out; cpanm, with no network, builds both in the container, and the tool
+    loads B at run time. The progress says what was fetched besides A before the
+    build. (Without the gathering, cpanm in the container cannot find Acme::TsukuB.)"""
+    name, script = "tsuku-acme-a", "tsuku-acme-a"
+    b = perl_distribution("Acme-TsukuB", "2.5", None, marker=tmp_path / "b-ran")
+    a = perl_distribution("Acme-TsukuA", "1.0", script, requires={"Acme::TsukuB": "2.0"})
+    recipe = (
+        RECIPE.replace(DIST, "Acme-TsukuA")
+        .replace(SCRIPT, script)
+        .replace('name = "tsuku-hello"', f'name = "{name}"')
+    )
+    with FakeCpanMirror() as mirror:
+        mirror.publish(a)
+        home = short_home()
+        with running(Tsuku(home, {**base_env(home), **mirror.env()})) as t:
+            local_recipe(t, name, recipe)
+            # A mirror without B: refused on the host, naming the module and who needs it.
+            out = t.ctl("install", name, "--yes", "--json")
+            assert out.returncode == 6, out.stdout
+            error = json.loads(out.stdout)["error"]
+            assert error["code"] == "cpan_dependency_unavailable"
+            assert error["data"] == {
+                "module": "Acme::TsukuB",
+                "needed_by": "Acme-TsukuA-1.0.tar.gz",
+            }
+            assert "cpan.mirror_url" in error["hint"]
+            assert not (t.home / "tools" / f"{name}-1.0").exists()
+
+            mirror.publish(b)
+            out = t.ctl("install", name, "--yes")
+            assert out.returncode == 0, out.stderr
+            assert not (tmp_path / "b-ran").exists(), "B's Makefile.PL ran on the host"
+            # Said before the build started, as the downloads of other steps are.
+            said = out.stderr.index(
+                "Acme-TsukuA-1.0.tar.gz needs 1 more CPAN distribution, fetched and checked "
+                "against their CHECKSUMS, built with it in the container: "
+                "Acme-TsukuB-2.5.tar.gz (for Acme::TsukuB, needed by Acme-TsukuA-1.0.tar.gz)"
+            )
+            assert said < out.stderr.index("installing Acme-TsukuA-1.0.tar.gz with cpanm")
+            (done,) = [e["payload"] for e in events(t) if e["type"] == "install.completed"]
+            assert [(x["name"], x["checked_against"]) for x in done["assets"]] == [
+                ("Acme-TsukuA-1.0.tar.gz", ["cpan_checksums"]),
+                ("Acme-TsukuB-2.5.tar.gz", ["cpan_checksums"]),
+            ]
+            assert done["assets"][1]["sha256"] == sha256(b.tarball).hexdigest()
+            ran = subprocess.run([str(t.home / "bin" / script)], capture_output=True, text=True)
+            assert ran.returncode == 0, ran.stderr
+            assert ran.stdout == f"{script} 1.0 \n"
+            lib = t.home / "tools" / f"{name}-1.0" / "lib" / "perl5" / "Acme"
+            assert sorted(p.name for p in lib.iterdir()) == ["TsukuA.pm", "TsukuB.pm"]

@@ -22,7 +22,6 @@ from tsukud.install.build import BUILD_DIR
 from tsukud.install.cpan import (
     INDEX,
     MIRROR_DIR,
-    IndexEntry,
     check_distribution,
     check_executables,
     checksums_path,
@@ -31,12 +30,12 @@ from tsukud.install.cpan import (
     fetch_distribution,
     mirror_index,
     module_of,
-    parse_index,
     release_version,
     vouched_sums,
     wrapper,
     write_wrappers,
 )
+from tsukud.install.cpan_index import IndexEntry, parse_index
 from tsukud.install.download import ChecksumMismatch
 from tsukud.install.errors import BuildFailed, CpanDistributionUnavailable
 from tsukud.net.http import Http, RetryPolicy, Settings
@@ -88,7 +87,7 @@ def test_pauses_index_is_read_past_its_header() -> None:
     text = gzip.decompress(packages_index([perl_distribution("Acme-Hello", "1.0", "h")]))
     assert parse_index(text.decode()) == {"Acme::Hello": ENTRY}
     # The index written for the container's mirror reads back as that line alone.
-    assert parse_index(gzip.decompress(mirror_index(ENTRY)).decode()) == {"Acme::Hello": ENTRY}
+    assert parse_index(gzip.decompress(mirror_index({}, ENTRY)).decode()) == {"Acme::Hello": ENTRY}
 
 
 def test_the_distribution_is_the_indexed_file_of_that_name_and_version() -> None:
@@ -235,7 +234,7 @@ async def test_the_distribution_is_fetched_as_bytes_into_a_one_file_mirror(
     with FakeCpanMirror() as mirror:
         mirror.publish(perl_distribution("Acme-Other", "2.0", "other"))
         mirror.publish(dist)
-        entry = await fetch_distribution(http, mirror.url + "/", STEP, "1.0", tmp_path)
+        entry = (await fetch_distribution(http, mirror.url + "/", STEP, "1.0", tmp_path)).entry
         assert mirror.paths() == [f"/{INDEX}", f"/authors/id/{CHECKSUMS}", f"/authors/id/{PATH}"]
     assert entry == ENTRY
     assert (tmp_path / "authors" / "id" / PATH).read_bytes() == dist.tarball
