@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tsukud.install.homebrew.deps import dependents, needs
+from tsukud.install.homebrew.deps import needs, replaced_in_use
 from tsukud.install.homebrew.errors import DependencyInUse
 
 Installed = Mapping[str, Mapping[str, Any]]
@@ -86,12 +86,10 @@ def refuse_replacing(installed: Installed, name: str, version: str, *, by_name: 
     they run on made the user's (``install nodejs@<installed>``); either way, the newer
     one for the tools by removing them (the hidden toolchain goes with them) and
     installing them again. The same version is installed again as always."""
-    current = installed.get(name)
-    if current is None or not current.get("hidden") or str(current.get("version")) == version:
+    in_use = replaced_in_use(installed, name, version)
+    if in_use is None or not in_use[0].get("hidden"):
         return
-    on_it = dependents(installed, name)
-    if not on_it:
-        return
+    current, on_it = in_use
     old = current.get("version")
     who = ", ".join(on_it)
     one = len(on_it) == 1

@@ -113,6 +113,19 @@ def unneeded(
     return sorted({dep for dep in deps if dep in left and not dependents(left, dep)})
 
 
+def replaced_in_use(
+    installed: Mapping[str, Mapping[str, Any]], name: str, version: str
+) -> tuple[Mapping[str, Any], list[str]] | None:
+    """``name``'s installed record and the tools that need it, when installing it at
+    another ``version`` would replace it under them; None when nothing is in the way
+    (not installed, the same version, or needed by nothing)."""
+    current = installed.get(name)
+    if current is None or str(current.get("version")) == version:
+        return None
+    needed_by = dependents(installed, name)
+    return (current, needed_by) if needed_by else None
+
+
 def refuse_version_change(
     installed: Mapping[str, Mapping[str, Any]], name: str, version: str
 ) -> None:
@@ -123,12 +136,10 @@ def refuse_version_change(
     another version deletes that directory once it is active, and the dependent would
     stop loading. Refusing is the honest choice (docs/install.md says why not keep the
     old directory); a reinstall of the same version keeps the path and is allowed."""
-    current = installed.get(name)
-    if current is None or str(current.get("version")) == version:
+    in_use = replaced_in_use(installed, name, version)
+    if in_use is None:
         return
-    needed_by = dependents(installed, name)
-    if not needed_by:
-        return
+    current, needed_by = in_use
     old = current.get("version")
     who = ", ".join(needed_by)
     raise DependencyInUse(
