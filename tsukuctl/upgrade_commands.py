@@ -96,6 +96,15 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
         pinned = [c for c in res["current"] if c.get("pinned")]
         for c in pinned:
             out(_pinned(c["tool"], c["version"]))
+        kept = [c for c in res["current"] if c.get("kept_for")]
+        for c in kept:
+            users = ", ".join(c["kept_for"])
+            out(
+                f"kept {c['tool']} {c['version']}: the hidden toolchain {users} "
+                f"{'runs' if len(c['kept_for']) == 1 else 'run'} on "
+                f"(`tsukuctl upgrade {c['tool']}` says how to move {users} to a newer one)"
+            )
+        pinned += kept
         others = len(res["current"]) - len(pinned)
         if not res["upgraded"] and not failed and not pinned:
             out("nothing to upgrade: every tool named is current")

@@ -125,11 +125,15 @@ class Upgraded(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Current(msgspec.Struct, frozen=True, kw_only=True):
-    """Already the newest release (or pinned to the one it has)."""
+    """Already the newest release (or pinned to the one it has, or a hidden toolchain
+    ``upgrade --all`` keeps for the tools that run on it)."""
 
     tool: str
     version: str
     pinned: bool | UnsetType = UNSET  # sent only when it is
+    # The tools a hidden toolchain is kept at ``version`` for (sent only then): its newer
+    # release would delete the one they run on (``hidden.refuse_replacing``).
+    kept_for: list[str] | UnsetType = UNSET
 
 
 class NotUpgraded(msgspec.Struct, frozen=True, kw_only=True):

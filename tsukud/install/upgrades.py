@@ -29,6 +29,7 @@ from msgspec import UNSET, UnsetType
 
 from tsukud.errors import TsukuError, UsageError
 from tsukud.install.errors import VersionNotValidated, not_installed
+from tsukud.install.homebrew.deps import replaced_in_use
 from tsukud.install.pins import require_validated, validated_version
 from tsukud.install.registry import check_name
 from tsukud.install.results import Current, NotUpgraded, Upgraded, Upgrades
@@ -113,6 +114,16 @@ async def outdated(inst: Installer, names: list[str]) -> list[ToolStatus]:
     ]
 
 
+def _runs_on_it(inst: Installer, status: ToolStatus) -> list[str]:
+    """The tools that run on ``status.tool`` when it is a hidden toolchain its newest
+    release would replace under them; empty otherwise."""
+    installed = inst.installed()
+    in_use = replaced_in_use(installed, status.tool, status.newest or status.installed)
+    if in_use is None or not in_use[0].get("hidden"):
+        return []
+    return in_use[1]
+
+
 async def upgrade(
     inst: Installer, names: list[str], *, every: bool, progress: Progress
 ) -> Upgrades:
@@ -143,6 +154,11 @@ async def upgrade(
             current.append(
                 Current(tool=status.tool, version=status.installed, pinned=status.pinned or UNSET)
             )
+        elif every and (kept_for := _runs_on_it(inst, status)):
+            # ``--all`` keeps a hidden toolchain tools run on (named, it is refused with
+            # the ways on): its newer release would delete the one they run on, and a
+            # command run every week should not fail each time a toolchain releases.
+            current.append(Current(tool=status.tool, version=status.installed, kept_for=kept_for))
         else:
             try:
                 # A hidden toolchain stays hidden: upgraded, not linked into bin/.

@@ -211,6 +211,16 @@ def test_a_remove_of_several_names_removes_the_tools_first_whatever_the_order(
     assert installed(inst)["nodejs"]["version"] == "1.0.0"
     assert run(inst.home / "bin" / "greet", "hi").strip() == "greet 1.0.0 hi"
 
+    # upgrade --all keeps it (a weekly `upgrade --all` must not fail at each release)
+    every = inst.ctl("upgrade", "--all", shell_env=NO_SYSTEM_COMMANDS)
+    assert every.returncode == 0, every.stderr
+    assert (
+        "kept nodejs 1.0.0: the hidden toolchain greet runs on (`tsukuctl upgrade nodejs` "
+        "says how to move greet to a newer one)" in every.stdout
+    )
+    assert "was not upgraded" not in every.stderr
+    assert installed(inst)["nodejs"]["version"] == "1.0.0"
+
 
 @needs_npm
 def test_remove_unused_offers_the_toolchain_a_failed_install_left_and_nothing_else(
