@@ -221,16 +221,35 @@ def build_spec(
     as the daemon's uid so what it writes stays the daemon's to move."""
     where = str(prefix)
     dirs = list((deps or {}).values())
-    return RunSpec(
-        image=image,
-        command=["/bin/sh", "-c", build_script(build, where, deps)],
-        mounts=(
+    return isolated_build(
+        image,
+        build_script(build, where, deps),
+        (
             (source, SOURCE_DIR, True),
             (scratch, BUILD_DIR, False),
             (prefix, where, False),
             *dependency_mounts(dirs),
         ),
-        env=build_env(dirs),
+        build_env(dirs),
+        labels,
+    )
+
+
+def isolated_build(
+    image: str,
+    script: str,
+    mounts: tuple[tuple[Path, str, bool], ...],
+    env: dict[str, str],
+    labels: dict[str, str],
+) -> RunSpec:
+    """A build container (a source build's, cpanm's): ``script`` run by ``/bin/sh`` in
+    ``BUILD_DIR`` as the daemon's uid, with the build's limits, and :class:`RunSpec`'s
+    isolation defaults (no network, no capabilities, read-only root) left as they are."""
+    return RunSpec(
+        image=image,
+        command=["/bin/sh", "-c", script],
+        mounts=mounts,
+        env=env,
         workdir=BUILD_DIR,
         user=f"{os.getuid()}:{os.getgid()}",
         timeout_s=BUILD_TIMEOUT_S,

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import os
 import posixpath
 import re
 import shlex
@@ -52,12 +51,10 @@ import trio
 
 from tsukud.install.build import (
     BUILD_DIR,
-    BUILD_PIDS,
-    BUILD_TIMEOUT_S,
-    OUTPUT_CAP,
     BuildSandbox,
     accept_output,
     build_or_fail,
+    isolated_build,
     verify_in_container,
 )
 from tsukud.install.cpan_deps import Dependency, gather
@@ -276,17 +273,12 @@ def cpanm_spec(
     capabilities, read-only root: :class:`RunSpec`'s defaults, left as they are), the
     mirror read-only, the scratch directory and ``output`` (at ``where``, the tool's
     directory as the host will have it) writable, as the daemon's uid."""
-    return RunSpec(
-        image=image,
-        command=["/bin/sh", "-c", cpanm_script(entry, where, step.executables)],
-        mounts=((mirror, MIRROR_DIR, True), (scratch, BUILD_DIR, False), (output, where, False)),
-        env=cpanm_env(),
-        workdir=BUILD_DIR,
-        user=f"{os.getuid()}:{os.getgid()}",
-        timeout_s=BUILD_TIMEOUT_S,
-        pids_limit=BUILD_PIDS,
-        labels=labels,
-        output_cap=OUTPUT_CAP,
+    return isolated_build(
+        image,
+        cpanm_script(entry, where, step.executables),
+        ((mirror, MIRROR_DIR, True), (scratch, BUILD_DIR, False), (output, where, False)),
+        cpanm_env(),
+        labels,
     )
 
 
