@@ -6,15 +6,13 @@ the batch's events hold one, and listeners handed only the types they fold."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from tsukud.clock import FixedClock
+from tests.unit.events.test_store import writing
 from tsukud.errors import InvalidParams
 from tsukud.events import rollups
 from tsukud.events.chain import link, link_many
@@ -22,7 +20,6 @@ from tsukud.events.store import (
     _SCHEMA,
     ROWS_PER_INSERT,
     Event,
-    EventStore,
     NewEvent,
     connect,
     insert_rows,
@@ -30,21 +27,7 @@ from tsukud.events.store import (
 )
 from tsukud.secrets import REDACTED, Redactor
 
-NOW = 1_800_000_000.0
 Row = tuple[Any, ...]
-
-
-@asynccontextmanager
-async def writing(path: Path, redactor: Redactor | None = None) -> AsyncIterator[EventStore]:
-    store = EventStore(path, clock=FixedClock(NOW), redactor=redactor or Redactor())
-    store.open()
-    try:
-        async with trio.open_nursery() as nursery:
-            await nursery.start(store.run)
-            yield store
-            store.close()
-    finally:
-        store.close_connection()
 
 
 def stored(path: Path) -> list[Row]:
@@ -145,7 +128,7 @@ async def test_every_secret_in_a_batch_is_redacted_and_the_other_events_kept_as_
     events = [NewEvent("client.note", {"i": i, "msg": "nothing to see"}) for i in range(30)]
     events[11] = NewEvent("client.note", {"i": 11, "api_key": "12345"})  # a credential's name
     events[29] = NewEvent("client.note", {"i": 29, "msg": f"it was {registered}!"})  # the last
-    async with writing(tmp_path / "t.db", Redactor([registered])) as store:
+    async with writing(tmp_path / "t.db", redactor=Redactor([registered])) as store:
         store.append_many(events)
         await store.wait_durable(30)
     rows = stored(tmp_path / "t.db")

@@ -14,6 +14,7 @@ import trio
 from tsukud.clock import FixedClock
 from tsukud.errors import DiskFull, InternalError, InvalidParams, LedgerCorrupt
 from tsukud.events.store import EventStore, connect, verify_chain
+from tsukud.secrets import Redactor
 
 NOW = 1_800_000_000.0
 
@@ -29,8 +30,10 @@ def rows(path: Path) -> list[tuple[int, str]]:
 
 
 @asynccontextmanager
-async def writing(path: Path, *, accept: bool = False) -> AsyncIterator[EventStore]:
-    store = EventStore(path, clock=FixedClock(NOW))
+async def writing(
+    path: Path, *, accept: bool = False, redactor: Redactor | None = None
+) -> AsyncIterator[EventStore]:
+    store = EventStore(path, clock=FixedClock(NOW), redactor=redactor or Redactor())
     store.open(accept=accept)
     try:
         async with trio.open_nursery() as nursery:
